@@ -1,0 +1,96 @@
+// Package storage defines the ordered, transactional key-value store that the
+// engine keeps everything in, and is the parent of its backends
+// (storage/pebble, durable and the default; storage/memory, for tests and
+// --memory). It knows nothing of documents, containers or HTTP, and must not
+// import any other package of this module.
+package storage
+
+import "errors"
+
+// ErrNotFound is returned by Get when the key does not exist.
+var ErrNotFound = errors.New("storage: key not found")
+
+// ErrClosed is returned by operations on a closed store or batch.
+var ErrClosed = errors.New("storage: closed")
+
+// Reader reads keys, in byte order.
+type Reader interface {
+	// Get returns a copy of the value stored under key, or ErrNotFound.
+	Get(key []byte) ([]byte, error)
+	// NewIterator iterates over the keys k with lower <= k < upper (a nil
+	// bound is unbounded), ascending, or descending when reverse is true.
+	// The caller must Close it.
+	NewIterator(lower, upper []byte, reverse bool) (Iterator, error)
+}
+
+// Iterator walks a key range. Key and Value are valid only until the next call
+// to Next; callers that keep them must copy them.
+type Iterator interface {
+	// Next advances to the next key and reports whether there is one. The
+	// first call positions the iterator on the first key of the range.
+	Next() bool
+	// Key is the current key.
+	Key() []byte
+	// Value is the current value.
+	Value() []byte
+	// Err is the first error the iterator met, if any.
+	Err() error
+	// Close releases the iterator.
+	Close() error
+}
+
+// Store is an ordered key-value store with atomic, durable batches.
+//
+// A Store does not serialize conflicting writers itself: two batches that read
+// and then write the same keys must be ordered by the caller (the engine holds a
+// lock per logical partition). Every committed batch is applied atomically: a
+// crash leaves all of it or none of it.
+type Store interface {
+	Reader
+	// NewBatch starts a write batch. Its reads see its own uncommitted writes
+	// on top of the store's latest committed state.
+	NewBatch() Batch
+	// NewSnapshot returns a consistent, read-only view of the store as it is
+	// now. The caller must Close it.
+	NewSnapshot() Snapshot
+	// Close flushes and closes the store. Batches and iterators must be closed
+	// first.
+	Close() error
+}
+
+// Batch is a set of writes applied atomically by Commit.
+type Batch interface {
+	Reader
+	// Set stores value under key. The batch keeps its own copies.
+	Set(key, value []byte) error
+	// Delete removes key (deleting a missing key is not an error).
+	Delete(key []byte) error
+	// Count is the number of Set and Delete operations recorded.
+	Count() int
+	// Commit applies the batch atomically. When it returns nil the writes are
+	// durable (fsynced) unless the store was opened without sync. Concurrent
+	// commits are grouped into one sync where the backend can.
+	Commit() error
+	// Close releases the batch; an uncommitted batch is discarded.
+	Close() error
+}
+
+// Snapshot is a read-only, point-in-time view of a Store.
+type Snapshot interface {
+	Reader
+	// Close releases the snapshot.
+	Close() error
+}
+
+// PrefixEnd returns the smallest key greater than every key that starts with
+// prefix, for use as an exclusive upper bound; nil when there is none.
+func PrefixEnd(prefix []byte) []byte {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		end[i]++
+		if end[i] != 0 {
+			return end[:i+1]
+		}
+	}
+	return nil
+}
