@@ -1,0 +1,374 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"sort"
+	"strings"
+
+	"github.com/orrery-db/orrery/storage"
+)
+
+// Database is a database of the account. Its fields never change after
+// creation; the containers map is guarded by the engine's catalog lock.
+type Database struct {
+	ID    string
+	RID   string
+	rid   []byte
+	body  []byte
+	etag  string
+	colls map[string]*Container
+}
+
+// Container is an immutable snapshot of a container's properties; a replace
+// swaps in a new snapshot with the same RID.
+type Container struct {
+	ID     string
+	RID    string
+	rid    []byte
+	db     *Database
+	pk     PartitionKeyDefinition
+	ttl    *int64 // defaultTtl: nil = off, -1 = on without default expiry, n > 0 seconds
+	body   []byte
+	etag   string
+	offer  string // RID of its offer, "" when none
+	record containerRecord
+}
+
+// containerRecord is what is stored for a container: its properties as the
+// client gave them (defaults filled, system properties included).
+type containerRecord struct {
+	Props map[string]any `json:"props"`
+	Offer string         `json:"offer,omitempty"`
+}
+
+// Self is the container's RID-based link, with the trailing slash.
+func (c *Container) Self() string { return "dbs/" + c.db.RID + "/colls/" + c.RID + "/" }
+
+// AltLink is the container's name-based link.
+func (c *Container) AltLink() string { return "dbs/" + c.db.ID + "/colls/" + c.ID }
+
+// PartitionKeyDefinition returns the container's partition key definition.
+func (c *Container) PartitionKeyDefinition() PartitionKeyDefinition { return c.pk }
+
+// Database returns the database the container belongs to.
+func (c *Container) Database() *Database { return c.db }
+
+// Resource returns the container as the service returns it.
+func (c *Container) Resource() *Resource {
+	return &Resource{ID: c.ID, RID: c.RID, Body: c.body, ETag: c.etag}
+}
+
+// Resource returns the database as the service returns it.
+func (d *Database) Resource() *Resource {
+	return &Resource{ID: d.ID, RID: d.RID, Body: d.body, ETag: d.etag}
+}
+
+// loadCatalog reads every database and container at start-up.
+func (e *Engine) loadCatalog() error {
+	it, err := e.store.NewIterator([]byte{prefixDatabase}, []byte{prefixDatabase + 1}, false)
+	if err != nil {
+		return err
+	}
+	for it.Next() {
+		var props map[string]any
+		if err := json.Unmarshal(it.Value(), &props); err != nil {
+			it.Close()
+			return err
+		}
+		db, err := newDatabase(props)
+		if err != nil {
+			it.Close()
+			return err
+		}
+		e.dbs[db.ID] = db
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	for _, db := range e.dbs {
+		p := containerPrefix(db.rid)
+		it, err := e.store.NewIterator(p, storage.PrefixEnd(p), false)
+		if err != nil {
+			return err
+		}
+		for it.Next() {
+			var rec containerRecord
+			if err := json.Unmarshal(it.Value(), &rec); err != nil {
+				it.Close()
+				return err
+			}
+			c, err := newContainer(db, rec)
+			if err != nil {
+				it.Close()
+				return err
+			}
+			db.colls[c.ID] = c
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func newDatabase(props map[string]any) (*Database, error) {
+	id, _ := stringProp(props, "id")
+	ridStr, _ := stringProp(props, "_rid")
+	rid, ok := decodeRID(ridStr, 4)
+	if !ok {
+		return nil, errors.New("engine: database record with a bad _rid")
+	}
+	body, err := json.Marshal(props)
+	if err != nil {
+		return nil, err
+	}
+	etag, _ := stringProp(props, "_etag")
+	return &Database{ID: id, RID: ridStr, rid: rid, body: body, etag: etag, colls: map[string]*Container{}}, nil
+}
+
+func newContainer(db *Database, rec containerRecord) (*Container, error) {
+	props := rec.Props
+	id, _ := stringProp(props, "id")
+	ridStr, _ := stringProp(props, "_rid")
+	rid, ok := decodeRID(ridStr, 8)
+	if !ok {
+		return nil, errors.New("engine: container record with a bad _rid")
+	}
+	var pk PartitionKeyDefinition
+	raw, _ := json.Marshal(props["partitionKey"])
+	if err := json.Unmarshal(raw, &pk); err != nil {
+		return nil, err
+	}
+	c := &Container{ID: id, RID: ridStr, rid: rid, db: db, pk: pk, offer: rec.Offer, record: rec}
+	c.etag, _ = stringProp(props, "_etag")
+	if v, ok := props["defaultTtl"].(float64); ok {
+		n := int64(v)
+		c.ttl = &n
+	}
+	body, err := json.Marshal(props)
+	if err != nil {
+		return nil, err
+	}
+	c.body = body
+	return c, nil
+}
+
+// lookupDatabase finds a database by name or RID. The caller holds catMu.
+func (e *Engine) lookupDatabase(name string) (*Database, *Error) {
+	if db, ok := e.dbs[name]; ok {
+		return db, nil
+	}
+	if _, ok := decodeRID(name, 4); ok {
+		for _, db := range e.dbs {
+			if db.RID == name {
+				return db, nil
+			}
+		}
+	}
+	return nil, &Error{Status: 404, Code: "NotFound", Message: "Database '" + name + "' does not exist. " + msgNotFound}
+}
+
+// lookupContainer finds a container by database and container name or RID.
+// The caller holds catMu.
+func (e *Engine) lookupContainer(dbName, name string) (*Container, *Error) {
+	db, err := e.lookupDatabase(dbName)
+	if err != nil {
+		err.SubStatus = SubStatusOwnerResourceNotFound
+		return nil, err
+	}
+	if c, ok := db.colls[name]; ok {
+		return c, nil
+	}
+	if _, ok := decodeRID(name, 8); ok {
+		for _, c := range db.colls {
+			if c.RID == name {
+				return c, nil
+			}
+		}
+	}
+	return nil, &Error{Status: 404, Code: "NotFound", Message: "Container '" + name + "' does not exist in database '" + db.ID + "'. " + msgNotFound}
+}
+
+// Container returns the current snapshot of a container, by name or RID.
+func (e *Engine) Container(db, name string) (*Container, error) {
+	e.catMu.RLock()
+	defer e.catMu.RUnlock()
+	c, err := e.lookupContainer(db, name)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// CreateDatabase creates a database from its JSON body. throughput, when not
+// nil, provisions an offer for it.
+func (e *Engine) CreateDatabase(body []byte, throughput *Throughput) (*Resource, error) {
+	props, perr := decodeObject(body)
+	if perr != nil {
+		return nil, perr
+	}
+	id, ok := stringProp(props, "id")
+	if !ok {
+		return nil, BadRequest("The input content is invalid because the required property, id, is missing.")
+	}
+	if err := validResourceID(id); err != nil {
+		return nil, err
+	}
+	e.catMu.Lock()
+	defer e.catMu.Unlock()
+	if _, exists := e.dbs[id]; exists {
+		return nil, Conflict("Database '%s' already exists. %s", id, msgConflict)
+	}
+	var rid []byte
+	for {
+		rid = randomBytes(4)
+		if e.ridFree(encodeRID(rid), 4) {
+			break
+		}
+	}
+	ridStr := encodeRID(rid)
+	lsn, err := e.seq.allocate()
+	if err != nil {
+		return nil, err
+	}
+	defer e.seq.finish(lsn)
+	stripSystem(props)
+	props["_rid"] = ridStr
+	props["_self"] = "dbs/" + ridStr + "/"
+	props["_etag"] = formatETag(lsn, 0)
+	props["_ts"] = unixNow(e.now())
+	props["_colls"] = "colls/"
+	props["_users"] = "users/"
+	stored, merr := json.Marshal(props)
+	if merr != nil {
+		return nil, merr
+	}
+	var generic map[string]any
+	_ = json.Unmarshal(stored, &generic)
+	db, nerr := newDatabase(generic)
+	if nerr != nil {
+		return nil, nerr
+	}
+	b := e.store.NewBatch()
+	defer b.Close()
+	if err := b.Set(databaseKey(id), stored); err != nil {
+		return nil, err
+	}
+	var offerRID string
+	var offerBody []byte
+	if throughput != nil {
+		if offerRID, offerBody, err = e.putOffer(b, throughput, ridStr, "dbs/"+ridStr+"/"); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.Commit(); err != nil {
+		return nil, err
+	}
+	if offerRID != "" {
+		e.offers[offerRID] = offerBody
+	}
+	e.dbs[id] = db
+	return db.Resource(), nil
+}
+
+// ReadDatabase returns a database by name or RID.
+func (e *Engine) ReadDatabase(name string) (*Resource, error) {
+	e.catMu.RLock()
+	defer e.catMu.RUnlock()
+	db, err := e.lookupDatabase(name)
+	if err != nil {
+		return nil, err
+	}
+	return db.Resource(), nil
+}
+
+// ListDatabases returns every database, ordered by id.
+func (e *Engine) ListDatabases() []*Resource {
+	e.catMu.RLock()
+	defer e.catMu.RUnlock()
+	out := make([]*Resource, 0, len(e.dbs))
+	for _, db := range e.dbs {
+		out = append(out, db.Resource())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// DeleteDatabase deletes a database and everything in it.
+func (e *Engine) DeleteDatabase(name string, ifMatch string) error {
+	e.catMu.Lock()
+	defer e.catMu.Unlock()
+	db, err := e.lookupDatabase(name)
+	if err != nil {
+		return err
+	}
+	if ifMatch != "" && ifMatch != "*" && ifMatch != db.etag {
+		return PreconditionFailed(msgPrecondition)
+	}
+	b := e.store.NewBatch()
+	defer b.Close()
+	if err := b.Delete(databaseKey(db.ID)); err != nil {
+		return err
+	}
+	for _, c := range db.colls {
+		if err := e.deleteContainerRecords(b, c); err != nil {
+			return err
+		}
+	}
+	off := e.databaseOffer(db)
+	if off != "" {
+		if err := b.Delete(offerKey(off)); err != nil {
+			return err
+		}
+	}
+	if err := b.Commit(); err != nil {
+		return err
+	}
+	delete(e.offers, off)
+	for _, c := range db.colls {
+		delete(e.offers, c.offer)
+	}
+	delete(e.dbs, db.ID)
+	for _, c := range db.colls {
+		e.purgeContainerData(c.rid)
+	}
+	return nil
+}
+
+// ridFree reports whether no database or container has the RID. The caller holds catMu.
+func (e *Engine) ridFree(rid string, n int) bool {
+	for _, db := range e.dbs {
+		if n == 4 && db.RID == rid {
+			return false
+		}
+		for _, c := range db.colls {
+			if n == 8 && c.RID == rid {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func stripSystem(props map[string]any) {
+	for k := range props {
+		if systemProperties[k] {
+			delete(props, k)
+		}
+	}
+}
+
+// validResourceID checks the id of a database, container or script.
+func validResourceID(id string) *Error {
+	if err := validID(id); err != nil {
+		return err
+	}
+	if len(id) > 255 {
+		return BadRequest("The resource id exceeds the maximum length of 255 characters.")
+	}
+	if strings.HasSuffix(id, " ") {
+		return BadRequest("The resource id must not end with a space.")
+	}
+	return nil
+}

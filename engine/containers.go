@@ -1,0 +1,354 @@
+package engine
+
+import (
+	"encoding/json"
+	"log/slog"
+	"sort"
+
+	"github.com/orrery-db/orrery/storage"
+)
+
+// CreateContainer creates a container in a database from its JSON body.
+func (e *Engine) CreateContainer(dbName string, body []byte, throughput *Throughput) (*Resource, error) {
+	props, perr := decodeObject(body)
+	if perr != nil {
+		return nil, perr
+	}
+	id, ok := stringProp(props, "id")
+	if !ok {
+		return nil, BadRequest("The input content is invalid because the required property, id, is missing.")
+	}
+	if err := validResourceID(id); err != nil {
+		return nil, err
+	}
+	normalized, perr := normalizeContainerProps(props, nil)
+	if perr != nil {
+		return nil, perr
+	}
+	e.catMu.Lock()
+	defer e.catMu.Unlock()
+	db, derr := e.lookupDatabase(dbName)
+	if derr != nil {
+		return nil, derr
+	}
+	if _, exists := db.colls[id]; exists {
+		return nil, Conflict("Container '%s' already exists. %s", id, msgConflict)
+	}
+	var rid []byte
+	for rid == nil || !e.ridFree(encodeRID(rid), 8) {
+		rid = append(append([]byte(nil), db.rid...), randomBytes(4)...)
+	}
+	ridStr := encodeRID(rid)
+	lsn, err := e.seq.allocate()
+	if err != nil {
+		return nil, err
+	}
+	defer e.seq.finish(lsn)
+	normalized["_rid"] = ridStr
+	normalized["_self"] = "dbs/" + db.RID + "/colls/" + ridStr + "/"
+	normalized["_etag"] = formatETag(lsn, 0)
+	normalized["_ts"] = unixNow(e.now())
+	for _, k := range []string{"docs", "sprocs", "triggers", "udfs", "conflicts"} {
+		normalized["_"+k] = k + "/"
+	}
+	b := e.store.NewBatch()
+	defer b.Close()
+	rec := containerRecord{Props: normalized}
+	var offerBody []byte
+	if throughput != nil {
+		if rec.Offer, offerBody, err = e.putOffer(b, throughput, ridStr, normalized["_self"].(string)); err != nil {
+			return nil, err
+		}
+	}
+	c, err := e.storeContainer(b, db, rec)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Commit(); err != nil {
+		return nil, err
+	}
+	if rec.Offer != "" {
+		e.offers[rec.Offer] = offerBody
+	}
+	db.colls[id] = c
+	return c.Resource(), nil
+}
+
+// storeContainer writes a container record into b and returns its snapshot.
+func (e *Engine) storeContainer(b storage.Batch, db *Database, rec containerRecord) (*Container, error) {
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	// Round-trip so the snapshot sees the stored form exactly (numbers as float64).
+	var stored containerRecord
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		return nil, err
+	}
+	c, err := newContainer(db, stored)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Set(containerKey(db.rid, c.ID), raw); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// normalizeContainerProps validates a container body and fills the defaults
+// the service fills. prev is the current container on a replace.
+func normalizeContainerProps(props map[string]any, prev *Container) (map[string]any, *Error) {
+	stripSystem(props)
+	// Decode numbers into float64 from here on.
+	raw, _ := json.Marshal(props)
+	var out map[string]any
+	_ = json.Unmarshal(raw, &out)
+
+	var pk PartitionKeyDefinition
+	if v, ok := out["partitionKey"]; ok && v != nil {
+		raw, _ := json.Marshal(v)
+		if err := json.Unmarshal(raw, &pk); err != nil {
+			return nil, BadRequest("The partitionKey property is invalid: %v", err)
+		}
+	} else if prev != nil {
+		pk = prev.pk
+	} else {
+		return nil, BadRequest("The partitionKey property is required: give the container a partition key definition such as {\"paths\":[\"/pk\"]}.")
+	}
+	if err := pk.normalize(); err != nil {
+		return nil, err
+	}
+	if prev != nil {
+		old, _ := json.Marshal(prev.pk)
+		cur, _ := json.Marshal(pk)
+		if string(old) != string(cur) {
+			return nil, BadRequest("The partition key of a container cannot be changed.")
+		}
+	}
+	out["partitionKey"] = pk
+	if v, ok := out["defaultTtl"]; ok {
+		switch n := v.(type) {
+		case nil:
+			delete(out, "defaultTtl")
+		case float64:
+			if n != float64(int64(n)) || n == 0 || n < -1 || n > 2147483647 {
+				return nil, BadRequest("The defaultTtl value %v is invalid: it must be -1 or a whole number of seconds from 1 to 2147483647.", v)
+			}
+		default:
+			return nil, BadRequest("The defaultTtl value must be a number.")
+		}
+	}
+	if _, ok := out["indexingPolicy"].(map[string]any); !ok {
+		out["indexingPolicy"] = map[string]any{
+			"indexingMode":  "consistent",
+			"automatic":     true,
+			"includedPaths": []any{map[string]any{"path": "/*"}},
+			"excludedPaths": []any{map[string]any{"path": "/\"_etag\"/?"}},
+		}
+	} else {
+		ip := out["indexingPolicy"].(map[string]any)
+		if _, ok := ip["indexingMode"]; !ok {
+			ip["indexingMode"] = "consistent"
+		}
+		if _, ok := ip["automatic"]; !ok {
+			ip["automatic"] = true
+		}
+		if _, ok := ip["includedPaths"]; !ok {
+			ip["includedPaths"] = []any{map[string]any{"path": "/*"}}
+		}
+		if _, ok := ip["excludedPaths"]; !ok {
+			ip["excludedPaths"] = []any{}
+		}
+	}
+	if _, ok := out["uniqueKeyPolicy"]; !ok {
+		out["uniqueKeyPolicy"] = map[string]any{"uniqueKeys": []any{}}
+	}
+	if _, ok := out["conflictResolutionPolicy"]; !ok {
+		out["conflictResolutionPolicy"] = map[string]any{
+			"mode": "LastWriterWins", "conflictResolutionPath": "/_ts", "conflictResolutionProcedure": "",
+		}
+	}
+	if _, ok := out["geospatialConfig"]; !ok {
+		out["geospatialConfig"] = map[string]any{"type": "Geography"}
+	}
+	// Round-trip once more so the stored form holds only plain JSON values.
+	raw, _ = json.Marshal(out)
+	var final map[string]any
+	_ = json.Unmarshal(raw, &final)
+	return final, nil
+}
+
+// ReadContainer returns a container by database and name or RID.
+func (e *Engine) ReadContainer(db, name string) (*Resource, error) {
+	c, err := e.Container(db, name)
+	if err != nil {
+		return nil, err
+	}
+	return c.Resource(), nil
+}
+
+// ListContainers returns the containers of a database, ordered by id.
+func (e *Engine) ListContainers(dbName string) ([]*Resource, error) {
+	e.catMu.RLock()
+	defer e.catMu.RUnlock()
+	db, err := e.lookupDatabase(dbName)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Resource, 0, len(db.colls))
+	for _, c := range db.colls {
+		out = append(out, c.Resource())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// ReplaceContainer replaces a container's properties. The partition key
+// definition cannot change.
+func (e *Engine) ReplaceContainer(dbName, name string, body []byte, ifMatch string) (*Resource, error) {
+	props, perr := decodeObject(body)
+	if perr != nil {
+		return nil, perr
+	}
+	e.catMu.Lock()
+	defer e.catMu.Unlock()
+	prev, lerr := e.lookupContainer(dbName, name)
+	if lerr != nil {
+		return nil, lerr
+	}
+	if id, _ := stringProp(props, "id"); id != prev.ID {
+		return nil, BadRequest("The id in the body (%q) must match the container's id (%q).", id, prev.ID)
+	}
+	if ifMatch != "" && ifMatch != "*" && ifMatch != prev.etag {
+		return nil, PreconditionFailed(msgPrecondition)
+	}
+	normalized, perr := normalizeContainerProps(props, prev)
+	if perr != nil {
+		return nil, perr
+	}
+	lsn, err := e.seq.allocate()
+	if err != nil {
+		return nil, err
+	}
+	defer e.seq.finish(lsn)
+	for _, k := range []string{"_rid", "_self", "_docs", "_sprocs", "_triggers", "_udfs", "_conflicts"} {
+		normalized[k] = prev.record.Props[k]
+	}
+	normalized["_etag"] = formatETag(lsn, 0)
+	normalized["_ts"] = unixNow(e.now())
+	b := e.store.NewBatch()
+	defer b.Close()
+	c, err := e.storeContainer(b, prev.db, containerRecord{Props: normalized, Offer: prev.offer})
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Commit(); err != nil {
+		return nil, err
+	}
+	prev.db.colls[c.ID] = c
+	return c.Resource(), nil
+}
+
+// DeleteContainer deletes a container, its scripts and its items.
+func (e *Engine) DeleteContainer(dbName, name string, ifMatch string) error {
+	e.catMu.Lock()
+	defer e.catMu.Unlock()
+	c, err := e.lookupContainer(dbName, name)
+	if err != nil {
+		return err
+	}
+	if ifMatch != "" && ifMatch != "*" && ifMatch != c.etag {
+		return PreconditionFailed(msgPrecondition)
+	}
+	b := e.store.NewBatch()
+	defer b.Close()
+	if err := e.deleteContainerRecords(b, c); err != nil {
+		return err
+	}
+	if err := b.Commit(); err != nil {
+		return err
+	}
+	delete(e.offers, c.offer)
+	delete(c.db.colls, c.ID)
+	e.purgeContainerData(c.rid)
+	return nil
+}
+
+// deleteContainerRecords deletes a container's catalog record, offer and
+// scripts into b.
+func (e *Engine) deleteContainerRecords(b storage.Batch, c *Container) error {
+	if err := b.Delete(containerKey(c.db.rid, c.ID)); err != nil {
+		return err
+	}
+	if c.offer != "" {
+		if err := b.Delete(offerKey(c.offer)); err != nil {
+			return err
+		}
+	}
+	return deleteRange(e.store, b, []byte{prefixChild}, c.rid)
+}
+
+// deleteRange records the deletion of every key under prefix+suffix into b.
+func deleteRange(r storage.Reader, b storage.Batch, prefix []byte, suffix []byte) error {
+	p := append(append([]byte(nil), prefix...), suffix...)
+	it, err := r.NewIterator(p, storage.PrefixEnd(p), false)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.Next() {
+		if err := b.Delete(append([]byte(nil), it.Key()...)); err != nil {
+			return err
+		}
+	}
+	return it.Err()
+}
+
+// purgeContainerData deletes a dropped container's items, feed and RID index
+// in the background, in chunks, so a large container does not stall the
+// catalog. Its RID is never reused, so the leftovers are unreachable meanwhile.
+func (e *Engine) purgeContainerData(collRID []byte) {
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		for _, p := range [][]byte{itemContainerPrefix(collRID), feedPrefix(collRID), ridPrefix(collRID)} {
+			if err := purgePrefix(e.store, p); err != nil {
+				slog.Warn("purging a deleted container's data failed", "error", err)
+				return
+			}
+		}
+	}()
+}
+
+func purgePrefix(s storage.Store, p []byte) error {
+	const chunk = 1000
+	for {
+		it, err := s.NewIterator(p, storage.PrefixEnd(p), false)
+		if err != nil {
+			return err
+		}
+		b := s.NewBatch()
+		for it.Next() && b.Count() < chunk {
+			if err := b.Delete(append([]byte(nil), it.Key()...)); err != nil {
+				it.Close()
+				b.Close()
+				return err
+			}
+		}
+		if err := it.Close(); err != nil {
+			b.Close()
+			return err
+		}
+		n := b.Count()
+		if n > 0 {
+			if err := b.Commit(); err != nil {
+				b.Close()
+				return err
+			}
+		}
+		b.Close()
+		if n < chunk {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package engine
+
+import (
+	"hash/maphash"
+	"sync"
+	"time"
+
+	"github.com/orrery-db/orrery/storage"
+)
+
+// lockStripes is how many mutexes serialize the writers of logical
+// partitions; two partitions rarely share one.
+const lockStripes = 4096
+
+// Options configure an Engine.
+type Options struct {
+	// Now is the clock; time.Now when nil. Tests set it to move time.
+	Now func() time.Time
+}
+
+// Engine is one Cosmos account's databases on one storage.Store.
+// It is safe for concurrent use.
+type Engine struct {
+	store storage.Store
+	seq   *sequencer
+	now   func() time.Time
+
+	catMu  sync.RWMutex
+	dbs    map[string]*Database
+	offers map[string][]byte
+
+	seed  maphash.Seed
+	locks [lockStripes]sync.Mutex
+
+	bg sync.WaitGroup
+}
+
+// Open loads the catalog from store and returns a ready engine. The caller
+// keeps ownership of store and closes it after Close.
+func Open(store storage.Store, opts Options) (*Engine, error) {
+	seq, err := newSequencer(store)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		store:  store,
+		seq:    seq,
+		now:    opts.Now,
+		dbs:    map[string]*Database{},
+		offers: map[string][]byte{},
+		seed:   maphash.MakeSeed(),
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if err := e.loadCatalog(); err != nil {
+		return nil, err
+	}
+	if err := e.loadOffers(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Close waits for background work (purging deleted containers) to finish.
+func (e *Engine) Close() error {
+	e.bg.Wait()
+	return nil
+}
+
+// SessionLSN is the sequence number every committed write is at or below:
+// the global LSN of session tokens.
+func (e *Engine) SessionLSN() uint64 { return e.seq.watermark() }
+
+// partitionLock returns the mutex that serializes the writers of one logical
+// partition.
+func (e *Engine) partitionLock(collRID, pkEnc []byte) *sync.Mutex {
+	var h maphash.Hash
+	h.SetSeed(e.seed)
+	h.Write(collRID)
+	h.Write(pkEnc)
+	return &e.locks[h.Sum64()%lockStripes]
+}

@@ -1,0 +1,92 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error is the one error type the engine returns for anything a client did or
+// asked for. Status is the HTTP status Cosmos answers with, SubStatus its
+// substatus (0 when none) and Code the Cosmos error code string.
+type Error struct {
+	Status    int
+	SubStatus int
+	Code      string
+	Message   string
+}
+
+// Error implements the error interface.
+func (e *Error) Error() string {
+	return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// Cosmos substatus codes the engine emits.
+const (
+	// SubStatusPartitionKeyMismatch: the partition key in the header differs from the document's.
+	SubStatusPartitionKeyMismatch = 1001
+	// SubStatusOwnerResourceNotFound: the database or container of the request does not exist.
+	SubStatusOwnerResourceNotFound = 1003
+	// SubStatusCrossPartitionQuery: a cross-partition query the gateway cannot serve directly.
+	SubStatusCrossPartitionQuery = 1004
+)
+
+// Canonical messages, as the service words them.
+const (
+	msgNotFound       = "Entity with the specified id does not exist in the system."
+	msgConflict       = "Entity with the specified id already exists in the system."
+	msgPrecondition   = "One of the specified pre-condition is not met."
+	msgETagMismatch   = "E-tag mismatch detected"
+	msgEntityTooLarge = "Request size is too large"
+)
+
+func errorf(status int, code string, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// BadRequest returns a 400 error with the given message.
+func BadRequest(format string, args ...any) *Error {
+	return errorf(400, "BadRequest", format, args...)
+}
+
+// NotFound returns a 404 error.
+func NotFound(format string, args ...any) *Error {
+	return errorf(404, "NotFound", format, args...)
+}
+
+// Conflict returns a 409 error.
+func Conflict(format string, args ...any) *Error {
+	return errorf(409, "Conflict", format, args...)
+}
+
+// PreconditionFailed returns a 412 error.
+func PreconditionFailed(format string, args ...any) *Error {
+	return errorf(412, "PreconditionFailed", format, args...)
+}
+
+// TooLarge returns a 413 error.
+func TooLarge(format string, args ...any) *Error {
+	return errorf(413, "RequestEntityTooLarge", format, args...)
+}
+
+// Forbidden returns a 403 error.
+func Forbidden(format string, args ...any) *Error {
+	return errorf(403, "Forbidden", format, args...)
+}
+
+// AsError returns err as an *Error when it is one (or wraps one).
+func AsError(err error) (*Error, bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e, true
+	}
+	return nil, false
+}
+
+// StatusOf returns the Cosmos status an error answers with: the *Error's
+// status, or 500 for anything else.
+func StatusOf(err error) int {
+	if e, ok := AsError(err); ok {
+		return e.Status
+	}
+	return 500
+}

@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/base64"
+
+	"github.com/orrery-db/orrery/storage"
+)
+
+// DefaultPageSize is the page size of feeds when the client gives none.
+const DefaultPageSize = 100
+
+// MaxPageSize is the largest page a feed returns.
+const MaxPageSize = 1000
+
+// FeedRequest asks for a page of a container's items (read feed).
+type FeedRequest struct {
+	Database  string
+	Container string
+	// PartitionKey scopes the feed to one logical partition when HasPartitionKey.
+	PartitionKey    PartitionKey
+	HasPartitionKey bool
+	// MaxItems is the page size; zero or less means the default.
+	MaxItems int
+	// Continuation is the token of the previous page, "" for the first.
+	Continuation string
+}
+
+// FeedResult is one page of items.
+type FeedResult struct {
+	Items [][]byte
+	// Continuation is "" on the last page.
+	Continuation string
+	Charge       float64
+}
+
+// ReadFeed returns a page of items in storage order.
+func (e *Engine) ReadFeed(req *FeedRequest) (*FeedResult, error) {
+	c, err := e.Container(req.Database, req.Container)
+	if err != nil {
+		return nil, err
+	}
+	lower := itemContainerPrefix(c.rid)
+	if req.HasPartitionKey {
+		p, perr := c.partition(req.PartitionKey)
+		if perr != nil {
+			return nil, perr
+		}
+		lower = p.prefix
+	}
+	upper := storage.PrefixEnd(lower)
+	start := lower
+	if req.Continuation != "" {
+		k, derr := base64.RawURLEncoding.DecodeString(req.Continuation)
+		if derr != nil || !bytes.HasPrefix(k, lower) {
+			return nil, BadRequest("The continuation token %q is invalid for this request.", req.Continuation)
+		}
+		start = append(k, 0) // strictly after the last key returned
+	}
+	size := req.MaxItems
+	if size <= 0 {
+		size = DefaultPageSize
+	}
+	size = min(size, MaxPageSize)
+	it, err := e.store.NewIterator(start, upper, false)
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	now := e.now().Unix()
+	res := &FeedResult{}
+	var last []byte
+	total := 0
+	for it.Next() {
+		if len(res.Items) == size {
+			res.Continuation = base64.RawURLEncoding.EncodeToString(last)
+			break
+		}
+		s, err := decodeItem(it.Key(), it.Value())
+		if err != nil {
+			return nil, err
+		}
+		last = append(last[:0], it.Key()...)
+		if c.expired(s, now) {
+			continue
+		}
+		res.Items = append(res.Items, append([]byte(nil), s.doc...))
+		total += len(s.doc)
+	}
+	if err := it.Err(); err != nil {
+		return nil, err
+	}
+	res.Charge = 1 + float64(total)/1024*0.1
+	return res, nil
+}

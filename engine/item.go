@@ -1,0 +1,517 @@
+package engine
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/orrery-db/orrery/storage"
+)
+
+// MaxItemBytes is the largest item, system properties included.
+const MaxItemBytes = 2 * 1024 * 1024
+
+// storedItem is an item as kept in storage: a fixed header, then its JSON.
+//
+//	version(1) lsn(8) ts(8) ttl(4, int32, 0 = none) rid suffix(8) json
+type storedItem struct {
+	key []byte
+	lsn uint64
+	ts  int64
+	ttl int32
+	rid uint64
+	doc []byte
+}
+
+const itemHeaderLen = 1 + 8 + 8 + 4 + 8
+
+func (it *storedItem) encode() []byte {
+	v := make([]byte, 0, itemHeaderLen+len(it.doc))
+	v = append(v, 1)
+	v = binary.BigEndian.AppendUint64(v, it.lsn)
+	v = binary.BigEndian.AppendUint64(v, uint64(it.ts))
+	v = binary.BigEndian.AppendUint32(v, uint32(it.ttl))
+	v = binary.BigEndian.AppendUint64(v, it.rid)
+	return append(v, it.doc...)
+}
+
+func decodeItem(key, v []byte) (*storedItem, error) {
+	if len(v) < itemHeaderLen || v[0] != 1 {
+		return nil, errors.New("engine: corrupt item record")
+	}
+	return &storedItem{
+		key: key,
+		lsn: binary.BigEndian.Uint64(v[1:]),
+		ts:  int64(binary.BigEndian.Uint64(v[9:])),
+		ttl: int32(binary.BigEndian.Uint32(v[17:])),
+		rid: binary.BigEndian.Uint64(v[21:]),
+		doc: v[itemHeaderLen:],
+	}, nil
+}
+
+// etag is the item's current ETag.
+func (it *storedItem) etag() string { return formatETag(it.lsn, it.rid) }
+
+// expired reports whether the item's time to live has run out.
+func (c *Container) expired(it *storedItem, now int64) bool {
+	if c.ttl == nil {
+		return false
+	}
+	ttl := int64(it.ttl)
+	if ttl == 0 {
+		ttl = *c.ttl
+	}
+	return ttl > 0 && it.ts+ttl <= now
+}
+
+// partition is one logical partition of a container.
+type partition struct {
+	c      *Container
+	pk     PartitionKey
+	enc    []byte
+	prefix []byte
+}
+
+func (c *Container) partition(pk PartitionKey) (*partition, *Error) {
+	if len(pk) != len(c.pk.Paths) {
+		return nil, BadRequest("The partition key supplied has %d components, but the container's partition key definition has %d paths.", len(pk), len(c.pk.Paths))
+	}
+	enc := pk.encode()
+	return &partition{c: c, pk: pk, enc: enc, prefix: itemPartitionPrefix(c.rid, effectivePartitionKey(&c.pk, pk), enc)}, nil
+}
+
+func (p *partition) itemKey(id string) []byte {
+	return append(append([]byte(nil), p.prefix...), id...)
+}
+
+// ItemRequest addresses an item operation.
+type ItemRequest struct {
+	Database  string
+	Container string
+	// ID is the item id of point operations on an existing item.
+	ID string
+	// PartitionKey is the x-ms-documentdb-partitionkey value; HasPartitionKey
+	// is false when the request had none.
+	PartitionKey    PartitionKey
+	HasPartitionKey bool
+	// Body is the item (create, upsert, replace).
+	Body []byte
+	// IfMatch makes a write conditional on the item's current ETag ("*": any).
+	IfMatch string
+	// IfNoneMatch on a read answers 304 when the ETag still matches.
+	IfNoneMatch string
+}
+
+// ItemResult is the outcome of an item operation.
+type ItemResult struct {
+	// Status is 200, 201, 204 or 304.
+	Status int
+	// Body is the item with its system properties (nil for deletes and 304).
+	Body []byte
+	ETag string
+	// Charge is the request charge in request units.
+	Charge float64
+}
+
+// item is a validated incoming item body.
+type item struct {
+	obj object
+	id  string
+	pk  PartitionKey
+	ttl int32
+}
+
+// parseItem validates a create/upsert/replace body against the container and
+// the request's partition key.
+func (c *Container) parseItem(body []byte, req *ItemRequest) (*item, *Error) {
+	if len(body) > MaxItemBytes {
+		return nil, TooLarge("%s: the item is %d bytes, the limit is %d.", msgEntityTooLarge, len(body), MaxItemBytes)
+	}
+	if len(body) == 0 || !json.Valid(body) {
+		return nil, BadRequest("The request body is not valid JSON.")
+	}
+	obj, err := parseObject(body)
+	if err != nil {
+		return nil, BadRequest("The request body must be a JSON object.")
+	}
+	it := &item{obj: obj.withoutSystem()}
+	rawID, ok := obj.get("id")
+	if !ok {
+		return nil, BadRequest("The input content is invalid because the required property, id, is missing.")
+	}
+	if json.Unmarshal(rawID, &it.id) != nil {
+		return nil, BadRequest("The id property must be a string.")
+	}
+	if e := validID(it.id); e != nil {
+		return nil, e
+	}
+	if raw, ok := obj.get("ttl"); ok && string(raw) != "null" {
+		n, perr := strconv.ParseFloat(string(raw), 64)
+		if perr != nil || n != math.Trunc(n) || n == 0 || n < -1 || n > math.MaxInt32 {
+			return nil, BadRequest("The ttl value %s is invalid: it must be -1 or a whole number of seconds from 1 to 2147483647.", raw)
+		}
+		it.ttl = int32(n)
+	}
+	doc := map[string]any{}
+	for _, path := range c.pk.Paths {
+		name := firstSegment(path)
+		if raw, ok := obj.get(name); ok {
+			var v any
+			if json.Unmarshal(raw, &v) == nil {
+				doc[name] = v
+			}
+		}
+	}
+	pk, perr := extractPartitionKey(&c.pk, doc)
+	if perr != nil {
+		return nil, perr
+	}
+	it.pk = pk
+	if req.HasPartitionKey && !req.PartitionKey.Equal(pk) {
+		return nil, &Error{Status: 400, SubStatus: SubStatusPartitionKeyMismatch, Code: "BadRequest",
+			Message: "PartitionKey extracted from document doesn't match the one specified in the header. Header: " +
+				req.PartitionKey.String() + ", document: " + pk.String() + "."}
+	}
+	return it, nil
+}
+
+func firstSegment(path string) string {
+	s := path[1:]
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			s = s[:i]
+			break
+		}
+	}
+	return s
+}
+
+// txn is a write transaction on one logical partition: reads see its own
+// writes, and everything commits together or not at all.
+type txn struct {
+	e     *Engine
+	p     *partition
+	b     storage.Batch
+	now   time.Time
+	lsn   uint64
+	nrids uint64
+}
+
+// inPartition runs fn as one transaction on a logical partition, holding the
+// partition's write lock until the commit is durable.
+func (e *Engine) inPartition(c *Container, pk PartitionKey, fn func(t *txn) error) error {
+	p, perr := c.partition(pk)
+	if perr != nil {
+		return perr
+	}
+	mu := e.partitionLock(c.rid, p.enc)
+	mu.Lock()
+	defer mu.Unlock()
+	b := e.store.NewBatch()
+	defer b.Close()
+	t := &txn{e: e, p: p, b: b, now: e.now()}
+	defer func() {
+		if t.lsn != 0 {
+			e.seq.finish(t.lsn)
+		}
+	}()
+	if err := fn(t); err != nil {
+		return err
+	}
+	if b.Count() == 0 {
+		return nil
+	}
+	return b.Commit()
+}
+
+// get reads an item of the partition; nil when absent or expired.
+func (t *txn) get(id string) (*storedItem, error) {
+	key := t.p.itemKey(id)
+	v, err := t.b.Get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	it, err := decodeItem(key, v)
+	if err != nil {
+		return nil, err
+	}
+	if t.p.c.expired(it, t.now.Unix()) {
+		return nil, nil
+	}
+	return it, nil
+}
+
+// getAny reads an item even if it has expired (a write replaces or removes
+// the stale record).
+func (t *txn) getAny(id string) (*storedItem, error) {
+	key := t.p.itemKey(id)
+	v, err := t.b.Get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return decodeItem(key, v)
+}
+
+func (t *txn) allocate() error {
+	if t.lsn != 0 {
+		return nil
+	}
+	lsn, err := t.e.seq.allocate()
+	if err != nil {
+		return err
+	}
+	t.lsn = lsn
+	return nil
+}
+
+// put writes the item, replacing prev (the current record, expired or not,
+// or nil), and returns the stored record.
+func (t *txn) put(it *item, prev *storedItem) (*storedItem, error) {
+	if err := t.allocate(); err != nil {
+		return nil, err
+	}
+	c := t.p.c
+	s := &storedItem{key: t.p.itemKey(it.id), lsn: t.lsn, ts: t.now.Unix(), ttl: it.ttl}
+	fresh := prev == nil
+	if fresh {
+		s.rid = t.lsn<<16 | t.nrids
+		t.nrids++
+	} else {
+		s.rid = prev.rid
+	}
+	rid := encodeRID(childRID(c.rid, s.rid))
+	s.doc = it.obj.encode(
+		field{"_rid", quoteJSON(rid)},
+		field{"_self", quoteJSON(c.Self() + "docs/" + rid + "/")},
+		field{"_etag", quoteJSON(s.etag())},
+		field{"_attachments", json.RawMessage(`"attachments/"`)},
+		field{"_ts", json.RawMessage(strconv.FormatInt(s.ts, 10))},
+	)
+	if len(s.doc) > MaxItemBytes {
+		return nil, TooLarge("%s: the item is %d bytes with its system properties, the limit is %d.", msgEntityTooLarge, len(s.doc), MaxItemBytes)
+	}
+	ridBytes := binary.BigEndian.AppendUint64(nil, s.rid)
+	if err := t.b.Set(s.key, s.encode()); err != nil {
+		return nil, err
+	}
+	if prev != nil {
+		if err := t.b.Delete(feedKey(c.rid, prev.lsn, ridBytes)); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.b.Set(feedKey(c.rid, s.lsn, ridBytes), s.key); err != nil {
+		return nil, err
+	}
+	if fresh {
+		if err := t.b.Set(ridKey(c.rid, ridBytes), s.key); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// remove deletes the item whose current record is prev.
+func (t *txn) remove(prev *storedItem) error {
+	if err := t.allocate(); err != nil {
+		return err
+	}
+	c := t.p.c
+	ridBytes := binary.BigEndian.AppendUint64(nil, prev.rid)
+	for _, k := range [][]byte{prev.key, feedKey(c.rid, prev.lsn, ridBytes), ridKey(c.rid, ridBytes)} {
+		if err := t.b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func quoteJSON(s string) json.RawMessage {
+	return appendJSONString(nil, s)
+}
+
+// checkIfMatch applies an If-Match precondition to the current item.
+func checkIfMatch(ifMatch string, cur *storedItem) *Error {
+	if ifMatch == "" {
+		return nil
+	}
+	if cur == nil {
+		return PreconditionFailed(msgPrecondition)
+	}
+	if ifMatch != "*" && ifMatch != cur.etag() {
+		return PreconditionFailed(msgETagMismatch)
+	}
+	return nil
+}
+
+// writeCharge approximates the request units of a write of n bytes.
+func writeCharge(n int) float64 { return 5.71 + float64(n/1024)*0.38 }
+
+// readCharge approximates the request units of a point read of n bytes.
+func readCharge(n int) float64 { return 1 + float64(n/1024)*0.1 }
+
+var errPartitionKeyRequired = BadRequest("PartitionKey value must be supplied for this operation: send the x-ms-documentdb-partitionkey header.")
+
+// resolve finds the request's container and its partition key (from the
+// header, or from the body when the header is absent).
+func (e *Engine) resolve(req *ItemRequest) (*Container, error) {
+	c, err := e.Container(req.Database, req.Container)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// CreateItem creates an item; 409 when its id exists in the logical partition.
+func (e *Engine) CreateItem(req *ItemRequest) (*ItemResult, error) {
+	return e.writeItem(req, func(t *txn, it *item, cur *storedItem) (int, error) {
+		if cur != nil {
+			return 0, Conflict(msgConflict)
+		}
+		return 201, nil
+	})
+}
+
+// UpsertItem creates the item or replaces it (honouring If-Match when given).
+func (e *Engine) UpsertItem(req *ItemRequest) (*ItemResult, error) {
+	return e.writeItem(req, func(t *txn, it *item, cur *storedItem) (int, error) {
+		if err := checkIfMatch(req.IfMatch, cur); err != nil {
+			return 0, err
+		}
+		if cur == nil {
+			return 201, nil
+		}
+		return 200, nil
+	})
+}
+
+// ReplaceItem replaces an existing item; 404 when absent, 412 on a stale If-Match.
+func (e *Engine) ReplaceItem(req *ItemRequest) (*ItemResult, error) {
+	return e.writeItem(req, func(t *txn, it *item, cur *storedItem) (int, error) {
+		if it.id != req.ID {
+			return 0, BadRequest("The id in the body (%q) does not match the id in the request link (%q).", it.id, req.ID)
+		}
+		if cur == nil {
+			return 0, NotFound(msgNotFound)
+		}
+		if err := checkIfMatch(req.IfMatch, cur); err != nil {
+			return 0, err
+		}
+		return 200, nil
+	})
+}
+
+// writeItem validates the body and runs decide on the current item inside the
+// partition's transaction; decide returns the status to write with, or an error.
+func (e *Engine) writeItem(req *ItemRequest, decide func(t *txn, it *item, cur *storedItem) (int, error)) (*ItemResult, error) {
+	c, err := e.resolve(req)
+	if err != nil {
+		return nil, err
+	}
+	it, perr := c.parseItem(req.Body, req)
+	if perr != nil {
+		return nil, perr
+	}
+	var res ItemResult
+	err = e.inPartition(c, it.pk, func(t *txn) error {
+		stale, err := t.getAny(it.id)
+		if err != nil {
+			return err
+		}
+		cur := stale
+		if cur != nil && c.expired(cur, t.now.Unix()) {
+			cur = nil
+		}
+		status, err := decide(t, it, cur)
+		if err != nil {
+			return err
+		}
+		s, err := t.put(it, stale)
+		if err != nil {
+			return err
+		}
+		res = ItemResult{Status: status, Body: s.doc, ETag: s.etag(), Charge: writeCharge(len(s.doc))}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ReadItem reads an item by id and partition key.
+func (e *Engine) ReadItem(req *ItemRequest) (*ItemResult, error) {
+	c, err := e.resolve(req)
+	if err != nil {
+		return nil, err
+	}
+	if !req.HasPartitionKey {
+		return nil, errPartitionKeyRequired
+	}
+	p, perr := c.partition(req.PartitionKey)
+	if perr != nil {
+		return nil, perr
+	}
+	if verr := validID(req.ID); verr != nil {
+		return nil, verr
+	}
+	key := p.itemKey(req.ID)
+	v, err := e.store.Get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, NotFound(msgNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	it, err := decodeItem(key, v)
+	if err != nil {
+		return nil, err
+	}
+	if c.expired(it, e.now().Unix()) {
+		return nil, NotFound(msgNotFound)
+	}
+	etag := it.etag()
+	if req.IfNoneMatch != "" && (req.IfNoneMatch == "*" || req.IfNoneMatch == etag) {
+		return &ItemResult{Status: 304, ETag: etag, Charge: 1}, nil
+	}
+	return &ItemResult{Status: 200, Body: it.doc, ETag: etag, Charge: readCharge(len(it.doc))}, nil
+}
+
+// DeleteItem deletes an item; 404 when absent, 412 on a stale If-Match.
+func (e *Engine) DeleteItem(req *ItemRequest) (*ItemResult, error) {
+	c, err := e.resolve(req)
+	if err != nil {
+		return nil, err
+	}
+	if !req.HasPartitionKey {
+		return nil, errPartitionKeyRequired
+	}
+	if verr := validID(req.ID); verr != nil {
+		return nil, verr
+	}
+	err = e.inPartition(c, req.PartitionKey, func(t *txn) error {
+		cur, err := t.get(req.ID)
+		if err != nil {
+			return err
+		}
+		if cur == nil {
+			return NotFound(msgNotFound)
+		}
+		if err := checkIfMatch(req.IfMatch, cur); err != nil {
+			return err
+		}
+		return t.remove(cur)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &ItemResult{Status: 204, Charge: writeCharge(0)}, nil
+}

@@ -1,0 +1,160 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+)
+
+// field is one top-level property of a JSON object, in document order.
+type field struct {
+	name  string
+	value json.RawMessage
+}
+
+// object is a JSON object kept as its properties in order, so that a document
+// reads back with its properties where the client put them.
+type object []field
+
+var errNotObject = errors.New("not a JSON object")
+
+// parseObject splits a valid JSON object into its top-level properties. The
+// input must already have passed json.Valid.
+func parseObject(b []byte) (object, error) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, errNotObject
+	}
+	i++
+	var obj object
+	for {
+		i = skipSpace(b, i)
+		if i < len(b) && b[i] == '}' {
+			return obj, nil
+		}
+		end := skipString(b, i)
+		var name string
+		if err := json.Unmarshal(b[i:end], &name); err != nil {
+			return nil, err
+		}
+		i = skipSpace(b, end)
+		i++ // ':'
+		i = skipSpace(b, i)
+		vend := skipValue(b, i)
+		obj = append(obj, field{name: name, value: json.RawMessage(b[i:vend])})
+		i = skipSpace(b, vend)
+		if i < len(b) && b[i] == ',' {
+			i++
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the string starting at b[i] == '"'.
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+// skipValue returns the index just past the JSON value starting at b[i].
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return i
+	default:
+		for i < len(b) && !bytes.ContainsRune([]byte(",}] \t\r\n"), rune(b[i])) {
+			i++
+		}
+		return i
+	}
+}
+
+// get returns the raw value of a property.
+func (o object) get(name string) (json.RawMessage, bool) {
+	for i := len(o) - 1; i >= 0; i-- {
+		if o[i].name == name {
+			return o[i].value, true
+		}
+	}
+	return nil, false
+}
+
+// without returns the properties whose names are not system properties.
+func (o object) withoutSystem() object {
+	out := make(object, 0, len(o))
+	for _, f := range o {
+		if !systemProperties[f.name] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// encode writes the object, followed by extra properties.
+func (o object) encode(extra ...field) []byte {
+	n := 2
+	for _, f := range o {
+		n += len(f.name) + len(f.value) + 4
+	}
+	buf := make([]byte, 0, n+128)
+	buf = append(buf, '{')
+	first := true
+	write := func(f field) {
+		if !first {
+			buf = append(buf, ',')
+		}
+		first = false
+		buf = appendJSONString(buf, f.name)
+		buf = append(buf, ':')
+		buf = append(buf, f.value...)
+	}
+	for _, f := range o {
+		write(f)
+	}
+	for _, f := range extra {
+		write(f)
+	}
+	return append(buf, '}')
+}
+
+// appendJSONString appends s as a JSON string literal.
+func appendJSONString(buf []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+			q, _ := json.Marshal(s)
+			return append(buf, q...)
+		}
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"')
+}

@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"encoding/binary"
+)
+
+// Storage key layout. Keys are ordered so that what is read together is
+// adjacent: the items of a container sorted by effective partition key, then
+// partition key value, then id; change-feed records by container and sequence.
+const (
+	prefixMeta     byte = 'M' // M<name>                          → engine metadata
+	prefixDatabase byte = 'B' // B<db name>                       → database record
+	prefixColl     byte = 'C' // C<db rid 4><coll name>           → container record
+	prefixChild    byte = 'S' // S<coll rid 8><type>0x00<id>      → script, trigger, udf
+	prefixOffer    byte = 'O' // O<offer rid>                     → offer
+	prefixItem     byte = 'D' // D<coll rid 8><epk><pk len 2><pk><id> → item
+	prefixFeed     byte = 'F' // F<coll rid 8><lsn 8><item rid 8> → item key (latest version)
+	prefixRID      byte = 'R' // R<coll rid 8><item rid 8>        → item key
+)
+
+var metaSequence = []byte{prefixMeta, 's', 'e', 'q'}
+
+func databaseKey(name string) []byte {
+	return append([]byte{prefixDatabase}, name...)
+}
+
+func containerKey(dbRID []byte, name string) []byte {
+	k := append([]byte{prefixColl}, dbRID...)
+	return append(k, name...)
+}
+
+func containerPrefix(dbRID []byte) []byte {
+	return append([]byte{prefixColl}, dbRID...)
+}
+
+func childPrefix(collRID []byte, kind string) []byte {
+	k := append([]byte{prefixChild}, collRID...)
+	k = append(k, kind...)
+	return append(k, 0)
+}
+
+func childKey(collRID []byte, kind, id string) []byte {
+	return append(childPrefix(collRID, kind), id...)
+}
+
+func offerKey(rid string) []byte {
+	return append([]byte{prefixOffer}, rid...)
+}
+
+// itemPartitionPrefix is the key prefix of every item of one logical partition.
+func itemPartitionPrefix(collRID, epk, pkEnc []byte) []byte {
+	k := make([]byte, 0, 1+len(collRID)+len(epk)+2+len(pkEnc)+32)
+	k = append(k, prefixItem)
+	k = append(k, collRID...)
+	k = append(k, epk...)
+	k = binary.BigEndian.AppendUint16(k, uint16(len(pkEnc)))
+	return append(k, pkEnc...)
+}
+
+// itemContainerPrefix is the key prefix of every item of a container.
+func itemContainerPrefix(collRID []byte) []byte {
+	return append([]byte{prefixItem}, collRID...)
+}
+
+func feedPrefix(collRID []byte) []byte {
+	return append([]byte{prefixFeed}, collRID...)
+}
+
+func feedKey(collRID []byte, lsn uint64, itemRID []byte) []byte {
+	k := feedPrefix(collRID)
+	k = binary.BigEndian.AppendUint64(k, lsn)
+	return append(k, itemRID...)
+}
+
+func ridKey(collRID, itemRID []byte) []byte {
+	k := append([]byte{prefixRID}, collRID...)
+	return append(k, itemRID...)
+}
+
+func ridPrefix(collRID []byte) []byte {
+	return append([]byte{prefixRID}, collRID...)
+}

@@ -1,0 +1,59 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Resource is a database, container, script or offer as the service returns it:
+// its JSON body (system properties included) and its ETag.
+type Resource struct {
+	ID   string
+	RID  string
+	Body []byte
+	ETag string
+}
+
+// formatETag renders the ETag of a write: unique per write because LSNs are,
+// quoted as the service quotes them.
+func formatETag(lsn uint64, salt uint64) string {
+	return fmt.Sprintf("\"%08x-%04x-0000-0000-%012x\"", uint32(lsn>>32), uint16(salt), lsn&0xFFFFFFFFFFFF)
+}
+
+// systemProperties are the properties the service owns on every resource;
+// a client's values for them are ignored.
+var systemProperties = map[string]bool{
+	"_rid": true, "_self": true, "_etag": true, "_ts": true, "_attachments": true, "_lsn": true,
+	"_colls": true, "_users": true, "_docs": true, "_sprocs": true, "_triggers": true,
+	"_udfs": true, "_conflicts": true,
+}
+
+// decodeObject parses a request body that must be a JSON object.
+func decodeObject(body []byte) (map[string]any, *Error) {
+	if len(body) == 0 {
+		return nil, BadRequest("The request body is empty; a JSON object is required.")
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil, BadRequest("The request body is not valid JSON: %v", err)
+	}
+	if dec.More() {
+		return nil, BadRequest("The request body has content after the JSON value.")
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, BadRequest("The request body must be a JSON object.")
+	}
+	return m, nil
+}
+
+func unixNow(now time.Time) int64 { return now.Unix() }
+
+func stringProp(m map[string]any, name string) (string, bool) {
+	s, ok := m[name].(string)
+	return s, ok
+}

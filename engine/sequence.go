@@ -1,0 +1,97 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/orrery-db/orrery/storage"
+)
+
+// sequenceBlock is how many sequence numbers are reserved with one durable
+// write; after a restart numbering resumes past the reserved block, so numbers
+// only ever grow.
+const sequenceBlock = 1 << 16
+
+// sequencer hands out the logical sequence numbers (LSNs) that order writes,
+// and publishes a watermark: the highest LSN below which every allocated number
+// has finished (committed or abandoned). Change-feed readers read only up to
+// the watermark, so an entry that commits late with a lower number is never
+// passed over.
+type sequencer struct {
+	store storage.Store
+
+	mu       sync.Mutex
+	next     uint64   // next number to hand out
+	reserved uint64   // numbers below this are durably reserved
+	inflight []uint64 // allocated, not finished, ascending
+	done     map[uint64]bool
+
+	published atomic.Uint64
+}
+
+func newSequencer(store storage.Store) (*sequencer, error) {
+	s := &sequencer{store: store, done: map[uint64]bool{}}
+	v, err := store.Get(metaSequence)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		s.next = 1
+	case err != nil:
+		return nil, err
+	case len(v) != 8:
+		return nil, fmt.Errorf("engine: corrupt sequence record (%d bytes)", len(v))
+	default:
+		s.next = binary.BigEndian.Uint64(v)
+	}
+	s.reserved = s.next
+	s.published.Store(s.next - 1)
+	return s, nil
+}
+
+// allocate returns the next LSN. The caller must call finish with it.
+func (s *sequencer) allocate() (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next >= s.reserved {
+		b := s.store.NewBatch()
+		if err := b.Set(metaSequence, binary.BigEndian.AppendUint64(nil, s.reserved+sequenceBlock)); err != nil {
+			b.Close()
+			return 0, err
+		}
+		err := b.Commit()
+		b.Close()
+		if err != nil {
+			return 0, err
+		}
+		s.reserved += sequenceBlock
+	}
+	n := s.next
+	s.next++
+	s.inflight = append(s.inflight, n)
+	return n, nil
+}
+
+// finish marks an LSN as committed or abandoned and advances the watermark.
+func (s *sequencer) finish(n uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done[n] = true
+	i := 0
+	for i < len(s.inflight) && s.done[s.inflight[i]] {
+		delete(s.done, s.inflight[i])
+		i++
+	}
+	if i > 0 {
+		s.inflight = s.inflight[i:]
+	}
+	if len(s.inflight) > 0 {
+		s.published.Store(s.inflight[0] - 1)
+	} else {
+		s.published.Store(s.next - 1)
+	}
+}
+
+// watermark is the highest LSN at or below which everything has finished.
+func (s *sequencer) watermark() uint64 { return s.published.Load() }
