@@ -1,0 +1,92 @@
+package memory
+
+import (
+	"bytes"
+
+	"github.com/google/btree"
+
+	"github.com/orrery-db/orrery/storage"
+)
+
+// batch is a storage.Batch of the memory store. Its writes wait in a sorted
+// overlay until Commit. Like every storage.Batch, it is used by one goroutine
+// at a time.
+type batch struct {
+	store   *Store
+	pending *btree.BTreeG[entry] // nil once committed or closed
+	count   int
+	closed  bool
+}
+
+// Set records that key is to hold value.
+func (b *batch) Set(key, value []byte) error {
+	if b.pending == nil {
+		return storage.ErrClosed
+	}
+	b.pending.ReplaceOrInsert(entry{key: bytes.Clone(key), value: bytes.Clone(nonNil(value))})
+	b.count++
+	return nil
+}
+
+// Delete records that key is to be removed.
+func (b *batch) Delete(key []byte) error {
+	if b.pending == nil {
+		return storage.ErrClosed
+	}
+	b.pending.ReplaceOrInsert(entry{key: bytes.Clone(key), deleted: true})
+	b.count++
+	return nil
+}
+
+// Count is the number of Set and Delete operations recorded.
+func (b *batch) Count() int { return b.count }
+
+// Get returns a copy of the value under key as the batch sees it: its own
+// pending write if it has one, else the store's latest committed value.
+func (b *batch) Get(key []byte) ([]byte, error) {
+	if b.pending == nil {
+		return nil, storage.ErrClosed
+	}
+	if e, ok := b.pending.Get(entry{key: key}); ok {
+		if e.deleted {
+			return nil, storage.ErrNotFound
+		}
+		return bytes.Clone(e.value), nil
+	}
+	return b.store.Get(key)
+}
+
+// NewIterator iterates over the batch's view of [lower, upper): the store's
+// committed keys as of now, under the batch's writes made so far.
+func (b *batch) NewIterator(lower, upper []byte, reverse bool) (storage.Iterator, error) {
+	if b.pending == nil {
+		return nil, storage.ErrClosed
+	}
+	base, err := b.store.clone()
+	if err != nil {
+		return nil, err
+	}
+	return newMergeIterator(base, b.pending.Clone(), lower, upper, reverse), nil
+}
+
+// Commit applies every pending write to the store at once.
+func (b *batch) Commit() error {
+	if b.pending == nil {
+		return storage.ErrClosed
+	}
+	if err := b.store.apply(b.pending); err != nil {
+		return err
+	}
+	b.pending = nil
+	return nil
+}
+
+// Close discards the batch; its uncommitted writes are dropped.
+func (b *batch) Close() error {
+	if b.closed {
+		return storage.ErrClosed
+	}
+	b.pending = nil
+	b.closed = true
+	return nil
+}
