@@ -372,3 +372,8 @@ func validResourceID(id string) *Error {
 	}
 	return nil
 }
+
+// PartitionKeyRangeRID is the RID of a container's one partition key range.
+func PartitionKeyRangeRID(c *Container) string {
+	return encodeRID(childRID(c.rid, 2<<56))
+}

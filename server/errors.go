@@ -1,0 +1,57 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/orrery-db/orrery/engine"
+)
+
+// gatewayVersion names Orrery in error messages where the service names its build.
+const gatewayVersion = "Orrery/1.0"
+
+// errorBody is the JSON body of every error response, as the service writes it.
+type errorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// writeError maps any error to its HTTP status and Cosmos error body. It is
+// the one place engine errors become HTTP.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var e *engine.Error
+	if !errors.As(err, &e) {
+		slog.Error("internal error", "method", r.Method, "path", r.URL.Path, "error", err)
+		e = &engine.Error{Status: 500, Code: "InternalServerError", Message: "An unexpected error occurred while processing the request."}
+	}
+	writeCosmosError(w, activityID(w), e)
+}
+
+func writeCosmosError(w http.ResponseWriter, activity string, e *engine.Error) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if e.SubStatus != 0 {
+		h.Set("x-ms-substatus", strconv.Itoa(e.SubStatus))
+	}
+	if h.Get("x-ms-request-charge") == "" {
+		h.Set("x-ms-request-charge", "0")
+	}
+	code := e.Code
+	if code == "" {
+		code = http.StatusText(e.Status)
+	}
+	body, _ := json.Marshal(errorBody{
+		Code:    code,
+		Message: e.Message + "\r\nActivityId: " + activity + ", " + gatewayVersion,
+	})
+	w.WriteHeader(e.Status)
+	w.Write(body)
+}
+
+// activityID is the activity id this response carries.
+func activityID(w http.ResponseWriter) string { return w.Header().Get("x-ms-activity-id") }
+
+func badRequest(format string, args ...any) error { return engine.BadRequest(format, args...) }

@@ -1,0 +1,111 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/orrery-db/orrery/engine"
+)
+
+// items serves /dbs/{db}/colls/{coll}/docs: create and upsert (POST), query
+// (POST query), and read feed (GET).
+func (s *Server) items(r *request, db, coll string) error {
+	c, err := s.eng.Container(db, coll)
+	if err != nil {
+		return err
+	}
+	r.setContentPath(c)
+	switch {
+	case r.Method == http.MethodPost && r.isQuery():
+		return s.queryItems(r, c)
+	case r.Method == http.MethodPost:
+		pk, hasPK, err := r.partitionKey()
+		if err != nil {
+			return err
+		}
+		req := &engine.ItemRequest{Database: db, Container: coll, PartitionKey: pk, HasPartitionKey: hasPK,
+			Body: r.body, IfMatch: r.ifMatch()}
+		var res *engine.ItemResult
+		if headerBool(r.Header, "x-ms-documentdb-is-upsert") {
+			res, err = s.eng.UpsertItem(req)
+		} else {
+			res, err = s.eng.CreateItem(req)
+		}
+		if err != nil {
+			return err
+		}
+		return s.writeItem(r, res)
+	case r.Method == http.MethodGet:
+		pk, hasPK, err := r.partitionKey()
+		if err != nil {
+			return err
+		}
+		n, err := r.maxItemCount()
+		if err != nil {
+			return err
+		}
+		res, err := s.eng.ReadFeed(&engine.FeedRequest{Database: db, Container: coll, PartitionKey: pk, HasPartitionKey: hasPK,
+			MaxItems: n, Continuation: r.Header.Get("x-ms-continuation")})
+		if err != nil {
+			return err
+		}
+		s.setSession(r)
+		r.writeFeed(c.RID, "Documents", res.Items, res.Continuation, res.Charge)
+		return nil
+	}
+	return methodNotAllowed(r)
+}
+
+// item serves /dbs/{db}/colls/{coll}/docs/{id}: read, replace, delete.
+func (s *Server) item(r *request, db, coll, id string) error {
+	c, err := s.eng.Container(db, coll)
+	if err != nil {
+		return err
+	}
+	r.setContentPath(c)
+	pk, hasPK, err := r.partitionKey()
+	if err != nil {
+		return err
+	}
+	req := &engine.ItemRequest{Database: db, Container: coll, ID: id, PartitionKey: pk, HasPartitionKey: hasPK,
+		Body: r.body, IfMatch: r.ifMatch(), IfNoneMatch: r.ifNoneMatch()}
+	var res *engine.ItemResult
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		res, err = s.eng.ReadItem(req)
+	case http.MethodPut:
+		res, err = s.eng.ReplaceItem(req)
+	case http.MethodDelete:
+		res, err = s.eng.DeleteItem(req)
+	default:
+		return methodNotAllowed(r)
+	}
+	if err != nil {
+		return err
+	}
+	return s.writeItem(r, res)
+}
+
+// writeItem writes an item result; writes under Prefer: return=minimal get no body.
+func (s *Server) writeItem(r *request, res *engine.ItemResult) error {
+	s.setSession(r)
+	body := res.Body
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.preferMinimal() {
+		body = nil
+	}
+	r.writeJSON(res.Status, body, res.ETag, res.Charge)
+	return nil
+}
+
+// setContentPath names the container in the headers the JavaScript SDK keys
+// its session tokens by.
+func (r *request) setContentPath(c *engine.Container) {
+	h := r.w.Header()
+	h.Set("x-ms-content-path", c.RID)
+	h.Set("x-ms-alt-content-path", c.AltLink())
+}
+
+// setSession sets the session token: one partition key range, one region.
+func (s *Server) setSession(r *request) {
+	r.w.Header().Set("x-ms-session-token", "0:-1#"+formatUint(s.eng.SessionLSN()))
+	r.w.Header().Set("lsn", formatUint(s.eng.SessionLSN()))
+}

@@ -1,0 +1,166 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/orrery-db/orrery/engine"
+)
+
+// route dispatches a request by its path: the resource hierarchy of the
+// Cosmos REST API, addressed by names or RIDs.
+func (s *Server) route(r *request) error {
+	if r.access == accessRead && r.isWrite() {
+		return engine.Forbidden("The read-only key can read but not write: sign write requests with the master key.")
+	}
+	segs := r.segs
+	if len(segs) == 0 {
+		return s.account(r)
+	}
+	switch segs[0] {
+	case "offers":
+		return s.offers(r)
+	case "dbs":
+	default:
+		return unknownPath(r)
+	}
+	switch n := len(segs); {
+	case n == 1:
+		return s.databases(r)
+	case n == 2:
+		return s.database(r, segs[1])
+	case segs[2] != "colls":
+		return unknownPath(r)
+	case n == 3:
+		return s.containers(r, segs[1])
+	case n == 4:
+		return s.container(r, segs[1], segs[3])
+	}
+	db, coll, kind := segs[1], segs[3], segs[4]
+	switch {
+	case len(segs) == 5 && kind == "docs":
+		return s.items(r, db, coll)
+	case len(segs) == 6 && kind == "docs":
+		return s.item(r, db, coll, segs[5])
+	case len(segs) == 5 && kind == "pkranges":
+		return s.partitionKeyRanges(r, db, coll)
+	}
+	return unknownPath(r)
+}
+
+func unknownPath(r *request) error {
+	return engine.NotFound("The resource path %q does not name a resource this server knows.", r.URL.Path)
+}
+
+func methodNotAllowed(r *request) error {
+	return &engine.Error{Status: http.StatusMethodNotAllowed, Code: "MethodNotAllowed",
+		Message: "The method " + r.Method + " is not allowed on " + r.URL.Path + "."}
+}
+
+// writeJSON writes a successful JSON response.
+func (r *request) writeJSON(status int, body []byte, etag string, charge float64) {
+	h := r.w.Header()
+	if etag != "" {
+		h.Set("etag", etag)
+	}
+	h.Set("x-ms-request-charge", formatCharge(charge))
+	if body == nil {
+		r.w.WriteHeader(status)
+		return
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	r.w.WriteHeader(status)
+	r.w.Write(body)
+}
+
+// writeFeed writes a feed envelope: {"_rid":…,"<key>":[…],"_count":n}.
+func (r *request) writeFeed(rid, key string, docs [][]byte, continuation string, charge float64) {
+	n := 64 + len(rid) + len(key)
+	for _, d := range docs {
+		n += len(d) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"_rid":"`...)
+	b = append(b, rid...)
+	b = append(b, `","`...)
+	b = append(b, key...)
+	b = append(b, `":[`...)
+	for i, d := range docs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, d...)
+	}
+	b = append(b, `],"_count":`...)
+	b = strconv.AppendInt(b, int64(len(docs)), 10)
+	b = append(b, '}')
+	h := r.w.Header()
+	h.Set("x-ms-item-count", strconv.Itoa(len(docs)))
+	if continuation != "" {
+		h.Set("x-ms-continuation", continuation)
+	}
+	r.writeJSON(http.StatusOK, b, "", charge)
+}
+
+// maxItemCount parses x-ms-max-item-count (0 when absent or -1).
+func (r *request) maxItemCount() (int, error) {
+	v := r.Header.Get("x-ms-max-item-count")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < -1 || n == 0 {
+		return 0, badRequest("The x-ms-max-item-count header %q is invalid: it must be -1 or a positive number.", v)
+	}
+	if n == -1 {
+		return 0, nil
+	}
+	return n, nil
+}
+
+// partitionKey parses x-ms-documentdb-partitionkey; ok is false when absent.
+func (r *request) partitionKey() (engine.PartitionKey, bool, error) {
+	v := r.Header.Get("x-ms-documentdb-partitionkey")
+	if v == "" {
+		return nil, false, nil
+	}
+	pk, err := engine.ParsePartitionKeyHeader(v)
+	if err != nil {
+		return nil, false, err
+	}
+	return pk, true, nil
+}
+
+// ifMatch returns the If-Match header, unquoted of nothing: ETags keep their quotes.
+func (r *request) ifMatch() string { return strings.TrimSpace(r.Header.Get("If-Match")) }
+
+func (r *request) ifNoneMatch() string { return strings.TrimSpace(r.Header.Get("If-None-Match")) }
+
+// preferMinimal reports whether the client asked for no body on writes.
+func (r *request) preferMinimal() bool {
+	return strings.Contains(strings.ToLower(r.Header.Get("Prefer")), "return=minimal")
+}
+
+// throughput parses the offer headers of database and container creation.
+func (r *request) throughput() (*engine.Throughput, error) {
+	if v := r.Header.Get("x-ms-offer-throughput"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 400 {
+			return nil, badRequest("The offer throughput %q is invalid: it must be a whole number of RU/s, at least 400.", v)
+		}
+		return &engine.Throughput{Manual: n}, nil
+	}
+	if v := r.Header.Get("x-ms-cosmos-offer-autopilot-settings"); v != "" {
+		var t struct {
+			MaxThroughput int `json:"maxThroughput"`
+		}
+		if err := json.Unmarshal([]byte(v), &t); err != nil || t.MaxThroughput < 1000 {
+			return nil, badRequest("The autoscale settings %q are invalid: maxThroughput must be at least 1000.", v)
+		}
+		return &engine.Throughput{AutoscaleMax: t.MaxThroughput}, nil
+	}
+	return nil, nil
+}

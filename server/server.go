@@ -1,0 +1,178 @@
+package server
+
+import (
+	"crypto/rand"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/orrery-db/orrery/engine"
+)
+
+// maxRequestBytes bounds what the server reads of a request body. Items and
+// batches are limited to 2 MB by the engine (413); past this the request is
+// refused before it is read.
+const maxRequestBytes = 8 << 20
+
+// Config configures a Server.
+type Config struct {
+	Engine *engine.Engine
+	Keys   Keys
+	Logger *slog.Logger
+	// Now is the clock used to check x-ms-date; time.Now when nil.
+	Now func() time.Time
+}
+
+// Server serves the Cosmos DB REST API over an engine.
+type Server struct {
+	eng  *engine.Engine
+	keys *keyRing
+	log  *slog.Logger
+	now  func() time.Time
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) (*Server, error) {
+	keys, err := newKeyRing(cfg.Keys)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{eng: cfg.Engine, keys: keys, log: cfg.Logger, now: cfg.Now}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s, nil
+}
+
+// request is one Cosmos request after routing and authentication.
+type request struct {
+	*http.Request
+	w      http.ResponseWriter
+	segs   []string
+	body   []byte
+	access access
+}
+
+// ServeHTTP authenticates, routes and answers one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w}
+	activity := r.Header.Get("x-ms-activity-id")
+	if activity == "" {
+		activity = newActivityID()
+	}
+	h := w.Header()
+	h.Set("x-ms-activity-id", activity)
+	h.Set("x-ms-gatewayversion", "version=2.14.0")
+	h.Set("Server", "Orrery")
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+			if rec.status == 0 {
+				writeCosmosError(rec, activity, &engine.Error{Status: 500, Code: "InternalServerError", Message: "An unexpected error occurred while processing the request."})
+			}
+		}
+		s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start))
+	}()
+	if r.URL.Path == "/_health" {
+		rec.Header().Set("Content-Type", "application/json")
+		rec.WriteHeader(200)
+		io.WriteString(rec, `{"status":"ready"}`)
+		return
+	}
+	segs := splitPath(r.URL.Path)
+	acc, aerr := s.keys.authenticate(r, segs, s.now())
+	if aerr != nil {
+		writeCosmosError(rec, activity, aerr)
+		return
+	}
+	req := &request{Request: r, w: rec, segs: segs, access: acc}
+	if r.Body != nil && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+		if err != nil {
+			writeError(rec, r, badRequest("The request body could not be read: %v", err))
+			return
+		}
+		if len(body) > maxRequestBytes {
+			writeCosmosError(rec, activity, engine.TooLarge("Request size is too large: the body exceeds %d bytes.", maxRequestBytes))
+			return
+		}
+		req.body = body
+	}
+	if err := s.route(req); err != nil {
+		writeError(rec, r, err)
+	}
+}
+
+// splitPath splits a decoded URL path into its segments, ignoring leading and
+// trailing slashes.
+func splitPath(p string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
+// isWrite reports whether the request changes anything. Queries are reads
+// although they are POSTs.
+func (r *request) isWrite() bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		return false
+	case http.MethodPost:
+		return !r.isQuery()
+	}
+	return true
+}
+
+// isQuery reports whether a POST carries a query (or query plan request).
+func (r *request) isQuery() bool {
+	ct := r.Header.Get("Content-Type")
+	return strings.HasPrefix(ct, "application/query+json") ||
+		headerBool(r.Header, "x-ms-documentdb-isquery") ||
+		headerBool(r.Header, "x-ms-documentdb-query") ||
+		headerBool(r.Header, "x-ms-cosmos-is-query-plan-request")
+}
+
+func headerBool(h http.Header, name string) bool {
+	return strings.EqualFold(strings.Trim(h.Get(name), `"`), "true")
+}
+
+// statusRecorder remembers the status written, for logs.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = 200
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func newActivityID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+func formatCharge(c float64) string { return strconv.FormatFloat(c, 'f', -1, 64) }
