@@ -31,7 +31,7 @@ func (c *evalCtx) fail(err error) value {
 	return undef
 }
 
-func (x *constExpr) eval(*evalCtx, *env) value { return x.v }
+func (x *constExpr) eval(*evalCtx, *env) value     { return x.v }
 func (x *rootExpr) eval(_ *evalCtx, e *env) value  { return e.root }
 func (x *paramExpr) eval(c *evalCtx, _ *env) value { return c.params[x.name] }
 
