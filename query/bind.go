@@ -1,0 +1,287 @@
+package query
+
+// scope is one query level's aliases during binding.
+type scope struct {
+	names  []string
+	parent *scope
+	q      *selectQuery
+}
+
+func (s *scope) lookup(name string) (depth, slot int, ok bool) {
+	for d := 0; s != nil; d, s = d+1, s.parent {
+		for i := len(s.names) - 1; i >= 0; i-- {
+			if s.names[i] == name {
+				return d, i, true
+			}
+		}
+	}
+	return 0, 0, false
+}
+
+// binder resolves names, function calls and aggregate slots in place.
+type binder struct {
+	params map[string]bool // parameters referenced anywhere
+}
+
+func (b *binder) bindQuery(q *selectQuery, parent *scope, top bool) error {
+	s := &scope{parent: parent, q: q}
+	if parent != nil {
+		q.depth = parent.q.depth + 1
+	}
+	for i, src := range q.from {
+		switch {
+		case src.sub != nil:
+			// A subquery source sees the enclosing scopes but not its siblings
+			// when it is the first source; a JOINed one sees earlier aliases.
+			sp := parent
+			if i > 0 {
+				sp = s
+			}
+			if err := b.bindQuery(src.sub, sp, top && i == 0); err != nil {
+				return err
+			}
+		case i == 0 && top:
+			// The head identifier names the container: the current document.
+			src.container = true
+			if err := b.bindContainerPath(src.x); err != nil {
+				return err
+			}
+			src.x = replaceHead(src.x)
+		default:
+			if err := b.bindExpr(src.x, s, false); err != nil {
+				return err
+			}
+		}
+		for _, n := range s.names {
+			if n == src.alias {
+				return semanticError(CodeSemantic, src.pos, src.pos+len(src.alias), "Duplicate alias '%s'.", src.alias)
+			}
+		}
+		src.slot = len(s.names)
+		s.names = append(s.names, src.alias)
+	}
+	q.nslots = len(s.names)
+	if q.star {
+		if len(q.from) == 0 {
+			return semanticError(CodeSemantic, 0, 0, "'SELECT *' is not valid if FROM clause is omitted.")
+		}
+		if len(q.from) > 1 {
+			return semanticError(CodeSemantic, 0, 0, "'SELECT *' is only valid with a single input set.")
+		}
+	}
+	if q.top != nil {
+		if err := b.bindExpr(q.top, s, false); err != nil {
+			return err
+		}
+	}
+	seen := map[string]bool{}
+	unnamed := 0
+	for i := range q.items {
+		it := &q.items[i]
+		if err := b.bindExpr(it.x, s, true); err != nil {
+			return err
+		}
+		if q.isValue {
+			continue
+		}
+		if it.alias == "" {
+			switch x := it.x.(type) {
+			case *propExpr:
+				it.alias = x.name
+			case *refExpr:
+				it.alias = x.name
+			default:
+				unnamed++
+				it.alias = "$" + itoa(unnamed)
+			}
+		}
+		if seen[it.alias] {
+			return semanticError(CodeSemantic, 0, 0, "Duplicate alias '%s'.", it.alias)
+		}
+		seen[it.alias] = true
+	}
+	if q.where != nil {
+		if err := b.bindExpr(q.where, s, false); err != nil {
+			return err
+		}
+	}
+	for _, g := range q.groupBy {
+		if err := b.bindExpr(g, s, false); err != nil {
+			return err
+		}
+	}
+	for _, o := range q.orderBy {
+		if err := b.bindExpr(o.x, s, len(q.groupBy) > 0); err != nil {
+			return err
+		}
+	}
+	for _, x := range []expr{q.offset, q.limit} {
+		if x != nil {
+			if err := b.bindExpr(x, s, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// bindContainerPath checks a container path (c, root, c.children[0], ...).
+func (b *binder) bindContainerPath(x expr) error {
+	switch x := x.(type) {
+	case *refExpr:
+		return nil
+	case *propExpr:
+		return b.bindContainerPath(x.x)
+	case *indexExpr:
+		if err := b.bindExpr(x.idx, nil, false); err != nil {
+			return err
+		}
+		return b.bindContainerPath(x.x)
+	}
+	return semanticError(CodeSemantic, 0, 0, "Invalid FROM source: a container path is expected.")
+}
+
+// replaceHead swaps the head identifier of a path for the current document.
+func replaceHead(x expr) expr {
+	switch n := x.(type) {
+	case *refExpr:
+		return &rootExpr{}
+	case *propExpr:
+		n.x = replaceHead(n.x)
+	case *indexExpr:
+		n.x = replaceHead(n.x)
+	}
+	return x
+}
+
+func (b *binder) bindExpr(x expr, s *scope, allowAgg bool) error {
+	switch n := x.(type) {
+	case *constExpr, *rootExpr:
+	case *paramExpr:
+		if b.params == nil {
+			b.params = map[string]bool{}
+		}
+		b.params[n.name] = true
+	case *refExpr:
+		d, slot, ok := s.lookup(n.name)
+		if !ok {
+			return semanticError(CodeUnresolved, n.pos, n.pos+len(n.name), "Identifier '%s' could not be resolved.", n.name)
+		}
+		n.depth, n.slot = d, slot
+	case *propExpr:
+		return b.bindExpr(n.x, s, allowAgg)
+	case *indexExpr:
+		if err := b.bindExpr(n.x, s, allowAgg); err != nil {
+			return err
+		}
+		return b.bindExpr(n.idx, s, allowAgg)
+	case *unaryExpr:
+		return b.bindExpr(n.x, s, allowAgg)
+	case *binaryExpr:
+		return b.bindAll(s, allowAgg, n.l, n.r)
+	case *andExpr:
+		return b.bindAll(s, allowAgg, n.l, n.r)
+	case *orExpr:
+		return b.bindAll(s, allowAgg, n.l, n.r)
+	case *betweenExpr:
+		return b.bindAll(s, allowAgg, n.x, n.lo, n.hi)
+	case *inExpr:
+		if err := b.bindExpr(n.x, s, allowAgg); err != nil {
+			return err
+		}
+		return b.bindAll(s, allowAgg, n.list...)
+	case *likeExpr:
+		if err := b.bindAll(s, allowAgg, n.x, n.pattern); err != nil {
+			return err
+		}
+		if n.escape != nil {
+			if err := b.bindExpr(n.escape, s, allowAgg); err != nil {
+				return err
+			}
+		}
+		if pc, ok := n.pattern.(*constExpr); ok && pc.v.k == kString {
+			esc := rune(-1)
+			if n.escape != nil {
+				ec, ok := n.escape.(*constExpr)
+				if !ok || ec.v.k != kString || len([]rune(ec.v.s)) != 1 {
+					return nil
+				}
+				esc = []rune(ec.v.s)[0]
+			}
+			n.static = compileLike(pc.v.s, esc)
+		}
+	case *condExpr:
+		return b.bindAll(s, allowAgg, n.c, n.a, n.b)
+	case *coalesceExpr:
+		return b.bindAll(s, allowAgg, n.l, n.r)
+	case *arrayExpr:
+		return b.bindAll(s, allowAgg, n.elems...)
+	case *objectExpr:
+		return b.bindAll(s, allowAgg, n.vals...)
+	case *callExpr:
+		if !n.udf {
+			fn, ok := builtins[upper(n.name)]
+			if !ok {
+				return semanticError(CodeUnknownFunction, n.pos, n.pos+len(n.name), "'%s' is not a recognized built-in function name.", n.name)
+			}
+			if len(n.args) < fn.minArgs || (fn.maxArgs >= 0 && len(n.args) > fn.maxArgs) {
+				return semanticError(CodeArity, n.pos, n.pos+len(n.name), "The %s function requires %s argument(s).", upper(n.name), arityText(fn))
+			}
+			n.fn = fn
+		}
+		return b.bindAll(s, allowAgg, n.args...)
+	case *aggExpr:
+		if !allowAgg || s == nil {
+			return semanticError(CodeSemantic, 0, 0, "Aggregate function %s is not allowed in this context.", n.fn)
+		}
+		if err := b.bindExpr(n.arg, s, false); err != nil {
+			return err
+		}
+		n.slot = len(s.q.aggs)
+		s.q.aggs = append(s.q.aggs, n)
+	case *subqueryExpr:
+		return b.bindQuery(n.q, s, false)
+	}
+	return nil
+}
+
+func (b *binder) bindAll(s *scope, allowAgg bool, xs ...expr) error {
+	for _, x := range xs {
+		if err := b.bindExpr(x, s, allowAgg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func arityText(fn *builtin) string {
+	if fn.maxArgs == fn.minArgs {
+		return itoa(fn.minArgs)
+	}
+	if fn.maxArgs < 0 {
+		return "at least " + itoa(fn.minArgs)
+	}
+	return itoa(fn.minArgs) + " to " + itoa(fn.maxArgs)
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	neg := i < 0
+	if neg {
+		i = -i
+	}
+	var b [20]byte
+	n := len(b)
+	for i > 0 {
+		n--
+		b[n] = byte('0' + i%10)
+		i /= 10
+	}
+	if neg {
+		n--
+		b[n] = '-'
+	}
+	return string(b[n:])
+}

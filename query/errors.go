@@ -1,0 +1,47 @@
+package query
+
+import "fmt"
+
+// Error codes carried by *Error, named after the service's codes.
+const (
+	// CodeSyntax marks a syntax error (the service's SC1001).
+	CodeSyntax = "SC1001"
+	// CodeUnresolved marks an identifier that is bound by no FROM alias (SC2001).
+	CodeUnresolved = "SC2001"
+	// CodeUnknownFunction marks a call of a function that does not exist (SC2005).
+	CodeUnknownFunction = "SC2005"
+	// CodeArity marks a call with the wrong number of arguments (SC2050).
+	CodeArity = "SC2050"
+	// CodeSemantic marks any other invalid-query error (SC2xxx family).
+	CodeSemantic = "SC2000"
+	// CodeRuntime marks an error raised while executing a valid query.
+	CodeRuntime = "SC3000"
+)
+
+// Error is the error returned for an invalid query or a failed execution.
+// Start and End are byte offsets into the query text (End exclusive); both are
+// zero for errors that have no position, such as a bad parameter value.
+type Error struct {
+	Code    string
+	Message string
+	Start   int
+	End     int
+}
+
+// Error returns the message in the service's wording.
+func (e *Error) Error() string { return e.Message }
+
+func syntaxErrorAt(t token) *Error {
+	if t.kind == tEOF {
+		return &Error{Code: CodeSyntax, Message: "Syntax error, unexpected end-of-file.", Start: t.pos, End: t.pos}
+	}
+	return &Error{Code: CodeSyntax, Message: fmt.Sprintf("Syntax error, incorrect syntax near '%s'.", t.text), Start: t.pos, End: t.pos + len(t.text)}
+}
+
+func semanticError(code string, start, end int, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Start: start, End: end}
+}
+
+func runtimeError(format string, args ...any) *Error {
+	return &Error{Code: CodeRuntime, Message: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,345 @@
+package query
+
+import (
+	"encoding/json"
+	"math"
+	"time"
+)
+
+// env holds one query level's bound aliases while a row is evaluated.
+type env struct {
+	vals   []value
+	aggs   []value
+	root   value
+	parent *env
+}
+
+// evalCtx is the per-execution state shared by every expression.
+type evalCtx struct {
+	params map[string]value
+	udf    UDFResolver
+	now    time.Time
+	err    error
+	udfN   int
+}
+
+// fail records the first runtime error; evaluation yields undefined after it.
+func (c *evalCtx) fail(err error) value {
+	if c.err == nil {
+		c.err = err
+	}
+	return undef
+}
+
+func (x *constExpr) eval(*evalCtx, *env) value     { return x.v }
+func (x *rootExpr) eval(_ *evalCtx, e *env) value  { return e.root }
+func (x *paramExpr) eval(c *evalCtx, _ *env) value { return c.params[x.name] }
+
+func (x *refExpr) eval(_ *evalCtx, e *env) value {
+	for d := x.depth; d > 0; d-- {
+		e = e.parent
+	}
+	return e.vals[x.slot]
+}
+
+func (x *propExpr) eval(c *evalCtx, e *env) value {
+	v := x.x.eval(c, e)
+	if v.k != kObject {
+		return undef
+	}
+	return v.obj.get(x.name)
+}
+
+func (x *indexExpr) eval(c *evalCtx, e *env) value {
+	v := x.x.eval(c, e)
+	i := x.idx.eval(c, e)
+	switch {
+	case v.k == kArray && i.k == kNumber:
+		if i.n >= 0 && i.n < float64(len(v.arr)) && i.n == math.Trunc(i.n) {
+			return v.arr[int(i.n)]
+		}
+	case v.k == kObject && i.k == kString:
+		return v.obj.get(i.s)
+	}
+	return undef
+}
+
+func (x *unaryExpr) eval(c *evalCtx, e *env) value {
+	v := x.x.eval(c, e)
+	switch x.op {
+	case "NOT":
+		if v.k == kBool {
+			return boolV(!v.b)
+		}
+	case "-":
+		if v.k == kNumber {
+			return numV(-v.n)
+		}
+	case "+":
+		if v.k == kNumber {
+			return v
+		}
+	case "~":
+		if v.k == kNumber {
+			return numV(float64(^toInt32(v.n)))
+		}
+	}
+	return undef
+}
+
+// toInt32 converts like JavaScript's ToInt32.
+func toInt32(f float64) int32 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0
+	}
+	return int32(uint32(int64(math.Mod(math.Trunc(f), 4294967296))))
+}
+
+func (x *binaryExpr) eval(c *evalCtx, e *env) value {
+	l := x.l.eval(c, e)
+	r := x.r.eval(c, e)
+	return binaryOp(x.op, l, r)
+}
+
+func binaryOp(op string, l, r value) value {
+	switch op {
+	case "=":
+		if !l.defined() || !r.defined() || l.k != r.k {
+			return undef
+		}
+		return boolV(equalValues(l, r))
+	case "!=":
+		if !l.defined() || !r.defined() || l.k != r.k {
+			return undef
+		}
+		return boolV(!equalValues(l, r))
+	case "<", "<=", ">", ">=":
+		if !l.defined() || l.k != r.k || l.k == kArray || l.k == kObject {
+			return undef
+		}
+		cmp := compareOrder(l, r)
+		switch op {
+		case "<":
+			return boolV(cmp < 0)
+		case "<=":
+			return boolV(cmp <= 0)
+		case ">":
+			return boolV(cmp > 0)
+		}
+		return boolV(cmp >= 0)
+	case "||":
+		if l.k == kString && r.k == kString {
+			return strV(l.s + r.s)
+		}
+		return undef
+	}
+	if l.k != kNumber || r.k != kNumber {
+		return undef
+	}
+	a, b := l.n, r.n
+	var f float64
+	switch op {
+	case "+":
+		f = a + b
+	case "-":
+		f = a - b
+	case "*":
+		f = a * b
+	case "/":
+		f = a / b
+	case "%":
+		f = math.Mod(a, b)
+	case "&":
+		f = float64(toInt32(a) & toInt32(b))
+	case "|":
+		f = float64(toInt32(a) | toInt32(b))
+	case "^":
+		f = float64(toInt32(a) ^ toInt32(b))
+	case "<<":
+		f = float64(toInt32(a) << (uint32(toInt32(b)) & 31))
+	case ">>":
+		f = float64(toInt32(a) >> (uint32(toInt32(b)) & 31))
+	case ">>>":
+		f = float64(uint32(toInt32(a)) >> (uint32(toInt32(b)) & 31))
+	default:
+		return undef
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return undef
+	}
+	return numV(f)
+}
+
+func (x *andExpr) eval(c *evalCtx, e *env) value {
+	l := x.l.eval(c, e)
+	if l.k == kBool && !l.b {
+		return falseVal
+	}
+	r := x.r.eval(c, e)
+	if r.k == kBool && !r.b {
+		return falseVal
+	}
+	if l.isTrue() && r.isTrue() {
+		return trueValue
+	}
+	return undef
+}
+
+func (x *orExpr) eval(c *evalCtx, e *env) value {
+	l := x.l.eval(c, e)
+	if l.isTrue() {
+		return trueValue
+	}
+	r := x.r.eval(c, e)
+	if r.isTrue() {
+		return trueValue
+	}
+	if l.k == kBool && r.k == kBool {
+		return falseVal
+	}
+	return undef
+}
+
+func (x *betweenExpr) eval(c *evalCtx, e *env) value {
+	v := x.x.eval(c, e)
+	lo := binaryOp(">=", v, x.lo.eval(c, e))
+	hi := binaryOp("<=", v, x.hi.eval(c, e))
+	if lo.k != kBool || hi.k != kBool {
+		return undef
+	}
+	return boolV((lo.b && hi.b) != x.not)
+}
+
+func (x *inExpr) eval(c *evalCtx, e *env) value {
+	v := x.x.eval(c, e)
+	if !v.defined() {
+		return undef
+	}
+	found := false
+	for _, item := range x.list {
+		iv := item.eval(c, e)
+		if iv.k == v.k && equalValues(v, iv) {
+			found = true
+			break
+		}
+	}
+	return boolV(found != x.not)
+}
+
+func (x *likeExpr) eval(c *evalCtx, e *env) value {
+	v := x.x.eval(c, e)
+	p := x.pattern.eval(c, e)
+	if v.k != kString || p.k != kString {
+		return undef
+	}
+	var esc rune = -1
+	if x.escape != nil {
+		ev := x.escape.eval(c, e)
+		if ev.k != kString {
+			return undef
+		}
+		rs := []rune(ev.s)
+		if len(rs) != 1 {
+			return c.fail(runtimeError("The ESCAPE character must be a single character."))
+		}
+		esc = rs[0]
+	}
+	lp := x.static
+	if lp == nil || lp.src != p.s || lp.esc != esc {
+		lp = compileLike(p.s, esc)
+	}
+	return boolV(lp.match(v.s) != x.not)
+}
+
+func (x *condExpr) eval(c *evalCtx, e *env) value {
+	if x.c.eval(c, e).isTrue() {
+		return x.a.eval(c, e)
+	}
+	return x.b.eval(c, e)
+}
+
+func (x *coalesceExpr) eval(c *evalCtx, e *env) value {
+	if l := x.l.eval(c, e); l.defined() {
+		return l
+	}
+	return x.r.eval(c, e)
+}
+
+func (x *arrayExpr) eval(c *evalCtx, e *env) value {
+	out := make([]value, 0, len(x.elems))
+	for _, el := range x.elems {
+		if v := el.eval(c, e); v.defined() {
+			out = append(out, v)
+		}
+	}
+	return arrV(out)
+}
+
+func (x *objectExpr) eval(c *evalCtx, e *env) value {
+	o := &object{keys: make([]string, 0, len(x.keys)), vals: make([]value, 0, len(x.keys))}
+	for i, k := range x.keys {
+		if v := x.vals[i].eval(c, e); v.defined() {
+			o.set(k, v)
+		}
+	}
+	return objV(o)
+}
+
+func (x *aggExpr) eval(_ *evalCtx, e *env) value {
+	if x.slot < len(e.aggs) {
+		return e.aggs[x.slot]
+	}
+	return undef
+}
+
+func (x *callExpr) eval(c *evalCtx, e *env) value {
+	var buf [4]value
+	args := buf[:0]
+	for _, a := range x.args {
+		args = append(args, a.eval(c, e))
+	}
+	if x.udf {
+		return c.callUDF(x.name, args)
+	}
+	return x.fn.call(c, args)
+}
+
+func (c *evalCtx) callUDF(name string, args []value) value {
+	if c.udf == nil {
+		return c.fail(runtimeError("Unknown function 'udf.%s'.", name))
+	}
+	raw := make([]json.RawMessage, len(args))
+	for i, a := range args {
+		if a.defined() {
+			raw[i] = encodeJSON(a)
+		}
+	}
+	out, err := c.udf.Call(name, raw)
+	if err != nil {
+		return c.fail(err)
+	}
+	if len(out) == 0 {
+		return undef
+	}
+	v, err := decodeJSON(out)
+	if err != nil {
+		return c.fail(runtimeError("The function 'udf.%s' returned invalid JSON.", name))
+	}
+	return v
+}
+
+func (x *subqueryExpr) eval(c *evalCtx, e *env) value {
+	switch x.mode {
+	case 'e':
+		found := false
+		x.q.run(c, e, nil, func(value) bool { found = true; return false })
+		return boolV(found)
+	case 'a':
+		out := []value{}
+		x.q.run(c, e, nil, func(v value) bool { out = append(out, v); return true })
+		return arrV(out)
+	}
+	res := undef
+	x.q.run(c, e, nil, func(v value) bool { res = v; return false })
+	return res
+}

@@ -1,0 +1,385 @@
+package query
+
+import (
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+)
+
+// rootIter yields the documents a query level ranges over.
+type rootIter func(yield func(value) bool)
+
+// streaming reports whether rows can be emitted as they are produced.
+func (q *selectQuery) streaming() bool {
+	return len(q.aggs) == 0 && len(q.groupBy) == 0 && len(q.orderBy) == 0 && !q.distinct
+}
+
+// limits are the TOP, OFFSET and LIMIT values; -1 means absent.
+type limits struct{ top, offset, limit int }
+
+func (c *evalCtx) count(x expr, what string) int {
+	if x == nil {
+		return -1
+	}
+	v := x.eval(c, nil)
+	if v.k != kNumber || v.n < 0 || !isInteger(v.n) || v.n > math.MaxInt32 {
+		c.fail(runtimeError("The %s value must be a non-negative 32-bit integer.", what))
+		return 0
+	}
+	return int(v.n)
+}
+
+func (q *selectQuery) limits(c *evalCtx) limits {
+	return limits{top: c.count(q.top, "TOP"), offset: c.count(q.offset, "OFFSET"), limit: c.count(q.limit, "LIMIT")}
+}
+
+// take is how many rows may be emitted after the offset; -1 means no bound.
+func (l limits) take() int {
+	switch {
+	case l.top >= 0 && l.limit >= 0:
+		return min(l.top, l.limit)
+	case l.top >= 0:
+		return l.top
+	}
+	return l.limit
+}
+
+// run evaluates the query level and passes each result to emit until emit
+// returns false. roots is nil for subqueries (one pass over the outer row).
+func (q *selectQuery) run(c *evalCtx, outer *env, roots rootIter, emit func(value) bool) {
+	switch {
+	case len(q.from) > 0 && q.from[0].sub != nil:
+		// A subquery source feeds this level; a nested one runs once over the
+		// outer row (inner is nil), a top-level one over the documents.
+		sub, inner := q.from[0].sub, roots
+		roots = func(y func(value) bool) { sub.run(c, outer, inner, y) }
+	case roots == nil || len(q.from) == 0:
+		roots = func(y func(value) bool) { y(undef) }
+	}
+	lim := q.limits(c)
+	if c.err != nil {
+		return
+	}
+	e := &env{vals: make([]value, q.nslots), parent: outer}
+	if q.streaming() {
+		skip, left := max(lim.offset, 0), lim.take()
+		if left == 0 {
+			return
+		}
+		roots(func(root value) bool {
+			e.root = root
+			return q.rows(c, e, 0, func() bool {
+				v := q.project(c, e)
+				if !v.defined() || c.err != nil {
+					return c.err == nil
+				}
+				if skip > 0 {
+					skip--
+					return true
+				}
+				if !emit(v) {
+					return false
+				}
+				left--
+				return left != 0
+			})
+		})
+		return
+	}
+	var recs []record
+	if len(q.aggs) > 0 || len(q.groupBy) > 0 {
+		recs = q.runGroups(c, e, roots)
+	} else {
+		roots(func(root value) bool {
+			e.root = root
+			return q.rows(c, e, 0, func() bool {
+				recs = append(recs, q.record(c, e, len(recs)))
+				return c.err == nil
+			})
+		})
+	}
+	if c.err != nil {
+		return
+	}
+	if len(q.orderBy) > 0 {
+		sort.SliceStable(recs, func(i, j int) bool {
+			for k, o := range q.orderBy {
+				cmp := compareOrder(recs[i].keys[k], recs[j].keys[k])
+				if cmp != 0 {
+					return (cmp < 0) != o.desc
+				}
+			}
+			return false
+		})
+	}
+	var seen map[string]bool
+	if q.distinct {
+		seen = map[string]bool{}
+	}
+	skip, left := max(lim.offset, 0), lim.take()
+	for _, r := range recs {
+		if left == 0 {
+			return
+		}
+		if !r.out.defined() {
+			continue
+		}
+		if seen != nil {
+			k := string(appendCanonical(nil, r.out))
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		if !emit(r.out) {
+			return
+		}
+		left--
+	}
+}
+
+// record is one projected row with its ORDER BY keys.
+type record struct {
+	out  value
+	keys []value
+}
+
+func (q *selectQuery) record(c *evalCtx, e *env, _ int) record {
+	r := record{out: q.project(c, e)}
+	if len(q.orderBy) > 0 {
+		r.keys = make([]value, len(q.orderBy))
+		for i, o := range q.orderBy {
+			r.keys[i] = o.x.eval(c, e)
+		}
+	}
+	return r
+}
+
+// rows binds FROM sources from index i on and calls fn for every row that
+// passes WHERE; it returns false when fn asked to stop.
+func (q *selectQuery) rows(c *evalCtx, e *env, i int, fn func() bool) bool {
+	if i == len(q.from) {
+		if q.where == nil || q.where.eval(c, e).isTrue() {
+			return fn()
+		}
+		return c.err == nil
+	}
+	src := q.from[i]
+	if src.sub != nil && i > 0 {
+		more := true
+		src.sub.run(c, e, nil, func(v value) bool {
+			e.vals[src.slot] = v
+			more = q.rows(c, e, i+1, fn)
+			return more
+		})
+		return more && c.err == nil
+	}
+	var v value
+	if src.sub != nil {
+		v = e.root
+	} else {
+		v = src.x.eval(c, e)
+	}
+	if src.in {
+		if v.k != kArray {
+			return true
+		}
+		for _, el := range v.arr {
+			e.vals[src.slot] = el
+			if !q.rows(c, e, i+1, fn) {
+				return false
+			}
+		}
+		return true
+	}
+	if !v.defined() {
+		return true
+	}
+	e.vals[src.slot] = v
+	return q.rows(c, e, i+1, fn)
+}
+
+func (q *selectQuery) project(c *evalCtx, e *env) value {
+	if q.star {
+		return e.vals[0]
+	}
+	if q.isValue {
+		return q.items[0].x.eval(c, e)
+	}
+	o := &object{keys: make([]string, 0, len(q.items)), vals: make([]value, 0, len(q.items))}
+	for _, it := range q.items {
+		if v := it.x.eval(c, e); v.defined() {
+			o.keys = append(o.keys, it.alias)
+			o.vals = append(o.vals, v)
+		}
+	}
+	return objV(o)
+}
+
+// group is one GROUP BY bucket: the first row's bindings and accumulators.
+type group struct {
+	vals []value
+	root value
+	accs []aggState
+}
+
+func (q *selectQuery) runGroups(c *evalCtx, e *env, roots rootIter) []record {
+	var groups []*group
+	index := map[string]*group{}
+	newGroup := func() *group {
+		g := &group{vals: slices.Clone(e.vals), root: e.root, accs: make([]aggState, len(q.aggs))}
+		for i, a := range q.aggs {
+			g.accs[i].fn = a.fn
+		}
+		groups = append(groups, g)
+		return g
+	}
+	if len(q.groupBy) == 0 {
+		newGroup()
+	}
+	var key []byte
+	roots(func(root value) bool {
+		e.root = root
+		return q.rows(c, e, 0, func() bool {
+			var g *group
+			if len(q.groupBy) == 0 {
+				g = groups[0]
+			} else {
+				key = key[:0]
+				for _, gx := range q.groupBy {
+					key = appendCanonical(key, gx.eval(c, e))
+					key = append(key, 0)
+				}
+				if g = index[string(key)]; g == nil {
+					g = newGroup()
+					index[string(key)] = g
+				}
+			}
+			for i, a := range q.aggs {
+				g.accs[i].add(a.arg.eval(c, e))
+			}
+			return c.err == nil
+		})
+	})
+	recs := make([]record, 0, len(groups))
+	for _, g := range groups {
+		ge := &env{vals: g.vals, root: g.root, parent: e.parent, aggs: make([]value, len(g.accs))}
+		for i := range g.accs {
+			ge.aggs[i] = g.accs[i].result()
+		}
+		recs = append(recs, q.record(c, ge, len(recs)))
+	}
+	return recs
+}
+
+// aggState accumulates one aggregate over a group's rows.
+type aggState struct {
+	fn      string
+	n       int
+	sum     float64
+	invalid bool
+	best    value
+	list    []value
+	set     map[string]bool
+}
+
+func (a *aggState) add(v value) {
+	if !v.defined() {
+		return
+	}
+	switch a.fn {
+	case "COUNT":
+		a.n++
+	case "SUM", "AVG":
+		if v.k != kNumber {
+			a.invalid = true
+			return
+		}
+		a.n++
+		a.sum += v.n
+	case "MIN", "MAX":
+		if v.k == kArray || v.k == kObject {
+			a.invalid = true
+			return
+		}
+		if !a.best.defined() {
+			a.best = v
+			return
+		}
+		cmp := compareOrder(v, a.best)
+		if (a.fn == "MIN" && cmp < 0) || (a.fn == "MAX" && cmp > 0) {
+			a.best = v
+		}
+	case "MAKELIST":
+		a.list = append(a.list, v)
+	case "MAKESET":
+		if a.set == nil {
+			a.set = map[string]bool{}
+		}
+		k := string(appendCanonical(nil, v))
+		if !a.set[k] {
+			a.set[k] = true
+			a.list = append(a.list, v)
+		}
+	}
+}
+
+func (a *aggState) result() value {
+	switch a.fn {
+	case "COUNT":
+		return numV(float64(a.n))
+	case "SUM":
+		if a.invalid {
+			return undef
+		}
+		return numV(a.sum)
+	case "AVG":
+		if a.invalid || a.n == 0 {
+			return undef
+		}
+		return numV(a.sum / float64(a.n))
+	case "MIN", "MAX":
+		if a.invalid {
+			return undef
+		}
+		return a.best
+	case "MAKELIST", "MAKESET":
+		if a.list == nil {
+			return arrV([]value{})
+		}
+		return arrV(a.list)
+	}
+	return undef
+}
+
+// appendCanonical encodes v so that equal values (ignoring object property
+// order) produce equal bytes; undefined has its own encoding.
+func appendCanonical(buf []byte, v value) []byte {
+	switch v.k {
+	case kUndefined:
+		return append(buf, 'U')
+	case kObject:
+		keys := sortedKeys(v.obj)
+		buf = append(buf, '{')
+		for _, k := range keys {
+			buf = strconv.AppendQuote(buf, k)
+			buf = append(buf, ':')
+			buf = appendCanonical(buf, v.obj.get(k))
+			buf = append(buf, ',')
+		}
+		return append(buf, '}')
+	case kArray:
+		buf = append(buf, '[')
+		for _, el := range v.arr {
+			buf = appendCanonical(buf, el)
+			buf = append(buf, ',')
+		}
+		return append(buf, ']')
+	}
+	return appendJSON(buf, v)
+}

@@ -1,0 +1,266 @@
+package query
+
+import (
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// maxStringResult bounds strings built by REPLICATE, as the service does.
+const maxStringResult = 10000
+
+func init() {
+	register("CONCAT", 2, -1, func(_ *evalCtx, a []value) value {
+		var b strings.Builder
+		for i := range a {
+			s, ok := argStr(a, i)
+			if !ok {
+				return undef
+			}
+			b.WriteString(s)
+		}
+		return strV(b.String())
+	})
+	register("CONTAINS", 2, 3, stringPredicate(strings.Contains))
+	register("STARTSWITH", 2, 3, stringPredicate(strings.HasPrefix))
+	register("ENDSWITH", 2, 3, stringPredicate(strings.HasSuffix))
+	register("STRINGEQUALS", 2, 3, stringPredicate(func(a, b string) bool { return a == b }))
+	register("INDEX_OF", 2, 3, func(_ *evalCtx, a []value) value {
+		s, ok1 := argStr(a, 0)
+		sub, ok2 := argStr(a, 1)
+		if !ok1 || !ok2 {
+			return undef
+		}
+		rs := []rune(s)
+		start := int64(0)
+		if len(a) > 2 {
+			var ok bool
+			if start, ok = argInt(a, 2); !ok {
+				return undef
+			}
+		}
+		if start < 0 || start > int64(len(rs)) {
+			return numV(-1)
+		}
+		i := strings.Index(string(rs[start:]), sub)
+		if i < 0 {
+			return numV(-1)
+		}
+		return numV(float64(start) + float64(utf8.RuneCountInString(string(rs[start:])[:i])))
+	})
+	register("LEFT", 2, 2, func(_ *evalCtx, a []value) value {
+		s, ok1 := argStr(a, 0)
+		n, ok2 := argInt(a, 1)
+		if !ok1 || !ok2 || n < 0 {
+			return undef
+		}
+		rs := []rune(s)
+		return strV(string(rs[:min(int64(len(rs)), n)]))
+	})
+	register("RIGHT", 2, 2, func(_ *evalCtx, a []value) value {
+		s, ok1 := argStr(a, 0)
+		n, ok2 := argInt(a, 1)
+		if !ok1 || !ok2 || n < 0 {
+			return undef
+		}
+		rs := []rune(s)
+		return strV(string(rs[int64(len(rs))-min(int64(len(rs)), n):]))
+	})
+	register("LENGTH", 1, 1, func(_ *evalCtx, a []value) value {
+		s, ok := argStr(a, 0)
+		if !ok {
+			return undef
+		}
+		return numV(float64(utf8.RuneCountInString(s)))
+	})
+	stringMap := func(name string, f func(string) string) {
+		register(name, 1, 1, func(_ *evalCtx, a []value) value {
+			s, ok := argStr(a, 0)
+			if !ok {
+				return undef
+			}
+			return strV(f(s))
+		})
+	}
+	stringMap("LOWER", strings.ToLower)
+	stringMap("UPPER", strings.ToUpper)
+	stringMap("LTRIM", func(s string) string { return strings.TrimLeftFunc(s, unicode.IsSpace) })
+	stringMap("RTRIM", func(s string) string { return strings.TrimRightFunc(s, unicode.IsSpace) })
+	stringMap("TRIM", func(s string) string { return strings.TrimFunc(s, unicode.IsSpace) })
+	stringMap("REVERSE", func(s string) string {
+		rs := []rune(s)
+		for i, j := 0, len(rs)-1; i < j; i, j = i+1, j-1 {
+			rs[i], rs[j] = rs[j], rs[i]
+		}
+		return string(rs)
+	})
+	register("REPLACE", 3, 3, func(_ *evalCtx, a []value) value {
+		s, ok1 := argStr(a, 0)
+		from, ok2 := argStr(a, 1)
+		to, ok3 := argStr(a, 2)
+		if !ok1 || !ok2 || !ok3 {
+			return undef
+		}
+		if from == "" {
+			return strV(s)
+		}
+		return strV(strings.ReplaceAll(s, from, to))
+	})
+	register("REPLICATE", 2, 2, func(_ *evalCtx, a []value) value {
+		s, ok1 := argStr(a, 0)
+		f, ok2 := argNum(a, 1)
+		if !ok1 || !ok2 || f < 0 || !isFinite(f) {
+			return undef
+		}
+		n := int(f)
+		if n > 0 && utf8.RuneCountInString(s)*n > maxStringResult {
+			return undef
+		}
+		return strV(strings.Repeat(s, n))
+	})
+	register("SUBSTRING", 3, 3, func(_ *evalCtx, a []value) value {
+		s, ok1 := argStr(a, 0)
+		start, ok2 := argInt(a, 1)
+		n, ok3 := argInt(a, 2)
+		if !ok1 || !ok2 || !ok3 {
+			return undef
+		}
+		rs := []rune(s)
+		if start < 0 {
+			start = 0
+		}
+		if start >= int64(len(rs)) || n <= 0 {
+			return strV("")
+		}
+		end := min(int64(len(rs)), start+n)
+		return strV(string(rs[start:end]))
+	})
+	register("TOSTRING", 1, 1, func(_ *evalCtx, a []value) value {
+		switch a[0].k {
+		case kUndefined:
+			return undef
+		case kString:
+			return a[0]
+		}
+		return strV(string(encodeJSON(a[0])))
+	})
+	register("STRINGTOARRAY", 1, 1, stringToKind(kArray))
+	register("STRINGTOBOOLEAN", 1, 1, stringToKind(kBool))
+	register("STRINGTONULL", 1, 1, stringToKind(kNull))
+	register("STRINGTONUMBER", 1, 1, stringToKind(kNumber))
+	register("STRINGTOOBJECT", 1, 1, stringToKind(kObject))
+	register("REGEXMATCH", 2, 3, func(_ *evalCtx, a []value) value {
+		s, ok1 := argStr(a, 0)
+		pat, ok2 := argStr(a, 1)
+		if !ok1 || !ok2 {
+			return undef
+		}
+		mods := ""
+		if len(a) > 2 {
+			var ok bool
+			if mods, ok = argStr(a, 2); !ok {
+				return undef
+			}
+		}
+		re := compileRegex(pat, mods)
+		if re == nil {
+			return undef
+		}
+		return boolV(re.MatchString(s))
+	})
+	register("STRINGSPLIT", 2, 2, func(_ *evalCtx, a []value) value {
+		s, ok1 := argStr(a, 0)
+		sep, ok2 := argStr(a, 1)
+		if !ok1 || !ok2 {
+			return undef
+		}
+		parts := strings.Split(s, sep)
+		out := make([]value, len(parts))
+		for i, p := range parts {
+			out[i] = strV(p)
+		}
+		return arrV(out)
+	})
+	register("STRINGJOIN", 2, 2, func(_ *evalCtx, a []value) value {
+		sep, ok := argStr(a, 1)
+		if a[0].k != kArray || !ok {
+			return undef
+		}
+		parts := make([]string, len(a[0].arr))
+		for i, el := range a[0].arr {
+			if el.k != kString {
+				return undef
+			}
+			parts[i] = el.s
+		}
+		return strV(strings.Join(parts, sep))
+	})
+}
+
+// stringPredicate builds CONTAINS/STARTSWITH/ENDSWITH/StringEquals with the
+// optional ignoreCase third argument.
+func stringPredicate(f func(s, t string) bool) func(*evalCtx, []value) value {
+	return func(_ *evalCtx, a []value) value {
+		s, ok1 := argStr(a, 0)
+		t, ok2 := argStr(a, 1)
+		ic, ok3 := argOptBool(a, 2)
+		if !ok1 || !ok2 || !ok3 {
+			return undef
+		}
+		if ic {
+			s, t = strings.ToLower(s), strings.ToLower(t)
+		}
+		return boolV(f(s, t))
+	}
+}
+
+// stringToKind parses a JSON string and keeps it only if it has kind k.
+func stringToKind(k kind) func(*evalCtx, []value) value {
+	return func(_ *evalCtx, a []value) value {
+		s, ok := argStr(a, 0)
+		if !ok {
+			return undef
+		}
+		v, err := decodeJSON([]byte(s))
+		if err != nil || v.k != k {
+			return undef
+		}
+		return v
+	}
+}
+
+// compileRegex compiles a pattern with the service's modifiers (m, s, i, x);
+// it returns nil for an invalid pattern or modifier.
+func compileRegex(pat, mods string) *regexp.Regexp {
+	flags := ""
+	for _, m := range mods {
+		switch m {
+		case 'i', 'm', 's':
+			if !strings.ContainsRune(flags, m) {
+				flags += string(m)
+			}
+		case 'x':
+			var b strings.Builder
+			esc := false
+			for _, r := range pat {
+				if !esc && unicode.IsSpace(r) {
+					continue
+				}
+				esc = !esc && r == '\\'
+				b.WriteRune(r)
+			}
+			pat = b.String()
+		default:
+			return nil
+		}
+	}
+	if flags != "" {
+		pat = "(?" + flags + ")" + pat
+	}
+	re, err := regexp.Compile(pat)
+	if err != nil {
+		return nil
+	}
+	return re
+}

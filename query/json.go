@@ -1,0 +1,407 @@
+package query
+
+import (
+	"errors"
+	"math"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// errBadJSON is returned when a document or parameter is not valid JSON.
+var errBadJSON = errors.New("invalid JSON")
+
+// decodeJSON parses one JSON value (with optional surrounding whitespace).
+func decodeJSON(data []byte) (value, error) {
+	d := jsonDecoder{data: data}
+	d.skipWS()
+	v, err := d.value(0)
+	if err != nil {
+		return undef, err
+	}
+	d.skipWS()
+	if d.pos != len(d.data) {
+		return undef, errBadJSON
+	}
+	return v, nil
+}
+
+type jsonDecoder struct {
+	data []byte
+	pos  int
+}
+
+const maxJSONDepth = 1000
+
+func (d *jsonDecoder) skipWS() {
+	for d.pos < len(d.data) {
+		switch d.data[d.pos] {
+		case ' ', '\t', '\n', '\r':
+			d.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (d *jsonDecoder) value(depth int) (value, error) {
+	if depth > maxJSONDepth || d.pos >= len(d.data) {
+		return undef, errBadJSON
+	}
+	switch c := d.data[d.pos]; {
+	case c == '{':
+		d.pos++
+		o := &object{}
+		d.skipWS()
+		if d.pos < len(d.data) && d.data[d.pos] == '}' {
+			d.pos++
+			return objV(o), nil
+		}
+		for {
+			d.skipWS()
+			if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+				return undef, errBadJSON
+			}
+			k, err := d.str()
+			if err != nil {
+				return undef, err
+			}
+			d.skipWS()
+			if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+				return undef, errBadJSON
+			}
+			d.pos++
+			d.skipWS()
+			v, err := d.value(depth + 1)
+			if err != nil {
+				return undef, err
+			}
+			o.set(k, v)
+			d.skipWS()
+			if d.pos >= len(d.data) {
+				return undef, errBadJSON
+			}
+			if d.data[d.pos] == ',' {
+				d.pos++
+				continue
+			}
+			if d.data[d.pos] == '}' {
+				d.pos++
+				return objV(o), nil
+			}
+			return undef, errBadJSON
+		}
+	case c == '[':
+		d.pos++
+		arr := []value{}
+		d.skipWS()
+		if d.pos < len(d.data) && d.data[d.pos] == ']' {
+			d.pos++
+			return arrV(arr), nil
+		}
+		for {
+			d.skipWS()
+			v, err := d.value(depth + 1)
+			if err != nil {
+				return undef, err
+			}
+			arr = append(arr, v)
+			d.skipWS()
+			if d.pos >= len(d.data) {
+				return undef, errBadJSON
+			}
+			if d.data[d.pos] == ',' {
+				d.pos++
+				continue
+			}
+			if d.data[d.pos] == ']' {
+				d.pos++
+				return arrV(arr), nil
+			}
+			return undef, errBadJSON
+		}
+	case c == '"':
+		s, err := d.str()
+		if err != nil {
+			return undef, err
+		}
+		return strV(s), nil
+	case c == 't':
+		return d.lit("true", trueValue)
+	case c == 'f':
+		return d.lit("false", falseVal)
+	case c == 'n':
+		return d.lit("null", nullValue)
+	case c == '-' || (c >= '0' && c <= '9'):
+		start := d.pos
+		if c == '-' {
+			d.pos++
+		}
+		digits := 0
+		for d.pos < len(d.data) && isDigit(d.data[d.pos]) {
+			d.pos++
+			digits++
+		}
+		if digits == 0 {
+			return undef, errBadJSON
+		}
+		if d.pos < len(d.data) && d.data[d.pos] == '.' {
+			d.pos++
+			fd := 0
+			for d.pos < len(d.data) && isDigit(d.data[d.pos]) {
+				d.pos++
+				fd++
+			}
+			if fd == 0 {
+				return undef, errBadJSON
+			}
+		}
+		if d.pos < len(d.data) && (d.data[d.pos] == 'e' || d.data[d.pos] == 'E') {
+			d.pos++
+			if d.pos < len(d.data) && (d.data[d.pos] == '+' || d.data[d.pos] == '-') {
+				d.pos++
+			}
+			ed := 0
+			for d.pos < len(d.data) && isDigit(d.data[d.pos]) {
+				d.pos++
+				ed++
+			}
+			if ed == 0 {
+				return undef, errBadJSON
+			}
+		}
+		f, err := strconv.ParseFloat(string(d.data[start:d.pos]), 64)
+		if err != nil && !math.IsInf(f, 0) {
+			return undef, errBadJSON
+		}
+		return numV(f), nil
+	}
+	return undef, errBadJSON
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func (d *jsonDecoder) lit(word string, v value) (value, error) {
+	if len(d.data)-d.pos < len(word) || string(d.data[d.pos:d.pos+len(word)]) != word {
+		return undef, errBadJSON
+	}
+	d.pos += len(word)
+	return v, nil
+}
+
+// str decodes a JSON string starting at the opening quote.
+func (d *jsonDecoder) str() (string, error) {
+	d.pos++
+	start := d.pos
+	// Fast path: no escapes.
+	for d.pos < len(d.data) {
+		c := d.data[d.pos]
+		if c == '"' {
+			s := string(d.data[start:d.pos])
+			d.pos++
+			return s, nil
+		}
+		if c == '\\' || c < 0x20 {
+			break
+		}
+		d.pos++
+	}
+	buf := append([]byte(nil), d.data[start:d.pos]...)
+	for d.pos < len(d.data) {
+		c := d.data[d.pos]
+		switch {
+		case c == '"':
+			d.pos++
+			return string(buf), nil
+		case c < 0x20:
+			return "", errBadJSON
+		case c == '\\':
+			d.pos++
+			if d.pos >= len(d.data) {
+				return "", errBadJSON
+			}
+			e := d.data[d.pos]
+			d.pos++
+			switch e {
+			case '"', '\\', '/':
+				buf = append(buf, e)
+			case 'b':
+				buf = append(buf, '\b')
+			case 'f':
+				buf = append(buf, '\f')
+			case 'n':
+				buf = append(buf, '\n')
+			case 'r':
+				buf = append(buf, '\r')
+			case 't':
+				buf = append(buf, '\t')
+			case 'u':
+				r, ok := d.hex4()
+				if !ok {
+					return "", errBadJSON
+				}
+				if utf16.IsSurrogate(r) {
+					if d.pos+1 < len(d.data) && d.data[d.pos] == '\\' && d.data[d.pos+1] == 'u' {
+						save := d.pos
+						d.pos += 2
+						r2, ok := d.hex4()
+						if ok {
+							if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+								buf = utf8.AppendRune(buf, dec)
+								continue
+							}
+						}
+						d.pos = save
+					}
+					r = utf8.RuneError
+				}
+				buf = utf8.AppendRune(buf, r)
+			default:
+				return "", errBadJSON
+			}
+		default:
+			buf = append(buf, c)
+			d.pos++
+		}
+	}
+	return "", errBadJSON
+}
+
+func (d *jsonDecoder) hex4() (rune, bool) {
+	if len(d.data)-d.pos < 4 {
+		return 0, false
+	}
+	var r rune
+	for i := 0; i < 4; i++ {
+		c := d.data[d.pos+i]
+		var h byte
+		switch {
+		case c >= '0' && c <= '9':
+			h = c - '0'
+		case c >= 'a' && c <= 'f':
+			h = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			h = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(h)
+	}
+	d.pos += 4
+	return r, true
+}
+
+// appendJSON appends the JSON encoding of v (which must be defined).
+// Undefined properties of objects and undefined array elements are omitted.
+func appendJSON(buf []byte, v value) []byte {
+	switch v.k {
+	case kUndefined, kNull:
+		return append(buf, "null"...)
+	case kBool:
+		if v.b {
+			return append(buf, "true"...)
+		}
+		return append(buf, "false"...)
+	case kNumber:
+		return appendNumber(buf, v.n)
+	case kString:
+		return appendString(buf, v.s)
+	case kArray:
+		buf = append(buf, '[')
+		first := true
+		for _, e := range v.arr {
+			if !e.defined() {
+				continue
+			}
+			if !first {
+				buf = append(buf, ',')
+			}
+			first = false
+			buf = appendJSON(buf, e)
+		}
+		return append(buf, ']')
+	case kObject:
+		buf = append(buf, '{')
+		first := true
+		for i, k := range v.obj.keys {
+			e := v.obj.vals[i]
+			if !e.defined() {
+				continue
+			}
+			if !first {
+				buf = append(buf, ',')
+			}
+			first = false
+			buf = appendString(buf, k)
+			buf = append(buf, ':')
+			buf = appendJSON(buf, e)
+		}
+		return append(buf, '}')
+	}
+	return buf
+}
+
+// appendNumber formats f the way JavaScript's Number#toString does, which is
+// what the service emits.
+func appendNumber(buf []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(buf, "null"...)
+	}
+	if f == 0 {
+		return append(buf, '0')
+	}
+	abs := math.Abs(f)
+	if abs >= 1e-7 && abs < 1e21 {
+		return strconv.AppendFloat(buf, f, 'f', -1, 64)
+	}
+	b := strconv.AppendFloat(nil, f, 'e', -1, 64)
+	// Go writes e-07 / e+21; JavaScript writes e-7 / e+21.
+	for i := 0; i < len(b); i++ {
+		if b[i] == 'e' {
+			j := i + 2
+			for j < len(b)-1 && b[j] == '0' {
+				b = append(b[:j], b[j+1:]...)
+			}
+			break
+		}
+	}
+	return append(buf, b...)
+}
+
+const hexDigits = "0123456789abcdef"
+
+func appendString(buf []byte, s string) []byte {
+	buf = append(buf, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		buf = append(buf, s[start:i]...)
+		switch c {
+		case '"':
+			buf = append(buf, '\\', '"')
+		case '\\':
+			buf = append(buf, '\\', '\\')
+		case '\n':
+			buf = append(buf, '\\', 'n')
+		case '\r':
+			buf = append(buf, '\\', 'r')
+		case '\t':
+			buf = append(buf, '\\', 't')
+		case '\b':
+			buf = append(buf, '\\', 'b')
+		case '\f':
+			buf = append(buf, '\\', 'f')
+		default:
+			buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+		}
+		start = i + 1
+	}
+	buf = append(buf, s[start:]...)
+	return append(buf, '"')
+}
+
+// encodeJSON returns the JSON encoding of v as a new slice.
+func encodeJSON(v value) []byte { return appendJSON(nil, v) }
