@@ -10,7 +10,7 @@ import (
 func (s *Server) databases(r *request) error {
 	switch {
 	case r.Method == http.MethodPost && r.isQuery():
-		return s.queryResources(r, "", "Databases", resourceBodies(s.eng.ListDatabases()))
+		return s.queryResources(r, "", "Databases", s.eng.ListDatabases())
 	case r.Method == http.MethodPost:
 		t, err := r.throughput()
 		if err != nil {
@@ -56,7 +56,7 @@ func (s *Server) containers(r *request, db string) error {
 		if err != nil {
 			return err
 		}
-		return s.queryResources(r, "", "DocumentCollections", resourceBodies(list))
+		return s.queryResources(r, "", "DocumentCollections", list)
 	case r.Method == http.MethodPost:
 		t, err := r.throughput()
 		if err != nil {
@@ -128,7 +128,7 @@ func (s *Server) offers(r *request) error {
 	if len(r.segs) == 1 {
 		switch {
 		case r.Method == http.MethodPost && r.isQuery():
-			return s.queryResources(r, "", "Offers", resourceBodies(s.eng.ListOffers()))
+			return s.queryResources(r, "", "Offers", s.eng.ListOffers())
 		case r.Method == http.MethodGet:
 			r.writeFeed("", "Offers", resourceBodies(s.eng.ListOffers()), "", 1)
 			return nil
