@@ -1,0 +1,126 @@
+package pebble
+
+import (
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+
+	"github.com/orrery-db/orrery/storage"
+)
+
+// openBench opens a synced store on a real temporary directory.
+func openBench(b *testing.B) *Store {
+	b.Helper()
+	s, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+// commitOne commits one small synced write of key n.
+func commitOne(s *Store, n uint64, value []byte) error {
+	var key [16]byte
+	copy(key[:], "bench/")
+	binary.BigEndian.PutUint64(key[8:], n)
+	bt := s.NewBatch()
+	defer bt.Close()
+	if err := bt.Set(key[:], value); err != nil {
+		return err
+	}
+	return bt.Commit()
+}
+
+func reportRate(b *testing.B) {
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+}
+
+// BenchmarkCommit measures small committed, fsynced writes from one writer
+// and from 32 concurrent writers, whose fsyncs the commit pipeline groups.
+func BenchmarkCommit(b *testing.B) {
+	value := make([]byte, 200)
+	b.Run("writers=1", func(b *testing.B) {
+		s := openBench(b)
+		b.ResetTimer()
+		for i := range b.N {
+			if err := commitOne(s, uint64(i), value); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportRate(b)
+	})
+	b.Run("writers=32", func(b *testing.B) {
+		s := openBench(b)
+		var next atomic.Uint64
+		// RunParallel starts parallelism × GOMAXPROCS goroutines.
+		b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := commitOne(s, next.Add(1), value); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		reportRate(b)
+	})
+}
+
+// BenchmarkGet measures point reads of existing keys among 10,000.
+func BenchmarkGet(b *testing.B) {
+	const keys = 10_000
+	s := openBench(b)
+	bt := s.NewBatch()
+	value := make([]byte, 200)
+	for i := range keys {
+		if err := bt.Set(fmt.Appendf(nil, "key/%06d", i), value); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := bt.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	bt.Close()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := s.Get(fmt.Appendf(nil, "key/%06d", i*7919%keys)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "gets/s")
+}
+
+// BenchmarkScan measures reading a 100-key prefix range.
+func BenchmarkScan(b *testing.B) {
+	s := openBench(b)
+	bt := s.NewBatch()
+	for i := range 100 {
+		if err := bt.Set(fmt.Appendf(nil, "p/%03d", i), make([]byte, 200)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := bt.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	bt.Close()
+	prefix := []byte("p/")
+	b.ResetTimer()
+	for range b.N {
+		it, err := s.NewIterator(prefix, storage.PrefixEnd(prefix), false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for it.Next() {
+			n++
+		}
+		if err := it.Close(); err != nil || n != 100 {
+			b.Fatalf("scanned %d keys, err %v", n, err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "scans/s")
+}

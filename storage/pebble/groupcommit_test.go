@@ -1,0 +1,130 @@
+package pebble
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// syncCountingFS counts the syncs of write-ahead log files.
+type syncCountingFS struct {
+	vfs.FS
+	syncs *atomic.Int64
+}
+
+func (fs syncCountingFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return f, err
+	}
+	return syncCountingFile{File: f, syncs: fs.syncs}, nil
+}
+
+func (fs syncCountingFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, c)
+	return fs.wrap(name, f, err)
+}
+
+func (fs syncCountingFS) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.ReuseForWrite(oldname, newname, c)
+	return fs.wrap(newname, f, err)
+}
+
+func (fs syncCountingFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := fs.FS.OpenReadWrite(name, c, opts...)
+	return fs.wrap(name, f, err)
+}
+
+type syncCountingFile struct {
+	vfs.File
+	syncs *atomic.Int64
+}
+
+func (f syncCountingFile) Sync() error {
+	f.syncs.Add(1)
+	return f.File.Sync()
+}
+
+func (f syncCountingFile) SyncData() error {
+	f.syncs.Add(1)
+	return f.File.SyncData()
+}
+
+func (f syncCountingFile) SyncTo(length int64) (bool, error) {
+	f.syncs.Add(1)
+	return f.File.SyncTo(length)
+}
+
+// TestCommitSyncs checks on a real directory that every commit waits for a
+// write-ahead log sync, and that concurrent commits share them.
+func TestCommitSyncs(t *testing.T) {
+	const commits = 320
+	tests := []struct {
+		name    string
+		noSync  bool
+		writers int
+		check   func(syncs int64) error
+	}{
+		{"one writer syncs every commit", false, 1, func(syncs int64) error {
+			if syncs < commits {
+				return fmt.Errorf("%d syncs for %d sequential commits, want at least one each", syncs, commits)
+			}
+			return nil
+		}},
+		{"concurrent writers share syncs", false, 32, func(syncs int64) error {
+			if syncs > commits/2 {
+				return fmt.Errorf("%d syncs for %d commits from 32 writers, want at most %d", syncs, commits, commits/2)
+			}
+			return nil
+		}},
+		{"NoSync does not sync commits", true, 1, func(syncs int64) error {
+			if syncs >= commits/2 {
+				return fmt.Errorf("%d syncs for %d commits without sync", syncs, commits)
+			}
+			return nil
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var syncs atomic.Int64
+			s, err := Open(t.TempDir(), Options{NoSync: tt.noSync, fs: syncCountingFS{FS: vfs.Default, syncs: &syncs}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			before := syncs.Load()
+			var wg sync.WaitGroup
+			errs := make(chan error, commits)
+			for w := range tt.writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range commits / tt.writers {
+						b := s.NewBatch()
+						key := fmt.Appendf(nil, "k/%02d/%04d", w, i)
+						if err := b.Set(key, key); err != nil {
+							errs <- err
+						}
+						if err := b.Commit(); err != nil {
+							errs <- err
+						}
+						b.Close()
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			got := syncs.Load() - before
+			t.Logf("%d write-ahead log syncs for %d commits from %d writers", got, commits, tt.writers)
+			if err := tt.check(got); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
