@@ -1,0 +1,178 @@
+// Command orrery runs Orrery, a document database that speaks the Azure
+// Cosmos DB for NoSQL wire protocol, so the official SDKs work against it
+// unmodified.
+//
+//	orrery serve [--addr :8081] [--data ./orrery-data | --memory] [--key K] [--readonly-key K]
+//	orrery cert  [--data ./orrery-data]   print the server's TLS certificate (PEM)
+//	orrery version
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/orrery-db/orrery/engine"
+	"github.com/orrery-db/orrery/server"
+	"github.com/orrery-db/orrery/storage"
+	"github.com/orrery-db/orrery/storage/memory"
+	"github.com/orrery-db/orrery/storage/pebble"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	if len(os.Args) < 2 {
+		usage(os.Stderr)
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = serve(os.Args[2:])
+	case "cert":
+		err = cert(os.Args[2:])
+	case "version", "--version", "-v":
+		fmt.Println("orrery", version)
+	case "help", "--help", "-h":
+		usage(os.Stdout)
+	default:
+		fmt.Fprintf(os.Stderr, "orrery: unknown command %q\n\n", os.Args[1])
+		usage(os.Stderr)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "orrery:", err)
+		os.Exit(1)
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `Usage:
+  orrery serve [flags]   run the server (embedded durable storage by default)
+  orrery cert [flags]    print the server's self-signed TLS certificate as PEM
+  orrery version         print the version
+
+Run 'orrery serve --help' for the server's flags.
+`)
+}
+
+// env returns the environment variable name's value, or def.
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	addr := fs.String("addr", env("ORRERY_ADDR", ":8081"), "address to listen on, HTTPS and HTTP on the same port (env ORRERY_ADDR)")
+	data := fs.String("data", env("ORRERY_DATA", "./orrery-data"), "data directory (env ORRERY_DATA)")
+	inMemory := fs.Bool("memory", false, "keep everything in memory: nothing is written to disk")
+	key := fs.String("key", env("ORRERY_KEY", server.EmulatorKey), "master key, base64 (env ORRERY_KEY; default: the emulator's well-known key)")
+	readOnlyKey := fs.String("readonly-key", env("ORRERY_READONLY_KEY", ""), "read-only key, base64 (env ORRERY_READONLY_KEY)")
+	logLevel := fs.String("log-level", env("ORRERY_LOG_LEVEL", "info"), "log level: debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(log)
+
+	var store storage.Store
+	certDir := *data
+	if *inMemory {
+		store = memory.New()
+		certDir = ""
+	} else {
+		s, err := pebble.Open(*data, pebble.Options{})
+		if err != nil {
+			return fmt.Errorf("opening %s: %w", *data, err)
+		}
+		store = s
+	}
+	defer store.Close()
+	eng, err := engine.Open(store, engine.Options{})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	srv, err := server.New(server.Config{Engine: eng, Keys: server.Keys{Master: *key, ReadOnly: *readOnlyKey}, Logger: log})
+	if err != nil {
+		return err
+	}
+	certificate, _, err := server.LoadOrCreateCertificate(certDir)
+	if err != nil {
+		return fmt.Errorf("TLS certificate: %w", err)
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	dual := server.NewDualListener(ln, &tls.Config{Certificates: []tls.Certificate{certificate}, MinVersion: tls.VersionTLS12})
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(dual) }()
+	storageDesc := "memory"
+	if !*inMemory {
+		storageDesc = *data
+	}
+	log.Info("orrery ready", "addr", ln.Addr().String(), "storage", storageDesc, "version", version,
+		"endpoint", "https://"+hostPort(ln.Addr())+"/ (http too)")
+
+	select {
+	case err := <-served:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	case <-ctx.Done():
+		log.Info("shutting down: finishing in-flight requests")
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := hs.Shutdown(sctx); err != nil {
+			log.Warn("shutdown", "error", err)
+		}
+	}
+	return nil
+}
+
+func hostPort(a net.Addr) string {
+	s := a.String()
+	if strings.HasPrefix(s, "[::]:") || strings.HasPrefix(s, "0.0.0.0:") {
+		return "localhost:" + s[strings.LastIndex(s, ":")+1:]
+	}
+	return s
+}
+
+func cert(args []string) error {
+	fs := flag.NewFlagSet("cert", flag.ContinueOnError)
+	data := fs.String("data", env("ORRERY_DATA", "./orrery-data"), "data directory holding the certificate (env ORRERY_DATA)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	_, pemBytes, err := server.LoadOrCreateCertificate(*data)
+	if err != nil {
+		return err
+	}
+	_, err = os.Stdout.Write(pemBytes)
+	return err
+}
