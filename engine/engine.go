@@ -16,6 +16,10 @@ const lockStripes = 4096
 type Options struct {
 	// Now is the clock; time.Now when nil. Tests set it to move time.
 	Now func() time.Time
+	// SweepInterval is how often expired items are deleted for real;
+	// DefaultSweepInterval when zero, never when negative (expired items
+	// stay hidden from reads, queries and feeds all the same).
+	SweepInterval time.Duration
 }
 
 // Engine is one Cosmos account's databases on one storage.Store.
@@ -32,7 +36,9 @@ type Engine struct {
 	seed  maphash.Seed
 	locks [lockStripes]sync.Mutex
 
-	bg sync.WaitGroup
+	bg        sync.WaitGroup
+	stop      chan struct{}
+	closeOnce sync.Once
 }
 
 // Open loads the catalog from store and returns a ready engine. The caller
@@ -49,6 +55,7 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 		dbs:    map[string]*Database{},
 		offers: map[string][]byte{},
 		seed:   maphash.MakeSeed(),
+		stop:   make(chan struct{}),
 	}
 	if e.now == nil {
 		e.now = time.Now
@@ -59,11 +66,21 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 	if err := e.loadOffers(); err != nil {
 		return nil, err
 	}
+	interval := opts.SweepInterval
+	if interval == 0 {
+		interval = DefaultSweepInterval
+	}
+	if interval > 0 {
+		e.bg.Add(1)
+		go e.sweepLoop(interval)
+	}
 	return e, nil
 }
 
-// Close waits for background work (purging deleted containers) to finish.
+// Close stops the TTL sweeper and waits for background work (sweeping,
+// purging deleted containers) to finish.
 func (e *Engine) Close() error {
+	e.closeOnce.Do(func() { close(e.stop) })
 	e.bg.Wait()
 	return nil
 }
