@@ -102,8 +102,11 @@ func (e *Engine) sweepContainer(c *Container) (int, error) {
 			}
 			n, err := e.deleteExpired(c, keys)
 			total += n
-			if err != nil || next == nil {
+			if err != nil {
 				return total, err
+			}
+			if next == nil {
+				break
 			}
 			lower = next
 		}
