@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"log/slog"
-	"runtime"
 	"time"
 
 	"github.com/orrery-db/orrery/storage"
@@ -21,6 +20,9 @@ const (
 	// sweepTxnItems bounds the deletes of one sweeper transaction, so it
 	// holds a partition's lock only briefly.
 	sweepTxnItems = 32
+	// sweepYield is how many times its own working time the sweeper
+	// sleeps between transactions.
+	sweepYield = 2
 )
 
 // sweepLoop runs the TTL sweeper until stop is closed.
@@ -162,6 +164,7 @@ func (e *Engine) deleteExpired(c *Container, entries []expiryEntry) (int, error)
 			if e.stopping() {
 				return deleted, nil
 			}
+			began := time.Now()
 			chunk := group[:min(len(group), sweepTxnItems)]
 			group = group[len(chunk):]
 			err := e.inPartition(c, pk, func(t *txn) error {
@@ -192,8 +195,9 @@ func (e *Engine) deleteExpired(c *Container, entries []expiryEntry) (int, error)
 			if err != nil {
 				return deleted, err
 			}
-			// Let writers in between the sweeper's transactions.
-			runtime.Gosched()
+			// Leave writers twice the time the sweep takes: the sweep is
+			// background work and must not crowd them out of the CPU.
+			time.Sleep(sweepYield * time.Since(began))
 		}
 	}
 	return deleted, nil
