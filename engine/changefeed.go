@@ -78,6 +78,13 @@ func parseChangeFeedETag(s string) (uint64, *Error) {
 	return n, nil
 }
 
+// EffectivePartitionKey returns the binary effective partition key of pk in a
+// container with partition key definition def: the hash that orders items and
+// that feed ranges (x-ms-start-epk, x-ms-end-epk) bound.
+func EffectivePartitionKey(def *PartitionKeyDefinition, pk PartitionKey) []byte {
+	return effectivePartitionKey(def, pk)
+}
+
 // changeScope decides which item keys a scoped change feed reports.
 type changeScope struct {
 	c        *Container
