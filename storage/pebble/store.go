@@ -13,11 +13,12 @@ import (
 	"github.com/orrery-db/orrery/storage"
 )
 
-// Sizes chosen for a small machine: the block cache and the memtable are the
-// bulk of an idle store's memory, and both are only touched as they fill.
+// Sizes chosen for a small machine: the block cache and the memtables are the
+// bulk of a store's memory, and both are only touched as they fill. Reads that
+// miss the block cache still hit the operating system's page cache.
 const (
 	// DefaultCacheSize is the block cache size when Options.CacheSize is 0.
-	DefaultCacheSize = 8 << 20
+	DefaultCacheSize = 4 << 20
 	// DefaultMemTableSize is the memtable size when Options.MemTableSize is 0.
 	DefaultMemTableSize = 4 << 20
 )
@@ -85,7 +86,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		FS:                          fs,
 		CacheSize:                   cacheSize,
 		MemTableSize:                memTableSize,
-		MemTableStopWritesThreshold: 4,
+		// At most two memtables (one filling, one flushing) before writes
+		// wait: bounds memory under a burst of writes.
+		MemTableStopWritesThreshold: 2,
 		Logger:                      slogLogger{logger},
 		FormatMajorVersion:          pebbledb.FormatNewest,
 		// One compaction at a time: a small machine has few cores to spare.
