@@ -83,9 +83,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	popts := &pebbledb.Options{
-		FS:                          fs,
-		CacheSize:                   cacheSize,
-		MemTableSize:                memTableSize,
+		FS:           fs,
+		CacheSize:    cacheSize,
+		MemTableSize: memTableSize,
 		// At most two memtables (one filling, one flushing) before writes
 		// wait: bounds memory under a burst of writes.
 		MemTableStopWritesThreshold: 2,
