@@ -165,7 +165,7 @@ func (s *Store) NewIterator(lower, upper []byte, reverse bool) (storage.Iterator
 // store's latest committed state.
 func (s *Store) NewBatch() storage.Batch {
 	if err := s.acquire(); err != nil {
-		return &batch{store: s, closed: true}
+		return &batch{store: s} // every use but Close fails with storage.ErrClosed
 	}
 	defer s.release()
 	return &batch{store: s, b: s.db.NewIndexedBatch()}
