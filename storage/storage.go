@@ -58,7 +58,8 @@ type Store interface {
 	Close() error
 }
 
-// Batch is a set of writes applied atomically by Commit.
+// Batch is a set of writes applied atomically by Commit. A batch is used by
+// one goroutine at a time.
 type Batch interface {
 	Reader
 	// Set stores value under key. The batch keeps its own copies.
@@ -69,7 +70,8 @@ type Batch interface {
 	Count() int
 	// Commit applies the batch atomically. When it returns nil the writes are
 	// durable (fsynced) unless the store was opened without sync. Concurrent
-	// commits are grouped into one sync where the backend can.
+	// commits are grouped into one sync where the backend can. After Commit
+	// (or Close) every method but Close returns ErrClosed.
 	Commit() error
 	// Close releases the batch; an uncommitted batch is discarded.
 	Close() error
