@@ -68,3 +68,22 @@ func BenchmarkCreate1Writer(b *testing.B) {
 
 // BenchmarkCreate32Writers is 32 concurrent writers into 32 partitions.
 func BenchmarkCreate32Writers(b *testing.B) { benchCreate(b, 32) }
+
+// BenchmarkReplaceHotItem has 32 writers replace one item: the hot
+// partition case, where writes of one partition follow each other.
+func BenchmarkReplaceHotItem(b *testing.B) {
+	e := benchEngine(b)
+	body := []byte(fmt.Sprintf(`{"id":"hot","pk":"p","payload":%q}`, bytes.Repeat([]byte("x"), 1000)))
+	if _, err := e.CreateItem(&ItemRequest{Database: "db", Container: "c", Body: body}); err != nil {
+		b.Fatal(err)
+	}
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := e.ReplaceItem(&ItemRequest{Database: "db", Container: "c", ID: "hot", Body: body, PartitionKey: StringKey("p"), HasPartitionKey: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -21,9 +21,10 @@ type Options struct {
 // Engine is one Cosmos account's databases on one storage.Store.
 // It is safe for concurrent use.
 type Engine struct {
-	store storage.Store
-	seq   *sequencer
-	now   func() time.Time
+	store   storage.Store
+	seq     *sequencer
+	durable *durability
+	now     func() time.Time
 
 	catMu  sync.RWMutex
 	dbs    map[string]*Database
@@ -43,12 +44,13 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{
-		store:  store,
-		seq:    seq,
-		now:    opts.Now,
-		dbs:    map[string]*Database{},
-		offers: map[string][]byte{},
-		seed:   maphash.MakeSeed(),
+		store:   store,
+		seq:     seq,
+		durable: newDurability(),
+		now:     opts.Now,
+		dbs:     map[string]*Database{},
+		offers:  map[string][]byte{},
+		seed:    maphash.MakeSeed(),
 	}
 	if e.now == nil {
 		e.now = time.Now

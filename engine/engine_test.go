@@ -295,3 +295,24 @@ func TestContainerReopenKeepsCatalog(t *testing.T) {
 		t.Fatalf("%d offers after reopen, want 2", n)
 	}
 }
+
+func TestDurabilityBarrierWaitsForVisibleWrites(t *testing.T) {
+	d := newDurability()
+	d.barrier() // nothing pending: returns at once
+	d.applied(7)
+	done := make(chan struct{})
+	go func() { d.barrier(); close(done) }()
+	select {
+	case <-done:
+		t.Fatal("barrier returned while write 7 was not durable")
+	case <-time.After(20 * time.Millisecond):
+	}
+	d.applied(8) // applied after the barrier began: not waited for
+	d.durable(7)
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		t.Fatal("barrier did not return once write 7 was durable")
+	}
+	d.durable(8)
+}

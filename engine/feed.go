@@ -90,6 +90,7 @@ func (e *Engine) ReadFeed(req *FeedRequest) (*FeedResult, error) {
 	if err := it.Err(); err != nil {
 		return nil, err
 	}
+	e.durable.barrier()
 	res.Charge = 1 + float64(total)/1024*0.1
 	return res, nil
 }

@@ -200,8 +200,11 @@ type txn struct {
 	nrids uint64
 }
 
-// inPartition runs fn as one transaction on a logical partition, holding the
-// partition's write lock until the commit is durable.
+// inPartition runs fn as one transaction on a logical partition. The
+// partition's write lock is held while fn reads and decides and until the
+// commit is applied, not across the fsync: the next writer of a hot
+// partition builds on the applied state while this one waits for its own
+// fsync, and is acknowledged only after it (the log is ordered).
 func (e *Engine) inPartition(c *Container, pk PartitionKey, fn func(t *txn) error) error {
 	p, perr := c.partition(pk)
 	if perr != nil {
@@ -209,7 +212,12 @@ func (e *Engine) inPartition(c *Container, pk PartitionKey, fn func(t *txn) erro
 	}
 	mu := e.partitionLock(c.rid, p.enc)
 	mu.Lock()
-	defer mu.Unlock()
+	locked := true
+	defer func() {
+		if locked {
+			mu.Unlock()
+		}
+	}()
 	b := e.store.NewBatch()
 	defer b.Close()
 	t := &txn{e: e, p: p, b: b, now: e.now()}
@@ -224,7 +232,15 @@ func (e *Engine) inPartition(c *Container, pk PartitionKey, fn func(t *txn) erro
 	if b.Count() == 0 {
 		return nil
 	}
-	return b.Commit()
+	wait, err := b.CommitPipelined()
+	if err != nil {
+		return err
+	}
+	e.durable.applied(t.lsn)
+	defer e.durable.durable(t.lsn)
+	mu.Unlock()
+	locked = false
+	return wait()
 }
 
 // get reads an item of the partition; nil when absent or expired.
@@ -466,6 +482,7 @@ func (e *Engine) ReadItem(req *ItemRequest) (*ItemResult, error) {
 	key := p.itemKey(req.ID)
 	v, err := e.store.Get(key)
 	if errors.Is(err, storage.ErrNotFound) {
+		e.durable.barrier() // a delete may be pending
 		return nil, NotFound(msgNotFound)
 	}
 	if err != nil {
@@ -475,6 +492,7 @@ func (e *Engine) ReadItem(req *ItemRequest) (*ItemResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.durable.barrier()
 	if c.expired(it, e.now().Unix()) {
 		return nil, NotFound(msgNotFound)
 	}

@@ -107,6 +107,7 @@ func (e *Engine) QueryItems(req *QueryRequest) (*QueryResult, error) {
 	if err != nil {
 		return nil, queryError(err)
 	}
+	e.durable.barrier()
 	return pageResults(results, req.MaxItems, req.Continuation)
 }
 

@@ -73,6 +73,13 @@ type Batch interface {
 	// commits are grouped into one sync where the backend can. After Commit
 	// (or Close) every method but Close returns ErrClosed.
 	Commit() error
+	// CommitPipelined applies the batch atomically so that every later read
+	// and batch sees it, and returns without waiting for durability; the
+	// returned wait blocks until the batch is as durable as Commit would have
+	// made it. Batches become durable in the order they were applied, so a
+	// batch built on another's effects can never outlive it in a crash. The
+	// batch must not be closed before wait returns.
+	CommitPipelined() (wait func() error, err error)
 	// Close releases the batch; an uncommitted batch is discarded.
 	Close() error
 }
