@@ -83,6 +83,19 @@ func (c *Container) partition(pk PartitionKey) (*partition, *Error) {
 	return &partition{c: c, pk: pk, enc: enc, prefix: itemPartitionPrefix(c.rid, effectivePartitionKey(&c.pk, pk), enc)}, nil
 }
 
+// scope is the key prefix of the items a feed or query reads: one logical
+// partition when a partition key is given, else the whole container.
+func (c *Container) scope(pk PartitionKey, hasPK bool) ([]byte, *Error) {
+	if !hasPK {
+		return itemContainerPrefix(c.rid), nil
+	}
+	p, err := c.partition(pk)
+	if err != nil {
+		return nil, err
+	}
+	return p.prefix, nil
+}
+
 func (p *partition) itemKey(id string) []byte {
 	return append(append([]byte(nil), p.prefix...), id...)
 }
@@ -245,20 +258,9 @@ func (e *Engine) inPartition(c *Container, pk PartitionKey, fn func(t *txn) erro
 
 // get reads an item of the partition; nil when absent or expired.
 func (t *txn) get(id string) (*storedItem, error) {
-	key := t.p.itemKey(id)
-	v, err := t.b.Get(key)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
+	it, err := t.getAny(id)
+	if err != nil || it == nil || t.p.c.expired(it, t.now.Unix()) {
 		return nil, err
-	}
-	it, err := decodeItem(key, v)
-	if err != nil {
-		return nil, err
-	}
-	if t.p.c.expired(it, t.now.Unix()) {
-		return nil, nil
 	}
 	return it, nil
 }
