@@ -220,7 +220,7 @@ func (b *binder) bindExpr(x expr, s *scope, allowAgg bool) error {
 		return b.bindAll(s, allowAgg, n.vals...)
 	case *callExpr:
 		if !n.udf {
-			fn, ok := builtins[upper(n.name)]
+			fn, ok := lookupBuiltin(n.name)
 			if !ok {
 				return semanticError(CodeUnknownFunction, n.pos, n.pos+len(n.name), "'%s' is not a recognized built-in function name.", n.name)
 			}

@@ -3,7 +3,7 @@ package query
 import "strings"
 
 // maxDepth bounds expression nesting so hostile input cannot exhaust the stack.
-const maxDepth = 200
+const maxDepth = 1000
 
 type parser struct {
 	toks  []token
@@ -13,7 +13,13 @@ type parser struct {
 
 // parseText parses a complete SELECT statement.
 func parseText(text string) (*selectQuery, error) {
-	p := &parser{toks: lex(text)}
+	buf := tokenPool.Get().(*[]token)
+	p := &parser{toks: lexInto((*buf)[:0], text)}
+	defer func() {
+		clear(p.toks) // drop references to the text
+		*buf = p.toks[:0]
+		tokenPool.Put(buf)
+	}()
 	q, err := p.parseSelect()
 	if err != nil {
 		return nil, err
