@@ -246,3 +246,19 @@ func TestConcurrentExecution(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestErrorJSON(t *testing.T) {
+	_, err := Parse("SELECT * FORM c")
+	var qe *Error
+	if !errors.As(err, &qe) {
+		t.Fatal(err)
+	}
+	want := `{"errors":[{"severity":"Error","location":{"start":9,"end":13},"code":"SC1001","message":"Syntax error, incorrect syntax near 'FORM'."}]}`
+	if got := string(qe.JSON()); got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	var v any
+	if err := json.Unmarshal(qe.JSON(), &v); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -175,6 +175,9 @@ func init() {
 		if !ok1 || !ok2 {
 			return undef
 		}
+		if sep == "" {
+			return arrV([]value{strV(s)})
+		}
 		parts := strings.Split(s, sep)
 		out := make([]value, len(parts))
 		for i, p := range parts {
