@@ -9,6 +9,7 @@ type parser struct {
 	toks  []token
 	pos   int
 	depth int
+	anon  int // unaliased subquery sources so far
 }
 
 // parseText parses a complete SELECT statement.
@@ -294,7 +295,8 @@ func (p *parser) parseFromSource() (*fromSource, error) {
 		case nil:
 			// An unaliased subquery source: bind it under a name no
 			// identifier can spell, so it is iterated but not referenced.
-			src.alias = "$from"
+			p.anon++
+			src.alias = "$from" + itoa(p.anon)
 		default:
 			return nil, semanticError(CodeSemantic, src.pos, p.peek().pos, "Alias is required for a FROM or JOIN source that is not a path.")
 		}
