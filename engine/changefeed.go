@@ -95,11 +95,11 @@ type changeScope struct {
 func (c *Container) changeScope(req *ChangeFeedRequest) (*changeScope, error) {
 	s := &changeScope{c: c}
 	if req.HasPartitionKey {
-		p, perr := c.partition(req.PartitionKey)
+		prefix, perr := c.scope(req.PartitionKey, true)
 		if perr != nil {
 			return nil, perr
 		}
-		s.prefix = p.prefix
+		s.prefix = prefix
 	}
 	var err *Error
 	if s.min, err = parseEPKBound(req.MinEPK, "x-ms-start-epk"); err != nil {

@@ -25,9 +25,10 @@ type Options struct {
 // Engine is one Cosmos account's databases on one storage.Store.
 // It is safe for concurrent use.
 type Engine struct {
-	store storage.Store
-	seq   *sequencer
-	now   func() time.Time
+	store   storage.Store
+	seq     *sequencer
+	durable *durability
+	now     func() time.Time
 
 	catMu  sync.RWMutex
 	dbs    map[string]*Database
@@ -49,13 +50,14 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{
-		store:  store,
-		seq:    seq,
-		now:    opts.Now,
-		dbs:    map[string]*Database{},
-		offers: map[string][]byte{},
-		seed:   maphash.MakeSeed(),
-		stop:   make(chan struct{}),
+		store:   store,
+		seq:     seq,
+		durable: newDurability(),
+		now:     opts.Now,
+		dbs:     map[string]*Database{},
+		offers:  map[string][]byte{},
+		seed:    maphash.MakeSeed(),
+		stop:    make(chan struct{}),
 	}
 	if e.now == nil {
 		e.now = time.Now

@@ -68,13 +68,9 @@ func (e *Engine) QueryItems(req *QueryRequest) (*QueryResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	lower := itemContainerPrefix(c.rid)
-	if req.HasPartitionKey {
-		p, perr := c.partition(req.PartitionKey)
-		if perr != nil {
-			return nil, perr
-		}
-		lower = p.prefix
+	lower, perr := c.scope(req.PartitionKey, req.HasPartitionKey)
+	if perr != nil {
+		return nil, perr
 	}
 	snap := e.store.NewSnapshot()
 	defer snap.Close()
@@ -107,6 +103,7 @@ func (e *Engine) QueryItems(req *QueryRequest) (*QueryResult, error) {
 	if err != nil {
 		return nil, queryError(err)
 	}
+	e.durable.barrier()
 	return pageResults(results, req.MaxItems, req.Continuation)
 }
 

@@ -15,13 +15,14 @@ import (
 
 // TestTTLSweepDoesNotStallWriters lets 100,000 items expire at once while
 // writers run, and compares the writers' p99 latency during the sweep with
-// their p99 before it, in the same run.
+// their p99 without it (before and after), in the same run.
 func TestTTLSweepDoesNotStallWriters(t *testing.T) {
 	const (
 		partitions = 64
 		writers    = 4
 		warmUp     = 300 * time.Millisecond
 		baseline   = 2 * time.Second
+		after      = time.Second
 	)
 	expiring := 100000
 	if testing.Short() {
@@ -104,9 +105,13 @@ func TestTTLSweepDoesNotStallWriters(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	sweepEnd := time.Now()
+	time.Sleep(after)
 	stop.Store(true)
 	wg.Wait()
 
+	// Without the sweep: the baseline before it and the second after it,
+	// pooled, so a burst of load from outside the test in either does not
+	// decide the comparison alone.
 	var before, during []time.Duration
 	for _, s := range samples {
 		switch {
@@ -115,16 +120,18 @@ func TestTTLSweepDoesNotStallWriters(t *testing.T) {
 			before = append(before, s.lat)
 		case s.at.Before(sweepEnd):
 			during = append(during, s.lat)
+		default:
+			before = append(before, s.lat)
 		}
 	}
 	if len(before) < 100 || len(during) < 100 {
 		t.Fatalf("too few samples: %d before, %d during the sweep", len(before), len(during))
 	}
 	p99b, p99d := percentile(before, 0.99), percentile(during, 0.99)
-	t.Logf("swept %d items in %v; write p99 %v before (%d writes), %v during the sweep (%d writes); p50 %v / %v",
+	t.Logf("swept %d items in %v; write p99 %v without the sweep (%d writes), %v during it (%d writes); p50 %v / %v",
 		expiring, sweepEnd.Sub(sweepStart), p99b, len(before), p99d, len(during), percentile(before, 0.5), percentile(during, 0.5))
 	if p99d > 3*p99b {
-		t.Errorf("write p99 during the sweep %v is more than 3x the p99 before it %v", p99d, p99b)
+		t.Errorf("write p99 during the sweep %v is more than 3x the p99 without it %v", p99d, p99b)
 	}
 	if n := countPrefix(t, e, itemContainerPrefix(c.rid)); n > writers*500 {
 		t.Errorf("%d items left after the sweep, want at most the writers' %d", n, writers*500)
