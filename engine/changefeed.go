@@ -24,10 +24,15 @@ const (
 	AllVersionsAndDeletes
 )
 
-// maxChangeFeedScan bounds the change records one request examines, so a
-// narrowly scoped reader (one partition key of many) gets bounded work per
-// request; it resumes from where the scan stopped.
-const maxChangeFeedScan = 10000
+// Bounds on the work of one change feed request, so a narrowly scoped reader
+// (one partition key of many, or a start time far ahead) gets bounded work
+// per request: it answers 200 with what it found and resumes from where the
+// scan stopped. Records outside the scope cost a key comparison; records in
+// it cost a read.
+const (
+	maxChangeFeedScan    = 200000
+	maxChangeFeedExamine = 10000
+)
 
 // ChangeFeedRequest asks for a page of a container's change feed.
 type ChangeFeedRequest struct {
@@ -185,7 +190,7 @@ func (e *Engine) ReadChangeFeed(req *ChangeFeedRequest) (*ChangeFeedResult, erro
 		return nil, err
 	}
 	res := &ChangeFeedResult{Items: page.items, ETag: FormatChangeFeedETag(page.position),
-		Charge: 1 + float64(page.bytes)/1024*0.1 + float64(page.scanned)/1000}
+		Charge: 1 + float64(page.bytes)/1024*0.1 + float64(page.examined)/1000}
 	res.NotModified = len(page.items) == 0 && !page.capped
 	return res, nil
 }
@@ -197,7 +202,8 @@ type changePage struct {
 	size     int
 	items    [][]byte
 	bytes    int
-	scanned  int
+	scanned  int // records passed over
+	examined int // records read in scope
 	position uint64 // last sequence number fully covered
 	capped   bool   // stopped early with more left to read
 	lastLSN  uint64
@@ -211,7 +217,7 @@ func (p *changePage) next(lsn uint64) bool {
 		if p.lastLSN != 0 {
 			p.position = p.lastLSN
 		}
-		if len(p.items) >= p.size || p.scanned >= maxChangeFeedScan {
+		if len(p.items) >= p.size || p.scanned >= maxChangeFeedScan || p.examined >= maxChangeFeedExamine {
 			p.capped = true
 			return false
 		}
@@ -263,6 +269,7 @@ func (e *Engine) scanLatest(r storage.Reader, c *Container, scope *changeScope, 
 		if !scope.contains(itemKey) {
 			continue
 		}
+		page.examined++
 		v, err := r.Get(itemKey)
 		if errors.Is(err, storage.ErrNotFound) {
 			continue
@@ -311,6 +318,7 @@ func (e *Engine) scanVersions(r storage.Reader, c *Container, scope *changeScope
 		if !scope.contains(rec.itemKey) || rec.crts < since {
 			continue
 		}
+		page.examined++
 		page.add(c.avadDocument(rec))
 	}
 	if err := it.Err(); err != nil {

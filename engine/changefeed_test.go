@@ -415,3 +415,34 @@ func TestChangeFeedReadsConsistentUnderPaging(t *testing.T) {
 		}
 	}
 }
+
+// TestChangeFeedBoundsWorkPerRequest checks that a request which finds
+// nothing in a long stretch of records stops early with a 200, an empty page
+// and a continuation past what it read, instead of reading everything.
+func TestChangeFeedBoundsWorkPerRequest(t *testing.T) {
+	e, clock := newTestEngine(t)
+	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
+	n := maxChangeFeedExamine + maxChangeFeedExamine/5
+	for i := range n {
+		upsert(t, e, "c", fmt.Sprintf(`{"id":"i%d","pk":"p%d"}`, i, i%10))
+	}
+	clock.advance(time.Minute)
+	upsert(t, e, "c", `{"id":"late","pk":"p0"}`)
+	req := &ChangeFeedRequest{Database: "db", Container: "c", Since: clock.now()}
+	var pages []string
+	for len(pages) < 10 {
+		res, err := e.ReadChangeFeed(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.NotModified {
+			pages = append(pages, "304")
+			break
+		}
+		pages = append(pages, fmt.Sprint(ids(decodeDocs[feedDoc](t, res.Items))))
+		req.Continuation = res.ETag
+	}
+	if fmt.Sprint(pages) != "[[] [late] 304]" {
+		t.Errorf("pages %v, want an empty page when the first %d reads found nothing, then [late], then 304", pages, maxChangeFeedExamine)
+	}
+}
