@@ -202,8 +202,8 @@ type changePage struct {
 	size     int
 	items    [][]byte
 	bytes    int
-	scanned  int // records passed over
-	examined int // records read in scope
+	scanned  int    // records passed over
+	examined int    // records read in scope
 	position uint64 // last sequence number fully covered
 	capped   bool   // stopped early with more left to read
 	lastLSN  uint64
