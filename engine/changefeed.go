@@ -180,6 +180,18 @@ func (e *Engine) ReadChangeFeed(req *ChangeFeedRequest) (*ChangeFeedResult, erro
 	}
 	snap := e.store.NewSnapshot()
 	defer snap.Close()
+	if req.Mode == AllVersionsAndDeletes {
+		horizon, err := changeLogHorizon(snap, c)
+		if err != nil {
+			return nil, err
+		}
+		if from < horizon {
+			if req.Continuation != "" {
+				return nil, BadRequest("The change feed continuation %s is outside the retention of all versions and deletes: the records up to %d have been removed. Start again from now.", req.Continuation, horizon)
+			}
+			from = horizon // the beginning is the oldest record kept
+		}
+	}
 	page := &changePage{size: size, position: from}
 	if req.Mode == AllVersionsAndDeletes {
 		err = e.scanVersions(snap, c, scope, from, watermark, since, page)

@@ -83,6 +83,11 @@ func ridPrefix(collRID []byte) []byte {
 	return append([]byte{prefixRID}, collRID...)
 }
 
+// versionHorizonKey holds the highest sequence number whose change records
+// may have been pruned. It sorts before every record (sequence numbers start
+// at 1), so scans never meet it.
+func versionHorizonKey(collRID []byte) []byte { return versionKey(collRID, 0, 0) }
+
 func versionPrefix(collRID []byte) []byte {
 	return append([]byte{prefixVersion}, collRID...)
 }

@@ -3,11 +3,16 @@ package engine
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"log/slog"
 	"time"
 
 	"github.com/orrery-db/orrery/storage"
 )
+
+// DefaultChangeLogRetention is how long all-versions-and-deletes records are
+// kept when neither the container's changeFeedPolicy nor Options say.
+const DefaultChangeLogRetention = time.Hour
 
 // DefaultSweepInterval is how often the TTL sweeper looks for expired items
 // when Options.SweepInterval is zero.
@@ -52,8 +57,9 @@ func (e *Engine) stopping() bool {
 	}
 }
 
-// sweep deletes the expired items of every container with TTL on and returns
-// how many it deleted. Reads, queries and the latest-version feed hide expired
+// sweep deletes the expired items of every container with TTL on, and the
+// change records older than each container's retention, and returns how many
+// items it deleted. Reads, queries and the latest-version feed hide expired
 // items already; the sweep frees their space and logs their deletes (with
 // timeToLiveExpired) in the all-versions-and-deletes feed.
 func (e *Engine) sweep() (int, error) {
@@ -61,17 +67,20 @@ func (e *Engine) sweep() (int, error) {
 	var colls []*Container
 	for _, db := range e.dbs {
 		for _, c := range db.colls {
-			if c.ttl != nil {
-				colls = append(colls, c)
-			}
+			colls = append(colls, c)
 		}
 	}
 	e.catMu.RUnlock()
 	total := 0
 	for _, c := range colls {
-		n, err := e.sweepContainer(c)
-		total += n
-		if err != nil {
+		if c.ttl != nil {
+			n, err := e.sweepContainer(c)
+			total += n
+			if err != nil {
+				return total, err
+			}
+		}
+		if _, err := e.pruneChangeLog(c); err != nil {
 			return total, err
 		}
 	}
@@ -201,4 +210,97 @@ func (e *Engine) deleteExpired(c *Container, entries []expiryEntry) (int, error)
 		}
 	}
 	return deleted, nil
+}
+
+// changeLogRetention is how long the container's all-versions-and-deletes
+// records are kept: its changeFeedPolicy.retentionDuration (minutes) when
+// set, else def.
+func (c *Container) changeLogRetention(def time.Duration) time.Duration {
+	if p, ok := c.record.Props["changeFeedPolicy"].(map[string]any); ok {
+		if m, ok := p["retentionDuration"].(float64); ok && m > 0 {
+			return time.Duration(m) * time.Minute
+		}
+	}
+	return def
+}
+
+// pruneChangeLog deletes the container's all-versions-and-deletes records
+// older than its retention, a chunk at a time, and moves the container's
+// horizon past them in the same batch, so that a reader whose continuation
+// falls behind it is told so instead of silently missing records. Records
+// are never rewritten, so this needs no partition lock.
+func (e *Engine) pruneChangeLog(c *Container) (int, error) {
+	const chunk = 1000
+	cutoff := e.now().Add(-c.changeLogRetention(e.retention)).Unix()
+	prefix := versionPrefix(c.rid)
+	lower := versionKey(c.rid, 1, 0)
+	upper := storage.PrefixEnd(prefix)
+	pruned := 0
+	for !e.stopping() {
+		it, err := e.store.NewIterator(lower, upper, false)
+		if err != nil {
+			return pruned, err
+		}
+		b := e.store.NewBatch()
+		var horizon uint64
+		reachedCutoff := true
+		for it.Next() {
+			if b.Count() == chunk {
+				reachedCutoff = false
+				break
+			}
+			lsn := binary.BigEndian.Uint64(it.Key()[len(prefix):])
+			rec, err := decodeChangeRecord(lsn, it.Value())
+			if err != nil {
+				it.Close()
+				b.Close()
+				return pruned, err
+			}
+			if rec.crts >= cutoff {
+				break
+			}
+			if err := b.Delete(append([]byte(nil), it.Key()...)); err != nil {
+				it.Close()
+				b.Close()
+				return pruned, err
+			}
+			horizon = lsn
+		}
+		if err := it.Close(); err != nil {
+			b.Close()
+			return pruned, err
+		}
+		n := b.Count()
+		if n > 0 {
+			err = b.Set(versionHorizonKey(c.rid), binary.BigEndian.AppendUint64(nil, horizon))
+			if err == nil {
+				err = b.Commit()
+			}
+		}
+		b.Close()
+		if err != nil {
+			return pruned, err
+		}
+		pruned += n
+		if n == 0 || reachedCutoff {
+			return pruned, nil
+		}
+	}
+	return pruned, nil
+}
+
+// changeLogHorizon returns the highest sequence number whose change records
+// may have been pruned (0 when none were).
+func changeLogHorizon(r storage.Reader, c *Container) (uint64, error) {
+	v, err := r.Get(versionHorizonKey(c.rid))
+	if errors.Is(err, storage.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if len(v) != 8 {
+		return 0, errors.New("engine: corrupt change log horizon")
+	}
+	return binary.BigEndian.Uint64(v), nil
 }

@@ -191,3 +191,53 @@ func TestSweeperRunsInBackgroundAndStopsOnClose(t *testing.T) {
 		t.Fatal("Close did not stop the sweeper")
 	}
 }
+
+func TestChangeLogRetention(t *testing.T) {
+	tests := []struct {
+		name      string
+		policy    string
+		retention time.Duration
+	}{
+		{"the container's changeFeedPolicy", `,"changeFeedPolicy":{"retentionDuration":5}`, 5 * time.Minute},
+		{"the engine's default", ``, DefaultChangeLogRetention},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, clock := newTestEngine(t)
+			coll := fmt.Sprintf("c%d", i)
+			createContainer(t, e, `{"id":"`+coll+`","partitionKey":{"paths":["/pk"]}`+tt.policy+`}`)
+			for i := range 1500 {
+				upsert(t, e, coll, fmt.Sprintf(`{"id":"old%d","pk":"p%d"}`, i, i%4))
+			}
+			_, oldToken := readAll(t, e, ChangeFeedRequest{Database: "db", Container: coll, Mode: AllVersionsAndDeletes})
+			firstToken := FormatChangeFeedETag(1)
+			clock.advance(tt.retention - time.Second)
+			upsert(t, e, coll, `{"id":"new","pk":"p0"}`)
+			if _, err := e.sweep(); err != nil {
+				t.Fatal(err)
+			}
+			docs, _ := readAll(t, e, ChangeFeedRequest{Database: "db", Container: coll, Mode: AllVersionsAndDeletes})
+			if len(docs) != 1501 {
+				t.Fatalf("within the retention: %d records, want 1501", len(docs))
+			}
+			clock.advance(2 * time.Second)
+			if _, err := e.sweep(); err != nil {
+				t.Fatal(err)
+			}
+			docs, _ = readAll(t, e, ChangeFeedRequest{Database: "db", Container: coll, Mode: AllVersionsAndDeletes})
+			if recs := decodeDocs[avadDoc](t, docs); len(recs) != 1 || recs[0].Current.ID != "new" {
+				t.Errorf("past the retention, from the beginning: %s, want only the new record", docs)
+			}
+			if docs, _ := readAll(t, e, ChangeFeedRequest{Database: "db", Container: coll, Mode: AllVersionsAndDeletes, Continuation: oldToken}); len(docs) != 1 {
+				t.Errorf("from a continuation after the pruned records: %d records, want 1", len(docs))
+			}
+			_, err := e.ReadChangeFeed(&ChangeFeedRequest{Database: "db", Container: coll, Mode: AllVersionsAndDeletes, Continuation: firstToken})
+			if StatusOf(err) != 400 {
+				t.Errorf("from a continuation before the pruned records: %v, want 400", err)
+			}
+			if docs, _ := readAll(t, e, ChangeFeedRequest{Database: "db", Container: coll}); len(docs) != 1501 {
+				t.Errorf("the latest-version feed lost items to the retention: %d, want 1501", len(docs))
+			}
+		})
+	}
+}
