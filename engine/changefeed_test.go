@@ -28,11 +28,12 @@ func (c *testClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 func newTestEngine(t testing.TB) (*Engine, *testClock) {
 	t.Helper()
 	clock := newTestClock()
-	e, err := Open(memory.New(), Options{Now: clock.now, SweepInterval: -1})
+	store := memory.New()
+	e, err := Open(store, Options{Now: clock.now, SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.Close() })
+	t.Cleanup(func() { e.Close(); store.Close() })
 	if _, err := e.CreateDatabase([]byte(`{"id":"db"}`), nil); err != nil {
 		t.Fatal(err)
 	}

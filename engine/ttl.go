@@ -24,11 +24,15 @@ const (
 	sweepScanBatch = 4096
 	// sweepTxnItems bounds the deletes of one sweeper transaction, so it
 	// holds a partition's lock only briefly.
-	sweepTxnItems = 32
+	sweepTxnItems = 8
 	// sweepYield is how many times its own working time the sweeper
-	// sleeps after each transaction, so it takes at most a third of a core
-	// from the writers.
+	// sleeps after each transaction. The sleep matters more than its
+	// length: it lets writers waiting on the store take their turn, where a
+	// sweeper that only yields keeps winning the locks back.
 	sweepYield = 2
+	// sweepMaxPause caps that sleep: a transaction's time on a durable
+	// store is mostly its fsync, which takes no CPU from anyone.
+	sweepMaxPause = time.Millisecond
 )
 
 // sweepLoop runs the TTL sweeper until stop is closed.
@@ -205,7 +209,7 @@ func (e *Engine) deleteExpired(c *Container, entries []expiryEntry) (int, error)
 			if err != nil {
 				return deleted, err
 			}
-			time.Sleep(sweepYield * time.Since(began))
+			time.Sleep(min(sweepYield*time.Since(began), sweepMaxPause))
 		}
 	}
 	return deleted, nil
