@@ -117,8 +117,10 @@ func datePart(v value) (string, bool) {
 func ticksOf(t time.Time) int64 { return t.Unix()*10_000_000 + int64(t.Nanosecond()/nanosPerTick) }
 
 func timeOfTicks(ticks int64) time.Time {
-	return time.Unix(0, 0).UTC().Add(time.Duration(ticks) * nanosPerTick)
+	return time.Unix(floorDiv(ticks, 10_000_000), floorMod(ticks, 10_000_000)*nanosPerTick).UTC()
 }
+
+func floorMod(a, b int64) int64 { return a - floorDiv(a, b)*b }
 
 // unitDuration is the fixed length of the time parts (not year or month).
 var unitDuration = map[string]time.Duration{
@@ -266,12 +268,10 @@ func init() {
 			}
 			out = addMonthsClamped(origin, int(floorDiv(months, size)*size))
 		default:
-			unit := int64(unitDuration[part]) * size
-			d := int64(t.Sub(origin))
-			if part == "nanosecond" {
-				unit = max(unit, nanosPerTick)
-			}
-			out = origin.Add(time.Duration(floorDiv(d, unit) * unit))
+			// Work in ticks: nanosecond durations overflow across centuries.
+			unit := max(int64(unitDuration[part])/nanosPerTick, 1) * size
+			d := ticksOf(t) - ticksOf(origin)
+			out = timeOfTicks(ticksOf(origin) + floorDiv(d, unit)*unit)
 		}
 		return strV(formatDateTime(out))
 	})

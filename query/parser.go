@@ -285,6 +285,10 @@ func (p *parser) parseFromSource() (*fromSource, error) {
 			src.alias = x.name
 		case *propExpr:
 			src.alias = x.name
+		case nil:
+			// An unaliased subquery source: bind it under a name no
+			// identifier can spell, so it is iterated but not referenced.
+			src.alias = "$from"
 		default:
 			return nil, semanticError(CodeSemantic, src.pos, p.peek().pos, "Alias is required for a FROM or JOIN source that is not a path.")
 		}
