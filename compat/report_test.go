@@ -84,3 +84,5 @@ func expectLines(t *testing.T, got []string, want ...string) {
 		t.Errorf("printed:\n%s\nseed shows:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+func azcosmosETag(s string) azcore.ETag { return azcore.ETag(s) }
