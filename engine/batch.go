@@ -94,6 +94,8 @@ type wireBatchOperation struct {
 	IfMatch       string          `json:"ifMatch"`
 	IfNoneMatch   string          `json:"ifNoneMatch"`
 	PartitionKey  *string         `json:"partitionKey"`
+
+	invalid *Error
 }
 
 // ParseBatch parses a batch request body, a JSON array of operations. A body
@@ -103,9 +105,20 @@ func ParseBatch(body []byte) ([]BatchOperation, error) {
 	if len(body) > MaxBatchBytes {
 		return nil, TooLarge("%s: the batch request is %d bytes, the limit is %d.", msgEntityTooLarge, len(body), MaxBatchBytes)
 	}
-	var wire []json.RawMessage
-	if err := json.Unmarshal(body, &wire); err != nil {
-		return nil, BadRequest("The batch request body must be a JSON array of operations: %v", err)
+	// One pass decodes a well-formed batch; when some operation is not an
+	// operation object, each is decoded alone so that only it fails.
+	var wire []wireBatchOperation
+	if json.Unmarshal(body, &wire) != nil {
+		var raws []json.RawMessage
+		if err := json.Unmarshal(body, &raws); err != nil {
+			return nil, BadRequest("The batch request body must be a JSON array of operations: %v", err)
+		}
+		wire = make([]wireBatchOperation, len(raws))
+		for i, raw := range raws {
+			if err := json.Unmarshal(raw, &wire[i]); err != nil {
+				wire[i] = wireBatchOperation{invalid: BadRequest("Batch operation %d is not a valid operation object: %v", i, err)}
+			}
+		}
 	}
 	if len(wire) == 0 {
 		return nil, BadRequest("The batch request has no operations.")
@@ -114,16 +127,15 @@ func ParseBatch(body []byte) ([]BatchOperation, error) {
 		return nil, BadRequest("The batch request has %d operations: a batch can have at most %d.", len(wire), MaxBatchOperations)
 	}
 	ops := make([]BatchOperation, len(wire))
-	for i, raw := range wire {
-		ops[i] = parseBatchOperation(i, raw)
+	for i := range wire {
+		ops[i] = parseBatchOperation(i, &wire[i])
 	}
 	return ops, nil
 }
 
-func parseBatchOperation(i int, raw json.RawMessage) BatchOperation {
-	var w wireBatchOperation
-	if err := json.Unmarshal(raw, &w); err != nil {
-		return BatchOperation{invalid: BadRequest("Batch operation %d is not a valid operation object: %v", i, err)}
+func parseBatchOperation(i int, w *wireBatchOperation) BatchOperation {
+	if w.invalid != nil {
+		return BatchOperation{invalid: w.invalid}
 	}
 	op := BatchOperation{Body: w.ResourceBody, IfMatch: w.IfMatch, IfNoneMatch: w.IfNoneMatch}
 	for _, t := range []string{BatchCreate, BatchUpsert, BatchReplace, BatchPatch, BatchRead, BatchDelete} {

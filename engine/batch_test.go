@@ -52,3 +52,13 @@ func TestParseBatch(t *testing.T) {
 		})
 	}
 }
+
+func TestParseBatchMalformedOperation(t *testing.T) {
+	ops, err := ParseBatch([]byte(`[{"operationType":"Read","id":"1"},{"operationType":"Read","id":5},"x"]`))
+	if err != nil {
+		t.Fatalf("ParseBatch: %v", err)
+	}
+	if ops[0].invalid != nil || ops[1].invalid == nil || ops[2].invalid == nil {
+		t.Errorf("only operations 1 and 2 should be invalid: %v, %v, %v", ops[0].invalid, ops[1].invalid, ops[2].invalid)
+	}
+}
