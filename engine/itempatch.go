@@ -5,33 +5,7 @@ package engine
 // the patch's condition is false on the current item, 400 when an operation
 // cannot apply; on any error nothing changes. The result is the whole new item.
 func (e *Engine) PatchItem(req *ItemRequest) (*ItemResult, error) {
-	c, err := e.resolve(req)
-	if err != nil {
-		return nil, err
-	}
-	if !req.HasPartitionKey {
-		return nil, errPartitionKeyRequired
-	}
-	if verr := validID(req.ID); verr != nil {
-		return nil, verr
-	}
-	patch, err := ParsePatch(req.Body)
-	if err != nil {
-		return nil, err
-	}
-	var res ItemResult
-	err = e.inPartition(c, req.PartitionKey, func(t *txn) error {
-		s, err := t.patch(req.ID, patch, req.IfMatch)
-		if err != nil {
-			return err
-		}
-		res = ItemResult{Status: 200, Body: s.doc, ETag: s.etag(), Charge: writeCharge(len(s.doc))}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return e.itemOperation(BatchPatch, req)
 }
 
 // patch applies p to the item id of the transaction's partition and returns
