@@ -1,0 +1,93 @@
+package compat
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/orrery-db/orrery/orrerytest"
+)
+
+// jsSuiteDir is the npm project holding the JavaScript SDK tests.
+const jsSuiteDir = "js"
+
+// jsSuiteTimeout bounds one run of the whole JavaScript suite.
+const jsSuiteTimeout = 3 * time.Minute
+
+// TestJSSDK runs the node:test suite in compat/js against an in-process
+// server. The suite uses the unmodified @azure/cosmos package pinned in
+// compat/js/package-lock.json; it reads the endpoint and key from
+// ORRERY_ENDPOINT and ORRERY_KEY.
+func TestJSSDK(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not on PATH: the JavaScript SDK tests need Node.js 20 or later: %v", err)
+	}
+	sdk := filepath.Join(jsSuiteDir, "node_modules", "@azure", "cosmos", "package.json")
+	if _, err := os.Stat(sdk); err != nil {
+		t.Fatalf("the JavaScript SDK is not installed (%v): run `npm ci --prefix compat/js` from the repository root first", err)
+	}
+	tests, err := filepath.Glob(filepath.Join(jsSuiteDir, "*.test.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tests) == 0 {
+		t.Fatalf("no *.test.mjs files in %s", jsSuiteDir)
+	}
+	for i, f := range tests {
+		tests[i] = filepath.Base(f)
+	}
+
+	srv := orrerytest.Start(t)
+
+	ctx, cancel := context.WithTimeout(context.Background(), jsSuiteTimeout)
+	defer cancel()
+	args := append([]string{"--test", "--test-reporter=spec"}, tests...)
+	cmd := exec.CommandContext(ctx, node, args...)
+	cmd.Dir = jsSuiteDir
+	cmd.Env = append(os.Environ(),
+		"ORRERY_ENDPOINT="+srv.Endpoint,
+		"ORRERY_KEY="+srv.Key,
+		"NO_COLOR=1",
+	)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting node: %v", err)
+	}
+	// Read until node closes its output, then reap it: Wait must not run
+	// before the pipe is drained.
+	streamLines(t, stdout)
+	err = cmd.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("the JavaScript suite did not finish within %v", jsSuiteTimeout)
+	}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		t.Fatalf("the JavaScript suite failed (node exit code %d); see the node output above", exit.ExitCode())
+	case err != nil:
+		t.Fatalf("running node: %v", err)
+	}
+}
+
+// streamLines copies each line of r into the test log as it arrives.
+func streamLines(t *testing.T, r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		t.Log(sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		t.Errorf("reading node output: %v", err)
+	}
+}
