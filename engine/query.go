@@ -57,8 +57,9 @@ func queryError(err error) error {
 	return err
 }
 
-// QueryItems runs a query over the items of a container or of one logical
-// partition and returns a page of its results.
+// QueryItems runs a query over the items of a container, of one logical
+// partition, or of a hierarchical key prefix, and returns a page of its
+// results.
 func (e *Engine) QueryItems(req *QueryRequest) (*QueryResult, error) {
 	c, err := e.Container(req.Database, req.Container)
 	if err != nil {
@@ -70,11 +71,11 @@ func (e *Engine) QueryItems(req *QueryRequest) (*QueryResult, error) {
 	}
 	lower := itemContainerPrefix(c.rid)
 	if req.HasPartitionKey {
-		p, perr := c.partition(req.PartitionKey)
+		scope, perr := c.queryScope(req.PartitionKey)
 		if perr != nil {
 			return nil, perr
 		}
-		lower = p.prefix
+		lower = scope
 	}
 	snap := e.store.NewSnapshot()
 	defer snap.Close()
