@@ -201,7 +201,7 @@ describe("hierarchical partition keys", () => {
     }
   });
 
-  test("readAll over the whole container and one full key", async () => {
+  test("readAll over the whole container, one full key and a key prefix", async () => {
     const hc = await newContainer({ paths: ["/tenant", "/user"], kind: PartitionKeyKind.MultiHash, version: 2 });
     const docs = [
       { id: "1", tenant: "a", user: "x" },
@@ -214,5 +214,11 @@ describe("hierarchical partition keys", () => {
     assert.deepEqual(all.resources.map((d) => d.id).sort(), ["1", "2", "3", "4"]);
     const ax = await hc.items.readAll({ partitionKey: ["a", "x"] }).fetchAll();
     assert.deepEqual(ax.resources.map((d) => d.id).sort(), ["1", "2"]);
+    // A partial key: the SDK sends the one-value prefix ["a"] in the
+    // partition key header of the query.
+    const a = await hc.items.readAll({ partitionKey: ["a"] }).fetchAll();
+    assert.deepEqual(a.resources.map((d) => d.id).sort(), ["1", "2", "3"]);
+    const built = await hc.items.readAll({ partitionKey: new PartitionKeyBuilder().addValue("b").build() }).fetchAll();
+    assert.deepEqual(built.resources.map((d) => d.id), ["4"]);
   });
 });
