@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,16 +34,7 @@ func TestJSSDK(t *testing.T) {
 	if _, err := os.Stat(sdk); err != nil {
 		t.Fatalf("the JavaScript SDK is not installed (%v): run `npm ci --prefix compat/js` from the repository root first", err)
 	}
-	tests, err := filepath.Glob(filepath.Join(jsSuiteDir, "*.test.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(tests) == 0 {
-		t.Fatalf("no *.test.mjs files in %s", jsSuiteDir)
-	}
-	for i, f := range tests {
-		tests[i] = filepath.Base(f)
-	}
+	tests := jsSuiteFiles(t)
 
 	srv := orrerytest.Start(t)
 
@@ -78,6 +70,30 @@ func TestJSSDK(t *testing.T) {
 	case err != nil:
 		t.Fatalf("running node: %v", err)
 	}
+}
+
+// jsSuiteFiles returns the names of the suite's test files. It reads every
+// module of the suite and the lock file so that go test's result cache, which
+// tracks the files a test opens, is invalidated when any of them changes.
+func jsSuiteFiles(t *testing.T) []string {
+	t.Helper()
+	modules, err := filepath.Glob(filepath.Join(jsSuiteDir, "*.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tests []string
+	for _, f := range append(modules, filepath.Join(jsSuiteDir, "package-lock.json")) {
+		if _, err := os.ReadFile(f); err != nil {
+			t.Fatalf("reading the JavaScript suite: %v", err)
+		}
+		if strings.HasSuffix(f, ".test.mjs") {
+			tests = append(tests, filepath.Base(f))
+		}
+	}
+	if len(tests) == 0 {
+		t.Fatalf("no *.test.mjs files in compat/%s", jsSuiteDir)
+	}
+	return tests
 }
 
 // streamLines copies each line of r into the test log as it arrives.
