@@ -8,6 +8,26 @@ import { expectCosmosError, newClient, quotedEtag, uniqueId } from "./orrery.mjs
 
 const client = newClient();
 
+/**
+ * Reads a feed page by page with the given maxItemCount, checking every page
+ * against it, and returns the resources by id (failing on a duplicate).
+ */
+async function readAllPaged(feed, maxItemCount) {
+  const seen = new Map();
+  const sizes = [];
+  const it = feed.readAll({ maxItemCount });
+  while (it.hasMoreResults()) {
+    const page = await it.fetchNext();
+    sizes.push(page.resources.length);
+    for (const r of page.resources) {
+      assert.ok(!seen.has(r.id), `${r.id} listed twice`);
+      seen.set(r.id, r);
+    }
+  }
+  assert.ok(sizes.every((n) => n <= maxItemCount), `page sizes ${sizes} exceed maxItemCount ${maxItemCount}`);
+  return seen;
+}
+
 describe("databases", () => {
   test("create, read, list and delete", async () => {
     const id = uniqueId("jsdb");
@@ -53,6 +73,17 @@ describe("databases", () => {
     assert.equal(again.statusCode, 200);
     assert.equal(again.resource._rid, first.resource._rid);
     await client.database(id).delete();
+  });
+
+  test("readAll pages by maxItemCount and lists each database once, as read", async () => {
+    const ids = [uniqueId("page"), uniqueId("page"), uniqueId("page")];
+    const bodies = [];
+    for (const id of ids) bodies.push((await client.databases.create({ id })).resource);
+    const seen = await readAllPaged(client.databases, 2);
+    for (const body of bodies) {
+      assert.deepEqual(seen.get(body.id), body);
+    }
+    for (const id of ids) await client.database(id).delete();
   });
 
   test("deleting a missing database is a 404", async () => {
@@ -153,6 +184,10 @@ describe("containers", () => {
     const { resources: all } = await db.containers.readAll().fetchAll();
     for (const id of ids) {
       assert.ok(all.some((c) => c.id === id), `readAll lacks ${id}: ${all.map((c) => c.id)}`);
+    }
+    const paged = await readAllPaged(db.containers, 1);
+    for (const id of ids) {
+      assert.deepEqual(paged.get(id), (await db.container(id).read()).resource);
     }
     const { resources: queried } = await db.containers
       .query({ query: "SELECT * FROM root r WHERE r.id = @id", parameters: [{ name: "@id", value: ids[0] }] })
