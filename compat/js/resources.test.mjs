@@ -47,6 +47,12 @@ describe("databases", () => {
     assert.deepEqual(read.resource, created.resource);
     assert.equal(read.etag, created.etag);
 
+    const notModified = await client.database(id).read({ accessCondition: { type: "IfNoneMatch", condition: created.etag } });
+    assert.equal(notModified.statusCode, 304);
+    assert.equal(notModified.resource, null);
+    const modified = await client.database(id).read({ accessCondition: { type: "IfNoneMatch", condition: '"other"' } });
+    assert.equal(modified.statusCode, 200);
+
     const { resources: all } = await client.databases.readAll().fetchAll();
     assert.ok(all.some((d) => d.id === id && d._rid === created.resource._rid), "readAll lacks the new database");
 
