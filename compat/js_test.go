@@ -1,15 +1,15 @@
 package compat
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,18 +51,15 @@ func TestJSSDK(t *testing.T) {
 		"ORRERY_KEY="+srv.Key,
 		"NO_COLOR=1",
 	)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting node: %v", err)
-	}
-	// Read until node closes its output, then reap it: Wait must not run
-	// before the pipe is drained.
-	streamLines(t, stdout)
-	err = cmd.Wait()
+	// Stream node's output into the test log line by line as it arrives. If
+	// node is killed on timeout, WaitDelay stops waiting for the per-file
+	// processes it started to release the output.
+	out := &lineLogger{t: t}
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.WaitDelay = 10 * time.Second
+	err = cmd.Run()
+	out.flush()
 	if ctx.Err() != nil {
 		t.Fatalf("the JavaScript suite did not finish within %v", jsSuiteTimeout)
 	}
@@ -99,14 +96,34 @@ func jsSuiteFiles(t *testing.T) []string {
 	return tests
 }
 
-// streamLines copies each line of r into the test log as it arrives.
-func streamLines(t *testing.T, r io.Reader) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		t.Log(sc.Text())
+// lineLogger is an io.Writer that logs each complete line through t.Log.
+type lineLogger struct {
+	t       *testing.T
+	mu      sync.Mutex
+	partial []byte
+}
+
+// Write logs every complete line in p and keeps the rest for later.
+func (l *lineLogger) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.partial = append(l.partial, p...)
+	for {
+		i := bytes.IndexByte(l.partial, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		l.t.Log(string(l.partial[:i]))
+		l.partial = l.partial[i+1:]
 	}
-	if err := sc.Err(); err != nil {
-		t.Errorf("reading node output: %v", err)
+}
+
+// flush logs a last line that had no newline.
+func (l *lineLogger) flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.partial) > 0 {
+		l.t.Log(string(l.partial))
+		l.partial = nil
 	}
 }
