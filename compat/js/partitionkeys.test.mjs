@@ -43,6 +43,8 @@ describe("single-path partition keys", () => {
       { name: "boolean true", body: { pk: true }, key: true },
       { name: "boolean false", body: { pk: false }, key: false },
       { name: "empty string", body: { pk: "" }, key: "" },
+      { name: "non-ASCII string", body: { pk: "ünïcödé ✓ 日本語 🚀" }, key: "ünïcödé ✓ 日本語 🚀" },
+      { name: "quotes and backslashes", body: { pk: 'q"uote\\back' }, key: 'q"uote\\back' },
       { name: "null", body: { pk: null }, key: null },
       { name: "absent (None)", body: {}, key: NonePartitionKeyValue },
     ];
@@ -120,6 +122,14 @@ describe("nested and default paths", () => {
     await c.items.create({ id, address: {} });
     assert.equal((await c.item(id, NonePartitionKeyValue).read()).statusCode, 200);
     assert.equal((await c.item(id, "Bergen").read()).statusCode, 404);
+  });
+
+  test("the id itself as the partition key", async () => {
+    const c = await newContainer({ paths: ["/id"] });
+    const id = uniqueId("self");
+    await c.items.create({ id, v: 1 });
+    assert.equal((await c.item(id, id).read()).resource.v, 1);
+    assert.equal((await c.item(id).read()).statusCode, 404, "without a key the SDK sends the None key");
   });
 
   test("a container created without a partition key gets /_partitionKey", async () => {
