@@ -193,6 +193,18 @@ describe("readAll", () => {
     assert.equal(pages.reduce((a, b) => a + b, 0), 7, `page sizes ${pages}`);
     assert.ok(pages.every((n) => n <= 3), `page sizes ${pages} exceed maxItemCount 3`);
 
+    // More items than the server's default page: fetchAll follows the
+    // continuation tokens to the end.
+    const { container: many } = await db.containers.create({ id: "many", partitionKey: { paths: ["/pk"] } });
+    const n = 150;
+    for (let i = 0; i < n; i += 25) {
+      await Promise.all(
+        Array.from({ length: Math.min(25, n - i) }, (_, j) => many.items.create({ id: `m${i + j}`, pk: `p${(i + j) % 7}` })),
+      );
+    }
+    const everything = await many.items.readAll().fetchAll();
+    assert.equal(new Set(everything.resources.map((d) => d.id)).size, n);
+
     const { resources: empty } = await (await db.containers.create({ id: "empty", partitionKey: { paths: ["/pk"] } })).container.items
       .readAll()
       .fetchAll();
