@@ -83,17 +83,14 @@ func (c *Container) partition(pk PartitionKey) (*partition, *Error) {
 	return &partition{c: c, pk: pk, enc: enc, prefix: itemPartitionPrefix(c.rid, effectivePartitionKey(&c.pk, pk), enc)}, nil
 }
 
-// scope is the key prefix of the items a feed or query reads: one logical
-// partition when a partition key is given, else the whole container.
+// scope is the key prefix of the items a feed or query reads: the logical
+// partition (or hierarchical key prefix) when a partition key is given, else
+// the whole container.
 func (c *Container) scope(pk PartitionKey, hasPK bool) ([]byte, *Error) {
 	if !hasPK {
 		return itemContainerPrefix(c.rid), nil
 	}
-	p, err := c.partition(pk)
-	if err != nil {
-		return nil, err
-	}
-	return p.prefix, nil
+	return c.queryScope(pk)
 }
 
 func (p *partition) itemKey(id string) []byte {
