@@ -237,3 +237,28 @@ func TestSignatureVectors(t *testing.T) {
 		}
 	}
 }
+
+func TestAccountNamesTheEndpointTheClientUsed(t *testing.T) {
+	c := newTestServer(t)
+	r := c.must("GET", "/", "", nil, 200)
+	var acct struct {
+		ID                string `json:"id"`
+		WritableLocations []struct {
+			Endpoint string `json:"databaseAccountEndpoint"`
+		} `json:"writableLocations"`
+		Consistency struct {
+			Level string `json:"defaultConsistencyLevel"`
+		} `json:"userConsistencyPolicy"`
+	}
+	if err := json.Unmarshal(r.body, &acct); err != nil {
+		t.Fatal(err)
+	}
+	// Not "localhost": with that id the JavaScript SDK ignores the locations
+	// and re-reads the account before every operation.
+	if acct.ID == "localhost" || len(acct.WritableLocations) != 1 || acct.WritableLocations[0].Endpoint != c.url+"/" {
+		t.Fatalf("account %s, want id != localhost and the endpoint %s/", r.body, c.url)
+	}
+	if acct.Consistency.Level != "Session" {
+		t.Fatalf("consistency %q", acct.Consistency.Level)
+	}
+}
