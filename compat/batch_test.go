@@ -16,25 +16,19 @@ import (
 	"github.com/orrery-db/orrery/orrerytest"
 )
 
-func order(id, customer string, total float64) map[string]any {
+// newOrder is the seed's order helper.
+func newOrder(id, customer string, total float64) map[string]any {
 	return map[string]any{"id": id, "customerId": customer, "total": total}
 }
 
-// queryAll runs a query and returns its results.
-func queryAll(t *testing.T, c *azcosmos.ContainerClient, q string, pk azcosmos.PartitionKey) []json.RawMessage {
+// queryRows runs a query and returns its results.
+func queryRows(t *testing.T, c *azcosmos.ContainerClient, q string, pk azcosmos.PartitionKey) []json.RawMessage {
 	t.Helper()
-	var out []json.RawMessage
-	pager := c.NewQueryItemsPager(q, pk, nil)
-	for pager.More() {
-		page, err := pager.NextPage(context.Background())
-		if err != nil {
-			t.Fatalf("query %q: %v", q, err)
-		}
-		for _, it := range page.Items {
-			out = append(out, it)
-		}
+	rows, _, err := queryAll(t, c, q, pk, 0)
+	if err != nil {
+		t.Fatalf("query %q: %v", q, err)
 	}
-	return out
+	return rows
 }
 
 func rawList(v []json.RawMessage) string {
@@ -52,19 +46,27 @@ func TestSeed001Scope(t *testing.T) {
 	ctx := context.Background()
 	orders := newContainer(t, s, "shop", "orders", "/customerId")
 	b := orders.NewTransactionalBatch(azcosmos.NewPartitionKeyString("c1"))
-	b.CreateItem(mustJSON(t, order("o1", "c1", 20.5)), nil)
-	b.CreateItem(mustJSON(t, order("o2", "c2", 12.5)), nil)
+	b.CreateItem(mustJSON(t, newOrder("o1", "c1", 20.5)), nil)
+	b.CreateItem(mustJSON(t, newOrder("o2", "c2", 12.5)), nil)
 	resp, err := orders.ExecuteTransactionalBatch(ctx, b, nil)
 	if err != nil {
 		t.Fatalf("batch: %v", err)
 	}
-	var lines []string
+	tr := &transcript{t: t}
 	if !resp.Success {
-		lines = append(lines, "batch for c1 and c2: "+batchError(resp))
+		tr.printf("batch for c1 and c2: %s", batchError(resp))
 	}
-	rows := queryAll(t, orders, "SELECT VALUE COUNT(1) FROM c", azcosmos.NewPartitionKey())
-	lines = append(lines, "orders written: "+rawList(rows))
-	expectLines(t, lines,
+	// The seed counts across partitions with the Python SDK's query plan; the
+	// Go SDK sends no plan, and the gateway refuses a cross-partition
+	// aggregate from it, so count each customer's partition and add.
+	written := 0
+	for _, customer := range []string{"c1", "c2"} {
+		var n int
+		json.Unmarshal(queryRows(t, orders, "SELECT VALUE COUNT(1) FROM c", azcosmos.NewPartitionKeyString(customer))[0], &n)
+		written += n
+	}
+	tr.printf("orders written: [%d]", written)
+	tr.expect(
 		"batch for c1 and c2: 400, error_index 1, [424, 400]",
 		"orders written: [0]")
 }
@@ -82,21 +84,21 @@ func TestSeed001Batch(t *testing.T) {
 	}
 	var countUp azcosmos.PatchOperations
 	countUp.AppendIncrement("/orderCount", 1)
-	var lines []string
+	tr := &transcript{t: t}
 
 	b := shop.NewTransactionalBatch(c1)
-	b.CreateItem(mustJSON(t, order("o1", "c1", 20.5)), nil)
+	b.CreateItem(mustJSON(t, newOrder("o1", "c1", 20.5)), nil)
 	b.PatchItem("c1", countUp, nil)
 	ok, err := shop.ExecuteTransactionalBatch(ctx, b, nil)
 	if err != nil || !ok.Success {
 		t.Fatalf("batch 1: %v %v", err, statusCodes(ok))
 	}
-	lines = append(lines, "batch 1: "+pyList(statusCodes(ok)))
+	tr.printf("batch 1: %s", pyList(statusCodes(ok)))
 
 	b = shop.NewTransactionalBatch(c1)
-	b.CreateItem(mustJSON(t, order("o2", "c1", 9.5)), nil)
+	b.CreateItem(mustJSON(t, newOrder("o2", "c1", 9.5)), nil)
 	b.PatchItem("c1", countUp, nil)
-	b.CreateItem(mustJSON(t, order("o1", "c1", 1.5)), nil)
+	b.CreateItem(mustJSON(t, newOrder("o1", "c1", 1.5)), nil)
 	failed, err := shop.ExecuteTransactionalBatch(ctx, b, nil)
 	if err != nil {
 		t.Fatalf("batch 2: %v", err)
@@ -104,18 +106,18 @@ func TestSeed001Batch(t *testing.T) {
 	if failed.RawResponse.StatusCode != http.StatusMultiStatus || failed.Success {
 		t.Errorf("batch 2: HTTP %d, Success %v; want 207 and false", failed.RawResponse.StatusCode, failed.Success)
 	}
-	lines = append(lines, "batch 2: "+batchError(failed))
+	tr.printf("batch 2: %s", batchError(failed))
 
 	var ids []string
-	for _, r := range queryAll(t, shop, "SELECT VALUE c.id FROM c", c1) {
+	for _, r := range queryRows(t, shop, "SELECT VALUE c.id FROM c", c1) {
 		var id string
 		json.Unmarshal(r, &id)
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	d, _ := readDoc(t, shop, c1, "c1")
-	lines = append(lines, fmt.Sprintf("items for c1: %s | orderCount %v", pyList(ids), d["orderCount"]))
-	expectLines(t, lines,
+	tr.printf("items for c1: %s | orderCount %v", pyList(ids), d["orderCount"])
+	tr.expect(
 		"batch 1: [201, 200]",
 		"batch 2: 409, error_index 2, [424, 424, 409]",
 		"items for c1: ['c1', 'o1'] | orderCount 1")
@@ -143,9 +145,9 @@ func TestSeed001Seats(t *testing.T) {
 		}
 		return "rejected " + pyList(statusCodes(resp))
 	}
-	var lines []string
-	lines = append(lines, "ann books A12: "+book("A12", "ann"))
-	lines = append(lines, "ben books A12: "+book("A12", "ben"))
+	tr := &transcript{t: t}
+	tr.printf("ann books A12: %s", book("A12", "ann"))
+	tr.printf("ben books A12: %s", book("A12", "ben"))
 	results := map[string]int{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -170,10 +172,10 @@ func TestSeed001Seats(t *testing.T) {
 	for _, k := range keys {
 		pairs = append(pairs, fmt.Sprintf("('%s', %d)", k, results[k]))
 	}
-	lines = append(lines, "10 buyers race for B7: ["+strings.Join(pairs, ", ")+"]")
-	rows := queryAll(t, seats, "SELECT VALUE COUNT(1) FROM c WHERE STARTSWITH(c.id, 'order-')", e1)
-	lines = append(lines, "orders in e1: "+rawList(rows))
-	expectLines(t, lines,
+	tr.printf("10 buyers race for B7: [%s]", strings.Join(pairs, ", "))
+	rows := queryRows(t, seats, "SELECT VALUE COUNT(1) FROM c WHERE STARTSWITH(c.id, 'order-')", e1)
+	tr.printf("orders in e1: %s", rawList(rows))
+	tr.expect(
 		"ann books A12: sold",
 		"ben books A12: rejected [409, 424]",
 		"10 buyers race for B7: [('rejected [409, 424]', 9), ('sold', 1)]",

@@ -320,3 +320,53 @@ func TestGoSDKHierarchicalPartitionKey(t *testing.T) {
 		t.Fatalf("duplicate create: %v, want 409", err)
 	}
 }
+
+func TestGoSDKReadManyAndThroughput(t *testing.T) {
+	s := orrerytest.Start(t)
+	ctx := context.Background()
+	c := newContainer(t, s, "db", "many", "/pk")
+	var ids []azcosmos.ItemIdentity
+	for i := 0; i < 10; i++ {
+		pk := []string{"a", "b"}[i%2]
+		id := string(rune('0' + i))
+		if _, err := c.CreateItem(ctx, azcosmos.NewPartitionKeyString(pk), mustJSON(t, map[string]any{"id": id, "pk": pk}), nil); err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 0 {
+			ids = append(ids, azcosmos.ItemIdentity{ID: id, PartitionKey: azcosmos.NewPartitionKeyString(pk)})
+		}
+	}
+	ids = append(ids, azcosmos.ItemIdentity{ID: "missing", PartitionKey: azcosmos.NewPartitionKeyString("a")})
+	resp, err := c.ReadManyItems(ctx, ids, nil)
+	if err != nil {
+		t.Fatalf("read many: %v", err)
+	}
+	if len(resp.Items) != 4 {
+		t.Fatalf("read many returned %d items, want 4", len(resp.Items))
+	}
+
+	db, _ := s.Client.NewDatabase("db")
+	tp := azcosmos.NewManualThroughputProperties(400)
+	if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "tp", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}},
+		&azcosmos.CreateContainerOptions{ThroughputProperties: &tp}); err != nil {
+		t.Fatal(err)
+	}
+	tc, _ := db.NewContainer("tp")
+	got, err := tc.ReadThroughput(ctx, nil)
+	if err != nil {
+		t.Fatalf("read throughput: %v", err)
+	}
+	if v, _ := got.ThroughputProperties.ManualThroughput(); v != 400 {
+		t.Fatalf("throughput %d, want 400", v)
+	}
+	if _, err := tc.ReplaceThroughput(ctx, azcosmos.NewManualThroughputProperties(1000), nil); err != nil {
+		t.Fatalf("replace throughput: %v", err)
+	}
+	got, _ = tc.ReadThroughput(ctx, nil)
+	if v, _ := got.ThroughputProperties.ManualThroughput(); v != 1000 {
+		t.Fatalf("throughput after replace %d, want 1000", v)
+	}
+	if _, err := c.ReadThroughput(ctx, nil); statusOf(t, err) != http.StatusNotFound {
+		t.Fatalf("throughput of a container without an offer: %v, want 404", err)
+	}
+}

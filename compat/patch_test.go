@@ -66,8 +66,8 @@ func TestSeed001Patch(t *testing.T) {
 	for _, tag := range p["tags"].([]any) {
 		tags = append(tags, tag.(string))
 	}
-	var lines []string
-	lines = append(lines, fmt.Sprintf("price %v | stock %v | tags %s | has promo: %s", p["price"], p["stock"], pyList(tags), pyBool(hasPromo)))
+	tr := &transcript{t: t}
+	tr.printf("price %v | stock %v | tags %s | has promo: %s", p["price"], p["stock"], pyList(tags), pyBool(hasPromo))
 	sell := func(qty int) (azcosmos.ItemResponse, error) {
 		var ops azcosmos.PatchOperations
 		ops.AppendIncrement("/stock", int64(-qty))
@@ -77,12 +77,12 @@ func TestSeed001Patch(t *testing.T) {
 	for _, qty := range []int{10, 5} {
 		r, err := sell(qty)
 		if err != nil {
-			lines = append(lines, fmt.Sprintf("sell %d: %s", qty, firstLine(t, err)))
+			tr.printf("sell %d: %s", qty, firstLine(t, err))
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("sell %d: stock now %v", qty, decode(t, r.Value)["stock"]))
+		tr.printf("sell %d: stock now %v", qty, decode(t, r.Value)["stock"])
 	}
-	expectLines(t, lines,
+	tr.expect(
 		"price 22.5 | stock 7 | tags ['board', 'classic'] | has promo: False",
 		"sell 10: 412 (PreconditionFailed) One of the specified pre-condition is not met",
 		"sell 5: stock now 2")
@@ -95,9 +95,9 @@ func pyBool(b bool) string {
 	return "False"
 }
 
-// TestSeed000PatchLesson is seed 000: incr a total, a stale ETag's 412 and
-// the re-read that fixes it, add+set then remove, a false condition that
-// changes nothing, and a replace without an ETag that overwrites.
+// TestSeed000PatchLesson is seed 000's patch steps: incr a total, add+set
+// then remove, and a false condition that changes nothing. (Its ETag steps are
+// TestSeed000ETagLesson.)
 func TestSeed000PatchLesson(t *testing.T) {
 	s := orrerytest.Start(t)
 	ctx := context.Background()
@@ -108,30 +108,16 @@ func TestSeed000PatchLesson(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var lines []string
+	tr := &transcript{t: t}
 	before, _ := readDoc(t, c, bob, "o1")
-	lines = append(lines, fmt.Sprint("o1 total before patch: ", before["total"]))
+	tr.printf("o1 total before patch: %v", before["total"])
 	var incr azcosmos.PatchOperations
 	incr.AppendIncrement("/total", 5)
 	r, err := c.PatchItem(ctx, bob, "o1", incr, withContent)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines = append(lines, fmt.Sprint("o1 total after incr patch: ", decode(t, r.Value)["total"]))
-
-	_, stale := readDoc(t, c, bob, "o1")
-	if _, err := c.UpsertItem(ctx, bob, mustJSON(t, map[string]any{"id": "o1", "customer": "bob", "total": 999}), nil); err != nil {
-		t.Fatal(err)
-	}
-	body := mustJSON(t, map[string]any{"id": "o1", "customer": "bob", "total": 1000})
-	_, err = c.ReplaceItem(ctx, bob, "o1", body, &azcosmos.ItemOptions{IfMatchEtag: &stale})
-	lines = append(lines, fmt.Sprint("replace with stale etag -> ", statusOf(t, err)))
-	_, fresh := readDoc(t, c, bob, "o1")
-	r, err = c.ReplaceItem(ctx, bob, "o1", body, &azcosmos.ItemOptions{IfMatchEtag: &fresh, EnableContentResponseOnWrite: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines = append(lines, fmt.Sprint("retry with current etag -> total: ", decode(t, r.Value)["total"]))
+	tr.printf("o1 total after incr patch: %v", decode(t, r.Value)["total"])
 
 	var addSet azcosmos.PatchOperations
 	addSet.AppendAdd("/status", "pending")
@@ -140,7 +126,7 @@ func TestSeed000PatchLesson(t *testing.T) {
 		t.Fatal(err)
 	}
 	shipped, _ := readDoc(t, c, alice, "o0")
-	lines = append(lines, fmt.Sprint("status after add+set: ", shipped["status"]))
+	tr.printf("status after add+set: %v", shipped["status"])
 	var remove azcosmos.PatchOperations
 	remove.AppendRemove("/status")
 	if _, err := c.PatchItem(ctx, alice, "o0", remove, nil); err != nil {
@@ -148,74 +134,26 @@ func TestSeed000PatchLesson(t *testing.T) {
 	}
 	after, _ := readDoc(t, c, alice, "o0")
 	_, has := after["status"]
-	lines = append(lines, "has status after remove: "+pyBool(has))
+	tr.printf("has status after remove: %s", pyBool(has))
 
 	o2, _ := readDoc(t, c, alice, "o2")
-	lines = append(lines, fmt.Sprint("o2 total before: ", o2["total"]))
+	tr.printf("o2 total before: %v", o2["total"])
 	var cond azcosmos.PatchOperations
 	cond.AppendIncrement("/total", 1000)
 	cond.SetCondition("FROM c WHERE c.total > 10000")
 	_, err = c.PatchItem(ctx, alice, "o2", cond, nil)
-	lines = append(lines, fmt.Sprint("conditional patch with false predicate -> ", statusOf(t, err)))
+	tr.printf("conditional patch with false predicate -> %v", statusOf(t, err))
 	o2, _ = readDoc(t, c, alice, "o2")
-	lines = append(lines, fmt.Sprint("o2 total after (unchanged): ", o2["total"]))
+	tr.printf("o2 total after (unchanged): %v", o2["total"])
 
-	if _, err := c.UpsertItem(ctx, bob, mustJSON(t, map[string]any{"id": "o1", "customer": "bob", "total": 2000}), nil); err != nil {
-		t.Fatal(err)
-	}
-	r, err = c.ReplaceItem(ctx, bob, "o1", mustJSON(t, map[string]any{"id": "o1", "customer": "bob", "total": 3000}), withContent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines = append(lines, fmt.Sprint("unconditional replace -> total: ", decode(t, r.Value)["total"]))
-	expectLines(t, lines,
+	tr.expect(
 		"o1 total before patch: 12",
 		"o1 total after incr patch: 17",
-		"replace with stale etag -> 412",
-		"retry with current etag -> total: 1000",
 		"status after add+set: shipped",
 		"has status after remove: False",
 		"o2 total before: 55",
 		"conditional patch with false predicate -> 412",
-		"o2 total after (unchanged): 55",
-		"unconditional replace -> total: 3000")
-}
-
-// TestSeed001ETag is seed 001's etag.py: Ben's stale replace is refused with
-// the emulator's message, and his re-read and retry keeps both changes.
-func TestSeed001ETag(t *testing.T) {
-	s := orrerytest.Start(t)
-	ctx := context.Background()
-	customers := newContainer(t, s, "shop", "customers", "/customerId")
-	c1 := azcosmos.NewPartitionKeyString("c1")
-	if _, err := customers.UpsertItem(ctx, c1, mustJSON(t, map[string]any{"id": "c1", "customerId": "c1", "phone": "555-0100", "email": "ann@old.test"}), nil); err != nil {
-		t.Fatal(err)
-	}
-	anna, annaTag := readDoc(t, customers, c1, "c1")
-	ben, benTag := readDoc(t, customers, c1, "c1")
-	var lines []string
-	anna["phone"] = "555-0199"
-	if _, err := customers.ReplaceItem(ctx, c1, "c1", mustJSON(t, anna), &azcosmos.ItemOptions{IfMatchEtag: &annaTag}); err != nil {
-		t.Fatal(err)
-	}
-	lines = append(lines, "Anna: saved")
-	ben["email"] = "ann@new.test"
-	if _, err := customers.ReplaceItem(ctx, c1, "c1", mustJSON(t, ben), &azcosmos.ItemOptions{IfMatchEtag: &benTag}); err != nil {
-		lines = append(lines, "Ben:  "+firstLine(t, err))
-		ben, benTag = readDoc(t, customers, c1, "c1")
-		ben["email"] = "ann@new.test"
-		if _, err := customers.ReplaceItem(ctx, c1, "c1", mustJSON(t, ben), &azcosmos.ItemOptions{IfMatchEtag: &benTag}); err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, "Ben:  re-read and saved")
-	}
-	d, _ := readDoc(t, customers, c1, "c1")
-	lines = append(lines, fmt.Sprintf("with etag: phone %v | email %v", d["phone"], d["email"]))
-	expectLines(t, lines,
-		"Anna: saved",
-		"Ben:  412 (PreconditionFailed) E-tag mismatch detected",
-		"Ben:  re-read and saved",
-		"with etag: phone 555-0199 | email ann@new.test")
+		"o2 total after (unchanged): 55")
 }
 
 // TestSeed001Counter is seed 001's counter.py: 20 writers make 200 updates
@@ -261,7 +199,7 @@ func TestSeed001Counter(t *testing.T) {
 			}
 		}
 	}
-	var lines []string
+	tr := &transcript{t: t}
 	for _, fn := range []struct {
 		name string
 		f    func(string) error
@@ -278,9 +216,9 @@ func TestSeed001Counter(t *testing.T) {
 			shown = "lost updates: under 200"
 		}
 		t.Logf("%s ended at %v", fn.name, v)
-		lines = append(lines, fmt.Sprintf("%-11s %s", fn.name, shown))
+		tr.printf("%-11s %s", fn.name, shown)
 	}
-	expectLines(t, lines,
+	tr.expect(
 		"no_etag     lost updates: under 200",
 		"etag_retry  200",
 		"patch_incr  200")
@@ -380,21 +318,21 @@ func TestGoSDKPatchErrors(t *testing.T) {
 		status int
 		line   string
 	}{
-		{"eleven operations", "1", eleven, nil, 400, "400 (BadRequest) The number of patch operations can't exceed 10: this request has 11."},
+		{"eleven operations", "1", eleven, nil, 400, "400 (BadRequest) The number of patch operations can't exceed 10: this request has 11"},
 		{"replace a missing path", "1", ops(func(p *azcosmos.PatchOperations) { p.AppendIncrement("/n", 1); p.AppendReplace("/nope", 1) }), nil, 400,
-			"400 (BadRequest) For Operation(2): Node(/nope) to be replaced is absent."},
+			"400 (BadRequest) For Operation(2): Node(/nope) to be replaced is absent"},
 		{"remove a missing path", "1", ops(func(p *azcosmos.PatchOperations) { p.AppendRemove("/list/2") }), nil, 400,
-			"400 (BadRequest) For Operation(1): Node(/list/2) to be removed is absent."},
+			"400 (BadRequest) For Operation(1): Node(/list/2) to be removed is absent"},
 		{"incr a string", "1", ops(func(p *azcosmos.PatchOperations) { p.AppendIncrement("/s", 1) }), nil, 400,
-			"400 (BadRequest) For Operation(1): Node(/s) is a string: incr can only add to a number."},
+			"400 (BadRequest) For Operation(1): Node(/s) is a string: incr can only add to a number"},
 		{"into a non-container", "1", ops(func(p *azcosmos.PatchOperations) { p.AppendSet("/n/x", 1) }), nil, 400,
-			"400 (BadRequest) For Operation(1): Node(/n) is a number, not an object or array, so path /n/x cannot go into it."},
+			"400 (BadRequest) For Operation(1): Node(/n) is a number, not an object or array, so path /n/x cannot go into it"},
 		{"the id", "1", ops(func(p *azcosmos.PatchOperations) { p.AppendSet("/id", "2") }), nil, 400,
-			"400 (BadRequest) For Operation(1): the id cannot be patched (path /id): create a new item and delete the old one."},
+			"400 (BadRequest) For Operation(1): the id cannot be patched (path /id): create a new item and delete the old one"},
 		{"the partition key", "1", ops(func(p *azcosmos.PatchOperations) { p.AppendSet("/pk", "b") }), nil, 400,
-			"400 (BadRequest) For Operation(1): the path /pk would change the partition key /pk, and an item's partition key cannot change: create a new item and delete the old one."},
+			"400 (BadRequest) For Operation(1): the path /pk would change the partition key /pk, and an item's partition key cannot change: create a new item and delete the old one"},
 		{"a missing item", "2", ops(func(p *azcosmos.PatchOperations) { p.AppendSet("/n", 1) }), nil, 404,
-			"404 (NotFound) Entity with the specified id does not exist in the system."},
+			"404 (NotFound) Entity with the specified id does not exist in the system"},
 		{"a stale If-Match", "1", ops(func(p *azcosmos.PatchOperations) { p.AppendSet("/n", 1) }), &azcosmos.ItemOptions{IfMatchEtag: ptr(azcore.ETag(`"stale"`))}, 412,
 			"412 (PreconditionFailed) E-tag mismatch detected"},
 	}

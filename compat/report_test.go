@@ -1,38 +1,13 @@
 package compat
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
-	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 )
-
-// firstLine renders an SDK error the way the seeds' Python scripts print
-// one: "412 (PreconditionFailed) One of the specified pre-condition is not
-// met", the status, the error code and the first line of the message.
-func firstLine(t *testing.T, err error) string {
-	t.Helper()
-	var re *azcore.ResponseError
-	if !errors.As(err, &re) {
-		t.Fatalf("not a response error: %v", err)
-	}
-	body, perr := runtime.Payload(re.RawResponse)
-	if perr != nil {
-		t.Fatalf("reading the error body: %v", perr)
-	}
-	var e struct{ Code, Message string }
-	if err := json.Unmarshal(body, &e); err != nil {
-		t.Fatalf("error body %q is not a Cosmos error: %v", body, err)
-	}
-	msg, _, _ := strings.Cut(strings.ReplaceAll(e.Message, "\r\n", "\n"), "\n")
-	return fmt.Sprintf("%d (%s) %s", re.StatusCode, e.Code, msg)
-}
 
 // statusCodes lists the operation statuses of a batch response.
 func statusCodes(resp azcosmos.TransactionalBatchResponse) []int {
@@ -72,17 +47,6 @@ func pyList[T any](v []T) string {
 		}
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
-}
-
-// expectLines compares printed lines with a seed's terminal output.
-func expectLines(t *testing.T, got []string, want ...string) {
-	t.Helper()
-	for _, l := range got {
-		t.Log(l)
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("printed:\n%s\nseed shows:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
 }
 
 func azcosmosETag(s string) azcore.ETag { return azcore.ETag(s) }

@@ -48,6 +48,7 @@ type BatchOperation struct {
 
 	invalid *Error // why the operation cannot run, found while parsing
 	patch   *Patch
+	item    *item // the body, when runAlone parsed it already
 }
 
 // BatchRequest is a transactional batch or a bulk request on a container.

@@ -204,16 +204,9 @@ func (e *Engine) Container(db, name string) (*Container, error) {
 // CreateDatabase creates a database from its JSON body. throughput, when not
 // nil, provisions an offer for it.
 func (e *Engine) CreateDatabase(body []byte, throughput *Throughput) (*Resource, error) {
-	props, perr := decodeObject(body)
+	props, id, perr := decodeResource(body)
 	if perr != nil {
 		return nil, perr
-	}
-	id, ok := stringProp(props, "id")
-	if !ok {
-		return nil, BadRequest("The input content is invalid because the required property, id, is missing.")
-	}
-	if err := validResourceID(id); err != nil {
-		return nil, err
 	}
 	e.catMu.Lock()
 	defer e.catMu.Unlock()
@@ -357,6 +350,23 @@ func stripSystem(props map[string]any) {
 			delete(props, k)
 		}
 	}
+}
+
+// decodeResource decodes the JSON body of a new database, container or
+// script and checks its id.
+func decodeResource(body []byte) (map[string]any, string, *Error) {
+	props, err := decodeObject(body)
+	if err != nil {
+		return nil, "", err
+	}
+	id, ok := stringProp(props, "id")
+	if !ok {
+		return nil, "", BadRequest("The input content is invalid because the required property, id, is missing.")
+	}
+	if err := validResourceID(id); err != nil {
+		return nil, "", err
+	}
+	return props, id, nil
 }
 
 // validResourceID checks the id of a database, container or script.

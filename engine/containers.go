@@ -10,16 +10,9 @@ import (
 
 // CreateContainer creates a container in a database from its JSON body.
 func (e *Engine) CreateContainer(dbName string, body []byte, throughput *Throughput) (*Resource, error) {
-	props, perr := decodeObject(body)
+	props, id, perr := decodeResource(body)
 	if perr != nil {
 		return nil, perr
-	}
-	id, ok := stringProp(props, "id")
-	if !ok {
-		return nil, BadRequest("The input content is invalid because the required property, id, is missing.")
-	}
-	if err := validResourceID(id); err != nil {
-		return nil, err
 	}
 	normalized, perr := normalizeContainerProps(props, nil)
 	if perr != nil {

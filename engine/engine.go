@@ -16,14 +16,22 @@ const lockStripes = 4096
 type Options struct {
 	// Now is the clock; time.Now when nil. Tests set it to move time.
 	Now func() time.Time
+	// ServeCrossPartitionQueries executes cross-partition queries that the
+	// service's gateway refuses without a client-side query plan (ORDER BY,
+	// aggregates, DISTINCT, GROUP BY, TOP, OFFSET/LIMIT from clients such as
+	// the Go SDK). Off by default, so code that passes against Orrery passes
+	// against Azure; on for teams that use Orrery as their database.
+	ServeCrossPartitionQueries bool
 }
 
 // Engine is one Cosmos account's databases on one storage.Store.
 // It is safe for concurrent use.
 type Engine struct {
-	store storage.Store
-	seq   *sequencer
-	now   func() time.Time
+	store   storage.Store
+	opts    Options
+	seq     *sequencer
+	durable *durability
+	now     func() time.Time
 
 	catMu  sync.RWMutex
 	dbs    map[string]*Database
@@ -43,12 +51,14 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{
-		store:  store,
-		seq:    seq,
-		now:    opts.Now,
-		dbs:    map[string]*Database{},
-		offers: map[string][]byte{},
-		seed:   maphash.MakeSeed(),
+		store:   store,
+		opts:    opts,
+		seq:     seq,
+		durable: newDurability(),
+		now:     opts.Now,
+		dbs:     map[string]*Database{},
+		offers:  map[string][]byte{},
+		seed:    maphash.MakeSeed(),
 	}
 	if e.now == nil {
 		e.now = time.Now

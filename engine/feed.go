@@ -40,13 +40,9 @@ func (e *Engine) ReadFeed(req *FeedRequest) (*FeedResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	lower := itemContainerPrefix(c.rid)
-	if req.HasPartitionKey {
-		p, perr := c.partition(req.PartitionKey)
-		if perr != nil {
-			return nil, perr
-		}
-		lower = p.prefix
+	lower, perr := c.scope(req.PartitionKey, req.HasPartitionKey)
+	if perr != nil {
+		return nil, perr
 	}
 	upper := storage.PrefixEnd(lower)
 	start := lower
@@ -90,6 +86,7 @@ func (e *Engine) ReadFeed(req *FeedRequest) (*FeedResult, error) {
 	if err := it.Err(); err != nil {
 		return nil, err
 	}
+	e.durable.barrier()
 	res.Charge = 1 + float64(total)/1024*0.1
 	return res, nil
 }

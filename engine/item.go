@@ -83,6 +83,16 @@ func (c *Container) partition(pk PartitionKey) (*partition, *Error) {
 	return &partition{c: c, pk: pk, enc: enc, prefix: itemPartitionPrefix(c.rid, effectivePartitionKey(&c.pk, pk), enc)}, nil
 }
 
+// scope is the key prefix of the items a feed or query reads: the logical
+// partition (or hierarchical key prefix) when a partition key is given, else
+// the whole container.
+func (c *Container) scope(pk PartitionKey, hasPK bool) ([]byte, *Error) {
+	if !hasPK {
+		return itemContainerPrefix(c.rid), nil
+	}
+	return c.queryScope(pk)
+}
+
 func (p *partition) itemKey(id string) []byte {
 	return append(append([]byte(nil), p.prefix...), id...)
 }
@@ -200,8 +210,11 @@ type txn struct {
 	nrids uint64
 }
 
-// inPartition runs fn as one transaction on a logical partition, holding the
-// partition's write lock until the commit is durable.
+// inPartition runs fn as one transaction on a logical partition. The
+// partition's write lock is held while fn reads and decides and until the
+// commit is applied, not across the fsync: the next writer of a hot
+// partition builds on the applied state while this one waits for its own
+// fsync, and is acknowledged only after it (the log is ordered).
 func (e *Engine) inPartition(c *Container, pk PartitionKey, fn func(t *txn) error) error {
 	p, perr := c.partition(pk)
 	if perr != nil {
@@ -209,7 +222,12 @@ func (e *Engine) inPartition(c *Container, pk PartitionKey, fn func(t *txn) erro
 	}
 	mu := e.partitionLock(c.rid, p.enc)
 	mu.Lock()
-	defer mu.Unlock()
+	locked := true
+	defer func() {
+		if locked {
+			mu.Unlock()
+		}
+	}()
 	b := e.store.NewBatch()
 	defer b.Close()
 	t := &txn{e: e, p: p, b: b, now: e.now()}
@@ -224,25 +242,22 @@ func (e *Engine) inPartition(c *Container, pk PartitionKey, fn func(t *txn) erro
 	if b.Count() == 0 {
 		return nil
 	}
-	return b.Commit()
+	wait, err := b.CommitPipelined()
+	if err != nil {
+		return err
+	}
+	e.durable.applied(t.lsn)
+	defer e.durable.durable(t.lsn)
+	mu.Unlock()
+	locked = false
+	return wait()
 }
 
 // get reads an item of the partition; nil when absent or expired.
 func (t *txn) get(id string) (*storedItem, error) {
-	key := t.p.itemKey(id)
-	v, err := t.b.Get(key)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
+	it, err := t.getAny(id)
+	if err != nil || it == nil || t.p.c.expired(it, t.now.Unix()) {
 		return nil, err
-	}
-	it, err := decodeItem(key, v)
-	if err != nil {
-		return nil, err
-	}
-	if t.p.c.expired(it, t.now.Unix()) {
-		return nil, nil
 	}
 	return it, nil
 }
@@ -404,6 +419,7 @@ func (e *Engine) ReadItem(req *ItemRequest) (*ItemResult, error) {
 	key := p.itemKey(req.ID)
 	v, err := e.store.Get(key)
 	if errors.Is(err, storage.ErrNotFound) {
+		e.durable.barrier() // a delete may be pending
 		return nil, NotFound(msgNotFound)
 	}
 	if err != nil {
@@ -413,6 +429,7 @@ func (e *Engine) ReadItem(req *ItemRequest) (*ItemResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.durable.barrier()
 	if c.expired(it, e.now().Unix()) {
 		return nil, NotFound(msgNotFound)
 	}

@@ -45,17 +45,18 @@ func (e *Engine) runAlone(c *Container, req *BatchRequest, op *BatchOperation) (
 	if !ok {
 		pk, ok = req.PartitionKey, req.HasPartitionKey
 	}
-	if !ok {
-		switch op.Type {
-		case BatchCreate, BatchUpsert, BatchReplace:
-			it, perr := c.parseItem(op.Body, &ItemRequest{})
-			if perr != nil {
-				return BatchOperationResult{}, perr
-			}
-			pk, ok = it.pk, true
-		default:
-			return BatchOperationResult{}, errPartitionKeyRequired
+	switch op.Type {
+	case BatchCreate, BatchUpsert, BatchReplace:
+		// The body is checked against the partition key before the partition
+		// is, and names it when the request does not.
+		it, perr := c.parseItem(op.Body, &ItemRequest{PartitionKey: pk, HasPartitionKey: ok})
+		if perr != nil {
+			return BatchOperationResult{}, perr
 		}
+		pk, ok, op.item = it.pk, true, it
+	}
+	if !ok {
+		return BatchOperationResult{}, errPartitionKeyRequired
 	}
 	var r BatchOperationResult
 	err := e.inPartition(c, pk, func(t *txn) error {
@@ -112,9 +113,12 @@ func (t *txn) run(op *BatchOperation) (BatchOperationResult, error) {
 		}
 		return writeResult(200, s), nil
 	}
-	it, perr := c.parseItem(op.Body, &ItemRequest{PartitionKey: t.p.pk, HasPartitionKey: true})
-	if perr != nil {
-		return BatchOperationResult{}, perr
+	it := op.item
+	if it == nil {
+		var perr *Error
+		if it, perr = c.parseItem(op.Body, &ItemRequest{PartitionKey: t.p.pk, HasPartitionKey: true}); perr != nil {
+			return BatchOperationResult{}, perr
+		}
 	}
 	stale, err := t.getAny(it.id)
 	if err != nil {

@@ -14,7 +14,9 @@ import (
 
 	"github.com/orrery-db/orrery/engine"
 	"github.com/orrery-db/orrery/server"
+	"github.com/orrery-db/orrery/storage"
 	"github.com/orrery-db/orrery/storage/memory"
+	"github.com/orrery-db/orrery/storage/pebble"
 )
 
 // Server is a running in-process Orrery.
@@ -29,12 +31,35 @@ type Server struct {
 	Engine *engine.Engine
 }
 
+// Options configure a test server.
+type Options struct {
+	// Dir, when set, keeps the data durably in that directory (Pebble, every
+	// write fsynced) instead of in memory: for benchmarks and restart tests.
+	Dir string
+	// ServeCrossPartitionQueries lets the server execute cross-partition
+	// queries the service's gateway refuses (see engine.Options).
+	ServeCrossPartitionQueries bool
+}
+
 // Start starts a server on memory storage and registers its shutdown with
 // t.Cleanup. It fails the test if the server cannot start.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	store := memory.New()
-	eng, err := engine.Open(store, engine.Options{})
+	return StartWith(t, Options{})
+}
+
+// StartWith starts a server configured by opts; see Start.
+func StartWith(t testing.TB, opts Options) *Server {
+	t.Helper()
+	var store storage.Store = memory.New()
+	if opts.Dir != "" {
+		s, err := pebble.Open(opts.Dir, pebble.Options{})
+		if err != nil {
+			t.Fatalf("orrerytest: opening storage: %v", err)
+		}
+		store = s
+	}
+	eng, err := engine.Open(store, engine.Options{ServeCrossPartitionQueries: opts.ServeCrossPartitionQueries})
 	if err != nil {
 		t.Fatalf("orrerytest: opening the engine: %v", err)
 	}

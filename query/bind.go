@@ -1,5 +1,7 @@
 package query
 
+import "strconv"
+
 // scope is one query level's aliases during binding.
 type scope struct {
 	names  []string
@@ -108,6 +110,20 @@ func (b *binder) bindQuery(q *selectQuery, parent *scope, top bool) error {
 	for _, g := range q.groupBy {
 		if err := b.bindExpr(g, s, false); err != nil {
 			return err
+		}
+	}
+	if len(q.groupBy) > 0 {
+		if len(q.orderBy) > 0 {
+			return semanticError(CodeSemantic, 0, 0, "ORDER BY is not supported in queries with GROUP BY.")
+		}
+		keys := make(map[string]bool, len(q.groupBy))
+		for _, g := range q.groupBy {
+			keys[formatExpr(g)] = true
+		}
+		for _, it := range q.items {
+			if bad := ungrouped(it.x, keys); bad != nil {
+				return semanticError(CodeSemantic, 0, 0, "Property reference '%s' is invalid in the select list because it is not contained in either an aggregate function or the GROUP BY clause.", sqlPath(bad))
+			}
 		}
 	}
 	for _, o := range q.orderBy {
@@ -220,7 +236,7 @@ func (b *binder) bindExpr(x expr, s *scope, allowAgg bool) error {
 		return b.bindAll(s, allowAgg, n.vals...)
 	case *callExpr:
 		if !n.udf {
-			fn, ok := builtins[upper(n.name)]
+			fn, ok := lookupBuiltin(n.name)
 			if !ok {
 				return semanticError(CodeUnknownFunction, n.pos, n.pos+len(n.name), "'%s' is not a recognized built-in function name.", n.name)
 			}
@@ -284,4 +300,84 @@ func itoa(i int) string {
 		b[n] = '-'
 	}
 	return string(b[n:])
+}
+
+// ungrouped returns the first property reference in x that is neither a
+// GROUP BY expression nor inside one or inside an aggregate, or nil.
+func ungrouped(x expr, keys map[string]bool) expr {
+	if keys[formatExpr(x)] {
+		return nil
+	}
+	switch n := x.(type) {
+	case *refExpr, *propExpr, *indexExpr:
+		return x
+	case *aggExpr, *constExpr, *paramExpr, *subqueryExpr:
+		return nil
+	case *unaryExpr:
+		return ungrouped(n.x, keys)
+	case *binaryExpr:
+		return firstUngrouped(keys, n.l, n.r)
+	case *andExpr:
+		return firstUngrouped(keys, n.l, n.r)
+	case *orExpr:
+		return firstUngrouped(keys, n.l, n.r)
+	case *coalesceExpr:
+		return firstUngrouped(keys, n.l, n.r)
+	case *condExpr:
+		return firstUngrouped(keys, n.c, n.a, n.b)
+	case *betweenExpr:
+		return firstUngrouped(keys, n.x, n.lo, n.hi)
+	case *inExpr:
+		return firstUngrouped(keys, append([]expr{n.x}, n.list...)...)
+	case *likeExpr:
+		return firstUngrouped(keys, n.x, n.pattern, n.escape)
+	case *callExpr:
+		return firstUngrouped(keys, n.args...)
+	case *arrayExpr:
+		return firstUngrouped(keys, n.elems...)
+	case *objectExpr:
+		return firstUngrouped(keys, n.vals...)
+	}
+	return nil
+}
+
+func firstUngrouped(keys map[string]bool, xs ...expr) expr {
+	for _, x := range xs {
+		if x == nil {
+			continue
+		}
+		if bad := ungrouped(x, keys); bad != nil {
+			return bad
+		}
+	}
+	return nil
+}
+
+// sqlPath renders a property path the way it was written (c.a.b, c["x"]).
+func sqlPath(x expr) string {
+	switch n := x.(type) {
+	case *refExpr:
+		return n.name
+	case *propExpr:
+		base := sqlPath(n.x)
+		if isPlainIdent(n.name) {
+			return base + "." + n.name
+		}
+		return base + "[" + strconv.Quote(n.name) + "]"
+	case *indexExpr:
+		return sqlPath(n.x) + "[" + formatExpr(n.idx) + "]"
+	}
+	return formatExpr(x)
+}
+
+func isPlainIdent(s string) bool {
+	if s == "" || !isIdentStart(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !isIdentPart(s[i]) {
+			return false
+		}
+	}
+	return true
 }

@@ -45,3 +45,18 @@ func semanticError(code string, start, end int, format string, args ...any) *Err
 func runtimeError(format string, args ...any) *Error {
 	return &Error{Code: CodeRuntime, Message: fmt.Sprintf(format, args...)}
 }
+
+// JSON renders the error the way the service reports query errors inside
+// its 400 response message: {"errors":[{"severity":"Error","location":
+// {"start":s,"end":e},"code":"SC1001","message":"..."}]}.
+func (e *Error) JSON() []byte {
+	b := []byte(`{"errors":[{"severity":"Error",`)
+	if e.Start != 0 || e.End != 0 {
+		b = fmt.Appendf(b, `"location":{"start":%d,"end":%d},`, e.Start, e.End)
+	}
+	b = append(b, `"code":`...)
+	b = appendString(b, e.Code)
+	b = append(b, `,"message":`...)
+	b = appendString(b, e.Message)
+	return append(b, "}]}"...)
+}

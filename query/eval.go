@@ -20,7 +20,9 @@ type evalCtx struct {
 	udf    UDFResolver
 	now    time.Time
 	err    error
-	udfN   int
+	// stack holds function arguments during calls. It starts nil in every
+	// copy of a prepared context, so concurrent executions never share it.
+	stack []value
 }
 
 // fail records the first runtime error; evaluation yields undefined after it.
@@ -293,15 +295,23 @@ func (x *aggExpr) eval(_ *evalCtx, e *env) value {
 }
 
 func (x *callExpr) eval(c *evalCtx, e *env) value {
-	var buf [4]value
-	args := buf[:0]
+	// Arguments live on the execution's stack so calls do not allocate;
+	// nested calls push above them and pop before this call reads them.
+	base := len(c.stack)
 	for _, a := range x.args {
-		args = append(args, a.eval(c, e))
+		v := a.eval(c, e)
+		c.stack = append(c.stack, v)
 	}
+	args := c.stack[base:len(c.stack):len(c.stack)]
+	var r value
 	if x.udf {
-		return c.callUDF(x.name, args)
+		r = c.callUDF(x.name, args)
+	} else {
+		r = x.fn.call(c, args)
 	}
-	return x.fn.call(c, args)
+	clear(c.stack[base:])
+	c.stack = c.stack[:base]
+	return r
 }
 
 func (c *evalCtx) callUDF(name string, args []value) value {

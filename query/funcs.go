@@ -14,6 +14,25 @@ func (b *builtin) call(c *evalCtx, args []value) value { return b.fn(c, args) }
 // builtins maps upper-case function names to their implementations.
 var builtins = map[string]*builtin{}
 
+// lookupBuiltin finds a system function by case-insensitive name without
+// allocating for names of ordinary length.
+func lookupBuiltin(name string) (*builtin, bool) {
+	var buf [32]byte
+	if len(name) > len(buf) {
+		fn, ok := builtins[upper(name)]
+		return fn, ok
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c >= 'a' && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	fn, ok := builtins[string(buf[:len(name)])]
+	return fn, ok
+}
+
 func register(name string, minArgs, maxArgs int, fn func(c *evalCtx, args []value) value) {
 	builtins[upper(name)] = &builtin{name: name, minArgs: minArgs, maxArgs: maxArgs, fn: fn}
 }

@@ -152,7 +152,7 @@ func init() {
 		n = math.Trunc(n)
 		switch part {
 		case "year":
-			t = t.AddDate(int(n), 0, 0)
+			t = addMonthsClamped(t, 12*int(n))
 		case "month":
 			t = addMonthsClamped(t, int(n))
 		default:

@@ -52,20 +52,19 @@ func init() {
 	register("LEFT", 2, 2, func(_ *evalCtx, a []value) value {
 		s, ok1 := argStr(a, 0)
 		n, ok2 := argInt(a, 1)
-		if !ok1 || !ok2 || n < 0 {
+		if !ok1 || !ok2 {
 			return undef
 		}
-		rs := []rune(s)
-		return strV(string(rs[:min(int64(len(rs)), n)]))
+		return strV(substring(s, 0, n))
 	})
 	register("RIGHT", 2, 2, func(_ *evalCtx, a []value) value {
 		s, ok1 := argStr(a, 0)
 		n, ok2 := argInt(a, 1)
-		if !ok1 || !ok2 || n < 0 {
+		if !ok1 || !ok2 {
 			return undef
 		}
-		rs := []rune(s)
-		return strV(string(rs[int64(len(rs))-min(int64(len(rs)), n):]))
+		l := int64(utf8.RuneCountInString(s))
+		return strV(substring(s, max(l-n, 0), l))
 	})
 	register("LENGTH", 1, 1, func(_ *evalCtx, a []value) value {
 		s, ok := argStr(a, 0)
@@ -126,15 +125,7 @@ func init() {
 		if !ok1 || !ok2 || !ok3 {
 			return undef
 		}
-		rs := []rune(s)
-		if start < 0 {
-			start = 0
-		}
-		if start >= int64(len(rs)) || n <= 0 {
-			return strV("")
-		}
-		end := min(int64(len(rs)), start+n)
-		return strV(string(rs[start:end]))
+		return strV(substring(s, start, n))
 	})
 	register("TOSTRING", 1, 1, func(_ *evalCtx, a []value) value {
 		switch a[0].k {
@@ -174,6 +165,9 @@ func init() {
 		sep, ok2 := argStr(a, 1)
 		if !ok1 || !ok2 {
 			return undef
+		}
+		if sep == "" {
+			return arrV([]value{strV(s)})
 		}
 		parts := strings.Split(s, sep)
 		out := make([]value, len(parts))
@@ -263,4 +257,14 @@ func compileRegex(pat, mods string) *regexp.Regexp {
 		return nil
 	}
 	return re
+}
+
+// substring is SUBSTRING's rule, shared by LEFT and RIGHT: a start outside
+// the string or a non-positive length gives "", a long length is clipped.
+func substring(s string, start, n int64) string {
+	rs := []rune(s)
+	if start < 0 || start >= int64(len(rs)) || n <= 0 {
+		return ""
+	}
+	return string(rs[start:min(int64(len(rs)), start+n)])
 }

@@ -22,4 +22,31 @@ func init() {
 	typeCheck("IS_INTEGER", func(v value) bool {
 		return v.k == kNumber && isInteger(v.n) && math.Abs(v.n) <= 1<<63
 	})
+	register("OBJECTTOARRAY", 1, 3, func(_ *evalCtx, a []value) value {
+		if a[0].k != kObject {
+			return undef
+		}
+		kName, vName := "k", "v"
+		if len(a) > 1 {
+			var ok bool
+			if kName, ok = argStr(a, 1); !ok {
+				return undef
+			}
+		}
+		if len(a) > 2 {
+			var ok bool
+			if vName, ok = argStr(a, 2); !ok {
+				return undef
+			}
+		}
+		o := a[0].obj
+		out := make([]value, 0, len(o.keys))
+		for i, k := range o.keys {
+			if !o.vals[i].defined() {
+				continue
+			}
+			out = append(out, objV(&object{keys: []string{kName, vName}, vals: []value{strV(k), o.vals[i]}}))
+		}
+		return arrV(out)
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -13,7 +14,12 @@ var errBadJSON = errors.New("invalid JSON")
 
 // decodeJSON parses one JSON value (with optional surrounding whitespace).
 func decodeJSON(data []byte) (value, error) {
-	d := jsonDecoder{data: data}
+	// One copy of the whole text; unescaped strings and keys are substrings
+	// of it, which saves an allocation per string.
+	d := decoderPool.Get().(*jsonDecoder)
+	defer decoderPool.Put(d)
+	d.data, d.pos = string(data), 0
+	d.keys, d.vals, d.items = d.keys[:0], d.vals[:0], d.items[:0]
 	d.skipWS()
 	v, err := d.value(0)
 	if err != nil {
@@ -23,12 +29,21 @@ func decodeJSON(data []byte) (value, error) {
 	if d.pos != len(d.data) {
 		return undef, errBadJSON
 	}
+	d.data = ""
 	return v, nil
 }
 
+// decoderPool recycles decoders so their scratch stacks are reused.
+var decoderPool = sync.Pool{New: func() any { return new(jsonDecoder) }}
+
 type jsonDecoder struct {
-	data []byte
+	data string
 	pos  int
+	// Scratch stacks shared by nested containers: members are collected
+	// here and copied out in one exactly-sized allocation per container.
+	keys  []string
+	vals  []value // object members, aligned with keys
+	items []value // array elements
 }
 
 const maxJSONDepth = 1000
@@ -51,11 +66,11 @@ func (d *jsonDecoder) value(depth int) (value, error) {
 	switch c := d.data[d.pos]; {
 	case c == '{':
 		d.pos++
-		o := &object{}
+		base := len(d.keys)
 		d.skipWS()
 		if d.pos < len(d.data) && d.data[d.pos] == '}' {
 			d.pos++
-			return objV(o), nil
+			return objV(&object{}), nil
 		}
 		for {
 			d.skipWS()
@@ -76,7 +91,18 @@ func (d *jsonDecoder) value(depth int) (value, error) {
 			if err != nil {
 				return undef, err
 			}
-			o.set(k, v)
+			dup := false
+			for i := base; i < len(d.keys); i++ {
+				if d.keys[i] == k {
+					d.vals[i] = v // the last duplicate wins, as in JavaScript
+					dup = true
+					break
+				}
+			}
+			if !dup {
+				d.keys = append(d.keys, k)
+				d.vals = append(d.vals, v)
+			}
 			d.skipWS()
 			if d.pos >= len(d.data) {
 				return undef, errBadJSON
@@ -87,17 +113,19 @@ func (d *jsonDecoder) value(depth int) (value, error) {
 			}
 			if d.data[d.pos] == '}' {
 				d.pos++
+				o := &object{keys: append([]string(nil), d.keys[base:]...), vals: append([]value(nil), d.vals[base:]...)}
+				d.keys, d.vals = d.keys[:base], d.vals[:base]
 				return objV(o), nil
 			}
 			return undef, errBadJSON
 		}
 	case c == '[':
 		d.pos++
-		arr := []value{}
+		base := len(d.items)
 		d.skipWS()
 		if d.pos < len(d.data) && d.data[d.pos] == ']' {
 			d.pos++
-			return arrV(arr), nil
+			return arrV([]value{}), nil
 		}
 		for {
 			d.skipWS()
@@ -105,7 +133,7 @@ func (d *jsonDecoder) value(depth int) (value, error) {
 			if err != nil {
 				return undef, err
 			}
-			arr = append(arr, v)
+			d.items = append(d.items, v)
 			d.skipWS()
 			if d.pos >= len(d.data) {
 				return undef, errBadJSON
@@ -116,6 +144,8 @@ func (d *jsonDecoder) value(depth int) (value, error) {
 			}
 			if d.data[d.pos] == ']' {
 				d.pos++
+				arr := append([]value(nil), d.items[base:]...)
+				d.items = d.items[:base]
 				return arrV(arr), nil
 			}
 			return undef, errBadJSON
@@ -170,7 +200,7 @@ func (d *jsonDecoder) value(depth int) (value, error) {
 				return undef, errBadJSON
 			}
 		}
-		f, err := strconv.ParseFloat(string(d.data[start:d.pos]), 64)
+		f, err := strconv.ParseFloat(d.data[start:d.pos], 64)
 		if err != nil && !math.IsInf(f, 0) {
 			return undef, errBadJSON
 		}
@@ -182,7 +212,7 @@ func (d *jsonDecoder) value(depth int) (value, error) {
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 func (d *jsonDecoder) lit(word string, v value) (value, error) {
-	if len(d.data)-d.pos < len(word) || string(d.data[d.pos:d.pos+len(word)]) != word {
+	if len(d.data)-d.pos < len(word) || d.data[d.pos:d.pos+len(word)] != word {
 		return undef, errBadJSON
 	}
 	d.pos += len(word)
@@ -197,7 +227,7 @@ func (d *jsonDecoder) str() (string, error) {
 	for d.pos < len(d.data) {
 		c := d.data[d.pos]
 		if c == '"' {
-			s := string(d.data[start:d.pos])
+			s := d.data[start:d.pos]
 			d.pos++
 			return s, nil
 		}

@@ -3,6 +3,7 @@ package query
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -26,7 +27,37 @@ type token struct {
 	text string  // source text (for strings: the decoded value is in str)
 	str  string  // decoded string literal
 	num  float64 // number literal value
-	kw   string  // upper-cased text for identifiers, to test keywords
+	kw   string  // for identifiers that spell a keyword: the keyword in upper case
+}
+
+// keywords holds every word the parser tests for: the reserved words, ROOT
+// and the aggregate function names.
+var keywords = func() map[string]string {
+	m := map[string]string{"ROOT": "ROOT"}
+	for w := range reserved {
+		m[w] = w
+	}
+	for w := range aggregateNames {
+		m[w] = w
+	}
+	return m
+}()
+
+// keywordOf returns the upper-case keyword w spells (case-insensitively),
+// or "" when w is not a keyword. It does not allocate.
+func keywordOf(w string) string {
+	var buf [16]byte
+	if len(w) > len(buf) {
+		return ""
+	}
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if c >= 'a' && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return keywords[string(buf[:len(w)])]
 }
 
 // reserved lists the keywords that cannot be used as bare identifiers.
@@ -44,8 +75,13 @@ var reserved = map[string]bool{
 
 // lex splits text into tokens; the last token is always tEOF. An
 // unrecognised character yields a tIllegal token, reported by the parser.
-func lex(text string) []token {
-	toks := make([]token, 0, len(text)/4+2)
+func lex(text string) []token { return lexInto(make([]token, 0, len(text)/3+4), text) }
+
+// tokenPool recycles token slices between parses; no token outlives its parse.
+var tokenPool = sync.Pool{New: func() any { s := make([]token, 0, 64); return &s }}
+
+// lexInto is lex appending to toks.
+func lexInto(toks []token, text string) []token {
 	i := 0
 	for {
 		// Skip whitespace and -- comments.
@@ -82,7 +118,7 @@ func lex(text string) []token {
 				i++
 			}
 			w := text[start:i]
-			toks = append(toks, token{kind: tIdent, pos: start, text: w, kw: strings.ToUpper(w)})
+			toks = append(toks, token{kind: tIdent, pos: start, text: w, kw: keywordOf(w)})
 		case c == '@':
 			i++
 			for i < len(text) && isIdentPart(text[i]) {

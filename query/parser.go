@@ -3,17 +3,24 @@ package query
 import "strings"
 
 // maxDepth bounds expression nesting so hostile input cannot exhaust the stack.
-const maxDepth = 200
+const maxDepth = 1000
 
 type parser struct {
 	toks  []token
 	pos   int
 	depth int
+	anon  int // unaliased subquery sources so far
 }
 
 // parseText parses a complete SELECT statement.
 func parseText(text string) (*selectQuery, error) {
-	p := &parser{toks: lex(text)}
+	buf := tokenPool.Get().(*[]token)
+	p := &parser{toks: lexInto((*buf)[:0], text)}
+	defer func() {
+		clear(p.toks) // drop references to the text
+		*buf = p.toks[:0]
+		tokenPool.Put(buf)
+	}()
 	q, err := p.parseSelect()
 	if err != nil {
 		return nil, err
@@ -288,7 +295,8 @@ func (p *parser) parseFromSource() (*fromSource, error) {
 		case nil:
 			// An unaliased subquery source: bind it under a name no
 			// identifier can spell, so it is iterated but not referenced.
-			src.alias = "$from"
+			p.anon++
+			src.alias = "$from" + itoa(p.anon)
 		default:
 			return nil, semanticError(CodeSemantic, src.pos, p.peek().pos, "Alias is required for a FROM or JOIN source that is not a path.")
 		}

@@ -58,7 +58,8 @@ type Store interface {
 	Close() error
 }
 
-// Batch is a set of writes applied atomically by Commit.
+// Batch is a set of writes applied atomically by Commit. A batch is used by
+// one goroutine at a time.
 type Batch interface {
 	Reader
 	// Set stores value under key. The batch keeps its own copies.
@@ -69,8 +70,16 @@ type Batch interface {
 	Count() int
 	// Commit applies the batch atomically. When it returns nil the writes are
 	// durable (fsynced) unless the store was opened without sync. Concurrent
-	// commits are grouped into one sync where the backend can.
+	// commits are grouped into one sync where the backend can. After Commit
+	// (or Close) every method but Close returns ErrClosed.
 	Commit() error
+	// CommitPipelined applies the batch atomically so that every later read
+	// and batch sees it, and returns without waiting for durability; the
+	// returned wait blocks until the batch is as durable as Commit would have
+	// made it. Batches become durable in the order they were applied, so a
+	// batch built on another's effects can never outlive it in a crash. The
+	// batch must not be closed before wait returns.
+	CommitPipelined() (wait func() error, err error)
 	// Close releases the batch; an uncommitted batch is discarded.
 	Close() error
 }

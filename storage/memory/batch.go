@@ -81,6 +81,14 @@ func (b *batch) Commit() error {
 	return nil
 }
 
+// CommitPipelined is Commit: memory has nothing to wait for.
+func (b *batch) CommitPipelined() (func() error, error) {
+	if err := b.Commit(); err != nil {
+		return nil, err
+	}
+	return func() error { return nil }, nil
+}
+
 // Close discards the batch; its uncommitted writes are dropped.
 func (b *batch) Close() error {
 	if b.closed {

@@ -91,6 +91,35 @@ func (b *batch) Commit() error {
 	return nil
 }
 
+// CommitPipelined applies the batch to the memtable, visible at once, and
+// returns a wait for its fsync (pebble's ApplyNoSyncWait and SyncWait).
+func (b *batch) CommitPipelined() (func() error, error) {
+	if err := b.usable(); err != nil {
+		return nil, err
+	}
+	if !b.store.write.Sync {
+		if err := b.Commit(); err != nil {
+			return nil, err
+		}
+		return func() error { return nil }, nil
+	}
+	if err := b.store.acquire(); err != nil {
+		return nil, err
+	}
+	defer b.store.release()
+	if err := b.store.db.ApplyNoSyncWait(b.b, b.store.write); err != nil {
+		return nil, fmt.Errorf("storage/pebble: commit: %w", err)
+	}
+	b.committed = true
+	pb := b.b
+	return func() error {
+		if err := pb.SyncWait(); err != nil {
+			return fmt.Errorf("storage/pebble: sync: %w", err)
+		}
+		return nil
+	}, nil
+}
+
 // Close releases the batch; an uncommitted batch is discarded.
 func (b *batch) Close() error {
 	if b.closed {

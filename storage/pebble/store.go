@@ -13,11 +13,12 @@ import (
 	"github.com/orrery-db/orrery/storage"
 )
 
-// Sizes chosen for a small machine: the block cache and the memtable are the
-// bulk of an idle store's memory, and both are only touched as they fill.
+// Sizes chosen for a small machine: the block cache and the memtables are the
+// bulk of a store's memory, and both are only touched as they fill. Reads that
+// miss the block cache still hit the operating system's page cache.
 const (
 	// DefaultCacheSize is the block cache size when Options.CacheSize is 0.
-	DefaultCacheSize = 8 << 20
+	DefaultCacheSize = 4 << 20
 	// DefaultMemTableSize is the memtable size when Options.MemTableSize is 0.
 	DefaultMemTableSize = 4 << 20
 )
@@ -82,10 +83,12 @@ func Open(dir string, opts Options) (*Store, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	popts := &pebbledb.Options{
-		FS:                          fs,
-		CacheSize:                   cacheSize,
-		MemTableSize:                memTableSize,
-		MemTableStopWritesThreshold: 4,
+		FS:           fs,
+		CacheSize:    cacheSize,
+		MemTableSize: memTableSize,
+		// At most two memtables (one filling, one flushing) before writes
+		// wait: bounds memory under a burst of writes.
+		MemTableStopWritesThreshold: 2,
 		Logger:                      slogLogger{logger},
 		FormatMajorVersion:          pebbledb.FormatNewest,
 		// One compaction at a time: a small machine has few cores to spare.
@@ -162,7 +165,7 @@ func (s *Store) NewIterator(lower, upper []byte, reverse bool) (storage.Iterator
 // store's latest committed state.
 func (s *Store) NewBatch() storage.Batch {
 	if err := s.acquire(); err != nil {
-		return &batch{store: s, closed: true}
+		return &batch{store: s} // every use but Close fails with storage.ErrClosed
 	}
 	defer s.release()
 	return &batch{store: s, b: s.db.NewIndexedBatch()}

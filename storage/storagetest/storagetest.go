@@ -36,6 +36,7 @@ func Run(t *testing.T, open Opener) {
 		{"BatchCount", testBatchCount},
 		{"ConcurrentCommits", testConcurrentCommits},
 		{"ClosedStore", testClosedStore},
+		{"PipelinedCommit", testPipelinedCommit},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open) })
@@ -590,5 +591,47 @@ func testClosedStore(t *testing.T, open Opener) {
 		if err := tt.op(); !errors.Is(err, storage.ErrClosed) {
 			t.Errorf("%s on a closed store: err = %v, want ErrClosed", tt.name, err)
 		}
+	}
+}
+
+// testPipelinedCommit checks that a pipelined commit is visible at once, that
+// a batch built on it sees it, and that both are there once waited for.
+func testPipelinedCommit(t *testing.T, open Opener) {
+	s := openStore(t, open)
+	b1 := s.NewBatch()
+	if err := b1.Set([]byte("k1"), []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	wait1, err := b1.CommitPipelined()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2 := s.NewBatch()
+	got, err := b2.Get([]byte("k1"))
+	if err != nil || string(got) != "v1" {
+		t.Fatalf("a batch after a pipelined commit reads %q, %v; want v1", got, err)
+	}
+	if err := b2.Set([]byte("k2"), append(got, '+')); err != nil {
+		t.Fatal(err)
+	}
+	wait2, err := b2.CommitPipelined()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wait2(); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait1(); err != nil {
+		t.Fatal(err)
+	}
+	b1.Close()
+	b2.Close()
+	for k, want := range map[string]string{"k1": "v1", "k2": "v1+"} {
+		if got, err := s.Get([]byte(k)); err != nil || string(got) != want {
+			t.Fatalf("Get(%s) = %q, %v; want %q", k, got, err, want)
+		}
+	}
+	if _, err := b1.CommitPipelined(); !errors.Is(err, storage.ErrClosed) {
+		t.Fatalf("pipelined commit of a committed batch: %v, want ErrClosed", err)
 	}
 }

@@ -1,0 +1,89 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/orrery-db/orrery/storage"
+	"github.com/orrery-db/orrery/storage/pebble"
+)
+
+func benchEngine(b *testing.B) *Engine {
+	b.Helper()
+	store, err := pebble.Open(b.TempDir(), pebble.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return openTestEngine(b, store)
+}
+
+func openTestEngine(tb testing.TB, store storage.Store) *Engine {
+	tb.Helper()
+	e, err := Open(store, Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { e.Close(); store.Close() })
+	if _, err := e.CreateDatabase([]byte(`{"id":"db"}`), nil); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := e.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), nil); err != nil {
+		tb.Fatal(err)
+	}
+	return e
+}
+
+func benchCreate(b *testing.B, writers int) {
+	e := benchEngine(b)
+	payload := bytes.Repeat([]byte("x"), 1000)
+	var n atomic.Int64
+	b.SetParallelism((writers + 1) / 2)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			pk := fmt.Sprintf("p%d", i%int64(writers))
+			body := []byte(fmt.Sprintf(`{"id":"%d","pk":%q,"payload":%q}`, i, pk, payload))
+			if _, err := e.CreateItem(&ItemRequest{Database: "db", Container: "c", Body: body, PartitionKey: StringKey(pk), HasPartitionKey: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkCreate1Writer is the single-writer rate of durable creates.
+func BenchmarkCreate1Writer(b *testing.B) {
+	e := benchEngine(b)
+	payload := bytes.Repeat([]byte("x"), 1000)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		body := []byte(fmt.Sprintf(`{"id":"%d","pk":"p","payload":%q}`, i, payload))
+		if _, err := e.CreateItem(&ItemRequest{Database: "db", Container: "c", Body: body, PartitionKey: StringKey("p"), HasPartitionKey: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCreate32Writers is 32 concurrent writers into 32 partitions.
+func BenchmarkCreate32Writers(b *testing.B) { benchCreate(b, 32) }
+
+// BenchmarkReplaceHotItem has 32 writers replace one item: the hot
+// partition case, where writes of one partition follow each other.
+func BenchmarkReplaceHotItem(b *testing.B) {
+	e := benchEngine(b)
+	body := []byte(fmt.Sprintf(`{"id":"hot","pk":"p","payload":%q}`, bytes.Repeat([]byte("x"), 1000)))
+	if _, err := e.CreateItem(&ItemRequest{Database: "db", Container: "c", Body: body}); err != nil {
+		b.Fatal(err)
+	}
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := e.ReplaceItem(&ItemRequest{Database: "db", Container: "c", ID: "hot", Body: body, PartitionKey: StringKey("p"), HasPartitionKey: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,318 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/orrery-db/orrery/storage/memory"
+)
+
+func newMemEngine(t *testing.T) *Engine {
+	t.Helper()
+	return openTestEngine(t, memory.New())
+}
+
+func req(id, pk string, body string) *ItemRequest {
+	return &ItemRequest{Database: "db", Container: "c", ID: id, PartitionKey: StringKey(pk), HasPartitionKey: true, Body: []byte(body)}
+}
+
+func statusOf(err error) int {
+	if err == nil {
+		return 0
+	}
+	return StatusOf(err)
+}
+
+func TestItemLifecycleStatuses(t *testing.T) {
+	e := newMemEngine(t)
+	steps := []struct {
+		name string
+		op   func() (*ItemResult, error)
+		want int
+	}{
+		{"create", func() (*ItemResult, error) { return e.CreateItem(req("", "a", `{"id":"1","pk":"a"}`)) }, 201},
+		{"create again", func() (*ItemResult, error) { return e.CreateItem(req("", "a", `{"id":"1","pk":"a"}`)) }, 409},
+		{"same id other partition", func() (*ItemResult, error) { return e.CreateItem(req("", "b", `{"id":"1","pk":"b"}`)) }, 201},
+		{"read", func() (*ItemResult, error) { return e.ReadItem(req("1", "a", "")) }, 200},
+		{"read missing", func() (*ItemResult, error) { return e.ReadItem(req("2", "a", "")) }, 404},
+		{"replace", func() (*ItemResult, error) { return e.ReplaceItem(req("1", "a", `{"id":"1","pk":"a","v":2}`)) }, 200},
+		{"replace other id in body", func() (*ItemResult, error) { return e.ReplaceItem(req("1", "a", `{"id":"9","pk":"a"}`)) }, 400},
+		{"replace missing", func() (*ItemResult, error) { return e.ReplaceItem(req("2", "a", `{"id":"2","pk":"a"}`)) }, 404},
+		{"upsert new", func() (*ItemResult, error) { return e.UpsertItem(req("", "a", `{"id":"2","pk":"a"}`)) }, 201},
+		{"upsert existing", func() (*ItemResult, error) { return e.UpsertItem(req("", "a", `{"id":"2","pk":"a","v":1}`)) }, 200},
+		{"delete", func() (*ItemResult, error) { return e.DeleteItem(req("2", "a", "")) }, 204},
+		{"delete again", func() (*ItemResult, error) { return e.DeleteItem(req("2", "a", "")) }, 404},
+	}
+	for _, s := range steps {
+		res, err := s.op()
+		got := statusOf(err)
+		if err == nil {
+			got = res.Status
+		}
+		if got != s.want {
+			t.Fatalf("%s: status %d (%v), want %d", s.name, got, err, s.want)
+		}
+	}
+}
+
+func TestETagsChangeOnEveryWriteAndGuardWrites(t *testing.T) {
+	e := newMemEngine(t)
+	r1, err := e.CreateItem(req("", "a", `{"id":"1","pk":"a"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := e.ReplaceItem(req("1", "a", `{"id":"1","pk":"a","v":2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r1.ETag == r2.ETag {
+		t.Fatal("replace kept the ETag")
+	}
+	stale := req("1", "a", `{"id":"1","pk":"a","v":3}`)
+	stale.IfMatch = r1.ETag
+	if _, err := e.ReplaceItem(stale); statusOf(err) != 412 {
+		t.Fatalf("stale If-Match: %v, want 412", err)
+	}
+	cur, _ := e.ReadItem(req("1", "a", ""))
+	var doc map[string]any
+	json.Unmarshal(cur.Body, &doc)
+	if doc["v"] != 2.0 || doc["_etag"] != r2.ETag {
+		t.Fatalf("stale write changed the item: %s", cur.Body)
+	}
+	fresh := req("1", "a", `{"id":"1","pk":"a","v":3}`)
+	fresh.IfMatch = r2.ETag
+	if _, err := e.ReplaceItem(fresh); err != nil {
+		t.Fatal(err)
+	}
+	del := req("1", "a", "")
+	del.IfMatch = r2.ETag
+	if _, err := e.DeleteItem(del); statusOf(err) != 412 {
+		t.Fatalf("stale delete: %v", err)
+	}
+}
+
+func TestDocumentKeepsPropertyOrderAndGetsSystemProperties(t *testing.T) {
+	e := newMemEngine(t)
+	res, err := e.CreateItem(req("", "a", `{"z":1,"id":"1","pk":"a","a":{"n":[1,2]},"_rid":"ignored","_ts":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := parseObject(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range obj {
+		names = append(names, f.name)
+	}
+	want := []string{"z", "id", "pk", "a", "_rid", "_self", "_etag", "_attachments", "_ts"}
+	if fmt.Sprint(names) != fmt.Sprint(want) {
+		t.Fatalf("properties %v, want %v", names, want)
+	}
+	rid, _ := obj.get("_rid")
+	if string(rid) == `"ignored"` {
+		t.Fatal("client-supplied _rid kept")
+	}
+	var r string
+	json.Unmarshal(rid, &r)
+	if _, ok := decodeRID(r, 16); !ok {
+		t.Fatalf("item _rid %q is not a 16-byte RID", r)
+	}
+}
+
+func TestTimeToLive(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	e, err := Open(memory.New(), Options{Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.CreateDatabase([]byte(`{"id":"db"}`), nil)
+	if _, err := e.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":10}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range []string{
+		`{"id":"default","pk":"a"}`,
+		`{"id":"short","pk":"a","ttl":1}`,
+		`{"id":"never","pk":"a","ttl":-1}`,
+	} {
+		if _, err := e.CreateItem(req("", "a", body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alive := func(id string) bool {
+		_, err := e.ReadItem(req(id, "a", ""))
+		return err == nil
+	}
+	advance(time.Second)
+	if alive("short") || !alive("default") || !alive("never") {
+		t.Fatal("after 1 s: short should be gone, the others alive")
+	}
+	advance(9 * time.Second)
+	if alive("default") || !alive("never") {
+		t.Fatal("after 10 s: default should be gone, never alive")
+	}
+	// An expired id can be created again.
+	if _, err := e.CreateItem(req("", "a", `{"id":"default","pk":"a"}`)); err != nil {
+		t.Fatalf("re-create an expired id: %v", err)
+	}
+	feed, err := e.ReadFeed(&FeedRequest{Database: "db", Container: "c"})
+	if err != nil || len(feed.Items) != 2 {
+		t.Fatalf("feed after expiry: %d items, %v", len(feed.Items), err)
+	}
+}
+
+func TestConcurrentWritersOfOnePartitionAreSerialized(t *testing.T) {
+	e := newMemEngine(t)
+	if _, err := e.CreateItem(req("", "a", `{"id":"n","pk":"a","v":0}`)); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var conflicts, writes int
+	var mu sync.Mutex
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				for {
+					cur, err := e.ReadItem(req("n", "a", ""))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					var d struct{ V int }
+					json.Unmarshal(cur.Body, &d)
+					r := req("n", "a", fmt.Sprintf(`{"id":"n","pk":"a","v":%d}`, d.V+1))
+					r.IfMatch = cur.ETag
+					_, err = e.ReplaceItem(r)
+					mu.Lock()
+					if err != nil {
+						conflicts++
+					} else {
+						writes++
+					}
+					mu.Unlock()
+					if err == nil {
+						break
+					}
+					var ee *Error
+					if !errors.As(err, &ee) || ee.Status != 412 {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	cur, _ := e.ReadItem(req("n", "a", ""))
+	var d struct{ V int }
+	json.Unmarshal(cur.Body, &d)
+	if d.V != 400 || writes != 400 {
+		t.Fatalf("v = %d after %d writes (%d conflicts), want 400", d.V, writes, conflicts)
+	}
+}
+
+func TestSequencerWatermarkWaitsForLateCommits(t *testing.T) {
+	s, err := newSequencer(memory.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := s.allocate()
+	b, _ := s.allocate()
+	c, _ := s.allocate()
+	s.finish(b)
+	if s.watermark() != a-1 {
+		t.Fatalf("watermark %d passed unfinished %d", s.watermark(), a)
+	}
+	s.finish(a)
+	if s.watermark() != b {
+		t.Fatalf("watermark %d, want %d", s.watermark(), b)
+	}
+	s.finish(c)
+	if s.watermark() != c {
+		t.Fatalf("watermark %d, want %d", s.watermark(), c)
+	}
+}
+
+func TestSequenceNumbersGrowAcrossRestarts(t *testing.T) {
+	store := memory.New()
+	s1, _ := newSequencer(store)
+	n1, _ := s1.allocate()
+	s1.finish(n1)
+	s2, _ := newSequencer(store)
+	n2, _ := s2.allocate()
+	if n2 <= n1 {
+		t.Fatalf("after a restart LSN %d is not above %d", n2, n1)
+	}
+}
+
+func TestParseObject(t *testing.T) {
+	tests := []struct {
+		in   string
+		want string
+	}{
+		{`{}`, `{}`},
+		{` { "a" : 1 , "b":"x,}" ,"c":{"d":[1,{"e":"]"}]},"f":null,"g":true,"h":-1.5e3 } `, `{"a":1,"b":"x,}","c":{"d":[1,{"e":"]"}]},"f":null,"g":true,"h":-1.5e3}`},
+		{`{"esc\"aped":"\\\"","u":"\u00e9"}`, `{"esc\"aped":"\\\"","u":"\u00e9"}`},
+	}
+	for _, tt := range tests {
+		obj, err := parseObject([]byte(tt.in))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.in, err)
+		}
+		if got := string(obj.encode()); got != tt.want {
+			t.Errorf("%s: got %s want %s", tt.in, got, tt.want)
+		}
+	}
+	if _, err := parseObject([]byte(`[1]`)); err == nil {
+		t.Error("an array parsed as an object")
+	}
+}
+
+func TestContainerReopenKeepsCatalog(t *testing.T) {
+	store := memory.New()
+	e, _ := Open(store, Options{})
+	e.CreateDatabase([]byte(`{"id":"db"}`), &Throughput{Manual: 400})
+	e.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/a","/b"],"kind":"MultiHash","version":2},"defaultTtl":-1}`), &Throughput{AutoscaleMax: 4000})
+	before, _ := e.ReadContainer("db", "c")
+	e2, err := Open(store, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := e2.ReadContainer("db", "c")
+	if err != nil || string(after.Body) != string(before.Body) || after.ETag != before.ETag {
+		t.Fatalf("container changed across reopen:\n%s\n%s", before.Body, after.Body)
+	}
+	if n := len(e2.ListOffers()); n != 2 {
+		t.Fatalf("%d offers after reopen, want 2", n)
+	}
+}
+
+func TestDurabilityBarrierWaitsForVisibleWrites(t *testing.T) {
+	d := newDurability()
+	d.barrier() // nothing pending: returns at once
+	d.applied(7)
+	done := make(chan struct{})
+	go func() { d.barrier(); close(done) }()
+	select {
+	case <-done:
+		t.Fatal("barrier returned while write 7 was not durable")
+	case <-time.After(20 * time.Millisecond):
+	}
+	d.applied(8) // applied after the barrier began: not waited for
+	d.durable(7)
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		t.Fatal("barrier did not return once write 7 was durable")
+	}
+	d.durable(8)
+}
