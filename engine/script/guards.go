@@ -1,0 +1,190 @@
+package script
+
+import (
+	"strconv"
+
+	"github.com/dop251/goja"
+)
+
+// Native built-ins run to completion without looking at the interrupt flag,
+// so a single call such as new Array(1e9).fill(0) or "x".repeat(1e9) could
+// allocate gigabytes before the memory watchdog gets a say. installGuards
+// wraps the built-ins whose work or result size is set by a number the script
+// controls, and makes them throw a RangeError when that size is beyond what
+// the memory limit allows.
+
+// arrayMethodsByLength are the Array.prototype methods that loop over, or
+// allocate for, every index below this.length.
+var arrayMethodsByLength = []string{
+	"fill", "toLocaleString", "indexOf", "lastIndexOf", "includes", "forEach",
+	"map", "filter", "reduce", "reduceRight", "every", "some", "find",
+	"findIndex", "findLast", "findLastIndex", "reverse", "sort", "splice",
+	"slice", "copyWithin", "flat", "flatMap", "toReversed", "toSorted",
+	"toSpliced", "with",
+}
+
+// guards holds the limits the wrapped built-ins check.
+type guards struct {
+	rt         *goja.Runtime
+	rangeError goja.Value
+	maxLength  int64 // array elements
+	maxChars   int64 // string length in UTF-16 code units
+}
+
+func installGuards(rt *goja.Runtime, l Limits) {
+	g := &guards{rt: rt, rangeError: rt.Get("RangeError"), maxLength: l.maxArrayLength(), maxChars: l.maxStringLength()}
+	arrayCtor := rt.Get("Array").ToObject(rt)
+	arrayProto := arrayCtor.Get("prototype").ToObject(rt)
+	for _, name := range arrayMethodsByLength {
+		g.wrap(arrayProto, name, func(call goja.FunctionCall) {
+			g.checkLength(g.lengthOf(call.This), "the array")
+		})
+	}
+	g.wrap(arrayProto, "join", g.checkJoin)
+	g.wrap(arrayProto, "concat", func(call goja.FunctionCall) {
+		total := g.lengthOf(call.This)
+		for _, a := range call.Arguments {
+			if o, ok := a.(*goja.Object); ok && o.ClassName() == "Array" {
+				total += g.lengthOf(o)
+			} else {
+				total++
+			}
+		}
+		g.checkLength(total, "the result")
+	})
+	g.wrap(arrayCtor, "from", func(call goja.FunctionCall) {
+		if o, ok := call.Argument(0).(*goja.Object); ok {
+			g.checkLength(g.lengthOf(o), "the source")
+		}
+	})
+
+	stringProto := rt.Get("String").ToObject(rt).Get("prototype").ToObject(rt)
+	g.wrap(stringProto, "repeat", func(call goja.FunctionCall) {
+		n := call.Argument(0).ToInteger()
+		if n > 0 {
+			g.checkChars(int64(g.stringLength(call.This)), n)
+		}
+	})
+	padCheck := func(call goja.FunctionCall) {
+		g.checkChars(call.Argument(0).ToInteger(), 1)
+	}
+	g.wrap(stringProto, "padStart", padCheck)
+	g.wrap(stringProto, "padEnd", padCheck)
+	g.wrap(stringProto, "split", func(call goja.FunctionCall) {
+		n := int64(g.stringLength(call.This))
+		if limit := call.Argument(1); !goja.IsUndefined(limit) && limit.ToInteger() < n {
+			n = limit.ToInteger()
+		}
+		g.checkLength(n, "the result")
+	})
+
+	argsAt := func(i int) func(goja.FunctionCall) {
+		return func(call goja.FunctionCall) {
+			if o, ok := call.Argument(i).(*goja.Object); ok {
+				g.checkLength(g.lengthOf(o), "the argument list")
+			}
+		}
+	}
+	functionProto := rt.Get("Function").ToObject(rt).Get("prototype").ToObject(rt)
+	g.wrap(functionProto, "apply", argsAt(1))
+	reflect := rt.Get("Reflect").ToObject(rt)
+	g.wrap(reflect, "apply", argsAt(2))
+	g.wrap(reflect, "construct", argsAt(1))
+}
+
+// wrap replaces obj[name] by a function that runs check (which throws to
+// refuse) and then calls the original with the same this and arguments.
+func (g *guards) wrap(obj *goja.Object, name string, check func(goja.FunctionCall)) {
+	orig := obj.Get(name)
+	call, ok := goja.AssertFunction(orig)
+	if !ok {
+		return
+	}
+	origObj := orig.ToObject(g.rt)
+	wrapped := g.rt.ToValue(func(c goja.FunctionCall) goja.Value {
+		check(c)
+		v, err := call(c.This, c.Arguments...)
+		if err != nil {
+			panic(err)
+		}
+		return v
+	}).ToObject(g.rt)
+	_ = wrapped.DefineDataProperty("name", g.rt.ToValue(name), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	_ = wrapped.DefineDataProperty("length", origObj.Get("length"), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	_ = obj.DefineDataProperty(name, wrapped, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+}
+
+func (g *guards) lengthOf(v goja.Value) int64 {
+	o, ok := v.(*goja.Object)
+	if !ok {
+		return 0
+	}
+	return o.Get("length").ToInteger()
+}
+
+func (g *guards) stringLength(v goja.Value) int {
+	if s, ok := v.(goja.String); ok {
+		return s.Length()
+	}
+	if goja.IsUndefined(v) || goja.IsNull(v) {
+		return 0
+	}
+	return v.ToString().(goja.String).Length()
+}
+
+func (g *guards) checkLength(n int64, what string) {
+	if n > g.maxLength {
+		g.throw("Invalid array length: " + what + " would have " +
+			strconv.FormatInt(n, 10) + " elements, more than the script memory limit allows (" +
+			strconv.FormatInt(g.maxLength, 10) + ")")
+	}
+}
+
+// checkChars refuses a string of unit*count characters beyond the limit.
+func (g *guards) checkChars(unit, count int64) {
+	if unit <= 0 || count <= 0 {
+		return
+	}
+	if unit > g.maxChars/count {
+		g.throw("Invalid string length: the result would be longer than the script memory limit allows (" +
+			strconv.FormatInt(g.maxChars, 10) + " characters)")
+	}
+}
+
+// checkJoin bounds Array.prototype.join: the element count and the summed
+// length of the string elements and separators.
+func (g *guards) checkJoin(call goja.FunctionCall) {
+	o, ok := call.This.(*goja.Object)
+	if !ok {
+		return
+	}
+	n := g.lengthOf(o)
+	g.checkLength(n, "the array")
+	if n == 0 {
+		return
+	}
+	sep := int64(1)
+	if s := call.Argument(0); !goja.IsUndefined(s) {
+		sep = int64(g.stringLength(s))
+	}
+	total := (n - 1) * sep
+	g.checkChars(total, 1)
+	for i := int64(0); i < n; i++ {
+		if s, ok := o.Get(strconv.FormatInt(i, 10)).(goja.String); ok {
+			total += int64(s.Length())
+			if total > g.maxChars {
+				g.checkChars(total, 1)
+			}
+		}
+	}
+}
+
+// throw raises a RangeError in the script.
+func (g *guards) throw(msg string) {
+	ctor, _ := g.rangeError.(*goja.Object)
+	e, err := g.rt.New(ctor, g.rt.ToValue(msg))
+	if err != nil {
+		panic(err)
+	}
+	panic(e)
+}

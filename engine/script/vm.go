@@ -1,0 +1,174 @@
+package script
+
+import (
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/dop251/goja"
+)
+
+//go:embed prelude.js
+var preludeSource string
+
+var preludeProgram = goja.MustCompile("prelude.js", preludeSource, true)
+
+// vm is one locked-down runtime with the server-side API installed. It runs
+// one script at a time; cur is the run in progress.
+type vm struct {
+	rt        *goja.Runtime
+	base      *goja.Object // the frozen global object each run's global inherits from
+	parse     goja.Callable
+	stringify goja.Callable
+	statusErr goja.Callable
+	describe  goja.Callable
+	cur       *run
+	// tainted is set when the script touched something (eval) that may leave
+	// state behind; the runtime is then not reused.
+	tainted bool
+}
+
+// newVM makes a runtime, wraps the dangerous built-ins, installs the API and
+// freezes the built-ins.
+func newVM(l Limits) (*vm, error) {
+	rt := goja.New()
+	rt.SetMaxCallStackSize(l.MaxCallDepth)
+	v := &vm{rt: rt}
+	installGuards(rt, l)
+
+	host := rt.NewObject()
+	natives := map[string]func(goja.FunctionCall) goja.Value{
+		"submit":     v.submit,
+		"readAll":    v.readAll,
+		"selfLink":   v.selfLink,
+		"altLink":    v.altLink,
+		"need":       v.need,
+		"getBody":    v.getBody,
+		"setBody":    v.setBody,
+		"appendBody": v.appendBody,
+		"getValue":   v.getValue,
+		"setValue":   v.setValue,
+		"logging":    v.logging,
+		"log":        v.log,
+		"guid":       v.guid,
+		"taint":      v.taint,
+	}
+	for name, fn := range natives {
+		if err := host.Set(name, fn); err != nil {
+			return nil, err
+		}
+	}
+	fv, err := rt.RunProgram(preludeProgram)
+	if err != nil {
+		return nil, fmt.Errorf("script: prelude: %w", err)
+	}
+	fn, ok := goja.AssertFunction(fv)
+	if !ok {
+		return nil, fmt.Errorf("script: prelude is not a function")
+	}
+	exports, err := fn(goja.Undefined(), host)
+	if err != nil {
+		return nil, fmt.Errorf("script: prelude: %w", err)
+	}
+	ex := exports.ToObject(rt)
+	for name, dst := range map[string]*goja.Callable{
+		"parse": &v.parse, "stringify": &v.stringify, "statusError": &v.statusErr, "describe": &v.describe,
+	} {
+		f, ok := goja.AssertFunction(ex.Get(name))
+		if !ok {
+			return nil, fmt.Errorf("script: prelude does not export %s", name)
+		}
+		*dst = f
+	}
+	v.base = rt.GlobalObject()
+	return v, nil
+}
+
+// begin gives the runtime a fresh global object for run r.
+func (v *vm) begin(r *run) {
+	g := v.rt.CreateObject(v.base)
+	_ = g.DefineDataProperty("globalThis", g, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	v.rt.SetGlobalObject(g)
+	v.cur = r
+}
+
+// end drops everything of the finished run.
+func (v *vm) end() {
+	v.rt.SetGlobalObject(v.base)
+	v.cur = nil
+	v.rt.ClearInterrupt()
+}
+
+// throwStatus raises, in the script, an Error with number and body.
+func (v *vm) throwStatus(status int, msg string) {
+	panic(v.errorValue(status, msg))
+}
+
+// errorValue builds the error object callbacks receive.
+func (v *vm) errorValue(status int, msg string) goja.Value {
+	e, err := v.statusErr(goja.Undefined(), v.rt.ToValue(status), v.rt.ToValue(msg))
+	if err != nil {
+		panic(err)
+	}
+	return e
+}
+
+// parseJSON turns JSON bytes into a JavaScript value.
+func (v *vm) parseJSON(raw []byte) (goja.Value, error) {
+	if len(raw) == 0 {
+		return goja.Undefined(), nil
+	}
+	return v.parse(goja.Undefined(), v.rt.ToValue(string(raw)))
+}
+
+// toJSON serializes a value; ok is false for undefined (and functions).
+func (v *vm) toJSON(val goja.Value) (text string, ok bool, err error) {
+	if val == nil || goja.IsUndefined(val) {
+		return "", false, nil
+	}
+	s, err := v.stringify(goja.Undefined(), val)
+	if err != nil {
+		return "", false, err
+	}
+	if goja.IsUndefined(s) {
+		return "", false, nil
+	}
+	return s.String(), true, nil
+}
+
+// newGUID returns a random version 4 UUID, the id Cosmos generates.
+func newGUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// pool keeps idle runtimes for reuse.
+type pool struct {
+	limits Limits
+	idle   chan *vm
+}
+
+func newPool(l Limits) *pool {
+	return &pool{limits: l, idle: make(chan *vm, l.PoolSize)}
+}
+
+func (p *pool) get() (*vm, error) {
+	select {
+	case v := <-p.idle:
+		return v, nil
+	default:
+		return newVM(p.limits)
+	}
+}
+
+func (p *pool) put(v *vm) {
+	select {
+	case p.idle <- v:
+	default:
+	}
+}
