@@ -43,8 +43,21 @@ func Validate(body string) error {
 // function: the body itself when it is one function expression, otherwise
 // the first function the body declares.
 func compile(name, body string) (*goja.Program, error) {
-	if p, err := goja.Compile(name, "(\n"+body+"\n)", false); err == nil {
-		return p, nil
+	expr := strings.TrimRight(body, " \t\r\n;")
+	if prg, err := parser.ParseFile(nil, name, "(\n"+expr+"\n)", 0); err == nil {
+		if len(prg.Body) == 1 {
+			if es, ok := prg.Body[0].(*ast.ExpressionStatement); ok {
+				switch es.Expression.(type) {
+				case *ast.FunctionLiteral, *ast.ArrowFunctionLiteral:
+					p, err := goja.CompileAST(prg, false)
+					if err != nil {
+						return nil, failure(StatusBadRequest, "The script body is not valid JavaScript: "+err.Error())
+					}
+					return p, nil
+				}
+			}
+		}
+		return nil, failure(StatusBadRequest, "The script body must be a JavaScript function.")
 	}
 	file, err := parser.ParseFile(nil, name, body, 0)
 	if err != nil {

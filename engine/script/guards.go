@@ -129,7 +129,10 @@ func (g *guards) stringLength(v goja.Value) int {
 	if goja.IsUndefined(v) || goja.IsNull(v) {
 		return 0
 	}
-	return v.ToString().(goja.String).Length()
+	if s, ok := v.ToString().(goja.String); ok {
+		return s.Length()
+	}
+	return len(v.String())
 }
 
 func (g *guards) checkLength(n int64, what string) {

@@ -339,19 +339,30 @@ func (v *vm) setBody(call goja.FunctionCall) goja.Value {
 // beyond MaxResponseBytes.
 func (v *vm) appendBody(call goja.FunctionCall) goja.Value {
 	m := v.message(v.rt.ToValue("response"))
-	add := call.Argument(0).ToString().(goja.String)
-	var cur goja.String = v.rt.ToValue("").(goja.String)
+	add := v.jsString(call.Argument(0))
+	cur := v.jsString(v.rt.ToValue(""))
 	if m.val == nil && len(m.raw) > 0 {
 		v.getBody(goja.FunctionCall{Arguments: []goja.Value{v.rt.ToValue("response")}})
 	}
 	if m.val != nil && !goja.IsUndefined(m.val) {
-		cur = m.val.ToString().(goja.String)
+		cur = v.jsString(m.val)
 	}
 	if cur.Length()+add.Length() > v.cur.limits.MaxResponseBytes {
 		v.throwStatus(StatusRequestEntityTooLarge, responseTooLarge)
 	}
 	m.val = cur.Concat(add)
 	return goja.Undefined()
+}
+
+// jsString converts a value to a JavaScript string (ToString).
+func (v *vm) jsString(val goja.Value) goja.String {
+	if s, ok := val.(goja.String); ok {
+		return s
+	}
+	if s, ok := val.ToString().(goja.String); ok {
+		return s
+	}
+	return v.rt.ToValue(val.String()).(goja.String)
 }
 
 const responseTooLarge = "Resulting message would be too large because of \"Body\". Return from the script with the current message and continue in another call."

@@ -60,7 +60,9 @@ func (r *run) arm(v *vm) {
 	r.acceptBy = r.start.Add(time.Duration(float64(r.limits.Timeout) * r.limits.AcceptFraction))
 	budget := r.limits.Timeout
 	r.timer = time.AfterFunc(budget, func() { r.stop(v, newTimeoutError(budget)) })
-	r.poller = time.AfterFunc(memoryPollInterval, func() { r.pollMemory(v) })
+	// Assign the poller before it can first fire: it re-arms itself.
+	r.poller = time.AfterFunc(time.Hour, func() { r.pollMemory(v) })
+	r.poller.Reset(memoryPollInterval)
 	if r.ctx.Done() != nil {
 		r.unwatch = context.AfterFunc(r.ctx, func() {
 			r.stop(v, &limitError{StatusRequestTimeout, "The request was cancelled: " + context.Cause(r.ctx).Error()})
