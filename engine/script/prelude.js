@@ -410,7 +410,7 @@
 
     // Freeze everything reachable from the global object and from the
     // intrinsics that have no global name.
-    var roots = [global,
+    var roots = [global, Context, Collection, Underscore, Request, Response, Chain, Query, ErrorCodes, console,
         Object.getPrototypeOf(function* () { }),
         Object.getPrototypeOf(async function () { }),
         Object.getPrototypeOf([][Symbol.iterator]()),

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/dop251/goja"
 )
@@ -182,10 +183,14 @@ func (rn *Runner) do(ctx context.Context, s Script, r *run, args []json.RawMessa
 			out, clean = failure(StatusInternalServerError, fmt.Sprintf("The script runtime failed: %v", p)), false
 		}
 		r.disarm()
-		clean = clean && r.stopped == nil && !v.tainted
+		// A long run may have left large values in the runtime's stack
+		// slots; making a new runtime costs less than keeping them alive.
+		clean = clean && r.stopped == nil && !v.tainted && time.Since(r.start) < retireAfter
 		v.end()
 		if clean {
 			rn.pool.put(v)
+		} else {
+			rn.pool.retire()
 		}
 	}()
 	if err := rn.call(v, r, prog, args, finish); err != nil {
@@ -233,6 +238,9 @@ func copyProps(h map[string]string) map[string]string {
 	}
 	return m
 }
+
+// retireAfter is the run duration beyond which the runtime is not reused.
+const retireAfter = 100 * time.Millisecond
 
 var defaultRunner = sync.OnceValue(func() *Runner { return NewRunner(Limits{}) })
 

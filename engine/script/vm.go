@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/dop251/goja"
 )
@@ -147,10 +148,13 @@ func newGUID() string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
-// pool keeps idle runtimes for reuse.
+// pool keeps idle runtimes for reuse. Making a runtime takes milliseconds
+// (the built-ins are materialized and frozen), so a runtime that is retired
+// is replaced in the background, off the request path.
 type pool struct {
-	limits Limits
-	idle   chan *vm
+	limits    Limits
+	idle      chan *vm
+	refilling atomic.Bool
 }
 
 func newPool(l Limits) *pool {
@@ -171,4 +175,18 @@ func (p *pool) put(v *vm) {
 	case p.idle <- v:
 	default:
 	}
+}
+
+// retire drops a runtime that must not be reused and, when no runtime is
+// idle, makes a replacement in the background (one at a time).
+func (p *pool) retire() {
+	if len(p.idle) > 0 || !p.refilling.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer p.refilling.Store(false)
+		if v, err := newVM(p.limits); err == nil {
+			p.put(v)
+		}
+	}()
 }
