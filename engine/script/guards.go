@@ -27,12 +27,14 @@ var arrayMethodsByLength = []string{
 type guards struct {
 	rt         *goja.Runtime
 	rangeError goja.Value
-	maxLength  int64 // array elements
-	maxChars   int64 // string length in UTF-16 code units
+	comma      goja.String
+	joining    []*goja.Object // arrays being joined, for cycle detection
+	maxLength  int64          // array elements
+	maxChars   int64          // string length in UTF-16 code units
 }
 
 func installGuards(rt *goja.Runtime, l Limits) {
-	g := &guards{rt: rt, rangeError: rt.Get("RangeError"), maxLength: l.maxArrayLength(), maxChars: l.maxStringLength()}
+	g := &guards{rt: rt, rangeError: rt.Get("RangeError"), comma: rt.ToValue(",").(goja.String), maxLength: l.maxArrayLength(), maxChars: l.maxStringLength()}
 	arrayCtor := rt.Get("Array").ToObject(rt)
 	arrayProto := arrayCtor.Get("prototype").ToObject(rt)
 	for _, name := range arrayMethodsByLength {
@@ -40,7 +42,12 @@ func installGuards(rt *goja.Runtime, l Limits) {
 			g.checkLength(g.lengthOf(call.This), "the array")
 		})
 	}
-	g.wrap(arrayProto, "join", g.checkJoin)
+	g.replace(arrayProto, "join", 1, g.join)
+	jsonObj := rt.Get("JSON").ToObject(rt)
+	g.wrap(jsonObj, "stringify", func(call goja.FunctionCall) {
+		w := jsonWalk{g: g, elements: g.maxLength, chars: g.maxChars}
+		w.walk(call.Argument(0), 0)
+	})
 	g.wrap(arrayProto, "concat", func(call goja.FunctionCall) {
 		total := g.lengthOf(call.This)
 		for _, a := range call.Arguments {
@@ -90,6 +97,14 @@ func installGuards(rt *goja.Runtime, l Limits) {
 	reflect := rt.Get("Reflect").ToObject(rt)
 	g.wrap(reflect, "apply", argsAt(2))
 	g.wrap(reflect, "construct", argsAt(1))
+}
+
+// replace installs fn as obj[name] with the given length.
+func (g *guards) replace(obj *goja.Object, name string, length int, fn func(goja.FunctionCall) goja.Value) {
+	f := g.rt.ToValue(fn).ToObject(g.rt)
+	_ = f.DefineDataProperty("name", g.rt.ToValue(name), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	_ = f.DefineDataProperty("length", g.rt.ToValue(length), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	_ = obj.DefineDataProperty(name, f, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 }
 
 // wrap replaces obj[name] by a function that runs check (which throws to
@@ -154,31 +169,106 @@ func (g *guards) checkChars(unit, count int64) {
 	}
 }
 
-// checkJoin bounds Array.prototype.join: the element count and the summed
-// length of the string elements and separators.
-func (g *guards) checkJoin(call goja.FunctionCall) {
-	o, ok := call.This.(*goja.Object)
-	if !ok {
-		return
+// join is Array.prototype.join with the result size bounded as it grows
+// (elements that are arrays are joined by this same function, so nesting
+// cannot multiply the size unchecked). Arrays already being joined further up
+// the stack give "", as in the built-in.
+func (g *guards) join(call goja.FunctionCall) goja.Value {
+	o := call.This.ToObject(g.rt)
+	for _, busy := range g.joining {
+		if busy == o {
+			return g.rt.ToValue("")
+		}
 	}
+	g.joining = append(g.joining, o)
+	defer func() { g.joining = g.joining[:len(g.joining)-1] }()
+
 	n := g.lengthOf(o)
 	g.checkLength(n, "the array")
-	if n == 0 {
-		return
-	}
-	sep := int64(1)
+	sep := g.comma
 	if s := call.Argument(0); !goja.IsUndefined(s) {
-		sep = int64(g.stringLength(s))
+		sep = toJSString(g.rt, s)
 	}
-	total := (n - 1) * sep
-	g.checkChars(total, 1)
+	var b goja.StringBuilder
+	total := int64(0)
 	for i := int64(0); i < n; i++ {
-		if s, ok := o.Get(strconv.FormatInt(i, 10)).(goja.String); ok {
-			total += int64(s.Length())
-			if total > g.maxChars {
-				g.checkChars(total, 1)
-			}
+		if i > 0 {
+			total += int64(sep.Length())
+			g.checkChars(total, 1)
+			b.WriteString(sep)
 		}
+		el := o.Get(strconv.FormatInt(i, 10))
+		if el == nil || goja.IsUndefined(el) || goja.IsNull(el) {
+			continue
+		}
+		s := toJSString(g.rt, el)
+		total += int64(s.Length())
+		g.checkChars(total, 1)
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// toJSString converts a value to a JavaScript string (ToString).
+func toJSString(rt *goja.Runtime, val goja.Value) goja.String {
+	if s, ok := val.(goja.String); ok {
+		return s
+	}
+	if s, ok := val.ToString().(goja.String); ok {
+		return s
+	}
+	return rt.ToValue(val.String()).(goja.String)
+}
+
+// jsonWalk bounds JSON.stringify before it runs: it visits the value as the
+// serializer will (shared sub-objects once per reference), counting elements
+// and string characters against the limits, so that sparse arrays with huge
+// lengths and objects that share sub-objects exponentially are refused.
+// Values produced by toJSON methods or a replacer are not seen.
+type jsonWalk struct {
+	g         *guards
+	elements  int64
+	chars     int64
+	ancestors map[*goja.Object]bool // the serializer itself refuses cycles
+}
+
+func (w *jsonWalk) walk(v goja.Value, depth int) {
+	switch x := v.(type) {
+	case goja.String:
+		w.chars -= int64(x.Length())
+		if w.chars < 0 {
+			w.g.throw("JSON.stringify: the result would be longer than the script memory limit allows")
+		}
+	case *goja.Object:
+		if _, ok := goja.AssertFunction(x); ok || w.ancestors[x] {
+			return
+		}
+		if w.ancestors == nil {
+			w.ancestors = make(map[*goja.Object]bool)
+		}
+		w.ancestors[x] = true
+		defer delete(w.ancestors, x)
+		if x.ClassName() == "Array" {
+			n := w.g.lengthOf(x)
+			w.use(n)
+			for i := int64(0); i < n; i++ {
+				w.walk(x.Get(strconv.FormatInt(i, 10)), depth+1)
+			}
+			return
+		}
+		keys := x.Keys()
+		w.use(int64(len(keys)))
+		for _, k := range keys {
+			w.chars -= int64(len(k))
+			w.walk(x.Get(k), depth+1)
+		}
+	}
+}
+
+func (w *jsonWalk) use(n int64) {
+	w.elements -= n
+	if w.elements < 0 {
+		w.g.throw("JSON.stringify: the value has more elements than the script memory limit allows")
 	}
 }
 

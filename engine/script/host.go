@@ -355,15 +355,7 @@ func (v *vm) appendBody(call goja.FunctionCall) goja.Value {
 }
 
 // jsString converts a value to a JavaScript string (ToString).
-func (v *vm) jsString(val goja.Value) goja.String {
-	if s, ok := val.(goja.String); ok {
-		return s
-	}
-	if s, ok := val.ToString().(goja.String); ok {
-		return s
-	}
-	return v.rt.ToValue(val.String()).(goja.String)
-}
+func (v *vm) jsString(val goja.Value) goja.String { return toJSString(v.rt, val) }
 
 const responseTooLarge = "Resulting message would be too large because of \"Body\". Return from the script with the current message and continue in another call."
 

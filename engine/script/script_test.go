@@ -311,6 +311,14 @@ func TestCollectionOperations(t *testing.T) {
 				getContext().getResponse().setBody(err.number);
 			});
 		}`, `400`},
+		{"join and stringify keep their behaviour", `function () {
+			var a = [1, null, undefined, "x", [2, [3]], {}]; a.push(a);
+			var o = {n: 1, s: "t", arr: [1, {k: true}], skip: undefined, f: function () {}, d: new Date(0)};
+			var cyclic = {}; cyclic.self = cyclic;
+			var cycleError;
+			try { JSON.stringify(cyclic); } catch (e) { cycleError = e instanceof TypeError; }
+			getContext().getResponse().setBody([a.join(), a.join("-"), String([1, 2]), [].join(), JSON.stringify(o), JSON.stringify(o, null, 1).length, cycleError]);
+		}`, `["1,,,x,2,3,[object Object],","1---x-2,3-[object Object]-","1,2","","{\"n\":1,\"s\":\"t\",\"arr\":[1,{\"k\":true}],\"d\":\"1970-01-01T00:00:00.000Z\"}",96,true]`},
 		{"append body", `function () {
 			var r = getContext().getResponse();
 			r.appendBody("ab"); r.appendBody(1); r.setBody(r.getBody() + "!");
