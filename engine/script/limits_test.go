@@ -11,9 +11,7 @@ import (
 )
 
 func TestEndlessLoopsStopWithinTheBudget(t *testing.T) {
-	// The budget is long enough that making a runtime (milliseconds; more
-	// under the race detector) stays well inside the 10% tolerance.
-	const budget = time.Second
+	const budget = 500 * time.Millisecond
 	rn := NewRunner(Limits{Timeout: budget})
 	tests := []struct{ name, body string }{
 		{"loop", `function () { while (true) {} }`},
@@ -25,9 +23,15 @@ func TestEndlessLoopsStopWithinTheBudget(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			// A stopped runtime is retired; warm the pool again so that
+			// making one is not part of the measurement.
+			if _, err := rn.Execute(context.Background(), Script{ID: "warm", Body: trivialSproc}, nil, newFakeCollection(), ExecuteOptions{}); err != nil {
+				t.Fatal(err)
+			}
 			start := time.Now()
 			_, err := rn.Execute(context.Background(), Script{ID: tc.name, Body: tc.body}, nil, newFakeCollection(), ExecuteOptions{})
 			elapsed := time.Since(start)
+			t.Logf("stopped after %v", elapsed)
 			status, msg := statusAndMessage(t, err)
 			if status != 408 || !strings.Contains(msg, "time budget") {
 				t.Fatalf("got %d %s", status, msg)
