@@ -331,7 +331,7 @@ func (v *vm) getBody(call goja.FunctionCall) goja.Value {
 
 func (v *vm) setBody(call goja.FunctionCall) goja.Value {
 	m := v.message(call.Argument(0))
-	m.val = call.Argument(1)
+	m.val, m.set = call.Argument(1), true
 	return goja.Undefined()
 }
 
@@ -350,7 +350,7 @@ func (v *vm) appendBody(call goja.FunctionCall) goja.Value {
 	if cur.Length()+add.Length() > v.cur.limits.MaxResponseBytes {
 		v.throwStatus(StatusRequestEntityTooLarge, responseTooLarge)
 	}
-	m.val = cur.Concat(add)
+	m.val, m.set = cur.Concat(add), true
 	return goja.Undefined()
 }
 

@@ -26,6 +26,7 @@ const (
 type message struct {
 	raw    json.RawMessage
 	val    goja.Value // nil until parsed or set
+	set    bool       // setBody or appendBody was called
 	props  map[string]string
 	exists bool
 }

@@ -81,14 +81,14 @@ func (rn *Runner) Execute(ctx context.Context, sp StoredProcedure, args []json.R
 }
 
 // RunPreTrigger runs a pre-trigger for req and returns the request body the
-// write must use (changed by getRequest().setBody or by mutating getBody()).
+// write must use: req.Body unless the trigger called getRequest().setBody.
 // coll may be nil when the trigger is not to reach the collection.
 func (rn *Runner) RunPreTrigger(ctx context.Context, trig Trigger, req Request, coll Collection) (json.RawMessage, error) {
 	r := &run{kind: kindPreTrigger, coll: coll, opType: req.OperationType}
 	r.req = message{raw: req.Body, props: copyProps(req.Headers), exists: true}
 	body := req.Body
 	err := rn.do(ctx, trig, r, nil, func(v *vm, _ goja.Value) error {
-		if r.req.val == nil {
+		if !r.req.set {
 			return nil
 		}
 		b, err := rn.serialize(v, r.req.val)
@@ -117,7 +117,7 @@ func (rn *Runner) RunPostTrigger(ctx context.Context, trig Trigger, req Request,
 	r.resp = message{raw: responseBody, props: map[string]string{}, exists: true}
 	body := responseBody
 	err := rn.do(ctx, trig, r, nil, func(v *vm, _ goja.Value) error {
-		if r.resp.val == nil {
+		if !r.resp.set {
 			return nil
 		}
 		b, err := rn.serialize(v, r.resp.val)

@@ -464,10 +464,13 @@ func TestTriggers(t *testing.T) {
 			}
 		}
 	})
-	t.Run("pre-trigger untouched body passes through", func(t *testing.T) {
-		got, err := rn.RunPreTrigger(ctx, Script{ID: "noop", Body: `function () {}`}, req, nil)
-		if err != nil || string(got) != string(req.Body) {
-			t.Fatalf("got %s, %v", got, err)
+	t.Run("pre-trigger body passes through byte for byte unless set", func(t *testing.T) {
+		exact := Request{OperationType: "Create", Body: raw(`{"id":"d1", "big":12345678901234567890, "f":1.50}`)}
+		for _, body := range []string{`function () {}`, `function () { getContext().getRequest().getBody().x = 1; }`} {
+			got, err := rn.RunPreTrigger(ctx, Script{ID: "noop", Body: body}, exact, nil)
+			if err != nil || string(got) != string(exact.Body) {
+				t.Fatalf("%s: got %s, %v", body, got, err)
+			}
 		}
 	})
 	t.Run("post-trigger reads the response and writes in the transaction", func(t *testing.T) {
