@@ -64,3 +64,22 @@ func BenchmarkNewRuntime(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkUDFSessionCall is one call of the tax UDF in a session, as a
+// query calls it once per row.
+func BenchmarkUDFSessionCall(b *testing.B) {
+	rn := NewRunner(Limits{})
+	s, err := rn.NewUDFSession(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	udf := Script{ID: "tax", Body: taxJS, ETag: "1"}
+	args := []json.RawMessage{json.RawMessage(`30.5`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Call(udf, args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -131,24 +131,15 @@ func (rn *Runner) RunPostTrigger(ctx context.Context, trig Trigger, req Request,
 }
 
 // CallUDF calls a user-defined function with JSON arguments and returns its
-// result as JSON, or nil when it returned undefined.
+// result as JSON, or nil when it returned undefined. To call UDFs once per
+// row of a query, use a UDFSession.
 func (rn *Runner) CallUDF(ctx context.Context, udf UDF, args []json.RawMessage) (json.RawMessage, error) {
-	r := &run{kind: kindUDF}
-	var out json.RawMessage
-	err := rn.do(ctx, udf, r, args, func(v *vm, ret goja.Value) error {
-		text, ok, err := v.toJSON(ret)
-		if err != nil {
-			return err
-		}
-		if ok {
-			out = json.RawMessage(text)
-		}
-		return nil
-	})
+	s, err := rn.NewUDFSession(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	defer s.Close()
+	return s.Call(udf, args)
 }
 
 // serialize turns a body value into JSON within the response size limit.
@@ -170,40 +161,64 @@ func (rn *Runner) do(ctx context.Context, s Script, r *run, args []json.RawMessa
 	if err != nil {
 		return err
 	}
-	v, err := rn.pool.get()
+	v, err := rn.acquire(ctx, r)
 	if err != nil {
-		return failure(StatusInternalServerError, "The script runtime could not be created: "+err.Error())
+		return err
 	}
-	r.ctx, r.limits = ctx, &rn.limits
-	v.begin(r)
-	r.arm(v)
 	clean := false
 	defer func() {
 		if p := recover(); p != nil {
-			out, clean = failure(StatusInternalServerError, fmt.Sprintf("The script runtime failed: %v", p)), false
+			out, clean = panicFailure(p), false
 		}
-		r.disarm()
-		// A long run may have left large values in the runtime's stack
-		// slots; making a new runtime costs less than keeping them alive.
-		clean = clean && r.stopped == nil && !v.tainted && time.Since(r.start) < retireAfter
-		v.end()
-		if clean {
-			rn.pool.put(v)
-		} else {
-			rn.pool.retire()
-		}
+		rn.release(v, r, clean)
 	}()
 	if err := rn.call(v, r, prog, args, finish); err != nil {
-		var se *Error
-		var ex *goja.Exception
-		var th *thrown
-		// Plain script exceptions leave the runtime sound; anything else
-		// (interrupts, stack overflow) retires it.
-		clean = errors.As(err, &se) || errors.As(err, &ex) || errors.As(err, &th)
+		clean = recoverable(err)
 		return r.failureOf(v, err)
 	}
 	clean = true
 	return nil
+}
+
+// acquire takes a runtime for run r and starts r's limits.
+func (rn *Runner) acquire(ctx context.Context, r *run) (*vm, error) {
+	v, err := rn.pool.get()
+	if err != nil {
+		return nil, failure(StatusInternalServerError, "The script runtime could not be created: "+err.Error())
+	}
+	r.ctx, r.limits = ctx, &rn.limits
+	v.begin(r)
+	r.arm(v)
+	return v, nil
+}
+
+// release ends run r and returns its runtime to the pool when clean (the run
+// ended normally or with a plain script exception) and nothing else argues
+// against reuse.
+func (rn *Runner) release(v *vm, r *run, clean bool) {
+	r.disarm()
+	// A long run may have left large values in the runtime's stack slots;
+	// making a new runtime costs less than keeping them alive.
+	clean = clean && r.stopped == nil && !v.tainted && time.Since(r.start) < retireAfter
+	v.end()
+	if clean {
+		rn.pool.put(v)
+	} else {
+		rn.pool.retire()
+	}
+}
+
+// recoverable reports whether an error leaves the runtime sound: plain
+// script exceptions do; interrupts and stack overflows retire it.
+func recoverable(err error) bool {
+	var se *Error
+	var ex *goja.Exception
+	var th *thrown
+	return errors.As(err, &se) || errors.As(err, &ex) || errors.As(err, &th)
+}
+
+func panicFailure(p any) *Error {
+	return failure(StatusInternalServerError, fmt.Sprintf("The script runtime failed: %v", p))
 }
 
 func (rn *Runner) call(v *vm, r *run, prog *goja.Program, args []json.RawMessage, finish func(*vm, goja.Value) error) error {

@@ -577,3 +577,41 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestUDFSession(t *testing.T) {
+	rn := NewRunner(Limits{Timeout: 300 * time.Millisecond})
+	s, err := rn.NewUDFSession(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tax := Script{ID: "tax", Body: taxJS, ETag: "1"}
+	upper := Script{ID: "upper", Body: `function (s) { return s.toUpperCase(); }`, ETag: "1"}
+	throws := Script{ID: "throws", Body: `function (x) { if (x < 0) throw new Error("negative"); return x; }`}
+	calls := []struct {
+		udf    UDF
+		arg    string
+		want   string
+		status int
+	}{
+		{tax, `100`, `8`, 0},
+		{upper, `"abc"`, `"ABC"`, 0},
+		{throws, `-1`, ``, 400},
+		{throws, `2`, `2`, 0}, // a script exception does not end the session
+		{tax, `50`, `4`, 0},
+		{Script{ID: "loop", Body: `function () { for (;;) {} }`}, `0`, ``, 408},
+		{tax, `50`, ``, 408}, // the budget is spent for the whole session
+	}
+	for i, c := range calls {
+		got, err := s.Call(c.udf, args(c.arg))
+		if c.status != 0 {
+			if status, _ := statusAndMessage(t, err); status != c.status {
+				t.Fatalf("call %d: status %d, want %d", i, status, c.status)
+			}
+			continue
+		}
+		if err != nil || string(got) != c.want {
+			t.Fatalf("call %d: got %s, %v; want %s", i, got, err, c.want)
+		}
+	}
+}
