@@ -28,16 +28,25 @@ func TestEndlessLoopsStopWithinTheBudget(t *testing.T) {
 			if _, err := rn.Execute(context.Background(), Script{ID: "warm", Body: trivialSproc}, nil, newFakeCollection(), ExecuteOptions{}); err != nil {
 				t.Fatal(err)
 			}
+			// A plain timer started alongside measures how late the machine
+			// lets any timer fire; on a loaded machine that lateness is
+			// added to the tolerance.
+			lateness := make(chan time.Duration, 1)
 			start := time.Now()
+			go func() {
+				time.Sleep(budget)
+				lateness <- time.Since(start) - budget
+			}()
 			_, err := rn.Execute(context.Background(), Script{ID: tc.name, Body: tc.body}, nil, newFakeCollection(), ExecuteOptions{})
 			elapsed := time.Since(start)
-			t.Logf("stopped after %v", elapsed)
+			late := <-lateness
+			t.Logf("stopped after %v (timers fired %v late)", elapsed, late)
 			status, msg := statusAndMessage(t, err)
 			if status != 408 || !strings.Contains(msg, "time budget") {
 				t.Fatalf("got %d %s", status, msg)
 			}
-			if elapsed > budget+budget/10 && !raceEnabled {
-				t.Fatalf("stopped after %v, budget %v", elapsed, budget)
+			if elapsed > budget+budget/10+late && !raceEnabled {
+				t.Fatalf("stopped after %v, budget %v, timers late by %v", elapsed, budget, late)
 			}
 		})
 	}
@@ -102,7 +111,7 @@ func TestHugeAllocationsFailTheScript(t *testing.T) {
 		{"array from", `function () { Array.from({length: 1e9}); }`, "Invalid array length"},
 		{"join of a long array", `function () { var a = []; a.length = 4e9; a.join("x"); }`, "Invalid array length"},
 		{"join of big strings", `function () { var s = "x".repeat(1e6), a = []; for (var i = 0; i < 1000; i++) a.push(s); a.join(""); }`, "Invalid string length"},
-		{"nested join", `function () { var s = "x".repeat(1e6), a = [s, s], b = []; for (var i = 0; i < 100; i++) b.push(a); b.join(); }`, "Invalid string length"},
+		{"nested join", `function () { var s = "x".repeat(1e6), a = [s, s], b = []; for (var i = 0; i < 100; i++) b.push(a); b.join(); }`, "Invalid string length|memory limit"},
 		{"stringify of a long sparse array", `function () { var a = []; a.length = 4e9; JSON.stringify(a); }`, "more elements"},
 		{"stringify of shared objects", `function () { var o = {v: "x"}; for (var i = 0; i < 40; i++) o = {a: o, b: o}; JSON.stringify(o); }`, "more elements"},
 		{"stringify of big strings", `function () { var s = "x".repeat(1e6), a = []; for (var i = 0; i < 100; i++) a.push(s); getContext().getResponse().setBody(a); }`, "longer than"},
@@ -120,8 +129,8 @@ func TestHugeAllocationsFailTheScript(t *testing.T) {
 			start := time.Now()
 			_, err := rn.Execute(context.Background(), Script{ID: tc.name, Body: tc.body}, nil, newFakeCollection(), ExecuteOptions{})
 			status, msg := statusAndMessage(t, err)
-			if status != 400 || !strings.Contains(msg, tc.want) {
-				t.Fatalf("got %d %s", status, msg)
+			if status != 400 || !containsAny(msg, strings.Split(tc.want, "|")) {
+				t.Fatalf("got %d %s, want 400 with %s", status, msg, tc.want)
 			}
 			runtime.GC()
 			var ms runtime.MemStats
@@ -217,4 +226,13 @@ func TestConcurrentRuns(t *testing.T) {
 	if n := len(coll.writes); n != 100 {
 		t.Fatalf("%d writes, want 100", n)
 	}
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
 }
