@@ -45,8 +45,8 @@ func installGuards(rt *goja.Runtime, l Limits) {
 	g.replace(arrayProto, "join", 1, g.join)
 	jsonObj := rt.Get("JSON").ToObject(rt)
 	g.wrap(jsonObj, "stringify", func(call goja.FunctionCall) {
-		w := jsonWalk{g: g, elements: g.maxLength, chars: g.maxChars}
-		w.walk(call.Argument(0), 0)
+		w := jsonWalk{g: g}
+		w.size(call.Argument(0))
 	})
 	g.wrap(arrayProto, "concat", func(call goja.FunctionCall) {
 		total := g.lengthOf(call.This)
@@ -220,56 +220,74 @@ func toJSString(rt *goja.Runtime, val goja.Value) goja.String {
 	return rt.ToValue(val.String()).(goja.String)
 }
 
-// jsonWalk bounds JSON.stringify before it runs: it visits the value as the
-// serializer will (shared sub-objects once per reference), counting elements
-// and string characters against the limits, so that sparse arrays with huge
-// lengths and objects that share sub-objects exponentially are refused.
-// Values produced by toJSON methods or a replacer are not seen.
+// jsonWalk bounds JSON.stringify before it runs: it sizes the value as the
+// serializer will write it, counting elements and string characters against
+// the limits, so that sparse arrays with huge lengths and sub-objects shared
+// exponentially often are refused. A shared object is sized once and counted
+// at every reference. Values produced by toJSON methods or a replacer are not
+// seen.
 type jsonWalk struct {
 	g         *guards
-	elements  int64
-	chars     int64
+	sizes     map[*goja.Object]jsonSize
 	ancestors map[*goja.Object]bool // the serializer itself refuses cycles
 }
 
-func (w *jsonWalk) walk(v goja.Value, depth int) {
-	switch x := v.(type) {
-	case goja.String:
-		w.chars -= int64(x.Length())
-		if w.chars < 0 {
-			w.g.throw("JSON.stringify: the result would be longer than the script memory limit allows")
-		}
-	case *goja.Object:
-		if _, ok := goja.AssertFunction(x); ok || w.ancestors[x] {
-			return
-		}
-		if w.ancestors == nil {
-			w.ancestors = make(map[*goja.Object]bool)
-		}
-		w.ancestors[x] = true
-		defer delete(w.ancestors, x)
-		if x.ClassName() == "Array" {
-			n := w.g.lengthOf(x)
-			w.use(n)
-			for i := int64(0); i < n; i++ {
-				w.walk(x.Get(strconv.FormatInt(i, 10)), depth+1)
-			}
-			return
-		}
-		keys := x.Keys()
-		w.use(int64(len(keys)))
-		for _, k := range keys {
-			w.chars -= int64(len(k))
-			w.walk(x.Get(k), depth+1)
-		}
+// jsonSize is how much of the output a value accounts for.
+type jsonSize struct{ elements, chars int64 }
+
+func (s *jsonSize) add(o jsonSize) {
+	s.elements += o.elements
+	s.chars += o.chars
+}
+
+func (w *jsonWalk) check(s jsonSize) {
+	if s.elements > w.g.maxLength {
+		w.g.throw("JSON.stringify: the value has more elements than the script memory limit allows")
+	}
+	if s.chars > w.g.maxChars {
+		w.g.throw("JSON.stringify: the result would be longer than the script memory limit allows")
 	}
 }
 
-func (w *jsonWalk) use(n int64) {
-	w.elements -= n
-	if w.elements < 0 {
-		w.g.throw("JSON.stringify: the value has more elements than the script memory limit allows")
+func (w *jsonWalk) size(v goja.Value) jsonSize {
+	switch x := v.(type) {
+	case goja.String:
+		return jsonSize{chars: int64(x.Length())}
+	case *goja.Object:
+		if _, ok := goja.AssertFunction(x); ok || w.ancestors[x] {
+			return jsonSize{}
+		}
+		if s, ok := w.sizes[x]; ok {
+			return s
+		}
+		if w.ancestors == nil {
+			w.ancestors = make(map[*goja.Object]bool)
+			w.sizes = make(map[*goja.Object]jsonSize)
+		}
+		w.ancestors[x] = true
+		defer delete(w.ancestors, x)
+		var total jsonSize
+		if x.ClassName() == "Array" {
+			n := w.g.lengthOf(x)
+			total.elements = n
+			w.check(total)
+			for i := int64(0); i < n; i++ {
+				total.add(w.size(x.Get(strconv.FormatInt(i, 10))))
+				w.check(total)
+			}
+		} else {
+			keys := x.Keys()
+			total.elements = int64(len(keys))
+			for _, k := range keys {
+				total.chars += int64(len(k))
+				total.add(w.size(x.Get(k)))
+				w.check(total)
+			}
+		}
+		w.sizes[x] = total
+		return total
 	}
+	return jsonSize{}
 }
 
 // throw raises a RangeError in the script.
