@@ -243,7 +243,21 @@ func (rn *Runner) call(v *vm, r *run, prog *goja.Program, args []json.RawMessage
 	if err := r.drain(v); err != nil {
 		return err
 	}
+	if err := rejection(ret); err != nil {
+		return err
+	}
 	return finish(v, ret)
+}
+
+// rejection reports an async entry function whose promise was rejected as
+// the exception it was rejected with.
+func rejection(ret goja.Value) error {
+	if o, ok := ret.(*goja.Object); ok {
+		if p, ok := o.Export().(*goja.Promise); ok && p.State() == goja.PromiseStateRejected {
+			return &thrown{p.Result()}
+		}
+	}
+	return nil
 }
 
 func copyProps(h map[string]string) map[string]string {

@@ -163,6 +163,7 @@ func TestExceptionsMapToStatusAndMessage(t *testing.T) {
 		}`, 404, "Entity with the specified id does not exist in the system."},
 		{"abort", `function () { getContext().abort(new Error(403, "no")); }`, 403, "Exception = Error: no"},
 		{"stack overflow", `function () { function f(n) { return f(n + 1) + 1; } f(0); }`, 400, "Maximum call stack size exceeded"},
+		{"async rejection", `async function () { await null; throw new Error(404, "late"); }`, 404, "Exception = Error: late"},
 		{"not a function", `var x = 1;`, 400, "must be a JavaScript function"},
 		{"syntax error", `function ( {`, 400, "not valid JavaScript"},
 		{"link outside", `function () { getContext().getCollection().readDocument("dbs/other/colls/c/docs/x", function () {}); }`,
@@ -319,6 +320,10 @@ func TestCollectionOperations(t *testing.T) {
 			try { JSON.stringify(cyclic); } catch (e) { cycleError = e instanceof TypeError; }
 			getContext().getResponse().setBody([a.join(), a.join("-"), String([1, 2]), [].join(), JSON.stringify(o), JSON.stringify(o, null, 1).length, cycleError]);
 		}`, `["1,,,x,2,3,[object Object],","1---x-2,3-[object Object]-","1,2","","{\"n\":1,\"s\":\"t\",\"arr\":[1,{\"k\":true}],\"d\":\"1970-01-01T00:00:00.000Z\"}",96,true]`},
+		{"async function", `async function () {
+			var x = await Promise.resolve(5);
+			getContext().getResponse().setBody(x);
+		}`, `5`},
 		{"append body", `function () {
 			var r = getContext().getResponse();
 			r.appendBody("ab"); r.appendBody(1); r.setBody(r.getBody() + "!");

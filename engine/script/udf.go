@@ -105,6 +105,9 @@ func (s *UDFSession) call(fn goja.Callable, args []json.RawMessage) (json.RawMes
 	if err != nil {
 		return nil, err
 	}
+	if err := rejection(ret); err != nil {
+		return nil, err
+	}
 	text, ok, err := s.v.toJSON(ret)
 	if err != nil || !ok {
 		return nil, err
