@@ -620,3 +620,42 @@ func TestUDFSession(t *testing.T) {
 		}
 	}
 }
+
+func TestScalarConversions(t *testing.T) {
+	rn := NewRunner(Limits{})
+	id := Script{ID: "id", Body: `function (x) { return [typeof x, x]; }`}
+	same := Script{ID: "same", Body: `function (x) { return x; }`}
+	tests := []struct{ in, typ, out string }{
+		{`1`, "number", `1`},
+		{`-0`, "number", `0`},
+		{`2.5e3`, "number", `2500`},
+		{`9007199254740993`, "number", `9007199254740992`},
+		{`1e400`, "number", `null`},
+		{`true`, "boolean", `true`},
+		{`null`, "object", `null`},
+		{`"s"`, "string", `"s"`},
+		{`{"a":[1]}`, "object", `{"a":[1]}`},
+	}
+	for _, tc := range tests {
+		got, err := rn.CallUDF(context.Background(), id, args(tc.in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `["` + tc.typ + `",` + tc.out + `]`; string(got) != want {
+			t.Errorf("%s: got %s, want %s", tc.in, got, want)
+		}
+		got, err = rn.CallUDF(context.Background(), same, args(tc.in))
+		if err != nil || string(got) != tc.out {
+			t.Errorf("%s returned alone: got %s, %v; want %s", tc.in, got, err, tc.out)
+		}
+	}
+	for _, body := range []string{`function () { return NaN; }`, `function () { return 1 / 0; }`} {
+		got, err := rn.CallUDF(context.Background(), Script{ID: "nan", Body: body}, nil)
+		if err != nil || string(got) != "null" {
+			t.Errorf("%s: got %s, %v", body, got, err)
+		}
+	}
+	if _, err := rn.CallUDF(context.Background(), same, args(`01`)); err == nil {
+		t.Error("01 is not JSON but was accepted")
+	}
+}

@@ -5,6 +5,9 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"fmt"
+	"math"
+	"reflect"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/dop251/goja"
@@ -115,18 +118,91 @@ func (v *vm) errorValue(status int, msg string) goja.Value {
 	return e
 }
 
-// parseJSON turns JSON bytes into a JavaScript value.
+// parseJSON turns JSON bytes into a JavaScript value. Scalars (the usual
+// UDF arguments) are converted directly; the rest goes through JSON.parse.
 func (v *vm) parseJSON(raw []byte) (goja.Value, error) {
 	if len(raw) == 0 {
 		return goja.Undefined(), nil
 	}
+	if val := v.scalar(raw); val != nil {
+		return val, nil
+	}
 	return v.parse(goja.Undefined(), v.rt.ToValue(string(raw)))
+}
+
+// scalar converts a JSON number, true, false or null, or returns nil.
+func (v *vm) scalar(raw []byte) goja.Value {
+	switch string(raw) {
+	case "true":
+		return v.rt.ToValue(true)
+	case "false":
+		return v.rt.ToValue(false)
+	case "null":
+		return goja.Null()
+	}
+	if len(raw) > 32 || !isJSONNumber(raw) {
+		return nil
+	}
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil && n > -1<<53 && n < 1<<53 {
+		return v.rt.ToValue(n)
+	}
+	// Out of range parses to ±Inf or 0 with an error; JavaScript gives the same.
+	f, _ := strconv.ParseFloat(string(raw), 64)
+	return v.rt.ToValue(f)
+}
+
+// isJSONNumber reports whether b is a number in JSON's grammar.
+func isJSONNumber(b []byte) bool {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		start := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i - start
+	}
+	if i < len(b) && b[i] == '0' {
+		i++
+	} else if digits() == 0 {
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(b)
 }
 
 // toJSON serializes a value; ok is false for undefined (and functions).
 func (v *vm) toJSON(val goja.Value) (text string, ok bool, err error) {
 	if val == nil || goja.IsUndefined(val) {
 		return "", false, nil
+	}
+	if goja.IsNull(val) {
+		return "null", true, nil
+	}
+	switch val.ExportType() {
+	case reflectInt64, reflectBool:
+		return val.String(), true, nil
+	case reflectFloat64:
+		if f := val.ToFloat(); math.IsNaN(f) || math.IsInf(f, 0) {
+			return "null", true, nil
+		}
+		return val.String(), true, nil
 	}
 	s, err := v.stringify(goja.Undefined(), val)
 	if err != nil {
@@ -137,6 +213,12 @@ func (v *vm) toJSON(val goja.Value) (text string, ok bool, err error) {
 	}
 	return s.String(), true, nil
 }
+
+var (
+	reflectInt64   = reflect.TypeOf(int64(0))
+	reflectFloat64 = reflect.TypeOf(float64(0))
+	reflectBool    = reflect.TypeOf(false)
+)
 
 // newGUID returns a random version 4 UUID, the id Cosmos generates.
 func newGUID() string {
