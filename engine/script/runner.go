@@ -24,7 +24,9 @@ type Runner struct {
 // defaults of DefaultLimits).
 func NewRunner(l Limits) *Runner {
 	l = l.withDefaults()
-	return &Runner{limits: l, programs: newProgramCache(l.ProgramCacheSize), pool: newPool(l)}
+	rn := &Runner{limits: l, programs: newProgramCache(l.ProgramCacheSize), pool: newPool(l)}
+	rn.pool.refill() // so that the first run need not wait for a runtime
+	return rn
 }
 
 // Limits returns the limits the runner applies.
@@ -204,7 +206,7 @@ func (rn *Runner) release(v *vm, r *run, clean bool) {
 	if clean {
 		rn.pool.put(v)
 	} else {
-		rn.pool.retire()
+		rn.pool.refill()
 	}
 }
 

@@ -259,9 +259,9 @@ func (p *pool) put(v *vm) {
 	}
 }
 
-// retire drops a runtime that must not be reused and, when no runtime is
-// idle, makes a replacement in the background (one at a time).
-func (p *pool) retire() {
+// refill makes a runtime in the background when none is idle (one at a
+// time): after a runtime was retired, and when the pool is new.
+func (p *pool) refill() {
 	if len(p.idle) > 0 || !p.refilling.CompareAndSwap(false, true) {
 		return
 	}
