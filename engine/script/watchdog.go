@@ -24,7 +24,8 @@ const (
 // memoryWatch is a run's watchdog state.
 type memoryWatch struct {
 	started   bool
-	base      uint64
+	base      uint64 // live heap when the run began
+	threshold uint64 // heap size that makes the next forced collection
 	nextForce time.Time
 }
 
@@ -61,24 +62,34 @@ func liveAfterCollection(since time.Time) uint64 {
 }
 
 // pollMemory is the watchdog tick; it re-arms itself until the run ends.
+// Every tick compares the live heap of the latest collection with the base
+// (free, collections happen anyway); when the heap has grown by the limit
+// since the base or since the last forced collection, it forces one to see
+// how much of that is live. So forced collections come at most once per
+// limit's worth of allocation, and the ceiling may be overshot by up to one
+// limit before it is caught.
 func (r *run) pollMemory(v *vm) {
 	if r.isDone() {
 		return
 	}
 	live, objects := heapBytes()
 	w := &r.mem
-	if !w.started {
-		w.started, w.base = true, live
-	}
 	limit := uint64(r.limits.MaxMemory)
-	if objects > w.base && objects-w.base > limit && time.Now().After(w.nextForce) {
-		now := time.Now()
+	if !w.started {
+		w.started, w.base, w.threshold = true, live, live+limit
+	}
+	if live > w.base && live-w.base > limit {
+		r.stop(v, newMemoryError(r.limits.MaxMemory))
+		return
+	}
+	if now := time.Now(); objects > w.threshold && now.After(w.nextForce) {
 		live = liveAfterCollection(now)
-		w.nextForce = time.Now().Add(10 * memoryPollInterval)
 		if live > w.base && live-w.base > limit {
 			r.stop(v, newMemoryError(r.limits.MaxMemory))
 			return
 		}
+		w.threshold = max(w.base, live) + limit
+		w.nextForce = time.Now().Add(10 * memoryPollInterval)
 	}
 	r.poller.Reset(memoryPollInterval)
 }
