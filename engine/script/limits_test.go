@@ -21,32 +21,43 @@ func TestEndlessLoopsStopWithinTheBudget(t *testing.T) {
 			c.readDocuments(c.getSelfLink(), function () { for (;;) {} });
 		}`},
 	}
+	// attempt runs one case and returns how long it took and how late a
+	// plain timer started alongside fired (the machine's scheduling delay).
+	attempt := func(t *testing.T, name, body string) (elapsed, late time.Duration) {
+		// A stopped runtime is retired; warm the pool again so that making
+		// one is not part of the measurement.
+		if _, err := rn.Execute(context.Background(), Script{ID: "warm", Body: trivialSproc}, nil, newFakeCollection(), ExecuteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		lateness := make(chan time.Duration, 1)
+		start := time.Now()
+		go func() {
+			time.Sleep(budget)
+			lateness <- time.Since(start) - budget
+		}()
+		_, err := rn.Execute(context.Background(), Script{ID: name, Body: body}, nil, newFakeCollection(), ExecuteOptions{})
+		elapsed = time.Since(start)
+		late = <-lateness
+		status, msg := statusAndMessage(t, err)
+		if status != 408 || !strings.Contains(msg, "time budget") {
+			t.Fatalf("got %d %s", status, msg)
+		}
+		t.Logf("stopped after %v (timers fired %v late)", elapsed, late)
+		return elapsed, late
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			// A stopped runtime is retired; warm the pool again so that
-			// making one is not part of the measurement.
-			if _, err := rn.Execute(context.Background(), Script{ID: "warm", Body: trivialSproc}, nil, newFakeCollection(), ExecuteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			// A plain timer started alongside measures how late the machine
-			// lets any timer fire; on a loaded machine that lateness is
-			// added to the tolerance.
-			lateness := make(chan time.Duration, 1)
-			start := time.Now()
-			go func() {
-				time.Sleep(budget)
-				lateness <- time.Since(start) - budget
-			}()
-			_, err := rn.Execute(context.Background(), Script{ID: tc.name, Body: tc.body}, nil, newFakeCollection(), ExecuteOptions{})
-			elapsed := time.Since(start)
-			late := <-lateness
-			t.Logf("stopped after %v (timers fired %v late)", elapsed, late)
-			status, msg := statusAndMessage(t, err)
-			if status != 408 || !strings.Contains(msg, "time budget") {
-				t.Fatalf("got %d %s", status, msg)
-			}
-			if elapsed > budget+budget/10+late && !raceEnabled {
-				t.Fatalf("stopped after %v, budget %v, timers late by %v", elapsed, budget, late)
+			// On a loaded machine the scheduling delay is added to the
+			// tolerance, and one retry absorbs a descheduled goroutine; a
+			// runtime that ignored the budget fails both attempts.
+			for try := 0; ; try++ {
+				elapsed, late := attempt(t, tc.name, tc.body)
+				if elapsed <= budget+budget/10+late || raceEnabled {
+					return
+				}
+				if try == 1 {
+					t.Fatalf("stopped after %v, budget %v, timers late by %v", elapsed, budget, late)
+				}
 			}
 		})
 	}
