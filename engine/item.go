@@ -318,6 +318,13 @@ func (t *txn) put(it *item, prev *storedItem) (*storedItem, error) {
 	if err := t.b.Set(s.key, s.encode()); err != nil {
 		return nil, err
 	}
+	var prevDoc []byte
+	if prev != nil {
+		prevDoc = prev.doc
+	}
+	if err := t.reindex(s.key, prevDoc, s.doc); err != nil {
+		return nil, err
+	}
 	if prev != nil {
 		if err := t.b.Delete(feedKey(c.rid, prev.lsn, ridBytes)); err != nil {
 			return nil, err
@@ -340,6 +347,9 @@ func (t *txn) remove(prev *storedItem) error {
 		return err
 	}
 	c := t.p.c
+	if err := t.reindex(prev.key, prev.doc, nil); err != nil {
+		return err
+	}
 	ridBytes := binary.BigEndian.AppendUint64(nil, prev.rid)
 	for _, k := range [][]byte{prev.key, feedKey(c.rid, prev.lsn, ridBytes), ridKey(c.rid, ridBytes)} {
 		if err := t.b.Delete(k); err != nil {

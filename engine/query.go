@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"strconv"
 
@@ -100,11 +101,17 @@ func (e *Engine) QueryItems(req *QueryRequest) (*QueryResult, error) {
 	}
 	snap := e.store.NewSnapshot()
 	defer snap.Close()
+	src := source{scope: lower}
+	if ix, ok := c.chooseIndex(plan); ok {
+		src.index = ix
+	}
 	var res *QueryResult
-	if plan.Streaming {
-		res, err = e.streamQuery(c, snap, lower, x, plan, req)
+	if ix, complete, ok := c.orderIndex(plan); ok && !plan.Streaming {
+		res, err = e.topQuery(c, snap, source{scope: lower, index: ix}, complete, x, plan, req)
+	} else if plan.Streaming {
+		res, err = e.streamQuery(c, snap, src, x, plan, req)
 	} else {
-		res, err = e.wholeQuery(c, snap, lower, x, req)
+		res, err = e.wholeQuery(c, snap, src, x, req)
 	}
 	if err != nil {
 		return nil, err
@@ -113,43 +120,114 @@ func (e *Engine) QueryItems(req *QueryRequest) (*QueryResult, error) {
 	return res, nil
 }
 
-// items yields the live items under a key prefix from start on, with their keys.
-func (c *Container) items(r storage.Reader, start, upper []byte, now int64) iter.Seq2[*storedItem, error] {
-	return func(yield func(*storedItem, error) bool) {
-		it, err := r.NewIterator(start, upper, false)
-		if err != nil {
-			yield(nil, err)
+// source is where a query reads its candidate items: a scan of the item keys
+// under its scope, or the index entries of one of its filters, restricted to
+// the scope.
+type source struct {
+	scope []byte       // item key prefix
+	index *indexSource // nil: scan the scope
+}
+
+// candidate is an item and its position in the source.
+type candidate struct {
+	pos  []byte
+	item *storedItem
+}
+
+// contains reports whether a continuation position belongs to the source.
+func (src source) contains(pos []byte) bool {
+	if src.index == nil {
+		return bytes.HasPrefix(pos, src.scope)
+	}
+	for _, r := range src.index.ranges {
+		if bytes.Compare(pos, r.lower) >= 0 && bytes.Compare(pos, r.upper) < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// scan yields the live candidates of a source in order, from position start
+// (nil: the beginning).
+func (c *Container) scan(r storage.Reader, src source, start []byte, now int64) iter.Seq2[candidate, error] {
+	return func(yield func(candidate, error) bool) {
+		ranges := []keyRange{{src.scope, storage.PrefixEnd(src.scope)}}
+		reverse := false
+		if src.index != nil {
+			ranges, reverse = src.index.ranges, src.index.reverse
+		}
+		if reverse {
+			for i := len(ranges) - 1; i >= 0; i-- {
+				if !c.scanRange(r, src, ranges[i].lower, ranges[i].upper, true, now, yield) {
+					return
+				}
+			}
 			return
 		}
-		defer it.Close()
-		for it.Next() {
-			s, err := decodeItem(it.Key(), it.Value())
-			if err != nil {
-				yield(nil, err)
+		for _, rg := range ranges {
+			lower := rg.lower
+			if start != nil {
+				if bytes.Compare(start, rg.upper) >= 0 {
+					continue
+				}
+				if bytes.Compare(start, lower) > 0 {
+					lower = start
+				}
+			}
+			if !c.scanRange(r, src, lower, rg.upper, false, now, yield) {
 				return
 			}
-			if c.expired(s, now) {
-				continue
-			}
-			if !yield(s, nil) {
-				return
-			}
-		}
-		if err := it.Err(); err != nil {
-			yield(nil, err)
 		}
 	}
 }
 
+// scanRange yields the candidates of one key range; false means stop.
+func (c *Container) scanRange(r storage.Reader, src source, lower, upper []byte, reverse bool, now int64, yield func(candidate, error) bool) bool {
+	it, err := r.NewIterator(lower, upper, reverse)
+	if err != nil {
+		return yield(candidate{}, err)
+	}
+	defer it.Close()
+	for it.Next() {
+		key, val := it.Key(), it.Value()
+		pos := key
+		if src.index != nil {
+			key = c.indexedItemKey(key, src.index.base)
+			if !bytes.HasPrefix(key, src.scope) {
+				continue
+			}
+			v, err := r.Get(key)
+			if err != nil {
+				return yield(candidate{}, fmt.Errorf("engine: index entry without its item: %w", err))
+			}
+			val = v
+		}
+		s, err := decodeItem(key, val)
+		if err != nil {
+			return yield(candidate{}, err)
+		}
+		if c.expired(s, now) {
+			continue
+		}
+		if !yield(candidate{pos: pos, item: s}, nil) {
+			return false
+		}
+	}
+	if err := it.Err(); err != nil {
+		return yield(candidate{}, err)
+	}
+	return true
+}
+
 // wholeQuery evaluates a query over its whole source and cuts a page.
-func (e *Engine) wholeQuery(c *Container, snap storage.Reader, lower []byte, x *query.Execution, req *QueryRequest) (*QueryResult, error) {
+func (e *Engine) wholeQuery(c *Container, snap storage.Reader, src source, x *query.Execution, req *QueryRequest) (*QueryResult, error) {
 	docs := func(yield func([]byte, error) bool) {
-		for s, err := range c.items(snap, lower, storage.PrefixEnd(lower), e.now().Unix()) {
+		for cand, err := range c.scan(snap, src, nil, e.now().Unix()) {
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			if !yield(s.doc, nil) {
+			if !yield(cand.item.doc, nil) {
 				return
 			}
 		}
@@ -159,6 +237,56 @@ func (e *Engine) wholeQuery(c *Container, snap storage.Reader, lower []byte, x *
 		return nil, queryError(err)
 	}
 	return pageResults(results, req.MaxItems, req.Continuation)
+}
+
+// topQuery answers a top-N query ordered by one indexed path: it evaluates
+// the query over growing prefixes of the index's order until the prefix
+// yields every row the query returns. Rows past the prefix cannot sort
+// before it, and the prefix never ends inside a run of equal values, so the
+// answer is the one a full evaluation gives. When the index does not list
+// every possible item (see orderIndex) and runs out first, it evaluates the
+// whole source instead.
+func (e *Engine) topQuery(c *Container, snap storage.Reader, src source, complete bool, x *query.Execution, plan *query.Plan, req *QueryRequest) (*QueryResult, error) {
+	want := plan.Top
+	if plan.Limit >= 0 && (want < 0 || plan.Limit < want) {
+		want = plan.Limit
+	}
+	need := want + max(plan.Offset, 0)
+	now := e.now().Unix()
+	for k := 2*need + 16; ; k *= 4 {
+		var docs [][]byte
+		var lastValue []byte
+		exhausted := true
+		for cand, err := range c.scan(snap, src, nil, now) {
+			if err != nil {
+				return nil, err
+			}
+			rest := cand.pos[src.index.base:]
+			value := rest[:indexValueLen(rest)]
+			if len(docs) >= k && !bytes.Equal(value, lastValue) {
+				exhausted = false
+				break
+			}
+			lastValue = append(lastValue[:0], value...)
+			docs = append(docs, cand.item.doc)
+		}
+		results, err := x.Execute(func(yield func([]byte, error) bool) {
+			for _, d := range docs {
+				if !yield(d, nil) {
+					return
+				}
+			}
+		})
+		if err != nil {
+			return nil, queryError(err)
+		}
+		if len(results) >= want || (exhausted && complete) {
+			return pageResults(results, req.MaxItems, req.Continuation)
+		}
+		if exhausted {
+			return e.wholeQuery(c, snap, source{scope: src.scope}, x, req)
+		}
+	}
 }
 
 // streamToken is the continuation of a streaming query: where to resume in
@@ -175,12 +303,12 @@ type streamToken struct {
 
 // streamQuery evaluates a streaming query document by document, only as far
 // as one page needs.
-func (e *Engine) streamQuery(c *Container, snap storage.Reader, lower []byte, x *query.Execution, plan *query.Plan, req *QueryRequest) (*QueryResult, error) {
+func (e *Engine) streamQuery(c *Container, snap storage.Reader, src source, x *query.Execution, plan *query.Plan, req *QueryRequest) (*QueryResult, error) {
 	var tok streamToken
-	start := lower
+	var start []byte
 	if req.Continuation != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(req.Continuation)
-		if err != nil || json.Unmarshal(raw, &tok) != nil || !bytes.HasPrefix(tok.Key, lower) {
+		if err != nil || json.Unmarshal(raw, &tok) != nil || !src.contains(tok.Key) {
 			return nil, BadRequest("The continuation token %q is invalid for this query.", req.Continuation)
 		}
 		start = tok.Key
@@ -200,10 +328,11 @@ func (e *Engine) streamQuery(c *Container, snap storage.Reader, lower []byte, x 
 	offset := max(plan.Offset, 0)
 	res := &QueryResult{Items: []json.RawMessage{}}
 	total := 0
-	for s, err := range c.items(snap, start, storage.PrefixEnd(lower), e.now().Unix()) {
+	for cand, err := range c.scan(snap, src, start, e.now().Unix()) {
 		if err != nil {
 			return nil, err
 		}
+		s := cand.item
 		if limit >= 0 && tok.Produced >= limit {
 			break
 		}
@@ -212,13 +341,13 @@ func (e *Engine) streamQuery(c *Container, snap storage.Reader, lower []byte, x 
 			return nil, queryError(err)
 		}
 		skip := 0
-		if bytes.Equal(s.key, tok.Key) {
+		if bytes.Equal(cand.pos, tok.Key) {
 			skip = tok.Skip
 		}
 		for i := skip; i < len(rows); i++ {
 			if len(res.Items) == size || (limit >= 0 && tok.Produced >= limit) {
 				if limit < 0 || tok.Produced < limit {
-					tok.Key, tok.Skip = append([]byte(nil), s.key...), i
+					tok.Key, tok.Skip = append([]byte(nil), cand.pos...), i
 					res.Continuation = encodeToken(tok)
 				}
 				return finishPage(res, total), nil

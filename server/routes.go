@@ -47,6 +47,14 @@ func (s *Server) route(r *request) error {
 	case len(segs) == 5 && kind == "pkranges":
 		return s.partitionKeyRanges(r, db, coll)
 	}
+	if sk, ok := engine.ParseScriptKind(kind); ok {
+		switch len(segs) {
+		case 5:
+			return s.scripts(r, db, coll, sk)
+		case 6:
+			return s.script(r, db, coll, sk, segs[5])
+		}
+	}
 	return unknownPath(r)
 }
 
