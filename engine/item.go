@@ -397,79 +397,17 @@ func (e *Engine) resolve(req *ItemRequest) (*Container, error) {
 
 // CreateItem creates an item; 409 when its id exists in the logical partition.
 func (e *Engine) CreateItem(req *ItemRequest) (*ItemResult, error) {
-	return e.writeItem(req, func(t *txn, it *item, cur *storedItem) (int, error) {
-		if cur != nil {
-			return 0, Conflict(msgConflict)
-		}
-		return 201, nil
-	})
+	return e.itemOperation(BatchCreate, req)
 }
 
 // UpsertItem creates the item or replaces it (honouring If-Match when given).
 func (e *Engine) UpsertItem(req *ItemRequest) (*ItemResult, error) {
-	return e.writeItem(req, func(t *txn, it *item, cur *storedItem) (int, error) {
-		if err := checkIfMatch(req.IfMatch, cur); err != nil {
-			return 0, err
-		}
-		if cur == nil {
-			return 201, nil
-		}
-		return 200, nil
-	})
+	return e.itemOperation(BatchUpsert, req)
 }
 
 // ReplaceItem replaces an existing item; 404 when absent, 412 on a stale If-Match.
 func (e *Engine) ReplaceItem(req *ItemRequest) (*ItemResult, error) {
-	return e.writeItem(req, func(t *txn, it *item, cur *storedItem) (int, error) {
-		if it.id != req.ID {
-			return 0, BadRequest("The id in the body (%q) does not match the id in the request link (%q).", it.id, req.ID)
-		}
-		if cur == nil {
-			return 0, NotFound(msgNotFound)
-		}
-		if err := checkIfMatch(req.IfMatch, cur); err != nil {
-			return 0, err
-		}
-		return 200, nil
-	})
-}
-
-// writeItem validates the body and runs decide on the current item inside the
-// partition's transaction; decide returns the status to write with, or an error.
-func (e *Engine) writeItem(req *ItemRequest, decide func(t *txn, it *item, cur *storedItem) (int, error)) (*ItemResult, error) {
-	c, err := e.resolve(req)
-	if err != nil {
-		return nil, err
-	}
-	it, perr := c.parseItem(req.Body, req)
-	if perr != nil {
-		return nil, perr
-	}
-	var res ItemResult
-	err = e.inPartition(c, it.pk, func(t *txn) error {
-		stale, err := t.getAny(it.id)
-		if err != nil {
-			return err
-		}
-		cur := stale
-		if cur != nil && c.expired(cur, t.now.Unix()) {
-			cur = nil
-		}
-		status, err := decide(t, it, cur)
-		if err != nil {
-			return err
-		}
-		s, err := t.put(it, stale)
-		if err != nil {
-			return err
-		}
-		res = ItemResult{Status: status, Body: s.doc, ETag: s.etag(), Charge: writeCharge(len(s.doc))}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return e.itemOperation(BatchReplace, req)
 }
 
 // ReadItem reads an item by id and partition key.
@@ -514,31 +452,5 @@ func (e *Engine) ReadItem(req *ItemRequest) (*ItemResult, error) {
 
 // DeleteItem deletes an item; 404 when absent, 412 on a stale If-Match.
 func (e *Engine) DeleteItem(req *ItemRequest) (*ItemResult, error) {
-	c, err := e.resolve(req)
-	if err != nil {
-		return nil, err
-	}
-	if !req.HasPartitionKey {
-		return nil, errPartitionKeyRequired
-	}
-	if verr := validID(req.ID); verr != nil {
-		return nil, verr
-	}
-	err = e.inPartition(c, req.PartitionKey, func(t *txn) error {
-		cur, err := t.get(req.ID)
-		if err != nil {
-			return err
-		}
-		if cur == nil {
-			return NotFound(msgNotFound)
-		}
-		if err := checkIfMatch(req.IfMatch, cur); err != nil {
-			return err
-		}
-		return t.remove(cur)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &ItemResult{Status: 204, Charge: writeCharge(0)}, nil
+	return e.itemOperation(BatchDelete, req)
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // items serves /dbs/{db}/colls/{coll}/docs: create and upsert (POST), query
-// (POST query), and read feed (GET).
+// (POST query), batch and bulk (POST batch), and read feed (GET).
 func (s *Server) items(r *request, db, coll string) error {
 	c, err := s.eng.Container(db, coll)
 	if err != nil {
@@ -17,6 +17,8 @@ func (s *Server) items(r *request, db, coll string) error {
 	switch {
 	case r.Method == http.MethodPost && r.isQuery():
 		return s.queryItems(r, c)
+	case r.Method == http.MethodPost && r.isBatch():
+		return s.batch(r, db, coll)
 	case r.Method == http.MethodPost:
 		pk, hasPK, err := r.partitionKey()
 		if err != nil {
@@ -55,7 +57,7 @@ func (s *Server) items(r *request, db, coll string) error {
 	return methodNotAllowed(r)
 }
 
-// item serves /dbs/{db}/colls/{coll}/docs/{id}: read, replace, delete.
+// item serves /dbs/{db}/colls/{coll}/docs/{id}: read, replace, patch, delete.
 func (s *Server) item(r *request, db, coll, id string) error {
 	c, err := s.eng.Container(db, coll)
 	if err != nil {
@@ -74,6 +76,8 @@ func (s *Server) item(r *request, db, coll, id string) error {
 		res, err = s.eng.ReadItem(req)
 	case http.MethodPut:
 		res, err = s.eng.ReplaceItem(req)
+	case http.MethodPatch:
+		res, err = s.eng.PatchItem(req)
 	case http.MethodDelete:
 		res, err = s.eng.DeleteItem(req)
 	default:
