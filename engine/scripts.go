@@ -260,4 +260,3 @@ func (e *Engine) DeleteScript(db, coll string, kind ScriptKind, id string, ifMat
 	}
 	return b.Commit()
 }
-
