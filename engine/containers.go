@@ -297,14 +297,15 @@ func deleteRange(r storage.Reader, b storage.Batch, prefix []byte, suffix []byte
 	return it.Err()
 }
 
-// purgeContainerData deletes a dropped container's items, feed and RID index
+// purgeContainerData deletes a dropped container's items, feeds and indexes
 // in the background, in chunks, so a large container does not stall the
 // catalog. Its RID is never reused, so the leftovers are unreachable meanwhile.
 func (e *Engine) purgeContainerData(collRID []byte) {
 	e.bg.Add(1)
 	go func() {
 		defer e.bg.Done()
-		for _, p := range [][]byte{itemContainerPrefix(collRID), feedPrefix(collRID), ridPrefix(collRID)} {
+		for _, p := range [][]byte{itemContainerPrefix(collRID), feedPrefix(collRID), ridPrefix(collRID),
+			versionPrefix(collRID), expiryPrefix(collRID)} {
 			if err := purgePrefix(e.store, p); err != nil {
 				slog.Warn("purging a deleted container's data failed", "error", err)
 				return

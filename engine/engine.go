@@ -22,6 +22,14 @@ type Options struct {
 	// the Go SDK). Off by default, so code that passes against Orrery passes
 	// against Azure; on for teams that use Orrery as their database.
 	ServeCrossPartitionQueries bool
+	// SweepInterval is how often expired items are deleted for real;
+	// DefaultSweepInterval when zero, never when negative (expired items
+	// stay hidden from reads, queries and feeds all the same).
+	SweepInterval time.Duration
+	// ChangeLogRetention is how long the records of the all-versions-and-
+	// deletes change feed are kept in containers without a
+	// changeFeedPolicy.retentionDuration; DefaultChangeLogRetention when zero.
+	ChangeLogRetention time.Duration
 }
 
 // Engine is one Cosmos account's databases on one storage.Store.
@@ -40,7 +48,11 @@ type Engine struct {
 	seed  maphash.Seed
 	locks [lockStripes]sync.Mutex
 
-	bg sync.WaitGroup
+	retention time.Duration
+
+	bg        sync.WaitGroup
+	stop      chan struct{}
+	closeOnce sync.Once
 }
 
 // Open loads the catalog from store and returns a ready engine. The caller
@@ -59,6 +71,7 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 		dbs:     map[string]*Database{},
 		offers:  map[string][]byte{},
 		seed:    maphash.MakeSeed(),
+		stop:    make(chan struct{}),
 	}
 	if e.now == nil {
 		e.now = time.Now
@@ -69,11 +82,25 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 	if err := e.loadOffers(); err != nil {
 		return nil, err
 	}
+	e.retention = opts.ChangeLogRetention
+	if e.retention <= 0 {
+		e.retention = DefaultChangeLogRetention
+	}
+	interval := opts.SweepInterval
+	if interval == 0 {
+		interval = DefaultSweepInterval
+	}
+	if interval > 0 {
+		e.bg.Add(1)
+		go e.sweepLoop(interval)
+	}
 	return e, nil
 }
 
-// Close waits for background work (purging deleted containers) to finish.
+// Close stops the TTL sweeper and waits for background work (sweeping,
+// purging deleted containers) to finish.
 func (e *Engine) Close() error {
+	e.closeOnce.Do(func() { close(e.stop) })
 	e.bg.Wait()
 	return nil
 }

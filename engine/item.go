@@ -208,6 +208,10 @@ type txn struct {
 	now   time.Time
 	lsn   uint64
 	nrids uint64
+	// nlog numbers the change records the transaction writes.
+	nlog uint32
+	// expiring marks the deletes of the TTL sweeper.
+	expiring bool
 }
 
 // inPartition runs fn as one transaction on a logical partition. The
@@ -338,6 +342,9 @@ func (t *txn) put(it *item, prev *storedItem) (*storedItem, error) {
 			return nil, err
 		}
 	}
+	if err := t.logChange(s, prev); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -356,7 +363,7 @@ func (t *txn) remove(prev *storedItem) error {
 			return err
 		}
 	}
-	return nil
+	return t.logChange(nil, prev)
 }
 
 func quoteJSON(s string) json.RawMessage {

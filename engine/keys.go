@@ -16,6 +16,8 @@ const (
 	prefixItem     byte = 'D' // D<coll rid 8><epk><pk len 2><pk><id> → item
 	prefixFeed     byte = 'F' // F<coll rid 8><lsn 8><item rid 8> → item key (latest version)
 	prefixRID      byte = 'R' // R<coll rid 8><item rid 8>        → item key
+	prefixVersion  byte = 'V' // V<coll rid 8><lsn 8><n 4>        → change record (all versions and deletes)
+	prefixExpiry   byte = 'X' // X<coll rid 8><kind 1><time 8><item rid 8> → item key (TTL sweep index)
 )
 
 var metaSequence = []byte{prefixMeta, 's', 'e', 'q'}
@@ -79,4 +81,44 @@ func ridKey(collRID, itemRID []byte) []byte {
 
 func ridPrefix(collRID []byte) []byte {
 	return append([]byte{prefixRID}, collRID...)
+}
+
+// versionHorizonKey holds the highest sequence number whose change records
+// may have been pruned. It sorts before every record (sequence numbers start
+// at 1), so scans never meet it.
+func versionHorizonKey(collRID []byte) []byte { return versionKey(collRID, 0, 0) }
+
+func versionPrefix(collRID []byte) []byte {
+	return append([]byte{prefixVersion}, collRID...)
+}
+
+// versionKey addresses the n-th change record a transaction with sequence
+// number lsn wrote.
+func versionKey(collRID []byte, lsn uint64, n uint32) []byte {
+	k := versionPrefix(collRID)
+	k = binary.BigEndian.AppendUint64(k, lsn)
+	return binary.BigEndian.AppendUint32(k, n)
+}
+
+// Kinds of expiry index entries: items that inherit the container's
+// defaultTtl are indexed by their modification time (they expire in that
+// order whatever the default is), items with their own ttl by the time they
+// expire.
+const (
+	expiryByModified byte = 0
+	expiryByDeadline byte = 1
+)
+
+func expiryPrefix(collRID []byte) []byte {
+	return append([]byte{prefixExpiry}, collRID...)
+}
+
+func expiryKindPrefix(collRID []byte, kind byte) []byte {
+	return append(expiryPrefix(collRID), kind)
+}
+
+func expiryKey(collRID []byte, kind byte, at int64, itemRID []byte) []byte {
+	k := expiryKindPrefix(collRID, kind)
+	k = binary.BigEndian.AppendUint64(k, uint64(at))
+	return append(k, itemRID...)
 }

@@ -7,7 +7,8 @@ import (
 )
 
 // items serves /dbs/{db}/colls/{coll}/docs: create and upsert (POST), query
-// (POST query), batch and bulk (POST batch), and read feed (GET).
+// (POST query), batch and bulk (POST batch), read feed (GET) and change feed
+// (GET with A-IM).
 func (s *Server) items(r *request, db, coll string) error {
 	c, err := s.eng.Container(db, coll)
 	if err != nil {
@@ -36,6 +37,8 @@ func (s *Server) items(r *request, db, coll string) error {
 			return err
 		}
 		return s.writeItem(r, res)
+	case r.Method == http.MethodGet && r.isChangeFeed():
+		return s.changeFeed(r, c)
 	case r.Method == http.MethodGet:
 		pk, hasPK, err := r.partitionKey()
 		if err != nil {

@@ -1,0 +1,358 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/orrery-db/orrery/storage"
+)
+
+// ChangeFeedMode selects what a change feed reports.
+type ChangeFeedMode int
+
+const (
+	// LatestVersion reports each changed item once, as its latest version,
+	// in modification order; deletes and expirations are not reported.
+	LatestVersion ChangeFeedMode = iota
+	// AllVersionsAndDeletes reports every create, replace and delete as its
+	// own record, with metadata.
+	AllVersionsAndDeletes
+)
+
+// Bounds on the work of one change feed request, so a narrowly scoped reader
+// (one partition key of many, or a start time far ahead) gets bounded work
+// per request: it answers 200 with what it found and resumes from where the
+// scan stopped. Records outside the scope cost a key comparison; records in
+// it cost a read.
+const (
+	maxChangeFeedScan    = 200000
+	maxChangeFeedExamine = 10000
+)
+
+// ChangeFeedRequest asks for a page of a container's change feed.
+type ChangeFeedRequest struct {
+	Database  string
+	Container string
+	Mode      ChangeFeedMode
+	// Continuation is the ETag of the previous page ("\"<lsn>\""). When it is
+	// empty the feed starts from the beginning, from now (FromNow), or from
+	// changes made at or after Since.
+	Continuation string
+	FromNow      bool
+	Since        time.Time
+	// PartitionKey scopes the feed to one logical partition when HasPartitionKey.
+	PartitionKey    PartitionKey
+	HasPartitionKey bool
+	// MinEPK and MaxEPK scope the feed to the effective partition keys in
+	// [MinEPK, MaxEPK), as upper-case hex; empty means unbounded.
+	MinEPK, MaxEPK string
+	// MaxItems is the page size; zero or less means the default.
+	MaxItems int
+}
+
+// ChangeFeedResult is one page of a change feed.
+type ChangeFeedResult struct {
+	// NotModified is true when there was nothing new (HTTP 304).
+	NotModified bool
+	// Items are the changed items (latest version) or change records (all
+	// versions and deletes), in modification order.
+	Items [][]byte
+	// ETag is the continuation to send with the next request.
+	ETag   string
+	Charge float64
+}
+
+// FormatChangeFeedETag renders a change feed position as its ETag.
+func FormatChangeFeedETag(lsn uint64) string { return `"` + strconv.FormatUint(lsn, 10) + `"` }
+
+// parseChangeFeedETag reads a continuation ETag (quoted or bare decimal).
+func parseChangeFeedETag(s string) (uint64, *Error) {
+	v := strings.TrimPrefix(strings.TrimSpace(s), "W/")
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		v = v[1 : len(v)-1]
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, BadRequest("The change feed continuation %q is invalid: it must be the etag of an earlier change feed response.", s)
+	}
+	return n, nil
+}
+
+// EffectivePartitionKey returns the binary effective partition key of pk in a
+// container with partition key definition def: the hash that orders items and
+// that feed ranges (x-ms-start-epk, x-ms-end-epk) bound.
+func EffectivePartitionKey(def *PartitionKeyDefinition, pk PartitionKey) []byte {
+	return effectivePartitionKey(def, pk)
+}
+
+// changeScope decides which item keys a scoped change feed reports.
+type changeScope struct {
+	c        *Container
+	prefix   []byte // logical partition prefix, nil when unscoped
+	min, max []byte // EPK bounds, nil when unbounded
+}
+
+func (c *Container) changeScope(req *ChangeFeedRequest) (*changeScope, error) {
+	s := &changeScope{c: c}
+	if req.HasPartitionKey {
+		prefix, perr := c.scope(req.PartitionKey, true)
+		if perr != nil {
+			return nil, perr
+		}
+		s.prefix = prefix
+	}
+	var err *Error
+	if s.min, err = parseEPKBound(req.MinEPK, "x-ms-start-epk"); err != nil {
+		return nil, err
+	}
+	if s.max, err = parseEPKBound(req.MaxEPK, "x-ms-end-epk"); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func parseEPKBound(h, name string) ([]byte, *Error) {
+	if h == "" {
+		return nil, nil
+	}
+	b, err := hex.DecodeString(h)
+	if err != nil {
+		return nil, BadRequest("The %s value %q is not a hexadecimal effective partition key.", name, h)
+	}
+	return b, nil
+}
+
+func (s *changeScope) contains(itemKey []byte) bool {
+	if s.prefix != nil && !bytes.HasPrefix(itemKey, s.prefix) {
+		return false
+	}
+	if s.min == nil && s.max == nil {
+		return true
+	}
+	epk := s.c.itemEPK(itemKey)
+	if s.min != nil && bytes.Compare(epk, s.min) < 0 {
+		return false
+	}
+	return s.max == nil || bytes.Compare(epk, s.max) < 0
+}
+
+// ReadChangeFeed returns the next page of a container's change feed. It reads
+// only up to the sequencer's watermark, below which every write has finished,
+// so an entry that commits late with a lower sequence number is never passed
+// over.
+func (e *Engine) ReadChangeFeed(req *ChangeFeedRequest) (*ChangeFeedResult, error) {
+	c, err := e.Container(req.Database, req.Container)
+	if err != nil {
+		return nil, err
+	}
+	scope, err := c.changeScope(req)
+	if err != nil {
+		return nil, err
+	}
+	watermark := e.seq.watermark()
+	var from uint64
+	switch {
+	case req.Continuation != "":
+		n, perr := parseChangeFeedETag(req.Continuation)
+		if perr != nil {
+			return nil, perr
+		}
+		from = n
+	case req.FromNow:
+		return &ChangeFeedResult{NotModified: true, ETag: FormatChangeFeedETag(watermark), Charge: 1}, nil
+	}
+	if from >= watermark {
+		return &ChangeFeedResult{NotModified: true, ETag: FormatChangeFeedETag(from), Charge: 1}, nil
+	}
+	size := req.MaxItems
+	if size <= 0 {
+		size = DefaultPageSize
+	}
+	size = min(size, MaxPageSize)
+	since := int64(0)
+	if !req.Since.IsZero() {
+		since = req.Since.Unix()
+	}
+	snap := e.store.NewSnapshot()
+	defer snap.Close()
+	if req.Mode == AllVersionsAndDeletes {
+		horizon, err := changeLogHorizon(snap, c)
+		if err != nil {
+			return nil, err
+		}
+		if from < horizon {
+			if req.Continuation != "" {
+				return nil, BadRequest("The change feed continuation %s is outside the retention of all versions and deletes: the records up to %d have been removed. Start again from now.", req.Continuation, horizon)
+			}
+			from = horizon // the beginning is the oldest record kept
+		}
+	}
+	page := &changePage{size: size, position: from}
+	if req.Mode == AllVersionsAndDeletes {
+		err = e.scanVersions(snap, c, scope, from, watermark, since, page)
+	} else {
+		err = e.scanLatest(snap, c, scope, from, watermark, since, page)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res := &ChangeFeedResult{Items: page.items, ETag: FormatChangeFeedETag(page.position),
+		Charge: 1 + float64(page.bytes)/1024*0.1 + float64(page.examined)/1000}
+	res.NotModified = len(page.items) == 0 && !page.capped
+	return res, nil
+}
+
+// changePage collects one page. A page ends only between sequence numbers:
+// the continuation says "everything at or below position is done", so the
+// records of one transaction are never split across pages.
+type changePage struct {
+	size     int
+	items    [][]byte
+	bytes    int
+	scanned  int    // records passed over
+	examined int    // records read in scope
+	position uint64 // last sequence number fully covered
+	capped   bool   // stopped early with more left to read
+	lastLSN  uint64
+}
+
+// next reports whether the record at lsn may still go into the page; when
+// not, the page is complete at the previous sequence number.
+func (p *changePage) next(lsn uint64) bool {
+	if lsn != p.lastLSN {
+		// Every record of the previous sequence number has been seen.
+		if p.lastLSN != 0 {
+			p.position = p.lastLSN
+		}
+		if len(p.items) >= p.size || p.scanned >= maxChangeFeedScan || p.examined >= maxChangeFeedExamine {
+			p.capped = true
+			return false
+		}
+		p.lastLSN = lsn
+	}
+	p.scanned++
+	return true
+}
+
+func (p *changePage) add(doc []byte) {
+	p.items = append(p.items, doc)
+	p.bytes += len(doc)
+}
+
+// finish closes a page whose scan reached upto without being capped.
+func (p *changePage) finish(upto uint64) {
+	if !p.capped {
+		p.position = upto
+	}
+}
+
+func lsnRange(prefix []byte, from, upto uint64) (lower, upper []byte) {
+	lower = binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), from+1)
+	upper = binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), upto+1)
+	return lower, upper
+}
+
+// scanLatest fills page from the latest-version index: items whose current
+// version has a sequence number in (from, upto], skipping expired ones.
+func (e *Engine) scanLatest(r storage.Reader, c *Container, scope *changeScope, from, upto uint64, since int64, page *changePage) error {
+	prefix := feedPrefix(c.rid)
+	lower, upper := lsnRange(prefix, from, upto)
+	it, err := r.NewIterator(lower, upper, false)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	now := e.now().Unix()
+	for it.Next() {
+		k := it.Key()
+		if len(k) < len(prefix)+8 {
+			return errors.New("engine: corrupt change feed key")
+		}
+		lsn := binary.BigEndian.Uint64(k[len(prefix):])
+		if !page.next(lsn) {
+			return nil
+		}
+		itemKey := it.Value()
+		if !scope.contains(itemKey) {
+			continue
+		}
+		page.examined++
+		v, err := r.Get(itemKey)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		s, err := decodeItem(itemKey, v)
+		if err != nil {
+			return err
+		}
+		if c.expired(s, now) || s.ts < since {
+			continue
+		}
+		page.add(withLSN(s.doc, s.lsn))
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	page.finish(upto)
+	return nil
+}
+
+// scanVersions fills page from the all-versions-and-deletes log.
+func (e *Engine) scanVersions(r storage.Reader, c *Container, scope *changeScope, from, upto uint64, since int64, page *changePage) error {
+	prefix := versionPrefix(c.rid)
+	lower, upper := lsnRange(prefix, from, upto)
+	it, err := r.NewIterator(lower, upper, false)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.Next() {
+		k := it.Key()
+		if len(k) < len(prefix)+8 {
+			return errors.New("engine: corrupt change log key")
+		}
+		lsn := binary.BigEndian.Uint64(k[len(prefix):])
+		if !page.next(lsn) {
+			return nil
+		}
+		rec, err := decodeChangeRecord(lsn, it.Value())
+		if err != nil {
+			return err
+		}
+		if !scope.contains(rec.itemKey) || rec.crts < since {
+			continue
+		}
+		page.examined++
+		page.add(c.avadDocument(rec))
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	page.finish(upto)
+	return nil
+}
+
+// withLSN returns a copy of an item's JSON with its _lsn system property,
+// as the change feed carries it.
+func withLSN(doc []byte, lsn uint64) []byte {
+	end := bytes.LastIndexByte(doc, '}')
+	if end < 0 {
+		return append([]byte(nil), doc...)
+	}
+	out := make([]byte, 0, len(doc)+32)
+	out = append(out, doc[:end]...)
+	if t := bytes.TrimSpace(doc[:end]); len(t) > 0 && t[len(t)-1] != '{' {
+		out = append(out, ',')
+	}
+	out = append(out, `"_lsn":`...)
+	out = strconv.AppendUint(out, lsn, 10)
+	return append(out, doc[end:]...)
+}

@@ -1,0 +1,306 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/orrery-db/orrery/storage"
+)
+
+// DefaultChangeLogRetention is how long all-versions-and-deletes records are
+// kept when neither the container's changeFeedPolicy nor Options say.
+const DefaultChangeLogRetention = time.Hour
+
+// DefaultSweepInterval is how often the TTL sweeper looks for expired items
+// when Options.SweepInterval is zero.
+const DefaultSweepInterval = time.Second
+
+const (
+	// sweepScanBatch is how many expiry index entries one scan collects
+	// before deleting them.
+	sweepScanBatch = 4096
+	// sweepTxnItems bounds the deletes of one sweeper transaction, so it
+	// holds a partition's lock only briefly.
+	sweepTxnItems = 32
+	// sweepYield is how many times its own working time the sweeper
+	// sleeps between transactions.
+	sweepYield = 2
+)
+
+// sweepLoop runs the TTL sweeper until stop is closed.
+func (e *Engine) sweepLoop(interval time.Duration) {
+	defer e.bg.Done()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-tick.C:
+			if _, err := e.sweep(); err != nil {
+				slog.Warn("the TTL sweep failed", "error", err)
+			}
+		}
+	}
+}
+
+// stopping reports whether Close has been called.
+func (e *Engine) stopping() bool {
+	select {
+	case <-e.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// sweep deletes the expired items of every container with TTL on, and the
+// change records older than each container's retention, and returns how many
+// items it deleted. Reads, queries and the latest-version feed hide expired
+// items already; the sweep frees their space and logs their deletes (with
+// timeToLiveExpired) in the all-versions-and-deletes feed.
+func (e *Engine) sweep() (int, error) {
+	e.catMu.RLock()
+	var colls []*Container
+	for _, db := range e.dbs {
+		for _, c := range db.colls {
+			colls = append(colls, c)
+		}
+	}
+	e.catMu.RUnlock()
+	total := 0
+	for _, c := range colls {
+		if c.ttl != nil {
+			n, err := e.sweepContainer(c)
+			total += n
+			if err != nil {
+				return total, err
+			}
+		}
+		if _, err := e.pruneChangeLog(c); err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// sweepContainer deletes a container's expired items, a batch of index
+// entries at a time.
+func (e *Engine) sweepContainer(c *Container) (int, error) {
+	now := e.now().Unix()
+	total := 0
+	kinds := []struct {
+		kind byte
+		upto int64 // index times at or below this have expired
+	}{{expiryByDeadline, now}}
+	if *c.ttl > 0 {
+		kinds = append(kinds, struct {
+			kind byte
+			upto int64
+		}{expiryByModified, now - *c.ttl})
+	}
+	for _, k := range kinds {
+		prefix := expiryKindPrefix(c.rid, k.kind)
+		lower := prefix
+		upper := binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), uint64(k.upto+1))
+		for !e.stopping() {
+			keys, next, err := collectExpiry(e.store, lower, upper)
+			if err != nil {
+				return total, err
+			}
+			n, err := e.deleteExpired(c, keys)
+			total += n
+			if err != nil {
+				return total, err
+			}
+			if next == nil {
+				break
+			}
+			lower = next
+		}
+	}
+	return total, nil
+}
+
+// expiryEntry is one expiry index entry and the item key it points at.
+type expiryEntry struct {
+	key, itemKey []byte
+}
+
+// collectExpiry reads up to sweepScanBatch expiry entries in [lower, upper);
+// next is where to continue, nil when the range is exhausted.
+func collectExpiry(r storage.Reader, lower, upper []byte) (entries []expiryEntry, next []byte, err error) {
+	it, err := r.NewIterator(lower, upper, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer it.Close()
+	for it.Next() {
+		if len(entries) == sweepScanBatch {
+			return entries, append([]byte(nil), it.Key()...), nil
+		}
+		entries = append(entries, expiryEntry{key: append([]byte(nil), it.Key()...), itemKey: append([]byte(nil), it.Value()...)})
+	}
+	return entries, nil, it.Err()
+}
+
+// deleteExpired deletes the items of entries that have expired, grouped by
+// logical partition, in short transactions.
+func (e *Engine) deleteExpired(c *Container, entries []expiryEntry) (int, error) {
+	groups := map[string][]expiryEntry{}
+	var order []string
+	for _, en := range entries {
+		_, pkEnc, ok := c.splitItemKey(en.itemKey)
+		if !ok {
+			continue
+		}
+		if _, seen := groups[string(pkEnc)]; !seen {
+			order = append(order, string(pkEnc))
+		}
+		groups[string(pkEnc)] = append(groups[string(pkEnc)], en)
+	}
+	deleted := 0
+	for _, pkEnc := range order {
+		pk, err := ParsePartitionKeyHeader(pkEnc)
+		if err != nil {
+			return deleted, err
+		}
+		group := groups[pkEnc]
+		for len(group) > 0 {
+			if e.stopping() {
+				return deleted, nil
+			}
+			began := time.Now()
+			chunk := group[:min(len(group), sweepTxnItems)]
+			group = group[len(chunk):]
+			err := e.inPartition(c, pk, func(t *txn) error {
+				t.expiring = true
+				for _, en := range chunk {
+					id, _, _ := c.splitItemKey(en.itemKey)
+					cur, err := t.getAny(id)
+					if err != nil {
+						return err
+					}
+					if cur == nil || !bytes.Equal(cur.expiryKey(c.rid), en.key) {
+						// A stale entry: the item was rewritten or removed.
+						if err := t.b.Delete(en.key); err != nil {
+							return err
+						}
+						continue
+					}
+					if !c.expired(cur, t.now.Unix()) {
+						continue
+					}
+					if err := t.remove(cur); err != nil {
+						return err
+					}
+					deleted++
+				}
+				return nil
+			})
+			if err != nil {
+				return deleted, err
+			}
+			// Leave writers twice the time the sweep takes: the sweep is
+			// background work and must not crowd them out of the CPU.
+			time.Sleep(sweepYield * time.Since(began))
+		}
+	}
+	return deleted, nil
+}
+
+// changeLogRetention is how long the container's all-versions-and-deletes
+// records are kept: its changeFeedPolicy.retentionDuration (minutes) when
+// set, else def.
+func (c *Container) changeLogRetention(def time.Duration) time.Duration {
+	if p, ok := c.record.Props["changeFeedPolicy"].(map[string]any); ok {
+		if m, ok := p["retentionDuration"].(float64); ok && m > 0 {
+			return time.Duration(m) * time.Minute
+		}
+	}
+	return def
+}
+
+// pruneChangeLog deletes the container's all-versions-and-deletes records
+// older than its retention, a chunk at a time, and moves the container's
+// horizon past them in the same batch, so that a reader whose continuation
+// falls behind it is told so instead of silently missing records. Records
+// are never rewritten, so this needs no partition lock.
+func (e *Engine) pruneChangeLog(c *Container) (int, error) {
+	const chunk = 1000
+	cutoff := e.now().Add(-c.changeLogRetention(e.retention)).Unix()
+	prefix := versionPrefix(c.rid)
+	lower := versionKey(c.rid, 1, 0)
+	upper := storage.PrefixEnd(prefix)
+	pruned := 0
+	for !e.stopping() {
+		it, err := e.store.NewIterator(lower, upper, false)
+		if err != nil {
+			return pruned, err
+		}
+		b := e.store.NewBatch()
+		var horizon uint64
+		reachedCutoff := true
+		for it.Next() {
+			if b.Count() == chunk {
+				reachedCutoff = false
+				break
+			}
+			lsn := binary.BigEndian.Uint64(it.Key()[len(prefix):])
+			rec, err := decodeChangeRecord(lsn, it.Value())
+			if err != nil {
+				it.Close()
+				b.Close()
+				return pruned, err
+			}
+			if rec.crts >= cutoff {
+				break
+			}
+			if err := b.Delete(append([]byte(nil), it.Key()...)); err != nil {
+				it.Close()
+				b.Close()
+				return pruned, err
+			}
+			horizon = lsn
+		}
+		if err := it.Close(); err != nil {
+			b.Close()
+			return pruned, err
+		}
+		n := b.Count()
+		if n > 0 {
+			err = b.Set(versionHorizonKey(c.rid), binary.BigEndian.AppendUint64(nil, horizon))
+			if err == nil {
+				err = b.Commit()
+			}
+		}
+		b.Close()
+		if err != nil {
+			return pruned, err
+		}
+		pruned += n
+		if n == 0 || reachedCutoff {
+			return pruned, nil
+		}
+	}
+	return pruned, nil
+}
+
+// changeLogHorizon returns the highest sequence number whose change records
+// may have been pruned (0 when none were).
+func changeLogHorizon(r storage.Reader, c *Container) (uint64, error) {
+	v, err := r.Get(versionHorizonKey(c.rid))
+	if errors.Is(err, storage.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if len(v) != 8 {
+		return 0, errors.New("engine: corrupt change log horizon")
+	}
+	return binary.BigEndian.Uint64(v), nil
+}

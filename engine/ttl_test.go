@@ -1,0 +1,243 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/orrery-db/orrery/storage"
+	"github.com/orrery-db/orrery/storage/memory"
+)
+
+// visibility reports where an item can be seen: point read, query, read feed
+// and latest-version change feed.
+func visibility(t *testing.T, e *Engine, coll, id, pk string) [4]bool {
+	t.Helper()
+	var v [4]bool
+	_, err := e.ReadItem(&ItemRequest{Database: "db", Container: coll, ID: id, PartitionKey: StringKey(pk), HasPartitionKey: true})
+	switch {
+	case err == nil:
+		v[0] = true
+	case StatusOf(err) != 404:
+		t.Fatalf("read: %v", err)
+	}
+	q, err := e.QueryItems(&QueryRequest{Database: "db", Container: coll, Query: "SELECT VALUE c.id FROM c WHERE c.id = '" + id + "'"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v[1] = len(q.Items) == 1
+	f, err := e.ReadFeed(&FeedRequest{Database: "db", Container: coll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v[2] = len(f.Items) == 1
+	docs, _ := readAll(t, e, ChangeFeedRequest{Database: "db", Container: coll})
+	v[3] = len(docs) == 1
+	return v
+}
+
+func TestTTLExpiryIsImmediateAndSwept(t *testing.T) {
+	tests := []struct {
+		name       string
+		defaultTTL string // container defaultTtl JSON, "" for none
+		itemTTL    string // item ttl JSON, "" for none
+		expiresAt  int    // seconds after the write, 0 = never
+	}{
+		{"ttl off ignores the item's ttl", "", "1", 0},
+		{"on without default: items live", "-1", "", 0},
+		{"on without default: item ttl 1 s", "-1", "1", 1},
+		{"default 1 s", "1", "", 1},
+		{"default 1 s, item never expires", "1", "-1", 0},
+		{"default 1 s, item ttl 5 s", "1", "5", 5},
+		{"default 10 s, item ttl 1 s", "10", "1", 1},
+	}
+	e, clock := newTestEngine(t)
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			coll := fmt.Sprintf("c%d", i)
+			body := `{"id":"` + coll + `","partitionKey":{"paths":["/pk"]}`
+			if tt.defaultTTL != "" {
+				body += `,"defaultTtl":` + tt.defaultTTL
+			}
+			createContainer(t, e, body+"}")
+			item := `{"id":"a","pk":"p"`
+			if tt.itemTTL != "" {
+				item += `,"ttl":` + tt.itemTTL
+			}
+			upsert(t, e, coll, item+"}")
+			written := clock.now().Unix()
+			all := [4]bool{true, true, true, true}
+			if got := visibility(t, e, coll, "a", "p"); got != all {
+				t.Fatalf("right after the write: visible in read/query/feed/change feed = %v", got)
+			}
+			c, _ := e.Container("db", coll)
+			for _, s := range []int{1, 2, 5, 3600} {
+				clock.advance(time.Duration(written+int64(s)-clock.now().Unix()) * time.Second)
+				wantVisible := tt.expiresAt == 0 || s < tt.expiresAt
+				want := [4]bool{wantVisible, wantVisible, wantVisible, wantVisible}
+				if got := visibility(t, e, coll, "a", "p"); got != want {
+					t.Errorf("%d s after the write: visible in read/query/feed/change feed = %v, want %v", s, got, want)
+				}
+			}
+			n, err := e.sweep()
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantSwept := 0
+			if tt.expiresAt != 0 {
+				wantSwept = 1
+			}
+			if n != wantSwept {
+				t.Errorf("the sweep deleted %d items, want %d", n, wantSwept)
+			}
+			p, _ := c.partition(StringKey("p"))
+			_, gerr := e.store.Get(p.itemKey("a"))
+			if stored := !errors.Is(gerr, storage.ErrNotFound); stored != (wantSwept == 0) {
+				t.Errorf("after the sweep the item is stored = %v", stored)
+			}
+			docs, _ := readAll(t, e, ChangeFeedRequest{Database: "db", Container: coll, Mode: AllVersionsAndDeletes})
+			recs := decodeDocs[avadDoc](t, docs)
+			if len(recs) != 1+wantSwept {
+				t.Fatalf("all versions and deletes: %s", docs)
+			}
+			if wantSwept == 1 {
+				d := recs[1]
+				if d.Metadata.OperationType != "delete" || d.Metadata.TimeToLiveExpired == nil || !*d.Metadata.TimeToLiveExpired || d.Metadata.ID != "a" {
+					t.Errorf("the sweep's delete record = %s", docs[1])
+				}
+			}
+		})
+	}
+}
+
+func TestTTLRewriteOfExpiredItemLogsDeleteThenCreate(t *testing.T) {
+	e, clock := newTestEngine(t)
+	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":1}`)
+	upsert(t, e, "c", `{"id":"a","pk":"p","v":1}`)
+	clock.advance(2 * time.Second)
+	res := upsert(t, e, "c", `{"id":"a","pk":"p","v":2}`)
+	if res.Status != 201 {
+		t.Errorf("upsert over an expired item: status %d, want 201", res.Status)
+	}
+	docs, _ := readAll(t, e, ChangeFeedRequest{Database: "db", Container: "c", Mode: AllVersionsAndDeletes})
+	recs := decodeDocs[avadDoc](t, docs)
+	var ops []string
+	for _, r := range recs {
+		ops = append(ops, r.Metadata.OperationType)
+	}
+	if fmt.Sprint(ops) != "[create delete create]" || !*recs[1].Metadata.TimeToLiveExpired {
+		t.Errorf("records %s, want create, delete by TTL, create", docs)
+	}
+	if n, _ := e.sweep(); n != 0 {
+		t.Errorf("the sweep deleted %d items, want 0: the item was rewritten", n)
+	}
+}
+
+func TestTTLChangingDefaultAppliesToExistingItems(t *testing.T) {
+	e, clock := newTestEngine(t)
+	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
+	for i := range 10 {
+		upsert(t, e, "c", fmt.Sprintf(`{"id":"i%d","pk":"p%d"}`, i, i%3))
+	}
+	clock.advance(time.Minute)
+	if n, _ := e.sweep(); n != 0 {
+		t.Fatalf("TTL off: swept %d", n)
+	}
+	if _, err := e.ReplaceContainer("db", "c", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":30}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := e.sweep(); n != 10 {
+		t.Errorf("after turning on a 30 s default a minute later, swept %d, want 10", n)
+	}
+}
+
+func TestSweeperRunsInBackgroundAndStopsOnClose(t *testing.T) {
+	clock := newTestClock()
+	e, err := Open(memory.New(), Options{Now: clock.now, SweepInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateDatabase([]byte(`{"id":"db"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":5}`)
+	for i := range 100 {
+		upsert(t, e, "c", fmt.Sprintf(`{"id":"i%d","pk":"p%d"}`, i, i%7))
+	}
+	clock.advance(10 * time.Second)
+	c, _ := e.Container("db", "c")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		it, _ := e.store.NewIterator(itemContainerPrefix(c.rid), storage.PrefixEnd(itemContainerPrefix(c.rid)), false)
+		left := 0
+		for it.Next() {
+			left++
+		}
+		it.Close()
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d expired items still stored after 5 s of sweeping", left)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	done := make(chan struct{})
+	go func() { e.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not stop the sweeper")
+	}
+}
+
+func TestChangeLogRetention(t *testing.T) {
+	tests := []struct {
+		name      string
+		policy    string
+		retention time.Duration
+	}{
+		{"the container's changeFeedPolicy", `,"changeFeedPolicy":{"retentionDuration":5}`, 5 * time.Minute},
+		{"the engine's default", ``, DefaultChangeLogRetention},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, clock := newTestEngine(t)
+			coll := fmt.Sprintf("c%d", i)
+			createContainer(t, e, `{"id":"`+coll+`","partitionKey":{"paths":["/pk"]}`+tt.policy+`}`)
+			for i := range 1500 {
+				upsert(t, e, coll, fmt.Sprintf(`{"id":"old%d","pk":"p%d"}`, i, i%4))
+			}
+			_, oldToken := readAll(t, e, ChangeFeedRequest{Database: "db", Container: coll, Mode: AllVersionsAndDeletes})
+			firstToken := FormatChangeFeedETag(1)
+			clock.advance(tt.retention - time.Second)
+			upsert(t, e, coll, `{"id":"new","pk":"p0"}`)
+			if _, err := e.sweep(); err != nil {
+				t.Fatal(err)
+			}
+			docs, _ := readAll(t, e, ChangeFeedRequest{Database: "db", Container: coll, Mode: AllVersionsAndDeletes})
+			if len(docs) != 1501 {
+				t.Fatalf("within the retention: %d records, want 1501", len(docs))
+			}
+			clock.advance(2 * time.Second)
+			if _, err := e.sweep(); err != nil {
+				t.Fatal(err)
+			}
+			docs, _ = readAll(t, e, ChangeFeedRequest{Database: "db", Container: coll, Mode: AllVersionsAndDeletes})
+			if recs := decodeDocs[avadDoc](t, docs); len(recs) != 1 || recs[0].Current.ID != "new" {
+				t.Errorf("past the retention, from the beginning: %s, want only the new record", docs)
+			}
+			if docs, _ := readAll(t, e, ChangeFeedRequest{Database: "db", Container: coll, Mode: AllVersionsAndDeletes, Continuation: oldToken}); len(docs) != 1 {
+				t.Errorf("from a continuation after the pruned records: %d records, want 1", len(docs))
+			}
+			_, err := e.ReadChangeFeed(&ChangeFeedRequest{Database: "db", Container: coll, Mode: AllVersionsAndDeletes, Continuation: firstToken})
+			if StatusOf(err) != 400 {
+				t.Errorf("from a continuation before the pruned records: %v, want 400", err)
+			}
+			if docs, _ := readAll(t, e, ChangeFeedRequest{Database: "db", Container: coll}); len(docs) != 1501 {
+				t.Errorf("the latest-version feed lost items to the retention: %d, want 1501", len(docs))
+			}
+		})
+	}
+}

@@ -1,0 +1,83 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/orrery-db/orrery/engine"
+)
+
+// subStatusPartitionKeyRangeGone tells the SDKs to refresh their partition
+// key ranges and retry.
+const subStatusPartitionKeyRangeGone = 1002
+
+// isChangeFeed reports whether a GET on …/docs asks for the change feed.
+func (r *request) isChangeFeed() bool { return r.Header.Get("A-IM") != "" }
+
+// changeFeed serves GET /dbs/{db}/colls/{coll}/docs with an A-IM header: a
+// page of the change feed, or 304 with the continuation ETag when there is
+// nothing new.
+func (s *Server) changeFeed(r *request, c *engine.Container) error {
+	req := &engine.ChangeFeedRequest{Database: c.Database().ID, Container: c.ID,
+		MinEPK: r.Header.Get("x-ms-start-epk"), MaxEPK: r.Header.Get("x-ms-end-epk")}
+	switch aim := r.Header.Get("A-IM"); {
+	case strings.EqualFold(aim, "Incremental Feed"):
+		req.Mode = engine.LatestVersion
+	case strings.EqualFold(aim, "Full-Fidelity Feed"):
+		req.Mode = engine.AllVersionsAndDeletes
+	default:
+		return badRequest("The A-IM header %q is not a change feed mode: use \"Incremental Feed\" or \"Full-Fidelity Feed\".", aim)
+	}
+	if id := r.Header.Get("x-ms-documentdb-partitionkeyrangeid"); id != "" && id != "0" {
+		return &engine.Error{Status: http.StatusGone, SubStatus: subStatusPartitionKeyRangeGone, Code: "Gone",
+			Message: "The partition key range " + id + " does not exist: this container has one range, \"0\"."}
+	}
+	var err error
+	if req.PartitionKey, req.HasPartitionKey, err = r.partitionKey(); err != nil {
+		return err
+	}
+	if req.MaxItems, err = r.maxItemCount(); err != nil {
+		return err
+	}
+	switch inm := r.ifNoneMatch(); inm {
+	case "":
+	case "*":
+		req.FromNow = true
+	default:
+		req.Continuation = inm
+	}
+	if v := r.Header.Get("If-Modified-Since"); v != "" {
+		if req.Since, err = parseHTTPTime(v); err != nil {
+			return badRequest("The If-Modified-Since header %q is not an HTTP date.", v)
+		}
+	}
+	res, err := s.eng.ReadChangeFeed(req)
+	if err != nil {
+		return err
+	}
+	s.setSession(r)
+	if res.NotModified {
+		r.writeJSON(http.StatusNotModified, nil, res.ETag, res.Charge)
+		return nil
+	}
+	r.w.Header().Set("etag", res.ETag)
+	r.writeFeed(c.RID, "Documents", res.Items, "", res.Charge)
+	return nil
+}
+
+// parseHTTPTime parses an HTTP date. The Go SDK formats it as RFC 1123 in
+// UTC, which names the zone "UTC" rather than HTTP's "GMT".
+func parseHTTPTime(v string) (time.Time, error) {
+	if t, err := http.ParseTime(v); err == nil {
+		return t, nil
+	}
+	var err error
+	for _, layout := range []string{time.RFC1123, time.RFC1123Z} {
+		var t time.Time
+		if t, err = time.Parse(layout, v); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, err
+}
