@@ -169,3 +169,55 @@ func TestPatchItem(t *testing.T) {
 		t.Errorf("patch of a missing item: %v, want 404", err)
 	}
 }
+
+// TestBatchChangeFeed checks that a committed batch's writes reach the change
+// feed, each item once in its latest version and every version in the
+// all-versions feed, and that a failed batch's writes never do.
+func TestBatchChangeFeed(t *testing.T) {
+	e := newTestEngine(t)
+	a := pkOf(t, "a")
+	run := func(body string) *engine.BatchResult {
+		ops, err := engine.ParseBatch([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.ExecuteBatch(&engine.BatchRequest{Database: "db", Container: "c", PartitionKey: a, HasPartitionKey: true, Atomic: true, Operations: ops})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := run(`[{"operationType":"Create","resourceBody":{"id":"x","pk":"a","n":1}},{"operationType":"Create","resourceBody":{"id":"y","pk":"a"}},{"operationType":"Patch","id":"x","resourceBody":{"operations":[{"op":"incr","path":"/n","value":1}]}},{"operationType":"Delete","id":"y"},{"operationType":"Upsert","resourceBody":{"id":"z","pk":"a"}}]`); res.Failed {
+		t.Fatalf("batch failed: %+v", res.Results)
+	}
+	if res := run(`[{"operationType":"Create","resourceBody":{"id":"w","pk":"a"}},{"operationType":"Create","resourceBody":{"id":"z","pk":"a"}}]`); !res.Failed {
+		t.Fatal("the second batch should fail on z")
+	}
+	feed := func(mode engine.ChangeFeedMode) []string {
+		res, err := e.ReadChangeFeed(&engine.ChangeFeedRequest{Database: "db", Container: "c", Mode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, raw := range res.Items {
+			var d struct {
+				ID       string
+				N        int
+				Metadata struct{ OperationType string }
+			}
+			json.Unmarshal(raw, &d)
+			if mode == engine.AllVersionsAndDeletes {
+				got = append(got, d.Metadata.OperationType)
+			} else {
+				got = append(got, d.ID+"="+strings.Repeat("+", d.N))
+			}
+		}
+		return got
+	}
+	if got, want := feed(engine.LatestVersion), []string{"x=++", "z="}; !slices.Equal(got, want) {
+		t.Errorf("latest version feed %v, want %v", got, want)
+	}
+	if got, want := feed(engine.AllVersionsAndDeletes), []string{"create", "create", "replace", "delete", "create"}; !slices.Equal(got, want) {
+		t.Errorf("all versions feed %v, want %v", got, want)
+	}
+}
