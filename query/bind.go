@@ -219,12 +219,12 @@ func (b *binder) bindExpr(x expr, s *scope, allowAgg bool) error {
 			esc := rune(-1)
 			if n.escape != nil {
 				ec, ok := n.escape.(*constExpr)
-				if !ok || ec.v.k != kString || len([]rune(ec.v.s)) != 1 {
+				if !ok || ec.v.k != kString || len([]rune(ec.v.str())) != 1 {
 					return nil
 				}
-				esc = []rune(ec.v.s)[0]
+				esc = []rune(ec.v.str())[0]
 			}
-			n.static = compileLike(pc.v.s, esc)
+			n.static = compileLike(pc.v.str(), esc)
 		}
 	case *condExpr:
 		return b.bindAll(s, allowAgg, n.c, n.a, n.b)

@@ -189,7 +189,7 @@ func (q *selectQuery) rows(c *evalCtx, e *env, i int, fn func() bool) bool {
 		if v.k != kArray {
 			return true
 		}
-		for _, el := range v.arr {
+		for _, el := range v.array() {
 			e.vals[src.slot] = el
 			if !q.rows(c, e, i+1, fn) {
 				return false
@@ -364,18 +364,18 @@ func appendCanonical(buf []byte, v value) []byte {
 	case kUndefined:
 		return append(buf, 'U')
 	case kObject:
-		keys := sortedKeys(v.obj)
+		keys := sortedKeys(v.object())
 		buf = append(buf, '{')
 		for _, k := range keys {
 			buf = strconv.AppendQuote(buf, k)
 			buf = append(buf, ':')
-			buf = appendCanonical(buf, v.obj.get(k))
+			buf = appendCanonical(buf, v.object().get(k))
 			buf = append(buf, ',')
 		}
 		return append(buf, '}')
 	case kArray:
 		buf = append(buf, '[')
-		for _, el := range v.arr {
+		for _, el := range v.array() {
 			buf = appendCanonical(buf, el)
 			buf = append(buf, ',')
 		}

@@ -181,12 +181,12 @@ func init() {
 		if a[0].k != kArray || !ok {
 			return undef
 		}
-		parts := make([]string, len(a[0].arr))
-		for i, el := range a[0].arr {
+		parts := make([]string, len(a[0].array()))
+		for i, el := range a[0].array() {
 			if el.k != kString {
 				return undef
 			}
-			parts[i] = el.s
+			parts[i] = el.str()
 		}
 		return strV(strings.Join(parts, sep))
 	})

@@ -200,6 +200,9 @@ func (d *jsonDecoder) value(depth int) (value, error) {
 				return undef, errBadJSON
 			}
 		}
+		if d.pos-start <= 15 && !d.fractional(start) {
+			return numV(parseSmallInt(d.data[start:d.pos])), nil
+		}
 		f, err := strconv.ParseFloat(d.data[start:d.pos], 64)
 		if err != nil && !math.IsInf(f, 0) {
 			return undef, errBadJSON
@@ -335,11 +338,11 @@ func appendJSON(buf []byte, v value) []byte {
 	case kNumber:
 		return appendNumber(buf, v.n)
 	case kString:
-		return appendString(buf, v.s)
+		return appendString(buf, v.str())
 	case kArray:
 		buf = append(buf, '[')
 		first := true
-		for _, e := range v.arr {
+		for _, e := range v.array() {
 			if !e.defined() {
 				continue
 			}
@@ -353,8 +356,8 @@ func appendJSON(buf []byte, v value) []byte {
 	case kObject:
 		buf = append(buf, '{')
 		first := true
-		for i, k := range v.obj.keys {
-			e := v.obj.vals[i]
+		for i, k := range v.object().keys {
+			e := v.object().vals[i]
 			if !e.defined() {
 				continue
 			}
@@ -435,3 +438,34 @@ func appendString(buf []byte, s string) []byte {
 
 // encodeJSON returns the JSON encoding of v as a new slice.
 func encodeJSON(v value) []byte { return appendJSON(nil, v) }
+
+// fractional reports whether the number literal starting at start has a
+// fraction or an exponent.
+func (d *jsonDecoder) fractional(start int) bool {
+	for i := start; i < d.pos; i++ {
+		if c := d.data[i]; c == '.' || c == 'e' || c == 'E' {
+			return true
+		}
+	}
+	return false
+}
+
+// parseSmallInt parses an optionally negative integer of at most 15
+// digits, which a float64 represents exactly.
+func parseSmallInt(s string) float64 {
+	neg := s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		n = n*10 + int64(s[i]-'0')
+	}
+	if neg {
+		if n == 0 {
+			return math.Copysign(0, -1)
+		}
+		return float64(-n)
+	}
+	return float64(n)
+}

@@ -555,7 +555,7 @@ func (p *parser) parsePostfix() (expr, error) {
 				return nil, err
 			}
 			if c, ok := idx.(*constExpr); ok && c.v.k == kString {
-				x = &propExpr{x, c.v.s}
+				x = &propExpr{x, c.v.str()}
 			} else {
 				x = &indexExpr{x, idx}
 			}
