@@ -172,8 +172,8 @@ func (d *jsonDecoder) value(depth int) (value, error) {
 			d.pos++
 			digits++
 		}
-		if digits == 0 {
-			return undef, errBadJSON
+		if digits == 0 || (digits > 1 && d.data[d.pos-digits] == '0') {
+			return undef, errBadJSON // no digits, or a leading zero
 		}
 		if d.pos < len(d.data) && d.data[d.pos] == '.' {
 			d.pos++
@@ -384,7 +384,7 @@ func appendNumber(buf []byte, f float64) []byte {
 		return append(buf, '0')
 	}
 	abs := math.Abs(f)
-	if abs >= 1e-7 && abs < 1e21 {
+	if abs >= 1e-6 && abs < 1e21 {
 		return strconv.AppendFloat(buf, f, 'f', -1, 64)
 	}
 	b := strconv.AppendFloat(nil, f, 'e', -1, 64)
