@@ -14,6 +14,7 @@ type Query struct {
 	text   string
 	q      *selectQuery
 	params map[string]bool
+	udfs   []string
 }
 
 // UDFResolver executes user-defined functions called as udf.name(args).
@@ -47,7 +48,7 @@ func Parse(text string) (*Query, error) {
 	if err := b.bindQuery(sq, nil, true); err != nil {
 		return nil, err
 	}
-	return &Query{text: text, q: sq, params: b.params}, nil
+	return &Query{text: text, q: sq, params: b.params, udfs: b.udfs}, nil
 }
 
 // String returns the query text as given to Parse.
@@ -60,8 +61,12 @@ type Execution struct {
 }
 
 // Prepare binds the query to opts. It fails when a parameter value is not
-// valid JSON.
+// valid JSON, or when the query calls a user-defined function and opts has
+// no UDF resolver.
 func (q *Query) Prepare(opts Options) (*Execution, error) {
+	if len(q.udfs) > 0 && opts.UDF == nil {
+		return nil, &Error{Code: CodeUnknownFunction, Message: "Unknown function 'udf." + q.udfs[0] + "'."}
+	}
 	params, err := decodeParams(opts.Params)
 	if err != nil {
 		return nil, err

@@ -23,6 +23,7 @@ func (s *scope) lookup(name string) (depth, slot int, ok bool) {
 // binder resolves names, function calls and aggregate slots in place.
 type binder struct {
 	params map[string]bool // parameters referenced anywhere
+	udfs   []string        // user-defined functions called anywhere
 }
 
 func (b *binder) bindQuery(q *selectQuery, parent *scope, top bool) error {
@@ -235,7 +236,9 @@ func (b *binder) bindExpr(x expr, s *scope, allowAgg bool) error {
 	case *objectExpr:
 		return b.bindAll(s, allowAgg, n.vals...)
 	case *callExpr:
-		if !n.udf {
+		if n.udf {
+			b.udfs = append(b.udfs, n.name)
+		} else {
 			fn, ok := lookupBuiltin(n.name)
 			if !ok {
 				return semanticError(CodeUnknownFunction, n.pos, n.pos+len(n.name), "'%s' is not a recognized built-in function name.", n.name)
