@@ -15,6 +15,9 @@ type Query struct {
 	q      *selectQuery
 	params map[string]bool
 	udfs   []string
+	// fields are the top-level document properties the query reads; nil
+	// means the whole document.
+	fields map[string]bool
 }
 
 // UDFResolver executes user-defined functions called as udf.name(args).
@@ -48,7 +51,7 @@ func Parse(text string) (*Query, error) {
 	if err := b.bindQuery(sq, nil, true); err != nil {
 		return nil, err
 	}
-	return &Query{text: text, q: sq, params: b.params, udfs: b.udfs}, nil
+	return &Query{text: text, q: sq, params: b.params, udfs: b.udfs, fields: rootFields(sq)}, nil
 }
 
 // String returns the query text as given to Parse.
@@ -114,7 +117,7 @@ func (x *Execution) Execute(docs Docs) ([]json.RawMessage, error) {
 				srcErr = err
 				return
 			}
-			v, err := decodeJSON(doc)
+			v, err := decodeDocument(doc, x.q.fields)
 			if err != nil {
 				c.fail(errBadDocument)
 				return
@@ -156,7 +159,7 @@ func (x *Execution) Rows(doc []byte) ([]json.RawMessage, error) {
 	if !sq.streaming() || (len(sq.from) > 0 && sq.from[0].sub != nil) {
 		return nil, ErrNotStreaming
 	}
-	v, err := decodeJSON(doc)
+	v, err := decodeDocument(doc, x.q.fields)
 	if err != nil {
 		return nil, errBadDocument
 	}

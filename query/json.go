@@ -13,13 +13,20 @@ import (
 var errBadJSON = errors.New("invalid JSON")
 
 // decodeJSON parses one JSON value (with optional surrounding whitespace).
-func decodeJSON(data []byte) (value, error) {
+func decodeJSON(data []byte) (value, error) { return decodeDocument(data, nil) }
+
+// decodeDocument is decodeJSON for a document of which only the top-level
+// properties in fields are needed (all of them when fields is nil); the
+// values of the others are checked for well-formedness and skipped without
+// being materialised.
+func decodeDocument(data []byte, fields map[string]bool) (value, error) {
 	// One copy of the whole text; unescaped strings and keys are substrings
 	// of it, which saves an allocation per string.
 	d := decoderPool.Get().(*jsonDecoder)
 	defer decoderPool.Put(d)
 	d.data, d.pos = string(data), 0
 	d.keys, d.vals, d.items = d.keys[:0], d.vals[:0], d.items[:0]
+	d.fields = fields
 	d.skipWS()
 	v, err := d.value(0)
 	if err != nil {
@@ -44,6 +51,8 @@ type jsonDecoder struct {
 	keys  []string
 	vals  []value // object members, aligned with keys
 	items []value // array elements
+	// fields, when not nil, lists the only top-level properties to decode.
+	fields map[string]bool
 }
 
 const maxJSONDepth = 1000
@@ -87,6 +96,23 @@ func (d *jsonDecoder) value(depth int) (value, error) {
 			}
 			d.pos++
 			d.skipWS()
+			if depth == 0 && d.fields != nil && !d.fields[k] {
+				if err := d.skip(depth + 1); err != nil {
+					return undef, err
+				}
+				d.skipWS()
+				if d.pos < len(d.data) && d.data[d.pos] == ',' {
+					d.pos++
+					continue
+				}
+				if d.pos < len(d.data) && d.data[d.pos] == '}' {
+					d.pos++
+					o := &object{keys: append([]string(nil), d.keys[base:]...), vals: append([]value(nil), d.vals[base:]...)}
+					d.keys, d.vals = d.keys[:base], d.vals[:base]
+					return objV(o), nil
+				}
+				return undef, errBadJSON
+			}
 			v, err := d.value(depth + 1)
 			if err != nil {
 				return undef, err
@@ -468,4 +494,83 @@ func parseSmallInt(s string) float64 {
 		return float64(-n)
 	}
 	return float64(n)
+}
+
+// skip passes over one JSON value, checking its structure but building
+// nothing: strings are scanned for their closing quote and escapes, numbers
+// and literals for their characters.
+func (d *jsonDecoder) skip(depth int) error {
+	if depth > maxJSONDepth || d.pos >= len(d.data) {
+		return errBadJSON
+	}
+	switch c := d.data[d.pos]; {
+	case c == '{' || c == '[':
+		closer := byte('}')
+		if c == '[' {
+			closer = ']'
+		}
+		d.pos++
+		d.skipWS()
+		if d.pos < len(d.data) && d.data[d.pos] == closer {
+			d.pos++
+			return nil
+		}
+		for {
+			d.skipWS()
+			if c == '{' {
+				if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+					return errBadJSON
+				}
+				if err := d.skipString(); err != nil {
+					return err
+				}
+				d.skipWS()
+				if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+					return errBadJSON
+				}
+				d.pos++
+				d.skipWS()
+			}
+			if err := d.skip(depth + 1); err != nil {
+				return err
+			}
+			d.skipWS()
+			if d.pos >= len(d.data) {
+				return errBadJSON
+			}
+			if d.data[d.pos] == ',' {
+				d.pos++
+				continue
+			}
+			if d.data[d.pos] == closer {
+				d.pos++
+				return nil
+			}
+			return errBadJSON
+		}
+	case c == '"':
+		return d.skipString()
+	}
+	// Numbers and literals: decoding them allocates nothing.
+	_, err := d.value(depth)
+	return err
+}
+
+// skipString passes over a string starting at its opening quote.
+func (d *jsonDecoder) skipString() error {
+	d.pos++
+	for d.pos < len(d.data) {
+		switch c := d.data[d.pos]; {
+		case c == '"':
+			d.pos++
+			return nil
+		case c < 0x20:
+			return errBadJSON
+		case c == '\\':
+			d.pos += 2
+		default:
+			d.pos++
+		}
+	}
+	return errBadJSON
 }
