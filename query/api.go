@@ -41,8 +41,14 @@ type Options struct {
 // the execution and is returned to the caller.
 type Docs = iter.Seq2[[]byte, error]
 
+// MaxQueryLength is the longest query text accepted, the service's limit.
+const MaxQueryLength = 262144
+
 // Parse parses and validates a query. Errors are *Error values.
 func Parse(text string) (*Query, error) {
+	if len(text) > MaxQueryLength {
+		return nil, &Error{Code: CodeSemantic, Message: "The SQL query text exceeded the maximum limit of " + itoa(MaxQueryLength) + " characters."}
+	}
 	sq, err := parseText(text)
 	if err != nil {
 		return nil, err

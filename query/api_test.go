@@ -35,7 +35,8 @@ func TestParseCondition(t *testing.T) {
 		t.Run(tt.cond, func(t *testing.T) {
 			c, err := ParseCondition(tt.cond)
 			if tt.err != "" {
-				if err == nil || err.Error() != tt.err {
+				var qe *Error
+				if !errors.As(err, &qe) || qe.Message != tt.err {
 					t.Fatalf("err = %v, want %q", err, tt.err)
 				}
 				return
@@ -66,6 +67,12 @@ func TestSyntaxErrorPosition(t *testing.T) {
 	}
 	if qe.Code != CodeSyntax || qe.Start != 9 || qe.End != 13 {
 		t.Fatalf("got %+v, want code %s at 9..13", qe, CodeSyntax)
+	}
+	if want := "Syntax error, incorrect syntax near 'FORM'. (at offset 9-13)"; qe.Error() != want {
+		t.Fatalf("Error() = %q, want %q", qe.Error(), want)
+	}
+	if _, err := Parse("SELECT VALUE '" + strings.Repeat("x", MaxQueryLength) + "'"); err == nil {
+		t.Fatal("over-long query accepted")
 	}
 }
 

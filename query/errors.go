@@ -28,8 +28,15 @@ type Error struct {
 	End     int
 }
 
-// Error returns the message in the service's wording.
-func (e *Error) Error() string { return e.Message }
+// Error returns the message in the service's wording followed, when the
+// error has a location, by its byte offsets in the query text. Use Message
+// (or JSON) for the bare service text.
+func (e *Error) Error() string {
+	if e.Start == 0 && e.End == 0 {
+		return e.Message
+	}
+	return fmt.Sprintf("%s (at offset %d-%d)", e.Message, e.Start, e.End)
+}
 
 func syntaxErrorAt(t token) *Error {
 	if t.kind == tEOF {
