@@ -113,8 +113,10 @@ func (b *binder) bindQuery(q *selectQuery, parent *scope, top bool) error {
 			return err
 		}
 	}
-	if len(q.groupBy) > 0 {
-		if len(q.orderBy) > 0 {
+	if len(q.groupBy) > 0 || len(q.aggs) > 0 {
+		// Grouped or aggregated: the select list may only hold aggregates,
+		// GROUP BY expressions and constants.
+		if len(q.groupBy) > 0 && len(q.orderBy) > 0 {
 			return semanticError(CodeSemantic, 0, 0, "ORDER BY is not supported in queries with GROUP BY.")
 		}
 		keys := make(map[string]bool, len(q.groupBy))
