@@ -7,7 +7,9 @@ import (
 	"unsafe"
 )
 
-// kind is the JSON type of a value, with undefined as the zero kind.
+// kind is the JSON type of a value, with undefined as the zero kind. The
+// constants are declared in Cosmos's cross-type sort order: undefined < null
+// < boolean < number < string < array < object.
 type kind uint8
 
 const (
@@ -105,10 +107,6 @@ func (o *object) set(key string, v value) {
 	o.keys = append(o.keys, key)
 	o.vals = append(o.vals, v)
 }
-
-// typeRank orders kinds the way Cosmos orders values of different types in
-// ORDER BY: undefined < null < boolean < number < string < array < object.
-func typeRank(k kind) int { return int(k) }
 
 // compareOrder is a total order over values used by ORDER BY, MIN/MAX and
 // DISTINCT: first by type rank, then by value within the type.
