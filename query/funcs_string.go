@@ -3,6 +3,8 @@ package query
 import (
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 )
@@ -224,9 +226,42 @@ func stringToKind(k kind) func(*evalCtx, []value) value {
 	}
 }
 
+// regexCache holds compiled RegexMatch patterns (keyed by modifiers and
+// pattern) so a scan does not recompile per document; it stops growing at
+// maxCachedRegexes entries.
+var (
+	regexCache      sync.Map
+	regexCacheSize  atomic.Int64
+	errInvalidRegex = &regexp.Regexp{}
+)
+
+const maxCachedRegexes = 1024
+
 // compileRegex compiles a pattern with the service's modifiers (m, s, i, x);
 // it returns nil for an invalid pattern or modifier.
 func compileRegex(pat, mods string) *regexp.Regexp {
+	key := mods + "\x00" + pat
+	if re, ok := regexCache.Load(key); ok {
+		if re == errInvalidRegex {
+			return nil
+		}
+		return re.(*regexp.Regexp)
+	}
+	re := buildRegex(pat, mods)
+	if regexCacheSize.Load() < maxCachedRegexes {
+		stored := re
+		if stored == nil {
+			stored = errInvalidRegex
+		}
+		if _, loaded := regexCache.LoadOrStore(key, stored); !loaded {
+			regexCacheSize.Add(1)
+		}
+	}
+	return re
+}
+
+// buildRegex translates the modifiers and compiles the pattern.
+func buildRegex(pat, mods string) *regexp.Regexp {
 	flags := ""
 	for _, m := range mods {
 		switch m {
