@@ -86,9 +86,25 @@ func init() {
 	}
 	stringMap("LOWER", strings.ToLower)
 	stringMap("UPPER", strings.ToUpper)
-	stringMap("LTRIM", func(s string) string { return strings.TrimLeftFunc(s, unicode.IsSpace) })
-	stringMap("RTRIM", func(s string) string { return strings.TrimRightFunc(s, unicode.IsSpace) })
-	stringMap("TRIM", func(s string) string { return strings.TrimFunc(s, unicode.IsSpace) })
+	trim := func(name string, byFunc func(string, func(rune) bool) string, byCutset func(string, string) string) {
+		register(name, 1, 2, func(_ *evalCtx, a []value) value {
+			s, ok := argStr(a, 0)
+			if !ok {
+				return undef
+			}
+			if len(a) == 1 {
+				return strV(byFunc(s, unicode.IsSpace))
+			}
+			cut, ok := argStr(a, 1)
+			if !ok {
+				return undef
+			}
+			return strV(byCutset(s, cut))
+		})
+	}
+	trim("LTRIM", strings.TrimLeftFunc, strings.TrimLeft)
+	trim("RTRIM", strings.TrimRightFunc, strings.TrimRight)
+	trim("TRIM", strings.TrimFunc, strings.Trim)
 	stringMap("REVERSE", func(s string) string {
 		rs := []rune(s)
 		for i, j := 0, len(rs)-1; i < j; i, j = i+1, j-1 {
