@@ -1,6 +1,7 @@
 package query
 
 import (
+	"math"
 	"regexp"
 	"strings"
 	"sync"
@@ -151,6 +152,15 @@ func init() {
 			return undef
 		case kString:
 			return a[0]
+		case kNumber:
+			switch {
+			case math.IsNaN(a[0].n):
+				return strV("NaN")
+			case math.IsInf(a[0].n, 1):
+				return strV("Infinity")
+			case math.IsInf(a[0].n, -1):
+				return strV("-Infinity")
+			}
 		}
 		return strV(string(encodeJSON(a[0])))
 	})

@@ -1,6 +1,9 @@
 package query
 
-import "strings"
+import (
+	"math"
+	"strings"
+)
 
 // maxDepth bounds expression nesting so hostile input cannot exhaust the stack.
 const maxDepth = 1000
@@ -699,6 +702,12 @@ func (p *parser) parsePrimary() (expr, error) {
 		}
 		if reserved[t.kw] {
 			return nil, syntaxErrorAt(t)
+		}
+		switch t.text {
+		case "NaN":
+			return &constExpr{numV(math.NaN())}, nil
+		case "Infinity":
+			return &constExpr{numV(math.Inf(1))}, nil
 		}
 		return &refExpr{name: t.text, pos: t.pos}, nil
 	}

@@ -182,8 +182,8 @@ func (a analyzer) constant(x expr) (json.RawMessage, bool) {
 	default:
 		return nil, false
 	}
-	if !v.defined() {
-		return nil, false
+	if !v.defined() || (v.k == kNumber && !isFinite(v.n)) {
+		return nil, false // NaN and Infinity have no JSON form
 	}
 	return encodeJSON(v), true
 }

@@ -57,6 +57,7 @@ func TestPlan(t *testing.T) {
 		{query: "SELECT * FROM c.child ch WHERE ch.name = 'n'", streaming: true, top: -1, offset: -1, limit: -1,
 			filters: []string{`child.name = "n"`}},
 		{query: "SELECT * FROM c WHERE c.id = @missing", streaming: true, top: -1, offset: -1, limit: -1},
+		{query: "SELECT * FROM c WHERE c.n = NaN AND c.m < Infinity", streaming: true, top: -1, offset: -1, limit: -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
