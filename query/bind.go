@@ -130,7 +130,10 @@ func (b *binder) bindQuery(q *selectQuery, parent *scope, top bool) error {
 		}
 	}
 	for _, o := range q.orderBy {
-		if err := b.bindExpr(o.x, s, len(q.groupBy) > 0); err != nil {
+		if !isPath(o.x) {
+			return semanticError(CodeSemantic, 0, 0, "Unsupported ORDER BY clause. ORDER BY item expression could not be mapped to a document path.")
+		}
+		if err := b.bindExpr(o.x, s, false); err != nil {
 			return err
 		}
 	}
@@ -385,4 +388,24 @@ func isPlainIdent(s string) bool {
 		}
 	}
 	return true
+}
+
+// isPath reports whether x is an alias or a chain of property and constant
+// index accesses on one, the only ORDER BY items the service accepts.
+func isPath(x expr) bool {
+	for {
+		switch n := x.(type) {
+		case *refExpr:
+			return true
+		case *propExpr:
+			x = n.x
+		case *indexExpr:
+			if c, ok := n.idx.(*constExpr); !ok || c.v.k != kNumber {
+				return false
+			}
+			x = n.x
+		default:
+			return false
+		}
+	}
 }
