@@ -71,6 +71,9 @@ func (b *binder) bindQuery(q *selectQuery, parent *scope, top bool) error {
 		if len(q.from) > 1 {
 			return semanticError(CodeSemantic, 0, 0, "'SELECT *' is only valid with a single input set.")
 		}
+		if len(q.groupBy) > 0 {
+			return semanticError(CodeSemantic, 0, 0, "'SELECT *' is not valid with GROUP BY.")
+		}
 	}
 	if q.top != nil {
 		if err := b.bindExpr(q.top, s, false); err != nil {
