@@ -71,7 +71,7 @@ type Filter struct {
 	Values []json.RawMessage
 }
 
-// String renders the filter for logs and tests, e.g. `a.b IN [1,2]`.
+// String renders the filter for logs and tests, e.g. `a.b IN 1,2`.
 func (f Filter) String() string {
 	vals := make([]string, len(f.Values))
 	for i, v := range f.Values {
