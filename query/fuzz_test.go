@@ -23,6 +23,7 @@ func FuzzParse(f *testing.F) {
 		"SELECT VALUE udf.f(1) FROM (SELECT VALUE c FROM c) x",
 		"SELECT 'unterminated",
 		"SELECT * FORM c",
+		`SELECT * FROM c WHERE c.x = [c.y, 1] AND c.z = {"a": c.w} AND c.q IN ([1], @p)`,
 	}
 	for _, s := range seeds {
 		f.Add(s)

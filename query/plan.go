@@ -175,8 +175,11 @@ func (a analyzer) constant(x expr) (json.RawMessage, bool) {
 	case *paramExpr:
 		v = a.c.params[n.name]
 	case *arrayExpr, *objectExpr:
+		if !isConstant(x) {
+			return nil, false // it reads the document: not a constant
+		}
 		v = n.eval(a.c, &env{})
-		if a.c.err != nil || !isConstant(x) {
+		if a.c.err != nil {
 			return nil, false
 		}
 	default:

@@ -60,6 +60,10 @@ func TestPlan(t *testing.T) {
 			filters: []string{`child.name = "n"`}},
 		{query: "SELECT * FROM c WHERE c.id = @missing", streaming: true, top: -1, offset: -1, limit: -1},
 		{query: "SELECT * FROM c WHERE c.n = NaN AND c.m < Infinity", streaming: true, top: -1, offset: -1, limit: -1},
+		{query: `SELECT * FROM c WHERE c.tags = ["a", @p] AND c.dims = {"w": 1} AND c.x = [c.y]`,
+			params:    map[string]json.RawMessage{"@p": json.RawMessage(`2`)},
+			streaming: true, top: -1, offset: -1, limit: -1,
+			filters: []string{`tags = ["a",2]`, `dims = {"w":1}`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
@@ -101,5 +105,21 @@ func TestPlanBadCount(t *testing.T) {
 	}
 	if _, err := q.Plan(map[string]json.RawMessage{"@n": json.RawMessage(`{`)}); err == nil {
 		t.Fatal("invalid parameter JSON accepted")
+	}
+}
+
+func TestStringers(t *testing.T) {
+	const text = "SELECT * FROM c"
+	q, err := Parse(text)
+	if err != nil || q.String() != text {
+		t.Fatalf("Query.String() = %q, %v", q.String(), err)
+	}
+	const cond = "FROM c WHERE c.a = 1"
+	c, err := ParseCondition(cond)
+	if err != nil || c.String() != cond {
+		t.Fatalf("Condition.String() = %q, %v", c.String(), err)
+	}
+	if got := FilterOp(99).String(); got != "?" {
+		t.Fatalf("unknown FilterOp renders %q", got)
 	}
 }
