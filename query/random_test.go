@@ -74,6 +74,18 @@ func (g *queryGen) expr(depth int) string {
 }
 
 func (g *queryGen) query() string {
+	switch g.r.IntN(6) {
+	case 0:
+		key := g.pick("c.s", "c.n", "c.o.x", "LOWER(c.s)", "c.a")
+		return "SELECT " + key + " AS k, " + g.pick("COUNT", "SUM", "AVG", "MIN", "MAX", "MAKELIST", "MAKESET") +
+			"(" + g.expr(1) + ") AS agg FROM c" + g.pick("", " JOIN t IN c.arr") + g.pick("", " WHERE "+g.expr(2)) + " GROUP BY " + key
+	case 1:
+		return "SELECT VALUE " + g.expr(2) + " FROM c JOIN (SELECT VALUE x FROM x IN c.arr WHERE " + g.expr(2) + ") t" +
+			g.pick("", " WHERE "+g.expr(2))
+	case 2:
+		return "SELECT " + g.pick("*", "VALUE t", "VALUE COUNT(1)") + " FROM (SELECT " + g.pick("VALUE c", "VALUE c.arr", "DISTINCT VALUE c.s") +
+			" FROM c" + g.pick("", " WHERE "+g.expr(2)) + ") t"
+	}
 	var b strings.Builder
 	b.WriteString("SELECT ")
 	if g.r.IntN(5) == 0 {
