@@ -269,3 +269,35 @@ func TestErrorJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestExecutionSharedAcrossGoroutines(t *testing.T) {
+	q, err := Parse("SELECT VALUE CONCAT(c.a, UPPER(t)) FROM c JOIN t IN c.tags WHERE RegexMatch(t, '^[a-z]+$')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := q.Prepare(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := []byte(`{"a":"p-","tags":["ab","C","de"]}`)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 100; j++ {
+				rows, err := x.Rows(doc)
+				if err != nil || joinRaw(rows) != `["p-AB","p-DE"]` {
+					t.Errorf("rows=%s err=%v", joinRaw(rows), err)
+					return
+				}
+				all, err := x.Execute(docsOf(string(doc), string(doc)))
+				if err != nil || len(all) != 4 {
+					t.Errorf("all=%s err=%v", joinRaw(all), err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
