@@ -164,6 +164,27 @@ func TestRandomQueries(t *testing.T) {
 				t.Fatalf("Execute(%q): %T %v", text, err, err)
 			}
 		}
+		if p, _ := q.Plan(params); err == nil && p.Streaming {
+			// Rows document by document, with the plan's OFFSET/LIMIT/TOP
+			// applied by the caller, must give Execute's answer.
+			x, _ := q.Prepare(opts)
+			var streamed []json.RawMessage
+			var rowErr error
+			for doc := range docs {
+				rows, err := x.Rows(doc)
+				if err != nil {
+					rowErr = err
+					break
+				}
+				streamed = append(streamed, rows...)
+			}
+			if rowErr == nil {
+				streamed = applyLimits(streamed, p)
+				if joinRaw(streamed) != joinRaw(res) {
+					t.Fatalf("%q: Rows gave %s, Execute %s", text, joinRaw(streamed), joinRaw(res))
+				}
+			}
+		}
 		if q.fields != nil {
 			full := *q
 			full.fields = nil
@@ -177,4 +198,19 @@ func TestRandomQueries(t *testing.T) {
 	if parsed < n/3 {
 		t.Fatalf("only %d of %d generated queries parsed; the generator has drifted from the grammar", parsed, n)
 	}
+}
+
+// applyLimits applies a plan's OFFSET, LIMIT and TOP the way an engine
+// paging with Rows does.
+func applyLimits(rows []json.RawMessage, p *Plan) []json.RawMessage {
+	if p.Offset > 0 {
+		rows = rows[min(p.Offset, len(rows)):]
+	}
+	if p.Limit >= 0 {
+		rows = rows[:min(p.Limit, len(rows))]
+	}
+	if p.Top >= 0 {
+		rows = rows[:min(p.Top, len(rows))]
+	}
+	return rows
 }
