@@ -153,7 +153,8 @@ func (x *Execution) Execute(docs Docs) ([]json.RawMessage, error) {
 var errBadDocument = &Error{Code: CodeRuntime, Message: "A document is not valid JSON."}
 
 // ErrNotStreaming is returned by Rows for a query that needs the whole input
-// (ORDER BY, aggregates, GROUP BY or DISTINCT).
+// (ORDER BY, aggregates, GROUP BY or DISTINCT) or does not range over the
+// documents (no FROM, or a FROM subquery); use Execute for those.
 var ErrNotStreaming = errors.New("query: the query is not streaming")
 
 // Rows evaluates a streaming query against one document and returns its
@@ -162,7 +163,7 @@ var ErrNotStreaming = errors.New("query: the query is not streaming")
 // page through the source and resume at any document.
 func (x *Execution) Rows(doc []byte) ([]json.RawMessage, error) {
 	sq := x.q.q
-	if !sq.streaming() || (len(sq.from) > 0 && sq.from[0].sub != nil) {
+	if !sq.streaming() || len(sq.from) == 0 || sq.from[0].sub != nil {
 		return nil, ErrNotStreaming
 	}
 	v, err := decodeDocument(doc, x.q.fields)

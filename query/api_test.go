@@ -178,7 +178,7 @@ func TestRowsStreaming(t *testing.T) {
 		t.Error("invalid document accepted")
 	}
 	for _, text := range []string{"SELECT VALUE COUNT(1) FROM c", "SELECT * FROM c ORDER BY c.id", "SELECT DISTINCT c.a FROM c",
-		"SELECT c.a FROM c GROUP BY c.a", "SELECT * FROM (SELECT VALUE c FROM c) x"} {
+		"SELECT c.a FROM c GROUP BY c.a", "SELECT * FROM (SELECT VALUE c FROM c) x", "SELECT VALUE 1"} {
 		q, err := Parse(text)
 		if err != nil {
 			t.Fatal(err)

@@ -8,8 +8,9 @@ import (
 // Plan is what the engine needs to know to execute a query well.
 type Plan struct {
 	// Streaming is true when rows can be produced document by document
-	// (Execution.Rows): no ORDER BY, aggregate, GROUP BY, DISTINCT or FROM
-	// subquery. TOP, OFFSET and LIMIT are then applied by the caller.
+	// (Execution.Rows): the query ranges over the documents (it has a FROM
+	// that is not a subquery) and has no ORDER BY, aggregate, GROUP BY or
+	// DISTINCT. TOP, OFFSET and LIMIT are then applied by the caller.
 	Streaming bool
 	// NeedsQueryPlan is true for queries a Cosmos gateway cannot serve across
 	// partitions without a client-side query plan: ORDER BY, aggregates,
@@ -93,7 +94,7 @@ func (q *Query) Plan(params map[string]json.RawMessage) (*Plan, error) {
 		return nil, c.err
 	}
 	p := &Plan{
-		Streaming:   sq.streaming() && !(len(sq.from) > 0 && sq.from[0].sub != nil),
+		Streaming:   sq.streaming() && len(sq.from) > 0 && sq.from[0].sub == nil,
 		Aggregates:  len(sq.aggs) > 0,
 		GroupBy:     len(sq.groupBy) > 0,
 		Distinct:    sq.distinct,

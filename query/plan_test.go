@@ -20,6 +20,7 @@ func TestPlan(t *testing.T) {
 		filters   []string
 	}{
 		{query: "SELECT * FROM c", streaming: true, top: -1, offset: -1, limit: -1},
+		{query: "SELECT VALUE 1 + 2", top: -1, offset: -1, limit: -1},
 		{query: "SELECT VALUE COUNT(1) FROM c", needsPlan: true, top: -1, offset: -1, limit: -1},
 		{query: "SELECT DISTINCT c.a FROM c", needsPlan: true, top: -1, offset: -1, limit: -1},
 		{query: "SELECT c.a, COUNT(1) AS n FROM c GROUP BY c.a", needsPlan: true, top: -1, offset: -1, limit: -1},
