@@ -225,6 +225,7 @@ func (q *selectQuery) project(c *evalCtx, e *env) value {
 type group struct {
 	vals []value
 	root value
+	key  value // the first GROUP BY key's value
 	accs []aggState
 }
 
@@ -257,6 +258,7 @@ func (q *selectQuery) runGroups(c *evalCtx, e *env, roots rootIter) []record {
 				}
 				if g = index[string(key)]; g == nil {
 					g = newGroup()
+					g.key = q.groupBy[0].eval(c, e)
 					index[string(key)] = g
 				}
 			}
@@ -266,6 +268,12 @@ func (q *selectQuery) runGroups(c *evalCtx, e *env, roots rootIter) []record {
 			return c.err == nil
 		})
 	})
+	if len(q.groupBy) == 1 {
+		// The service's documented single-key results come back ordered by
+		// the key (undefined first); with several keys they come back in
+		// first-seen order, which is what groups already holds.
+		sort.SliceStable(groups, func(i, j int) bool { return compareOrder(groups[i].key, groups[j].key) < 0 })
+	}
 	recs := make([]record, 0, len(groups))
 	for _, g := range groups {
 		ge := &env{vals: g.vals, root: g.root, parent: e.parent, aggs: make([]value, len(g.accs))}
