@@ -94,7 +94,7 @@ func (q *selectQuery) run(c *evalCtx, outer *env, roots rootIter, emit func(valu
 		roots(func(root value) bool {
 			e.root = root
 			return q.rows(c, e, 0, func() bool {
-				recs = append(recs, q.record(c, e, len(recs)))
+				recs = append(recs, q.record(c, e))
 				return c.err == nil
 			})
 		})
@@ -149,7 +149,7 @@ type record struct {
 	keys []value
 }
 
-func (q *selectQuery) record(c *evalCtx, e *env, _ int) record {
+func (q *selectQuery) record(c *evalCtx, e *env) record {
 	r := record{out: q.project(c, e)}
 	if len(q.orderBy) > 0 {
 		r.keys = make([]value, len(q.orderBy))
@@ -280,7 +280,7 @@ func (q *selectQuery) runGroups(c *evalCtx, e *env, roots rootIter) []record {
 		for i := range g.accs {
 			ge.aggs[i] = g.accs[i].result()
 		}
-		recs = append(recs, q.record(c, ge, len(recs)))
+		recs = append(recs, q.record(c, ge))
 	}
 	return recs
 }
