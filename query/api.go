@@ -16,8 +16,10 @@ type Query struct {
 	params map[string]bool
 	udfs   []string
 	// fields are the top-level document properties the query reads; nil
-	// means the whole document.
-	fields map[string]bool
+	// means the whole document. keepRaw is set when it also writes the
+	// document out unchanged.
+	fields  map[string]bool
+	keepRaw bool
 }
 
 // UDFResolver executes user-defined functions called as udf.name(args).
@@ -57,7 +59,8 @@ func Parse(text string) (*Query, error) {
 	if err := b.bindQuery(sq, nil, true); err != nil {
 		return nil, err
 	}
-	return &Query{text: text, q: sq, params: b.params, udfs: b.udfs, fields: rootFields(sq)}, nil
+	fields, keepRaw := rootFields(sq)
+	return &Query{text: text, q: sq, params: b.params, udfs: b.udfs, fields: fields, keepRaw: keepRaw}, nil
 }
 
 // String returns the query text as given to Parse.
@@ -123,7 +126,7 @@ func (x *Execution) Execute(docs Docs) ([]json.RawMessage, error) {
 				srcErr = err
 				return
 			}
-			v, err := decodeDocument(doc, x.q.fields)
+			v, err := decodeDocument(doc, x.q.fields, x.q.keepRaw)
 			if err != nil {
 				c.fail(errBadDocument)
 				return
@@ -166,7 +169,7 @@ func (x *Execution) Rows(doc []byte) ([]json.RawMessage, error) {
 	if !sq.streaming() || len(sq.from) == 0 || sq.from[0].sub != nil {
 		return nil, ErrNotStreaming
 	}
-	v, err := decodeDocument(doc, x.q.fields)
+	v, err := decodeDocument(doc, x.q.fields, x.q.keepRaw)
 	if err != nil {
 		return nil, errBadDocument
 	}

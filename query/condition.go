@@ -50,7 +50,8 @@ func ParseCondition(text string) (*Condition, error) {
 	if err := (&binder{}).bindQuery(sq, nil, true); err != nil {
 		return nil, err
 	}
-	return &Condition{text: text, q: sq, fields: rootFields(sq)}, nil
+	fields, _ := rootFields(sq)
+	return &Condition{text: text, q: sq, fields: fields}, nil
 }
 
 // String returns the predicate text as given to ParseCondition.
@@ -63,7 +64,7 @@ func (c *Condition) Matches(doc []byte, params map[string]json.RawMessage) (bool
 	if err != nil {
 		return false, err
 	}
-	v, err := decodeDocument(doc, c.fields)
+	v, err := decodeDocument(doc, c.fields, false)
 	if err != nil {
 		return false, errBadDocument
 	}

@@ -2,19 +2,21 @@ package query
 
 // rootFields returns the top-level document properties a query reads, so
 // the decoder can skip the others; it returns nil when the query needs the
-// whole document (SELECT *, the alias used as a value, a FROM subquery over
-// the documents, and so on).
-func rootFields(q *selectQuery) map[string]bool {
+// whole document as a value (the alias passed to a function, compared, a
+// FROM subquery over the documents, and so on). passthrough is true when
+// the query also writes the document out unchanged (SELECT *, SELECT VALUE
+// c, SELECT c): the decoder then keeps the document's text for that.
+func rootFields(q *selectQuery) (fields map[string]bool, passthrough bool) {
 	if len(q.from) == 0 {
-		return map[string]bool{}
+		return map[string]bool{}, false
 	}
 	src := q.from[0]
 	if src.sub != nil || !src.container {
-		return nil
+		return nil, false
 	}
 	path, ok := containerPrefix(src.x)
 	if !ok {
-		return nil
+		return nil, false
 	}
 	u := &fieldUse{fields: map[string]bool{}}
 	if len(path) > 0 {
@@ -23,15 +25,15 @@ func rootFields(q *selectQuery) map[string]bool {
 		u.fields[path[0]] = true
 	} else {
 		if src.in {
-			return nil
+			return nil, false
 		}
 		u.rootIsAlias = true
 	}
 	u.query(q)
 	if u.all {
-		return nil
+		return nil, false
 	}
-	return u.fields
+	return u.fields, u.passthrough
 }
 
 // fieldUse collects the root properties referenced by a query tree.
@@ -39,6 +41,7 @@ type fieldUse struct {
 	fields      map[string]bool
 	all         bool
 	rootIsAlias bool
+	passthrough bool
 }
 
 // isRoot reports whether r, inside query q, names the top-level alias that
@@ -48,9 +51,16 @@ func (u *fieldUse) isRoot(q *selectQuery, r *refExpr) bool {
 }
 
 func (u *fieldUse) query(q *selectQuery) {
+	// The top level may write the document out as it is (SELECT *,
+	// SELECT VALUE c, SELECT c AS x): that needs its text, not its members.
+	// DISTINCT compares whole documents, so it needs them decoded.
+	outputsRoot := q.depth == 0 && u.rootIsAlias && !q.distinct
 	if q.star && q.depth == 0 && u.rootIsAlias {
-		u.all = true
-		return
+		if !outputsRoot {
+			u.all = true
+			return
+		}
+		u.passthrough = true
 	}
 	for i, src := range q.from {
 		switch {
@@ -63,6 +73,10 @@ func (u *fieldUse) query(q *selectQuery) {
 		}
 	}
 	for _, it := range q.items {
+		if r, ok := it.x.(*refExpr); ok && outputsRoot && u.isRoot(q, r) {
+			u.passthrough = true
+			continue
+		}
 		u.expr(q, it.x)
 	}
 	for _, x := range []expr{q.top, q.where, q.offset, q.limit} {

@@ -13,13 +13,15 @@ import (
 var errBadJSON = errors.New("invalid JSON")
 
 // decodeJSON parses one JSON value (with optional surrounding whitespace).
-func decodeJSON(data []byte) (value, error) { return decodeDocument(data, nil) }
+func decodeJSON(data []byte) (value, error) { return decodeDocument(data, nil, false) }
 
 // decodeDocument is decodeJSON for a document of which only the top-level
 // properties in fields are needed (all of them when fields is nil); the
 // values of the others are checked for well-formedness and skipped without
-// being materialised.
-func decodeDocument(data []byte, fields map[string]bool) (value, error) {
+// being materialised. With keepRaw, the query also writes the document out
+// whole: a partially decoded document keeps its text for that when the text
+// is canonical, and is decoded whole when it is not.
+func decodeDocument(data []byte, fields map[string]bool, keepRaw bool) (value, error) {
 	// One copy of the whole text; unescaped strings and keys are substrings
 	// of it, which saves an allocation per string.
 	d := decoderPool.Get().(*jsonDecoder)
@@ -27,6 +29,8 @@ func decodeDocument(data []byte, fields map[string]bool) (value, error) {
 	d.data, d.pos = string(data), 0
 	d.keys, d.vals, d.items = d.keys[:0], d.vals[:0], d.items[:0]
 	d.fields = fields
+	d.keepRaw = keepRaw && fields != nil
+	d.loose = false
 	d.skipWS()
 	v, err := d.value(0)
 	if err != nil {
@@ -35,6 +39,15 @@ func decodeDocument(data []byte, fields map[string]bool) (value, error) {
 	d.skipWS()
 	if d.pos != len(d.data) {
 		return undef, errBadJSON
+	}
+	if d.keepRaw && v.k == kObject {
+		if d.loose {
+			// Skipped properties are needed to write the document out, and
+			// its text is not canonical: decode it whole.
+			d.data = ""
+			return decodeDocument(data, nil, false)
+		}
+		v.object().raw = d.data
 	}
 	d.data = ""
 	return v, nil
@@ -53,6 +66,12 @@ type jsonDecoder struct {
 	items []value // array elements
 	// fields, when not nil, lists the only top-level properties to decode.
 	fields map[string]bool
+	// keepRaw asks for the document's text to be kept (see decodeDocument).
+	keepRaw bool
+	// loose records that the text is not exactly what appendJSON would
+	// write (insignificant whitespace, a number or escape in another form,
+	// a duplicate key), so the text cannot stand in for the value.
+	loose bool
 }
 
 const maxJSONDepth = 1000
@@ -62,6 +81,7 @@ func (d *jsonDecoder) skipWS() {
 		switch d.data[d.pos] {
 		case ' ', '\t', '\n', '\r':
 			d.pos++
+			d.loose = true
 		default:
 			return
 		}
@@ -122,6 +142,7 @@ func (d *jsonDecoder) value(depth int) (value, error) {
 				if d.keys[i] == k {
 					d.vals[i] = v // the last duplicate wins, as in JavaScript
 					dup = true
+					d.loose = true
 					break
 				}
 			}
@@ -226,12 +247,22 @@ func (d *jsonDecoder) value(depth int) (value, error) {
 				return undef, errBadJSON
 			}
 		}
+		lit := d.data[start:d.pos]
 		if d.pos-start <= 15 && !d.fractional(start) {
-			return numV(parseSmallInt(d.data[start:d.pos])), nil
+			if lit == "-0" {
+				d.loose = true
+			}
+			return numV(parseSmallInt(lit)), nil
 		}
-		f, err := strconv.ParseFloat(d.data[start:d.pos], 64)
+		f, err := strconv.ParseFloat(lit, 64)
 		if err != nil && !math.IsInf(f, 0) {
 			return undef, errBadJSON
+		}
+		if d.keepRaw && !d.loose {
+			var buf [32]byte
+			if string(appendNumber(buf[:0], f)) != lit {
+				d.loose = true // 1.0, 1e2, ... are written differently
+			}
 		}
 		return numV(f), nil
 	}
@@ -281,6 +312,9 @@ func (d *jsonDecoder) str() (string, error) {
 			}
 			e := d.data[d.pos]
 			d.pos++
+			if e != '"' && e != '\\' && e != 'n' && e != 'r' && e != 't' {
+				d.loose = true // appendJSON would write this character another way
+			}
 			switch e {
 			case '"', '\\', '/':
 				buf = append(buf, e)
@@ -380,6 +414,9 @@ func appendJSON(buf []byte, v value) []byte {
 		}
 		return append(buf, ']')
 	case kObject:
+		if raw := v.object().raw; raw != "" {
+			return append(buf, raw...)
+		}
 		buf = append(buf, '{')
 		first := true
 		for i, k := range v.object().keys {
@@ -567,6 +604,11 @@ func (d *jsonDecoder) skipString() error {
 		case c < 0x20:
 			return errBadJSON
 		case c == '\\':
+			if d.pos+1 < len(d.data) {
+				if e := d.data[d.pos+1]; e != '"' && e != '\\' && e != 'n' && e != 'r' && e != 't' {
+					d.loose = true
+				}
+			}
 			d.pos += 2
 		default:
 			d.pos++

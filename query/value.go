@@ -63,6 +63,11 @@ func (v value) object() *object {
 type object struct {
 	keys []string
 	vals []value
+	// raw, when set, is the document's own text, which appendJSON writes
+	// instead of the members: the document was decoded only in part (just
+	// the properties the query reads) and its text is exactly what
+	// appendJSON would produce. Objects with raw set are never modified.
+	raw string
 }
 
 var (
