@@ -17,6 +17,8 @@ func TestParseCondition(t *testing.T) {
 		err    string
 	}{
 		{cond: "FROM c WHERE c.status = 'open'", want: true},
+		{cond: "FROM c WHERE c.total > 10000", want: false},
+		{cond: "FROM c WHERE c.n >= 3", want: true},
 		{cond: "from c where c.status = 'closed'", want: false},
 		{cond: "FROM root WHERE root.n > 2", want: true},
 		{cond: "FROM root r WHERE r.n > @min", params: map[string]json.RawMessage{"@min": json.RawMessage("5")}, want: false},
