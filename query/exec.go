@@ -1,6 +1,7 @@
 package query
 
 import (
+	"container/heap"
 	"math"
 	"slices"
 	"sort"
@@ -91,27 +92,37 @@ func (q *selectQuery) run(c *evalCtx, outer *env, roots rootIter, emit func(valu
 	if len(q.aggs) > 0 || len(q.groupBy) > 0 {
 		recs = q.runGroups(c, e, roots)
 	} else {
+		// With ORDER BY and a bound on the output (TOP or LIMIT) only the
+		// best offset+take rows need keeping: a heap holds them.
+		top := &topRecords{q: q, bound: -1}
+		if len(q.orderBy) > 0 && !q.distinct && lim.take() >= 0 {
+			top.bound = max(lim.offset, 0) + lim.take()
+		}
 		roots(func(root value) bool {
 			e.root = root
 			return q.rows(c, e, 0, func() bool {
-				recs = append(recs, q.record(c, e))
+				r := q.record(c, e)
+				if !r.out.defined() {
+					return c.err == nil // never emitted, never counted
+				}
+				r.seq = len(recs) + top.seen
+				if top.bound >= 0 {
+					top.add(r)
+				} else {
+					recs = append(recs, r)
+				}
 				return c.err == nil
 			})
 		})
+		if top.bound >= 0 {
+			recs = top.recs
+		}
 	}
 	if c.err != nil {
 		return
 	}
 	if len(q.orderBy) > 0 {
-		sort.SliceStable(recs, func(i, j int) bool {
-			for k, o := range q.orderBy {
-				cmp := compareOrder(recs[i].keys[k], recs[j].keys[k])
-				if cmp != 0 {
-					return (cmp < 0) != o.desc
-				}
-			}
-			return false
-		})
+		sort.Slice(recs, func(i, j int) bool { return q.before(recs[i], recs[j]) })
 	}
 	var seen map[string]bool
 	if q.distinct {
@@ -143,10 +154,53 @@ func (q *selectQuery) run(c *evalCtx, outer *env, roots rootIter, emit func(valu
 	}
 }
 
-// record is one projected row with its ORDER BY keys.
+// record is one projected row with its ORDER BY keys; seq is its arrival
+// order, which breaks ties so that sorting is stable.
 type record struct {
 	out  value
 	keys []value
+	seq  int
+}
+
+// before reports whether a sorts before b under ORDER BY.
+func (q *selectQuery) before(a, b record) bool {
+	for k, o := range q.orderBy {
+		if cmp := compareOrder(a.keys[k], b.keys[k]); cmp != 0 {
+			return (cmp < 0) != o.desc
+		}
+	}
+	return a.seq < b.seq
+}
+
+// topRecords keeps the bound best records seen, in a heap whose root is the
+// worst of them.
+type topRecords struct {
+	q     *selectQuery
+	bound int
+	recs  []record
+	seen  int
+}
+
+func (t *topRecords) Len() int           { return len(t.recs) }
+func (t *topRecords) Less(i, j int) bool { return t.q.before(t.recs[j], t.recs[i]) }
+func (t *topRecords) Swap(i, j int)      { t.recs[i], t.recs[j] = t.recs[j], t.recs[i] }
+func (t *topRecords) Push(x any)         { t.recs = append(t.recs, x.(record)) }
+func (t *topRecords) Pop() any {
+	r := t.recs[len(t.recs)-1]
+	t.recs = t.recs[:len(t.recs)-1]
+	return r
+}
+
+func (t *topRecords) add(r record) {
+	t.seen++
+	switch {
+	case t.bound == 0:
+	case len(t.recs) < t.bound:
+		heap.Push(t, r)
+	case t.q.before(r, t.recs[0]):
+		t.recs[0] = r
+		heap.Fix(t, 0)
+	}
 }
 
 func (q *selectQuery) record(c *evalCtx, e *env) record {
@@ -280,7 +334,9 @@ func (q *selectQuery) runGroups(c *evalCtx, e *env, roots rootIter) []record {
 		for i := range g.accs {
 			ge.aggs[i] = g.accs[i].result()
 		}
-		recs = append(recs, q.record(c, ge))
+		r := q.record(c, ge)
+		r.seq = len(recs)
+		recs = append(recs, r)
 	}
 	return recs
 }
