@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/script"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -22,6 +23,9 @@ type Options struct {
 	// the Go SDK). Off by default, so code that passes against Orrery passes
 	// against Azure; on for teams that use Orrery as their database.
 	ServeCrossPartitionQueries bool
+	// ScriptLimits bound every stored procedure, trigger and UDF run (time
+	// budget, memory ceiling, call depth); zero fields take the defaults.
+	ScriptLimits script.Limits
 	// SweepInterval is how often expired items are deleted for real;
 	// DefaultSweepInterval when zero, never when negative (expired items
 	// stay hidden from reads, queries and feeds all the same).
@@ -39,6 +43,7 @@ type Engine struct {
 	opts    Options
 	seq     *sequencer
 	durable *durability
+	scripts *script.Runner
 	now     func() time.Time
 
 	catMu  sync.RWMutex
@@ -67,6 +72,7 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 		opts:    opts,
 		seq:     seq,
 		durable: newDurability(),
+		scripts: script.NewRunner(opts.ScriptLimits),
 		now:     opts.Now,
 		dbs:     map[string]*Database{},
 		offers:  map[string][]byte{},

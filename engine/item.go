@@ -113,6 +113,9 @@ type ItemRequest struct {
 	IfMatch string
 	// IfNoneMatch on a read answers 304 when the ETag still matches.
 	IfNoneMatch string
+	// PreTriggers and PostTriggers name the triggers the write runs.
+	PreTriggers  []string
+	PostTriggers []string
 }
 
 // ItemResult is the outcome of an item operation.

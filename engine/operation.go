@@ -28,7 +28,12 @@ func (e *Engine) itemOperation(typ string, req *ItemRequest) (*ItemResult, error
 			return nil, err
 		}
 	}
-	r, err := e.runAlone(c, &BatchRequest{PartitionKey: req.PartitionKey, HasPartitionKey: req.HasPartitionKey}, op)
+	var r BatchOperationResult
+	if len(req.PreTriggers)+len(req.PostTriggers) > 0 {
+		r, err = e.runWithTriggers(c, req, op)
+	} else {
+		r, err = e.runAlone(c, &BatchRequest{PartitionKey: req.PartitionKey, HasPartitionKey: req.HasPartitionKey}, op)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"strconv"
+	"strings"
 
 	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
@@ -80,6 +81,41 @@ func (e *Engine) QueryItems(req *QueryRequest) (*QueryResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !req.HasPartitionKey && !req.SinglePartitionKeyRange && !e.opts.ServeCrossPartitionQueries {
+		q, err := parseQuery(req.Query)
+		if err != nil {
+			return nil, err
+		}
+		plan, err := q.Plan(req.Params)
+		if err != nil {
+			return nil, queryError(err)
+		}
+		if plan.NeedsQueryPlan {
+			return nil, &Error{Status: 400, SubStatus: SubStatusCrossPartitionQuery, Code: "BadRequest", Message: msgCrossPartition}
+		}
+	}
+	lower, perr := c.scope(req.PartitionKey, req.HasPartitionKey)
+	if perr != nil {
+		return nil, perr
+	}
+	if req.UDF == nil && strings.Contains(strings.ToLower(req.Query), "udf.") {
+		udfs := e.newUDFResolver(c)
+		defer udfs.close()
+		req.UDF = udfs
+	}
+	snap := e.store.NewSnapshot()
+	defer snap.Close()
+	res, err := e.queryIn(c, snap, lower, req)
+	if err != nil {
+		return nil, err
+	}
+	e.durable.barrier()
+	return res, nil
+}
+
+// queryIn runs a query over the items under scope as r sees them: a snapshot
+// for client queries, a transaction's batch for stored procedures.
+func (e *Engine) queryIn(c *Container, r storage.Reader, scope []byte, req *QueryRequest) (*QueryResult, error) {
 	q, err := parseQuery(req.Query)
 	if err != nil {
 		return nil, err
@@ -88,36 +124,21 @@ func (e *Engine) QueryItems(req *QueryRequest) (*QueryResult, error) {
 	if err != nil {
 		return nil, queryError(err)
 	}
-	if !req.HasPartitionKey && !req.SinglePartitionKeyRange && plan.NeedsQueryPlan && !e.opts.ServeCrossPartitionQueries {
-		return nil, &Error{Status: 400, SubStatus: SubStatusCrossPartitionQuery, Code: "BadRequest", Message: msgCrossPartition}
-	}
-	lower, perr := c.scope(req.PartitionKey, req.HasPartitionKey)
-	if perr != nil {
-		return nil, perr
-	}
 	x, err := q.Prepare(query.Options{Params: req.Params, UDF: req.UDF, Now: e.now()})
 	if err != nil {
 		return nil, queryError(err)
 	}
-	snap := e.store.NewSnapshot()
-	defer snap.Close()
-	src := source{scope: lower}
+	src := source{scope: scope}
 	if ix, ok := c.chooseIndex(plan); ok {
 		src.index = ix
 	}
-	var res *QueryResult
 	if ix, complete, ok := c.orderIndex(plan); ok && !plan.Streaming {
-		res, err = e.topQuery(c, snap, source{scope: lower, index: ix}, complete, x, plan, req)
-	} else if plan.Streaming {
-		res, err = e.streamQuery(c, snap, src, x, plan, req)
-	} else {
-		res, err = e.wholeQuery(c, snap, src, x, req)
+		return e.topQuery(c, r, source{scope: scope, index: ix}, complete, x, plan, req)
 	}
-	if err != nil {
-		return nil, err
+	if plan.Streaming {
+		return e.streamQuery(c, r, src, x, plan, req)
 	}
-	e.durable.barrier()
-	return res, nil
+	return e.wholeQuery(c, r, src, x, req)
 }
 
 // source is where a query reads its candidate items: a scan of the item keys

@@ -1,7 +1,3 @@
-// Package orrerytest starts an in-process Orrery server for Go tests: memory
-// storage, a free loopback port, no Docker and nothing to install. One call
-// gives the endpoint, the key and a ready azcosmos.Client; the server stops
-// when the test ends.
 package orrerytest
 
 import (

@@ -26,7 +26,7 @@ func (s *Server) items(r *request, db, coll string) error {
 			return err
 		}
 		req := &engine.ItemRequest{Database: db, Container: coll, PartitionKey: pk, HasPartitionKey: hasPK,
-			Body: r.body, IfMatch: r.ifMatch()}
+			Body: r.body, IfMatch: r.ifMatch(), PreTriggers: r.triggers("pre"), PostTriggers: r.triggers("post")}
 		var res *engine.ItemResult
 		if headerBool(r.Header, "x-ms-documentdb-is-upsert") {
 			res, err = s.eng.UpsertItem(req)
@@ -72,7 +72,8 @@ func (s *Server) item(r *request, db, coll, id string) error {
 		return err
 	}
 	req := &engine.ItemRequest{Database: db, Container: coll, ID: id, PartitionKey: pk, HasPartitionKey: hasPK,
-		Body: r.body, IfMatch: r.ifMatch(), IfNoneMatch: r.ifNoneMatch()}
+		Body: r.body, IfMatch: r.ifMatch(), IfNoneMatch: r.ifNoneMatch(),
+		PreTriggers: r.triggers("pre"), PostTriggers: r.triggers("post")}
 	var res *engine.ItemResult
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:

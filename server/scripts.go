@@ -1,7 +1,11 @@
 package server
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/orrery-db/orrery/engine"
 )
@@ -64,7 +68,49 @@ func (s *Server) script(r *request, db, coll string, kind engine.ScriptKind, id 
 	return methodNotAllowed(r)
 }
 
-// executeStoredProcedure runs a stored procedure in one logical partition.
+// executeStoredProcedure runs a stored procedure in one logical partition;
+// the body is the JSON array of its arguments.
 func (s *Server) executeStoredProcedure(r *request, db, coll, id string) error {
-	return &engine.Error{Status: http.StatusBadRequest, Code: "BadRequest", Message: "Stored procedure execution arrives with the scripting runtime."}
+	var args []json.RawMessage
+	if len(bytes.TrimSpace(r.body)) > 0 {
+		if err := json.Unmarshal(r.body, &args); err != nil {
+			return badRequest("The body of a stored procedure execution must be a JSON array of its arguments: %v", err)
+		}
+	}
+	pk, hasPK, err := r.partitionKey()
+	if err != nil {
+		return err
+	}
+	res, err := s.eng.ExecuteStoredProcedure(r.Context(), &engine.ExecuteRequest{
+		Database: db, Container: coll, ID: id, PartitionKey: pk, HasPartitionKey: hasPK, Args: args,
+		EnableLogging: headerBool(r.Header, "x-ms-documentdb-script-enable-logging"),
+	})
+	if err != nil {
+		return err
+	}
+	if res.Log != "" {
+		r.w.Header().Set("x-ms-documentdb-script-log-results", url.QueryEscape(res.Log))
+	}
+	s.setSession(r)
+	body := res.Body
+	if body == nil {
+		body = []byte{}
+	}
+	r.writeJSON(http.StatusOK, body, "", res.Charge)
+	return nil
+}
+
+// triggers lists the triggers a write names in
+// x-ms-documentdb-{pre|post}-trigger-include: comma-separated (Go) or one
+// header each (JavaScript).
+func (r *request) triggers(kind string) []string {
+	var out []string
+	for _, v := range r.Header.Values("x-ms-documentdb-" + kind + "-trigger-include") {
+		for _, id := range strings.Split(v, ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
 }

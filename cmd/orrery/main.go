@@ -1,10 +1,3 @@
-// Command orrery runs Orrery, a document database that speaks the Azure
-// Cosmos DB for NoSQL wire protocol, so the official SDKs work against it
-// unmodified.
-//
-//	orrery serve [--addr :8081] [--data ./orrery-data | --memory] [--key K] [--readonly-key K]
-//	orrery cert  [--data ./orrery-data]   print the server's TLS certificate (PEM)
-//	orrery version
 package main
 
 import (

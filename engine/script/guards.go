@@ -28,13 +28,15 @@ type guards struct {
 	rt         *goja.Runtime
 	rangeError goja.Value
 	comma      goja.String
-	joining    []*goja.Object // arrays being joined, for cycle detection
-	maxLength  int64          // array elements
-	maxChars   int64          // string length in UTF-16 code units
+	joining    map[*goja.Object]bool // arrays being joined, for cycle detection
+	maxDepth   int                   // nesting depth of join and JSON.stringify
+	maxLength  int64                 // array elements
+	maxChars   int64                 // string length in UTF-16 code units
 }
 
 func installGuards(rt *goja.Runtime, l Limits) {
-	g := &guards{rt: rt, rangeError: rt.Get("RangeError"), comma: rt.ToValue(",").(goja.String), maxLength: l.maxArrayLength(), maxChars: l.maxStringLength()}
+	g := &guards{rt: rt, rangeError: rt.Get("RangeError"), comma: rt.ToValue(",").(goja.String),
+		joining: make(map[*goja.Object]bool), maxDepth: 10 * l.MaxCallDepth, maxLength: l.maxArrayLength(), maxChars: l.maxStringLength()}
 	arrayCtor := rt.Get("Array").ToObject(rt)
 	arrayProto := arrayCtor.Get("prototype").ToObject(rt)
 	for _, name := range arrayMethodsByLength {
@@ -46,7 +48,7 @@ func installGuards(rt *goja.Runtime, l Limits) {
 	jsonObj := rt.Get("JSON").ToObject(rt)
 	g.wrap(jsonObj, "stringify", func(call goja.FunctionCall) {
 		w := jsonWalk{g: g}
-		w.size(call.Argument(0))
+		w.size(call.Argument(0), 0)
 	})
 	g.wrap(arrayProto, "concat", func(call goja.FunctionCall) {
 		total := g.lengthOf(call.This)
@@ -175,13 +177,14 @@ func (g *guards) checkChars(unit, count int64) {
 // the stack give "", as in the built-in.
 func (g *guards) join(call goja.FunctionCall) goja.Value {
 	o := call.This.ToObject(g.rt)
-	for _, busy := range g.joining {
-		if busy == o {
-			return g.rt.ToValue("")
-		}
+	if g.joining[o] {
+		return g.rt.ToValue("")
 	}
-	g.joining = append(g.joining, o)
-	defer func() { g.joining = g.joining[:len(g.joining)-1] }()
+	if len(g.joining) >= g.maxDepth {
+		g.throw("Maximum call stack size exceeded (arrays nested too deeply to join)")
+	}
+	g.joining[o] = true
+	defer delete(g.joining, o)
 
 	n := g.lengthOf(o)
 	g.checkLength(n, "the array")
@@ -249,7 +252,7 @@ func (w *jsonWalk) check(s jsonSize) {
 	}
 }
 
-func (w *jsonWalk) size(v goja.Value) jsonSize {
+func (w *jsonWalk) size(v goja.Value, depth int) jsonSize {
 	switch x := v.(type) {
 	case goja.String:
 		return jsonSize{chars: int64(x.Length())}
@@ -259,6 +262,11 @@ func (w *jsonWalk) size(v goja.Value) jsonSize {
 		}
 		if s, ok := w.sizes[x]; ok {
 			return s
+		}
+		// The serializer recurses natively (and checks for cycles in time
+		// proportional to the depth), out of reach of the time budget.
+		if depth >= w.g.maxDepth {
+			w.g.throw("JSON.stringify: the value is nested too deeply")
 		}
 		if w.ancestors == nil {
 			w.ancestors = make(map[*goja.Object]bool)
@@ -272,7 +280,7 @@ func (w *jsonWalk) size(v goja.Value) jsonSize {
 			total.elements = n
 			w.check(total)
 			for i := int64(0); i < n; i++ {
-				total.add(w.size(x.Get(strconv.FormatInt(i, 10))))
+				total.add(w.size(x.Get(strconv.FormatInt(i, 10)), depth+1))
 				w.check(total)
 			}
 		} else {
@@ -280,7 +288,7 @@ func (w *jsonWalk) size(v goja.Value) jsonSize {
 			total.elements = int64(len(keys))
 			for _, k := range keys {
 				total.chars += int64(len(k))
-				total.add(w.size(x.Get(k)))
+				total.add(w.size(x.Get(k), depth+1))
 				w.check(total)
 			}
 		}

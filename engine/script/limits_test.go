@@ -126,6 +126,8 @@ func TestHugeAllocationsFailTheScript(t *testing.T) {
 		{"stringify of a long sparse array", `function () { var a = []; a.length = 4e9; JSON.stringify(a); }`, "more elements"},
 		{"stringify of shared objects", `function () { var o = {v: "x"}; for (var i = 0; i < 40; i++) o = {a: o, b: o}; JSON.stringify(o); }`, "more elements"},
 		{"stringify of big strings", `function () { var s = "x".repeat(1e6), a = []; for (var i = 0; i < 100; i++) a.push(s); getContext().getResponse().setBody(a); }`, "longer than"},
+		{"join of deeply nested arrays", `function () { var a = []; for (var i = 0; i < 5e4; i++) a = [a]; String(a); }`, "nested too deeply"},
+		{"stringify of deeply nested objects", `function () { var a = {}; for (var i = 0; i < 5e4; i++) a = {a: a}; JSON.stringify(a); }`, "nested too deeply"},
 		{"repeat", `function () { "x".repeat(1 << 30); }`, "Invalid string length"},
 		{"padStart", `function () { "x".padStart(1e9, "ab"); }`, "Invalid string length"},
 		{"split of a long string", `function () { var s = "x".repeat(10e6); s.split(""); }`, "Invalid array length"},
