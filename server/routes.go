@@ -142,7 +142,7 @@ func (r *request) partitionKey() (engine.PartitionKey, bool, error) {
 	return pk, true, nil
 }
 
-// ifMatch returns the If-Match header, unquoted of nothing: ETags keep their quotes.
+// ifMatch returns the If-Match header as sent: ETags keep their quotes.
 func (r *request) ifMatch() string { return strings.TrimSpace(r.Header.Get("If-Match")) }
 
 func (r *request) ifNoneMatch() string { return strings.TrimSpace(r.Header.Get("If-None-Match")) }
