@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -16,44 +17,55 @@ const MaxItemBytes = 2 * 1024 * 1024
 
 // storedItem is an item as kept in storage: a fixed header, then its JSON.
 //
-//	version(1) lsn(8) ts(8) ttl(4, int32, 0 = none) rid suffix(8) json
+//	version(1) lsn(8) ts(8) ttl(4, int32, 0 = none) rid suffix(8) write(2) json
+//
+// write numbers the writes of one transaction, so that an item written twice
+// in one batch or stored procedure gets a new ETag each time.
 type storedItem struct {
-	key []byte
-	lsn uint64
-	ts  int64
-	ttl int32
-	rid uint64
-	doc []byte
+	key   []byte
+	lsn   uint64
+	ts    int64
+	ttl   int32
+	rid   uint64
+	write uint16
+	doc   []byte
 }
 
-const itemHeaderLen = 1 + 8 + 8 + 4 + 8
+const (
+	itemRecordVersion = 2
+	itemHeaderLen     = 1 + 8 + 8 + 4 + 8 + 2
+)
 
 func (it *storedItem) encode() []byte {
 	v := make([]byte, 0, itemHeaderLen+len(it.doc))
-	v = append(v, 1)
+	v = append(v, itemRecordVersion)
 	v = binary.BigEndian.AppendUint64(v, it.lsn)
 	v = binary.BigEndian.AppendUint64(v, uint64(it.ts))
 	v = binary.BigEndian.AppendUint32(v, uint32(it.ttl))
 	v = binary.BigEndian.AppendUint64(v, it.rid)
+	v = binary.BigEndian.AppendUint16(v, it.write)
 	return append(v, it.doc...)
 }
 
 func decodeItem(key, v []byte) (*storedItem, error) {
-	if len(v) < itemHeaderLen || v[0] != 1 {
+	if len(v) < itemHeaderLen || v[0] != itemRecordVersion {
 		return nil, errors.New("engine: corrupt item record")
 	}
 	return &storedItem{
-		key: key,
-		lsn: binary.BigEndian.Uint64(v[1:]),
-		ts:  int64(binary.BigEndian.Uint64(v[9:])),
-		ttl: int32(binary.BigEndian.Uint32(v[17:])),
-		rid: binary.BigEndian.Uint64(v[21:]),
-		doc: v[itemHeaderLen:],
+		key:   key,
+		lsn:   binary.BigEndian.Uint64(v[1:]),
+		ts:    int64(binary.BigEndian.Uint64(v[9:])),
+		ttl:   int32(binary.BigEndian.Uint32(v[17:])),
+		rid:   binary.BigEndian.Uint64(v[21:]),
+		write: binary.BigEndian.Uint16(v[29:]),
+		doc:   v[itemHeaderLen:],
 	}, nil
 }
 
-// etag is the item's current ETag.
-func (it *storedItem) etag() string { return formatETag(it.lsn, it.rid) }
+// etag is the item's current ETag: unique to this write of this item.
+func (it *storedItem) etag() string {
+	return fmt.Sprintf("\"%08x-%04x-%04x-0000-%012x\"", uint32(it.lsn>>32), uint16(it.rid), it.write, it.lsn&0xFFFFFFFFFFFF)
+}
 
 // expired reports whether the item's time to live has run out.
 func (c *Container) expired(it *storedItem, now int64) bool {
@@ -205,12 +217,13 @@ func firstSegment(path string) string {
 // txn is a write transaction on one logical partition: reads see its own
 // writes, and everything commits together or not at all.
 type txn struct {
-	e     *Engine
-	p     *partition
-	b     storage.Batch
-	now   time.Time
-	lsn   uint64
-	nrids uint64
+	e      *Engine
+	p      *partition
+	b      storage.Batch
+	now    time.Time
+	lsn    uint64
+	nrids  uint64
+	writes uint16
 	// nlog numbers the change records the transaction writes.
 	nlog uint32
 	// expiring marks the deletes of the TTL sweeper.
@@ -302,7 +315,8 @@ func (t *txn) put(it *item, prev *storedItem) (*storedItem, error) {
 		return nil, err
 	}
 	c := t.p.c
-	s := &storedItem{key: t.p.itemKey(it.id), lsn: t.lsn, ts: t.now.Unix(), ttl: it.ttl}
+	s := &storedItem{key: t.p.itemKey(it.id), lsn: t.lsn, ts: t.now.Unix(), ttl: it.ttl, write: t.writes}
+	t.writes++
 	fresh := prev == nil
 	if fresh {
 		s.rid = t.lsn<<16 | t.nrids
