@@ -32,6 +32,7 @@ type Container struct {
 	body   []byte
 	etag   string
 	offer  string // RID of its offer, "" when none
+	index  *indexPolicy
 	record containerRecord
 }
 
@@ -140,7 +141,7 @@ func newContainer(db *Database, rec containerRecord) (*Container, error) {
 	if err := json.Unmarshal(raw, &pk); err != nil {
 		return nil, err
 	}
-	c := &Container{ID: id, RID: ridStr, rid: rid, db: db, pk: pk, offer: rec.Offer, record: rec}
+	c := &Container{ID: id, RID: ridStr, rid: rid, db: db, pk: pk, offer: rec.Offer, record: rec, index: newIndexPolicy(props)}
 	c.etag, _ = stringProp(props, "_etag")
 	if v, ok := props["defaultTtl"].(float64); ok {
 		n := int64(v)

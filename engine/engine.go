@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/script"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -16,6 +17,15 @@ const lockStripes = 4096
 type Options struct {
 	// Now is the clock; time.Now when nil. Tests set it to move time.
 	Now func() time.Time
+	// ServeCrossPartitionQueries executes cross-partition queries that the
+	// service's gateway refuses without a client-side query plan (ORDER BY,
+	// aggregates, DISTINCT, GROUP BY, TOP, OFFSET/LIMIT from clients such as
+	// the Go SDK). Off by default, so code that passes against Orrery passes
+	// against Azure; on for teams that use Orrery as their database.
+	ServeCrossPartitionQueries bool
+	// ScriptLimits bound every stored procedure, trigger and UDF run (time
+	// budget, memory ceiling, call depth); zero fields take the defaults.
+	ScriptLimits script.Limits
 	// SweepInterval is how often expired items are deleted for real;
 	// DefaultSweepInterval when zero, never when negative (expired items
 	// stay hidden from reads, queries and feeds all the same).
@@ -30,8 +40,10 @@ type Options struct {
 // It is safe for concurrent use.
 type Engine struct {
 	store   storage.Store
+	opts    Options
 	seq     *sequencer
 	durable *durability
+	scripts *script.Runner
 	now     func() time.Time
 
 	catMu  sync.RWMutex
@@ -57,8 +69,10 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 	}
 	e := &Engine{
 		store:   store,
+		opts:    opts,
 		seq:     seq,
 		durable: newDurability(),
+		scripts: script.NewRunner(opts.ScriptLimits),
 		now:     opts.Now,
 		dbs:     map[string]*Database{},
 		offers:  map[string][]byte{},

@@ -316,3 +316,34 @@ func TestDurabilityBarrierWaitsForVisibleWrites(t *testing.T) {
 	}
 	d.durable(8)
 }
+
+func TestItemWrittenTwiceInOneTransactionGetsTwoETags(t *testing.T) {
+	e := newMemEngine(t)
+	c, _ := e.Container("db", "c")
+	var first, second string
+	err := e.inPartition(c, StringKey("a"), func(tx *txn) error {
+		for i, out := range []*string{&first, &second} {
+			it, perr := c.parseItem([]byte(fmt.Sprintf(`{"id":"x","pk":"a","n":%d}`, i)), &ItemRequest{})
+			if perr != nil {
+				return perr
+			}
+			prev, _ := tx.getAny("x")
+			s, err := tx.put(it, prev)
+			if err != nil {
+				return err
+			}
+			*out = s.etag()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first == second {
+		t.Fatalf("two writes in one transaction share the ETag %s", first)
+	}
+	cur, _ := e.ReadItem(req("x", "a", ""))
+	if cur.ETag != second {
+		t.Fatalf("read ETag %s, want the last write's %s", cur.ETag, second)
+	}
+}

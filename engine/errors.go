@@ -32,9 +32,10 @@ const (
 
 // Canonical messages, as the service words them.
 const (
-	msgNotFound       = "Entity with the specified id does not exist in the system."
-	msgConflict       = "Entity with the specified id already exists in the system."
-	msgPrecondition   = "One of the specified pre-condition is not met."
+	msgNotFound = "Entity with the specified id does not exist in the system."
+	msgConflict = "Entity with the specified id already exists in the system."
+	// msgPrecondition has no final period: the emulator's message has none.
+	msgPrecondition   = "One of the specified pre-condition is not met"
 	msgETagMismatch   = "E-tag mismatch detected"
 	msgEntityTooLarge = "Request size is too large"
 )

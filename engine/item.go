@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -16,44 +17,55 @@ const MaxItemBytes = 2 * 1024 * 1024
 
 // storedItem is an item as kept in storage: a fixed header, then its JSON.
 //
-//	version(1) lsn(8) ts(8) ttl(4, int32, 0 = none) rid suffix(8) json
+//	version(1) lsn(8) ts(8) ttl(4, int32, 0 = none) rid suffix(8) write(2) json
+//
+// write numbers the writes of one transaction, so that an item written twice
+// in one batch or stored procedure gets a new ETag each time.
 type storedItem struct {
-	key []byte
-	lsn uint64
-	ts  int64
-	ttl int32
-	rid uint64
-	doc []byte
+	key   []byte
+	lsn   uint64
+	ts    int64
+	ttl   int32
+	rid   uint64
+	write uint16
+	doc   []byte
 }
 
-const itemHeaderLen = 1 + 8 + 8 + 4 + 8
+const (
+	itemRecordVersion = 2
+	itemHeaderLen     = 1 + 8 + 8 + 4 + 8 + 2
+)
 
 func (it *storedItem) encode() []byte {
 	v := make([]byte, 0, itemHeaderLen+len(it.doc))
-	v = append(v, 1)
+	v = append(v, itemRecordVersion)
 	v = binary.BigEndian.AppendUint64(v, it.lsn)
 	v = binary.BigEndian.AppendUint64(v, uint64(it.ts))
 	v = binary.BigEndian.AppendUint32(v, uint32(it.ttl))
 	v = binary.BigEndian.AppendUint64(v, it.rid)
+	v = binary.BigEndian.AppendUint16(v, it.write)
 	return append(v, it.doc...)
 }
 
 func decodeItem(key, v []byte) (*storedItem, error) {
-	if len(v) < itemHeaderLen || v[0] != 1 {
+	if len(v) < itemHeaderLen || v[0] != itemRecordVersion {
 		return nil, errors.New("engine: corrupt item record")
 	}
 	return &storedItem{
-		key: key,
-		lsn: binary.BigEndian.Uint64(v[1:]),
-		ts:  int64(binary.BigEndian.Uint64(v[9:])),
-		ttl: int32(binary.BigEndian.Uint32(v[17:])),
-		rid: binary.BigEndian.Uint64(v[21:]),
-		doc: v[itemHeaderLen:],
+		key:   key,
+		lsn:   binary.BigEndian.Uint64(v[1:]),
+		ts:    int64(binary.BigEndian.Uint64(v[9:])),
+		ttl:   int32(binary.BigEndian.Uint32(v[17:])),
+		rid:   binary.BigEndian.Uint64(v[21:]),
+		write: binary.BigEndian.Uint16(v[29:]),
+		doc:   v[itemHeaderLen:],
 	}, nil
 }
 
-// etag is the item's current ETag.
-func (it *storedItem) etag() string { return formatETag(it.lsn, it.rid) }
+// etag is the item's current ETag: unique to this write of this item.
+func (it *storedItem) etag() string {
+	return fmt.Sprintf("\"%08x-%04x-%04x-0000-%012x\"", uint32(it.lsn>>32), uint16(it.rid), it.write, it.lsn&0xFFFFFFFFFFFF)
+}
 
 // expired reports whether the item's time to live has run out.
 func (c *Container) expired(it *storedItem, now int64) bool {
@@ -83,17 +95,14 @@ func (c *Container) partition(pk PartitionKey) (*partition, *Error) {
 	return &partition{c: c, pk: pk, enc: enc, prefix: itemPartitionPrefix(c.rid, effectivePartitionKey(&c.pk, pk), enc)}, nil
 }
 
-// scope is the key prefix of the items a feed or query reads: one logical
-// partition when a partition key is given, else the whole container.
+// scope is the key prefix of the items a feed or query reads: the logical
+// partition (or hierarchical key prefix) when a partition key is given, else
+// the whole container.
 func (c *Container) scope(pk PartitionKey, hasPK bool) ([]byte, *Error) {
 	if !hasPK {
 		return itemContainerPrefix(c.rid), nil
 	}
-	p, err := c.partition(pk)
-	if err != nil {
-		return nil, err
-	}
-	return p.prefix, nil
+	return c.queryScope(pk)
 }
 
 func (p *partition) itemKey(id string) []byte {
@@ -116,6 +125,9 @@ type ItemRequest struct {
 	IfMatch string
 	// IfNoneMatch on a read answers 304 when the ETag still matches.
 	IfNoneMatch string
+	// PreTriggers and PostTriggers name the triggers the write runs.
+	PreTriggers  []string
+	PostTriggers []string
 }
 
 // ItemResult is the outcome of an item operation.
@@ -205,12 +217,13 @@ func firstSegment(path string) string {
 // txn is a write transaction on one logical partition: reads see its own
 // writes, and everything commits together or not at all.
 type txn struct {
-	e     *Engine
-	p     *partition
-	b     storage.Batch
-	now   time.Time
-	lsn   uint64
-	nrids uint64
+	e      *Engine
+	p      *partition
+	b      storage.Batch
+	now    time.Time
+	lsn    uint64
+	nrids  uint64
+	writes uint16
 	// nlog numbers the change records the transaction writes.
 	nlog uint32
 	// expiring marks the deletes of the TTL sweeper.
@@ -302,7 +315,8 @@ func (t *txn) put(it *item, prev *storedItem) (*storedItem, error) {
 		return nil, err
 	}
 	c := t.p.c
-	s := &storedItem{key: t.p.itemKey(it.id), lsn: t.lsn, ts: t.now.Unix(), ttl: it.ttl}
+	s := &storedItem{key: t.p.itemKey(it.id), lsn: t.lsn, ts: t.now.Unix(), ttl: it.ttl, write: t.writes}
+	t.writes++
 	fresh := prev == nil
 	if fresh {
 		s.rid = t.lsn<<16 | t.nrids
@@ -323,6 +337,13 @@ func (t *txn) put(it *item, prev *storedItem) (*storedItem, error) {
 	}
 	ridBytes := binary.BigEndian.AppendUint64(nil, s.rid)
 	if err := t.b.Set(s.key, s.encode()); err != nil {
+		return nil, err
+	}
+	var prevDoc []byte
+	if prev != nil {
+		prevDoc = prev.doc
+	}
+	if err := t.reindex(s.key, prevDoc, s.doc); err != nil {
 		return nil, err
 	}
 	if prev != nil {
@@ -350,6 +371,9 @@ func (t *txn) remove(prev *storedItem) error {
 		return err
 	}
 	c := t.p.c
+	if err := t.reindex(prev.key, prev.doc, nil); err != nil {
+		return err
+	}
 	ridBytes := binary.BigEndian.AppendUint64(nil, prev.rid)
 	for _, k := range [][]byte{prev.key, feedKey(c.rid, prev.lsn, ridBytes), ridKey(c.rid, ridBytes)} {
 		if err := t.b.Delete(k); err != nil {
@@ -397,79 +421,17 @@ func (e *Engine) resolve(req *ItemRequest) (*Container, error) {
 
 // CreateItem creates an item; 409 when its id exists in the logical partition.
 func (e *Engine) CreateItem(req *ItemRequest) (*ItemResult, error) {
-	return e.writeItem(req, func(t *txn, it *item, cur *storedItem) (int, error) {
-		if cur != nil {
-			return 0, Conflict(msgConflict)
-		}
-		return 201, nil
-	})
+	return e.itemOperation(BatchCreate, req)
 }
 
 // UpsertItem creates the item or replaces it (honouring If-Match when given).
 func (e *Engine) UpsertItem(req *ItemRequest) (*ItemResult, error) {
-	return e.writeItem(req, func(t *txn, it *item, cur *storedItem) (int, error) {
-		if err := checkIfMatch(req.IfMatch, cur); err != nil {
-			return 0, err
-		}
-		if cur == nil {
-			return 201, nil
-		}
-		return 200, nil
-	})
+	return e.itemOperation(BatchUpsert, req)
 }
 
 // ReplaceItem replaces an existing item; 404 when absent, 412 on a stale If-Match.
 func (e *Engine) ReplaceItem(req *ItemRequest) (*ItemResult, error) {
-	return e.writeItem(req, func(t *txn, it *item, cur *storedItem) (int, error) {
-		if it.id != req.ID {
-			return 0, BadRequest("The id in the body (%q) does not match the id in the request link (%q).", it.id, req.ID)
-		}
-		if cur == nil {
-			return 0, NotFound(msgNotFound)
-		}
-		if err := checkIfMatch(req.IfMatch, cur); err != nil {
-			return 0, err
-		}
-		return 200, nil
-	})
-}
-
-// writeItem validates the body and runs decide on the current item inside the
-// partition's transaction; decide returns the status to write with, or an error.
-func (e *Engine) writeItem(req *ItemRequest, decide func(t *txn, it *item, cur *storedItem) (int, error)) (*ItemResult, error) {
-	c, err := e.resolve(req)
-	if err != nil {
-		return nil, err
-	}
-	it, perr := c.parseItem(req.Body, req)
-	if perr != nil {
-		return nil, perr
-	}
-	var res ItemResult
-	err = e.inPartition(c, it.pk, func(t *txn) error {
-		stale, err := t.getAny(it.id)
-		if err != nil {
-			return err
-		}
-		cur := stale
-		if cur != nil && c.expired(cur, t.now.Unix()) {
-			cur = nil
-		}
-		status, err := decide(t, it, cur)
-		if err != nil {
-			return err
-		}
-		s, err := t.put(it, stale)
-		if err != nil {
-			return err
-		}
-		res = ItemResult{Status: status, Body: s.doc, ETag: s.etag(), Charge: writeCharge(len(s.doc))}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return e.itemOperation(BatchReplace, req)
 }
 
 // ReadItem reads an item by id and partition key.
@@ -514,31 +476,5 @@ func (e *Engine) ReadItem(req *ItemRequest) (*ItemResult, error) {
 
 // DeleteItem deletes an item; 404 when absent, 412 on a stale If-Match.
 func (e *Engine) DeleteItem(req *ItemRequest) (*ItemResult, error) {
-	c, err := e.resolve(req)
-	if err != nil {
-		return nil, err
-	}
-	if !req.HasPartitionKey {
-		return nil, errPartitionKeyRequired
-	}
-	if verr := validID(req.ID); verr != nil {
-		return nil, verr
-	}
-	err = e.inPartition(c, req.PartitionKey, func(t *txn) error {
-		cur, err := t.get(req.ID)
-		if err != nil {
-			return err
-		}
-		if cur == nil {
-			return NotFound(msgNotFound)
-		}
-		if err := checkIfMatch(req.IfMatch, cur); err != nil {
-			return err
-		}
-		return t.remove(cur)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &ItemResult{Status: 204, Charge: writeCharge(0)}, nil
+	return e.itemOperation(BatchDelete, req)
 }

@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"strconv"
+	"strings"
 
 	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
@@ -24,6 +27,10 @@ type QueryRequest struct {
 	// MaxItems is the page size; zero or less means the default.
 	MaxItems     int
 	Continuation string
+	// SinglePartitionKeyRange is true when the client scoped the query to one
+	// partition key range (x-ms-documentdb-partitionkeyrangeid), as query
+	// pipelines do after asking for a query plan.
+	SinglePartitionKeyRange bool
 	// UDF resolves udf.name calls; nil when the container has none.
 	UDF query.UDFResolver
 }
@@ -57,54 +64,336 @@ func queryError(err error) error {
 	return err
 }
 
-// QueryItems runs a query over the items of a container or of one logical
-// partition and returns a page of its results.
+// msgCrossPartition is the service's answer to a cross-partition query that
+// its gateway cannot serve without a client-side query plan.
+const msgCrossPartition = "The provided cross partition query can not be directly served by the gateway. " +
+	"This is a first chance (internal) exception that all newer clients will know how to handle gracefully. " +
+	"This exception is traced, but unless you see it bubble up as an exception (which only happens on older SDK clients), then you can safely ignore this message."
+
+// QueryItems runs a query over the items of a container, of one logical
+// partition, or of one partition key range, and returns a page of results.
+//
+// Streaming queries (no ORDER BY, aggregates, GROUP BY or DISTINCT) read the
+// source only as far as the page needs and resume from the continuation;
+// others are evaluated whole and paged by position.
 func (e *Engine) QueryItems(req *QueryRequest) (*QueryResult, error) {
 	c, err := e.Container(req.Database, req.Container)
 	if err != nil {
 		return nil, err
 	}
-	q, err := parseQuery(req.Query)
-	if err != nil {
-		return nil, err
+	if !req.HasPartitionKey && !req.SinglePartitionKeyRange && !e.opts.ServeCrossPartitionQueries {
+		q, err := parseQuery(req.Query)
+		if err != nil {
+			return nil, err
+		}
+		plan, err := q.Plan(req.Params)
+		if err != nil {
+			return nil, queryError(err)
+		}
+		if plan.NeedsQueryPlan {
+			return nil, &Error{Status: 400, SubStatus: SubStatusCrossPartitionQuery, Code: "BadRequest", Message: msgCrossPartition}
+		}
 	}
 	lower, perr := c.scope(req.PartitionKey, req.HasPartitionKey)
 	if perr != nil {
 		return nil, perr
 	}
+	if req.UDF == nil && strings.Contains(strings.ToLower(req.Query), "udf.") {
+		udfs := e.newUDFResolver(c)
+		defer udfs.close()
+		req.UDF = udfs
+	}
 	snap := e.store.NewSnapshot()
 	defer snap.Close()
-	now := e.now()
-	docs := func(yield func([]byte, error) bool) {
-		it, err := snap.NewIterator(lower, storage.PrefixEnd(lower), false)
-		if err != nil {
-			yield(nil, err)
+	res, err := e.queryIn(c, snap, lower, req)
+	if err != nil {
+		return nil, err
+	}
+	e.durable.barrier()
+	return res, nil
+}
+
+// queryIn runs a query over the items under scope as r sees them: a snapshot
+// for client queries, a transaction's batch for stored procedures.
+func (e *Engine) queryIn(c *Container, r storage.Reader, scope []byte, req *QueryRequest) (*QueryResult, error) {
+	q, err := parseQuery(req.Query)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := q.Plan(req.Params)
+	if err != nil {
+		return nil, queryError(err)
+	}
+	x, err := q.Prepare(query.Options{Params: req.Params, UDF: req.UDF, Now: e.now()})
+	if err != nil {
+		return nil, queryError(err)
+	}
+	src := source{scope: scope}
+	if ix, ok := c.chooseIndex(plan); ok {
+		src.index = ix
+	}
+	if ix, complete, ok := c.orderIndex(plan); ok && !plan.Streaming {
+		return e.topQuery(c, r, source{scope: scope, index: ix}, complete, x, plan, req)
+	}
+	if plan.Streaming {
+		return e.streamQuery(c, r, src, x, plan, req)
+	}
+	return e.wholeQuery(c, r, src, x, req)
+}
+
+// source is where a query reads its candidate items: a scan of the item keys
+// under its scope, or the index entries of one of its filters, restricted to
+// the scope.
+type source struct {
+	scope []byte       // item key prefix
+	index *indexSource // nil: scan the scope
+}
+
+// candidate is an item and its position in the source.
+type candidate struct {
+	pos  []byte
+	item *storedItem
+}
+
+// contains reports whether a continuation position belongs to the source.
+func (src source) contains(pos []byte) bool {
+	if src.index == nil {
+		return bytes.HasPrefix(pos, src.scope)
+	}
+	for _, r := range src.index.ranges {
+		if bytes.Compare(pos, r.lower) >= 0 && bytes.Compare(pos, r.upper) < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// scan yields the live candidates of a source in order, from position start
+// (nil: the beginning).
+func (c *Container) scan(r storage.Reader, src source, start []byte, now int64) iter.Seq2[candidate, error] {
+	return func(yield func(candidate, error) bool) {
+		ranges := []keyRange{{src.scope, storage.PrefixEnd(src.scope)}}
+		reverse := false
+		if src.index != nil {
+			ranges, reverse = src.index.ranges, src.index.reverse
+		}
+		if reverse {
+			for i := len(ranges) - 1; i >= 0; i-- {
+				if !c.scanRange(r, src, ranges[i].lower, ranges[i].upper, true, now, yield) {
+					return
+				}
+			}
 			return
 		}
-		defer it.Close()
-		for it.Next() {
-			s, err := decodeItem(it.Key(), it.Value())
+		for _, rg := range ranges {
+			lower := rg.lower
+			if start != nil {
+				if bytes.Compare(start, rg.upper) >= 0 {
+					continue
+				}
+				if bytes.Compare(start, lower) > 0 {
+					lower = start
+				}
+			}
+			if !c.scanRange(r, src, lower, rg.upper, false, now, yield) {
+				return
+			}
+		}
+	}
+}
+
+// scanRange yields the candidates of one key range; false means stop.
+func (c *Container) scanRange(r storage.Reader, src source, lower, upper []byte, reverse bool, now int64, yield func(candidate, error) bool) bool {
+	it, err := r.NewIterator(lower, upper, reverse)
+	if err != nil {
+		return yield(candidate{}, err)
+	}
+	defer it.Close()
+	for it.Next() {
+		key, val := it.Key(), it.Value()
+		pos := key
+		if src.index != nil {
+			key = c.indexedItemKey(key, src.index.base)
+			if !bytes.HasPrefix(key, src.scope) {
+				continue
+			}
+			v, err := r.Get(key)
+			if err != nil {
+				return yield(candidate{}, fmt.Errorf("engine: index entry without its item: %w", err))
+			}
+			val = v
+		}
+		s, err := decodeItem(key, val)
+		if err != nil {
+			return yield(candidate{}, err)
+		}
+		if c.expired(s, now) {
+			continue
+		}
+		if !yield(candidate{pos: pos, item: s}, nil) {
+			return false
+		}
+	}
+	if err := it.Err(); err != nil {
+		return yield(candidate{}, err)
+	}
+	return true
+}
+
+// wholeQuery evaluates a query over its whole source and cuts a page.
+func (e *Engine) wholeQuery(c *Container, snap storage.Reader, src source, x *query.Execution, req *QueryRequest) (*QueryResult, error) {
+	docs := func(yield func([]byte, error) bool) {
+		for cand, err := range c.scan(snap, src, nil, e.now().Unix()) {
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			if c.expired(s, now.Unix()) {
-				continue
-			}
-			if !yield(s.doc, nil) {
+			if !yield(cand.item.doc, nil) {
 				return
 			}
 		}
-		if err := it.Err(); err != nil {
-			yield(nil, err)
-		}
 	}
-	results, err := q.Execute(docs, query.Options{Params: req.Params, UDF: req.UDF, Now: now})
+	results, err := x.Execute(docs)
 	if err != nil {
 		return nil, queryError(err)
 	}
-	e.durable.barrier()
 	return pageResults(results, req.MaxItems, req.Continuation)
+}
+
+// topQuery answers a top-N query ordered by one indexed path: it evaluates
+// the query over growing prefixes of the index's order until the prefix
+// yields every row the query returns. Rows past the prefix cannot sort
+// before it, and the prefix never ends inside a run of equal values, so the
+// answer is the one a full evaluation gives. When the index does not list
+// every possible item (see orderIndex) and runs out first, it evaluates the
+// whole source instead.
+func (e *Engine) topQuery(c *Container, snap storage.Reader, src source, complete bool, x *query.Execution, plan *query.Plan, req *QueryRequest) (*QueryResult, error) {
+	want := plan.Top
+	if plan.Limit >= 0 && (want < 0 || plan.Limit < want) {
+		want = plan.Limit
+	}
+	need := want + max(plan.Offset, 0)
+	now := e.now().Unix()
+	for k := 2*need + 16; ; k *= 4 {
+		var docs [][]byte
+		var lastValue []byte
+		exhausted := true
+		for cand, err := range c.scan(snap, src, nil, now) {
+			if err != nil {
+				return nil, err
+			}
+			rest := cand.pos[src.index.base:]
+			value := rest[:indexValueLen(rest)]
+			if len(docs) >= k && !bytes.Equal(value, lastValue) {
+				exhausted = false
+				break
+			}
+			lastValue = append(lastValue[:0], value...)
+			docs = append(docs, cand.item.doc)
+		}
+		results, err := x.Execute(func(yield func([]byte, error) bool) {
+			for _, d := range docs {
+				if !yield(d, nil) {
+					return
+				}
+			}
+		})
+		if err != nil {
+			return nil, queryError(err)
+		}
+		if len(results) >= want || (exhausted && complete) {
+			return pageResults(results, req.MaxItems, req.Continuation)
+		}
+		if exhausted {
+			return e.wholeQuery(c, snap, source{scope: src.scope}, x, req)
+		}
+	}
+}
+
+// streamToken is the continuation of a streaming query: where to resume in
+// the source and how far TOP, OFFSET and LIMIT have got.
+type streamToken struct {
+	// Key is the storage key of the next document to evaluate.
+	Key []byte `json:"k"`
+	// Skip is how many of that document's rows were already returned.
+	Skip int `json:"s,omitempty"`
+	// Skipped counts rows skipped for OFFSET; Produced counts rows returned.
+	Skipped  int `json:"o,omitempty"`
+	Produced int `json:"n,omitempty"`
+}
+
+// streamQuery evaluates a streaming query document by document, only as far
+// as one page needs.
+func (e *Engine) streamQuery(c *Container, snap storage.Reader, src source, x *query.Execution, plan *query.Plan, req *QueryRequest) (*QueryResult, error) {
+	var tok streamToken
+	var start []byte
+	if req.Continuation != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(req.Continuation)
+		if err != nil || json.Unmarshal(raw, &tok) != nil || !src.contains(tok.Key) {
+			return nil, BadRequest("The continuation token %q is invalid for this query.", req.Continuation)
+		}
+		start = tok.Key
+	}
+	size := req.MaxItems
+	if size <= 0 {
+		size = DefaultPageSize
+	}
+	size = min(size, MaxPageSize)
+	limit := -1 // rows the query may still return in total
+	if plan.Top >= 0 {
+		limit = plan.Top
+	}
+	if plan.Limit >= 0 && (limit < 0 || plan.Limit < limit) {
+		limit = plan.Limit
+	}
+	offset := max(plan.Offset, 0)
+	res := &QueryResult{Items: []json.RawMessage{}}
+	total := 0
+	for cand, err := range c.scan(snap, src, start, e.now().Unix()) {
+		if err != nil {
+			return nil, err
+		}
+		s := cand.item
+		if limit >= 0 && tok.Produced >= limit {
+			break
+		}
+		rows, err := x.Rows(s.doc)
+		if err != nil {
+			return nil, queryError(err)
+		}
+		skip := 0
+		if bytes.Equal(cand.pos, tok.Key) {
+			skip = tok.Skip
+		}
+		for i := skip; i < len(rows); i++ {
+			if len(res.Items) == size || (limit >= 0 && tok.Produced >= limit) {
+				if limit < 0 || tok.Produced < limit {
+					tok.Key, tok.Skip = append([]byte(nil), cand.pos...), i
+					res.Continuation = encodeToken(tok)
+				}
+				return finishPage(res, total), nil
+			}
+			if tok.Skipped < offset {
+				tok.Skipped++
+				continue
+			}
+			res.Items = append(res.Items, rows[i])
+			total += len(rows[i])
+			tok.Produced++
+		}
+		tok.Key, tok.Skip = nil, 0
+	}
+	return finishPage(res, total), nil
+}
+
+func encodeToken(tok streamToken) string {
+	raw, _ := json.Marshal(tok)
+	return base64.RawURLEncoding.EncodeToString(raw)
+}
+
+func finishPage(res *QueryResult, total int) *QueryResult {
+	res.Charge = 2.5 + float64(total)/1024*0.2
+	return res
 }
 
 // pageResults cuts a page out of complete results; the continuation is the

@@ -1,7 +1,3 @@
-// Package orrerytest starts an in-process Orrery server for Go tests: memory
-// storage, a free loopback port, no Docker and nothing to install. One call
-// gives the endpoint, the key and a ready azcosmos.Client; the server stops
-// when the test ends.
 package orrerytest
 
 import (
@@ -36,6 +32,9 @@ type Options struct {
 	// Dir, when set, keeps the data durably in that directory (Pebble, every
 	// write fsynced) instead of in memory: for benchmarks and restart tests.
 	Dir string
+	// ServeCrossPartitionQueries lets the server execute cross-partition
+	// queries the service's gateway refuses (see engine.Options).
+	ServeCrossPartitionQueries bool
 }
 
 // Start starts a server on memory storage and registers its shutdown with
@@ -56,7 +55,7 @@ func StartWith(t testing.TB, opts Options) *Server {
 		}
 		store = s
 	}
-	eng, err := engine.Open(store, engine.Options{})
+	eng, err := engine.Open(store, engine.Options{ServeCrossPartitionQueries: opts.ServeCrossPartitionQueries})
 	if err != nil {
 		t.Fatalf("orrerytest: opening the engine: %v", err)
 	}

@@ -14,6 +14,12 @@ type Query struct {
 	text   string
 	q      *selectQuery
 	params map[string]bool
+	udfs   []string
+	// fields are the top-level document properties the query reads; nil
+	// means the whole document. keepRaw is set when it also writes the
+	// document out unchanged.
+	fields  map[string]bool
+	keepRaw bool
 }
 
 // UDFResolver executes user-defined functions called as udf.name(args).
@@ -37,8 +43,14 @@ type Options struct {
 // the execution and is returned to the caller.
 type Docs = iter.Seq2[[]byte, error]
 
+// MaxQueryLength is the longest query text accepted, the service's limit.
+const MaxQueryLength = 262144
+
 // Parse parses and validates a query. Errors are *Error values.
 func Parse(text string) (*Query, error) {
+	if len(text) > MaxQueryLength {
+		return nil, &Error{Code: CodeSemantic, Message: "The SQL query text exceeded the maximum limit of " + itoa(MaxQueryLength) + " characters."}
+	}
 	sq, err := parseText(text)
 	if err != nil {
 		return nil, err
@@ -47,7 +59,8 @@ func Parse(text string) (*Query, error) {
 	if err := b.bindQuery(sq, nil, true); err != nil {
 		return nil, err
 	}
-	return &Query{text: text, q: sq, params: b.params}, nil
+	fields, keepRaw := rootFields(sq)
+	return &Query{text: text, q: sq, params: b.params, udfs: b.udfs, fields: fields, keepRaw: keepRaw}, nil
 }
 
 // String returns the query text as given to Parse.
@@ -60,8 +73,12 @@ type Execution struct {
 }
 
 // Prepare binds the query to opts. It fails when a parameter value is not
-// valid JSON.
+// valid JSON, or when the query calls a user-defined function and opts has
+// no UDF resolver.
 func (q *Query) Prepare(opts Options) (*Execution, error) {
+	if len(q.udfs) > 0 && opts.UDF == nil {
+		return nil, &Error{Code: CodeUnknownFunction, Message: "Unknown function 'udf." + q.udfs[0] + "'."}
+	}
 	params, err := decodeParams(opts.Params)
 	if err != nil {
 		return nil, err
@@ -109,7 +126,7 @@ func (x *Execution) Execute(docs Docs) ([]json.RawMessage, error) {
 				srcErr = err
 				return
 			}
-			v, err := decodeJSON(doc)
+			v, err := decodeDocument(doc, x.q.fields, x.q.keepRaw)
 			if err != nil {
 				c.fail(errBadDocument)
 				return
@@ -139,7 +156,8 @@ func (x *Execution) Execute(docs Docs) ([]json.RawMessage, error) {
 var errBadDocument = &Error{Code: CodeRuntime, Message: "A document is not valid JSON."}
 
 // ErrNotStreaming is returned by Rows for a query that needs the whole input
-// (ORDER BY, aggregates, GROUP BY or DISTINCT).
+// (ORDER BY, aggregates, GROUP BY or DISTINCT) or does not range over the
+// documents (no FROM, or a FROM subquery); use Execute for those.
 var ErrNotStreaming = errors.New("query: the query is not streaming")
 
 // Rows evaluates a streaming query against one document and returns its
@@ -148,10 +166,10 @@ var ErrNotStreaming = errors.New("query: the query is not streaming")
 // page through the source and resume at any document.
 func (x *Execution) Rows(doc []byte) ([]json.RawMessage, error) {
 	sq := x.q.q
-	if !sq.streaming() || (len(sq.from) > 0 && sq.from[0].sub != nil) {
+	if !sq.streaming() || len(sq.from) == 0 || sq.from[0].sub != nil {
 		return nil, ErrNotStreaming
 	}
-	v, err := decodeJSON(doc)
+	v, err := decodeDocument(doc, x.q.fields, x.q.keepRaw)
 	if err != nil {
 		return nil, errBadDocument
 	}

@@ -17,6 +17,8 @@ func TestParseCondition(t *testing.T) {
 		err    string
 	}{
 		{cond: "FROM c WHERE c.status = 'open'", want: true},
+		{cond: "FROM c WHERE c.total > 10000", want: false},
+		{cond: "FROM c WHERE c.n >= 3", want: true},
 		{cond: "from c where c.status = 'closed'", want: false},
 		{cond: "FROM root WHERE root.n > 2", want: true},
 		{cond: "FROM root r WHERE r.n > @min", params: map[string]json.RawMessage{"@min": json.RawMessage("5")}, want: false},
@@ -35,7 +37,8 @@ func TestParseCondition(t *testing.T) {
 		t.Run(tt.cond, func(t *testing.T) {
 			c, err := ParseCondition(tt.cond)
 			if tt.err != "" {
-				if err == nil || err.Error() != tt.err {
+				var qe *Error
+				if !errors.As(err, &qe) || qe.Message != tt.err {
 					t.Fatalf("err = %v, want %q", err, tt.err)
 				}
 				return
@@ -66,6 +69,12 @@ func TestSyntaxErrorPosition(t *testing.T) {
 	}
 	if qe.Code != CodeSyntax || qe.Start != 9 || qe.End != 13 {
 		t.Fatalf("got %+v, want code %s at 9..13", qe, CodeSyntax)
+	}
+	if want := "Syntax error, incorrect syntax near 'FORM'. (at offset 9-13)"; qe.Error() != want {
+		t.Fatalf("Error() = %q, want %q", qe.Error(), want)
+	}
+	if _, err := Parse("SELECT VALUE '" + strings.Repeat("x", MaxQueryLength) + "'"); err == nil {
+		t.Fatal("over-long query accepted")
 	}
 }
 
@@ -171,7 +180,7 @@ func TestRowsStreaming(t *testing.T) {
 		t.Error("invalid document accepted")
 	}
 	for _, text := range []string{"SELECT VALUE COUNT(1) FROM c", "SELECT * FROM c ORDER BY c.id", "SELECT DISTINCT c.a FROM c",
-		"SELECT c.a FROM c GROUP BY c.a", "SELECT * FROM (SELECT VALUE c FROM c) x"} {
+		"SELECT c.a FROM c GROUP BY c.a", "SELECT * FROM (SELECT VALUE c FROM c) x", "SELECT VALUE 1"} {
 		q, err := Parse(text)
 		if err != nil {
 			t.Fatal(err)
@@ -261,4 +270,36 @@ func TestErrorJSON(t *testing.T) {
 	if err := json.Unmarshal(qe.JSON(), &v); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestExecutionSharedAcrossGoroutines(t *testing.T) {
+	q, err := Parse("SELECT VALUE CONCAT(c.a, UPPER(t)) FROM c JOIN t IN c.tags WHERE RegexMatch(t, '^[a-z]+$')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := q.Prepare(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := []byte(`{"a":"p-","tags":["ab","C","de"]}`)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 100; j++ {
+				rows, err := x.Rows(doc)
+				if err != nil || joinRaw(rows) != `["p-AB","p-DE"]` {
+					t.Errorf("rows=%s err=%v", joinRaw(rows), err)
+					return
+				}
+				all, err := x.Execute(docsOf(string(doc), string(doc)))
+				if err != nil || len(all) != 4 {
+					t.Errorf("all=%s err=%v", joinRaw(all), err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -68,3 +68,38 @@ func BenchmarkExecute(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRows measures the streaming path: one document through a
+// filtered projection, as the engine pages a single-partition query.
+func BenchmarkRows(b *testing.B) {
+	q, err := Parse("SELECT c.id, c.name FROM c WHERE c.category = @cat AND c.price > 10")
+	if err != nil {
+		b.Fatal(err)
+	}
+	x, err := q.Prepare(Options{Params: benchParams})
+	if err != nil {
+		b.Fatal(err)
+	}
+	doc := benchDocs(1)[0]
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := x.Rows(doc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkConditionMatches measures a patch filter predicate on one item.
+func BenchmarkConditionMatches(b *testing.B) {
+	c, err := ParseCondition("FROM c WHERE c.qty > 2 AND STARTSWITH(c.id, 'p-')")
+	if err != nil {
+		b.Fatal(err)
+	}
+	doc := benchDocs(4)[3]
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Matches(doc, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -23,6 +23,7 @@ func (s *scope) lookup(name string) (depth, slot int, ok bool) {
 // binder resolves names, function calls and aggregate slots in place.
 type binder struct {
 	params map[string]bool // parameters referenced anywhere
+	udfs   []string        // user-defined functions called anywhere
 }
 
 func (b *binder) bindQuery(q *selectQuery, parent *scope, top bool) error {
@@ -70,6 +71,9 @@ func (b *binder) bindQuery(q *selectQuery, parent *scope, top bool) error {
 		if len(q.from) > 1 {
 			return semanticError(CodeSemantic, 0, 0, "'SELECT *' is only valid with a single input set.")
 		}
+		if len(q.groupBy) > 0 {
+			return semanticError(CodeSemantic, 0, 0, "'SELECT *' is not valid with GROUP BY.")
+		}
 	}
 	if q.top != nil {
 		if err := b.bindExpr(q.top, s, false); err != nil {
@@ -112,8 +116,10 @@ func (b *binder) bindQuery(q *selectQuery, parent *scope, top bool) error {
 			return err
 		}
 	}
-	if len(q.groupBy) > 0 {
-		if len(q.orderBy) > 0 {
+	if len(q.groupBy) > 0 || len(q.aggs) > 0 {
+		// Grouped or aggregated: the select list may only hold aggregates,
+		// GROUP BY expressions and constants.
+		if len(q.groupBy) > 0 && len(q.orderBy) > 0 {
 			return semanticError(CodeSemantic, 0, 0, "ORDER BY is not supported in queries with GROUP BY.")
 		}
 		keys := make(map[string]bool, len(q.groupBy))
@@ -127,7 +133,10 @@ func (b *binder) bindQuery(q *selectQuery, parent *scope, top bool) error {
 		}
 	}
 	for _, o := range q.orderBy {
-		if err := b.bindExpr(o.x, s, len(q.groupBy) > 0); err != nil {
+		if !isPath(o.x) {
+			return semanticError(CodeSemantic, 0, 0, "Unsupported ORDER BY clause. ORDER BY item expression could not be mapped to a document path.")
+		}
+		if err := b.bindExpr(o.x, s, false); err != nil {
 			return err
 		}
 	}
@@ -219,12 +228,12 @@ func (b *binder) bindExpr(x expr, s *scope, allowAgg bool) error {
 			esc := rune(-1)
 			if n.escape != nil {
 				ec, ok := n.escape.(*constExpr)
-				if !ok || ec.v.k != kString || len([]rune(ec.v.s)) != 1 {
+				if !ok || ec.v.k != kString || len([]rune(ec.v.str())) != 1 {
 					return nil
 				}
-				esc = []rune(ec.v.s)[0]
+				esc = []rune(ec.v.str())[0]
 			}
-			n.static = compileLike(pc.v.s, esc)
+			n.static = compileLike(pc.v.str(), esc)
 		}
 	case *condExpr:
 		return b.bindAll(s, allowAgg, n.c, n.a, n.b)
@@ -235,7 +244,9 @@ func (b *binder) bindExpr(x expr, s *scope, allowAgg bool) error {
 	case *objectExpr:
 		return b.bindAll(s, allowAgg, n.vals...)
 	case *callExpr:
-		if !n.udf {
+		if n.udf {
+			b.udfs = append(b.udfs, n.name)
+		} else {
 			fn, ok := lookupBuiltin(n.name)
 			if !ok {
 				return semanticError(CodeUnknownFunction, n.pos, n.pos+len(n.name), "'%s' is not a recognized built-in function name.", n.name)
@@ -380,4 +391,24 @@ func isPlainIdent(s string) bool {
 		}
 	}
 	return true
+}
+
+// isPath reports whether x is an alias or a chain of property and constant
+// index accesses on one, the only ORDER BY items the service accepts.
+func isPath(x expr) bool {
+	for {
+		switch n := x.(type) {
+		case *refExpr:
+			return true
+		case *propExpr:
+			x = n.x
+		case *indexExpr:
+			if c, ok := n.idx.(*constExpr); !ok || c.v.k != kNumber {
+				return false
+			}
+			x = n.x
+		default:
+			return false
+		}
+	}
 }

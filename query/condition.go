@@ -8,8 +8,9 @@ import (
 // Condition is a parsed patch filter predicate such as
 // "FROM c WHERE c.status = 'open'". It is safe for concurrent use.
 type Condition struct {
-	text string
-	q    *selectQuery
+	text   string
+	q      *selectQuery
+	fields map[string]bool // top-level properties read; nil for all
 }
 
 // ParseCondition parses a predicate of the form
@@ -49,7 +50,8 @@ func ParseCondition(text string) (*Condition, error) {
 	if err := (&binder{}).bindQuery(sq, nil, true); err != nil {
 		return nil, err
 	}
-	return &Condition{text: text, q: sq}, nil
+	fields, _ := rootFields(sq)
+	return &Condition{text: text, q: sq, fields: fields}, nil
 }
 
 // String returns the predicate text as given to ParseCondition.
@@ -62,7 +64,7 @@ func (c *Condition) Matches(doc []byte, params map[string]json.RawMessage) (bool
 	if err != nil {
 		return false, err
 	}
-	v, err := decodeJSON(doc)
+	v, err := decodeDocument(doc, c.fields, false)
 	if err != nil {
 		return false, errBadDocument
 	}

@@ -76,6 +76,16 @@ func TestCorpus(t *testing.T) {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)
 				}
+				// The same query decoding whole documents must agree with
+				// the partial decoding the query chose.
+				if q.fields != nil {
+					full := *q
+					full.fields = nil
+					fres, ferr := full.Execute(docs, Options{Params: tc.Params, Now: corpusNow})
+					if ferr != nil || joinRaw(fres) != joinRaw(res) {
+						t.Fatalf("partial decoding (fields %v) gave %s, full decoding %s (%v)", q.fields, joinRaw(res), joinRaw(fres), ferr)
+					}
+				}
 				got := make([]string, len(res))
 				for i, r := range res {
 					got[i] = string(r)

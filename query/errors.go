@@ -2,7 +2,9 @@ package query
 
 import "fmt"
 
-// Error codes carried by *Error, named after the service's codes.
+// Error codes carried by *Error. SC1001, SC2001 and SC2005 are the codes the
+// service reports for those errors; the others are this package's own
+// choices within the same families.
 const (
 	// CodeSyntax marks a syntax error (the service's SC1001).
 	CodeSyntax = "SC1001"
@@ -10,11 +12,12 @@ const (
 	CodeUnresolved = "SC2001"
 	// CodeUnknownFunction marks a call of a function that does not exist (SC2005).
 	CodeUnknownFunction = "SC2005"
-	// CodeArity marks a call with the wrong number of arguments (SC2050).
+	// CodeArity marks a call with the wrong number of arguments.
 	CodeArity = "SC2050"
-	// CodeSemantic marks any other invalid-query error (SC2xxx family).
+	// CodeSemantic marks any other invalid query.
 	CodeSemantic = "SC2000"
-	// CodeRuntime marks an error raised while executing a valid query.
+	// CodeRuntime marks an error raised while executing a valid query, such
+	// as a TOP parameter that is not a count.
 	CodeRuntime = "SC3000"
 )
 
@@ -28,8 +31,15 @@ type Error struct {
 	End     int
 }
 
-// Error returns the message in the service's wording.
-func (e *Error) Error() string { return e.Message }
+// Error returns the message in the service's wording followed, when the
+// error has a location, by its byte offsets in the query text. Use Message
+// (or JSON) for the bare service text.
+func (e *Error) Error() string {
+	if e.Start == 0 && e.End == 0 {
+		return e.Message
+	}
+	return fmt.Sprintf("%s (at offset %d-%d)", e.Message, e.Start, e.End)
+}
 
 func syntaxErrorAt(t token) *Error {
 	if t.kind == tEOF {

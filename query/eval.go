@@ -49,7 +49,7 @@ func (x *propExpr) eval(c *evalCtx, e *env) value {
 	if v.k != kObject {
 		return undef
 	}
-	return v.obj.get(x.name)
+	return v.object().get(x.name)
 }
 
 func (x *indexExpr) eval(c *evalCtx, e *env) value {
@@ -57,11 +57,11 @@ func (x *indexExpr) eval(c *evalCtx, e *env) value {
 	i := x.idx.eval(c, e)
 	switch {
 	case v.k == kArray && i.k == kNumber:
-		if i.n >= 0 && i.n < float64(len(v.arr)) && i.n == math.Trunc(i.n) {
-			return v.arr[int(i.n)]
+		if i.n >= 0 && i.n < float64(len(v.array())) && i.n == math.Trunc(i.n) {
+			return v.array()[int(i.n)]
 		}
 	case v.k == kObject && i.k == kString:
-		return v.obj.get(i.s)
+		return v.object().get(i.str())
 	}
 	return undef
 }
@@ -131,7 +131,7 @@ func binaryOp(op string, l, r value) value {
 		return boolV(cmp >= 0)
 	case "||":
 		if l.k == kString && r.k == kString {
-			return strV(l.s + r.s)
+			return strV(l.str() + r.str())
 		}
 		return undef
 	}
@@ -240,17 +240,17 @@ func (x *likeExpr) eval(c *evalCtx, e *env) value {
 		if ev.k != kString {
 			return undef
 		}
-		rs := []rune(ev.s)
+		rs := []rune(ev.str())
 		if len(rs) != 1 {
 			return c.fail(runtimeError("The ESCAPE character must be a single character."))
 		}
 		esc = rs[0]
 	}
 	lp := x.static
-	if lp == nil || lp.src != p.s || lp.esc != esc {
-		lp = compileLike(p.s, esc)
+	if lp == nil || lp.src != p.str() || lp.esc != esc {
+		lp = compileLike(p.str(), esc)
 	}
-	return boolV(lp.match(v.s) != x.not)
+	return boolV(lp.match(v.str()) != x.not)
 }
 
 func (x *condExpr) eval(c *evalCtx, e *env) value {

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"container/heap"
 	"math"
 	"slices"
 	"sort"
@@ -91,27 +92,37 @@ func (q *selectQuery) run(c *evalCtx, outer *env, roots rootIter, emit func(valu
 	if len(q.aggs) > 0 || len(q.groupBy) > 0 {
 		recs = q.runGroups(c, e, roots)
 	} else {
+		// With ORDER BY and a bound on the output (TOP or LIMIT) only the
+		// best offset+take rows need keeping: a heap holds them.
+		top := &topRecords{q: q, bound: -1}
+		if len(q.orderBy) > 0 && !q.distinct && lim.take() >= 0 {
+			top.bound = max(lim.offset, 0) + lim.take()
+		}
 		roots(func(root value) bool {
 			e.root = root
 			return q.rows(c, e, 0, func() bool {
-				recs = append(recs, q.record(c, e, len(recs)))
+				r := q.record(c, e)
+				if !r.out.defined() {
+					return c.err == nil // never emitted, never counted
+				}
+				r.seq = len(recs) + top.seen
+				if top.bound >= 0 {
+					top.add(r)
+				} else {
+					recs = append(recs, r)
+				}
 				return c.err == nil
 			})
 		})
+		if top.bound >= 0 {
+			recs = top.recs
+		}
 	}
 	if c.err != nil {
 		return
 	}
 	if len(q.orderBy) > 0 {
-		sort.SliceStable(recs, func(i, j int) bool {
-			for k, o := range q.orderBy {
-				cmp := compareOrder(recs[i].keys[k], recs[j].keys[k])
-				if cmp != 0 {
-					return (cmp < 0) != o.desc
-				}
-			}
-			return false
-		})
+		sort.Slice(recs, func(i, j int) bool { return q.before(recs[i], recs[j]) })
 	}
 	var seen map[string]bool
 	if q.distinct {
@@ -143,13 +154,56 @@ func (q *selectQuery) run(c *evalCtx, outer *env, roots rootIter, emit func(valu
 	}
 }
 
-// record is one projected row with its ORDER BY keys.
+// record is one projected row with its ORDER BY keys; seq is its arrival
+// order, which breaks ties so that sorting is stable.
 type record struct {
 	out  value
 	keys []value
+	seq  int
 }
 
-func (q *selectQuery) record(c *evalCtx, e *env, _ int) record {
+// before reports whether a sorts before b under ORDER BY.
+func (q *selectQuery) before(a, b record) bool {
+	for k, o := range q.orderBy {
+		if cmp := compareOrder(a.keys[k], b.keys[k]); cmp != 0 {
+			return (cmp < 0) != o.desc
+		}
+	}
+	return a.seq < b.seq
+}
+
+// topRecords keeps the bound best records seen, in a heap whose root is the
+// worst of them.
+type topRecords struct {
+	q     *selectQuery
+	bound int
+	recs  []record
+	seen  int
+}
+
+func (t *topRecords) Len() int           { return len(t.recs) }
+func (t *topRecords) Less(i, j int) bool { return t.q.before(t.recs[j], t.recs[i]) }
+func (t *topRecords) Swap(i, j int)      { t.recs[i], t.recs[j] = t.recs[j], t.recs[i] }
+func (t *topRecords) Push(x any)         { t.recs = append(t.recs, x.(record)) }
+func (t *topRecords) Pop() any {
+	r := t.recs[len(t.recs)-1]
+	t.recs = t.recs[:len(t.recs)-1]
+	return r
+}
+
+func (t *topRecords) add(r record) {
+	t.seen++
+	switch {
+	case t.bound == 0:
+	case len(t.recs) < t.bound:
+		heap.Push(t, r)
+	case t.q.before(r, t.recs[0]):
+		t.recs[0] = r
+		heap.Fix(t, 0)
+	}
+}
+
+func (q *selectQuery) record(c *evalCtx, e *env) record {
 	r := record{out: q.project(c, e)}
 	if len(q.orderBy) > 0 {
 		r.keys = make([]value, len(q.orderBy))
@@ -189,7 +243,7 @@ func (q *selectQuery) rows(c *evalCtx, e *env, i int, fn func() bool) bool {
 		if v.k != kArray {
 			return true
 		}
-		for _, el := range v.arr {
+		for _, el := range v.array() {
 			e.vals[src.slot] = el
 			if !q.rows(c, e, i+1, fn) {
 				return false
@@ -225,6 +279,7 @@ func (q *selectQuery) project(c *evalCtx, e *env) value {
 type group struct {
 	vals []value
 	root value
+	key  value // the first GROUP BY key's value
 	accs []aggState
 }
 
@@ -257,6 +312,7 @@ func (q *selectQuery) runGroups(c *evalCtx, e *env, roots rootIter) []record {
 				}
 				if g = index[string(key)]; g == nil {
 					g = newGroup()
+					g.key = q.groupBy[0].eval(c, e)
 					index[string(key)] = g
 				}
 			}
@@ -266,13 +322,21 @@ func (q *selectQuery) runGroups(c *evalCtx, e *env, roots rootIter) []record {
 			return c.err == nil
 		})
 	})
+	if len(q.groupBy) == 1 {
+		// The service's documented single-key results come back ordered by
+		// the key (undefined first); with several keys they come back in
+		// first-seen order, which is what groups already holds.
+		sort.SliceStable(groups, func(i, j int) bool { return compareOrder(groups[i].key, groups[j].key) < 0 })
+	}
 	recs := make([]record, 0, len(groups))
 	for _, g := range groups {
 		ge := &env{vals: g.vals, root: g.root, parent: e.parent, aggs: make([]value, len(g.accs))}
 		for i := range g.accs {
 			ge.aggs[i] = g.accs[i].result()
 		}
-		recs = append(recs, q.record(c, ge, len(recs)))
+		r := q.record(c, ge)
+		r.seq = len(recs)
+		recs = append(recs, r)
 	}
 	return recs
 }
@@ -364,18 +428,18 @@ func appendCanonical(buf []byte, v value) []byte {
 	case kUndefined:
 		return append(buf, 'U')
 	case kObject:
-		keys := sortedKeys(v.obj)
+		keys := sortedKeys(v.object())
 		buf = append(buf, '{')
 		for _, k := range keys {
 			buf = strconv.AppendQuote(buf, k)
 			buf = append(buf, ':')
-			buf = appendCanonical(buf, v.obj.get(k))
+			buf = appendCanonical(buf, v.object().get(k))
 			buf = append(buf, ',')
 		}
 		return append(buf, '}')
 	case kArray:
 		buf = append(buf, '[')
-		for _, el := range v.arr {
+		for _, el := range v.array() {
 			buf = appendCanonical(buf, el)
 			buf = append(buf, ',')
 		}

@@ -43,7 +43,7 @@ func argStr(args []value, i int) (string, bool) {
 	if i >= len(args) || args[i].k != kString {
 		return "", false
 	}
-	return args[i].s, true
+	return args[i].str(), true
 }
 
 func argNum(args []value, i int) (float64, bool) {

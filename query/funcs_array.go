@@ -7,7 +7,7 @@ func init() {
 			if v.k != kArray {
 				return undef
 			}
-			out = append(out, v.arr...)
+			out = append(out, v.array()...)
 		}
 		return arrV(out)
 	})
@@ -16,7 +16,7 @@ func init() {
 		if a[0].k != kArray || !ok {
 			return undef
 		}
-		for _, el := range a[0].arr {
+		for _, el := range a[0].array() {
 			if equalValues(el, a[1]) || (partial && partialMatch(el, a[1])) {
 				return trueValue
 			}
@@ -28,7 +28,7 @@ func init() {
 			return undef
 		}
 		for _, want := range a[1:] {
-			if arrayHas(a[0].arr, want) {
+			if arrayHas(a[0].array(), want) {
 				return trueValue
 			}
 		}
@@ -39,7 +39,7 @@ func init() {
 			return undef
 		}
 		for _, want := range a[1:] {
-			if !arrayHas(a[0].arr, want) {
+			if !arrayHas(a[0].array(), want) {
 				return falseVal
 			}
 		}
@@ -49,14 +49,14 @@ func init() {
 		if a[0].k != kArray {
 			return undef
 		}
-		return numV(float64(len(a[0].arr)))
+		return numV(float64(len(a[0].array())))
 	})
 	register("ARRAY_SLICE", 2, 3, func(_ *evalCtx, a []value) value {
 		start, ok := argInt(a, 1)
 		if a[0].k != kArray || !ok {
 			return undef
 		}
-		arr := a[0].arr
+		arr := a[0].array()
 		n := int64(len(arr))
 		if start < 0 {
 			start = max(n+start, 0)
@@ -84,8 +84,8 @@ func init() {
 			return undef
 		}
 		out := []value{}
-		for _, el := range a[0].arr {
-			if arrayHas(a[1].arr, el) && !arrayHas(out, el) {
+		for _, el := range a[0].array() {
+			if arrayHas(a[1].array(), el) && !arrayHas(out, el) {
 				out = append(out, el)
 			}
 		}
@@ -96,7 +96,7 @@ func init() {
 			return undef
 		}
 		out := []value{}
-		for _, el := range append(append([]value{}, a[0].arr...), a[1].arr...) {
+		for _, el := range append(append([]value{}, a[0].array()...), a[1].array()...) {
 			if !arrayHas(out, el) {
 				out = append(out, el)
 			}
@@ -120,9 +120,9 @@ func partialMatch(el, want value) bool {
 	if el.k != kObject || want.k != kObject {
 		return false
 	}
-	for i, k := range want.obj.keys {
-		got := el.obj.get(k)
-		w := want.obj.vals[i]
+	for i, k := range want.object().keys {
+		got := el.object().get(k)
+		w := want.object().vals[i]
 		if w.k == kObject {
 			if !partialMatch(got, w) {
 				return false

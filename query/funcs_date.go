@@ -110,7 +110,7 @@ func datePart(v value) (string, bool) {
 	if v.k != kString {
 		return "", false
 	}
-	p, ok := dateParts[strings.ToLower(v.s)]
+	p, ok := dateParts[strings.ToLower(v.str())]
 	return p, ok
 }
 

@@ -1,8 +1,11 @@
 package query
 
 import (
+	"math"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 )
@@ -84,9 +87,25 @@ func init() {
 	}
 	stringMap("LOWER", strings.ToLower)
 	stringMap("UPPER", strings.ToUpper)
-	stringMap("LTRIM", func(s string) string { return strings.TrimLeftFunc(s, unicode.IsSpace) })
-	stringMap("RTRIM", func(s string) string { return strings.TrimRightFunc(s, unicode.IsSpace) })
-	stringMap("TRIM", func(s string) string { return strings.TrimFunc(s, unicode.IsSpace) })
+	trim := func(name string, byFunc func(string, func(rune) bool) string, byCutset func(string, string) string) {
+		register(name, 1, 2, func(_ *evalCtx, a []value) value {
+			s, ok := argStr(a, 0)
+			if !ok {
+				return undef
+			}
+			if len(a) == 1 {
+				return strV(byFunc(s, unicode.IsSpace))
+			}
+			cut, ok := argStr(a, 1)
+			if !ok {
+				return undef
+			}
+			return strV(byCutset(s, cut))
+		})
+	}
+	trim("LTRIM", strings.TrimLeftFunc, strings.TrimLeft)
+	trim("RTRIM", strings.TrimRightFunc, strings.TrimRight)
+	trim("TRIM", strings.TrimFunc, strings.Trim)
 	stringMap("REVERSE", func(s string) string {
 		rs := []rune(s)
 		for i, j := 0, len(rs)-1; i < j; i, j = i+1, j-1 {
@@ -133,6 +152,15 @@ func init() {
 			return undef
 		case kString:
 			return a[0]
+		case kNumber:
+			switch {
+			case math.IsNaN(a[0].n):
+				return strV("NaN")
+			case math.IsInf(a[0].n, 1):
+				return strV("Infinity")
+			case math.IsInf(a[0].n, -1):
+				return strV("-Infinity")
+			}
 		}
 		return strV(string(encodeJSON(a[0])))
 	})
@@ -181,12 +209,12 @@ func init() {
 		if a[0].k != kArray || !ok {
 			return undef
 		}
-		parts := make([]string, len(a[0].arr))
-		for i, el := range a[0].arr {
+		parts := make([]string, len(a[0].array()))
+		for i, el := range a[0].array() {
 			if el.k != kString {
 				return undef
 			}
-			parts[i] = el.s
+			parts[i] = el.str()
 		}
 		return strV(strings.Join(parts, sep))
 	})
@@ -224,9 +252,42 @@ func stringToKind(k kind) func(*evalCtx, []value) value {
 	}
 }
 
+// regexCache holds compiled RegexMatch patterns (keyed by modifiers and
+// pattern) so a scan does not recompile per document; it stops growing at
+// maxCachedRegexes entries.
+var (
+	regexCache      sync.Map
+	regexCacheSize  atomic.Int64
+	errInvalidRegex = &regexp.Regexp{}
+)
+
+const maxCachedRegexes = 1024
+
 // compileRegex compiles a pattern with the service's modifiers (m, s, i, x);
 // it returns nil for an invalid pattern or modifier.
 func compileRegex(pat, mods string) *regexp.Regexp {
+	key := mods + "\x00" + pat
+	if re, ok := regexCache.Load(key); ok {
+		if re == errInvalidRegex {
+			return nil
+		}
+		return re.(*regexp.Regexp)
+	}
+	re := buildRegex(pat, mods)
+	if regexCacheSize.Load() < maxCachedRegexes {
+		stored := re
+		if stored == nil {
+			stored = errInvalidRegex
+		}
+		if _, loaded := regexCache.LoadOrStore(key, stored); !loaded {
+			regexCacheSize.Add(1)
+		}
+	}
+	return re
+}
+
+// buildRegex translates the modifiers and compiles the pattern.
+func buildRegex(pat, mods string) *regexp.Regexp {
 	flags := ""
 	for _, m := range mods {
 		switch m {

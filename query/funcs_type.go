@@ -39,7 +39,7 @@ func init() {
 				return undef
 			}
 		}
-		o := a[0].obj
+		o := a[0].object()
 		out := make([]value, 0, len(o.keys))
 		for i, k := range o.keys {
 			if !o.vals[i].defined() {

@@ -13,13 +13,24 @@ import (
 var errBadJSON = errors.New("invalid JSON")
 
 // decodeJSON parses one JSON value (with optional surrounding whitespace).
-func decodeJSON(data []byte) (value, error) {
+func decodeJSON(data []byte) (value, error) { return decodeDocument(data, nil, false) }
+
+// decodeDocument is decodeJSON for a document of which only the top-level
+// properties in fields are needed (all of them when fields is nil); the
+// values of the others are checked for well-formedness and skipped without
+// being materialised. With keepRaw, the query also writes the document out
+// whole: a partially decoded document keeps its text for that when the text
+// is canonical, and is decoded whole when it is not.
+func decodeDocument(data []byte, fields map[string]bool, keepRaw bool) (value, error) {
 	// One copy of the whole text; unescaped strings and keys are substrings
 	// of it, which saves an allocation per string.
 	d := decoderPool.Get().(*jsonDecoder)
 	defer decoderPool.Put(d)
 	d.data, d.pos = string(data), 0
 	d.keys, d.vals, d.items = d.keys[:0], d.vals[:0], d.items[:0]
+	d.fields = fields
+	d.keepRaw = keepRaw && fields != nil
+	d.loose = false
 	d.skipWS()
 	v, err := d.value(0)
 	if err != nil {
@@ -28,6 +39,15 @@ func decodeJSON(data []byte) (value, error) {
 	d.skipWS()
 	if d.pos != len(d.data) {
 		return undef, errBadJSON
+	}
+	if d.keepRaw && v.k == kObject {
+		if d.loose {
+			// Skipped properties are needed to write the document out, and
+			// its text is not canonical: decode it whole.
+			d.data = ""
+			return decodeDocument(data, nil, false)
+		}
+		v.object().raw = d.data
 	}
 	d.data = ""
 	return v, nil
@@ -44,6 +64,14 @@ type jsonDecoder struct {
 	keys  []string
 	vals  []value // object members, aligned with keys
 	items []value // array elements
+	// fields, when not nil, lists the only top-level properties to decode.
+	fields map[string]bool
+	// keepRaw asks for the document's text to be kept (see decodeDocument).
+	keepRaw bool
+	// loose records that the text is not exactly what appendJSON would
+	// write (insignificant whitespace, a number or escape in another form,
+	// a duplicate key), so the text cannot stand in for the value.
+	loose bool
 }
 
 const maxJSONDepth = 1000
@@ -53,6 +81,7 @@ func (d *jsonDecoder) skipWS() {
 		switch d.data[d.pos] {
 		case ' ', '\t', '\n', '\r':
 			d.pos++
+			d.loose = true
 		default:
 			return
 		}
@@ -87,6 +116,23 @@ func (d *jsonDecoder) value(depth int) (value, error) {
 			}
 			d.pos++
 			d.skipWS()
+			if depth == 0 && d.fields != nil && !d.fields[k] {
+				if err := d.skip(depth + 1); err != nil {
+					return undef, err
+				}
+				d.skipWS()
+				if d.pos < len(d.data) && d.data[d.pos] == ',' {
+					d.pos++
+					continue
+				}
+				if d.pos < len(d.data) && d.data[d.pos] == '}' {
+					d.pos++
+					o := &object{keys: append([]string(nil), d.keys[base:]...), vals: append([]value(nil), d.vals[base:]...)}
+					d.keys, d.vals = d.keys[:base], d.vals[:base]
+					return objV(o), nil
+				}
+				return undef, errBadJSON
+			}
 			v, err := d.value(depth + 1)
 			if err != nil {
 				return undef, err
@@ -96,6 +142,7 @@ func (d *jsonDecoder) value(depth int) (value, error) {
 				if d.keys[i] == k {
 					d.vals[i] = v // the last duplicate wins, as in JavaScript
 					dup = true
+					d.loose = true
 					break
 				}
 			}
@@ -172,8 +219,8 @@ func (d *jsonDecoder) value(depth int) (value, error) {
 			d.pos++
 			digits++
 		}
-		if digits == 0 {
-			return undef, errBadJSON
+		if digits == 0 || (digits > 1 && d.data[d.pos-digits] == '0') {
+			return undef, errBadJSON // no digits, or a leading zero
 		}
 		if d.pos < len(d.data) && d.data[d.pos] == '.' {
 			d.pos++
@@ -200,9 +247,22 @@ func (d *jsonDecoder) value(depth int) (value, error) {
 				return undef, errBadJSON
 			}
 		}
-		f, err := strconv.ParseFloat(d.data[start:d.pos], 64)
+		lit := d.data[start:d.pos]
+		if d.pos-start <= 15 && !d.fractional(start) {
+			if lit == "-0" {
+				d.loose = true
+			}
+			return numV(parseSmallInt(lit)), nil
+		}
+		f, err := strconv.ParseFloat(lit, 64)
 		if err != nil && !math.IsInf(f, 0) {
 			return undef, errBadJSON
+		}
+		if d.keepRaw && !d.loose {
+			var buf [32]byte
+			if string(appendNumber(buf[:0], f)) != lit {
+				d.loose = true // 1.0, 1e2, ... are written differently
+			}
 		}
 		return numV(f), nil
 	}
@@ -252,6 +312,9 @@ func (d *jsonDecoder) str() (string, error) {
 			}
 			e := d.data[d.pos]
 			d.pos++
+			if e != '"' && e != '\\' && e != 'n' && e != 'r' && e != 't' {
+				d.loose = true // appendJSON would write this character another way
+			}
 			switch e {
 			case '"', '\\', '/':
 				buf = append(buf, e)
@@ -335,11 +398,11 @@ func appendJSON(buf []byte, v value) []byte {
 	case kNumber:
 		return appendNumber(buf, v.n)
 	case kString:
-		return appendString(buf, v.s)
+		return appendString(buf, v.str())
 	case kArray:
 		buf = append(buf, '[')
 		first := true
-		for _, e := range v.arr {
+		for _, e := range v.array() {
 			if !e.defined() {
 				continue
 			}
@@ -351,10 +414,13 @@ func appendJSON(buf []byte, v value) []byte {
 		}
 		return append(buf, ']')
 	case kObject:
+		if raw := v.object().raw; raw != "" {
+			return append(buf, raw...)
+		}
 		buf = append(buf, '{')
 		first := true
-		for i, k := range v.obj.keys {
-			e := v.obj.vals[i]
+		for i, k := range v.object().keys {
+			e := v.object().vals[i]
 			if !e.defined() {
 				continue
 			}
@@ -381,7 +447,7 @@ func appendNumber(buf []byte, f float64) []byte {
 		return append(buf, '0')
 	}
 	abs := math.Abs(f)
-	if abs >= 1e-7 && abs < 1e21 {
+	if abs >= 1e-6 && abs < 1e21 {
 		return strconv.AppendFloat(buf, f, 'f', -1, 64)
 	}
 	b := strconv.AppendFloat(nil, f, 'e', -1, 64)
@@ -435,3 +501,118 @@ func appendString(buf []byte, s string) []byte {
 
 // encodeJSON returns the JSON encoding of v as a new slice.
 func encodeJSON(v value) []byte { return appendJSON(nil, v) }
+
+// fractional reports whether the number literal starting at start has a
+// fraction or an exponent.
+func (d *jsonDecoder) fractional(start int) bool {
+	for i := start; i < d.pos; i++ {
+		if c := d.data[i]; c == '.' || c == 'e' || c == 'E' {
+			return true
+		}
+	}
+	return false
+}
+
+// parseSmallInt parses an optionally negative integer of at most 15
+// digits, which a float64 represents exactly.
+func parseSmallInt(s string) float64 {
+	neg := s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		n = n*10 + int64(s[i]-'0')
+	}
+	if neg {
+		if n == 0 {
+			return math.Copysign(0, -1)
+		}
+		return float64(-n)
+	}
+	return float64(n)
+}
+
+// skip passes over one JSON value, checking its structure but building
+// nothing: strings are scanned for their closing quote and escapes, numbers
+// and literals for their characters.
+func (d *jsonDecoder) skip(depth int) error {
+	if depth > maxJSONDepth || d.pos >= len(d.data) {
+		return errBadJSON
+	}
+	switch c := d.data[d.pos]; {
+	case c == '{' || c == '[':
+		closer := byte('}')
+		if c == '[' {
+			closer = ']'
+		}
+		d.pos++
+		d.skipWS()
+		if d.pos < len(d.data) && d.data[d.pos] == closer {
+			d.pos++
+			return nil
+		}
+		for {
+			d.skipWS()
+			if c == '{' {
+				if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+					return errBadJSON
+				}
+				if err := d.skipString(); err != nil {
+					return err
+				}
+				d.skipWS()
+				if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+					return errBadJSON
+				}
+				d.pos++
+				d.skipWS()
+			}
+			if err := d.skip(depth + 1); err != nil {
+				return err
+			}
+			d.skipWS()
+			if d.pos >= len(d.data) {
+				return errBadJSON
+			}
+			if d.data[d.pos] == ',' {
+				d.pos++
+				continue
+			}
+			if d.data[d.pos] == closer {
+				d.pos++
+				return nil
+			}
+			return errBadJSON
+		}
+	case c == '"':
+		return d.skipString()
+	}
+	// Numbers and literals: decoding them allocates nothing.
+	_, err := d.value(depth)
+	return err
+}
+
+// skipString passes over a string starting at its opening quote.
+func (d *jsonDecoder) skipString() error {
+	d.pos++
+	for d.pos < len(d.data) {
+		switch c := d.data[d.pos]; {
+		case c == '"':
+			d.pos++
+			return nil
+		case c < 0x20:
+			return errBadJSON
+		case c == '\\':
+			if d.pos+1 < len(d.data) {
+				if e := d.data[d.pos+1]; e != '"' && e != '\\' && e != 'n' && e != 'r' && e != 't' {
+					d.loose = true
+				}
+			}
+			d.pos += 2
+		default:
+			d.pos++
+		}
+	}
+	return errBadJSON
+}

@@ -57,21 +57,27 @@ func keywordOf(w string) string {
 		}
 		buf[i] = c
 	}
-	return keywords[string(buf[:len(w)])]
+	kw := keywords[string(buf[:len(w)])]
+	if lower, ok := lowerOnly[kw]; ok && w != lower {
+		return "" // TRUE, Null, UDF... are ordinary identifiers
+	}
+	return kw
 }
 
-// reserved lists the keywords that cannot be used as bare identifiers.
+// reserved lists the keywords that cannot be used as identifiers, property
+// names after '.', or aliases: the keywords of the service's grammar.
+// true, false, null, undefined and udf are keywords only in lower case.
 var reserved = map[string]bool{
 	"AND": true, "ARRAY": true, "AS": true, "ASC": true, "BETWEEN": true, "BY": true,
-	"CASE": true, "CAST": true, "CONVERT": true, "CROSS": true, "DESC": true,
-	"DISTINCT": true, "ELSE": true, "END": true, "ESCAPE": true, "EXISTS": true,
-	"FALSE": true, "FOR": true, "FROM": true, "GROUP": true, "HAVING": true, "IN": true,
-	"INNER": true, "INSERT": true, "INTO": true, "IS": true, "JOIN": true, "LEFT": true,
-	"LIKE": true, "LIMIT": true, "NOT": true, "NULL": true, "OFFSET": true, "ON": true,
-	"OR": true, "ORDER": true, "OUTER": true, "OVER": true, "RIGHT": true,
-	"SELECT": true, "SET": true, "THEN": true, "TOP": true, "TRUE": true, "UDF": true,
-	"UNDEFINED": true, "UPDATE": true, "VALUE": true, "WHEN": true, "WHERE": true, "WITH": true,
+	"DESC": true, "DISTINCT": true, "ESCAPE": true, "EXISTS": true, "FALSE": true,
+	"FROM": true, "GROUP": true, "IN": true, "JOIN": true, "LEFT": true, "LIKE": true,
+	"LIMIT": true, "NOT": true, "NULL": true, "OFFSET": true, "OR": true, "ORDER": true,
+	"RIGHT": true, "SELECT": true, "TOP": true, "TRUE": true, "UDF": true,
+	"UNDEFINED": true, "VALUE": true, "WHERE": true,
 }
+
+// lowerOnly lists the keywords recognised only when written in lower case.
+var lowerOnly = map[string]string{"TRUE": "true", "FALSE": "false", "NULL": "null", "UNDEFINED": "undefined", "UDF": "udf"}
 
 // lex splits text into tokens; the last token is always tEOF. An
 // unrecognised character yields a tIllegal token, reported by the parser.
@@ -165,18 +171,6 @@ func isIdentPart(c byte) bool { return isIdentStart(c) || isDigit(c) }
 func lexNumber(text string, i *int) token {
 	start := *i
 	j := start
-	if text[j] == '0' && j+1 < len(text) && (text[j+1] == 'x' || text[j+1] == 'X') {
-		j += 2
-		for j < len(text) && strings.IndexByte("0123456789abcdefABCDEF", text[j]) >= 0 {
-			j++
-		}
-		*i = j
-		u, err := strconv.ParseUint(text[start+2:j], 16, 64)
-		if err != nil {
-			return token{kind: tIllegal, pos: start, text: text[start:j]}
-		}
-		return token{kind: tNumber, pos: start, text: text[start:j], num: float64(u)}
-	}
 	for j < len(text) && isDigit(text[j]) {
 		j++
 	}

@@ -1,6 +1,9 @@
 package query
 
-import "strings"
+import (
+	"math"
+	"strings"
+)
 
 // maxDepth bounds expression nesting so hostile input cannot exhaust the stack.
 const maxDepth = 1000
@@ -143,7 +146,7 @@ func (p *parser) parseSelect() (*selectQuery, error) {
 			it := selectItem{x: x}
 			if p.acceptKw("AS") {
 				t := p.next()
-				if t.kind != tIdent {
+				if t.kind != tIdent || reserved[t.kw] {
 					return nil, syntaxErrorAt(t)
 				}
 				it.alias = t.text
@@ -362,34 +365,18 @@ func (p *parser) parseOr() (expr, error) {
 }
 
 func (p *parser) parseAnd() (expr, error) {
-	l, err := p.parseNot()
+	l, err := p.parsePredicate()
 	if err != nil {
 		return nil, err
 	}
 	for p.acceptKw("AND") {
-		r, err := p.parseNot()
+		r, err := p.parsePredicate()
 		if err != nil {
 			return nil, err
 		}
 		l = &andExpr{l, r}
 	}
 	return l, nil
-}
-
-func (p *parser) parseNot() (expr, error) {
-	if p.isKw("NOT") {
-		p.next()
-		if err := p.enter(); err != nil {
-			return nil, err
-		}
-		defer p.leave()
-		x, err := p.parseNot()
-		if err != nil {
-			return nil, err
-		}
-		return &unaryExpr{"NOT", x}, nil
-	}
-	return p.parsePredicate()
 }
 
 // parsePredicate parses IN, LIKE and BETWEEN over binary expressions.
@@ -542,8 +529,8 @@ func (p *parser) parsePostfix() (expr, error) {
 		switch {
 		case p.acceptPunct("."):
 			t := p.next()
-			if t.kind != tIdent {
-				return nil, syntaxErrorAt(t)
+			if t.kind != tIdent || reserved[t.kw] {
+				return nil, syntaxErrorAt(t) // c.value must be written c["value"]
 			}
 			x = &propExpr{x, t.text}
 		case p.acceptPunct("["):
@@ -555,7 +542,7 @@ func (p *parser) parsePostfix() (expr, error) {
 				return nil, err
 			}
 			if c, ok := idx.(*constExpr); ok && c.v.k == kString {
-				x = &propExpr{x, c.v.s}
+				x = &propExpr{x, c.v.str()}
 			} else {
 				x = &indexExpr{x, idx}
 			}
@@ -715,6 +702,12 @@ func (p *parser) parsePrimary() (expr, error) {
 		}
 		if reserved[t.kw] {
 			return nil, syntaxErrorAt(t)
+		}
+		switch t.text {
+		case "NaN":
+			return &constExpr{numV(math.NaN())}, nil
+		case "Infinity":
+			return &constExpr{numV(math.Inf(1))}, nil
 		}
 		return &refExpr{name: t.text, pos: t.pos}, nil
 	}

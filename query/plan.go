@@ -8,8 +8,9 @@ import (
 // Plan is what the engine needs to know to execute a query well.
 type Plan struct {
 	// Streaming is true when rows can be produced document by document
-	// (Execution.Rows): no ORDER BY, aggregate, GROUP BY, DISTINCT or FROM
-	// subquery. TOP, OFFSET and LIMIT are then applied by the caller.
+	// (Execution.Rows): the query ranges over the documents (it has a FROM
+	// that is not a subquery) and has no ORDER BY, aggregate, GROUP BY or
+	// DISTINCT. TOP, OFFSET and LIMIT are then applied by the caller.
 	Streaming bool
 	// NeedsQueryPlan is true for queries a Cosmos gateway cannot serve across
 	// partitions without a client-side query plan: ORDER BY, aggregates,
@@ -71,7 +72,7 @@ type Filter struct {
 	Values []json.RawMessage
 }
 
-// String renders the filter for logs and tests, e.g. `a.b IN [1,2]`.
+// String renders the filter for logs and tests, e.g. `a.b IN 1,2`.
 func (f Filter) String() string {
 	vals := make([]string, len(f.Values))
 	for i, v := range f.Values {
@@ -93,7 +94,7 @@ func (q *Query) Plan(params map[string]json.RawMessage) (*Plan, error) {
 		return nil, c.err
 	}
 	p := &Plan{
-		Streaming:   sq.streaming() && !(len(sq.from) > 0 && sq.from[0].sub != nil),
+		Streaming:   sq.streaming() && len(sq.from) > 0 && sq.from[0].sub == nil,
 		Aggregates:  len(sq.aggs) > 0,
 		GroupBy:     len(sq.groupBy) > 0,
 		Distinct:    sq.distinct,
@@ -175,15 +176,18 @@ func (a analyzer) constant(x expr) (json.RawMessage, bool) {
 	case *paramExpr:
 		v = a.c.params[n.name]
 	case *arrayExpr, *objectExpr:
+		if !isConstant(x) {
+			return nil, false // it reads the document: not a constant
+		}
 		v = n.eval(a.c, &env{})
-		if a.c.err != nil || !isConstant(x) {
+		if a.c.err != nil {
 			return nil, false
 		}
 	default:
 		return nil, false
 	}
-	if !v.defined() {
-		return nil, false
+	if !v.defined() || (v.k == kNumber && !isFinite(v.n)) {
+		return nil, false // NaN and Infinity have no JSON form
 	}
 	return encodeJSON(v), true
 }

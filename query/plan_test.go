@@ -20,14 +20,17 @@ func TestPlan(t *testing.T) {
 		filters   []string
 	}{
 		{query: "SELECT * FROM c", streaming: true, top: -1, offset: -1, limit: -1},
+		{query: "SELECT VALUE 1 + 2", top: -1, offset: -1, limit: -1},
 		{query: "SELECT VALUE COUNT(1) FROM c", needsPlan: true, top: -1, offset: -1, limit: -1},
 		{query: "SELECT DISTINCT c.a FROM c", needsPlan: true, top: -1, offset: -1, limit: -1},
 		{query: "SELECT c.a, COUNT(1) AS n FROM c GROUP BY c.a", needsPlan: true, top: -1, offset: -1, limit: -1},
 		{query: "SELECT TOP 5 * FROM c", streaming: true, needsPlan: true, top: 5, offset: -1, limit: -1},
 		{query: "SELECT * FROM c OFFSET 2 LIMIT @n", params: map[string]json.RawMessage{"@n": json.RawMessage("7")},
 			streaming: true, needsPlan: true, top: -1, offset: 2, limit: 7},
-		{query: "SELECT * FROM c ORDER BY c.a.b DESC, c.x, LOWER(c.y)", needsPlan: true, top: -1, offset: -1, limit: -1,
+		{query: "SELECT * FROM c ORDER BY c.a.b DESC, c.x, c.arr[0]", needsPlan: true, top: -1, offset: -1, limit: -1,
 			orderBy: []OrderKey{{Path: []string{"a", "b"}, Descending: true}, {Path: []string{"x"}}, {}}},
+		{query: "SELECT t FROM c JOIN t IN c.tags ORDER BY t", needsPlan: true, top: -1, offset: -1, limit: -1,
+			orderBy: []OrderKey{{}}},
 		{query: "SELECT * FROM c WHERE c.id = 'x' AND c.n > 3 AND 5 >= c.m AND c.s BETWEEN 1 AND @hi",
 			params:    map[string]json.RawMessage{"@hi": json.RawMessage("9")},
 			streaming: true, top: -1, offset: -1, limit: -1,
@@ -46,6 +49,10 @@ func TestPlan(t *testing.T) {
 				"@param_id1": json.RawMessage(`"b"`)},
 			streaming: true, top: -1, offset: -1, limit: -1,
 			filters: []string{`myPk = "p"`, `id IN "a","b"`}},
+		{query: "SELECT * FROM c WHERE c.id = @id AND c.pkey = @pkey",
+			params:    map[string]json.RawMessage{"@id": json.RawMessage(`"item-1"`), "@pkey": json.RawMessage(`"k"`)},
+			streaming: true, top: -1, offset: -1, limit: -1,
+			filters: []string{`id = "item-1"`, `pkey = "k"`}},
 		{query: "SELECT * FROM c WHERE IS_NULL(c.pk) AND c.active", streaming: true, top: -1, offset: -1, limit: -1,
 			filters: []string{`pk = null`, `active = true`}},
 		{query: "SELECT * FROM c WHERE c.a = c.b OR c.x = 1 OR NOT c.y = 2 OR STARTSWITH(c.id, 'a', true)",
@@ -57,6 +64,11 @@ func TestPlan(t *testing.T) {
 		{query: "SELECT * FROM c.child ch WHERE ch.name = 'n'", streaming: true, top: -1, offset: -1, limit: -1,
 			filters: []string{`child.name = "n"`}},
 		{query: "SELECT * FROM c WHERE c.id = @missing", streaming: true, top: -1, offset: -1, limit: -1},
+		{query: "SELECT * FROM c WHERE c.n = NaN AND c.m < Infinity", streaming: true, top: -1, offset: -1, limit: -1},
+		{query: `SELECT * FROM c WHERE c.tags = ["a", @p] AND c.dims = {"w": 1} AND c.x = [c.y]`,
+			params:    map[string]json.RawMessage{"@p": json.RawMessage(`2`)},
+			streaming: true, top: -1, offset: -1, limit: -1,
+			filters: []string{`tags = ["a",2]`, `dims = {"w":1}`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
@@ -98,5 +110,21 @@ func TestPlanBadCount(t *testing.T) {
 	}
 	if _, err := q.Plan(map[string]json.RawMessage{"@n": json.RawMessage(`{`)}); err == nil {
 		t.Fatal("invalid parameter JSON accepted")
+	}
+}
+
+func TestStringers(t *testing.T) {
+	const text = "SELECT * FROM c"
+	q, err := Parse(text)
+	if err != nil || q.String() != text {
+		t.Fatalf("Query.String() = %q, %v", q.String(), err)
+	}
+	const cond = "FROM c WHERE c.a = 1"
+	c, err := ParseCondition(cond)
+	if err != nil || c.String() != cond {
+		t.Fatalf("Condition.String() = %q, %v", c.String(), err)
+	}
+	if got := FilterOp(99).String(); got != "?" {
+		t.Fatalf("unknown FilterOp renders %q", got)
 	}
 }

@@ -4,9 +4,12 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"unsafe"
 )
 
-// kind is the JSON type of a value, with undefined as the zero kind.
+// kind is the JSON type of a value, with undefined as the zero kind. The
+// constants are declared in Cosmos's cross-type sort order: undefined < null
+// < boolean < number < string < array < object.
 type kind uint8
 
 const (
@@ -20,19 +23,51 @@ const (
 )
 
 // value is the evaluator's representation of a JSON value or undefined.
+// It is 32 bytes with a single pointer word: p points at the bytes of a
+// string, the elements of an array or the *object of an object, and l is
+// the string's or array's length. Keeping one pointer makes copies cheap
+// for the garbage collector.
 type value struct {
-	k   kind
-	b   bool
-	n   float64
-	s   string
-	arr []value
-	obj *object
+	k kind
+	b bool
+	n float64
+	p unsafe.Pointer
+	l int
+}
+
+// str returns a string value's text.
+func (v value) str() string {
+	if v.k != kString || v.l == 0 {
+		return ""
+	}
+	return unsafe.String((*byte)(v.p), v.l)
+}
+
+// array returns an array value's elements; callers must not modify them.
+func (v value) array() []value {
+	if v.k != kArray || v.l == 0 {
+		return nil
+	}
+	return unsafe.Slice((*value)(v.p), v.l)
+}
+
+// object returns an object value's properties.
+func (v value) object() *object {
+	if v.k != kObject {
+		return nil
+	}
+	return (*object)(v.p)
 }
 
 // object is a JSON object that keeps the order of its properties.
 type object struct {
 	keys []string
 	vals []value
+	// raw, when set, is the document's own text, which appendJSON writes
+	// instead of the members: the document was decoded only in part (just
+	// the properties the query reads) and its text is exactly what
+	// appendJSON would produce. Objects with raw set are never modified.
+	raw string
 }
 
 var (
@@ -42,11 +77,17 @@ var (
 	falseVal  = value{k: kBool}
 )
 
-func boolV(b bool) value      { return value{k: kBool, b: b} }
-func numV(f float64) value    { return value{k: kNumber, n: f} }
-func strV(s string) value     { return value{k: kString, s: s} }
-func arrV(a []value) value    { return value{k: kArray, arr: a} }
-func objV(o *object) value    { return value{k: kObject, obj: o} }
+func boolV(b bool) value   { return value{k: kBool, b: b} }
+func numV(f float64) value { return value{k: kNumber, n: f} }
+func strV(s string) value {
+	return value{k: kString, p: unsafe.Pointer(unsafe.StringData(s)), l: len(s)}
+}
+
+func arrV(a []value) value {
+	return value{k: kArray, p: unsafe.Pointer(unsafe.SliceData(a)), l: len(a)}
+}
+
+func objV(o *object) value    { return value{k: kObject, p: unsafe.Pointer(o)} }
 func (v value) defined() bool { return v.k != kUndefined }
 func (v value) isTrue() bool  { return v.k == kBool && v.b }
 
@@ -72,10 +113,6 @@ func (o *object) set(key string, v value) {
 	o.vals = append(o.vals, v)
 }
 
-// typeRank orders kinds the way Cosmos orders values of different types in
-// ORDER BY: undefined < null < boolean < number < string < array < object.
-func typeRank(k kind) int { return int(k) }
-
 // compareOrder is a total order over values used by ORDER BY, MIN/MAX and
 // DISTINCT: first by type rank, then by value within the type.
 func compareOrder(a, b value) int {
@@ -97,21 +134,21 @@ func compareOrder(a, b value) int {
 	case kNumber:
 		return cmpFloat(a.n, b.n)
 	case kString:
-		return strings.Compare(a.s, b.s)
+		return strings.Compare(a.str(), b.str())
 	case kArray:
-		for i := 0; i < len(a.arr) && i < len(b.arr); i++ {
-			if c := compareOrder(a.arr[i], b.arr[i]); c != 0 {
+		for i := 0; i < len(a.array()) && i < len(b.array()); i++ {
+			if c := compareOrder(a.array()[i], b.array()[i]); c != 0 {
 				return c
 			}
 		}
-		return cmpInt(len(a.arr), len(b.arr))
+		return cmpInt(len(a.array()), len(b.array()))
 	case kObject:
-		ak, bk := sortedKeys(a.obj), sortedKeys(b.obj)
+		ak, bk := sortedKeys(a.object()), sortedKeys(b.object())
 		for i := 0; i < len(ak) && i < len(bk); i++ {
 			if c := strings.Compare(ak[i], bk[i]); c != 0 {
 				return c
 			}
-			if c := compareOrder(a.obj.get(ak[i]), b.obj.get(bk[i])); c != 0 {
+			if c := compareOrder(a.object().get(ak[i]), b.object().get(bk[i])); c != 0 {
 				return c
 			}
 		}
@@ -159,24 +196,24 @@ func equalValues(a, b value) bool {
 	case kNumber:
 		return a.n == b.n
 	case kString:
-		return a.s == b.s
+		return a.str() == b.str()
 	case kArray:
-		if len(a.arr) != len(b.arr) {
+		if len(a.array()) != len(b.array()) {
 			return false
 		}
-		for i := range a.arr {
-			if !equalValues(a.arr[i], b.arr[i]) {
+		for i := range a.array() {
+			if !equalValues(a.array()[i], b.array()[i]) {
 				return false
 			}
 		}
 		return true
 	case kObject:
-		if len(a.obj.keys) != len(b.obj.keys) {
+		if len(a.object().keys) != len(b.object().keys) {
 			return false
 		}
-		for i, k := range a.obj.keys {
-			bv := b.obj.get(k)
-			if !bv.defined() || !equalValues(a.obj.vals[i], bv) {
+		for i, k := range a.object().keys {
+			bv := b.object().get(k)
+			if !bv.defined() || !equalValues(a.object().vals[i], bv) {
 				return false
 			}
 		}

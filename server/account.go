@@ -22,7 +22,7 @@ func (s *Server) account(r *request) error {
 	endpoint := scheme + "://" + r.Host + "/"
 	loc := []map[string]any{{"name": "South Central US", "databaseAccountEndpoint": endpoint}}
 	doc := map[string]any{
-		"_self": "", "id": "localhost", "_rid": "localhost",
+		"_self": "", "id": "orrery", "_rid": "orrery",
 		"media": "//media/", "addresses": "//addresses/", "_dbs": "//dbs/",
 		"writableLocations":            loc,
 		"readableLocations":            loc,

@@ -7,7 +7,8 @@ import (
 )
 
 // items serves /dbs/{db}/colls/{coll}/docs: create and upsert (POST), query
-// (POST query), read feed (GET) and change feed (GET with A-IM).
+// (POST query), batch and bulk (POST batch), read feed (GET) and change feed
+// (GET with A-IM).
 func (s *Server) items(r *request, db, coll string) error {
 	c, err := s.eng.Container(db, coll)
 	if err != nil {
@@ -17,13 +18,15 @@ func (s *Server) items(r *request, db, coll string) error {
 	switch {
 	case r.Method == http.MethodPost && r.isQuery():
 		return s.queryItems(r, c)
+	case r.Method == http.MethodPost && r.isBatch():
+		return s.batch(r, db, coll)
 	case r.Method == http.MethodPost:
 		pk, hasPK, err := r.partitionKey()
 		if err != nil {
 			return err
 		}
 		req := &engine.ItemRequest{Database: db, Container: coll, PartitionKey: pk, HasPartitionKey: hasPK,
-			Body: r.body, IfMatch: r.ifMatch()}
+			Body: r.body, IfMatch: r.ifMatch(), PreTriggers: r.triggers("pre"), PostTriggers: r.triggers("post")}
 		var res *engine.ItemResult
 		if headerBool(r.Header, "x-ms-documentdb-is-upsert") {
 			res, err = s.eng.UpsertItem(req)
@@ -57,7 +60,7 @@ func (s *Server) items(r *request, db, coll string) error {
 	return methodNotAllowed(r)
 }
 
-// item serves /dbs/{db}/colls/{coll}/docs/{id}: read, replace, delete.
+// item serves /dbs/{db}/colls/{coll}/docs/{id}: read, replace, patch, delete.
 func (s *Server) item(r *request, db, coll, id string) error {
 	c, err := s.eng.Container(db, coll)
 	if err != nil {
@@ -69,13 +72,16 @@ func (s *Server) item(r *request, db, coll, id string) error {
 		return err
 	}
 	req := &engine.ItemRequest{Database: db, Container: coll, ID: id, PartitionKey: pk, HasPartitionKey: hasPK,
-		Body: r.body, IfMatch: r.ifMatch(), IfNoneMatch: r.ifNoneMatch()}
+		Body: r.body, IfMatch: r.ifMatch(), IfNoneMatch: r.ifNoneMatch(),
+		PreTriggers: r.triggers("pre"), PostTriggers: r.triggers("post")}
 	var res *engine.ItemResult
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		res, err = s.eng.ReadItem(req)
 	case http.MethodPut:
 		res, err = s.eng.ReplaceItem(req)
+	case http.MethodPatch:
+		res, err = s.eng.PatchItem(req)
 	case http.MethodDelete:
 		res, err = s.eng.DeleteItem(req)
 	default:

@@ -37,3 +37,18 @@ func (s *Server) partitionKeyRanges(r *request, db, coll string) error {
 }
 
 func formatUint(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// partitionKeyRange reports whether the request names a partition key range
+// (x-ms-documentdb-partitionkeyrangeid). Orrery publishes one range, "0"; any
+// other id is gone (410/1002), which makes the SDKs refresh their routing.
+func (r *request) partitionKeyRange() (bool, error) {
+	id := r.Header.Get("x-ms-documentdb-partitionkeyrangeid")
+	if id == "" {
+		return false, nil
+	}
+	if id != "0" {
+		return false, &engine.Error{Status: 410, SubStatus: 1002, Code: "Gone",
+			Message: "The partition key range " + id + " does not exist: this container has one range, 0."}
+	}
+	return true, nil
+}

@@ -58,9 +58,14 @@ func (s *Server) queryItems(r *request, c *engine.Container) error {
 	if err != nil {
 		return err
 	}
+	oneRange, err := r.partitionKeyRange()
+	if err != nil {
+		return err
+	}
 	res, err := s.eng.QueryItems(&engine.QueryRequest{
 		Database: c.Database().ID, Container: c.ID, Query: spec.Query, Params: params,
-		PartitionKey: pk, HasPartitionKey: hasPK, MaxItems: n, Continuation: r.Header.Get("x-ms-continuation"),
+		PartitionKey: pk, HasPartitionKey: hasPK, SinglePartitionKeyRange: oneRange,
+		MaxItems: n, Continuation: r.Header.Get("x-ms-continuation"),
 	})
 	if err != nil {
 		return err

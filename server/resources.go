@@ -23,8 +23,7 @@ func (s *Server) databases(r *request) error {
 		r.writeJSON(http.StatusCreated, res.Body, res.ETag, 1)
 		return nil
 	case r.Method == http.MethodGet:
-		r.writeFeed("", "Databases", resourceBodies(s.eng.ListDatabases()), "", 1)
-		return nil
+		return s.readResourceFeed(r, "Databases", s.eng.ListDatabases())
 	}
 	return methodNotAllowed(r)
 }
@@ -73,10 +72,25 @@ func (s *Server) containers(r *request, db string) error {
 		if err != nil {
 			return err
 		}
-		r.writeFeed("", "DocumentCollections", resourceBodies(list), "", 1)
-		return nil
+		return s.readResourceFeed(r, "DocumentCollections", list)
 	}
 	return methodNotAllowed(r)
+}
+
+// readResourceFeed answers a read feed (GET) of databases or containers one
+// page at a time: x-ms-max-item-count sizes the page and x-ms-continuation
+// resumes after the previous one, as for queries over the same feed.
+func (s *Server) readResourceFeed(r *request, key string, list []*engine.Resource) error {
+	n, err := r.maxItemCount()
+	if err != nil {
+		return err
+	}
+	res, err := engine.QueryResources(list, "SELECT * FROM root", nil, n, r.Header.Get("x-ms-continuation"))
+	if err != nil {
+		return err
+	}
+	r.writeFeed("", key, rawItems(res.Items), res.Continuation, res.Charge)
+	return nil
 }
 
 // container serves /dbs/{db}/colls/{coll}: read, replace and delete.

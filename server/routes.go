@@ -47,6 +47,14 @@ func (s *Server) route(r *request) error {
 	case len(segs) == 5 && kind == "pkranges":
 		return s.partitionKeyRanges(r, db, coll)
 	}
+	if sk, ok := engine.ParseScriptKind(kind); ok {
+		switch len(segs) {
+		case 5:
+			return s.scripts(r, db, coll, sk)
+		case 6:
+			return s.script(r, db, coll, sk, segs[5])
+		}
+	}
 	return unknownPath(r)
 }
 
@@ -134,7 +142,7 @@ func (r *request) partitionKey() (engine.PartitionKey, bool, error) {
 	return pk, true, nil
 }
 
-// ifMatch returns the If-Match header, unquoted of nothing: ETags keep their quotes.
+// ifMatch returns the If-Match header as sent: ETags keep their quotes.
 func (r *request) ifMatch() string { return strings.TrimSpace(r.Header.Get("If-Match")) }
 
 func (r *request) ifNoneMatch() string { return strings.TrimSpace(r.Header.Get("If-None-Match")) }

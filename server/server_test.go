@@ -237,3 +237,60 @@ func TestSignatureVectors(t *testing.T) {
 		}
 	}
 }
+
+func TestAccountNamesTheEndpointTheClientUsed(t *testing.T) {
+	c := newTestServer(t)
+	r := c.must("GET", "/", "", nil, 200)
+	var acct struct {
+		ID                string `json:"id"`
+		WritableLocations []struct {
+			Endpoint string `json:"databaseAccountEndpoint"`
+		} `json:"writableLocations"`
+		Consistency struct {
+			Level string `json:"defaultConsistencyLevel"`
+		} `json:"userConsistencyPolicy"`
+	}
+	if err := json.Unmarshal(r.body, &acct); err != nil {
+		t.Fatal(err)
+	}
+	// Not "localhost": with that id the JavaScript SDK ignores the locations
+	// and re-reads the account before every operation.
+	if acct.ID == "localhost" || len(acct.WritableLocations) != 1 || acct.WritableLocations[0].Endpoint != c.url+"/" {
+		t.Fatalf("account %s, want id != localhost and the endpoint %s/", r.body, c.url)
+	}
+	if acct.Consistency.Level != "Session" {
+		t.Fatalf("consistency %q", acct.Consistency.Level)
+	}
+}
+
+func TestScriptResourcesCRUD(t *testing.T) {
+	c := newTestServer(t)
+	base := "/dbs/db/colls/c/"
+	for _, kind := range []string{"sprocs", "triggers", "udfs"} {
+		body := `{"id":"s1","body":"function(){}"}`
+		if kind == "triggers" {
+			body = `{"id":"s1","body":"function(){}","triggerType":"Pre","triggerOperation":"Create"}`
+		}
+		r := c.must("POST", base+kind, body, nil, 201)
+		var created map[string]any
+		json.Unmarshal(r.body, &created)
+		for _, p := range []string{"_rid", "_self", "_etag", "_ts"} {
+			if created[p] == nil {
+				t.Fatalf("%s: created script lacks %s: %s", kind, p, r.body)
+			}
+		}
+		c.must("POST", base+kind, body, nil, 409)
+		c.must("GET", base+kind+"/s1", "", nil, 200)
+		c.must("GET", base+kind+"/"+created["_rid"].(string), "", nil, 200)
+		list := c.must("GET", base+kind, "", nil, 200)
+		if !bytes.Contains(list.body, []byte(`"_count":1`)) {
+			t.Fatalf("%s list: %s", kind, list.body)
+		}
+		c.must("PUT", base+kind+"/s1", strings.Replace(body, "function(){}", "function(){ return 1; }", 1), map[string]string{"If-Match": r.header.Get("etag")}, 200)
+		c.must("PUT", base+kind+"/s1", body, map[string]string{"If-Match": r.header.Get("etag")}, 412)
+		c.must("DELETE", base+kind+"/s1", "", nil, 204)
+		c.must("GET", base+kind+"/s1", "", nil, 404)
+	}
+	c.must("POST", base+"triggers", `{"id":"t","body":"function(){}","triggerType":"Sideways","triggerOperation":"All"}`, nil, 400)
+	c.must("POST", base+"sprocs", `{"id":"nobody"}`, nil, 400)
+}

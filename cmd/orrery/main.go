@@ -1,10 +1,3 @@
-// Command orrery runs Orrery, a document database that speaks the Azure
-// Cosmos DB for NoSQL wire protocol, so the official SDKs work against it
-// unmodified.
-//
-//	orrery serve [--addr :8081] [--data ./orrery-data | --memory] [--key K] [--readonly-key K]
-//	orrery cert  [--data ./orrery-data]   print the server's TLS certificate (PEM)
-//	orrery version
 package main
 
 import (
@@ -84,6 +77,7 @@ func serve(args []string) error {
 	inMemory := fs.Bool("memory", false, "keep everything in memory: nothing is written to disk")
 	key := fs.String("key", env("ORRERY_KEY", server.EmulatorKey), "master key, base64 (env ORRERY_KEY; default: the emulator's well-known key)")
 	readOnlyKey := fs.String("readonly-key", env("ORRERY_READONLY_KEY", ""), "read-only key, base64 (env ORRERY_READONLY_KEY)")
+	crossPartition := fs.Bool("serve-cross-partition-queries", false, "execute cross-partition ORDER BY, aggregate, DISTINCT, GROUP BY, TOP and OFFSET queries that the Cosmos gateway refuses to clients without a query plan (the Go SDK)")
 	logLevel := fs.String("log-level", env("ORRERY_LOG_LEVEL", "info"), "log level: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -108,7 +102,7 @@ func serve(args []string) error {
 		store = s
 	}
 	defer store.Close()
-	eng, err := engine.Open(store, engine.Options{})
+	eng, err := engine.Open(store, engine.Options{ServeCrossPartitionQueries: *crossPartition})
 	if err != nil {
 		return err
 	}

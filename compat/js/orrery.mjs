@@ -1,0 +1,43 @@
+// Shared set-up for the JavaScript SDK compatibility tests: a CosmosClient
+// built exactly as an application would build one, pointed at the server
+// named by ORRERY_ENDPOINT and signed with ORRERY_KEY.
+import { randomUUID } from "node:crypto";
+import { CosmosClient } from "@azure/cosmos";
+
+/** Returns the value of a required environment variable or throws. */
+function requireEnv(name) {
+  const value = process.env[name];
+  if (!value) {
+    throw new Error(`${name} is not set: run these tests through \`go test ./compat\``);
+  }
+  return value;
+}
+
+/** Returns a new, unmodified CosmosClient for the server under test. */
+export function newClient() {
+  return new CosmosClient({
+    endpoint: requireEnv("ORRERY_ENDPOINT"),
+    key: requireEnv("ORRERY_KEY"),
+  });
+}
+
+/** Returns an id that no other test uses, starting with prefix. */
+export function uniqueId(prefix) {
+  return `${prefix}-${randomUUID().slice(0, 8)}`;
+}
+
+/**
+ * Runs fn, which must reject with a Cosmos error, and returns that error.
+ * Fails when fn resolves.
+ */
+export async function expectCosmosError(fn) {
+  try {
+    await fn();
+  } catch (err) {
+    return err;
+  }
+  throw new Error("expected the operation to fail with a Cosmos DB error, but it succeeded");
+}
+
+/** Matches the quoted etag format of the service: "\"...\"". */
+export const quotedEtag = /^".+"$/;

@@ -1,0 +1,273 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+)
+
+// Batch limits.
+const (
+	// MaxBatchOperations is the most operations one batch may carry.
+	MaxBatchOperations = 100
+	// MaxBatchBytes is the largest batch request body.
+	MaxBatchBytes = 2 * 1024 * 1024
+)
+
+// The batch operation types, as the wire spells them.
+const (
+	BatchCreate  = "Create"
+	BatchUpsert  = "Upsert"
+	BatchReplace = "Replace"
+	BatchPatch   = "Patch"
+	BatchRead    = "Read"
+	BatchDelete  = "Delete"
+)
+
+// StatusFailedDependency is the status of every operation of a failed atomic
+// batch but the one that failed it.
+const StatusFailedDependency = 424
+
+// BatchOperation is one operation of a batch.
+type BatchOperation struct {
+	// Type is one of BatchCreate ... BatchDelete.
+	Type string
+	// ID addresses Replace, Patch, Read and Delete.
+	ID string
+	// Body is the item (Create, Upsert, Replace) or the patch (Patch).
+	Body []byte
+	// IfMatch makes a write conditional on the item's ETag; IfNoneMatch on a
+	// read answers 304 when it still matches.
+	IfMatch     string
+	IfNoneMatch string
+	// PartitionKey is the operation's own partition key, when it names one
+	// (bulk requests do, and then carry no partition key header).
+	PartitionKey    PartitionKey
+	HasPartitionKey bool
+
+	invalid *Error // why the operation cannot run, found while parsing
+	patch   *Patch
+	item    *item // the body, when runAlone parsed it already
+}
+
+// BatchRequest is a transactional batch or a bulk request on a container.
+type BatchRequest struct {
+	Database  string
+	Container string
+	// PartitionKey is the batch's partition key (the header); an atomic batch
+	// must have one.
+	PartitionKey    PartitionKey
+	HasPartitionKey bool
+	Operations      []BatchOperation
+	// Atomic runs every operation in one transaction, all or nothing; when it
+	// is false each operation runs on its own (bulk).
+	Atomic bool
+}
+
+// BatchOperationResult is the outcome of one operation.
+type BatchOperationResult struct {
+	Status    int
+	SubStatus int
+	// Body is the item (nil for deletes, 304s and failures).
+	Body []byte
+	ETag string
+	// Charge is the request charge in request units.
+	Charge float64
+	// Message explains a failure.
+	Message string
+}
+
+// BatchResult is the outcome of a batch: one result per operation, in order.
+type BatchResult struct {
+	Results []BatchOperationResult
+	// Failed is true when an operation failed: for an atomic batch, nothing
+	// was written.
+	Failed bool
+	Charge float64
+}
+
+// wireBatchOperation is an operation as the SDKs send it.
+type wireBatchOperation struct {
+	OperationType string          `json:"operationType"`
+	ID            *string         `json:"id"`
+	ResourceBody  json.RawMessage `json:"resourceBody"`
+	IfMatch       string          `json:"ifMatch"`
+	IfNoneMatch   string          `json:"ifNoneMatch"`
+	PartitionKey  *string         `json:"partitionKey"`
+
+	invalid *Error
+}
+
+// ParseBatch parses a batch request body, a JSON array of operations. A body
+// over MaxBatchBytes is a 413 and more than MaxBatchOperations a 400; an
+// operation that is itself malformed fails alone, when the batch runs.
+func ParseBatch(body []byte) ([]BatchOperation, error) {
+	if len(body) > MaxBatchBytes {
+		return nil, TooLarge("%s: the batch request is %d bytes, the limit is %d.", msgEntityTooLarge, len(body), MaxBatchBytes)
+	}
+	// One pass decodes a well-formed batch; when some operation is not an
+	// operation object, each is decoded alone so that only it fails.
+	var wire []wireBatchOperation
+	if json.Unmarshal(body, &wire) != nil {
+		var raws []json.RawMessage
+		if err := json.Unmarshal(body, &raws); err != nil {
+			return nil, BadRequest("The batch request body must be a JSON array of operations: %v", err)
+		}
+		wire = make([]wireBatchOperation, len(raws))
+		for i, raw := range raws {
+			if err := json.Unmarshal(raw, &wire[i]); err != nil {
+				wire[i] = wireBatchOperation{invalid: BadRequest("Batch operation %d is not a valid operation object: %v", i, err)}
+			}
+		}
+	}
+	if len(wire) == 0 {
+		return nil, BadRequest("The batch request has no operations.")
+	}
+	if len(wire) > MaxBatchOperations {
+		return nil, BadRequest("The batch request has %d operations: a batch can have at most %d.", len(wire), MaxBatchOperations)
+	}
+	ops := make([]BatchOperation, len(wire))
+	for i := range wire {
+		ops[i] = parseBatchOperation(i, &wire[i])
+	}
+	return ops, nil
+}
+
+func parseBatchOperation(i int, w *wireBatchOperation) BatchOperation {
+	if w.invalid != nil {
+		return BatchOperation{invalid: w.invalid}
+	}
+	op := BatchOperation{Body: w.ResourceBody, IfMatch: w.IfMatch, IfNoneMatch: w.IfNoneMatch}
+	for _, t := range []string{BatchCreate, BatchUpsert, BatchReplace, BatchPatch, BatchRead, BatchDelete} {
+		if strings.EqualFold(w.OperationType, t) {
+			op.Type = t
+		}
+	}
+	if op.Type == "" {
+		op.invalid = BadRequest("Batch operation %d has operationType %q: it must be Create, Upsert, Replace, Patch, Read or Delete.", i, w.OperationType)
+		return op
+	}
+	if w.ID != nil {
+		op.ID = *w.ID
+	}
+	switch op.Type {
+	case BatchReplace, BatchPatch, BatchRead, BatchDelete:
+		if w.ID == nil {
+			op.invalid = BadRequest("Batch operation %d (%s) has no id.", i, op.Type)
+			return op
+		}
+		if e := validID(op.ID); e != nil {
+			op.invalid = e
+			return op
+		}
+	}
+	switch op.Type {
+	case BatchCreate, BatchUpsert, BatchReplace, BatchPatch:
+		if len(bytes.TrimSpace(op.Body)) == 0 || string(op.Body) == "null" {
+			op.invalid = BadRequest("Batch operation %d (%s) has no resourceBody.", i, op.Type)
+			return op
+		}
+	}
+	if op.Type == BatchPatch {
+		p, err := ParsePatch(op.Body)
+		if err != nil {
+			op.invalid, _ = AsError(err)
+			return op
+		}
+		op.patch = p
+	}
+	if w.PartitionKey != nil {
+		pk, err := ParsePartitionKeyHeader(*w.PartitionKey)
+		if err != nil {
+			op.invalid, _ = AsError(err)
+			if op.invalid == nil {
+				op.invalid = BadRequest("Batch operation %d has an invalid partitionKey %q.", i, *w.PartitionKey)
+			}
+			return op
+		}
+		op.PartitionKey, op.HasPartitionKey = pk, true
+	}
+	return op
+}
+
+// errBatchFailed rolls back the transaction of a failed atomic batch.
+var errBatchFailed = errors.New("engine: the batch failed")
+
+// ExecuteBatch runs a batch. An atomic batch runs as one transaction on its
+// logical partition: later operations see earlier ones, and when one fails it
+// carries its own status, every other one StatusFailedDependency, and nothing
+// is written. A non-atomic batch runs each operation on its own.
+func (e *Engine) ExecuteBatch(req *BatchRequest) (*BatchResult, error) {
+	c, err := e.Container(req.Database, req.Container)
+	if err != nil {
+		return nil, err
+	}
+	if len(req.Operations) > MaxBatchOperations {
+		return nil, BadRequest("The batch request has %d operations: a batch can have at most %d.", len(req.Operations), MaxBatchOperations)
+	}
+	if !req.Atomic {
+		return e.executeEach(c, req), nil
+	}
+	if !req.HasPartitionKey {
+		return nil, errPartitionKeyRequired
+	}
+	res := &BatchResult{Results: make([]BatchOperationResult, len(req.Operations))}
+	err = e.inPartition(c, req.PartitionKey, func(t *txn) error {
+		for i := range req.Operations {
+			op := &req.Operations[i]
+			r, err := t.run(op)
+			if err == nil {
+				res.Results[i] = r
+				continue
+			}
+			ce, ok := AsError(err)
+			if !ok {
+				return err
+			}
+			for j := range res.Results {
+				res.Results[j] = BatchOperationResult{Status: StatusFailedDependency,
+					Message: "The operation was not applied because another operation of the batch failed."}
+			}
+			res.Results[i] = failedResult(ce)
+			res.Failed = true
+			return errBatchFailed
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errBatchFailed) {
+		return nil, err
+	}
+	res.total()
+	return res, nil
+}
+
+func failedResult(e *Error) BatchOperationResult {
+	return BatchOperationResult{Status: e.Status, SubStatus: e.SubStatus, Message: e.Message, Charge: 1}
+}
+
+func (r *BatchResult) total() {
+	for _, o := range r.Results {
+		r.Charge += o.Charge
+	}
+}
+
+// executeEach runs every operation of a bulk request in its own transaction.
+func (e *Engine) executeEach(c *Container, req *BatchRequest) *BatchResult {
+	res := &BatchResult{Results: make([]BatchOperationResult, len(req.Operations))}
+	for i := range req.Operations {
+		op := &req.Operations[i]
+		r, err := e.runAlone(c, req, op)
+		if err != nil {
+			ce, ok := AsError(err)
+			if !ok {
+				ce = &Error{Status: 500, Code: "InternalServerError", Message: "An unexpected error occurred while processing the operation."}
+			}
+			r = failedResult(ce)
+			res.Failed = true
+		}
+		res.Results[i] = r
+	}
+	res.total()
+	return res
+}

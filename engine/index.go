@@ -1,0 +1,441 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/orrery-db/orrery/query"
+	"github.com/orrery-db/orrery/storage"
+)
+
+// The secondary index keeps, for every scalar property of every item, a key
+//
+//	X<coll rid 8><path len uvarint><path><value><item key suffix>
+//
+// where the value is encoded so that byte order is Cosmos's order across
+// types (null < false < true < numbers < strings), and the suffix is the item's
+// key without its 'D'<coll rid> prefix. Entries are written in the same storage
+// batch as the item, so the index is never behind.
+const prefixIndex byte = 'X'
+
+// Value type markers, in Cosmos's cross-type order.
+const (
+	ixNull   byte = 0x01
+	ixFalse  byte = 0x02
+	ixTrue   byte = 0x03
+	ixNumber byte = 0x05
+	ixString byte = 0x08
+	ixArray  byte = 0x0A // arrays and objects are indexed by type only, so an
+	ixObject byte = 0x0B // ordered scan knows where they sort
+)
+
+// indexPathPrefix is the key prefix of every entry of one property path.
+func indexPathPrefix(collRID []byte, path string) []byte {
+	k := make([]byte, 0, 1+8+binary.MaxVarintLen32+len(path)+16)
+	k = append(k, prefixIndex)
+	k = append(k, collRID...)
+	k = binary.AppendUvarint(k, uint64(len(path)))
+	return append(k, path...)
+}
+
+// appendIndexValue appends the order-preserving encoding of a scalar; ok is
+// false for objects and arrays, which are not indexed as values.
+func appendIndexValue(k []byte, v any) ([]byte, bool) {
+	switch x := v.(type) {
+	case nil:
+		return append(k, ixNull), true
+	case bool:
+		if x {
+			return append(k, ixTrue), true
+		}
+		return append(k, ixFalse), true
+	case float64:
+		return appendIndexNumber(k, x), true
+	case string:
+		return appendIndexString(append(k, ixString), x, true), true
+	}
+	return k, false
+}
+
+// appendIndexMarker appends the type-only entry of an array or object.
+func appendIndexMarker(k []byte, v any) ([]byte, bool) {
+	switch v.(type) {
+	case []any:
+		return append(k, ixArray), true
+	case map[string]any:
+		return append(k, ixObject), true
+	}
+	return k, false
+}
+
+func appendIndexNumber(k []byte, f float64) []byte {
+	if f == 0 {
+		f = 0 // -0 sorts and matches as 0
+	}
+	bits := math.Float64bits(f)
+	if bits>>63 == 0 {
+		bits |= 1 << 63
+	} else {
+		bits = ^bits
+	}
+	return binary.BigEndian.AppendUint64(append(k, ixNumber), bits)
+}
+
+// appendIndexString escapes 0x00 as 0x00 0xFF and, when terminated, ends the
+// string with 0x00 0x01, so shorter strings sort first and a prefix of the
+// unterminated form covers every string that starts with it.
+func appendIndexString(k []byte, s string, terminated bool) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			k = append(k, 0, 0xFF)
+		} else {
+			k = append(k, s[i])
+		}
+	}
+	if terminated {
+		k = append(k, 0, 1)
+	}
+	return k
+}
+
+// indexPath renders a property path as the index names it: its segments
+// joined by '/', with '~' and '/' escaped as in JSON pointers.
+func indexPath(segs []string) string {
+	var b strings.Builder
+	for _, s := range segs {
+		b.WriteByte('/')
+		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1"))
+	}
+	return b.String()
+}
+
+// indexPolicy decides which property paths a container indexes, from its
+// indexingPolicy: the most specific included or excluded path wins.
+type indexPolicy struct {
+	none     bool
+	included []string
+	excluded []string
+}
+
+func newIndexPolicy(props map[string]any) *indexPolicy {
+	ip, _ := props["indexingPolicy"].(map[string]any)
+	p := &indexPolicy{}
+	if mode, _ := ip["indexingMode"].(string); strings.EqualFold(mode, "none") {
+		p.none = true
+		return p
+	}
+	read := func(name string) []string {
+		var out []string
+		list, _ := ip[name].([]any)
+		for _, e := range list {
+			if m, ok := e.(map[string]any); ok {
+				if s, ok := m["path"].(string); ok {
+					out = append(out, s)
+				}
+			}
+		}
+		return out
+	}
+	p.included = read("includedPaths")
+	p.excluded = read("excludedPaths")
+	return p
+}
+
+// covers reports whether a policy path pattern ("/*", "/a/?", "/a/*",
+// "/\"_etag\"/?") matches the scalar at path.
+func patternCovers(pattern, path string) (bool, int) {
+	pattern = strings.ReplaceAll(pattern, `"`, "")
+	switch {
+	case strings.HasSuffix(pattern, "/*"):
+		base := strings.TrimSuffix(pattern, "/*")
+		if base == "" || path == base || strings.HasPrefix(path, base+"/") {
+			return true, len(base)
+		}
+	case strings.HasSuffix(pattern, "/?"):
+		if path == strings.TrimSuffix(pattern, "/?") {
+			return true, len(pattern)
+		}
+	case pattern == path:
+		return true, len(pattern)
+	}
+	return false, -1
+}
+
+// indexes reports whether the scalar at path is indexed.
+func (p *indexPolicy) indexes(path string) bool {
+	if p == nil || p.none {
+		return false
+	}
+	best, in := -1, false
+	for _, pat := range p.included {
+		if ok, n := patternCovers(pat, path); ok && n > best {
+			best, in = n, true
+		}
+	}
+	for _, pat := range p.excluded {
+		if ok, n := patternCovers(pat, path); ok && n >= best {
+			best, in = n, false
+		}
+	}
+	return in
+}
+
+// unindexedProperties are system properties no query filters on.
+var unindexedProperties = map[string]bool{"_rid": true, "_self": true, "_etag": true, "_attachments": true}
+
+// indexEntries lists the index keys of an item: one per indexed scalar
+// property reachable through objects (array elements are not indexed).
+func (c *Container) indexEntries(doc []byte, itemKey []byte) ([][]byte, error) {
+	if c.index == nil || c.index.none {
+		return nil, nil
+	}
+	var v map[string]any
+	if err := json.Unmarshal(doc, &v); err != nil {
+		return nil, err
+	}
+	suffix := itemKey[1+len(c.rid):]
+	var out [][]byte
+	var walk func(m map[string]any, segs []string)
+	walk = func(m map[string]any, segs []string) {
+		for name, val := range m {
+			if len(segs) == 0 && unindexedProperties[name] {
+				continue
+			}
+			path := append(segs[:len(segs):len(segs)], name)
+			if sub, ok := val.(map[string]any); ok {
+				walk(sub, path)
+			}
+			p := indexPath(path)
+			if !c.index.indexes(p) {
+				continue
+			}
+			k, ok := appendIndexValue(indexPathPrefix(c.rid, p), val)
+			if !ok {
+				k, ok = appendIndexMarker(indexPathPrefix(c.rid, p), val)
+			}
+			if ok {
+				out = append(out, append(k, suffix...))
+			}
+		}
+	}
+	walk(v, nil)
+	return out, nil
+}
+
+// reindex replaces an item's index entries in the transaction: the entries
+// of prevDoc (nil when new) are removed and those of doc (nil when deleted)
+// added.
+func (t *txn) reindex(key []byte, prevDoc, doc []byte) error {
+	c := t.p.c
+	var old, cur [][]byte
+	var err error
+	if prevDoc != nil {
+		if old, err = c.indexEntries(prevDoc, key); err != nil {
+			return err
+		}
+	}
+	if doc != nil {
+		if cur, err = c.indexEntries(doc, key); err != nil {
+			return err
+		}
+	}
+	keep := make(map[string]bool, len(cur))
+	for _, k := range cur {
+		keep[string(k)] = true
+	}
+	for _, k := range old {
+		if !keep[string(k)] {
+			if err := t.b.Delete(k); err != nil {
+				return err
+			}
+		}
+		delete(keep, string(k))
+	}
+	for _, k := range cur {
+		if keep[string(k)] {
+			if err := t.b.Set(k, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// keyRange is a half-open range of storage keys.
+type keyRange struct{ lower, upper []byte }
+
+// indexRanges returns the index key ranges that hold the items matching a
+// filter on path, or ok false when the index cannot serve it.
+func (c *Container) indexRanges(path []string, op query.FilterOp, values []json.RawMessage) ([]keyRange, bool) {
+	p := indexPath(path)
+	if c.index == nil || !c.index.indexes(p) || len(path) == 0 {
+		return nil, false
+	}
+	base := indexPathPrefix(c.rid, p)
+	enc := func(raw json.RawMessage) ([]byte, bool) {
+		var v any
+		if json.Unmarshal(raw, &v) != nil {
+			return nil, false
+		}
+		return appendIndexValue(append([]byte(nil), base...), v)
+	}
+	// typeStart and typeEnd bound every value of the same type as the one
+	// encoded in k (false and true are one type).
+	typeStart := func(k []byte) []byte {
+		t := append([]byte(nil), k[:len(base)+1]...)
+		if t[len(base)] == ixTrue {
+			t[len(base)] = ixFalse
+		}
+		return t
+	}
+	typeEnd := func(k []byte) []byte {
+		t := append([]byte(nil), k[:len(base)+1]...)
+		if t[len(base)] == ixFalse {
+			t[len(base)] = ixTrue
+		}
+		return storage.PrefixEnd(t)
+	}
+	switch op {
+	case query.FilterEq, query.FilterIn:
+		var out []keyRange
+		seen := map[string]bool{}
+		for _, raw := range values {
+			k, ok := enc(raw)
+			if !ok {
+				return nil, false
+			}
+			if !seen[string(k)] {
+				seen[string(k)] = true
+				out = append(out, keyRange{k, storage.PrefixEnd(k)})
+			}
+		}
+		// In key order, so a continuation inside one range resumes after the
+		// ranges before it.
+		slices.SortFunc(out, func(a, b keyRange) int { return bytes.Compare(a.lower, b.lower) })
+		return out, true
+	case query.FilterLt, query.FilterLe, query.FilterGt, query.FilterGe:
+		k, ok := enc(values[0])
+		if !ok {
+			return nil, false
+		}
+		// Comparisons across types are undefined: only the value's own type.
+		switch op {
+		case query.FilterLt:
+			return []keyRange{{typeStart(k), k}}, true
+		case query.FilterLe:
+			return []keyRange{{typeStart(k), storage.PrefixEnd(k)}}, true
+		case query.FilterGt:
+			return []keyRange{{storage.PrefixEnd(k), typeEnd(k)}}, true
+		default:
+			return []keyRange{{k, typeEnd(k)}}, true
+		}
+	case query.FilterBetween:
+		lo, ok1 := enc(values[0])
+		hi, ok2 := enc(values[1])
+		if !ok1 || !ok2 || !bytes.Equal(typeStart(lo), typeStart(hi)) {
+			return nil, false
+		}
+		return []keyRange{{lo, storage.PrefixEnd(hi)}}, true
+	case query.FilterStartsWith:
+		var s string
+		if json.Unmarshal(values[0], &s) != nil {
+			return nil, false
+		}
+		k := appendIndexString(append(append([]byte(nil), base...), ixString), s, false)
+		return []keyRange{{k, storage.PrefixEnd(k)}}, true
+	}
+	return nil, false
+}
+
+// indexValueLen is the length of the encoded value at the start of b.
+func indexValueLen(b []byte) int {
+	switch b[0] {
+	case ixNumber:
+		return 9
+	case ixString:
+		for i := 1; i+1 < len(b); i++ {
+			if b[i] == 0 {
+				if b[i+1] == 1 {
+					return i + 2
+				}
+				i++ // an escaped 0x00
+			}
+		}
+		return len(b)
+	}
+	return 1
+}
+
+// indexedItemKey returns the storage key of the item an index entry points
+// to; base is the entry's path prefix.
+func (c *Container) indexedItemKey(entry []byte, base int) []byte {
+	rest := entry[base:]
+	suffix := rest[indexValueLen(rest):]
+	k := make([]byte, 0, 1+len(c.rid)+len(suffix))
+	k = append(k, prefixItem)
+	k = append(k, c.rid...)
+	return append(k, suffix...)
+}
+
+// chooseIndex picks the most selective filter of a plan the index can serve:
+// equality, then IN, then STARTSWITH, then ranges.
+func (c *Container) chooseIndex(plan *query.Plan) (*indexSource, bool) {
+	rank := map[query.FilterOp]int{query.FilterEq: 0, query.FilterIn: 1, query.FilterStartsWith: 2,
+		query.FilterBetween: 3, query.FilterLt: 4, query.FilterLe: 4, query.FilterGt: 4, query.FilterGe: 4}
+	var best *indexSource
+	bestRank := 99
+	for _, f := range plan.Filters {
+		r, known := rank[f.Op]
+		if !known || r >= bestRank {
+			continue
+		}
+		if ranges, ok := c.indexRanges(f.Path, f.Op, f.Values); ok {
+			best = &indexSource{ranges: ranges, base: len(indexPathPrefix(c.rid, indexPath(f.Path)))}
+			bestRank = r
+		}
+	}
+	return best, best != nil
+}
+
+// indexSource is where a query's candidates come from when an index serves it.
+type indexSource struct {
+	ranges  []keyRange
+	base    int  // length of the path prefix of every entry
+	reverse bool // walk the ranges from the end
+}
+
+// orderIndex returns the index entries that list, in ORDER BY order, the
+// items a top-N query on one indexed ORDER BY path can draw from. complete
+// reports whether those entries hold every item the query can return; when
+// false (descending with no filter on the path), items without the property
+// sort after them and may be needed.
+func (c *Container) orderIndex(plan *query.Plan) (ix *indexSource, complete bool, ok bool) {
+	if len(plan.OrderBy) != 1 || plan.OrderBy[0].Path == nil || plan.Aggregates || plan.GroupBy || plan.Distinct ||
+		(plan.Top < 0 && plan.Limit < 0) {
+		return nil, false, false
+	}
+	key := plan.OrderBy[0]
+	p := indexPath(key.Path)
+	if c.index == nil || !c.index.indexes(p) || len(key.Path) == 0 {
+		return nil, false, false
+	}
+	base := indexPathPrefix(c.rid, p)
+	for _, f := range plan.Filters {
+		if slices.Equal(f.Path, key.Path) {
+			if ranges, ok := c.indexRanges(f.Path, f.Op, f.Values); ok {
+				// The filter implies the property is defined.
+				return &indexSource{ranges: ranges, base: len(base), reverse: key.Descending}, true, true
+			}
+		}
+	}
+	if !key.Descending {
+		// Items without the property sort first: the index cannot list them.
+		return nil, false, false
+	}
+	all := []keyRange{{base, storage.PrefixEnd(base)}}
+	return &indexSource{ranges: all, base: len(base), reverse: true}, false, true
+}

@@ -1,0 +1,170 @@
+package engine
+
+// One semantics for item operations: a single create, upsert, replace, patch
+// or delete runs the same operation, in a transaction of its own, that a
+// batch runs among others in one transaction.
+
+// itemOperation runs the single-item write typ of req (a BatchCreate ...
+// BatchDelete) through runAlone.
+func (e *Engine) itemOperation(typ string, req *ItemRequest) (*ItemResult, error) {
+	c, err := e.resolve(req)
+	if err != nil {
+		return nil, err
+	}
+	op := &BatchOperation{Type: typ, ID: req.ID, Body: req.Body, IfMatch: req.IfMatch}
+	switch typ {
+	case BatchReplace, BatchDelete, BatchPatch:
+		if verr := validID(req.ID); verr != nil {
+			return nil, verr
+		}
+	}
+	if typ == BatchDelete || typ == BatchPatch {
+		if !req.HasPartitionKey {
+			return nil, errPartitionKeyRequired
+		}
+	}
+	if typ == BatchPatch {
+		if op.patch, err = ParsePatch(req.Body); err != nil {
+			return nil, err
+		}
+	}
+	var r BatchOperationResult
+	if len(req.PreTriggers)+len(req.PostTriggers) > 0 {
+		r, err = e.runWithTriggers(c, req, op)
+	} else {
+		r, err = e.runAlone(c, &BatchRequest{PartitionKey: req.PartitionKey, HasPartitionKey: req.HasPartitionKey}, op)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &ItemResult{Status: r.Status, Body: r.Body, ETag: r.ETag, Charge: r.Charge}, nil
+}
+
+// runAlone runs one operation in its own transaction, on the operation's
+// partition key, else the request's, else (for writes of an item) the body's.
+func (e *Engine) runAlone(c *Container, req *BatchRequest, op *BatchOperation) (BatchOperationResult, error) {
+	if op.invalid != nil {
+		return BatchOperationResult{}, op.invalid
+	}
+	pk, ok := op.PartitionKey, op.HasPartitionKey
+	if !ok {
+		pk, ok = req.PartitionKey, req.HasPartitionKey
+	}
+	switch op.Type {
+	case BatchCreate, BatchUpsert, BatchReplace:
+		// The body is checked against the partition key before the partition
+		// is, and names it when the request does not.
+		it, perr := c.parseItem(op.Body, &ItemRequest{PartitionKey: pk, HasPartitionKey: ok})
+		if perr != nil {
+			return BatchOperationResult{}, perr
+		}
+		pk, ok, op.item = it.pk, true, it
+	}
+	if !ok {
+		return BatchOperationResult{}, errPartitionKeyRequired
+	}
+	var r BatchOperationResult
+	err := e.inPartition(c, pk, func(t *txn) error {
+		var err error
+		r, err = t.run(op)
+		return err
+	})
+	return r, err
+}
+
+// run executes one operation inside the transaction. Failures of the
+// operation are *Error values.
+func (t *txn) run(op *BatchOperation) (BatchOperationResult, error) {
+	if op.invalid != nil {
+		return BatchOperationResult{}, op.invalid
+	}
+	if op.HasPartitionKey && !op.PartitionKey.Equal(t.p.pk) {
+		return BatchOperationResult{}, &Error{Status: 400, SubStatus: SubStatusPartitionKeyMismatch, Code: "BadRequest",
+			Message: "The operation's partition key " + op.PartitionKey.String() + " differs from the batch's " + t.p.pk.String() + ": a transactional batch works on one logical partition."}
+	}
+	c := t.p.c
+	switch op.Type {
+	case BatchRead:
+		cur, err := t.get(op.ID)
+		if err != nil {
+			return BatchOperationResult{}, err
+		}
+		if cur == nil {
+			return BatchOperationResult{}, NotFound(msgNotFound)
+		}
+		if op.IfNoneMatch != "" && (op.IfNoneMatch == "*" || op.IfNoneMatch == cur.etag()) {
+			return BatchOperationResult{Status: 304, ETag: cur.etag(), Charge: 1}, nil
+		}
+		return BatchOperationResult{Status: 200, Body: cur.doc, ETag: cur.etag(), Charge: readCharge(len(cur.doc))}, nil
+	case BatchDelete:
+		cur, err := t.get(op.ID)
+		if err != nil {
+			return BatchOperationResult{}, err
+		}
+		if cur == nil {
+			return BatchOperationResult{}, NotFound(msgNotFound)
+		}
+		if err := checkIfMatch(op.IfMatch, cur); err != nil {
+			return BatchOperationResult{}, err
+		}
+		if err := t.remove(cur); err != nil {
+			return BatchOperationResult{}, err
+		}
+		return BatchOperationResult{Status: 204, Charge: writeCharge(0)}, nil
+	case BatchPatch:
+		s, err := t.patch(op.ID, op.patch, op.IfMatch)
+		if err != nil {
+			return BatchOperationResult{}, err
+		}
+		return writeResult(200, s), nil
+	}
+	it := op.item
+	if it == nil {
+		var perr *Error
+		if it, perr = c.parseItem(op.Body, &ItemRequest{PartitionKey: t.p.pk, HasPartitionKey: true}); perr != nil {
+			return BatchOperationResult{}, perr
+		}
+	}
+	stale, err := t.getAny(it.id)
+	if err != nil {
+		return BatchOperationResult{}, err
+	}
+	cur := stale
+	if cur != nil && c.expired(cur, t.now.Unix()) {
+		cur = nil
+	}
+	status := 200
+	switch op.Type {
+	case BatchCreate:
+		if cur != nil {
+			return BatchOperationResult{}, Conflict(msgConflict)
+		}
+		status = 201
+	case BatchUpsert:
+		if err := checkIfMatch(op.IfMatch, cur); err != nil {
+			return BatchOperationResult{}, err
+		}
+		if cur == nil {
+			status = 201
+		}
+	case BatchReplace:
+		if it.id != op.ID {
+			return BatchOperationResult{}, BadRequest("The id in the body (%q) does not match the id the request addresses (%q).", it.id, op.ID)
+		}
+		if cur == nil {
+			return BatchOperationResult{}, NotFound(msgNotFound)
+		}
+		if err := checkIfMatch(op.IfMatch, cur); err != nil {
+			return BatchOperationResult{}, err
+		}
+	}
+	s, err := t.put(it, stale)
+	if err != nil {
+		return BatchOperationResult{}, err
+	}
+	return writeResult(status, s), nil
+}
+
+func writeResult(status int, s *storedItem) BatchOperationResult {
+	return BatchOperationResult{Status: status, Body: s.doc, ETag: s.etag(), Charge: writeCharge(len(s.doc))}
+}

@@ -1,0 +1,481 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/orrery-db/orrery/query"
+)
+
+// MaxPatchOperations is the most operations one patch may carry.
+const MaxPatchOperations = 10
+
+// The patch operations.
+const (
+	PatchAdd       = "add"
+	PatchSet       = "set"
+	PatchReplace   = "replace"
+	PatchRemove    = "remove"
+	PatchIncrement = "incr"
+	PatchMove      = "move"
+)
+
+// PatchOperation is one operation of a patch: Op on the JSON pointer Path,
+// with Value (add, set, replace, incr) or From (move).
+type PatchOperation struct {
+	Op    string          `json:"op"`
+	Path  string          `json:"path"`
+	From  string          `json:"from,omitempty"`
+	Value json.RawMessage `json:"value,omitempty"`
+}
+
+// Patch is a validated patch request: its operations and the filter
+// predicate ("FROM c WHERE ...") the current item must satisfy, if any.
+type Patch struct {
+	Condition  *query.Condition
+	Operations []PatchOperation
+}
+
+// ParsePatch parses and validates a patch body: {"condition"?, "operations":
+// [...]}, or a bare array of operations. Errors are 400s.
+func ParsePatch(body []byte) (*Patch, error) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 || !json.Valid(body) {
+		return nil, BadRequest("The patch request body is not valid JSON.")
+	}
+	var wire struct {
+		Condition  *string          `json:"condition"`
+		Operations []PatchOperation `json:"operations"`
+	}
+	var err error
+	if body[0] == '[' {
+		err = json.Unmarshal(body, &wire.Operations)
+	} else {
+		err = json.Unmarshal(body, &wire)
+	}
+	if err != nil {
+		return nil, BadRequest("The patch request body is invalid: it must be {\"operations\":[{\"op\":...,\"path\":...}, ...]} (%v).", err)
+	}
+	p := &Patch{Operations: wire.Operations}
+	if len(p.Operations) == 0 {
+		return nil, BadRequest("The patch request has no operations: send between 1 and %d.", MaxPatchOperations)
+	}
+	if len(p.Operations) > MaxPatchOperations {
+		return nil, BadRequest("The number of patch operations can't exceed %d: this request has %d.", MaxPatchOperations, len(p.Operations))
+	}
+	for i := range p.Operations {
+		if e := validateOperation(i+1, &p.Operations[i]); e != nil {
+			return nil, e
+		}
+	}
+	if wire.Condition != nil && strings.TrimSpace(*wire.Condition) != "" {
+		cond, err := query.ParseCondition(*wire.Condition)
+		if err != nil {
+			return nil, BadRequest("The patch condition %q is invalid: %v", *wire.Condition, err)
+		}
+		p.Condition = cond
+	}
+	return p, nil
+}
+
+func validateOperation(n int, op *PatchOperation) *Error {
+	op.Op = strings.ToLower(op.Op)
+	switch op.Op {
+	case PatchAdd, PatchSet, PatchReplace, PatchRemove, PatchIncrement, PatchMove:
+	default:
+		return BadRequest("For Operation(%d): %q is not a patch operation: use add, set, replace, remove, incr or move.", n, op.Op)
+	}
+	if _, err := parsePointer(op.Path); err != nil {
+		return BadRequest("For Operation(%d): the path %q is invalid: %v.", n, op.Path, err)
+	}
+	switch op.Op {
+	case PatchAdd, PatchSet, PatchReplace, PatchIncrement:
+		if op.Value == nil {
+			return BadRequest("For Operation(%d): %s needs a value.", n, op.Op)
+		}
+	case PatchMove:
+		if op.From == "" {
+			return BadRequest("For Operation(%d): move needs a from path.", n)
+		}
+		if _, err := parsePointer(op.From); err != nil {
+			return BadRequest("For Operation(%d): the from path %q is invalid: %v.", n, op.From, err)
+		}
+		if strings.HasPrefix(op.Path, op.From+"/") {
+			return BadRequest("For Operation(%d): cannot move %s into its own child %s.", n, op.From, op.Path)
+		}
+	}
+	if op.Op == PatchIncrement {
+		var num float64
+		if json.Unmarshal(op.Value, &num) != nil {
+			return BadRequest("For Operation(%d): incr needs a number, not %s.", n, op.Value)
+		}
+	}
+	return nil
+}
+
+// parsePointer splits a JSON pointer into its unescaped segments.
+func parsePointer(p string) ([]string, error) {
+	if !strings.HasPrefix(p, "/") {
+		return nil, errors.New("a patch path is a JSON pointer starting with /")
+	}
+	if p == "/" {
+		return nil, errors.New("a patch path must name a property")
+	}
+	segs := strings.Split(p[1:], "/")
+	for i, s := range segs {
+		if strings.Contains(s, "~") {
+			var b strings.Builder
+			for j := 0; j < len(s); j++ {
+				if s[j] != '~' {
+					b.WriteByte(s[j])
+					continue
+				}
+				if j+1 < len(s) && s[j+1] == '0' {
+					b.WriteByte('~')
+				} else if j+1 < len(s) && s[j+1] == '1' {
+					b.WriteByte('/')
+				} else {
+					return nil, errors.New("~ must be followed by 0 or 1")
+				}
+				j++
+			}
+			s = b.String()
+		}
+		segs[i] = s
+	}
+	return segs, nil
+}
+
+// protectedPath explains why an operation may not touch segs: the id, a
+// system property, or the partition key (or an object holding it).
+func protectedPath(n int, path string, segs []string, pk *PartitionKeyDefinition) *Error {
+	if len(segs) == 1 && segs[0] == "id" {
+		return BadRequest("For Operation(%d): the id cannot be patched (path %s): create a new item and delete the old one.", n, path)
+	}
+	if systemProperties[segs[0]] {
+		return BadRequest("For Operation(%d): the system property %s cannot be patched.", n, segs[0])
+	}
+	for _, kp := range pk.Paths {
+		ks := strings.Split(strings.TrimPrefix(kp, "/"), "/")
+		if len(segs) <= len(ks) && slicesEqual(segs, ks[:len(segs)]) {
+			return BadRequest("For Operation(%d): the path %s would change the partition key %s, and an item's partition key cannot change: create a new item and delete the old one.", n, path, kp)
+		}
+	}
+	return nil
+}
+
+func slicesEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// applyPatch applies the operations in order to doc and returns the new
+// document. It is pure: doc is not changed, and on an error nothing is
+// returned. Errors are 400s naming the failing operation.
+func applyPatch(doc []byte, ops []PatchOperation, pk *PartitionKeyDefinition) ([]byte, *Error) {
+	root, err := decodeTree(doc)
+	if err != nil {
+		return nil, BadRequest("The stored item is not valid JSON: %v", err)
+	}
+	if _, ok := root.(*jsonObject); !ok {
+		return nil, BadRequest("The stored item is not a JSON object.")
+	}
+	for i := range ops {
+		n := i + 1
+		op := &ops[i]
+		segs, perr := parsePointer(op.Path)
+		if perr != nil {
+			return nil, BadRequest("For Operation(%d): the path %q is invalid: %v.", n, op.Path, perr)
+		}
+		if e := protectedPath(n, op.Path, segs, pk); e != nil {
+			return nil, e
+		}
+		var value any
+		if op.Op == PatchMove {
+			from, ferr := parsePointer(op.From)
+			if ferr != nil {
+				return nil, BadRequest("For Operation(%d): the from path %q is invalid: %v.", n, op.From, ferr)
+			}
+			if e := protectedPath(n, op.From, from, pk); e != nil {
+				return nil, e
+			}
+			if op.From == op.Path {
+				if _, e := (&patcher{n: n, op: PatchMove, path: op.From}).get(root, from); e != nil {
+					return nil, e
+				}
+				continue
+			}
+			v, e := (&patcher{n: n, op: PatchMove, path: op.From}).take(root, from)
+			if e != nil {
+				return nil, e
+			}
+			value = v
+		} else if op.Value != nil {
+			v, verr := decodeTree(op.Value)
+			if verr != nil {
+				return nil, BadRequest("For Operation(%d): the value is not valid JSON.", n)
+			}
+			value = v
+		}
+		pt := &patcher{n: n, op: op.Op, path: op.Path}
+		if e := pt.apply(root, segs, value); e != nil {
+			return nil, e
+		}
+	}
+	return appendTree(nil, root), nil
+}
+
+// patcher applies one operation.
+type patcher struct {
+	n    int
+	op   string
+	path string
+}
+
+func kindOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case json.Number:
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	}
+	return "object"
+}
+
+// parent walks to the container holding the last segment.
+func (p *patcher) parent(root any, segs []string) (any, *Error) {
+	cur := root
+	for i, s := range segs[:len(segs)-1] {
+		at := "/" + strings.Join(segs[:i+1], "/")
+		switch c := cur.(type) {
+		case *jsonObject:
+			j := c.index(s)
+			if j < 0 {
+				return nil, BadRequest("For Operation(%d): Node(%s) is absent: %s can only change a child of an existing object or array, it cannot create path %s recursively.", p.n, at, p.op, p.path)
+			}
+			cur = c.values[j]
+		case []any:
+			j, e := p.index(s, len(c), false)
+			if e != nil {
+				return nil, e
+			}
+			cur = c[j]
+		default:
+			return nil, p.notContainer(segs[:i], cur)
+		}
+	}
+	return cur, nil
+}
+
+func (p *patcher) notContainer(segs []string, v any) *Error {
+	return BadRequest("For Operation(%d): Node(/%s) is a %s, not an object or array, so path %s cannot go into it.", p.n, strings.Join(segs, "/"), kindOf(v), p.path)
+}
+
+// index parses an array index; "-" (when allowed) and len mean the end.
+func (p *patcher) index(s string, n int, end bool) (int, *Error) {
+	if s == "-" && end {
+		return n, nil
+	}
+	i, err := strconv.Atoi(s)
+	if err != nil || i < 0 || (len(s) > 1 && s[0] == '0') || s[0] == '+' {
+		return 0, BadRequest("For Operation(%d): %q in path %s is not an array index.", p.n, s, p.path)
+	}
+	if i > n || (i == n && !end) {
+		return 0, BadRequest("For Operation(%d): index %d in path %s is out of bounds: the array has %d elements.", p.n, i, p.path, n)
+	}
+	return i, nil
+}
+
+// get returns the value at segs, which must exist.
+func (p *patcher) get(root any, segs []string) (any, *Error) {
+	par, e := p.parent(root, segs)
+	if e != nil {
+		return nil, e
+	}
+	last := segs[len(segs)-1]
+	switch c := par.(type) {
+	case *jsonObject:
+		if j := c.index(last); j >= 0 {
+			return c.values[j], nil
+		}
+		return nil, p.absent()
+	case []any:
+		j, e := p.index(last, len(c), false)
+		if e != nil {
+			return nil, p.absent()
+		}
+		return c[j], nil
+	}
+	return nil, p.notContainer(segs[:len(segs)-1], par)
+}
+
+func (p *patcher) absent() *Error {
+	verb := map[string]string{PatchReplace: "replaced", PatchRemove: "removed", PatchMove: "moved"}[p.op]
+	return BadRequest("For Operation(%d): Node(%s) to be %s is absent.", p.n, p.path, verb)
+}
+
+// take removes and returns the value at segs, which must exist.
+func (p *patcher) take(root any, segs []string) (any, *Error) {
+	v, e := p.get(root, segs)
+	if e != nil {
+		return nil, e
+	}
+	if e := p.remove(root, segs); e != nil {
+		return nil, e
+	}
+	return v, nil
+}
+
+func (p *patcher) remove(root any, segs []string) *Error {
+	par, e := p.parent(root, segs)
+	if e != nil {
+		return e
+	}
+	last := segs[len(segs)-1]
+	switch c := par.(type) {
+	case *jsonObject:
+		j := c.index(last)
+		if j < 0 {
+			return p.absent()
+		}
+		c.remove(j)
+		return nil
+	case []any:
+		j, e := p.index(last, len(c), false)
+		if e != nil {
+			return p.absent()
+		}
+		p.setArray(root, segs[:len(segs)-1], append(c[:j:j], c[j+1:]...))
+		return nil
+	}
+	return p.notContainer(segs[:len(segs)-1], par)
+}
+
+// setArray stores a grown or shrunk array back under its parent.
+func (p *patcher) setArray(root any, segs []string, a []any) {
+	par, _ := p.parent(root, segs)
+	switch c := par.(type) {
+	case *jsonObject:
+		c.set(segs[len(segs)-1], a)
+	case []any:
+		j, _ := strconv.Atoi(segs[len(segs)-1])
+		c[j] = a
+	}
+}
+
+// apply runs add, set, replace, remove, incr, or the add half of move.
+func (p *patcher) apply(root any, segs []string, value any) *Error {
+	if p.op == PatchRemove {
+		return p.remove(root, segs)
+	}
+	par, e := p.parent(root, segs)
+	if e != nil {
+		return e
+	}
+	last := segs[len(segs)-1]
+	switch c := par.(type) {
+	case *jsonObject:
+		j := c.index(last)
+		switch p.op {
+		case PatchAdd, PatchSet, PatchMove:
+			c.set(last, value)
+		case PatchReplace:
+			if j < 0 {
+				return p.absent()
+			}
+			c.values[j] = value
+		case PatchIncrement:
+			if j < 0 {
+				c.set(last, value)
+				return nil
+			}
+			sum, e := p.add(c.values[j], value)
+			if e != nil {
+				return e
+			}
+			c.values[j] = sum
+		}
+		return nil
+	case []any:
+		switch p.op {
+		case PatchAdd, PatchMove:
+			j, e := p.index(last, len(c), true)
+			if e != nil {
+				return e
+			}
+			grown := make([]any, 0, len(c)+1)
+			grown = append(append(append(grown, c[:j]...), value), c[j:]...)
+			p.setArray(root, segs[:len(segs)-1], grown)
+		case PatchSet:
+			j, e := p.index(last, len(c), true)
+			if e != nil {
+				return e
+			}
+			if j == len(c) {
+				p.setArray(root, segs[:len(segs)-1], append(c, value))
+			} else {
+				c[j] = value
+			}
+		case PatchReplace:
+			j, e := p.index(last, len(c), false)
+			if e != nil {
+				return p.absent()
+			}
+			c[j] = value
+		case PatchIncrement:
+			j, e := p.index(last, len(c), false)
+			if e != nil {
+				return e
+			}
+			sum, e := p.add(c[j], value)
+			if e != nil {
+				return e
+			}
+			c[j] = sum
+		}
+		return nil
+	}
+	return p.notContainer(segs[:len(segs)-1], par)
+}
+
+// add increments a number: integers stay integers, anything else is a
+// float.
+func (p *patcher) add(cur, by any) (any, *Error) {
+	a, ok := cur.(json.Number)
+	if !ok {
+		return nil, BadRequest("For Operation(%d): Node(%s) is a %s: incr can only add to a number.", p.n, p.path, kindOf(cur))
+	}
+	b := by.(json.Number)
+	if x, err := strconv.ParseInt(string(a), 10, 64); err == nil {
+		if y, err := strconv.ParseInt(string(b), 10, 64); err == nil {
+			if s := x + y; (s > x) == (y > 0) {
+				return json.Number(strconv.FormatInt(s, 10)), nil
+			}
+		}
+	}
+	x, err1 := strconv.ParseFloat(string(a), 64)
+	y, err2 := strconv.ParseFloat(string(b), 64)
+	s := x + y
+	if err1 != nil || err2 != nil || math.IsInf(s, 0) || math.IsNaN(s) {
+		return nil, BadRequest("For Operation(%d): incrementing Node(%s) by %s overflows.", p.n, p.path, b)
+	}
+	out, _ := json.Marshal(s)
+	return json.Number(out), nil
+}

@@ -1,0 +1,173 @@
+package engine
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestApplyPatch(t *testing.T) {
+	const doc = `{"id":"p1","category":"games","price":25.5,"stock":10,"tags":["board"],"promo":"summer","a":{"b":{"c":1},"list":[1,2,3]},"s":"x","w~/x":1}`
+	pk := &PartitionKeyDefinition{Paths: []string{"/category"}}
+	tests := []struct {
+		name string
+		ops  string
+		want string // the whole document, or "" when err is set
+		err  string // a substring of the 400's message
+	}{
+		{"seed patch.py", `[{"op":"set","path":"/price","value":22.5},{"op":"incr","path":"/stock","value":-3},{"op":"add","path":"/tags/-","value":"classic"},{"op":"remove","path":"/promo"}]`,
+			`{"id":"p1","category":"games","price":22.5,"stock":7,"tags":["board","classic"],"a":{"b":{"c":1},"list":[1,2,3]},"s":"x","w~/x":1}`, ""},
+		{"add creates a missing field last", `[{"op":"add","path":"/new","value":{"k":[1]}}]`,
+			`{"id":"p1","category":"games","price":25.5,"stock":10,"tags":["board"],"promo":"summer","a":{"b":{"c":1},"list":[1,2,3]},"s":"x","w~/x":1,"new":{"k":[1]}}`, ""},
+		{"set creates a nested field", `[{"op":"set","path":"/a/b/d","value":null}]`,
+			`{"id":"p1","category":"games","price":25.5,"stock":10,"tags":["board"],"promo":"summer","a":{"b":{"c":1,"d":null},"list":[1,2,3]},"s":"x","w~/x":1}`, ""},
+		{"add on an array index inserts", `[{"op":"add","path":"/a/list/1","value":9}]`,
+			`{"id":"p1","category":"games","price":25.5,"stock":10,"tags":["board"],"promo":"summer","a":{"b":{"c":1},"list":[1,9,2,3]},"s":"x","w~/x":1}`, ""},
+		{"add at the array length appends", `[{"op":"add","path":"/a/list/3","value":4}]`,
+			`{"id":"p1","category":"games","price":25.5,"stock":10,"tags":["board"],"promo":"summer","a":{"b":{"c":1},"list":[1,2,3,4]},"s":"x","w~/x":1}`, ""},
+		{"set on an array index overwrites", `[{"op":"set","path":"/a/list/0","value":7}]`,
+			`{"id":"p1","category":"games","price":25.5,"stock":10,"tags":["board"],"promo":"summer","a":{"b":{"c":1},"list":[7,2,3]},"s":"x","w~/x":1}`, ""},
+		{"replace an existing field", `[{"op":"replace","path":"/s","value":"y"}]`,
+			`{"id":"p1","category":"games","price":25.5,"stock":10,"tags":["board"],"promo":"summer","a":{"b":{"c":1},"list":[1,2,3]},"s":"y","w~/x":1}`, ""},
+		{"remove an array element shifts left", `[{"op":"remove","path":"/a/list/0"}]`,
+			`{"id":"p1","category":"games","price":25.5,"stock":10,"tags":["board"],"promo":"summer","a":{"b":{"c":1},"list":[2,3]},"s":"x","w~/x":1}`, ""},
+		{"incr a float", `[{"op":"incr","path":"/price","value":1}]`,
+			`{"id":"p1","category":"games","price":26.5,"stock":10,"tags":["board"],"promo":"summer","a":{"b":{"c":1},"list":[1,2,3]},"s":"x","w~/x":1}`, ""},
+		{"incr an integer by a float", `[{"op":"incr","path":"/stock","value":0.5}]`,
+			`{"id":"p1","category":"games","price":25.5,"stock":10.5,"tags":["board"],"promo":"summer","a":{"b":{"c":1},"list":[1,2,3]},"s":"x","w~/x":1}`, ""},
+		{"incr creates the field", `[{"op":"incr","path":"/a/b/n","value":5}]`,
+			`{"id":"p1","category":"games","price":25.5,"stock":10,"tags":["board"],"promo":"summer","a":{"b":{"c":1,"n":5},"list":[1,2,3]},"s":"x","w~/x":1}`, ""},
+		{"incr an array element", `[{"op":"incr","path":"/a/list/2","value":10}]`,
+			`{"id":"p1","category":"games","price":25.5,"stock":10,"tags":["board"],"promo":"summer","a":{"b":{"c":1},"list":[1,2,13]},"s":"x","w~/x":1}`, ""},
+		{"move a field", `[{"op":"move","from":"/promo","path":"/a/promo"}]`,
+			`{"id":"p1","category":"games","price":25.5,"stock":10,"tags":["board"],"a":{"b":{"c":1},"list":[1,2,3],"promo":"summer"},"s":"x","w~/x":1}`, ""},
+		{"move an array element into an array", `[{"op":"move","from":"/a/list/0","path":"/tags/0"}]`,
+			`{"id":"p1","category":"games","price":25.5,"stock":10,"tags":[1,"board"],"promo":"summer","a":{"b":{"c":1},"list":[2,3]},"s":"x","w~/x":1}`, ""},
+		{"escaped pointer", `[{"op":"incr","path":"/w~0~1x","value":1}]`,
+			`{"id":"p1","category":"games","price":25.5,"stock":10,"tags":["board"],"promo":"summer","a":{"b":{"c":1},"list":[1,2,3]},"s":"x","w~/x":2}`, ""},
+		{"operations see earlier ones", `[{"op":"add","path":"/n","value":{}},{"op":"add","path":"/n/m","value":[]},{"op":"add","path":"/n/m/-","value":1},{"op":"incr","path":"/n/m/0","value":1}]`,
+			`{"id":"p1","category":"games","price":25.5,"stock":10,"tags":["board"],"promo":"summer","a":{"b":{"c":1},"list":[1,2,3]},"s":"x","w~/x":1,"n":{"m":[2]}}`, ""},
+
+		{"replace a missing field", `[{"op":"replace","path":"/nope","value":1}]`, "", "For Operation(1): Node(/nope) to be replaced is absent."},
+		{"remove a missing field", `[{"op":"set","path":"/x","value":1},{"op":"remove","path":"/nope"}]`, "", "For Operation(2): Node(/nope) to be removed is absent."},
+		{"remove past the array end", `[{"op":"remove","path":"/a/list/3"}]`, "", "Node(/a/list/3) to be removed is absent."},
+		{"move from a missing field", `[{"op":"move","from":"/nope","path":"/x"}]`, "", "Node(/nope) to be moved is absent."},
+		{"incr a string", `[{"op":"incr","path":"/s","value":1}]`, "", "Node(/s) is a string: incr can only add to a number."},
+		{"a path into a string", `[{"op":"set","path":"/s/x","value":1}]`, "", "Node(/s) is a string, not an object or array"},
+		{"no recursive creation", `[{"op":"add","path":"/no/such","value":1}]`, "", "Node(/no) is absent"},
+		{"add past the array end", `[{"op":"add","path":"/a/list/5","value":1}]`, "", "out of bounds"},
+		{"not an index", `[{"op":"add","path":"/a/list/x","value":1}]`, "", `"x" in path /a/list/x is not an array index`},
+		{"patch the id", `[{"op":"set","path":"/id","value":"p2"}]`, "", "the id cannot be patched"},
+		{"patch the partition key", `[{"op":"remove","path":"/category"}]`, "", "would change the partition key /category"},
+		{"move the partition key away", `[{"op":"move","from":"/category","path":"/c"}]`, "", "would change the partition key /category"},
+		{"patch a system property", `[{"op":"set","path":"/_ts","value":1}]`, "", "system property _ts cannot be patched"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := ParsePatch([]byte(tc.ops))
+			if err != nil {
+				t.Fatalf("ParsePatch: %v", err)
+			}
+			before := []byte(doc)
+			got, perr := applyPatch(before, p.Operations, pk)
+			if string(before) != doc {
+				t.Fatalf("applyPatch changed its input")
+			}
+			if tc.err != "" {
+				if perr == nil || perr.Status != 400 || !strings.Contains(perr.Message, tc.err) {
+					t.Fatalf("error = %v, want a 400 containing %q (document %s)", perr, tc.err, got)
+				}
+				return
+			}
+			if perr != nil {
+				t.Fatalf("applyPatch: %v", perr)
+			}
+			if string(got) != tc.want {
+				t.Errorf("got  %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestApplyPatchNestedPartitionKey(t *testing.T) {
+	pk := &PartitionKeyDefinition{Paths: []string{"/addr/zip"}}
+	for _, path := range []string{"/addr", "/addr/zip"} {
+		p, err := ParsePatch([]byte(`[{"op":"set","path":"` + path + `","value":1}]`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, perr := applyPatch([]byte(`{"id":"1","addr":{"zip":"9","city":"x"}}`), p.Operations, pk); perr == nil {
+			t.Errorf("patching %s of a container keyed on /addr/zip succeeded", path)
+		}
+	}
+	p, _ := ParsePatch([]byte(`[{"op":"set","path":"/addr/city","value":"y"}]`))
+	got, perr := applyPatch([]byte(`{"id":"1","addr":{"zip":"9","city":"x"}}`), p.Operations, pk)
+	if perr != nil || string(got) != `{"id":"1","addr":{"zip":"9","city":"y"}}` {
+		t.Errorf("patching a sibling of the key: %s, %v", got, perr)
+	}
+}
+
+func TestParsePatch(t *testing.T) {
+	ops := func(n int) string {
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = `{"op":"incr","path":"/n","value":1}`
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	}
+	tests := []struct {
+		name, body string
+		err        string // "" when valid
+	}{
+		{"object with condition", `{"condition":"FROM c WHERE c.stock >= 5","operations":[{"op":"incr","path":"/stock","value":-5}]}`, ""},
+		{"bare array", `[{"op":"remove","path":"/a"}]`, ""},
+		{"ten operations", ops(10), ""},
+		{"move", `[{"op":"move","from":"/a","path":"/b"}]`, ""},
+		{"eleven operations", ops(11), "The number of patch operations can't exceed 10"},
+		{"no operations", `{"operations":[]}`, "no operations"},
+		{"not JSON", `{"operations":`, "not valid JSON"},
+		{"unknown op", `[{"op":"copy","path":"/a","from":"/b"}]`, `"copy" is not a patch operation`},
+		{"path without slash", `[{"op":"set","path":"a","value":1}]`, "starting with /"},
+		{"bad escape", `[{"op":"set","path":"/a~2","value":1}]`, "~ must be followed by 0 or 1"},
+		{"set without value", `[{"op":"set","path":"/a"}]`, "set needs a value"},
+		{"incr by a string", `[{"op":"incr","path":"/a","value":"1"}]`, "incr needs a number"},
+		{"move without from", `[{"op":"move","path":"/a"}]`, "move needs a from path"},
+		{"move into its own child", `[{"op":"move","from":"/a","path":"/a/b"}]`, "into its own child"},
+		{"bad condition", `{"condition":"FROM c WHERE","operations":[{"op":"remove","path":"/a"}]}`, "The patch condition"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParsePatch([]byte(tc.body))
+			if tc.err == "" {
+				if err != nil {
+					t.Fatalf("ParsePatch: %v", err)
+				}
+				return
+			}
+			e, ok := AsError(err)
+			if !ok || e.Status != 400 || !strings.Contains(e.Message, tc.err) {
+				t.Fatalf("error = %v, want a 400 containing %q", err, tc.err)
+			}
+		})
+	}
+}
+
+func TestPatchConditionOnStoredItem(t *testing.T) {
+	p, err := ParsePatch([]byte(`{"condition":"FROM c WHERE c.stock >= 10 AND ARRAY_CONTAINS(c.tags, 'board')","operations":[{"op":"incr","path":"/stock","value":-10}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		doc  string
+		want bool
+	}{
+		{`{"id":"1","stock":10,"tags":["board"]}`, true},
+		{`{"id":"1","stock":7,"tags":["board"]}`, false},
+		{`{"id":"1","stock":12}`, false},
+	} {
+		got, err := p.Condition.Matches(json.RawMessage(tc.doc), nil)
+		if err != nil || got != tc.want {
+			t.Errorf("condition on %s = %v, %v; want %v", tc.doc, got, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,88 @@
+package script
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+const trivialSproc = `function () { getContext().getResponse().setBody({ok: true}); }`
+
+// BenchmarkExecuteTrivial is a stored procedure that only sets its response,
+// on a pooled runtime with its program cached.
+func BenchmarkExecuteTrivial(b *testing.B) {
+	rn := NewRunner(Limits{})
+	coll := newFakeCollection()
+	sp := Script{ID: "trivial", Body: trivialSproc, ETag: "1"}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := rn.Execute(ctx, sp, nil, coll, ExecuteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkExecuteAddOrder is seed 001's addOrder: one create and its callback.
+func BenchmarkExecuteAddOrder(b *testing.B) {
+	rn := NewRunner(Limits{})
+	coll := newFakeCollection()
+	sp := Script{ID: "addOrder", Body: addOrderJS, ETag: "1"}
+	ctx := context.Background()
+	args := []json.RawMessage{json.RawMessage(`{"customerId":"c1","total":30.5}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := rn.Execute(ctx, sp, args, coll, ExecuteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCallUDF is seed 001's tax function called with one number.
+func BenchmarkCallUDF(b *testing.B) {
+	rn := NewRunner(Limits{})
+	udf := Script{ID: "tax", Body: taxJS, ETag: "1"}
+	ctx := context.Background()
+	args := []json.RawMessage{json.RawMessage(`30.5`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := rn.CallUDF(ctx, udf, args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkNewRuntime is the cost of a runtime that is not pooled: make it,
+// install the API and freeze the built-ins. A run without the pool pays it
+// on top of BenchmarkExecuteTrivial.
+func BenchmarkNewRuntime(b *testing.B) {
+	l := Limits{}.withDefaults()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := newVM(l); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkUDFSessionCall is one call of the tax UDF in a session, as a
+// query calls it once per row.
+func BenchmarkUDFSessionCall(b *testing.B) {
+	// One session lasts the whole benchmark, which may exceed the default
+	// budget.
+	rn := NewRunner(Limits{Timeout: time.Hour})
+	s, err := rn.NewUDFSession(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	udf := Script{ID: "tax", Body: taxJS, ETag: "1"}
+	args := []json.RawMessage{json.RawMessage(`30.5`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Call(udf, args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

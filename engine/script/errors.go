@@ -1,0 +1,92 @@
+package script
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Status codes a script can see in err.number, named as in the server-side
+// ErrorCodes object.
+const (
+	StatusBadRequest            = http.StatusBadRequest
+	StatusForbidden             = http.StatusForbidden
+	StatusNotFound              = http.StatusNotFound
+	StatusRequestTimeout        = http.StatusRequestTimeout
+	StatusConflict              = http.StatusConflict
+	StatusPreconditionFailed    = http.StatusPreconditionFailed
+	StatusRequestEntityTooLarge = http.StatusRequestEntityTooLarge
+	StatusRetryWith             = 449
+	StatusInternalServerError   = http.StatusInternalServerError
+)
+
+// StatusCoder is implemented by errors that carry an HTTP status. The engine's
+// errors returned from Collection methods should implement it; their Error()
+// text becomes the script's err.body. An error that does not implement it is
+// seen by the script as 500 InternalServerError.
+type StatusCoder interface {
+	error
+	StatusCode() int
+}
+
+// Error is the error this package returns: the HTTP status the request should
+// answer with and the Cosmos-style message.
+type Error struct {
+	Status  int
+	Message string
+}
+
+// Error returns the message.
+func (e *Error) Error() string { return e.Message }
+
+// StatusCode returns the HTTP status.
+func (e *Error) StatusCode() int { return e.Status }
+
+// knownStatuses are the statuses a script may throw (as err.number) and have
+// the request answer with; any other number answers 400.
+var knownStatuses = map[int]bool{
+	400: true, 401: true, 403: true, 404: true, 408: true, 409: true, 412: true,
+	413: true, 429: true, 449: true, 500: true, 503: true,
+}
+
+// scriptFailure formats an exception that escaped the script the way Cosmos
+// reports it: Message: {"Errors":["Encountered exception while executing
+// function. Exception = <text>"]}.
+func scriptFailure(status int, exception string) *Error {
+	return failure(status, "Encountered exception while executing function. Exception = "+exception)
+}
+
+// failure wraps one error text into the Cosmos message envelope.
+func failure(status int, text string) *Error {
+	b, _ := json.Marshal(struct {
+		Errors []string `json:"Errors"`
+	}{[]string{text}})
+	return &Error{Status: status, Message: "Message: " + string(b)}
+}
+
+// statusOf returns the status of an error from the Collection (500 when it
+// carries none) and its text.
+func statusOf(err error) (int, string) {
+	var sc StatusCoder
+	if errors.As(err, &sc) {
+		return sc.StatusCode(), sc.Error()
+	}
+	return StatusInternalServerError, err.Error()
+}
+
+// limitError is the value a run is interrupted with when it breaks a limit.
+type limitError struct {
+	status int
+	text   string
+}
+
+func (e *limitError) Error() string { return e.text }
+
+func newTimeoutError(budget fmt.Stringer) *limitError {
+	return &limitError{StatusRequestTimeout, "The script exceeded its time budget of " + budget.String() + " and was stopped."}
+}
+
+func newMemoryError(limit int64) *limitError {
+	return &limitError{StatusBadRequest, fmt.Sprintf("The script exceeded its memory limit of %d bytes and was stopped.", limit)}
+}

@@ -1,0 +1,309 @@
+package script
+
+import (
+	"strconv"
+
+	"github.com/dop251/goja"
+)
+
+// Native built-ins run to completion without looking at the interrupt flag,
+// so a single call such as new Array(1e9).fill(0) or "x".repeat(1e9) could
+// allocate gigabytes before the memory watchdog gets a say. installGuards
+// wraps the built-ins whose work or result size is set by a number the script
+// controls, and makes them throw a RangeError when that size is beyond what
+// the memory limit allows.
+
+// arrayMethodsByLength are the Array.prototype methods that loop over, or
+// allocate for, every index below this.length.
+var arrayMethodsByLength = []string{
+	"fill", "toLocaleString", "indexOf", "lastIndexOf", "includes", "forEach",
+	"map", "filter", "reduce", "reduceRight", "every", "some", "find",
+	"findIndex", "findLast", "findLastIndex", "reverse", "sort", "splice",
+	"slice", "copyWithin", "flat", "flatMap", "toReversed", "toSorted",
+	"toSpliced", "with",
+}
+
+// guards holds the limits the wrapped built-ins check.
+type guards struct {
+	rt         *goja.Runtime
+	rangeError goja.Value
+	comma      goja.String
+	joining    map[*goja.Object]bool // arrays being joined, for cycle detection
+	maxDepth   int                   // nesting depth of join and JSON.stringify
+	maxLength  int64                 // array elements
+	maxChars   int64                 // string length in UTF-16 code units
+}
+
+func installGuards(rt *goja.Runtime, l Limits) {
+	g := &guards{rt: rt, rangeError: rt.Get("RangeError"), comma: rt.ToValue(",").(goja.String),
+		joining: make(map[*goja.Object]bool), maxDepth: 10 * l.MaxCallDepth, maxLength: l.maxArrayLength(), maxChars: l.maxStringLength()}
+	arrayCtor := rt.Get("Array").ToObject(rt)
+	arrayProto := arrayCtor.Get("prototype").ToObject(rt)
+	for _, name := range arrayMethodsByLength {
+		g.wrap(arrayProto, name, func(call goja.FunctionCall) {
+			g.checkLength(g.lengthOf(call.This), "the array")
+		})
+	}
+	g.replace(arrayProto, "join", 1, g.join)
+	jsonObj := rt.Get("JSON").ToObject(rt)
+	g.wrap(jsonObj, "stringify", func(call goja.FunctionCall) {
+		w := jsonWalk{g: g}
+		w.size(call.Argument(0), 0)
+	})
+	g.wrap(arrayProto, "concat", func(call goja.FunctionCall) {
+		total := g.lengthOf(call.This)
+		for _, a := range call.Arguments {
+			if o, ok := a.(*goja.Object); ok && o.ClassName() == "Array" {
+				total += g.lengthOf(o)
+			} else {
+				total++
+			}
+		}
+		g.checkLength(total, "the result")
+	})
+	g.wrap(arrayCtor, "from", func(call goja.FunctionCall) {
+		if o, ok := call.Argument(0).(*goja.Object); ok {
+			g.checkLength(g.lengthOf(o), "the source")
+		}
+	})
+
+	stringProto := rt.Get("String").ToObject(rt).Get("prototype").ToObject(rt)
+	g.wrap(stringProto, "repeat", func(call goja.FunctionCall) {
+		n := call.Argument(0).ToInteger()
+		if n > 0 {
+			g.checkChars(int64(g.stringLength(call.This)), n)
+		}
+	})
+	padCheck := func(call goja.FunctionCall) {
+		g.checkChars(call.Argument(0).ToInteger(), 1)
+	}
+	g.wrap(stringProto, "padStart", padCheck)
+	g.wrap(stringProto, "padEnd", padCheck)
+	g.wrap(stringProto, "split", func(call goja.FunctionCall) {
+		n := int64(g.stringLength(call.This))
+		if limit := call.Argument(1); !goja.IsUndefined(limit) && limit.ToInteger() < n {
+			n = limit.ToInteger()
+		}
+		g.checkLength(n, "the result")
+	})
+
+	argsAt := func(i int) func(goja.FunctionCall) {
+		return func(call goja.FunctionCall) {
+			if o, ok := call.Argument(i).(*goja.Object); ok {
+				g.checkLength(g.lengthOf(o), "the argument list")
+			}
+		}
+	}
+	functionProto := rt.Get("Function").ToObject(rt).Get("prototype").ToObject(rt)
+	g.wrap(functionProto, "apply", argsAt(1))
+	reflect := rt.Get("Reflect").ToObject(rt)
+	g.wrap(reflect, "apply", argsAt(2))
+	g.wrap(reflect, "construct", argsAt(1))
+}
+
+// replace installs fn as obj[name] with the given length.
+func (g *guards) replace(obj *goja.Object, name string, length int, fn func(goja.FunctionCall) goja.Value) {
+	f := g.rt.ToValue(fn).ToObject(g.rt)
+	_ = f.DefineDataProperty("name", g.rt.ToValue(name), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	_ = f.DefineDataProperty("length", g.rt.ToValue(length), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	_ = obj.DefineDataProperty(name, f, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+}
+
+// wrap replaces obj[name] by a function that runs check (which throws to
+// refuse) and then calls the original with the same this and arguments.
+func (g *guards) wrap(obj *goja.Object, name string, check func(goja.FunctionCall)) {
+	orig := obj.Get(name)
+	call, ok := goja.AssertFunction(orig)
+	if !ok {
+		return
+	}
+	origObj := orig.ToObject(g.rt)
+	wrapped := g.rt.ToValue(func(c goja.FunctionCall) goja.Value {
+		check(c)
+		v, err := call(c.This, c.Arguments...)
+		if err != nil {
+			panic(err)
+		}
+		return v
+	}).ToObject(g.rt)
+	_ = wrapped.DefineDataProperty("name", g.rt.ToValue(name), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	_ = wrapped.DefineDataProperty("length", origObj.Get("length"), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	_ = obj.DefineDataProperty(name, wrapped, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+}
+
+func (g *guards) lengthOf(v goja.Value) int64 {
+	o, ok := v.(*goja.Object)
+	if !ok {
+		return 0
+	}
+	return o.Get("length").ToInteger()
+}
+
+func (g *guards) stringLength(v goja.Value) int {
+	if s, ok := v.(goja.String); ok {
+		return s.Length()
+	}
+	if goja.IsUndefined(v) || goja.IsNull(v) {
+		return 0
+	}
+	if s, ok := v.ToString().(goja.String); ok {
+		return s.Length()
+	}
+	return len(v.String())
+}
+
+func (g *guards) checkLength(n int64, what string) {
+	if n > g.maxLength {
+		g.throw("Invalid array length: " + what + " would have " +
+			strconv.FormatInt(n, 10) + " elements, more than the script memory limit allows (" +
+			strconv.FormatInt(g.maxLength, 10) + ")")
+	}
+}
+
+// checkChars refuses a string of unit*count characters beyond the limit.
+func (g *guards) checkChars(unit, count int64) {
+	if unit <= 0 || count <= 0 {
+		return
+	}
+	if unit > g.maxChars/count {
+		g.throw("Invalid string length: the result would be longer than the script memory limit allows (" +
+			strconv.FormatInt(g.maxChars, 10) + " characters)")
+	}
+}
+
+// join is Array.prototype.join with the result size bounded as it grows
+// (elements that are arrays are joined by this same function, so nesting
+// cannot multiply the size unchecked). Arrays already being joined further up
+// the stack give "", as in the built-in.
+func (g *guards) join(call goja.FunctionCall) goja.Value {
+	o := call.This.ToObject(g.rt)
+	if g.joining[o] {
+		return g.rt.ToValue("")
+	}
+	if len(g.joining) >= g.maxDepth {
+		g.throw("Maximum call stack size exceeded (arrays nested too deeply to join)")
+	}
+	g.joining[o] = true
+	defer delete(g.joining, o)
+
+	n := g.lengthOf(o)
+	g.checkLength(n, "the array")
+	sep := g.comma
+	if s := call.Argument(0); !goja.IsUndefined(s) {
+		sep = toJSString(g.rt, s)
+	}
+	var b goja.StringBuilder
+	total := int64(0)
+	for i := int64(0); i < n; i++ {
+		if i > 0 {
+			total += int64(sep.Length())
+			g.checkChars(total, 1)
+			b.WriteString(sep)
+		}
+		el := o.Get(strconv.FormatInt(i, 10))
+		if el == nil || goja.IsUndefined(el) || goja.IsNull(el) {
+			continue
+		}
+		s := toJSString(g.rt, el)
+		total += int64(s.Length())
+		g.checkChars(total, 1)
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// toJSString converts a value to a JavaScript string (ToString).
+func toJSString(rt *goja.Runtime, val goja.Value) goja.String {
+	if s, ok := val.(goja.String); ok {
+		return s
+	}
+	if s, ok := val.ToString().(goja.String); ok {
+		return s
+	}
+	return rt.ToValue(val.String()).(goja.String)
+}
+
+// jsonWalk bounds JSON.stringify before it runs: it sizes the value as the
+// serializer will write it, counting elements and string characters against
+// the limits, so that sparse arrays with huge lengths and sub-objects shared
+// exponentially often are refused. A shared object is sized once and counted
+// at every reference. Values produced by toJSON methods or a replacer are not
+// seen.
+type jsonWalk struct {
+	g         *guards
+	sizes     map[*goja.Object]jsonSize
+	ancestors map[*goja.Object]bool // the serializer itself refuses cycles
+}
+
+// jsonSize is how much of the output a value accounts for.
+type jsonSize struct{ elements, chars int64 }
+
+func (s *jsonSize) add(o jsonSize) {
+	s.elements += o.elements
+	s.chars += o.chars
+}
+
+func (w *jsonWalk) check(s jsonSize) {
+	if s.elements > w.g.maxLength {
+		w.g.throw("JSON.stringify: the value has more elements than the script memory limit allows")
+	}
+	if s.chars > w.g.maxChars {
+		w.g.throw("JSON.stringify: the result would be longer than the script memory limit allows")
+	}
+}
+
+func (w *jsonWalk) size(v goja.Value, depth int) jsonSize {
+	switch x := v.(type) {
+	case goja.String:
+		return jsonSize{chars: int64(x.Length())}
+	case *goja.Object:
+		if _, ok := goja.AssertFunction(x); ok || w.ancestors[x] {
+			return jsonSize{}
+		}
+		if s, ok := w.sizes[x]; ok {
+			return s
+		}
+		// The serializer recurses natively (and checks for cycles in time
+		// proportional to the depth), out of reach of the time budget.
+		if depth >= w.g.maxDepth {
+			w.g.throw("JSON.stringify: the value is nested too deeply")
+		}
+		if w.ancestors == nil {
+			w.ancestors = make(map[*goja.Object]bool)
+			w.sizes = make(map[*goja.Object]jsonSize)
+		}
+		w.ancestors[x] = true
+		defer delete(w.ancestors, x)
+		var total jsonSize
+		if x.ClassName() == "Array" {
+			n := w.g.lengthOf(x)
+			total.elements = n
+			w.check(total)
+			for i := int64(0); i < n; i++ {
+				total.add(w.size(x.Get(strconv.FormatInt(i, 10)), depth+1))
+				w.check(total)
+			}
+		} else {
+			keys := x.Keys()
+			total.elements = int64(len(keys))
+			for _, k := range keys {
+				total.chars += int64(len(k))
+				total.add(w.size(x.Get(k), depth+1))
+				w.check(total)
+			}
+		}
+		w.sizes[x] = total
+		return total
+	}
+	return jsonSize{}
+}
+
+// throw raises a RangeError in the script.
+func (g *guards) throw(msg string) {
+	ctor, _ := g.rangeError.(*goja.Object)
+	e, err := g.rt.New(ctor, g.rt.ToValue(msg))
+	if err != nil {
+		panic(err)
+	}
+	panic(e)
+}

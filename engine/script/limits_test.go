@@ -1,0 +1,251 @@
+package script
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestEndlessLoopsStopWithinTheBudget(t *testing.T) {
+	const budget = 500 * time.Millisecond
+	rn := NewRunner(Limits{Timeout: budget})
+	tests := []struct{ name, body string }{
+		{"loop", `function () { while (true) {} }`},
+		{"loop catching everything", `function () { for (;;) { try { while (true) {} } catch (e) {} finally { continue; } } }`},
+		{"loop in a callback", `function () {
+			var c = getContext().getCollection();
+			c.readDocuments(c.getSelfLink(), function () { for (;;) {} });
+		}`},
+	}
+	// attempt runs one case and returns how long it took and how late a
+	// plain timer started alongside fired (the machine's scheduling delay).
+	attempt := func(t *testing.T, name, body string) (elapsed, late time.Duration) {
+		// A stopped runtime is retired; warm the pool again so that making
+		// one is not part of the measurement.
+		if _, err := rn.Execute(context.Background(), Script{ID: "warm", Body: trivialSproc}, nil, newFakeCollection(), ExecuteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		lateness := make(chan time.Duration, 1)
+		start := time.Now()
+		go func() {
+			time.Sleep(budget)
+			lateness <- time.Since(start) - budget
+		}()
+		_, err := rn.Execute(context.Background(), Script{ID: name, Body: body}, nil, newFakeCollection(), ExecuteOptions{})
+		elapsed = time.Since(start)
+		late = <-lateness
+		status, msg := statusAndMessage(t, err)
+		if status != 408 || !strings.Contains(msg, "time budget") {
+			t.Fatalf("got %d %s", status, msg)
+		}
+		t.Logf("stopped after %v (timers fired %v late)", elapsed, late)
+		return elapsed, late
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// On a loaded machine the scheduling delay is added to the
+			// tolerance, and one retry absorbs a descheduled goroutine; a
+			// runtime that ignored the budget fails both attempts.
+			for try := 0; ; try++ {
+				elapsed, late := attempt(t, tc.name, tc.body)
+				if elapsed <= budget+budget/10+late || raceEnabled {
+					return
+				}
+				if try == 1 {
+					t.Fatalf("stopped after %v, budget %v, timers late by %v", elapsed, budget, late)
+				}
+			}
+		})
+	}
+}
+
+func TestCancelledContextStopsTheScript(t *testing.T) {
+	rn := NewRunner(Limits{})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := rn.Execute(ctx, Script{ID: "loop", Body: `function () { for (;;) {} }`}, nil, newFakeCollection(), ExecuteOptions{})
+	if status, msg := statusAndMessage(t, err); status != 408 || !strings.Contains(msg, "cancelled") {
+		t.Fatalf("got %d %s", status, msg)
+	}
+	if e := time.Since(start); e > time.Second {
+		t.Fatalf("took %v", e)
+	}
+}
+
+func TestCallsAreRefusedNearTheEndOfTheBudget(t *testing.T) {
+	const budget = 300 * time.Millisecond
+	rn := NewRunner(Limits{Timeout: budget, AcceptFraction: 0.5})
+	body := `function () {
+		var c = getContext().getCollection(), n = 0;
+		function step() {
+			var accepted = c.readDocument(c.getAltLink() + "/docs/a", function (err, doc) {
+				if (err) throw err;
+				n++;
+				step();
+			});
+			if (!accepted) {
+				getContext().getResponse().setBody({reads: n, continuation: "resume-at-" + n});
+			}
+		}
+		step();
+	}`
+	coll := newFakeCollection(`{"id":"a"}`)
+	// Warm the pool so that making a runtime is not part of the measurement.
+	if _, err := rn.Execute(context.Background(), Script{ID: "warm", Body: trivialSproc}, nil, coll, ExecuteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	res, err := rn.Execute(context.Background(), Script{ID: "chunked", Body: body}, nil, coll, ExecuteOptions{})
+	elapsed := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(res.Body), `"continuation":"resume-at-`) || coll.reads < 10 {
+		t.Fatalf("body %s after %d reads", res.Body, coll.reads)
+	}
+	if elapsed < budget/2 || (elapsed > budget && !raceEnabled) {
+		t.Fatalf("finished after %v; calls should be refused from %v on", elapsed, budget/2)
+	}
+}
+
+func TestHugeAllocationsFailTheScript(t *testing.T) {
+	const limit = 32 << 20
+	rn := NewRunner(Limits{MaxMemory: limit, Timeout: 20 * time.Second})
+	tests := []struct{ name, body, want string }{
+		{"array fill", `function () { new Array(1e9).fill(0); }`, "Invalid array length"},
+		{"array-like fill", `function () { Array.prototype.fill.call({length: 1e9}, 0); }`, "Invalid array length"},
+		{"array from", `function () { Array.from({length: 1e9}); }`, "Invalid array length"},
+		{"join of a long array", `function () { var a = []; a.length = 4e9; a.join("x"); }`, "Invalid array length"},
+		{"join of big strings", `function () { var s = "x".repeat(1e6), a = []; for (var i = 0; i < 1000; i++) a.push(s); a.join(""); }`, "Invalid string length"},
+		{"nested join", `function () { var s = "x".repeat(1e6), a = [s, s], b = []; for (var i = 0; i < 100; i++) b.push(a); b.join(); }`, "Invalid string length|memory limit"},
+		{"stringify of a long sparse array", `function () { var a = []; a.length = 4e9; JSON.stringify(a); }`, "more elements"},
+		{"stringify of shared objects", `function () { var o = {v: "x"}; for (var i = 0; i < 40; i++) o = {a: o, b: o}; JSON.stringify(o); }`, "more elements"},
+		{"stringify of big strings", `function () { var s = "x".repeat(1e6), a = []; for (var i = 0; i < 100; i++) a.push(s); getContext().getResponse().setBody(a); }`, "longer than"},
+		{"join of deeply nested arrays", `function () { var a = []; for (var i = 0; i < 5e4; i++) a = [a]; String(a); }`, "nested too deeply"},
+		{"stringify of deeply nested objects", `function () { var a = {}; for (var i = 0; i < 5e4; i++) a = {a: a}; JSON.stringify(a); }`, "nested too deeply"},
+		{"repeat", `function () { "x".repeat(1 << 30); }`, "Invalid string length"},
+		{"padStart", `function () { "x".padStart(1e9, "ab"); }`, "Invalid string length"},
+		{"split of a long string", `function () { var s = "x".repeat(10e6); s.split(""); }`, "Invalid array length"},
+		{"apply with a huge argument list", `function () { Math.max.apply(null, {length: 1e9}); }`, "Invalid array length"},
+		{"typed arrays are absent", `function () { new Uint8Array(1 << 30); }`, "ReferenceError"},
+		{"string doubling", `function () { var s = "0123456789abcdef"; for (;;) { s = s + s; } }`, "memory limit"},
+		{"growing array of objects", `function () { var a = []; for (;;) { a.push({n: a.length, s: "v" + a.length}); } }`, "memory limit"},
+		{"growing array of strings", `function () { var a = []; for (var i = 0; ; i++) { a.push(String.fromCharCode(65 + i % 26).repeat(1000) + i); } }`, "memory limit"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			_, err := rn.Execute(context.Background(), Script{ID: tc.name, Body: tc.body}, nil, newFakeCollection(), ExecuteOptions{})
+			status, msg := statusAndMessage(t, err)
+			if status != 400 || !containsAny(msg, strings.Split(tc.want, "|")) {
+				t.Fatalf("got %d %s, want 400 with %s", status, msg, tc.want)
+			}
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			t.Logf("failed after %v; heap after collection %d MiB", time.Since(start).Round(time.Millisecond), ms.HeapAlloc>>20)
+			if ms.HeapAlloc > 8*limit {
+				t.Fatalf("heap still holds %d MiB after the script failed", ms.HeapAlloc>>20)
+			}
+		})
+	}
+}
+
+func TestNoStateLeaksBetweenRuns(t *testing.T) {
+	rn := NewRunner(Limits{PoolSize: 1})
+	ctx := context.Background()
+	polluters := []string{
+		`function () {
+			leak = 1; globalThis.leak2 = 2; this.leak3 = 3;
+			Array.prototype.evil = 1; Object.prototype.polluted = 1;
+			JSON.parse = null; Math.random = function () { return 4; };
+			try { Object.defineProperty(Object.prototype, "sneaky", {value: 1}); } catch (e) {}
+			try { getContext().getCollection().extra = 1; } catch (e) {}
+			try { ErrorCodes.BadRequest = 1; } catch (e) {}
+		}`,
+		`function () { (0, eval)("var leakedVar = 4; let leakedLet = 5; function leakedFn() {}"); }`,
+		`function () { "use strict"; Array.prototype.evil = 1; }`,
+	}
+	check := `function () {
+		getContext().getResponse().setBody([typeof leak, typeof leak2, typeof leak3, [].evil, ({}).polluted, ({}).sneaky,
+			typeof JSON.parse, Math.random() === 4, getContext().getCollection().extra, ErrorCodes.BadRequest,
+			typeof leakedVar, typeof leakedLet, typeof leakedFn]);
+	}`
+	want := `["undefined","undefined","undefined",null,null,null,"function",false,null,400,"undefined","undefined","undefined"]`
+	for i, p := range polluters {
+		_, _ = rn.Execute(ctx, Script{ID: fmt.Sprint("polluter", i), Body: p}, nil, newFakeCollection(), ExecuteOptions{})
+		res, err := rn.Execute(ctx, Script{ID: "check", Body: check}, nil, newFakeCollection(), ExecuteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(res.Body) != want {
+			t.Fatalf("after polluter %d:\ngot  %s\nwant %s", i, res.Body, want)
+		}
+	}
+	_, err := rn.Execute(ctx, Script{ID: "strict", Body: polluters[2]}, nil, newFakeCollection(), ExecuteOptions{})
+	if status, msg := statusAndMessage(t, err); status != 400 || !strings.Contains(msg, "TypeError") {
+		t.Fatalf("strict assignment to a frozen built-in: got %d %s", status, msg)
+	}
+}
+
+func TestNoHostAccess(t *testing.T) {
+	body := `function () {
+		getContext().getResponse().setBody([typeof require, typeof setTimeout, typeof setInterval, typeof process,
+			typeof GoError, typeof ArrayBuffer, typeof host, typeof eval, typeof Function]);
+	}`
+	res, err := NewRunner(Limits{}).Execute(context.Background(), Script{ID: "host", Body: body}, nil, newFakeCollection(), ExecuteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `["undefined","undefined","undefined","undefined","undefined","undefined","undefined","function","function"]`; string(res.Body) != want {
+		t.Fatalf("got  %s\nwant %s", res.Body, want)
+	}
+}
+
+func TestConcurrentRuns(t *testing.T) {
+	rn := NewRunner(Limits{PoolSize: 2})
+	coll := newFakeCollection()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 25; i++ {
+				id := fmt.Sprintf("g%d-%d", g, i)
+				res, err := rn.Execute(context.Background(), Script{ID: "addOrder", Body: addOrderJS, ETag: "1"},
+					args(fmt.Sprintf(`{"id":%q,"customerId":"c1","total":%d}`, id, i)), coll, ExecuteOptions{})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if string(res.Body) != fmt.Sprintf("%q", id) {
+					errs <- fmt.Errorf("run %s returned %s", id, res.Body)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := len(coll.writes); n != 100 {
+		t.Fatalf("%d writes, want 100", n)
+	}
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}

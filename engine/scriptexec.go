@@ -1,0 +1,363 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/orrery-db/orrery/engine/script"
+	"github.com/orrery-db/orrery/storage"
+)
+
+// StatusCode is the error's HTTP status; scripts see it as err.number.
+func (e *Error) StatusCode() int { return e.Status }
+
+// scriptError maps an error a script run returned to the engine's error.
+func scriptError(err error) error {
+	var se *script.Error
+	if errors.As(err, &se) {
+		code := strings.ReplaceAll(http.StatusText(se.Status), " ", "")
+		switch se.Status {
+		case 413:
+			code = "RequestEntityTooLarge"
+		case 449:
+			code = "RetryWith"
+		}
+		return &Error{Status: se.Status, Code: code, Message: se.Message}
+	}
+	return err
+}
+
+// ExecuteRequest runs a stored procedure.
+type ExecuteRequest struct {
+	Database  string
+	Container string
+	ID        string
+	// PartitionKey is the logical partition the procedure runs in.
+	PartitionKey    PartitionKey
+	HasPartitionKey bool
+	// Args are the procedure's arguments.
+	Args []json.RawMessage
+	// EnableLogging returns the procedure's console.log output.
+	EnableLogging bool
+}
+
+// ExecuteResult is what a stored procedure answered.
+type ExecuteResult struct {
+	// Body is what the procedure set with getResponse().setBody (nil: nothing).
+	Body json.RawMessage
+	// Log is its console.log output when logging was asked for.
+	Log    string
+	Charge float64
+}
+
+// ExecuteStoredProcedure runs a stored procedure in one logical partition,
+// as one transaction: all its writes commit together, or none does when it
+// throws, runs out of time or memory.
+func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest) (*ExecuteResult, error) {
+	c, err := e.Container(req.Database, req.Container)
+	if err != nil {
+		return nil, err
+	}
+	props, _, err := e.readScript(c, StoredProcedures, req.ID)
+	if err != nil {
+		return nil, err
+	}
+	pk := req.PartitionKey
+	if !req.HasPartitionKey {
+		if len(c.pk.Paths) > 0 {
+			return nil, BadRequest("PartitionKey value must be supplied to execute a stored procedure: it runs inside one logical partition.")
+		}
+	}
+	sp := scriptOf(props)
+	var res script.Result
+	err = e.inPartition(c, pk, func(t *txn) error {
+		coll := &scriptCollection{t: t}
+		var rerr error
+		res, rerr = e.scripts.Execute(ctx, sp, req.Args, coll, script.ExecuteOptions{EnableLogging: req.EnableLogging})
+		return scriptError(rerr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &ExecuteResult{Body: res.Body, Log: res.Log, Charge: 5 + float64(len(res.Body))/1024}, nil
+}
+
+func scriptOf(props map[string]any) script.Script {
+	id, _ := props["id"].(string)
+	body, _ := props["body"].(string)
+	etag, _ := props["_etag"].(string)
+	return script.Script{ID: id, Body: body, ETag: etag}
+}
+
+// scriptCollection is the logical partition a script runs in: every call
+// reads and writes through the script's transaction.
+type scriptCollection struct {
+	t *txn
+}
+
+// SelfLink is the container's RID link.
+func (sc *scriptCollection) SelfLink() string { return sc.t.p.c.Self() }
+
+// AltLink is the container's name link.
+func (sc *scriptCollection) AltLink() string { return sc.t.p.c.AltLink() }
+
+// resolve turns a document link (by name or RID) into the id of an item of
+// this partition.
+func (sc *scriptCollection) resolve(link string) (string, error) {
+	c := sc.t.p.c
+	link = strings.Trim(link, "/")
+	i := strings.LastIndex(link, "/docs/")
+	if i < 0 {
+		return "", BadRequest("The document link %q is not a link to a document.", link)
+	}
+	parent, last := link[:i], link[i+len("/docs/"):]
+	if parent == strings.Trim(c.Self(), "/") {
+		rid, ok := decodeRID(last, 16)
+		if !ok {
+			return "", NotFound(msgNotFound)
+		}
+		key, err := sc.t.b.Get(ridKey(c.rid, rid[8:]))
+		if errors.Is(err, storage.ErrNotFound) {
+			return "", NotFound(msgNotFound)
+		}
+		if err != nil {
+			return "", err
+		}
+		if !strings.HasPrefix(string(key), string(sc.t.p.prefix)) {
+			return "", NotFound(msgNotFound)
+		}
+		return string(key[len(sc.t.p.prefix):]), nil
+	}
+	return last, nil
+}
+
+func (sc *scriptCollection) run(op *BatchOperation) (BatchOperationResult, error) {
+	r, err := sc.t.run(op)
+	return r, err
+}
+
+// ReadDocument reads one document of the partition.
+func (sc *scriptCollection) ReadDocument(_ context.Context, link string, opts script.ReadOptions) (json.RawMessage, error) {
+	id, err := sc.resolve(link)
+	if err != nil {
+		return nil, err
+	}
+	r, err := sc.run(&BatchOperation{Type: BatchRead, ID: id, IfNoneMatch: opts.IfNoneMatch})
+	if err != nil {
+		return nil, err
+	}
+	if r.Status == 304 {
+		return nil, &Error{Status: 304, Code: "NotModified", Message: "The document has not changed."}
+	}
+	return r.Body, nil
+}
+
+// ReadDocuments reads one page of the partition's documents.
+func (sc *scriptCollection) ReadDocuments(ctx context.Context, opts script.FeedOptions) (script.Page, error) {
+	return sc.QueryDocuments(ctx, script.Query{Text: "SELECT * FROM root"}, opts)
+}
+
+// QueryDocuments runs a query over the partition as the transaction sees it.
+func (sc *scriptCollection) QueryDocuments(_ context.Context, q script.Query, opts script.FeedOptions) (script.Page, error) {
+	t := sc.t
+	params := make(map[string]json.RawMessage, len(q.Parameters))
+	for _, p := range q.Parameters {
+		params[p.Name] = p.Value
+	}
+	size := opts.PageSize
+	if size < 0 {
+		size = MaxPageSize
+	}
+	res, err := t.e.queryIn(t.p.c, t.b, t.p.prefix, &QueryRequest{Query: q.Text, Params: params, MaxItems: size, Continuation: opts.Continuation})
+	if err != nil {
+		return script.Page{}, err
+	}
+	return script.Page{Documents: res.Items, Continuation: res.Continuation}, nil
+}
+
+func (sc *scriptCollection) write(op *BatchOperation) (json.RawMessage, error) {
+	r, err := sc.run(op)
+	if err != nil {
+		return nil, err
+	}
+	return r.Body, nil
+}
+
+// CreateDocument creates a document in the partition.
+func (sc *scriptCollection) CreateDocument(_ context.Context, doc json.RawMessage, opts script.WriteOptions) (json.RawMessage, error) {
+	return sc.write(&BatchOperation{Type: BatchCreate, Body: doc, IfMatch: opts.IfMatch})
+}
+
+// UpsertDocument creates or replaces a document in the partition.
+func (sc *scriptCollection) UpsertDocument(_ context.Context, doc json.RawMessage, opts script.WriteOptions) (json.RawMessage, error) {
+	return sc.write(&BatchOperation{Type: BatchUpsert, Body: doc, IfMatch: opts.IfMatch})
+}
+
+// ReplaceDocument replaces the document at link.
+func (sc *scriptCollection) ReplaceDocument(_ context.Context, link string, doc json.RawMessage, opts script.WriteOptions) (json.RawMessage, error) {
+	id, err := sc.resolve(link)
+	if err != nil {
+		return nil, err
+	}
+	return sc.write(&BatchOperation{Type: BatchReplace, ID: id, Body: doc, IfMatch: opts.IfMatch})
+}
+
+// PatchDocument patches the document at link.
+func (sc *scriptCollection) PatchDocument(_ context.Context, link string, patch json.RawMessage, opts script.WriteOptions) (json.RawMessage, error) {
+	id, err := sc.resolve(link)
+	if err != nil {
+		return nil, err
+	}
+	p, err := ParsePatch(patch)
+	if err != nil {
+		return nil, err
+	}
+	return sc.write(&BatchOperation{Type: BatchPatch, ID: id, IfMatch: opts.IfMatch, patch: p})
+}
+
+// DeleteDocument deletes the document at link.
+func (sc *scriptCollection) DeleteDocument(_ context.Context, link string, opts script.WriteOptions) error {
+	id, err := sc.resolve(link)
+	if err != nil {
+		return err
+	}
+	_, err = sc.run(&BatchOperation{Type: BatchDelete, ID: id, IfMatch: opts.IfMatch})
+	return err
+}
+
+// udfResolver calls a container's user-defined functions for one query.
+type udfResolver struct {
+	e       *Engine
+	c       *Container
+	session *script.UDFSession
+	udfs    map[string]script.UDF
+}
+
+func (e *Engine) newUDFResolver(c *Container) *udfResolver {
+	return &udfResolver{e: e, c: c, udfs: map[string]script.UDF{}}
+}
+
+// Call calls udf.name with JSON arguments.
+func (u *udfResolver) Call(name string, args []json.RawMessage) (json.RawMessage, error) {
+	fn, ok := u.udfs[name]
+	if !ok {
+		props, _, err := u.e.readScript(u.c, UserFunctions, name)
+		if err != nil {
+			return nil, BadRequest("Unknown user-defined function 'udf.%s': the container has no UDF with that id.", name)
+		}
+		fn = scriptOf(props)
+		u.udfs[name] = fn
+	}
+	if u.session == nil {
+		s, err := u.e.scripts.NewUDFSession(context.Background())
+		if err != nil {
+			return nil, scriptError(err)
+		}
+		u.session = s
+	}
+	out, err := u.session.Call(fn, args)
+	return out, scriptError(err)
+}
+
+func (u *udfResolver) close() {
+	if u.session != nil {
+		u.session.Close()
+	}
+}
+
+// triggersFor loads the triggers a write names, checking each exists, has
+// the right type and applies to the operation.
+func (e *Engine) triggersFor(c *Container, ids []string, typ, operation string) ([]script.Script, error) {
+	var out []script.Script
+	for _, id := range ids {
+		id = strings.TrimSpace(id)
+		if id == "" {
+			continue
+		}
+		props, _, err := e.readScript(c, Triggers, id)
+		if err != nil {
+			return nil, err
+		}
+		if t, _ := props["triggerType"].(string); t != typ {
+			return nil, BadRequest("The trigger '%s' is a %s-trigger, but the request names it as a %s-trigger.", id, strings.ToLower(t), strings.ToLower(typ))
+		}
+		op, _ := props["triggerOperation"].(string)
+		if op != "All" && op != operation && !(op == "Update" && operation == "Replace") {
+			return nil, BadRequest("The trigger '%s' runs on %s operations, not on %s.", id, op, operation)
+		}
+		out = append(out, scriptOf(props))
+	}
+	return out, nil
+}
+
+// triggerOperation names an item operation as triggers see it.
+func triggerOperation(typ string) string {
+	switch typ {
+	case BatchCreate:
+		return "Create"
+	case BatchUpsert:
+		return "Upsert"
+	case BatchReplace:
+		return "Replace"
+	case BatchDelete:
+		return "Delete"
+	}
+	return typ
+}
+
+// runWithTriggers runs a single-item write with its pre- and post-triggers
+// in one transaction: a pre-trigger may change the body, a post-trigger may
+// write more, and a throw in either aborts everything.
+func (e *Engine) runWithTriggers(c *Container, req *ItemRequest, op *BatchOperation) (BatchOperationResult, error) {
+	operation := triggerOperation(op.Type)
+	pre, err := e.triggersFor(c, req.PreTriggers, "Pre", operation)
+	if err != nil {
+		return BatchOperationResult{}, err
+	}
+	post, err := e.triggersFor(c, req.PostTriggers, "Post", operation)
+	if err != nil {
+		return BatchOperationResult{}, err
+	}
+	pk, hasPK := req.PartitionKey, req.HasPartitionKey
+	if !hasPK && op.Body != nil {
+		it, perr := c.parseItem(op.Body, req)
+		if perr != nil {
+			return BatchOperationResult{}, perr
+		}
+		pk, hasPK = it.pk, true
+	}
+	if !hasPK {
+		return BatchOperationResult{}, errPartitionKeyRequired
+	}
+	var r BatchOperationResult
+	err = e.inPartition(c, pk, func(t *txn) error {
+		coll := &scriptCollection{t: t}
+		ctx := context.Background()
+		for _, trig := range pre {
+			body, err := e.scripts.RunPreTrigger(ctx, trig, script.Request{OperationType: operation, Body: op.Body}, coll)
+			if err != nil {
+				return scriptError(err)
+			}
+			op.Body = body
+		}
+		op.item = nil
+		var err error
+		if r, err = t.run(op); err != nil {
+			return err
+		}
+		for _, trig := range post {
+			body, err := e.scripts.RunPostTrigger(ctx, trig, script.Request{OperationType: operation, Body: op.Body}, r.Body, coll)
+			if err != nil {
+				return scriptError(err)
+			}
+			if body != nil {
+				r.Body = body
+			}
+		}
+		return nil
+	})
+	return r, err
+}
