@@ -22,7 +22,7 @@ func TestTTLSweepDoesNotStallWriters(t *testing.T) {
 		writers    = 4
 		warmUp     = 300 * time.Millisecond
 		baseline   = 1500 * time.Millisecond
-		after      = 3 * time.Second
+		after      = 1500 * time.Millisecond
 	)
 	expiring := 100000
 	if testing.Short() {
