@@ -245,8 +245,12 @@ func (u *udfResolver) Call(name string, args []json.RawMessage) (json.RawMessage
 	fn, ok := u.udfs[name]
 	if !ok {
 		props, _, err := u.e.readScript(u.c, UserFunctions, name)
+		if StatusOf(err) == 404 {
+			// The query package's wording for a UDF it cannot resolve.
+			return nil, BadRequest("Unknown function 'udf.%s'. The container has no user-defined function with that id.", name)
+		}
 		if err != nil {
-			return nil, BadRequest("Unknown user-defined function 'udf.%s': the container has no UDF with that id.", name)
+			return nil, err
 		}
 		fn = scriptOf(props)
 		u.udfs[name] = fn
