@@ -171,7 +171,7 @@ func (sc *scriptCollection) QueryDocuments(_ context.Context, q script.Query, op
 	if size < 0 {
 		size = MaxPageSize
 	}
-	res, err := t.e.queryIn(t.p.c, t.b, t.p.prefix, &QueryRequest{Query: q.Text, Params: params, MaxItems: size, Continuation: opts.Continuation})
+	res, err := t.e.queryIn(t.p.c, t.b, t.p.prefix, &QueryRequest{Query: q.Text, Params: params, MaxItems: size, Continuation: opts.Continuation}, nil)
 	if err != nil {
 		return script.Page{}, err
 	}
