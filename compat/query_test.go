@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
@@ -31,48 +32,85 @@ func queryAll(t *testing.T, c *azcosmos.ContainerClient, q string, pk azcosmos.P
 	return out, pages, nil
 }
 
-func TestGoSDKQueryPagingReturnsEveryItemOnce(t *testing.T) {
-	s := orrerytest.Start(t)
-	ctx := context.Background()
-	c := newContainer(t, s, "db", "paging", "/pk")
-	const n = 10000
-	for i := 0; i < n; i += 100 {
-		pk := fmt.Sprintf("p%d", (i/100)%10)
-		for j := i; j < i+100; j++ {
-			if _, err := c.CreateItem(ctx, azcosmos.NewPartitionKeyString(pk), []byte(fmt.Sprintf(`{"id":"%d","pk":%q,"n":%d,"tags":["a","b"]}`, j, pk, j)), nil); err != nil {
-				t.Fatal(err)
+// loadItems creates items with transactional batches of 100 items of one
+// partition, the quickest way through the SDK; doc renders item i.
+func loadItems(t *testing.T, c *azcosmos.ContainerClient, n int, pkOf func(i int) string, doc func(i int) string) {
+	t.Helper()
+	byPK := map[string][]int{}
+	var order []string
+	for i := 0; i < n; i++ {
+		pk := pkOf(i)
+		if _, ok := byPK[pk]; !ok {
+			order = append(order, pk)
+		}
+		byPK[pk] = append(byPK[pk], i)
+	}
+	for _, pk := range order {
+		ids := byPK[pk]
+		for len(ids) > 0 {
+			chunk := ids[:min(100, len(ids))]
+			ids = ids[len(chunk):]
+			b := c.NewTransactionalBatch(azcosmos.NewPartitionKeyString(pk))
+			for _, i := range chunk {
+				b.CreateItem([]byte(doc(i)), nil)
+			}
+			resp, err := c.ExecuteTransactionalBatch(context.Background(), b, nil)
+			if err != nil || !resp.Success {
+				t.Fatalf("loading items: %v", err)
 			}
 		}
 	}
+}
+
+func TestGoSDKQueryPagingReturnsEveryItemOnce(t *testing.T) {
+	s := orrerytest.Start(t)
+	const n = 10000
+	spread := newContainer(t, s, "db", "paging", "/pk")
+	loadItems(t, spread, n, func(i int) string { return fmt.Sprintf("p%d", (i/100)%10) },
+		func(i int) string {
+			return fmt.Sprintf(`{"id":"%d","pk":"p%d","n":%d,"tags":["a","b"]}`, i, (i/100)%10, i)
+		})
+	single := newContainer(t, s, "db", "single", "/pk")
+	loadItems(t, single, n, func(int) string { return "one" },
+		func(i int) string { return fmt.Sprintf(`{"id":"%d","pk":"one","n":%d}`, i, (i*7919)%n) })
+	one := azcosmos.NewPartitionKeyString("one")
 	cases := []struct {
 		name  string
+		c     *azcosmos.ContainerClient
 		query string
 		pk    azcosmos.PartitionKey
 		want  int
+		// descending, when set, checks that the results are the numbers
+		// n-1 down to 0 in that order.
+		descending bool
 	}{
-		{"plain cross-partition", "SELECT c.id FROM c", azcosmos.NewPartitionKey(), n},
-		{"filtered", "SELECT VALUE c.n FROM c WHERE c.n % 3 = 0", azcosmos.NewPartitionKey(), (n + 2) / 3},
-		{"join fans out", "SELECT c.id, t AS tag FROM c JOIN t IN c.tags", azcosmos.NewPartitionKey(), 2 * n},
-		{"one partition", "SELECT c.id FROM c", azcosmos.NewPartitionKeyString("p3"), n / 10},
-		{"one partition ordered", "SELECT c.id FROM c ORDER BY c.n DESC", azcosmos.NewPartitionKeyString("p3"), n / 10},
-		{"one partition offset", "SELECT c.id FROM c OFFSET 5 LIMIT 33", azcosmos.NewPartitionKeyString("p3"), 33},
+		{"plain cross-partition", spread, "SELECT c.id FROM c", azcosmos.NewPartitionKey(), n, false},
+		{"filtered", spread, "SELECT VALUE c.n FROM c WHERE c.n % 3 = 0", azcosmos.NewPartitionKey(), (n + 2) / 3, false},
+		{"join fans out", spread, "SELECT c.id, t AS tag FROM c JOIN t IN c.tags", azcosmos.NewPartitionKey(), 2 * n, false},
+		{"one partition of ten", spread, "SELECT c.id FROM c", azcosmos.NewPartitionKeyString("p3"), n / 10, false},
+		{"one partition of ten, offset", spread, "SELECT c.id FROM c OFFSET 5 LIMIT 33", azcosmos.NewPartitionKeyString("p3"), 33, false},
+		{"plain, all in one partition", single, "SELECT c.id FROM c", one, n, false},
+		{"ORDER BY, all in one partition", single, "SELECT VALUE c.n FROM c ORDER BY c.n DESC", one, n, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			items, pages, err := queryAll(t, c, tc.query, tc.pk, 7)
+			items, pages, err := queryAll(t, tc.c, tc.query, tc.pk, 7)
 			if err != nil {
 				t.Fatal(err)
 			}
 			seen := map[string]bool{}
-			for _, it := range items {
+			for i, it := range items {
 				k := string(it)
 				if seen[k] {
 					t.Fatalf("result %s returned twice", k)
 				}
 				seen[k] = true
+				if tc.descending && k != fmt.Sprint(n-1-i) {
+					t.Fatalf("result %d is %s, want %d", i, k, n-1-i)
+				}
 			}
-			if len(items) != tc.want {
-				t.Fatalf("%d results in %d pages, want %d", len(items), pages, tc.want)
+			if len(items) != tc.want || pages < tc.want/7 {
+				t.Fatalf("%d results in %d pages, want %d in pages of 7", len(items), pages, tc.want)
 			}
 		})
 	}
@@ -105,6 +143,45 @@ func TestGoSDKCrossPartitionQueryFidelity(t *testing.T) {
 		items, _, err := queryAll(t, c, "SELECT VALUE COUNT(1) FROM c", azcosmos.NewPartitionKeyString("0"), 0)
 		if err != nil || len(items) != 1 || string(items[0]) != "3" {
 			t.Fatalf("count in partition 0: %s %v", items, err)
+		}
+	}
+}
+
+// TestGoSDKQueryErrors checks that bad queries answer 400 with a message that
+// says what is wrong and where, with or without a partition key.
+func TestGoSDKQueryErrors(t *testing.T) {
+	s := orrerytest.Start(t)
+	c := newContainer(t, s, "db", "errs", "/pk")
+	if _, err := c.CreateItem(context.Background(), azcosmos.NewPartitionKeyString("a"), []byte(`{"id":"1","pk":"a"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		query string
+		want  []string // substrings of the message
+	}{
+		{"misspelt keyword", "SELECT * FORM c", []string{"Syntax error, incorrect syntax near 'FORM'.", "offset 9-13"}},
+		{"bad token mid-query", "SELECT c.id FROM c WHERE c.id = = 1", []string{"incorrect syntax near '='", "offset 32-33"}},
+		{"unterminated query", "SELECT c.id FROM c WHERE", []string{"Syntax error, unexpected end-of-file."}},
+		{"unknown built-in function", "SELECT VALUE FOO(c.id) FROM c", []string{"'FOO' is not a recognized built-in function name."}},
+		{"unknown user-defined function", "SELECT VALUE udf.nope(c.id) FROM c", []string{"Unknown function 'udf.nope'."}},
+		{"wrong number of arguments", "SELECT VALUE ABS(1, 2) FROM c", []string{"The ABS function requires 1 argument(s)."}},
+	}
+	for _, tc := range cases {
+		for _, pk := range []azcosmos.PartitionKey{azcosmos.NewPartitionKeyString("a"), azcosmos.NewPartitionKey()} {
+			_, _, err := queryAll(t, c, tc.query, pk, 0)
+			if err == nil {
+				t.Fatalf("%s: %q succeeded", tc.name, tc.query)
+			}
+			status, msg := responseError(t, err)
+			if status != http.StatusBadRequest {
+				t.Errorf("%s: status %d, want 400: %s", tc.name, status, msg)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("%s: message %q lacks %q", tc.name, msg, w)
+				}
+			}
 		}
 	}
 }

@@ -45,6 +45,7 @@ type Engine struct {
 	durable *durability
 	scripts *script.Runner
 	now     func() time.Time
+	cursors *cursorCache
 
 	catMu  sync.RWMutex
 	dbs    map[string]*Database
@@ -82,6 +83,7 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 	if e.now == nil {
 		e.now = time.Now
 	}
+	e.cursors = newCursorCache(e.now)
 	if err := e.loadCatalog(); err != nil {
 		return nil, err
 	}

@@ -13,6 +13,11 @@ type Error struct {
 	SubStatus int
 	Code      string
 	Message   string
+	// AdditionalErrorInfo, when set, is the JSON text the service puts in the
+	// error body's additionalErrorInfo: for a cross-partition query its
+	// gateway refuses (substatus 1004), the query plan the client should
+	// execute instead.
+	AdditionalErrorInfo string
 }
 
 // Error implements the error interface.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -75,7 +76,10 @@ const msgCrossPartition = "The provided cross partition query can not be directl
 //
 // Streaming queries (no ORDER BY, aggregates, GROUP BY or DISTINCT) read the
 // source only as far as the page needs and resume from the continuation;
-// others are evaluated whole and paged by position.
+// others are evaluated whole and paged by position. The results of a whole
+// evaluation are kept in a cursor while the client pages through them, so
+// every page of one continuation chain comes from the same evaluation (see
+// cursorCache).
 func (e *Engine) QueryItems(req *QueryRequest) (*QueryResult, error) {
 	c, err := e.Container(req.Database, req.Container)
 	if err != nil {
@@ -105,7 +109,7 @@ func (e *Engine) QueryItems(req *QueryRequest) (*QueryResult, error) {
 	}
 	snap := e.store.NewSnapshot()
 	defer snap.Close()
-	res, err := e.queryIn(c, snap, lower, req)
+	res, err := e.queryIn(c, snap, lower, req, e.cursors)
 	if err != nil {
 		return nil, err
 	}
@@ -114,8 +118,10 @@ func (e *Engine) QueryItems(req *QueryRequest) (*QueryResult, error) {
 }
 
 // queryIn runs a query over the items under scope as r sees them: a snapshot
-// for client queries, a transaction's batch for stored procedures.
-func (e *Engine) queryIn(c *Container, r storage.Reader, scope []byte, req *QueryRequest) (*QueryResult, error) {
+// for client queries, a transaction's batch for stored procedures. Queries
+// evaluated whole keep their results in cursors for the next pages; nil
+// evaluates every page anew.
+func (e *Engine) queryIn(c *Container, r storage.Reader, scope []byte, req *QueryRequest, cursors *cursorCache) (*QueryResult, error) {
 	q, err := parseQuery(req.Query)
 	if err != nil {
 		return nil, err
@@ -123,6 +129,15 @@ func (e *Engine) queryIn(c *Container, r storage.Reader, scope []byte, req *Quer
 	plan, err := q.Plan(req.Params)
 	if err != nil {
 		return nil, queryError(err)
+	}
+	var fingerprint string
+	if !plan.Streaming && cursors != nil {
+		fingerprint = queryFingerprint(c, scope, req)
+		if id := wholeTokenCursor(req.Continuation); id != "" {
+			if results, ok := cursors.get(id, fingerprint); ok {
+				return pageWhole(results, req.MaxItems, req.Continuation, cursors, fingerprint, id)
+			}
+		}
 	}
 	x, err := q.Prepare(query.Options{Params: req.Params, UDF: req.UDF, Now: e.now()})
 	if err != nil {
@@ -132,13 +147,42 @@ func (e *Engine) queryIn(c *Container, r storage.Reader, scope []byte, req *Quer
 	if ix, ok := c.chooseIndex(plan); ok {
 		src.index = ix
 	}
-	if ix, complete, ok := c.orderIndex(plan); ok && !plan.Streaming {
-		return e.topQuery(c, r, source{scope: scope, index: ix}, complete, x, plan, req)
-	}
 	if plan.Streaming {
 		return e.streamQuery(c, r, src, x, plan, req)
 	}
-	return e.wholeQuery(c, r, src, x, req)
+	var results []json.RawMessage
+	if ix, complete, ok := c.orderIndex(plan); ok {
+		results, err = e.topQuery(c, r, source{scope: scope, index: ix}, complete, x, plan)
+	} else {
+		results, err = e.wholeQuery(c, r, src, x)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return pageWhole(results, req.MaxItems, req.Continuation, cursors, fingerprint, "")
+}
+
+// queryFingerprint identifies what a whole evaluation computed: the
+// container, the scope, the query text and its parameters.
+func queryFingerprint(c *Container, scope []byte, req *QueryRequest) string {
+	var b strings.Builder
+	b.Write(c.rid)
+	b.WriteByte(0)
+	b.Write(scope)
+	b.WriteByte(0)
+	b.WriteString(req.Query)
+	names := make([]string, 0, len(req.Params))
+	for n := range req.Params {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		b.WriteByte(0)
+		b.WriteString(n)
+		b.WriteByte(0)
+		b.Write(req.Params[n])
+	}
+	return b.String()
 }
 
 // source is where a query reads its candidate items: a scan of the item keys
@@ -240,8 +284,8 @@ func (c *Container) scanRange(r storage.Reader, src source, lower, upper []byte,
 	return true
 }
 
-// wholeQuery evaluates a query over its whole source and cuts a page.
-func (e *Engine) wholeQuery(c *Container, snap storage.Reader, src source, x *query.Execution, req *QueryRequest) (*QueryResult, error) {
+// wholeQuery evaluates a query over its whole source.
+func (e *Engine) wholeQuery(c *Container, snap storage.Reader, src source, x *query.Execution) ([]json.RawMessage, error) {
 	docs := func(yield func([]byte, error) bool) {
 		for cand, err := range c.scan(snap, src, nil, e.now().Unix()) {
 			if err != nil {
@@ -257,7 +301,7 @@ func (e *Engine) wholeQuery(c *Container, snap storage.Reader, src source, x *qu
 	if err != nil {
 		return nil, queryError(err)
 	}
-	return pageResults(results, req.MaxItems, req.Continuation)
+	return results, nil
 }
 
 // topQuery answers a top-N query ordered by one indexed path: it evaluates
@@ -267,7 +311,7 @@ func (e *Engine) wholeQuery(c *Container, snap storage.Reader, src source, x *qu
 // answer is the one a full evaluation gives. When the index does not list
 // every possible item (see orderIndex) and runs out first, it evaluates the
 // whole source instead.
-func (e *Engine) topQuery(c *Container, snap storage.Reader, src source, complete bool, x *query.Execution, plan *query.Plan, req *QueryRequest) (*QueryResult, error) {
+func (e *Engine) topQuery(c *Container, snap storage.Reader, src source, complete bool, x *query.Execution, plan *query.Plan) ([]json.RawMessage, error) {
 	want := plan.Top
 	if plan.Limit >= 0 && (want < 0 || plan.Limit < want) {
 		want = plan.Limit
@@ -302,10 +346,10 @@ func (e *Engine) topQuery(c *Container, snap storage.Reader, src source, complet
 			return nil, queryError(err)
 		}
 		if len(results) >= want || (exhausted && complete) {
-			return pageResults(results, req.MaxItems, req.Continuation)
+			return results, nil
 		}
 		if exhausted {
-			return e.wholeQuery(c, snap, source{scope: src.scope}, x, req)
+			return e.wholeQuery(c, snap, source{scope: src.scope}, x)
 		}
 	}
 }
@@ -396,13 +440,27 @@ func finishPage(res *QueryResult, total int) *QueryResult {
 	return res
 }
 
-// pageResults cuts a page out of complete results; the continuation is the
-// offset of the next page.
-func pageResults(results []json.RawMessage, maxItems int, continuation string) (*QueryResult, error) {
+// wholeTokenCursor returns the cursor a continuation of a whole evaluation
+// names, "" when none.
+func wholeTokenCursor(continuation string) string {
+	raw, err := base64.RawURLEncoding.DecodeString(continuation)
+	if err != nil {
+		return ""
+	}
+	_, id, _ := strings.Cut(string(raw), ".")
+	return id
+}
+
+// pageWhole cuts a page out of complete results. The continuation is the
+// offset of the next page and, when cursors keep the results, the cursor's
+// id ("offset.id"); id is the cursor the results came from, "" when they
+// were just evaluated. The cursor is dropped with the last page.
+func pageWhole(results []json.RawMessage, maxItems int, continuation string, cursors *cursorCache, fingerprint, id string) (*QueryResult, error) {
 	start := 0
 	if continuation != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(continuation)
-		n, cerr := strconv.Atoi(string(raw))
+		offset, _, _ := strings.Cut(string(raw), ".")
+		n, cerr := strconv.Atoi(offset)
 		if err != nil || cerr != nil || n < 0 || n > len(results) {
 			return nil, BadRequest("The continuation token %q is invalid for this query.", continuation)
 		}
@@ -420,8 +478,18 @@ func pageResults(results []json.RawMessage, maxItems int, continuation string) (
 		total += len(r)
 	}
 	res.Charge = 2.5 + float64(total)/1024*0.2
-	if end < len(results) {
-		res.Continuation = base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(end)))
+	switch {
+	case end < len(results):
+		token := strconv.Itoa(end)
+		if id == "" && cursors != nil {
+			id = cursors.put(fingerprint, results)
+		}
+		if id != "" {
+			token += "." + id
+		}
+		res.Continuation = base64.RawURLEncoding.EncodeToString([]byte(token))
+	case id != "":
+		cursors.drop(id)
 	}
 	return res, nil
 }
@@ -444,5 +512,5 @@ func QueryResources(list []*Resource, text string, params map[string]json.RawMes
 	if err != nil {
 		return nil, queryError(err)
 	}
-	return pageResults(results, maxItems, continuation)
+	return pageWhole(results, maxItems, continuation, nil, "", "")
 }

@@ -171,7 +171,7 @@ func (sc *scriptCollection) QueryDocuments(_ context.Context, q script.Query, op
 	if size < 0 {
 		size = MaxPageSize
 	}
-	res, err := t.e.queryIn(t.p.c, t.b, t.p.prefix, &QueryRequest{Query: q.Text, Params: params, MaxItems: size, Continuation: opts.Continuation})
+	res, err := t.e.queryIn(t.p.c, t.b, t.p.prefix, &QueryRequest{Query: q.Text, Params: params, MaxItems: size, Continuation: opts.Continuation}, nil)
 	if err != nil {
 		return script.Page{}, err
 	}
@@ -245,8 +245,12 @@ func (u *udfResolver) Call(name string, args []json.RawMessage) (json.RawMessage
 	fn, ok := u.udfs[name]
 	if !ok {
 		props, _, err := u.e.readScript(u.c, UserFunctions, name)
+		if StatusOf(err) == 404 {
+			// The query package's wording for a UDF it cannot resolve.
+			return nil, BadRequest("Unknown function 'udf.%s'. The container has no user-defined function with that id.", name)
+		}
 		if err != nil {
-			return nil, BadRequest("Unknown user-defined function 'udf.%s': the container has no UDF with that id.", name)
+			return nil, err
 		}
 		fn = scriptOf(props)
 		u.udfs[name] = fn

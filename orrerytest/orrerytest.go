@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
@@ -35,6 +36,9 @@ type Options struct {
 	// ServeCrossPartitionQueries lets the server execute cross-partition
 	// queries the service's gateway refuses (see engine.Options).
 	ServeCrossPartitionQueries bool
+	// Now, when set, is the server's clock (system properties, TTL and the
+	// query functions that read the current time); time.Now when nil.
+	Now func() time.Time
 }
 
 // Start starts a server on memory storage and registers its shutdown with
@@ -55,7 +59,7 @@ func StartWith(t testing.TB, opts Options) *Server {
 		}
 		store = s
 	}
-	eng, err := engine.Open(store, engine.Options{ServeCrossPartitionQueries: opts.ServeCrossPartitionQueries})
+	eng, err := engine.Open(store, engine.Options{ServeCrossPartitionQueries: opts.ServeCrossPartitionQueries, Now: opts.Now})
 	if err != nil {
 		t.Fatalf("orrerytest: opening the engine: %v", err)
 	}

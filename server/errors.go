@@ -17,6 +17,9 @@ const gatewayVersion = "Orrery/1.0"
 type errorBody struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// AdditionalErrorInfo is a JSON document in a string, as the service
+	// sends it (see engine.Error).
+	AdditionalErrorInfo string `json:"additionalErrorInfo,omitempty"`
 }
 
 // writeError maps any error to its HTTP status and Cosmos error body. It is
@@ -44,8 +47,9 @@ func writeCosmosError(w http.ResponseWriter, activity string, e *engine.Error) {
 		code = http.StatusText(e.Status)
 	}
 	body, _ := json.Marshal(errorBody{
-		Code:    code,
-		Message: e.Message + "\r\nActivityId: " + activity + ", " + gatewayVersion,
+		Code:                code,
+		Message:             e.Message + "\r\nActivityId: " + activity + ", " + gatewayVersion,
+		AdditionalErrorInfo: e.AdditionalErrorInfo,
 	})
 	w.WriteHeader(e.Status)
 	w.Write(body)

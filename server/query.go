@@ -67,6 +67,15 @@ func (s *Server) queryItems(r *request, c *engine.Container) error {
 		PartitionKey: pk, HasPartitionKey: hasPK, SinglePartitionKeyRange: oneRange,
 		MaxItems: n, Continuation: r.Header.Get("x-ms-continuation"),
 	})
+	if e, ok := engine.AsError(err); ok && e.SubStatus == engine.SubStatusCrossPartitionQuery {
+		// Like the service's gateway, hand the refused client the query plan:
+		// the JavaScript SDK switches to its query pipeline only when the 400
+		// carries one, and then re-sends the query to partition key range 0,
+		// which the engine serves.
+		withPlan := *e
+		withPlan.AdditionalErrorInfo = passThroughPlan
+		return &withPlan
+	}
 	if err != nil {
 		return err
 	}
