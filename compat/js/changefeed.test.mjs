@@ -133,7 +133,9 @@ test("all versions and deletes: creates, replaces and deletes with metadata", as
 });
 
 test("all versions and deletes: expiry by time to live is a delete flagged timeToLiveExpired", async () => {
-  const container = await newContainer({ defaultTtl: 1 });
+  // 3 s leaves at least 2 s (_ts has whole seconds) to see the item before
+  // it expires, however slow the machine.
+  const container = await newContainer({ defaultTtl: 3 });
   const iterator = container.items.getChangeFeedIterator({
     changeFeedStartFrom: ChangeFeedStartFrom.Now(),
     changeFeedMode: ChangeFeedMode.AllVersionsAndDeletes,
@@ -144,9 +146,9 @@ test("all versions and deletes: expiry by time to live is a delete flagged timeT
   const latest = await drain(container.items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning() }));
   assert.deepEqual(latest.items.map((it) => it.id), ["short", "forever"]);
 
-  // The item is gone from reads within 2 s; the sweeper deletes it for real
+  // The item is gone from reads within 4 s; the sweeper deletes it for real
   // and logs the delete soon after.
-  await sleep(2100);
+  await sleep(4100);
   assert.equal((await container.item("short", "p").read()).statusCode, StatusCodes.NotFound);
   const afterExpiry = await drain(container.items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning() }));
   assert.deepEqual(afterExpiry.items.map((it) => it.id), ["forever"], "latest version leaves expired items out");
