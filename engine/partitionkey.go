@@ -92,6 +92,9 @@ func StringKey(s string) PartitionKey { return PartitionKey{{kind: pkString, str
 // x-ms-documentdb-partitionkey: strings, numbers, booleans, null, and {} for
 // undefined.
 func ParsePartitionKeyHeader(h string) (PartitionKey, error) {
+	if s, ok := simpleStringKey(h); ok {
+		return StringKey(s), nil
+	}
 	var raw []json.RawMessage
 	if err := json.Unmarshal([]byte(h), &raw); err != nil {
 		return nil, BadRequest("The partition key header %q is not a JSON array: %v", h, err)
@@ -105,6 +108,24 @@ func ParsePartitionKeyHeader(h string) (PartitionKey, error) {
 		pk = append(pk, v)
 	}
 	return pk, nil
+}
+
+// simpleStringKey recognizes the common header ["value"] whose string needs
+// no unescaping, without a JSON decoder.
+func simpleStringKey(h string) (string, bool) {
+	if len(h) < 4 || h[0] != '[' || h[1] != '"' || h[len(h)-2] != '"' || h[len(h)-1] != ']' {
+		return "", false
+	}
+	s := h[2 : len(h)-2]
+	if len(s) > MaxPartitionKeyValueBytes {
+		return "", false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '"' || c == '\\' || c < 0x20 || c >= 0x80 {
+			return "", false
+		}
+	}
+	return s, true
 }
 
 func parsePartitionKeyComponent(r json.RawMessage) (PartitionKeyValue, *Error) {

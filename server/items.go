@@ -72,8 +72,10 @@ func (s *Server) item(r *request, db, coll, id string) error {
 		return err
 	}
 	req := &engine.ItemRequest{Database: db, Container: coll, ID: id, PartitionKey: pk, HasPartitionKey: hasPK,
-		Body: r.body, IfMatch: r.ifMatch(), IfNoneMatch: r.ifNoneMatch(),
-		PreTriggers: r.triggers("pre"), PostTriggers: r.triggers("post")}
+		Body: r.body, IfMatch: r.ifMatch(), IfNoneMatch: r.ifNoneMatch()}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		req.PreTriggers, req.PostTriggers = r.triggers("pre"), r.triggers("post")
+	}
 	var res *engine.ItemResult
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
@@ -108,12 +110,14 @@ func (s *Server) writeItem(r *request, res *engine.ItemResult) error {
 // its session tokens by.
 func (r *request) setContentPath(c *engine.Container) {
 	h := r.w.Header()
-	h.Set("x-ms-content-path", c.RID)
-	h.Set("x-ms-alt-content-path", c.AltLink())
+	h["X-Ms-Content-Path"] = []string{c.RID}
+	h["X-Ms-Alt-Content-Path"] = []string{c.AltLink()}
 }
 
 // setSession sets the session token: one partition key range, one region.
 func (s *Server) setSession(r *request) {
-	r.w.Header().Set("x-ms-session-token", "0:-1#"+formatUint(s.eng.SessionLSN()))
-	r.w.Header().Set("lsn", formatUint(s.eng.SessionLSN()))
+	lsn := formatUint(s.eng.SessionLSN())
+	h := r.w.Header()
+	h["X-Ms-Session-Token"] = []string{"0:-1#" + lsn}
+	h["Lsn"] = []string{lsn}
 }

@@ -67,19 +67,21 @@ func methodNotAllowed(r *request) error {
 		Message: "The method " + r.Method + " is not allowed on " + r.URL.Path + "."}
 }
 
+var jsonContentType = []string{"application/json"}
+
 // writeJSON writes a successful JSON response.
 func (r *request) writeJSON(status int, body []byte, etag string, charge float64) {
 	h := r.w.Header()
 	if etag != "" {
-		h.Set("etag", etag)
+		h["Etag"] = []string{etag}
 	}
-	h.Set("x-ms-request-charge", formatCharge(charge))
+	h["X-Ms-Request-Charge"] = []string{formatCharge(charge)}
 	if body == nil {
 		r.w.WriteHeader(status)
 		return
 	}
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	r.w.WriteHeader(status)
 	r.w.Write(body)
 }

@@ -1,10 +1,11 @@
 package server
 
 import (
-	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"runtime/debug"
 	"strconv"
@@ -27,6 +28,11 @@ type Config struct {
 	// Now is the clock used to check x-ms-date; time.Now when nil.
 	Now func() time.Time
 }
+
+var (
+	gatewayVersionHeader = []string{"version=2.14.0"}
+	serverHeader         = []string{"Orrery"}
+)
 
 // Server serves the Cosmos DB REST API over an engine.
 type Server struct {
@@ -70,9 +76,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		activity = newActivityID()
 	}
 	h := w.Header()
-	h.Set("x-ms-activity-id", activity)
-	h.Set("x-ms-gatewayversion", "version=2.14.0")
-	h.Set("Server", "Orrery")
+	// Canonical keys set directly: this runs on every request.
+	h["X-Ms-Activity-Id"] = []string{activity}
+	h["X-Ms-Gatewayversion"] = gatewayVersionHeader
+	h["Server"] = serverHeader
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
@@ -167,9 +174,12 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 	return r.ResponseWriter.Write(b)
 }
 
+// newActivityID makes a random (version 4) GUID for x-ms-activity-id. It
+// correlates logs; it is no secret, so a fast generator serves.
 func newActivityID() string {
 	var b [16]byte
-	rand.Read(b[:])
+	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(b[8:], rand.Uint64())
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
