@@ -289,6 +289,22 @@ describe("user-defined functions", () => {
     );
   });
 
+  test("a stored procedure's query calls the container's UDFs", async () => {
+    await orders.scripts.userDefinedFunctions.create({ id: "net", body: "function (total) { return total * 0.92; }" });
+    for (const [id, total] of [["n1", 50], ["n2", 12.5]]) await orders.items.create({ id, customerId: "un", total });
+    await orders.scripts.storedProcedures.create({
+      id: "netTotals",
+      body: `function netTotals() {
+        var coll = getContext().getCollection();
+        var ok = coll.queryDocuments(coll.getSelfLink(), "SELECT VALUE udf.net(r.total) FROM r ORDER BY r.id",
+          function (err, values) { if (err) throw err; getContext().getResponse().setBody(values); });
+        if (!ok) throw new Error("not accepted");
+      }`,
+    });
+    const { resource } = await orders.scripts.storedProcedure("netTotals").execute("un", []);
+    assert.deepEqual(resource, [50 * 0.92, 12.5 * 0.92]);
+  });
+
   test("an unknown UDF is a 400 naming it", async () => {
     const err = await expectCosmosError(() =>
       orders.items.query("SELECT udf.nope(c.total) FROM c", { partitionKey: "ux" }).fetchAll(),
