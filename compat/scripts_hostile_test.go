@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -316,4 +317,68 @@ func TestHostileTriggersAndUDFs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConcurrentRunawayScripts runs endless loops in four partitions at once,
+// twice as many as the test machine's cores: all end with 408, none leaves a
+// write behind, and another partition is still served. The loops are timed
+// against twice the budget, as each may first wait for a runtime to be made
+// and for a core; the figures are logged.
+func TestConcurrentRunawayScripts(t *testing.T) {
+	const budget = 500 * time.Millisecond
+	const loops = 4
+	s := orrerytest.StartWith(t, orrerytest.Options{ScriptTimeout: budget})
+	c := newContainer(t, s, "db", "items", "/pk")
+	if _, err := c.CreateItem(context.Background(), azcosmos.NewPartitionKeyString("b"), mustJSON(t, map[string]string{"id": "r", "pk": "b"}), nil); err != nil {
+		t.Fatal(err)
+	}
+	createSproc(t, s, "db", "items", "spin", `function spin(pk) {
+		var coll = getContext().getCollection();
+		coll.createDocument(coll.getSelfLink(), {id: "left-behind", pk: pk}, function (err) {
+			if (err) throw err;
+			while (true) {}
+		});
+	}`)
+	stop := make(chan struct{})
+	var latencies []time.Duration
+	var reader sync.WaitGroup
+	reader.Add(1)
+	go func() {
+		defer reader.Done()
+		latencies = pointReadLatencies(t, c, "b", "r", stop)
+	}()
+	elapsed := make([]time.Duration, loops)
+	var wg sync.WaitGroup
+	for i := range loops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pk := "loop" + strconv.Itoa(i)
+			start := time.Now()
+			status, body := executeSproc(t, s, "db", "items", "spin", pk, pk)
+			elapsed[i] = time.Since(start)
+			if status != http.StatusRequestTimeout {
+				t.Errorf("loop in %s: %d %s, want 408", pk, status, body)
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	reader.Wait()
+	for i := range loops {
+		if ids := idsInPartition(t, c, "loop"+strconv.Itoa(i)); len(ids) != 0 {
+			t.Errorf("a stopped loop left items behind: %v", ids)
+		}
+	}
+	slices.Sort(elapsed)
+	if elapsed[loops-1] > 2*budget {
+		t.Errorf("the last of %d loops ended after %v, more than twice the budget %v", loops, elapsed[loops-1], budget)
+	}
+	if len(latencies) == 0 {
+		t.Fatal("no point read of another partition completed while the loops ran")
+	}
+	slices.Sort(latencies)
+	t.Logf("%d loops at once ended after %v to %v; meanwhile %d point reads of another partition, median %v, worst %v",
+		loops, elapsed[0].Round(time.Millisecond), elapsed[loops-1].Round(time.Millisecond), len(latencies),
+		latencies[len(latencies)/2].Round(10*time.Microsecond), latencies[len(latencies)-1].Round(10*time.Microsecond))
 }
