@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -103,7 +104,7 @@ func (e *Engine) QueryItems(req *QueryRequest) (*QueryResult, error) {
 		return nil, perr
 	}
 	if req.UDF == nil && strings.Contains(strings.ToLower(req.Query), "udf.") {
-		udfs := e.newUDFResolver(c)
+		udfs := e.newUDFResolver(context.Background(), c)
 		defer udfs.close()
 		req.UDF = udfs
 	}

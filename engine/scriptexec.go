@@ -160,8 +160,10 @@ func (sc *scriptCollection) ReadDocuments(ctx context.Context, opts script.FeedO
 	return sc.QueryDocuments(ctx, script.Query{Text: "SELECT * FROM root"}, opts)
 }
 
-// QueryDocuments runs a query over the partition as the transaction sees it.
-func (sc *scriptCollection) QueryDocuments(_ context.Context, q script.Query, opts script.FeedOptions) (script.Page, error) {
+// QueryDocuments runs a query over the partition as the transaction sees it;
+// the query may call the container's user-defined functions, as a client's
+// query may.
+func (sc *scriptCollection) QueryDocuments(ctx context.Context, q script.Query, opts script.FeedOptions) (script.Page, error) {
 	t := sc.t
 	params := make(map[string]json.RawMessage, len(q.Parameters))
 	for _, p := range q.Parameters {
@@ -171,7 +173,13 @@ func (sc *scriptCollection) QueryDocuments(_ context.Context, q script.Query, op
 	if size < 0 {
 		size = MaxPageSize
 	}
-	res, err := t.e.queryIn(t.p.c, t.b, t.p.prefix, &QueryRequest{Query: q.Text, Params: params, MaxItems: size, Continuation: opts.Continuation}, nil)
+	req := &QueryRequest{Query: q.Text, Params: params, MaxItems: size, Continuation: opts.Continuation}
+	if strings.Contains(strings.ToLower(q.Text), "udf.") {
+		udfs := t.e.newUDFResolver(ctx, t.p.c)
+		defer udfs.close()
+		req.UDF = udfs
+	}
+	res, err := t.e.queryIn(t.p.c, t.b, t.p.prefix, req, nil)
 	if err != nil {
 		return script.Page{}, err
 	}
@@ -230,14 +238,16 @@ func (sc *scriptCollection) DeleteDocument(_ context.Context, link string, opts 
 
 // udfResolver calls a container's user-defined functions for one query.
 type udfResolver struct {
-	e       *Engine
-	c       *Container
+	e *Engine
+	c *Container
+	// ctx cancels the calls: the stored procedure's, for its queries.
+	ctx     context.Context
 	session *script.UDFSession
 	udfs    map[string]script.UDF
 }
 
-func (e *Engine) newUDFResolver(c *Container) *udfResolver {
-	return &udfResolver{e: e, c: c, udfs: map[string]script.UDF{}}
+func (e *Engine) newUDFResolver(ctx context.Context, c *Container) *udfResolver {
+	return &udfResolver{e: e, c: c, ctx: ctx, udfs: map[string]script.UDF{}}
 }
 
 // Call calls udf.name with JSON arguments.
@@ -256,7 +266,7 @@ func (u *udfResolver) Call(name string, args []json.RawMessage) (json.RawMessage
 		u.udfs[name] = fn
 	}
 	if u.session == nil {
-		s, err := u.e.scripts.NewUDFSession(context.Background())
+		s, err := u.e.scripts.NewUDFSession(u.ctx)
 		if err != nil {
 			return nil, scriptError(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/orrery-db/orrery/engine"
+	"github.com/orrery-db/orrery/engine/script"
 	"github.com/orrery-db/orrery/server"
 	"github.com/orrery-db/orrery/storage"
 	"github.com/orrery-db/orrery/storage/memory"
@@ -39,6 +40,10 @@ type Options struct {
 	// Now, when set, is the server's clock (system properties, TTL and the
 	// query functions that read the current time); time.Now when nil.
 	Now func() time.Time
+	// ScriptTimeout, when set, is the time budget of every stored procedure,
+	// trigger and UDF run instead of the default 5 s: tests of runaway
+	// scripts set a short one.
+	ScriptTimeout time.Duration
 }
 
 // Start starts a server on memory storage and registers its shutdown with
@@ -59,7 +64,11 @@ func StartWith(t testing.TB, opts Options) *Server {
 		}
 		store = s
 	}
-	eng, err := engine.Open(store, engine.Options{ServeCrossPartitionQueries: opts.ServeCrossPartitionQueries, Now: opts.Now})
+	eng, err := engine.Open(store, engine.Options{
+		ServeCrossPartitionQueries: opts.ServeCrossPartitionQueries,
+		Now:                        opts.Now,
+		ScriptLimits:               script.Limits{Timeout: opts.ScriptTimeout},
+	})
 	if err != nil {
 		t.Fatalf("orrerytest: opening the engine: %v", err)
 	}

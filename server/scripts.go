@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/orrery-db/orrery/engine"
@@ -89,7 +88,7 @@ func (s *Server) executeStoredProcedure(r *request, db, coll, id string) error {
 		return err
 	}
 	if res.Log != "" {
-		r.w.Header().Set("x-ms-documentdb-script-log-results", url.QueryEscape(res.Log))
+		r.w.Header().Set("x-ms-documentdb-script-log-results", encodeURIComponent(res.Log))
 	}
 	s.setSession(r)
 	body := res.Body
@@ -98,6 +97,27 @@ func (s *Server) executeStoredProcedure(r *request, db, coll, id string) error {
 	}
 	r.writeJSON(http.StatusOK, body, "", res.Charge)
 	return nil
+}
+
+// encodeURIComponent escapes s as JavaScript's encodeURIComponent does, which
+// is how the service encodes a script's log: SDKs hand the header over as it
+// came or decode it with a percent-decoder that leaves '+' alone, so a space
+// must be %20, and A-Z a-z 0-9 - _ . ! ~ * ' ( ) stay as they are.
+func encodeURIComponent(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9', strings.IndexByte("-_.!~*'()", c) >= 0:
+			b.WriteByte(c)
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		}
+	}
+	return b.String()
 }
 
 // triggers lists the triggers a write names in

@@ -145,6 +145,10 @@ func (r *run) perform(v *vm, op, link, payload string, o options, params []Param
 		return r.callback(v, cb, errVal, goja.Undefined(), respOpts, op == "delete")
 	}
 
+	if cb == nil {
+		// Nobody will see the result: spare parsing it into the runtime.
+		return nil
+	}
 	var res goja.Value = goja.Undefined()
 	switch {
 	case feed:
