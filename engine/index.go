@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/orrery-db/orrery/query"
@@ -57,17 +58,6 @@ func appendIndexValue(k []byte, v any) ([]byte, bool) {
 		return appendIndexNumber(k, x), true
 	case string:
 		return appendIndexString(append(k, ixString), x, true), true
-	}
-	return k, false
-}
-
-// appendIndexMarker appends the type-only entry of an array or object.
-func appendIndexMarker(k []byte, v any) ([]byte, bool) {
-	switch v.(type) {
-	case []any:
-		return append(k, ixArray), true
-	case map[string]any:
-		return append(k, ixObject), true
 	}
 	return k, false
 }
@@ -188,42 +178,78 @@ func (p *indexPolicy) indexes(path string) bool {
 var unindexedProperties = map[string]bool{"_rid": true, "_self": true, "_etag": true, "_attachments": true}
 
 // indexEntries lists the index keys of an item: one per indexed scalar
-// property reachable through objects (array elements are not indexed).
+// property reachable through objects, and a type-only entry for each array
+// and object. It walks the stored JSON without decoding it into maps: the
+// write path runs it for every version written and replaced.
 func (c *Container) indexEntries(doc []byte, itemKey []byte) ([][]byte, error) {
 	if c.index == nil || c.index.none {
 		return nil, nil
 	}
-	var v map[string]any
-	if err := json.Unmarshal(doc, &v); err != nil {
+	obj, err := parseObject(doc)
+	if err != nil {
 		return nil, err
 	}
 	suffix := itemKey[1+len(c.rid):]
 	var out [][]byte
-	var walk func(m map[string]any, segs []string)
-	walk = func(m map[string]any, segs []string) {
-		for name, val := range m {
-			if len(segs) == 0 && unindexedProperties[name] {
+	var walk func(obj object, path string) error
+	walk = func(obj object, path string) error {
+		for _, f := range obj {
+			if path == "" && unindexedProperties[f.name] {
 				continue
 			}
-			path := append(segs[:len(segs):len(segs)], name)
-			if sub, ok := val.(map[string]any); ok {
-				walk(sub, path)
+			p := path + "/" + strings.ReplaceAll(strings.ReplaceAll(f.name, "~", "~0"), "/", "~1")
+			raw := f.value
+			if raw[0] == '{' {
+				sub, err := parseObject(raw)
+				if err != nil {
+					return err
+				}
+				if err := walk(sub, p); err != nil {
+					return err
+				}
 			}
-			p := indexPath(path)
 			if !c.index.indexes(p) {
 				continue
 			}
-			k, ok := appendIndexValue(indexPathPrefix(c.rid, p), val)
-			if !ok {
-				k, ok = appendIndexMarker(indexPathPrefix(c.rid, p), val)
+			k, err := appendRawIndexValue(indexPathPrefix(c.rid, p), raw)
+			if err != nil {
+				return err
 			}
-			if ok {
-				out = append(out, append(k, suffix...))
-			}
+			out = append(out, append(k, suffix...))
 		}
+		return nil
 	}
-	walk(v, nil)
-	return out, nil
+	return out, walk(obj, "")
+}
+
+// appendRawIndexValue appends the index encoding of a raw JSON value.
+func appendRawIndexValue(k []byte, raw json.RawMessage) ([]byte, error) {
+	switch raw[0] {
+	case '{':
+		return append(k, ixObject), nil
+	case '[':
+		return append(k, ixArray), nil
+	case 'n':
+		return append(k, ixNull), nil
+	case 't':
+		return append(k, ixTrue), nil
+	case 'f':
+		return append(k, ixFalse), nil
+	case '"':
+		if bytes.IndexByte(raw, '\\') < 0 {
+			return appendIndexString(append(k, ixString), string(raw[1:len(raw)-1]), true), nil
+		}
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
+		}
+		return appendIndexString(append(k, ixString), s, true), nil
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil {
+		return nil, err
+	}
+	return appendIndexNumber(k, f), nil
 }
 
 // reindex replaces an item's index entries in the transaction: the entries

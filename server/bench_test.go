@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,9 +18,9 @@ import (
 // benchBody is the 1 KB item both benchmarks move.
 var benchBody = []byte(fmt.Sprintf(`{"id":"r","pk":"p","payload":%q}`, bytes.Repeat([]byte("x"), 1000)))
 
-// BenchmarkPointRead is a signed point read of a 1 KB item through the whole
-// server (auth, routing, engine, durable storage) over loopback.
-func BenchmarkPointRead(b *testing.B) {
+// benchServer serves a container on durable storage over loopback.
+func benchServer(b *testing.B) (*httptest.Server, *engine.Engine) {
+	b.Helper()
 	store, err := pebble.Open(b.TempDir(), pebble.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -27,32 +28,78 @@ func BenchmarkPointRead(b *testing.B) {
 	eng, _ := engine.Open(store, engine.Options{})
 	srv, _ := New(Config{Engine: eng, Keys: Keys{Master: EmulatorKey}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	hs := httptest.NewServer(srv)
-	defer func() { hs.Close(); eng.Close(); store.Close() }()
+	b.Cleanup(func() { hs.Close(); eng.Close(); store.Close() })
 	eng.CreateDatabase([]byte(`{"id":"db"}`), nil)
 	eng.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), nil)
+	return hs, eng
+}
+
+// signedRequest builds a request signed with the emulator key.
+func signedRequest(b *testing.B, base, method, rtype, link, path, pk string, body []byte) *http.Request {
+	date := time.Now().UTC().Format(http.TimeFormat)
+	auth, _ := Sign(EmulatorKey, method, rtype, link, date)
+	req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("x-ms-date", date)
+	req.Header.Set("Authorization", auth)
+	req.Header.Set("x-ms-documentdb-partitionkey", pk)
+	return req
+}
+
+func do(b *testing.B, client *http.Client, req *http.Request, want int) {
+	resp, err := client.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != want {
+		b.Fatalf("status %d, want %d", resp.StatusCode, want)
+	}
+}
+
+// BenchmarkPointRead is a signed point read of a 1 KB item through the whole
+// server (auth, routing, engine, durable storage) over loopback.
+func BenchmarkPointRead(b *testing.B) {
+	hs, eng := benchServer(b)
 	if _, err := eng.CreateItem(&engine.ItemRequest{Database: "db", Container: "c", Body: benchBody}); err != nil {
 		b.Fatal(err)
 	}
-	date := time.Now().UTC().Format(http.TimeFormat)
-	auth, _ := Sign(EmulatorKey, "GET", "docs", "dbs/db/colls/c/docs/r", date)
-	req, _ := http.NewRequest("GET", hs.URL+"/dbs/db/colls/c/docs/r", nil)
-	req.Header.Set("x-ms-date", date)
-	req.Header.Set("Authorization", auth)
-	req.Header.Set("x-ms-documentdb-partitionkey", `["p"]`)
+	req := signedRequest(b, hs.URL, "GET", "docs", "dbs/db/colls/c/docs/r", "/dbs/db/colls/c/docs/r", `["p"]`, nil)
 	client := hs.Client()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		resp, err := client.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			b.Fatalf("status %d", resp.StatusCode)
-		}
+		do(b, client, req, 200)
 	}
 }
+
+// benchCreates creates 1 KB items over HTTP from writers goroutines, each
+// into its own partition, every write fsynced.
+func benchCreates(b *testing.B, writers int) {
+	hs, _ := benchServer(b)
+	client := hs.Client()
+	client.Transport.(*http.Transport).MaxIdleConnsPerHost = writers
+	var n atomic.Int64
+	b.SetParallelism((writers + 1) / 2)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			pk := fmt.Sprintf("p%d", i%int64(writers))
+			body := []byte(fmt.Sprintf(`{"id":"%d","pk":%q,"payload":%q}`, i, pk, bytes.Repeat([]byte("x"), 1000)))
+			do(b, client, signedRequest(b, hs.URL, "POST", "docs", "dbs/db/colls/c", "/dbs/db/colls/c/docs", `["`+pk+`"]`, body), 201)
+		}
+	})
+}
+
+// BenchmarkCreate1Writer is the single-writer rate of durable creates over HTTP.
+func BenchmarkCreate1Writer(b *testing.B) { benchCreates(b, 1) }
+
+// BenchmarkCreate32Writers is 32 concurrent writers: group commit should
+// share fsyncs between them.
+func BenchmarkCreate32Writers(b *testing.B) { benchCreates(b, 32) }
 
 // BenchmarkBareHTTP is the floor: a bare net/http handler answering the same
 // body over loopback.

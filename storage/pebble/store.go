@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	pebbledb "github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/orrery-db/orrery/storage"
@@ -18,9 +19,9 @@ import (
 // miss the block cache still hit the operating system's page cache.
 const (
 	// DefaultCacheSize is the block cache size when Options.CacheSize is 0.
-	DefaultCacheSize = 4 << 20
+	DefaultCacheSize = 32 << 20
 	// DefaultMemTableSize is the memtable size when Options.MemTableSize is 0.
-	DefaultMemTableSize = 4 << 20
+	DefaultMemTableSize = 16 << 20
 )
 
 // Options configures Open.
@@ -95,6 +96,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		CompactionConcurrencyRange: func() (int, int) { return 1, 1 },
 	}
 	popts.Experimental.FileCacheShards = 2
+	// Bloom filters on every level: creates and point reads of keys that do
+	// not exist (every create checks its id first) then skip most tables.
+	for i := range popts.Levels {
+		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
 	db, err := pebbledb.Open(dir, popts)
 	if err != nil {
 		return nil, fmt.Errorf("storage/pebble: opening %s: %w", dir, err)
