@@ -240,8 +240,15 @@ func TestStartupAndShutdown(t *testing.T) {
 	}
 	resp.Body.Close()
 	t.Logf("start-up to ready: %v; first answer %v later", c.started, time.Since(begin))
-	if c.started > 2*time.Second {
-		t.Errorf("start-up took %v", c.started)
+	// The fastest of a few starts, so a busy machine does not decide it.
+	fastest := c.started
+	for i := 0; i < 2 && fastest >= 200*time.Millisecond; i++ {
+		other := startChild(t, bin, "--memory")
+		fastest = min(fastest, other.started)
+		other.kill()
+	}
+	if fastest >= 200*time.Millisecond {
+		t.Errorf("start-up to ready took %v, want under 200 ms", fastest)
 	}
 	client := newClient(t, c.endpoint)
 	if _, err := client.CreateDatabase(context.Background(), azcosmos.DatabaseProperties{ID: "kept"}, nil); err != nil {
@@ -249,6 +256,9 @@ func TestStartupAndShutdown(t *testing.T) {
 	}
 	if rss, err := residentKB(c.cmd.Process.Pid); err == nil {
 		t.Logf("RSS after start and one write: %d KB", rss)
+		if rss >= 40*1024 {
+			t.Errorf("idle RSS %d KB, want under 40 MB", rss)
+		}
 	}
 	c.cmd.Process.Signal(syscall.SIGTERM)
 	if err := c.cmd.Wait(); err != nil {
