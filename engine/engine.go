@@ -43,9 +43,12 @@ type Engine struct {
 	opts    Options
 	seq     *sequencer
 	durable *durability
-	scripts *script.Runner
-	now     func() time.Time
-	cursors *cursorCache
+	// scripts runs server-side JavaScript; made on first use, since a
+	// runtime pool costs megabytes that a server without scripts never needs.
+	scriptsOnce sync.Once
+	scriptsRun  *script.Runner
+	now         func() time.Time
+	cursors     *cursorCache
 
 	catMu  sync.RWMutex
 	dbs    map[string]*Database
@@ -73,7 +76,6 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 		opts:    opts,
 		seq:     seq,
 		durable: newDurability(),
-		scripts: script.NewRunner(opts.ScriptLimits),
 		now:     opts.Now,
 		dbs:     map[string]*Database{},
 		offers:  map[string][]byte{},
@@ -111,6 +113,12 @@ func (e *Engine) Close() error {
 	e.closeOnce.Do(func() { close(e.stop) })
 	e.bg.Wait()
 	return nil
+}
+
+// scripts returns the script runner, starting it on first use.
+func (e *Engine) scripts() *script.Runner {
+	e.scriptsOnce.Do(func() { e.scriptsRun = script.NewRunner(e.opts.ScriptLimits) })
+	return e.scriptsRun
 }
 
 // SessionLSN is the sequence number every committed write is at or below:

@@ -76,7 +76,7 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest
 	err = e.inPartition(c, pk, func(t *txn) error {
 		coll := &scriptCollection{t: t}
 		var rerr error
-		res, rerr = e.scripts.Execute(ctx, sp, req.Args, coll, script.ExecuteOptions{EnableLogging: req.EnableLogging})
+		res, rerr = e.scripts().Execute(ctx, sp, req.Args, coll, script.ExecuteOptions{EnableLogging: req.EnableLogging})
 		return scriptError(rerr)
 	})
 	if err != nil {
@@ -266,7 +266,7 @@ func (u *udfResolver) Call(name string, args []json.RawMessage) (json.RawMessage
 		u.udfs[name] = fn
 	}
 	if u.session == nil {
-		s, err := u.e.scripts.NewUDFSession(u.ctx)
+		s, err := u.e.scripts().NewUDFSession(u.ctx)
 		if err != nil {
 			return nil, scriptError(err)
 		}
@@ -351,7 +351,7 @@ func (e *Engine) runWithTriggers(c *Container, req *ItemRequest, op *BatchOperat
 		coll := &scriptCollection{t: t}
 		ctx := context.Background()
 		for _, trig := range pre {
-			body, err := e.scripts.RunPreTrigger(ctx, trig, script.Request{OperationType: operation, Body: op.Body}, coll)
+			body, err := e.scripts().RunPreTrigger(ctx, trig, script.Request{OperationType: operation, Body: op.Body}, coll)
 			if err != nil {
 				return scriptError(err)
 			}
@@ -363,7 +363,7 @@ func (e *Engine) runWithTriggers(c *Container, req *ItemRequest, op *BatchOperat
 			return err
 		}
 		for _, trig := range post {
-			body, err := e.scripts.RunPostTrigger(ctx, trig, script.Request{OperationType: operation, Body: op.Body}, r.Body, coll)
+			body, err := e.scripts().RunPostTrigger(ctx, trig, script.Request{OperationType: operation, Body: op.Body}, r.Body, coll)
 			if err != nil {
 				return scriptError(err)
 			}

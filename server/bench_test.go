@@ -102,22 +102,18 @@ func BenchmarkCreate1Writer(b *testing.B) { benchCreates(b, 1) }
 func BenchmarkCreate32Writers(b *testing.B) { benchCreates(b, 32) }
 
 // BenchmarkBareHTTP is the floor: a bare net/http handler answering the same
-// body over loopback.
+// request (the same headers, signature included) with the same body over
+// loopback.
 func BenchmarkBareHTTP(b *testing.B) {
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(benchBody)
 	}))
 	defer hs.Close()
-	req, _ := http.NewRequest("GET", hs.URL+"/dbs/db/colls/c/docs/r", nil)
+	req := signedRequest(b, hs.URL, "GET", "docs", "dbs/db/colls/c/docs/r", "/dbs/db/colls/c/docs/r", `["p"]`, nil)
 	client := hs.Client()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		resp, err := client.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		do(b, client, req, 200)
 	}
 }

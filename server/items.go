@@ -116,8 +116,5 @@ func (r *request) setContentPath(c *engine.Container) {
 
 // setSession sets the session token: one partition key range, one region.
 func (s *Server) setSession(r *request) {
-	lsn := formatUint(s.eng.SessionLSN())
-	h := r.w.Header()
-	h["X-Ms-Session-Token"] = []string{"0:-1#" + lsn}
-	h["Lsn"] = []string{lsn}
+	r.w.Header()["X-Ms-Session-Token"] = []string{"0:-1#" + formatUint(s.eng.SessionLSN())}
 }

@@ -29,10 +29,7 @@ type Config struct {
 	Now func() time.Time
 }
 
-var (
-	gatewayVersionHeader = []string{"version=2.14.0"}
-	serverHeader         = []string{"Orrery"}
-)
+var gatewayVersionHeader = []string{"version=2.14.0"}
 
 // Server serves the Cosmos DB REST API over an engine.
 type Server struct {
@@ -79,7 +76,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Canonical keys set directly: this runs on every request.
 	h["X-Ms-Activity-Id"] = []string{activity}
 	h["X-Ms-Gatewayversion"] = gatewayVersionHeader
-	h["Server"] = serverHeader
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
