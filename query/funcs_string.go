@@ -204,6 +204,13 @@ func init() {
 		}
 		return arrV(out)
 	})
+	// SUBSTRINGAFTER, SUBSTRINGBEFORE and their LAST forms split at the
+	// first or last occurrence of a delimiter. When the delimiter does not
+	// occur they answer "" (the documentation shows only found delimiters).
+	register("SUBSTRINGAFTER", 2, 2, splitAt(strings.Index, true))
+	register("SUBSTRINGBEFORE", 2, 2, splitAt(strings.Index, false))
+	register("LASTSUBSTRINGAFTER", 2, 2, splitAt(strings.LastIndex, true))
+	register("LASTSUBSTRINGBEFORE", 2, 2, splitAt(strings.LastIndex, false))
 	register("STRINGJOIN", 2, 2, func(_ *evalCtx, a []value) value {
 		sep, ok := argStr(a, 1)
 		if a[0].k != kArray || !ok {
@@ -328,4 +335,25 @@ func substring(s string, start, n int64) string {
 		return ""
 	}
 	return string(rs[start:min(int64(len(rs)), start+n)])
+}
+
+// splitAt builds a function that finds a delimiter with find and returns the
+// text after it (after) or before it.
+func splitAt(find func(s, sep string) int, after bool) func(*evalCtx, []value) value {
+	return func(_ *evalCtx, a []value) value {
+		s, ok1 := argStr(a, 0)
+		sep, ok2 := argStr(a, 1)
+		if !ok1 || !ok2 {
+			return undef
+		}
+		i := find(s, sep)
+		switch {
+		case i < 0:
+			return strV("")
+		case after:
+			return strV(s[i+len(sep):])
+		default:
+			return strV(s[:i])
+		}
+	}
 }
