@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"context"
+	"fmt"
 	"hash/maphash"
+	"runtime"
 	"sync"
 	"time"
 
@@ -26,6 +29,11 @@ type Options struct {
 	// ScriptLimits bound every stored procedure, trigger and UDF run (time
 	// budget, memory ceiling, call depth); zero fields take the defaults.
 	ScriptLimits script.Limits
+	// MaxConcurrentScripts bounds how many stored procedures and triggers run
+	// at once, so runaway scripts cannot take every core from the requests
+	// that run none; zero means half the cores (at least one). A script that
+	// finds no free slot within its time budget is answered 429.
+	MaxConcurrentScripts int
 	// SweepInterval is how often expired items are deleted for real;
 	// DefaultSweepInterval when zero, never when negative (expired items
 	// stay hidden from reads, queries and feeds all the same).
@@ -47,6 +55,7 @@ type Engine struct {
 	// runtime pool costs megabytes that a server without scripts never needs.
 	scriptsOnce sync.Once
 	scriptsRun  *script.Runner
+	scriptSlots chan struct{}
 	now         func() time.Time
 	cursors     *cursorCache
 
@@ -117,8 +126,37 @@ func (e *Engine) Close() error {
 
 // scripts returns the script runner, starting it on first use.
 func (e *Engine) scripts() *script.Runner {
-	e.scriptsOnce.Do(func() { e.scriptsRun = script.NewRunner(e.opts.ScriptLimits) })
+	e.scriptsOnce.Do(func() {
+		e.scriptsRun = script.NewRunner(e.opts.ScriptLimits)
+		n := e.opts.MaxConcurrentScripts
+		if n <= 0 {
+			n = max(1, runtime.GOMAXPROCS(0)/2)
+		}
+		e.scriptSlots = make(chan struct{}, n)
+	})
 	return e.scriptsRun
+}
+
+// admitScript waits for a slot to run a stored procedure or trigger, at most
+// the script time budget; the caller must call release.
+func (e *Engine) admitScript(ctx context.Context) (release func(), err error) {
+	budget := e.scripts().Limits().Timeout
+	select {
+	case e.scriptSlots <- struct{}{}:
+		return func() { <-e.scriptSlots }, nil
+	default:
+	}
+	timer := time.NewTimer(budget)
+	defer timer.Stop()
+	select {
+	case e.scriptSlots <- struct{}{}:
+		return func() { <-e.scriptSlots }, nil
+	case <-timer.C:
+		return nil, &Error{Status: 429, Code: "TooManyRequests",
+			Message: fmt.Sprintf("Too many scripts are running: no slot for this one freed up within its time budget (%v). Retry later.", budget)}
+	case <-ctx.Done():
+		return nil, &Error{Status: 408, Code: "RequestTimeout", Message: "The request was cancelled while waiting for a script slot."}
+	}
 }
 
 // SessionLSN is the sequence number every committed write is at or below:

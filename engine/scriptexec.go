@@ -72,6 +72,11 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest
 		}
 	}
 	sp := scriptOf(props)
+	release, err := e.admitScript(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	var res script.Result
 	err = e.inPartition(c, pk, func(t *txn) error {
 		coll := &scriptCollection{t: t}
@@ -346,6 +351,11 @@ func (e *Engine) runWithTriggers(c *Container, req *ItemRequest, op *BatchOperat
 	if !hasPK {
 		return BatchOperationResult{}, errPartitionKeyRequired
 	}
+	release, err := e.admitScript(context.Background())
+	if err != nil {
+		return BatchOperationResult{}, err
+	}
+	defer release()
 	var r BatchOperationResult
 	err = e.inPartition(c, pk, func(t *txn) error {
 		coll := &scriptCollection{t: t}
