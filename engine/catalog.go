@@ -231,7 +231,7 @@ func (e *Engine) CreateDatabase(body []byte, throughput *Throughput) (*Resource,
 	props["_rid"] = ridStr
 	props["_self"] = "dbs/" + ridStr + "/"
 	props["_etag"] = formatETag(lsn, 0)
-	props["_ts"] = unixNow(e.now())
+	props["_ts"] = e.now().Unix()
 	props["_colls"] = "colls/"
 	props["_users"] = "users/"
 	stored, merr := json.Marshal(props)

@@ -40,7 +40,7 @@ func (e *Engine) CreateContainer(dbName string, body []byte, throughput *Through
 	normalized["_rid"] = ridStr
 	normalized["_self"] = "dbs/" + db.RID + "/colls/" + ridStr + "/"
 	normalized["_etag"] = formatETag(lsn, 0)
-	normalized["_ts"] = unixNow(e.now())
+	normalized["_ts"] = e.now().Unix()
 	for _, k := range []string{"docs", "sprocs", "triggers", "udfs", "conflicts"} {
 		normalized["_"+k] = k + "/"
 	}
@@ -228,7 +228,7 @@ func (e *Engine) ReplaceContainer(dbName, name string, body []byte, ifMatch stri
 		normalized[k] = prev.record.Props[k]
 	}
 	normalized["_etag"] = formatETag(lsn, 0)
-	normalized["_ts"] = unixNow(e.now())
+	normalized["_ts"] = e.now().Unix()
 	b := e.store.NewBatch()
 	defer b.Close()
 	c, err := e.storeContainer(b, prev.db, containerRecord{Props: normalized, Offer: prev.offer})

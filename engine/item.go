@@ -409,16 +409,6 @@ func readCharge(n int) float64 { return 1 + float64(n/1024)*0.1 }
 
 var errPartitionKeyRequired = BadRequest("PartitionKey value must be supplied for this operation: send the x-ms-documentdb-partitionkey header.")
 
-// resolve finds the request's container and its partition key (from the
-// header, or from the body when the header is absent).
-func (e *Engine) resolve(req *ItemRequest) (*Container, error) {
-	c, err := e.Container(req.Database, req.Container)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
 // CreateItem creates an item; 409 when its id exists in the logical partition.
 func (e *Engine) CreateItem(req *ItemRequest) (*ItemResult, error) {
 	return e.itemOperation(BatchCreate, req)
@@ -436,7 +426,7 @@ func (e *Engine) ReplaceItem(req *ItemRequest) (*ItemResult, error) {
 
 // ReadItem reads an item by id and partition key.
 func (e *Engine) ReadItem(req *ItemRequest) (*ItemResult, error) {
-	c, err := e.resolve(req)
+	c, err := e.Container(req.Database, req.Container)
 	if err != nil {
 		return nil, err
 	}
@@ -452,8 +442,8 @@ func (e *Engine) ReadItem(req *ItemRequest) (*ItemResult, error) {
 	}
 	key := p.itemKey(req.ID)
 	v, err := e.store.Get(key)
+	e.durable.barrier() // what was read, a write or a delete, must be durable
 	if errors.Is(err, storage.ErrNotFound) {
-		e.durable.barrier() // a delete may be pending
 		return nil, NotFound(msgNotFound)
 	}
 	if err != nil {
@@ -463,7 +453,6 @@ func (e *Engine) ReadItem(req *ItemRequest) (*ItemResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.durable.barrier()
 	if c.expired(it, e.now().Unix()) {
 		return nil, NotFound(msgNotFound)
 	}

@@ -41,7 +41,7 @@ func (e *Engine) putOffer(b storage.Batch, t *Throughput, ownerRID, ownerSelf st
 		"id": rid, "_rid": rid, "_self": "offers/" + rid + "/",
 		"resource": ownerSelf, "offerResourceId": ownerRID,
 		"offerType": "Invalid", "offerVersion": "V2", "content": content,
-		"_etag": formatETag(lsn, 0), "_ts": unixNow(e.now()),
+		"_etag": formatETag(lsn, 0), "_ts": e.now().Unix(),
 	}
 	body, err := json.Marshal(off)
 	if err != nil {
@@ -139,7 +139,7 @@ func (e *Engine) ReplaceOffer(rid string, body []byte) (*Resource, error) {
 	defer e.seq.finish(lsn)
 	cur["content"] = content
 	cur["_etag"] = formatETag(lsn, 0)
-	cur["_ts"] = unixNow(e.now())
+	cur["_ts"] = e.now().Unix()
 	out, err := json.Marshal(cur)
 	if err != nil {
 		return nil, err

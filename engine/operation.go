@@ -7,7 +7,7 @@ package engine
 // itemOperation runs the single-item write typ of req (a BatchCreate ...
 // BatchDelete) through runAlone.
 func (e *Engine) itemOperation(typ string, req *ItemRequest) (*ItemResult, error) {
-	c, err := e.resolve(req)
+	c, err := e.Container(req.Database, req.Container)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"time"
 )
 
 // Resource is a database, container, script or offer as the service returns it:
@@ -50,8 +49,6 @@ func decodeObject(body []byte) (map[string]any, *Error) {
 	}
 	return m, nil
 }
-
-func unixNow(now time.Time) int64 { return now.Unix() }
 
 func stringProp(m map[string]any, name string) (string, bool) {
 	s, ok := m[name].(string)

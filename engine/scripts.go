@@ -82,7 +82,7 @@ func (e *Engine) writeScript(c *Container, kind ScriptKind, props map[string]any
 	props["_rid"] = rid
 	props["_self"] = c.Self() + string(kind) + "/" + rid + "/"
 	props["_etag"] = formatETag(lsn, 0xFFFF)
-	props["_ts"] = unixNow(e.now())
+	props["_ts"] = e.now().Unix()
 	body, err := json.Marshal(props)
 	if err != nil {
 		return nil, err

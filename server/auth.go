@@ -160,12 +160,6 @@ func signingPayload(verb, rtype, rlink, xmsDate, date string) string {
 		strings.ToLower(xmsDate) + "\n" + strings.ToLower(date) + "\n"
 }
 
-func sign(key []byte, payload string) []byte {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(payload))
-	return m.Sum(nil)
-}
-
 // Sign returns the Authorization header value a client sends for a request,
 // signed with the base64 master key. Tools and tests that speak raw HTTP use it.
 func Sign(masterKey, verb, resourceType, resourceLink, xmsDate string) (string, error) {
@@ -173,7 +167,7 @@ func Sign(masterKey, verb, resourceType, resourceLink, xmsDate string) (string, 
 	if err != nil {
 		return "", err
 	}
-	sig := base64.StdEncoding.EncodeToString(sign(key, signingPayload(verb, resourceType, resourceLink, xmsDate, "")))
+	sig := base64.StdEncoding.EncodeToString(newSigner(key).sign(signingPayload(verb, resourceType, resourceLink, xmsDate, "")))
 	return url.QueryEscape("type=master&ver=1.0&sig=" + sig), nil
 }
 

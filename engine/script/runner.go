@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/dop251/goja"
@@ -272,25 +271,3 @@ func copyProps(h map[string]string) map[string]string {
 
 // retireAfter is the run duration beyond which the runtime is not reused.
 const retireAfter = 100 * time.Millisecond
-
-var defaultRunner = sync.OnceValue(func() *Runner { return NewRunner(Limits{}) })
-
-// Execute runs a stored procedure on the default Runner (DefaultLimits).
-func Execute(ctx context.Context, sp StoredProcedure, args []json.RawMessage, coll Collection, opts ExecuteOptions) (Result, error) {
-	return defaultRunner().Execute(ctx, sp, args, coll, opts)
-}
-
-// RunPreTrigger runs a pre-trigger on the default Runner.
-func RunPreTrigger(ctx context.Context, trig Trigger, req Request, coll Collection) (json.RawMessage, error) {
-	return defaultRunner().RunPreTrigger(ctx, trig, req, coll)
-}
-
-// RunPostTrigger runs a post-trigger on the default Runner.
-func RunPostTrigger(ctx context.Context, trig Trigger, req Request, responseBody json.RawMessage, coll Collection) (json.RawMessage, error) {
-	return defaultRunner().RunPostTrigger(ctx, trig, req, responseBody, coll)
-}
-
-// CallUDF calls a user-defined function on the default Runner.
-func CallUDF(ctx context.Context, udf UDF, args []json.RawMessage) (json.RawMessage, error) {
-	return defaultRunner().CallUDF(ctx, udf, args)
-}
