@@ -141,6 +141,10 @@ func (s *changeScope) contains(itemKey []byte) bool {
 	return s.max == nil || bytes.Compare(epk, s.max) < 0
 }
 
+// changeFeedSettle bounds how long a change-feed read waits for open
+// transactions older than the writes it must show.
+const changeFeedSettle = 10 * time.Second
+
 // ReadChangeFeed returns the next page of a container's change feed. It reads
 // only up to the sequencer's watermark, below which every write has finished,
 // so an entry that commits late with a lower sequence number is never passed
@@ -154,7 +158,9 @@ func (e *Engine) ReadChangeFeed(req *ChangeFeedRequest) (*ChangeFeedResult, erro
 	if err != nil {
 		return nil, err
 	}
-	watermark := e.seq.watermark()
+	// Writes acknowledged before this read must be in it, even behind an
+	// older transaction still open; a script can hold one for its budget.
+	watermark := e.seq.settle(changeFeedSettle)
 	var from uint64
 	switch {
 	case req.Continuation != "":

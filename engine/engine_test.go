@@ -347,3 +347,28 @@ func TestItemWrittenTwiceInOneTransactionGetsTwoETags(t *testing.T) {
 		t.Fatalf("read ETag %s, want the last write's %s", cur.ETag, second)
 	}
 }
+
+func TestSettleWaitsForOlderOpenTransactions(t *testing.T) {
+	s, err := newSequencer(memory.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := s.allocate()   // a long transaction, still open
+	acked, _ := s.allocate() // a write acknowledged after it started
+	s.finish(acked)
+	if w := s.settle(10 * time.Millisecond); w >= acked {
+		t.Fatalf("watermark %d passed the open LSN %d", w, old)
+	}
+	done := make(chan uint64)
+	go func() { done <- s.settle(5 * time.Second) }()
+	time.Sleep(20 * time.Millisecond)
+	s.finish(old)
+	select {
+	case w := <-done:
+		if w < acked {
+			t.Fatalf("settle returned %d, want at least the acknowledged %d", w, acked)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("settle did not return when the older transaction finished")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/orrery-db/orrery/storage"
 )
@@ -30,10 +31,13 @@ type sequencer struct {
 	done     map[uint64]bool
 
 	published atomic.Uint64
+	finished  uint64    // highest LSN finished so far (guarded by mu)
+	advanced  sync.Cond // signalled when the watermark moves (L: &mu)
 }
 
 func newSequencer(store storage.Store) (*sequencer, error) {
 	s := &sequencer{store: store, done: map[uint64]bool{}}
+	s.advanced.L = &s.mu
 	v, err := store.Get(metaSequence)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
@@ -77,6 +81,8 @@ func (s *sequencer) allocate() (uint64, error) {
 func (s *sequencer) finish(n uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.advanced.Broadcast()
+	s.finished = max(s.finished, n)
 	s.done[n] = true
 	i := 0
 	for i < len(s.inflight) && s.done[s.inflight[i]] {
@@ -95,3 +101,29 @@ func (s *sequencer) finish(n uint64) {
 
 // watermark is the highest LSN at or below which everything has finished.
 func (s *sequencer) watermark() uint64 { return s.published.Load() }
+
+// settle waits, at most timeout, until the watermark covers every LSN that
+// had finished when it was called, and returns the watermark. A write that was
+// acknowledged before a change-feed read is then visible to it even while an
+// older, longer transaction (a large batch, a stored procedure) is still open;
+// only such a transaction outlasting timeout leaves it behind the watermark.
+func (s *sequencer) settle(timeout time.Duration) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	target := s.finished
+	if s.published.Load() >= target {
+		return s.published.Load()
+	}
+	expired := false
+	t := time.AfterFunc(timeout, func() {
+		s.mu.Lock()
+		expired = true
+		s.mu.Unlock()
+		s.advanced.Broadcast()
+	})
+	defer t.Stop()
+	for s.published.Load() < target && !expired {
+		s.advanced.Wait()
+	}
+	return s.published.Load()
+}
