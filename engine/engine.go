@@ -137,25 +137,24 @@ func (e *Engine) scripts() *script.Runner {
 	return e.scriptsRun
 }
 
-// admitScript waits for a slot to run a stored procedure or trigger, at most
-// the script time budget; the caller must call release.
-func (e *Engine) admitScript(ctx context.Context) (release func(), err error) {
+// admitScript waits for a slot to run a stored procedure or trigger. The
+// script's time budget counts from its arrival, wait included: the returned
+// context ends when the budget does, and a script that finds no slot by then
+// is answered 429. The caller runs the script under ctx and calls release.
+func (e *Engine) admitScript(parent context.Context) (ctx context.Context, release func(), err error) {
 	budget := e.scripts().Limits().Timeout
+	ctx, cancel := context.WithTimeoutCause(parent, budget,
+		fmt.Errorf("the script exceeded its time budget of %v, counting its wait for a slot", budget))
 	select {
 	case e.scriptSlots <- struct{}{}:
-		return func() { <-e.scriptSlots }, nil
-	default:
-	}
-	timer := time.NewTimer(budget)
-	defer timer.Stop()
-	select {
-	case e.scriptSlots <- struct{}{}:
-		return func() { <-e.scriptSlots }, nil
-	case <-timer.C:
-		return nil, &Error{Status: 429, Code: "TooManyRequests",
-			Message: fmt.Sprintf("Too many scripts are running: no slot for this one freed up within its time budget (%v). Retry later.", budget)}
+		return ctx, func() { <-e.scriptSlots; cancel() }, nil
 	case <-ctx.Done():
-		return nil, &Error{Status: 408, Code: "RequestTimeout", Message: "The request was cancelled while waiting for a script slot."}
+		cancel()
+		if parent.Err() != nil {
+			return nil, nil, &Error{Status: 408, Code: "RequestTimeout", Message: "The request was cancelled while waiting for a script slot."}
+		}
+		return nil, nil, &Error{Status: 429, Code: "TooManyRequests",
+			Message: fmt.Sprintf("Too many scripts are running: no slot for this one freed up within its time budget (%v). Retry later.", budget)}
 	}
 }
 

@@ -72,7 +72,7 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest
 		}
 	}
 	sp := scriptOf(props)
-	release, err := e.admitScript(ctx)
+	ctx, release, err := e.admitScript(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -351,7 +351,7 @@ func (e *Engine) runWithTriggers(c *Container, req *ItemRequest, op *BatchOperat
 	if !hasPK {
 		return BatchOperationResult{}, errPartitionKeyRequired
 	}
-	release, err := e.admitScript(context.Background())
+	ctx, release, err := e.admitScript(context.Background())
 	if err != nil {
 		return BatchOperationResult{}, err
 	}
@@ -359,7 +359,6 @@ func (e *Engine) runWithTriggers(c *Container, req *ItemRequest, op *BatchOperat
 	var r BatchOperationResult
 	err = e.inPartition(c, pk, func(t *txn) error {
 		coll := &scriptCollection{t: t}
-		ctx := context.Background()
 		for _, trig := range pre {
 			body, err := e.scripts().RunPreTrigger(ctx, trig, script.Request{OperationType: operation, Body: op.Body}, coll)
 			if err != nil {
