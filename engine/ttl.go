@@ -24,7 +24,7 @@ const (
 	sweepScanBatch = 4096
 	// sweepTxnItems bounds the deletes of one sweeper transaction, so it
 	// holds a partition's lock only briefly.
-	sweepTxnItems = 8
+	sweepTxnItems = 4
 	// sweepYield is how many times its own working time the sweeper
 	// sleeps after each transaction. The sleep matters more than its
 	// length: it lets writers waiting on the store take their turn, where a
