@@ -21,7 +21,7 @@ func newTestEngine(t *testing.T) *engine.Engine {
 	if _, err := e.CreateDatabase([]byte(`{"id":"db"}`), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil); err != nil {
+	if _, err := e.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"changeFeedPolicy":{"retentionDuration":60}}`), nil); err != nil {
 		t.Fatal(err)
 	}
 	return e

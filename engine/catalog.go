@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/orrery-db/orrery/storage"
 )
@@ -34,6 +35,9 @@ type Container struct {
 	offer  string // RID of its offer, "" when none
 	index  *indexPolicy
 	record containerRecord
+	// logRetention is how long all-versions-and-deletes records are kept
+	// (changeFeedPolicy.retentionDuration); 0: none are logged.
+	logRetention time.Duration
 }
 
 // containerRecord is what is stored for a container: its properties as the
@@ -141,7 +145,8 @@ func newContainer(db *Database, rec containerRecord) (*Container, error) {
 	if err := json.Unmarshal(raw, &pk); err != nil {
 		return nil, err
 	}
-	c := &Container{ID: id, RID: ridStr, rid: rid, db: db, pk: pk, offer: rec.Offer, record: rec, index: newIndexPolicy(props)}
+	c := &Container{ID: id, RID: ridStr, rid: rid, db: db, pk: pk, offer: rec.Offer, record: rec, index: newIndexPolicy(props),
+		logRetention: changeLogRetentionOf(props)}
 	c.etag, _ = stringProp(props, "_etag")
 	if v, ok := props["defaultTtl"].(float64); ok {
 		n := int64(v)

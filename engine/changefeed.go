@@ -154,6 +154,9 @@ func (e *Engine) ReadChangeFeed(req *ChangeFeedRequest) (*ChangeFeedResult, erro
 	if err != nil {
 		return nil, err
 	}
+	if req.Mode == AllVersionsAndDeletes && c.changeLogRetention() == 0 {
+		return nil, BadRequest("The all versions and deletes change feed mode requires the container's changeFeedPolicy with a retentionDuration; container '%s' has none.", c.ID)
+	}
 	scope, err := c.changeScope(req)
 	if err != nil {
 		return nil, err

@@ -198,7 +198,7 @@ func TestChangeFeedLatestVersionAndLSN(t *testing.T) {
 
 func TestChangeFeedPagesEndBetweenTransactions(t *testing.T) {
 	e, _ := newTestEngine(t)
-	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
+	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"changeFeedPolicy":{"retentionDuration":60}}`)
 	c, _ := e.Container("db", "c")
 	upsert(t, e, "c", `{"id":"first","pk":"p"}`)
 	// One transaction writes three items under one sequence number.
@@ -351,7 +351,7 @@ func TestChangeFeedWaitsForLateCommits(t *testing.T) {
 
 func TestChangeFeedAllVersionsAndDeletes(t *testing.T) {
 	e, _ := newTestEngine(t)
-	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
+	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"changeFeedPolicy":{"retentionDuration":60}}`)
 	start, _ := e.ReadChangeFeed(&ChangeFeedRequest{Database: "db", Container: "c", Mode: AllVersionsAndDeletes, FromNow: true})
 	created := upsert(t, e, "c", `{"id":"a","pk":"p","v":1}`)
 	upsert(t, e, "c", `{"id":"a","pk":"p","v":2}`)

@@ -83,8 +83,9 @@ func decodeChangeRecord(lsn uint64, v []byte) (*changeRecord, error) {
 }
 
 // logChange records the side effects of one item write in the transaction's
-// batch: the all-versions-and-deletes record of the change, and the item's
-// entry in the expiry index. cur is the new version (nil for a delete) and
+// batch: the all-versions-and-deletes record of the change (in containers
+// with a changeFeedPolicy; others have no such feed and pay for none), and
+// the item's entry in the expiry index. cur is the new version (nil for a delete) and
 // prev the stored version it replaces (nil for a create); a prev that had
 // already expired is logged as deleted by TTL before cur is logged as created.
 func (t *txn) logChange(cur, prev *storedItem) error {
@@ -94,13 +95,18 @@ func (t *txn) logChange(cur, prev *storedItem) error {
 			return err
 		}
 	}
+	logged := c.changeLogRetention() > 0
 	if cur == nil {
+		if !logged {
+			return nil
+		}
 		return t.appendChange(&changeRecord{op: opDelete, ttlExpired: t.expiring, crts: t.now.Unix(),
 			prevLSN: prev.lsn, itemKey: prev.key, doc: prev.doc})
 	}
 	op := opReplace
 	var prevLSN uint64
 	switch {
+	case !logged:
 	case prev == nil:
 		op = opCreate
 	case c.expired(prev, t.now.Unix()):
@@ -112,8 +118,10 @@ func (t *txn) logChange(cur, prev *storedItem) error {
 	default:
 		prevLSN = prev.lsn
 	}
-	if err := t.appendChange(&changeRecord{op: op, crts: cur.ts, prevLSN: prevLSN, itemKey: cur.key, doc: cur.doc}); err != nil {
-		return err
+	if logged {
+		if err := t.appendChange(&changeRecord{op: op, crts: cur.ts, prevLSN: prevLSN, itemKey: cur.key, doc: cur.doc}); err != nil {
+			return err
+		}
 	}
 	if cur.ttl == -1 {
 		return nil

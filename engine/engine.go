@@ -38,10 +38,6 @@ type Options struct {
 	// DefaultSweepInterval when zero, never when negative (expired items
 	// stay hidden from reads, queries and feeds all the same).
 	SweepInterval time.Duration
-	// ChangeLogRetention is how long the records of the all-versions-and-
-	// deletes change feed are kept in containers without a
-	// changeFeedPolicy.retentionDuration; DefaultChangeLogRetention when zero.
-	ChangeLogRetention time.Duration
 }
 
 // Engine is one Cosmos account's databases on one storage.Store.
@@ -65,8 +61,6 @@ type Engine struct {
 
 	seed  maphash.Seed
 	locks [lockStripes]sync.Mutex
-
-	retention time.Duration
 
 	bg        sync.WaitGroup
 	stop      chan struct{}
@@ -100,10 +94,6 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 	}
 	if err := e.loadOffers(); err != nil {
 		return nil, err
-	}
-	e.retention = opts.ChangeLogRetention
-	if e.retention <= 0 {
-		e.retention = DefaultChangeLogRetention
 	}
 	interval := opts.SweepInterval
 	if interval == 0 {

@@ -26,7 +26,7 @@ func TestChangeFeedNeverSkips(t *testing.T) {
 		total = 20000
 	}
 	e, _ := newTestEngine(t)
-	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
+	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"changeFeedPolicy":{"retentionDuration":60}}`)
 
 	type key struct{ pk, id string }
 	var (

@@ -5,14 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/orrery-db/orrery/storage"
 )
-
-// DefaultChangeLogRetention is how long all-versions-and-deletes records are
-// kept when neither the container's changeFeedPolicy nor Options say.
-const DefaultChangeLogRetention = time.Hour
 
 // DefaultSweepInterval is how often the TTL sweeper looks for expired items
 // when Options.SweepInterval is zero.
@@ -216,15 +213,18 @@ func (e *Engine) deleteExpired(c *Container, entries []expiryEntry) (int, error)
 }
 
 // changeLogRetention is how long the container's all-versions-and-deletes
-// records are kept: its changeFeedPolicy.retentionDuration (minutes) when
-// set, else def.
-func (c *Container) changeLogRetention(def time.Duration) time.Duration {
-	if p, ok := c.record.Props["changeFeedPolicy"].(map[string]any); ok {
+// records are kept: its changeFeedPolicy.retentionDuration (minutes). As in
+// Cosmos, a container without one has no such feed, and none is logged.
+func (c *Container) changeLogRetention() time.Duration { return c.logRetention }
+
+// changeLogRetentionOf reads changeLogRetention from container properties.
+func changeLogRetentionOf(props map[string]any) time.Duration {
+	if p, ok := props["changeFeedPolicy"].(map[string]any); ok {
 		if m, ok := p["retentionDuration"].(float64); ok && m > 0 {
 			return time.Duration(m) * time.Minute
 		}
 	}
-	return def
+	return 0
 }
 
 // pruneChangeLog deletes the container's all-versions-and-deletes records
@@ -234,7 +234,10 @@ func (c *Container) changeLogRetention(def time.Duration) time.Duration {
 // are never rewritten, so this needs no partition lock.
 func (e *Engine) pruneChangeLog(c *Container) (int, error) {
 	const chunk = 1000
-	cutoff := e.now().Add(-c.changeLogRetention(e.retention)).Unix()
+	cutoff := e.now().Add(-c.changeLogRetention()).Unix()
+	if c.changeLogRetention() == 0 {
+		cutoff = math.MaxInt64 // the policy was removed: no record is kept
+	}
 	prefix := versionPrefix(c.rid)
 	lower := versionKey(c.rid, 1, 0)
 	upper := storage.PrefixEnd(prefix)

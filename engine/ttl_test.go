@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,7 +57,7 @@ func TestTTLExpiryIsImmediateAndSwept(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			coll := fmt.Sprintf("c%d", i)
-			body := `{"id":"` + coll + `","partitionKey":{"paths":["/pk"]}`
+			body := `{"id":"` + coll + `","partitionKey":{"paths":["/pk"]},"changeFeedPolicy":{"retentionDuration":60}`
 			if tt.defaultTTL != "" {
 				body += `,"defaultTtl":` + tt.defaultTTL
 			}
@@ -113,7 +114,7 @@ func TestTTLExpiryIsImmediateAndSwept(t *testing.T) {
 
 func TestTTLRewriteOfExpiredItemLogsDeleteThenCreate(t *testing.T) {
 	e, clock := newTestEngine(t)
-	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":1}`)
+	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":1,"changeFeedPolicy":{"retentionDuration":60}}`)
 	upsert(t, e, "c", `{"id":"a","pk":"p","v":1}`)
 	clock.advance(2 * time.Second)
 	res := upsert(t, e, "c", `{"id":"a","pk":"p","v":2}`)
@@ -198,8 +199,8 @@ func TestChangeLogRetention(t *testing.T) {
 		policy    string
 		retention time.Duration
 	}{
-		{"the container's changeFeedPolicy", `,"changeFeedPolicy":{"retentionDuration":5}`, 5 * time.Minute},
-		{"the engine's default", ``, DefaultChangeLogRetention},
+		{"five minutes", `,"changeFeedPolicy":{"retentionDuration":5}`, 5 * time.Minute},
+		{"a day", `,"changeFeedPolicy":{"retentionDuration":1440}`, 24 * time.Hour},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -240,4 +241,56 @@ func TestChangeLogRetention(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestChangeLogNeedsPolicy: as in Cosmos, only a container with a
+// changeFeedPolicy has the all-versions-and-deletes feed; the others log
+// nothing, answer 400 to that mode, and keep their latest-version feed.
+// Removing the policy drops the records kept.
+func TestChangeLogNeedsPolicy(t *testing.T) {
+	e, _ := newTestEngine(t)
+	createContainer(t, e, `{"id":"plain","partitionKey":{"paths":["/pk"]}}`)
+	createContainer(t, e, `{"id":"logged","partitionKey":{"paths":["/pk"]},"changeFeedPolicy":{"retentionDuration":10}}`)
+	for _, coll := range []string{"plain", "logged"} {
+		upsert(t, e, coll, `{"id":"a","pk":"p"}`)
+		upsert(t, e, coll, `{"id":"a","pk":"p","v":2}`)
+	}
+	if n := countChangeRecords(t, e, "plain"); n != 0 {
+		t.Errorf("the container without a policy holds %d change records", n)
+	}
+	_, err := e.ReadChangeFeed(&ChangeFeedRequest{Database: "db", Container: "plain", Mode: AllVersionsAndDeletes})
+	if StatusOf(err) != 400 || !strings.Contains(err.Error(), "changeFeedPolicy") {
+		t.Errorf("all versions and deletes without a policy: %v, want 400 naming changeFeedPolicy", err)
+	}
+	if docs, _ := readAll(t, e, ChangeFeedRequest{Database: "db", Container: "plain"}); len(docs) != 1 {
+		t.Errorf("latest-version feed without a policy: %d items, want 1", len(docs))
+	}
+	if docs, _ := readAll(t, e, ChangeFeedRequest{Database: "db", Container: "logged", Mode: AllVersionsAndDeletes}); len(docs) != 2 {
+		t.Errorf("with a policy: %d records, want 2", len(docs))
+	}
+
+	if _, err := e.ReplaceContainer("db", "logged", []byte(`{"id":"logged","partitionKey":{"paths":["/pk"]}}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.sweep(); err != nil {
+		t.Fatal(err)
+	}
+	if n := countChangeRecords(t, e, "logged"); n != 0 {
+		t.Errorf("after the policy was removed, %d change records are left", n)
+	}
+}
+
+// countChangeRecords counts a container's all-versions-and-deletes records
+// (the horizon key, which sorts first, excluded).
+func countChangeRecords(t *testing.T, e *Engine, name string) int {
+	t.Helper()
+	c, err := e.Container("db", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := countPrefix(t, e, versionPrefix(c.rid))
+	if _, err := e.store.Get(versionHorizonKey(c.rid)); err == nil {
+		n--
+	}
+	return n
 }

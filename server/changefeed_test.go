@@ -106,8 +106,9 @@ func TestChangeFeedOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	db, _ := s.Client.NewDatabase("db")
-	if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "c",
-		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil); err != nil {
+	// The Go SDK cannot set a changeFeedPolicy, which the all-versions-and-
+	// deletes mode needs.
+	if _, err := s.Engine.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},"changeFeedPolicy":{"retentionDuration":60}}`), nil); err != nil {
 		t.Fatal(err)
 	}
 	c, _ := db.NewContainer("c")

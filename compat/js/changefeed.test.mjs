@@ -5,7 +5,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
-import { ChangeFeedMode, ChangeFeedStartFrom, StatusCodes } from "@azure/cosmos";
+import { ChangeFeedMode, ChangeFeedPolicy, ChangeFeedRetentionTimeSpan, ChangeFeedStartFrom, StatusCodes } from "@azure/cosmos";
 import { newClient, uniqueId } from "./orrery.mjs";
 
 const client = newClient();
@@ -17,6 +17,9 @@ before(async () => {
 after(async () => {
   await db.delete();
 });
+
+// allVersions is the container option the all-versions-and-deletes mode needs.
+const allVersions = { changeFeedPolicy: new ChangeFeedPolicy(ChangeFeedRetentionTimeSpan.fromMinutes(60)) };
 
 async function newContainer(extra = {}) {
   const { container } = await db.containers.create({ id: uniqueId("feed"), partitionKey: { paths: ["/pk"] }, ...extra });
@@ -103,8 +106,25 @@ test("latest version: pages of maxItemCount", async () => {
   assert.deepEqual(sizes, [3, 3, 1]);
 });
 
-test("all versions and deletes: creates, replaces and deletes with metadata", async () => {
+test("all versions and deletes: needs the container's changeFeedPolicy", async () => {
   const container = await newContainer();
+  const iterator = container.items.getChangeFeedIterator({
+    changeFeedStartFrom: ChangeFeedStartFrom.Now(),
+    changeFeedMode: ChangeFeedMode.AllVersionsAndDeletes,
+  });
+  await assert.rejects(iterator.readNext(), (err) => {
+    assert.equal(err.code, 400);
+    assert.match(err.message, /changeFeedPolicy/);
+    return true;
+  });
+  const { resource } = await container.read();
+  assert.equal(resource.changeFeedPolicy, undefined);
+  const logged = await newContainer(allVersions);
+  assert.equal((await logged.read()).resource.changeFeedPolicy.retentionDuration, 60);
+});
+
+test("all versions and deletes: creates, replaces and deletes with metadata", async () => {
+  const container = await newContainer(allVersions);
   const iterator = container.items.getChangeFeedIterator({
     changeFeedStartFrom: ChangeFeedStartFrom.Now(),
     changeFeedMode: ChangeFeedMode.AllVersionsAndDeletes,
@@ -135,7 +155,7 @@ test("all versions and deletes: creates, replaces and deletes with metadata", as
 test("all versions and deletes: expiry by time to live is a delete flagged timeToLiveExpired", async () => {
   // 3 s leaves at least 2 s (_ts has whole seconds) to see the item before
   // it expires, however slow the machine.
-  const container = await newContainer({ defaultTtl: 3 });
+  const container = await newContainer({ defaultTtl: 3, ...allVersions });
   const iterator = container.items.getChangeFeedIterator({
     changeFeedStartFrom: ChangeFeedStartFrom.Now(),
     changeFeedMode: ChangeFeedMode.AllVersionsAndDeletes,
