@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/orrery-db/orrery/storage"
@@ -38,6 +39,13 @@ type Container struct {
 	// logRetention is how long all-versions-and-deletes records are kept
 	// (changeFeedPolicy.retentionDuration); 0: none are logged.
 	logRetention time.Duration
+	// retired is set once a replace has put another Container in this one's
+	// place: writers that looked this one up start over with the new one.
+	retired atomic.Bool
+	// indexRetired is set when the index no longer follows this Container's
+	// indexing policy (a replace is rebuilding it for another): queries
+	// then scan instead. Read after taking the query's snapshot.
+	indexRetired atomic.Bool
 }
 
 // containerRecord is what is stored for a container: its properties as the
@@ -330,6 +338,7 @@ func (e *Engine) DeleteDatabase(name string, ifMatch string) error {
 	}
 	delete(e.dbs, db.ID)
 	for _, c := range db.colls {
+		c.retired.Store(true)
 		e.purgeContainerData(c.rid)
 	}
 	return nil

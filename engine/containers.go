@@ -2,7 +2,9 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"maps"
 	"sort"
 
 	"github.com/orrery-db/orrery/storage"
@@ -197,11 +199,29 @@ func (e *Engine) ListContainers(dbName string) ([]*Resource, error) {
 }
 
 // ReplaceContainer replaces a container's properties. The partition key
-// definition cannot change.
+// definition cannot change. A new indexing policy rebuilds the container's
+// index before the replace returns; writes wait meanwhile, and queries scan.
 func (e *Engine) ReplaceContainer(dbName, name string, body []byte, ifMatch string) (*Resource, error) {
 	props, perr := decodeObject(body)
 	if perr != nil {
 		return nil, perr
+	}
+	res, err := e.replaceContainer(dbName, name, props, ifMatch, false)
+	if err == errReindexNeedsLocks {
+		res, err = e.replaceContainer(dbName, name, props, ifMatch, true)
+	}
+	return res, err
+}
+
+// errReindexNeedsLocks tells ReplaceContainer to start again holding every
+// partition lock, which a change of indexing policy needs.
+var errReindexNeedsLocks = errors.New("engine: the replace changes the indexing policy")
+
+func (e *Engine) replaceContainer(dbName, name string, props map[string]any, ifMatch string, locked bool) (*Resource, error) {
+	if locked {
+		// Partition locks before the catalog lock: writers take them in the
+		// other order never (their catalog lookups come before).
+		defer e.lockAllPartitions()()
 	}
 	e.catMu.Lock()
 	defer e.catMu.Unlock()
@@ -215,9 +235,13 @@ func (e *Engine) ReplaceContainer(dbName, name string, body []byte, ifMatch stri
 	if ifMatch != "" && ifMatch != "*" && ifMatch != prev.etag {
 		return nil, PreconditionFailed(msgPrecondition)
 	}
-	normalized, perr := normalizeContainerProps(props, prev)
+	normalized, perr := normalizeContainerProps(maps.Clone(props), prev)
 	if perr != nil {
 		return nil, perr
+	}
+	reindex := !newIndexPolicy(normalized).equal(prev.index)
+	if reindex && !locked {
+		return nil, errReindexNeedsLocks
 	}
 	lsn, err := e.seq.allocate()
 	if err != nil {
@@ -235,10 +259,26 @@ func (e *Engine) ReplaceContainer(dbName, name string, body []byte, ifMatch stri
 	if err != nil {
 		return nil, err
 	}
+	if reindex {
+		if err := b.Set(indexRebuildKey(c.rid), nil); err != nil {
+			return nil, err
+		}
+	}
 	if err := b.Commit(); err != nil {
 		return nil, err
 	}
+	if reindex {
+		prev.indexRetired.Store(true)
+		if err = e.rebuildIndex(c); err != nil {
+			// The mark stays: the next Open finishes the rebuild.
+			c.indexRetired.Store(true)
+		}
+	}
 	prev.db.colls[c.ID] = c
+	prev.retired.Store(true)
+	if err != nil {
+		return nil, err
+	}
 	return c.Resource(), nil
 }
 
@@ -263,6 +303,7 @@ func (e *Engine) DeleteContainer(dbName, name string, ifMatch string) error {
 	}
 	delete(e.offers, c.offer)
 	delete(c.db.colls, c.ID)
+	c.retired.Store(true)
 	e.purgeContainerData(c.rid)
 	return nil
 }
@@ -305,7 +346,7 @@ func (e *Engine) purgeContainerData(collRID []byte) {
 	go func() {
 		defer e.bg.Done()
 		for _, p := range [][]byte{itemContainerPrefix(collRID), feedPrefix(collRID), ridPrefix(collRID),
-			versionPrefix(collRID), expiryPrefix(collRID)} {
+			versionPrefix(collRID), expiryPrefix(collRID), indexPrefix(collRID), indexRebuildKey(collRID)} {
 			if err := purgePrefix(e.store, p); err != nil {
 				slog.Warn("purging a deleted container's data failed", "error", err)
 				return
@@ -315,9 +356,15 @@ func (e *Engine) purgeContainerData(collRID []byte) {
 }
 
 func purgePrefix(s storage.Store, p []byte) error {
+	return purgeRange(s, p, storage.PrefixEnd(p))
+}
+
+// purgeRange deletes the keys from lower (inclusive) to upper (exclusive),
+// a committed chunk at a time.
+func purgeRange(s storage.Store, lower, upper []byte) error {
 	const chunk = 1000
 	for {
-		it, err := s.NewIterator(p, storage.PrefixEnd(p), false)
+		it, err := s.NewIterator(lower, upper, false)
 		if err != nil {
 			return err
 		}

@@ -95,6 +95,9 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 	if err := e.loadOffers(); err != nil {
 		return nil, err
 	}
+	if err := e.upgradeIndexes(); err != nil {
+		return nil, err
+	}
 	interval := opts.SweepInterval
 	if interval == 0 {
 		interval = DefaultSweepInterval

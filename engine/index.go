@@ -15,13 +15,27 @@ import (
 
 // The secondary index keeps, for every scalar property of every item, a key
 //
-//	X<coll rid 8><path len uvarint><path><value><item key suffix>
+//	I<coll rid 8><path len uvarint><path><value><item key suffix>
 //
 // where the value is encoded so that byte order is Cosmos's order across
 // types (null < false < true < numbers < strings), and the suffix is the item's
 // key without its 'D'<coll rid> prefix. Entries are written in the same storage
 // batch as the item, so the index is never behind.
-const prefixIndex byte = 'X'
+//
+// Strings longer than maxIndexedString bytes are indexed by their first
+// maxIndexedString bytes: an index is a pre-selection (the query is always
+// evaluated in full on the candidates it yields), so a shared prefix only
+// makes more candidates, while a kilobyte of text would be written, and
+// compacted, a second time in every item's index.
+const prefixIndex byte = 'I'
+
+// maxIndexedString is how many bytes of a string value an index entry keeps.
+const maxIndexedString = 100
+
+// indexFormat is the version of the index layout; an engine opened on a store
+// written with another rebuilds every container's index (see rebuild.go).
+// Version 1 kept whole strings under the expiry index's prefix 'X'.
+const indexFormat = 2
 
 // Value type markers, in Cosmos's cross-type order.
 const (
@@ -77,8 +91,15 @@ func appendIndexNumber(k []byte, f float64) []byte {
 
 // appendIndexString escapes 0x00 as 0x00 0xFF and, when terminated, ends the
 // string with 0x00 0x01, so shorter strings sort first and a prefix of the
-// unterminated form covers every string that starts with it.
-func appendIndexString(k []byte, s string, terminated bool) []byte {
+// unterminated form covers every string that starts with it. A string longer
+// than maxIndexedString is cut there and, when terminated, ends with 0x00
+// 0x02 instead: after every string it is a prefix of, and equal to every
+// other long string with the same first bytes (see truncatedIndexValue).
+func appendIndexString[S ~string | ~[]byte](k []byte, s S, terminated bool) []byte {
+	end := []byte{0, 1}
+	if len(s) > maxIndexedString {
+		s, end = s[:maxIndexedString], []byte{0, 2}
+	}
 	for i := 0; i < len(s); i++ {
 		if s[i] == 0 {
 			k = append(k, 0, 0xFF)
@@ -87,9 +108,15 @@ func appendIndexString(k []byte, s string, terminated bool) []byte {
 		}
 	}
 	if terminated {
-		k = append(k, 0, 1)
+		k = append(k, end...)
 	}
 	return k
+}
+
+// truncatedIndexValue reports whether an encoded value is a string cut to
+// maxIndexedString bytes: it stands for every string with those first bytes.
+func truncatedIndexValue(v []byte) bool {
+	return len(v) > 2 && v[0] == ixString && v[len(v)-2] == 0 && v[len(v)-1] == 2
 }
 
 // indexPath renders a property path as the index names it: its segments
@@ -133,6 +160,11 @@ func newIndexPolicy(props map[string]any) *indexPolicy {
 	p.included = read("includedPaths")
 	p.excluded = read("excludedPaths")
 	return p
+}
+
+// equal reports whether two policies index the same paths.
+func (p *indexPolicy) equal(q *indexPolicy) bool {
+	return p.none == q.none && slices.Equal(p.included, q.included) && slices.Equal(p.excluded, q.excluded)
 }
 
 // covers reports whether a policy path pattern ("/*", "/a/?", "/a/*",
@@ -237,7 +269,7 @@ func appendRawIndexValue(k []byte, raw json.RawMessage) ([]byte, error) {
 		return append(k, ixFalse), nil
 	case '"':
 		if bytes.IndexByte(raw, '\\') < 0 {
-			return appendIndexString(append(k, ixString), string(raw[1:len(raw)-1]), true), nil
+			return appendIndexString(append(k, ixString), raw[1:len(raw)-1], true), nil
 		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
@@ -348,13 +380,21 @@ func (c *Container) indexRanges(path []string, op query.FilterOp, values []json.
 		if !ok {
 			return nil, false
 		}
+		// A cut string's entries hold values on both sides of it.
+		cut := truncatedIndexValue(k[len(base):])
 		// Comparisons across types are undefined: only the value's own type.
 		switch op {
 		case query.FilterLt:
+			if cut {
+				return []keyRange{{typeStart(k), storage.PrefixEnd(k)}}, true
+			}
 			return []keyRange{{typeStart(k), k}}, true
 		case query.FilterLe:
 			return []keyRange{{typeStart(k), storage.PrefixEnd(k)}}, true
 		case query.FilterGt:
+			if cut {
+				return []keyRange{{k, typeEnd(k)}}, true
+			}
 			return []keyRange{{storage.PrefixEnd(k), typeEnd(k)}}, true
 		default:
 			return []keyRange{{k, typeEnd(k)}}, true
@@ -385,7 +425,7 @@ func indexValueLen(b []byte) int {
 	case ixString:
 		for i := 1; i+1 < len(b); i++ {
 			if b[i] == 0 {
-				if b[i+1] == 1 {
+				if b[i+1] == 1 || b[i+1] == 2 {
 					return i + 2
 				}
 				i++ // an escaped 0x00
@@ -410,6 +450,9 @@ func (c *Container) indexedItemKey(entry []byte, base int) []byte {
 // chooseIndex picks the most selective filter of a plan the index can serve:
 // equality, then IN, then STARTSWITH, then ranges.
 func (c *Container) chooseIndex(plan *query.Plan) (*indexSource, bool) {
+	if c.indexRetired.Load() {
+		return nil, false
+	}
 	rank := map[query.FilterOp]int{query.FilterEq: 0, query.FilterIn: 1, query.FilterStartsWith: 2,
 		query.FilterBetween: 3, query.FilterLt: 4, query.FilterLe: 4, query.FilterGt: 4, query.FilterGe: 4}
 	var best *indexSource
@@ -446,7 +489,7 @@ func (c *Container) orderIndex(plan *query.Plan) (ix *indexSource, complete bool
 	}
 	key := plan.OrderBy[0]
 	p := indexPath(key.Path)
-	if c.index == nil || !c.index.indexes(p) || len(key.Path) == 0 {
+	if c.index == nil || c.indexRetired.Load() || !c.index.indexes(p) || len(key.Path) == 0 {
 		return nil, false, false
 	}
 	base := indexPathPrefix(c.rid, p)

@@ -25,6 +25,11 @@ func TestIndexAnswersMatchFullScans(t *testing.T) {
 	e.CreateContainer("db", []byte(`{"id":"scan","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"indexingMode":"none","automatic":false}}`), nil)
 	rng := rand.New(rand.NewPCG(1, 2))
 	values := []string{`0`, `1`, `-1`, `2.5`, `-0`, `1e300`, `"a"`, `"ab"`, `"abc"`, `"b"`, `""`, `"a\u0000b"`, `null`, `true`, `false`, `[1]`, `{"x":1}`}
+	// Strings around maxIndexedString: indexed whole, and cut with the same
+	// or different first bytes.
+	long := strings.Repeat("x", maxIndexedString)
+	values = append(values, `"`+long+`"`, `"`+long+`a"`, `"`+long+`ab"`, `"`+long+`b"`, `"`+long[1:]+`y"`,
+		`"`+long[1:]+`yz"`, `"`+long+`\u0000c"`, `"`+long[2:]+`\u0000\u0000z"`)
 	write := func(id int) {
 		pk := fmt.Sprintf("p%d", id%4)
 		doc := fmt.Sprintf(`{"id":"%d","pk":%q,"v":%s,"n":{"w":%s},"k":%d}`, id, pk, values[rng.IntN(len(values))], values[rng.IntN(len(values))], id)

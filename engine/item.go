@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/orrery-db/orrery/storage"
@@ -236,12 +238,31 @@ type txn struct {
 // partition builds on the applied state while this one waits for its own
 // fsync, and is acknowledged only after it (the log is ordered).
 func (e *Engine) inPartition(c *Container, pk PartitionKey, fn func(t *txn) error) error {
-	p, perr := c.partition(pk)
-	if perr != nil {
-		return perr
+	var p *partition
+	var mu *sync.Mutex
+	for {
+		pp, perr := c.partition(pk)
+		if perr != nil {
+			return perr
+		}
+		p = pp
+		mu = e.partitionLock(c.rid, p.enc)
+		mu.Lock()
+		if !c.retired.Load() {
+			break
+		}
+		// A replace of the container (say, of its indexing policy) came
+		// first: write by its rules.
+		mu.Unlock()
+		next, err := e.Container(c.db.ID, c.ID)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(next.rid, c.rid) {
+			return NotFound("The container '%s' was deleted.", c.ID)
+		}
+		c = next
 	}
-	mu := e.partitionLock(c.rid, p.enc)
-	mu.Lock()
 	locked := true
 	defer func() {
 		if locked {

@@ -18,9 +18,24 @@ const (
 	prefixRID      byte = 'R' // R<coll rid 8><item rid 8>        → item key
 	prefixVersion  byte = 'V' // V<coll rid 8><lsn 8><n 4>        → change record (all versions and deletes)
 	prefixExpiry   byte = 'X' // X<coll rid 8><kind 1><time 8><item rid 8> → item key (TTL sweep index)
+	// prefixIndex 'I' (index.go): I<coll rid 8><path len><path><value><item key suffix> → nothing
 )
 
-var metaSequence = []byte{prefixMeta, 's', 'e', 'q'}
+var (
+	metaSequence = []byte{prefixMeta, 's', 'e', 'q'}
+	// metaIndexFormat holds the indexFormat the store's indexes are in.
+	metaIndexFormat = []byte{prefixMeta, 'i', 'x', 'f'}
+)
+
+// indexRebuildKey marks a container whose index is being rebuilt for a new
+// indexing policy; it is removed by the rebuild's last batch.
+func indexRebuildKey(collRID []byte) []byte {
+	return append([]byte{prefixMeta, 'i', 'x', 'r'}, collRID...)
+}
+
+func indexPrefix(collRID []byte) []byte {
+	return append([]byte{prefixIndex}, collRID...)
+}
 
 func databaseKey(name string) []byte {
 	return append([]byte{prefixDatabase}, name...)

@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"slices"
+
+	"github.com/orrery-db/orrery/storage"
+)
+
+// An index is rebuilt from the container's items when an engine opens a
+// store whose indexes are in another format (indexFormat), and when a replace
+// changes a container's indexing policy. A replace marks the container in the
+// batch that stores the new policy (indexRebuildKey) and the rebuild's last
+// batch removes the mark, so a rebuild a crash cut short is finished at the
+// next Open.
+
+// rebuildChunk is how many items one batch of a rebuild indexes.
+const rebuildChunk = 500
+
+// upgradeIndexes runs at Open, before the store is used otherwise: it
+// rebuilds every container's index when the store's are in another format,
+// else those a crash left half rebuilt.
+func (e *Engine) upgradeIndexes() error {
+	v, err := e.store.Get(metaIndexFormat)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	current := err == nil && len(v) == 8 && binary.BigEndian.Uint64(v) == indexFormat
+	for _, db := range e.dbs {
+		for _, c := range db.colls {
+			if current {
+				_, err := e.store.Get(indexRebuildKey(c.rid))
+				if errors.Is(err, storage.ErrNotFound) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+			} else if err := dropLegacyIndex(e.store, c.rid); err != nil {
+				return err
+			}
+			if err := e.rebuildIndex(c); err != nil {
+				return err
+			}
+		}
+	}
+	if current {
+		return nil
+	}
+	b := e.store.NewBatch()
+	defer b.Close()
+	if err := b.Set(metaIndexFormat, binary.BigEndian.AppendUint64(nil, indexFormat)); err != nil {
+		return err
+	}
+	return b.Commit()
+}
+
+// dropLegacyIndex deletes the index entries of format 1, which shared the
+// expiry index's prefix: X<rid> then a path length (a uvarint, at least 1)
+// where expiry entries have their kind (0 or 1). A length of 1 is the path
+// "/", so its entries go on with '/' where an expiry time has 0x00.
+func dropLegacyIndex(s storage.Store, collRID []byte) error {
+	p := expiryPrefix(collRID)
+	if err := purgeRange(s, append(slices.Clone(p), 2), storage.PrefixEnd(p)); err != nil {
+		return err
+	}
+	root := append(slices.Clone(p), 1, '/')
+	return purgeRange(s, root, storage.PrefixEnd(root))
+}
+
+// rebuildIndex replaces every index entry of c with those its items and
+// indexing policy give, a chunk of items per batch. Nothing may write c's
+// items meanwhile, and no query may use c's index before it returns.
+func (e *Engine) rebuildIndex(c *Container) error {
+	if err := purgePrefix(e.store, indexPrefix(c.rid)); err != nil {
+		return err
+	}
+	prefix := itemContainerPrefix(c.rid)
+	lower, upper := prefix, storage.PrefixEnd(prefix)
+	for {
+		next, err := e.indexChunk(c, lower, upper)
+		if err != nil || next == nil {
+			return err
+		}
+		lower = next
+	}
+}
+
+// indexChunk indexes up to rebuildChunk items from lower on, and returns the
+// key to go on from, nil after the last chunk (whose batch also removes the
+// container's rebuild mark).
+func (e *Engine) indexChunk(c *Container, lower, upper []byte) ([]byte, error) {
+	it, err := e.store.NewIterator(lower, upper, false)
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	b := e.store.NewBatch()
+	defer b.Close()
+	var next []byte
+	for n := 0; it.Next(); n++ {
+		if n == rebuildChunk {
+			next = bytes.Clone(it.Key())
+			break
+		}
+		key := bytes.Clone(it.Key())
+		item, err := decodeItem(key, it.Value())
+		if err != nil {
+			return nil, err
+		}
+		entries, err := c.indexEntries(item.doc, key)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range entries {
+			if err := b.Set(k, nil); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := it.Err(); err != nil {
+		return nil, err
+	}
+	if next == nil {
+		if err := b.Delete(indexRebuildKey(c.rid)); err != nil {
+			return nil, err
+		}
+	}
+	return next, b.Commit()
+}
+
+// lockAllPartitions takes every partition write lock, in order, so that no
+// item is written until the returned function releases them.
+func (e *Engine) lockAllPartitions() (unlock func()) {
+	for i := range e.locks {
+		e.locks[i].Lock()
+	}
+	return func() {
+		for i := range e.locks {
+			e.locks[i].Unlock()
+		}
+	}
+}
