@@ -59,8 +59,10 @@ type Engine struct {
 	dbs    map[string]*Database
 	offers map[string][]byte
 
-	seed  maphash.Seed
-	locks [lockStripes]sync.Mutex
+	seed maphash.Seed
+	// presence holds each container's presenceFilter, by RID.
+	presence sync.Map
+	locks    [lockStripes]sync.Mutex
 
 	bg        sync.WaitGroup
 	stop      chan struct{}

@@ -307,6 +307,9 @@ func (t *txn) get(id string) (*storedItem, error) {
 // the stale record).
 func (t *txn) getAny(id string) (*storedItem, error) {
 	key := t.p.itemKey(id)
+	if t.e.absent(t.p.c, key) {
+		return nil, nil
+	}
 	v, err := t.b.Get(key)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil
@@ -357,6 +360,7 @@ func (t *txn) put(it *item, prev *storedItem) (*storedItem, error) {
 		return nil, TooLarge("%s: the item is %d bytes with its system properties, the limit is %d.", msgEntityTooLarge, len(s.doc), MaxItemBytes)
 	}
 	ridBytes := binary.BigEndian.AppendUint64(nil, s.rid)
+	t.e.presenceOf(c).add(s.key)
 	if err := t.b.Set(s.key, s.encode()); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,128 @@
+package engine
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/orrery-db/orrery/storage/memory"
+)
+
+// TestPresenceFilterNeverForgets adds keys from several goroutines across
+// many layer growths: every key added is reported as maybe present, and few
+// keys never added are.
+func TestPresenceFilterNeverForgets(t *testing.T) {
+	f := newPresenceFilter()
+	const writers, perWriter = 4, 50_000
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWriter {
+				f.add(fmt.Appendf(nil, "key-%d-%d", w, i))
+			}
+		}()
+	}
+	wg.Wait()
+	if n := len(*f.layers.Load()); n < 3 {
+		t.Fatalf("%d layers after %d keys: the filter did not grow", n, writers*perWriter)
+	}
+	for w := range writers {
+		for i := range perWriter {
+			if !f.mayContain(fmt.Appendf(nil, "key-%d-%d", w, i)) {
+				t.Fatalf("key-%d-%d was added but is reported absent", w, i)
+			}
+		}
+	}
+	falsePositives := 0
+	const probes = 100_000
+	for i := range probes {
+		if f.mayContain(fmt.Appendf(nil, "other-%d", i)) {
+			falsePositives++
+		}
+	}
+	if rate := float64(falsePositives) / probes; rate > 0.05 {
+		t.Errorf("%.1f %% of keys never added are reported maybe present", 100*rate)
+	}
+	t.Logf("%d layers, %.2f %% false maybe", len(*f.layers.Load()), 100*float64(falsePositives)/probes)
+}
+
+// TestCreatesRaceThePresenceBuild reopens an engine on a store with items
+// and at once creates the same ids (and new ones) from many goroutines,
+// while the filter is still being built: every existing id answers 409 and
+// every new id is created exactly once.
+func TestCreatesRaceThePresenceBuild(t *testing.T) {
+	store := memory.New()
+	e, err := Open(store, Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.CreateDatabase([]byte(`{"id":"db"}`), nil)
+	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
+	const existing = 20_000
+	for i := range existing {
+		upsert(t, e, "c", fmt.Sprintf(`{"id":"old%d","pk":"p%d"}`, i, i%16))
+	}
+	e.Close()
+
+	for round := range 3 {
+		e, err := Open(store, Options{SweepInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var created, conflicts [16]int
+		var wg sync.WaitGroup
+		for w := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < existing; i += 16 * 50 {
+					for _, id := range []string{fmt.Sprintf("old%d", i), fmt.Sprintf("new%d-%d", round, i/2)} {
+						_, err := e.CreateItem(&ItemRequest{Database: "db", Container: "c",
+							Body: fmt.Appendf(nil, `{"id":%q,"pk":"p%d"}`, id, i%16)})
+						switch {
+						case err == nil:
+							created[w]++
+						case StatusOf(err) == 409:
+							conflicts[w]++
+						default:
+							t.Error(err)
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		var nc, nx int
+		for w := range 16 {
+			nc += created[w]
+			nx += conflicts[w]
+		}
+		// Ids i and i+1 share new%d-%d when i is even: one create each.
+		if wantConflicts := existing / 50; nx < wantConflicts || nc+nx != 2*existing/50 {
+			t.Fatalf("round %d: %d created and %d conflicts, want every one of the %d old ids to conflict", round, nc, nx, wantConflicts)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for f := e.presenceOf(mustContainerNamed(t, e, "c")); !f.ready.Load(); {
+			if time.Now().After(deadline) {
+				t.Fatal("the presence filter is not ready after 10 s")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if _, err := e.CreateItem(&ItemRequest{Database: "db", Container: "c", Body: []byte(`{"id":"old7","pk":"p7"}`)}); StatusOf(err) != 409 {
+			t.Fatalf("round %d: creating an existing id with the filter ready: %v, want 409", round, err)
+		}
+		e.Close()
+	}
+}
+
+func mustContainerNamed(t *testing.T, e *Engine, name string) *Container {
+	t.Helper()
+	c, err := e.Container("db", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
