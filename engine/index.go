@@ -221,6 +221,14 @@ func (c *Container) indexEntries(doc []byte, itemKey []byte) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.objectIndexEntries(obj, itemKey)
+}
+
+// objectIndexEntries is indexEntries of a parsed document.
+func (c *Container) objectIndexEntries(obj object, itemKey []byte) ([][]byte, error) {
+	if c.index == nil || c.index.none {
+		return nil, nil
+	}
 	suffix := itemKey[1+len(c.rid):]
 	var out [][]byte
 	var walk func(obj object, path string) error
@@ -286,8 +294,8 @@ func appendRawIndexValue(k []byte, raw json.RawMessage) ([]byte, error) {
 
 // reindex replaces an item's index entries in the transaction: the entries
 // of prevDoc (nil when new) are removed and those of doc (nil when deleted)
-// added.
-func (t *txn) reindex(key []byte, prevDoc, doc []byte) error {
+// added. doc is parsed: the write path has it so.
+func (t *txn) reindex(key []byte, prevDoc []byte, doc object) error {
 	c := t.p.c
 	var old, cur [][]byte
 	var err error
@@ -297,7 +305,7 @@ func (t *txn) reindex(key []byte, prevDoc, doc []byte) error {
 		}
 	}
 	if doc != nil {
-		if cur, err = c.indexEntries(doc, key); err != nil {
+		if cur, err = c.objectIndexEntries(doc, key); err != nil {
 			return err
 		}
 	}

@@ -169,7 +169,9 @@ func (c *Container) parseItem(body []byte, req *ItemRequest) (*item, *Error) {
 	if !ok {
 		return nil, BadRequest("The input content is invalid because the required property, id, is missing.")
 	}
-	if json.Unmarshal(rawID, &it.id) != nil {
+	if id, ok := plainString(rawID); ok {
+		it.id = id
+	} else if json.Unmarshal(rawID, &it.id) != nil {
 		return nil, BadRequest("The id property must be a string.")
 	}
 	if e := validID(it.id); e != nil {
@@ -186,6 +188,10 @@ func (c *Container) parseItem(body []byte, req *ItemRequest) (*item, *Error) {
 	for _, path := range c.pk.Paths {
 		name := firstSegment(path)
 		if raw, ok := obj.get(name); ok {
+			if s, ok := plainString(raw); ok {
+				doc[name] = s
+				continue
+			}
 			var v any
 			if json.Unmarshal(raw, &v) == nil {
 				doc[name] = v
@@ -203,6 +209,16 @@ func (c *Container) parseItem(body []byte, req *ItemRequest) (*item, *Error) {
 				req.PartitionKey.String() + ", document: " + pk.String() + "."}
 	}
 	return it, nil
+}
+
+// plainString returns the value of a JSON string without escapes, which is
+// its bytes between the quotes; ok is false for anything else. raw must be
+// valid JSON.
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 {
+		return "", false
+	}
+	return string(raw[1 : len(raw)-1]), true
 }
 
 func firstSegment(path string) string {
@@ -349,12 +365,13 @@ func (t *txn) put(it *item, prev *storedItem) (*storedItem, error) {
 		s.rid = prev.rid
 	}
 	rid := encodeRID(childRID(c.rid, s.rid))
+	ts := field{"_ts", json.RawMessage(strconv.FormatInt(s.ts, 10))}
 	s.doc = it.obj.encode(
 		field{"_rid", quoteJSON(rid)},
 		field{"_self", quoteJSON(c.Self() + "docs/" + rid + "/")},
 		field{"_etag", quoteJSON(s.etag())},
 		field{"_attachments", json.RawMessage(`"attachments/"`)},
-		field{"_ts", json.RawMessage(strconv.FormatInt(s.ts, 10))},
+		ts,
 	)
 	if len(s.doc) > MaxItemBytes {
 		return nil, TooLarge("%s: the item is %d bytes with its system properties, the limit is %d.", msgEntityTooLarge, len(s.doc), MaxItemBytes)
@@ -368,7 +385,9 @@ func (t *txn) put(it *item, prev *storedItem) (*storedItem, error) {
 	if prev != nil {
 		prevDoc = prev.doc
 	}
-	if err := t.reindex(s.key, prevDoc, s.doc); err != nil {
+	// The stored document is the item's properties and the system ones, of
+	// which only _ts is indexed.
+	if err := t.reindex(s.key, prevDoc, append(it.obj[:len(it.obj):len(it.obj)], ts)); err != nil {
 		return nil, err
 	}
 	if prev != nil {
