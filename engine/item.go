@@ -511,3 +511,30 @@ func (e *Engine) ReadItem(req *ItemRequest) (*ItemResult, error) {
 func (e *Engine) DeleteItem(req *ItemRequest) (*ItemResult, error) {
 	return e.itemOperation(BatchDelete, req)
 }
+
+// ItemByRID resolves the RID of one of the container's items (its _rid, the
+// last segment of its _self link) to the item's id and partition key, so
+// that a request addressed by RID can be served like one addressed by name.
+// An unknown or malformed RID is 404, as a missing id is.
+func (e *Engine) ItemByRID(c *Container, rid string) (id string, pk PartitionKey, err error) {
+	b, ok := decodeRID(rid, 16)
+	if !ok || !bytes.Equal(b[:8], c.rid) {
+		return "", PartitionKey{}, NotFound(msgNotFound)
+	}
+	key, err := e.store.Get(ridKey(c.rid, b[8:]))
+	if errors.Is(err, storage.ErrNotFound) {
+		return "", PartitionKey{}, NotFound(msgNotFound)
+	}
+	if err != nil {
+		return "", PartitionKey{}, err
+	}
+	id, pkEnc, ok := c.splitItemKey(key)
+	if !ok {
+		return "", PartitionKey{}, errors.New("engine: corrupt RID index entry")
+	}
+	pk, perr := ParsePartitionKeyHeader(string(pkEnc))
+	if perr != nil {
+		return "", PartitionKey{}, perr
+	}
+	return id, pk, nil
+}

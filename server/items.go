@@ -71,6 +71,19 @@ func (s *Server) item(r *request, db, coll, id string) error {
 	if err != nil {
 		return err
 	}
+	if "dbs/"+db+"/colls/"+coll+"/" == c.Self() {
+		// A RID-based link (an item's _self): its last segment is the
+		// item's RID, which names its partition key too.
+		ridID, ridPK, err := s.eng.ItemByRID(c, id)
+		if err != nil {
+			return err
+		}
+		if hasPK && !pk.Equal(ridPK) {
+			return &engine.Error{Status: http.StatusBadRequest, SubStatus: engine.SubStatusPartitionKeyMismatch, Code: "BadRequest",
+				Message: "The partition key " + pk.String() + " of the request differs from the item's " + ridPK.String() + "."}
+		}
+		id, pk, hasPK = ridID, ridPK, true
+	}
 	req := &engine.ItemRequest{Database: db, Container: coll, ID: id, PartitionKey: pk, HasPartitionKey: hasPK,
 		Body: r.body, IfMatch: r.ifMatch(), IfNoneMatch: r.ifNoneMatch()}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {

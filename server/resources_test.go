@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -71,4 +72,40 @@ func TestResourceReadFeedsArePaged(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestItemsByRIDLink reads, replaces and deletes an item through its _self
+// link, as users do with the links Cosmos hands back: the RID names the
+// item and its partition key.
+func TestItemsByRIDLink(t *testing.T) {
+	c := newTestServer(t)
+	c.must("POST", "/dbs/db/colls/c/docs", `{"id":"a","pk":"p1","v":1}`, pk(`["p1"]`), 201)
+	c.must("POST", "/dbs/db/colls/c/docs", `{"id":"a","pk":"p2","v":2}`, pk(`["p2"]`), 201)
+	var doc struct {
+		Self string `json:"_self"`
+		V    int    `json:"v"`
+	}
+	json.Unmarshal(c.must("GET", "/dbs/db/colls/c/docs/a", "", pk(`["p2"]`), 200).body, &doc)
+	self := "/" + strings.TrimSuffix(doc.Self, "/")
+	if !strings.HasPrefix(self, "/dbs/") || strings.Contains(self, "/docs/a") {
+		t.Fatalf("_self %q is not a RID link", doc.Self)
+	}
+
+	for _, h := range []map[string]string{nil, pk(`["p2"]`)} {
+		r := c.must("GET", self, "", h, 200)
+		json.Unmarshal(r.body, &doc)
+		if doc.V != 2 {
+			t.Fatalf("GET %s (headers %v) gave %s, want the item of partition p2", self, h, r.body)
+		}
+	}
+	c.must("GET", self, "", pk(`["p1"]`), 400)
+	c.must("PUT", self, `{"id":"a","pk":"p2","v":3}`, nil, 200)
+	json.Unmarshal(c.must("GET", "/dbs/db/colls/c/docs/a", "", pk(`["p2"]`), 200).body, &doc)
+	if doc.V != 3 {
+		t.Fatalf("after the replace by RID, v = %d, want 3", doc.V)
+	}
+	c.must("DELETE", self, "", nil, 204)
+	c.must("GET", self, "", nil, 404)
+	c.must("GET", "/dbs/db/colls/c/docs/a", "", pk(`["p1"]`), 200)
+	c.must("GET", "/dbs/db/colls/c/docs/AAAAAAAAAAAAAAAAAAAAAA==", "", pk(`["p1"]`), 404)
 }
