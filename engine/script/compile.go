@@ -39,9 +39,10 @@ func Validate(body string) error {
 	return err
 }
 
-// compile turns a body into a program whose completion value is the entry
-// function: the body itself when it is one function expression, otherwise
-// the first function the body declares.
+// compile turns a body into a program whose completion value is a wrapper
+// function: called with the concatenation natives (see rewrite.go), it
+// returns the entry function, which is the body itself when it is one
+// function expression, otherwise the first function the body declares.
 func compile(name, body string) (*goja.Program, error) {
 	expr := strings.TrimRight(body, " \t\r\n;")
 	if prg, err := parser.ParseFile(nil, name, "(\n"+expr+"\n)", 0); err == nil {
@@ -49,11 +50,7 @@ func compile(name, body string) (*goja.Program, error) {
 			if es, ok := prg.Body[0].(*ast.ExpressionStatement); ok {
 				switch es.Expression.(type) {
 				case *ast.FunctionLiteral, *ast.ArrowFunctionLiteral:
-					p, err := goja.CompileAST(prg, false)
-					if err != nil {
-						return nil, failure(StatusBadRequest, "The script body is not valid JavaScript: "+err.Error())
-					}
-					return p, nil
+					return compileWrapped(name, wrapperHead+"(\n"+expr+"\n); })")
 				}
 			}
 		}
@@ -73,12 +70,21 @@ func compile(name, body string) (*goja.Program, error) {
 	if entry == "" {
 		return nil, failure(StatusBadRequest, "The script body must be a JavaScript function.")
 	}
-	src := fmt.Sprintf("(function () {\n%s\n;return %s;\n})()", body, entry)
-	p, err := goja.Compile(name, src, false)
-	if err != nil {
-		return nil, failure(StatusBadRequest, "The script body is not valid JavaScript: "+err.Error())
+	return compileWrapped(name, fmt.Sprintf("%s(function () {\n%s\n;return %s;\n})(); })", wrapperHead, body, entry))
+}
+
+// compileWrapped parses src (the wrapper around a script), rewrites its
+// concatenations and compiles it.
+func compileWrapped(name, src string) (*goja.Program, error) {
+	prg, err := parser.ParseFile(nil, name, src, 0)
+	if err == nil {
+		rewriteConcatenation(prg)
+		var p *goja.Program
+		if p, err = goja.CompileAST(prg, false); err == nil {
+			return p, nil
+		}
 	}
-	return p, nil
+	return nil, failure(StatusBadRequest, "The script body is not valid JavaScript: "+err.Error())
 }
 
 // programCache keeps compiled programs by script id and version.

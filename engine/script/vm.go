@@ -27,6 +27,7 @@ type vm struct {
 	stringify goja.Callable
 	statusErr goja.Callable
 	describe  goja.Callable
+	concat    *concatOps
 	cur       *run
 	// tainted is set when the script touched something (eval) that may leave
 	// state behind; the runtime is then not reused.
@@ -39,7 +40,11 @@ func newVM(l Limits) (*vm, error) {
 	rt := goja.New()
 	rt.SetMaxCallStackSize(l.MaxCallDepth)
 	v := &vm{rt: rt}
-	installGuards(rt, l)
+	ops, err := installGuards(rt, l, v.exceedMemory)
+	if err != nil {
+		return nil, fmt.Errorf("script: guards: %w", err)
+	}
+	v.concat = ops
 
 	host := rt.NewObject()
 	natives := map[string]func(goja.FunctionCall) goja.Value{
@@ -87,6 +92,18 @@ func newVM(l Limits) (*vm, error) {
 	}
 	v.base = rt.GlobalObject()
 	return v, nil
+}
+
+// exceedMemory stops the run in progress with the memory-limit error (a
+// guard found that an operation would exceed it); it reports false when no
+// run is in progress.
+func (v *vm) exceedMemory() bool {
+	r := v.cur
+	if r == nil {
+		return false
+	}
+	r.stop(v, newMemoryError(r.limits.MaxMemory))
+	return true
 }
 
 // begin gives the runtime a fresh global object for run r.

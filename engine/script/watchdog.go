@@ -15,6 +15,13 @@ import (
 // the script only if the live heap itself grew beyond MaxMemory. Under heavy
 // concurrent load, other goroutines' live growth counts against a running
 // script; the ceiling is a guard against runaway scripts, not an account.
+//
+// The watchdog cannot see into one native operation: a copy of hundreds of
+// megabytes runs to its end, holding up the forced collection (which must
+// stop the world) and, while it lasts, the timers of its processor, so
+// that a script doubling a string used to get several doublings past the
+// ceiling before it was stopped. Such operations are bounded beforehand
+// (guards.go, rewrite.go).
 
 const (
 	metricHeapObjects = "/memory/classes/heap/objects:bytes"
@@ -63,11 +70,14 @@ func liveAfterCollection(since time.Time) uint64 {
 
 // pollMemory is the watchdog tick; it re-arms itself until the run ends.
 // Every tick compares the live heap of the latest collection with the base
-// (free, collections happen anyway); when the heap has grown by the limit
-// since the base or since the last forced collection, it forces one to see
-// how much of that is live. So forced collections come at most once per
-// limit's worth of allocation, and the ceiling may be overshot by up to one
-// limit before it is caught.
+// (free, collections happen anyway); when the heap holds more than the base
+// and the limit, it forces a collection to see how much of that is live.
+// After one that finds the run within its limit, the next is forced once the
+// heap exceeds both the base and the limit, and the live heap found and an
+// eighth of the limit: garbage alone forces one at most every eighth of a
+// limit of allocation, and the live heap cannot grow far past the limit
+// unseen. Nor is one forced sooner than four times as long as the last took
+// after it, so that forced collections take a fifth of the time at most.
 func (r *run) pollMemory(v *vm) {
 	if r.isDone() {
 		return
@@ -88,8 +98,13 @@ func (r *run) pollMemory(v *vm) {
 			r.stop(v, newMemoryError(r.limits.MaxMemory))
 			return
 		}
-		w.threshold = max(w.base, live) + limit
-		w.nextForce = time.Now().Add(10 * memoryPollInterval)
+		w.threshold = max(w.base+limit, live+limit/8)
+		took := time.Since(now)
+		w.nextForce = time.Now().Add(min(max(4*took, memoryPollInterval), maxForceInterval))
 	}
 	r.poller.Reset(memoryPollInterval)
 }
+
+// maxForceInterval is the longest wait between two collections forced for a
+// run.
+const maxForceInterval = 10 * memoryPollInterval

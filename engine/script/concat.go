@@ -1,0 +1,142 @@
+package script
+
+import (
+	"reflect"
+
+	"github.com/dop251/goja"
+)
+
+// The natives the rewritten concatenations call (see rewrite.go). They
+// compute what the operators would, and stop the run with the memory-limit
+// error, before allocating, when a string result would be longer than
+// Limits.maxStringLength: such a string alone holds about the whole memory
+// limit. The stop cannot be caught by the script.
+
+var (
+	reflectInt64Type   = reflect.TypeOf(int64(0))
+	reflectFloat64Type = reflect.TypeOf(float64(0))
+)
+
+// plainAddProgram is the + operator itself, for the operands the natives do
+// not handle (objects, which convert by their own methods, and the rarer
+// primitives).
+var plainAddProgram = goja.MustCompile("add.js", "(function (a, b) { return a + b; })", true)
+
+// concatOps are one runtime's concatenation natives.
+type concatOps struct {
+	g        *guards
+	plainAdd goja.Callable
+	args     [2]goja.Value // add and template, as the wrapper's arguments
+}
+
+func newConcatOps(g *guards) (*concatOps, error) {
+	fv, err := g.rt.RunProgram(plainAddProgram)
+	if err != nil {
+		return nil, err
+	}
+	plain, _ := goja.AssertFunction(fv)
+	c := &concatOps{g: g, plainAdd: plain}
+	c.args = [2]goja.Value{g.rt.ToValue(c.addOp), g.rt.ToValue(c.templateOp)}
+	return c, nil
+}
+
+// addOp is a + b.
+func (c *concatOps) addOp(call goja.FunctionCall) goja.Value {
+	return c.add(call.Argument(0), call.Argument(1))
+}
+
+func (c *concatOps) add(a, b goja.Value) goja.Value {
+	ta, tb := primitiveType(a), primitiveType(b)
+	switch {
+	case ta == kindString && tb == kindString:
+		return c.concat(a.(goja.String), b.(goja.String))
+	case ta == kindString && tb == kindNumber:
+		return c.concat(a.(goja.String), toJSString(c.g.rt, b))
+	case ta == kindNumber && tb == kindString:
+		return c.concat(toJSString(c.g.rt, a), b.(goja.String))
+	case ta == kindNumber && tb == kindNumber:
+		if a.ExportType() == reflectInt64Type && b.ExportType() == reflectInt64Type {
+			return c.g.rt.ToValue(a.ToInteger() + b.ToInteger())
+		}
+		return c.g.rt.ToValue(a.ToFloat() + b.ToFloat())
+	}
+	v, err := c.plainAdd(goja.Undefined(), a, b)
+	if err != nil {
+		panic(err)
+	}
+	// An object's conversion may have produced a long string: the result
+	// is made already, but the run goes no further with it.
+	if s, ok := v.(goja.String); ok && int64(s.Length()) > c.g.maxChars {
+		c.g.exceed()
+	}
+	return v
+}
+
+type valueKind int
+
+const (
+	kindOther valueKind = iota
+	kindString
+	kindNumber
+)
+
+func primitiveType(v goja.Value) valueKind {
+	switch v.(type) {
+	case *goja.Object, *goja.Symbol, nil:
+		return kindOther
+	case goja.String:
+		return kindString
+	}
+	if t := v.ExportType(); t == reflectInt64Type || t == reflectFloat64Type {
+		return kindNumber
+	}
+	return kindOther
+}
+
+// concat joins two strings, or stops the run if the result would be too
+// long.
+func (c *concatOps) concat(a, b goja.String) goja.Value {
+	if int64(a.Length())+int64(b.Length()) > c.g.maxChars {
+		c.g.exceed()
+		return goja.Undefined()
+	}
+	return a.Concat(b)
+}
+
+// templateOp is an untagged template literal: its arguments alternate
+// between the literal parts and the substituted values.
+func (c *concatOps) templateOp(call goja.FunctionCall) goja.Value {
+	parts := make([]goja.String, len(call.Arguments))
+	total := int64(0)
+	for i, a := range call.Arguments {
+		if _, ok := a.(*goja.Symbol); ok {
+			panic(c.g.rt.NewTypeError("Cannot convert a Symbol value to a string"))
+		}
+		parts[i] = toJSString(c.g.rt, a)
+		total += int64(parts[i].Length())
+	}
+	if total > c.g.maxChars {
+		c.g.exceed()
+		return goja.Undefined()
+	}
+	var b goja.StringBuilder
+	b.Grow(int(total))
+	for _, p := range parts {
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+// instantiate runs a compiled script and returns its entry function's value:
+// the program evaluates to the wrapper, which is given the natives.
+func (c *concatOps) instantiate(prog *goja.Program) (goja.Value, error) {
+	wv, err := c.g.rt.RunProgram(prog)
+	if err != nil {
+		return nil, err
+	}
+	wrapper, ok := goja.AssertFunction(wv)
+	if !ok {
+		return nil, failure(StatusInternalServerError, "The compiled script is not wrapped.")
+	}
+	return wrapper(goja.Undefined(), c.args[:]...)
+}
