@@ -39,10 +39,10 @@ func Validate(body string) error {
 	return err
 }
 
-// compile turns a body into a program whose completion value is a wrapper
-// function: called with the concatenation natives (see rewrite.go), it
-// returns the entry function, which is the body itself when it is one
-// function expression, otherwise the first function the body declares.
+// compile turns a body into a program whose completion value is the entry
+// function: the body itself when it is one function expression, otherwise
+// the first function the body declares. Its concatenations are rewritten
+// (see rewrite.go).
 func compile(name, body string) (*goja.Program, error) {
 	expr := strings.TrimRight(body, " \t\r\n;")
 	if prg, err := parser.ParseFile(nil, name, "(\n"+expr+"\n)", 0); err == nil {
@@ -50,7 +50,7 @@ func compile(name, body string) (*goja.Program, error) {
 			if es, ok := prg.Body[0].(*ast.ExpressionStatement); ok {
 				switch es.Expression.(type) {
 				case *ast.FunctionLiteral, *ast.ArrowFunctionLiteral:
-					return compileWrapped(name, wrapperHead+"(\n"+expr+"\n); })")
+					return compileRewritten(prg)
 				}
 			}
 		}
@@ -70,21 +70,21 @@ func compile(name, body string) (*goja.Program, error) {
 	if entry == "" {
 		return nil, failure(StatusBadRequest, "The script body must be a JavaScript function.")
 	}
-	return compileWrapped(name, fmt.Sprintf("%s(function () {\n%s\n;return %s;\n})(); })", wrapperHead, body, entry))
+	prg, err := parser.ParseFile(nil, name, fmt.Sprintf("(function () {\n%s\n;return %s;\n})()", body, entry), 0)
+	if err != nil {
+		return nil, failure(StatusBadRequest, "The script body is not valid JavaScript: "+err.Error())
+	}
+	return compileRewritten(prg)
 }
 
-// compileWrapped parses src (the wrapper around a script), rewrites its
-// concatenations and compiles it.
-func compileWrapped(name, src string) (*goja.Program, error) {
-	prg, err := parser.ParseFile(nil, name, src, 0)
-	if err == nil {
-		rewriteConcatenation(prg)
-		var p *goja.Program
-		if p, err = goja.CompileAST(prg, false); err == nil {
-			return p, nil
-		}
+// compileRewritten rewrites the concatenations of prg and compiles it.
+func compileRewritten(prg *ast.Program) (*goja.Program, error) {
+	rewriteConcatenation(prg)
+	p, err := goja.CompileAST(prg, false)
+	if err != nil {
+		return nil, failure(StatusBadRequest, "The script body is not valid JavaScript: "+err.Error())
 	}
-	return nil, failure(StatusBadRequest, "The script body is not valid JavaScript: "+err.Error())
+	return p, nil
 }
 
 // programCache keeps compiled programs by script id and version.

@@ -4,6 +4,9 @@ import (
 	"reflect"
 
 	"github.com/dop251/goja"
+	"github.com/dop251/goja/ast"
+	"github.com/dop251/goja/parser"
+	"github.com/dop251/goja/unistring"
 )
 
 // The natives the rewritten concatenations call (see rewrite.go). They
@@ -26,18 +29,17 @@ var plainAddProgram = goja.MustCompile("add.js", "(function (a, b) { return a + 
 type concatOps struct {
 	g        *guards
 	plainAdd goja.Callable
-	args     [2]goja.Value // add and template, as the wrapper's arguments
 }
 
-func newConcatOps(g *guards) (*concatOps, error) {
+// installConcatOps makes the natives of g's runtime and declares them.
+func installConcatOps(g *guards) error {
 	fv, err := g.rt.RunProgram(plainAddProgram)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	plain, _ := goja.AssertFunction(fv)
 	c := &concatOps{g: g, plainAdd: plain}
-	c.args = [2]goja.Value{g.rt.ToValue(c.addOp), g.rt.ToValue(c.templateOp)}
-	return c, nil
+	return c.declareNatives()
 }
 
 // addOp is a + b.
@@ -127,16 +129,29 @@ func (c *concatOps) templateOp(call goja.FunctionCall) goja.Value {
 	return b.String()
 }
 
-// instantiate runs a compiled script and returns its entry function's value:
-// the program evaluates to the wrapper, which is given the natives.
-func (c *concatOps) instantiate(prog *goja.Program) (goja.Value, error) {
-	wv, err := c.g.rt.RunProgram(prog)
+// declareNatives makes the natives constants of the runtime's global
+// lexical scope, where the rewritten code finds them: not properties of any
+// object, and under names no source can spell.
+func (c *concatOps) declareNatives() error {
+	const tmp = "__orreryNatives"
+	prg, err := parser.ParseFile(nil, "natives.js", "const __orreryAdd = "+tmp+"[0], __orreryTemplate = "+tmp+"[1];", 0)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	wrapper, ok := goja.AssertFunction(wv)
-	if !ok {
-		return nil, failure(StatusInternalServerError, "The compiled script is not wrapped.")
+	names := map[unistring.String]unistring.String{"__orreryAdd": addOpName, "__orreryTemplate": templateOpName}
+	for _, b := range prg.Body[0].(*ast.LexicalDeclaration).List {
+		id := b.Target.(*ast.Identifier)
+		id.Name = names[id.Name]
 	}
-	return wrapper(goja.Undefined(), c.args[:]...)
+	p, err := goja.CompileAST(prg, true)
+	if err != nil {
+		return err
+	}
+	rt := c.g.rt
+	if err := rt.Set(tmp, []goja.Value{rt.ToValue(c.addOp), rt.ToValue(c.templateOp)}); err != nil {
+		return err
+	}
+	_, err = rt.RunProgram(p)
+	rt.GlobalObject().Delete(tmp)
+	return err
 }

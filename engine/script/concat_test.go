@@ -185,3 +185,23 @@ func TestStringsUpToTheLimitAreFine(t *testing.T) {
 		t.Fatalf("got %s, want %s", res.Body, want)
 	}
 }
+
+// TestNativesAreOutOfReach checks that the natives leave no trace a script
+// can see: they are no property of the global object, under their own names
+// or those used to declare them, and an arrow function's body still has no
+// arguments.
+func TestNativesAreOutOfReach(t *testing.T) {
+	body := `() => {
+		var names = ["%add", "%template", "__orreryAdd", "__orreryTemplate"];
+		getContext().getResponse().setBody([typeof arguments, this === globalThis].concat(names.map(function (n) {
+			return typeof globalThis[n];
+		})));
+	}`
+	res, err := NewRunner(Limits{}).Execute(context.Background(), Script{ID: "reach", Body: body}, nil, newFakeCollection(), ExecuteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `["undefined",true,"undefined","undefined","undefined","undefined"]`; string(res.Body) != want {
+		t.Fatalf("got %s, want %s", res.Body, want)
+	}
+}

@@ -38,9 +38,9 @@ type guards struct {
 	stopRun func() bool
 }
 
-// installGuards wraps the built-ins and returns the natives the rewritten
+// installGuards wraps the built-ins and declares the natives the rewritten
 // concatenations call.
-func installGuards(rt *goja.Runtime, l Limits, stopRun func() bool) (*concatOps, error) {
+func installGuards(rt *goja.Runtime, l Limits, stopRun func() bool) error {
 	g := &guards{rt: rt, rangeError: rt.Get("RangeError"), comma: rt.ToValue(",").(goja.String),
 		joining: make(map[*goja.Object]bool), maxDepth: 10 * l.MaxCallDepth, maxLength: l.maxArrayLength(), maxChars: l.maxStringLength(),
 		stopRun: stopRun}
@@ -53,10 +53,17 @@ func installGuards(rt *goja.Runtime, l Limits, stopRun func() bool) (*concatOps,
 	}
 	g.replace(arrayProto, "join", 1, g.join)
 	jsonObj := rt.Get("JSON").ToObject(rt)
-	g.wrap(jsonObj, "stringify", func(call goja.FunctionCall) {
-		w := jsonWalk{g: g}
-		w.check(w.size(call.Argument(0), 0))
-	})
+	if orig := jsonObj.Get("stringify"); orig != nil {
+		// Sized before, and checked after for what toJSON methods and a
+		// replacer produce, in one wrapper: every response goes through it.
+		stringify, _ := goja.AssertFunction(orig)
+		checked := g.resultChecked(stringify)
+		g.install(jsonObj, "stringify", orig, func(call goja.FunctionCall) goja.Value {
+			w := jsonWalk{g: g}
+			w.check(w.size(call.Argument(0), 0))
+			return checked(call)
+		})
+	}
 	g.wrap(arrayProto, "concat", func(call goja.FunctionCall) {
 		total := g.lengthOf(call.This)
 		for _, a := range call.Arguments {
@@ -121,7 +128,6 @@ func installGuards(rt *goja.Runtime, l Limits, stopRun func() bool) (*concatOps,
 	for _, name := range []string{"encodeURI", "encodeURIComponent", "escape"} {
 		g.checkResult(rt.GlobalObject(), name)
 	}
-	g.checkResult(jsonObj, "stringify")
 	g.checkResult(arrayProto, "toLocaleString")
 	regexpProto := rt.Get("RegExp").ToObject(rt).Get("prototype").ToObject(rt)
 	if orig := regexpProto.GetSymbol(goja.SymReplace); orig != nil {
@@ -133,9 +139,8 @@ func installGuards(rt *goja.Runtime, l Limits, stopRun func() bool) (*concatOps,
 	g.wrapUnless(stringProto, "replace", func(call goja.FunctionCall) bool { return g.checkReplace(call, false) })
 	g.wrapUnless(stringProto, "replaceAll", func(call goja.FunctionCall) bool { return g.checkReplace(call, true) })
 
-	ops, err := newConcatOps(g)
-	if err != nil {
-		return nil, err
+	if err := installConcatOps(g); err != nil {
+		return err
 	}
 	g.wrapUnless(stringProto, "concat", func(call goja.FunctionCall) bool {
 		total := int64(g.stringLength(call.This))
@@ -150,7 +155,7 @@ func installGuards(rt *goja.Runtime, l Limits, stopRun func() bool) (*concatOps,
 		}
 		return true
 	})
-	return ops, nil
+	return nil
 }
 
 // replace installs fn as obj[name] with the given length.

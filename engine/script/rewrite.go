@@ -16,13 +16,14 @@ import (
 // So every string concatenation a script's source contains is routed through
 // a native of the runtime that refuses a result beyond the memory limit
 // before making it: a + b becomes add(a, b), x += y becomes x = add(x, y),
-// untagged template literals become template(parts...).
-// The natives are parameters of a function wrapped around the script, whose
-// names the parser cannot produce, so no script can shadow or replace them.
-// Code made at run time (eval, the Function constructor) is not rewritten;
-// the memory watchdog remains its only bound.
+// untagged template literals with two or more substitutions become
+// template(parts...). The natives are constants of the runtime's global
+// lexical scope (see declareNatives), under names the parser cannot produce,
+// so no script can shadow, replace or even name them. Code made at run time
+// (eval, the Function constructor) is not rewritten; the memory watchdog
+// remains its only bound.
 
-// Names of the natives in the rewritten source.
+// Names of the natives in the rewritten code.
 const (
 	addOpName      unistring.String = "%add"
 	templateOpName unistring.String = "%template"
@@ -36,23 +37,9 @@ const (
 	valueParam  unistring.String = "%value"
 )
 
-// Placeholders for the natives' parameters in the wrapper's source text;
-// rewriteConcatenation renames them to the names above.
-const (
-	addOpParam      = "__orreryAdd"
-	templateOpParam = "__orreryTemplate"
-)
-
-// wrapperHead opens the arrow function (the cheapest to make) the script's
-// program evaluates to; called
-// with the three natives, it returns the script's value. It has no newline,
-// so that line numbers in the script stay as they were with "(\n".
-const wrapperHead = "((" + addOpParam + ", " + templateOpParam + ") => { return "
-
 var astPackage = reflect.TypeOf(ast.Program{}).PkgPath()
 
-// rewriteConcatenation rewrites the concatenations of prg in place and
-// renames the wrapper's parameters.
+// rewriteConcatenation rewrites the concatenations of prg in place.
 func rewriteConcatenation(prg *ast.Program) {
 	w := rewriter{seen: make(map[uintptr]bool)}
 	w.walk(reflect.ValueOf(prg))
@@ -75,10 +62,6 @@ func (w *rewriter) walk(v reflect.Value) {
 			return
 		}
 		w.seen[v.Pointer()] = true
-		if id, ok := v.Interface().(*ast.Identifier); ok {
-			w.rename(id)
-			return
-		}
 		w.walk(v.Elem())
 	case reflect.Struct:
 		if v.Type().PkgPath() != astPackage {
@@ -105,16 +88,6 @@ func (w *rewriter) walk(v reflect.Value) {
 		if r := w.replace(expr); r != nil && reflect.TypeOf(r).AssignableTo(v.Type()) {
 			v.Set(reflect.ValueOf(r))
 		}
-	}
-}
-
-// rename gives the wrapper's parameters the names the rewritten code uses.
-func (w *rewriter) rename(id *ast.Identifier) {
-	switch id.Name {
-	case addOpParam:
-		id.Name = addOpName
-	case templateOpParam:
-		id.Name = templateOpName
 	}
 }
 

@@ -223,7 +223,7 @@ func panicFailure(p any) *Error {
 }
 
 func (rn *Runner) call(v *vm, r *run, prog *goja.Program, args []json.RawMessage, finish func(*vm, goja.Value) error) error {
-	fv, err := v.concat.instantiate(prog)
+	fv, err := v.rt.RunProgram(prog)
 	if err != nil {
 		return err
 	}

@@ -79,7 +79,7 @@ func (s *UDFSession) function(udf UDF) (goja.Callable, error) {
 	if err != nil {
 		return nil, err
 	}
-	fv, err := s.v.concat.instantiate(prog)
+	fv, err := s.v.rt.RunProgram(prog)
 	if err != nil {
 		return nil, s.r.failureOf(s.v, err)
 	}

@@ -27,7 +27,6 @@ type vm struct {
 	stringify goja.Callable
 	statusErr goja.Callable
 	describe  goja.Callable
-	concat    *concatOps
 	cur       *run
 	// tainted is set when the script touched something (eval) that may leave
 	// state behind; the runtime is then not reused.
@@ -40,11 +39,9 @@ func newVM(l Limits) (*vm, error) {
 	rt := goja.New()
 	rt.SetMaxCallStackSize(l.MaxCallDepth)
 	v := &vm{rt: rt}
-	ops, err := installGuards(rt, l, v.exceedMemory)
-	if err != nil {
+	if err := installGuards(rt, l, v.exceedMemory); err != nil {
 		return nil, fmt.Errorf("script: guards: %w", err)
 	}
-	v.concat = ops
 
 	host := rt.NewObject()
 	natives := map[string]func(goja.FunctionCall) goja.Value{
