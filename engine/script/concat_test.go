@@ -151,6 +151,10 @@ func TestStringGrowthStopsAtTheLimit(t *testing.T) {
 		{"encodeURIComponent", `function () { var s = "\u0800".repeat(1 << 20); for (;;) { try { s = encodeURIComponent(s); } catch (e) {} } }`},
 		{"JSON.stringify", `function () { var s = '"'; for (;;) { s = JSON.stringify(s); } }`},
 		{"toLocaleString", grow(`s = [s, s].toLocaleString();`)},
+		{"strict mode", `function () { "use strict"; var s = "0123456789abcdef"; for (;;) { s = s + s; } }`},
+		{"a class method", `function () { class G { grow(s) { return s + s; } } var g = new G(), s = "0123456789abcdef"; for (;;) { s = g.grow(s); } }`},
+		{"an async function", `async function () { var s = "0123456789abcdef"; for (;;) { s = s + await s; } }`},
+		{"a property in the middle", grow(`s = s + s.length + s;`)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
