@@ -106,7 +106,10 @@ func (c *concatOps) concat(a, b goja.String) goja.Value {
 }
 
 // templateOp is an untagged template literal: its arguments alternate
-// between the literal parts and the substituted values.
+// between the literal parts and the substituted values. The values are all
+// evaluated before the first is converted to a string, where the literal
+// converts each before evaluating the next: only a toString with side
+// effects on a later substitution could tell.
 func (c *concatOps) templateOp(call goja.FunctionCall) goja.Value {
 	parts := make([]goja.String, len(call.Arguments))
 	total := int64(0)

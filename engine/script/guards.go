@@ -117,8 +117,9 @@ func installGuards(rt *goja.Runtime, l Limits, stopRun func() bool) error {
 	// Built-ins whose result may be a multiple of their input's length:
 	// repeated, each of them grows a string geometrically without a +.
 	// Their result is checked once made; the run goes no further with a
-	// string beyond the limit. (String.prototype.concat is checked before.)
-	for _, name := range []string{"replace", "replaceAll", "normalize", "toUpperCase", "toLowerCase",
+	// string beyond the limit. (concat, String.raw, replace and replaceAll
+	// are also checked before, as far as their arguments tell.)
+	for _, name := range []string{"concat", "replace", "replaceAll", "normalize", "toUpperCase", "toLowerCase",
 		"toLocaleUpperCase", "toLocaleLowerCase", "padStart", "padEnd"} {
 		g.checkResult(stringProto, name)
 	}
