@@ -96,10 +96,14 @@ func primitiveType(v goja.Value) valueKind {
 }
 
 // concat joins two strings, or stops the run if the result would be too
-// long.
+// long or the run's heap has grown beyond the limit.
 func (c *concatOps) concat(a, b goja.String) goja.Value {
-	if int64(a.Length())+int64(b.Length()) > c.g.maxChars {
+	n := int64(a.Length()) + int64(b.Length())
+	if n > c.g.maxChars {
 		c.g.exceed()
+		return goja.Undefined()
+	}
+	if !c.g.mayMakeString(n) {
 		return goja.Undefined()
 	}
 	return a.Concat(b)
@@ -122,6 +126,9 @@ func (c *concatOps) templateOp(call goja.FunctionCall) goja.Value {
 	}
 	if total > c.g.maxChars {
 		c.g.exceed()
+		return goja.Undefined()
+	}
+	if !c.g.mayMakeString(total) {
 		return goja.Undefined()
 	}
 	var b goja.StringBuilder

@@ -36,14 +36,17 @@ type guards struct {
 	// stopRun stops the run in progress with the memory-limit error, or
 	// reports false when there is none.
 	stopRun func() bool
+	// mayMakeString reports whether the run may make a string of n
+	// characters, checking its heap now and then.
+	mayMakeString func(n int64) bool
 }
 
 // installGuards wraps the built-ins and declares the natives the rewritten
 // concatenations call.
-func installGuards(rt *goja.Runtime, l Limits, stopRun func() bool) error {
+func installGuards(rt *goja.Runtime, l Limits, stopRun func() bool, mayMakeString func(int64) bool) error {
 	g := &guards{rt: rt, rangeError: rt.Get("RangeError"), comma: rt.ToValue(",").(goja.String),
 		joining: make(map[*goja.Object]bool), maxDepth: 10 * l.MaxCallDepth, maxLength: l.maxArrayLength(), maxChars: l.maxStringLength(),
-		stopRun: stopRun}
+		stopRun: stopRun, mayMakeString: mayMakeString}
 	arrayCtor := rt.Get("Array").ToObject(rt)
 	arrayProto := arrayCtor.Get("prototype").ToObject(rt)
 	for _, name := range arrayMethodsByLength {

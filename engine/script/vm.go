@@ -39,7 +39,7 @@ func newVM(l Limits) (*vm, error) {
 	rt := goja.New()
 	rt.SetMaxCallStackSize(l.MaxCallDepth)
 	v := &vm{rt: rt}
-	if err := installGuards(rt, l, v.exceedMemory); err != nil {
+	if err := installGuards(rt, l, v.exceedMemory, v.mayMakeString); err != nil {
 		return nil, fmt.Errorf("script: guards: %w", err)
 	}
 
@@ -100,6 +100,15 @@ func (v *vm) exceedMemory() bool {
 		return false
 	}
 	r.stop(v, newMemoryError(r.limits.MaxMemory))
+	return true
+}
+
+// mayMakeString reports whether the run in progress may make a string of n
+// characters (see run.checkBeforeString).
+func (v *vm) mayMakeString(n int64) bool {
+	if r := v.cur; r != nil {
+		return r.checkBeforeString(v, n)
+	}
 	return true
 }
 
