@@ -106,3 +106,22 @@ func BenchmarkExecuteArithmeticLoop(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkExecuteStringLoop is a stored procedure that spends its time on
+// + of strings held in variables, each a call of the concatenation native.
+func BenchmarkExecuteStringLoop(b *testing.B) {
+	rn := NewRunner(Limits{})
+	coll := newFakeCollection()
+	sp := Script{ID: "strings", Body: `function () {
+		var a = "key-", s, t = 0;
+		for (var i = 0; i < 1000; i++) { s = a + i; s = s + a; t += s.length; }
+		getContext().getResponse().setBody(t);
+	}`, ETag: "1"}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := rn.Execute(ctx, sp, nil, coll, ExecuteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -173,11 +173,20 @@ func (w *rewriter) compoundAdd(e *ast.AssignExpression) ast.Expression {
 	return &ast.CallExpression{Callee: arrow, LeftParenthesis: at, ArgumentList: args, RightParenthesis: e.Idx1()}
 }
 
-// add is left + right through the native, except that when left is a
-// variable and right is small enough to be written twice, a number in the
-// variable takes the operator: typeof left === "number" ? left + right :
-// add(left, right). A number joined to a string adds a few characters to
-// it, so only strings (and objects) need the native.
+// add is left + right through the native, except where the operands are
+// checked inline, which costs a fraction of a call of the native. When left
+// is a variable and right is small enough to be written twice, a number in
+// the variable takes the operator (a number joined to a string adds a few
+// characters to it):
+//
+//	typeof left === "number" ? left + right : add(left, right)
+//
+// and when right is a variable too, so does a string followed by a number:
+//
+//	typeof left === "number" || typeof left === "string" && typeof right === "number" ? ...
+//
+// (Two strings are left to the native: reading a string's length in the
+// script costs more than the call.)
 func add(left, right ast.Expression, from, to file.Idx) ast.Expression {
 	id, ok := left.(*ast.Identifier)
 	if !ok {
@@ -187,13 +196,25 @@ func add(left, right ast.Expression, from, to file.Idx) ast.Expression {
 	if !ok {
 		return call(addOpName, from, to, left, right)
 	}
-	return &ast.ConditionalExpression{
-		Test: &ast.BinaryExpression{
+	ident := func(x *ast.Identifier) *ast.Identifier { return &ast.Identifier{Name: x.Name, Idx: x.Idx} }
+	str := func(v string) *ast.StringLiteral {
+		return &ast.StringLiteral{Idx: from, Literal: `"` + v + `"`, Value: unistring.String(v)}
+	}
+	is := func(x *ast.Identifier, kind string) ast.Expression {
+		return &ast.BinaryExpression{
 			Operator: token.STRICT_EQUAL,
-			Left:     &ast.UnaryExpression{Operator: token.TYPEOF, Idx: from, Operand: &ast.Identifier{Name: id.Name, Idx: id.Idx}},
-			Right:    &ast.StringLiteral{Idx: from, Literal: `"number"`, Value: "number"},
-		},
-		Consequent: &ast.BinaryExpression{Operator: token.PLUS, Left: &ast.Identifier{Name: id.Name, Idx: id.Idx}, Right: right},
+			Left:     &ast.UnaryExpression{Operator: token.TYPEOF, Idx: from, Operand: ident(x)},
+			Right:    str(kind),
+		}
+	}
+	test := is(id, "number")
+	if rid, ok := right.(*ast.Identifier); ok {
+		test = &ast.BinaryExpression{Operator: token.LOGICAL_OR, Left: test,
+			Right: &ast.BinaryExpression{Operator: token.LOGICAL_AND, Left: is(id, "string"), Right: is(rid, "number")}}
+	}
+	return &ast.ConditionalExpression{
+		Test:       test,
+		Consequent: &ast.BinaryExpression{Operator: token.PLUS, Left: ident(id), Right: right},
 		Alternate:  call(addOpName, from, to, left, second),
 	}
 }
