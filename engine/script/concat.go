@@ -48,15 +48,16 @@ func (c *concatOps) addOp(call goja.FunctionCall) goja.Value {
 }
 
 func (c *concatOps) add(a, b goja.Value) goja.Value {
-	ta, tb := primitiveType(a), primitiveType(b)
+	sa, aString := a.(goja.String)
+	sb, bString := b.(goja.String)
 	switch {
-	case ta == kindString && tb == kindString:
-		return c.concat(a.(goja.String), b.(goja.String))
-	case ta == kindString && tb == kindNumber:
-		return c.concat(a.(goja.String), toJSString(c.g.rt, b))
-	case ta == kindNumber && tb == kindString:
-		return c.concat(toJSString(c.g.rt, a), b.(goja.String))
-	case ta == kindNumber && tb == kindNumber:
+	case aString && bString:
+		return c.concat(sa, sb)
+	case aString && isNumber(b):
+		return c.concat(sa, toJSString(c.g.rt, b))
+	case bString && isNumber(a):
+		return c.concat(toJSString(c.g.rt, a), sb)
+	case isNumber(a) && isNumber(b):
 		if a.ExportType() == reflectInt64Type && b.ExportType() == reflectInt64Type {
 			return c.g.rt.ToValue(a.ToInteger() + b.ToInteger())
 		}
@@ -74,25 +75,15 @@ func (c *concatOps) add(a, b goja.Value) goja.Value {
 	return v
 }
 
-type valueKind int
-
-const (
-	kindOther valueKind = iota
-	kindString
-	kindNumber
-)
-
-func primitiveType(v goja.Value) valueKind {
+// isNumber reports a number primitive (a string is none: its export type
+// is not a number's).
+func isNumber(v goja.Value) bool {
 	switch v.(type) {
 	case *goja.Object, *goja.Symbol, nil:
-		return kindOther
-	case goja.String:
-		return kindString
+		return false
 	}
-	if t := v.ExportType(); t == reflectInt64Type || t == reflectFloat64Type {
-		return kindNumber
-	}
-	return kindOther
+	t := v.ExportType()
+	return t == reflectInt64Type || t == reflectFloat64Type
 }
 
 // concat joins two strings, or stops the run if the result would be too
