@@ -86,3 +86,42 @@ func BenchmarkUDFSessionCall(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkExecuteArithmeticLoop is a stored procedure that spends its time
+// on + (numbers and short strings), which runs through the concatenation
+// natives (see rewrite.go).
+func BenchmarkExecuteArithmeticLoop(b *testing.B) {
+	rn := NewRunner(Limits{})
+	coll := newFakeCollection()
+	sp := Script{ID: "loop", Body: `function () {
+		var n = 0, s = "";
+		for (var i = 0; i < 1000; i++) { n = n + i * 2; n += 1; s = "k" + (i % 10); }
+		getContext().getResponse().setBody([n, s]);
+	}`, ETag: "1"}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := rn.Execute(ctx, sp, nil, coll, ExecuteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkExecuteStringLoop is a stored procedure that spends its time on
+// + of strings held in variables, each a call of the concatenation native.
+func BenchmarkExecuteStringLoop(b *testing.B) {
+	rn := NewRunner(Limits{})
+	coll := newFakeCollection()
+	sp := Script{ID: "strings", Body: `function () {
+		var a = "key-", s, t = 0;
+		for (var i = 0; i < 1000; i++) { s = a + i; s = s + a; t += s.length; }
+		getContext().getResponse().setBody(t);
+	}`, ETag: "1"}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := rn.Execute(ctx, sp, nil, coll, ExecuteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

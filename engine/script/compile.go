@@ -41,7 +41,8 @@ func Validate(body string) error {
 
 // compile turns a body into a program whose completion value is the entry
 // function: the body itself when it is one function expression, otherwise
-// the first function the body declares.
+// the first function the body declares. Its concatenations are rewritten
+// (see rewrite.go).
 func compile(name, body string) (*goja.Program, error) {
 	expr := strings.TrimRight(body, " \t\r\n;")
 	if prg, err := parser.ParseFile(nil, name, "(\n"+expr+"\n)", 0); err == nil {
@@ -49,11 +50,7 @@ func compile(name, body string) (*goja.Program, error) {
 			if es, ok := prg.Body[0].(*ast.ExpressionStatement); ok {
 				switch es.Expression.(type) {
 				case *ast.FunctionLiteral, *ast.ArrowFunctionLiteral:
-					p, err := goja.CompileAST(prg, false)
-					if err != nil {
-						return nil, failure(StatusBadRequest, "The script body is not valid JavaScript: "+err.Error())
-					}
-					return p, nil
+					return compileRewritten(prg)
 				}
 			}
 		}
@@ -73,8 +70,17 @@ func compile(name, body string) (*goja.Program, error) {
 	if entry == "" {
 		return nil, failure(StatusBadRequest, "The script body must be a JavaScript function.")
 	}
-	src := fmt.Sprintf("(function () {\n%s\n;return %s;\n})()", body, entry)
-	p, err := goja.Compile(name, src, false)
+	prg, err := parser.ParseFile(nil, name, fmt.Sprintf("(function () {\n%s\n;return %s;\n})()", body, entry), 0)
+	if err != nil {
+		return nil, failure(StatusBadRequest, "The script body is not valid JavaScript: "+err.Error())
+	}
+	return compileRewritten(prg)
+}
+
+// compileRewritten rewrites the concatenations of prg and compiles it.
+func compileRewritten(prg *ast.Program) (*goja.Program, error) {
+	rewriteConcatenation(prg)
+	p, err := goja.CompileAST(prg, false)
 	if err != nil {
 		return nil, failure(StatusBadRequest, "The script body is not valid JavaScript: "+err.Error())
 	}

@@ -38,11 +38,20 @@
 // join, from, the length-looping Array methods, String repeat, padStart,
 // padEnd, split, Function.prototype.apply, Reflect.apply/construct,
 // JSON.stringify) are bounded by the memory limit; binary arrays
-// (ArrayBuffer, typed arrays, DataView) are absent. Not bounded: the result
-// of String.prototype.replace with a string replacement, and values produced
-// by toJSON or a replacer during JSON.stringify. The call depth is limited
-// with SetMaxCallStackSize. There is no require, no timers and no Go object
-// within reach; eval and Function work.
+// (ArrayBuffer, typed arrays, DataView) are absent. A string can only grow
+// geometrically by operations that each make it in one uninterruptible copy,
+// out of the watchdog's reach: the script's +, += and template literals are
+// compiled into calls of natives (see rewrite.go) that stop the run with the
+// memory-limit error before making a string longer than MaxMemory/2
+// characters; concat, String.raw, replace and replaceAll (whose matches and
+// $-patterns are counted beforehand), the case conversions, normalize,
+// encodeURI(Component), escape, JSON.stringify and Array toLocaleString stop
+// it, before where their arguments tell and otherwise once the string is
+// made. Code made at run time by eval or the Function constructor is not
+// rewritten, and a global regular expression's matches are not counted
+// beforehand: the watchdog alone bounds them.
+// The call depth is limited with SetMaxCallStackSize. There is no require,
+// no timers and no Go object within reach; eval and Function work.
 //
 // # Speed and isolation
 //

@@ -2,6 +2,7 @@ package script
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/dop251/goja"
 )
@@ -32,11 +33,20 @@ type guards struct {
 	maxDepth   int                   // nesting depth of join and JSON.stringify
 	maxLength  int64                 // array elements
 	maxChars   int64                 // string length in UTF-16 code units
+	// stopRun stops the run in progress with the memory-limit error, or
+	// reports false when there is none.
+	stopRun func() bool
+	// mayMakeString reports whether the run may make a string of n
+	// characters, checking its heap now and then.
+	mayMakeString func(n int64) bool
 }
 
-func installGuards(rt *goja.Runtime, l Limits) {
+// installGuards wraps the built-ins and declares the natives the rewritten
+// concatenations call.
+func installGuards(rt *goja.Runtime, l Limits, stopRun func() bool, mayMakeString func(int64) bool) error {
 	g := &guards{rt: rt, rangeError: rt.Get("RangeError"), comma: rt.ToValue(",").(goja.String),
-		joining: make(map[*goja.Object]bool), maxDepth: 10 * l.MaxCallDepth, maxLength: l.maxArrayLength(), maxChars: l.maxStringLength()}
+		joining: make(map[*goja.Object]bool), maxDepth: 10 * l.MaxCallDepth, maxLength: l.maxArrayLength(), maxChars: l.maxStringLength(),
+		stopRun: stopRun, mayMakeString: mayMakeString}
 	arrayCtor := rt.Get("Array").ToObject(rt)
 	arrayProto := arrayCtor.Get("prototype").ToObject(rt)
 	for _, name := range arrayMethodsByLength {
@@ -46,10 +56,17 @@ func installGuards(rt *goja.Runtime, l Limits) {
 	}
 	g.replace(arrayProto, "join", 1, g.join)
 	jsonObj := rt.Get("JSON").ToObject(rt)
-	g.wrap(jsonObj, "stringify", func(call goja.FunctionCall) {
-		w := jsonWalk{g: g}
-		w.size(call.Argument(0), 0)
-	})
+	if orig := jsonObj.Get("stringify"); orig != nil {
+		// Sized before, and checked after for what toJSON methods and a
+		// replacer produce, in one wrapper: every response goes through it.
+		stringify, _ := goja.AssertFunction(orig)
+		checked := g.resultChecked(stringify)
+		g.install(jsonObj, "stringify", orig, func(call goja.FunctionCall) goja.Value {
+			w := jsonWalk{g: g}
+			w.check(w.size(call.Argument(0), 0))
+			return checked(call)
+		})
+	}
 	g.wrap(arrayProto, "concat", func(call goja.FunctionCall) {
 		total := g.lengthOf(call.This)
 		for _, a := range call.Arguments {
@@ -99,6 +116,50 @@ func installGuards(rt *goja.Runtime, l Limits) {
 	reflect := rt.Get("Reflect").ToObject(rt)
 	g.wrap(reflect, "apply", argsAt(2))
 	g.wrap(reflect, "construct", argsAt(1))
+
+	// Built-ins whose result may be a multiple of their input's length:
+	// repeated, each of them grows a string geometrically without a +.
+	// Their result is checked once made; the run goes no further with a
+	// string beyond the limit. (concat, String.raw, replace and replaceAll
+	// are also checked before, as far as their arguments tell.)
+	for _, name := range []string{"concat", "replace", "replaceAll", "normalize", "toUpperCase", "toLowerCase",
+		"toLocaleUpperCase", "toLocaleLowerCase", "padStart", "padEnd"} {
+		g.checkResult(stringProto, name)
+	}
+	stringCtor := rt.Get("String").ToObject(rt)
+	g.wrapUnless(stringCtor, "raw", g.checkRaw)
+	g.checkResult(stringCtor, "raw")
+	for _, name := range []string{"encodeURI", "encodeURIComponent", "escape"} {
+		g.checkResult(rt.GlobalObject(), name)
+	}
+	g.checkResult(arrayProto, "toLocaleString")
+	regexpProto := rt.Get("RegExp").ToObject(rt).Get("prototype").ToObject(rt)
+	if orig := regexpProto.GetSymbol(goja.SymReplace); orig != nil {
+		if call, ok := goja.AssertFunction(orig); ok {
+			_ = regexpProto.DefineDataPropertySymbol(goja.SymReplace, g.rt.ToValue(g.resultChecked(call)),
+				goja.FLAG_TRUE, goja.FLAG_FALSE, goja.FLAG_TRUE)
+		}
+	}
+	g.wrapUnless(stringProto, "replace", func(call goja.FunctionCall) bool { return g.checkReplace(call, false) })
+	g.wrapUnless(stringProto, "replaceAll", func(call goja.FunctionCall) bool { return g.checkReplace(call, true) })
+
+	if err := installConcatOps(g); err != nil {
+		return err
+	}
+	g.wrapUnless(stringProto, "concat", func(call goja.FunctionCall) bool {
+		total := int64(g.stringLength(call.This))
+		for _, a := range call.Arguments {
+			if s, ok := a.(goja.String); ok {
+				total += int64(s.Length())
+			}
+		}
+		if total > g.maxChars {
+			g.exceed()
+			return false
+		}
+		return true
+	})
+	return nil
 }
 
 // replace installs fn as obj[name] with the given length.
@@ -112,23 +173,153 @@ func (g *guards) replace(obj *goja.Object, name string, length int, fn func(goja
 // wrap replaces obj[name] by a function that runs check (which throws to
 // refuse) and then calls the original with the same this and arguments.
 func (g *guards) wrap(obj *goja.Object, name string, check func(goja.FunctionCall)) {
+	g.wrapUnless(obj, name, func(c goja.FunctionCall) bool {
+		check(c)
+		return true
+	})
+}
+
+// checkResult replaces obj[name] by a function that calls the original and
+// stops the run when the result is a string longer than the limit.
+func (g *guards) checkResult(obj *goja.Object, name string) {
 	orig := obj.Get(name)
 	call, ok := goja.AssertFunction(orig)
 	if !ok {
 		return
 	}
+	g.install(obj, name, orig, g.resultChecked(call))
+}
+
+// resultChecked returns call with the check of checkResult.
+func (g *guards) resultChecked(call goja.Callable) func(goja.FunctionCall) goja.Value {
+	return func(c goja.FunctionCall) goja.Value {
+		v, err := call(c.This, c.Arguments...)
+		if err != nil {
+			panic(err)
+		}
+		if s, ok := v.(goja.String); ok && int64(s.Length()) > g.maxChars {
+			g.exceed()
+			return goja.Undefined()
+		}
+		return v
+	}
+}
+
+// checkRaw bounds the result of String.raw before it runs: the raw parts
+// and the substitutions that are strings, as they are interleaved.
+func (g *guards) checkRaw(call goja.FunctionCall) bool {
+	site, ok := call.Argument(0).(*goja.Object)
+	if !ok {
+		return true
+	}
+	raw, ok := site.Get("raw").(*goja.Object)
+	if !ok {
+		return true
+	}
+	n := g.lengthOf(raw)
+	g.checkLength(n, "the raw strings")
+	total := int64(0)
+	for i := int64(0); i < n; i++ {
+		if s, ok := raw.Get(strconv.FormatInt(i, 10)).(goja.String); ok {
+			total += int64(s.Length())
+		}
+		if i+1 < n && int(i+1) < len(call.Arguments) {
+			if s, ok := call.Arguments[i+1].(goja.String); ok {
+				total += int64(s.Length())
+			}
+		}
+		if total > g.maxChars {
+			g.exceed()
+			return false
+		}
+	}
+	return true
+}
+
+// matchBytes is about what goja allocates for each match of replace and
+// replaceAll while it finds them all (measured: 170 bytes).
+const matchBytes = 160
+
+// checkReplace bounds the result of replace and replaceAll before they run,
+// for a replacement given as a string: each match adds the replacement,
+// whose $& and $n add at most the whole string over all matches, and whose
+// $` and $' add up to the whole string at every match (so that a global
+// replacement with them grows with the square of the length). Matches of a
+// string pattern are counted; a regular expression may match at every
+// position when global. It stops the run and returns false for a bound
+// beyond the limit.
+func (g *guards) checkReplace(call goja.FunctionCall, all bool) bool {
+	str, ok := call.This.(goja.String)
+	repl, isString := call.Argument(1).(goja.String)
+	if !ok || !isString {
+		return true
+	}
+	n := int64(str.Length())
+	text := repl.String()
+	perMatch := int64(strings.Count(text, "$`") + strings.Count(text, "$'"))
+	overall := int64(strings.Count(text, "$")) - perMatch
+	matches := int64(1)
+	switch p := call.Argument(0).(type) {
+	case goja.String:
+		if all {
+			if p.Length() == 0 {
+				matches = n + 1
+			} else {
+				matches = int64(strings.Count(str.String(), p.String()))
+			}
+		}
+	case *goja.Object:
+		if all || p.Get("global").ToBoolean() {
+			matches = n + 1
+		}
+	}
+	// The built-in also notes every match before it writes the result,
+	// in about matchBytes each: half the memory limit at most.
+	if matches > g.maxChars/matchBytes {
+		g.exceed()
+		return false
+	}
+	bound := n + matches*int64(repl.Length()) + overall*n
+	if perMatch > 0 && n > 0 && matches > g.maxChars/n/perMatch {
+		bound = g.maxChars + 1
+	} else {
+		bound += perMatch * matches * n
+	}
+	if bound > g.maxChars {
+		g.exceed()
+		return false
+	}
+	return true
+}
+
+// install defines fn as obj[name] in place of orig, with orig's name and
+// length.
+func (g *guards) install(obj *goja.Object, name string, orig goja.Value, fn func(goja.FunctionCall) goja.Value) {
 	origObj := orig.ToObject(g.rt)
-	wrapped := g.rt.ToValue(func(c goja.FunctionCall) goja.Value {
-		check(c)
+	wrapped := g.rt.ToValue(fn).ToObject(g.rt)
+	_ = wrapped.DefineDataProperty("name", g.rt.ToValue(name), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	_ = wrapped.DefineDataProperty("length", origObj.Get("length"), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	_ = obj.DefineDataProperty(name, wrapped, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+}
+
+// wrapUnless is wrap with a check that may also refuse by returning false
+// (after stopping the run): the call then returns undefined.
+func (g *guards) wrapUnless(obj *goja.Object, name string, check func(goja.FunctionCall) bool) {
+	orig := obj.Get(name)
+	call, ok := goja.AssertFunction(orig)
+	if !ok {
+		return
+	}
+	g.install(obj, name, orig, func(c goja.FunctionCall) goja.Value {
+		if !check(c) {
+			return goja.Undefined()
+		}
 		v, err := call(c.This, c.Arguments...)
 		if err != nil {
 			panic(err)
 		}
 		return v
-	}).ToObject(g.rt)
-	_ = wrapped.DefineDataProperty("name", g.rt.ToValue(name), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
-	_ = wrapped.DefineDataProperty("length", origObj.Get("length"), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
-	_ = obj.DefineDataProperty(name, wrapped, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	})
 }
 
 func (g *guards) lengthOf(v goja.Value) int64 {
@@ -255,7 +446,7 @@ func (w *jsonWalk) check(s jsonSize) {
 func (w *jsonWalk) size(v goja.Value, depth int) jsonSize {
 	switch x := v.(type) {
 	case goja.String:
-		return jsonSize{chars: int64(x.Length())}
+		return jsonSize{chars: jsonStringLength(x)}
 	case *goja.Object:
 		if _, ok := goja.AssertFunction(x); ok || w.ancestors[x] {
 			return jsonSize{}
@@ -297,6 +488,38 @@ func (w *jsonWalk) size(v goja.Value, depth int) jsonSize {
 	}
 	return jsonSize{}
 }
+
+// exceed ends the run for a result beyond the memory limit: the script sees
+// the stop at its next instruction and cannot catch it. Outside a run it
+// throws a RangeError.
+func (g *guards) exceed() {
+	if !g.stopRun() {
+		g.throw("Invalid string length: the result would be longer than the script memory limit allows (" +
+			strconv.FormatInt(g.maxChars, 10) + " characters)")
+	}
+}
+
+// jsonStringLength is how long s is written as JSON. Strings shorter than
+// jsonScanFrom are taken at their length (plus quotes), so that the usual
+// small values cost no scan; longer ones are scanned for what escaping adds,
+// which can make a string up to six times as long.
+func jsonStringLength(s goja.String) int64 {
+	n := int64(s.Length()) + 2
+	if n < jsonScanFrom {
+		return n
+	}
+	for _, r := range s.String() {
+		switch {
+		case r == '"' || r == '\\' || r == '\b' || r == '\f' || r == '\n' || r == '\r' || r == '\t':
+			n++
+		case r < 0x20:
+			n += 5
+		}
+	}
+	return n
+}
+
+const jsonScanFrom = 4096
 
 // throw raises a RangeError in the script.
 func (g *guards) throw(msg string) {

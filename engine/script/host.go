@@ -378,8 +378,11 @@ func (v *vm) getValue(call goja.FunctionCall) goja.Value {
 func (v *vm) setValue(call goja.FunctionCall) goja.Value {
 	m := v.message(call.Argument(0))
 	name := call.Argument(1).String()
+	// As in Cosmos DB, a script may change the headers it was given but not
+	// add any; a response has none to change (the service documents no
+	// response header a script sets; the script log has its own call).
 	if _, ok := m.props[name]; !ok {
-		v.throwStatus(StatusBadRequest, "The property "+name+" cannot be created by a script.")
+		v.throwStatus(StatusBadRequest, "Cannot set new values: "+name)
 	}
 	m.props[name] = call.Argument(2).String()
 	return goja.Undefined()

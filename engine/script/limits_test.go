@@ -4,11 +4,60 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 )
+
+// peakSlack is how much the heap may grow during a run beyond twice the
+// memory limit: the runtime's own allocations, the test's and the sampler's.
+const peakSlack = 8 << 20
+
+// measuredRun is a stored procedure run with its heap growth sampled.
+type measuredRun struct {
+	err     error
+	elapsed time.Duration
+	peak    uint64 // the largest growth of the heap (objects, live or not) over its size at the start
+}
+
+// executeMeasured runs body as a stored procedure while a goroutine samples
+// the heap every 50 µs.
+func executeMeasured(t *testing.T, rn *Runner, body string) measuredRun {
+	t.Helper()
+	// Warm the pool so that making a runtime is not part of the run.
+	if _, err := rn.Execute(context.Background(), Script{ID: "warm", Body: trivialSproc}, nil, newFakeCollection(), ExecuteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	sample := []metrics.Sample{{Name: metricHeapObjects}}
+	metrics.Read(sample)
+	base := sample[0].Value.Uint64()
+	stop, sampled := make(chan struct{}), make(chan uint64)
+	go func() {
+		s := []metrics.Sample{{Name: metricHeapObjects}}
+		peak := uint64(0)
+		for {
+			metrics.Read(s)
+			if v := s[0].Value.Uint64(); v > base && v-base > peak {
+				peak = v - base
+			}
+			select {
+			case <-stop:
+				sampled <- peak
+				return
+			case <-time.After(50 * time.Microsecond):
+			}
+		}
+	}()
+	start := time.Now()
+	_, err := rn.Execute(context.Background(), Script{ID: "measured", Body: body}, nil, newFakeCollection(), ExecuteOptions{})
+	m := measuredRun{err: err, elapsed: time.Since(start)}
+	close(stop)
+	m.peak = <-sampled
+	return m
+}
 
 func TestEndlessLoopsStopWithinTheBudget(t *testing.T) {
 	const budget = 500 * time.Millisecond
@@ -151,6 +200,37 @@ func TestHugeAllocationsFailTheScript(t *testing.T) {
 			t.Logf("failed after %v; heap after collection %d MiB", time.Since(start).Round(time.Millisecond), ms.HeapAlloc>>20)
 			if ms.HeapAlloc > 8*limit {
 				t.Fatalf("heap still holds %d MiB after the script failed", ms.HeapAlloc>>20)
+			}
+		})
+	}
+}
+
+// TestRunawayScriptsStopNearTheCeiling runs the scripts of the compat
+// suite's hostile cases with a smaller ceiling: each must end with the
+// memory-limit error well within its time budget, the heap having grown by
+// no more than about twice the ceiling meanwhile.
+func TestRunawayScriptsStopNearTheCeiling(t *testing.T) {
+	const limit = 32 << 20
+	const budget = 5 * time.Second
+	rn := NewRunner(Limits{MaxMemory: limit, Timeout: budget})
+	tests := []struct{ name, body string }{
+		{"1 GB by doubling a string", `function () { var s = "0123456789abcdef"; for (var i = 0; i < 26; i++) { s = s + s; } getContext().getResponse().setBody(s.length); }`},
+		{"1 GB in 1 MB strings", `function () { var s = "x".repeat(1 << 20), a = []; for (var i = 0; i < 1024; i++) { a.push(s + i); } }`},
+		{"1 GB of small objects", `function () { var a = []; for (var i = 0; i < (1 << 24); i++) { a.push({i: i, s: "item " + i}); } }`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := executeMeasured(t, rn, tc.body)
+			status, msg := statusAndMessage(t, m.err)
+			if status != 400 || !strings.Contains(msg, "memory limit") {
+				t.Fatalf("got %d %s, want 400 with the memory limit", status, msg)
+			}
+			t.Logf("stopped after %v, heap grew by %d MiB at most", m.elapsed.Round(time.Millisecond), m.peak>>20)
+			if m.elapsed > budget/2 {
+				t.Errorf("took %v of a budget of %v", m.elapsed, budget)
+			}
+			if m.peak > 2*limit+peakSlack {
+				t.Errorf("the heap grew by %d MiB with a limit of %d MiB", m.peak>>20, limit>>20)
 			}
 		})
 	}

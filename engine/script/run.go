@@ -52,7 +52,10 @@ type run struct {
 	timer   *time.Timer
 	poller  *time.Timer
 	unwatch func() bool
-	mem     memoryWatch
+
+	memMu     sync.Mutex // over mem: the tick and the natives check it
+	mem       memoryWatch
+	madeChars int64 // string characters made by the natives since their last check
 }
 
 // arm starts the time budget, the memory watchdog and the cancellation hook.

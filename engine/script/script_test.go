@@ -457,6 +457,35 @@ func TestTriggers(t *testing.T) {
 			t.Fatalf("got %s want %s", got, want)
 		}
 	})
+	t.Run("no script can add a header", func(t *testing.T) {
+		set := func(msg string) string {
+			return `function () { getContext().get` + msg + `().setValue("x-ms-new", "1"); }`
+		}
+		tests := []struct {
+			name string
+			run  func(body string) error
+			body string
+		}{
+			{"pre-trigger request", func(b string) error {
+				_, err := rn.RunPreTrigger(ctx, Script{ID: "pre", Body: b}, req, nil)
+				return err
+			}, set("Request")},
+			{"post-trigger response", func(b string) error {
+				_, err := rn.RunPostTrigger(ctx, Script{ID: "post", Body: b}, req, raw(`{"id":"d1"}`), nil)
+				return err
+			}, set("Response")},
+			{"stored procedure response", func(b string) error {
+				_, err := rn.Execute(ctx, Script{ID: "sp", Body: b}, nil, newFakeCollection(), ExecuteOptions{})
+				return err
+			}, set("Response")},
+		}
+		for _, tc := range tests {
+			status, msg := statusAndMessage(t, tc.run(tc.body))
+			if status != 400 || !strings.Contains(msg, "Cannot set new values: x-ms-new") {
+				t.Errorf("%s: got %d %s", tc.name, status, msg)
+			}
+		}
+	})
 	t.Run("pre-trigger cannot add headers nor get the response", func(t *testing.T) {
 		for _, body := range []string{
 			`function () { getContext().getRequest().setValue("x-new", "1"); }`,

@@ -39,7 +39,9 @@ func newVM(l Limits) (*vm, error) {
 	rt := goja.New()
 	rt.SetMaxCallStackSize(l.MaxCallDepth)
 	v := &vm{rt: rt}
-	installGuards(rt, l)
+	if err := installGuards(rt, l, v.exceedMemory, v.mayMakeString); err != nil {
+		return nil, fmt.Errorf("script: guards: %w", err)
+	}
 
 	host := rt.NewObject()
 	natives := map[string]func(goja.FunctionCall) goja.Value{
@@ -87,6 +89,27 @@ func newVM(l Limits) (*vm, error) {
 	}
 	v.base = rt.GlobalObject()
 	return v, nil
+}
+
+// exceedMemory stops the run in progress with the memory-limit error (a
+// guard found that an operation would exceed it); it reports false when no
+// run is in progress.
+func (v *vm) exceedMemory() bool {
+	r := v.cur
+	if r == nil {
+		return false
+	}
+	r.stop(v, newMemoryError(r.limits.MaxMemory))
+	return true
+}
+
+// mayMakeString reports whether the run in progress may make a string of n
+// characters (see run.checkBeforeString).
+func (v *vm) mayMakeString(n int64) bool {
+	if r := v.cur; r != nil {
+		return r.checkBeforeString(v, n)
+	}
+	return true
 }
 
 // begin gives the runtime a fresh global object for run r.

@@ -15,6 +15,16 @@ import (
 // the script only if the live heap itself grew beyond MaxMemory. Under heavy
 // concurrent load, other goroutines' live growth counts against a running
 // script; the ceiling is a guard against runaway scripts, not an account.
+//
+// The watchdog cannot see into one native operation: a copy of hundreds of
+// megabytes runs to its end, holding up the forced collection (which must
+// stop the world) and, while it lasts, the timers of its processor, so
+// that a script doubling a string used to get several doublings past the
+// ceiling before it was stopped. Such operations are bounded beforehand
+// (guards.go, rewrite.go), and the concatenation natives make the check
+// themselves now and then, on the script's goroutine, so that a script
+// building strings fast waits for the forced collection instead of running
+// ahead of it.
 
 const (
 	metricHeapObjects = "/memory/classes/heap/objects:bytes"
@@ -62,16 +72,28 @@ func liveAfterCollection(since time.Time) uint64 {
 }
 
 // pollMemory is the watchdog tick; it re-arms itself until the run ends.
-// Every tick compares the live heap of the latest collection with the base
-// (free, collections happen anyway); when the heap has grown by the limit
-// since the base or since the last forced collection, it forces one to see
-// how much of that is live. So forced collections come at most once per
-// limit's worth of allocation, and the ceiling may be overshot by up to one
-// limit before it is caught.
 func (r *run) pollMemory(v *vm) {
-	if r.isDone() {
+	if r.isDone() || r.checkMemory(v, minForceInterval) {
 		return
 	}
+	r.poller.Reset(memoryPollInterval)
+}
+
+// checkMemory stops the run and reports true when its heap growth is beyond
+// the limit. It compares the live heap of the latest collection with the
+// base (free, collections happen anyway); when the heap holds more than the
+// base and the limit, it forces a collection to see how much of that is
+// live. After one that finds the run within its limit, the next is forced
+// once the heap exceeds both the base and the limit, and the live heap found
+// and an eighth of the limit: the live heap cannot grow far past the limit
+// unseen, and garbage alone forces one at most every eighth of a limit of
+// allocation (a script near its limit that makes much garbage gets one
+// forced collection after another, at the pace below). Nor is one forced
+// sooner than four times as long as the last took after it (nor than
+// minSpacing), so that forced collections take a fifth of the time at most.
+func (r *run) checkMemory(v *vm, minSpacing time.Duration) bool {
+	r.memMu.Lock()
+	defer r.memMu.Unlock()
 	live, objects := heapBytes()
 	w := &r.mem
 	limit := uint64(r.limits.MaxMemory)
@@ -80,16 +102,35 @@ func (r *run) pollMemory(v *vm) {
 	}
 	if live > w.base && live-w.base > limit {
 		r.stop(v, newMemoryError(r.limits.MaxMemory))
-		return
+		return true
 	}
 	if now := time.Now(); objects > w.threshold && now.After(w.nextForce) {
 		live = liveAfterCollection(now)
 		if live > w.base && live-w.base > limit {
 			r.stop(v, newMemoryError(r.limits.MaxMemory))
-			return
+			return true
 		}
-		w.threshold = max(w.base, live) + limit
-		w.nextForce = time.Now().Add(10 * memoryPollInterval)
+		w.threshold = max(w.base+limit, live+limit/8)
+		w.nextForce = time.Now().Add(max(4*time.Since(now), minSpacing))
 	}
-	r.poller.Reset(memoryPollInterval)
+	return false
 }
+
+// checkBeforeString is called by the concatenation natives, on the script's
+// goroutine, before they make a string of n characters; it reports whether
+// the run may go on. Every eighth of the limit made so far, it makes the
+// watchdog's check itself: the script waits for a forced collection there
+// instead of making strings meanwhile, which is what a fast string builder
+// does between two ticks.
+func (r *run) checkBeforeString(v *vm, n int64) bool {
+	r.madeChars += n
+	if r.madeChars < r.limits.MaxMemory/8 {
+		return true
+	}
+	r.madeChars = 0
+	return !r.checkMemory(v, memoryPollInterval)
+}
+
+// minForceInterval is the shortest wait between two collections forced for
+// a run.
+const minForceInterval = 5 * memoryPollInterval
