@@ -49,6 +49,10 @@ func TestConcatenationKeepsTheOperatorSemantics(t *testing.T) {
 		`(function () { try { return undeclaredVar + undeclaredToo; } catch (e) { return e.name; } })()`,
 		`(function () { var n = 1; var m = n + n + n + "x" + n + n; return m; })()`,
 		"(function () { var s = \"s\"; return `${s}` + `<${s}>` + `${s}${1}`; })()",
+		`(function () { var o = {a: Math.pow(2, 53), b: 1, c: Math.pow(2, 62), d: -Math.pow(2, 63)}; return [o.a + o.b, o.c + o.c, o.d + o.d, o.a + o.a + o.b].join("|"); })()`,
+		`(function () { var o = {a: 2147483647, b: 2147483647, m: -0}; return [o.a + o.b, o.m + o.m, 1 / (o.m + o.m)].join("|"); })()`,
+		`(function () { var o = {a: 9007199254740992, b: 1, c: 4611686018427387904, d: 9007199254740993}; return [o.a + o.b, o.c + o.c, o.d + o.b, (o.a | 0) + o.b].join("|"); })()`,
+		`(function () { var a = [9007199254740991, 2, 4611686018427387904]; return [a[0] + a[1], a[2] + a[2]].join("|"); })()`,
 	}
 	body := `function (exprs) {
 		function describe(f) {
