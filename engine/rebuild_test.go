@@ -51,6 +51,34 @@ func queryIDs(t *testing.T, e *Engine, coll, q string) []string {
 	return out
 }
 
+// commitAndReopen commits b, the test's tampering with a closed engine's
+// store, and opens an engine on the store again, closed at the test's end.
+func commitAndReopen(t *testing.T, store storage.Store, b storage.Batch) *Engine {
+	t.Helper()
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Open(store, Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// newFilledStore opens an engine on a new memory store and fills it as
+// fillForRebuild does.
+func newFilledStore(t *testing.T) (storage.Store, *Engine, *Container) {
+	t.Helper()
+	store := memory.New()
+	e, err := Open(store, Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.CreateDatabase([]byte(`{"id":"db"}`), nil)
+	return store, e, fillForRebuild(t, e)
+}
+
 // fillForRebuild creates a container whose items have expiry entries of both
 // kinds, a property at the path "/", and long strings.
 func fillForRebuild(t *testing.T, e *Engine) *Container {
@@ -75,13 +103,7 @@ func fillForRebuild(t *testing.T, e *Engine) *Container {
 // (under the expiry index's prefix, strings whole) is rebuilt at Open; the
 // expiry entries stay as they were.
 func TestIndexUpgradeFromFormat1(t *testing.T) {
-	store := memory.New()
-	e, err := Open(store, Options{SweepInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.CreateDatabase([]byte(`{"id":"db"}`), nil)
-	c := fillForRebuild(t, e)
+	store, e, c := newFilledStore(t)
 	wantIndex := keysUnder(t, store, indexPrefix(c.rid))
 	wantExpiry := keysUnder(t, store, expiryPrefix(c.rid))
 	if len(wantIndex) == 0 || len(wantExpiry) != 1200 {
@@ -97,15 +119,7 @@ func TestIndexUpgradeFromFormat1(t *testing.T) {
 		b.Set(append([]byte{prefixExpiry}, k[1:]...), nil)
 	}
 	b.Delete(metaIndexFormat)
-	if err := b.Commit(); err != nil {
-		t.Fatal(err)
-	}
-
-	e, err = Open(store, Options{SweepInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e = commitAndReopen(t, store, b)
 	if got := keysUnder(t, store, indexPrefix(c.rid)); !slices.Equal(got, wantIndex) {
 		t.Errorf("after the upgrade: %d index entries, want %d", len(got), len(wantIndex))
 	}
@@ -123,13 +137,7 @@ func TestIndexUpgradeFromFormat1(t *testing.T) {
 // TestIndexRebuildFinishedAtOpen: a rebuild a crash cut short (its mark
 // left, entries missing or stale) is done again at the next Open.
 func TestIndexRebuildFinishedAtOpen(t *testing.T) {
-	store := memory.New()
-	e, err := Open(store, Options{SweepInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.CreateDatabase([]byte(`{"id":"db"}`), nil)
-	c := fillForRebuild(t, e)
+	store, e, c := newFilledStore(t)
 	want := keysUnder(t, store, indexPrefix(c.rid))
 	e.Close()
 
@@ -139,14 +147,7 @@ func TestIndexRebuildFinishedAtOpen(t *testing.T) {
 	}
 	b.Set(append(indexPathPrefix(c.rid, "/gone"), ixNull, 'z'), nil)
 	b.Set(indexRebuildKey(c.rid), nil)
-	if err := b.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	e, err = Open(store, Options{SweepInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	commitAndReopen(t, store, b)
 	if got := keysUnder(t, store, indexPrefix(c.rid)); !slices.Equal(got, want) {
 		t.Errorf("after Open: %d index entries, want %d", len(got), len(want))
 	}

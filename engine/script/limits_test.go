@@ -22,6 +22,19 @@ type measuredRun struct {
 	peak    uint64 // the largest growth of the heap (objects, live or not) over its size at the start
 }
 
+// executeUntilMemoryStop runs body, which must end with the memory-limit
+// error, and logs how long it ran and how far the heap grew.
+func executeUntilMemoryStop(t *testing.T, rn *Runner, body string) measuredRun {
+	t.Helper()
+	m := executeMeasured(t, rn, body)
+	status, msg := statusAndMessage(t, m.err)
+	if status != 400 || !strings.Contains(msg, "memory limit") {
+		t.Fatalf("got %d %s, want 400 with the memory limit", status, msg)
+	}
+	t.Logf("stopped after %v, heap grew by %d MiB at most", m.elapsed.Round(time.Millisecond), m.peak>>20)
+	return m
+}
+
 // executeMeasured runs body as a stored procedure while a goroutine samples
 // the heap every 50 µs.
 func executeMeasured(t *testing.T, rn *Runner, body string) measuredRun {
@@ -220,12 +233,7 @@ func TestRunawayScriptsStopNearTheCeiling(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m := executeMeasured(t, rn, tc.body)
-			status, msg := statusAndMessage(t, m.err)
-			if status != 400 || !strings.Contains(msg, "memory limit") {
-				t.Fatalf("got %d %s, want 400 with the memory limit", status, msg)
-			}
-			t.Logf("stopped after %v, heap grew by %d MiB at most", m.elapsed.Round(time.Millisecond), m.peak>>20)
+			m := executeUntilMemoryStop(t, rn, tc.body)
 			if m.elapsed > budget/2 {
 				t.Errorf("took %v of a budget of %v", m.elapsed, budget)
 			}
