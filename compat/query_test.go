@@ -185,3 +185,51 @@ func TestGoSDKQueryErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestGoSDKIndexingPolicyReplace replaces a container's indexing policy
+// through the Go SDK, from one that indexes only /a to the default, and
+// queries on a newly indexed path: every existing item is found, as with a
+// policy that indexed it from the start.
+func TestGoSDKIndexingPolicyReplace(t *testing.T) {
+	s := orrerytest.Start(t)
+	ctx := context.Background()
+	if _, err := s.Client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := s.Client.NewDatabase("db")
+	props := azcosmos.ContainerProperties{ID: "c",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}},
+		IndexingPolicy: &azcosmos.IndexingPolicy{Automatic: true, IndexingMode: azcosmos.IndexingModeConsistent,
+			IncludedPaths: []azcosmos.IncludedPath{{Path: "/a/?"}}, ExcludedPaths: []azcosmos.ExcludedPath{{Path: "/*"}}}}
+	if _, err := d.CreateContainer(ctx, props, nil); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := d.NewContainer("c")
+	loadItems(t, c, 300, func(i int) string { return "p" + fmt.Sprint(i%3) }, func(i int) string {
+		return fmt.Sprintf(`{"id":"i%d","pk":"p%d","a":%d,"b":%d}`, i, i%3, i%2, i%10)
+	})
+	count := func() int {
+		t.Helper()
+		items, _, err := queryAll(t, c, "SELECT c.id FROM c WHERE c.b = 7", azcosmos.NewPartitionKeyString("p1"), 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(items)
+	}
+	want := count() // unindexed path: the items are scanned
+	if want != 10 {
+		t.Fatalf("before the replace: %d items with b = 7 in p1, want 10", want)
+	}
+	props.IndexingPolicy = &azcosmos.IndexingPolicy{Automatic: true, IndexingMode: azcosmos.IndexingModeConsistent,
+		IncludedPaths: []azcosmos.IncludedPath{{Path: "/*"}}}
+	resp, err := c.Replace(ctx, props, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.ContainerProperties.IndexingPolicy.IncludedPaths; len(got) != 1 || got[0].Path != "/*" {
+		t.Fatalf("the replace answered the policy %+v", resp.ContainerProperties.IndexingPolicy)
+	}
+	if got := count(); got != want {
+		t.Fatalf("after the replace: %d items with b = 7 in p1, want %d", got, want)
+	}
+}
