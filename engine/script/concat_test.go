@@ -53,6 +53,7 @@ func TestConcatenationKeepsTheOperatorSemantics(t *testing.T) {
 		`(function () { var o = {a: 2147483647, b: 2147483647, m: -0}; return [o.a + o.b, o.m + o.m, 1 / (o.m + o.m)].join("|"); })()`,
 		`(function () { var o = {a: 9007199254740992, b: 1, c: 4611686018427387904, d: 9007199254740993}; return [o.a + o.b, o.c + o.c, o.d + o.b, (o.a | 0) + o.b].join("|"); })()`,
 		`(function () { var a = [9007199254740991, 2, 4611686018427387904]; return [a[0] + a[1], a[2] + a[2]].join("|"); })()`,
+		`(function () { var s = "x".repeat(5000), t = "ab", n = 3, m = -0.5; return [(s + n).length, t + n, t + m, (s + m).slice(-6)].join("|"); })()`,
 	}
 	body := `function (exprs) {
 		function describe(f) {

@@ -2,6 +2,7 @@ package script
 
 import (
 	"reflect"
+	"strconv"
 
 	"github.com/dop251/goja/ast"
 	"github.com/dop251/goja/file"
@@ -181,9 +182,10 @@ func (w *rewriter) compoundAdd(e *ast.AssignExpression) ast.Expression {
 //
 //	typeof left === "number" ? left + right : add(left, right)
 //
-// and when right is a variable too, so does a string followed by a number:
+// and when right is a variable too, so does a short string followed by a
+// number:
 //
-//	typeof left === "number" || typeof left === "string" && typeof right === "number" ? ...
+//	typeof left === "number" || typeof left === "string" && left.length < inlineStringMax && typeof right === "number" ? ...
 //
 // (Two strings are left to the native: reading a string's length in the
 // script costs more than the call.)
@@ -209,8 +211,14 @@ func add(left, right ast.Expression, from, to file.Idx) ast.Expression {
 	}
 	test := is(id, "number")
 	if rid, ok := right.(*ast.Identifier); ok {
+		// Only a short string: strings of a megabyte each, joined to
+		// numbers one after another, must still be counted by the native.
+		shortString := &ast.BinaryExpression{Operator: token.LOGICAL_AND, Left: is(id, "string"),
+			Right: &ast.BinaryExpression{Operator: token.LESS,
+				Left:  &ast.DotExpression{Left: ident(id), Identifier: ast.Identifier{Name: "length", Idx: from}},
+				Right: &ast.NumberLiteral{Idx: from, Literal: strconv.Itoa(inlineStringMax), Value: int64(inlineStringMax)}}}
 		test = &ast.BinaryExpression{Operator: token.LOGICAL_OR, Left: test,
-			Right: &ast.BinaryExpression{Operator: token.LOGICAL_AND, Left: is(id, "string"), Right: is(rid, "number")}}
+			Right: &ast.BinaryExpression{Operator: token.LOGICAL_AND, Left: shortString, Right: is(rid, "number")}}
 	}
 	return &ast.ConditionalExpression{
 		Test:       test,
@@ -218,6 +226,10 @@ func add(left, right ast.Expression, from, to file.Idx) ast.Expression {
 		Alternate:  call(addOpName, from, to, left, second),
 	}
 }
+
+// inlineStringMax is the longest string the operator joins to a number
+// inline, uncounted.
+const inlineStringMax = 4096
 
 // copySmall copies a variable or a chain of property names on one.
 func copySmall(e ast.Expression) (ast.Expression, bool) {

@@ -155,9 +155,9 @@ func (r *run) failureOf(v *vm, err error) *Error {
 	case errors.As(err, &se):
 		return se
 	case errors.As(err, &th):
-		return exceptionFailure(v, th.val)
+		return r.exceptionFailure(v, th.val)
 	case errors.As(err, &ex):
-		return exceptionFailure(v, ex.Value())
+		return r.exceptionFailure(v, ex.Value())
 	case errors.As(err, &so):
 		return scriptFailure(StatusBadRequest, "RangeError: Maximum call stack size exceeded")
 	case errors.As(err, &ie):
@@ -167,16 +167,23 @@ func (r *run) failureOf(v *vm, err error) *Error {
 }
 
 // exceptionFailure maps an exception value: a known HTTP status in its number
-// is kept, anything else answers 400.
-func exceptionFailure(v *vm, val goja.Value) *Error {
+// is kept, anything else answers 400. Describing it runs JavaScript, which a
+// limit reached meanwhile interrupts: that limit is then the answer.
+func (r *run) exceptionFailure(v *vm, val goja.Value) *Error {
 	status, text := StatusBadRequest, "an exception"
-	if res, err := v.describe(goja.Undefined(), val); err == nil {
-		if arr, ok := res.(*goja.Object); ok {
-			if n := int(arr.Get("0").ToInteger()); knownStatuses[n] {
-				status = n
-			}
-			text = arr.Get("1").String()
+	res, err := v.describe(goja.Undefined(), val)
+	if err != nil {
+		r.mu.Lock()
+		stopped := r.stopped
+		r.mu.Unlock()
+		if stopped != nil {
+			return failure(stopped.status, stopped.text)
 		}
+	} else if arr, ok := res.(*goja.Object); ok {
+		if n := int(arr.Get("0").ToInteger()); knownStatuses[n] {
+			status = n
+		}
+		text = arr.Get("1").String()
 	}
 	return scriptFailure(status, text)
 }

@@ -29,20 +29,22 @@ import (
 const (
 	metricHeapObjects = "/memory/classes/heap/objects:bytes"
 	metricHeapLive    = "/gc/heap/live:bytes"
+	metricGCCycles    = "/gc/cycles/total:gc-cycles"
 )
 
 // memoryWatch is a run's watchdog state.
 type memoryWatch struct {
 	started   bool
-	base      uint64 // live heap when the run began
+	base      uint64 // live heap when the run began (at most)
+	cycles    uint64 // collections finished when the run began
 	threshold uint64 // heap size that makes the next forced collection
 	nextForce time.Time
 }
 
-// heapBytes returns the live heap as of the last collection and the heap
-// currently occupied by objects.
-func heapBytes() (live, objects uint64) {
-	s := [2]metrics.Sample{{Name: metricHeapLive}, {Name: metricHeapObjects}}
+// heapBytes returns the live heap as of the last collection, the heap
+// currently occupied by objects, and how many collections have finished.
+func heapBytes() (live, objects, cycles uint64) {
+	s := [3]metrics.Sample{{Name: metricHeapLive}, {Name: metricHeapObjects}, {Name: metricGCCycles}}
 	metrics.Read(s[:])
 	if s[0].Value.Kind() == metrics.KindUint64 {
 		live = s[0].Value.Uint64()
@@ -50,7 +52,10 @@ func heapBytes() (live, objects uint64) {
 	if s[1].Value.Kind() == metrics.KindUint64 {
 		objects = s[1].Value.Uint64()
 	}
-	return live, objects
+	if s[2].Value.Kind() == metrics.KindUint64 {
+		cycles = s[2].Value.Uint64()
+	}
+	return live, objects, cycles
 }
 
 var (
@@ -67,7 +72,7 @@ func liveAfterCollection(since time.Time) uint64 {
 		forcedGCLast = time.Now()
 	}
 	forcedGCMu.Unlock()
-	live, _ := heapBytes()
+	live, _, _ := heapBytes()
 	return live
 }
 
@@ -90,21 +95,30 @@ func (r *run) pollMemory(v *vm) {
 // allocation (a script near its limit that makes much garbage gets one
 // forced collection after another, at the pace below). Nor is one forced
 // sooner than four times as long as the last took after it (nor than
-// minSpacing), so that forced collections take a fifth of the time at most.
+// minSpacing), so that forced collections take a fifth of the time at most,
+// unless the heap holds more than twice the limit over the base.
 func (r *run) checkMemory(v *vm, minSpacing time.Duration) bool {
 	r.memMu.Lock()
 	defer r.memMu.Unlock()
-	live, objects := heapBytes()
+	live, objects, cycles := heapBytes()
 	w := &r.mem
 	limit := uint64(r.limits.MaxMemory)
 	if !w.started {
-		w.started, w.base, w.threshold = true, live, live+limit
+		// The live heap of the last collection may count what has been
+		// freed since; the heap's objects now bound what is live too.
+		base := min(live, objects)
+		w.started, w.base, w.cycles, w.threshold = true, base, cycles, base+limit
 	}
-	if live > w.base && live-w.base > limit {
+	// Only a collection finished during the run tells what the run holds.
+	if cycles > w.cycles && live > w.base && live-w.base > limit {
 		r.stop(v, newMemoryError(r.limits.MaxMemory))
 		return true
 	}
-	if now := time.Now(); objects > w.threshold && now.After(w.nextForce) {
+	// Past twice the limit the spacing gives way: the heap is not let grow
+	// further unconfirmed, and a collection then frees at least a limit's
+	// worth or finds the run over it.
+	urgent := objects > w.base+2*limit
+	if now := time.Now(); objects > w.threshold && (urgent || now.After(w.nextForce)) {
 		live = liveAfterCollection(now)
 		if live > w.base && live-w.base > limit {
 			r.stop(v, newMemoryError(r.limits.MaxMemory))
