@@ -184,8 +184,12 @@ func TestHostileScripts(t *testing.T) {
 		{"1 GB array at once", `var a = new Array(1 << 27).fill(0); getContext().getResponse().setBody(a.length);`, []int{400}, "Invalid array length", false},
 		// Each concatenation is one copy the interrupt cannot reach, so it is
 		// refused before it is made once its result would hold about the
-		// whole memory limit.
-		{"1 GB by doubling a string", `var s = "0123456789abcdef"; for (var i = 0; i < 26; i++) { s = s + s; } getContext().getResponse().setBody(s.length);`, []int{400}, "memory limit", false},
+		// whole memory limit. The copies up to that point (and the
+		// collections the watchdog forces to confirm) may outlast this
+		// test's short budget on a loaded machine: either limit may stop it;
+		// engine/script's TestRunawayScriptsStopNearTheCeiling shows the
+		// memory one holding with room in the budget.
+		{"1 GB by doubling a string", `var s = "0123456789abcdef"; for (var i = 0; i < 26; i++) { s = s + s; } getContext().getResponse().setBody(s.length);`, []int{400, 408}, "memory limit|time budget", false},
 		{"1 GB in 1 MB strings", `var s = "x".repeat(1 << 20), a = []; for (var i = 0; i < 1024; i++) { a.push(s + i); }`, []int{400}, "memory limit", false},
 		// Small objects pile up slower than the budget runs out: whichever
 		// limit comes first stops the script.
