@@ -46,6 +46,9 @@ type Container struct {
 	// indexing policy (a replace is rebuilding it for another): queries
 	// then scan instead. Read after taking the query's snapshot.
 	indexRetired atomic.Bool
+	// presence caches the container's presence filter, which the engine
+	// keeps by RID across replaces (see presenceOf).
+	presence atomic.Pointer[presenceFilter]
 }
 
 // containerRecord is what is stored for a container: its properties as the

@@ -117,11 +117,12 @@ func (f *presenceFilter) mayContain(key []byte) bool {
 // presenceOf returns the container's presence filter, making it (and
 // starting its build) when there is none.
 func (e *Engine) presenceOf(c *Container) *presenceFilter {
-	if f, ok := e.presence.Load(string(c.rid)); ok {
-		return f.(*presenceFilter)
+	if pf := c.presence.Load(); pf != nil {
+		return pf
 	}
 	f, loaded := e.presence.LoadOrStore(string(c.rid), newPresenceFilter())
 	pf := f.(*presenceFilter)
+	c.presence.Store(pf)
 	if !loaded {
 		e.bg.Add(1)
 		go func() {
