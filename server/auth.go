@@ -94,6 +94,25 @@ func signingScope(segs []string) (resourceType, resourceLink string) {
 	}
 }
 
+// ridScope is the other link a RID-addressed request may be signed over: the
+// Python SDK signs the RID of the resource (of the parent, for a feed),
+// lower-cased, where the others sign the path. "" when the request is not
+// addressed by RID.
+func ridScope(segs []string) string {
+	if len(segs) < 2 || segs[0] == "offers" {
+		return ""
+	}
+	rid := segs[len(segs)-1]
+	if len(segs)%2 == 1 {
+		rid = segs[len(segs)-2]
+	}
+	b, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(rid, "-", "/"))
+	if err != nil || (len(b) != 4 && len(b) != 8 && len(b) != 16) {
+		return ""
+	}
+	return strings.ToLower(rid)
+}
+
 // authenticate verifies the Authorization header of r and returns what the
 // request may do, or a 401 error.
 func (k *keyRing) authenticate(r *http.Request, segs []string, now time.Time) (access, *engine.Error) {
@@ -139,9 +158,16 @@ func (k *keyRing) authenticate(r *http.Request, segs []string, now time.Time) (a
 		return accessNone, unauthorized("The signature in the authorization header is not valid base64.")
 	}
 	rtype, rlink := signingScope(segs)
-	payloads := []string{signingPayload(r.Method, rtype, rlink, r.Header.Get("x-ms-date"), "")}
-	if d := r.Header.Get("Date"); d != "" {
-		payloads = append(payloads, signingPayload(r.Method, rtype, rlink, r.Header.Get("x-ms-date"), d))
+	links := []string{rlink}
+	if rid := ridScope(segs); rid != "" {
+		links = append(links, rid)
+	}
+	var payloads []string
+	for _, link := range links {
+		payloads = append(payloads, signingPayload(r.Method, rtype, link, r.Header.Get("x-ms-date"), ""))
+		if d := r.Header.Get("Date"); d != "" {
+			payloads = append(payloads, signingPayload(r.Method, rtype, link, r.Header.Get("x-ms-date"), d))
+		}
 	}
 	for _, p := range payloads {
 		if hmac.Equal(got, k.master.sign(p)) {

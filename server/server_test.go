@@ -236,6 +236,23 @@ func TestSignatureVectors(t *testing.T) {
 			t.Errorf("signingScope(%s) = %q %q, want %q %q", s.path, rt, rl, s.rtype, s.link)
 		}
 	}
+	// The Python SDK signs a RID link by the RID it names (its parent's, for
+	// a feed), lower-cased.
+	rids := map[string]string{
+		"/dbs/AyY-tg==/colls":                                             "ayy-tg==",
+		"/dbs/AyY-tg==/colls/AyY-tkuYb5M=/":                               "ayy-tkuyb5m=",
+		"/dbs/AyY-tg==/colls/AyY-tkuYb5M=/docs/":                          "ayy-tkuyb5m=",
+		"/dbs/AyY-tg==/colls/AyY-tkuYb5M=/docs/AyY-tkuYb5MBAAAAAAAAAA==/": "ayy-tkuyb5mbaaaaaaaaaa==",
+		"/dbs/mydb/colls/c":                                               "",
+		"/dbs/mydb/colls/c/docs/abcd":                                     "",
+		"/offers/AbCd":                                                    "",
+		"/":                                                               "",
+	}
+	for path, want := range rids {
+		if got := ridScope(splitPath(path)); got != want {
+			t.Errorf("ridScope(%s) = %q, want %q", path, got, want)
+		}
+	}
 }
 
 func TestAccountNamesTheEndpointTheClientUsed(t *testing.T) {
