@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -491,6 +492,37 @@ func pageWhole(results []json.RawMessage, maxItems int, continuation string, cur
 		res.Continuation = base64.RawURLEncoding.EncodeToString([]byte(token))
 	case id != "":
 		cursors.drop(id)
+	}
+	return res, nil
+}
+
+// PageResources returns a page of a read feed of resources sorted by id:
+// up to maxItems (DefaultPageSize when 0) of those after the id the
+// continuation names. Resuming after an id rather than at a position keeps
+// a feed read page by page from listing one twice or skipping one when
+// others are created or deleted between its pages.
+func PageResources(list []*Resource, maxItems int, continuation string) (*QueryResult, error) {
+	start := 0
+	if continuation != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(continuation)
+		after, ok := strings.CutPrefix(string(raw), "after:")
+		if err != nil || !ok {
+			return nil, BadRequest("The continuation token %q is invalid for this feed.", continuation)
+		}
+		start = sort.Search(len(list), func(i int) bool { return list[i].ID > after })
+	}
+	size := maxItems
+	if size <= 0 {
+		size = DefaultPageSize
+	}
+	end := min(start+min(size, MaxPageSize), len(list))
+	res := &QueryResult{Charge: 1}
+	for _, r := range list[start:end] {
+		res.Items = append(res.Items, r.Body)
+		res.Charge += float64(len(r.Body)) / 1024 * 0.2
+	}
+	if end < len(list) {
+		res.Continuation = base64.RawURLEncoding.EncodeToString([]byte("after:" + list[end-1].ID))
 	}
 	return res, nil
 }

@@ -77,15 +77,15 @@ func (s *Server) containers(r *request, db string) error {
 	return methodNotAllowed(r)
 }
 
-// readResourceFeed answers a read feed (GET) of databases or containers one
+// readResourceFeed answers a read feed (GET) of resources listed by id one
 // page at a time: x-ms-max-item-count sizes the page and x-ms-continuation
-// resumes after the previous one, as for queries over the same feed.
+// resumes after the last id of the previous one.
 func (s *Server) readResourceFeed(r *request, key string, list []*engine.Resource) error {
 	n, err := r.maxItemCount()
 	if err != nil {
 		return err
 	}
-	res, err := engine.QueryResources(list, "SELECT * FROM root", nil, n, r.Header.Get("x-ms-continuation"))
+	res, err := engine.PageResources(list, n, r.Header.Get("x-ms-continuation"))
 	if err != nil {
 		return err
 	}
