@@ -137,3 +137,19 @@ func expiryKey(collRID []byte, kind byte, at int64, itemRID []byte) []byte {
 	k = binary.BigEndian.AppendUint64(k, uint64(at))
 	return append(k, itemRID...)
 }
+
+// User and permission records: U<db rid 4><user id> → user,
+// P<user rid 8><permission id> → permission. A user's RID starts with its
+// database's, so P<db rid 4> prefixes every permission of a database.
+const (
+	prefixUser       byte = 'U'
+	prefixPermission byte = 'P'
+)
+
+func userPrefix(dbRID []byte) []byte {
+	return append([]byte{prefixUser}, dbRID...)
+}
+
+func permissionPrefix(userRID []byte) []byte {
+	return append([]byte{prefixPermission}, userRID...)
+}
