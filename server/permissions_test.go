@@ -77,6 +77,10 @@ func TestUsersAndPermissionsCRUD(t *testing.T) {
 		})
 	}
 	c.permissionToken("alice", `{"id":"p","permissionMode":"Read","resource":"dbs/db/colls/c"}`, nil)
+	ro := &rawClient{t: t, url: c.url, key: readOnlyKey}
+	ro.must("GET", "/dbs/db/users/alice", "", nil, 200)
+	ro.must("GET", "/dbs/db/users/alice/permissions/p", "", nil, 403)
+	ro.must("GET", "/dbs/db/users/alice/permissions", "", nil, 403)
 	c.must("POST", "/dbs/db/users/alice/permissions", `{"id":"p","permissionMode":"Read","resource":"dbs/db/colls/c"}`, nil, 409)
 	c.must("POST", "/dbs/db/users/alice/permissions", `{"id":"q","permissionMode":"All","resource":"/dbs/db/colls/c/"}`, nil, 409)
 	feed := c.must("GET", "/dbs/db/users/alice/permissions", "", nil, 200)

@@ -87,6 +87,9 @@ func (s *Server) user(r *request, db, id string) error {
 // permissions serves /dbs/{db}/users/{user}/permissions: create, upsert,
 // list and query. Every permission returned carries a fresh _token.
 func (s *Server) permissions(r *request, db, user string) error {
+	if err := r.mayMintTokens(); err != nil {
+		return err
+	}
 	lifetime, err := tokenLifetime(r.Header)
 	if err != nil {
 		return err
@@ -127,6 +130,9 @@ func (s *Server) permissions(r *request, db, user string) error {
 // permission serves /dbs/{db}/users/{user}/permissions/{id}: read, replace
 // and delete.
 func (s *Server) permission(r *request, db, user, id string) error {
+	if err := r.mayMintTokens(); err != nil {
+		return err
+	}
 	lifetime, err := tokenLifetime(r.Header)
 	if err != nil {
 		return err
@@ -157,6 +163,15 @@ func (s *Server) permission(r *request, db, user, id string) error {
 		return nil
 	}
 	return methodNotAllowed(r)
+}
+
+// mayMintTokens refuses permission requests signed with the read-only key:
+// the tokens they return could grant writes.
+func (r *request) mayMintTokens() error {
+	if r.access != accessAll {
+		return engine.Forbidden("Permissions carry resource tokens, which only the master key may obtain: sign permission requests with the master key.")
+	}
+	return nil
 }
 
 func (s *Server) writePermission(r *request, status int, p *engine.Permission, expiry time.Time) error {
