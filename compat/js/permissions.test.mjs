@@ -141,6 +141,23 @@ describe("users and permissions", () => {
     assert.equal(other.code, 403);
     const otherWrite = await expectCosmosError(() => c.items.create({ id: "pk-b-item", pk: "b" }));
     assert.equal(otherWrite.code, 403);
+
+    // Upserting the permission moves it to partition "b": its tokens follow.
+    const upserted = await carol.permissions.upsert({
+      id: "pk-a",
+      permissionMode: PermissionMode.Read,
+      resource: readable.url,
+      resourcePartitionKey: ["b"],
+    });
+    assert.equal(upserted.statusCode, 200);
+    assert.equal(upserted.resource._rid, perm._rid);
+    assert.match(upserted.resource._token, /^type=resource&/);
+    const { resource: r2 } = await c.item("r2", "b").read();
+    assert.equal(r2.id, "r2");
+    const nowRefused = await expectCosmosError(() => c.item("r1", "a").read());
+    assert.equal(nowRefused.code, 403);
+    const readOnly = await expectCosmosError(() => c.items.create({ id: "pk-b-item", pk: "b" }));
+    assert.equal(readOnly.code, 403);
   });
 
   test("an expired token is refused with 401", async () => {
