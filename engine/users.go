@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -71,17 +72,23 @@ func (p principalParent) list(r storage.Reader) ([]*Resource, []map[string]any, 
 	return out, props, it.Err()
 }
 
+// ridLen is the length in bytes of the RIDs of the parent's children.
+func (p principalParent) ridLen() int { return len(p.rid) * 2 }
+
+func (p principalParent) key(id string) []byte {
+	return append(append([]byte(nil), p.prefix...), id...)
+}
+
 // read returns a record's props by id or RID.
 func (p principalParent) read(r storage.Reader, id string) (map[string]any, []byte, error) {
-	raw, err := r.Get(append(append([]byte(nil), p.prefix...), id...))
-	if errors.Is(err, storage.ErrNotFound) {
-		list, _, lerr := p.list(r)
-		if lerr != nil {
-			return nil, nil, lerr
-		}
-		for _, res := range list {
-			if res.RID == id {
-				raw, err = res.Body, nil
+	raw, err := r.Get(p.key(id))
+	if rid, isRID := decodeRID(id, p.ridLen()); errors.Is(err, storage.ErrNotFound) && isRID {
+		var key []byte
+		if key, err = r.Get(principalRIDKey(rid)); err == nil {
+			if !bytes.HasPrefix(key, p.prefix) {
+				err = storage.ErrNotFound
+			} else {
+				raw, err = r.Get(key)
 			}
 		}
 	}
@@ -126,8 +133,14 @@ func (e *Engine) writePrincipal(p principalParent, props, prev map[string]any) (
 	}
 	b := e.store.NewBatch()
 	defer b.Close()
-	if err := b.Set(append(append([]byte(nil), p.prefix...), id...), body); err != nil {
+	if err := b.Set(p.key(id), body); err != nil {
 		return nil, err
+	}
+	if prev == nil {
+		ridBytes, _ := decodeRID(rid, p.ridLen())
+		if err := b.Set(principalRIDKey(ridBytes), p.key(id)); err != nil {
+			return nil, err
+		}
 	}
 	if err := b.Commit(); err != nil {
 		return nil, err
@@ -141,18 +154,14 @@ func (e *Engine) newPrincipalRID(p principalParent, lsn uint64) (string, error) 
 	if p.kind == kindPermission {
 		return encodeRID(binary.BigEndian.AppendUint64(append([]byte(nil), p.rid...), lsn)), nil
 	}
-	list, _, err := p.list(e.store)
-	if err != nil {
-		return "", err
-	}
 	for {
-		rid := encodeRID(append(append([]byte(nil), p.rid...), randomBytes(4)...))
-		taken := false
-		for _, u := range list {
-			taken = taken || u.RID == rid
+		rid := append(append([]byte(nil), p.rid...), randomBytes(4)...)
+		_, err := e.store.Get(principalRIDKey(rid))
+		if errors.Is(err, storage.ErrNotFound) {
+			return encodeRID(rid), nil
 		}
-		if !taken {
-			return rid, nil
+		if err != nil {
+			return "", err
 		}
 	}
 }
@@ -304,16 +313,21 @@ func (e *Engine) DeleteUser(db, id, ifMatch string) error {
 	if err := deleteRange(e.store, b, perms.prefix, nil); err != nil {
 		return err
 	}
+	if err := deleteRange(e.store, b, []byte{prefixPrincipalRID}, perms.rid); err != nil {
+		return err
+	}
 	return b.Commit()
 }
 
 // deleteDatabasePrincipals records the deletion of a database's users and
 // permissions into b.
 func (e *Engine) deleteDatabasePrincipals(b storage.Batch, db *Database) error {
-	if err := deleteRange(e.store, b, []byte{prefixUser}, db.rid); err != nil {
-		return err
+	for _, prefix := range []byte{prefixUser, prefixPermission, prefixPrincipalRID} {
+		if err := deleteRange(e.store, b, []byte{prefix}, db.rid); err != nil {
+			return err
+		}
 	}
-	return deleteRange(e.store, b, []byte{prefixPermission}, db.rid)
+	return nil
 }
 
 // Permission modes.
@@ -534,7 +548,11 @@ func (e *Engine) DeletePermission(db, user, id, ifMatch string) error {
 	}
 	b := e.store.NewBatch()
 	defer b.Close()
-	if err := b.Delete(append(perms.prefix, prev["id"].(string)...)); err != nil {
+	if err := b.Delete(perms.key(prev["id"].(string))); err != nil {
+		return err
+	}
+	rid, _ := decodeRID(prev["_rid"].(string), perms.ridLen())
+	if err := b.Delete(principalRIDKey(rid)); err != nil {
 		return err
 	}
 	return b.Commit()

@@ -70,7 +70,7 @@ func TestDeletingADatabaseDeletesItsUsersAndPermissions(t *testing.T) {
 	if _, err := e.PermissionByRID(p.RID); statusOf(err) != 404 {
 		t.Fatalf("PermissionByRID after the database was deleted: %v, want 404", err)
 	}
-	for _, prefix := range []byte{prefixUser, prefixPermission} {
+	for _, prefix := range []byte{prefixUser, prefixPermission, prefixPrincipalRID} {
 		it, err := e.store.NewIterator([]byte{prefix}, []byte{prefix + 1}, false)
 		if err != nil {
 			t.Fatal(err)
@@ -79,5 +79,46 @@ func TestDeletingADatabaseDeletesItsUsersAndPermissions(t *testing.T) {
 			t.Errorf("a record of the deleted database's users or permissions is left: %q", it.Key())
 		}
 		it.Close()
+	}
+}
+
+func TestPermissionsFoundByRIDUntilDeleted(t *testing.T) {
+	e := newMemEngine(t)
+	if _, err := e.CreateDatabase([]byte(`{"id":"pdb"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		delete func(user, perm string) error
+	}{
+		{"permission deleted", func(user, perm string) error { return e.DeletePermission("pdb", user, perm, "") }},
+		{"user deleted", func(user, _ string) error { return e.DeleteUser("pdb", user, "") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			user, err := e.CreateUser("pdb", []byte(`{"id":"u"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := e.CreatePermission("pdb", user.RID, []byte(`{"id":"p","permissionMode":"All","resource":"dbs/pdb"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := e.ReadPermission("pdb", "u", p.RID); err != nil || got.ID != "p" {
+				t.Fatalf("ReadPermission by RID: %v, %v", got, err)
+			}
+			if got, err := e.PermissionByRID(p.RID); err != nil || got.Mode != PermissionAll {
+				t.Fatalf("PermissionByRID: %v, %v", got, err)
+			}
+			if err := tc.delete("u", "p"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.PermissionByRID(p.RID); statusOf(err) != 404 {
+				t.Fatalf("PermissionByRID after delete: %v, want 404", err)
+			}
+			e.DeleteUser("pdb", "u", "")
+			if _, err := e.ReadUser("pdb", user.RID); statusOf(err) != 404 {
+				t.Fatalf("ReadUser by RID after delete: %v, want 404", err)
+			}
+		})
 	}
 }
