@@ -326,6 +326,9 @@ func (e *Engine) DeleteDatabase(name string, ifMatch string) error {
 			return err
 		}
 	}
+	if err := e.deleteDatabasePrincipals(b, db); err != nil {
+		return err
+	}
 	off := e.databaseOffer(db)
 	if off != "" {
 		if err := b.Delete(offerKey(off)); err != nil {

@@ -137,3 +137,26 @@ func expiryKey(collRID []byte, kind byte, at int64, itemRID []byte) []byte {
 	k = binary.BigEndian.AppendUint64(k, uint64(at))
 	return append(k, itemRID...)
 }
+
+// User and permission records: U<db rid 4><user id> → user,
+// P<user rid 8><permission id> → permission, and G<rid> → the record's key,
+// to find one by RID. A user's RID starts with its database's and a
+// permission's with its user's, so P<db rid 4> and G<db rid 4> prefix every
+// entry of a database, G<user rid 8> every entry of a user.
+const (
+	prefixUser         byte = 'U'
+	prefixPermission   byte = 'P'
+	prefixPrincipalRID byte = 'G'
+)
+
+func principalRIDKey(rid []byte) []byte {
+	return append([]byte{prefixPrincipalRID}, rid...)
+}
+
+func userPrefix(dbRID []byte) []byte {
+	return append([]byte{prefixUser}, dbRID...)
+}
+
+func permissionPrefix(userRID []byte) []byte {
+	return append([]byte{prefixPermission}, userRID...)
+}

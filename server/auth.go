@@ -114,19 +114,20 @@ func ridScope(segs []string) string {
 }
 
 // authenticate verifies the Authorization header of r and returns what the
-// request may do, or a 401 error.
-func (k *keyRing) authenticate(r *http.Request, segs []string, now time.Time) (access, *engine.Error) {
+// request may do, or a 401 error. For a resource token it returns the
+// verified token instead, for the caller to check against its permission.
+func (k *keyRing) authenticate(r *http.Request, segs []string, now time.Time) (access, *resourceToken, *engine.Error) {
 	rawAuth := r.Header.Get("Authorization")
 	if rawAuth == "" {
-		return accessNone, unauthorized("The request has no authorization header.")
+		return accessNone, nil, unauthorized("The request has no authorization header.")
 	}
 	decoded, err := url.PathUnescape(rawAuth)
 	if err != nil {
-		return accessNone, unauthorized("The authorization header is not correctly URL-encoded.")
+		return accessNone, nil, unauthorized("The authorization header is not correctly URL-encoded.")
 	}
 	sigAt := strings.Index(decoded, "sig=")
 	if sigAt < 0 {
-		return accessNone, unauthorized("The authorization header has no signature (sig=).")
+		return accessNone, nil, unauthorized("The authorization header has no signature (sig=).")
 	}
 	sig := decoded[sigAt+len("sig="):]
 	var typ string
@@ -135,9 +136,20 @@ func (k *keyRing) authenticate(r *http.Request, segs []string, now time.Time) (a
 			typ = value
 		}
 	}
-	if typ != "master" {
-		return accessNone, unauthorized(fmt.Sprintf("Authorization type %q is not supported: sign requests with the account's master key (type=master).", typ))
+	switch typ {
+	case "master":
+	case "resource":
+		tok, terr := k.verifyResourceToken(sig, now)
+		return accessNone, tok, terr
+	default:
+		return accessNone, nil, unauthorized(fmt.Sprintf("Authorization type %q is not supported: sign requests with the account's master key (type=master) or send a resource token (type=resource).", typ))
 	}
+	acc, aerr := k.verifyMasterSignature(r, segs, sig, now)
+	return acc, nil, aerr
+}
+
+// verifyMasterSignature checks a master-key or read-only-key signature.
+func (k *keyRing) verifyMasterSignature(r *http.Request, segs []string, sig string, now time.Time) (access, *engine.Error) {
 	date := r.Header.Get("x-ms-date")
 	if date == "" {
 		date = r.Header.Get("Date")

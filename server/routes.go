@@ -31,6 +31,8 @@ func (s *Server) route(r *request) error {
 		return s.databases(r)
 	case n == 2:
 		return s.database(r, segs[1])
+	case segs[2] == "users":
+		return s.usersPath(r, segs[1], segs[3:])
 	case segs[2] != "colls":
 		return unknownPath(r)
 	case n == 3:

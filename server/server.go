@@ -92,12 +92,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	segs := splitPath(r.URL.Path)
-	acc, aerr := s.keys.authenticate(r, segs, s.now())
+	acc, tok, aerr := s.keys.authenticate(r, segs, s.now())
 	if aerr != nil {
 		writeCosmosError(rec, activity, aerr)
 		return
 	}
 	req := &request{Request: r, w: rec, segs: segs, access: acc}
+	if tok != nil {
+		if req.access, aerr = s.authorizeToken(req, tok); aerr != nil {
+			writeCosmosError(rec, activity, aerr)
+			return
+		}
+	}
 	if r.Body != nil && r.Method != http.MethodGet && r.Method != http.MethodHead {
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
 		if err != nil {

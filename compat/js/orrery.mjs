@@ -21,6 +21,14 @@ export function newClient() {
   });
 }
 
+/**
+ * Returns a CosmosClient for the server under test that authenticates with
+ * auth instead of the master key: { resourceTokens } or { permissionFeed }.
+ */
+export function newClientWith(auth) {
+  return new CosmosClient({ endpoint: requireEnv("ORRERY_ENDPOINT"), ...auth });
+}
+
 /** Returns an id that no other test uses, starting with prefix. */
 export function uniqueId(prefix) {
   return `${prefix}-${randomUUID().slice(0, 8)}`;

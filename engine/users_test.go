@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"bytes"
+	"testing"
+)
+
+func TestParseResourceLink(t *testing.T) {
+	for _, tc := range []struct {
+		link string
+		ok   bool
+	}{
+		{"dbs/db", true},
+		{"dbs/pdb/colls/c", true},
+		{"/dbs/db/colls/c/", true},
+		{"dbs/db/colls/c/docs/1", true},
+		{"dbs/db/colls/c/sprocs/s", true},
+		{"dbs/AAAAAQ==/colls/AAAAAQAAAAI=/", true},
+		{"", false},
+		{"dbs", false},
+		{"colls/c", false},
+		{"dbs/db/users/u", false},
+		{"dbs/db/colls/c/pkranges/0", false},
+		{"dbs//colls/c", false},
+		{"dbs/db/colls/c/docs/1/attachments/a", false},
+	} {
+		_, err := ParseResourceLink(tc.link)
+		if (err == nil) != tc.ok {
+			t.Errorf("ParseResourceLink(%q): %v, want ok=%v", tc.link, err, tc.ok)
+		}
+		if err != nil && err.Status != 400 {
+			t.Errorf("ParseResourceLink(%q): status %d, want 400", tc.link, err.Status)
+		}
+	}
+}
+
+func TestDeletingADatabaseDeletesItsUsersAndPermissions(t *testing.T) {
+	e := newMemEngine(t)
+	if _, err := e.CreateDatabase([]byte(`{"id":"pdb"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	user, err := e.CreateUser("pdb", []byte(`{"id":"u"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.CreatePermission("pdb", "u", []byte(`{"id":"p","permissionMode":"read","resource":"dbs/pdb/colls/c","resourcePartitionKey":["a"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Mode != PermissionRead || p.Link != "dbs/pdb/colls/c" || !p.HasPartitionKey || !p.PartitionKey.Equal(StringKey("a")) {
+		t.Fatalf("permission %+v", p)
+	}
+	prid, _ := decodeRID(p.RID, 16)
+	urid, _ := decodeRID(user.RID, 8)
+	if !bytes.HasPrefix(prid, urid) {
+		t.Fatalf("permission RID %q does not extend user RID %q", p.RID, user.RID)
+	}
+	if got, err := e.PermissionByRID(p.RID); err != nil || got.ID != "p" {
+		t.Fatalf("PermissionByRID: %v, %v", got, err)
+	}
+	if err := e.DeleteDatabase("pdb", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateDatabase([]byte(`{"id":"pdb"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if users, err := e.ListUsers("pdb"); err != nil || len(users) != 0 {
+		t.Fatalf("users of the recreated database: %v, %v", users, err)
+	}
+	if _, err := e.PermissionByRID(p.RID); statusOf(err) != 404 {
+		t.Fatalf("PermissionByRID after the database was deleted: %v, want 404", err)
+	}
+	for _, prefix := range []byte{prefixUser, prefixPermission, prefixPrincipalRID} {
+		it, err := e.store.NewIterator([]byte{prefix}, []byte{prefix + 1}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if it.Next() {
+			t.Errorf("a record of the deleted database's users or permissions is left: %q", it.Key())
+		}
+		it.Close()
+	}
+}
+
+func TestPermissionsFoundByRIDUntilDeleted(t *testing.T) {
+	e := newMemEngine(t)
+	if _, err := e.CreateDatabase([]byte(`{"id":"pdb"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		delete func(user, perm string) error
+	}{
+		{"permission deleted", func(user, perm string) error { return e.DeletePermission("pdb", user, perm, "") }},
+		{"user deleted", func(user, _ string) error { return e.DeleteUser("pdb", user, "") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			user, err := e.CreateUser("pdb", []byte(`{"id":"u"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := e.CreatePermission("pdb", user.RID, []byte(`{"id":"p","permissionMode":"All","resource":"dbs/pdb"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := e.ReadPermission("pdb", "u", p.RID); err != nil || got.ID != "p" {
+				t.Fatalf("ReadPermission by RID: %v, %v", got, err)
+			}
+			if got, err := e.PermissionByRID(p.RID); err != nil || got.Mode != PermissionAll {
+				t.Fatalf("PermissionByRID: %v, %v", got, err)
+			}
+			if err := tc.delete("u", "p"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.PermissionByRID(p.RID); statusOf(err) != 404 {
+				t.Fatalf("PermissionByRID after delete: %v, want 404", err)
+			}
+			e.DeleteUser("pdb", "u", "")
+			if _, err := e.ReadUser("pdb", user.RID); statusOf(err) != 404 {
+				t.Fatalf("ReadUser by RID after delete: %v, want 404", err)
+			}
+		})
+	}
+}
