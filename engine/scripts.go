@@ -148,8 +148,15 @@ func (e *Engine) readScript(c *Container, kind ScriptKind, id string) (map[strin
 			}
 		}
 	}
+	return storedProps(raw, err, kind.singular(), id)
+}
+
+// storedProps decodes a child resource's stored record, the outcome of
+// reading it (raw, err): storage.ErrNotFound becomes the 404 of a kind
+// (stored procedure, user...) named id.
+func storedProps(raw []byte, err error, kind, id string) (map[string]any, []byte, error) {
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil, NotFound("The %s '%s' does not exist. %s", kind.singular(), id, msgNotFound)
+		return nil, nil, NotFound("The %s '%s' does not exist. %s", kind, id, msgNotFound)
 	}
 	if err != nil {
 		return nil, nil, err

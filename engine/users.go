@@ -92,17 +92,7 @@ func (p principalParent) read(r storage.Reader, id string) (map[string]any, []by
 			}
 		}
 	}
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil, NotFound("The %s '%s' does not exist. %s", p.kind.name(), id, msgNotFound)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	var props map[string]any
-	if err := json.Unmarshal(raw, &props); err != nil {
-		return nil, nil, err
-	}
-	return props, raw, nil
+	return storedProps(raw, err, p.kind.name(), id)
 }
 
 // write stores props (system properties added) under the catalog lock. prev

@@ -84,17 +84,26 @@ func (s *Server) user(r *request, db, id string) error {
 	return methodNotAllowed(r)
 }
 
-// permissions serves /dbs/{db}/users/{user}/permissions: create, upsert,
-// list and query. Every permission returned carries a fresh _token.
-func (s *Server) permissions(r *request, db, user string) error {
+// tokenExpiry checks that r may obtain resource tokens and returns when
+// those it gets expire.
+func (s *Server) tokenExpiry(r *request) (time.Time, error) {
 	if err := r.mayMintTokens(); err != nil {
-		return err
+		return time.Time{}, err
 	}
 	lifetime, err := tokenLifetime(r.Header)
 	if err != nil {
+		return time.Time{}, err
+	}
+	return s.now().Add(lifetime), nil
+}
+
+// permissions serves /dbs/{db}/users/{user}/permissions: create, upsert,
+// list and query. Every permission returned carries a fresh _token.
+func (s *Server) permissions(r *request, db, user string) error {
+	expiry, err := s.tokenExpiry(r)
+	if err != nil {
 		return err
 	}
-	expiry := s.now().Add(lifetime)
 	switch {
 	case r.Method == http.MethodPost && r.isQuery(), r.Method == http.MethodGet:
 		list, err := s.eng.ListPermissions(db, user)
@@ -130,14 +139,10 @@ func (s *Server) permissions(r *request, db, user string) error {
 // permission serves /dbs/{db}/users/{user}/permissions/{id}: read, replace
 // and delete.
 func (s *Server) permission(r *request, db, user, id string) error {
-	if err := r.mayMintTokens(); err != nil {
-		return err
-	}
-	lifetime, err := tokenLifetime(r.Header)
+	expiry, err := s.tokenExpiry(r)
 	if err != nil {
 		return err
 	}
-	expiry := s.now().Add(lifetime)
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		p, err := s.eng.ReadPermission(db, user, id)
