@@ -334,49 +334,37 @@ func (p *parser) parseExpr() (expr, error) {
 	return c, nil
 }
 
-func (p *parser) parseCoalesce() (expr, error) {
-	l, err := p.parseOr()
+// parseLeftAssoc parses operands joined by a left-associative operator:
+// operand (op operand)*, where op reports (and consumes) the operator and
+// join builds the node of two operands.
+func parseLeftAssoc(operand func() (expr, error), op func() bool, join func(l, r expr) expr) (expr, error) {
+	l, err := operand()
 	if err != nil {
 		return nil, err
 	}
-	for p.acceptPunct("??") {
-		r, err := p.parseOr()
+	for op() {
+		r, err := operand()
 		if err != nil {
 			return nil, err
 		}
-		l = &coalesceExpr{l, r}
+		l = join(l, r)
 	}
 	return l, nil
+}
+
+func (p *parser) parseCoalesce() (expr, error) {
+	return parseLeftAssoc(p.parseOr, func() bool { return p.acceptPunct("??") },
+		func(l, r expr) expr { return &coalesceExpr{l, r} })
 }
 
 func (p *parser) parseOr() (expr, error) {
-	l, err := p.parseAnd()
-	if err != nil {
-		return nil, err
-	}
-	for p.acceptKw("OR") {
-		r, err := p.parseAnd()
-		if err != nil {
-			return nil, err
-		}
-		l = &orExpr{l, r}
-	}
-	return l, nil
+	return parseLeftAssoc(p.parseAnd, func() bool { return p.acceptKw("OR") },
+		func(l, r expr) expr { return &orExpr{l, r} })
 }
 
 func (p *parser) parseAnd() (expr, error) {
-	l, err := p.parsePredicate()
-	if err != nil {
-		return nil, err
-	}
-	for p.acceptKw("AND") {
-		r, err := p.parsePredicate()
-		if err != nil {
-			return nil, err
-		}
-		l = &andExpr{l, r}
-	}
-	return l, nil
+	return parseLeftAssoc(p.parsePredicate, func() bool { return p.acceptKw("AND") },
+		func(l, r expr) expr { return &andExpr{l, r} })
 }
 
 // parsePredicate parses IN, LIKE and BETWEEN over binary expressions.

@@ -71,7 +71,7 @@ func (s *Server) item(r *request, db, coll, id string) error {
 	if err != nil {
 		return err
 	}
-	if "dbs/"+db+"/colls/"+coll+"/" == c.Self() {
+	if coll == c.RID && c.Self() == "dbs/"+db+"/colls/"+coll+"/" {
 		// A RID-based link (an item's _self): its last segment is the
 		// item's RID, which names its partition key too.
 		ridID, ridPK, err := s.eng.ItemByRID(c, id)
