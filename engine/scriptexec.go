@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strings"
 
 	"github.com/orrery-db/orrery/engine/script"
@@ -14,16 +13,30 @@ import (
 // StatusCode is the error's HTTP status; scripts see it as err.number.
 func (e *Error) StatusCode() int { return e.Status }
 
+// scriptErrorCodes names, as the service does in an error body's code, the
+// statuses a script run can end with (script.Status*).
+var scriptErrorCodes = map[int]string{
+	script.StatusBadRequest:            "BadRequest",
+	script.StatusForbidden:             "Forbidden",
+	script.StatusNotFound:              "NotFound",
+	script.StatusRequestTimeout:        "RequestTimeout",
+	script.StatusConflict:              "Conflict",
+	script.StatusPreconditionFailed:    "PreconditionFailed",
+	script.StatusRequestEntityTooLarge: "RequestEntityTooLarge",
+	script.StatusRetryWith:             "RetryWith",
+	401:                                "Unauthorized",
+	429:                                "TooManyRequests",
+	503:                                "ServiceUnavailable",
+	script.StatusInternalServerError:   "InternalServerError",
+}
+
 // scriptError maps an error a script run returned to the engine's error.
 func scriptError(err error) error {
 	var se *script.Error
 	if errors.As(err, &se) {
-		code := strings.ReplaceAll(http.StatusText(se.Status), " ", "")
-		switch se.Status {
-		case 413:
-			code = "RequestEntityTooLarge"
-		case 449:
-			code = "RetryWith"
+		code, ok := scriptErrorCodes[se.Status]
+		if !ok {
+			code = "InternalServerError"
 		}
 		return &Error{Status: se.Status, Code: code, Message: se.Message}
 	}

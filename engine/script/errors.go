@@ -4,21 +4,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 )
 
 // Status codes a script can see in err.number, named as in the server-side
 // ErrorCodes object.
 const (
-	StatusBadRequest            = http.StatusBadRequest
-	StatusForbidden             = http.StatusForbidden
-	StatusNotFound              = http.StatusNotFound
-	StatusRequestTimeout        = http.StatusRequestTimeout
-	StatusConflict              = http.StatusConflict
-	StatusPreconditionFailed    = http.StatusPreconditionFailed
-	StatusRequestEntityTooLarge = http.StatusRequestEntityTooLarge
+	StatusBadRequest            = 400
+	StatusForbidden             = 403
+	StatusNotFound              = 404
+	StatusRequestTimeout        = 408
+	StatusConflict              = 409
+	StatusPreconditionFailed    = 412
+	StatusRequestEntityTooLarge = 413
 	StatusRetryWith             = 449
-	StatusInternalServerError   = http.StatusInternalServerError
+	StatusInternalServerError   = 500
 )
 
 // StatusCoder is implemented by errors that carry an HTTP status. The engine's

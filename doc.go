@@ -1,0 +1,15 @@
+// Package orrery is the root of the repository: it holds no code, only the
+// test that keeps the layers of the house as ../shared/DESIGN.md draws them.
+//
+// The layers, imports pointing down only:
+//
+//	cmd/orrery    the binary: flags and wiring
+//	server        HTTP: routing, auth, wire format; no storage knowledge
+//	engine        database semantics; no HTTP knowledge
+//	engine/script server-side JavaScript
+//	query         Cosmos SQL, pure
+//	storage       ordered transactional key-value stores
+//
+// coord (its own module) is built only on the official azcosmos SDK and
+// imports nothing of this module.
+package orrery

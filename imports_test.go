@@ -1,0 +1,99 @@
+package orrery
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/orrery-db/orrery"
+
+// goList runs go list with a template over the patterns and returns its lines.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"list"}, args...)...).Output()
+	if err != nil {
+		msg := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			msg = string(ee.Stderr)
+		}
+		t.Fatalf("go list %v: %v\n%s", args, err, msg)
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// TestForbiddenImports fails when a package reaches across or up the layers:
+// engine, query and storage never speak HTTP nor depend on the server; query
+// and storage know nothing of documents' engine; the server knows nothing of
+// storage; coord depends on nothing of this module, so that a service
+// importing it downloads and compiles nothing of the server.
+func TestForbiddenImports(t *testing.T) {
+	rules := []struct {
+		patterns []string
+		direct   []string // forbidden direct imports (prefix match)
+		deps     []string // forbidden transitive dependencies (prefix match)
+	}{
+		{
+			patterns: []string{"./engine/...", "./query/...", "./storage/..."},
+			direct:   []string{"net/http"},
+			deps:     []string{module + "/server", module + "/cmd", module + "/orrerytest", module + "/compat", module + "/coord", module + "/examples"},
+		},
+		{
+			patterns: []string{"./query/...", "./storage/..."},
+			deps:     []string{module + "/engine"},
+		},
+		{
+			patterns: []string{"./storage/..."},
+			deps:     []string{module + "/query"},
+		},
+		{
+			patterns: []string{"./server/..."},
+			direct:   []string{module + "/storage"},
+		},
+	}
+	for _, r := range rules {
+		for _, line := range goList(t, append([]string{"-f", "{{.ImportPath}} {{join .Imports \" \"}}"}, r.patterns...)...) {
+			fields := strings.Fields(line)
+			for _, imp := range fields[1:] {
+				for _, bad := range r.direct {
+					if imp == bad || strings.HasPrefix(imp, bad+"/") {
+						t.Errorf("%s imports %s", fields[0], imp)
+					}
+				}
+			}
+		}
+		for _, line := range goList(t, append([]string{"-f", "{{.ImportPath}} {{join .Deps \" \"}}"}, r.patterns...)...) {
+			fields := strings.Fields(line)
+			for _, dep := range fields[1:] {
+				for _, bad := range r.deps {
+					if dep == bad || strings.HasPrefix(dep, bad+"/") {
+						t.Errorf("%s depends on %s", fields[0], dep)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestCoordStandsAlone fails when a package of the coord module (tests
+// aside) depends on any package of this module, or on the server's engines.
+func TestCoordStandsAlone(t *testing.T) {
+	forbidden := []string{"github.com/cockroachdb/pebble", "github.com/dop251/goja", "github.com/jackc/pgx"}
+	lines := goList(t, "-f", "{{.ImportPath}} {{join .Deps \" \"}}", "./coord/...")
+	if len(lines) == 0 || lines[0] == "" {
+		t.Fatal("go list found no coord packages")
+	}
+	for _, line := range lines {
+		fields := strings.Fields(line)
+		for _, dep := range fields[1:] {
+			if strings.HasPrefix(dep, module+"/") && !strings.HasPrefix(dep, module+"/coord") {
+				t.Errorf("%s depends on %s", fields[0], dep)
+			}
+			for _, bad := range forbidden {
+				if strings.HasPrefix(dep, bad) {
+					t.Errorf("%s depends on %s", fields[0], dep)
+				}
+			}
+		}
+	}
+}
