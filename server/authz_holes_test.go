@@ -141,3 +141,30 @@ func TestHoleNarrowTokensCannotActOnContainer(t *testing.T) {
 		t.Fatalf("the container was replaced: %s", coll.body)
 	}
 }
+
+// TestPartitionTokenScriptsStayInPartition: code a partition-scoped token
+// sets running (a stored procedure, a pre-trigger that rewrites the
+// partition key) cannot write outside the token's partition.
+func TestPartitionTokenScriptsStayInPartition(t *testing.T) {
+	f := newAuthzFixture(t)
+	if rec := f.do(credMaster, "POST", "/dbs/db/colls/c/triggers", `{"id":"move","triggerType":"Pre","triggerOperation":"All","body":"function () { var r = getContext().getRequest(); var d = r.getBody(); d.pk = 'B'; r.setBody(d); }"}`, nil); rec.Code != 201 {
+		t.Fatalf("trigger: %d %s", rec.Code, rec.Body)
+	}
+	before := f.snapshot()
+	for _, tc := range []struct {
+		method, path, body string
+		headers            map[string]string
+	}{
+		{"POST", "/dbs/db/colls/c/docs", `{"id":"moved","pk":"A"}`, hdr(hPK, pkA, "x-ms-documentdb-pre-trigger-include", "move")},
+		{"PUT", "/dbs/db/colls/c/docs/a1", `{"id":"a1","pk":"A"}`, hdr(hPK, pkA, "x-ms-documentdb-pre-trigger-include", "move")},
+		{"POST", "/dbs/db/colls/c/sprocs/writer", `["z","B"]`, hdr(hPK, pkA)},
+	} {
+		rec := f.do(credPartition, tc.method, tc.path, tc.body, tc.headers)
+		if rec.Code < 400 {
+			t.Errorf("%s %s: status %d: %s", tc.method, tc.path, rec.Code, rec.Body)
+		}
+	}
+	if bad := changedOutside(credPartition, before, f.snapshot()); len(bad) > 0 {
+		t.Fatalf("changed outside partition A: %v", bad)
+	}
+}
