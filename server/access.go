@@ -216,8 +216,7 @@ func classify(r *http.Request, segs []string) (operation, target, error) {
 		if status == http.StatusNotFound {
 			return operation{}, t, engine.NotFound("The resource path %q does not name a resource this server knows.", r.URL.Path)
 		}
-		return operation{}, t, &engine.Error{Status: http.StatusMethodNotAllowed, Code: "MethodNotAllowed",
-			Message: "The method " + r.Method + " is not allowed on " + r.URL.Path + "."}
+		return operation{}, t, methodNotAllowed(r)
 	}
 	pick := func(kind, verb string, ok bool) (operation, target, error) {
 		if !ok {

@@ -104,7 +104,7 @@ func (s *Server) item(r *request) error {
 	case http.MethodDelete:
 		res, err = s.eng.DeleteItem(req)
 	default:
-		return methodNotAllowed(r)
+		return methodNotAllowed(r.Request)
 	}
 	if err != nil {
 		return err

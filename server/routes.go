@@ -9,7 +9,7 @@ import (
 	"github.com/orrery-db/orrery/engine"
 )
 
-func methodNotAllowed(r *request) error {
+func methodNotAllowed(r *http.Request) error {
 	return &engine.Error{Status: http.StatusMethodNotAllowed, Code: "MethodNotAllowed",
 		Message: "The method " + r.Method + " is not allowed on " + r.URL.Path + "."}
 }
