@@ -16,6 +16,7 @@ import (
 // container (partitioned by /id) on a fresh server.
 type fixture struct {
 	t         *testing.T
+	server    *cosmostest.Server
 	client    *azcosmos.Client
 	monitored *azcosmos.ContainerClient
 	leases    *azcosmos.ContainerClient
@@ -45,7 +46,7 @@ func newFixture(t *testing.T, throughput int32) *fixture {
 	}
 	m, _ := db.NewContainer("orders")
 	l, _ := db.NewContainer("leases")
-	return &fixture{t: t, client: c, monitored: m, leases: l}
+	return &fixture{t: t, server: s, client: c, monitored: m, leases: l}
 }
 
 // change is one written document: the seq-th change of partition key pk.
@@ -329,3 +330,5 @@ func TestEstimatorCountsUndeliveredChanges(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+func pkOf(pk string) azcosmos.PartitionKey { return azcosmos.NewPartitionKeyString(pk) }

@@ -378,6 +378,16 @@ func TestOutboxLosesNothingAcrossCrashes(t *testing.T) {
 			s.openAccounts()
 			mem := outbox.NewMemoryPublisher()
 			tc.run(t, s, mem)
+			// Every message took effect; wait for its publication to be
+			// recorded too (the publishers record after consuming).
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			for distinct(mem.Messages()) < orders {
+				n := len(mem.Messages())
+				if err := mem.Wait(ctx, n+1); err != nil {
+					t.Fatal(err)
+				}
+			}
 			s.checkExactlyOnce(mem.Messages())
 		})
 	}
@@ -419,4 +429,12 @@ func TestNaiveDualWriteLosesMessages(t *testing.T) {
 	if total != orders-1 || len(mem.Messages()) != orders-1 {
 		t.Fatalf("naive dual write: %d effects, %d messages; want %d (one lost)", total, len(mem.Messages()), orders-1)
 	}
+}
+
+func distinct(ms []outbox.Message) int {
+	seen := map[string]bool{}
+	for _, m := range ms {
+		seen[m.ID] = true
+	}
+	return len(seen)
 }
