@@ -10,6 +10,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/orrery-db/orrery/coord/internal/cosmostest"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // fixture is a monitored container (partitioned by /pk) and a lease
@@ -332,3 +334,50 @@ func TestEstimatorCountsUndeliveredChanges(t *testing.T) {
 }
 
 func pkOf(pk string) azcosmos.PartitionKey { return azcosmos.NewPartitionKeyString(pk) }
+
+func TestProcessorMetrics(t *testing.T) {
+	f := newFixture(t, 0)
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	rec := newRecorder()
+	var mu sync.Mutex
+	failOnce, failAll := true, false
+	h := func(ctx context.Context, b Batch) error {
+		mu.Lock()
+		fail := failOnce || failAll
+		failOnce = false
+		mu.Unlock()
+		if fail {
+			return fmt.Errorf("the handler fails its first batch")
+		}
+		return rec.handler(ctx, b)
+	}
+	f.write(3, 0, 5)
+	f.startWorker("w0", h, func(o *Options) { o.Metrics = m; o.LagInterval = 100 * time.Millisecond })
+	rec.await(t, 15, 60*time.Second)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		owned := testutil.ToFloat64(m.leasesOwned.WithLabelValues("proc"))
+		changes := testutil.ToFloat64(m.changes.WithLabelValues("proc"))
+		handled := testutil.ToFloat64(m.handledBatches.WithLabelValues("proc"))
+		failed := testutil.ToFloat64(m.failedBatches.WithLabelValues("proc"))
+		lag := testutil.ToFloat64(m.lag.WithLabelValues("proc", "-FF"))
+		if owned == 1 && changes == 15 && handled >= 1 && failed == 1 && lag == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("owned %v, changes %v, handled %v, failed %v, lag %v; want 1, 15, >=1, 1, 0", owned, changes, handled, failed, lag)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// While the handler fails, the undelivered changes show as lag.
+	mu.Lock()
+	failAll = true
+	mu.Unlock()
+	f.write(2, 5, 7)
+	for deadline := time.Now().Add(30 * time.Second); testutil.ToFloat64(m.lag.WithLabelValues("proc", "-FF")) != 4; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("lag %v with 4 undelivered changes", testutil.ToFloat64(m.lag.WithLabelValues("proc", "-FF")))
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/orrery-db/orrery/coord/inbox"
 	"github.com/orrery-db/orrery/coord/internal/cosmostest"
 	"github.com/orrery-db/orrery/coord/outbox"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // server is the server of the runnable examples.
@@ -437,4 +438,73 @@ func distinct(ms []outbox.Message) int {
 		seen[m.ID] = true
 	}
 	return len(seen)
+}
+
+func TestRelayMetricsShowBacklogAndOldestUnsent(t *testing.T) {
+	s := newShop(t)
+	ctx := context.Background()
+	for i := range 5 {
+		if err := s.place(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	down := true
+	pub := publisherFunc(func(ctx context.Context, m outbox.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if down {
+			return errors.New("broker unavailable")
+		}
+		return nil
+	})
+	reg := prometheus.NewRegistry()
+	metrics := outbox.NewMetrics(reg)
+	r := outbox.NewRelay(s.orders, s.leases, "customer", pub, outbox.RelayOptions{Metrics: metrics,
+		StatsInterval: 50 * time.Millisecond, RetryInitial: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond,
+		Processor: changefeed.Options{PollInterval: 50 * time.Millisecond, AcquireInterval: 100 * time.Millisecond}})
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { _ = r.Run(runCtx); close(done) }()
+	defer func() { stop(); <-done }()
+
+	value := func(name string) float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == name {
+				m := mf.GetMetric()[0]
+				if m.GetGauge() != nil {
+					return m.GetGauge().GetValue()
+				}
+				return m.GetCounter().GetValue()
+			}
+		}
+		return -1
+	}
+	await := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(60 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: backlog %v, oldest %v s, lag %v, published %v, failures %v", what,
+					value("coord_outbox_backlog"), value("coord_outbox_oldest_unsent_age_seconds"), value("coord_outbox_lag"),
+					value("coord_outbox_published_total"), value("coord_outbox_publish_failures_total"))
+			}
+		}
+	}
+	// The broker is down: five unsent, aging, publication failing, and the
+	// relay's own position still before them.
+	await("while the broker is down", func() bool {
+		return value("coord_outbox_backlog") == 5 && value("coord_outbox_oldest_unsent_age_seconds") >= 1 &&
+			value("coord_outbox_publish_failures_total") >= 2 && value("coord_outbox_lag") >= 5
+	})
+	mu.Lock()
+	down = false
+	mu.Unlock()
+	await("after the broker is back", func() bool {
+		return value("coord_outbox_backlog") == 0 && value("coord_outbox_oldest_unsent_age_seconds") == 0 &&
+			value("coord_outbox_published_total") == 5 && value("coord_outbox_lag") == 0
+	})
 }
