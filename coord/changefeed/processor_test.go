@@ -17,14 +17,14 @@ import (
 // fixture is a monitored container (partitioned by /pk) and a lease
 // container (partitioned by /id) on a fresh server.
 type fixture struct {
-	t         *testing.T
+	t         testing.TB
 	server    *cosmostest.Server
 	client    *azcosmos.Client
 	monitored *azcosmos.ContainerClient
 	leases    *azcosmos.ContainerClient
 }
 
-func newFixture(t *testing.T, throughput int32) *fixture {
+func newFixture(t testing.TB, throughput int32) *fixture {
 	t.Helper()
 	s := cosmostest.Start(t)
 	c := s.Client(t)
@@ -127,7 +127,7 @@ func (r *recorder) handler(ctx context.Context, b Batch) error {
 }
 
 // await waits until n distinct changes were delivered.
-func (r *recorder) await(t *testing.T, n int, within time.Duration) {
+func (r *recorder) await(t testing.TB, n int, within time.Duration) {
 	t.Helper()
 	deadline := time.After(within)
 	for {
