@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"sync"
 	"testing"
@@ -507,4 +508,58 @@ func TestRelayMetricsShowBacklogAndOldestUnsent(t *testing.T) {
 		return value("coord_outbox_backlog") == 0 && value("coord_outbox_oldest_unsent_age_seconds") == 0 &&
 			value("coord_outbox_published_total") == 5 && value("coord_outbox_lag") == 0
 	})
+}
+
+func TestRelayPublishesToAWebhookWithRetries(t *testing.T) {
+	s := newShop(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var got []outbox.Message
+	var keys []string
+	calls := 0
+	all := make(chan struct{})
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if calls%3 == 1 { // every third call fails
+			http.Error(w, "try later", http.StatusServiceUnavailable)
+			return
+		}
+		var m outbox.Message
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil || r.Header.Get("Content-Type") != "application/json" {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		got = append(got, m)
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		if len(got) == 6 {
+			close(all)
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer hook.Close()
+	for i := range 6 {
+		if err := s.place(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.startRelay("r1", &outbox.WebhookPublisher{URL: hook.URL})
+	select {
+	case <-all:
+	case <-time.After(60 * time.Second):
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("%d of 6 messages reached the webhook", len(got))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, m := range got {
+		if keys[i] != m.ID || m.Topic != "order-placed" || len(m.Payload) == 0 {
+			t.Fatalf("webhook got %+v with Idempotency-Key %q", m, keys[i])
+		}
+	}
+	if calls < 8 {
+		t.Fatalf("%d webhook calls for 6 messages with every third failing; the failures were not retried", calls)
+	}
 }
