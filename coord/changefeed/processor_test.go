@@ -271,6 +271,7 @@ func testProcessorFleet(t *testing.T, throughput int32, wantRanges int) {
 		}
 	}
 	workers[victim].crash()
+	crashed := time.Now()
 	f.write(pks, 30, 40)
 	survivors := []string{}
 	for _, n := range names {
@@ -279,6 +280,11 @@ func testProcessorFleet(t *testing.T, throughput int32, wantRanges int) {
 		}
 	}
 	owned = f.awaitOwners(60*time.Second, even(survivors))
+	// The killed instance's last renewal was at most RenewInterval before
+	// the kill, so no lease may move before Expiration - RenewInterval.
+	if o := fastOptions(""); time.Since(crashed) < o.Expiration-o.RenewInterval {
+		t.Fatalf("the killed instance's leases moved %v after the kill, before they expired (%v)", time.Since(crashed), o.Expiration)
+	}
 	rec.await(t, pks*40, 60*time.Second)
 	if owned[victim] != 0 {
 		t.Fatalf("the killed instance still holds %d leases", owned[victim])
@@ -379,5 +385,81 @@ func TestProcessorMetrics(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("lag %v with 4 undelivered changes", testutil.ToFloat64(m.lag.WithLabelValues("proc", "-FF")))
 		}
+	}
+}
+
+// ids returns the ids delivered to a handler, through a channel.
+func collect() (Handler, func(t *testing.T, n int) []string) {
+	var mu sync.Mutex
+	var got []string
+	more := make(chan struct{}, 1)
+	h := func(_ context.Context, b Batch) error {
+		mu.Lock()
+		for _, raw := range b.Changes {
+			var c change
+			_ = json.Unmarshal(raw, &c)
+			got = append(got, c.ID)
+		}
+		mu.Unlock()
+		select {
+		case more <- struct{}{}:
+		default:
+		}
+		return nil
+	}
+	wait := func(t *testing.T, n int) []string {
+		t.Helper()
+		deadline := time.After(60 * time.Second)
+		for {
+			mu.Lock()
+			out := append([]string(nil), got...)
+			mu.Unlock()
+			if len(out) >= n {
+				return out
+			}
+			select {
+			case <-more:
+			case <-deadline:
+				t.Fatalf("%d of %d changes delivered: %v", len(out), n, out)
+			}
+		}
+	}
+	return h, wait
+}
+
+func TestStartFromNowAndFromATime(t *testing.T) {
+	f := newFixture(t, 0)
+	f.write(1, 0, 3) // pk00-0000..0002: before everything
+	// The next whole second, after the first writes.
+	at := time.Now().Truncate(time.Second).Add(time.Second)
+	time.Sleep(time.Until(at) + 10*time.Millisecond) // let the server's clock pass it
+	f.write(1, 3, 5)                                 // pk00-0003..0004: at or after it
+
+	fromTime, waitTime := collect()
+	f.startWorker("t", fromTime, func(o *Options) { o.Name = "since"; o.StartFrom = StartFromTime(at) })
+	if got := waitTime(t, 2); len(got) != 2 || got[0] != "pk00-0003" || got[1] != "pk00-0004" {
+		t.Fatalf("from %v: delivered %v, want pk00-0003, pk00-0004", at, got)
+	}
+
+	fromNow, waitNow := collect()
+	f.startWorker("n", fromNow, func(o *Options) { o.Name = "now"; o.StartFrom = StartFromNow() })
+	// "Now" is pinned when the leases are created: wait for them.
+	props, _ := f.monitored.Read(context.Background(), nil)
+	st := &store{c: f.leases, prefix: leasePrefix("now", "", props.ContainerProperties.ResourceID)}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		all, err := st.list(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no leases created")
+		}
+	}
+	f.write(1, 5, 6)
+	if got := waitNow(t, 1); len(got) != 1 || got[0] != "pk00-0005" {
+		t.Fatalf("from now: delivered %v, want pk00-0005", got)
 	}
 }
