@@ -463,3 +463,61 @@ func TestStartFromNowAndFromATime(t *testing.T) {
 		t.Fatalf("from now: delivered %v, want pk00-0005", got)
 	}
 }
+
+// TestTakesOverADotNetLease seeds the lease store as a .NET processor leaves
+// it (its ".info", a version 0 lease with its legacy and unknown properties,
+// owned by a .NET host that stopped renewing): a Go instance of the same
+// processor takes the expired lease over, continues from the .NET
+// checkpoint, and keeps the document's .NET shape.
+func TestTakesOverADotNetLease(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	f.write(1, 0, 3)
+	// The .NET processor's checkpoint: after the first three changes.
+	r := azcosmos.FeedRange{MinInclusive: "", MaxExclusive: "FF"}
+	resp, err := f.monitored.ReadChangeFeed(ctx, &azcosmos.ChangeFeedOptions{MaxItemCount: 3, FeedRange: &r})
+	if err != nil || len(resp.Items) != 3 {
+		t.Fatalf("reading the first page: %v, %d items", err, len(resp.Items))
+	}
+	checkpoint := string(resp.ETag)
+	f.write(1, 3, 5)
+
+	prefix := leasePrefix("proc", "", f.rid())
+	id := prefix + "..0"
+	stale := time.Now().Add(-10 * time.Minute).UTC().Format("2006-01-02T15:04:05.0000000Z")
+	cp, _ := json.Marshal(checkpoint)
+	lease := `{"id":"` + id + `","version":0,"LeaseToken":"0","PartitionId":"0",` +
+		`"FeedRange":{"Range":{"min":"","max":"FF"}},"Owner":"dotnet-1","ContinuationToken":` + string(cp) + `,` +
+		`"properties":{"tenant":"t1"},"timestamp":"` + stale + `","Mode":"Incremental Feed"}`
+	for _, doc := range []string{lease, `{"id":"` + prefix + `.info"}`} {
+		var d struct{ ID string }
+		_ = json.Unmarshal([]byte(doc), &d)
+		if _, err := f.leases.CreateItem(ctx, azcosmos.NewPartitionKeyString(d.ID), []byte(doc), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	h, wait := collect()
+	f.startWorker("go-1", h, nil)
+	if got := wait(t, 2); got[0] != "pk00-0003" || got[1] != "pk00-0004" {
+		t.Fatalf("after the .NET checkpoint: delivered %v, want pk00-0003, pk00-0004", got)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		item, err := f.leases.ReadItem(ctx, azcosmos.NewPartitionKeyString(id), id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		_ = json.Unmarshal(item.Value, &m)
+		if m["Owner"] == "go-1" && m["ContinuationToken"] != checkpoint {
+			if m["PartitionId"] != "0" || m["LeaseToken"] != "0" || m["version"] != 0.0 ||
+				m["properties"].(map[string]any)["tenant"] != "t1" || m["Mode"] != "Incremental Feed" {
+				t.Fatalf("the lease lost its .NET shape: %s", item.Value)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lease not taken over and checkpointed: %s", item.Value)
+		}
+	}
+}
