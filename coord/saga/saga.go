@@ -151,10 +151,10 @@ func CreateContainer(ctx context.Context, db *azcosmos.DatabaseClient, id string
 
 // State is a saga instance's recorded state.
 type State struct {
-	ID     string            `json:"id"`
-	Saga   string            `json:"saga"`
-	Status coord.SagaStatus  `json:"status"`
-	Input  json.RawMessage   `json:"input,omitempty"`
+	ID     string           `json:"id"`
+	Saga   string           `json:"saga"`
+	Status coord.SagaStatus `json:"status"`
+	Input  json.RawMessage  `json:"input,omitempty"`
 	// Next is the index of the next action to run while running.
 	Next int `json:"next"`
 	// Completed lists the steps whose action completed, in order.
