@@ -3,6 +3,7 @@ package saga_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/orrery-db/orrery/coord"
+	"github.com/orrery-db/orrery/coord/lock"
 	"github.com/orrery-db/orrery/coord/saga"
 )
 
@@ -140,6 +142,66 @@ func TestConcurrentStartsDriveOnce(t *testing.T) {
 		t.Fatalf("%d actions called, want 4", calls.Load())
 	}
 	fx, _ := readEffects(ctx, e.ledger, "s3")
+	if fx.Seats != 1 || fx.Payments != 1 || fx.Tickets != 1 || fx.Mail != 1 {
+		t.Fatalf("effects %+v", fx)
+	}
+}
+
+// The ETag guard alone, without the lease: two executors whose leases come
+// from different lock containers (as if the lease had failed) both run the
+// first action, then both try to record it. One transition wins; the other
+// executor is refused and stops with ErrPreempted, and the saga still ends
+// with each effect once.
+func TestETagGuardStopsASecondExecutor(t *testing.T) {
+	db := newDB(t)
+	ctx := context.Background()
+	e := open(t, db)
+	if err := newLedger(ctx, e.ledger, "s4"); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := e.client.NewDatabase(db)
+	var both sync.WaitGroup
+	both.Add(2)
+	var entered atomic.Int32
+	var results [2]error
+	var states [2]saga.State
+	var wg sync.WaitGroup
+	for i := range 2 {
+		lc, err := lock.CreateContainer(ctx, d, fmt.Sprintf("locks-%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ex, err := saga.New(e.sagas, "purchase", purchase(e.ledger, -1, func(phase string, step int) {
+			if phase == "action-before" && step == 0 && entered.Add(1) <= 2 {
+				both.Done()
+				both.Wait() // both executors are inside the first action
+			}
+		}), saga.Options{Locks: lock.New(lc), LeaseTTL: leaseTTL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			states[i], results[i] = ex.Start(ctx, "s4", nil)
+		}()
+	}
+	wg.Wait()
+	won, lost := 0, 0
+	for i := range 2 {
+		switch {
+		case results[i] == nil && states[i].Status == coord.SagaCompleted:
+			won++
+		case errors.Is(results[i], saga.ErrPreempted):
+			lost++
+		default:
+			t.Fatalf("executor %d: %+v, %v", i, states[i], results[i])
+		}
+	}
+	if won != 1 || lost != 1 {
+		t.Fatalf("%d executors completed the saga, %d were refused", won, lost)
+	}
+	fx, _ := readEffects(ctx, e.ledger, "s4")
 	if fx.Seats != 1 || fx.Payments != 1 || fx.Tickets != 1 || fx.Mail != 1 {
 		t.Fatalf("effects %+v", fx)
 	}

@@ -78,8 +78,12 @@ type Func func(ctx context.Context, c Call) error
 // Step is one step of a saga: an action and the compensation that undoes
 // it (nil when there is nothing to undo, such as a notification).
 type Step struct {
-	Name       string
-	Action     Func
+	// Name identifies the step in the saga document and in Call.Key; it
+	// must not change while sagas that ran it may be resumed.
+	Name string
+	// Action does the step's work.
+	Action Func
+	// Compensate undoes Action, or is nil.
 	Compensate Func
 }
 
@@ -151,10 +155,14 @@ func CreateContainer(ctx context.Context, db *azcosmos.DatabaseClient, id string
 
 // State is a saga instance's recorded state.
 type State struct {
-	ID     string           `json:"id"`
-	Saga   string           `json:"saga"`
+	// ID is the saga instance's id (and its document's).
+	ID string `json:"id"`
+	// Saga is the name of the executor's definition.
+	Saga string `json:"saga"`
+	// Status is where the saga stands.
 	Status coord.SagaStatus `json:"status"`
-	Input  json.RawMessage  `json:"input,omitempty"`
+	// Input is the input given to Start, as JSON.
+	Input json.RawMessage `json:"input,omitempty"`
 	// Next is the index of the next action to run while running.
 	Next int `json:"next"`
 	// Completed lists the steps whose action completed, in order.
