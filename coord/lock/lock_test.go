@@ -66,7 +66,7 @@ func TestAcquireWaitsAndRenewalOutlivesTTL(t *testing.T) {
 	db := newDB(t, c)
 	l := lock.New(lockContainer(t, c, db))
 	ctx := context.Background()
-	opts := &lock.Options{TTL: 2 * time.Second}
+	opts := &lock.Options{TTL: 3 * time.Second}
 	a, err := l.Acquire(ctx, "n", opts)
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +159,9 @@ func TestPausedHolderIsFencedOut(t *testing.T) {
 	}
 
 	resume := f.stall()
-	b, err := lb.Acquire(ctx, "seats", opts)
+	// The successor's own lease is long: it must not lapse on a loaded
+	// machine before the checks below.
+	b, err := lb.Acquire(ctx, "seats", &lock.Options{TTL: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func TestCallerCancelStillCompensates(t *testing.T) {
 		_ = issue // the ticket is never issued
 		return ctx.Err()
 	}
-	ex, err := saga.New(e.sagas, "purchase", steps, saga.Options{Locks: e.locks, LeaseTTL: leaseTTL})
+	ex, err := saga.New(e.sagas, "purchase", steps, saga.Options{Locks: e.locks, LeaseTTL: recoverTTL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestCompensationFailedIsVisibleThenResumed(t *testing.T) {
 		}
 		return refund(ctx, c)
 	}
-	ex, err := saga.New(e.sagas, "purchase", steps, saga.Options{Locks: e.locks, LeaseTTL: leaseTTL, CompensationAttempts: 3, CompensationBackoff: 10 * time.Millisecond})
+	ex, err := saga.New(e.sagas, "purchase", steps, saga.Options{Locks: e.locks, LeaseTTL: recoverTTL, CompensationAttempts: 3, CompensationBackoff: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestConcurrentStartsDriveOnce(t *testing.T) {
 			if phase == "action-before" {
 				calls.Add(1)
 			}
-		}), saga.Options{Locks: ei.locks, LeaseTTL: leaseTTL})
+		}), saga.Options{Locks: ei.locks, LeaseTTL: recoverTTL})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +176,7 @@ func TestETagGuardStopsASecondExecutor(t *testing.T) {
 				both.Done()
 				both.Wait() // both executors are inside the first action
 			}
-		}), saga.Options{Locks: lock.New(lc), LeaseTTL: leaseTTL})
+		}), saga.Options{Locks: lock.New(lc), LeaseTTL: recoverTTL})
 		if err != nil {
 			t.Fatal(err)
 		}
