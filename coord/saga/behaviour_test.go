@@ -206,3 +206,82 @@ func TestETagGuardStopsASecondExecutor(t *testing.T) {
 		t.Fatalf("effects %+v", fx)
 	}
 }
+
+// A recoverer finds the unfinished sagas by query and resumes those whose
+// executor is gone; a saga whose executor is alive answers ErrBusy.
+func TestUnfinishedAndTryResume(t *testing.T) {
+	db := newDB(t)
+	ctx := context.Background()
+	e := open(t, db)
+	for _, id := range []string{"crashed", "alive", "done"} {
+		if err := newLedger(ctx, e.ledger, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cut := &cutoff{}
+	ze := open(t, db, cut)
+	inCharge := map[string]chan struct{}{"crashed": make(chan struct{}), "alive": make(chan struct{})}
+	release := make(chan struct{})
+	defer close(release)
+	var once sync.Map
+	freeze := func(id string) func(string, int) {
+		return func(phase string, step int) {
+			if ch := inCharge[id]; ch != nil && phase == "action-before" && step == 1 {
+				if _, dup := once.LoadOrStore(id, true); !dup {
+					if id == "crashed" {
+						cut.sever()
+					}
+					close(ch)
+					<-release
+				}
+			}
+		}
+	}
+	for _, id := range []string{"crashed", "alive"} {
+		env := ze
+		if id == "alive" {
+			env = open(t, db)
+		}
+		ex, err := saga.New(env.sagas, "purchase", purchase(e.ledger, -1, freeze(id)), saga.Options{Locks: env.locks, LeaseTTL: leaseTTL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go ex.Start(ctx, id, nil)
+		<-inCharge[id]
+	}
+	rec, err := saga.New(e.sagas, "purchase", purchase(e.ledger, -1, func(string, int) {}), saga.Options{Locks: e.locks, LeaseTTL: recoverTTL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := rec.Start(ctx, "done", nil); err != nil || st.Status != coord.SagaCompleted {
+		t.Fatalf("done: %+v, %v", st, err)
+	}
+	ids, err := rec.Unfinished(ctx)
+	slices.Sort(ids)
+	if err != nil || !slices.Equal(ids, []string{"alive", "crashed"}) {
+		t.Fatalf("Unfinished = %v, %v", ids, err)
+	}
+	if _, err := rec.TryResume(ctx, "alive"); !errors.Is(err, saga.ErrBusy) {
+		t.Fatalf("TryResume of a live saga: %v, want ErrBusy", err)
+	}
+	// The crashed one's lease expires within its TTL; the recoverer
+	// retries until it is no longer busy.
+	deadline := time.Now().Add(leaseTTL + 30*time.Second)
+	for {
+		st, err := rec.TryResume(ctx, "crashed")
+		if err == nil {
+			if st.Status != coord.SagaCompleted {
+				t.Fatalf("crashed: %+v", st)
+			}
+			break
+		}
+		if !errors.Is(err, saga.ErrBusy) || time.Now().After(deadline) {
+			t.Fatalf("TryResume of the crashed saga: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	fx, _ := readEffects(ctx, e.ledger, "crashed")
+	if fx.Seats != 1 || fx.Payments != 1 || fx.Tickets != 1 || fx.Mail != 1 {
+		t.Fatalf("effects %+v", fx)
+	}
+}

@@ -242,6 +242,57 @@ func (e *Executor) Resume(ctx context.Context, id string) (State, error) {
 	return e.drive(ctx, h, st)
 }
 
+// ErrBusy means another executor holds the saga's lease (TryResume).
+var ErrBusy = errors.New("saga: another executor is driving it")
+
+// TryResume is Resume without waiting: ErrBusy (wrapped) when another
+// executor holds the saga's lease, as a live executor normally does.
+func (e *Executor) TryResume(ctx context.Context, id string) (State, error) {
+	h, err := e.o.Locks.TryAcquire(ctx, "saga."+id, &lock.Options{TTL: e.o.LeaseTTL, Owner: e.o.Owner})
+	if errors.Is(err, lock.ErrHeld) {
+		return State{}, fmt.Errorf("%w: %v", ErrBusy, err)
+	}
+	if err != nil {
+		return State{}, fmt.Errorf("saga: taking the lease of %q: %w", id, err)
+	}
+	defer h.Release(context.WithoutCancel(ctx))
+	st, err := e.Get(ctx, id)
+	if err != nil {
+		return State{}, err
+	}
+	return e.drive(ctx, h, st)
+}
+
+// Unfinished lists the ids of this executor's sagas that are running or
+// compensating: those a recoverer passes to TryResume (sagas whose executor
+// is alive answer ErrBusy). Sagas in compensation_failed are left to an
+// operator's Resume. It is a query across partitions.
+func (e *Executor) Unfinished(ctx context.Context) ([]string, error) {
+	q := "SELECT c.id FROM c WHERE c.saga = @saga AND (c.status = @running OR c.status = @compensating)"
+	pager := e.c.NewQueryItemsPager(q, azcosmos.NewPartitionKey(), &azcosmos.QueryOptions{QueryParameters: []azcosmos.QueryParameter{
+		{Name: "@saga", Value: e.name},
+		{Name: "@running", Value: string(coord.SagaRunning)},
+		{Name: "@compensating", Value: string(coord.SagaCompensating)},
+	}})
+	var ids []string
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("saga: listing unfinished sagas: %w", err)
+		}
+		for _, it := range page.Items {
+			var v struct {
+				ID string `json:"id"`
+			}
+			if err := json.Unmarshal(it, &v); err != nil {
+				return nil, err
+			}
+			ids = append(ids, v.ID)
+		}
+	}
+	return ids, nil
+}
+
 // drive runs the saga while h is held, until a terminal status.
 func (e *Executor) drive(ctx context.Context, h *lock.Lock, st State) (State, error) {
 	owner := h.Lease().Owner
