@@ -65,6 +65,10 @@ func (s *Server) Kill(t testing.TB) {
 	_ = s.cmd.Wait()
 }
 
+// ErrNoEndpoint means the tests have no server to run against: no
+// COORD_TEST_ENDPOINT, and no Orrery repository above to build one from.
+var ErrNoEndpoint = errors.New("no endpoint: set COORD_TEST_ENDPOINT (and COORD_TEST_KEY), or run inside the Orrery repository")
+
 var (
 	buildOnce sync.Once
 	binary    string
@@ -85,8 +89,11 @@ func Start(t testing.TB) *Server {
 		return &Server{Endpoint: ep, Key: key}
 	}
 	bin, err := orreryBinary()
+	if errors.Is(err, ErrNoEndpoint) {
+		t.Skipf("cosmostest: %v", err)
+	}
 	if err != nil {
-		t.Skipf("cosmostest: no endpoint: set COORD_TEST_ENDPOINT (and COORD_TEST_KEY), or run inside the Orrery repository (%v)", err)
+		t.Fatalf("cosmostest: %v", err)
 	}
 	s, err := startProcess(bin)
 	if err != nil {
@@ -107,7 +114,7 @@ func orreryBinary() (string, error) {
 	buildOnce.Do(func() {
 		root, err := repoRoot()
 		if err != nil {
-			buildErr = err
+			buildErr = fmt.Errorf("%w (%v)", ErrNoEndpoint, err)
 			return
 		}
 		dir, err := os.MkdirTemp("", "coord-orrery-")
