@@ -8,10 +8,6 @@ import (
 	"github.com/orrery-db/orrery/engine"
 )
 
-// subStatusPartitionKeyRangeGone tells the SDKs to refresh their partition
-// key ranges and retry.
-const subStatusPartitionKeyRangeGone = 1002
-
 // isChangeFeed reports whether a GET on …/docs asks for the change feed.
 func (r *request) isChangeFeed() bool { return r.Header.Get("A-IM") != "" }
 
@@ -20,7 +16,8 @@ func (r *request) isChangeFeed() bool { return r.Header.Get("A-IM") != "" }
 // nothing new.
 func (s *Server) changeFeed(r *request, c *engine.Container) error {
 	req := &engine.ChangeFeedRequest{Database: c.Database().ID, Container: c.ID,
-		MinEPK: r.Header.Get("x-ms-start-epk"), MaxEPK: r.Header.Get("x-ms-end-epk")}
+		MinEPK: r.Header.Get("x-ms-start-epk"), MaxEPK: r.Header.Get("x-ms-end-epk"),
+		PartitionKeyRangeID: r.partitionKeyRangeID()}
 	switch aim := r.Header.Get("A-IM"); {
 	case strings.EqualFold(aim, "Incremental Feed"):
 		req.Mode = engine.LatestVersion
@@ -28,10 +25,6 @@ func (s *Server) changeFeed(r *request, c *engine.Container) error {
 		req.Mode = engine.AllVersionsAndDeletes
 	default:
 		return badRequest("The A-IM header %q is not a change feed mode: use \"Incremental Feed\" or \"Full-Fidelity Feed\".", aim)
-	}
-	if id := r.Header.Get("x-ms-documentdb-partitionkeyrangeid"); id != "" && id != "0" {
-		return &engine.Error{Status: http.StatusGone, SubStatus: subStatusPartitionKeyRangeGone, Code: "Gone",
-			Message: "The partition key range " + id + " does not exist: this container has one range, \"0\"."}
 	}
 	var err error
 	if req.PartitionKey, req.HasPartitionKey, err = r.partitionKey(); err != nil {

@@ -58,13 +58,11 @@ func (s *Server) queryItems(r *request, c *engine.Container) error {
 	if err != nil {
 		return err
 	}
-	oneRange, err := r.partitionKeyRange()
-	if err != nil {
-		return err
-	}
+	rangeID := r.partitionKeyRangeID()
 	res, err := s.eng.QueryItems(&engine.QueryRequest{
 		Database: c.Database().ID, Container: c.ID, Query: spec.Query, Params: params,
-		PartitionKey: pk, HasPartitionKey: hasPK, SinglePartitionKeyRange: oneRange,
+		PartitionKey: pk, HasPartitionKey: hasPK, SinglePartitionKeyRange: rangeID != "",
+		PartitionKeyRangeID: rangeID, MinEPK: r.Header.Get("x-ms-start-epk"), MaxEPK: r.Header.Get("x-ms-end-epk"),
 		MaxItems: n, Continuation: r.Header.Get("x-ms-continuation"),
 	})
 	if e, ok := engine.AsError(err); ok && e.SubStatus == engine.SubStatusCrossPartitionQuery {
