@@ -288,3 +288,10 @@ func (e *Engine) SplitPartitionKeyRange(dbName, collName, id string) ([]Partitio
 	prev.retired.Store(true)
 	return children, nil
 }
+
+// HasPartitionKeyRange reports whether id names one of the container's
+// current ranges.
+func (c *Container) HasPartitionKeyRange(id string) bool {
+	_, err := c.partitionKeyRange(id)
+	return err == nil
+}
