@@ -305,6 +305,25 @@ func TestQueryPerPartitionKeyRange(t *testing.T) {
 			t.Errorf("%s: the ranges returned %d items together, want %d", q, len(seen), n)
 		}
 	}
+	// The read feed of a range is its items too.
+	fed := 0
+	for _, r := range ranges {
+		link := "dbs/db/colls/q"
+		res := rawRequest(t, s, "GET", link+"/docs", "docs", link, nil, map[string]string{"x-ms-documentdb-partitionkeyrangeid": r.ID})
+		var page struct{ Documents []map[string]any }
+		if res.status != http.StatusOK || json.Unmarshal(res.body, &page) != nil {
+			t.Fatalf("read feed of range %s: %d %s", r.ID, res.status, res.body)
+		}
+		for _, d := range page.Documents {
+			if !epkIn(d["pk"].(string), r.MinInclusive, r.MaxExclusive) {
+				t.Errorf("read feed of range %s gave %v", r.ID, d["id"])
+			}
+		}
+		fed += len(page.Documents)
+	}
+	if fed != n {
+		t.Errorf("the ranges' read feeds gave %d items together, want %d", fed, n)
+	}
 	// A split range answers 410/1002; its children answer for its items.
 	if _, err := s.SplitPartitionKeyRange(ctx, "db", "q", ranges[0].ID); err != nil {
 		t.Fatal(err)
@@ -373,6 +392,19 @@ func TestSplitAdminCall(t *testing.T) {
 	now := readRanges(t, s, "db", "c")
 	if len(now) != 2 || now[0].ID != ch[0].ID || now[1].ID != ch[1].ID {
 		t.Errorf("pkranges after the split: %+v", now)
+	}
+	// The incremental feed a routing cache reads: from the version before
+	// the split, the children only; from the current version, 304.
+	incremental := func(etag string) rawResponse {
+		return rawRequest(t, s, "GET", "dbs/db/colls/c/pkranges", "pkranges", "dbs/db/colls/c", nil,
+			map[string]string{"A-IM": "Incremental Feed", "x-ms-max-item-count": "-1", "If-None-Match": etag})
+	}
+	if r := incremental(`"1"`); r.status != http.StatusOK || strings.Count(string(r.body), `"minInclusive"`) != 2 ||
+		!strings.Contains(string(r.body), `"parents":["0"]`) || r.header.Get("etag") != `"2"` {
+		t.Errorf("incremental pkranges since version 1: %d etag %s %s", r.status, r.header.Get("etag"), r.body)
+	}
+	if r := incremental(`"2"`); r.status != http.StatusNotModified || r.header.Get("etag") != `"2"` {
+		t.Errorf("incremental pkranges at the current version: %d etag %s", r.status, r.header.Get("etag"))
 	}
 	// A grandchild lists both ancestors.
 	ids, err := s.SplitPartitionKeyRange(context.Background(), "db", "c", ch[1].ID)
@@ -653,4 +685,23 @@ func TestGoSDKChangeFeedAcrossSplitUnderLoad(t *testing.T) {
 		}
 	}
 	t.Logf("%d writes during two splits", w.writes.Load())
+}
+
+func TestPartitionKeyRangesSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	var before []rangeDoc
+	t.Run("split", func(t *testing.T) {
+		s := orrerytest.StartWith(t, orrerytest.Options{Dir: dir})
+		tp := azcosmos.NewManualThroughputProperties(30000)
+		newRangedContainer(t, s, "db", "c", &azcosmos.CreateContainerOptions{ThroughputProperties: &tp})
+		if _, err := s.SplitPartitionKeyRange(context.Background(), "db", "c", "1"); err != nil {
+			t.Fatal(err)
+		}
+		before = readRanges(t, s, "db", "c")
+	})
+	s := orrerytest.StartWith(t, orrerytest.Options{Dir: dir})
+	after := readRanges(t, s, "db", "c")
+	if len(before) != 4 || fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("ranges before the restart %+v, after %+v", before, after)
+	}
 }
