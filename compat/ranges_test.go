@@ -305,6 +305,18 @@ func TestQueryPerPartitionKeyRange(t *testing.T) {
 			t.Errorf("%s: the ranges returned %d items together, want %d", q, len(seen), n)
 		}
 	}
+	// ReadManyItems groups the identities by range and queries each range.
+	var ids []azcosmos.ItemIdentity
+	for i := 0; i < n; i += 3 {
+		ids = append(ids, azcosmos.ItemIdentity{ID: fmt.Sprintf("d%03d", i), PartitionKey: azcosmos.NewPartitionKeyString(fmt.Sprintf("p%d", i%40))})
+	}
+	many, err := c.ReadManyItems(ctx, ids, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(many.Items) != len(ids) {
+		t.Errorf("ReadManyItems over four ranges: %d items, want %d", len(many.Items), len(ids))
+	}
 	// The read feed of a range is its items too.
 	fed := 0
 	for _, r := range ranges {
@@ -418,24 +430,45 @@ func TestSplitAdminCall(t *testing.T) {
 	}
 }
 
-// splitWriter upserts versions of keys items until stopped; the last version
-// of each key is in final once it has returned.
+// splitWriter upserts versions of keys until stopped, writers goroutines at
+// once, each writing its own keys in order; the last version of each key is
+// in final once run has returned.
 type splitWriter struct {
 	writes atomic.Int64
+	mu     sync.Mutex
 	final  map[string]int
 }
 
-func (w *splitWriter) run(ctx context.Context, t *testing.T, c *azcosmos.ContainerClient, keys int) {
+func (w *splitWriter) run(ctx context.Context, t *testing.T, c *azcosmos.ContainerClient, keys, writers int) {
 	w.final = map[string]int{}
-	for i := 0; ctx.Err() == nil; i++ {
-		pk := fmt.Sprintf("k%03d", i%keys)
-		v := w.final[pk] + 1
+	var wg sync.WaitGroup
+	for g := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mine := map[string]int{}
+			w.write(ctx, t, c, keys, writers, g, mine)
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			for k, v := range mine {
+				w.final[k] = v
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// write is one writer: keys g, g+writers, g+2*writers, … in turn.
+func (w *splitWriter) write(ctx context.Context, t *testing.T, c *azcosmos.ContainerClient, keys, writers, g int, final map[string]int) {
+	for i := g; ctx.Err() == nil; i = (i + writers) % keys {
+		pk := fmt.Sprintf("k%03d", i)
+		v := final[pk] + 1
 		_, err := c.UpsertItem(context.Background(), azcosmos.NewPartitionKeyString(pk), mustJSON(t, changedItem{ID: pk, PK: pk, V: v}), nil)
 		if err != nil {
 			t.Errorf("upsert during splits: %v", err)
 			return
 		}
-		w.final[pk] = v
+		final[pk] = v
 		w.writes.Add(1)
 	}
 }
@@ -527,7 +560,7 @@ func TestGoSDKChangeFeedAcrossSplitUnderLoad(t *testing.T) {
 	wctx, stopWriter := context.WithCancel(ctx)
 	w := &splitWriter{}
 	writerDone := make(chan struct{})
-	go func() { defer close(writerDone); w.run(wctx, t, c, keys) }()
+	go func() { defer close(writerDone); w.run(wctx, t, c, keys, 4) }()
 	rctx, stopReaders := context.WithCancel(ctx)
 	var rwg sync.WaitGroup
 	readErrs := make(chan error, len(readers))
@@ -568,7 +601,7 @@ func TestGoSDKChangeFeedAcrossSplitUnderLoad(t *testing.T) {
 	if _, err := s.SplitPartitionKeyRange(ctx, "db", "split", children[1]); err != nil {
 		t.Fatal(err)
 	}
-	waitWrites(400)
+	waitWrites(500)
 	stopWriter()
 	<-writerDone
 

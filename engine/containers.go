@@ -49,7 +49,7 @@ func (e *Engine) CreateContainer(dbName string, body []byte, throughput *Through
 	b := e.store.NewBatch()
 	defer b.Close()
 	rec := containerRecord{Props: normalized}
-	if n := e.rangeCount(throughput); n > 1 {
+	if n := e.rangeCount(throughput); n > 1 && hashV2(normalized) {
 		rec.Ranges = newRangeSet(n, e.now().Unix())
 	}
 	var offerBody []byte

@@ -96,6 +96,16 @@ func (e *Engine) rangeCount(t *Throughput) int {
 	return min(n, maxInitialRanges)
 }
 
+// hashV2 reports whether container properties use hash partitioning V2. The
+// engine orders items by the V2 hash whatever the version, but clients route
+// by the version the container declares, and the SDKs' V1 hashes differ from
+// each other: so a V1 container keeps one range, where routing never matters.
+func hashV2(props map[string]any) bool {
+	pk, _ := props["partitionKey"].(map[string]any)
+	v, _ := pk["version"].(float64)
+	return v == 2
+}
+
 // formatEPKBoundary renders a point of the key space as 32 hex digits.
 func formatEPKBoundary(v *big.Int) string {
 	s := strings.ToUpper(v.Text(16))
@@ -246,6 +256,9 @@ func (e *Engine) SplitPartitionKeyRange(dbName, collName, id string) ([]Partitio
 	parent, perr := prev.partitionKeyRange(id)
 	if perr != nil {
 		return nil, perr
+	}
+	if !hashV2(prev.record.Props) {
+		return nil, BadRequest("Container '%s' uses hash partitioning version 1, whose effective partition keys the SDKs compute differently: it keeps one partition key range. Create it with partitionKey.version 2 to split it.", prev.ID)
 	}
 	lo, ok1 := parseEPKBoundary(parent.MinInclusive, false)
 	hi, ok2 := parseEPKBoundary(parent.MaxExclusive, true)

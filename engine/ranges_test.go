@@ -104,3 +104,19 @@ func TestSplitHalvesARangeAndRetiresIt(t *testing.T) {
 		t.Fatalf("the ranges end at %q", at)
 	}
 }
+
+func TestVersion1ContainersKeepOneRange(t *testing.T) {
+	e, _ := newTestEngine(t)
+	if _, err := e.CreateContainer("db", []byte(`{"id":"v1","partitionKey":{"paths":["/pk"],"version":1}}`), &Throughput{Manual: 40000}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := e.Container("db", "v1")
+	if got := describeRanges(c); got != `[""-FF]` {
+		t.Errorf("V1 container with 40,000 RU/s: %s, want one range", got)
+	}
+	if _, err := e.SplitPartitionKeyRange("db", "v1", "0"); err == nil {
+		t.Error("a V1 container's range split")
+	} else if e, ok := AsError(err); !ok || e.Status != 400 {
+		t.Errorf("splitting a V1 container: %v, want 400", err)
+	}
+}
