@@ -34,7 +34,10 @@ const SubStatusPartitionKeyRangeGone = 1002
 // items whose effective partition key lies in [MinInclusive, MaxExclusive),
 // as upper-case hex ("" and "FF" are the ends of the key space).
 type PartitionKeyRange struct {
-	ID           string `json:"id"`
+	// ID is the range's id: "0", "1", …; a split's children get the next
+	// unused ones, so an id never comes back.
+	ID string `json:"id"`
+	// MinInclusive and MaxExclusive bound its effective partition keys.
 	MinInclusive string `json:"min"`
 	MaxExclusive string `json:"max"`
 	// Parents are the ids of the ranges this one descends from, oldest
