@@ -56,6 +56,8 @@ type Container struct {
 type containerRecord struct {
 	Props map[string]any `json:"props"`
 	Offer string         `json:"offer,omitempty"`
+	// Ranges are its partition key ranges; nil means one range, "0".
+	Ranges *rangeSet `json:"ranges,omitempty"`
 }
 
 // Self is the container's RID-based link, with the trailing slash.
@@ -402,9 +404,4 @@ func validResourceID(id string) *Error {
 		return BadRequest("The resource id must not end with a space.")
 	}
 	return nil
-}
-
-// PartitionKeyRangeRID is the RID of a container's one partition key range.
-func PartitionKeyRangeRID(c *Container) string {
-	return encodeRID(childRID(c.rid, 2<<56))
 }

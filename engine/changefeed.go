@@ -51,6 +51,10 @@ type ChangeFeedRequest struct {
 	// MinEPK and MaxEPK scope the feed to the effective partition keys in
 	// [MinEPK, MaxEPK), as upper-case hex; empty means unbounded.
 	MinEPK, MaxEPK string
+	// PartitionKeyRangeID scopes the feed to one partition key range
+	// (x-ms-documentdb-partitionkeyrangeid); a range that was split answers
+	// 410/1002. The continuation of a range is valid for its children.
+	PartitionKeyRangeID string
 	// MaxItems is the page size; zero or less means the default.
 	MaxItems int
 }
@@ -92,9 +96,9 @@ func EffectivePartitionKey(def *PartitionKeyDefinition, pk PartitionKey) []byte 
 
 // changeScope decides which item keys a scoped change feed reports.
 type changeScope struct {
-	c        *Container
-	prefix   []byte // logical partition prefix, nil when unscoped
-	min, max []byte // EPK bounds, nil when unbounded
+	c      *Container
+	prefix []byte // logical partition prefix, nil when unscoped
+	bounds epkBounds
 }
 
 func (c *Container) changeScope(req *ChangeFeedRequest) (*changeScope, error) {
@@ -107,10 +111,7 @@ func (c *Container) changeScope(req *ChangeFeedRequest) (*changeScope, error) {
 		s.prefix = prefix
 	}
 	var err *Error
-	if s.min, err = parseEPKBound(req.MinEPK, "x-ms-start-epk"); err != nil {
-		return nil, err
-	}
-	if s.max, err = parseEPKBound(req.MaxEPK, "x-ms-end-epk"); err != nil {
+	if s.bounds, err = c.requestBounds(req.PartitionKeyRangeID, req.MinEPK, req.MaxEPK); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -131,14 +132,7 @@ func (s *changeScope) contains(itemKey []byte) bool {
 	if s.prefix != nil && !bytes.HasPrefix(itemKey, s.prefix) {
 		return false
 	}
-	if s.min == nil && s.max == nil {
-		return true
-	}
-	epk := s.c.itemEPK(itemKey)
-	if s.min != nil && bytes.Compare(epk, s.min) < 0 {
-		return false
-	}
-	return s.max == nil || bytes.Compare(epk, s.max) < 0
+	return s.bounds.unbounded() || s.bounds.containsEPK(s.c.itemEPK(itemKey))
 }
 
 // changeFeedSettle bounds how long a change-feed read waits for open

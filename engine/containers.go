@@ -49,6 +49,9 @@ func (e *Engine) CreateContainer(dbName string, body []byte, throughput *Through
 	b := e.store.NewBatch()
 	defer b.Close()
 	rec := containerRecord{Props: normalized}
+	if n := e.rangeCount(throughput); n > 1 && hashV2(normalized) {
+		rec.Ranges = newRangeSet(n, e.now().Unix())
+	}
 	var offerBody []byte
 	if throughput != nil {
 		if rec.Offer, offerBody, err = e.putOffer(b, throughput, ridStr, normalized["_self"].(string)); err != nil {
@@ -255,7 +258,7 @@ func (e *Engine) replaceContainer(dbName, name string, props map[string]any, ifM
 	normalized["_ts"] = e.now().Unix()
 	b := e.store.NewBatch()
 	defer b.Close()
-	c, err := e.storeContainer(b, prev.db, containerRecord{Props: normalized, Offer: prev.offer})
+	c, err := e.storeContainer(b, prev.db, containerRecord{Props: normalized, Offer: prev.offer, Ranges: prev.record.Ranges})
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,10 @@ type Options struct {
 	// the Go SDK). Off by default, so code that passes against Orrery passes
 	// against Azure; on for teams that use Orrery as their database.
 	ServeCrossPartitionQueries bool
+	// PartitionKeyRanges is how many partition key ranges a new container
+	// gets at least; a container created with more throughput gets one per
+	// 10,000 RU/s, as in the service. Zero means one.
+	PartitionKeyRanges int
 	// ScriptLimits bound every stored procedure, trigger and UDF run (time
 	// budget, memory ceiling, call depth); zero fields take the defaults.
 	ScriptLimits script.Limits

@@ -3,8 +3,6 @@ package engine
 import (
 	"bytes"
 	"encoding/base64"
-
-	"github.com/orrery-db/orrery/storage"
 )
 
 // DefaultPageSize is the page size of feeds when the client gives none.
@@ -24,6 +22,11 @@ type FeedRequest struct {
 	MaxItems int
 	// Continuation is the token of the previous page, "" for the first.
 	Continuation string
+	// PartitionKeyRangeID, MinEPK and MaxEPK scope the feed to one
+	// partition key range and to an effective partition key span in it, as
+	// for the change feed.
+	PartitionKeyRangeID string
+	MinEPK, MaxEPK      string
 }
 
 // FeedResult is one page of items.
@@ -40,18 +43,23 @@ func (e *Engine) ReadFeed(req *FeedRequest) (*FeedResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	lower, perr := c.scope(req.PartitionKey, req.HasPartitionKey)
+	scope, perr := c.scope(req.PartitionKey, req.HasPartitionKey)
 	if perr != nil {
 		return nil, perr
 	}
-	upper := storage.PrefixEnd(lower)
-	start := lower
+	bounds, perr := c.requestBounds(req.PartitionKeyRangeID, req.MinEPK, req.MaxEPK)
+	if perr != nil {
+		return nil, perr
+	}
+	start, upper := c.keyRange(scope, bounds)
 	if req.Continuation != "" {
 		k, derr := base64.RawURLEncoding.DecodeString(req.Continuation)
-		if derr != nil || !bytes.HasPrefix(k, lower) {
+		if derr != nil || !bytes.HasPrefix(k, scope) {
 			return nil, BadRequest("The continuation token %q is invalid for this request.", req.Continuation)
 		}
-		start = append(k, 0) // strictly after the last key returned
+		if k = append(k, 0); bytes.Compare(k, start) > 0 { // strictly after the last key returned
+			start = k
+		}
 	}
 	size := req.MaxItems
 	if size <= 0 {

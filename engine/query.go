@@ -34,6 +34,11 @@ type QueryRequest struct {
 	// partition key range (x-ms-documentdb-partitionkeyrangeid), as query
 	// pipelines do after asking for a query plan.
 	SinglePartitionKeyRange bool
+	// PartitionKeyRangeID names that range: the query reads only its items
+	// (410/1002 when it was split). MinEPK and MaxEPK narrow the query to an
+	// effective partition key span (x-ms-start-epk, x-ms-end-epk).
+	PartitionKeyRangeID string
+	MinEPK, MaxEPK      string
 	// UDF resolves udf.name calls; nil when the container has none.
 	UDF query.UDFResolver
 }
@@ -132,9 +137,13 @@ func (e *Engine) queryIn(c *Container, r storage.Reader, scope []byte, req *Quer
 	if err != nil {
 		return nil, queryError(err)
 	}
+	bounds, berr := c.requestBounds(req.PartitionKeyRangeID, req.MinEPK, req.MaxEPK)
+	if berr != nil {
+		return nil, berr
+	}
 	var fingerprint string
 	if !plan.Streaming && cursors != nil {
-		fingerprint = queryFingerprint(c, scope, req)
+		fingerprint = queryFingerprint(c, scope, bounds, req)
 		if id := wholeTokenCursor(req.Continuation); id != "" {
 			if results, ok := cursors.get(id, fingerprint); ok {
 				return pageWhole(results, req.MaxItems, req.Continuation, cursors, fingerprint, id)
@@ -145,7 +154,7 @@ func (e *Engine) queryIn(c *Container, r storage.Reader, scope []byte, req *Quer
 	if err != nil {
 		return nil, queryError(err)
 	}
-	src := source{scope: scope}
+	src := source{scope: scope, bounds: bounds}
 	if ix, ok := c.chooseIndex(plan); ok {
 		src.index = ix
 	}
@@ -154,7 +163,7 @@ func (e *Engine) queryIn(c *Container, r storage.Reader, scope []byte, req *Quer
 	}
 	var results []json.RawMessage
 	if ix, complete, ok := c.orderIndex(plan); ok {
-		results, err = e.topQuery(c, r, source{scope: scope, index: ix}, complete, x, plan)
+		results, err = e.topQuery(c, r, source{scope: scope, bounds: bounds, index: ix}, complete, x, plan)
 	} else {
 		results, err = e.wholeQuery(c, r, src, x)
 	}
@@ -166,11 +175,15 @@ func (e *Engine) queryIn(c *Container, r storage.Reader, scope []byte, req *Quer
 
 // queryFingerprint identifies what a whole evaluation computed: the
 // container, the scope, the query text and its parameters.
-func queryFingerprint(c *Container, scope []byte, req *QueryRequest) string {
+func queryFingerprint(c *Container, scope []byte, bounds epkBounds, req *QueryRequest) string {
 	var b strings.Builder
 	b.Write(c.rid)
 	b.WriteByte(0)
 	b.Write(scope)
+	b.WriteByte(0)
+	b.WriteString(EPKHex(bounds.min))
+	b.WriteByte(0)
+	b.WriteString(EPKHex(bounds.max))
 	b.WriteByte(0)
 	b.WriteString(req.Query)
 	names := make([]string, 0, len(req.Params))
@@ -191,8 +204,9 @@ func queryFingerprint(c *Container, scope []byte, req *QueryRequest) string {
 // under its scope, or the index entries of one of its filters, restricted to
 // the scope.
 type source struct {
-	scope []byte       // item key prefix
-	index *indexSource // nil: scan the scope
+	scope  []byte       // item key prefix
+	bounds epkBounds    // the effective partition keys in scope
+	index  *indexSource // nil: scan the scope
 }
 
 // candidate is an item and its position in the source.
@@ -218,7 +232,8 @@ func (src source) contains(pos []byte) bool {
 // (nil: the beginning).
 func (c *Container) scan(r storage.Reader, src source, start []byte, now int64) iter.Seq2[candidate, error] {
 	return func(yield func(candidate, error) bool) {
-		ranges := []keyRange{{src.scope, storage.PrefixEnd(src.scope)}}
+		lower, upper := c.keyRange(src.scope, src.bounds)
+		ranges := []keyRange{{lower, upper}}
 		reverse := false
 		if src.index != nil {
 			ranges, reverse = src.index.ranges, src.index.reverse
@@ -260,7 +275,7 @@ func (c *Container) scanRange(r storage.Reader, src source, lower, upper []byte,
 		pos := key
 		if src.index != nil {
 			key = c.indexedItemKey(key, src.index.base)
-			if !bytes.HasPrefix(key, src.scope) {
+			if !bytes.HasPrefix(key, src.scope) || !src.bounds.containsEPK(c.itemEPK(key)) {
 				continue
 			}
 			v, err := r.Get(key)
@@ -351,7 +366,7 @@ func (e *Engine) topQuery(c *Container, snap storage.Reader, src source, complet
 			return results, nil
 		}
 		if exhausted {
-			return e.wholeQuery(c, snap, source{scope: src.scope}, x)
+			return e.wholeQuery(c, snap, source{scope: src.scope, bounds: src.bounds}, x)
 		}
 	}
 }

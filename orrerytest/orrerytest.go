@@ -1,8 +1,12 @@
 package orrerytest
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -37,6 +41,10 @@ type Options struct {
 	// ServeCrossPartitionQueries lets the server execute cross-partition
 	// queries the service's gateway refuses (see engine.Options).
 	ServeCrossPartitionQueries bool
+	// PartitionKeyRanges is how many partition key ranges a new container
+	// gets at least (see engine.Options); containers created with more
+	// throughput get one per 10,000 RU/s all the same.
+	PartitionKeyRanges int
 	// Now, when set, is the server's clock (system properties, TTL and the
 	// query functions that read the current time); time.Now when nil.
 	Now func() time.Time
@@ -66,6 +74,7 @@ func StartWith(t testing.TB, opts Options) *Server {
 	}
 	eng, err := engine.Open(store, engine.Options{
 		ServeCrossPartitionQueries: opts.ServeCrossPartitionQueries,
+		PartitionKeyRanges:         opts.PartitionKeyRanges,
 		Now:                        opts.Now,
 		ScriptLimits:               script.Limits{Timeout: opts.ScriptTimeout},
 	})
@@ -96,4 +105,49 @@ func StartWith(t testing.TB, opts Options) *Server {
 		t.Fatalf("orrerytest: %v", err)
 	}
 	return &Server{Endpoint: endpoint, Key: server.EmulatorKey, Client: client, Engine: eng}
+}
+
+// SplitPartitionKeyRange splits partition key range id of container coll in
+// database db through the server's administrative call
+// (POST /_admin/dbs/{db}/colls/{coll}/pkranges/{id}/split, master key) and
+// returns the ids of the two children. The parent then answers 410/1002 to
+// range-scoped requests, as after a split in the service.
+func (s *Server) SplitPartitionKeyRange(ctx context.Context, db, coll, id string) ([]string, error) {
+	link := "dbs/" + db + "/colls/" + coll + "/pkranges/" + id
+	date := time.Now().UTC().Format(http.TimeFormat)
+	auth, err := server.Sign(s.Key, http.MethodPost, "pkranges", link, date)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Endpoint+"_admin/"+link+"/split", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("x-ms-date", date)
+	req.Header.Set("Authorization", auth)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("orrerytest: splitting range %s: %s: %s", id, resp.Status, body)
+	}
+	var feed struct {
+		PartitionKeyRanges []struct {
+			ID string `json:"id"`
+		}
+	}
+	if err := json.Unmarshal(body, &feed); err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(feed.PartitionKeyRanges))
+	for i, r := range feed.PartitionKeyRanges {
+		ids[i] = r.ID
+	}
+	return ids, nil
 }

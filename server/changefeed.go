@@ -8,10 +8,6 @@ import (
 	"github.com/orrery-db/orrery/engine"
 )
 
-// subStatusPartitionKeyRangeGone tells the SDKs to refresh their partition
-// key ranges and retry.
-const subStatusPartitionKeyRangeGone = 1002
-
 // changeFeed serves GET /dbs/{db}/colls/{coll}/docs with an A-IM header: a
 // page of the change feed, or 304 with the continuation ETag when there is
 // nothing new.
@@ -21,7 +17,8 @@ func (s *Server) changeFeed(r *request) error {
 		return err
 	}
 	req := &engine.ChangeFeedRequest{Database: c.Database().ID, Container: c.ID,
-		MinEPK: r.Header.Get("x-ms-start-epk"), MaxEPK: r.Header.Get("x-ms-end-epk")}
+		MinEPK: r.Header.Get("x-ms-start-epk"), MaxEPK: r.Header.Get("x-ms-end-epk"),
+		PartitionKeyRangeID: r.partitionKeyRangeID()}
 	switch aim := r.Header.Get("A-IM"); {
 	case strings.EqualFold(aim, "Incremental Feed"):
 		req.Mode = engine.LatestVersion
@@ -29,10 +26,6 @@ func (s *Server) changeFeed(r *request) error {
 		req.Mode = engine.AllVersionsAndDeletes
 	default:
 		return badRequest("The A-IM header %q is not a change feed mode: use \"Incremental Feed\" or \"Full-Fidelity Feed\".", aim)
-	}
-	if id := r.Header.Get("x-ms-documentdb-partitionkeyrangeid"); id != "" && id != "0" {
-		return &engine.Error{Status: http.StatusGone, SubStatus: subStatusPartitionKeyRangeGone, Code: "Gone",
-			Message: "The partition key range " + id + " does not exist: this container has one range, \"0\"."}
 	}
 	if req.PartitionKey, req.HasPartitionKey, err = r.partitionKey(); err != nil {
 		return err

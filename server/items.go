@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/orrery-db/orrery/engine"
 )
@@ -55,7 +56,8 @@ func (s *Server) readItemFeed(r *request) error {
 		return err
 	}
 	res, err := s.eng.ReadFeed(&engine.FeedRequest{Database: r.t.db, Container: r.t.coll, PartitionKey: pk, HasPartitionKey: hasPK,
-		MaxItems: n, Continuation: r.Header.Get("x-ms-continuation")})
+		MaxItems: n, Continuation: r.Header.Get("x-ms-continuation"), PartitionKeyRangeID: r.partitionKeyRangeID(),
+		MinEPK: r.Header.Get("x-ms-start-epk"), MaxEPK: r.Header.Get("x-ms-end-epk")})
 	if err != nil {
 		return err
 	}
@@ -131,7 +133,12 @@ func (r *request) setContentPath(c *engine.Container) {
 	h["X-Ms-Alt-Content-Path"] = []string{c.AltLink()}
 }
 
-// setSession sets the session token: one partition key range, one region.
+// setSession sets the session token: the request's partition key range
+// ("0" when it names none), one region.
 func (s *Server) setSession(r *request) {
-	r.w.Header()["X-Ms-Session-Token"] = []string{"0:-1#" + formatUint(s.eng.SessionLSN())}
+	id := r.partitionKeyRangeID()
+	if _, err := strconv.ParseUint(id, 10, 32); err != nil {
+		id = "0"
+	}
+	r.w.Header()["X-Ms-Session-Token"] = []string{id + ":-1#" + formatUint(s.eng.SessionLSN())}
 }

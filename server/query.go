@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/orrery-db/orrery/engine"
 )
@@ -40,15 +41,38 @@ func (r *request) querySpec() (*querySpec, map[string]json.RawMessage, error) {
 // to rewrite, order or aggregate.
 const passThroughPlan = `{"partitionedQueryExecutionInfoVersion":2,"queryInfo":{"distinctType":"None","top":null,"offset":null,"limit":null,"orderBy":[],"orderByExpressions":[],"groupByExpressions":[],"groupByAliases":[],"aggregates":[],"groupByAliasToAggregateType":{},"rewrittenQuery":"","hasSelectValue":false,"dCountInfo":null,"hasNonStreamingOrderBy":false},"queryRanges":[{"min":"","max":"FF","isMinInclusive":true,"isMaxInclusive":false}]}`
 
+// wholeContainerMarker starts the query text of the plans Orrery gives for
+// containers with several partition key ranges (see planFor).
+const wholeContainerMarker = "-- orrery: whole container\n"
+
+// planFor is the query plan for q in c. With one partition key range it is
+// passThroughPlan. With several, a client pipeline would send the query to
+// every range and concatenate the answers, which is wrong for ORDER BY,
+// aggregates, DISTINCT, TOP and OFFSET, since the plan asks it to merge
+// nothing: so the plan targets only the range holding the start of the key
+// space and rewrites the query with wholeContainerMarker, for which that
+// range answers for the whole container, complete and ordered.
+func planFor(c *engine.Container, q string) string {
+	if ranges, _ := c.PartitionKeyRanges(); len(ranges) == 1 {
+		return passThroughPlan
+	}
+	rewritten, _ := json.Marshal(wholeContainerMarker + q)
+	plan := strings.Replace(passThroughPlan, `"rewrittenQuery":""`, `"rewrittenQuery":`+string(rewritten), 1)
+	return strings.Replace(plan, `"queryRanges":[{"min":"","max":"FF","isMinInclusive":true,"isMaxInclusive":false}]`,
+		`"queryRanges":[{"min":"","max":"","isMinInclusive":true,"isMaxInclusive":true}]`, 1)
+}
+
 // queryPlan answers a query plan request on a container's items.
 func (s *Server) queryPlan(r *request) error {
-	if _, err := s.containerOf(r); err != nil {
+	c, err := s.containerOf(r)
+	if err != nil {
 		return err
 	}
-	if _, _, err := r.querySpec(); err != nil {
+	spec, _, err := r.querySpec()
+	if err != nil {
 		return err
 	}
-	r.writeJSON(http.StatusOK, []byte(passThroughPlan), "", 1)
+	r.writeJSON(http.StatusOK, []byte(planFor(c, spec.Query)), "", 1)
 	return nil
 }
 
@@ -70,13 +94,19 @@ func (s *Server) queryItems(r *request) error {
 	if err != nil {
 		return err
 	}
-	oneRange, err := r.partitionKeyRange()
-	if err != nil {
-		return err
+	rangeID := r.partitionKeyRangeID()
+	scopedRange, minEPK, maxEPK := rangeID, r.Header.Get("x-ms-start-epk"), r.Header.Get("x-ms-end-epk")
+	if rangeID != "" && !hasPK && strings.HasPrefix(spec.Query, wholeContainerMarker) {
+		// A pipeline following planFor: the range answers for the container.
+		if !c.HasPartitionKeyRange(rangeID) {
+			return engine.PartitionKeyRangeGone(rangeID)
+		}
+		scopedRange, minEPK, maxEPK = "", "", ""
 	}
 	res, err := s.eng.QueryItems(&engine.QueryRequest{
 		Database: c.Database().ID, Container: c.ID, Query: spec.Query, Params: params,
-		PartitionKey: pk, HasPartitionKey: hasPK, SinglePartitionKeyRange: oneRange,
+		PartitionKey: pk, HasPartitionKey: hasPK, SinglePartitionKeyRange: rangeID != "",
+		PartitionKeyRangeID: scopedRange, MinEPK: minEPK, MaxEPK: maxEPK,
 		MaxItems: n, Continuation: r.Header.Get("x-ms-continuation"),
 	})
 	if e, ok := engine.AsError(err); ok && e.SubStatus == engine.SubStatusCrossPartitionQuery {
@@ -85,7 +115,7 @@ func (s *Server) queryItems(r *request) error {
 		// carries one, and then re-sends the query to partition key range 0,
 		// which the engine serves.
 		withPlan := *e
-		withPlan.AdditionalErrorInfo = passThroughPlan
+		withPlan.AdditionalErrorInfo = planFor(c, spec.Query)
 		return &withPlan
 	}
 	if err != nil {

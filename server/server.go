@@ -94,6 +94,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	segs := splitPath(r.URL.Path)
+	if len(segs) > 0 && segs[0] == adminPrefix {
+		if err := s.serveAdmin(rec, r, segs[1:]); err != nil {
+			writeError(rec, r, err)
+		}
+		return
+	}
 	key, tok, aerr := s.keys.authenticate(r, segs, s.now())
 	if aerr != nil {
 		writeCosmosError(rec, activity, aerr)

@@ -78,9 +78,13 @@ func serve(args []string) error {
 	key := fs.String("key", env("ORRERY_KEY", server.EmulatorKey), "master key, base64 (env ORRERY_KEY; default: the emulator's well-known key)")
 	readOnlyKey := fs.String("readonly-key", env("ORRERY_READONLY_KEY", ""), "read-only key, base64 (env ORRERY_READONLY_KEY)")
 	crossPartition := fs.Bool("serve-cross-partition-queries", false, "execute cross-partition ORDER BY, aggregate, DISTINCT, GROUP BY, TOP and OFFSET queries that the Cosmos gateway refuses to clients without a query plan (the Go SDK)")
+	ranges := fs.Int("partition-key-ranges", 1, "partition key ranges a new container gets at least; one per 10,000 RU/s of its throughput when that is more, as in the service")
 	logLevel := fs.String("log-level", env("ORRERY_LOG_LEVEL", "info"), "log level: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *ranges < 1 {
+		return fmt.Errorf("--partition-key-ranges must be at least 1")
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -102,7 +106,7 @@ func serve(args []string) error {
 		store = s
 	}
 	defer store.Close()
-	eng, err := engine.Open(store, engine.Options{ServeCrossPartitionQueries: *crossPartition})
+	eng, err := engine.Open(store, engine.Options{ServeCrossPartitionQueries: *crossPartition, PartitionKeyRanges: *ranges})
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,7 @@
 // Shared set-up for the JavaScript SDK compatibility tests: a CosmosClient
 // built exactly as an application would build one, pointed at the server
 // named by ORRERY_ENDPOINT and signed with ORRERY_KEY.
-import { randomUUID } from "node:crypto";
+import { createHmac, randomUUID } from "node:crypto";
 import { CosmosClient } from "@azure/cosmos";
 
 /** Returns the value of a required environment variable or throws. */
@@ -49,3 +49,27 @@ export async function expectCosmosError(fn) {
 
 /** Matches the quoted etag format of the service: "\"...\"". */
 export const quotedEtag = /^".+"$/;
+
+/**
+ * Splits partition key range rangeId of container coll in database db through
+ * Orrery's administrative call (POST /_admin/dbs/{db}/colls/{coll}/pkranges/
+ * {id}/split, signed with the master key as a POST on the range) and returns
+ * the two children as the pkranges feed shows them.
+ */
+export async function splitRange(db, coll, rangeId) {
+  const link = `dbs/${db}/colls/${coll}/pkranges/${rangeId}`;
+  const date = new Date().toUTCString();
+  const payload = `post\npkranges\n${link}\n${date.toLowerCase()}\n\n`;
+  const key = Buffer.from(requireEnv("ORRERY_KEY"), "base64");
+  const sig = createHmac("sha256", key).update(payload).digest("base64");
+  const endpoint = requireEnv("ORRERY_ENDPOINT").replace(/\/$/, "");
+  const res = await fetch(`${endpoint}/_admin/${link}/split`, {
+    method: "POST",
+    headers: { "x-ms-date": date, authorization: encodeURIComponent(`type=master&ver=1.0&sig=${sig}`) },
+  });
+  const body = await res.json();
+  if (res.status !== 200) {
+    throw new Error(`splitting range ${rangeId}: ${res.status} ${JSON.stringify(body)}`);
+  }
+  return body.PartitionKeyRanges;
+}

@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestInitialRangesCutTheKeySpaceEvenly(t *testing.T) {
+	e, _ := newTestEngine(t)
+	tests := []struct {
+		throughput *Throughput
+		want       string
+	}{
+		{nil, `[""-FF]`},
+		{&Throughput{Manual: 400}, `[""-FF]`},
+		{&Throughput{Manual: 10000}, `[""-FF]`},
+		{&Throughput{Manual: 20000}, `[""-20000000000000000000000000000000 20000000000000000000000000000000-FF]`},
+		{&Throughput{Manual: 40000}, `[""-10000000000000000000000000000000 10000000000000000000000000000000-20000000000000000000000000000000 20000000000000000000000000000000-30000000000000000000000000000000 30000000000000000000000000000000-FF]`},
+		{&Throughput{AutoscaleMax: 30000}, `[""-15555555555555555555555555555555 15555555555555555555555555555555-2AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA 2AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA-FF]`},
+	}
+	for i, tt := range tests {
+		id := fmt.Sprintf("c%d", i)
+		if _, err := e.CreateContainer("db", []byte(`{"id":"`+id+`","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), tt.throughput); err != nil {
+			t.Fatal(err)
+		}
+		c, err := e.Container("db", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := describeRanges(c); got != tt.want {
+			t.Errorf("throughput %+v: ranges %s, want %s", tt.throughput, got, tt.want)
+		}
+	}
+}
+
+func describeRanges(c *Container) string {
+	ranges, _ := c.PartitionKeyRanges()
+	parts := make([]string, len(ranges))
+	for i, r := range ranges {
+		lo := r.MinInclusive
+		if lo == "" {
+			lo = `""`
+		}
+		parts[i] = lo + "-" + r.MaxExclusive
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+func TestSplitHalvesARangeAndRetiresIt(t *testing.T) {
+	e, _ := newTestEngine(t)
+	if _, err := e.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), &Throughput{Manual: 20000}); err != nil {
+		t.Fatal(err)
+	}
+	children, err := e.SplitPartitionKeyRange("db", "c", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprintf("%s:%s-%s:%v %s:%s-%s:%v", children[0].ID, children[0].MinInclusive, children[0].MaxExclusive, children[0].Parents,
+		children[1].ID, children[1].MinInclusive, children[1].MaxExclusive, children[1].Parents); got !=
+		"2:20000000000000000000000000000000-30000000000000000000000000000000:[1] 3:30000000000000000000000000000000-FF:[1]" {
+		t.Errorf("children %s", got)
+	}
+	c, _ := e.Container("db", "c")
+	if _, version := c.PartitionKeyRanges(); version != 2 {
+		t.Errorf("range version %d after one split, want 2", version)
+	}
+	if c.HasPartitionKeyRange("1") || !c.HasPartitionKeyRange("2") || !c.HasPartitionKeyRange("0") {
+		t.Errorf("current ranges after the split: %s", describeRanges(c))
+	}
+	// Replacing the container's properties keeps its ranges.
+	if _, err := e.ReplaceContainer("db", "c", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":60}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ = e.Container("db", "c"); describeRanges(c) != `[""-20000000000000000000000000000000 20000000000000000000000000000000-30000000000000000000000000000000 30000000000000000000000000000000-FF]` {
+		t.Errorf("ranges after a replace: %s", describeRanges(c))
+	}
+	_, err = e.SplitPartitionKeyRange("db", "c", "1")
+	if e, ok := AsError(err); !ok || e.Status != 410 || e.SubStatus != SubStatusPartitionKeyRangeGone {
+		t.Errorf("splitting the split range: %v, want 410/1002", err)
+	}
+	// Halving reaches a span too narrow to split.
+	id := "0"
+	for i := 0; ; i++ {
+		ch, err := e.SplitPartitionKeyRange("db", "c", id)
+		if err != nil {
+			if e, ok := AsError(err); !ok || e.Status != 400 || i < 120 {
+				t.Fatalf("split %d: %v", i, err)
+			}
+			break
+		}
+		id = ch[0].ID
+	}
+	c, _ = e.Container("db", "c")
+	ranges, _ := c.PartitionKeyRanges()
+	at := ""
+	for _, r := range ranges {
+		if r.MinInclusive != at {
+			t.Fatalf("the ranges leave a gap or overlap at %q", at)
+		}
+		at = r.MaxExclusive
+	}
+	if at != "FF" {
+		t.Fatalf("the ranges end at %q", at)
+	}
+}
+
+func TestVersion1ContainersKeepOneRange(t *testing.T) {
+	e, _ := newTestEngine(t)
+	if _, err := e.CreateContainer("db", []byte(`{"id":"v1","partitionKey":{"paths":["/pk"],"version":1}}`), &Throughput{Manual: 40000}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := e.Container("db", "v1")
+	if got := describeRanges(c); got != `[""-FF]` {
+		t.Errorf("V1 container with 40,000 RU/s: %s, want one range", got)
+	}
+	if _, err := e.SplitPartitionKeyRange("db", "v1", "0"); err == nil {
+		t.Error("a V1 container's range split")
+	} else if e, ok := AsError(err); !ok || e.Status != 400 {
+		t.Errorf("splitting a V1 container: %v, want 400", err)
+	}
+}
