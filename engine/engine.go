@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/orrery-db/orrery/engine/script"
+	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -38,7 +39,29 @@ type Options struct {
 	// DefaultSweepInterval when zero, never when negative (expired items
 	// stay hidden from reads, queries and feeds all the same).
 	SweepInterval time.Duration
+	// QueryTimeBudget is how long one page of a query may run (wall time),
+	// DefaultQueryTimeBudget when zero, unbounded when negative. A streaming
+	// query's page ends early with a continuation when it is spent; a query
+	// evaluated whole (ORDER BY, aggregates, GROUP BY, DISTINCT), or one
+	// whose first row alone takes longer, is answered 408.
+	QueryTimeBudget time.Duration
+	// QueryMemoryLimit is how many bytes one query may hold while it runs
+	// (kept rows, groups, sort buffers, results), DefaultQueryMemoryLimit
+	// when zero, unbounded when negative. A query that needs more is
+	// answered 400 with a message saying so.
+	QueryMemoryLimit int64
+	// QueryMemoryPool is how many bytes all running queries may hold
+	// together, DefaultQueryMemoryPool when zero, unbounded when negative. A
+	// query that finds it taken by others is answered 429.
+	QueryMemoryPool int64
 }
+
+// Defaults of the query limits (see Options).
+const (
+	DefaultQueryTimeBudget  = 5 * time.Second
+	DefaultQueryMemoryLimit = 128 << 20
+	DefaultQueryMemoryPool  = 512 << 20
+)
 
 // Engine is one Cosmos account's databases on one storage.Store.
 // It is safe for concurrent use.
@@ -54,6 +77,8 @@ type Engine struct {
 	scriptSlots chan struct{}
 	now         func() time.Time
 	cursors     *cursorCache
+	// queryPool is the memory all queries share; nil: unbounded.
+	queryPool *query.MemoryPool
 
 	catMu  sync.RWMutex
 	dbs    map[string]*Database
@@ -91,6 +116,12 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 		e.now = time.Now
 	}
 	e.cursors = newCursorCache(e.now)
+	switch {
+	case opts.QueryMemoryPool == 0:
+		e.queryPool = query.NewMemoryPool(DefaultQueryMemoryPool)
+	case opts.QueryMemoryPool > 0:
+		e.queryPool = query.NewMemoryPool(opts.QueryMemoryPool)
+	}
 	if err := e.loadCatalog(); err != nil {
 		return nil, err
 	}

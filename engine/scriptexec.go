@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/orrery-db/orrery/engine/script"
 	"github.com/orrery-db/orrery/storage"
@@ -184,7 +185,8 @@ func (sc *scriptCollection) QueryDocuments(ctx context.Context, q script.Query, 
 		defer udfs.close()
 		req.UDF = udfs
 	}
-	res, err := t.e.queryIn(t.p.c, t.b, t.p.prefix, req, nil)
+	// The procedure's own budget bounds its queries: ctx ends with it.
+	res, err := t.e.queryIn(ctx, t.p.c, t.b, t.p.prefix, req, nil, time.Time{})
 	if err != nil {
 		return script.Page{}, err
 	}

@@ -62,7 +62,7 @@ func (s *Server) queryItems(r *request, c *engine.Container) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.eng.QueryItems(&engine.QueryRequest{
+	res, err := s.eng.QueryItems(r.Context(), &engine.QueryRequest{
 		Database: c.Database().ID, Container: c.ID, Query: spec.Query, Params: params,
 		PartitionKey: pk, HasPartitionKey: hasPK, SinglePartitionKeyRange: oneRange,
 		MaxItems: n, Continuation: r.Header.Get("x-ms-continuation"),
