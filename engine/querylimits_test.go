@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestQueryStopsWhenCancelled cancels queries over a billion-row cross
+// product, one evaluated whole and one streaming whose rows all fail the
+// filter, with no time budget to stop them otherwise: each returns 408
+// promptly (the bound is generous, for loaded machines; uncancelled they
+// run for minutes).
+func TestQueryStopsWhenCancelled(t *testing.T) {
+	e := newMemEngine(t)
+	e.opts.QueryTimeBudget = -1
+	nums := make([]string, 1000)
+	for i := range nums {
+		nums[i] = fmt.Sprint(i)
+	}
+	if _, err := e.CreateItem(req("x", "a", `{"id":"x","pk":"a","arr":[`+strings.Join(nums, ",")+`]}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"SELECT VALUE COUNT(1) FROM c JOIN a IN c.arr JOIN b IN c.arr JOIN d IN c.arr",
+		"SELECT a, b FROM c JOIN a IN c.arr JOIN b IN c.arr JOIN d IN c.arr WHERE d < 0",
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := e.QueryItems(ctx, &QueryRequest{Database: "db", Container: "c", Query: q,
+				PartitionKey: StringKey("a"), HasPartitionKey: true})
+			done <- err
+		}()
+		time.Sleep(100 * time.Millisecond) // let it get going; not a synchronization
+		cancel()
+		select {
+		case err := <-done:
+			if statusOf(err) != 408 {
+				t.Errorf("%s: %v, want 408", q, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: still running 10 s after its cancellation", q)
+		}
+	}
+}
+
+// TestStreamingPageEndsAtItsBudget: with a page budget already spent, a
+// streaming page still gets past one row and ends with a continuation;
+// following the continuations gives every result once.
+func TestStreamingPageEndsAtItsBudget(t *testing.T) {
+	e := newMemEngine(t)
+	e.opts.QueryTimeBudget = time.Nanosecond
+	for _, id := range []string{"x", "y"} {
+		if _, err := e.CreateItem(req(id, "a", `{"id":"`+id+`","pk":"a","arr":[1,2,3]}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	cont, pages := "", 0
+	for {
+		res, err := e.QueryItems(context.Background(), &QueryRequest{Database: "db", Container: "c",
+			Query: "SELECT VALUE [c.id, a, b] FROM c JOIN a IN c.arr JOIN b IN c.arr WHERE a <= b", MaxItems: 100,
+			PartitionKey: StringKey("a"), HasPartitionKey: true, Continuation: cont})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, it := range res.Items {
+			got = append(got, string(it))
+		}
+		if cont = res.Continuation; cont == "" {
+			break
+		}
+	}
+	want := `[["x",1,1] ["x",1,2] ["x",1,3] ["x",2,2] ["x",2,3] ["x",3,3] ["y",1,1] ["y",1,2] ["y",1,3] ["y",2,2] ["y",2,3] ["y",3,3]]`
+	if fmt.Sprint(got) != want {
+		t.Errorf("got %v, want %s", got, want)
+	}
+	if pages < 12 {
+		t.Errorf("%d pages for 18 rows evaluated under a spent budget", pages)
+	}
+}
