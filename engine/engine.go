@@ -54,6 +54,12 @@ type Options struct {
 	// together, DefaultQueryMemoryPool when zero, unbounded when negative. A
 	// query that finds it taken by others is answered 429.
 	QueryMemoryPool int64
+	// MaxCostlyQueries bounds how many costly queries (past query.HeavyAfter
+	// units of work in a page) run at once, so that runaway queries leave
+	// cores to point reads and cheap queries; zero means half the cores (at
+	// least one), negative no bound. A costly query waits for a slot within
+	// its page's time budget and is answered 429 if none frees up.
+	MaxCostlyQueries int
 }
 
 // Defaults of the query limits (see Options).
@@ -79,6 +85,8 @@ type Engine struct {
 	cursors     *cursorCache
 	// queryPool is the memory all queries share; nil: unbounded.
 	queryPool *query.MemoryPool
+	// costlySlots admits costly queries; nil: no bound.
+	costlySlots chan struct{}
 
 	catMu  sync.RWMutex
 	dbs    map[string]*Database
@@ -116,6 +124,12 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 		e.now = time.Now
 	}
 	e.cursors = newCursorCache(e.now)
+	if n := opts.MaxCostlyQueries; n >= 0 {
+		if n == 0 {
+			n = max(1, runtime.GOMAXPROCS(0)/2)
+		}
+		e.costlySlots = make(chan struct{}, n)
+	}
 	switch {
 	case opts.QueryMemoryPool == 0:
 		e.queryPool = query.NewMemoryPool(DefaultQueryMemoryPool)

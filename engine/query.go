@@ -86,6 +86,54 @@ const (
 	msgQueryMemoryPool = "Request rate is large: the memory that running queries share is in use. Retry the query later."
 )
 
+// pageBounds are what one page of a query keeps to: the end of its time
+// budget (zero: none), and the wait for a costly query's slot (nil: none).
+type pageBounds struct {
+	deadline time.Time
+	heavy    func() error
+}
+
+// costlySlot is a page's claim on one of the slots that bound how many
+// costly queries run at once (Options.MaxCostlyQueries).
+type costlySlot struct {
+	e        *Engine
+	ctx      context.Context
+	deadline time.Time
+	held     bool
+}
+
+// errNoCostlySlot answers a costly query that found no free slot within
+// its page's time budget.
+var errNoCostlySlot = &Error{Status: 429, Code: "TooManyRequests",
+	Message: "Request rate is large: too many costly queries are running, and none finished within this page's time budget. Retry the query later."}
+
+// acquire waits for a slot, until ctx ends or the page's budget is spent.
+func (s *costlySlot) acquire() error {
+	var expired <-chan time.Time
+	if !s.deadline.IsZero() {
+		t := time.NewTimer(time.Until(s.deadline))
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case s.e.costlySlots <- struct{}{}:
+		s.held = true
+		return nil
+	case <-s.ctx.Done():
+		return s.ctx.Err()
+	case <-expired:
+		return errNoCostlySlot
+	}
+}
+
+// release frees the slot if the page took one.
+func (s *costlySlot) release() {
+	if s.held {
+		<-s.e.costlySlots
+		s.held = false
+	}
+}
+
 // queryDeadline is the end of the time budget of a page that starts now;
 // zero when pages are unbounded.
 func (e *Engine) queryDeadline() time.Time {
@@ -130,7 +178,12 @@ const msgCrossPartition = "The provided cross partition query can not be directl
 // The query stops when ctx ends, and each page has a time budget (see
 // Options.QueryTimeBudget) and a memory bound (Options.QueryMemoryLimit).
 func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResult, error) {
-	deadline := e.queryDeadline()
+	bounds := pageBounds{deadline: e.queryDeadline()}
+	slot := &costlySlot{e: e, ctx: ctx, deadline: bounds.deadline}
+	defer slot.release()
+	if e.costlySlots != nil {
+		bounds.heavy = slot.acquire
+	}
 	c, err := e.Container(req.Database, req.Container)
 	if err != nil {
 		return nil, err
@@ -159,7 +212,7 @@ func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResul
 	}
 	snap := e.store.NewSnapshot()
 	defer snap.Close()
-	res, err := e.queryIn(ctx, c, snap, lower, req, e.cursors, deadline)
+	res, err := e.queryIn(ctx, c, snap, lower, req, e.cursors, bounds)
 	if err != nil {
 		return nil, err
 	}
@@ -170,9 +223,9 @@ func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResul
 // queryIn runs a query over the items under scope as r sees them: a snapshot
 // for client queries, a transaction's batch for stored procedures. Queries
 // evaluated whole keep their results in cursors for the next pages; nil
-// evaluates every page anew. The query stops when ctx ends; deadline, when
-// not zero, is the end of the page's time budget.
-func (e *Engine) queryIn(ctx context.Context, c *Container, r storage.Reader, scope []byte, req *QueryRequest, cursors *cursorCache, deadline time.Time) (*QueryResult, error) {
+// evaluates every page anew. The query stops when ctx ends, and keeps to the
+// page's bounds.
+func (e *Engine) queryIn(ctx context.Context, c *Container, r storage.Reader, scope []byte, req *QueryRequest, cursors *cursorCache, bounds pageBounds) (*QueryResult, error) {
 	q, err := parseQuery(req.Query)
 	if err != nil {
 		return nil, err
@@ -191,7 +244,7 @@ func (e *Engine) queryIn(ctx context.Context, c *Container, r storage.Reader, sc
 		}
 	}
 	x, err := q.Prepare(query.Options{Params: req.Params, UDF: req.UDF, Now: e.now(),
-		Context: ctx, Deadline: deadline, MaxMemory: e.queryMemoryLimit(), Pool: e.queryPool})
+		Context: ctx, Deadline: bounds.deadline, MaxMemory: e.queryMemoryLimit(), Pool: e.queryPool, Heavy: bounds.heavy})
 	if err != nil {
 		return nil, queryError(err)
 	}
@@ -200,7 +253,7 @@ func (e *Engine) queryIn(ctx context.Context, c *Container, r storage.Reader, sc
 		src.index = ix
 	}
 	if plan.Streaming {
-		return e.streamQuery(ctx, c, r, src, x, plan, req, deadline)
+		return e.streamQuery(ctx, c, r, src, x, plan, req, bounds.deadline)
 	}
 	var results []json.RawMessage
 	if ix, complete, ok := c.orderIndex(plan); ok {
@@ -484,8 +537,10 @@ func (e *Engine) streamQuery(ctx context.Context, c *Container, snap storage.Rea
 			tok.Produced++
 			return true
 		})
-		if errors.Is(err, query.ErrTimeBudget) && (progressed || len(res.Items) > 0 || !samePosition(next, from)) {
-			// A row's own evaluation ran out of time: the page ends before it.
+		if (errors.Is(err, query.ErrTimeBudget) || errors.Is(err, errNoCostlySlot)) &&
+			(progressed || len(res.Items) > 0 || !samePosition(next, from)) {
+			// A row's own evaluation ran out of time, or waited for a
+			// costly query's slot past it: the page ends before that row.
 			return resumeAt(cand.pos, next), nil
 		}
 		if err != nil {

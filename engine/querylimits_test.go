@@ -83,3 +83,57 @@ func TestStreamingPageEndsAtItsBudget(t *testing.T) {
 		t.Errorf("%d pages for 18 rows evaluated under a spent budget", pages)
 	}
 }
+
+// TestCostlyQueriesWaitForASlot holds the only slot for costly queries, as
+// a runaway query would: a cheap query is served at once; a costly query
+// evaluated whole waits out its page's budget and is answered 429; a costly
+// streaming query ends its page at the budget with what it found and a
+// continuation; once the slot is free, the costly query is served.
+func TestCostlyQueriesWaitForASlot(t *testing.T) {
+	e := newMemEngine(t)
+	e.opts.QueryTimeBudget = 200 * time.Millisecond
+	e.costlySlots = make(chan struct{}, 1)
+	nums := make([]string, 1000)
+	for i := range nums {
+		nums[i] = fmt.Sprint(i)
+	}
+	if _, err := e.CreateItem(req("x", "a", `{"id":"x","pk":"a","arr":[`+strings.Join(nums, ",")+`]}`)); err != nil {
+		t.Fatal(err)
+	}
+	query := func(q, cont string) (*QueryResult, error) {
+		return e.QueryItems(context.Background(), &QueryRequest{Database: "db", Container: "c", Query: q, MaxItems: 1000,
+			PartitionKey: StringKey("a"), HasPartitionKey: true, Continuation: cont})
+	}
+	const costly = "SELECT VALUE COUNT(1) FROM c JOIN a IN c.arr JOIN b IN c.arr"
+	e.costlySlots <- struct{}{} // a runaway query holds the slot
+	if res, err := query("SELECT VALUE c.id FROM c WHERE c.id = 'x'", ""); err != nil || len(res.Items) != 1 {
+		t.Fatalf("cheap query: %v, %v", res, err)
+	}
+	if _, err := query(costly, ""); statusOf(err) != 429 {
+		t.Fatalf("costly query without a slot: %v, want 429", err)
+	}
+	res, err := query("SELECT VALUE a FROM c JOIN a IN c.arr JOIN b IN c.arr WHERE b = 0", "")
+	if err != nil || len(res.Items) == 0 || len(res.Items) == 1000 || res.Continuation == "" {
+		t.Fatalf("costly streaming query without a slot: %d items, continuation %q, %v; want a partial page", len(res.Items), res.Continuation, err)
+	}
+	<-e.costlySlots
+	e.opts.QueryTimeBudget = time.Minute // for a loaded machine
+	got := len(res.Items)
+	for cont := res.Continuation; cont != ""; {
+		res, err := query("SELECT VALUE a FROM c JOIN a IN c.arr JOIN b IN c.arr WHERE b = 0", cont)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got += len(res.Items)
+		cont = res.Continuation
+	}
+	if got != 1000 {
+		t.Errorf("%d results in all, want 1000", got)
+	}
+	if res, err := query(costly, ""); err != nil || string(res.Items[0]) != "1000000" {
+		t.Errorf("costly query with the slot free: %v, %v", res, err)
+	}
+	if len(e.costlySlots) != 0 {
+		t.Error("a slot is still held after the queries")
+	}
+}

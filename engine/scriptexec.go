@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/orrery-db/orrery/engine/script"
 	"github.com/orrery-db/orrery/storage"
@@ -186,7 +185,7 @@ func (sc *scriptCollection) QueryDocuments(ctx context.Context, q script.Query, 
 		req.UDF = udfs
 	}
 	// The procedure's own budget bounds its queries: ctx ends with it.
-	res, err := t.e.queryIn(ctx, t.p.c, t.b, t.p.prefix, req, nil, time.Time{})
+	res, err := t.e.queryIn(ctx, t.p.c, t.b, t.p.prefix, req, nil, pageBounds{})
 	if err != nil {
 		return script.Page{}, err
 	}

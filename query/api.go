@@ -53,6 +53,12 @@ type Options struct {
 	// Pool, when set, is the memory all executions share; a run that finds
 	// it exhausted fails with ErrMemoryPool.
 	Pool *MemoryPool
+	// Heavy, when set, is called once, when the runs of the execution have
+	// done HeavyAfter units of work between them, before the work goes on:
+	// it may wait for the right to run a costly query (so that few run at
+	// once, leaving cores to cheap requests). Its error stops the execution
+	// and is returned.
+	Heavy func() error
 }
 
 // Docs is a source of raw JSON documents. The source's error, if any, ends
@@ -103,8 +109,12 @@ func (q *Query) Prepare(opts Options) (*Execution, error) {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	return &Execution{q: q, c: evalCtx{params: params, udf: opts.UDF, now: now.UTC(),
-		ctx: opts.Context, deadline: opts.Deadline, maxMemory: opts.MaxMemory, pool: opts.Pool}}, nil
+	x := &Execution{q: q, c: evalCtx{params: params, udf: opts.UDF, now: now.UTC(),
+		ctx: opts.Context, deadline: opts.Deadline, maxMemory: opts.MaxMemory, pool: opts.Pool}}
+	if opts.Heavy != nil {
+		x.c.heavy = &heavyGate{fn: opts.Heavy}
+	}
+	return x, nil
 }
 
 func decodeParams(raw map[string]json.RawMessage) (map[string]value, error) {

@@ -41,6 +41,8 @@ type evalCtx struct {
 	mem       *memAccount
 	maxMemory int64
 	pool      *MemoryPool
+	// heavy is the execution's gate to costly work, shared by its runs.
+	heavy *heavyGate
 	// progressed is set once a row of the document RowsFrom tracks has been
 	// evaluated; stopped once that loop stopped between rows for the budget.
 	progressed bool

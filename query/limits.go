@@ -3,6 +3,7 @@ package query
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -144,12 +145,40 @@ func sizeOf(v value) int64 {
 // enough to cost nothing.
 const tickEvery = 256
 
+// HeavyAfter is how many units of work (rows bound, JOIN elements visited)
+// an execution does before it counts as costly and calls Options.Heavy: a
+// few milliseconds of work.
+const HeavyAfter = 1 << 15
+
+// heavyGate calls Options.Heavy once, when the runs of one execution have
+// done HeavyAfter units of work between them.
+type heavyGate struct {
+	fn   func() error
+	work atomic.Int64
+	once sync.Once
+	err  error
+}
+
+// pass counts n units of work; past HeavyAfter it waits for fn.
+func (g *heavyGate) pass(n int64) error {
+	if g.work.Add(n) < HeavyAfter {
+		return nil
+	}
+	g.once.Do(func() { g.err = g.fn() })
+	return g.err
+}
+
 // tick counts one unit of work (a row bound, a JOIN element) and, every
-// tickEvery of them, checks for cancellation and the time budget. It
-// returns false when the execution must stop.
+// tickEvery of them, checks for cancellation and the time budget, and
+// passes the heavy gate. It returns false when the execution must stop.
 func (c *evalCtx) tick() bool {
 	c.ticks++
 	if c.ticks%tickEvery == 0 {
+		if c.heavy != nil {
+			if err := c.heavy.pass(tickEvery); err != nil {
+				c.fail(err)
+			}
+		}
 		if c.ctx != nil {
 			if err := c.ctx.Err(); err != nil {
 				c.fail(err)
