@@ -231,7 +231,12 @@ func (x *Execution) RowsFrom(doc []byte, from []int, fn func(row json.RawMessage
 	c := x.c
 	c.startRun()
 	defer c.mem.release()
-	e := &env{vals: make([]value, sq.nslots), root: v, pos: make([]int, len(sq.from))}
+	e := &env{vals: make([]value, sq.nslots), root: v}
+	if len(sq.from) <= len(e.posBuf) {
+		e.pos = e.posBuf[:len(sq.from)]
+	} else {
+		e.pos = make([]int, len(sq.from))
+	}
 	if len(from) == len(sq.from) {
 		e.from = from
 	}
@@ -258,7 +263,7 @@ func (x *Execution) RowsFrom(doc []byte, from []int, fn func(row json.RawMessage
 
 // startRun gives a run its own memory account and budget state.
 func (c *evalCtx) startRun() {
-	c.mem = &memAccount{limit: c.maxMemory, pool: c.pool}
+	c.mem = memAccount{limit: c.maxMemory, pool: c.pool}
 	c.expired, c.progressed, c.stopped, c.ticks = false, false, false, 0
 	if !c.deadline.IsZero() && time.Now().After(c.deadline) {
 		c.expired = true

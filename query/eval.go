@@ -16,8 +16,9 @@ type env struct {
 	// pos, when set, tracks the position of the row being evaluated: the
 	// ordinal of each FROM source's current element (RowsFrom). from, while
 	// set, is the position to resume at; it is cleared once passed.
-	pos  []int
-	from []int
+	pos    []int
+	from   []int
+	posBuf [4]int // pos for up to four sources, without an allocation
 }
 
 // evalCtx is the per-execution state shared by every expression.
@@ -36,9 +37,8 @@ type evalCtx struct {
 	deadline time.Time
 	expired  bool
 	ticks    uint32
-	// mem accounts for what the execution holds; nil: unbounded. Each run
-	// has its own.
-	mem       *memAccount
+	// mem accounts for what a run holds; each run has its own.
+	mem       memAccount
 	maxMemory int64
 	pool      *MemoryPool
 	// heavy is the execution's gate to costly work, shared by its runs.

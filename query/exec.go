@@ -260,30 +260,13 @@ func (q *selectQuery) rows(c *evalCtx, e *env, i int, fn func() bool) bool {
 	if e.from != nil {
 		start = e.from[i]
 	}
-	// enter binds element j of source i, or stops before it.
-	enter := func(j int) bool {
-		if e.pos != nil {
-			if j != start {
-				e.from = nil
-			}
-			if c.expired && c.progressed {
-				e.pos[i] = j
-				clear(e.pos[i+1:])
-				c.stopped = true
-				return false
-			}
-			e.pos[i] = j
-			clear(e.pos[i+1:])
-		}
-		return true
-	}
 	if src.sub != nil && i > 0 {
 		more, j := true, 0
 		src.sub.run(c, e, nil, func(v value) bool {
 			if j++; j-1 < start {
 				return true
 			}
-			if !enter(j - 1) {
+			if !q.enter(c, e, i, j-1, start) {
 				more = false
 				return false
 			}
@@ -308,7 +291,7 @@ func (q *selectQuery) rows(c *evalCtx, e *env, i int, fn func() bool) bool {
 		}
 		arr := v.array()
 		for j := start; j < len(arr); j++ {
-			if !enter(j) {
+			if !q.enter(c, e, i, j, start) {
 				return false
 			}
 			e.vals[src.slot] = arr[j]
@@ -321,11 +304,31 @@ func (q *selectQuery) rows(c *evalCtx, e *env, i int, fn func() bool) bool {
 	if !v.defined() || start > 0 {
 		return c.err == nil
 	}
-	if !enter(0) {
+	if !q.enter(c, e, i, 0, start) {
 		return false
 	}
 	e.vals[src.slot] = v
 	return q.rows(c, e, i+1, fn)
+}
+
+// enter is about to bind element j of source i (start is the element
+// rows began at): when positions are tracked it records j, or stops before
+// it once the time budget has expired, leaving j as the position to resume
+// at.
+func (q *selectQuery) enter(c *evalCtx, e *env, i, j, start int) bool {
+	if e.pos == nil {
+		return true
+	}
+	if j != start {
+		e.from = nil
+	}
+	e.pos[i] = j
+	clear(e.pos[i+1:])
+	if c.expired && c.progressed {
+		c.stopped = true
+		return false
+	}
+	return true
 }
 
 func (q *selectQuery) project(c *evalCtx, e *env) value {

@@ -62,10 +62,7 @@ type memAccount struct {
 // charge adds n bytes; it fails the execution past its limit or when the
 // pool has no more to give.
 func (c *evalCtx) charge(n int64) {
-	m := c.mem
-	if m == nil {
-		return
-	}
+	m := &c.mem
 	m.used += n
 	if m.limit > 0 && m.used > m.limit {
 		c.fail(memoryLimitError(m.limit))
@@ -83,14 +80,12 @@ func (c *evalCtx) charge(n int64) {
 
 // uncharge gives back n bytes charged for something no longer held.
 func (c *evalCtx) uncharge(n int64) {
-	if c.mem != nil {
-		c.mem.used -= n
-	}
+	c.mem.used -= n
 }
 
 // release returns the account's reservation to its pool.
 func (m *memAccount) release() {
-	if m != nil && m.pool != nil {
+	if m.pool != nil {
 		m.pool.release(m.reserved)
 		m.reserved = 0
 	}
