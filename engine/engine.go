@@ -64,9 +64,13 @@ type Options struct {
 
 // Defaults of the query limits (see Options).
 const (
-	DefaultQueryTimeBudget  = 5 * time.Second
+	// DefaultQueryTimeBudget is the time one page of a query may run, the
+	// service's per-page execution limit.
+	DefaultQueryTimeBudget = 5 * time.Second
+	// DefaultQueryMemoryLimit is the memory one query may hold.
 	DefaultQueryMemoryLimit = 128 << 20
-	DefaultQueryMemoryPool  = 512 << 20
+	// DefaultQueryMemoryPool is the memory all running queries may hold.
+	DefaultQueryMemoryPool = 512 << 20
 )
 
 // Engine is one Cosmos account's databases on one storage.Store.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/orrery-db/orrery/query"
 )
 
 // TestQueryStopsWhenCancelled cancels queries over a billion-row cross
@@ -135,5 +137,36 @@ func TestCostlyQueriesWaitForASlot(t *testing.T) {
 	}
 	if len(e.costlySlots) != 0 {
 		t.Error("a slot is still held after the queries")
+	}
+}
+
+// TestQueryMemoryAnswers: a query past its own memory limit is answered 400
+// saying so; one that finds the memory all queries share taken, 429.
+func TestQueryMemoryAnswers(t *testing.T) {
+	e := newMemEngine(t)
+	nums := make([]string, 300)
+	for i := range nums {
+		nums[i] = fmt.Sprint(i)
+	}
+	if _, err := e.CreateItem(req("x", "a", `{"id":"x","pk":"a","arr":[`+strings.Join(nums, ",")+`]}`)); err != nil {
+		t.Fatal(err)
+	}
+	run := func() error {
+		_, err := e.QueryItems(context.Background(), &QueryRequest{Database: "db", Container: "c",
+			Query: "SELECT a, b FROM c JOIN a IN c.arr JOIN b IN c.arr ORDER BY a", PartitionKey: StringKey("a"), HasPartitionKey: true})
+		return err
+	}
+	e.opts.QueryMemoryLimit = 1 << 20
+	if err := run(); statusOf(err) != 400 || !strings.Contains(err.Error(), "Query exceeded the maximum allowed memory usage of 1 MB") {
+		t.Errorf("past the query's limit: %v, want 400 with the memory error", err)
+	}
+	e.opts.QueryMemoryLimit = -1
+	e.queryPool = query.NewMemoryPool(1 << 20)
+	if err := run(); statusOf(err) != 429 {
+		t.Errorf("the shared memory taken: %v, want 429", err)
+	}
+	e.queryPool = nil
+	if err := run(); err != nil {
+		t.Errorf("unbounded: %v", err)
 	}
 }
