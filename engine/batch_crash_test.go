@@ -3,6 +3,7 @@ package engine_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -53,7 +54,7 @@ func TestBatchCrashAtomicity(t *testing.T) {
 			batches := map[string]int{}  // worker partition -> whole batches found
 			cont := ""
 			for {
-				res, err := e.QueryItems(&engine.QueryRequest{Database: "db", Container: "c", Query: "SELECT c.id, c.pk, c.n, c.batch FROM c", MaxItems: 1000, Continuation: cont})
+				res, err := e.QueryItems(context.Background(), &engine.QueryRequest{Database: "db", Container: "c", Query: "SELECT c.id, c.pk, c.n, c.batch FROM c", MaxItems: 1000, Continuation: cont})
 				if err != nil {
 					t.Fatal(err)
 				}

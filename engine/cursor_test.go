@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"strings"
@@ -22,7 +23,7 @@ func TestWholeQueryPagesComeFromOneEvaluation(t *testing.T) {
 	}
 	page := func(q, cont string) ([]string, string) {
 		t.Helper()
-		res, err := e.QueryItems(&QueryRequest{Database: "db", Container: "c", Query: q, MaxItems: 3, Continuation: cont,
+		res, err := e.QueryItems(context.Background(), &QueryRequest{Database: "db", Container: "c", Query: q, MaxItems: 3, Continuation: cont,
 			PartitionKey: StringKey("a"), HasPartitionKey: true})
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/orrery-db/orrery/engine/script"
+	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -42,7 +43,39 @@ type Options struct {
 	// DefaultSweepInterval when zero, never when negative (expired items
 	// stay hidden from reads, queries and feeds all the same).
 	SweepInterval time.Duration
+	// QueryTimeBudget is how long one page of a query may run (wall time),
+	// DefaultQueryTimeBudget when zero, unbounded when negative. A streaming
+	// query's page ends early with a continuation when it is spent; a query
+	// evaluated whole (ORDER BY, aggregates, GROUP BY, DISTINCT), or one
+	// whose first row alone takes longer, is answered 408.
+	QueryTimeBudget time.Duration
+	// QueryMemoryLimit is how many bytes one query may hold while it runs
+	// (kept rows, groups, sort buffers, results), DefaultQueryMemoryLimit
+	// when zero, unbounded when negative. A query that needs more is
+	// answered 400 with a message saying so.
+	QueryMemoryLimit int64
+	// QueryMemoryPool is how many bytes all running queries may hold
+	// together, DefaultQueryMemoryPool when zero, unbounded when negative. A
+	// query that finds it taken by others is answered 429.
+	QueryMemoryPool int64
+	// MaxCostlyQueries bounds how many costly queries (past query.HeavyAfter
+	// units of work in a page) run at once, so that runaway queries leave
+	// cores to point reads and cheap queries; zero means half the cores (at
+	// least one), negative no bound. A costly query waits for a slot within
+	// its page's time budget and is answered 429 if none frees up.
+	MaxCostlyQueries int
 }
+
+// Defaults of the query limits (see Options).
+const (
+	// DefaultQueryTimeBudget is the time one page of a query may run, the
+	// service's per-page execution limit.
+	DefaultQueryTimeBudget = 5 * time.Second
+	// DefaultQueryMemoryLimit is the memory one query may hold.
+	DefaultQueryMemoryLimit = 128 << 20
+	// DefaultQueryMemoryPool is the memory all running queries may hold.
+	DefaultQueryMemoryPool = 512 << 20
+)
 
 // Engine is one Cosmos account's databases on one storage.Store.
 // It is safe for concurrent use.
@@ -58,6 +91,10 @@ type Engine struct {
 	scriptSlots chan struct{}
 	now         func() time.Time
 	cursors     *cursorCache
+	// queryPool is the memory all queries share; nil: unbounded.
+	queryPool *query.MemoryPool
+	// costlySlots admits costly queries; nil: no bound.
+	costlySlots chan struct{}
 
 	catMu  sync.RWMutex
 	dbs    map[string]*Database
@@ -95,6 +132,18 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 		e.now = time.Now
 	}
 	e.cursors = newCursorCache(e.now)
+	if n := opts.MaxCostlyQueries; n >= 0 {
+		if n == 0 {
+			n = max(1, runtime.GOMAXPROCS(0)/2)
+		}
+		e.costlySlots = make(chan struct{}, n)
+	}
+	switch {
+	case opts.QueryMemoryPool == 0:
+		e.queryPool = query.NewMemoryPool(DefaultQueryMemoryPool)
+	case opts.QueryMemoryPool > 0:
+		e.queryPool = query.NewMemoryPool(opts.QueryMemoryPool)
+	}
 	if err := e.loadCatalog(); err != nil {
 		return nil, err
 	}

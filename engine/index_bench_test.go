@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -36,7 +37,7 @@ func benchQuery(b *testing.B, e *Engine, container, q string, params map[string]
 		r := &QueryRequest{Database: "db", Container: container, Query: q, Params: params, MaxItems: 1000}
 		got := 0
 		for {
-			res, err := e.QueryItems(r)
+			res, err := e.QueryItems(context.Background(), r)
 			if err != nil {
 				b.Fatal(err)
 			}

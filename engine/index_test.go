@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -75,7 +76,7 @@ func TestIndexAnswersMatchFullScans(t *testing.T) {
 					}
 					var out []string
 					for {
-						res, err := e.QueryItems(r)
+						res, err := e.QueryItems(context.Background(), r)
 						if err != nil {
 							t.Fatalf("%s %s: %v", c, q, err)
 						}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -75,7 +76,7 @@ func TestQueryItemsByHierarchicalKeyPrefix(t *testing.T) {
 			if err != nil {
 				t.Fatalf("parse %s: %v", tt.header, err)
 			}
-			res, err := e.QueryItems(&QueryRequest{
+			res, err := e.QueryItems(context.Background(), &QueryRequest{
 				Database: "db", Container: tt.container, Query: "SELECT VALUE c.id FROM c",
 				PartitionKey: pk, HasPartitionKey: true,
 			})

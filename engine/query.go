@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
@@ -63,13 +64,104 @@ func parseQuery(text string) (*query.Query, error) {
 	return q, nil
 }
 
-// queryError maps an execution error to 400 unless it is a storage failure.
+// queryError maps an execution error: an invalid query or one that needs
+// more memory than a query may hold to 400, a query that could not make
+// progress within its time budget or whose request was cancelled to 408,
+// a query refused for want of the memory all queries share to 429. A
+// storage failure stays as it is.
 func queryError(err error) error {
 	var qe *query.Error
-	if errors.As(err, &qe) {
+	switch {
+	case errors.As(err, &qe):
 		return BadRequest("%s", qe.Error())
+	case errors.Is(err, query.ErrTimeBudget):
+		return &Error{Status: 408, Code: "RequestTimeout", Message: msgQueryTimeBudget}
+	case errors.Is(err, query.ErrMemoryPool):
+		return &Error{Status: 429, Code: "TooManyRequests", Message: msgQueryMemoryPool}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return &Error{Status: 408, Code: "RequestTimeout", Message: "The request was cancelled while its query ran."}
 	}
 	return err
+}
+
+const (
+	msgQueryTimeBudget = "Request timed out: the query used up the time budget of one page without producing a result. " +
+		"Queries evaluated whole (ORDER BY, aggregates, GROUP BY, DISTINCT) must finish within one page's budget, " +
+		"and so must each row of a query; add filters, use fewer JOINs, or scope the query to a partition key."
+	msgQueryMemoryPool = "Request rate is large: the memory that running queries share is in use. Retry the query later."
+)
+
+// pageBounds are what one page of a query keeps to: the end of its time
+// budget (zero: none), and the wait for a costly query's slot (nil: none).
+type pageBounds struct {
+	deadline time.Time
+	heavy    func() error
+}
+
+// costlySlot is a page's claim on one of the slots that bound how many
+// costly queries run at once (Options.MaxCostlyQueries).
+type costlySlot struct {
+	e        *Engine
+	ctx      context.Context
+	deadline time.Time
+	held     bool
+}
+
+// errNoCostlySlot answers a costly query that found no free slot within
+// its page's time budget.
+var errNoCostlySlot = &Error{Status: 429, Code: "TooManyRequests",
+	Message: "Request rate is large: too many costly queries are running, and none finished within this page's time budget. Retry the query later."}
+
+// acquire waits for a slot, until ctx ends or the page's budget is spent.
+func (s *costlySlot) acquire() error {
+	var expired <-chan time.Time
+	if !s.deadline.IsZero() {
+		t := time.NewTimer(time.Until(s.deadline))
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case s.e.costlySlots <- struct{}{}:
+		s.held = true
+		return nil
+	case <-s.ctx.Done():
+		return s.ctx.Err()
+	case <-expired:
+		return errNoCostlySlot
+	}
+}
+
+// release frees the slot if the page took one.
+func (s *costlySlot) release() {
+	if s.held {
+		<-s.e.costlySlots
+		s.held = false
+	}
+}
+
+// queryDeadline is the end of the time budget of a page that starts now;
+// zero when pages are unbounded.
+func (e *Engine) queryDeadline() time.Time {
+	budget := e.opts.QueryTimeBudget
+	if budget == 0 {
+		budget = DefaultQueryTimeBudget
+	}
+	if budget < 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(budget)
+}
+
+// queryMemoryLimit is what one query may hold; 0 means unbounded.
+func (e *Engine) queryMemoryLimit() int64 {
+	switch limit := e.opts.QueryMemoryLimit; {
+	case limit == 0:
+		return DefaultQueryMemoryLimit
+	case limit < 0:
+		return 0
+	default:
+		return limit
+	}
 }
 
 // msgCrossPartition is the service's answer to a cross-partition query that
@@ -87,7 +179,16 @@ const msgCrossPartition = "The provided cross partition query can not be directl
 // evaluation are kept in a cursor while the client pages through them, so
 // every page of one continuation chain comes from the same evaluation (see
 // cursorCache).
-func (e *Engine) QueryItems(req *QueryRequest) (*QueryResult, error) {
+//
+// The query stops when ctx ends, and each page has a time budget (see
+// Options.QueryTimeBudget) and a memory bound (Options.QueryMemoryLimit).
+func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResult, error) {
+	bounds := pageBounds{deadline: e.queryDeadline()}
+	slot := &costlySlot{e: e, ctx: ctx, deadline: bounds.deadline}
+	defer slot.release()
+	if e.costlySlots != nil {
+		bounds.heavy = slot.acquire
+	}
 	c, err := e.Container(req.Database, req.Container)
 	if err != nil {
 		return nil, err
@@ -110,13 +211,13 @@ func (e *Engine) QueryItems(req *QueryRequest) (*QueryResult, error) {
 		return nil, perr
 	}
 	if req.UDF == nil && strings.Contains(strings.ToLower(req.Query), "udf.") {
-		udfs := e.newUDFResolver(context.Background(), c)
+		udfs := e.newUDFResolver(ctx, c)
 		defer udfs.close()
 		req.UDF = udfs
 	}
 	snap := e.store.NewSnapshot()
 	defer snap.Close()
-	res, err := e.queryIn(c, snap, lower, req, e.cursors)
+	res, err := e.queryIn(ctx, c, snap, lower, req, e.cursors, bounds)
 	if err != nil {
 		return nil, err
 	}
@@ -127,8 +228,9 @@ func (e *Engine) QueryItems(req *QueryRequest) (*QueryResult, error) {
 // queryIn runs a query over the items under scope as r sees them: a snapshot
 // for client queries, a transaction's batch for stored procedures. Queries
 // evaluated whole keep their results in cursors for the next pages; nil
-// evaluates every page anew.
-func (e *Engine) queryIn(c *Container, r storage.Reader, scope []byte, req *QueryRequest, cursors *cursorCache) (*QueryResult, error) {
+// evaluates every page anew. The query stops when ctx ends, and keeps to the
+// page's bounds.
+func (e *Engine) queryIn(ctx context.Context, c *Container, r storage.Reader, scope []byte, req *QueryRequest, cursors *cursorCache, bounds pageBounds) (*QueryResult, error) {
 	q, err := parseQuery(req.Query)
 	if err != nil {
 		return nil, err
@@ -137,33 +239,34 @@ func (e *Engine) queryIn(c *Container, r storage.Reader, scope []byte, req *Quer
 	if err != nil {
 		return nil, queryError(err)
 	}
-	bounds, berr := c.requestBounds(req.PartitionKeyRangeID, req.MinEPK, req.MaxEPK)
+	keys, berr := c.requestBounds(req.PartitionKeyRangeID, req.MinEPK, req.MaxEPK)
 	if berr != nil {
 		return nil, berr
 	}
 	var fingerprint string
 	if !plan.Streaming && cursors != nil {
-		fingerprint = queryFingerprint(c, scope, bounds, req)
+		fingerprint = queryFingerprint(c, scope, keys, req)
 		if id := wholeTokenCursor(req.Continuation); id != "" {
 			if results, ok := cursors.get(id, fingerprint); ok {
 				return pageWhole(results, req.MaxItems, req.Continuation, cursors, fingerprint, id)
 			}
 		}
 	}
-	x, err := q.Prepare(query.Options{Params: req.Params, UDF: req.UDF, Now: e.now()})
+	x, err := q.Prepare(query.Options{Params: req.Params, UDF: req.UDF, Now: e.now(),
+		Context: ctx, Deadline: bounds.deadline, MaxMemory: e.queryMemoryLimit(), Pool: e.queryPool, Heavy: bounds.heavy})
 	if err != nil {
 		return nil, queryError(err)
 	}
-	src := source{scope: scope, bounds: bounds}
+	src := source{scope: scope, bounds: keys}
 	if ix, ok := c.chooseIndex(plan); ok {
 		src.index = ix
 	}
 	if plan.Streaming {
-		return e.streamQuery(c, r, src, x, plan, req)
+		return e.streamQuery(ctx, c, r, src, x, plan, req, bounds.deadline)
 	}
 	var results []json.RawMessage
 	if ix, complete, ok := c.orderIndex(plan); ok {
-		results, err = e.topQuery(c, r, source{scope: scope, bounds: bounds, index: ix}, complete, x, plan)
+		results, err = e.topQuery(c, r, source{scope: scope, bounds: keys, index: ix}, complete, x, plan)
 	} else {
 		results, err = e.wholeQuery(c, r, src, x)
 	}
@@ -376,16 +479,19 @@ func (e *Engine) topQuery(c *Container, snap storage.Reader, src source, complet
 type streamToken struct {
 	// Key is the storage key of the next document to evaluate.
 	Key []byte `json:"k"`
-	// Skip is how many of that document's rows were already returned.
-	Skip int `json:"s,omitempty"`
+	// Pos is the row of that document to resume at (query.RowsFrom's
+	// position); none: its first.
+	Pos []int `json:"p,omitempty"`
 	// Skipped counts rows skipped for OFFSET; Produced counts rows returned.
 	Skipped  int `json:"o,omitempty"`
 	Produced int `json:"n,omitempty"`
 }
 
-// streamQuery evaluates a streaming query document by document, only as far
-// as one page needs.
-func (e *Engine) streamQuery(c *Container, snap storage.Reader, src source, x *query.Execution, plan *query.Plan, req *QueryRequest) (*QueryResult, error) {
+// streamQuery evaluates a streaming query row by row, only as far as one
+// page needs or its time budget allows: once the deadline has passed it
+// ends the page at the next row with a continuation, provided the page got
+// past at least one row; a page that cannot is answered 408.
+func (e *Engine) streamQuery(ctx context.Context, c *Container, snap storage.Reader, src source, x *query.Execution, plan *query.Plan, req *QueryRequest, deadline time.Time) (*QueryResult, error) {
 	var tok streamToken
 	var start []byte
 	if req.Continuation != "" {
@@ -410,41 +516,79 @@ func (e *Engine) streamQuery(c *Container, snap storage.Reader, src source, x *q
 	offset := max(plan.Offset, 0)
 	res := &QueryResult{Items: []json.RawMessage{}}
 	total := 0
+	progressed := false // past a row since the page started
+	resumeAt := func(key []byte, pos []int) *QueryResult {
+		tok.Key, tok.Pos = append([]byte(nil), key...), pos
+		res.Continuation = encodeToken(tok)
+		return finishPage(res, total)
+	}
 	for cand, err := range c.scan(snap, src, start, e.now().Unix()) {
 		if err != nil {
 			return nil, err
 		}
-		s := cand.item
+		if err := ctx.Err(); err != nil {
+			return nil, queryError(err)
+		}
 		if limit >= 0 && tok.Produced >= limit {
 			break
 		}
-		rows, err := x.Rows(s.doc)
-		if err != nil {
-			return nil, queryError(err)
+		if progressed && !deadline.IsZero() && time.Now().After(deadline) {
+			return resumeAt(cand.pos, nil), nil
 		}
-		skip := 0
+		var from []int
 		if bytes.Equal(cand.pos, tok.Key) {
-			skip = tok.Skip
+			from = tok.Pos
 		}
-		for i := skip; i < len(rows); i++ {
+		next, err := x.RowsFrom(cand.item.doc, from, func(row json.RawMessage) bool {
 			if len(res.Items) == size || (limit >= 0 && tok.Produced >= limit) {
-				if limit < 0 || tok.Produced < limit {
-					tok.Key, tok.Skip = append([]byte(nil), cand.pos...), i
-					res.Continuation = encodeToken(tok)
-				}
-				return finishPage(res, total), nil
+				return false
 			}
 			if tok.Skipped < offset {
 				tok.Skipped++
-				continue
+				return true
 			}
-			res.Items = append(res.Items, rows[i])
-			total += len(rows[i])
+			res.Items = append(res.Items, row)
+			total += len(row)
 			tok.Produced++
+			return true
+		})
+		if (errors.Is(err, query.ErrTimeBudget) || errors.Is(err, errNoCostlySlot)) &&
+			(progressed || len(res.Items) > 0 || !samePosition(next, from)) {
+			// A row's own evaluation ran out of time, or waited for a
+			// costly query's slot past it: the page ends before that row.
+			return resumeAt(cand.pos, next), nil
 		}
-		tok.Key, tok.Skip = nil, 0
+		if err != nil {
+			return nil, queryError(err)
+		}
+		if next != nil {
+			if limit >= 0 && tok.Produced >= limit {
+				return finishPage(res, total), nil
+			}
+			return resumeAt(cand.pos, next), nil
+		}
+		progressed = true
+		tok.Key, tok.Pos = nil, nil
 	}
 	return finishPage(res, total), nil
+}
+
+// samePosition reports whether two row positions name the same row; nil
+// names the first.
+func samePosition(a, b []int) bool {
+	for i := range max(len(a), len(b)) {
+		var x, y int
+		if i < len(a) {
+			x = a[i]
+		}
+		if i < len(b) {
+			y = b[i]
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 func encodeToken(tok streamToken) string {

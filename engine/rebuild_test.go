@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -35,7 +36,7 @@ func queryIDs(t *testing.T, e *Engine, coll, q string) []string {
 	r := &QueryRequest{Database: "db", Container: coll, Query: q, SinglePartitionKeyRange: true}
 	var out []string
 	for {
-		res, err := e.QueryItems(r)
+		res, err := e.QueryItems(context.Background(), r)
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}

@@ -197,7 +197,8 @@ func (sc *scriptCollection) QueryDocuments(ctx context.Context, q script.Query, 
 		defer udfs.close()
 		req.UDF = udfs
 	}
-	res, err := t.e.queryIn(t.p.c, t.b, t.p.prefix, req, nil)
+	// The procedure's own budget bounds its queries: ctx ends with it.
+	res, err := t.e.queryIn(ctx, t.p.c, t.b, t.p.prefix, req, nil, pageBounds{})
 	if err != nil {
 		return script.Page{}, err
 	}

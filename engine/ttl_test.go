@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -23,7 +24,7 @@ func visibility(t *testing.T, e *Engine, coll, id, pk string) [4]bool {
 	case StatusOf(err) != 404:
 		t.Fatalf("read: %v", err)
 	}
-	q, err := e.QueryItems(&QueryRequest{Database: "db", Container: coll, Query: "SELECT VALUE c.id FROM c WHERE c.id = '" + id + "'"})
+	q, err := e.QueryItems(context.Background(), &QueryRequest{Database: "db", Container: coll, Query: "SELECT VALUE c.id FROM c WHERE c.id = '" + id + "'"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,6 +52,12 @@ type Options struct {
 	// trigger and UDF run instead of the default 5 s: tests of runaway
 	// scripts set a short one.
 	ScriptTimeout time.Duration
+	// QueryTimeBudget, QueryMemoryLimit and QueryMemoryPool, when set,
+	// replace the engine's query limits (see engine.Options): tests of
+	// runaway queries set small ones.
+	QueryTimeBudget  time.Duration
+	QueryMemoryLimit int64
+	QueryMemoryPool  int64
 }
 
 // Start starts a server on memory storage and registers its shutdown with
@@ -77,6 +83,9 @@ func StartWith(t testing.TB, opts Options) *Server {
 		PartitionKeyRanges:         opts.PartitionKeyRanges,
 		Now:                        opts.Now,
 		ScriptLimits:               script.Limits{Timeout: opts.ScriptTimeout},
+		QueryTimeBudget:            opts.QueryTimeBudget,
+		QueryMemoryLimit:           opts.QueryMemoryLimit,
+		QueryMemoryPool:            opts.QueryMemoryPool,
 	})
 	if err != nil {
 		t.Fatalf("orrerytest: opening the engine: %v", err)

@@ -1,9 +1,11 @@
 package query
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"iter"
+	"slices"
 	"strings"
 	"time"
 )
@@ -37,6 +39,26 @@ type Options struct {
 	// Now is the time seen by GetCurrentDateTime and friends; zero means the
 	// wall clock when the execution is prepared.
 	Now time.Time
+	// Context, when set, cancels the execution: it stops within a few
+	// hundred rows of work and returns the context's error.
+	Context context.Context
+	// Deadline, when set, is the execution's time budget: RowsFrom stops
+	// between rows once it has passed (and made progress), anything else
+	// fails with ErrTimeBudget.
+	Deadline time.Time
+	// MaxMemory, when positive, is how many bytes one run of the execution
+	// may hold in kept rows, groups, DISTINCT keys, arrays being built and
+	// results; past it the run fails with an *Error that says so.
+	MaxMemory int64
+	// Pool, when set, is the memory all executions share; a run that finds
+	// it exhausted fails with ErrMemoryPool.
+	Pool *MemoryPool
+	// Heavy, when set, is called once, when the runs of the execution have
+	// done HeavyAfter units of work between them, before the work goes on:
+	// it may wait for the right to run a costly query (so that few run at
+	// once, leaving cores to cheap requests). Its error stops the execution
+	// and is returned.
+	Heavy func() error
 }
 
 // Docs is a source of raw JSON documents. The source's error, if any, ends
@@ -87,7 +109,12 @@ func (q *Query) Prepare(opts Options) (*Execution, error) {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	return &Execution{q: q, c: evalCtx{params: params, udf: opts.UDF, now: now.UTC()}}, nil
+	x := &Execution{q: q, c: evalCtx{params: params, udf: opts.UDF, now: now.UTC(),
+		ctx: opts.Context, deadline: opts.Deadline, maxMemory: opts.MaxMemory, pool: opts.Pool}}
+	if opts.Heavy != nil {
+		x.c.heavy = &heavyGate{fn: opts.Heavy}
+	}
+	return x, nil
 }
 
 func decodeParams(raw map[string]json.RawMessage) (map[string]value, error) {
@@ -117,7 +144,9 @@ func (q *Query) Execute(docs Docs, opts Options) ([]json.RawMessage, error) {
 
 // Execute runs the prepared query over docs and returns every result.
 func (x *Execution) Execute(docs Docs) ([]json.RawMessage, error) {
-	c := x.c // each run has its own error state
+	c := x.c // each run has its own error state and memory account
+	c.startRun()
+	defer c.mem.release()
 	var out []json.RawMessage
 	var srcErr error
 	roots := func(yield func(value) bool) {
@@ -137,8 +166,10 @@ func (x *Execution) Execute(docs Docs) ([]json.RawMessage, error) {
 		}
 	}
 	x.q.q.run(&c, nil, roots, func(v value) bool {
-		out = append(out, encodeJSON(v))
-		return true
+		r := encodeJSON(v)
+		c.charge(int64(len(r)) + sizeSlice)
+		out = append(out, r)
+		return c.err == nil
 	})
 	if srcErr != nil {
 		return nil, srcErr
@@ -163,8 +194,32 @@ var ErrNotStreaming = errors.New("query: the query is not streaming")
 // Rows evaluates a streaming query against one document and returns its
 // results (several when JOINs fan out). TOP, OFFSET and LIMIT are not applied:
 // the caller applies Plan's Top/Offset/Limit across documents, which lets it
-// page through the source and resume at any document.
+// page through the source and resume at any document. RowsFrom does the
+// same row by row and can stop and resume inside a document.
 func (x *Execution) Rows(doc []byte) ([]json.RawMessage, error) {
+	out := []json.RawMessage(nil)
+	_, err := x.RowsFrom(doc, nil, func(r json.RawMessage) bool {
+		out = append(out, r)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// RowsFrom evaluates a streaming query against one document, passing each of
+// its results to fn in order, from position from on (nil: the first). A
+// position names one row of the document: the ordinal of the element each
+// FROM source (JOINs included) is at.
+//
+// It returns nil when the document is done. It returns the position to
+// resume at when it stopped early: the row fn refused (fn returned false),
+// or, when the execution's time budget ran out, the row it would have
+// evaluated next; it runs past the budget until it has evaluated one row,
+// so each call makes progress. An error that interrupts a row (ErrTimeBudget
+// inside a subquery, cancellation) comes with the position of that row.
+func (x *Execution) RowsFrom(doc []byte, from []int, fn func(row json.RawMessage) bool) ([]int, error) {
 	sq := x.q.q
 	if !sq.streaming() || len(sq.from) == 0 || sq.from[0].sub != nil {
 		return nil, ErrNotStreaming
@@ -174,16 +229,43 @@ func (x *Execution) Rows(doc []byte) ([]json.RawMessage, error) {
 		return nil, errBadDocument
 	}
 	c := x.c
-	var out []json.RawMessage
+	c.startRun()
+	defer c.mem.release()
 	e := &env{vals: make([]value, sq.nslots), root: v}
-	sq.rows(&c, e, 0, func() bool {
-		if r := sq.project(&c, e); r.defined() {
-			out = append(out, encodeJSON(r))
+	if len(sq.from) <= len(e.posBuf) {
+		e.pos = e.posBuf[:len(sq.from)]
+	} else {
+		e.pos = make([]int, len(sq.from))
+	}
+	if len(from) == len(sq.from) {
+		e.from = from
+	}
+	refused := false
+	done := sq.rows(&c, e, 0, func() bool {
+		if r := sq.project(&c, e); r.defined() && c.err == nil {
+			if !fn(encodeJSON(r)) {
+				refused = true
+				return false
+			}
 		}
 		return c.err == nil
 	})
-	if c.err != nil {
-		return nil, c.err
+	switch {
+	case c.err != nil:
+		return slices.Clone(e.pos), c.err
+	case done:
+		return nil, nil
+	case refused, c.stopped:
+		return slices.Clone(e.pos), nil
 	}
-	return out, nil
+	return nil, nil
+}
+
+// startRun gives a run its own memory account and budget state.
+func (c *evalCtx) startRun() {
+	c.mem = memAccount{limit: c.maxMemory, pool: c.pool}
+	c.expired, c.progressed, c.stopped, c.ticks = false, false, false, 0
+	if !c.deadline.IsZero() && time.Now().After(c.deadline) {
+		c.expired = true
+	}
 }

@@ -13,6 +13,13 @@
 //	x, err := q.Prepare(query.Options{Params: params, UDF: resolver})
 //	all, err := x.Execute(docs)          // whole-input semantics: ORDER BY, GROUP BY, aggregates, ...
 //	rows, err := x.Rows(doc)             // streaming queries only: one document's results
+//	next, err := x.RowsFrom(doc, from, fn) // the same row by row, resumable inside the document
+//
+// Options bound an execution: Context cancels it (checked every few hundred
+// rows of work), Deadline is its time budget (RowsFrom stops between rows,
+// anything else fails with ErrTimeBudget), MaxMemory and Pool bound what it
+// holds in kept rows, groups, DISTINCT keys, arrays being built and results,
+// and Heavy lets the caller make costly executions wait their turn.
 //
 // A Query is immutable and safe for concurrent use; so is an Execution.
 // Patch filter predicates ("FROM c WHERE ...") use ParseCondition and

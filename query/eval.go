@@ -1,6 +1,7 @@
 package query
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"time"
@@ -12,6 +13,12 @@ type env struct {
 	aggs   []value
 	root   value
 	parent *env
+	// pos, when set, tracks the position of the row being evaluated: the
+	// ordinal of each FROM source's current element (RowsFrom). from, while
+	// set, is the position to resume at; it is cleared once passed.
+	pos    []int
+	from   []int
+	posBuf [4]int // pos for up to four sources, without an allocation
 }
 
 // evalCtx is the per-execution state shared by every expression.
@@ -23,6 +30,23 @@ type evalCtx struct {
 	// stack holds function arguments during calls. It starts nil in every
 	// copy of a prepared context, so concurrent executions never share it.
 	stack []value
+
+	// ctx cancels the execution; deadline is its time budget (zero: none),
+	// and expired is set once a tick finds it past.
+	ctx      context.Context
+	deadline time.Time
+	expired  bool
+	ticks    uint32
+	// mem accounts for what a run holds; each run has its own.
+	mem       memAccount
+	maxMemory int64
+	pool      *MemoryPool
+	// heavy is the execution's gate to costly work, shared by its runs.
+	heavy *heavyGate
+	// progressed is set once a row of the document RowsFrom tracks has been
+	// evaluated; stopped once that loop stopped between rows for the budget.
+	progressed bool
+	stopped    bool
 }
 
 // fail records the first runtime error; evaluation yields undefined after it.
@@ -345,8 +369,21 @@ func (x *subqueryExpr) eval(c *evalCtx, e *env) value {
 		x.q.run(c, e, nil, func(value) bool { found = true; return false })
 		return boolV(found)
 	case 'a':
+		// The array is charged while it grows, which stops a runaway one;
+		// once built it is part of the row, which is charged if kept.
 		out := []value{}
-		x.q.run(c, e, nil, func(v value) bool { out = append(out, v); return true })
+		var held int64
+		x.q.run(c, e, nil, func(v value) bool {
+			n := sizeValue + sizeOf(v)
+			held += n
+			c.charge(n)
+			out = append(out, v)
+			return c.err == nil
+		})
+		c.uncharge(held)
+		if c.err != nil {
+			return undef
+		}
 		return arrV(out)
 	}
 	res := undef

@@ -107,8 +107,11 @@ func (q *selectQuery) run(c *evalCtx, outer *env, roots rootIter, emit func(valu
 				}
 				r.seq = len(recs) + top.seen
 				if top.bound >= 0 {
-					top.add(r)
+					if top.add(r) {
+						c.charge(recordSize(r))
+					}
 				} else {
+					c.charge(recordSize(r))
 					recs = append(recs, r)
 				}
 				return c.err == nil
@@ -142,6 +145,9 @@ func (q *selectQuery) run(c *evalCtx, outer *env, roots rootIter, emit func(valu
 				continue
 			}
 			seen[k] = true
+			if c.charge(int64(len(k)) + 48); c.err != nil {
+				return
+			}
 		}
 		if skip > 0 {
 			skip--
@@ -191,16 +197,24 @@ func (t *topRecords) Pop() any {
 	return r
 }
 
-func (t *topRecords) add(r record) {
+// add offers r to the heap; it reports whether the heap grew.
+func (t *topRecords) add(r record) bool {
 	t.seen++
 	switch {
 	case t.bound == 0:
 	case len(t.recs) < t.bound:
 		heap.Push(t, r)
+		return true
 	case t.q.before(r, t.recs[0]):
 		t.recs[0] = r
 		heap.Fix(t, 0)
 	}
+	return false
+}
+
+// recordSize estimates the memory a kept record holds.
+func recordSize(r record) int64 {
+	return sizeRecord + int64(sizeValue*len(r.keys)) + sizeOf(r.out)
 }
 
 func (q *selectQuery) record(c *evalCtx, e *env) record {
@@ -215,23 +229,55 @@ func (q *selectQuery) record(c *evalCtx, e *env) record {
 }
 
 // rows binds FROM sources from index i on and calls fn for every row that
-// passes WHERE; it returns false when fn asked to stop.
+// passes WHERE; it returns false when fn asked to stop, or when the
+// execution must stop (cancelled, out of budget or failed).
+//
+// With e.pos set (RowsFrom), rows records each source's element ordinal in
+// e.pos, starts at e.from, and once the time budget has expired stops
+// before the next element, leaving in e.pos the position to resume at;
+// other levels fail with ErrTimeBudget instead.
 func (q *selectQuery) rows(c *evalCtx, e *env, i int, fn func() bool) bool {
+	if !c.tick() {
+		return false
+	}
+	if c.expired && e.pos == nil {
+		c.fail(ErrTimeBudget)
+		return false
+	}
 	if i == len(q.from) {
+		e.from = nil
+		ok := true
 		if q.where == nil || q.where.eval(c, e).isTrue() {
-			return fn()
+			ok = fn()
 		}
-		return c.err == nil
+		if e.pos != nil {
+			c.progressed = true
+		}
+		return ok && c.err == nil
 	}
 	src := q.from[i]
+	start := 0
+	if e.from != nil {
+		start = e.from[i]
+	}
 	if src.sub != nil && i > 0 {
-		more := true
+		more, j := true, 0
 		src.sub.run(c, e, nil, func(v value) bool {
+			if j++; j-1 < start {
+				return true
+			}
+			if !q.enter(c, e, i, j-1, start) {
+				more = false
+				return false
+			}
 			e.vals[src.slot] = v
 			more = q.rows(c, e, i+1, fn)
 			return more
 		})
 		return more && c.err == nil
+	}
+	if e.pos != nil {
+		clear(e.pos[i:]) // the source is evaluated before any element is bound
 	}
 	var v value
 	if src.sub != nil {
@@ -241,21 +287,48 @@ func (q *selectQuery) rows(c *evalCtx, e *env, i int, fn func() bool) bool {
 	}
 	if src.in {
 		if v.k != kArray {
-			return true
+			return c.err == nil
 		}
-		for _, el := range v.array() {
-			e.vals[src.slot] = el
+		arr := v.array()
+		for j := start; j < len(arr); j++ {
+			if !q.enter(c, e, i, j, start) {
+				return false
+			}
+			e.vals[src.slot] = arr[j]
 			if !q.rows(c, e, i+1, fn) {
 				return false
 			}
 		}
-		return true
+		return c.err == nil
 	}
-	if !v.defined() {
-		return true
+	if !v.defined() || start > 0 {
+		return c.err == nil
+	}
+	if !q.enter(c, e, i, 0, start) {
+		return false
 	}
 	e.vals[src.slot] = v
 	return q.rows(c, e, i+1, fn)
+}
+
+// enter is about to bind element j of source i (start is the element
+// rows began at): when positions are tracked it records j, or stops before
+// it once the time budget has expired, leaving j as the position to resume
+// at.
+func (q *selectQuery) enter(c *evalCtx, e *env, i, j, start int) bool {
+	if e.pos == nil {
+		return true
+	}
+	if j != start {
+		e.from = nil
+	}
+	e.pos[i] = j
+	clear(e.pos[i+1:])
+	if c.expired && c.progressed {
+		c.stopped = true
+		return false
+	}
+	return true
 }
 
 func (q *selectQuery) project(c *evalCtx, e *env) value {
@@ -292,6 +365,7 @@ func (q *selectQuery) runGroups(c *evalCtx, e *env, roots rootIter) []record {
 			g.accs[i].fn = a.fn
 		}
 		groups = append(groups, g)
+		c.charge(int64(64 + sizeValue*(len(g.vals)+1) + 96*len(g.accs)))
 		return g
 	}
 	if len(q.groupBy) == 0 {
@@ -314,10 +388,13 @@ func (q *selectQuery) runGroups(c *evalCtx, e *env, roots rootIter) []record {
 					g = newGroup()
 					g.key = q.groupBy[0].eval(c, e)
 					index[string(key)] = g
+					c.charge(int64(len(key)) + 48 + sizeOf(g.key))
 				}
 			}
 			for i, a := range q.aggs {
-				g.accs[i].add(a.arg.eval(c, e))
+				if n := g.accs[i].add(a.arg.eval(c, e)); n > 0 {
+					c.charge(n)
+				}
 			}
 			return c.err == nil
 		})
@@ -352,9 +429,11 @@ type aggState struct {
 	set     map[string]bool
 }
 
-func (a *aggState) add(v value) {
+// add accumulates v; it returns the bytes the state grew by (MAKELIST and
+// MAKESET keep their values).
+func (a *aggState) add(v value) int64 {
 	if !v.defined() {
-		return
+		return 0
 	}
 	switch a.fn {
 	case "COUNT":
@@ -362,18 +441,18 @@ func (a *aggState) add(v value) {
 	case "SUM", "AVG":
 		if v.k != kNumber {
 			a.invalid = true
-			return
+			return 0
 		}
 		a.n++
 		a.sum += v.n
 	case "MIN", "MAX":
 		if v.k == kArray || v.k == kObject {
 			a.invalid = true
-			return
+			return 0
 		}
 		if !a.best.defined() {
 			a.best = v
-			return
+			return 0
 		}
 		cmp := compareOrder(v, a.best)
 		if (a.fn == "MIN" && cmp < 0) || (a.fn == "MAX" && cmp > 0) {
@@ -381,6 +460,7 @@ func (a *aggState) add(v value) {
 		}
 	case "MAKELIST":
 		a.list = append(a.list, v)
+		return sizeValue + sizeOf(v)
 	case "MAKESET":
 		if a.set == nil {
 			a.set = map[string]bool{}
@@ -389,8 +469,10 @@ func (a *aggState) add(v value) {
 		if !a.set[k] {
 			a.set[k] = true
 			a.list = append(a.list, v)
+			return sizeValue + sizeOf(v) + int64(len(k)) + 48
 		}
 	}
+	return 0
 }
 
 func (a *aggState) result() value {

@@ -103,7 +103,7 @@ func (s *Server) queryItems(r *request) error {
 		}
 		scopedRange, minEPK, maxEPK = "", "", ""
 	}
-	res, err := s.eng.QueryItems(&engine.QueryRequest{
+	res, err := s.eng.QueryItems(r.Context(), &engine.QueryRequest{
 		Database: c.Database().ID, Container: c.ID, Query: spec.Query, Params: params,
 		PartitionKey: pk, HasPartitionKey: hasPK, SinglePartitionKeyRange: rangeID != "",
 		PartitionKeyRangeID: scopedRange, MinEPK: minEPK, MaxEPK: maxEPK,

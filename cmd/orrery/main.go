@@ -79,6 +79,9 @@ func serve(args []string) error {
 	readOnlyKey := fs.String("readonly-key", env("ORRERY_READONLY_KEY", ""), "read-only key, base64 (env ORRERY_READONLY_KEY)")
 	crossPartition := fs.Bool("serve-cross-partition-queries", false, "execute cross-partition ORDER BY, aggregate, DISTINCT, GROUP BY, TOP and OFFSET queries that the Cosmos gateway refuses to clients without a query plan (the Go SDK)")
 	ranges := fs.Int("partition-key-ranges", 1, "partition key ranges a new container gets at least; one per 10,000 RU/s of its throughput when that is more, as in the service")
+	queryBudget := fs.Duration("query-time-budget", engine.DefaultQueryTimeBudget, "time one page of a query may run; a streaming page ends early with a continuation, a query evaluated whole is answered 408 (0: unbounded)")
+	queryMemory := fs.Int64("query-memory-mb", engine.DefaultQueryMemoryLimit>>20, "memory one query may hold, in MB; past it the query is answered 400 (0: unbounded)")
+	queryMemoryTotal := fs.Int64("query-memory-total-mb", engine.DefaultQueryMemoryPool>>20, "memory all running queries may hold together, in MB; a query that finds it taken is answered 429 (0: unbounded)")
 	logLevel := fs.String("log-level", env("ORRERY_LOG_LEVEL", "info"), "log level: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -106,7 +109,13 @@ func serve(args []string) error {
 		store = s
 	}
 	defer store.Close()
-	eng, err := engine.Open(store, engine.Options{ServeCrossPartitionQueries: *crossPartition, PartitionKeyRanges: *ranges})
+	eng, err := engine.Open(store, engine.Options{
+		ServeCrossPartitionQueries: *crossPartition,
+		PartitionKeyRanges:         *ranges,
+		QueryTimeBudget:            nonZero(*queryBudget, -1),
+		QueryMemoryLimit:           nonZero(*queryMemory<<20, -1),
+		QueryMemoryPool:            nonZero(*queryMemoryTotal<<20, -1),
+	})
 	if err != nil {
 		return err
 	}
@@ -173,4 +182,14 @@ func cert(args []string) error {
 	}
 	_, err = os.Stdout.Write(pemBytes)
 	return err
+}
+
+// nonZero returns v, or instead when v is zero: a flag's zero means no
+// bound, which the engine's options spell as a negative value (their zero
+// is the default).
+func nonZero[T int64 | time.Duration](v, instead T) T {
+	if v == 0 {
+		return instead
+	}
+	return v
 }
