@@ -37,6 +37,10 @@ func main() {
 		err = serve(os.Args[2:])
 	case "cert":
 		err = cert(os.Args[2:])
+	case "import":
+		err = importCmd(os.Args[2:])
+	case "export":
+		err = exportCmd(os.Args[2:])
 	case "version", "--version", "-v":
 		fmt.Println("orrery", version)
 	case "help", "--help", "-h":
@@ -45,6 +49,9 @@ func main() {
 		fmt.Fprintf(os.Stderr, "orrery: unknown command %q\n\n", os.Args[1])
 		usage(os.Stderr)
 		os.Exit(2)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "orrery:", err)
@@ -56,6 +63,8 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `Usage:
   orrery serve [flags]   run the server (embedded durable storage by default)
   orrery cert [flags]    print the server's self-signed TLS certificate as PEM
+  orrery import [flags] FILE   load JSON Lines or a JSON array of items into a container
+  orrery export [flags]  write a container's items as JSON Lines or a JSON array
   orrery version         print the version
 
 Run 'orrery serve --help' for the server's flags.
@@ -78,6 +87,7 @@ func serve(args []string) error {
 	key := fs.String("key", env("ORRERY_KEY", server.EmulatorKey), "master key, base64 (env ORRERY_KEY; default: the emulator's well-known key)")
 	readOnlyKey := fs.String("readonly-key", env("ORRERY_READONLY_KEY", ""), "read-only key, base64 (env ORRERY_READONLY_KEY)")
 	crossPartition := fs.Bool("serve-cross-partition-queries", false, "execute cross-partition ORDER BY, aggregate, DISTINCT, GROUP BY, TOP and OFFSET queries that the Cosmos gateway refuses to clients without a query plan (the Go SDK)")
+	seed := fs.String("seed", env("ORRERY_SEED", ""), "JSON file of databases, containers and items to create at start when missing (env ORRERY_SEED)")
 	logLevel := fs.String("log-level", env("ORRERY_LOG_LEVEL", "info"), "log level: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -126,6 +136,14 @@ func serve(args []string) error {
 	defer stop()
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(dual) }()
+	if *seed != "" {
+		sum, err := seedServer(ctx, "http://"+hostPort(ln.Addr())+"/", *key, *seed)
+		if err != nil {
+			_ = hs.Close()
+			return fmt.Errorf("--seed %s: %w", *seed, err)
+		}
+		log.Info("seeded", "file", *seed, "created", sum.Written, "existing", sum.Skipped)
+	}
 	storageDesc := "memory"
 	if !*inMemory {
 		storageDesc = *data
