@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
@@ -87,6 +88,13 @@ func serve(args []string) error {
 	key := fs.String("key", env("ORRERY_KEY", server.EmulatorKey), "master key, base64 (env ORRERY_KEY; default: the emulator's well-known key)")
 	readOnlyKey := fs.String("readonly-key", env("ORRERY_READONLY_KEY", ""), "read-only key, base64 (env ORRERY_READONLY_KEY)")
 	crossPartition := fs.Bool("serve-cross-partition-queries", false, "execute cross-partition ORDER BY, aggregate, DISTINCT, GROUP BY, TOP and OFFSET queries that the Cosmos gateway refuses to clients without a query plan (the Go SDK)")
+	tlsCert := fs.String("tls-cert", env("ORRERY_TLS_CERT", ""), "PEM certificate (chain) to serve instead of the generated one (env ORRERY_TLS_CERT; with --tls-key)")
+	tlsKey := fs.String("tls-key", env("ORRERY_TLS_KEY", ""), "PEM private key of --tls-cert (env ORRERY_TLS_KEY)")
+	var sans []string
+	fs.Func("tls-san", "extra host name or IP address for the generated certificate, e.g. a container's or compose service's name (repeatable)", func(v string) error {
+		sans = append(sans, v)
+		return nil
+	})
 	seed := fs.String("seed", env("ORRERY_SEED", ""), "JSON file of databases, containers and items to create at start when missing (env ORRERY_SEED)")
 	logLevel := fs.String("log-level", env("ORRERY_LOG_LEVEL", "info"), "log level: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
@@ -121,9 +129,18 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	certificate, _, err := server.LoadOrCreateCertificate(certDir)
-	if err != nil {
-		return fmt.Errorf("TLS certificate: %w", err)
+	var certificate tls.Certificate
+	switch {
+	case (*tlsCert == "") != (*tlsKey == ""):
+		return errors.New("--tls-cert and --tls-key go together")
+	case *tlsCert != "":
+		if certificate, err = tls.LoadX509KeyPair(*tlsCert, *tlsKey); err != nil {
+			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+	default:
+		if certificate, _, err = server.LoadOrCreateCertificate(certDir, sans...); err != nil {
+			return fmt.Errorf("TLS certificate: %w", err)
+		}
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -175,16 +192,40 @@ func hostPort(a net.Addr) string {
 	return s
 }
 
+// cert prints the certificate a server serves: asked of the running server
+// at --endpoint, or read from --data when none answers. It creates nothing.
 func cert(args []string) error {
 	fs := flag.NewFlagSet("cert", flag.ContinueOnError)
-	data := fs.String("data", env("ORRERY_DATA", "./orrery-data"), "data directory holding the certificate (env ORRERY_DATA)")
+	endpoint := fs.String("endpoint", env("ORRERY_ADDR", "localhost:8081"), "address of a running server to ask (env ORRERY_ADDR)")
+	data := fs.String("data", env("ORRERY_DATA", "./orrery-data"), "data directory holding the certificate, read when no server answers (env ORRERY_DATA)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	_, pemBytes, err := server.LoadOrCreateCertificate(*data)
-	if err != nil {
-		return err
+	pemBytes, askErr := servedCertificate(*endpoint)
+	if askErr != nil {
+		var err error
+		if pemBytes, err = server.ReadCertificate(*data); err != nil {
+			return fmt.Errorf("no server answered at %s (%v) and %s holds no certificate (%v)", *endpoint, askErr, *data, err)
+		}
 	}
-	_, err = os.Stdout.Write(pemBytes)
+	_, err := os.Stdout.Write(pemBytes)
 	return err
+}
+
+// servedCertificate asks a server for its certificate chain, as PEM.
+func servedCertificate(endpoint string) ([]byte, error) {
+	hostport := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(endpoint, "https://"), "http://"), "/")
+	if _, _, err := net.SplitHostPort(hostport); err != nil {
+		hostport = net.JoinHostPort(hostport, "8081")
+	}
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 3 * time.Second}, "tcp", hostport, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	var out []byte
+	for _, c := range conn.ConnectionState().PeerCertificates {
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})...)
+	}
+	return out, nil
 }

@@ -5,7 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 
 	pebbledb "github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -23,6 +28,10 @@ const (
 	// DefaultMemTableSize is the memtable size when Options.MemTableSize is 0.
 	DefaultMemTableSize = 16 << 20
 )
+
+// ownerFile names, in the data directory, the file holding the process id
+// of the process that has the store open.
+const ownerFile = "owner.pid"
 
 // Options configures Open.
 type Options struct {
@@ -102,8 +111,21 @@ func Open(dir string, opts Options) (*Store, error) {
 		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	db, err := pebbledb.Open(dir, popts)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		// Another process holds the directory's lock: say which, when it
+		// left its process id.
+		owner := "another process"
+		if pid, rerr := os.ReadFile(filepath.Join(dir, ownerFile)); rerr == nil {
+			owner = "PID " + strings.TrimSpace(string(pid))
+		}
+		return nil, fmt.Errorf("storage/pebble: the data directory %s is in use by %s", dir, owner)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("storage/pebble: opening %s: %w", dir, err)
+	}
+	if fs == vfs.Default {
+		// Best effort: only the message above reads it.
+		_ = os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
 	}
 	write := pebbledb.Sync
 	if opts.NoSync {
