@@ -17,6 +17,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/orrery-db/orrery/engine"
 	"github.com/orrery-db/orrery/server"
 	"github.com/orrery-db/orrery/storage"
@@ -95,6 +99,8 @@ func serve(args []string) error {
 		sans = append(sans, v)
 		return nil
 	})
+	accessLog := fs.Bool("access-log", true, "log one line per request at info level (method, path, status, substatus, duration, charge, activity id)")
+	metricsAddr := fs.String("metrics-addr", env("ORRERY_METRICS_ADDR", ""), "serve Prometheus metrics at /metrics on this address, without authentication (env ORRERY_METRICS_ADDR); without it /metrics on the main port needs the master key as a bearer token")
 	seed := fs.String("seed", env("ORRERY_SEED", ""), "JSON file of databases, containers and items to create at start when missing (env ORRERY_SEED)")
 	logLevel := fs.String("log-level", env("ORRERY_LOG_LEVEL", "info"), "log level: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
@@ -147,7 +153,29 @@ func serve(args []string) error {
 		return err
 	}
 	dual := server.NewDualListener(ln, &tls.Config{Certificates: []tls.Certificate{certificate}, MinVersion: tls.VersionTLS12})
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if c, ok := store.(prometheus.Collector); ok {
+		registry.MustRegister(c)
+	}
+	observe := server.ObserveOptions{Registerer: registry, Gatherer: registry, MetricsKey: *key}
+	if *accessLog {
+		observe.AccessLog = log
+	}
+	if *metricsAddr != "" {
+		mln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		observe.Gatherer = nil
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+		ms := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go ms.Serve(mln)
+		defer ms.Close()
+		log.Info("metrics", "addr", mln.Addr().String())
+	}
+	hs := &http.Server{Handler: server.Observe(srv, observe), ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

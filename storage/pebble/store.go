@@ -66,6 +66,8 @@ type Store struct {
 	// reaching a closed database.
 	mu     sync.RWMutex
 	closed bool
+
+	stalls *stalls
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -104,6 +106,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		// One compaction at a time: a small machine has few cores to spare.
 		CompactionConcurrencyRange: func() (int, int) { return 1, 1 },
 	}
+	st := &stalls{}
+	el := st.listener()
+	popts.EventListener = &el
 	popts.Experimental.FileCacheShards = 2
 	// Bloom filters on every level: creates and point reads of keys that do
 	// not exist (every create checks its id first) then skip most tables.
@@ -131,7 +136,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.NoSync {
 		write = pebbledb.NoSync
 	}
-	return &Store{db: db, write: write}, nil
+	return &Store{db: db, write: write, stalls: st}, nil
 }
 
 // acquire holds the store open until release; it fails once it is closed.

@@ -1,0 +1,173 @@
+package server
+
+import (
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// ObserveOptions configure Observe.
+type ObserveOptions struct {
+	// Registerer receives the request metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// Gatherer, when set, is served at /metrics on the wrapped port, to
+	// requests that carry MetricsKey as a bearer token.
+	Gatherer   prometheus.Gatherer
+	MetricsKey string
+	// AccessLog, when set, gets one info line per request.
+	AccessLog *slog.Logger
+}
+
+// Observe wraps the server's handler with what an operator watches: an
+// access log line and Prometheus metrics per request, and, if asked, the
+// metrics endpoint.
+func Observe(h http.Handler, opts ObserveOptions) http.Handler {
+	o := &observer{next: h, log: opts.AccessLog}
+	if opts.Registerer != nil {
+		o.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "orrery_requests_total", Help: "Requests answered, by operation and status.",
+		}, []string{"operation", "status"})
+		o.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "orrery_request_duration_seconds", Help: "Time to answer a request, by operation.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"operation"})
+		o.charge = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "orrery_request_charge_total", Help: "Request units charged, by operation.",
+		}, []string{"operation"})
+		opts.Registerer.MustRegister(o.requests, o.duration, o.charge)
+	}
+	if opts.Gatherer != nil {
+		o.metrics = promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})
+		o.metricsAuth = "Bearer " + opts.MetricsKey
+	}
+	return o
+}
+
+type observer struct {
+	next        http.Handler
+	log         *slog.Logger
+	requests    *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	charge      *prometheus.CounterVec
+	metrics     http.Handler
+	metricsAuth string
+}
+
+func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if o.metrics != nil && r.URL.Path == "/metrics" {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte(o.metricsAuth)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="orrery metrics"`)
+			writeCosmosError(w, "", unauthorized("The metrics endpoint needs the master key as a bearer token (Authorization: Bearer <key>), or serve it on its own listener with --metrics-addr."))
+			return
+		}
+		o.metrics.ServeHTTP(w, r)
+		return
+	}
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w}
+	o.next.ServeHTTP(rec, r)
+	elapsed := time.Since(start)
+	h := rec.Header()
+	status := rec.status
+	if status == 0 {
+		status = 200
+	}
+	op := operationOf(r)
+	charge, _ := strconv.ParseFloat(h.Get("x-ms-request-charge"), 64)
+	if o.requests != nil {
+		o.requests.WithLabelValues(op, strconv.Itoa(status)).Inc()
+		o.duration.WithLabelValues(op).Observe(elapsed.Seconds())
+		if charge > 0 {
+			o.charge.WithLabelValues(op).Add(charge)
+		}
+	}
+	if o.log != nil {
+		sub := h.Get("x-ms-substatus")
+		if sub == "" {
+			sub = "0"
+		}
+		o.log.Info("request", "method", r.Method, "path", r.URL.Path, "op", op, "status", status,
+			"substatus", sub, "duration", elapsed.Round(time.Microsecond),
+			"charge", charge, "activity", h.Get("x-ms-activity-id"))
+	}
+}
+
+// Flush lets streamed responses through the recorder.
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// operationOf names a request's operation for metrics and logs: the kind of
+// resource it addresses and what it does to it ("item.read", "items.query",
+// "sproc.execute"). Its values are few, so that metrics stay small.
+func operationOf(r *http.Request) string {
+	segs := splitPath(r.URL.Path)
+	if len(segs) == 0 {
+		return "account.read"
+	}
+	if segs[0] == "_health" {
+		return "health"
+	}
+	// The resource is named by the last type segment: even lengths address
+	// one resource (dbs/x), odd ones a feed (dbs/x/colls).
+	kind := segs[len(segs)-1]
+	one := len(segs)%2 == 0
+	if one {
+		kind = segs[len(segs)-2]
+	}
+	noun := map[string]string{
+		"dbs": "database", "colls": "container", "docs": "item", "sprocs": "sproc", "triggers": "trigger",
+		"udfs": "udf", "users": "user", "permissions": "permission", "offers": "offer", "pkranges": "pkranges",
+		"attachments": "attachment", "conflicts": "conflict",
+	}[kind]
+	if noun == "" {
+		return "unknown"
+	}
+	h := r.Header
+	verb := "read"
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		if one {
+			verb = "read"
+		} else if h.Get("A-IM") != "" {
+			verb = "changefeed"
+		} else {
+			verb = "list"
+		}
+	case http.MethodPost:
+		switch {
+		case noun == "sproc" && one:
+			verb = "execute"
+		case strings.HasPrefix(h.Get("Content-Type"), "application/query+json") || headerBool(h, "x-ms-documentdb-isquery"):
+			verb = "query"
+		case headerBool(h, "x-ms-cosmos-is-batch-request"):
+			verb = "batch"
+		case headerBool(h, "x-ms-documentdb-is-upsert"):
+			verb = "upsert"
+		default:
+			verb = "create"
+		}
+	case http.MethodPut:
+		verb = "replace"
+	case http.MethodPatch:
+		verb = "patch"
+	case http.MethodDelete:
+		verb = "delete"
+	default:
+		verb = "other"
+	}
+	// A feed's operations are named in the plural, but for the creation of
+	// one resource in it.
+	if !one && verb != "create" && verb != "upsert" {
+		noun += "s"
+	}
+	return noun + "." + verb
+}
