@@ -63,6 +63,18 @@ type BatchRequest struct {
 	// Atomic runs every operation in one transaction, all or nothing; when it
 	// is false each operation runs on its own (bulk).
 	Atomic bool
+	// Confined limits the request to one logical partition, Partition (the
+	// one its credential reaches): an atomic batch elsewhere is refused
+	// whole, and a bulk operation whose partition key resolves elsewhere
+	// fails with 403 without running.
+	Confined  bool
+	Partition PartitionKey
+}
+
+// outsidePartition is the 403 of an operation outside a confined request's
+// partition.
+func outsidePartition(pk, allowed PartitionKey) *Error {
+	return Forbidden("Insufficient permissions provided in the authorization header for the corresponding request: the operation's partition key %s is outside the partition key %s the credential covers.", pk, allowed)
 }
 
 // BatchOperationResult is the outcome of one operation.
@@ -211,6 +223,9 @@ func (e *Engine) ExecuteBatch(req *BatchRequest) (*BatchResult, error) {
 	}
 	if !req.HasPartitionKey {
 		return nil, errPartitionKeyRequired
+	}
+	if req.Confined && !req.PartitionKey.Equal(req.Partition) {
+		return nil, outsidePartition(req.PartitionKey, req.Partition)
 	}
 	res := &BatchResult{Results: make([]BatchOperationResult, len(req.Operations))}
 	err = e.inPartition(c, req.PartitionKey, func(t *txn) error {

@@ -63,6 +63,9 @@ func (e *Engine) runAlone(c *Container, req *BatchRequest, op *BatchOperation) (
 	if !ok {
 		return BatchOperationResult{}, errPartitionKeyRequired
 	}
+	if req.Confined && !pk.Equal(req.Partition) {
+		return BatchOperationResult{}, outsidePartition(pk, req.Partition)
+	}
 	var r BatchOperationResult
 	err := e.inPartition(c, pk, func(t *txn) error {
 		var err error

@@ -12,9 +12,6 @@ const queryEngineConfiguration = `{"maxSqlQueryInputLength":262144,"maxJoinsPerS
 // built from the host and scheme the client used, because the SDKs send every
 // later request to them.
 func (s *Server) account(r *request) error {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		return methodNotAllowed(r)
-	}
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"

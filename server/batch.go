@@ -4,19 +4,19 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/orrery-db/orrery/engine"
 )
 
-// isBatch reports whether a POST on items is a transactional batch or a bulk
-// request.
-func (r *request) isBatch() bool { return headerBool(r.Header, "x-ms-cosmos-is-batch-request") }
-
 // batch serves a transactional batch (x-ms-cosmos-batch-atomic absent or
 // true) or a bulk request (false): 200 when every operation succeeded, 207
-// Multi-Status when one failed, with one result per operation.
-func (s *Server) batch(r *request, db, coll string) error {
+// Multi-Status when one failed, with one result per operation. A credential
+// that cannot write may send only reads; one confined to a partition
+// reaches only it, whatever partition key each operation names.
+func (s *Server) batch(r *request) error {
+	if _, err := s.containerOf(r); err != nil {
+		return err
+	}
 	pk, hasPK, err := r.partitionKey()
 	if err != nil {
 		return err
@@ -25,9 +25,16 @@ func (s *Server) batch(r *request, db, coll string) error {
 	if err != nil {
 		return err
 	}
-	atomic := !strings.EqualFold(strings.Trim(r.Header.Get("x-ms-cosmos-batch-atomic"), `"`), "false")
-	res, err := s.eng.ExecuteBatch(&engine.BatchRequest{Database: db, Container: coll,
-		PartitionKey: pk, HasPartitionKey: hasPK, Operations: ops, Atomic: atomic})
+	if !r.grant.write {
+		for i, op := range ops {
+			if op.Type != engine.BatchRead {
+				return engine.Forbidden("Insufficient permissions provided in the authorization header for the corresponding request: operation %d (%s) writes, and the credential grants reads only.", i, op.Type)
+			}
+		}
+	}
+	res, err := s.eng.ExecuteBatch(&engine.BatchRequest{Database: r.t.db, Container: r.t.coll,
+		PartitionKey: pk, HasPartitionKey: hasPK, Operations: ops, Atomic: r.op.verb == "batch",
+		Confined: r.grant.partitioned, Partition: r.grant.partition})
 	if err != nil {
 		return err
 	}

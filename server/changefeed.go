@@ -12,13 +12,14 @@ import (
 // key ranges and retry.
 const subStatusPartitionKeyRangeGone = 1002
 
-// isChangeFeed reports whether a GET on …/docs asks for the change feed.
-func (r *request) isChangeFeed() bool { return r.Header.Get("A-IM") != "" }
-
 // changeFeed serves GET /dbs/{db}/colls/{coll}/docs with an A-IM header: a
 // page of the change feed, or 304 with the continuation ETag when there is
 // nothing new.
-func (s *Server) changeFeed(r *request, c *engine.Container) error {
+func (s *Server) changeFeed(r *request) error {
+	c, err := s.containerOf(r)
+	if err != nil {
+		return err
+	}
 	req := &engine.ChangeFeedRequest{Database: c.Database().ID, Container: c.ID,
 		MinEPK: r.Header.Get("x-ms-start-epk"), MaxEPK: r.Header.Get("x-ms-end-epk")}
 	switch aim := r.Header.Get("A-IM"); {
@@ -33,7 +34,6 @@ func (s *Server) changeFeed(r *request, c *engine.Container) error {
 		return &engine.Error{Status: http.StatusGone, SubStatus: subStatusPartitionKeyRangeGone, Code: "Gone",
 			Message: "The partition key range " + id + " does not exist: this container has one range, \"0\"."}
 	}
-	var err error
 	if req.PartitionKey, req.HasPartitionKey, err = r.partitionKey(); err != nil {
 		return err
 	}

@@ -6,67 +6,71 @@ import (
 	"github.com/orrery-db/orrery/engine"
 )
 
-// items serves /dbs/{db}/colls/{coll}/docs: create and upsert (POST), query
-// (POST query), batch and bulk (POST batch), read feed (GET) and change feed
-// (GET with A-IM).
-func (s *Server) items(r *request, db, coll string) error {
-	c, err := s.eng.Container(db, coll)
+// containerOf finds the request's container and names it in the response
+// headers.
+func (s *Server) containerOf(r *request) (*engine.Container, error) {
+	c, err := s.eng.Container(r.t.db, r.t.coll)
+	if err != nil {
+		return nil, err
+	}
+	r.setContentPath(c)
+	return c, nil
+}
+
+// createItem serves POST /dbs/{db}/colls/{coll}/docs: create, or upsert.
+func (s *Server) createItem(r *request) error {
+	if _, err := s.containerOf(r); err != nil {
+		return err
+	}
+	pk, hasPK, err := r.partitionKey()
 	if err != nil {
 		return err
 	}
-	r.setContentPath(c)
-	switch {
-	case r.Method == http.MethodPost && r.isQuery():
-		return s.queryItems(r, c)
-	case r.Method == http.MethodPost && r.isBatch():
-		return s.batch(r, db, coll)
-	case r.Method == http.MethodPost:
-		pk, hasPK, err := r.partitionKey()
-		if err != nil {
-			return err
-		}
-		req := &engine.ItemRequest{Database: db, Container: coll, PartitionKey: pk, HasPartitionKey: hasPK,
-			Body: r.body, IfMatch: r.ifMatch(), PreTriggers: r.triggers("pre"), PostTriggers: r.triggers("post")}
-		var res *engine.ItemResult
-		if headerBool(r.Header, "x-ms-documentdb-is-upsert") {
-			res, err = s.eng.UpsertItem(req)
-		} else {
-			res, err = s.eng.CreateItem(req)
-		}
-		if err != nil {
-			return err
-		}
-		return s.writeItem(r, res)
-	case r.Method == http.MethodGet && r.isChangeFeed():
-		return s.changeFeed(r, c)
-	case r.Method == http.MethodGet:
-		pk, hasPK, err := r.partitionKey()
-		if err != nil {
-			return err
-		}
-		n, err := r.maxItemCount()
-		if err != nil {
-			return err
-		}
-		res, err := s.eng.ReadFeed(&engine.FeedRequest{Database: db, Container: coll, PartitionKey: pk, HasPartitionKey: hasPK,
-			MaxItems: n, Continuation: r.Header.Get("x-ms-continuation")})
-		if err != nil {
-			return err
-		}
-		s.setSession(r)
-		r.writeFeed(c.RID, "Documents", res.Items, res.Continuation, res.Charge)
-		return nil
+	req := &engine.ItemRequest{Database: r.t.db, Container: r.t.coll, PartitionKey: pk, HasPartitionKey: hasPK,
+		Body: r.body, IfMatch: r.ifMatch(), PreTriggers: r.triggers("pre"), PostTriggers: r.triggers("post")}
+	var res *engine.ItemResult
+	if r.op.verb == "upsert" {
+		res, err = s.eng.UpsertItem(req)
+	} else {
+		res, err = s.eng.CreateItem(req)
 	}
-	return methodNotAllowed(r)
+	if err != nil {
+		return err
+	}
+	return s.writeItem(r, res)
+}
+
+// readItemFeed serves GET /dbs/{db}/colls/{coll}/docs: the read feed.
+func (s *Server) readItemFeed(r *request) error {
+	c, err := s.containerOf(r)
+	if err != nil {
+		return err
+	}
+	pk, hasPK, err := r.partitionKey()
+	if err != nil {
+		return err
+	}
+	n, err := r.maxItemCount()
+	if err != nil {
+		return err
+	}
+	res, err := s.eng.ReadFeed(&engine.FeedRequest{Database: r.t.db, Container: r.t.coll, PartitionKey: pk, HasPartitionKey: hasPK,
+		MaxItems: n, Continuation: r.Header.Get("x-ms-continuation")})
+	if err != nil {
+		return err
+	}
+	s.setSession(r)
+	r.writeFeed(c.RID, "Documents", res.Items, res.Continuation, res.Charge)
+	return nil
 }
 
 // item serves /dbs/{db}/colls/{coll}/docs/{id}: read, replace, patch, delete.
-func (s *Server) item(r *request, db, coll, id string) error {
-	c, err := s.eng.Container(db, coll)
+func (s *Server) item(r *request) error {
+	db, coll, id := r.t.db, r.t.coll, r.t.id
+	c, err := s.containerOf(r)
 	if err != nil {
 		return err
 	}
-	r.setContentPath(c)
 	pk, hasPK, err := r.partitionKey()
 	if err != nil {
 		return err
@@ -100,7 +104,7 @@ func (s *Server) item(r *request, db, coll, id string) error {
 	case http.MethodDelete:
 		res, err = s.eng.DeleteItem(req)
 	default:
-		return methodNotAllowed(r)
+		return methodNotAllowed(r.Request)
 	}
 	if err != nil {
 		return err

@@ -14,11 +14,8 @@ const pkRangesETag = `"1"`
 
 // partitionKeyRanges serves /dbs/{db}/colls/{coll}/pkranges, plainly or as
 // the incremental feed the Go SDK's routing cache reads until it gets 304.
-func (s *Server) partitionKeyRanges(r *request, db, coll string) error {
-	if r.Method != http.MethodGet {
-		return methodNotAllowed(r)
-	}
-	c, err := s.eng.Container(db, coll)
+func (s *Server) partitionKeyRanges(r *request) error {
+	c, err := s.eng.Container(r.t.db, r.t.coll)
 	if err != nil {
 		return err
 	}

@@ -40,15 +40,27 @@ func (r *request) querySpec() (*querySpec, map[string]json.RawMessage, error) {
 // to rewrite, order or aggregate.
 const passThroughPlan = `{"partitionedQueryExecutionInfoVersion":2,"queryInfo":{"distinctType":"None","top":null,"offset":null,"limit":null,"orderBy":[],"orderByExpressions":[],"groupByExpressions":[],"groupByAliases":[],"aggregates":[],"groupByAliasToAggregateType":{},"rewrittenQuery":"","hasSelectValue":false,"dCountInfo":null,"hasNonStreamingOrderBy":false},"queryRanges":[{"min":"","max":"FF","isMinInclusive":true,"isMaxInclusive":false}]}`
 
-// queryItems answers a query over a container's items, or a query plan request.
-func (s *Server) queryItems(r *request, c *engine.Container) error {
-	spec, params, err := r.querySpec()
+// queryPlan answers a query plan request on a container's items.
+func (s *Server) queryPlan(r *request) error {
+	if _, err := s.containerOf(r); err != nil {
+		return err
+	}
+	if _, _, err := r.querySpec(); err != nil {
+		return err
+	}
+	r.writeJSON(http.StatusOK, []byte(passThroughPlan), "", 1)
+	return nil
+}
+
+// queryItems answers a query over a container's items.
+func (s *Server) queryItems(r *request) error {
+	c, err := s.containerOf(r)
 	if err != nil {
 		return err
 	}
-	if headerBool(r.Header, "x-ms-cosmos-is-query-plan-request") {
-		r.writeJSON(http.StatusOK, []byte(passThroughPlan), "", 1)
-		return nil
+	spec, params, err := r.querySpec()
+	if err != nil {
+		return err
 	}
 	pk, hasPK, err := r.partitionKey()
 	if err != nil {

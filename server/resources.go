@@ -6,75 +6,78 @@ import (
 	"github.com/orrery-db/orrery/engine"
 )
 
-// databases serves /dbs: create (POST), list (GET) and query (POST query).
-func (s *Server) databases(r *request) error {
-	switch {
-	case r.Method == http.MethodPost && r.isQuery():
-		return s.queryResources(r, "", "Databases", s.eng.ListDatabases())
-	case r.Method == http.MethodPost:
-		t, err := r.throughput()
-		if err != nil {
-			return err
-		}
-		res, err := s.eng.CreateDatabase(r.body, t)
-		if err != nil {
-			return err
-		}
-		r.writeJSON(http.StatusCreated, res.Body, res.ETag, 1)
-		return nil
-	case r.Method == http.MethodGet:
-		return s.readResourceFeed(r, "Databases", s.eng.ListDatabases())
-	}
-	return methodNotAllowed(r)
+// listDatabases answers GET /dbs.
+func (s *Server) listDatabases(r *request) error {
+	return s.readResourceFeed(r, "Databases", s.eng.ListDatabases())
 }
 
-// database serves /dbs/{db}: read (GET) and delete (DELETE).
-func (s *Server) database(r *request, name string) error {
-	switch r.Method {
-	case http.MethodGet, http.MethodHead:
-		res, err := s.eng.ReadDatabase(name)
-		if err != nil {
-			return err
-		}
-		return r.writeResource(res)
-	case http.MethodDelete:
-		if err := s.eng.DeleteDatabase(name, r.ifMatch()); err != nil {
-			return err
-		}
-		r.writeJSON(http.StatusNoContent, nil, "", 1)
-		return nil
-	}
-	return methodNotAllowed(r)
+// queryDatabases answers a query POSTed to /dbs.
+func (s *Server) queryDatabases(r *request) error {
+	return s.queryResources(r, "", "Databases", s.eng.ListDatabases())
 }
 
-// containers serves /dbs/{db}/colls: create, list and query.
-func (s *Server) containers(r *request, db string) error {
-	switch {
-	case r.Method == http.MethodPost && r.isQuery():
-		list, err := s.eng.ListContainers(db)
-		if err != nil {
-			return err
-		}
-		return s.queryResources(r, "", "DocumentCollections", list)
-	case r.Method == http.MethodPost:
-		t, err := r.throughput()
-		if err != nil {
-			return err
-		}
-		res, err := s.eng.CreateContainer(db, r.body, t)
-		if err != nil {
-			return err
-		}
-		r.writeJSON(http.StatusCreated, res.Body, res.ETag, 1)
-		return nil
-	case r.Method == http.MethodGet:
-		list, err := s.eng.ListContainers(db)
-		if err != nil {
-			return err
-		}
-		return s.readResourceFeed(r, "DocumentCollections", list)
+// createDatabase serves POST /dbs.
+func (s *Server) createDatabase(r *request) error {
+	t, err := r.throughput()
+	if err != nil {
+		return err
 	}
-	return methodNotAllowed(r)
+	res, err := s.eng.CreateDatabase(r.body, t)
+	if err != nil {
+		return err
+	}
+	r.writeJSON(http.StatusCreated, res.Body, res.ETag, 1)
+	return nil
+}
+
+// readDatabase serves GET /dbs/{db}.
+func (s *Server) readDatabase(r *request) error {
+	res, err := s.eng.ReadDatabase(r.t.db)
+	if err != nil {
+		return err
+	}
+	return r.writeResource(res)
+}
+
+// deleteDatabase serves DELETE /dbs/{db}.
+func (s *Server) deleteDatabase(r *request) error {
+	if err := s.eng.DeleteDatabase(r.t.db, r.ifMatch()); err != nil {
+		return err
+	}
+	r.writeJSON(http.StatusNoContent, nil, "", 1)
+	return nil
+}
+
+// listContainers answers GET /dbs/{db}/colls.
+func (s *Server) listContainers(r *request) error {
+	list, err := s.eng.ListContainers(r.t.db)
+	if err != nil {
+		return err
+	}
+	return s.readResourceFeed(r, "DocumentCollections", list)
+}
+
+// queryContainers answers a query POSTed to /dbs/{db}/colls.
+func (s *Server) queryContainers(r *request) error {
+	list, err := s.eng.ListContainers(r.t.db)
+	if err != nil {
+		return err
+	}
+	return s.queryResources(r, "", "DocumentCollections", list)
+}
+
+// createContainer serves POST /dbs/{db}/colls.
+func (s *Server) createContainer(r *request) error {
+	t, err := r.throughput()
+	if err != nil {
+		return err
+	}
+	res, err := s.eng.CreateContainer(r.t.db, r.body, t)
+	if err != nil {
+		return err
+	}
+	r.writeJSON(http.StatusCreated, res.Body, res.ETag, 1)
+	return nil
 }
 
 // readResourceFeed answers a read feed (GET) of resources listed by id one
@@ -93,30 +96,32 @@ func (s *Server) readResourceFeed(r *request, key string, list []*engine.Resourc
 	return nil
 }
 
-// container serves /dbs/{db}/colls/{coll}: read, replace and delete.
-func (s *Server) container(r *request, db, coll string) error {
-	switch r.Method {
-	case http.MethodGet, http.MethodHead:
-		res, err := s.eng.ReadContainer(db, coll)
-		if err != nil {
-			return err
-		}
-		return r.writeResource(res)
-	case http.MethodPut:
-		res, err := s.eng.ReplaceContainer(db, coll, r.body, r.ifMatch())
-		if err != nil {
-			return err
-		}
-		r.writeJSON(http.StatusOK, res.Body, res.ETag, 1)
-		return nil
-	case http.MethodDelete:
-		if err := s.eng.DeleteContainer(db, coll, r.ifMatch()); err != nil {
-			return err
-		}
-		r.writeJSON(http.StatusNoContent, nil, "", 1)
-		return nil
+// readContainer serves GET /dbs/{db}/colls/{coll}.
+func (s *Server) readContainer(r *request) error {
+	res, err := s.eng.ReadContainer(r.t.db, r.t.coll)
+	if err != nil {
+		return err
 	}
-	return methodNotAllowed(r)
+	return r.writeResource(res)
+}
+
+// replaceContainer serves PUT /dbs/{db}/colls/{coll}.
+func (s *Server) replaceContainer(r *request) error {
+	res, err := s.eng.ReplaceContainer(r.t.db, r.t.coll, r.body, r.ifMatch())
+	if err != nil {
+		return err
+	}
+	r.writeJSON(http.StatusOK, res.Body, res.ETag, 1)
+	return nil
+}
+
+// deleteContainer serves DELETE /dbs/{db}/colls/{coll}.
+func (s *Server) deleteContainer(r *request) error {
+	if err := s.eng.DeleteContainer(r.t.db, r.t.coll, r.ifMatch()); err != nil {
+		return err
+	}
+	r.writeJSON(http.StatusNoContent, nil, "", 1)
+	return nil
 }
 
 // writeResource answers a read, or 304 when If-None-Match still matches.
@@ -137,35 +142,32 @@ func resourceBodies(list []*engine.Resource) [][]byte {
 	return out
 }
 
-// offers serves /offers and /offers/{rid}: list, query, read and replace.
-func (s *Server) offers(r *request) error {
-	if len(r.segs) == 1 {
-		switch {
-		case r.Method == http.MethodPost && r.isQuery():
-			return s.queryResources(r, "", "Offers", s.eng.ListOffers())
-		case r.Method == http.MethodGet:
-			r.writeFeed("", "Offers", resourceBodies(s.eng.ListOffers()), "", 1)
-			return nil
-		}
-		return methodNotAllowed(r)
+// listOffers answers GET /offers.
+func (s *Server) listOffers(r *request) error {
+	r.writeFeed("", "Offers", resourceBodies(s.eng.ListOffers()), "", 1)
+	return nil
+}
+
+// queryOffers answers a query POSTed to /offers.
+func (s *Server) queryOffers(r *request) error {
+	return s.queryResources(r, "", "Offers", s.eng.ListOffers())
+}
+
+// readOffer serves GET /offers/{rid}.
+func (s *Server) readOffer(r *request) error {
+	res, err := s.eng.ReadOffer(r.t.id)
+	if err != nil {
+		return err
 	}
-	if len(r.segs) != 2 {
-		return unknownPath(r)
+	return r.writeResource(res)
+}
+
+// replaceOffer serves PUT /offers/{rid}.
+func (s *Server) replaceOffer(r *request) error {
+	res, err := s.eng.ReplaceOffer(r.t.id, r.body)
+	if err != nil {
+		return err
 	}
-	switch r.Method {
-	case http.MethodGet:
-		res, err := s.eng.ReadOffer(r.segs[1])
-		if err != nil {
-			return err
-		}
-		return r.writeResource(res)
-	case http.MethodPut:
-		res, err := s.eng.ReplaceOffer(r.segs[1], r.body)
-		if err != nil {
-			return err
-		}
-		r.writeJSON(http.StatusOK, res.Body, res.ETag, 1)
-		return nil
-	}
-	return methodNotAllowed(r)
+	r.writeJSON(http.StatusOK, res.Body, res.ETag, 1)
+	return nil
 }

@@ -9,62 +9,7 @@ import (
 	"github.com/orrery-db/orrery/engine"
 )
 
-// route dispatches a request by its path: the resource hierarchy of the
-// Cosmos REST API, addressed by names or RIDs.
-func (s *Server) route(r *request) error {
-	if r.access == accessRead && r.isWrite() {
-		return engine.Forbidden("The read-only key can read but not write: sign write requests with the master key.")
-	}
-	segs := r.segs
-	if len(segs) == 0 {
-		return s.account(r)
-	}
-	switch segs[0] {
-	case "offers":
-		return s.offers(r)
-	case "dbs":
-	default:
-		return unknownPath(r)
-	}
-	switch n := len(segs); {
-	case n == 1:
-		return s.databases(r)
-	case n == 2:
-		return s.database(r, segs[1])
-	case segs[2] == "users":
-		return s.usersPath(r, segs[1], segs[3:])
-	case segs[2] != "colls":
-		return unknownPath(r)
-	case n == 3:
-		return s.containers(r, segs[1])
-	case n == 4:
-		return s.container(r, segs[1], segs[3])
-	}
-	db, coll, kind := segs[1], segs[3], segs[4]
-	switch {
-	case len(segs) == 5 && kind == "docs":
-		return s.items(r, db, coll)
-	case len(segs) == 6 && kind == "docs":
-		return s.item(r, db, coll, segs[5])
-	case len(segs) == 5 && kind == "pkranges":
-		return s.partitionKeyRanges(r, db, coll)
-	}
-	if sk, ok := engine.ParseScriptKind(kind); ok {
-		switch len(segs) {
-		case 5:
-			return s.scripts(r, db, coll, sk)
-		case 6:
-			return s.script(r, db, coll, sk, segs[5])
-		}
-	}
-	return unknownPath(r)
-}
-
-func unknownPath(r *request) error {
-	return engine.NotFound("The resource path %q does not name a resource this server knows.", r.URL.Path)
-}
-
-func methodNotAllowed(r *request) error {
+func methodNotAllowed(r *http.Request) error {
 	return &engine.Error{Status: http.StatusMethodNotAllowed, Code: "MethodNotAllowed",
 		Message: "The method " + r.Method + " is not allowed on " + r.URL.Path + "."}
 }

@@ -9,67 +9,67 @@ import (
 	"github.com/orrery-db/orrery/engine"
 )
 
-// scripts serves /dbs/{db}/colls/{coll}/{sprocs|triggers|udfs}: create, list
-// and query.
-func (s *Server) scripts(r *request, db, coll string, kind engine.ScriptKind) error {
-	switch {
-	case r.Method == http.MethodPost && r.isQuery():
-		list, err := s.eng.ListScripts(db, coll, kind)
-		if err != nil {
-			return err
-		}
-		return s.queryResources(r, "", kind.FeedKey(), list)
-	case r.Method == http.MethodPost:
-		res, err := s.eng.CreateScript(db, coll, kind, r.body)
-		if err != nil {
-			return err
-		}
-		r.writeJSON(http.StatusCreated, res.Body, res.ETag, 1)
-		return nil
-	case r.Method == http.MethodGet:
-		list, err := s.eng.ListScripts(db, coll, kind)
-		if err != nil {
-			return err
-		}
-		return s.readResourceFeed(r, kind.FeedKey(), list)
+// listScripts answers GET /dbs/{db}/colls/{coll}/{sprocs|triggers|udfs}.
+func (s *Server) listScripts(r *request) error {
+	list, err := s.eng.ListScripts(r.t.db, r.t.coll, r.t.kind)
+	if err != nil {
+		return err
 	}
-	return methodNotAllowed(r)
+	return s.readResourceFeed(r, r.t.kind.FeedKey(), list)
 }
 
-// script serves /dbs/{db}/colls/{coll}/{kind}/{id}: read, replace, delete
-// and, for stored procedures, execute (POST).
-func (s *Server) script(r *request, db, coll string, kind engine.ScriptKind, id string) error {
-	switch r.Method {
-	case http.MethodGet, http.MethodHead:
-		res, err := s.eng.ReadScript(db, coll, kind, id)
-		if err != nil {
-			return err
-		}
-		return r.writeResource(res)
-	case http.MethodPut:
-		res, err := s.eng.ReplaceScript(db, coll, kind, id, r.body, r.ifMatch())
-		if err != nil {
-			return err
-		}
-		r.writeJSON(http.StatusOK, res.Body, res.ETag, 1)
-		return nil
-	case http.MethodDelete:
-		if err := s.eng.DeleteScript(db, coll, kind, id, r.ifMatch()); err != nil {
-			return err
-		}
-		r.writeJSON(http.StatusNoContent, nil, "", 1)
-		return nil
-	case http.MethodPost:
-		if kind == engine.StoredProcedures {
-			return s.executeStoredProcedure(r, db, coll, id)
-		}
+// queryScripts answers a query POSTed to a feed of scripts.
+func (s *Server) queryScripts(r *request) error {
+	list, err := s.eng.ListScripts(r.t.db, r.t.coll, r.t.kind)
+	if err != nil {
+		return err
 	}
-	return methodNotAllowed(r)
+	return s.queryResources(r, "", r.t.kind.FeedKey(), list)
 }
 
-// executeStoredProcedure runs a stored procedure in one logical partition;
-// the body is the JSON array of its arguments.
-func (s *Server) executeStoredProcedure(r *request, db, coll, id string) error {
+// createScript serves POST on a feed of scripts.
+func (s *Server) createScript(r *request) error {
+	res, err := s.eng.CreateScript(r.t.db, r.t.coll, r.t.kind, r.body)
+	if err != nil {
+		return err
+	}
+	r.writeJSON(http.StatusCreated, res.Body, res.ETag, 1)
+	return nil
+}
+
+// readScript serves GET /dbs/{db}/colls/{coll}/{kind}/{id}.
+func (s *Server) readScript(r *request) error {
+	res, err := s.eng.ReadScript(r.t.db, r.t.coll, r.t.kind, r.t.id)
+	if err != nil {
+		return err
+	}
+	return r.writeResource(res)
+}
+
+// replaceScript serves PUT /dbs/{db}/colls/{coll}/{kind}/{id}.
+func (s *Server) replaceScript(r *request) error {
+	res, err := s.eng.ReplaceScript(r.t.db, r.t.coll, r.t.kind, r.t.id, r.body, r.ifMatch())
+	if err != nil {
+		return err
+	}
+	r.writeJSON(http.StatusOK, res.Body, res.ETag, 1)
+	return nil
+}
+
+// deleteScript serves DELETE /dbs/{db}/colls/{coll}/{kind}/{id}.
+func (s *Server) deleteScript(r *request) error {
+	if err := s.eng.DeleteScript(r.t.db, r.t.coll, r.t.kind, r.t.id, r.ifMatch()); err != nil {
+		return err
+	}
+	r.writeJSON(http.StatusNoContent, nil, "", 1)
+	return nil
+}
+
+// executeStoredProcedure serves POST /dbs/{db}/colls/{coll}/sprocs/{id}: it
+// runs the procedure in one logical partition; the body is the JSON array of
+// its arguments.
+func (s *Server) executeStoredProcedure(r *request) error {
+	db, coll, id := r.t.db, r.t.coll, r.t.id
 	var args []json.RawMessage
 	if len(bytes.TrimSpace(r.body)) > 0 {
 		if err := json.Unmarshal(r.body, &args); err != nil {

@@ -58,10 +58,12 @@ func New(cfg Config) (*Server, error) {
 // request is one Cosmos request after routing and authentication.
 type request struct {
 	*http.Request
-	w      http.ResponseWriter
-	segs   []string
-	body   []byte
-	access access
+	w     http.ResponseWriter
+	segs  []string
+	body  []byte
+	op    operation
+	t     target
+	grant grant
 }
 
 // ServeHTTP authenticates, routes and answers one request.
@@ -92,17 +94,30 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	segs := splitPath(r.URL.Path)
-	acc, tok, aerr := s.keys.authenticate(r, segs, s.now())
+	key, tok, aerr := s.keys.authenticate(r, segs, s.now())
 	if aerr != nil {
 		writeCosmosError(rec, activity, aerr)
 		return
 	}
-	req := &request{Request: r, w: rec, segs: segs, access: acc}
+	op, t, err := classify(r, segs)
+	if err != nil {
+		writeError(rec, r, err)
+		return
+	}
+	req := &request{Request: r, w: rec, segs: segs, op: op, t: t}
+	rt, ok := operations[op]
+	if !ok || rt.serve == nil {
+		writeCosmosError(rec, activity, noAccessRow())
+		return
+	}
 	if tok != nil {
-		if req.access, aerr = s.authorizeToken(req, tok); aerr != nil {
-			writeCosmosError(rec, activity, aerr)
-			return
-		}
+		req.grant, aerr = s.authorizeToken(req, rt, tok)
+	} else {
+		req.grant, aerr = authorizeKey(rt, key)
+	}
+	if aerr != nil {
+		writeCosmosError(rec, activity, aerr)
+		return
 	}
 	if r.Body != nil && r.Method != http.MethodGet && r.Method != http.MethodHead {
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
@@ -116,7 +131,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		req.body = body
 	}
-	if err := s.route(req); err != nil {
+	if err := rt.serve(s, req); err != nil {
 		writeError(rec, r, err)
 	}
 }
@@ -131,25 +146,12 @@ func splitPath(p string) []string {
 	return strings.Split(p, "/")
 }
 
-// isWrite reports whether the request changes anything. Queries are reads
-// although they are POSTs.
-func (r *request) isWrite() bool {
-	switch r.Method {
-	case http.MethodGet, http.MethodHead:
-		return false
-	case http.MethodPost:
-		return !r.isQuery()
-	}
-	return true
-}
-
 // isQuery reports whether a POST carries a query (or query plan request).
-func (r *request) isQuery() bool {
-	ct := r.Header.Get("Content-Type")
-	return strings.HasPrefix(ct, "application/query+json") ||
-		headerBool(r.Header, "x-ms-documentdb-isquery") ||
-		headerBool(r.Header, "x-ms-documentdb-query") ||
-		headerBool(r.Header, "x-ms-cosmos-is-query-plan-request")
+func isQuery(h http.Header) bool {
+	return strings.HasPrefix(h.Get("Content-Type"), "application/query+json") ||
+		headerBool(h, "x-ms-documentdb-isquery") ||
+		headerBool(h, "x-ms-documentdb-query") ||
+		headerBool(h, "x-ms-cosmos-is-query-plan-request")
 }
 
 func headerBool(h http.Header, name string) bool {

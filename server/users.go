@@ -7,89 +7,73 @@ import (
 	"github.com/orrery-db/orrery/engine"
 )
 
-// usersPath serves everything under /dbs/{db}/users; rest is the path
-// after "users".
-func (s *Server) usersPath(r *request, db string, rest []string) error {
-	switch {
-	case len(rest) == 0:
-		return s.users(r, db)
-	case len(rest) == 1:
-		return s.user(r, db, rest[0])
-	case rest[1] != "permissions":
-		return unknownPath(r)
-	case len(rest) == 2:
-		return s.permissions(r, db, rest[0])
-	case len(rest) == 3:
-		return s.permission(r, db, rest[0], rest[2])
+// listUsers answers GET /dbs/{db}/users.
+func (s *Server) listUsers(r *request) error {
+	list, err := s.eng.ListUsers(r.t.db)
+	if err != nil {
+		return err
 	}
-	return unknownPath(r)
+	return s.readResourceFeed(r, "Users", list)
 }
 
-// users serves /dbs/{db}/users: create, upsert, list and query.
-func (s *Server) users(r *request, db string) error {
-	switch {
-	case r.Method == http.MethodPost && r.isQuery():
-		list, err := s.eng.ListUsers(db)
-		if err != nil {
-			return err
-		}
-		return s.queryResources(r, "", "Users", list)
-	case r.Method == http.MethodPost && headerBool(r.Header, "x-ms-documentdb-is-upsert"):
-		res, created, err := s.eng.UpsertUser(db, r.body)
+// queryUsers answers a query POSTed to /dbs/{db}/users.
+func (s *Server) queryUsers(r *request) error {
+	list, err := s.eng.ListUsers(r.t.db)
+	if err != nil {
+		return err
+	}
+	return s.queryResources(r, "", "Users", list)
+}
+
+// createUser serves POST /dbs/{db}/users: create, or upsert.
+func (s *Server) createUser(r *request) error {
+	if r.op.verb == "upsert" {
+		res, created, err := s.eng.UpsertUser(r.t.db, r.body)
 		if err != nil {
 			return err
 		}
 		r.writeJSON(createdOrOK(created), res.Body, res.ETag, 1)
 		return nil
-	case r.Method == http.MethodPost:
-		res, err := s.eng.CreateUser(db, r.body)
-		if err != nil {
-			return err
-		}
-		r.writeJSON(http.StatusCreated, res.Body, res.ETag, 1)
-		return nil
-	case r.Method == http.MethodGet:
-		list, err := s.eng.ListUsers(db)
-		if err != nil {
-			return err
-		}
-		return s.readResourceFeed(r, "Users", list)
 	}
-	return methodNotAllowed(r)
+	res, err := s.eng.CreateUser(r.t.db, r.body)
+	if err != nil {
+		return err
+	}
+	r.writeJSON(http.StatusCreated, res.Body, res.ETag, 1)
+	return nil
 }
 
-// user serves /dbs/{db}/users/{id}: read, replace and delete.
-func (s *Server) user(r *request, db, id string) error {
-	switch r.Method {
-	case http.MethodGet, http.MethodHead:
-		res, err := s.eng.ReadUser(db, id)
-		if err != nil {
-			return err
-		}
-		return r.writeResource(res)
-	case http.MethodPut:
-		res, err := s.eng.ReplaceUser(db, id, r.body, r.ifMatch())
-		if err != nil {
-			return err
-		}
-		r.writeJSON(http.StatusOK, res.Body, res.ETag, 1)
-		return nil
-	case http.MethodDelete:
-		if err := s.eng.DeleteUser(db, id, r.ifMatch()); err != nil {
-			return err
-		}
-		r.writeJSON(http.StatusNoContent, nil, "", 1)
-		return nil
+// readUser serves GET /dbs/{db}/users/{id}.
+func (s *Server) readUser(r *request) error {
+	res, err := s.eng.ReadUser(r.t.db, r.t.id)
+	if err != nil {
+		return err
 	}
-	return methodNotAllowed(r)
+	return r.writeResource(res)
 }
 
-// tokenExpiry checks that r may obtain resource tokens and returns when
-// those it gets expire.
+// replaceUser serves PUT /dbs/{db}/users/{id}.
+func (s *Server) replaceUser(r *request) error {
+	res, err := s.eng.ReplaceUser(r.t.db, r.t.id, r.body, r.ifMatch())
+	if err != nil {
+		return err
+	}
+	r.writeJSON(http.StatusOK, res.Body, res.ETag, 1)
+	return nil
+}
+
+// deleteUser serves DELETE /dbs/{db}/users/{id}.
+func (s *Server) deleteUser(r *request) error {
+	if err := s.eng.DeleteUser(r.t.db, r.t.id, r.ifMatch()); err != nil {
+		return err
+	}
+	r.writeJSON(http.StatusNoContent, nil, "", 1)
+	return nil
+}
+
+// tokenExpiry returns when the resource tokens a permission request
+// returns expire. Only the master key gets here (the operations table).
 func (s *Server) tokenExpiry(r *request) (time.Time, error) {
-	if err := r.mayMintTokens(); err != nil {
-		return time.Time{}, err
-	}
 	lifetime, err := tokenLifetime(r.Header)
 	if err != nil {
 		return time.Time{}, err
@@ -97,85 +81,89 @@ func (s *Server) tokenExpiry(r *request) (time.Time, error) {
 	return s.now().Add(lifetime), nil
 }
 
-// permissions serves /dbs/{db}/users/{user}/permissions: create, upsert,
-// list and query. Every permission returned carries a fresh _token.
-func (s *Server) permissions(r *request, db, user string) error {
+// listPermissions answers GET, or a query POSTed to,
+// /dbs/{db}/users/{user}/permissions. Every permission returned carries a
+// fresh _token.
+func (s *Server) listPermissions(r *request) error {
 	expiry, err := s.tokenExpiry(r)
 	if err != nil {
 		return err
 	}
-	switch {
-	case r.Method == http.MethodPost && r.isQuery(), r.Method == http.MethodGet:
-		list, err := s.eng.ListPermissions(db, user)
-		if err != nil {
-			return err
-		}
-		withTokens := make([]*engine.Resource, len(list))
-		for i, p := range list {
-			if withTokens[i], err = s.tokenized(p, expiry); err != nil {
-				return err
-			}
-		}
-		if r.Method == http.MethodGet {
-			return s.readResourceFeed(r, "Permissions", withTokens)
-		}
-		return s.queryResources(r, "", "Permissions", withTokens)
-	case r.Method == http.MethodPost:
-		var p *engine.Permission
-		created := true
-		if headerBool(r.Header, "x-ms-documentdb-is-upsert") {
-			p, created, err = s.eng.UpsertPermission(db, user, r.body)
-		} else {
-			p, err = s.eng.CreatePermission(db, user, r.body)
-		}
-		if err != nil {
-			return err
-		}
-		return s.writePermission(r, createdOrOK(created), p, expiry)
+	list, err := s.eng.ListPermissions(r.t.db, r.t.user)
+	if err != nil {
+		return err
 	}
-	return methodNotAllowed(r)
+	withTokens := make([]*engine.Resource, len(list))
+	for i, p := range list {
+		if withTokens[i], err = s.tokenized(p, expiry); err != nil {
+			return err
+		}
+	}
+	if r.op.verb == "list" {
+		return s.readResourceFeed(r, "Permissions", withTokens)
+	}
+	return s.queryResources(r, "", "Permissions", withTokens)
 }
 
-// permission serves /dbs/{db}/users/{user}/permissions/{id}: read, replace
-// and delete.
-func (s *Server) permission(r *request, db, user, id string) error {
+// createPermission serves POST /dbs/{db}/users/{user}/permissions: create,
+// or upsert.
+func (s *Server) createPermission(r *request) error {
 	expiry, err := s.tokenExpiry(r)
 	if err != nil {
 		return err
 	}
-	switch r.Method {
-	case http.MethodGet, http.MethodHead:
-		p, err := s.eng.ReadPermission(db, user, id)
-		if err != nil {
-			return err
-		}
-		if inm := r.ifNoneMatch(); inm != "" && (inm == "*" || inm == p.ETag) {
-			r.writeJSON(http.StatusNotModified, nil, p.ETag, 1)
-			return nil
-		}
-		return s.writePermission(r, http.StatusOK, p, expiry)
-	case http.MethodPut:
-		p, err := s.eng.ReplacePermission(db, user, id, r.body, r.ifMatch())
-		if err != nil {
-			return err
-		}
-		return s.writePermission(r, http.StatusOK, p, expiry)
-	case http.MethodDelete:
-		if err := s.eng.DeletePermission(db, user, id, r.ifMatch()); err != nil {
-			return err
-		}
-		r.writeJSON(http.StatusNoContent, nil, "", 1)
+	var p *engine.Permission
+	created := true
+	if r.op.verb == "upsert" {
+		p, created, err = s.eng.UpsertPermission(r.t.db, r.t.user, r.body)
+	} else {
+		p, err = s.eng.CreatePermission(r.t.db, r.t.user, r.body)
+	}
+	if err != nil {
+		return err
+	}
+	return s.writePermission(r, createdOrOK(created), p, expiry)
+}
+
+// readPermission serves GET /dbs/{db}/users/{user}/permissions/{id}.
+func (s *Server) readPermission(r *request) error {
+	expiry, err := s.tokenExpiry(r)
+	if err != nil {
+		return err
+	}
+	p, err := s.eng.ReadPermission(r.t.db, r.t.user, r.t.id)
+	if err != nil {
+		return err
+	}
+	if inm := r.ifNoneMatch(); inm != "" && (inm == "*" || inm == p.ETag) {
+		r.writeJSON(http.StatusNotModified, nil, p.ETag, 1)
 		return nil
 	}
-	return methodNotAllowed(r)
+	return s.writePermission(r, http.StatusOK, p, expiry)
 }
 
-// mayMintTokens refuses permission requests signed with the read-only key:
-// the tokens they return could grant writes.
-func (r *request) mayMintTokens() error {
-	if r.access != accessAll {
-		return engine.Forbidden("Permissions carry resource tokens, which only the master key may obtain: sign permission requests with the master key.")
+// replacePermission serves PUT /dbs/{db}/users/{user}/permissions/{id}.
+func (s *Server) replacePermission(r *request) error {
+	expiry, err := s.tokenExpiry(r)
+	if err != nil {
+		return err
 	}
+	p, err := s.eng.ReplacePermission(r.t.db, r.t.user, r.t.id, r.body, r.ifMatch())
+	if err != nil {
+		return err
+	}
+	return s.writePermission(r, http.StatusOK, p, expiry)
+}
+
+// deletePermission serves DELETE /dbs/{db}/users/{user}/permissions/{id}.
+func (s *Server) deletePermission(r *request) error {
+	if _, err := s.tokenExpiry(r); err != nil {
+		return err
+	}
+	if err := s.eng.DeletePermission(r.t.db, r.t.user, r.t.id, r.ifMatch()); err != nil {
+		return err
+	}
+	r.writeJSON(http.StatusNoContent, nil, "", 1)
 	return nil
 }
 
