@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -105,69 +104,16 @@ func (r *statusRecorder) Flush() {
 	}
 }
 
-// operationOf names a request's operation for metrics and logs: the kind of
-// resource it addresses and what it does to it ("item.read", "items.query",
-// "sproc.execute"). Its values are few, so that metrics stay small.
+// operationOf names a request's operation for metrics and logs as the
+// access table does ("docs.read", "docs.query", "sprocs.execute"): its
+// values are few, so that metrics stay small.
 func operationOf(r *http.Request) string {
-	segs := splitPath(r.URL.Path)
-	if len(segs) == 0 {
-		return "account.read"
-	}
-	if segs[0] == "_health" {
+	if r.URL.Path == "/_health" {
 		return "health"
 	}
-	// The resource is named by the last type segment: even lengths address
-	// one resource (dbs/x), odd ones a feed (dbs/x/colls).
-	kind := segs[len(segs)-1]
-	one := len(segs)%2 == 0
-	if one {
-		kind = segs[len(segs)-2]
-	}
-	noun := map[string]string{
-		"dbs": "database", "colls": "container", "docs": "item", "sprocs": "sproc", "triggers": "trigger",
-		"udfs": "udf", "users": "user", "permissions": "permission", "offers": "offer", "pkranges": "pkranges",
-		"attachments": "attachment", "conflicts": "conflict",
-	}[kind]
-	if noun == "" {
+	op, _, err := classify(r, splitPath(r.URL.Path))
+	if err != nil {
 		return "unknown"
 	}
-	h := r.Header
-	verb := "read"
-	switch r.Method {
-	case http.MethodGet, http.MethodHead:
-		if one {
-			verb = "read"
-		} else if h.Get("A-IM") != "" {
-			verb = "changefeed"
-		} else {
-			verb = "list"
-		}
-	case http.MethodPost:
-		switch {
-		case noun == "sproc" && one:
-			verb = "execute"
-		case strings.HasPrefix(h.Get("Content-Type"), "application/query+json") || headerBool(h, "x-ms-documentdb-isquery"):
-			verb = "query"
-		case headerBool(h, "x-ms-cosmos-is-batch-request"):
-			verb = "batch"
-		case headerBool(h, "x-ms-documentdb-is-upsert"):
-			verb = "upsert"
-		default:
-			verb = "create"
-		}
-	case http.MethodPut:
-		verb = "replace"
-	case http.MethodPatch:
-		verb = "patch"
-	case http.MethodDelete:
-		verb = "delete"
-	default:
-		verb = "other"
-	}
-	// A feed's operations are named in the plural, but for the creation of
-	// one resource in it.
-	if !one && verb != "create" && verb != "upsert" {
-		noun += "s"
-	}
-	return noun + "." + verb
+	return op.String()
 }

@@ -67,8 +67,8 @@ func TestEveryRequestIsCountedTimedAndLogged(t *testing.T) {
 	c.must("GET", "/dbs/db/colls/c/docs/2", "", pk(`["a"]`), 404)
 
 	want := map[[2]string]float64{
-		{"database.create", "201"}: 1, {"container.create", "201"}: 1, {"item.create", "201"}: 1,
-		{"item.create", "409"}: 1, {"item.read", "200"}: 1, {"item.read", "404"}: 1,
+		{"dbs.create", "201"}: 1, {"colls.create", "201"}: 1, {"docs.create", "201"}: 1,
+		{"docs.create", "409"}: 1, {"docs.read", "200"}: 1, {"docs.read", "404"}: 1,
 	}
 	families, err := reg.Gather()
 	if err != nil {
@@ -98,7 +98,7 @@ func TestEveryRequestIsCountedTimedAndLogged(t *testing.T) {
 	if n := strings.Count(log, "msg=request"); n != 6 {
 		t.Errorf("%d access log lines for 6 requests", n)
 	}
-	if !strings.Contains(log, "op=item.create status=409") {
+	if !strings.Contains(log, "op=docs.create status=409") {
 		t.Errorf("the conflict's line is missing:\n%s", log)
 	}
 }
