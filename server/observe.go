@@ -9,6 +9,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ObserveOptions configure Observe.
@@ -48,6 +53,9 @@ func Observe(h http.Handler, opts ObserveOptions) http.Handler {
 	return o
 }
 
+// tracer makes the server's spans, from the global tracer provider.
+var tracer = otel.Tracer("github.com/orrery-db/orrery/server")
+
 type observer struct {
 	next        http.Handler
 	log         *slog.Logger
@@ -69,16 +77,36 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
+	op := operationOf(r)
+	// A span per request, continuing the caller's trace (traceparent); a
+	// no-op unless tracing was set up (cmd/orrery does, from OTEL_*).
+	ctx := otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+	ctx, span := tracer.Start(ctx, op, trace.WithSpanKind(trace.SpanKindServer))
 	rec := &statusRecorder{ResponseWriter: w}
-	o.next.ServeHTTP(rec, r)
+	o.next.ServeHTTP(rec, r.WithContext(ctx))
 	elapsed := time.Since(start)
 	h := rec.Header()
 	status := rec.status
 	if status == 0 {
 		status = 200
 	}
-	op := operationOf(r)
 	charge, _ := strconv.ParseFloat(h.Get("x-ms-request-charge"), 64)
+	if span.IsRecording() {
+		span.SetAttributes(
+			attribute.String("http.request.method", r.Method),
+			attribute.String("url.path", r.URL.Path),
+			attribute.Int("http.response.status_code", status),
+			attribute.String("db.system.name", "azure.cosmosdb"),
+			attribute.String("db.operation.name", op),
+			attribute.String("azure.cosmosdb.response.sub_status_code", h.Get("x-ms-substatus")),
+			attribute.Float64("azure.cosmosdb.operation.request_charge", charge),
+			attribute.String("azure.cosmosdb.activity_id", h.Get("x-ms-activity-id")),
+		)
+		if status >= 500 {
+			span.SetStatus(codes.Error, strconv.Itoa(status))
+		}
+	}
+	span.End()
 	if o.requests != nil {
 		o.requests.WithLabelValues(op, strconv.Itoa(status)).Inc()
 		o.duration.WithLabelValues(op).Observe(elapsed.Seconds())

@@ -70,8 +70,15 @@ type child struct {
 
 func startChild(t *testing.T, bin string, args ...string) *child {
 	t.Helper()
+	return startChildEnv(t, bin, nil, args...)
+}
+
+// startChildEnv is startChild with extra environment variables.
+func startChildEnv(t *testing.T, bin string, env []string, args ...string) *child {
+	t.Helper()
 	begin := time.Now()
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

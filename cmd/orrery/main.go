@@ -153,6 +153,20 @@ func serve(args []string) error {
 		return err
 	}
 	dual := server.NewDualListener(ln, &tls.Config{Certificates: []tls.Certificate{certificate}, MinVersion: tls.VersionTLS12})
+	shutdownTracing, tracing, err := startTracing(context.Background())
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := shutdownTracing(sctx); err != nil {
+			log.Warn("flushing traces", "error", err)
+		}
+	}()
+	if tracing {
+		log.Info("tracing", "exporter", "otlp/http")
+	}
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if c, ok := store.(prometheus.Collector); ok {
