@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/orrery-db/orrery/storage"
 )
@@ -79,10 +82,18 @@ func (e *Engine) rebuildIndex(c *Container) error {
 	}
 	prefix := itemContainerPrefix(c.rid)
 	lower, upper := prefix, storage.PrefixEnd(prefix)
-	for {
+	start, lastLog := time.Now(), time.Now()
+	for chunks := 1; ; chunks++ {
 		next, err := e.indexChunk(c, lower, upper)
 		if err != nil || next == nil {
+			if err == nil && chunks > 1 {
+				slog.Info("index rebuilt", "container", c.ID, "items", fmt.Sprintf("~%d", chunks*rebuildChunk), "took", time.Since(start).Round(time.Millisecond))
+			}
 			return err
+		}
+		if time.Since(lastLog) > 5*time.Second {
+			lastLog = time.Now()
+			slog.Info("rebuilding index", "container", c.ID, "items so far", chunks*rebuildChunk)
 		}
 		lower = next
 	}

@@ -76,8 +76,12 @@ func (e *Engine) sweep() (int, error) {
 	total := 0
 	for _, c := range colls {
 		if c.ttl != nil {
+			start := time.Now()
 			n, err := e.sweepContainer(c)
 			total += n
+			if n >= sweepLogThreshold {
+				slog.Info("TTL sweep", "container", c.ID, "expired items deleted", n, "took", time.Since(start).Round(time.Millisecond))
+			}
 			if err != nil {
 				return total, err
 			}
@@ -88,6 +92,10 @@ func (e *Engine) sweep() (int, error) {
 	}
 	return total, nil
 }
+
+// sweepLogThreshold is the number of items a container's sweep deletes
+// before it says so in the log.
+const sweepLogThreshold = 1000
 
 // sweepContainer deletes a container's expired items, a batch of index
 // entries at a time.

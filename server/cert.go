@@ -26,21 +26,27 @@ const (
 
 // LoadOrCreateCertificate returns the server's TLS certificate and its PEM.
 // With a directory, it is read from there, or generated and saved on first
-// start (self-signed, for localhost, 127.0.0.1, ::1 and the host name). With
-// dir == "" a fresh certificate is made in memory.
-func LoadOrCreateCertificate(dir string) (tls.Certificate, []byte, error) {
+// start (self-signed, for localhost, 127.0.0.1, ::1, the host name and the
+// extra names: host names or IP addresses). A saved certificate that does not
+// cover every extra name is replaced by a new one that does. With dir == ""
+// a fresh certificate is made in memory.
+func LoadOrCreateCertificate(dir string, extraNames ...string) (tls.Certificate, []byte, error) {
 	if dir != "" {
 		certPEM, err1 := os.ReadFile(filepath.Join(dir, CertFile))
 		keyPEM, err2 := os.ReadFile(filepath.Join(dir, KeyFile))
 		if err1 == nil && err2 == nil {
 			cert, err := tls.X509KeyPair(certPEM, keyPEM)
-			return cert, certPEM, err
-		}
-		if !errors.Is(err1, fs.ErrNotExist) && err1 != nil {
+			if err != nil {
+				return cert, nil, err
+			}
+			if coversNames(cert, extraNames) {
+				return cert, certPEM, nil
+			}
+		} else if !errors.Is(err1, fs.ErrNotExist) && err1 != nil {
 			return tls.Certificate{}, nil, err1
 		}
 	}
-	certPEM, keyPEM, err := generateCertificate()
+	certPEM, keyPEM, err := generateCertificate(extraNames)
 	if err != nil {
 		return tls.Certificate{}, nil, err
 	}
@@ -59,7 +65,30 @@ func LoadOrCreateCertificate(dir string) (tls.Certificate, []byte, error) {
 	return cert, certPEM, err
 }
 
-func generateCertificate() (certPEM, keyPEM []byte, err error) {
+// ReadCertificate returns the PEM of the certificate saved in dir, without
+// creating one.
+func ReadCertificate(dir string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(dir, CertFile))
+}
+
+// coversNames reports whether the certificate is valid for every name.
+func coversNames(cert tls.Certificate, names []string) bool {
+	if len(names) == 0 {
+		return true
+	}
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if leaf.VerifyHostname(n) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func generateCertificate(extraNames []string) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
@@ -72,6 +101,14 @@ func generateCertificate() (certPEM, keyPEM []byte, err error) {
 	if h, err := os.Hostname(); err == nil && h != "" && h != "localhost" {
 		names = append(names, h)
 	}
+	ips := []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback}
+	for _, n := range extraNames {
+		if ip := net.ParseIP(n); ip != nil {
+			ips = append(ips, ip)
+		} else if n != "" {
+			names = append(names, n)
+		}
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
 		Subject:               pkix.Name{CommonName: "Orrery local server", Organization: []string{"Orrery"}},
@@ -82,7 +119,7 @@ func generateCertificate() (certPEM, keyPEM []byte, err error) {
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 		DNSNames:              names,
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback},
+		IPAddresses:           ips,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {

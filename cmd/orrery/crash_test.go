@@ -26,15 +26,37 @@ import (
 	"github.com/orrery-db/orrery/server"
 )
 
+// TestMain removes the binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	binErr    error
+)
+
 // buildBinary builds orrery once for the tests that run it as a child process.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "orrery")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	buildOnce.Do(func() {
+		if binDir, binErr = os.MkdirTemp("", "orrery-test-"); binErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, "orrery"), ".")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
 	}
-	return bin
+	return filepath.Join(binDir, "orrery")
 }
 
 var readyLine = regexp.MustCompile(`msg="orrery ready" addr=(\S+)`)
@@ -48,8 +70,15 @@ type child struct {
 
 func startChild(t *testing.T, bin string, args ...string) *child {
 	t.Helper()
+	return startChildEnv(t, bin, nil, args...)
+}
+
+// startChildEnv is startChild with extra environment variables.
+func startChildEnv(t *testing.T, bin string, env []string, args ...string) *child {
+	t.Helper()
 	begin := time.Now()
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +16,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/orrery-db/orrery/engine"
 	"github.com/orrery-db/orrery/server"
@@ -37,6 +42,10 @@ func main() {
 		err = serve(os.Args[2:])
 	case "cert":
 		err = cert(os.Args[2:])
+	case "import":
+		err = importCmd(os.Args[2:])
+	case "export":
+		err = exportCmd(os.Args[2:])
 	case "version", "--version", "-v":
 		fmt.Println("orrery", version)
 	case "help", "--help", "-h":
@@ -45,6 +54,9 @@ func main() {
 		fmt.Fprintf(os.Stderr, "orrery: unknown command %q\n\n", os.Args[1])
 		usage(os.Stderr)
 		os.Exit(2)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "orrery:", err)
@@ -56,6 +68,8 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `Usage:
   orrery serve [flags]   run the server (embedded durable storage by default)
   orrery cert [flags]    print the server's self-signed TLS certificate as PEM
+  orrery import [flags] FILE   load JSON Lines or a JSON array of items into a container
+  orrery export [flags]  write a container's items as JSON Lines or a JSON array
   orrery version         print the version
 
 Run 'orrery serve --help' for the server's flags.
@@ -82,6 +96,16 @@ func serve(args []string) error {
 	queryBudget := fs.Duration("query-time-budget", engine.DefaultQueryTimeBudget, "time one page of a query may run; a streaming page ends early with a continuation, a query evaluated whole is answered 408 (0: unbounded)")
 	queryMemory := fs.Int64("query-memory-mb", engine.DefaultQueryMemoryLimit>>20, "memory one query may hold, in MB; past it the query is answered 400 (0: unbounded)")
 	queryMemoryTotal := fs.Int64("query-memory-total-mb", engine.DefaultQueryMemoryPool>>20, "memory all running queries may hold together, in MB; a query that finds it taken is answered 429 (0: unbounded)")
+	tlsCert := fs.String("tls-cert", env("ORRERY_TLS_CERT", ""), "PEM certificate (chain) to serve instead of the generated one (env ORRERY_TLS_CERT; with --tls-key)")
+	tlsKey := fs.String("tls-key", env("ORRERY_TLS_KEY", ""), "PEM private key of --tls-cert (env ORRERY_TLS_KEY)")
+	var sans []string
+	fs.Func("tls-san", "extra host name or IP address for the generated certificate, e.g. a container's or compose service's name (repeatable)", func(v string) error {
+		sans = append(sans, v)
+		return nil
+	})
+	accessLog := fs.Bool("access-log", true, "log one line per request at info level (method, path, status, substatus, duration, charge, activity id)")
+	metricsAddr := fs.String("metrics-addr", env("ORRERY_METRICS_ADDR", ""), "serve Prometheus metrics at /metrics on this address, without authentication (env ORRERY_METRICS_ADDR); without it /metrics on the main port needs the master key as a bearer token")
+	seed := fs.String("seed", env("ORRERY_SEED", ""), "JSON file of databases, containers and items to create at start when missing (env ORRERY_SEED)")
 	logLevel := fs.String("log-level", env("ORRERY_LOG_LEVEL", "info"), "log level: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -124,21 +148,74 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	certificate, _, err := server.LoadOrCreateCertificate(certDir)
-	if err != nil {
-		return fmt.Errorf("TLS certificate: %w", err)
+	var certificate tls.Certificate
+	switch {
+	case (*tlsCert == "") != (*tlsKey == ""):
+		return errors.New("--tls-cert and --tls-key go together")
+	case *tlsCert != "":
+		if certificate, err = tls.LoadX509KeyPair(*tlsCert, *tlsKey); err != nil {
+			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+	default:
+		if certificate, _, err = server.LoadOrCreateCertificate(certDir, sans...); err != nil {
+			return fmt.Errorf("TLS certificate: %w", err)
+		}
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
 	dual := server.NewDualListener(ln, &tls.Config{Certificates: []tls.Certificate{certificate}, MinVersion: tls.VersionTLS12})
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	shutdownTracing, tracing, err := startTracing(context.Background())
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := shutdownTracing(sctx); err != nil {
+			log.Warn("flushing traces", "error", err)
+		}
+	}()
+	if tracing {
+		log.Info("tracing", "exporter", "otlp/http")
+	}
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if c, ok := store.(prometheus.Collector); ok {
+		registry.MustRegister(c)
+	}
+	observe := server.ObserveOptions{Registerer: registry, Gatherer: registry, MetricsKey: *key}
+	if *accessLog {
+		observe.AccessLog = log
+	}
+	if *metricsAddr != "" {
+		mln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		observe.Gatherer = nil
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+		ms := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go ms.Serve(mln)
+		defer ms.Close()
+		log.Info("metrics", "addr", mln.Addr().String())
+	}
+	hs := &http.Server{Handler: server.Observe(srv, observe), ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(dual) }()
+	if *seed != "" {
+		sum, err := seedServer(ctx, "http://"+hostPort(ln.Addr())+"/", *key, *seed)
+		if err != nil {
+			_ = hs.Close()
+			return fmt.Errorf("--seed %s: %w", *seed, err)
+		}
+		log.Info("seeded", "file", *seed, "created", sum.Written, "existing", sum.Skipped)
+	}
 	storageDesc := "memory"
 	if !*inMemory {
 		storageDesc = *data
@@ -170,17 +247,23 @@ func hostPort(a net.Addr) string {
 	return s
 }
 
+// cert prints the certificate a server serves: asked of the running server
+// at --endpoint, or read from --data when none answers. It creates nothing.
 func cert(args []string) error {
 	fs := flag.NewFlagSet("cert", flag.ContinueOnError)
-	data := fs.String("data", env("ORRERY_DATA", "./orrery-data"), "data directory holding the certificate (env ORRERY_DATA)")
+	endpoint := fs.String("endpoint", env("ORRERY_ADDR", "localhost:8081"), "address of a running server to ask (env ORRERY_ADDR)")
+	data := fs.String("data", env("ORRERY_DATA", "./orrery-data"), "data directory holding the certificate, read when no server answers (env ORRERY_DATA)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	_, pemBytes, err := server.LoadOrCreateCertificate(*data)
-	if err != nil {
-		return err
+	pemBytes, askErr := servedCertificate(*endpoint)
+	if askErr != nil {
+		var err error
+		if pemBytes, err = server.ReadCertificate(*data); err != nil {
+			return fmt.Errorf("no server answered at %s (%v) and %s holds no certificate (%v)", *endpoint, askErr, *data, err)
+		}
 	}
-	_, err = os.Stdout.Write(pemBytes)
+	_, err := os.Stdout.Write(pemBytes)
 	return err
 }
 
@@ -192,4 +275,22 @@ func nonZero[T int64 | time.Duration](v, instead T) T {
 		return instead
 	}
 	return v
+}
+
+// servedCertificate asks a server for its certificate chain, as PEM.
+func servedCertificate(endpoint string) ([]byte, error) {
+	hostport := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(endpoint, "https://"), "http://"), "/")
+	if _, _, err := net.SplitHostPort(hostport); err != nil {
+		hostport = net.JoinHostPort(hostport, "8081")
+	}
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 3 * time.Second}, "tcp", hostport, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	var out []byte
+	for _, c := range conn.ConnectionState().PeerCertificates {
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})...)
+	}
+	return out, nil
 }

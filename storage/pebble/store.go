@@ -5,7 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 
 	pebbledb "github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -23,6 +28,10 @@ const (
 	// DefaultMemTableSize is the memtable size when Options.MemTableSize is 0.
 	DefaultMemTableSize = 16 << 20
 )
+
+// ownerFile names, in the data directory, the file holding the process id
+// of the process that has the store open.
+const ownerFile = "owner.pid"
 
 // Options configures Open.
 type Options struct {
@@ -57,6 +66,8 @@ type Store struct {
 	// reaching a closed database.
 	mu     sync.RWMutex
 	closed bool
+
+	stalls *stalls
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -95,6 +106,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		// One compaction at a time: a small machine has few cores to spare.
 		CompactionConcurrencyRange: func() (int, int) { return 1, 1 },
 	}
+	st := &stalls{}
+	el := st.listener()
+	popts.EventListener = &el
 	popts.Experimental.FileCacheShards = 2
 	// Bloom filters on every level: creates and point reads of keys that do
 	// not exist (every create checks its id first) then skip most tables.
@@ -102,14 +116,27 @@ func Open(dir string, opts Options) (*Store, error) {
 		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	db, err := pebbledb.Open(dir, popts)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		// Another process holds the directory's lock: say which, when it
+		// left its process id.
+		owner := "another process"
+		if pid, rerr := os.ReadFile(filepath.Join(dir, ownerFile)); rerr == nil {
+			owner = "PID " + strings.TrimSpace(string(pid))
+		}
+		return nil, fmt.Errorf("storage/pebble: the data directory %s is in use by %s", dir, owner)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("storage/pebble: opening %s: %w", dir, err)
+	}
+	if fs == vfs.Default {
+		// Best effort: only the message above reads it.
+		_ = os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
 	}
 	write := pebbledb.Sync
 	if opts.NoSync {
 		write = pebbledb.NoSync
 	}
-	return &Store{db: db, write: write}, nil
+	return &Store{db: db, write: write, stalls: st}, nil
 }
 
 // acquire holds the store open until release; it fails once it is closed.

@@ -1,0 +1,147 @@
+package server
+
+import (
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ObserveOptions configure Observe.
+type ObserveOptions struct {
+	// Registerer receives the request metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// Gatherer, when set, is served at /metrics on the wrapped port, to
+	// requests that carry MetricsKey as a bearer token.
+	Gatherer   prometheus.Gatherer
+	MetricsKey string
+	// AccessLog, when set, gets one info line per request.
+	AccessLog *slog.Logger
+}
+
+// Observe wraps the server's handler with what an operator watches: an
+// access log line and Prometheus metrics per request, and, if asked, the
+// metrics endpoint.
+func Observe(h http.Handler, opts ObserveOptions) http.Handler {
+	o := &observer{next: h, log: opts.AccessLog}
+	if opts.Registerer != nil {
+		o.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "orrery_requests_total", Help: "Requests answered, by operation and status.",
+		}, []string{"operation", "status"})
+		o.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "orrery_request_duration_seconds", Help: "Time to answer a request, by operation.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"operation"})
+		o.charge = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "orrery_request_charge_total", Help: "Request units charged, by operation.",
+		}, []string{"operation"})
+		opts.Registerer.MustRegister(o.requests, o.duration, o.charge)
+	}
+	if opts.Gatherer != nil {
+		o.metrics = promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})
+		o.metricsAuth = "Bearer " + opts.MetricsKey
+	}
+	return o
+}
+
+// tracer makes the server's spans, from the global tracer provider.
+var tracer = otel.Tracer("github.com/orrery-db/orrery/server")
+
+type observer struct {
+	next        http.Handler
+	log         *slog.Logger
+	requests    *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	charge      *prometheus.CounterVec
+	metrics     http.Handler
+	metricsAuth string
+}
+
+func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if o.metrics != nil && r.URL.Path == "/metrics" {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte(o.metricsAuth)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="orrery metrics"`)
+			writeCosmosError(w, "", unauthorized("The metrics endpoint needs the master key as a bearer token (Authorization: Bearer <key>), or serve it on its own listener with --metrics-addr."))
+			return
+		}
+		o.metrics.ServeHTTP(w, r)
+		return
+	}
+	start := time.Now()
+	op := operationOf(r)
+	// A span per request, continuing the caller's trace (traceparent); a
+	// no-op unless tracing was set up (cmd/orrery does, from OTEL_*).
+	ctx := otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+	ctx, span := tracer.Start(ctx, op, trace.WithSpanKind(trace.SpanKindServer))
+	rec := &statusRecorder{ResponseWriter: w}
+	o.next.ServeHTTP(rec, r.WithContext(ctx))
+	elapsed := time.Since(start)
+	h := rec.Header()
+	status := rec.status
+	if status == 0 {
+		status = 200
+	}
+	charge, _ := strconv.ParseFloat(h.Get("x-ms-request-charge"), 64)
+	if span.IsRecording() {
+		span.SetAttributes(
+			attribute.String("http.request.method", r.Method),
+			attribute.String("url.path", r.URL.Path),
+			attribute.Int("http.response.status_code", status),
+			attribute.String("db.system.name", "azure.cosmosdb"),
+			attribute.String("db.operation.name", op),
+			attribute.String("azure.cosmosdb.response.sub_status_code", h.Get("x-ms-substatus")),
+			attribute.Float64("azure.cosmosdb.operation.request_charge", charge),
+			attribute.String("azure.cosmosdb.activity_id", h.Get("x-ms-activity-id")),
+		)
+		if status >= 500 {
+			span.SetStatus(codes.Error, strconv.Itoa(status))
+		}
+	}
+	span.End()
+	if o.requests != nil {
+		o.requests.WithLabelValues(op, strconv.Itoa(status)).Inc()
+		o.duration.WithLabelValues(op).Observe(elapsed.Seconds())
+		if charge > 0 {
+			o.charge.WithLabelValues(op).Add(charge)
+		}
+	}
+	if o.log != nil {
+		sub := h.Get("x-ms-substatus")
+		if sub == "" {
+			sub = "0"
+		}
+		o.log.Info("request", "method", r.Method, "path", r.URL.Path, "op", op, "status", status,
+			"substatus", sub, "duration", elapsed.Round(time.Microsecond),
+			"charge", charge, "activity", h.Get("x-ms-activity-id"))
+	}
+}
+
+// Flush lets streamed responses through the recorder.
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// operationOf names a request's operation for metrics and logs as the
+// access table does ("docs.read", "docs.query", "sprocs.execute"): its
+// values are few, so that metrics stay small.
+func operationOf(r *http.Request) string {
+	if r.URL.Path == "/_health" {
+		return "health"
+	}
+	op, _, err := classify(r, splitPath(r.URL.Path))
+	if err != nil {
+		return "unknown"
+	}
+	return op.String()
+}

@@ -1,0 +1,160 @@
+package server
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/orrery-db/orrery/engine"
+	"github.com/orrery-db/orrery/storage/memory"
+)
+
+// syncBuffer is a log sink safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newObservedServer(t *testing.T) (*rawClient, *prometheus.Registry, *syncBuffer) {
+	t.Helper()
+	store := memory.New()
+	eng, err := engine.Open(store, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Engine: eng, Keys: Keys{Master: EmulatorKey}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	logs := &syncBuffer{}
+	h := Observe(srv, ObserveOptions{Registerer: reg, Gatherer: reg, MetricsKey: EmulatorKey, AccessLog: slog.New(slog.NewTextHandler(logs, nil))})
+	hs := httptest.NewServer(h)
+	t.Cleanup(func() { hs.Close(); eng.Close(); store.Close() })
+	return &rawClient{t: t, url: hs.URL, key: EmulatorKey}, reg, logs
+}
+
+// TestEveryRequestIsCountedTimedAndLogged: each request adds to the counter
+// of its operation and status, to its latency histogram and charge, and
+// writes one access log line with its status, substatus and activity id.
+func TestEveryRequestIsCountedTimedAndLogged(t *testing.T) {
+	c, reg, logs := newObservedServer(t)
+	c.must("POST", "/dbs", `{"id":"db"}`, nil, 201)
+	c.must("POST", "/dbs/db/colls", `{"id":"c","partitionKey":{"paths":["/pk"]}}`, nil, 201)
+	c.must("POST", "/dbs/db/colls/c/docs", `{"id":"1","pk":"a"}`, pk(`["a"]`), 201)
+	c.must("POST", "/dbs/db/colls/c/docs", `{"id":"1","pk":"a"}`, pk(`["a"]`), 409)
+	read := c.must("GET", "/dbs/db/colls/c/docs/1", "", pk(`["a"]`), 200)
+	c.must("GET", "/dbs/db/colls/c/docs/2", "", pk(`["a"]`), 404)
+
+	want := map[[2]string]float64{
+		{"dbs.create", "201"}: 1, {"colls.create", "201"}: 1, {"docs.create", "201"}: 1,
+		{"docs.create", "409"}: 1, {"docs.read", "200"}: 1, {"docs.read", "404"}: 1,
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, f := range families {
+		found[f.GetName()] = true
+	}
+	for _, name := range []string{"orrery_requests_total", "orrery_request_duration_seconds", "orrery_request_charge_total"} {
+		if !found[name] {
+			t.Errorf("metric %s missing", name)
+		}
+	}
+	for labels, n := range want {
+		got := testutil.ToFloat64(counterOf(t, reg, "orrery_requests_total", labels[0], labels[1]))
+		if got != n {
+			t.Errorf("orrery_requests_total{operation=%q,status=%q} = %v, want %v", labels[0], labels[1], got, n)
+		}
+	}
+
+	log := logs.String()
+	activity := read.header.Get("x-ms-activity-id")
+	if activity == "" || !strings.Contains(log, "activity="+activity) {
+		t.Errorf("no access log line carries the read's activity id %q:\n%s", activity, log)
+	}
+	if n := strings.Count(log, "msg=request"); n != 6 {
+		t.Errorf("%d access log lines for 6 requests", n)
+	}
+	if !strings.Contains(log, "op=docs.create status=409") {
+		t.Errorf("the conflict's line is missing:\n%s", log)
+	}
+}
+
+// counterOf finds one counter of a vector in the registry by its labels.
+func counterOf(t *testing.T, reg *prometheus.Registry, name, op, status string) prometheus.Collector {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["operation"] == op && labels["status"] == status {
+				return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "x"}, func() float64 { return m.GetCounter().GetValue() })
+			}
+		}
+	}
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "x"}, func() float64 { return 0 })
+}
+
+// TestMetricsNeedTheMasterKey: /metrics on the main port answers only to
+// the master key as a bearer token.
+func TestMetricsNeedTheMasterKey(t *testing.T) {
+	c, _, _ := newObservedServer(t)
+	c.must("POST", "/dbs", `{"id":"db"}`, nil, 201)
+	for _, auth := range []string{"", "Bearer wrong", EmulatorKey} {
+		req, _ := http.NewRequest("GET", c.url+"/metrics", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 401 {
+			t.Errorf("/metrics with Authorization %q: %d, want 401", auth, resp.StatusCode)
+		}
+	}
+	req, _ := http.NewRequest("GET", c.url+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+EmulatorKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "orrery_requests_total") {
+		t.Fatalf("/metrics with the key: %d\n%.300s", resp.StatusCode, body)
+	}
+}

@@ -1,0 +1,53 @@
+package pebble
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// TestStoreReportsItsFigures: the store is a Prometheus collector whose
+// disk figure grows with what is written and whose counters are present.
+func TestStoreReportsItsFigures(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b := s.NewBatch()
+	for i := 0; i < 1000; i++ {
+		if err := b.Set([]byte{byte(i >> 8), byte(i)}, []byte(strings.Repeat("v", 1000))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(s); n != 8 {
+		t.Fatalf("%d metrics, want 8", n)
+	}
+	if err := testutil.CollectAndCompare(s, strings.NewReader(`
+# HELP orrery_storage_write_stalls_total Times writes stalled waiting for flushes or compactions.
+# TYPE orrery_storage_write_stalls_total counter
+orrery_storage_write_stalls_total 0
+`), "orrery_storage_write_stalls_total"); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(s)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "orrery_storage_disk_bytes" {
+			if v := f.GetMetric()[0].GetGauge().GetValue(); v < 1000 {
+				t.Fatalf("disk bytes %v after writing 1 MB", v)
+			}
+			return
+		}
+	}
+	t.Fatal("orrery_storage_disk_bytes missing")
+}
