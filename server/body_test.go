@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"runtime"
@@ -19,6 +21,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/orrery-db/orrery/engine"
+	"github.com/orrery-db/orrery/storage/pebble"
 )
 
 const itemsPath = "/dbs/db/colls/c/docs"
@@ -277,5 +282,51 @@ func TestConcurrentLargeBodiesStayUnderTheMemoryCap(t *testing.T) {
 	}
 	if growth > capBytes+slack {
 		t.Errorf("heap grew by %d MiB under %d concurrent 8 MiB uploads; the cap is %d MiB (+%d MiB slack)", growth>>20, uploads, capBytes>>20, slack>>20)
+	}
+}
+
+// Once storage has failed (here: its directory removed), every request that
+// needs it is answered 503 in Cosmos's format, not 500 and not a panic.
+func TestFailedStorageAnswers503(t *testing.T) {
+	dir := t.TempDir()
+	store, err := pebble.Open(dir, pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.Open(store, engine.Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Engine: eng, Keys: Keys{Master: EmulatorKey}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewUnstartedServer(srv)
+	hs.Config = srv.HTTPServer()
+	hs.Start()
+	t.Cleanup(hs.Close) // the failed store and its engine are left as the binary leaves them
+	c := &rawClient{t: t, url: hs.URL, key: EmulatorKey}
+	c.must("POST", "/dbs", `{"id":"db"}`, nil, 201)
+	c.must("POST", "/dbs/db/colls", `{"id":"c","partitionKey":{"paths":["/pk"]}}`, nil, 201)
+	c.must("POST", itemsPath, `{"id":"1","pk":"a"}`, pk(`["a"]`), 201)
+
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-store.Failed():
+	case <-time.After(time.Minute):
+		t.Fatal("the store did not notice its directory was removed")
+	}
+	for _, r := range []struct{ method, path, body string }{
+		{"POST", itemsPath, `{"id":"2","pk":"a"}`},
+		{"GET", itemsPath + "/1", ""},
+		{"POST", "/dbs", `{"id":"db2"}`},
+	} {
+		resp := c.do(r.method, r.path, r.body, pk(`["a"]`))
+		var e errorBody
+		if resp.status != http.StatusServiceUnavailable || json.Unmarshal(resp.body, &e) != nil || e.Code != "ServiceUnavailable" {
+			t.Errorf("%s %s on failed storage: %d %s, want 503 ServiceUnavailable", r.method, r.path, resp.status, resp.body)
+		}
 	}
 }

@@ -96,6 +96,10 @@ func serve(args []string) error {
 	slog.SetDefault(log)
 
 	var store storage.Store
+	// storageFailed is closed when durable storage fails beyond repair
+	// (never for memory); the server then stops without closing it.
+	var storageFailed <-chan struct{}
+	var storageErr func() error
 	certDir := *data
 	if *inMemory {
 		store = memory.New()
@@ -105,14 +109,24 @@ func serve(args []string) error {
 		if err != nil {
 			return fmt.Errorf("opening %s: %w", *data, err)
 		}
-		store = s
+		store, storageFailed, storageErr = s, s.Failed(), s.Err
 	}
-	defer store.Close()
+	failed := false
+	defer func() {
+		if !failed {
+			store.Close()
+		}
+	}()
 	eng, err := engine.Open(store, engine.Options{ServeCrossPartitionQueries: *crossPartition})
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
+	defer func() {
+		// A failed store may hold a background task for good.
+		if !failed {
+			eng.Close()
+		}
+	}()
 	srv, err := server.New(server.Config{Engine: eng, Keys: server.Keys{Master: *key, ReadOnly: *readOnlyKey}, Logger: log,
 		Limits: server.Limits{BodyMemory: bodyMiB << 20}})
 	if err != nil {
@@ -145,6 +159,15 @@ func serve(args []string) error {
 		if !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
+	case <-storageFailed:
+		failed = true
+		err := storageErr()
+		log.Error("storage failed: stopping; requests in flight are answered 503. Restart once the data directory is usable", "error", err)
+		// A request stuck in the failed store never finishes: wait briefly.
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(sctx)
+		return fmt.Errorf("storage failed: %w", err)
 	case <-ctx.Done():
 		log.Info("shutting down: finishing in-flight requests")
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
