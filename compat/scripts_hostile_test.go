@@ -175,7 +175,7 @@ func TestHostileScripts(t *testing.T) {
 	// run on a server whose budget they cannot reach even on a loaded
 	// machine, so a 408 from them is a failure.
 	const budget = 500 * time.Millisecond
-	const longBudget = 30 * time.Second
+	const longBudget = time.Minute
 	type served struct {
 		s *orrerytest.Server
 		c *azcosmos.ContainerClient
@@ -277,13 +277,14 @@ func TestHostileScripts(t *testing.T) {
 			t.Logf("stopped after %v (%v of CPU); meanwhile %d point reads of another partition, median %v, worst %v",
 				elapsed.Round(time.Millisecond), cpu.Round(time.Millisecond), len(latencies), latencies[len(latencies)/2].Round(10*time.Microsecond), worst.Round(10*time.Microsecond))
 			// A looping script holds one core; the other partition must still
-			// be served all along, not once the script ends. Single reads may
-			// wait for a garbage collection, whose stop-the-world has to
-			// preempt the loop, or for a core on a loaded machine: the count
-			// and the median are checked with room for that, the worst only
-			// logged.
-			if median := latencies[len(latencies)/2]; tc.timed && (median > budget/5 || len(latencies) < 5) {
-				t.Errorf("only %d point reads of another partition (median %v) while the script looped for %v", len(latencies), median, elapsed)
+			// be served while it runs, not once it ends. How many reads fit
+			// depends on how much CPU the machine leaves the test (beside a
+			// CPU hog, a few), so what is checked is that reads completed
+			// while the script ran: the reader's last read may end after it
+			// and its first may have begun before, so at least two more. A
+			// server that made reads wait for the script serves one.
+			if tc.timed && len(latencies) < 3 {
+				t.Errorf("only %d point reads of another partition completed while the script looped for %v", len(latencies), elapsed)
 			}
 			if heap := heapAfterCollection(256 << 20); heap > 256<<20 {
 				t.Errorf("the heap still holds %d MiB after the script failed", heap>>20)
