@@ -37,9 +37,11 @@ type Limits struct {
 	// 90 s after which Go's and Node's HTTP clients drop idle connections.
 	IdleTimeout time.Duration
 	// BodyMemory caps the bytes all request bodies being read or served may
-	// hold together; default 64 MiB. A request takes its Content-Length (a
-	// chunked one, what it has read so far) from this budget before it reads
-	// and gives it back when it has been answered.
+	// hold together; default 64 MiB, at least 16 MiB. A request takes its
+	// Content-Length (a chunked one, what it has read so far) from this
+	// budget before it reads and gives it back when it has been answered. A
+	// quarter is kept for bodies of at most 256 KiB (the common item
+	// writes and queries), so a flood of large uploads cannot make them wait.
 	BodyMemory int64
 	// BodyMemoryWait is how long a request waits for its share of
 	// BodyMemory before it is answered 429 (substatus 3092, with
@@ -81,9 +83,10 @@ func (l Limits) withDefaults() Limits {
 	if l.BodyMemory == 0 {
 		l.BodyMemory = DefaultBodyMemory
 	}
-	if l.BodyMemory < maxRequestBytes {
-		// The largest body allowed must fit, or it could never be served.
-		l.BodyMemory = maxRequestBytes
+	if l.BodyMemory < 2*maxRequestBytes {
+		// The largest body allowed must fit beside the small bodies' share,
+		// or it could never be served.
+		l.BodyMemory = 2 * maxRequestBytes
 	}
 	return l
 }
@@ -106,18 +109,24 @@ func (s *Server) HTTPServer() *http.Server {
 // a Content-Length over maxRequestBytes before reading anything. The caller
 // calls release once the request has been answered, also after an error.
 func (s *Server) readBody(r *http.Request) (body []byte, release func(), err error) {
+	// A body known to be small draws on the small bodies' share; others,
+	// chunked ones included, on the rest.
+	budget := s.bodyMem
+	if r.ContentLength >= 0 && r.ContentLength <= smallBody {
+		budget = s.smallBodyMem
+	}
 	var held int64
 	release = func() {
 		if held > 0 {
-			s.bodyMem.Release(held)
+			budget.Release(held)
 			held = 0
 		}
 	}
 	take := func(n int64) error {
-		if !s.bodyMem.TryAcquire(n) {
+		if !budget.TryAcquire(n) {
 			ctx, cancel := context.WithTimeout(r.Context(), s.limits.BodyMemoryWait)
 			defer cancel()
-			if err := s.bodyMem.Acquire(ctx, n); err != nil {
+			if err := budget.Acquire(ctx, n); err != nil {
 				if r.Context().Err() != nil {
 					return &engine.Error{Status: http.StatusRequestTimeout, Code: "RequestTimeout", Message: "The request was cancelled while waiting to be read."}
 				}
@@ -192,5 +201,12 @@ func bodyReadError(err error) error {
 	return badRequest("The request body could not be read: %v", err)
 }
 
-// newBodyBudget makes the semaphore that caps the memory of bodies in flight.
-func newBodyBudget(l Limits) *semaphore.Weighted { return semaphore.NewWeighted(l.BodyMemory) }
+// smallBody is the largest body that draws on the small bodies' share of
+// Limits.BodyMemory.
+const smallBody = 256 << 10
+
+// newBodyBudgets makes the semaphores that cap the memory of bodies in
+// flight: one for small bodies (a quarter of the cap), one for the others.
+func newBodyBudgets(l Limits) (small, large *semaphore.Weighted) {
+	return semaphore.NewWeighted(l.BodyMemory / 4), semaphore.NewWeighted(l.BodyMemory - l.BodyMemory/4)
+}

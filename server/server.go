@@ -38,8 +38,9 @@ type Server struct {
 	log  *slog.Logger
 	now  func() time.Time
 
-	limits  Limits
-	bodyMem *semaphore.Weighted
+	limits Limits
+	// smallBodyMem and bodyMem share Limits.BodyMemory (see readBody).
+	smallBodyMem, bodyMem *semaphore.Weighted
 }
 
 // New returns a Server for cfg.
@@ -49,7 +50,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{eng: cfg.Engine, keys: keys, log: cfg.Logger, now: cfg.Now, limits: cfg.Limits.withDefaults()}
-	s.bodyMem = newBodyBudget(s.limits)
+	s.smallBodyMem, s.bodyMem = newBodyBudgets(s.limits)
 	if s.log == nil {
 		s.log = slog.Default()
 	}
