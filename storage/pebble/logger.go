@@ -11,8 +11,9 @@ import (
 // level.
 type slogLogger struct {
 	l *slog.Logger
-	// fail marks the store failed; Fatalf calls it before it parks.
-	fail func(error)
+	// fail marks the store failed and reports whether it was open; Fatalf
+	// calls it before it parks.
+	fail func(error) bool
 }
 
 // Infof logs an informational message at debug level.
@@ -32,12 +33,16 @@ func (s slogLogger) Errorf(format string, args ...any) {
 // unlocks dies with "sync: unlock of unlocked mutex", a fatal error no
 // recover catches. So Fatalf logs, marks the store failed (every operation
 // then fails with storage.ErrUnavailable and Failed is closed, so the owner
-// can stop the process) and parks the calling goroutine for good.
+// can stop the process) and parks the calling goroutine for good. Within
+// Open, where parking would hang the caller, it panics.
 func (s slogLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	s.l.Error(msg, "component", "pebble", "fatal", true)
 	// The failure names the first line; the log has the details and stack.
 	first, _, _ := strings.Cut(msg, "\n")
-	s.fail(fmt.Errorf("pebble: %s", first))
+	if !s.fail(fmt.Errorf("pebble: %s", first)) {
+		// Within Open: parking would hang it; nobody holds the store yet.
+		panic("storage/pebble: fatal: " + msg)
+	}
 	select {}
 }

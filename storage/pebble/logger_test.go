@@ -36,7 +36,7 @@ func TestSlogLoggerLevels(t *testing.T) {
 func TestFatalfFailsTheStoreAndNeverReturns(t *testing.T) {
 	var buf safeBuffer
 	failed := make(chan error, 1)
-	l := slogLogger{l: slog.New(slog.NewTextHandler(&buf, nil)), fail: func(err error) { failed <- err }}
+	l := slogLogger{l: slog.New(slog.NewTextHandler(&buf, nil)), fail: func(err error) bool { failed <- err; return true }}
 	returned := make(chan any, 1)
 	go func() {
 		defer func() { returned <- recover() }()
@@ -58,6 +58,18 @@ func TestFatalfFailsTheStoreAndNeverReturns(t *testing.T) {
 		t.Fatalf("Fatalf returned into Pebble (recovered %v)", p)
 	case <-time.After(100 * time.Millisecond):
 	}
+}
+
+// Within Open nobody can be told the store failed, and parking would hang
+// Open: Fatalf panics there.
+func TestFatalfWithinOpenPanics(t *testing.T) {
+	l := slogLogger{l: slog.New(slog.DiscardHandler), fail: func(error) bool { return false }}
+	defer func() {
+		if recover() == nil {
+			t.Error("Fatalf returned")
+		}
+	}()
+	l.Fatalf("broken %s", "manifest")
 }
 
 // safeBuffer is a bytes.Buffer for a logger on another goroutine.

@@ -74,6 +74,7 @@ type Store struct {
 	failure  atomic.Pointer[error]
 	failed   chan struct{}
 	failOnce sync.Once
+	opened   atomic.Bool   // Open has returned the store
 	stop     chan struct{} // closed by Close: ends the directory check
 }
 
@@ -134,6 +135,7 @@ func Open(dir string, opts Options) (*Store, error) {
 			return nil, err
 		}
 	}
+	s.opened.Store(true)
 	return s, nil
 }
 
@@ -166,13 +168,15 @@ func (s *Store) watchDir(dir string, every time.Duration) error {
 }
 
 // fail marks the store failed with cause, once: from then on every
-// operation returns an error wrapping storage.ErrUnavailable.
-func (s *Store) fail(cause error) {
+// operation returns an error wrapping storage.ErrUnavailable. It reports
+// whether Open had returned the store.
+func (s *Store) fail(cause error) bool {
 	s.failOnce.Do(func() {
 		err := fmt.Errorf("%w: %w", storage.ErrUnavailable, cause)
 		s.failure.Store(&err)
 		close(s.failed)
 	})
+	return s.opened.Load()
 }
 
 // Failed is closed when the store has failed beyond repair (Err says why).
