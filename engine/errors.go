@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+
+	"github.com/orrery-db/orrery/storage"
 )
 
 // Error is the one error type the engine returns for anything a client did or
@@ -79,11 +81,16 @@ func Forbidden(format string, args ...any) *Error {
 	return errorf(403, "Forbidden", format, args...)
 }
 
-// AsError returns err as an *Error when it is one (or wraps one).
+// AsError returns err as an *Error when it is one (or wraps one), and a
+// 503 ServiceUnavailable when storage has failed (storage.ErrUnavailable):
+// what a client is told of err. Anything else is an internal error.
 func AsError(err error) (*Error, bool) {
 	var e *Error
 	if errors.As(err, &e) {
 		return e, true
+	}
+	if errors.Is(err, storage.ErrUnavailable) {
+		return errorf(503, "ServiceUnavailable", "The service is unavailable: its storage has failed; retry against a restarted server."), true
 	}
 	return nil, false
 }

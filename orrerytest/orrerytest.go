@@ -58,6 +58,9 @@ type Options struct {
 	QueryTimeBudget  time.Duration
 	QueryMemoryLimit int64
 	QueryMemoryPool  int64
+	// Limits, when set, replace the server's default timeouts and body
+	// memory cap (see server.Limits): tests of slow or large uploads.
+	Limits server.Limits
 }
 
 // Start starts a server on memory storage and registers its shutdown with
@@ -94,11 +97,14 @@ func StartWith(t testing.TB, opts Options) *Server {
 		Engine: eng,
 		Keys:   server.Keys{Master: server.EmulatorKey},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Limits: opts.Limits,
 	})
 	if err != nil {
 		t.Fatalf("orrerytest: %v", err)
 	}
-	hs := httptest.NewServer(srv)
+	hs := httptest.NewUnstartedServer(srv)
+	hs.Config = srv.HTTPServer()
+	hs.Start()
 	t.Cleanup(func() {
 		hs.Close()
 		eng.Close()

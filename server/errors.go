@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -25,8 +24,8 @@ type errorBody struct {
 // writeError maps any error to its HTTP status and Cosmos error body. It is
 // the one place engine errors become HTTP.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	var e *engine.Error
-	if !errors.As(err, &e) {
+	e, ok := engine.AsError(err)
+	if !ok {
 		slog.Error("internal error", "method", r.Method, "path", r.URL.Path, "error", err)
 		e = &engine.Error{Status: 500, Code: "InternalServerError", Message: "An unexpected error occurred while processing the request."}
 	}

@@ -12,13 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/orrery-db/orrery/engine"
 )
-
-// maxRequestBytes bounds what the server reads of a request body. Items and
-// batches are limited to 2 MB by the engine (413); past this the request is
-// refused before it is read.
-const maxRequestBytes = 8 << 20
 
 // Config configures a Server.
 type Config struct {
@@ -27,6 +24,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock used to check x-ms-date; time.Now when nil.
 	Now func() time.Time
+	// Limits bound how long clients may take to send requests and how much
+	// memory their bodies may hold together; zero fields take the defaults.
+	Limits Limits
 }
 
 var gatewayVersionHeader = []string{"version=2.14.0"}
@@ -37,6 +37,10 @@ type Server struct {
 	keys *keyRing
 	log  *slog.Logger
 	now  func() time.Time
+
+	limits Limits
+	// smallBodyMem and bodyMem share Limits.BodyMemory (see readBody).
+	smallBodyMem, bodyMem *semaphore.Weighted
 }
 
 // New returns a Server for cfg.
@@ -45,7 +49,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{eng: cfg.Engine, keys: keys, log: cfg.Logger, now: cfg.Now}
+	s := &Server{eng: cfg.Engine, keys: keys, log: cfg.Logger, now: cfg.Now, limits: cfg.Limits.withDefaults()}
+	s.smallBodyMem, s.bodyMem = newBodyBudgets(s.limits)
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -126,13 +131,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Body != nil && r.Method != http.MethodGet && r.Method != http.MethodHead {
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+		body, release, err := s.readBody(r)
+		defer release()
 		if err != nil {
-			writeError(rec, r, badRequest("The request body could not be read: %v", err))
-			return
-		}
-		if len(body) > maxRequestBytes {
-			writeCosmosError(rec, activity, engine.TooLarge("Request size is too large: the body exceeds %d bytes.", maxRequestBytes))
+			// The rest of the body is not read: the connection closes.
+			rec.Header().Set("Connection", "close")
+			writeError(rec, r, err)
 			return
 		}
 		req.body = body

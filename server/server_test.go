@@ -26,16 +26,25 @@ type rawClient struct {
 
 func newTestServer(t *testing.T) *rawClient {
 	t.Helper()
+	return newLimitedServer(t, Limits{})
+}
+
+// newLimitedServer serves a database "db" with a container "c" (partition
+// key /pk) through the http.Server that HTTPServer builds for limits.
+func newLimitedServer(t *testing.T, limits Limits) *rawClient {
+	t.Helper()
 	store := memory.New()
 	eng, err := engine.Open(store, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{Engine: eng, Keys: Keys{Master: EmulatorKey, ReadOnly: readOnlyKey}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv, err := New(Config{Engine: eng, Keys: Keys{Master: EmulatorKey, ReadOnly: readOnlyKey}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Limits: limits})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv)
+	hs := httptest.NewUnstartedServer(srv)
+	hs.Config = srv.HTTPServer()
+	hs.Start()
 	t.Cleanup(func() { hs.Close(); eng.Close(); store.Close() })
 	c := &rawClient{t: t, url: hs.URL, key: EmulatorKey}
 	c.must("POST", "/dbs", `{"id":"db"}`, nil, 201)

@@ -8,6 +8,12 @@ var ErrNotFound = errors.New("storage: key not found")
 // ErrClosed is returned by operations on a closed store or batch.
 var ErrClosed = errors.New("storage: closed")
 
+// ErrUnavailable is returned (wrapped) by every operation of a store that
+// has failed beyond repair, say because its data directory was removed or
+// its disk fails writes: nothing more can be read or made durable, and the
+// process should stop.
+var ErrUnavailable = errors.New("storage: unavailable")
+
 // Reader reads keys, in byte order.
 type Reader interface {
 	// Get returns a copy of the value stored under key, or ErrNotFound.

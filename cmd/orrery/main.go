@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -106,12 +107,17 @@ func serve(args []string) error {
 	accessLog := fs.Bool("access-log", true, "log one line per request at info level (method, path, status, substatus, duration, charge, activity id)")
 	metricsAddr := fs.String("metrics-addr", env("ORRERY_METRICS_ADDR", ""), "serve Prometheus metrics at /metrics on this address, without authentication (env ORRERY_METRICS_ADDR); without it /metrics on the main port needs the master key as a bearer token")
 	seed := fs.String("seed", env("ORRERY_SEED", ""), "JSON file of databases, containers and items to create at start when missing (env ORRERY_SEED)")
+	bodyMemory := fs.String("body-memory", env("ORRERY_BODY_MEMORY", strconv.Itoa(server.DefaultBodyMemory>>20)), "MiB that all request bodies in flight may hold together; a request that finds no room within 1 s is answered 429 (env ORRERY_BODY_MEMORY)")
 	logLevel := fs.String("log-level", env("ORRERY_LOG_LEVEL", "info"), "log level: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *ranges < 1 {
 		return fmt.Errorf("--partition-key-ranges must be at least 1")
+	}
+	bodyMiB, err := strconv.ParseInt(*bodyMemory, 10, 64)
+	if err != nil || bodyMiB <= 0 || bodyMiB > 1<<20 {
+		return fmt.Errorf("--body-memory: %q is not a size in MiB", *bodyMemory)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -121,6 +127,10 @@ func serve(args []string) error {
 	slog.SetDefault(log)
 
 	var store storage.Store
+	// storageFailed is closed when durable storage fails beyond repair
+	// (never for memory); the server then stops without closing it.
+	var storageFailed <-chan struct{}
+	var storageErr func() error
 	certDir := *data
 	if *inMemory {
 		store = memory.New()
@@ -130,9 +140,14 @@ func serve(args []string) error {
 		if err != nil {
 			return fmt.Errorf("opening %s: %w", *data, err)
 		}
-		store = s
+		store, storageFailed, storageErr = s, s.Failed(), s.Err
 	}
-	defer store.Close()
+	failed := false
+	defer func() {
+		if !failed {
+			store.Close()
+		}
+	}()
 	eng, err := engine.Open(store, engine.Options{
 		ServeCrossPartitionQueries: *crossPartition,
 		PartitionKeyRanges:         *ranges,
@@ -143,8 +158,14 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
-	srv, err := server.New(server.Config{Engine: eng, Keys: server.Keys{Master: *key, ReadOnly: *readOnlyKey}, Logger: log})
+	defer func() {
+		// A failed store may hold a background task for good.
+		if !failed {
+			eng.Close()
+		}
+	}()
+	srv, err := server.New(server.Config{Engine: eng, Keys: server.Keys{Master: *key, ReadOnly: *readOnlyKey}, Logger: log,
+		Limits: server.Limits{BodyMemory: bodyMiB << 20}})
 	if err != nil {
 		return err
 	}
@@ -202,7 +223,8 @@ func serve(args []string) error {
 		defer ms.Close()
 		log.Info("metrics", "addr", mln.Addr().String())
 	}
-	hs := &http.Server{Handler: server.Observe(srv, observe), ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	hs := srv.HTTPServer()
+	hs.Handler = server.Observe(srv, observe)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -228,6 +250,15 @@ func serve(args []string) error {
 		if !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
+	case <-storageFailed:
+		failed = true
+		err := storageErr()
+		log.Error("storage failed: stopping; requests in flight are answered 503. Restart once the data directory is usable", "error", err)
+		// A request stuck in the failed store never finishes: wait briefly.
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(sctx)
+		return fmt.Errorf("storage failed: %w", err)
 	case <-ctx.Done():
 		log.Info("shutting down: finishing in-flight requests")
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

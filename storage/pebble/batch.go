@@ -15,10 +15,17 @@ type batch struct {
 	b         *pebbledb.Batch // nil when the store was closed at NewBatch
 	committed bool
 	closed    bool
+	// abandoned: a commit or sync of b was left inside a failed Pebble, so
+	// b must not be closed.
+	abandoned bool
 }
 
-// usable reports storage.ErrClosed once the batch is committed or closed.
+// usable reports storage.ErrClosed once the batch is committed or closed,
+// and the store's failure once it has failed.
 func (b *batch) usable() error {
+	if err := b.store.Err(); err != nil {
+		return err
+	}
 	if b.closed || b.committed || b.b == nil {
 		return storage.ErrClosed
 	}
@@ -84,8 +91,13 @@ func (b *batch) Commit() error {
 		return err
 	}
 	defer b.store.release()
-	if err := b.b.Commit(b.store.write); err != nil {
-		return fmt.Errorf("storage/pebble: commit: %w", err)
+	err, abandoned := b.store.orFail(func() error { return b.b.Commit(b.store.write) })
+	if abandoned {
+		b.abandoned = true
+		return err
+	}
+	if err != nil {
+		return b.store.failWith("commit", err)
 	}
 	b.committed = true
 	return nil
@@ -107,14 +119,24 @@ func (b *batch) CommitPipelined() (func() error, error) {
 		return nil, err
 	}
 	defer b.store.release()
-	if err := b.store.db.ApplyNoSyncWait(b.b, b.store.write); err != nil {
-		return nil, fmt.Errorf("storage/pebble: commit: %w", err)
+	err, abandoned := b.store.orFail(func() error { return b.store.db.ApplyNoSyncWait(b.b, b.store.write) })
+	if abandoned {
+		b.abandoned = true
+		return nil, err
+	}
+	if err != nil {
+		return nil, b.store.failWith("commit", err)
 	}
 	b.committed = true
 	pb := b.b
 	return func() error {
-		if err := pb.SyncWait(); err != nil {
-			return fmt.Errorf("storage/pebble: sync: %w", err)
+		err, abandoned := b.store.orFail(pb.SyncWait)
+		if abandoned {
+			b.abandoned = true
+			return err
+		}
+		if err != nil {
+			return b.store.failWith("sync", err)
 		}
 		return nil
 	}, nil
@@ -126,7 +148,8 @@ func (b *batch) Close() error {
 		return storage.ErrClosed
 	}
 	b.closed = true
-	if b.b == nil {
+	if b.b == nil || b.abandoned {
+		b.b = nil
 		return nil
 	}
 	pb := b.b

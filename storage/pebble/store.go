@@ -1,6 +1,7 @@
 package pebble
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	pebbledb "github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -53,7 +56,14 @@ type Options struct {
 
 	// fs, when set, replaces the file system (tests count its fsyncs).
 	fs vfs.FS
+	// dirCheck is how often the store checks that its directory is still
+	// there (dirCheckInterval when 0, never when negative).
+	dirCheck time.Duration
 }
+
+// dirCheckInterval is how often a store on disk checks that its directory
+// has not been removed or replaced under it.
+const dirCheckInterval = time.Second
 
 // Store is a storage.Store on a Pebble database. It is safe for concurrent
 // use.
@@ -68,6 +78,13 @@ type Store struct {
 	closed bool
 
 	stalls *stalls
+	// failure is the error (wrapping storage.ErrUnavailable) the store
+	// failed with, nil while it works; failed is closed when it is set.
+	failure  atomic.Pointer[error]
+	failed   chan struct{}
+	failOnce sync.Once
+	opened   atomic.Bool   // Open has returned the store
+	stop     chan struct{} // closed by Close: ends the directory check
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -94,6 +111,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	s := &Store{failed: make(chan struct{}), stop: make(chan struct{}), stalls: &stalls{}}
 	popts := &pebbledb.Options{
 		FS:           fs,
 		CacheSize:    cacheSize,
@@ -101,13 +119,12 @@ func Open(dir string, opts Options) (*Store, error) {
 		// At most two memtables (one filling, one flushing) before writes
 		// wait: bounds memory under a burst of writes.
 		MemTableStopWritesThreshold: 2,
-		Logger:                      slogLogger{logger},
+		Logger:                      slogLogger{l: logger, fail: s.fail},
 		FormatMajorVersion:          pebbledb.FormatNewest,
 		// One compaction at a time: a small machine has few cores to spare.
 		CompactionConcurrencyRange: func() (int, int) { return 1, 1 },
 	}
-	st := &stalls{}
-	el := st.listener()
+	el := s.stalls.listener()
 	popts.EventListener = &el
 	popts.Experimental.FileCacheShards = 2
 	// Bloom filters on every level: creates and point reads of keys that do
@@ -132,21 +149,121 @@ func Open(dir string, opts Options) (*Store, error) {
 		// Best effort: only the message above reads it.
 		_ = os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
 	}
-	write := pebbledb.Sync
+	s.db, s.write = db, pebbledb.Sync
 	if opts.NoSync {
-		write = pebbledb.NoSync
+		s.write = pebbledb.NoSync
 	}
-	return &Store{db: db, write: write, stalls: st}, nil
+	if opts.fs == nil && !opts.InMemory && opts.dirCheck >= 0 {
+		if err := s.watchDir(dir, cmp.Or(opts.dirCheck, dirCheckInterval)); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	s.opened.Store(true)
+	return s, nil
 }
 
-// acquire holds the store open until release; it fails once it is closed.
+// watchDir fails the store when dir is removed or replaced: Pebble would
+// go on writing to files no longer reachable, and fail (see
+// slogLogger.Fatalf) only at its next new file.
+func (s *Store) watchDir(dir string, every time.Duration) error {
+	orig, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("storage/pebble: %w", err)
+	}
+	go func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-s.failed:
+				return
+			case <-tick.C:
+			}
+			if now, err := os.Stat(dir); err != nil || !os.SameFile(orig, now) {
+				s.fail(fmt.Errorf("the data directory %s was removed or replaced", dir))
+				return
+			}
+		}
+	}()
+	return nil
+}
+
+// fail marks the store failed with cause, once: from then on every
+// operation returns an error wrapping storage.ErrUnavailable. It reports
+// whether Open had returned the store.
+func (s *Store) fail(cause error) bool {
+	s.failOnce.Do(func() {
+		err := fmt.Errorf("%w: %w", storage.ErrUnavailable, cause)
+		s.failure.Store(&err)
+		close(s.failed)
+	})
+	return s.opened.Load()
+}
+
+// Failed is closed when the store has failed beyond repair (Err says why).
+// Pebble's state is then unknown and one of its goroutines may be parked
+// for good: the process should stop, without Close.
+func (s *Store) Failed() <-chan struct{} { return s.failed }
+
+// Err is the error the store failed with (wrapping storage.ErrUnavailable),
+// nil while it works.
+func (s *Store) Err() error {
+	if p := s.failure.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// acquire holds the store open until release; it fails once it is closed
+// or has failed.
 func (s *Store) acquire() error {
+	if err := s.Err(); err != nil {
+		return err
+	}
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
 		return storage.ErrClosed
 	}
+	if err := s.Err(); err != nil {
+		s.mu.RUnlock()
+		return err
+	}
 	return nil
+}
+
+// orFail runs op, a call into Pebble that may wait behind a writer parked by
+// Fatalf, and returns its error, or the store's failure as soon as the store
+// fails; op is then abandoned to Pebble (abandoned is true) and what it uses
+// must not be released.
+func (s *Store) orFail(op func() error) (err error, abandoned bool) {
+	if err := s.Err(); err != nil {
+		return err, false
+	}
+	done := make(chan error, 1)
+	go func() { done <- op() }()
+	select {
+	case err := <-done:
+		return err, false
+	case <-s.failed:
+		select {
+		case err := <-done:
+			return err, false
+		default:
+			return s.Err(), true
+		}
+	}
+}
+
+// failWith marks the store failed by a write that Pebble could not apply or
+// make durable (after a failed fsync nothing it wrote can be trusted) and
+// returns the store's failure.
+func (s *Store) failWith(op string, err error) error {
+	s.fail(fmt.Errorf("%s: %w", op, err))
+	return s.Err()
 }
 
 func (s *Store) release() { s.mu.RUnlock() }
@@ -215,13 +332,20 @@ func (s *Store) NewSnapshot() storage.Snapshot {
 
 // Close flushes and closes the database. Batches, snapshots and iterators
 // must be closed first.
+//
+// Close of a failed store returns its failure and closes nothing: Pebble
+// cannot be closed in an unknown state.
 func (s *Store) Close() error {
+	if err := s.Err(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return storage.ErrClosed
 	}
 	s.closed = true
+	close(s.stop)
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("storage/pebble: close: %w", err)
 	}
