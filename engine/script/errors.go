@@ -17,6 +17,7 @@ const (
 	StatusConflict              = http.StatusConflict
 	StatusPreconditionFailed    = http.StatusPreconditionFailed
 	StatusRequestEntityTooLarge = http.StatusRequestEntityTooLarge
+	StatusTooManyRequests       = http.StatusTooManyRequests
 	StatusRetryWith             = 449
 	StatusInternalServerError   = http.StatusInternalServerError
 )
@@ -89,4 +90,9 @@ func newTimeoutError(budget fmt.Stringer) *limitError {
 
 func newMemoryError(limit int64) *limitError {
 	return &limitError{StatusBadRequest, fmt.Sprintf("The script exceeded its memory limit of %d bytes and was stopped.", limit)}
+}
+
+func newQuantumError(quantum fmt.Stringer) *limitError {
+	return &limitError{StatusTooManyRequests, "The script ran longer than " + quantum.String() +
+		" in a slot kept for short scripts while the others were taken, and was stopped. Retry later: it will wait for a slot of its own."}
 }

@@ -1,6 +1,7 @@
 package script
 
 import (
+	"context"
 	"runtime"
 	"time"
 )
@@ -71,3 +72,12 @@ func (l Limits) withDefaults() Limits {
 
 func (l Limits) maxArrayLength() int64  { return l.MaxMemory / 16 }
 func (l Limits) maxStringLength() int64 { return l.MaxMemory / 2 }
+
+type quantumKey struct{}
+
+// WithQuantum returns a context under which a script run is stopped with 429
+// once it has run for d (less than its time budget): the engine runs
+// scripts in a slot kept for short ones this way.
+func WithQuantum(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, quantumKey{}, d)
+}
