@@ -21,9 +21,11 @@ import (
 // slots are taken, from a partition that holds none: it runs at once, but
 // for one quantum only. A script still running then is stopped with 429,
 // and its partition is kept out of the short slots for a while, so that its
-// retry waits for a full slot in turn. So a trivial procedure starts at once
-// while another caller loops endless ones, and endless loops in many
-// partitions still keep at most half the cores, plus a quantum now and then.
+// retry waits for a full slot in turn. Scripts already waiting get a short
+// slot that frees only when none was overrun for a while: endless loops
+// arriving at once in many partitions cost one quantum, not one each. So a
+// trivial procedure starts at once while another caller loops endless ones,
+// and endless loops in many partitions still keep at most half the cores.
 type scriptGate struct {
 	mu      sync.Mutex
 	full    int // full slots
@@ -37,6 +39,7 @@ type scriptGate struct {
 	runningShort int
 	held         map[string]int       // slots held, by key
 	banned       map[string]time.Time // keys kept out of short slots, until when
+	lastOverrun  time.Time            // when a short slot was last overrun
 	queues       map[string][]*waiter // requests waiting, by key, oldest first
 	ring         []string             // keys with waiting requests, in turn order
 }
@@ -122,6 +125,7 @@ func (g *scriptGate) release(s slot, overran bool) {
 	defer g.mu.Unlock()
 	if s.short && overran {
 		now := g.now()
+		g.lastOverrun = now
 		if len(g.banned) >= maxBanned {
 			for k, until := range g.banned {
 				if !now.Before(until) {
@@ -213,6 +217,9 @@ func (g *scriptGate) next() (int, bool) {
 				return i, false
 			}
 		}
+	}
+	if g.now().Sub(g.lastOverrun) < g.banFor/4 {
+		return -1, false
 	}
 	for i, k := range g.ring {
 		if g.mayTakeShort(k) {

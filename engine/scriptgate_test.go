@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -36,6 +37,8 @@ func waitQueued(t *testing.T, g *scriptGate, n int) {
 func TestScriptGateSharesSlotsBetweenPartitions(t *testing.T) {
 	ctx := context.Background()
 	g := newScriptGate(1, 1, time.Millisecond, time.Hour)
+	var clock atomic.Int64
+	g.now = func() time.Time { return time.Unix(clock.Load(), 0) }
 	hot, err := g.acquire(ctx, "hot")
 	if err != nil || hot.short {
 		t.Fatalf("first script: %+v %v, want a full slot", hot, err)
@@ -69,9 +72,22 @@ func TestScriptGateSharesSlotsBetweenPartitions(t *testing.T) {
 	if s := <-coldAgain; s.key != "cold" || s.short {
 		t.Fatalf("next turn: %+v, want cold's script in the full slot", s)
 	}
-	// The short slot is free again, and hot holds nothing now.
+	// The short slot is free, and hot holds nothing now; but a short slot
+	// was overrun lately, so it goes to arrivals only, not to those waiting.
+	x, err := g.acquire(ctx, "x")
+	if err != nil || !x.short {
+		t.Fatalf("arrival after an overrun: %+v %v, want the short slot", x, err)
+	}
+	g.release(x, false)
+	waitQueued(t, g, 1)
+	clock.Add(int64(time.Hour / time.Second / 2))
+	y, err := g.acquire(ctx, "y")
+	if err != nil || !y.short {
+		t.Fatalf("arrival: %+v %v, want the short slot", y, err)
+	}
+	g.release(y, false)
 	if s := <-hot3; s.key != "hot" || !s.short {
-		t.Fatalf("hot's next: %+v, want the short slot", s)
+		t.Fatalf("hot's next, a while after the overrun: %+v, want the short slot", s)
 	}
 	// A waiter that gives up leaves the queue.
 	cctx, cancel := context.WithCancel(ctx)
