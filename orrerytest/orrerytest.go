@@ -44,6 +44,13 @@ type Options struct {
 	// trigger and UDF run instead of the default 5 s: tests of runaway
 	// scripts set a short one.
 	ScriptTimeout time.Duration
+	// ScriptLimits, when set, bound every script run instead of the defaults
+	// (ScriptTimeout, when set, overrides its Timeout).
+	ScriptLimits script.Limits
+	// MaxConcurrentScripts, when set, is how many stored procedures and
+	// triggers may run at once for their whole time budget (see
+	// engine.Options).
+	MaxConcurrentScripts int
 }
 
 // Start starts a server on memory storage and registers its shutdown with
@@ -64,10 +71,15 @@ func StartWith(t testing.TB, opts Options) *Server {
 		}
 		store = s
 	}
+	limits := opts.ScriptLimits
+	if opts.ScriptTimeout > 0 {
+		limits.Timeout = opts.ScriptTimeout
+	}
 	eng, err := engine.Open(store, engine.Options{
 		ServeCrossPartitionQueries: opts.ServeCrossPartitionQueries,
 		Now:                        opts.Now,
-		ScriptLimits:               script.Limits{Timeout: opts.ScriptTimeout},
+		ScriptLimits:               limits,
+		MaxConcurrentScripts:       opts.MaxConcurrentScripts,
 	})
 	if err != nil {
 		t.Fatalf("orrerytest: opening the engine: %v", err)

@@ -96,3 +96,7 @@ func newQuantumError(quantum fmt.Stringer) *limitError {
 	return &limitError{StatusTooManyRequests, "The script ran longer than " + quantum.String() +
 		" in a slot kept for short scripts while the others were taken, and was stopped. Retry later: it will wait for a slot of its own."}
 }
+
+func newTotalMemoryError(budget int64) *limitError {
+	return &limitError{StatusBadRequest, fmt.Sprintf("The script was stopped at the memory limit of all scripts running together: they grew the heap beyond %d bytes, and it had run the longest of them.", budget)}
+}

@@ -19,6 +19,11 @@ type Limits struct {
 	// It also bounds the array and string sizes that single built-in calls
 	// may produce (MaxMemory/16 elements, MaxMemory/2 characters).
 	MaxMemory int64
+	// MaxTotalMemory is how far the heap may grow while scripts run, all the
+	// runs in progress together (default: MaxMemory). Past it, the runs in
+	// progress longest stop with the memory-limit error, one after another
+	// until the heap is back within it (see memoryBudget).
+	MaxTotalMemory int64
 	// MaxCallDepth is the deepest JavaScript call stack allowed (default 1000).
 	MaxCallDepth int
 	// MaxResponseBytes bounds the serialized response body of a stored
@@ -54,6 +59,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxMemory <= 0 {
 		l.MaxMemory = d.MaxMemory
+	}
+	if l.MaxTotalMemory <= 0 {
+		l.MaxTotalMemory = l.MaxMemory
 	}
 	if l.MaxCallDepth <= 0 {
 		l.MaxCallDepth = d.MaxCallDepth

@@ -56,7 +56,8 @@ type run struct {
 
 	memMu     sync.Mutex // over mem: the tick and the natives check it
 	mem       memoryWatch
-	madeChars int64 // string characters made by the natives since their last check
+	budget    *memoryBudget // shared by the runs in progress
+	madeChars int64         // string characters made by the natives since their last check
 }
 
 // arm starts the time budget, the memory watchdog and the cancellation hook.
@@ -91,6 +92,10 @@ func (r *run) disarm() {
 	if r.unwatch != nil {
 		r.unwatch()
 	}
+	r.memMu.Lock()
+	r.mem.ended = true
+	r.budget.leave(r)
+	r.memMu.Unlock()
 }
 
 // stop interrupts the script for reason, once.
