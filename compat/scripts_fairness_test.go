@@ -3,6 +3,8 @@ package compat
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -17,16 +19,23 @@ import (
 
 // executeSprocCtx runs a stored procedure in partition pk like executeSproc,
 // but gives up when ctx ends, answering the error instead of failing t.
-func executeSprocCtx(ctx context.Context, s *orrerytest.Server, db, coll, id, pk string) (int, error) {
+func executeSprocCtx(ctx context.Context, s *orrerytest.Server, db, coll, id, pk string, args ...any) (int, []byte, error) {
 	link := "dbs/" + db + "/colls/" + coll + "/sprocs/" + id
 	date := time.Now().UTC().Format(http.TimeFormat)
 	auth, err := server.Sign(s.Key, "POST", "sprocs", link, date)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, "POST", s.Endpoint+link, bytes.NewReader([]byte("[]")))
+	if args == nil {
+		args = []any{}
+	}
+	body, err := json.Marshal(args)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", s.Endpoint+link, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
 	}
 	for k, v := range map[string]string{"Authorization": auth, "x-ms-date": date, "x-ms-version": "2020-07-15",
 		"Content-Type": "application/json", "x-ms-documentdb-partitionkey": `["` + pk + `"]`} {
@@ -34,10 +43,11 @@ func executeSprocCtx(ctx context.Context, s *orrerytest.Server, db, coll, id, pk
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	resp.Body.Close()
-	return resp.StatusCode, nil
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, out, err
 }
 
 // TestEndlessScriptsDoNotStarveOtherPartitions has one caller loop endless
@@ -65,7 +75,7 @@ func TestEndlessScriptsDoNotStarveOtherPartitions(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for hotCtx.Err() == nil {
-				status, err := executeSprocCtx(hotCtx, s, "db", "items", "spin", "hot")
+				status, _, err := executeSprocCtx(hotCtx, s, "db", "items", "spin", "hot")
 				if err == nil && status != http.StatusTooManyRequests {
 					hotEnded.Add(1)
 					t.Errorf("an endless procedure answered %d before its caller gave up", status)
@@ -89,7 +99,7 @@ func TestEndlessScriptsDoNotStarveOtherPartitions(t *testing.T) {
 	for i := range 20 {
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), budget)
-		status, err := executeSprocCtx(ctx, s, "db", "items", "hello", "cold"+strconv.Itoa(i%3))
+		status, _, err := executeSprocCtx(ctx, s, "db", "items", "hello", "cold"+strconv.Itoa(i%3))
 		cancel()
 		latencies = append(latencies, time.Since(start))
 		if err != nil || status != http.StatusOK {
