@@ -35,9 +35,13 @@ type Options struct {
 	// budget, memory ceiling, call depth); zero fields take the defaults.
 	ScriptLimits script.Limits
 	// MaxConcurrentScripts bounds how many stored procedures and triggers run
-	// at once, so runaway scripts cannot take every core from the requests
-	// that run none; zero means half the cores (at least one). A script that
-	// finds no free slot within its time budget is answered 429.
+	// at once for their whole time budget, so runaway scripts cannot take
+	// every core from the requests that run none; zero means half the cores
+	// (at least one). As many again may run for a short quantum, for the
+	// partitions that hold no slot when all are taken; one logical partition
+	// holds at most half the slots (at least one), and waiting partitions
+	// get free slots in turn (see scriptGate). A script that finds no free
+	// slot within its time budget is answered 429.
 	MaxConcurrentScripts int
 	// SweepInterval is how often expired items are deleted for real;
 	// DefaultSweepInterval when zero, never when negative (expired items
@@ -88,7 +92,7 @@ type Engine struct {
 	// runtime pool costs megabytes that a server without scripts never needs.
 	scriptsOnce sync.Once
 	scriptsRun  *script.Runner
-	scriptSlots chan struct{}
+	scriptGate  *scriptGate
 	now         func() time.Time
 	cursors     *cursorCache
 	// queryPool is the memory all queries share; nil: unbounded.
@@ -180,23 +184,45 @@ func (e *Engine) scripts() *script.Runner {
 		if n <= 0 {
 			n = max(1, runtime.GOMAXPROCS(0)/2)
 		}
-		e.scriptSlots = make(chan struct{}, n)
+		timeout := e.scriptsRun.Limits().Timeout
+		e.scriptGate = newScriptGate(n, max(1, n/2), min(scriptQuantum, timeout/2), timeout)
 	})
 	return e.scriptsRun
 }
 
-// admitScript waits for a slot to run a stored procedure or trigger. The
-// script's time budget counts from its arrival, wait included: the returned
-// context ends when the budget does, and a script that finds no slot by then
-// is answered 429. The caller runs the script under ctx and calls release.
-func (e *Engine) admitScript(parent context.Context) (ctx context.Context, release func(), err error) {
+// ScriptStats is how many stored procedures and triggers run and wait for a
+// slot at one moment.
+type ScriptStats struct {
+	Running int
+	Waiting int
+}
+
+// ScriptStats reports how many stored procedures and triggers run and wait
+// for a slot now, for metrics and tests.
+func (e *Engine) ScriptStats() ScriptStats {
+	e.scripts()
+	running, waiting := e.scriptGate.stats()
+	return ScriptStats{Running: running, Waiting: waiting}
+}
+
+// scriptQuantum is how long a script may run in a short slot.
+const scriptQuantum = 50 * time.Millisecond
+
+// admitScript waits for a slot to run a stored procedure or trigger in the
+// logical partition pk of c, its turn among the partitions waiting. The
+// wait counts against the script's time budget: the returned context ends
+// with it. release takes the error the run ended with.
+func (e *Engine) admitScript(parent context.Context, c *Container, pk PartitionKey) (ctx context.Context, release func(error), err error) {
 	budget := e.scripts().Limits().Timeout
+	p, perr := c.partition(pk)
+	if perr != nil {
+		return nil, nil, perr
+	}
+	key := string(c.rid) + string(p.enc)
 	ctx, cancel := context.WithTimeoutCause(parent, budget,
 		fmt.Errorf("the script exceeded its time budget of %v, counting its wait for a slot", budget))
-	select {
-	case e.scriptSlots <- struct{}{}:
-		return ctx, func() { <-e.scriptSlots; cancel() }, nil
-	case <-ctx.Done():
+	s, aerr := e.scriptGate.acquire(ctx, key)
+	if aerr != nil {
 		cancel()
 		if parent.Err() != nil {
 			return nil, nil, &Error{Status: 408, Code: "RequestTimeout", Message: "The request was cancelled while waiting for a script slot."}
@@ -204,6 +230,13 @@ func (e *Engine) admitScript(parent context.Context) (ctx context.Context, relea
 		return nil, nil, &Error{Status: 429, Code: "TooManyRequests",
 			Message: fmt.Sprintf("Too many scripts are running: no slot for this one freed up within its time budget (%v). Retry later.", budget)}
 	}
+	if s.short {
+		ctx = script.WithQuantum(ctx, e.scriptGate.quantum)
+	}
+	return ctx, func(err error) {
+		e.scriptGate.release(s, s.short && StatusOf(err) == 429)
+		cancel()
+	}, nil
 }
 
 // SessionLSN is the sequence number every committed write is at or below:

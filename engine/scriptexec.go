@@ -85,11 +85,10 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest
 		}
 	}
 	sp := scriptOf(props)
-	ctx, release, err := e.admitScript(ctx)
+	ctx, release, err := e.admitScript(ctx, c, pk)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
 	var res script.Result
 	err = e.inPartition(c, pk, func(t *txn) error {
 		coll := &scriptCollection{t: t}
@@ -97,6 +96,7 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest
 		res, rerr = e.scripts().Execute(ctx, sp, req.Args, coll, script.ExecuteOptions{EnableLogging: req.EnableLogging})
 		return scriptError(rerr)
 	})
+	release(err)
 	if err != nil {
 		return nil, err
 	}
@@ -365,12 +365,12 @@ func (e *Engine) runWithTriggers(c *Container, req *ItemRequest, op *BatchOperat
 	if !hasPK {
 		return BatchOperationResult{}, errPartitionKeyRequired
 	}
-	ctx, release, err := e.admitScript(context.Background())
+	ctx, release, err := e.admitScript(context.Background(), c, pk)
 	if err != nil {
 		return BatchOperationResult{}, err
 	}
-	defer release()
 	var r BatchOperationResult
+	defer func() { release(err) }()
 	err = e.inPartition(c, pk, func(t *txn) error {
 		coll := &scriptCollection{t: t}
 		for _, trig := range pre {

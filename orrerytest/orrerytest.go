@@ -61,6 +61,13 @@ type Options struct {
 	// Limits, when set, replace the server's default timeouts and body
 	// memory cap (see server.Limits): tests of slow or large uploads.
 	Limits server.Limits
+	// ScriptLimits, when set, bound every script run instead of the defaults
+	// (ScriptTimeout, when set, overrides its Timeout).
+	ScriptLimits script.Limits
+	// MaxConcurrentScripts, when set, is how many stored procedures and
+	// triggers may run at once for their whole time budget (see
+	// engine.Options).
+	MaxConcurrentScripts int
 }
 
 // Start starts a server on memory storage and registers its shutdown with
@@ -81,11 +88,16 @@ func StartWith(t testing.TB, opts Options) *Server {
 		}
 		store = s
 	}
+	limits := opts.ScriptLimits
+	if opts.ScriptTimeout > 0 {
+		limits.Timeout = opts.ScriptTimeout
+	}
 	eng, err := engine.Open(store, engine.Options{
 		ServeCrossPartitionQueries: opts.ServeCrossPartitionQueries,
 		PartitionKeyRanges:         opts.PartitionKeyRanges,
 		Now:                        opts.Now,
-		ScriptLimits:               script.Limits{Timeout: opts.ScriptTimeout},
+		ScriptLimits:               limits,
+		MaxConcurrentScripts:       opts.MaxConcurrentScripts,
 		QueryTimeBudget:            opts.QueryTimeBudget,
 		QueryMemoryLimit:           opts.QueryMemoryLimit,
 		QueryMemoryPool:            opts.QueryMemoryPool,

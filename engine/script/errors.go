@@ -16,6 +16,7 @@ const (
 	StatusConflict              = 409
 	StatusPreconditionFailed    = 412
 	StatusRequestEntityTooLarge = 413
+	StatusTooManyRequests       = 429
 	StatusRetryWith             = 449
 	StatusInternalServerError   = 500
 )
@@ -88,4 +89,13 @@ func newTimeoutError(budget fmt.Stringer) *limitError {
 
 func newMemoryError(limit int64) *limitError {
 	return &limitError{StatusBadRequest, fmt.Sprintf("The script exceeded its memory limit of %d bytes and was stopped.", limit)}
+}
+
+func newQuantumError(quantum fmt.Stringer) *limitError {
+	return &limitError{StatusTooManyRequests, "The script ran longer than " + quantum.String() +
+		" in a slot kept for short scripts while the others were taken, and was stopped. Retry later: it will wait for a slot of its own."}
+}
+
+func newTotalMemoryError(budget int64) *limitError {
+	return &limitError{StatusBadRequest, fmt.Sprintf("The script was stopped at the memory limit of all scripts running together: they grew the heap beyond %d bytes, and it had run the longest of them.", budget)}
 }

@@ -1,6 +1,7 @@
 package script
 
 import (
+	"context"
 	"runtime"
 	"time"
 )
@@ -18,6 +19,11 @@ type Limits struct {
 	// It also bounds the array and string sizes that single built-in calls
 	// may produce (MaxMemory/16 elements, MaxMemory/2 characters).
 	MaxMemory int64
+	// MaxTotalMemory is how far the heap may grow while scripts run, all the
+	// runs in progress together (default: MaxMemory). Past it, the runs in
+	// progress longest stop with the memory-limit error, one after another
+	// until the heap is back within it (see memoryBudget).
+	MaxTotalMemory int64
 	// MaxCallDepth is the deepest JavaScript call stack allowed (default 1000).
 	MaxCallDepth int
 	// MaxResponseBytes bounds the serialized response body of a stored
@@ -54,6 +60,9 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxMemory <= 0 {
 		l.MaxMemory = d.MaxMemory
 	}
+	if l.MaxTotalMemory <= 0 {
+		l.MaxTotalMemory = l.MaxMemory
+	}
 	if l.MaxCallDepth <= 0 {
 		l.MaxCallDepth = d.MaxCallDepth
 	}
@@ -71,3 +80,12 @@ func (l Limits) withDefaults() Limits {
 
 func (l Limits) maxArrayLength() int64  { return l.MaxMemory / 16 }
 func (l Limits) maxStringLength() int64 { return l.MaxMemory / 2 }
+
+type quantumKey struct{}
+
+// WithQuantum returns a context under which a script run is stopped with 429
+// once it has run for d (less than its time budget): the engine runs
+// scripts in a slot kept for short ones this way.
+func WithQuantum(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, quantumKey{}, d)
+}

@@ -50,12 +50,14 @@ type run struct {
 	done    bool
 	stopped *limitError // why the run was interrupted
 	timer   *time.Timer
+	quantum *time.Timer // nil unless the context set one (WithQuantum)
 	poller  *time.Timer
 	unwatch func() bool
 
 	memMu     sync.Mutex // over mem: the tick and the natives check it
 	mem       memoryWatch
-	madeChars int64 // string characters made by the natives since their last check
+	budget    *memoryBudget // shared by the runs in progress
+	madeChars int64         // string characters made by the natives since their last check
 }
 
 // arm starts the time budget, the memory watchdog and the cancellation hook.
@@ -64,6 +66,9 @@ func (r *run) arm(v *vm) {
 	r.acceptBy = r.start.Add(time.Duration(float64(r.limits.Timeout) * r.limits.AcceptFraction))
 	budget := r.limits.Timeout
 	r.timer = time.AfterFunc(budget, func() { r.stop(v, newTimeoutError(budget)) })
+	if q, ok := r.ctx.Value(quantumKey{}).(time.Duration); ok && q > 0 && q < budget {
+		r.quantum = time.AfterFunc(q, func() { r.stop(v, newQuantumError(q)) })
+	}
 	// Assign the poller before it can first fire: it re-arms itself.
 	r.poller = time.AfterFunc(time.Hour, func() { r.pollMemory(v) })
 	r.poller.Reset(memoryPollInterval)
@@ -80,10 +85,17 @@ func (r *run) disarm() {
 	r.done = true
 	r.mu.Unlock()
 	r.timer.Stop()
+	if r.quantum != nil {
+		r.quantum.Stop()
+	}
 	r.poller.Stop()
 	if r.unwatch != nil {
 		r.unwatch()
 	}
+	r.memMu.Lock()
+	r.mem.ended = true
+	r.budget.leave(r)
+	r.memMu.Unlock()
 }
 
 // stop interrupts the script for reason, once.
@@ -95,6 +107,13 @@ func (r *run) stop(v *vm, reason *limitError) {
 	}
 	r.stopped = reason
 	v.rt.Interrupt(reason)
+}
+
+// stoppedBy returns why the run was interrupted, or nil.
+func (r *run) stoppedBy() *limitError {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopped
 }
 
 func (r *run) isDone() bool {
@@ -121,6 +140,9 @@ func (r *run) drain(v *vm) error {
 		if r.overBudget() {
 			reason := newTimeoutError(r.limits.Timeout)
 			r.stop(v, reason)
+			return reason
+		}
+		if reason := r.stoppedBy(); reason != nil {
 			return reason
 		}
 		job := r.queue[i]

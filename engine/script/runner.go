@@ -17,13 +17,14 @@ type Runner struct {
 	limits   Limits
 	programs *programCache
 	pool     *pool
+	memory   *memoryBudget
 }
 
 // NewRunner returns a Runner with the given limits (zero fields take the
 // defaults of DefaultLimits).
 func NewRunner(l Limits) *Runner {
 	l = l.withDefaults()
-	rn := &Runner{limits: l, programs: newProgramCache(l.ProgramCacheSize), pool: newPool(l)}
+	rn := &Runner{limits: l, programs: newProgramCache(l.ProgramCacheSize), pool: newPool(l), memory: newMemoryBudget()}
 	rn.pool.refill() // so that the first run need not wait for a runtime
 	return rn
 }
@@ -187,7 +188,7 @@ func (rn *Runner) acquire(ctx context.Context, r *run) (*vm, error) {
 	if err != nil {
 		return nil, failure(StatusInternalServerError, "The script runtime could not be created: "+err.Error())
 	}
-	r.ctx, r.limits = ctx, &rn.limits
+	r.ctx, r.limits, r.budget = ctx, &rn.limits, rn.memory
 	v.begin(r)
 	r.arm(v)
 	return v, nil

@@ -35,10 +35,92 @@ const (
 // memoryWatch is a run's watchdog state.
 type memoryWatch struct {
 	started   bool
+	ended     bool   // the run is over: it must not join the budget
 	base      uint64 // live heap when the run began (at most)
 	cycles    uint64 // collections finished when the run began
 	threshold uint64 // heap size that makes the next forced collection
-	nextForce time.Time
+	// totalThreshold is the heap size that makes the next forced collection
+	// for the budget all runs share.
+	totalThreshold uint64
+	nextForce      time.Time
+}
+
+// memoryBudget bounds the heap growth of all the runs in progress together
+// (Limits.MaxTotalMemory): one run's ceiling does not stop eight runs, each
+// begun when the others already held their memory, from holding eight
+// times as much. The growth is measured from the heap when the runs in
+// progress began: the base of the first run that found none in progress,
+// lowered to any live heap seen since (memory held then and freed since is
+// not the scripts'). Past the budget, the run that has been in progress
+// longest is stopped, one after another until the heap is back within it:
+// which run holds what cannot be told from the process heap, and the
+// oldest has had the most time to grow it.
+type memoryBudget struct {
+	mu   sync.Mutex
+	runs map[*run]*vm
+	base uint64
+	// victim is the run stopped last, until it ends; settled is the count
+	// of collections finished when it ended: only a later one tells
+	// whether stopping it was enough.
+	victim  *run
+	settled uint64
+}
+
+func newMemoryBudget() *memoryBudget {
+	return &memoryBudget{runs: map[*run]*vm{}}
+}
+
+// join counts run r on v, whose heap base is base, among the runs in
+// progress.
+func (b *memoryBudget) join(r *run, v *vm, base uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.runs) == 0 || base < b.base {
+		b.base = base
+	}
+	b.runs[r] = v
+}
+
+// leave ends r's part in the budget.
+func (b *memoryBudget) leave(r *run) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.runs, r)
+	if r == b.victim {
+		b.victim = nil
+		_, _, b.settled = heapBytes()
+	}
+}
+
+// over takes the live heap after collection number cycles and returns the
+// run to stop (and its runtime) when the runs in progress have grown the
+// heap beyond total, or nil. It also returns the base the growth counts
+// from.
+func (b *memoryBudget) over(live, cycles, total uint64) (*run, *vm, uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.base = min(b.base, live)
+	if live-b.base <= total || b.victim != nil || cycles <= b.settled {
+		return nil, nil, b.base
+	}
+	var oldest *run
+	for r := range b.runs {
+		if oldest == nil || r.start.Before(oldest.start) {
+			oldest = r
+		}
+	}
+	if oldest == nil {
+		return nil, nil, b.base
+	}
+	b.victim = oldest
+	return oldest, b.runs[oldest], b.base
+}
+
+// baseline returns the base the growth counts from.
+func (b *memoryBudget) baseline() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.base
 }
 
 // heapBytes returns the live heap as of the last collection, the heap
@@ -65,15 +147,15 @@ var (
 
 // liveAfterCollection returns the live heap after a collection that finished
 // after since, forcing one unless another run already did.
-func liveAfterCollection(since time.Time) uint64 {
+func liveAfterCollection(since time.Time) (live, cycles uint64) {
 	forcedGCMu.Lock()
 	if forcedGCLast.Before(since) {
 		runtime.GC()
 		forcedGCLast = time.Now()
 	}
 	forcedGCMu.Unlock()
-	live, _, _ := heapBytes()
-	return live
+	live, _, cycles = heapBytes()
+	return live, cycles
 }
 
 // pollMemory is the watchdog tick; it re-arms itself until the run ends.
@@ -100,31 +182,58 @@ func (r *run) pollMemory(v *vm) {
 func (r *run) checkMemory(v *vm, minSpacing time.Duration) bool {
 	r.memMu.Lock()
 	defer r.memMu.Unlock()
-	live, objects, cycles := heapBytes()
+	if r.mem.ended {
+		return false
+	}
 	w := &r.mem
-	limit := uint64(r.limits.MaxMemory)
+	limit, total := uint64(r.limits.MaxMemory), uint64(r.limits.MaxTotalMemory)
 	if !w.started {
+		live, objects, cycles := heapBytes()
 		// The live heap of the last collection may count what has been
 		// freed since; the heap's objects now bound what is live too.
 		base := min(live, objects)
 		w.started, w.base, w.cycles, w.threshold = true, base, cycles, base+limit
+		r.budget.join(r, v, base)
 	}
-	// Only a collection finished during the run tells what the run holds.
-	if cycles > w.cycles && live > w.base && live-w.base > limit {
-		r.stop(v, newMemoryError(r.limits.MaxMemory))
-		return true
+	// over stops this run, or the one the budget picks, when live (the heap
+	// after a collection) is beyond a limit; it reports whether this run
+	// stopped.
+	over := func(live, cycles uint64) (stopped bool, totalBase uint64) {
+		if live > w.base && live-w.base > limit {
+			r.stop(v, newMemoryError(r.limits.MaxMemory))
+			return true, 0
+		}
+		victim, vv, totalBase := r.budget.over(live, cycles, total)
+		if victim == nil {
+			return false, totalBase
+		}
+		victim.stop(vv, newTotalMemoryError(r.limits.MaxTotalMemory))
+		return victim == r, totalBase
+	}
+	live, objects, cycles := heapBytes()
+	totalBase := r.budget.baseline()
+	// Only a collection finished during the run tells what the runs hold.
+	if cycles > w.cycles {
+		var stopped bool
+		if stopped, totalBase = over(live, cycles); stopped {
+			return true
+		}
+	}
+	if w.totalThreshold == 0 {
+		w.totalThreshold = totalBase + total
 	}
 	// Past twice the limit the spacing gives way: the heap is not let grow
 	// further unconfirmed, and a collection then frees at least a limit's
 	// worth or finds the run over it.
-	urgent := objects > w.base+2*limit
-	if now := time.Now(); objects > w.threshold && (urgent || now.After(w.nextForce)) {
-		live = liveAfterCollection(now)
-		if live > w.base && live-w.base > limit {
-			r.stop(v, newMemoryError(r.limits.MaxMemory))
+	urgent := objects > w.base+2*limit || objects > totalBase+2*total
+	if now := time.Now(); objects > min(w.threshold, w.totalThreshold) && (urgent || now.After(w.nextForce)) {
+		live, cycles = liveAfterCollection(now)
+		stopped, totalBase := over(live, cycles)
+		if stopped {
 			return true
 		}
 		w.threshold = max(w.base+limit, live+limit/8)
+		w.totalThreshold = max(totalBase+total, live+total/8)
 		w.nextForce = time.Now().Add(max(4*time.Since(now), minSpacing))
 	}
 	return false
