@@ -1,0 +1,45 @@
+package storage
+
+import "context"
+
+// Shared is implemented by a Store that several processes use at once, each
+// running its own engine (one gateway each, say), so that together they
+// behave as one database. The engine orders the writers of a logical
+// partition, numbers writes for the change feed and elects the process that
+// runs background duties through it. A Store without it belongs to one
+// process: the engine then does all of this with in-process locks and
+// counters, which are faster.
+type Shared interface {
+	Store
+	// NewSharedBatch starts a write batch that can take locks and a sequence
+	// number shared by every process on the store. Its reads see the
+	// store's latest committed state (as of each read, read-committed) with
+	// its own writes on top.
+	NewSharedBatch(ctx context.Context) (SharedBatch, error)
+	// Watermark returns a sequence number such that every batch with a
+	// lower Sequence has committed or rolled back: a change-feed reader that
+	// reads only entries below it never passes over an entry that commits
+	// later with a lower number.
+	Watermark(ctx context.Context) (uint64, error)
+	// Lead makes this process the one that performs duty (say, the TTL
+	// sweep) among all processes on the store. It blocks until it does, ctx
+	// is done (ctx.Err()) or the store fails. It returns lost, closed when
+	// the duty is no longer held (the connection that held it was lost),
+	// and release, which gives the duty up.
+	Lead(ctx context.Context, duty string) (lost <-chan struct{}, release func(), err error)
+}
+
+// SharedBatch is a Batch of a Shared store.
+type SharedBatch interface {
+	Batch
+	// Lock takes the lock named by key until the batch commits or is
+	// closed, waiting while another batch, in any process, holds it in a
+	// conflicting mode: shared holders of one name hold it together, an
+	// exclusive holder alone. Waiters are served in arrival order.
+	Lock(ctx context.Context, key []byte, exclusive bool) error
+	// Sequence returns the batch's sequence number, the same on every call.
+	// Called after Lock, it is greater than the Sequence of every batch that
+	// held a conflicting lock before this one, and no two batches share one;
+	// numbers may skip.
+	Sequence(ctx context.Context) (uint64, error)
+}
