@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/orrery-db/orrery/engine"
@@ -44,6 +45,10 @@ type Options struct {
 	// trigger and UDF run instead of the default 5 s: tests of runaway
 	// scripts set a short one.
 	ScriptTimeout time.Duration
+	// AAD configures Entra ID (AAD) tokens (see server.AAD): the zero
+	// value accepts any well-formed, unexpired JWT, as the emulator does;
+	// with an Issuer's Keys and Roles, tokens are verified.
+	AAD server.AAD
 }
 
 // Start starts a server on memory storage and registers its shutdown with
@@ -75,6 +80,7 @@ func StartWith(t testing.TB, opts Options) *Server {
 	srv, err := server.New(server.Config{
 		Engine: eng,
 		Keys:   server.Keys{Master: server.EmulatorKey},
+		AAD:    opts.AAD,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
@@ -96,4 +102,10 @@ func StartWith(t testing.TB, opts Options) *Server {
 		t.Fatalf("orrerytest: %v", err)
 	}
 	return &Server{Endpoint: endpoint, Key: server.EmulatorKey, Client: client, Engine: eng}
+}
+
+// NewAADClient returns an azcosmos client of the server that signs in with
+// an Entra ID token credential (Issuer.Credential in tests).
+func (s *Server) NewAADClient(cred azcore.TokenCredential) (*azcosmos.Client, error) {
+	return azcosmos.NewClient(s.Endpoint, cred, nil)
 }
