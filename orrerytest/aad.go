@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"math/big"
 	"strings"
 	"time"
@@ -100,4 +102,14 @@ func (c *issuerCredential) GetToken(_ context.Context, opts policy.TokenRequestO
 		exp = time.Unix(e, 0)
 	}
 	return azcore.AccessToken{Token: tok, ExpiresOn: exp}, nil
+}
+
+// PrivateKeyPEM is the issuer's signing key (PKCS #8, PEM), for clients in
+// other languages that mint its tokens themselves.
+func (i *Issuer) PrivateKeyPEM() []byte {
+	der, err := x509.MarshalPKCS8PrivateKey(i.key)
+	if err != nil {
+		panic(err) // an RSA key always marshals
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
 }

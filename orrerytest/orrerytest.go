@@ -1,6 +1,7 @@
 package orrerytest
 
 import (
+	"encoding/pem"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -28,6 +29,11 @@ type Server struct {
 	Client *azcosmos.Client
 	// Engine is the server's engine, for tests that look beneath the API.
 	Engine *engine.Engine
+	// CertificatePEM is the certificate of a TLS server (Options.TLS), for
+	// clients to trust; nil otherwise.
+	CertificatePEM []byte
+
+	clientOpts *azcosmos.ClientOptions
 }
 
 // Options configure a test server.
@@ -45,6 +51,10 @@ type Options struct {
 	// trigger and UDF run instead of the default 5 s: tests of runaway
 	// scripts set a short one.
 	ScriptTimeout time.Duration
+	// TLS serves https with httptest's certificate (Server.CertificatePEM)
+	// instead of plain http: the JavaScript SDK sends Entra ID tokens over
+	// https only.
+	TLS bool
 	// AAD configures Entra ID (AAD) tokens (see server.AAD): the zero
 	// value accepts any well-formed, unexpired JWT, as the emulator does;
 	// with an Issuer's Keys and Roles, tokens are verified.
@@ -86,7 +96,12 @@ func StartWith(t testing.TB, opts Options) *Server {
 	if err != nil {
 		t.Fatalf("orrerytest: %v", err)
 	}
-	hs := httptest.NewServer(srv)
+	hs := httptest.NewUnstartedServer(srv)
+	if opts.TLS {
+		hs.StartTLS()
+	} else {
+		hs.Start()
+	}
 	t.Cleanup(func() {
 		hs.Close()
 		eng.Close()
@@ -97,15 +112,21 @@ func StartWith(t testing.TB, opts Options) *Server {
 		t.Fatalf("orrerytest: %v", err)
 	}
 	endpoint := hs.URL + "/"
-	client, err := azcosmos.NewClientWithKey(endpoint, cred, nil)
+	var clientOpts *azcosmos.ClientOptions
+	var certPEM []byte
+	if opts.TLS {
+		clientOpts = &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: hs.Client()}}
+		certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hs.Certificate().Raw})
+	}
+	client, err := azcosmos.NewClientWithKey(endpoint, cred, clientOpts)
 	if err != nil {
 		t.Fatalf("orrerytest: %v", err)
 	}
-	return &Server{Endpoint: endpoint, Key: server.EmulatorKey, Client: client, Engine: eng}
+	return &Server{Endpoint: endpoint, Key: server.EmulatorKey, Client: client, Engine: eng, CertificatePEM: certPEM, clientOpts: clientOpts}
 }
 
 // NewAADClient returns an azcosmos client of the server that signs in with
 // an Entra ID token credential (Issuer.Credential in tests).
 func (s *Server) NewAADClient(cred azcore.TokenCredential) (*azcosmos.Client, error) {
-	return azcosmos.NewClient(s.Endpoint, cred, nil)
+	return azcosmos.NewClient(s.Endpoint, cred, s.clientOpts)
 }

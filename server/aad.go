@@ -70,10 +70,10 @@ type AAD struct {
 	// Issuers, when not empty, are the accepted values of the iss claim.
 	Issuers []string
 	// Audiences are accepted values of the aud claim besides
-	// https://cosmos.azure.com. When empty, the scheme and host name the
-	// request was addressed to (https://localhost for
-	// https://localhost:8081/) are accepted, which is what the SDKs ask
-	// their credentials for.
+	// https://cosmos.azure.com. When empty, the scheme and host the request
+	// was addressed to, with or without its port (https://localhost or
+	// https://localhost:8081 for https://localhost:8081/), are accepted,
+	// which is what the SDKs ask their credentials for.
 	Audiences []string
 	// Roles assign the built-in data-plane roles to principals (AADVerify).
 	Roles []RoleAssignment
@@ -292,8 +292,10 @@ func (v *aadVerifier) verify(r *http.Request, token string, now time.Time) (*aad
 func (v *aadVerifier) audienceOK(r *http.Request, auds jwt.ClaimStrings) bool {
 	want := append([]string{cosmosAudience}, v.cfg.Audiences...)
 	if len(v.cfg.Audiences) == 0 {
-		host := requestHost(r)
-		want = append(want, "https://"+host, "http://"+host)
+		// The Go SDK asks for scheme://host, the JavaScript SDK for
+		// scheme://host:port.
+		host, hostPort := requestHost(r), strings.ToLower(r.Host)
+		want = append(want, "https://"+host, "http://"+host, "https://"+hostPort, "http://"+hostPort)
 	}
 	for _, a := range auds {
 		if contains(want, strings.TrimSuffix(a, "/")) {

@@ -78,6 +78,11 @@ func serve(args []string) error {
 	key := fs.String("key", env("ORRERY_KEY", server.EmulatorKey), "master key, base64 (env ORRERY_KEY; default: the emulator's well-known key)")
 	readOnlyKey := fs.String("readonly-key", env("ORRERY_READONLY_KEY", ""), "read-only key, base64 (env ORRERY_READONLY_KEY)")
 	crossPartition := fs.Bool("serve-cross-partition-queries", false, "execute cross-partition ORDER BY, aggregate, DISTINCT, GROUP BY, TOP and OFFSET queries that the Cosmos gateway refuses to clients without a query plan (the Go SDK)")
+	aadMode := fs.String("aad", env("ORRERY_AAD", ""), "Entra ID (AAD) tokens: off, emulator (any well-formed unexpired JWT) or verify (default: emulator with the emulator's key, verify with --aad-jwks, else off) (env ORRERY_AAD)")
+	aadJWKS := fs.String("aad-jwks", env("ORRERY_AAD_JWKS", ""), "JSON Web Key Set file of the identity provider: verify Entra ID tokens' signatures (env ORRERY_AAD_JWKS)")
+	aadRoles := fs.String("aad-roles", env("ORRERY_AAD_ROLES", ""), "role assignments file: principals (oid) to Data Reader/Contributor over a scope (env ORRERY_AAD_ROLES)")
+	aadIssuer := fs.String("aad-issuer", env("ORRERY_AAD_ISSUER", ""), "accepted token issuers (iss), comma-separated; any when empty (env ORRERY_AAD_ISSUER)")
+	aadAudience := fs.String("aad-audience", env("ORRERY_AAD_AUDIENCE", ""), "accepted token audiences besides https://cosmos.azure.com, comma-separated; default: the scheme and host a request is addressed to (env ORRERY_AAD_AUDIENCE)")
 	logLevel := fs.String("log-level", env("ORRERY_LOG_LEVEL", "info"), "log level: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -107,7 +112,11 @@ func serve(args []string) error {
 		return err
 	}
 	defer eng.Close()
-	srv, err := server.New(server.Config{Engine: eng, Keys: server.Keys{Master: *key, ReadOnly: *readOnlyKey}, Logger: log})
+	aad, err := aadConfig(*aadMode, *aadJWKS, *aadRoles, *aadIssuer, *aadAudience)
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Config{Engine: eng, Keys: server.Keys{Master: *key, ReadOnly: *readOnlyKey}, AAD: aad, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -147,6 +156,46 @@ func serve(args []string) error {
 		}
 	}
 	return nil
+}
+
+// aadConfig builds the Entra ID configuration from the serve flags.
+func aadConfig(mode, jwks, roles, issuers, audiences string) (server.AAD, error) {
+	var cfg server.AAD
+	var err error
+	if cfg.Mode, err = server.ParseAADMode(mode); err != nil {
+		return cfg, fmt.Errorf("--aad: %w", err)
+	}
+	if jwks != "" {
+		if cfg.Mode == server.AADOff || cfg.Mode == server.AADEmulator {
+			return cfg, fmt.Errorf("--aad-jwks verifies tokens: it cannot go with --aad=%s", mode)
+		}
+		if cfg.Keys, err = server.LoadJWKS(jwks); err != nil {
+			return cfg, fmt.Errorf("--aad-jwks: %w", err)
+		}
+		cfg.Mode = server.AADVerify
+	} else if cfg.Mode == server.AADVerify {
+		return cfg, errors.New("--aad=verify needs --aad-jwks")
+	}
+	if roles != "" {
+		if cfg.Roles, err = server.LoadRoleAssignments(roles); err != nil {
+			return cfg, fmt.Errorf("--aad-roles: %w", err)
+		}
+	}
+	cfg.Issuers = splitList(issuers)
+	for _, a := range splitList(audiences) {
+		cfg.Audiences = append(cfg.Audiences, strings.TrimSuffix(a, "/"))
+	}
+	return cfg, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func hostPort(a net.Addr) string {
