@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/orrery-db/orrery/orrerytest"
+	"github.com/orrery-db/orrery/server"
 )
 
 // jsSuiteDir is the npm project holding the JavaScript SDK tests.
@@ -38,6 +39,24 @@ func TestJSSDK(t *testing.T) {
 	tests := jsSuiteFiles(t)
 
 	srv := orrerytest.Start(t)
+	// Entra ID tests (aad.test.mjs): a TLS server that verifies tokens of
+	// an issuer whose key the suite signs with; the SDK sends bearer
+	// tokens over https only.
+	issuer, err := orrerytest.NewIssuer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	aadSrv := orrerytest.StartWith(t, orrerytest.Options{TLS: true, AAD: server.AAD{
+		Mode: server.AADVerify, Keys: issuer.Keys(), Issuers: []string{issuer.Name},
+		Roles: []server.RoleAssignment{
+			{PrincipalID: "js-writer", RoleDefinitionID: server.DataContributorRole, Scope: "/"},
+			{PrincipalID: "js-reader", RoleDefinitionID: server.DataReaderRole, Scope: "/"},
+		},
+	}})
+	caFile := filepath.Join(t.TempDir(), "orrerytest.pem")
+	if err := os.WriteFile(caFile, aadSrv.CertificatePEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	// node defaults to one file at a time on a two-core machine; the files
 	// mostly wait on the server, so run them all at once.
@@ -50,6 +69,11 @@ func TestJSSDK(t *testing.T) {
 		"ORRERY_ENDPOINT="+srv.Endpoint,
 		"ORRERY_KEY="+srv.Key,
 		"NO_COLOR=1",
+		"ORRERY_AAD_ENDPOINT="+aadSrv.Endpoint,
+		"ORRERY_AAD_SIGNING_KEY="+string(issuer.PrivateKeyPEM()),
+		"ORRERY_AAD_KID="+issuer.KeyID,
+		"ORRERY_AAD_ISSUER="+issuer.Name,
+		"NODE_EXTRA_CA_CERTS="+caFile,
 	)
 	// Stream node's output into the test log line by line as it arrives. If
 	// node is killed on timeout, WaitDelay stops waiting for the per-file

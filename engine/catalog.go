@@ -35,6 +35,7 @@ type Container struct {
 	etag   string
 	offer  string // RID of its offer, "" when none
 	index  *indexPolicy
+	unique uniqueKeyPolicy
 	record containerRecord
 	// logRetention is how long all-versions-and-deletes records are kept
 	// (changeFeedPolicy.retentionDuration); 0: none are logged.
@@ -161,6 +162,9 @@ func newContainer(db *Database, rec containerRecord) (*Container, error) {
 	c := &Container{ID: id, RID: ridStr, rid: rid, db: db, pk: pk, offer: rec.Offer, record: rec, index: newIndexPolicy(props),
 		logRetention: changeLogRetentionOf(props)}
 	c.etag, _ = stringProp(props, "_etag")
+	// Checked when the container was created; a record older than that
+	// check keeps no policy it cannot hold.
+	c.unique, _ = parseUniqueKeyPolicy(props["uniqueKeyPolicy"])
 	if v, ok := props["defaultTtl"].(float64); ok {
 		n := int64(v)
 		c.ttl = &n

@@ -158,8 +158,22 @@ func normalizeContainerProps(props map[string]any, prev *Container) (map[string]
 			ip["excludedPaths"] = []any{}
 		}
 	}
-	if _, ok := out["uniqueKeyPolicy"]; !ok {
+	if v, ok := out["uniqueKeyPolicy"]; !ok || v == nil {
 		out["uniqueKeyPolicy"] = map[string]any{"uniqueKeys": []any{}}
+		if prev != nil {
+			out["uniqueKeyPolicy"] = prev.record.Props["uniqueKeyPolicy"]
+		}
+	}
+	uk, uerr := parseUniqueKeyPolicy(out["uniqueKeyPolicy"])
+	if uerr != nil {
+		return nil, uerr
+	}
+	if prev != nil {
+		old, _ := json.Marshal(prev.unique)
+		cur, _ := json.Marshal(uk)
+		if string(old) != string(cur) {
+			return nil, BadRequest("The unique key policy of a container cannot be changed after it is created: create a new container with the policy and copy the items.")
+		}
 	}
 	if _, ok := out["conflictResolutionPolicy"]; !ok {
 		out["conflictResolutionPolicy"] = map[string]any{
@@ -350,7 +364,7 @@ func (e *Engine) purgeContainerData(collRID []byte) {
 	go func() {
 		defer e.bg.Done()
 		for _, p := range [][]byte{itemContainerPrefix(collRID), feedPrefix(collRID), ridPrefix(collRID),
-			versionPrefix(collRID), expiryPrefix(collRID), indexPrefix(collRID), indexRebuildKey(collRID)} {
+			versionPrefix(collRID), expiryPrefix(collRID), indexPrefix(collRID), uniquePrefix(collRID), indexRebuildKey(collRID)} {
 			if err := purgePrefix(e.store, p); err != nil {
 				slog.Warn("purging a deleted container's data failed", "error", err)
 				return

@@ -385,14 +385,17 @@ func (t *txn) put(it *item, prev *storedItem) (*storedItem, error) {
 	if len(s.doc) > MaxItemBytes {
 		return nil, TooLarge("%s: the item is %d bytes with its system properties, the limit is %d.", msgEntityTooLarge, len(s.doc), MaxItemBytes)
 	}
+	var prevDoc []byte
+	if prev != nil {
+		prevDoc = prev.doc
+	}
+	if err := t.putUnique(s.key, it.obj, prevDoc); err != nil {
+		return nil, err
+	}
 	ridBytes := binary.BigEndian.AppendUint64(nil, s.rid)
 	t.e.presenceOf(c).add(s.key)
 	if err := t.b.Set(s.key, s.encode()); err != nil {
 		return nil, err
-	}
-	var prevDoc []byte
-	if prev != nil {
-		prevDoc = prev.doc
 	}
 	// The stored document is the item's properties and the system ones, of
 	// which only _ts is indexed.
@@ -425,6 +428,9 @@ func (t *txn) remove(prev *storedItem) error {
 	}
 	c := t.p.c
 	if err := t.reindex(prev.key, prev.doc, nil); err != nil {
+		return err
+	}
+	if err := t.removeUnique(prev.key, prev.doc); err != nil {
 		return err
 	}
 	ridBytes := binary.BigEndian.AppendUint64(nil, prev.rid)

@@ -3,6 +3,7 @@ package orrerytest
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/orrery-db/orrery/engine"
@@ -31,6 +33,11 @@ type Server struct {
 	Client *azcosmos.Client
 	// Engine is the server's engine, for tests that look beneath the API.
 	Engine *engine.Engine
+	// CertificatePEM is the certificate of a TLS server (Options.TLS), for
+	// clients to trust; nil otherwise.
+	CertificatePEM []byte
+
+	clientOpts *azcosmos.ClientOptions
 }
 
 // Options configure a test server.
@@ -68,6 +75,14 @@ type Options struct {
 	// triggers may run at once for their whole time budget (see
 	// engine.Options).
 	MaxConcurrentScripts int
+	// TLS serves https with httptest's certificate (Server.CertificatePEM)
+	// instead of plain http: the JavaScript SDK sends Entra ID tokens over
+	// https only.
+	TLS bool
+	// AAD configures Entra ID (AAD) tokens (see server.AAD): the zero
+	// value accepts any well-formed, unexpired JWT, as the emulator does;
+	// with an Issuer's Keys and Roles, tokens are verified.
+	AAD server.AAD
 }
 
 // Start starts a server on memory storage and registers its shutdown with
@@ -108,6 +123,7 @@ func StartWith(t testing.TB, opts Options) *Server {
 	srv, err := server.New(server.Config{
 		Engine: eng,
 		Keys:   server.Keys{Master: server.EmulatorKey},
+		AAD:    opts.AAD,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Limits: opts.Limits,
 	})
@@ -116,7 +132,11 @@ func StartWith(t testing.TB, opts Options) *Server {
 	}
 	hs := httptest.NewUnstartedServer(srv)
 	hs.Config = srv.HTTPServer()
-	hs.Start()
+	if opts.TLS {
+		hs.StartTLS()
+	} else {
+		hs.Start()
+	}
 	t.Cleanup(func() {
 		hs.Close()
 		eng.Close()
@@ -127,11 +147,23 @@ func StartWith(t testing.TB, opts Options) *Server {
 		t.Fatalf("orrerytest: %v", err)
 	}
 	endpoint := hs.URL + "/"
-	client, err := azcosmos.NewClientWithKey(endpoint, cred, nil)
+	var clientOpts *azcosmos.ClientOptions
+	var certPEM []byte
+	if opts.TLS {
+		clientOpts = &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: hs.Client()}}
+		certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hs.Certificate().Raw})
+	}
+	client, err := azcosmos.NewClientWithKey(endpoint, cred, clientOpts)
 	if err != nil {
 		t.Fatalf("orrerytest: %v", err)
 	}
-	return &Server{Endpoint: endpoint, Key: server.EmulatorKey, Client: client, Engine: eng}
+	return &Server{Endpoint: endpoint, Key: server.EmulatorKey, Client: client, Engine: eng, CertificatePEM: certPEM, clientOpts: clientOpts}
+}
+
+// NewAADClient returns an azcosmos client of the server that signs in with
+// an Entra ID token credential (Issuer.Credential in tests).
+func (s *Server) NewAADClient(cred azcore.TokenCredential) (*azcosmos.Client, error) {
+	return azcosmos.NewClient(s.Endpoint, cred, s.clientOpts)
 }
 
 // SplitPartitionKeyRange splits partition key range id of container coll in

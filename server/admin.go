@@ -27,11 +27,11 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request, segs []strin
 	if len(segs) != 7 || segs[0] != "dbs" || segs[2] != "colls" || segs[4] != "pkranges" || segs[6] != "split" {
 		return engine.NotFound("The administrative path %q names no operation: use POST /_admin/dbs/{db}/colls/{coll}/pkranges/{id}/split.", r.URL.Path)
 	}
-	acc, tok, aerr := s.keys.authenticate(r, segs[:6], s.now())
+	cred, aerr := s.keys.authenticate(r, segs[:6], s.now())
 	if aerr != nil {
 		return aerr
 	}
-	if tok != nil || acc != accessAll {
+	if cred.tok != nil || cred.aad != "" || cred.key != accessAll {
 		return engine.Forbidden("Administrative calls need the master key.")
 	}
 	if r.Method != http.MethodPost {

@@ -113,21 +113,30 @@ func ridScope(segs []string) string {
 	return strings.ToLower(rid)
 }
 
+// credential is what authenticate found in a request: a key's access, a
+// verified resource token, or an Entra ID token (unverified: the server
+// checks it as its mode says).
+type credential struct {
+	key access
+	tok *resourceToken
+	aad string
+}
+
 // authenticate verifies the Authorization header of r and returns what the
 // request may do, or a 401 error. For a resource token it returns the
 // verified token instead, for the caller to check against its permission.
-func (k *keyRing) authenticate(r *http.Request, segs []string, now time.Time) (access, *resourceToken, *engine.Error) {
+func (k *keyRing) authenticate(r *http.Request, segs []string, now time.Time) (credential, *engine.Error) {
 	rawAuth := r.Header.Get("Authorization")
 	if rawAuth == "" {
-		return accessNone, nil, unauthorized("The request has no authorization header.")
+		return credential{}, unauthorized("The request has no authorization header.")
 	}
 	decoded, err := url.PathUnescape(rawAuth)
 	if err != nil {
-		return accessNone, nil, unauthorized("The authorization header is not correctly URL-encoded.")
+		return credential{}, unauthorized("The authorization header is not correctly URL-encoded.")
 	}
 	sigAt := strings.Index(decoded, "sig=")
 	if sigAt < 0 {
-		return accessNone, nil, unauthorized("The authorization header has no signature (sig=).")
+		return credential{}, unauthorized("The authorization header has no signature (sig=).")
 	}
 	sig := decoded[sigAt+len("sig="):]
 	var typ string
@@ -140,12 +149,17 @@ func (k *keyRing) authenticate(r *http.Request, segs []string, now time.Time) (a
 	case "master":
 	case "resource":
 		tok, terr := k.verifyResourceToken(sig, now)
-		return accessNone, tok, terr
+		return credential{tok: tok}, terr
+	case "aad":
+		if sig == "" {
+			return credential{}, unauthorized("The authorization header carries no Entra ID (AAD) token after sig=.")
+		}
+		return credential{aad: sig}, nil
 	default:
-		return accessNone, nil, unauthorized(fmt.Sprintf("Authorization type %q is not supported: sign requests with the account's master key (type=master) or send a resource token (type=resource).", typ))
+		return credential{}, unauthorized(fmt.Sprintf("Authorization type %q is not supported: sign requests with the account's master key (type=master), or send a resource token (type=resource) or an Entra ID token (type=aad).", typ))
 	}
 	acc, aerr := k.verifyMasterSignature(r, segs, sig, now)
-	return acc, nil, aerr
+	return credential{key: acc}, aerr
 }
 
 // verifyMasterSignature checks a master-key or read-only-key signature.

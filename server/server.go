@@ -21,6 +21,9 @@ import (
 type Config struct {
 	Engine *engine.Engine
 	Keys   Keys
+	// AAD configures Entra ID (AAD) tokens; by default the emulator's
+	// mode while Keys.Master is EmulatorKey, off otherwise.
+	AAD    AAD
 	Logger *slog.Logger
 	// Now is the clock used to check x-ms-date; time.Now when nil.
 	Now func() time.Time
@@ -35,6 +38,7 @@ var gatewayVersionHeader = []string{"version=2.14.0"}
 type Server struct {
 	eng  *engine.Engine
 	keys *keyRing
+	aad  *aadVerifier
 	log  *slog.Logger
 	now  func() time.Time
 
@@ -49,7 +53,11 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{eng: cfg.Engine, keys: keys, log: cfg.Logger, now: cfg.Now, limits: cfg.Limits.withDefaults()}
+	aad, err := newAADVerifier(cfg.AAD, cfg.Keys.Master)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{eng: cfg.Engine, keys: keys, aad: aad, log: cfg.Logger, now: cfg.Now, limits: cfg.Limits.withDefaults()}
 	s.smallBodyMem, s.bodyMem = newBodyBudgets(s.limits)
 	if s.log == nil {
 		s.log = slog.Default()
@@ -105,7 +113,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	key, tok, aerr := s.keys.authenticate(r, segs, s.now())
+	cred, aerr := s.keys.authenticate(r, segs, s.now())
+	var principal *aadPrincipal
+	if aerr == nil && cred.aad != "" {
+		principal, aerr = s.aad.verify(r, cred.aad, s.now())
+	}
 	if aerr != nil {
 		writeCosmosError(rec, activity, aerr)
 		return
@@ -121,10 +133,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeCosmosError(rec, activity, noAccessRow())
 		return
 	}
-	if tok != nil {
-		req.grant, aerr = s.authorizeToken(req, rt, tok)
-	} else {
-		req.grant, aerr = authorizeKey(rt, key)
+	switch {
+	case principal != nil:
+		req.grant, aerr = s.authorizeAAD(req, rt, principal)
+	case cred.tok != nil:
+		req.grant, aerr = s.authorizeToken(req, rt, cred.tok)
+	default:
+		req.grant, aerr = authorizeKey(rt, cred.key)
 	}
 	if aerr != nil {
 		writeCosmosError(rec, activity, aerr)

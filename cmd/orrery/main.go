@@ -108,6 +108,11 @@ func serve(args []string) error {
 	metricsAddr := fs.String("metrics-addr", env("ORRERY_METRICS_ADDR", ""), "serve Prometheus metrics at /metrics on this address, without authentication (env ORRERY_METRICS_ADDR); without it /metrics on the main port needs the master key as a bearer token")
 	seed := fs.String("seed", env("ORRERY_SEED", ""), "JSON file of databases, containers and items to create at start when missing (env ORRERY_SEED)")
 	bodyMemory := fs.String("body-memory", env("ORRERY_BODY_MEMORY", strconv.Itoa(server.DefaultBodyMemory>>20)), "MiB that all request bodies in flight may hold together; a request that finds no room within 1 s is answered 429 (env ORRERY_BODY_MEMORY)")
+	aadMode := fs.String("aad", env("ORRERY_AAD", ""), "Entra ID (AAD) tokens: off, emulator (any well-formed unexpired JWT) or verify (default: emulator with the emulator's key, verify with --aad-jwks, else off) (env ORRERY_AAD)")
+	aadJWKS := fs.String("aad-jwks", env("ORRERY_AAD_JWKS", ""), "JSON Web Key Set file of the identity provider: verify Entra ID tokens' signatures (env ORRERY_AAD_JWKS)")
+	aadRoles := fs.String("aad-roles", env("ORRERY_AAD_ROLES", ""), "role assignments file: principals (oid) to Data Reader/Contributor over a scope (env ORRERY_AAD_ROLES)")
+	aadIssuer := fs.String("aad-issuer", env("ORRERY_AAD_ISSUER", ""), "accepted token issuers (iss), comma-separated; any when empty (env ORRERY_AAD_ISSUER)")
+	aadAudience := fs.String("aad-audience", env("ORRERY_AAD_AUDIENCE", ""), "accepted token audiences besides https://cosmos.azure.com, comma-separated; default: the scheme and host a request is addressed to (env ORRERY_AAD_AUDIENCE)")
 	logLevel := fs.String("log-level", env("ORRERY_LOG_LEVEL", "info"), "log level: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -164,7 +169,11 @@ func serve(args []string) error {
 			eng.Close()
 		}
 	}()
-	srv, err := server.New(server.Config{Engine: eng, Keys: server.Keys{Master: *key, ReadOnly: *readOnlyKey}, Logger: log,
+	aad, err := aadConfig(*aadMode, *aadJWKS, *aadRoles, *aadIssuer, *aadAudience)
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Config{Engine: eng, Keys: server.Keys{Master: *key, ReadOnly: *readOnlyKey}, AAD: aad, Logger: log,
 		Limits: server.Limits{BodyMemory: bodyMiB << 20}})
 	if err != nil {
 		return err
@@ -268,6 +277,46 @@ func serve(args []string) error {
 		}
 	}
 	return nil
+}
+
+// aadConfig builds the Entra ID configuration from the serve flags.
+func aadConfig(mode, jwks, roles, issuers, audiences string) (server.AAD, error) {
+	var cfg server.AAD
+	var err error
+	if cfg.Mode, err = server.ParseAADMode(mode); err != nil {
+		return cfg, fmt.Errorf("--aad: %w", err)
+	}
+	if jwks != "" {
+		if cfg.Mode == server.AADOff || cfg.Mode == server.AADEmulator {
+			return cfg, fmt.Errorf("--aad-jwks verifies tokens: it cannot go with --aad=%s", mode)
+		}
+		if cfg.Keys, err = server.LoadJWKS(jwks); err != nil {
+			return cfg, fmt.Errorf("--aad-jwks: %w", err)
+		}
+		cfg.Mode = server.AADVerify
+	} else if cfg.Mode == server.AADVerify {
+		return cfg, errors.New("--aad=verify needs --aad-jwks")
+	}
+	if roles != "" {
+		if cfg.Roles, err = server.LoadRoleAssignments(roles); err != nil {
+			return cfg, fmt.Errorf("--aad-roles: %w", err)
+		}
+	}
+	cfg.Issuers = splitList(issuers)
+	for _, a := range splitList(audiences) {
+		cfg.Audiences = append(cfg.Audiences, strings.TrimSuffix(a, "/"))
+	}
+	return cfg, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func hostPort(a net.Addr) string {

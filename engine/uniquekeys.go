@@ -1,0 +1,285 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/orrery-db/orrery/storage"
+)
+
+// Unique keys. A container's uniqueKeyPolicy names sets of paths whose
+// values, together, no two items of one logical partition may share. Each
+// item has one entry per unique key in the unique-key index, written in
+// the same transaction as the item under the partition's write lock, so
+// the check and the write are one atomic step and concurrent writers of a
+// partition cannot both pass it:
+//
+//	U<coll rid 8><pk len uvarint><pk><key number 1><values> → item key
+//
+// As in the service, a missing value counts as null (so one item only may
+// lack a unique path), values compare as JSON values (1 and 1.0 are
+// equal; strings exactly, case included), and expired items do not count.
+
+const prefixUnique byte = 'U'
+
+// msgUniqueViolation is the service's message for a unique key conflict.
+const msgUniqueViolation = "Unique index constraint violation."
+
+// uniqueKeyPolicy is the parsed uniqueKeyPolicy: each unique key's paths,
+// as property names from the root.
+type uniqueKeyPolicy [][][]string
+
+func uniquePrefix(collRID []byte) []byte {
+	return append([]byte{prefixUnique}, collRID...)
+}
+
+// parseUniqueKeyPolicy reads and checks a container's uniqueKeyPolicy
+// property (absent or null: none).
+func parseUniqueKeyPolicy(v any) (uniqueKeyPolicy, *Error) {
+	if v == nil {
+		return nil, nil
+	}
+	raw, _ := json.Marshal(v)
+	var p struct {
+		UniqueKeys []struct {
+			Paths []string `json:"paths"`
+		} `json:"uniqueKeys"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, BadRequest("The uniqueKeyPolicy property is invalid: %v", err)
+	}
+	var out uniqueKeyPolicy
+	seen := map[string]bool{}
+	for i, uk := range p.UniqueKeys {
+		if len(uk.Paths) == 0 {
+			return nil, BadRequest("The unique key %d of the uniqueKeyPolicy has no paths.", i)
+		}
+		var key [][]string
+		for _, path := range uk.Paths {
+			segs, ok := uniqueKeyPath(path)
+			if !ok {
+				return nil, BadRequest("The unique key path %q is invalid: a unique key path names one property from the root, such as \"/email\" or \"/address/zipCode\", without wildcards or array indexes.", path)
+			}
+			if seen[path] {
+				return nil, BadRequest("The unique key path %q appears more than once in the uniqueKeyPolicy.", path)
+			}
+			seen[path] = true
+			key = append(key, segs)
+		}
+		out = append(out, key)
+	}
+	return out, nil
+}
+
+// uniqueKeyPath splits a path such as /a/b into its property names.
+func uniqueKeyPath(path string) ([]string, bool) {
+	if !strings.HasPrefix(path, "/") || len(path) < 2 || strings.ContainsAny(path, "*[]?") {
+		return nil, false
+	}
+	segs := strings.Split(path[1:], "/")
+	for i, s := range segs {
+		if s == "" {
+			return nil, false
+		}
+		if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+			segs[i] = s[1 : len(s)-1]
+		}
+	}
+	return segs, true
+}
+
+// uniqueEntries returns an item's unique-key index keys, one per unique
+// key of the container.
+func (t *txn) uniqueEntries(obj object) ([][]byte, error) {
+	c := t.p.c
+	base := uniquePrefix(c.rid)
+	base = binary.AppendUvarint(base, uint64(len(t.p.enc)))
+	base = append(base, t.p.enc...)
+	out := make([][]byte, 0, len(c.unique))
+	for i, key := range c.unique {
+		k := append(append([]byte(nil), base...), byte(i))
+		for _, path := range key {
+			raw, err := lookupObjectPath(obj, path)
+			if err != nil {
+				return nil, err
+			}
+			if k, err = appendUniqueValue(k, raw); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// lookupObjectPath returns the raw value at path, nil when absent.
+func lookupObjectPath(obj object, path []string) (json.RawMessage, error) {
+	cur := obj
+	for i, name := range path {
+		raw, ok := cur.get(name)
+		if !ok {
+			return nil, nil
+		}
+		if i == len(path)-1 {
+			return raw, nil
+		}
+		if len(raw) == 0 || raw[0] != '{' {
+			return nil, nil
+		}
+		next, err := parseObject(raw)
+		if err != nil {
+			return nil, err
+		}
+		cur = next
+	}
+	return nil, nil
+}
+
+// appendUniqueValue appends a value's encoding: its type, then the value
+// exactly (strings are not cut as index values are). Absent is null.
+func appendUniqueValue(k []byte, raw json.RawMessage) ([]byte, error) {
+	if len(raw) == 0 {
+		return append(k, ixNull), nil
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
+		}
+		k = binary.AppendUvarint(append(k, ixString), uint64(len(s)))
+		return append(k, s...), nil
+	case '{', '[':
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, raw); err != nil {
+			return nil, err
+		}
+		k = binary.AppendUvarint(append(k, raw[0]), uint64(buf.Len()))
+		return append(k, buf.Bytes()...), nil
+	case 'n', 't', 'f':
+		return appendRawIndexValue(k, raw)
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil {
+		return nil, err
+	}
+	return appendIndexNumber(k, f), nil
+}
+
+// putUnique updates the unique-key index for an item written at itemKey
+// (obj its new properties, prevDoc its previous document or nil), and
+// fails with 409 when another live item of the partition holds one of its
+// unique values.
+func (t *txn) putUnique(itemKey []byte, obj object, prevDoc []byte) error {
+	if len(t.p.c.unique) == 0 {
+		return nil
+	}
+	cur, err := t.uniqueEntries(obj)
+	if err != nil {
+		return err
+	}
+	var old [][]byte
+	if prevDoc != nil {
+		prevObj, err := parseObject(prevDoc)
+		if err != nil {
+			return err
+		}
+		if old, err = t.uniqueEntries(prevObj); err != nil {
+			return err
+		}
+	}
+	for i, k := range cur {
+		if i < len(old) && bytes.Equal(old[i], k) {
+			continue
+		}
+		owner, err := t.b.Get(k)
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+		case err != nil:
+			return err
+		case !bytes.Equal(owner, itemKey):
+			live, err := t.liveItemAt(owner)
+			if err != nil {
+				return err
+			}
+			if live {
+				return &Error{Status: 409, Code: "Conflict", Message: msgUniqueViolation}
+			}
+		}
+	}
+	for i, k := range old {
+		if i < len(cur) && bytes.Equal(cur[i], k) {
+			continue
+		}
+		if err := t.deleteUniqueOf(k, itemKey); err != nil {
+			return err
+		}
+	}
+	for i, k := range cur {
+		if i < len(old) && bytes.Equal(old[i], k) {
+			continue
+		}
+		if err := t.b.Set(k, itemKey); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeUnique drops the unique-key entries of a deleted item.
+func (t *txn) removeUnique(itemKey, doc []byte) error {
+	if len(t.p.c.unique) == 0 {
+		return nil
+	}
+	obj, err := parseObject(doc)
+	if err != nil {
+		return err
+	}
+	entries, err := t.uniqueEntries(obj)
+	if err != nil {
+		return err
+	}
+	for _, k := range entries {
+		if err := t.deleteUniqueOf(k, itemKey); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteUniqueOf deletes entry k if it still names itemKey (an expired
+// item's entry may have been taken over by a newer item).
+func (t *txn) deleteUniqueOf(k, itemKey []byte) error {
+	owner, err := t.b.Get(k)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(owner, itemKey) {
+		return nil
+	}
+	return t.b.Delete(k)
+}
+
+// liveItemAt reports whether the item stored at key exists and has not
+// expired.
+func (t *txn) liveItemAt(key []byte) (bool, error) {
+	v, err := t.b.Get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	it, err := decodeItem(key, v)
+	if err != nil {
+		return false, err
+	}
+	return !t.p.c.expired(it, t.now.Unix()), nil
+}
