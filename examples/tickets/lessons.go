@@ -1,0 +1,32 @@
+package main
+
+// Lesson is what a scenario teaches: what went wrong, what fixed it, and
+// where the code is.
+type Lesson struct {
+	Title   string
+	Problem string // one sentence: what goes wrong without the tool
+	Fix     string // one sentence: which tool fixes it and how
+	Code    string // link to the code that does it
+	Tool    string
+}
+
+// raceLesson explains a strategy's race.
+func raceLesson(st Strategy) Lesson {
+	switch st {
+	case StrategyNaive:
+		return Lesson{Title: "Naive read, then write", Tool: "none",
+			Problem: "Every buyer read the seat as available and then wrote it as sold: the last write silently won, and more than one buyer holds a ticket for one seat.",
+			Fix:     "Nothing stops it here: pick the ETag or the batch strategy to see the fix.",
+			Code:    "/code/buy.go#buyNaive"}
+	case StrategyETag:
+		return Lesson{Title: "ETag conditional write", Tool: "ETag (If-Match)",
+			Problem: "Every buyer read the seat as available, so their writes raced exactly as in the naive case.",
+			Fix:     "Each write carried the ETag it had read; the first one changed the seat, so Cosmos refused every later one with 412 and exactly one buyer got the seat.",
+			Code:    "/code/buy.go#buyETag"}
+	default:
+		return Lesson{Title: "Create-only seat id in a transactional batch", Tool: "transactional batch",
+			Problem: "Every buyer tried to sell the same seat at the same moment, without reading it first.",
+			Fix:     "The seat's claim has the seat as its id and can be created once: the first batch (claim, order, ticket) committed, every other one got 409 and rolled back whole.",
+			Code:    "/code/buy.go#buyBatch"}
+	}
+}

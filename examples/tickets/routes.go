@@ -1,0 +1,287 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// routes is the site's URL map.
+func (a *App) routes() http.Handler {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(staticFiles, "web/static")
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /{$}", a.home)
+	mux.HandleFunc("GET /events/{event}", a.eventPage)
+	mux.HandleFunc("POST /events/{event}/buy", a.buy)
+	mux.HandleFunc("POST /events/{event}/race", a.race)
+	mux.HandleFunc("POST /events/{event}/reset", a.reset)
+	mux.HandleFunc("GET /tickets", a.myTickets)
+	mux.HandleFunc("GET /integrity", a.integrity)
+	mux.HandleFunc("POST /user", a.switchUser)
+	mux.HandleFunc("POST /switches", a.flipSwitch)
+	mux.HandleFunc("GET /code/{file}", a.code)
+	return mux
+}
+
+// requestTimeout bounds the Cosmos work of one page or action.
+const requestTimeout = 30 * time.Second
+
+// home lists the events and the scenarios.
+func (a *App) home(w http.ResponseWriter, r *http.Request) {
+	a.render(w, r, http.StatusOK, "home", "Cosmic Ticks", "events", a.events)
+}
+
+// sectionView is a section of the seat map, seats grouped by row.
+type sectionView struct {
+	Section Section
+	Rows    [][]Seat
+}
+
+// eventView is the event page's data.
+type eventView struct {
+	Event      Event
+	Sections   []sectionView
+	Available  int
+	Integrity  Integrity
+	Strategies []Strategy
+	Race       *RaceResult
+	RaceLesson Lesson
+	Buy        *Outcome
+	Error      string
+}
+
+// eventPage shows the seat map, the scenarios' controls and the last result.
+func (a *App) eventPage(w http.ResponseWriter, r *http.Request) {
+	ev, err := a.eventByID(r.PathValue("event"))
+	if err != nil {
+		a.fail(w, r, http.StatusNotFound, "There is no such event.")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	seats, err := a.shop.seats(ctx, ev.ID)
+	if err != nil {
+		a.fail(w, r, http.StatusBadGateway, "The seat map could not be read: "+err.Error())
+		return
+	}
+	in, err := checkIntegrity(ctx, a.shop, ev.ID)
+	if err != nil {
+		a.fail(w, r, http.StatusBadGateway, "The integrity check could not run: "+err.Error())
+		return
+	}
+	v := eventView{Event: ev, Sections: layout(seats), Integrity: in, Strategies: strategies, Error: r.URL.Query().Get("error")}
+	for _, s := range seats {
+		if s.Status == statusAvailable {
+			v.Available++
+		}
+	}
+	if res, ok := a.runs.get(r.URL.Query().Get("run")); ok {
+		switch res := res.(type) {
+		case RaceResult:
+			v.Race, v.RaceLesson = &res, raceLesson(res.Strategy)
+		case Outcome:
+			v.Buy = &res
+		}
+	}
+	a.render(w, r, http.StatusOK, "event", ev.Name, "events", v)
+}
+
+// layout groups seats by section (in the venue's order) and row.
+func layout(seats []Seat) []sectionView {
+	var out []sectionView
+	for _, sec := range orionHall.Sections {
+		sv := sectionView{Section: sec}
+		for _, s := range seats {
+			if s.Section != sec.Code {
+				continue
+			}
+			for len(sv.Rows) < s.Row {
+				sv.Rows = append(sv.Rows, nil)
+			}
+			sv.Rows[s.Row-1] = append(sv.Rows[s.Row-1], s)
+		}
+		for _, row := range sv.Rows {
+			slices.SortFunc(row, func(x, y Seat) int { return cmp.Compare(x.Number, y.Number) })
+		}
+		out = append(out, sv)
+	}
+	return out
+}
+
+// eventRedirect sends the browser back to the event page with a result or
+// an error message.
+func eventRedirect(w http.ResponseWriter, r *http.Request, eventID, run, msg string) {
+	to := "/events/" + eventID
+	switch {
+	case run != "":
+		to += "?run=" + run + "#result"
+	case msg != "":
+		to += "?error=" + url.QueryEscape(msg) + "#result"
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// buy sells the chosen seat to the current user.
+func (a *App) buy(w http.ResponseWriter, r *http.Request) {
+	ev, err := a.eventByID(r.PathValue("event"))
+	if err != nil {
+		a.fail(w, r, http.StatusNotFound, "There is no such event.")
+		return
+	}
+	code := r.FormValue("seat")
+	if code == "" {
+		eventRedirect(w, r, ev.ID, "", "Choose a seat on the map first.")
+		return
+	}
+	st, ok := parseStrategy(r.FormValue("strategy"))
+	if !ok {
+		st = StrategyBatch
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	out := a.shop.begin(ctx, st, ev.ID, code, currentUser(r).ID).finish(ctx)
+	eventRedirect(w, r, ev.ID, a.runs.put(out), "")
+}
+
+// race fires several buyers at the chosen seat under one strategy.
+func (a *App) race(w http.ResponseWriter, r *http.Request) {
+	ev, err := a.eventByID(r.PathValue("event"))
+	if err != nil {
+		a.fail(w, r, http.StatusNotFound, "There is no such event.")
+		return
+	}
+	code := r.FormValue("seat")
+	if code == "" {
+		eventRedirect(w, r, ev.ID, "", "Choose an available seat on the map first, then start the race.")
+		return
+	}
+	st, ok := parseStrategy(r.FormValue("race-strategy"))
+	if !ok {
+		eventRedirect(w, r, ev.ID, "", "Choose a strategy for the race.")
+		return
+	}
+	n, err := strconv.Atoi(r.FormValue("buyers"))
+	if err != nil || n < 2 || n > len(sampleUsers) {
+		n = 2
+	}
+	users := buyers(currentUser(r).ID, n)
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	res, err := raceSeat(ctx, a.shop, st, ev.ID, code, users)
+	if err != nil {
+		eventRedirect(w, r, ev.ID, "", "The race could not finish: "+err.Error())
+		return
+	}
+	eventRedirect(w, r, ev.ID, a.runs.put(res), "")
+}
+
+// buyers picks n sample users, the current one first.
+func buyers(first string, n int) []string {
+	out := []string{first}
+	for _, u := range sampleUsers {
+		if len(out) == n {
+			break
+		}
+		if u.ID != first {
+			out = append(out, u.ID)
+		}
+	}
+	return out
+}
+
+// reset puts an event back to all seats available.
+func (a *App) reset(w http.ResponseWriter, r *http.Request) {
+	ev, err := a.eventByID(r.PathValue("event"))
+	if err != nil {
+		a.fail(w, r, http.StatusNotFound, "There is no such event.")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	if err := a.resetEvent(ctx, ev); err != nil {
+		eventRedirect(w, r, ev.ID, "", "The event could not be reset: "+err.Error())
+		return
+	}
+	eventRedirect(w, r, ev.ID, "", "")
+}
+
+// ticketView is a ticket with its event.
+type ticketView struct {
+	Ticket Ticket
+	Event  Event
+}
+
+// myTickets lists the current user's active tickets.
+func (a *App) myTickets(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	user := currentUser(r)
+	var list []ticketView
+	for _, ev := range a.events {
+		ts, err := a.shop.ticketsOf(ctx, ev.ID)
+		if err != nil {
+			a.fail(w, r, http.StatusBadGateway, "Your tickets could not be read: "+err.Error())
+			return
+		}
+		for _, t := range ts {
+			if t.OwnerID == user.ID && t.Status == "active" {
+				list = append(list, ticketView{Ticket: t, Event: ev})
+			}
+		}
+	}
+	slices.SortFunc(list, func(x, y ticketView) int {
+		return cmp.Or(x.Event.Date.Compare(y.Event.Date), cmp.Compare(x.Ticket.Seat, y.Ticket.Seat))
+	})
+	a.render(w, r, http.StatusOK, "tickets", "My tickets", "tickets", list)
+}
+
+// integrityView is the integrity page: one reconciliation per event.
+type integrityView struct {
+	Events []Event
+	Checks []Integrity
+}
+
+// integrity reconciles every event.
+func (a *App) integrity(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	v := integrityView{Events: a.events}
+	for _, ev := range a.events {
+		in, err := checkIntegrity(ctx, a.shop, ev.ID)
+		if err != nil {
+			a.fail(w, r, http.StatusBadGateway, "The integrity check could not run: "+err.Error())
+			return
+		}
+		v.Checks = append(v.Checks, in)
+	}
+	a.render(w, r, http.StatusOK, "integrity", "Integrity", "integrity", v)
+}
+
+// switchUser changes the sample user the visitor acts as.
+func (a *App) switchUser(w http.ResponseWriter, r *http.Request) {
+	id := r.FormValue("user")
+	if userName(id) == id {
+		a.fail(w, r, http.StatusBadRequest, "There is no such user.")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: userCookie, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	backTo(w, r, "/")
+}
+
+// flipSwitch turns a failure switch on or off.
+func (a *App) flipSwitch(w http.ResponseWriter, r *http.Request) {
+	sw := a.switches.byName(r.FormValue("switch"))
+	if sw == nil {
+		a.fail(w, r, http.StatusBadRequest, "There is no such switch.")
+		return
+	}
+	sw.Store(r.FormValue("on") == "1")
+	backTo(w, r, "/")
+}
+
