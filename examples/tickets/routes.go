@@ -284,4 +284,3 @@ func (a *App) flipSwitch(w http.ResponseWriter, r *http.Request) {
 	sw.Store(r.FormValue("on") == "1")
 	backTo(w, r, "/")
 }
-

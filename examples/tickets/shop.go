@@ -2,12 +2,12 @@ package main
 
 import (
 	"cmp"
-	"slices"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
