@@ -5,26 +5,37 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/orrery-db/orrery/coord/changefeed"
+	"github.com/orrery-db/orrery/coord/lock"
 )
 
 // App is the site: its data access, its switches and the results of the
 // scenarios run so far. Handlers are methods on it; there are no globals.
 type App struct {
 	shop     *Shop
+	locker   *lock.Locker
+	activity *Activity
 	events   []Event
 	switches *Switches
 	runs     *runStore
 	log      *slog.Logger
 	pages    *pages
 	stop     context.CancelFunc
+	workers  sync.WaitGroup
 }
 
 // newApp opens the database, seeds the sample events that are missing, and
 // starts the background workers.
 func newApp(ctx context.Context, client *azcosmos.Client, log *slog.Logger) (*App, error) {
+	// The activity log starts at the app's start, not at the moment its
+	// lease is created, so nothing done in between is missed.
+	started := time.Now().Add(-time.Second)
 	shop, err := openShop(ctx, client)
 	if err != nil {
 		return nil, err
@@ -33,8 +44,18 @@ func newApp(ctx context.Context, client *azcosmos.Client, log *slog.Logger) (*Ap
 	if err != nil {
 		return nil, err
 	}
+	locks, err := lock.CreateContainer(ctx, shop.db, "locks")
+	if err != nil {
+		return nil, err
+	}
+	leases, err := ensureContainer(ctx, shop.db, "leases", "/id", 0)
+	if err != nil {
+		return nil, err
+	}
 	a := &App{
 		shop:     shop,
+		locker:   lock.New(locks),
+		activity: newActivity(200),
 		events:   sampleEvents(time.Now()),
 		switches: &Switches{},
 		runs:     newRunStore(64),
@@ -51,12 +72,31 @@ func newApp(ctx context.Context, client *azcosmos.Client, log *slog.Logger) (*Ap
 			return nil, err
 		}
 	}
-	_, a.stop = context.WithCancel(context.Background())
+	// The activity log is coord's change-feed processor over the tickets
+	// container: every committed sale, ticket and refund becomes a line.
+	host := ""
+	if u, err := url.Parse(client.Endpoint()); err == nil {
+		host = u.Host
+	}
+	feed := changefeed.New(shop.tickets, leases, a.feedHandler, changefeed.Options{
+		Name: "activity", Host: host, StartFrom: changefeed.StartFromTime(started),
+		PollInterval: 200 * time.Millisecond, AcquireInterval: time.Second,
+	})
+	var bg context.Context
+	bg, a.stop = context.WithCancel(context.Background())
+	a.workers.Go(func() {
+		if err := feed.Run(bg); err != nil && bg.Err() == nil {
+			log.Error("the activity feed stopped", "error", err)
+		}
+	})
 	return a, nil
 }
 
-// Close stops the background workers.
-func (a *App) Close() { a.stop() }
+// Close stops the background workers and waits for them.
+func (a *App) Close() {
+	a.stop()
+	a.workers.Wait()
+}
 
 // resetEvent puts an event back to all seats available.
 func (a *App) resetEvent(ctx context.Context, e Event) error {

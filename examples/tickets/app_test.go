@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 )
@@ -31,7 +31,7 @@ func startApp(t testing.TB) *testApp {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	app, err := newApp(ctx, client, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	app, err := newApp(ctx, client, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	if err != nil {
 		t.Fatalf("starting the app: %v", err)
 	}
@@ -45,3 +45,4 @@ func startApp(t testing.TB) *testApp {
 	t.Cleanup(func() { hs.Close() })
 	return &testApp{app: app, url: "http://" + ln.Addr().String()}
 }
+

@@ -30,3 +30,17 @@ func raceLesson(st Strategy) Lesson {
 			Code:    "/code/buy.go#buyBatch"}
 	}
 }
+
+// bestLesson explains a best-available race.
+func bestLesson(locked bool) Lesson {
+	if !locked {
+		return Lesson{Title: "Best available without a lock", Tool: "none",
+			Problem: "Every buyer looked at the free seats before any of them bought, so they all chose the same best seats and sold them to each other twice over.",
+			Fix:     "Nothing stops it here: an ETag guards one document, but choosing seats is a read of many; switch the lock on.",
+			Code:    "/code/best.go#sellUnlocked"}
+	}
+	return Lesson{Title: "Best available with a distributed lock", Tool: "coord/lock",
+		Problem: "Every buyer wanted the best seats at the same moment, and choosing them reads the whole seat map.",
+		Fix:     "Choosing and selling ran inside a coord/lock lease per show, one buyer at a time; each seat write carried the lock's fencing token, so no buyer's seats overlap.",
+		Code:    "/code/best.go#sellLocked"}
+}

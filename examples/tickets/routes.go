@@ -3,12 +3,15 @@ package main
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/orrery-db/orrery/coord/lock"
 )
 
 // routes is the site's URL map.
@@ -21,6 +24,9 @@ func (a *App) routes() http.Handler {
 	mux.HandleFunc("POST /events/{event}/buy", a.buy)
 	mux.HandleFunc("POST /events/{event}/race", a.race)
 	mux.HandleFunc("POST /events/{event}/reset", a.reset)
+	mux.HandleFunc("POST /events/{event}/best", a.best)
+	mux.HandleFunc("GET /activity", a.activityPage)
+	mux.HandleFunc("GET /activity/stream", a.activityStream)
 	mux.HandleFunc("GET /tickets", a.myTickets)
 	mux.HandleFunc("GET /integrity", a.integrity)
 	mux.HandleFunc("POST /user", a.switchUser)
@@ -53,6 +59,9 @@ type eventView struct {
 	Race       *RaceResult
 	RaceLesson Lesson
 	Buy        *Outcome
+	Best       *BestResult
+	BestLesson Lesson
+	Activity   []Entry
 	Error      string
 }
 
@@ -75,7 +84,8 @@ func (a *App) eventPage(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, http.StatusBadGateway, "The integrity check could not run: "+err.Error())
 		return
 	}
-	v := eventView{Event: ev, Sections: layout(seats), Integrity: in, Strategies: strategies, Error: r.URL.Query().Get("error")}
+	v := eventView{Event: ev, Sections: layout(seats), Integrity: in, Strategies: strategies,
+		Error: r.URL.Query().Get("error"), Activity: latest(a.activity.snapshot(), 8)}
 	for _, s := range seats {
 		if s.Status == statusAvailable {
 			v.Available++
@@ -87,6 +97,8 @@ func (a *App) eventPage(w http.ResponseWriter, r *http.Request) {
 			v.Race, v.RaceLesson = &res, raceLesson(res.Strategy)
 		case Outcome:
 			v.Buy = &res
+		case BestResult:
+			v.Best, v.BestLesson = &res, bestLesson(res.Locked)
 		}
 	}
 	a.render(w, r, http.StatusOK, "event", ev.Name, "events", v)
@@ -283,4 +295,87 @@ func (a *App) flipSwitch(w http.ResponseWriter, r *http.Request) {
 	}
 	sw.Store(r.FormValue("on") == "1")
 	backTo(w, r, "/")
+}
+
+// best races buyers for the best n seats, with or without the lock.
+func (a *App) best(w http.ResponseWriter, r *http.Request) {
+	ev, err := a.eventByID(r.PathValue("event"))
+	if err != nil {
+		a.fail(w, r, http.StatusNotFound, "There is no such event.")
+		return
+	}
+	n, err := strconv.Atoi(r.FormValue("count"))
+	if err != nil || n < 1 || n > 6 {
+		n = 2
+	}
+	k, err := strconv.Atoi(r.FormValue("best-buyers"))
+	if err != nil || k < 2 || k > len(sampleUsers) {
+		k = 2
+	}
+	var locker *lock.Locker
+	if r.FormValue("lock") == "on" {
+		locker = a.locker
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	res, err := bestAvailable(ctx, a.shop, locker, ev.ID, buyers(currentUser(r).ID, k), n)
+	if err != nil {
+		eventRedirect(w, r, ev.ID, "", "Best available could not finish: "+err.Error())
+		return
+	}
+	eventRedirect(w, r, ev.ID, a.runs.put(res), "")
+}
+
+// latest returns the last n entries, newest first.
+func latest(es []Entry, n int) []Entry {
+	es = es[max(0, len(es)-n):]
+	slices.Reverse(es)
+	return es
+}
+
+// activityPage shows the live activity log.
+func (a *App) activityPage(w http.ResponseWriter, r *http.Request) {
+	a.render(w, r, http.StatusOK, "activity", "Activity", "activity", latest(a.activity.snapshot(), 200))
+}
+
+// activityStream sends the activity log as server-sent events: the recent
+// lines after the client's Last-Event-ID, then each new line as it comes.
+func (a *App) activityStream(w http.ResponseWriter, r *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	after, _ := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64)
+	if after == 0 {
+		after, _ = strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
+	}
+	recent, ch, cancel := a.activity.subscribe()
+	defer cancel()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	send := func(e Entry) {
+		if e.Seq > after {
+			fmt.Fprintf(w, "id: %d\ndata: %s\n\n", e.Seq, mustJSON(e))
+			after = e.Seq
+		}
+	}
+	for _, e := range recent {
+		send(e)
+	}
+	flusher.Flush()
+	keepalive := time.NewTicker(15 * time.Second)
+	defer keepalive.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case e := <-ch:
+			send(e)
+			flusher.Flush()
+		case <-keepalive.C:
+			fmt.Fprint(w, ": keepalive\n\n")
+			flusher.Flush()
+		}
+	}
 }

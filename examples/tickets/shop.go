@@ -45,6 +45,7 @@ type Seat struct {
 	Status      string `json:"status"`
 	Holder      string `json:"holder,omitempty"`
 	OrderID     string `json:"orderId,omitempty"`
+	Fence       int64  `json:"fence,omitempty"` // highest lock fencing token accepted (lock.FenceField)
 }
 
 // Label is the seat as a person reads it.
