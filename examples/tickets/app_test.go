@@ -45,4 +45,3 @@ func startApp(t testing.TB) *testApp {
 	t.Cleanup(func() { hs.Close() })
 	return &testApp{app: app, url: "http://" + ln.Addr().String()}
 }
-
