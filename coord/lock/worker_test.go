@@ -1,11 +1,262 @@
 package lock_test
 
-import "os"
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/orrery-db/orrery/coord/internal/cosmostest"
+	"github.com/orrery-db/orrery/coord/lock"
+)
+
+// The multi-process tests re-execute this test binary as workers: TestMain
+// sees workerEnv and runs runWorker instead of the tests.
 const workerEnv = "COORD_LOCK_WORKER"
 
+// worker starts this test binary as a worker of the given kind against the
+// test server, with extra environment.
+func worker(t *testing.T, kind string, env ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), server.Env()...), workerEnv+"="+kind)
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+// contendResult is what a contend worker reports.
+type contendResult struct {
+	Sections int      // critical sections entered with an accepted fenced write
+	Overlaps int      // another holder entered while this one held the lock
+	Fenced   int      // fenced writes rejected (only after a lost lock)
+	Lost     int      // sections whose lock was lost before they ended
+	Errors   []string // anything else
+}
+
 func runWorker(kind string) int {
-	_ = kind
-	os.Stderr.WriteString("unknown worker\n")
+	s := &cosmostest.Server{Endpoint: os.Getenv("COORD_TEST_ENDPOINT"), Key: os.Getenv("COORD_TEST_KEY")}
+	c, err := s.NewClient(nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	d, _ := c.NewDatabase(os.Getenv("COORD_LOCK_DB"))
+	locks, _ := d.NewContainer("locks")
+	l := lock.New(locks)
+	ctx := context.Background()
+	switch kind {
+	case "contend":
+		data, _ := d.NewContainer("data")
+		n, _ := strconv.Atoi(os.Getenv("COORD_LOCK_GOROUTINES"))
+		rounds, _ := strconv.Atoi(os.Getenv("COORD_LOCK_ROUNDS"))
+		var mu sync.Mutex
+		var res contendResult
+		var wg sync.WaitGroup
+		for g := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for r := range rounds {
+					me := fmt.Sprintf("%d.%d.%d", os.Getpid(), g, r)
+					out := contendOnce(ctx, l, data, me)
+					mu.Lock()
+					res.Sections += out.Sections
+					res.Overlaps += out.Overlaps
+					res.Fenced += out.Fenced
+					res.Lost += out.Lost
+					res.Errors = append(res.Errors, out.Errors...)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		_ = json.NewEncoder(os.Stdout).Encode(res)
+		return 0
+	case "hold":
+		h, err := l.Acquire(ctx, "held", &lock.Options{TTL: holdTTL, Owner: "victim"})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		fmt.Printf("HELD %d\n", h.Token())
+		select {} // renewing until killed
+	}
+	fmt.Fprintln(os.Stderr, "unknown worker", kind)
 	return 2
+}
+
+// contendOnce runs one critical section: acquire, a fenced write that marks
+// the protected item as inside this section and appends the token, a pause,
+// then a write that leaves only if the item still says this section is
+// inside. If any other holder entered meanwhile, that write fails.
+func contendOnce(ctx context.Context, l *lock.Locker, data *azcosmos.ContainerClient, me string) (res contendResult) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	h, err := l.Acquire(ctx, "seat-map", &lock.Options{TTL: 10 * time.Second, Owner: me})
+	if err != nil {
+		res.Errors = append(res.Errors, "acquire: "+err.Error())
+		return res
+	}
+	defer h.Release(context.Background())
+	pk := azcosmos.NewPartitionKeyString("p")
+	var enter azcosmos.PatchOperations
+	enter.AppendSet("/inside", me)
+	enter.AppendAdd("/fences/-", h.Token())
+	if _, err := lock.FencedPatch(ctx, data, pk, "p", h.Token(), enter); err != nil {
+		if errors.Is(err, lock.ErrFenced) {
+			res.Fenced++
+		} else {
+			res.Errors = append(res.Errors, "enter: "+err.Error())
+		}
+		return res
+	}
+	res.Sections++
+	time.Sleep(2 * time.Millisecond)
+	var leave azcosmos.PatchOperations
+	leave.AppendSet("/inside", "")
+	leave.SetCondition(fmt.Sprintf("FROM c WHERE c.inside = '%s'", me))
+	if _, err := data.PatchItem(ctx, pk, "p", leave, nil); err != nil {
+		switch {
+		case h.Err() != nil:
+			res.Lost++
+		case strings.Contains(err.Error(), "412"):
+			res.Overlaps++
+		default:
+			res.Errors = append(res.Errors, "leave: "+err.Error())
+		}
+	}
+	return res
+}
+
+// 64 goroutines in 3 OS processes contend on one name, each critical
+// section writing the protected item with its fence: no two sections
+// overlap and the accepted fences are strictly increasing.
+func TestContentionAcrossProcesses(t *testing.T) {
+	c := client(t, nil)
+	db := newDB(t, c)
+	lockContainer(t, c, db)
+	data := dataContainer(t, c, db)
+	ctx := context.Background()
+	if _, err := data.CreateItem(ctx, azcosmos.NewPartitionKeyString("p"), []byte(`{"id":"p","pk":"p","inside":"","fences":[]}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 2
+	per := []int{22, 21, 21}
+	outs := make([]strings.Builder, len(per))
+	cmds := make([]*exec.Cmd, len(per))
+	for i, n := range per {
+		cmds[i] = worker(t, "contend", "COORD_LOCK_DB="+db, fmt.Sprintf("COORD_LOCK_GOROUTINES=%d", n), fmt.Sprintf("COORD_LOCK_ROUNDS=%d", rounds))
+		cmds[i].Stdout = &outs[i]
+		if err := cmds[i].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var total contendResult
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("worker %d: %v", i, err)
+		}
+		var r contendResult
+		if err := json.Unmarshal([]byte(outs[i].String()), &r); err != nil {
+			t.Fatalf("worker %d said %q: %v", i, outs[i].String(), err)
+		}
+		total.Sections += r.Sections
+		total.Overlaps += r.Overlaps
+		total.Fenced += r.Fenced
+		total.Lost += r.Lost
+		total.Errors = append(total.Errors, r.Errors...)
+	}
+	t.Logf("%+v", total)
+	if len(total.Errors) > 0 {
+		t.Fatalf("errors: %q", total.Errors)
+	}
+	if total.Overlaps != 0 {
+		t.Fatalf("%d critical sections overlapped another holder's", total.Overlaps)
+	}
+	if total.Lost+total.Fenced > 0 {
+		// Allowed (a holder starved of CPU past its TTL is fenced out),
+		// but worth seeing in the log.
+		t.Logf("%d sections lost their lock, %d fenced writes were rejected", total.Lost, total.Fenced)
+	}
+	r, err := data.ReadItem(ctx, azcosmos.NewPartitionKeyString("p"), "p", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Inside string
+		Fences []int64
+	}
+	if err := json.Unmarshal(r.Value, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Fences) != total.Sections || total.Sections < 64*rounds-total.Lost-total.Fenced {
+		t.Fatalf("%d fences accepted, %d sections reported", len(doc.Fences), total.Sections)
+	}
+	for i := 1; i < len(doc.Fences); i++ {
+		if doc.Fences[i] <= doc.Fences[i-1] {
+			t.Fatalf("accepted fences not strictly increasing at %d: %v", i, doc.Fences)
+		}
+	}
+}
+
+const holdTTL = 3 * time.Second
+
+// A holder killed with SIGKILL stops renewing; the database expires its
+// lease and another acquirer gets the lock within the TTL plus its own
+// polling interval. The bound asserted is TTL + 5 s: the expiry itself is
+// at most TTL after the victim's last renewal (the service truncates write
+// timestamps to seconds, which only makes it earlier), Acquire's backoff
+// is capped at 1 s, and the rest is slack for a loaded machine.
+func TestKilledHolderIsReplacedAfterTTL(t *testing.T) {
+	c := client(t, nil)
+	db := newDB(t, c)
+	l := lock.New(lockContainer(t, c, db))
+	cmd := worker(t, "hold", "COORD_LOCK_DB="+db)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("worker: %v", err)
+	}
+	victim, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimPrefix(line, "HELD ")), 10, 64)
+	// Let it renew a few times first.
+	time.Sleep(holdTTL)
+	ctx := context.Background()
+	if _, err := l.TryAcquire(ctx, "held", nil); !errors.Is(err, lock.ErrHeld) {
+		t.Fatalf("while the victim lives: %v, want ErrHeld", err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	_ = cmd.Wait()
+	actx, cancel := context.WithTimeout(ctx, holdTTL+5*time.Second)
+	defer cancel()
+	h, err := l.Acquire(actx, "held", &lock.Options{TTL: holdTTL})
+	if err != nil {
+		t.Fatalf("not acquired within TTL + 5 s of the kill: %v", err)
+	}
+	t.Logf("acquired %v after SIGKILL (TTL %v)", time.Since(killed).Round(time.Millisecond), holdTTL)
+	if h.Token() <= victim {
+		t.Fatalf("token %d not above the victim's %d", h.Token(), victim)
+	}
+	h.Release(ctx)
 }
