@@ -12,7 +12,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/orrery-db/orrery/coord/changefeed"
+	"github.com/orrery-db/orrery/coord/inbox"
 	"github.com/orrery-db/orrery/coord/lock"
+	"github.com/orrery-db/orrery/coord/outbox"
 )
 
 // App is the site: its data access, its switches and the results of the
@@ -20,6 +22,9 @@ import (
 type App struct {
 	shop     *Shop
 	locker   *lock.Locker
+	outbox   *outbox.Outbox
+	relay    *outbox.Relay
+	notes    *azcosmos.ContainerClient
 	activity *Activity
 	events   []Event
 	switches *Switches
@@ -52,9 +57,15 @@ func newApp(ctx context.Context, client *azcosmos.Client, log *slog.Logger) (*Ap
 	if err != nil {
 		return nil, err
 	}
+	notes, err := ensureContainer(ctx, shop.db, "notifications", "/userId", 0)
+	if err != nil {
+		return nil, err
+	}
 	a := &App{
 		shop:     shop,
 		locker:   lock.New(locks),
+		outbox:   outbox.New("eventId"),
+		notes:    notes,
 		activity: newActivity(200),
 		events:   sampleEvents(time.Now()),
 		switches: &Switches{},
@@ -82,11 +93,23 @@ func newApp(ctx context.Context, client *azcosmos.Client, log *slog.Logger) (*Ap
 		Name: "activity", Host: host, StartFrom: changefeed.StartFromTime(started),
 		PollInterval: 200 * time.Millisecond, AcquireInterval: time.Second,
 	})
+	// The outbox relay publishes the transfers' notifications to the
+	// messaging service, retrying while it is down.
+	messenger := &Messenger{notes: notes, inbox: inbox.New(notes, "notifications", "userId"), switches: a.switches}
+	a.relay = outbox.NewRelay(shop.tickets, leases, "eventId", messenger, outbox.RelayOptions{
+		Processor:    changefeed.Options{Name: "outbox-relay", Host: host, PollInterval: 200 * time.Millisecond, AcquireInterval: time.Second},
+		RetryInitial: 100 * time.Millisecond, RetryMax: 2 * time.Second,
+	})
 	var bg context.Context
 	bg, a.stop = context.WithCancel(context.Background())
 	a.workers.Go(func() {
 		if err := feed.Run(bg); err != nil && bg.Err() == nil {
 			log.Error("the activity feed stopped", "error", err)
+		}
+	})
+	a.workers.Go(func() {
+		if err := a.relay.Run(bg); err != nil && bg.Err() == nil {
+			log.Error("the outbox relay stopped", "error", err)
 		}
 	})
 	return a, nil

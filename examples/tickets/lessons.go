@@ -44,3 +44,11 @@ func bestLesson(locked bool) Lesson {
 		Fix:     "Choosing and selling ran inside a coord/lock lease per show, one buyer at a time; each seat write carried the lock's fencing token, so no buyer's seats overlap.",
 		Code:    "/code/best.go#sellLocked"}
 }
+
+// transferLesson explains the transfer through the outbox.
+func transferLesson() Lesson {
+	return Lesson{Title: "Transfer through the outbox", Tool: "coord/outbox",
+		Problem: "Saving the transfer and then calling the messaging service leaves a gap: if messaging is down or the process dies in between, the ticket moves and nobody is told.",
+		Fix:     "The new owner and both notifications are one transactional batch (coord/outbox); a relay on the change feed publishes them, retrying until messaging is back, and coord/inbox delivers each one once.",
+		Code:    "/code/transfer.go#transferTicket"}
+}

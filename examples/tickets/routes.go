@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -28,6 +29,8 @@ func (a *App) routes() http.Handler {
 	mux.HandleFunc("GET /activity", a.activityPage)
 	mux.HandleFunc("GET /activity/stream", a.activityStream)
 	mux.HandleFunc("GET /tickets", a.myTickets)
+	mux.HandleFunc("POST /tickets/{event}/{ticket}/transfer", a.transfer)
+	mux.HandleFunc("GET /messages", a.messages)
 	mux.HandleFunc("GET /integrity", a.integrity)
 	mux.HandleFunc("POST /user", a.switchUser)
 	mux.HandleFunc("POST /switches", a.flipSwitch)
@@ -229,6 +232,24 @@ type ticketView struct {
 	Event  Event
 }
 
+// ticketsView is the My tickets page's data.
+type ticketsView struct {
+	Tickets  []ticketView
+	Users    []User // whom a ticket can go to
+	Transfer *TransferResult
+	Lesson   Lesson
+}
+
+// TransferResult is what the page says after a transfer.
+type TransferResult struct {
+	To      string
+	Seat    string
+	Event   string
+	Queued  bool // messaging was down: the notifications wait in the outbox
+	Message string
+	OK      bool
+}
+
 // myTickets lists the current user's active tickets.
 func (a *App) myTickets(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
@@ -250,7 +271,72 @@ func (a *App) myTickets(w http.ResponseWriter, r *http.Request) {
 	slices.SortFunc(list, func(x, y ticketView) int {
 		return cmp.Or(x.Event.Date.Compare(y.Event.Date), cmp.Compare(x.Ticket.Seat, y.Ticket.Seat))
 	})
-	a.render(w, r, http.StatusOK, "tickets", "My tickets", "tickets", list)
+	v := ticketsView{Tickets: list, Lesson: transferLesson()}
+	for _, u := range sampleUsers {
+		if u.ID != user.ID {
+			v.Users = append(v.Users, u)
+		}
+	}
+	if res, ok := a.runs.get(r.URL.Query().Get("run")); ok {
+		if tr, ok := res.(TransferResult); ok {
+			v.Transfer = &tr
+		}
+	}
+	a.render(w, r, http.StatusOK, "tickets", "My tickets", "tickets", v)
+}
+
+// transfer gives one of the current user's tickets to another user.
+func (a *App) transfer(w http.ResponseWriter, r *http.Request) {
+	ev, err := a.eventByID(r.PathValue("event"))
+	if err != nil {
+		a.fail(w, r, http.StatusNotFound, "There is no such event.")
+		return
+	}
+	to := r.FormValue("to")
+	from := currentUser(r).ID
+	if userName(to) == to || to == from {
+		a.fail(w, r, http.StatusBadRequest, "Choose someone else to send the ticket to.")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	res := TransferResult{To: to, Event: ev.Name, Seat: r.FormValue("seat"), Queued: a.switches.MessagingDown.Load()}
+	err = transferTicket(ctx, a.shop, a.outbox, ev.Name, ev.ID, r.PathValue("ticket"), from, to)
+	switch {
+	case err == nil:
+		res.OK = true
+	case errors.Is(err, errNotOwner):
+		res.Message = "This ticket is no longer yours: nothing was sent."
+	default:
+		res.Message = "The transfer failed, and nothing was sent: " + err.Error()
+	}
+	http.Redirect(w, r, "/tickets?run="+a.runs.put(res)+"#result", http.StatusSeeOther)
+}
+
+// messagesView is the messages page's data.
+type messagesView struct {
+	Notes    []Notification
+	Unsent   int
+	StatsErr string
+	Lesson   Lesson
+}
+
+// messages shows the current user's notifications and the outbox backlog.
+func (a *App) messages(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	notes, err := notifications(ctx, a.notes, currentUser(r).ID)
+	if err != nil {
+		a.fail(w, r, http.StatusBadGateway, "Your messages could not be read: "+err.Error())
+		return
+	}
+	v := messagesView{Notes: notes, Lesson: transferLesson()}
+	if st, err := a.relay.Stats(ctx); err != nil {
+		v.StatsErr = err.Error()
+	} else {
+		v.Unsent = st.Unsent
+	}
+	a.render(w, r, http.StatusOK, "messages", "Messages", "messages", v)
 }
 
 // integrityView is the integrity page: one reconciliation per event.
