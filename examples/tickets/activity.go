@@ -87,6 +87,8 @@ type change struct {
 	OwnerID string   `json:"ownerId"`
 	Total   int      `json:"total"`
 	How     string   `json:"strategy"`
+	Amount  int      `json:"amount"`
+	Release string   `json:"releasedBy"`
 }
 
 // feedHandler turns a batch of changes to the tickets container into log
@@ -137,6 +139,19 @@ func describe(event string, c change) (string, string) {
 			return fmt.Sprintf("%s: %s marked sold to %s.", event, seatName(c.Code), userName(c.Holder)), ""
 		case statusHeld:
 			return fmt.Sprintf("%s: %s held for %s.", event, seatName(c.Code), userName(c.Holder)), ""
+		case statusAvailable:
+			if c.Release != "" {
+				return fmt.Sprintf("%s: %s released, back on sale.", event, seatName(c.Code)), "bad"
+			}
+		}
+	case "charge":
+		switch c.Status {
+		case "approved":
+			return fmt.Sprintf("%s: %s's card was charged $%d.", event, userName(c.UserID), c.Amount), "good"
+		case "declined":
+			return fmt.Sprintf("%s: %s's card was declined.", event, userName(c.UserID)), "bad"
+		case "refunded":
+			return fmt.Sprintf("%s: %s was refunded $%d.", event, userName(c.UserID), c.Amount), "bad"
 		}
 	}
 	return "", ""

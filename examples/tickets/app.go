@@ -15,6 +15,7 @@ import (
 	"github.com/orrery-db/orrery/coord/inbox"
 	"github.com/orrery-db/orrery/coord/lock"
 	"github.com/orrery-db/orrery/coord/outbox"
+	"github.com/orrery-db/orrery/coord/saga"
 )
 
 // App is the site: its data access, its switches and the results of the
@@ -25,6 +26,7 @@ type App struct {
 	outbox   *outbox.Outbox
 	relay    *outbox.Relay
 	notes    *azcosmos.ContainerClient
+	purchase *Purchases
 	activity *Activity
 	events   []Event
 	switches *Switches
@@ -61,6 +63,14 @@ func newApp(ctx context.Context, client *azcosmos.Client, log *slog.Logger) (*Ap
 	if err != nil {
 		return nil, err
 	}
+	sagas, err := saga.CreateContainer(ctx, shop.db, "sagas")
+	if err != nil {
+		return nil, err
+	}
+	payments, err := ensureContainer(ctx, shop.db, "payments", "/userId", 0)
+	if err != nil {
+		return nil, err
+	}
 	a := &App{
 		shop:     shop,
 		locker:   lock.New(locks),
@@ -72,6 +82,9 @@ func newApp(ctx context.Context, client *azcosmos.Client, log *slog.Logger) (*Ap
 		runs:     newRunStore(64),
 		log:      log,
 		pages:    pg,
+	}
+	if a.purchase, err = newPurchases(shop, sagas, payments, notes, a.locker, a.switches); err != nil {
+		return nil, err
 	}
 	for _, e := range a.events {
 		if _, err := shop.event(ctx, e.ID); err == nil {
@@ -89,10 +102,14 @@ func newApp(ctx context.Context, client *azcosmos.Client, log *slog.Logger) (*Ap
 	if u, err := url.Parse(client.Endpoint()); err == nil {
 		host = u.Host
 	}
-	feed := changefeed.New(shop.tickets, leases, a.feedHandler, changefeed.Options{
-		Name: "activity", Host: host, StartFrom: changefeed.StartFromTime(started),
-		PollInterval: 200 * time.Millisecond, AcquireInterval: time.Second,
-	})
+	feedOpts := func(name string) changefeed.Options {
+		return changefeed.Options{Name: name, Host: host, StartFrom: changefeed.StartFromTime(started),
+			PollInterval: 200 * time.Millisecond, AcquireInterval: time.Second}
+	}
+	feeds := []*changefeed.Processor{
+		changefeed.New(shop.tickets, leases, a.feedHandler, feedOpts("activity")),
+		changefeed.New(payments, leases, a.feedHandler, feedOpts("activity-payments")),
+	}
 	// The outbox relay publishes the transfers' notifications to the
 	// messaging service, retrying while it is down.
 	messenger := &Messenger{notes: notes, inbox: inbox.New(notes, "notifications", "userId"), switches: a.switches}
@@ -102,11 +119,13 @@ func newApp(ctx context.Context, client *azcosmos.Client, log *slog.Logger) (*Ap
 	})
 	var bg context.Context
 	bg, a.stop = context.WithCancel(context.Background())
-	a.workers.Go(func() {
-		if err := feed.Run(bg); err != nil && bg.Err() == nil {
-			log.Error("the activity feed stopped", "error", err)
-		}
-	})
+	for _, feed := range feeds {
+		a.workers.Go(func() {
+			if err := feed.Run(bg); err != nil && bg.Err() == nil {
+				log.Error("the activity feed stopped", "error", err)
+			}
+		})
+	}
 	a.workers.Go(func() {
 		if err := a.relay.Run(bg); err != nil && bg.Err() == nil {
 			log.Error("the outbox relay stopped", "error", err)

@@ -52,3 +52,16 @@ func transferLesson() Lesson {
 		Fix:     "The new owner and both notifications are one transactional batch (coord/outbox); a relay on the change feed publishes them, retrying until messaging is back, and coord/inbox delivers each one once.",
 		Code:    "/code/transfer.go#transferTicket"}
 }
+
+// sagaLesson explains how a purchase saga ended.
+func sagaLesson(r SagaResult) Lesson {
+	l := Lesson{Title: "Purchase saga", Tool: "coord/saga", Code: "/code/purchase.go#newPurchases"}
+	if r.Completed() {
+		l.Problem = "A purchase spans four services (seats, payments, ticketing, messaging) and no transaction spans them."
+		l.Fix = "coord/saga recorded each step as it completed, in one ETag-guarded document, so a crash would resume where it stopped."
+		return l
+	}
+	l.Problem = "The step “" + r.Failed + "” failed after earlier steps had already changed other services."
+	l.Fix = "coord/saga recorded the compensations to run before running any, then undid the completed steps in reverse order; nothing is left half done."
+	return l
+}

@@ -26,6 +26,7 @@ func (a *App) routes() http.Handler {
 	mux.HandleFunc("POST /events/{event}/race", a.race)
 	mux.HandleFunc("POST /events/{event}/reset", a.reset)
 	mux.HandleFunc("POST /events/{event}/best", a.best)
+	mux.HandleFunc("POST /events/{event}/saga", a.sagaBuy)
 	mux.HandleFunc("GET /activity", a.activityPage)
 	mux.HandleFunc("GET /activity/stream", a.activityStream)
 	mux.HandleFunc("GET /tickets", a.myTickets)
@@ -64,6 +65,8 @@ type eventView struct {
 	Buy        *Outcome
 	Best       *BestResult
 	BestLesson Lesson
+	Saga       *SagaResult
+	SagaLesson Lesson
 	Activity   []Entry
 	Error      string
 }
@@ -102,6 +105,8 @@ func (a *App) eventPage(w http.ResponseWriter, r *http.Request) {
 			v.Buy = &res
 		case BestResult:
 			v.Best, v.BestLesson = &res, bestLesson(res.Locked)
+		case SagaResult:
+			v.Saga, v.SagaLesson = &res, sagaLesson(res)
 		}
 	}
 	a.render(w, r, http.StatusOK, "event", ev.Name, "events", v)
@@ -464,4 +469,27 @@ func (a *App) activityStream(w http.ResponseWriter, r *http.Request) {
 			flusher.Flush()
 		}
 	}
+}
+
+// sagaBuy buys the chosen seat through the purchase saga.
+func (a *App) sagaBuy(w http.ResponseWriter, r *http.Request) {
+	ev, err := a.eventByID(r.PathValue("event"))
+	if err != nil {
+		a.fail(w, r, http.StatusNotFound, "There is no such event.")
+		return
+	}
+	code := r.FormValue("seat")
+	if code == "" {
+		eventRedirect(w, r, ev.ID, "", "Choose an available seat on the map first.")
+		return
+	}
+	in := PurchaseInput{EventID: ev.ID, Event: ev.Name, UserID: currentUser(r).ID, Seats: []string{code}, Total: priceOf(code)}
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	st, err := a.purchase.Buy(ctx, in)
+	if err != nil && st.ID == "" {
+		eventRedirect(w, r, ev.ID, "", "The purchase could not run: "+err.Error())
+		return
+	}
+	eventRedirect(w, r, ev.ID, a.runs.put(sagaResult(in, st)), "")
 }

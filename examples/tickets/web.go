@@ -26,6 +26,7 @@ var templateFuncs = template.FuncMap{
 	"userName": userName,
 	"money":    func(d int) string { return fmt.Sprintf("$%d", d) },
 	"seatName": seatName,
+	"seatList": seatList,
 	"ms": func(d time.Duration) string {
 		return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond))
 	},
