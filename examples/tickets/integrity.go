@@ -78,6 +78,7 @@ func checkIntegrity(ctx context.Context, shop *Shop, eventID string) (Integrity,
 			in.SeatsHeld++
 		}
 		if o := owners[s.Code]; len(o) > 1 {
+			slices.Sort(o)
 			in.DoubleSold = append(in.DoubleSold, DoubleSale{Seat: s.Code, Owners: o})
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"sync"
 )
 
@@ -61,5 +62,6 @@ func raceSeat(ctx context.Context, shop *Shop, st Strategy, eventID, code string
 			res.Holders = append(res.Holders, t.OwnerID)
 		}
 	}
+	slices.Sort(res.Holders)
 	return res, nil
 }
