@@ -98,19 +98,19 @@ func pickBest(ctx context.Context, shop *Shop, eventID string, n int) ([]Seat, e
 func sellUnlocked(ctx context.Context, shop *Shop, eventID, userID string, picked []Seat, pickErr error) BestOutcome {
 	out := BestOutcome{UserID: userID}
 	if pickErr != nil {
-		out.Message = "No seats: " + pickErr.Error()
+		out.Message = "No seats: " + plainError(pickErr)
 		return out
 	}
 	order := newOrder(eventID, userID, picked, "best available, no lock")
 	for _, s := range picked {
 		s.Status, s.Holder, s.OrderID = statusSold, userID, order.ID
 		if err := shop.upsert(ctx, eventID, s); err != nil { // last write wins
-			out.Message = "The write failed: " + err.Error()
+			out.Message = "The write failed: " + plainError(err)
 			return out
 		}
 	}
 	if err := shop.recordSale(ctx, eventID, order, false); err != nil {
-		out.Message = "The order could not be written: " + err.Error()
+		out.Message = "The order could not be written: " + plainError(err)
 		return out
 	}
 	out.Won, out.Seats = true, order.Seats
@@ -130,7 +130,7 @@ func sellLocked(ctx context.Context, shop *Shop, locker *lock.Locker, eventID, u
 	out := BestOutcome{UserID: userID}
 	lk, err := locker.Acquire(ctx, "best-"+eventID, &lock.Options{TTL: bestLockTTL, Owner: userID})
 	if err != nil {
-		out.Message = "Could not get the lock: " + err.Error()
+		out.Message = "Could not get the lock: " + plainError(err)
 		return out
 	}
 	defer lk.Release(context.WithoutCancel(ctx))
@@ -138,7 +138,7 @@ func sellLocked(ctx context.Context, shop *Shop, locker *lock.Locker, eventID, u
 	work := lk.Context() // ends if the lock is lost
 	picked, err := pickBest(work, shop, eventID, n)
 	if err != nil {
-		out.Message = "No seats: " + err.Error()
+		out.Message = "No seats: " + plainError(err)
 		return out
 	}
 	order := newOrder(eventID, userID, picked, "best available, lock")
@@ -149,12 +149,12 @@ func sellLocked(ctx context.Context, shop *Shop, locker *lock.Locker, eventID, u
 			return out
 		}
 		if err != nil {
-			out.Message = "The write failed: " + err.Error()
+			out.Message = "The write failed: " + plainError(err)
 			return out
 		}
 	}
 	if err := shop.recordSale(work, eventID, order, true); err != nil {
-		out.Message = "The order could not be written: " + err.Error()
+		out.Message = "The order could not be written: " + plainError(err)
 		return out
 	}
 	out.Won, out.Seats = true, order.Seats

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -180,7 +181,7 @@ func (a *attempt) outcome(won bool, orderID, msg string) *Outcome {
 
 // failed is the outcome of an error that is not a lost race.
 func (a *attempt) failed(msg string, err error) Outcome {
-	o := a.outcome(false, "", msg+": "+err.Error())
+	o := a.outcome(false, "", msg+": "+plainError(err))
 	o.Failed = true
 	return *o
 }
@@ -226,4 +227,28 @@ func mustJSON(v any) []byte {
 		panic(fmt.Sprintf("encoding %T: %v", v, err))
 	}
 	return b
+}
+
+// plainError says what went wrong in words for a page: the status of a
+// Cosmos response rather than its raw body.
+func plainError(err error) string {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return fmt.Sprintf("the database answered %d %s", re.StatusCode, http.StatusText(re.StatusCode))
+	}
+	return err.Error()
+}
+
+// validSeat reports whether code names a seat of the sample venue.
+func validSeat(code string) bool {
+	for _, s := range orionHall.Sections {
+		for r := 1; r <= s.Rows; r++ {
+			for n := 1; n <= s.Seats; n++ {
+				if seatCode(s.Code, r, n) == code {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

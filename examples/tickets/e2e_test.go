@@ -38,9 +38,6 @@ func chromiumPath() (string, error) {
 // e2e npm packages it skips, except in CI (CI=true), where it fails: CI
 // must not skip it silently.
 func TestBrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("browser tests are not short")
-	}
 	need := func(err error, what string) {
 		if err == nil {
 			return

@@ -82,16 +82,16 @@ func (a *App) eventPage(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	seats, err := a.shop.seats(ctx, ev.ID)
 	if err != nil {
-		a.fail(w, r, http.StatusBadGateway, "The seat map could not be read: "+err.Error())
+		a.fail(w, r, http.StatusBadGateway, "The seat map could not be read: "+plainError(err))
 		return
 	}
 	in, err := checkIntegrity(ctx, a.shop, ev.ID)
 	if err != nil {
-		a.fail(w, r, http.StatusBadGateway, "The integrity check could not run: "+err.Error())
+		a.fail(w, r, http.StatusBadGateway, "The integrity check could not run: "+plainError(err))
 		return
 	}
 	v := eventView{Event: ev, Sections: layout(seats), Integrity: in, Strategies: strategies,
-		Error: r.URL.Query().Get("error"), Activity: latest(a.activity.snapshot(), 8)}
+		Activity: latest(a.activity.snapshot(), 8)}
 	for _, s := range seats {
 		if s.Status == statusAvailable {
 			v.Available++
@@ -105,6 +105,8 @@ func (a *App) eventPage(w http.ResponseWriter, r *http.Request) {
 			v.Buy = &res
 		case BestResult:
 			v.Best, v.BestLesson = &res, bestLesson(res.Locked)
+		case pageError:
+			v.Error = string(res)
 		case SagaResult:
 			v.Saga, v.SagaLesson = &res, sagaLesson(res)
 		}
@@ -134,15 +136,19 @@ func layout(seats []Seat) []sectionView {
 	return out
 }
 
+// pageError is a message the event page shows after a failed action.
+type pageError string
+
 // eventRedirect sends the browser back to the event page with a result or
-// an error message.
-func eventRedirect(w http.ResponseWriter, r *http.Request, eventID, run, msg string) {
+// an error message, both kept server-side under a run id: the page never
+// shows text taken from its URL.
+func (a *App) eventRedirect(w http.ResponseWriter, r *http.Request, eventID, run, msg string) {
+	if run == "" && msg != "" {
+		run = a.runs.put(pageError(msg))
+	}
 	to := "/events/" + eventID
-	switch {
-	case run != "":
-		to += "?run=" + run + "#result"
-	case msg != "":
-		to += "?error=" + url.QueryEscape(msg) + "#result"
+	if run != "" {
+		to += "?run=" + url.QueryEscape(run) + "#result"
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther)
 }
@@ -155,8 +161,8 @@ func (a *App) buy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	code := r.FormValue("seat")
-	if code == "" {
-		eventRedirect(w, r, ev.ID, "", "Choose a seat on the map first.")
+	if !validSeat(code) {
+		a.eventRedirect(w, r, ev.ID, "", "Choose a seat on the map first.")
 		return
 	}
 	st, ok := parseStrategy(r.FormValue("strategy"))
@@ -166,7 +172,7 @@ func (a *App) buy(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 	defer cancel()
 	out := a.shop.begin(ctx, st, ev.ID, code, currentUser(r).ID).finish(ctx)
-	eventRedirect(w, r, ev.ID, a.runs.put(out), "")
+	a.eventRedirect(w, r, ev.ID, a.runs.put(out), "")
 }
 
 // race fires several buyers at the chosen seat under one strategy.
@@ -177,13 +183,13 @@ func (a *App) race(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	code := r.FormValue("seat")
-	if code == "" {
-		eventRedirect(w, r, ev.ID, "", "Choose an available seat on the map first, then start the race.")
+	if !validSeat(code) {
+		a.eventRedirect(w, r, ev.ID, "", "Choose an available seat on the map first, then start the race.")
 		return
 	}
 	st, ok := parseStrategy(r.FormValue("race-strategy"))
 	if !ok {
-		eventRedirect(w, r, ev.ID, "", "Choose a strategy for the race.")
+		a.eventRedirect(w, r, ev.ID, "", "Choose a strategy for the race.")
 		return
 	}
 	n, err := strconv.Atoi(r.FormValue("buyers"))
@@ -195,10 +201,10 @@ func (a *App) race(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	res, err := raceSeat(ctx, a.shop, st, ev.ID, code, users)
 	if err != nil {
-		eventRedirect(w, r, ev.ID, "", "The race could not finish: "+err.Error())
+		a.eventRedirect(w, r, ev.ID, "", "The race could not finish: "+plainError(err))
 		return
 	}
-	eventRedirect(w, r, ev.ID, a.runs.put(res), "")
+	a.eventRedirect(w, r, ev.ID, a.runs.put(res), "")
 }
 
 // buyers picks n sample users, the current one first.
@@ -225,10 +231,10 @@ func (a *App) reset(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 	defer cancel()
 	if err := a.resetEvent(ctx, ev); err != nil {
-		eventRedirect(w, r, ev.ID, "", "The event could not be reset: "+err.Error())
+		a.eventRedirect(w, r, ev.ID, "", "The event could not be reset: "+plainError(err))
 		return
 	}
-	eventRedirect(w, r, ev.ID, "", "")
+	a.eventRedirect(w, r, ev.ID, "", "")
 }
 
 // ticketView is a ticket with its event.
@@ -264,7 +270,7 @@ func (a *App) myTickets(w http.ResponseWriter, r *http.Request) {
 	for _, ev := range a.events {
 		ts, err := a.shop.ticketsOf(ctx, ev.ID)
 		if err != nil {
-			a.fail(w, r, http.StatusBadGateway, "Your tickets could not be read: "+err.Error())
+			a.fail(w, r, http.StatusBadGateway, "Your tickets could not be read: "+plainError(err))
 			return
 		}
 		for _, t := range ts {
@@ -313,7 +319,7 @@ func (a *App) transfer(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, errNotOwner):
 		res.Message = "This ticket is no longer yours: nothing was sent."
 	default:
-		res.Message = "The transfer failed, and nothing was sent: " + err.Error()
+		res.Message = "The transfer failed, and nothing was sent: " + plainError(err)
 	}
 	http.Redirect(w, r, "/tickets?run="+a.runs.put(res)+"#result", http.StatusSeeOther)
 }
@@ -332,12 +338,12 @@ func (a *App) messages(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	notes, err := notifications(ctx, a.notes, currentUser(r).ID)
 	if err != nil {
-		a.fail(w, r, http.StatusBadGateway, "Your messages could not be read: "+err.Error())
+		a.fail(w, r, http.StatusBadGateway, "Your messages could not be read: "+plainError(err))
 		return
 	}
 	v := messagesView{Notes: notes, Lesson: transferLesson()}
 	if st, err := a.relay.Stats(ctx); err != nil {
-		v.StatsErr = err.Error()
+		v.StatsErr = plainError(err)
 	} else {
 		v.Unsent = st.Unsent
 	}
@@ -358,7 +364,7 @@ func (a *App) integrity(w http.ResponseWriter, r *http.Request) {
 	for _, ev := range a.events {
 		in, err := checkIntegrity(ctx, a.shop, ev.ID)
 		if err != nil {
-			a.fail(w, r, http.StatusBadGateway, "The integrity check could not run: "+err.Error())
+			a.fail(w, r, http.StatusBadGateway, "The integrity check could not run: "+plainError(err))
 			return
 		}
 		v.Checks = append(v.Checks, in)
@@ -411,10 +417,10 @@ func (a *App) best(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	res, err := bestAvailable(ctx, a.shop, locker, ev.ID, buyers(currentUser(r).ID, k), n)
 	if err != nil {
-		eventRedirect(w, r, ev.ID, "", "Best available could not finish: "+err.Error())
+		a.eventRedirect(w, r, ev.ID, "", "Best available could not finish: "+plainError(err))
 		return
 	}
-	eventRedirect(w, r, ev.ID, a.runs.put(res), "")
+	a.eventRedirect(w, r, ev.ID, a.runs.put(res), "")
 }
 
 // latest returns the last n entries, newest first.
@@ -479,8 +485,8 @@ func (a *App) sagaBuy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	code := r.FormValue("seat")
-	if code == "" {
-		eventRedirect(w, r, ev.ID, "", "Choose an available seat on the map first.")
+	if !validSeat(code) {
+		a.eventRedirect(w, r, ev.ID, "", "Choose an available seat on the map first.")
 		return
 	}
 	in := PurchaseInput{EventID: ev.ID, Event: ev.Name, UserID: currentUser(r).ID, Seats: []string{code}, Total: priceOf(code)}
@@ -488,8 +494,8 @@ func (a *App) sagaBuy(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	st, err := a.purchase.Buy(ctx, in)
 	if err != nil && st.ID == "" {
-		eventRedirect(w, r, ev.ID, "", "The purchase could not run: "+err.Error())
+		a.eventRedirect(w, r, ev.ID, "", "The purchase could not run: "+plainError(err))
 		return
 	}
-	eventRedirect(w, r, ev.ID, a.runs.put(sagaResult(in, st)), "")
+	a.eventRedirect(w, r, ev.ID, a.runs.put(sagaResult(in, st)), "")
 }
