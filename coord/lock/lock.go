@@ -180,7 +180,7 @@ func (l *Locker) TryAcquire(ctx context.Context, name string, opts *Options) (*L
 		return nil, err
 	}
 	owner := o.Owner + "/" + nonce()
-	for {
+	for range 5 {
 		h, err := l.attempt(ctx, name, owner, &o)
 		if errors.Is(err, errContended) {
 			// Someone advanced the counter since we read it: a fresh
@@ -192,6 +192,7 @@ func (l *Locker) TryAcquire(ctx context.Context, name string, opts *Options) (*L
 		}
 		return h, err
 	}
+	return nil, fmt.Errorf("%w: %q is contended", ErrHeld, name)
 }
 
 // Acquire takes the lock, waiting with exponential backoff and full jitter
@@ -272,8 +273,12 @@ func (l *Locker) attempt(ctx context.Context, name, owner string, o *Options) (*
 	} else {
 		b.CreateItem(fb, nil)
 	}
+	// Create, not upsert: the counter's ETag already refuses a racing
+	// acquirer, and create-only also refuses a live lease that a stale
+	// read (a lagging replica) did not show us. The service treats an
+	// expired lease as absent.
 	lb, _ := json.Marshal(lease)
-	b.UpsertItem(lb, nil)
+	b.CreateItem(lb, nil)
 	sent := time.Now()
 	resp, err := l.c.ExecuteTransactionalBatch(ctx, b, &azcosmos.TransactionalBatchOptions{EnableContentResponseOnWrite: true})
 	if err == nil && resp.Success && len(resp.OperationResults) == 2 {
@@ -286,13 +291,16 @@ func (l *Locker) attempt(ctx context.Context, name, owner string, o *Options) (*
 	}
 	if err == nil {
 		// The batch was refused: the counter moved (412) or was created
-		// (409) since we read it, possibly by a retry of this very batch
-		// whose first attempt applied. The lease tells which.
+		// (409) since we read it, or a lease exists (409), possibly
+		// written by a retry of this very batch whose first attempt
+		// applied. The lease tells which.
 		err = errContended
-		if len(resp.OperationResults) > 0 {
-			if s := resp.OperationResults[0].StatusCode; s != http.StatusPreconditionFailed && s != http.StatusConflict {
-				return nil, fmt.Errorf("lock: acquiring %q: the batch failed with status %d", name, s)
+		for _, r := range resp.OperationResults {
+			switch r.StatusCode {
+			case http.StatusFailedDependency, http.StatusPreconditionFailed, http.StatusConflict:
+				continue
 			}
+			return nil, fmt.Errorf("lock: acquiring %q: the batch failed with status %d", name, r.StatusCode)
 		}
 	}
 	if ctx.Err() != nil {

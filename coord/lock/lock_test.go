@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,7 +68,7 @@ func TestAcquireWaitsAndRenewalOutlivesTTL(t *testing.T) {
 	db := newDB(t, c)
 	l := lock.New(lockContainer(t, c, db))
 	ctx := context.Background()
-	opts := &lock.Options{TTL: 2 * time.Second}
+	opts := &lock.Options{TTL: 3 * time.Second}
 	a, err := l.Acquire(ctx, "n", opts)
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +161,9 @@ func TestPausedHolderIsFencedOut(t *testing.T) {
 	}
 
 	resume := f.stall()
-	b, err := lb.Acquire(ctx, "seats", opts)
+	// The successor's own lease is long: it must not lapse on a loaded
+	// machine before the checks below.
+	b, err := lb.Acquire(ctx, "seats", &lock.Options{TTL: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,4 +290,27 @@ func TestAmbiguousRenewAndRelease(t *testing.T) {
 		t.Fatalf("after release: %v", err)
 	}
 	b.Release(ctx)
+}
+
+// A read from a lagging replica misses a live lease: the acquirer's create
+// of the lease is refused all the same, so it is not granted the lock.
+func TestStaleReadDoesNotDoubleGrant(t *testing.T) {
+	c := client(t, nil)
+	db := newDB(t, c)
+	l := lock.New(lockContainer(t, c, db))
+	f := &faults{hide: func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/docs/n") }}
+	stale := lock.New(lockContainer(t, client(t, &azcosmos.ClientOptions{ClientOptions: policy.ClientOptions{PerRetryPolicies: []policy.Policy{f}}}), db))
+	ctx := context.Background()
+	a, err := l.Acquire(ctx, "n", &lock.Options{TTL: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stale.TryAcquire(ctx, "n", nil); !errors.Is(err, lock.ErrHeld) {
+		t.Fatalf("acquirer reading a stale replica: %v, want ErrHeld", err)
+	}
+	h, err := l.Holder(ctx, "n")
+	if err != nil || h == nil || h.Owner != a.Lease().Owner || h.ETag != a.Lease().ETag {
+		t.Fatalf("holder %+v (%v), want a's untouched lease", h, err)
+	}
+	a.Release(ctx)
 }

@@ -107,7 +107,8 @@ type faults struct {
 	mu      sync.Mutex
 	drop    func(*http.Request) bool // drop the reply of matching requests
 	dropped int
-	stalled chan struct{} // non-nil: requests wait for it to close
+	stalled chan struct{}            // non-nil: requests wait for it to close
+	hide    func(*http.Request) bool // answer matching reads 404, as a stale replica would
 }
 
 var errInjected = errors.New("injected: connection reset after the request was sent")
@@ -122,6 +123,15 @@ func (f *faults) Do(req *policy.Request) (*http.Response, error) {
 		case <-req.Raw().Context().Done():
 			return nil, req.Raw().Context().Err()
 		}
+	}
+	if f.hide != nil && req.Raw().Method == http.MethodGet && f.hide(req.Raw()) {
+		// A lagging replica: the item is not there yet.
+		return &http.Response{
+			StatusCode: http.StatusNotFound,
+			Header:     http.Header{"Content-Type": {"application/json"}},
+			Body:       io.NopCloser(strings.NewReader(`{"code":"NotFound","message":"Entity with the specified id does not exist in the system."}`)),
+			Request:    req.Raw(),
+		}, nil
 	}
 	resp, err := req.Next()
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -15,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/orrery-db/orrery/coord/internal/cosmostest"
@@ -43,7 +46,11 @@ type contendResult struct {
 	Fenced   int      // fenced writes rejected (only after a lost lock)
 	Lost     int      // sections whose lock was lost before they ended
 	Errors   []string // anything else
+	Dropped  int      // replies the fault injection dropped
 }
+
+// dropper is the worker's fault injection, if any.
+var dropper *faults
 
 func runWorker(kind string) int {
 	s := &cosmostest.Server{Endpoint: os.Getenv("COORD_TEST_ENDPOINT"), Key: os.Getenv("COORD_TEST_KEY")}
@@ -54,6 +61,22 @@ func runWorker(kind string) int {
 	}
 	d, _ := c.NewDatabase(os.Getenv("COORD_LOCK_DB"))
 	locks, _ := d.NewContainer("locks")
+	if p, _ := strconv.ParseFloat(os.Getenv("COORD_LOCK_DROP"), 64); p > 0 {
+		// The lock's own traffic loses this share of its replies after
+		// the server applied the request.
+		f := &faults{drop: func(*http.Request) bool { return rand.Float64() < p }}
+		dropper = f
+		lc, err := s.NewClient(&azcosmos.ClientOptions{ClientOptions: policy.ClientOptions{
+			PerRetryPolicies: []policy.Policy{f},
+			Retry:            policy.RetryOptions{RetryDelay: 10 * time.Millisecond},
+		}})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		ld, _ := lc.NewDatabase(os.Getenv("COORD_LOCK_DB"))
+		locks, _ = ld.NewContainer("locks")
+	}
 	l := lock.New(locks)
 	ctx := context.Background()
 	switch kind {
@@ -82,6 +105,9 @@ func runWorker(kind string) int {
 			}()
 		}
 		wg.Wait()
+		if dropper != nil {
+			res.Dropped = dropper.droppedCount()
+		}
 		_ = json.NewEncoder(os.Stdout).Encode(res)
 		return 0
 	case "hold":
@@ -144,6 +170,17 @@ func contendOnce(ctx context.Context, l *lock.Locker, data *azcosmos.ContainerCl
 // section writing the protected item with its fence: no two sections
 // overlap and the accepted fences are strictly increasing.
 func TestContentionAcrossProcesses(t *testing.T) {
+	contend(t, []int{22, 21, 21}, 0)
+}
+
+// The same with a tenth of the lock's replies lost after the server
+// applied the request (acquisitions, renewals and releases alike): every
+// ambiguous outcome is settled without a double grant.
+func TestContentionWithLostReplies(t *testing.T) {
+	contend(t, []int{8, 8}, 0.1)
+}
+
+func contend(t *testing.T, per []int, drop float64) {
 	c := client(t, nil)
 	db := newDB(t, c)
 	lockContainer(t, c, db)
@@ -153,11 +190,14 @@ func TestContentionAcrossProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	const rounds = 2
-	per := []int{22, 21, 21}
+	goroutines := 0
+	for _, n := range per {
+		goroutines += n
+	}
 	outs := make([]strings.Builder, len(per))
 	cmds := make([]*exec.Cmd, len(per))
 	for i, n := range per {
-		cmds[i] = worker(t, "contend", "COORD_LOCK_DB="+db, fmt.Sprintf("COORD_LOCK_GOROUTINES=%d", n), fmt.Sprintf("COORD_LOCK_ROUNDS=%d", rounds))
+		cmds[i] = worker(t, "contend", "COORD_LOCK_DB="+db, fmt.Sprintf("COORD_LOCK_GOROUTINES=%d", n), fmt.Sprintf("COORD_LOCK_ROUNDS=%d", rounds), fmt.Sprintf("COORD_LOCK_DROP=%g", drop))
 		cmds[i].Stdout = &outs[i]
 		if err := cmds[i].Start(); err != nil {
 			t.Fatal(err)
@@ -177,6 +217,10 @@ func TestContentionAcrossProcesses(t *testing.T) {
 		total.Fenced += r.Fenced
 		total.Lost += r.Lost
 		total.Errors = append(total.Errors, r.Errors...)
+		total.Dropped += r.Dropped
+	}
+	if drop > 0 && total.Dropped == 0 {
+		t.Fatal("no reply was dropped")
 	}
 	t.Logf("%+v", total)
 	if len(total.Errors) > 0 {
@@ -201,7 +245,7 @@ func TestContentionAcrossProcesses(t *testing.T) {
 	if err := json.Unmarshal(r.Value, &doc); err != nil {
 		t.Fatal(err)
 	}
-	if len(doc.Fences) != total.Sections || total.Sections < 64*rounds-total.Lost-total.Fenced {
+	if len(doc.Fences) != total.Sections || total.Sections < goroutines*rounds-total.Lost-total.Fenced {
 		t.Fatalf("%d fences accepted, %d sections reported", len(doc.Fences), total.Sections)
 	}
 	for i := 1; i < len(doc.Fences); i++ {

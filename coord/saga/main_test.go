@@ -27,6 +27,9 @@ var server *cosmostest.Server
 var endpoint, key string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(workerEnv) != "" {
+		os.Exit(runWorker())
+	}
 	s, stop, err := cosmostest.StartForMain()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "coord/saga: skipping, no server: %v\n", err)

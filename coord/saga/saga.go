@@ -78,8 +78,12 @@ type Func func(ctx context.Context, c Call) error
 // Step is one step of a saga: an action and the compensation that undoes
 // it (nil when there is nothing to undo, such as a notification).
 type Step struct {
-	Name       string
-	Action     Func
+	// Name identifies the step in the saga document and in Call.Key; it
+	// must not change while sagas that ran it may be resumed.
+	Name string
+	// Action does the step's work.
+	Action Func
+	// Compensate undoes Action, or is nil.
 	Compensate Func
 }
 
@@ -151,10 +155,14 @@ func CreateContainer(ctx context.Context, db *azcosmos.DatabaseClient, id string
 
 // State is a saga instance's recorded state.
 type State struct {
-	ID     string           `json:"id"`
-	Saga   string           `json:"saga"`
+	// ID is the saga instance's id (and its document's).
+	ID string `json:"id"`
+	// Saga is the name of the executor's definition.
+	Saga string `json:"saga"`
+	// Status is where the saga stands.
 	Status coord.SagaStatus `json:"status"`
-	Input  json.RawMessage  `json:"input,omitempty"`
+	// Input is the input given to Start, as JSON.
+	Input json.RawMessage `json:"input,omitempty"`
 	// Next is the index of the next action to run while running.
 	Next int `json:"next"`
 	// Completed lists the steps whose action completed, in order.
@@ -232,6 +240,57 @@ func (e *Executor) Resume(ctx context.Context, id string) (State, error) {
 		return st, fmt.Errorf("saga: %q is a %q saga, not %q", id, st.Saga, e.name)
 	}
 	return e.drive(ctx, h, st)
+}
+
+// ErrBusy means another executor holds the saga's lease (TryResume).
+var ErrBusy = errors.New("saga: another executor is driving it")
+
+// TryResume is Resume without waiting: ErrBusy (wrapped) when another
+// executor holds the saga's lease, as a live executor normally does.
+func (e *Executor) TryResume(ctx context.Context, id string) (State, error) {
+	h, err := e.o.Locks.TryAcquire(ctx, "saga."+id, &lock.Options{TTL: e.o.LeaseTTL, Owner: e.o.Owner})
+	if errors.Is(err, lock.ErrHeld) {
+		return State{}, fmt.Errorf("%w: %v", ErrBusy, err)
+	}
+	if err != nil {
+		return State{}, fmt.Errorf("saga: taking the lease of %q: %w", id, err)
+	}
+	defer h.Release(context.WithoutCancel(ctx))
+	st, err := e.Get(ctx, id)
+	if err != nil {
+		return State{}, err
+	}
+	return e.drive(ctx, h, st)
+}
+
+// Unfinished lists the ids of this executor's sagas that are running or
+// compensating: those a recoverer passes to TryResume (sagas whose executor
+// is alive answer ErrBusy). Sagas in compensation_failed are left to an
+// operator's Resume. It is a query across partitions.
+func (e *Executor) Unfinished(ctx context.Context) ([]string, error) {
+	q := "SELECT c.id FROM c WHERE c.saga = @saga AND (c.status = @running OR c.status = @compensating)"
+	pager := e.c.NewQueryItemsPager(q, azcosmos.NewPartitionKey(), &azcosmos.QueryOptions{QueryParameters: []azcosmos.QueryParameter{
+		{Name: "@saga", Value: e.name},
+		{Name: "@running", Value: string(coord.SagaRunning)},
+		{Name: "@compensating", Value: string(coord.SagaCompensating)},
+	}})
+	var ids []string
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("saga: listing unfinished sagas: %w", err)
+		}
+		for _, it := range page.Items {
+			var v struct {
+				ID string `json:"id"`
+			}
+			if err := json.Unmarshal(it, &v); err != nil {
+				return nil, err
+			}
+			ids = append(ids, v.ID)
+		}
+	}
+	return ids, nil
 }
 
 // drive runs the saga while h is held, until a terminal status.

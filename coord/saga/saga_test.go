@@ -18,7 +18,13 @@ import (
 
 var stepNames = []string{"hold_seat", "charge", "issue_ticket", "notify"}
 
-const leaseTTL = 3 * time.Second
+// leaseTTL is the crashing executor's lease: how long recovery waits.
+// Recoverers hold longer leases (recoverTTL), so that a loaded machine
+// does not make one lose its lease halfway and hand over to another.
+const (
+	leaseTTL   = 3 * time.Second
+	recoverTTL = 10 * time.Second
+)
 
 // purchase is the four-step purchase saga whose participants write to
 // ledger. Step fail's action is declined (-1: none). at is called at each
@@ -162,7 +168,7 @@ func runScenario(t *testing.T, db string, good env, sc scenario) error {
 		role := fmt.Sprintf("recoverer-%d", r)
 		ex, err := saga.New(renv.sagas, "purchase", purchase(good.ledger, sc.fail, func(string, int) {
 			drivers.Store(role, true)
-		}), saga.Options{Locks: renv.locks, LeaseTTL: leaseTTL, Owner: role})
+		}), saga.Options{Locks: renv.locks, LeaseTTL: recoverTTL, Owner: role})
 		if err != nil {
 			return err
 		}
