@@ -86,6 +86,9 @@ var known = map[string]bool{"id": true, "partitionKey": true, "version": true, "
 // released, an ISO-8601 timestamp, and the properties it did not model.
 func (l Lease) MarshalJSON() ([]byte, error) {
 	type plain Lease
+	if l.Properties == nil {
+		l.Properties = map[string]string{} // .NET reads an object, never null
+	}
 	b, err := json.Marshal(plain(l))
 	if err != nil {
 		return nil, err

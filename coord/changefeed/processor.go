@@ -32,7 +32,9 @@ type Batch struct {
 // Handler handles a batch. When it returns nil the lease is checkpointed
 // past the batch; on an error the batch is delivered again after a backoff.
 // A batch may be delivered more than once (at least once), for example when
-// a lease moves to another instance between handling and checkpoint.
+// a lease moves to another instance between handling and checkpoint. The
+// batches of one lease come one at a time; different leases' batches come
+// concurrently, so a Handler must be safe for concurrent use.
 type Handler func(ctx context.Context, b Batch) error
 
 // StartFrom says where a lease with no checkpoint starts reading.
@@ -80,6 +82,11 @@ type Options struct {
 	// (default 30 s) is then how often the lag of held leases is estimated.
 	Metrics     *Metrics
 	LagInterval time.Duration
+	// OnError, when set, is told of the errors the processor recovers from
+	// by retrying: failed lease listings and acquisitions (lease ""),
+	// failed reads, handler errors and failed checkpoints (lease token).
+	// It is called concurrently.
+	OnError func(lease string, err error)
 }
 
 func (o *Options) defaults() {
@@ -185,8 +192,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	}
 	for {
 		if err := p.balanceOnce(runCtx); err != nil && runCtx.Err() == nil {
-			// Transient: the next round retries.
-			_ = err
+			p.report("", err) // the next round retries
 		}
 		select {
 		case <-runCtx.Done():
@@ -302,6 +308,9 @@ func (p *Processor) balanceOnce(ctx context.Context) error {
 			func(s *Lease) bool { return s.Owner == listed.Owner || s.Owner == "" || s.Owner == p.opts.Instance },
 			func(s *Lease) { s.Owner = p.opts.Instance })
 		if err != nil {
+			if !errors.Is(err, ErrLeaseLost) {
+				p.report("", err)
+			}
 			continue
 		}
 		p.start(ctx, got)
@@ -412,6 +421,7 @@ func (p *Processor) process(ctx context.Context, pt *partition) {
 			if ctx.Err() != nil {
 				return
 			}
+			p.report(l.LeaseToken, err)
 			if statusOf(err) == http.StatusGone || errors.Is(err, azcosmos.ErrFeedRangeUnresolved) {
 				if done := p.splitFromService(ctx, pt, l, r); done {
 					return
@@ -424,6 +434,7 @@ func (p *Processor) process(ctx context.Context, pt *partition) {
 		tok, _ := decodeToken(resp.ContinuationToken)
 		if len(resp.Items) > 0 {
 			if err := p.handler(ctx, Batch{LeaseToken: l.LeaseToken, Range: r, Changes: resp.Items}); err != nil {
+				p.report(l.LeaseToken, fmt.Errorf("changefeed: handler: %w", err))
 				if m := p.opts.Metrics; m != nil {
 					m.failedBatches.WithLabelValues(p.opts.Name).Inc()
 				}
@@ -434,10 +445,15 @@ func (p *Processor) process(ctx context.Context, pt *partition) {
 		}
 		failures = 0
 		if children := splitFromToken(r, l.ContinuationToken, tok); children != nil {
-			if p.split(ctx, pt, children) == nil {
+			err := p.split(ctx, pt, children)
+			if err == nil {
 				p.countBatch(len(resp.Items))
 				return
 			}
+			if errors.Is(err, ErrLeaseLost) {
+				return
+			}
+			p.report(l.LeaseToken, err)
 			continue
 		}
 		next := ""
@@ -454,6 +470,7 @@ func (p *Processor) process(ctx context.Context, pt *partition) {
 				if errors.Is(err, ErrLeaseLost) {
 					return
 				}
+				p.report(l.LeaseToken, err)
 				continue
 			}
 		}
@@ -464,6 +481,12 @@ func (p *Processor) process(ctx context.Context, pt *partition) {
 			case <-time.After(p.opts.PollInterval):
 			}
 		}
+	}
+}
+
+func (p *Processor) report(lease string, err error) {
+	if p.opts.OnError != nil {
+		p.opts.OnError(lease, err)
 	}
 }
 

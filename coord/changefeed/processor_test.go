@@ -10,18 +10,21 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/orrery-db/orrery/coord/internal/cosmostest"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // fixture is a monitored container (partitioned by /pk) and a lease
 // container (partitioned by /id) on a fresh server.
 type fixture struct {
-	t         *testing.T
+	t         testing.TB
+	server    *cosmostest.Server
 	client    *azcosmos.Client
 	monitored *azcosmos.ContainerClient
 	leases    *azcosmos.ContainerClient
 }
 
-func newFixture(t *testing.T, throughput int32) *fixture {
+func newFixture(t testing.TB, throughput int32) *fixture {
 	t.Helper()
 	s := cosmostest.Start(t)
 	c := s.Client(t)
@@ -45,7 +48,7 @@ func newFixture(t *testing.T, throughput int32) *fixture {
 	}
 	m, _ := db.NewContainer("orders")
 	l, _ := db.NewContainer("leases")
-	return &fixture{t: t, client: c, monitored: m, leases: l}
+	return &fixture{t: t, server: s, client: c, monitored: m, leases: l}
 }
 
 // change is one written document: the seq-th change of partition key pk.
@@ -124,7 +127,7 @@ func (r *recorder) handler(ctx context.Context, b Batch) error {
 }
 
 // await waits until n distinct changes were delivered.
-func (r *recorder) await(t *testing.T, n int, within time.Duration) {
+func (r *recorder) await(t testing.TB, n int, within time.Duration) {
 	t.Helper()
 	deadline := time.After(within)
 	for {
@@ -184,18 +187,21 @@ func (w *worker) crash() {
 	w.stop()
 }
 
-// owners returns, per instance, the number of leases it holds in the store.
-func (f *fixture) owners() (map[string]int, int) {
+// leaseList returns the leases of the processor "proc".
+func (f *fixture) leaseList() []*Lease {
 	f.t.Helper()
-	props, err := f.monitored.Read(context.Background(), nil)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	st := &store{c: f.leases, prefix: leasePrefix("proc", "", props.ContainerProperties.ResourceID)}
+	st := &store{c: f.leases, prefix: leasePrefix("proc", "", f.rid())}
 	all, err := st.list(context.Background())
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	return all
+}
+
+// owners returns, per instance, the number of leases it holds in the store.
+func (f *fixture) owners() (map[string]int, int) {
+	f.t.Helper()
+	all := f.leaseList()
 	m := map[string]int{}
 	for _, l := range all {
 		m[l.Owner]++
@@ -268,6 +274,14 @@ func testProcessorFleet(t *testing.T, throughput int32, wantRanges int) {
 		}
 	}
 	workers[victim].crash()
+	// A lease moves no earlier than Expiration after its owner's last
+	// write of it: the earliest of those bounds them all.
+	lastWrite := time.Now()
+	for _, l := range f.leaseList() {
+		if l.Owner == victim && l.Timestamp.Before(lastWrite) {
+			lastWrite = l.Timestamp
+		}
+	}
 	f.write(pks, 30, 40)
 	survivors := []string{}
 	for _, n := range names {
@@ -276,6 +290,9 @@ func testProcessorFleet(t *testing.T, throughput int32, wantRanges int) {
 		}
 	}
 	owned = f.awaitOwners(60*time.Second, even(survivors))
+	if exp := fastOptions("").Expiration; time.Since(lastWrite) < exp {
+		t.Fatalf("the killed instance's leases moved %v after its last renewal, before they expired (%v)", time.Since(lastWrite), exp)
+	}
 	rec.await(t, pks*40, 60*time.Second)
 	if owned[victim] != 0 {
 		t.Fatalf("the killed instance still holds %d leases", owned[victim])
@@ -327,5 +344,188 @@ func TestEstimatorCountsUndeliveredChanges(t *testing.T) {
 			t.Fatalf("estimate stays %d after delivery", n)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func pkOf(pk string) azcosmos.PartitionKey { return azcosmos.NewPartitionKeyString(pk) }
+
+func TestProcessorMetrics(t *testing.T) {
+	f := newFixture(t, 0)
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	rec := newRecorder()
+	var mu sync.Mutex
+	failOnce, failAll := true, false
+	h := func(ctx context.Context, b Batch) error {
+		mu.Lock()
+		fail := failOnce || failAll
+		failOnce = false
+		mu.Unlock()
+		if fail {
+			return fmt.Errorf("the handler fails its first batch")
+		}
+		return rec.handler(ctx, b)
+	}
+	f.write(3, 0, 5)
+	f.startWorker("w0", h, func(o *Options) { o.Metrics = m; o.LagInterval = 100 * time.Millisecond })
+	rec.await(t, 15, 60*time.Second)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		owned := testutil.ToFloat64(m.leasesOwned.WithLabelValues("proc"))
+		changes := testutil.ToFloat64(m.changes.WithLabelValues("proc"))
+		handled := testutil.ToFloat64(m.handledBatches.WithLabelValues("proc"))
+		failed := testutil.ToFloat64(m.failedBatches.WithLabelValues("proc"))
+		lag := testutil.ToFloat64(m.lag.WithLabelValues("proc", "-FF"))
+		if owned == 1 && changes == 15 && handled >= 1 && failed == 1 && lag == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("owned %v, changes %v, handled %v, failed %v, lag %v; want 1, 15, >=1, 1, 0", owned, changes, handled, failed, lag)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// While the handler fails, the undelivered changes show as lag.
+	mu.Lock()
+	failAll = true
+	mu.Unlock()
+	f.write(2, 5, 7)
+	for deadline := time.Now().Add(30 * time.Second); testutil.ToFloat64(m.lag.WithLabelValues("proc", "-FF")) != 4; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("lag %v with 4 undelivered changes", testutil.ToFloat64(m.lag.WithLabelValues("proc", "-FF")))
+		}
+	}
+}
+
+// ids returns the ids delivered to a handler, through a channel.
+func collect() (Handler, func(t *testing.T, n int) []string) {
+	var mu sync.Mutex
+	var got []string
+	more := make(chan struct{}, 1)
+	h := func(_ context.Context, b Batch) error {
+		mu.Lock()
+		for _, raw := range b.Changes {
+			var c change
+			_ = json.Unmarshal(raw, &c)
+			got = append(got, c.ID)
+		}
+		mu.Unlock()
+		select {
+		case more <- struct{}{}:
+		default:
+		}
+		return nil
+	}
+	wait := func(t *testing.T, n int) []string {
+		t.Helper()
+		deadline := time.After(60 * time.Second)
+		for {
+			mu.Lock()
+			out := append([]string(nil), got...)
+			mu.Unlock()
+			if len(out) >= n {
+				return out
+			}
+			select {
+			case <-more:
+			case <-deadline:
+				t.Fatalf("%d of %d changes delivered: %v", len(out), n, out)
+			}
+		}
+	}
+	return h, wait
+}
+
+func TestStartFromNowAndFromATime(t *testing.T) {
+	f := newFixture(t, 0)
+	f.write(1, 0, 3) // pk00-0000..0002: before everything
+	// The next whole second, after the first writes.
+	at := time.Now().Truncate(time.Second).Add(time.Second)
+	time.Sleep(time.Until(at) + 10*time.Millisecond) // let the server's clock pass it
+	f.write(1, 3, 5)                                 // pk00-0003..0004: at or after it
+
+	fromTime, waitTime := collect()
+	f.startWorker("t", fromTime, func(o *Options) { o.Name = "since"; o.StartFrom = StartFromTime(at) })
+	if got := waitTime(t, 2); len(got) != 2 || got[0] != "pk00-0003" || got[1] != "pk00-0004" {
+		t.Fatalf("from %v: delivered %v, want pk00-0003, pk00-0004", at, got)
+	}
+
+	fromNow, waitNow := collect()
+	f.startWorker("n", fromNow, func(o *Options) { o.Name = "now"; o.StartFrom = StartFromNow() })
+	// "Now" is pinned when the leases are created: wait for them.
+	props, _ := f.monitored.Read(context.Background(), nil)
+	st := &store{c: f.leases, prefix: leasePrefix("now", "", props.ContainerProperties.ResourceID)}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		all, err := st.list(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no leases created")
+		}
+	}
+	f.write(1, 5, 6)
+	if got := waitNow(t, 1); len(got) != 1 || got[0] != "pk00-0005" {
+		t.Fatalf("from now: delivered %v, want pk00-0005", got)
+	}
+}
+
+// TestTakesOverADotNetLease seeds the lease store as a .NET processor leaves
+// it (its ".info", a version 0 lease with its legacy and unknown properties,
+// owned by a .NET host that stopped renewing): a Go instance of the same
+// processor takes the expired lease over, continues from the .NET
+// checkpoint, and keeps the document's .NET shape.
+func TestTakesOverADotNetLease(t *testing.T) {
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	f.write(1, 0, 3)
+	// The .NET processor's checkpoint: after the first three changes.
+	r := azcosmos.FeedRange{MinInclusive: "", MaxExclusive: "FF"}
+	resp, err := f.monitored.ReadChangeFeed(ctx, &azcosmos.ChangeFeedOptions{MaxItemCount: 3, FeedRange: &r})
+	if err != nil || len(resp.Items) != 3 {
+		t.Fatalf("reading the first page: %v, %d items", err, len(resp.Items))
+	}
+	checkpoint := string(resp.ETag)
+	f.write(1, 3, 5)
+
+	prefix := leasePrefix("proc", "", f.rid())
+	id := prefix + "..0"
+	stale := time.Now().Add(-10 * time.Minute).UTC().Format("2006-01-02T15:04:05.0000000Z")
+	cp, _ := json.Marshal(checkpoint)
+	lease := `{"id":"` + id + `","version":0,"LeaseToken":"0","PartitionId":"0",` +
+		`"FeedRange":{"Range":{"min":"","max":"FF"}},"Owner":"dotnet-1","ContinuationToken":` + string(cp) + `,` +
+		`"properties":{"tenant":"t1"},"timestamp":"` + stale + `","Mode":"Incremental Feed"}`
+	for _, doc := range []string{lease, `{"id":"` + prefix + `.info"}`} {
+		var d struct{ ID string }
+		_ = json.Unmarshal([]byte(doc), &d)
+		if _, err := f.leases.CreateItem(ctx, azcosmos.NewPartitionKeyString(d.ID), []byte(doc), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	h, wait := collect()
+	f.startWorker("go-1", h, nil)
+	if got := wait(t, 2); got[0] != "pk00-0003" || got[1] != "pk00-0004" {
+		t.Fatalf("after the .NET checkpoint: delivered %v, want pk00-0003, pk00-0004", got)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		item, err := f.leases.ReadItem(ctx, azcosmos.NewPartitionKeyString(id), id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		_ = json.Unmarshal(item.Value, &m)
+		if m["Owner"] == "go-1" && m["ContinuationToken"] != checkpoint {
+			if m["PartitionId"] != "0" || m["LeaseToken"] != "0" || m["version"] != 0.0 ||
+				m["properties"].(map[string]any)["tenant"] != "t1" || m["Mode"] != "Incremental Feed" {
+				t.Fatalf("the lease lost its .NET shape: %s", item.Value)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lease not taken over and checkpointed: %s", item.Value)
+		}
 	}
 }

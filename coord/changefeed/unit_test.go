@@ -186,4 +186,11 @@ func TestLeaseReadsDotNetAndJavaDocuments(t *testing.T) {
 	if r, ok := j.Range(); !ok || r.MaxExclusive != "FF" || j.ContinuationToken != `"11"` || j.Owner != "" {
 		t.Fatalf("read Java lease %+v", j)
 	}
+	// Rewritten, it has the .NET shape: FeedRange, an object of properties.
+	b, _ = json.Marshal(j)
+	m = nil
+	_ = json.Unmarshal(b, &m)
+	if _, ok := m["FeedRange"]; !ok || m["properties"] == nil {
+		t.Fatalf("rewritten Java lease: %s", b)
+	}
 }

@@ -85,11 +85,14 @@ type BatchError struct {
 	StatusCode int32
 }
 
+// Error says which operation failed and how.
 func (e *BatchError) Error() string {
 	return fmt.Sprintf("outbox: the batch did not commit: operation %d failed with status %d", e.Index, e.StatusCode)
 }
 
-// Commit executes b and returns a *BatchError when it rolled back.
+// Commit takes the results of ExecuteTransactionalBatch and returns a
+// *BatchError when the batch rolled back, the transport error if any, or nil
+// when it committed.
 func Commit(resp azcosmos.TransactionalBatchResponse, err error) error {
 	if err != nil {
 		return err

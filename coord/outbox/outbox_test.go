@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/orrery-db/orrery/coord/inbox"
 	"github.com/orrery-db/orrery/coord/internal/cosmostest"
 	"github.com/orrery-db/orrery/coord/outbox"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // server is the server of the runnable examples.
@@ -378,6 +380,16 @@ func TestOutboxLosesNothingAcrossCrashes(t *testing.T) {
 			s.openAccounts()
 			mem := outbox.NewMemoryPublisher()
 			tc.run(t, s, mem)
+			// Every message took effect; wait for its publication to be
+			// recorded too (the publishers record after consuming).
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			for distinct(mem.Messages()) < orders {
+				n := len(mem.Messages())
+				if err := mem.Wait(ctx, n+1); err != nil {
+					t.Fatal(err)
+				}
+			}
 			s.checkExactlyOnce(mem.Messages())
 		})
 	}
@@ -418,5 +430,136 @@ func TestNaiveDualWriteLosesMessages(t *testing.T) {
 	}
 	if total != orders-1 || len(mem.Messages()) != orders-1 {
 		t.Fatalf("naive dual write: %d effects, %d messages; want %d (one lost)", total, len(mem.Messages()), orders-1)
+	}
+}
+
+func distinct(ms []outbox.Message) int {
+	seen := map[string]bool{}
+	for _, m := range ms {
+		seen[m.ID] = true
+	}
+	return len(seen)
+}
+
+func TestRelayMetricsShowBacklogAndOldestUnsent(t *testing.T) {
+	s := newShop(t)
+	ctx := context.Background()
+	for i := range 5 {
+		if err := s.place(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	down := true
+	pub := publisherFunc(func(ctx context.Context, m outbox.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if down {
+			return errors.New("broker unavailable")
+		}
+		return nil
+	})
+	reg := prometheus.NewRegistry()
+	metrics := outbox.NewMetrics(reg)
+	r := outbox.NewRelay(s.orders, s.leases, "customer", pub, outbox.RelayOptions{Metrics: metrics,
+		StatsInterval: 50 * time.Millisecond, RetryInitial: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond,
+		Processor: changefeed.Options{PollInterval: 50 * time.Millisecond, AcquireInterval: 100 * time.Millisecond}})
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { _ = r.Run(runCtx); close(done) }()
+	defer func() { stop(); <-done }()
+
+	value := func(name string) float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == name {
+				m := mf.GetMetric()[0]
+				if m.GetGauge() != nil {
+					return m.GetGauge().GetValue()
+				}
+				return m.GetCounter().GetValue()
+			}
+		}
+		return -1
+	}
+	await := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(60 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: backlog %v, oldest %v s, lag %v, published %v, failures %v", what,
+					value("coord_outbox_backlog"), value("coord_outbox_oldest_unsent_age_seconds"), value("coord_outbox_lag"),
+					value("coord_outbox_published_total"), value("coord_outbox_publish_failures_total"))
+			}
+		}
+	}
+	// The broker is down: five unsent, aging, publication failing, and the
+	// relay's own position still before them.
+	await("while the broker is down", func() bool {
+		return value("coord_outbox_backlog") == 5 && value("coord_outbox_oldest_unsent_age_seconds") >= 1 &&
+			value("coord_outbox_publish_failures_total") >= 2 && value("coord_outbox_lag") >= 5
+	})
+	mu.Lock()
+	down = false
+	mu.Unlock()
+	await("after the broker is back", func() bool {
+		return value("coord_outbox_backlog") == 0 && value("coord_outbox_oldest_unsent_age_seconds") == 0 &&
+			value("coord_outbox_published_total") == 5 && value("coord_outbox_lag") == 0
+	})
+}
+
+func TestRelayPublishesToAWebhookWithRetries(t *testing.T) {
+	s := newShop(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var got []outbox.Message
+	var keys []string
+	calls := 0
+	all := make(chan struct{})
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if calls%3 == 1 { // every third call fails
+			http.Error(w, "try later", http.StatusServiceUnavailable)
+			return
+		}
+		var m outbox.Message
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil || r.Header.Get("Content-Type") != "application/json" {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		got = append(got, m)
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		if len(got) == 6 {
+			close(all)
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer hook.Close()
+	for i := range 6 {
+		if err := s.place(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.startRelay("r1", &outbox.WebhookPublisher{URL: hook.URL})
+	select {
+	case <-all:
+	case <-time.After(60 * time.Second):
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("%d of 6 messages reached the webhook", len(got))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, m := range got {
+		if keys[i] != m.ID || m.Topic != "order-placed" || len(m.Payload) == 0 {
+			t.Fatalf("webhook got %+v with Idempotency-Key %q", m, keys[i])
+		}
+	}
+	if calls < 8 {
+		t.Fatalf("%d webhook calls for 6 messages with every third failing; the failures were not retried", calls)
 	}
 }
