@@ -126,6 +126,9 @@ func newApp(ctx context.Context, client *azcosmos.Client, log *slog.Logger) (*Ap
 			}
 		})
 	}
+	// Purchases a previous run of the app left halfway are finished or
+	// rolled back from their recorded state.
+	a.workers.Go(func() { a.purchase.recoverLoop(bg, 30*time.Second, log) })
 	a.workers.Go(func() {
 		if err := a.relay.Run(bg); err != nil && bg.Err() == nil {
 			log.Error("the outbox relay stopped", "error", err)

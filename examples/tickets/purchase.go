@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -397,4 +398,41 @@ func undoTitle(name string) string {
 		return "Revoke tickets"
 	}
 	return ""
+}
+
+// recoverOnce resumes the purchases an executor left unfinished (it
+// crashed, or the process was stopped mid-purchase): each continues from
+// its recorded step, to completion or full compensation. Purchases a live
+// executor is driving are skipped. It returns how many it finished.
+func (p *Purchases) recoverOnce(ctx context.Context) (int, error) {
+	ids, err := p.exec.Unfinished(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		if _, err := p.exec.TryResume(ctx, id); errors.Is(err, saga.ErrBusy) {
+			continue
+		} else if err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// recoverLoop runs recoverOnce now and then every interval until ctx ends.
+func (p *Purchases) recoverLoop(ctx context.Context, every time.Duration, log *slog.Logger) {
+	for {
+		if n, err := p.recoverOnce(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("recovering purchases", "error", err)
+		} else if n > 0 {
+			log.Info("recovered unfinished purchases", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
 }
