@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { base, launch, shot, submit, signInAs, openEvent, pickSeat, setSwitch, rows, resetShow } from "./site.mjs";
 
 let context, page;
-before(async () => ({ context, page } = await launch()));
+before(async () => ({ context, page } = await launch("scenarios")));
 after(async () => context?.close());
 
 async function race(strategyLabel, seat, buyers) {

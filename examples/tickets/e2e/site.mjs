@@ -8,9 +8,10 @@ import path from "node:path";
 export const base = process.env.TICKETS_URL;
 const shots = process.env.SCREENSHOTS;
 
-/** Launches Chromium with a fresh profile and returns the page. */
-export async function launch() {
-  const context = await chromium.launchPersistentContext(process.env.PROFILE_DIR, {
+/** Launches Chromium with a fresh profile (a directory of its own per
+ * suite file) and returns the page. */
+export async function launch(name = "scenarios") {
+  const context = await chromium.launchPersistentContext(path.join(process.env.PROFILE_DIR, name), {
     executablePath: process.env.CHROMIUM,
     headless: true,
     viewport: { width: 1360, height: 900 },
