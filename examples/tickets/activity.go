@@ -29,6 +29,7 @@ type Activity struct {
 	subs   map[chan Entry]struct{}
 }
 
+// newActivity returns an empty log that keeps the last limit lines.
 func newActivity(limit int) *Activity {
 	return &Activity{limit: limit, subs: map[chan Entry]struct{}{}}
 }

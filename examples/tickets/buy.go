@@ -175,6 +175,7 @@ func soldPatch(userID, orderID string) azcosmos.PatchOperations {
 	return p
 }
 
+// outcome is what the buyer is told, timed from the start of the attempt.
 func (a *attempt) outcome(won bool, orderID, msg string) *Outcome {
 	return &Outcome{UserID: a.userID, Won: won, OrderID: orderID, Message: msg, Latency: time.Since(a.started)}
 }
@@ -186,15 +187,18 @@ func (a *attempt) failed(msg string, err error) Outcome {
 	return *o
 }
 
+// claim is the document that says this buyer took the seat.
 func (a *attempt) claim(orderID string) Claim {
 	return Claim{ID: claimID(a.code), Type: typeClaim, EventID: a.eventID, Seat: a.code, UserID: a.userID, OrderID: orderID}
 }
 
+// newOrder is the buyer's paid order for the seat.
 func (a *attempt) newOrder() Order {
 	return Order{ID: newID("order"), Type: typeOrder, EventID: a.eventID, UserID: a.userID,
 		Seats: []string{a.code}, Total: priceOf(a.code), Strategy: string(a.strategy), Status: "paid", Created: time.Now().UTC()}
 }
 
+// newTicket is the buyer's ticket for the seat.
 func (a *attempt) newTicket(orderID string) Ticket {
 	return Ticket{ID: newID("ticket"), Type: typeTicket, EventID: a.eventID, Seat: a.code,
 		OwnerID: a.userID, OrderID: orderID, Status: "active", Created: time.Now().UTC()}

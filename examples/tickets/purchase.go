@@ -81,6 +81,7 @@ func (p *Purchases) Buy(ctx context.Context, in PurchaseInput) (saga.State, erro
 	return p.exec.Start(ctx, saga.NewID(), in)
 }
 
+// input decodes a saga's input.
 func input(c saga.Call) (PurchaseInput, error) {
 	var in PurchaseInput
 	err := json.Unmarshal(c.Input, &in)
@@ -195,6 +196,7 @@ func (p *Purchases) chargeCard(ctx context.Context, c saga.Call) error {
 	return nil
 }
 
+// charge reads a charge at the payment provider.
 func (p *Purchases) charge(ctx context.Context, userID, id string) (Charge, error) {
 	resp, err := p.payments.ReadItem(ctx, azcosmos.NewPartitionKeyString(userID), id, nil)
 	if err != nil {
@@ -265,6 +267,7 @@ func (p *Purchases) issueTickets(ctx context.Context, c saga.Call) error {
 	return err
 }
 
+// order reads a saga's order.
 func (p *Purchases) order(ctx context.Context, eventID, sagaID string) (Order, error) {
 	resp, err := p.shop.tickets.ReadItem(ctx, azcosmos.NewPartitionKeyString(eventID), orderOf(sagaID), nil)
 	if err != nil {
@@ -374,6 +377,7 @@ func sagaResult(in PurchaseInput, st saga.State) SagaResult {
 	return r
 }
 
+// stepTitle names a step for people.
 func stepTitle(name string) string {
 	switch name {
 	case stepHold:
@@ -388,6 +392,7 @@ func stepTitle(name string) string {
 	return name
 }
 
+// undoTitle names what a step's compensation does.
 func undoTitle(name string) string {
 	switch name {
 	case stepHold:

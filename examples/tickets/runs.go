@@ -13,6 +13,7 @@ type runStore struct {
 	byID  map[string]any
 }
 
+// newRunStore keeps the last limit results.
 func newRunStore(limit int) *runStore {
 	return &runStore{limit: limit, byID: map[string]any{}}
 }

@@ -212,6 +212,7 @@ type batchError struct {
 	Status int
 }
 
+// Error says which operation rolled the batch back.
 func (e *batchError) Error() string {
 	return fmt.Sprintf("batch rolled back: operation %d answered %d %s", e.Index, e.Status, http.StatusText(e.Status))
 }

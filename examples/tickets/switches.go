@@ -10,7 +10,7 @@ type Switches struct {
 	MessagingDown   atomic.Bool
 }
 
-// switchNames maps form names to switches.
+// byName returns the switch a form names, or nil.
 func (s *Switches) byName(name string) *atomic.Bool {
 	switch name {
 	case "payment":
