@@ -74,3 +74,31 @@ func TestRaceStrategies(t *testing.T) {
 		t.Errorf("integrity after one naive race: %+v; want exactly FC-1-1 sold more than once", in)
 	}
 }
+
+// BenchmarkBuy measures one uncontended purchase under each safe strategy,
+// the baseline for the storm's latencies.
+func BenchmarkBuy(b *testing.B) {
+	ta := startApp(b)
+	ctx := context.Background()
+	for _, st := range []Strategy{StrategyETag, StrategyBatch} {
+		b.Run(string(st), func(b *testing.B) {
+			eventID := stormEventID(st)
+			seats := seatsOf(eventID, stormArena)
+			for i := 0; b.Loop(); i++ {
+				if i%len(seats) == 0 {
+					b.StopTimer()
+					if err := ta.app.shop.clearEvent(ctx, eventID); err != nil {
+						b.Fatal(err)
+					}
+					if err := ta.app.shop.seedEvent(ctx, Event{ID: eventID, Name: "bench"}, seats); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+				if o := ta.app.shop.begin(ctx, st, eventID, seats[i%len(seats)].Code, "bench").finish(ctx); !o.Won {
+					b.Fatalf("uncontended purchase lost: %s", o.Message)
+				}
+			}
+		})
+	}
+}
