@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,9 +35,10 @@ func chromiumPath() (string, error) {
 
 // TestBrowser clicks through every scenario of the site in headless
 // Chromium with Playwright (e2e/*.test.mjs) and asserts what the pages
-// show. Screenshots are kept in e2e/screenshots. Without Chromium or the
-// e2e npm packages it skips, except in CI (CI=true), where it fails: CI
-// must not skip it silently.
+// show. Screenshots are kept in e2e/screenshots. It installs the suite's
+// npm packages if they are missing. Without Chromium (or Node.js, or when
+// the packages cannot be installed) it skips, except in CI (CI=true), where
+// it fails: CI must not skip it silently.
 func TestBrowser(t *testing.T) {
 	need := func(err error, what string) {
 		if err == nil {
@@ -51,8 +53,7 @@ func TestBrowser(t *testing.T) {
 	need(err, "the browser tests need Chromium")
 	node, err := exec.LookPath("node")
 	need(err, "the browser tests need Node.js")
-	_, err = os.Stat(filepath.Join(e2eDir, "node_modules", "playwright-core", "package.json"))
-	need(err, "the browser tests need `npm ci --prefix examples/tickets/e2e`")
+	need(installE2E(t), "the browser tests need their npm packages (`npm ci --prefix examples/tickets/e2e`)")
 
 	tests := e2eFiles(t)
 	shots, err := filepath.Abs(filepath.Join(e2eDir, "screenshots"))
@@ -93,6 +94,30 @@ func TestBrowser(t *testing.T) {
 	case err != nil:
 		t.Fatalf("running node: %v", err)
 	}
+}
+
+// installE2E runs `npm ci` in the suite's directory when its packages are
+// missing (.ci/run installs them beforehand).
+func installE2E(t *testing.T) error {
+	if _, err := os.Stat(filepath.Join(e2eDir, "node_modules", "playwright-core", "package.json")); err == nil {
+		if _, err := os.Stat(filepath.Join(e2eDir, "node_modules", "axe-core", "package.json")); err == nil {
+			return nil
+		}
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund")
+	cmd.Dir = e2eDir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("npm ci: %v: %s", err, out)
+	}
+	t.Logf("installed the browser suite's npm packages")
+	return nil
 }
 
 // e2eFiles returns the suite's test files, reading every module and the
