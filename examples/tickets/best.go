@@ -29,6 +29,7 @@ type BestResult struct {
 	EventID  string
 	Count    int
 	Locked   bool
+	Stalled  bool // the first buyer stalled past its lease (bestWithStall)
 	Outcomes []BestOutcome
 	Overlap  []string // seats given to more than one buyer
 }
@@ -191,4 +192,66 @@ func (s *Shop) recordSale(ctx context.Context, eventID string, o Order, createCl
 	}
 	b.CreateItem(mustJSON(o), nil)
 	return s.execute(ctx, b)
+}
+
+// stalledTTL is the lease of the stalled holder in bestWithStall: short, so
+// the demonstration takes seconds.
+const stalledTTL = 2 * time.Second
+
+// bestWithStall shows what the fencing token is for. The first buyer takes
+// the lock and chooses the best seats, then stalls (a long pause, as a
+// frozen process or a garbage collection would cause) and stops renewing:
+// its lease expires on the server and the second buyer gets the lock,
+// chooses the same seats and buys them. Then the first buyer wakes up,
+// still believing it holds the lock, and writes its seats: every write
+// carries its old token, so the seats refuse it.
+func bestWithStall(ctx context.Context, shop *Shop, locker *lock.Locker, eventID, stalled, next string, n int) (BestResult, error) {
+	res := BestResult{EventID: eventID, Count: n, Locked: true, Stalled: true}
+	started := time.Now()
+	lk, err := locker.Acquire(ctx, "best-"+eventID, &lock.Options{TTL: stalledTTL, RenewEvery: time.Hour, Owner: stalled})
+	if err != nil {
+		return res, err
+	}
+	defer lk.Release(context.WithoutCancel(ctx)) // ETag-guarded: leaves a newer holder's lease alone
+	picked, err := pickBest(ctx, shop, eventID, n)
+	if err != nil {
+		return res, err
+	}
+	// The stall: while this buyer sleeps, the next one waits for the lock,
+	// gets it once the stalled lease has expired, and buys.
+	waited := time.Now()
+	other := sellLocked(ctx, shop, locker, eventID, next, n)
+	other.Latency = time.Since(waited)
+
+	// Awake again, ignoring lk.Lost() as a process that was frozen would.
+	zombie := BestOutcome{UserID: stalled, Token: lk.Token()}
+	order := newOrder(eventID, stalled, picked, "best available, lock, after a stall")
+	for _, s := range picked {
+		_, err := lock.FencedPatch(ctx, shop.tickets, azcosmos.NewPartitionKeyString(eventID), s.ID, lk.Token(), soldPatch(stalled, order.ID))
+		if errors.Is(err, lock.ErrFenced) {
+			zombie.Message = fmt.Sprintf("Stalled past its lease, woke up and wrote with fencing token %d: refused, the seat had accepted token %d.", lk.Token(), other.Token)
+			break
+		}
+		if err != nil {
+			zombie.Message = "The write failed: " + plainError(err)
+			break
+		}
+		zombie.Seats = append(zombie.Seats, s.Code)
+	}
+	if zombie.Message == "" {
+		if err := shop.recordSale(ctx, eventID, order, true); err != nil {
+			zombie.Message = "The order could not be written: " + plainError(err)
+		} else {
+			zombie.Won = true
+			zombie.Message = "Bought the seats it chose before it stalled."
+		}
+	}
+	zombie.Latency = time.Since(started)
+	res.Outcomes = []BestOutcome{zombie, other}
+	for _, s := range zombie.Seats {
+		if slices.Contains(other.Seats, s) {
+			res.Overlap = append(res.Overlap, s)
+		}
+	}
+	return res, nil
 }

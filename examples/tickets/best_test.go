@@ -75,3 +75,32 @@ func TestActivityFeed(t *testing.T) {
 		}
 	}
 }
+
+// TestBestStalledHolder stalls a lock holder past its lease: the next buyer
+// gets the lock and the seats, and the stalled one's late writes are fenced
+// out, so the seats stay sold once and the event reconciles.
+func TestBestStalledHolder(t *testing.T) {
+	ta := startApp(t)
+	ctx := context.Background()
+	res, err := bestWithStall(ctx, ta.app.shop, ta.app.locker, "starlight-symphony", "alice", "bob", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zombie, next := res.Outcomes[0], res.Outcomes[1]
+	if zombie.Won || len(zombie.Seats) != 0 || !strings.Contains(zombie.Message, "refused") {
+		t.Errorf("the stalled buyer: %+v; want its writes refused", zombie)
+	}
+	if !next.Won || len(next.Seats) != 2 || next.Token <= zombie.Token {
+		t.Errorf("the next buyer: %+v; want two seats under a newer token than %d", next, zombie.Token)
+	}
+	in, err := checkIntegrity(ctx, ta.app.shop, "starlight-symphony")
+	if err != nil || !in.OK() || in.SeatsSold != 2 {
+		t.Errorf("integrity %+v (%v)", in, err)
+	}
+	for _, code := range next.Seats {
+		seat, _, err := ta.app.shop.readSeat(ctx, "starlight-symphony", code)
+		if err != nil || seat.Holder != "bob" || seat.Fence != next.Token {
+			t.Errorf("seat %s: %+v (%v); want Bob's, fenced at %d", code, seat, err, next.Token)
+		}
+	}
+}

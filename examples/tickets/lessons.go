@@ -32,8 +32,14 @@ func raceLesson(st Strategy) Lesson {
 }
 
 // bestLesson explains a best-available race.
-func bestLesson(locked bool) Lesson {
-	if !locked {
+func bestLesson(r BestResult) Lesson {
+	if r.Stalled {
+		return Lesson{Title: "A lock holder that stalls", Tool: "coord/lock fencing tokens",
+			Problem: "The first buyer held the lock, then stalled past its lease; the second buyer rightly got the lock and bought the seats, and the first woke up still believing it held the lock.",
+			Fix:     "Every seat write carries the lock's fencing token and a seat refuses a token older than the last it accepted (lock.FencedPatch), so the stale buyer's writes were rejected instead of overwriting the sale.",
+			Code:    "/code/best.go#bestWithStall"}
+	}
+	if !r.Locked {
 		return Lesson{Title: "Best available without a lock", Tool: "none",
 			Problem: "Every buyer looked at the free seats before any of them bought, so they all chose the same best seats and sold them to each other twice over.",
 			Fix:     "Nothing stops it here: an ETag guards one document, but choosing seats is a read of many; switch the lock on.",

@@ -86,7 +86,7 @@ func TestPagesRejectBadInput(t *testing.T) {
 // function the source page anchors.
 func TestLessonLinks(t *testing.T) {
 	ta := startApp(t)
-	lessons := []Lesson{bestLesson(false), bestLesson(true), transferLesson(), sagaLesson(SagaResult{})}
+	lessons := []Lesson{bestLesson(BestResult{}), bestLesson(BestResult{Locked: true}), bestLesson(BestResult{Locked: true, Stalled: true}), transferLesson(), sagaLesson(SagaResult{})}
 	for _, st := range strategies {
 		lessons = append(lessons, raceLesson(st))
 	}

@@ -26,6 +26,7 @@ func (a *App) routes() http.Handler {
 	mux.HandleFunc("POST /events/{event}/race", a.race)
 	mux.HandleFunc("POST /events/{event}/reset", a.reset)
 	mux.HandleFunc("POST /events/{event}/best", a.best)
+	mux.HandleFunc("POST /events/{event}/best-stall", a.bestStall)
 	mux.HandleFunc("POST /events/{event}/saga", a.sagaBuy)
 	mux.HandleFunc("GET /activity", a.activityPage)
 	mux.HandleFunc("GET /activity/stream", a.activityStream)
@@ -104,7 +105,7 @@ func (a *App) eventPage(w http.ResponseWriter, r *http.Request) {
 		case Outcome:
 			v.Buy = &res
 		case BestResult:
-			v.Best, v.BestLesson = &res, bestLesson(res.Locked)
+			v.Best, v.BestLesson = &res, bestLesson(res)
 		case pageError:
 			v.Error = string(res)
 		case SagaResult:
@@ -418,6 +419,28 @@ func (a *App) best(w http.ResponseWriter, r *http.Request) {
 	res, err := bestAvailable(ctx, a.shop, locker, ev.ID, buyers(currentUser(r).ID, k), n)
 	if err != nil {
 		a.eventRedirect(w, r, ev.ID, "", "Best available could not finish: "+plainError(err))
+		return
+	}
+	a.eventRedirect(w, r, ev.ID, a.runs.put(res), "")
+}
+
+// bestStall shows a lock holder that stalls past its lease being fenced out.
+func (a *App) bestStall(w http.ResponseWriter, r *http.Request) {
+	ev, err := a.eventByID(r.PathValue("event"))
+	if err != nil {
+		a.fail(w, r, http.StatusNotFound, "There is no such event.")
+		return
+	}
+	n, err := strconv.Atoi(r.FormValue("count"))
+	if err != nil || n < 1 || n > 6 {
+		n = 2
+	}
+	pair := buyers(currentUser(r).ID, 2)
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	res, err := bestWithStall(ctx, a.shop, a.locker, ev.ID, pair[0], pair[1], n)
+	if err != nil {
+		a.eventRedirect(w, r, ev.ID, "", "The demonstration could not finish: "+plainError(err))
 		return
 	}
 	a.eventRedirect(w, r, ev.ID, a.runs.put(res), "")

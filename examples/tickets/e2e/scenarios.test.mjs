@@ -107,6 +107,21 @@ test("best available: overlap without the lock, none with it", async () => {
   const tokens = r.map((x) => Number(x[2]));
   assert.equal(new Set(tokens).size, 3, `three different fencing tokens: ${tokens}`);
   await shot(page, "09-best-with-lock");
+
+  // A lock holder that stalls past its lease is fenced out when it wakes.
+  await submit(page, page.getByRole("button", { name: "Stall a lock holder" }));
+  result = page.locator("section.result");
+  assert.equal(await result.getAttribute("data-verdict"), "fenced");
+  await result.getByText("Fenced out.").waitFor();
+  const [alice, bob] = await rows(result);
+  assert.equal(alice[0], "Alice");
+  assert.equal(alice[1], "none");
+  assert.match(alice[3], /refused/);
+  assert.equal(bob[0], "Bob");
+  assert.ok(Number(bob[2]) > Number(alice[2]), `Bob's token ${bob[2]} is newer than Alice's ${alice[2]}`);
+  await shot(page, "09b-best-stalled-holder");
+  await page.goto(base + "/integrity");
+  await page.locator("section.check", { has: page.getByRole("heading", { name: /Starlight Symphony/ }) }).getByText("Reconciled").waitFor();
 });
 
 test("purchase saga: completes, then each failure switch rolls it back in reverse", async () => {
