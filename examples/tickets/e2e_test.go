@@ -63,7 +63,13 @@ func TestBrowser(t *testing.T) {
 	if err := os.MkdirAll(shots, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	profile := t.TempDir()
+	// Chromium's profiles; removed at the end, ignoring a helper process
+	// of the browser that may still be writing there.
+	profile, err := os.MkdirTemp("", "tickets-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(profile)
 	ta := startApp(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
