@@ -76,6 +76,17 @@ func TestPagesRejectBadInput(t *testing.T) {
 	if resp := post("/user", url.Values{"user": {"bob"}, "back": {"//evil.example/"}}); resp.Header.Get("Location") != "/" {
 		t.Errorf("switching user redirected to %q, want / for a foreign back link", resp.Header.Get("Location"))
 	}
+	req, _ := http.NewRequest(http.MethodPost, ta.url+"/switches", strings.NewReader("switch=payment&on=1"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	cross, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cross.Body.Close()
+	if cross.StatusCode != http.StatusForbidden || ta.app.switches.PaymentDeclines.Load() {
+		t.Errorf("a cross-site form post: %d, switch flipped: %v; want 403 and no change", cross.StatusCode, ta.app.switches.PaymentDeclines.Load())
+	}
 	in, err := checkIntegrity(t.Context(), ta.app.shop, "nebula-nights")
 	if err != nil || in.SeatsSold != 0 || in.Claims != 0 || in.PaidOrders != 0 {
 		t.Errorf("bad input wrote something: %+v (%v)", in, err)

@@ -37,7 +37,9 @@ func (a *App) routes() http.Handler {
 	mux.HandleFunc("POST /user", a.switchUser)
 	mux.HandleFunc("POST /switches", a.flipSwitch)
 	mux.HandleFunc("GET /code/{file}", a.code)
-	return mux
+	// Forms post only from the site's own pages: a cross-site request
+	// cannot flip a switch or buy a seat for the visitor.
+	return http.NewCrossOriginProtection().Handler(mux)
 }
 
 // requestTimeout bounds the Cosmos work of one page or action.
