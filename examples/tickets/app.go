@@ -21,20 +21,21 @@ import (
 // App is the site: its data access, its switches and the results of the
 // scenarios run so far. Handlers are methods on it; there are no globals.
 type App struct {
-	shop     *Shop
-	locker   *lock.Locker
-	outbox   *outbox.Outbox
-	relay    *outbox.Relay
-	notes    *azcosmos.ContainerClient
-	purchase *Purchases
-	activity *Activity
-	events   []Event
-	switches *Switches
-	runs     *runStore
-	log      *slog.Logger
-	pages    *pages
-	stop     context.CancelFunc
-	workers  sync.WaitGroup
+	shop      *Shop
+	locker    *lock.Locker
+	outbox    *outbox.Outbox
+	relay     *outbox.Relay
+	notes     *azcosmos.ContainerClient
+	purchase  *Purchases
+	messenger *Messenger
+	activity  *Activity
+	events    []Event
+	switches  *Switches
+	runs      *runStore
+	log       *slog.Logger
+	pages     *pages
+	stop      context.CancelFunc
+	workers   sync.WaitGroup
 }
 
 // newApp opens the database, seeds the sample events that are missing, and
@@ -112,8 +113,8 @@ func newApp(ctx context.Context, client *azcosmos.Client, log *slog.Logger) (*Ap
 	}
 	// The outbox relay publishes the transfers' notifications to the
 	// messaging service, retrying while it is down.
-	messenger := &Messenger{notes: notes, inbox: inbox.New(notes, "notifications", "userId"), switches: a.switches}
-	a.relay = outbox.NewRelay(shop.tickets, leases, "eventId", messenger, outbox.RelayOptions{
+	a.messenger = &Messenger{notes: notes, inbox: inbox.New(notes, "notifications", "userId"), switches: a.switches}
+	a.relay = outbox.NewRelay(shop.tickets, leases, "eventId", a.messenger, outbox.RelayOptions{
 		Processor:    changefeed.Options{Name: "outbox-relay", Host: host, PollInterval: 200 * time.Millisecond, AcquireInterval: time.Second},
 		RetryInitial: 100 * time.Millisecond, RetryMax: 2 * time.Second,
 	})

@@ -260,6 +260,8 @@ type TransferResult struct {
 	Seat    string
 	Event   string
 	Queued  bool // messaging was down: the notifications wait in the outbox
+	Direct  bool // sent without the outbox
+	Lost    int  // notifications lost by the direct transfer
 	Message string
 	OK      bool
 }
@@ -314,8 +316,13 @@ func (a *App) transfer(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 	defer cancel()
-	res := TransferResult{To: to, Event: ev.Name, Seat: r.FormValue("seat"), Queued: a.switches.MessagingDown.Load()}
-	err = transferTicket(ctx, a.shop, a.outbox, ev.Name, ev.ID, r.PathValue("ticket"), from, to)
+	res := TransferResult{To: to, Event: ev.Name, Seat: r.FormValue("seat"), Queued: a.switches.MessagingDown.Load(),
+		Direct: r.FormValue("how") == "direct"}
+	if res.Direct {
+		res.Lost, err = transferDirect(ctx, a.shop, a.messenger, ev.Name, ev.ID, r.PathValue("ticket"), from, to)
+	} else {
+		err = transferTicket(ctx, a.shop, a.outbox, ev.Name, ev.ID, r.PathValue("ticket"), from, to)
+	}
 	switch {
 	case err == nil:
 		res.OK = true

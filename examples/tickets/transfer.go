@@ -67,6 +67,45 @@ func transferTicket(ctx context.Context, shop *Shop, ob *outbox.Outbox, eventNam
 	return err
 }
 
+// transferDirect is the transfer without the outbox, for contrast: it
+// saves the new owner, then calls the messaging service. If messaging is
+// down (or the process dies between the two), the transfer stands and the
+// notifications are gone: nothing recorded that they were owed. It returns
+// how many notifications were lost.
+func transferDirect(ctx context.Context, shop *Shop, m *Messenger, eventName, eventID, ticketID, from, to string) (int, error) {
+	resp, err := shop.tickets.ReadItem(ctx, azcosmos.NewPartitionKeyString(eventID), ticketID, nil)
+	if err != nil {
+		return 0, err
+	}
+	var t Ticket
+	if err := json.Unmarshal(resp.Value, &t); err != nil {
+		return 0, err
+	}
+	if t.OwnerID != from || t.Status != "active" {
+		return 0, errNotOwner
+	}
+	var move azcosmos.PatchOperations
+	move.AppendSet("/ownerId", to)
+	if _, err := shop.tickets.PatchItem(ctx, azcosmos.NewPartitionKeyString(eventID), ticketID, move,
+		&azcosmos.ItemOptions{IfMatchEtag: &resp.ETag}); err != nil {
+		if isStatus(err, http.StatusPreconditionFailed) {
+			return 0, errNotOwner
+		}
+		return 0, err
+	}
+	seat := seatName(t.Seat)
+	lost := 0
+	for _, msg := range []outbox.Message{
+		message("ticket.sent", notice{UserID: from, Text: fmt.Sprintf("You sent your %s ticket (%s) to %s.", eventName, seat, userName(to))}),
+		message("ticket.received", notice{UserID: to, Text: fmt.Sprintf("%s sent you a ticket for %s: %s.", userName(from), eventName, seat)}),
+	} {
+		if err := m.Publish(ctx, msg); err != nil {
+			lost++ // the dual write's gap: no record says this was owed
+		}
+	}
+	return lost, nil
+}
+
 // message is an outbox message with a fresh id.
 func message(topic string, n notice) outbox.Message {
 	return outbox.Message{ID: newID("msg"), Topic: topic, Payload: mustJSON(n)}

@@ -62,3 +62,39 @@ func TestTransferOutbox(t *testing.T) {
 		time.Sleep(100 * time.Millisecond) // polling a condition: no event says "delivered"
 	}
 }
+
+// TestTransferDirectLosesMessages is the contrast: the same transfer without
+// the outbox, while messaging is down, moves the ticket and loses both
+// notifications: nothing waits in the outbox, so nothing will ever send them.
+func TestTransferDirectLosesMessages(t *testing.T) {
+	ta := startApp(t)
+	app := ta.app
+	ctx := context.Background()
+	const ev = "cosmic-drift"
+	if out := app.shop.begin(ctx, StrategyBatch, ev, "FL-1-1", "carol").finish(ctx); !out.Won {
+		t.Fatalf("purchase: %s", out.Message)
+	}
+	tickets, err := app.shop.ticketsOf(ctx, ev)
+	if err != nil || len(tickets) != 1 {
+		t.Fatalf("tickets %v, %v", tickets, err)
+	}
+	app.switches.MessagingDown.Store(true)
+	lost, err := transferDirect(ctx, app.shop, app.messenger, "Cosmic Drift Live", ev, tickets[0].ID, "carol", "dave")
+	app.switches.MessagingDown.Store(false)
+	if err != nil || lost != 2 {
+		t.Fatalf("direct transfer: lost %d, %v; want 2 lost", lost, err)
+	}
+	after, err := app.shop.ticketsOf(ctx, ev)
+	if err != nil || after[0].OwnerID != "dave" {
+		t.Fatalf("the ticket belongs to %q (%v), want dave", after[0].OwnerID, err)
+	}
+	st, err := app.relay.Stats(ctx)
+	if err != nil || st.Unsent != 0 {
+		t.Errorf("outbox backlog %d (%v): the direct transfer owes nothing it remembers", st.Unsent, err)
+	}
+	for _, u := range []string{"carol", "dave"} {
+		if n, err := notifications(ctx, app.notes, u); err != nil || len(n) != 0 {
+			t.Errorf("%s has %d notifications (%v), want none: they were lost", u, len(n), err)
+		}
+	}
+}

@@ -166,7 +166,7 @@ test("transfer through the outbox: held while messaging is down, delivered after
   await page.goto(base + "/tickets");
   const ticket = page.locator("li.ticket", { hasText: "Cosmic Drift Live" }).filter({ hasText: "Balcony, row 1, seat 1" });
   await ticket.getByLabel(/Send the .* ticket to/).selectOption({ label: "Bob" });
-  await submit(page, ticket.getByRole("button", { name: "Transfer" }));
+  await submit(page, ticket.getByRole("button", { name: "Transfer", exact: true }));
   await page.getByRole("heading", { name: "Ticket sent to Bob" }).waitFor();
   await page.getByText("waiting in the outbox").waitFor();
   assert.equal(await page.locator("li.ticket", { hasText: "Balcony, row 1, seat 1" }).count(), 0);
@@ -193,6 +193,20 @@ test("transfer through the outbox: held while messaging is down, delivered after
   await page.goto(base + "/tickets");
   await page.locator("li.ticket", { hasText: "Cosmic Drift Live" }).filter({ hasText: "Balcony, row 1, seat 1" }).waitFor();
   await shot(page, "18-bob-received");
+
+  // The contrast: Bob sends it back without the outbox while messaging is
+  // down; the transfer stands and both notifications are lost.
+  await page.goto(base + "/messages");
+  await setSwitch(page, "Messaging is down", true);
+  await page.goto(base + "/tickets");
+  const back = page.locator("li.ticket", { hasText: "Cosmic Drift Live" }).filter({ hasText: "Balcony, row 1, seat 1" });
+  await back.getByLabel(/Send the .* ticket to/).selectOption({ label: "Alice" });
+  await submit(page, back.getByRole("button", { name: "Transfer without outbox" }));
+  await page.getByText("2 notifications were lost").waitFor();
+  await shot(page, "18b-direct-transfer-lost");
+  await page.goto(base + "/messages");
+  assert.equal(await page.locator("[data-unsent]").getAttribute("data-unsent"), "0");
+  await setSwitch(page, "Messaging is down", false);
   await signInAs(page, "Alice");
 });
 
