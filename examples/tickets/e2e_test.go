@@ -63,7 +63,7 @@ func TestBrowser(t *testing.T) {
 	if err := os.MkdirAll(shots, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// Chromium's profiles; removed at the end, ignoring a helper process
+	// Chromium's profiles; removed at the end, ignoring a crash-reporter process
 	// of the browser that may still be writing there.
 	profile, err := os.MkdirTemp("", "tickets-e2e-")
 	if err != nil {

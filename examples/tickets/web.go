@@ -21,7 +21,7 @@ type pages struct {
 	byName map[string]*template.Template
 }
 
-// templateFuncs are the helpers the templates use.
+// templateFuncs are the functions the templates call.
 var templateFuncs = template.FuncMap{
 	"userName": userName,
 	"money":    func(d int) string { return fmt.Sprintf("$%d", d) },

@@ -1,4 +1,4 @@
-// Shared helpers of the browser tests: one headless Chromium (Debian's,
+// What the browser tests share: one headless Chromium (Debian's,
 // driven by playwright-core) for the whole suite, and the moves a person
 // makes on the site.
 import { chromium } from "playwright-core";
