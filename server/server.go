@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/orrery-db/orrery/engine"
+	"github.com/orrery-db/orrery/server/explorer"
 )
 
 // maxRequestBytes bounds what the server reads of a request body. Items and
@@ -91,6 +92,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Header().Set("Content-Type", "application/json")
 		rec.WriteHeader(200)
 		io.WriteString(rec, `{"status":"ready"}`)
+		return
+	}
+	if explorer.Owns(r.URL.Path) {
+		explorerHandler.ServeHTTP(rec, r)
 		return
 	}
 	segs := splitPath(r.URL.Path)
