@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +28,9 @@ const e2eDir = "e2e"
 
 // e2eTimeout bounds one run of the browser suite on a loaded machine.
 const e2eTimeout = 5 * time.Minute
+
+// readOnlyKey is the read-only key of the server the browser tests use.
+const readOnlyKey = "cmVhZC1vbmx5IGtleSBvZiB0aGUgZXhwbG9yZXIgdGVzdHMgLS0gbm90IGEgc2VjcmV0IQ=="
 
 // chromiumPath is where Debian's chromium package installs the browser.
 const chromiumPath = "/usr/bin/chromium"
@@ -160,6 +165,16 @@ func TestExplorerInBrowser(t *testing.T) {
 
 	srv := orrerytest.Start(t)
 	token := seed(t, srv)
+	// The browser talks to a second server over the same engine that also
+	// has a read-only key (orrerytest's has the master key only).
+	api, err := server.New(server.Config{Engine: srv.Engine,
+		Keys:   server.Keys{Master: srv.Key, ReadOnly: readOnlyKey},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(api)
+	t.Cleanup(hs.Close)
 
 	shots, err := filepath.Abs(filepath.Join(e2eDir, "screenshots"))
 	if err != nil {
@@ -179,8 +194,9 @@ func TestExplorerInBrowser(t *testing.T) {
 	cmd := exec.CommandContext(ctx, node, args...)
 	cmd.Dir = e2eDir
 	cmd.Env = append(os.Environ(),
-		"ORRERY_ENDPOINT="+srv.Endpoint,
+		"ORRERY_ENDPOINT="+hs.URL+"/",
 		"ORRERY_KEY="+srv.Key,
+		"ORRERY_READONLY_KEY="+readOnlyKey,
 		"ORRERY_TOKEN="+token,
 		"ORRERY_SCREENSHOTS="+shots,
 		"CHROMIUM="+chromiumPath,

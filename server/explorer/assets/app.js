@@ -32,6 +32,11 @@ function h(tag, attrs = {}, ...children) {
   return el;
 }
 
+/** put replaces an element's children, skipping absent ones (null, false). */
+function put(el, ...children) {
+  el.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+}
+
 let uid = 0;
 const nextId = (p) => `${p}-${++uid}`;
 
@@ -192,7 +197,9 @@ async function onLogin(e) {
   } catch (err) {
     client = null;
     const refused = err instanceof CosmosError && (err.status === 401 || err.status === 403);
-    $('#login-error').textContent = refused ? `The server refused this credential (${describe(err)})` : describe(err);
+    $('#login-error').textContent = refused
+      ? `The server refused this credential: ${err.status} ${err.code}. Check that it is this server's and copied whole.`
+      : describe(err);
   } finally {
     btn.disabled = false;
     btn.textContent = 'Connect';
@@ -624,7 +631,7 @@ function queryTab(ctx, panel) {
     const total = $('tbody', table).children.length;
     if (total === 0) results.replaceChildren(h('p', { class: 'muted' }, 'No results.'));
     const metrics = parseQueryMetrics(res.headers.get('x-ms-documentdb-query-metrics'));
-    stats.replaceChildren(
+    put(stats,
       h('dl', { class: 'figures' },
         h('div', {}, h('dt', {}, 'Results'), h('dd', { 'data-figure': 'count' }, String(total))),
         h('div', {}, h('dt', {}, 'Request charge'), h('dd', { 'data-figure': 'charge' }, formatCharge(res.charge))),
@@ -889,7 +896,7 @@ function sprocsTab(ctx, panel) {
         try {
           const res = await client.request('POST', [...ctx.segs, 'sprocs', sp.id], { headers, body: a });
           const log = res.headers.get('x-ms-documentdb-script-log-results');
-          out.replaceChildren(
+          put(out,
             h('dl', { class: 'figures' },
               h('div', {}, h('dt', {}, 'Status'), h('dd', {}, `${res.status} OK`)),
               h('div', {}, h('dt', {}, 'Request charge'), h('dd', {}, formatCharge(res.charge)))),

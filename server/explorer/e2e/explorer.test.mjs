@@ -12,6 +12,7 @@ import { chromium } from 'playwright-core';
 const endpoint = process.env.ORRERY_ENDPOINT;
 const key = process.env.ORRERY_KEY;
 const token = process.env.ORRERY_TOKEN;
+const readOnlyKey = process.env.ORRERY_READONLY_KEY;
 const shots = process.env.ORRERY_SCREENSHOTS;
 const explorer = new URL('/_explorer/', endpoint).href;
 // Generous: the machine running this may be very busy.
@@ -214,6 +215,7 @@ test('query with parameters shows results and the request charge', async () => {
   assert.match(await page.locator('[data-figure=charge]').textContent(), /^\d+(\.\d+)? RU$/);
   // The server sends no x-ms-documentdb-query-metrics: the panel is omitted.
   assert.equal(await page.getByText('Query metrics').count(), 0);
+  assert.doesNotMatch(await page.locator('#panel-query .stats').textContent(), /null|undefined/);
   await shot(page, '07-query');
 
   // A scalar query, scoped to one partition, with Ctrl+Enter.
@@ -313,6 +315,7 @@ test('stored procedures are created, edited and run with arguments', async () =>
   await page.getByRole('textbox', { name: 'Id', exact: true }).fill('countFor');
   await page.getByRole('textbox', { name: 'Body (JavaScript)' }).fill(`function (prefix) {
   var ctx = getContext();
+  console.log('counting for ' + prefix);
   var accepted = ctx.getCollection().queryDocuments(ctx.getCollection().getSelfLink(),
     'SELECT VALUE COUNT(1) FROM c', {}, function (err, docs) {
       if (err) throw err;
@@ -330,6 +333,9 @@ test('stored procedures are created, edited and run with arguments', async () =>
   await page.locator('[data-result]').waitFor();
   assert.equal(await page.locator('[data-result]').textContent(), '"carol has 10"');
   await page.getByText(/^\d+(\.\d+)? RU$/).first().waitFor();
+  await page.getByRole('heading', { name: 'Log' }).waitFor();
+  assert.match(await page.locator('.run-out pre').last().textContent(), /counting for carol has/);
+  assert.doesNotMatch(await page.locator('.run-out').textContent(), /null/);
   await shot(page, '10-sproc-run');
 
   // Edit and run again: the new body answers.
@@ -346,6 +352,32 @@ test('stored procedures are created, edited and run with arguments', async () =>
   await page.getByRole('textbox', { name: 'Arguments (JSON array)' }).fill('not json');
   await page.getByRole('button', { name: 'Run', exact: true }).click();
   await page.getByRole('alert').filter({ hasText: 'not valid JSON' }).waitFor();
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('the read-only key browses and queries, and offers no writes', async () => {
+  assert.ok(readOnlyKey, 'ORRERY_READONLY_KEY must be set');
+  const { page, context, calls, errors } = await newPage();
+  await signIn(page, 'Read-only key', readOnlyKey);
+  await page.locator('#session-label', { hasText: 'Read-only key' }).waitFor();
+  assert.ok(await page.getByRole('button', { name: 'New database' }).isHidden());
+  await openOrders(page);
+  await page.getByRole('button', { name: 'order-01' }).click();
+  const editor = page.getByRole('textbox', { name: 'Item JSON' });
+  assert.equal(JSON.parse(await editor.inputValue()).id, 'order-01');
+  assert.ok(!(await editor.isEditable()), 'the item is shown read-only');
+  assert.equal(await page.getByRole('button', { name: 'New item' }).count(), 0);
+  assert.equal(await page.getByRole('button', { name: 'Save changes' }).count(), 0);
+  assert.equal(await page.getByRole('button', { name: 'Delete' }).count(), 0);
+  await page.getByRole('tab', { name: 'Query' }).click();
+  await page.getByRole('textbox', { name: 'Query', exact: true }).fill('SELECT VALUE c.id FROM c WHERE c.total = 100');
+  await page.getByRole('button', { name: 'Run query' }).click();
+  await page.getByRole('table', { name: 'Query results' }).getByText('order-10').waitFor();
+  await page.getByRole('tab', { name: 'Settings' }).click();
+  assert.equal(await page.getByRole('button', { name: 'Save settings' }).count(), 0);
+  await shot(page, '12-read-only');
+  assert.ok(calls.every((c) => c.method === 'GET' || (c.method === 'POST' && c.path.endsWith('/docs'))), 'only reads and queries were sent');
   assert.deepEqual(errors, []);
   await context.close();
 });
