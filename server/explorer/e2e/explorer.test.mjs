@@ -48,6 +48,10 @@ async function newPage() {
   });
   const errors = [];
   page.on('pageerror', (e) => errors.push(e));
+  // Works offline: nothing is fetched from anywhere but this server.
+  page.on('request', (r) => {
+    if (!r.url().startsWith('data:') && new URL(r.url()).origin !== new URL(explorer).origin) errors.push(new Error(`request to another origin: ${r.url()}`));
+  });
   page.on('console', (m) => { if (m.type() === 'error' && !/status of 40[0-9]|status of 412/.test(m.text())) errors.push(new Error(m.text())); });
   await page.goto(explorer);
   return { page, context, calls, errors };
@@ -72,7 +76,7 @@ async function openOrders(page) {
 const itemRows = (page) => page.locator('#panel-items tbody tr');
 
 test('without a credential the page shows nothing and the API refuses', async () => {
-  const { page, context, calls } = await newPage();
+  const { page, context, calls, errors } = await newPage();
   await page.getByRole('heading', { name: 'Connect to this server' }).waitFor();
   assert.equal(await page.getByText('orders').count(), 0, 'no data before signing in');
   assert.equal(calls.length, 0, 'the page calls no API before a credential is given');
@@ -84,6 +88,7 @@ test('without a credential the page shows nothing and the API refuses', async ()
   assert.equal(res.status, 401);
   assert.doesNotMatch(res.body, /shop/);
   await shot(page, '01-sign-in');
+  assert.deepEqual(errors.filter((e) => !/status of 401/.test(e.message)), []);
   await context.close();
 });
 
@@ -196,7 +201,11 @@ test('query with parameters shows results and the request charge', async () => {
   const { page, context, errors } = await newPage();
   await signIn(page);
   await openOrders(page);
-  await page.getByRole('tab', { name: 'Query' }).click();
+  // The tabs follow the ARIA tabs pattern: arrow keys move between them.
+  await page.getByRole('tab', { name: 'Items' }).focus();
+  await page.keyboard.press('ArrowRight');
+  assert.equal(await page.getByRole('tab', { name: 'Query' }).getAttribute('aria-selected'), 'true');
+  assert.ok(await page.getByRole('tab', { name: 'Query' }).evaluate((el) => el === document.activeElement));
   await page.getByRole('textbox', { name: 'Query', exact: true }).fill('SELECT c.id, c.customer, c.total FROM c WHERE c.customer = @who AND c.total >= @min ORDER BY c.total DESC');
   await page.getByRole('button', { name: 'Add parameter' }).click();
   await page.getByRole('textbox', { name: 'Parameter name' }).nth(0).fill('@who');
