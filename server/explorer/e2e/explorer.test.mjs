@@ -273,6 +273,20 @@ test('the change feed shows new changes as they come', async () => {
   await shot(page, '08-change-feed');
   await page.getByRole('button', { name: 'Pause' }).click();
   await page.getByRole('status').filter({ hasText: 'Paused' }).waitFor();
+
+  // From the beginning: every item's latest version, the seeded ones first.
+  // Reopening the container starts its views afresh.
+  await page.getByRole('button', { name: 'orders', exact: true }).click();
+  await page.getByRole('tab', { name: 'Items', selected: true }).waitFor();
+  await page.getByRole('tab', { name: 'Change feed' }).click();
+  assert.equal(await feed.locator('.id').count(), 0);
+  await page.getByLabel('Start from').selectOption('beginning');
+  await page.getByRole('button', { name: 'Start watching' }).click();
+  await page.getByRole('status').filter({ hasText: /Watching · \d+ changes/ }).waitFor();
+  const ids = await feed.locator('.id').allTextContents();
+  assert.ok(ids.length >= 32, `all items from the beginning, got ${ids.length}`);
+  assert.equal(ids.at(-1), 'order-01', 'the oldest change last');
+  assert.equal(ids[0], 'feed-2', 'the newest change first');
   assert.deepEqual(errors, []);
   await context.close();
 });
