@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/orrery-db/orrery/engine"
+	"github.com/orrery-db/orrery/server/explorer"
 )
 
 // Config configures a Server.
@@ -104,6 +105,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Header().Set("Content-Type", "application/json")
 		rec.WriteHeader(200)
 		io.WriteString(rec, `{"status":"ready"}`)
+		return
+	}
+	if explorer.Owns(r.URL.Path) {
+		explorerHandler.ServeHTTP(rec, r)
 		return
 	}
 	segs := splitPath(r.URL.Path)

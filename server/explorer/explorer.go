@@ -1,0 +1,85 @@
+// Package explorer serves Orrery's data explorer: a browser application,
+// embedded in the binary, that browses and edits databases, containers,
+// items, queries, the change feed and stored procedures through the
+// server's own Cosmos DB REST API.
+//
+// The handler serves static files only. It never reads data and holds no
+// credential: the page asks its user for the master key, the read-only key
+// or a resource token, signs every request in the browser the way the SDKs
+// do, and the server authorizes those requests like any other client's.
+package explorer
+
+import (
+	"embed"
+	"io/fs"
+	"net/http"
+	"strings"
+)
+
+// Prefix is the URL path the explorer is served under.
+const Prefix = "/_explorer/"
+
+//go:embed assets
+var assets embed.FS
+
+// files is the embedded asset tree rooted at its top directory.
+var files = func() fs.FS {
+	sub, err := fs.Sub(assets, "assets")
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}()
+
+// contentSecurityPolicy confines the page to its own origin: scripts,
+// styles and API calls come from the server that served it, nothing runs
+// inline, and no other site may frame it.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
+
+// Owns reports whether the explorer answers a request for path: the prefix
+// and everything under it, and the prefix without its trailing slash.
+func Owns(path string) bool {
+	return path == strings.TrimSuffix(Prefix, "/") || strings.HasPrefix(path, Prefix)
+}
+
+// Handler returns the http.Handler serving the explorer's files under
+// Prefix. It answers GET and HEAD only; anything else is 405. A path that is
+// not one of its files is 404: it never falls through to the REST API.
+func Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-cache")
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			h.Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		rel, ok := strings.CutPrefix(r.URL.Path, Prefix)
+		if !ok {
+			http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
+			return
+		}
+		if rel == "" {
+			rel = "index.html"
+		}
+		// Only clean, existing file names: no "..", no directory listings.
+		if !fs.ValidPath(rel) || strings.HasSuffix(rel, "/") {
+			http.NotFound(w, r)
+			return
+		}
+		st, err := fs.Stat(files, rel)
+		if err != nil || st.IsDir() {
+			http.NotFound(w, r)
+			return
+		}
+		// ServeFileFS redirects a path ending in /index.html to its
+		// directory: give it the path it serves the page at.
+		r2 := r.Clone(r.Context())
+		r2.URL.Path = "/" + strings.TrimSuffix(rel, "index.html")
+		http.ServeFileFS(w, r2, files, rel)
+	})
+}
