@@ -364,7 +364,7 @@ func (e *Engine) purgeContainerData(collRID []byte) {
 	go func() {
 		defer e.bg.Done()
 		for _, p := range [][]byte{itemContainerPrefix(collRID), feedPrefix(collRID), ridPrefix(collRID),
-			versionPrefix(collRID), expiryPrefix(collRID), indexPrefix(collRID), uniquePrefix(collRID), indexRebuildKey(collRID)} {
+			versionPrefix(collRID), expiryPrefix(collRID), indexPrefix(collRID), uniquePrefix(collRID), indexRebuildKey(collRID), orderPrefix(collRID)} {
 			if err := purgePrefix(e.store, p); err != nil {
 				slog.Warn("purging a deleted container's data failed", "error", err)
 				return

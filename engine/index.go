@@ -34,8 +34,9 @@ const maxIndexedString = 100
 
 // indexFormat is the version of the index layout; an engine opened on a store
 // written with another rebuilds every container's index (see rebuild.go).
-// Version 1 kept whole strings under the expiry index's prefix 'X'.
-const indexFormat = 2
+// Version 1 kept whole strings under the expiry index's prefix 'X'; version
+// 2 had no creation order keys (order.go).
+const indexFormat = 3
 
 // Value type markers, in Cosmos's cross-type order.
 const (
@@ -471,7 +472,7 @@ func (c *Container) chooseIndex(plan *query.Plan) (*indexSource, bool) {
 			continue
 		}
 		if ranges, ok := c.indexRanges(f.Path, f.Op, f.Values); ok {
-			best = &indexSource{ranges: ranges, base: len(indexPathPrefix(c.rid, indexPath(f.Path)))}
+			best = &indexSource{ranges: ranges, base: len(indexPathPrefix(c.rid, indexPath(f.Path))), filters: []query.Filter{f}}
 			bestRank = r
 		}
 	}
@@ -483,6 +484,8 @@ type indexSource struct {
 	ranges  []keyRange
 	base    int  // length of the path prefix of every entry
 	reverse bool // walk the ranges from the end
+	// filters are the plan's filters the entries serve (index metrics).
+	filters []query.Filter
 }
 
 // orderIndex returns the index entries that list, in ORDER BY order, the
@@ -505,7 +508,7 @@ func (c *Container) orderIndex(plan *query.Plan) (ix *indexSource, complete bool
 		if slices.Equal(f.Path, key.Path) {
 			if ranges, ok := c.indexRanges(f.Path, f.Op, f.Values); ok {
 				// The filter implies the property is defined.
-				return &indexSource{ranges: ranges, base: len(base), reverse: key.Descending}, true, true
+				return &indexSource{ranges: ranges, base: len(base), reverse: key.Descending, filters: []query.Filter{f}}, true, true
 			}
 		}
 	}

@@ -414,6 +414,9 @@ func (t *txn) put(it *item, prev *storedItem) (*storedItem, error) {
 		if err := t.b.Set(ridKey(c.rid, ridBytes), s.key); err != nil {
 			return nil, err
 		}
+		if err := t.b.Set(orderKey(t.p.prefix, s.rid), s.key); err != nil {
+			return nil, err
+		}
 	}
 	if err := t.logChange(s, prev); err != nil {
 		return nil, err
@@ -434,7 +437,7 @@ func (t *txn) remove(prev *storedItem) error {
 		return err
 	}
 	ridBytes := binary.BigEndian.AppendUint64(nil, prev.rid)
-	for _, k := range [][]byte{prev.key, feedKey(c.rid, prev.lsn, ridBytes), ridKey(c.rid, ridBytes)} {
+	for _, k := range [][]byte{prev.key, feedKey(c.rid, prev.lsn, ridBytes), ridKey(c.rid, ridBytes), orderKey(t.p.prefix, prev.rid)} {
 		if err := t.b.Delete(k); err != nil {
 			return err
 		}

@@ -1,5 +1,12 @@
 package engine
 
+import (
+	"slices"
+	"strings"
+
+	"github.com/orrery-db/orrery/query"
+)
+
 // queryScope returns the storage key prefix of the items a query scoped by
 // the partition key pk reads. A full key scopes the query to one logical
 // partition. On a hierarchical (MultiHash) container a shorter key, one value
@@ -17,4 +24,78 @@ func (c *Container) queryScope(pk PartitionKey) ([]byte, *Error) {
 		return nil, err
 	}
 	return p.prefix, nil
+}
+
+// partitionKeySegments returns the property path segments of each of the
+// container's partition key paths ("/a/b" gives a, b).
+func (c *Container) partitionKeySegments() [][]string {
+	out := make([][]string, len(c.pk.Paths))
+	for i, p := range c.pk.Paths {
+		for _, seg := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
+			out[i] = append(out[i], strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~"))
+		}
+	}
+	return out
+}
+
+// pinnedPartitionKey returns the partition key a query's filter pins: an
+// equality with one scalar on every partition key path, or on a
+// hierarchical key on its leading paths (a prefix, see queryScope). Such a
+// query reads one logical partition (or the partitions under the prefix),
+// so it needs no query plan even with ORDER BY, aggregates, DISTINCT, TOP
+// or OFFSET.
+func (c *Container) pinnedPartitionKey(plan *query.Plan) (PartitionKey, bool) {
+	var pk PartitionKey
+	for _, segs := range c.partitionKeySegments() {
+		v, ok := pinnedValue(plan.Filters, segs)
+		if !ok {
+			break
+		}
+		pk = append(pk, v)
+	}
+	switch {
+	case len(pk) == len(c.pk.Paths):
+		return pk, true
+	case len(pk) > 0 && c.pk.Kind == "MultiHash":
+		return pk, true
+	}
+	return nil, false
+}
+
+// pinnedValue finds an equality filter that pins path to one scalar.
+func pinnedValue(filters []query.Filter, path []string) (PartitionKeyValue, bool) {
+	for _, f := range filters {
+		if f.Op != query.FilterEq || len(f.Values) != 1 || !slices.Equal(f.Path, path) {
+			continue
+		}
+		raw := f.Values[0]
+		if len(raw) == 0 || raw[0] == '{' || raw[0] == '[' {
+			continue
+		}
+		v, err := parsePartitionKeyComponent(raw)
+		if err != nil {
+			continue
+		}
+		return v, true
+	}
+	return PartitionKeyValue{}, false
+}
+
+// withoutPartitionKeyFilters drops the equality filters on partition key
+// paths, which a query scoped by its partition key gains nothing from.
+func (c *Container) withoutPartitionKeyFilters(filters []query.Filter) []query.Filter {
+	paths := c.partitionKeySegments()
+	var out []query.Filter
+	for _, f := range filters {
+		onKey := false
+		for _, p := range paths {
+			if f.Op == query.FilterEq && slices.Equal(f.Path, p) {
+				onKey = true
+			}
+		}
+		if !onKey {
+			out = append(out, f)
+		}
+	}
+	return out
 }

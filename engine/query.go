@@ -42,6 +42,8 @@ type QueryRequest struct {
 	MinEPK, MaxEPK      string
 	// UDF resolves udf.name calls; nil when the container has none.
 	UDF query.UDFResolver
+	// IndexMetrics asks for the result's IndexUtilization.
+	IndexMetrics bool
 }
 
 // QueryResult is one page of query results.
@@ -49,6 +51,10 @@ type QueryResult struct {
 	Items        []json.RawMessage
 	Continuation string
 	Charge       float64
+	// Metrics is what the page cost, measured; nil for resource queries.
+	Metrics *QueryMetrics
+	// IndexUtilization is set when the request asked for index metrics.
+	IndexUtilization *IndexUtilization
 }
 
 // parseQuery parses a query, mapping syntax errors to 400.
@@ -193,7 +199,7 @@ func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResul
 	if err != nil {
 		return nil, err
 	}
-	if !req.HasPartitionKey && !req.SinglePartitionKeyRange && !e.opts.ServeCrossPartitionQueries {
+	if !req.HasPartitionKey {
 		q, err := parseQuery(req.Query)
 		if err != nil {
 			return nil, err
@@ -202,7 +208,14 @@ func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResul
 		if err != nil {
 			return nil, queryError(err)
 		}
-		if plan.NeedsQueryPlan {
+		if pk, ok := c.pinnedPartitionKey(plan); ok {
+			// The filter names one logical partition (or, on a hierarchical
+			// key, a prefix of them): the query is single-partition, as the
+			// service's gateway treats it.
+			pinned := *req
+			pinned.PartitionKey, pinned.HasPartitionKey = pk, true
+			req = &pinned
+		} else if plan.NeedsQueryPlan && !req.SinglePartitionKeyRange && !e.opts.ServeCrossPartitionQueries {
 			return nil, &Error{Status: 400, SubStatus: SubStatusCrossPartitionQuery, Code: "BadRequest", Message: msgCrossPartition}
 		}
 	}
@@ -231,49 +244,101 @@ func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResul
 // evaluates every page anew. The query stops when ctx ends, and keeps to the
 // page's bounds.
 func (e *Engine) queryIn(ctx context.Context, c *Container, r storage.Reader, scope []byte, req *QueryRequest, cursors *cursorCache, bounds pageBounds) (*QueryResult, error) {
-	q, err := parseQuery(req.Query)
+	start := time.Now()
+	m := &QueryMetrics{}
+	res, x, err := e.runQuery(ctx, c, r, scope, req, cursors, bounds, m)
 	if err != nil {
 		return nil, err
 	}
+	m.finish(start, res.Items, x)
+	res.Metrics = m
+	res.Charge = m.charge()
+	return res, nil
+}
+
+// runQuery is queryIn, recording what it measures in m; it returns the
+// execution that evaluated the page, nil when a cursor served it.
+func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, scope []byte, req *QueryRequest, cursors *cursorCache, bounds pageBounds, m *QueryMetrics) (*QueryResult, *query.Execution, error) {
+	compile := time.Now()
+	q, err := parseQuery(req.Query)
+	if err != nil {
+		return nil, nil, err
+	}
 	plan, err := q.Plan(req.Params)
 	if err != nil {
-		return nil, queryError(err)
+		return nil, nil, queryError(err)
 	}
 	keys, berr := c.requestBounds(req.PartitionKeyRangeID, req.MinEPK, req.MaxEPK)
 	if berr != nil {
-		return nil, berr
+		return nil, nil, berr
+	}
+	// A filter on the partition key of a query already scoped to that
+	// partition selects nothing the scope does not: leave it to the
+	// evaluation, so the scope is read in creation order.
+	filters := plan.Filters
+	if !bytes.Equal(scope, itemContainerPrefix(c.rid)) {
+		filters = c.withoutPartitionKeyFilters(filters)
+	}
+	ix, ixOK := c.chooseIndex(&query.Plan{Filters: filters})
+	oix, complete, oixOK := c.orderIndex(plan)
+	var util *IndexUtilization
+	if req.IndexMetrics {
+		switch {
+		case !plan.Streaming && oixOK:
+			util = c.indexUtilization(plan, oix.filters, true)
+		case ixOK:
+			util = c.indexUtilization(plan, ix.filters, false)
+		default:
+			util = c.indexUtilization(plan, nil, false)
+		}
 	}
 	var fingerprint string
 	if !plan.Streaming && cursors != nil {
 		fingerprint = queryFingerprint(c, scope, keys, req)
 		if id := wholeTokenCursor(req.Continuation); id != "" {
 			if results, ok := cursors.get(id, fingerprint); ok {
-				return pageWhole(results, req.MaxItems, req.Continuation, cursors, fingerprint, id)
+				m.CompileTime = time.Since(compile)
+				res, err := pageWhole(results, req.MaxItems, req.Continuation, cursors, fingerprint, id)
+				if res != nil {
+					res.IndexUtilization = util
+				}
+				return res, nil, err
 			}
 		}
 	}
 	x, err := q.Prepare(query.Options{Params: req.Params, UDF: req.UDF, Now: e.now(),
 		Context: ctx, Deadline: bounds.deadline, MaxMemory: e.queryMemoryLimit(), Pool: e.queryPool, Heavy: bounds.heavy})
 	if err != nil {
-		return nil, queryError(err)
+		return nil, nil, queryError(err)
 	}
-	src := source{scope: scope, bounds: keys}
-	if ix, ok := c.chooseIndex(plan); ok {
+	m.CompileTime = time.Since(compile)
+	src := source{scope: scope, bounds: keys, stats: m}
+	switch {
+	case ixOK:
 		src.index = ix
+	case len(plan.OrderBy) == 0 && !plan.Aggregates && !plan.GroupBy:
+		// Without ORDER BY the service returns documents in creation order.
+		src.order = c.orderScope(scope)
 	}
+	var res *QueryResult
 	if plan.Streaming {
-		return e.streamQuery(ctx, c, r, src, x, plan, req, bounds.deadline)
-	}
-	var results []json.RawMessage
-	if ix, complete, ok := c.orderIndex(plan); ok {
-		results, err = e.topQuery(c, r, source{scope: scope, bounds: keys, index: ix}, complete, x, plan)
+		res, err = e.streamQuery(ctx, c, r, src, x, plan, req, bounds.deadline)
 	} else {
-		results, err = e.wholeQuery(c, r, src, x)
+		var results []json.RawMessage
+		if oixOK {
+			results, err = e.topQuery(c, r, source{scope: scope, bounds: keys, index: oix, stats: m}, complete, x, plan)
+		} else {
+			results, err = e.wholeQuery(c, r, src, x)
+		}
+		if err == nil {
+			res, err = pageWhole(results, req.MaxItems, req.Continuation, cursors, fingerprint, "")
+		}
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return pageWhole(results, req.MaxItems, req.Continuation, cursors, fingerprint, "")
+	res.IndexUtilization = util
+	return res, x, nil
 }
 
 // queryFingerprint identifies what a whole evaluation computed: the
@@ -310,6 +375,12 @@ type source struct {
 	scope  []byte       // item key prefix
 	bounds epkBounds    // the effective partition keys in scope
 	index  *indexSource // nil: scan the scope
+	// order, when set and index is nil, is the prefix of the keys that list
+	// the scope's items in creation order (see orderScope); nil: scan the
+	// items in key order.
+	order []byte
+	// stats records what the scan reads and how long it takes; may be nil.
+	stats *QueryMetrics
 }
 
 // candidate is an item and its position in the source.
@@ -320,6 +391,9 @@ type candidate struct {
 
 // contains reports whether a continuation position belongs to the source.
 func (src source) contains(pos []byte) bool {
+	if src.index == nil && src.order != nil {
+		return bytes.HasPrefix(pos, src.order)
+	}
 	if src.index == nil {
 		return bytes.HasPrefix(pos, src.scope)
 	}
@@ -336,6 +410,9 @@ func (src source) contains(pos []byte) bool {
 func (c *Container) scan(r storage.Reader, src source, start []byte, now int64) iter.Seq2[candidate, error] {
 	return func(yield func(candidate, error) bool) {
 		lower, upper := c.keyRange(src.scope, src.bounds)
+		if src.order != nil {
+			lower, upper = src.order, storage.PrefixEnd(src.order)
+		}
 		ranges := []keyRange{{lower, upper}}
 		reverse := false
 		if src.index != nil {
@@ -373,11 +450,28 @@ func (c *Container) scanRange(r storage.Reader, src source, lower, upper []byte,
 		return yield(candidate{}, err)
 	}
 	defer it.Close()
-	for it.Next() {
+	m := src.stats
+	if m == nil {
+		m = &QueryMetrics{}
+	}
+	viaKeys := src.index != nil || src.order != nil
+	for {
+		t0 := time.Now()
+		if !it.Next() {
+			break
+		}
 		key, val := it.Key(), it.Value()
 		pos := key
-		if src.index != nil {
-			key = c.indexedItemKey(key, src.index.base)
+		if viaKeys {
+			m.IndexLookups++
+			if src.index != nil {
+				key = c.indexedItemKey(key, src.index.base)
+			} else {
+				key = val
+			}
+			t1 := time.Now()
+			m.IndexLookupTime += t1.Sub(t0)
+			t0 = t1
 			if !bytes.HasPrefix(key, src.scope) || !src.bounds.containsEPK(c.itemEPK(key)) {
 				continue
 			}
@@ -388,9 +482,12 @@ func (c *Container) scanRange(r storage.Reader, src source, lower, upper []byte,
 			val = v
 		}
 		s, err := decodeItem(key, val)
+		m.DocumentLoadTime += time.Since(t0)
 		if err != nil {
 			return yield(candidate{}, err)
 		}
+		m.RetrievedDocumentCount++
+		m.RetrievedDocumentSize += int64(len(s.doc))
 		if c.expired(s, now) {
 			continue
 		}

@@ -41,8 +41,13 @@ func (e *Engine) upgradeIndexes() error {
 				if err != nil {
 					return err
 				}
-			} else if err := dropLegacyIndex(e.store, c.rid); err != nil {
-				return err
+			} else {
+				if err := dropLegacyIndex(e.store, c.rid); err != nil {
+					return err
+				}
+				if err := e.rebuildOrder(c); err != nil {
+					return err
+				}
 			}
 			if err := e.rebuildIndex(c); err != nil {
 				return err

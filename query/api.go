@@ -94,6 +94,11 @@ type Execution struct {
 	c evalCtx
 }
 
+// Matched counts the rows (a document, or one combination of its JOINed
+// elements) the execution has found to satisfy the WHERE clause, over every
+// run so far: what query metrics report as the documents the filter hit.
+func (x *Execution) Matched() int64 { return x.c.matched.n }
+
 // Prepare binds the query to opts. It fails when a parameter value is not
 // valid JSON, or when the query calls a user-defined function and opts has
 // no UDF resolver.
@@ -110,7 +115,8 @@ func (q *Query) Prepare(opts Options) (*Execution, error) {
 		now = time.Now()
 	}
 	x := &Execution{q: q, c: evalCtx{params: params, udf: opts.UDF, now: now.UTC(),
-		ctx: opts.Context, deadline: opts.Deadline, maxMemory: opts.MaxMemory, pool: opts.Pool}}
+		ctx: opts.Context, deadline: opts.Deadline, maxMemory: opts.MaxMemory, pool: opts.Pool,
+		matched: &matchCount{root: q.q}}}
 	if opts.Heavy != nil {
 		x.c.heavy = &heavyGate{fn: opts.Heavy}
 	}

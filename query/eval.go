@@ -47,6 +47,15 @@ type evalCtx struct {
 	// evaluated; stopped once that loop stopped between rows for the budget.
 	progressed bool
 	stopped    bool
+	// matched counts rows that passed WHERE; shared by the execution's runs
+	// (nil in contexts that do not count).
+	matched *matchCount
+}
+
+// matchCount is the number of rows an execution found to pass its WHERE.
+type matchCount struct {
+	root *selectQuery // the query whose WHERE counts, not its subqueries'
+	n    int64
 }
 
 // fail records the first runtime error; evaluation yields undefined after it.

@@ -248,6 +248,9 @@ func (q *selectQuery) rows(c *evalCtx, e *env, i int, fn func() bool) bool {
 		e.from = nil
 		ok := true
 		if q.where == nil || q.where.eval(c, e).isTrue() {
+			if c.matched != nil && c.matched.root == q {
+				c.matched.n++
+			}
 			ok = fn()
 		}
 		if e.pos != nil {

@@ -108,6 +108,7 @@ func (s *Server) queryItems(r *request) error {
 		PartitionKey: pk, HasPartitionKey: hasPK, SinglePartitionKeyRange: rangeID != "",
 		PartitionKeyRangeID: scopedRange, MinEPK: minEPK, MaxEPK: maxEPK,
 		MaxItems: n, Continuation: r.Header.Get("x-ms-continuation"),
+		IndexMetrics: wantsIndexMetrics(r),
 	})
 	if e, ok := engine.AsError(err); ok && e.SubStatus == engine.SubStatusCrossPartitionQuery {
 		// Like the service's gateway, hand the refused client the query plan:
@@ -122,6 +123,7 @@ func (s *Server) queryItems(r *request) error {
 		return err
 	}
 	s.setSession(r)
+	r.setQueryMetricsHeaders(res)
 	r.writeFeed(c.RID, "Documents", rawItems(res.Items), res.Continuation, res.Charge)
 	return nil
 }

@@ -1,0 +1,107 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/orrery-db/orrery/storage"
+)
+
+// Creation order. Without ORDER BY the service returns the documents of a
+// physical partition in resource-id order, which is the order they were
+// created in: a replace keeps an item's place, a delete and re-create moves
+// it to the end. An item's RID here is the sequence number of the write that
+// created it (see txn.put), so the RID index
+//
+//	R<coll rid 8><item rid 8> → item key
+//
+// already lists a container's items in creation order, logical partitions
+// interleaved, and is what container-wide and range-scoped scans walk. A
+// query scoped to one logical partition must not walk the whole container,
+// so each item also has an order key in its partition
+//
+//	N<coll rid 8><epk><pk len 2><pk><item rid 8> → item key
+//
+// written when the item is created, kept by replaces (neither its partition
+// nor its RID changes), removed with the item. That is one more key per
+// create and per delete, none per replace or patch.
+const prefixOrder byte = 'N'
+
+// orderPrefix is the prefix of a container's order keys.
+func orderPrefix(collRID []byte) []byte {
+	return append([]byte{prefixOrder}, collRID...)
+}
+
+// orderKey is the order key of the item with RID rid in the logical
+// partition whose item key prefix is partPrefix ('D'<coll rid><epk><pk>).
+func orderKey(partPrefix []byte, rid uint64) []byte {
+	k := make([]byte, 0, len(partPrefix)+8)
+	k = append(k, prefixOrder)
+	k = append(k, partPrefix[1:]...)
+	return binary.BigEndian.AppendUint64(k, rid)
+}
+
+// orderScope is the prefix of the keys that list, in creation order, the
+// items under an item key prefix (a container, a logical partition, or on a
+// hierarchical key a prefix of one): the RID index for a whole container,
+// else the order keys of the partitions under it.
+func (c *Container) orderScope(scope []byte) []byte {
+	if bytes.Equal(scope, itemContainerPrefix(c.rid)) {
+		return ridPrefix(c.rid)
+	}
+	return append([]byte{prefixOrder}, scope[1:]...)
+}
+
+// rebuildOrder writes the order key of every item of c: stores written
+// before creation order existed have none. Nothing may write c's items
+// meanwhile.
+func (e *Engine) rebuildOrder(c *Container) error {
+	if err := purgePrefix(e.store, orderPrefix(c.rid)); err != nil {
+		return err
+	}
+	prefix := itemContainerPrefix(c.rid)
+	lower, upper := prefix, storage.PrefixEnd(prefix)
+	for {
+		next, err := e.orderChunk(c, lower, upper)
+		if err != nil || next == nil {
+			return err
+		}
+		lower = next
+	}
+}
+
+// orderChunk writes the order keys of up to rebuildChunk items from lower
+// on, and returns the key to go on from, nil after the last chunk.
+func (e *Engine) orderChunk(c *Container, lower, upper []byte) ([]byte, error) {
+	it, err := e.store.NewIterator(lower, upper, false)
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	b := e.store.NewBatch()
+	defer b.Close()
+	var next []byte
+	for n := 0; it.Next(); n++ {
+		if n == rebuildChunk {
+			next = bytes.Clone(it.Key())
+			break
+		}
+		key := bytes.Clone(it.Key())
+		item, err := decodeItem(key, it.Value())
+		if err != nil {
+			return nil, err
+		}
+		id, _, ok := c.splitItemKey(key)
+		if !ok {
+			return nil, fmt.Errorf("engine: malformed item key %x", key)
+		}
+		if err := b.Set(orderKey(key[:len(key)-len(id)], item.rid), key); err != nil {
+			return nil, err
+		}
+	}
+	if err := it.Err(); err != nil {
+		return nil, err
+	}
+	return next, b.Commit()
+}

@@ -1,0 +1,150 @@
+package engine
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/orrery-db/orrery/query"
+)
+
+// QueryMetrics is what one page of a query cost, measured while it ran: the
+// service reports the same figures in x-ms-documentdb-query-metrics.
+type QueryMetrics struct {
+	// RetrievedDocumentCount and RetrievedDocumentSize count the documents
+	// loaded from storage (and their stored bytes), expired ones included.
+	RetrievedDocumentCount int64
+	RetrievedDocumentSize  int64
+	// OutputDocumentCount and OutputDocumentSize count the page's results.
+	OutputDocumentCount int64
+	OutputDocumentSize  int64
+	// IndexHitDocumentCount counts the retrieved rows that satisfied the
+	// WHERE clause: with a precise index it equals RetrievedDocumentCount.
+	IndexHitDocumentCount int64
+	// IndexLookups counts the index (and order index) entries read.
+	IndexLookups int64
+	// TotalExecutionTime is the page's whole time in the engine;
+	// CompileTime parsing and planning; IndexLookupTime walking index
+	// entries; DocumentLoadTime reading and decoding documents;
+	// VMExecutionTime the rest, evaluating the query on them.
+	TotalExecutionTime time.Duration
+	CompileTime        time.Duration
+	IndexLookupTime    time.Duration
+	DocumentLoadTime   time.Duration
+	VMExecutionTime    time.Duration
+}
+
+// IndexUtilization says which indexes a query used and which it would have
+// used had the indexing policy had them.
+type IndexUtilization struct {
+	UtilizedSingle     []IndexUse
+	PotentialSingle    []IndexUse
+	PotentialComposite []CompositeIndexUse
+}
+
+// IndexUse is one single-path index a query used or lacked: its path spec
+// ("/a/?") and the filter or ORDER BY it serves.
+type IndexUse struct {
+	Spec   string
+	Filter string
+}
+
+// CompositeIndexUse is a composite index an ORDER BY on several paths
+// would need: one "path ASC|DESC" spec per key.
+type CompositeIndexUse struct {
+	Specs []string
+}
+
+// charge is the request charge of a page from what it measured: a base, the
+// documents loaded and their bytes, the index entries read and the bytes
+// returned. Never zero.
+func (m *QueryMetrics) charge() float64 {
+	return 2.3 + float64(m.RetrievedDocumentCount)*0.05 + float64(m.RetrievedDocumentSize)/1024*0.1 +
+		float64(m.IndexLookups)*0.01 + float64(m.OutputDocumentSize)/1024*0.2
+}
+
+// finish completes the metrics of a page that started at start and returned
+// items.
+func (m *QueryMetrics) finish(start time.Time, items []json.RawMessage, x *query.Execution) {
+	m.TotalExecutionTime = time.Since(start)
+	m.OutputDocumentCount = int64(len(items))
+	for _, it := range items {
+		m.OutputDocumentSize += int64(len(it))
+	}
+	if x != nil {
+		m.IndexHitDocumentCount = min(x.Matched(), m.RetrievedDocumentCount)
+	}
+	m.VMExecutionTime = max(0, m.TotalExecutionTime-m.CompileTime-m.IndexLookupTime-m.DocumentLoadTime)
+}
+
+// indexUtilization describes the indexes a plan used (ix, order) and the
+// ones its filters and ORDER BY would have used but the container's
+// indexing policy lacks.
+func (c *Container) indexUtilization(plan *query.Plan, used []query.Filter, orderUsed bool) *IndexUtilization {
+	u := &IndexUtilization{UtilizedSingle: []IndexUse{}, PotentialSingle: []IndexUse{}, PotentialComposite: []CompositeIndexUse{}}
+	seen := map[string]bool{}
+	for _, f := range used {
+		spec := indexPath(f.Path) + "/?"
+		if !seen[spec] {
+			seen[spec] = true
+			u.UtilizedSingle = append(u.UtilizedSingle, IndexUse{Spec: spec, Filter: filterText(f)})
+		}
+	}
+	if orderUsed && len(plan.OrderBy) == 1 {
+		spec := indexPath(plan.OrderBy[0].Path) + "/?"
+		if !seen[spec] {
+			seen[spec] = true
+			u.UtilizedSingle = append(u.UtilizedSingle, IndexUse{Spec: spec, Filter: orderText(plan.OrderBy[0])})
+		}
+	}
+	indexed := func(path []string) bool {
+		return len(path) > 0 && c.index != nil && !c.indexRetired.Load() && c.index.indexes(indexPath(path))
+	}
+	for _, f := range plan.Filters {
+		spec := indexPath(f.Path) + "/?"
+		if !seen[spec] && !indexed(f.Path) {
+			seen[spec] = true
+			u.PotentialSingle = append(u.PotentialSingle, IndexUse{Spec: spec, Filter: filterText(f)})
+		}
+	}
+	switch {
+	case len(plan.OrderBy) == 1 && plan.OrderBy[0].Path != nil:
+		spec := indexPath(plan.OrderBy[0].Path) + "/?"
+		if !seen[spec] && !indexed(plan.OrderBy[0].Path) {
+			u.PotentialSingle = append(u.PotentialSingle, IndexUse{Spec: spec, Filter: orderText(plan.OrderBy[0])})
+		}
+	case len(plan.OrderBy) > 1:
+		// The service needs a composite index for an ORDER BY on several
+		// paths; Orrery has none and sorts instead.
+		var specs []string
+		for _, k := range plan.OrderBy {
+			if k.Path == nil {
+				specs = nil
+				break
+			}
+			specs = append(specs, orderText(k))
+		}
+		if specs != nil {
+			u.PotentialComposite = append(u.PotentialComposite, CompositeIndexUse{Specs: specs})
+		}
+	}
+	return u
+}
+
+// filterText renders a filter as the service's index metrics name it,
+// e.g. (ROOT.a = "x").
+func filterText(f query.Filter) string {
+	vals := make([]string, len(f.Values))
+	for i, v := range f.Values {
+		vals[i] = string(v)
+	}
+	return "(ROOT." + strings.Join(f.Path, ".") + " " + f.Op.String() + " " + strings.Join(vals, ", ") + ")"
+}
+
+func orderText(k query.OrderKey) string {
+	dir := "ASC"
+	if k.Descending {
+		dir = "DESC"
+	}
+	return indexPath(k.Path) + " " + dir
+}

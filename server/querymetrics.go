@@ -1,0 +1,113 @@
+package server
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/orrery-db/orrery/engine"
+)
+
+// queryMetricsHeader renders a page's measured metrics the way the service
+// writes x-ms-documentdb-query-metrics: name=value pairs separated by
+// semicolons, times in milliseconds with two decimals. Phases Orrery does
+// not have apart (plan building and optimization are part of compiling; no
+// system or user function time is kept apart from evaluation) are left out
+// rather than reported as measured.
+func queryMetricsHeader(m *engine.QueryMetrics) string {
+	ms := func(d time.Duration) string {
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 2, 64)
+	}
+	ratio := 0.0
+	if m.RetrievedDocumentCount > 0 {
+		ratio = float64(m.IndexHitDocumentCount) / float64(m.RetrievedDocumentCount)
+	}
+	var b strings.Builder
+	pairs := []struct{ k, v string }{
+		{"totalExecutionTimeInMs", ms(m.TotalExecutionTime)},
+		{"queryCompileTimeInMs", ms(m.CompileTime)},
+		{"VMExecutionTimeInMs", ms(m.VMExecutionTime)},
+		{"indexLookupTimeInMs", ms(m.IndexLookupTime)},
+		{"documentLoadTimeInMs", ms(m.DocumentLoadTime)},
+		{"retrievedDocumentCount", strconv.FormatInt(m.RetrievedDocumentCount, 10)},
+		{"retrievedDocumentSize", strconv.FormatInt(m.RetrievedDocumentSize, 10)},
+		{"outputDocumentCount", strconv.FormatInt(m.OutputDocumentCount, 10)},
+		{"outputDocumentSize", strconv.FormatInt(m.OutputDocumentSize, 10)},
+		{"indexUtilizationRatio", strconv.FormatFloat(ratio, 'f', 2, 64)},
+	}
+	for i, p := range pairs {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		b.WriteString(p.k)
+		b.WriteByte('=')
+		b.WriteString(p.v)
+	}
+	return b.String()
+}
+
+// indexUtilizationJSON is the service's index metrics document.
+func indexUtilizationJSON(u *engine.IndexUtilization) []byte {
+	type single struct {
+		FilterExpression string
+		IndexSpec        string
+		FilterPreciseSet bool
+		IndexPreciseSet  bool
+		IndexImpactScore string
+	}
+	type composite struct {
+		IndexSpecs       []string
+		IndexPreciseSet  bool
+		IndexImpactScore string
+	}
+	singles := func(list []engine.IndexUse) []single {
+		out := make([]single, 0, len(list))
+		for _, s := range list {
+			out = append(out, single{FilterExpression: s.Filter, IndexSpec: s.Spec, FilterPreciseSet: true, IndexPreciseSet: true, IndexImpactScore: "High"})
+		}
+		return out
+	}
+	comps := make([]composite, 0, len(u.PotentialComposite))
+	for _, c := range u.PotentialComposite {
+		comps = append(comps, composite{IndexSpecs: c.Specs, IndexPreciseSet: true, IndexImpactScore: "High"})
+	}
+	doc, _ := json.Marshal(struct {
+		UtilizedSingleIndexes     []single
+		PotentialSingleIndexes    []single
+		UtilizedCompositeIndexes  []composite
+		PotentialCompositeIndexes []composite
+	}{singles(u.UtilizedSingle), singles(u.PotentialSingle), []composite{}, comps})
+	return doc
+}
+
+// setQueryMetricsHeaders writes the metrics headers a query request asked
+// for: query metrics when x-ms-documentdb-populatequerymetrics is true;
+// index utilization, base64 JSON, when x-ms-cosmos-populateindexmetrics is
+// true, or URL-encoded JSON when x-ms-cosmos-populateindexmetrics-V2 is.
+func (r *request) setQueryMetricsHeaders(res *engine.QueryResult) {
+	h := r.w.Header()
+	if res.Metrics != nil && strings.EqualFold(r.Header.Get("x-ms-documentdb-populatequerymetrics"), "true") {
+		h.Set("x-ms-documentdb-query-metrics", queryMetricsHeader(res.Metrics))
+	}
+	if res.IndexUtilization == nil {
+		return
+	}
+	doc := indexUtilizationJSON(res.IndexUtilization)
+	if wantsIndexMetricsV2(r) {
+		h.Set("x-ms-cosmos-index-utilization", strings.ReplaceAll(url.QueryEscape(string(doc)), "+", "%20"))
+	} else {
+		h.Set("x-ms-cosmos-index-utilization", base64.StdEncoding.EncodeToString(doc))
+	}
+}
+
+// wantsIndexMetrics reports whether the request asked for index metrics.
+func wantsIndexMetrics(r *request) bool {
+	return strings.EqualFold(r.Header.Get("x-ms-cosmos-populateindexmetrics"), "true") || wantsIndexMetricsV2(r)
+}
+
+func wantsIndexMetricsV2(r *request) bool {
+	return strings.EqualFold(r.Header.Get("x-ms-cosmos-populateindexmetrics-V2"), "true")
+}
