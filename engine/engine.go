@@ -84,10 +84,14 @@ const (
 // Engine is one Cosmos account's databases on one storage.Store.
 // It is safe for concurrent use.
 type Engine struct {
-	store   storage.Store
-	opts    Options
-	seq     *sequencer
-	durable *durability
+	store storage.Store
+	opts  Options
+	// noCreationOrder makes creates write no order key and scans read in key
+	// order, as before creation order: only the benchmark that measures
+	// what creation order costs sets it.
+	noCreationOrder bool
+	seq             *sequencer
+	durable         *durability
 	// scripts runs server-side JavaScript; made on first use, since a
 	// runtime pool costs megabytes that a server without scripts never needs.
 	scriptsOnce sync.Once

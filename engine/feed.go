@@ -3,6 +3,9 @@ package engine
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
+
+	"github.com/orrery-db/orrery/storage"
 )
 
 // DefaultPageSize is the page size of feeds when the client gives none.
@@ -37,7 +40,8 @@ type FeedResult struct {
 	Charge       float64
 }
 
-// ReadFeed returns a page of items in storage order.
+// ReadFeed returns a page of items in creation order, as the service lists
+// a physical partition's documents (see order.go).
 func (e *Engine) ReadFeed(req *FeedRequest) (*FeedResult, error) {
 	c, err := e.Container(req.Database, req.Container)
 	if err != nil {
@@ -51,10 +55,11 @@ func (e *Engine) ReadFeed(req *FeedRequest) (*FeedResult, error) {
 	if perr != nil {
 		return nil, perr
 	}
-	start, upper := c.keyRange(scope, bounds)
+	order := c.orderScope(scope)
+	start, upper := order, storage.PrefixEnd(order)
 	if req.Continuation != "" {
 		k, derr := base64.RawURLEncoding.DecodeString(req.Continuation)
-		if derr != nil || !bytes.HasPrefix(k, scope) {
+		if derr != nil || !bytes.HasPrefix(k, order) {
 			return nil, BadRequest("The continuation token %q is invalid for this request.", req.Continuation)
 		}
 		if k = append(k, 0); bytes.Compare(k, start) > 0 { // strictly after the last key returned
@@ -66,7 +71,11 @@ func (e *Engine) ReadFeed(req *FeedRequest) (*FeedResult, error) {
 		size = DefaultPageSize
 	}
 	size = min(size, MaxPageSize)
-	it, err := e.store.NewIterator(start, upper, false)
+	// The order keys and the items they point to are read from one
+	// snapshot, so a concurrent delete cannot leave a key without its item.
+	snap := e.store.NewSnapshot()
+	defer snap.Close()
+	it, err := snap.NewIterator(start, upper, false)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +89,15 @@ func (e *Engine) ReadFeed(req *FeedRequest) (*FeedResult, error) {
 			res.Continuation = base64.RawURLEncoding.EncodeToString(last)
 			break
 		}
-		s, err := decodeItem(it.Key(), it.Value())
+		key := it.Value()
+		if !bytes.HasPrefix(key, scope) || !bounds.containsEPK(c.itemEPK(key)) {
+			continue
+		}
+		v, err := snap.Get(key)
+		if err != nil {
+			return nil, fmt.Errorf("engine: order key without its item: %w", err)
+		}
+		s, err := decodeItem(key, v)
 		if err != nil {
 			return nil, err
 		}

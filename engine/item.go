@@ -414,8 +414,10 @@ func (t *txn) put(it *item, prev *storedItem) (*storedItem, error) {
 		if err := t.b.Set(ridKey(c.rid, ridBytes), s.key); err != nil {
 			return nil, err
 		}
-		if err := t.b.Set(orderKey(t.p.prefix, s.rid), s.key); err != nil {
-			return nil, err
+		if !t.e.noCreationOrder {
+			if err := t.b.Set(orderKey(t.p.prefix, s.rid), s.key); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := t.logChange(s, prev); err != nil {

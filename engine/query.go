@@ -316,7 +316,7 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 	switch {
 	case ixOK:
 		src.index = ix
-	case len(plan.OrderBy) == 0 && !plan.Aggregates && !plan.GroupBy:
+	case len(plan.OrderBy) == 0 && !plan.Aggregates && !plan.GroupBy && !e.noCreationOrder:
 		// Without ORDER BY the service returns documents in creation order.
 		src.order = c.orderScope(scope)
 	}
