@@ -428,7 +428,7 @@ func TestGoSDKQueryWithoutOrderByReturnsCreationOrder(t *testing.T) {
 	var created []string
 	create := func(id, pk string) {
 		t.Helper()
-		if _, err := c.UpsertItem(ctx, azcosmos.NewPartitionKeyString(pk), []byte(fmt.Sprintf(`{"id":%q,"pk":%q}`, id, pk)), nil); err != nil {
+		if _, err := c.UpsertItem(ctx, azcosmos.NewPartitionKeyString(pk), []byte(fmt.Sprintf(`{"id":%q,"pk":%q,"kind":"t"}`, id, pk)), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -438,7 +438,7 @@ func TestGoSDKQueryWithoutOrderByReturnsCreationOrder(t *testing.T) {
 		created = append(created, id+"@"+pk)
 	}
 	// A replace keeps its place; a delete and re-create goes to the end.
-	if _, err := c.ReplaceItem(ctx, azcosmos.NewPartitionKeyString("p2"), "c", []byte(`{"id":"c","pk":"p2","v":2}`), nil); err != nil {
+	if _, err := c.ReplaceItem(ctx, azcosmos.NewPartitionKeyString("p2"), "c", []byte(`{"id":"c","pk":"p2","kind":"t","v":2}`), nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.DeleteItem(ctx, azcosmos.NewPartitionKeyString("p1"), "a", nil); err != nil {
@@ -463,6 +463,14 @@ func TestGoSDKQueryWithoutOrderByReturnsCreationOrder(t *testing.T) {
 		}
 		if got := withPK(items); !slices.Equal(got, created) {
 			t.Errorf("SELECT * FROM c across partitions, page size %d: %v, want creation order %v", size, got, created)
+		}
+		// A filter the index serves: its candidates in creation order too.
+		items, _, err = queryAll(t, c, "SELECT * FROM c WHERE c.kind = 't'", azcosmos.NewPartitionKey(), size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := withPK(items); !slices.Equal(got, created) {
+			t.Errorf("an index-served filter across partitions, page size %d: %v, want creation order %v", size, got, created)
 		}
 	}
 	var p1 []string

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"iter"
+	"slices"
 
 	"github.com/orrery-db/orrery/storage"
 )
@@ -104,4 +106,52 @@ func (e *Engine) orderChunk(c *Container, lower, upper []byte) ([]byte, error) {
 		return nil, err
 	}
 	return next, b.Commit()
+}
+
+// Bounds of the candidates an index-served query sorts into creation order
+// (see creationOrdered); past them it streams in index order.
+const (
+	maxOrderedCandidates = 5000
+	maxOrderedBytes      = 8 << 20
+)
+
+// creationOrdered returns the candidates of an index source in creation
+// order, from position start on, for a query without ORDER BY: the service
+// returns them so. It loads every candidate the index yields and sorts them
+// by RID; their positions are RID index keys, so a continuation resumes
+// after the same items even when others are written meanwhile. A query
+// whose first page finds more than maxOrderedCandidates candidates (or
+// maxOrderedBytes of them) is left in index order (ok false), and so are
+// its later pages, whose positions are index keys. Each page of an ordered
+// query loads all its candidates again: that is the price, bounded on the
+// first page.
+func (c *Container) creationOrdered(r storage.Reader, src source, start []byte, now int64) (iter.Seq2[candidate, error], bool, error) {
+	resuming := start != nil
+	if resuming && !bytes.HasPrefix(start, ridPrefix(c.rid)) {
+		return nil, false, nil
+	}
+	var cands []candidate
+	held := 0
+	for cand, err := range c.scan(r, source{scope: src.scope, bounds: src.bounds, index: src.index, stats: src.stats}, nil, now) {
+		if err != nil {
+			return nil, false, err
+		}
+		if !resuming && (len(cands) == maxOrderedCandidates || held > maxOrderedBytes) {
+			return nil, false, nil
+		}
+		held += len(cand.item.doc)
+		cand.pos = ridKey(c.rid, binary.BigEndian.AppendUint64(nil, cand.item.rid))
+		cands = append(cands, cand)
+	}
+	slices.SortFunc(cands, func(a, b candidate) int { return bytes.Compare(a.pos, b.pos) })
+	return func(yield func(candidate, error) bool) {
+		for _, cand := range cands {
+			if start != nil && bytes.Compare(cand.pos, start) < 0 {
+				continue
+			}
+			if !yield(cand, nil) {
+				return
+			}
+		}
+	}, true, nil
 }

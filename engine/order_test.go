@@ -127,6 +127,68 @@ func TestQueryAndReadFeedFollowCreationOrder(t *testing.T) {
 	}
 }
 
+// TestIndexServedQueryFollowsCreationOrderWithinItsBound: a query an index
+// serves, without ORDER BY, lists its candidates in creation order, and
+// its pages stay right when items are created between them; one with more
+// candidates than the bound lists each item once in index order.
+func TestIndexServedQueryFollowsCreationOrderWithinItsBound(t *testing.T) {
+	e, _ := newTestEngine(t)
+	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
+	var want []string
+	for i := range 30 {
+		id := strconv.Itoa((i * 7) % 30)
+		upsert(t, e, "c", fmt.Sprintf(`{"id":%q,"pk":"p%d","color":%q}`, id, i%4, []string{"red", "blue"}[i%2]))
+		if i%2 == 0 {
+			want = append(want, id)
+		}
+	}
+	req := QueryRequest{Database: "db", Container: "c", Query: "SELECT * FROM c WHERE c.color = 'red'", SinglePartitionKeyRange: true, MaxItems: 4}
+	var got []string
+	for added := 0; ; added++ {
+		res, err := e.QueryItems(context.Background(), &req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Metrics.IndexLookups == 0 {
+			t.Fatal("the index did not serve the query")
+		}
+		for _, it := range res.Items {
+			var d struct{ ID string }
+			_ = json.Unmarshal(it, &d)
+			got = append(got, d.ID)
+		}
+		if res.Continuation == "" {
+			break
+		}
+		req.Continuation = res.Continuation
+		if added < 3 {
+			id := fmt.Sprintf("new%d", added)
+			upsert(t, e, "c", fmt.Sprintf(`{"id":%q,"pk":"p0","color":"red"}`, id))
+			want = append(want, id)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("index-served query, items created between pages: %v, want %v", got, want)
+	}
+
+	createContainer(t, e, `{"id":"big","partitionKey":{"paths":["/pk"]}}`)
+	n := maxOrderedCandidates + 10
+	for i := range n {
+		upsert(t, e, "big", fmt.Sprintf(`{"id":"%d","pk":"p","color":"red"}`, i))
+	}
+	ids := queryOrder(t, e, QueryRequest{Database: "db", Container: "big", Query: "SELECT * FROM c WHERE c.color = 'red'", SinglePartitionKeyRange: true}, 1000)
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			t.Fatalf("%s listed twice past the bound", id)
+		}
+		seen[id] = true
+	}
+	if len(seen) != n {
+		t.Errorf("past the bound: %d items, want %d", len(seen), n)
+	}
+}
+
 // TestCreationOrderKeysRebuiltWhenUpgradingFromFormat2: a store written
 // before creation order (index format 2, no order keys) gets every item's
 // order key at Open, and its queries then follow creation order.

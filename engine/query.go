@@ -593,10 +593,21 @@ func (e *Engine) streamQuery(ctx context.Context, c *Container, snap storage.Rea
 	var start []byte
 	if req.Continuation != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(req.Continuation)
-		if err != nil || json.Unmarshal(raw, &tok) != nil || !src.contains(tok.Key) {
+		if err != nil || json.Unmarshal(raw, &tok) != nil ||
+			!(src.contains(tok.Key) || src.index != nil && bytes.HasPrefix(tok.Key, ridPrefix(c.rid))) {
 			return nil, BadRequest("The continuation token %q is invalid for this query.", req.Continuation)
 		}
 		start = tok.Key
+	}
+	candidates := c.scan(snap, src, start, e.now().Unix())
+	if src.index != nil && !e.noCreationOrder {
+		ordered, ok, err := c.creationOrdered(snap, src, start, e.now().Unix())
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			candidates = ordered
+		}
 	}
 	size := req.MaxItems
 	if size <= 0 {
@@ -619,7 +630,7 @@ func (e *Engine) streamQuery(ctx context.Context, c *Container, snap storage.Rea
 		res.Continuation = encodeToken(tok)
 		return finishPage(res, total)
 	}
-	for cand, err := range c.scan(snap, src, start, e.now().Unix()) {
+	for cand, err := range candidates {
 		if err != nil {
 			return nil, err
 		}
