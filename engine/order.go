@@ -55,6 +55,15 @@ func (c *Container) orderScope(scope []byte) []byte {
 	return append([]byte{prefixOrder}, scope[1:]...)
 }
 
+// partialScope reports whether an item key prefix is a prefix of a
+// hierarchical partition key: more than the container, less than one
+// logical partition. Its order keys list its partitions one after another,
+// not interleaved as created.
+func (c *Container) partialScope(scope []byte) bool {
+	base := 1 + len(c.rid)
+	return len(scope) > base && len(scope) < base+c.epkLen()
+}
+
 // rebuildOrder writes the order key of every item of c: stores written
 // before creation order existed have none. Nothing may write c's items
 // meanwhile.
@@ -115,9 +124,10 @@ const (
 	maxOrderedBytes      = 8 << 20
 )
 
-// creationOrdered returns the candidates of an index source in creation
-// order, from position start on, for a query without ORDER BY: the service
-// returns them so. It loads every candidate the index yields and sorts them
+// creationOrdered returns the candidates of an index source (or of a scope
+// that is a prefix of a hierarchical key) in creation order, from position
+// start on, for a query without ORDER BY: the service returns them so. It
+// loads every candidate the source yields and sorts them
 // by RID; their positions are RID index keys, so a continuation resumes
 // after the same items even when others are written meanwhile. A query
 // whose first page finds more than maxOrderedCandidates candidates (or
@@ -132,6 +142,8 @@ func (c *Container) creationOrdered(r storage.Reader, src source, start []byte, 
 	}
 	var cands []candidate
 	held := 0
+	// The source read in its own key order (order keys would list a
+	// prefix's partitions one after another).
 	for cand, err := range c.scan(r, source{scope: src.scope, bounds: src.bounds, index: src.index, stats: src.stats}, nil, now) {
 		if err != nil {
 			return nil, false, err

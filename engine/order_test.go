@@ -296,3 +296,26 @@ func BenchmarkCreationOrderWriteCost(b *testing.B) {
 		})
 	}
 }
+
+// TestHierarchicalPrefixQueryInterleavesItsPartitionsInCreationOrder: a
+// query scoped to a prefix of a hierarchical key lists the items of the
+// partitions under it as they were created, not partition by partition.
+func TestHierarchicalPrefixQueryInterleavesItsPartitionsInCreationOrder(t *testing.T) {
+	e, _ := newTestEngine(t)
+	createContainer(t, e, `{"id":"h","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2}}`)
+	var want []string
+	for i := range 24 {
+		id := strconv.Itoa((i * 5) % 24)
+		tenant := []string{"t1", "t2"}[i%2]
+		upsert(t, e, "h", fmt.Sprintf(`{"id":%q,"t":%q,"u":"u%d"}`, id, tenant, i%3))
+		if tenant == "t1" {
+			want = append(want, id)
+		}
+	}
+	for _, size := range []int{1, 5, 100} {
+		req := QueryRequest{Database: "db", Container: "h", Query: "SELECT * FROM c", PartitionKey: StringKey("t1"), HasPartitionKey: true}
+		if got := queryOrder(t, e, req, size); !slices.Equal(got, want) {
+			t.Errorf("prefix t1, pages of %d: %v, want %v", size, got, want)
+		}
+	}
+}

@@ -589,18 +589,21 @@ type streamToken struct {
 // ends the page at the next row with a continuation, provided the page got
 // past at least one row; a page that cannot is answered 408.
 func (e *Engine) streamQuery(ctx context.Context, c *Container, snap storage.Reader, src source, x *query.Execution, plan *query.Plan, req *QueryRequest, deadline time.Time) (*QueryResult, error) {
+	// Index candidates, and the items under a prefix of a hierarchical
+	// key, have no stored creation order: they are sorted (creationOrdered).
+	sortsByRID := (src.index != nil || c.partialScope(src.scope)) && !e.noCreationOrder
 	var tok streamToken
 	var start []byte
 	if req.Continuation != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(req.Continuation)
 		if err != nil || json.Unmarshal(raw, &tok) != nil ||
-			!(src.contains(tok.Key) || src.index != nil && bytes.HasPrefix(tok.Key, ridPrefix(c.rid))) {
+			!(src.contains(tok.Key) || sortsByRID && bytes.HasPrefix(tok.Key, ridPrefix(c.rid))) {
 			return nil, BadRequest("The continuation token %q is invalid for this query.", req.Continuation)
 		}
 		start = tok.Key
 	}
 	candidates := c.scan(snap, src, start, e.now().Unix())
-	if src.index != nil && !e.noCreationOrder {
+	if sortsByRID {
 		ordered, ok, err := c.creationOrdered(snap, src, start, e.now().Unix())
 		if err != nil {
 			return nil, err
