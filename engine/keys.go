@@ -19,6 +19,7 @@ const (
 	prefixVersion  byte = 'V' // V<coll rid 8><lsn 8><n 4>        → change record (all versions and deletes)
 	prefixExpiry   byte = 'X' // X<coll rid 8><kind 1><time 8><item rid 8> → item key (TTL sweep index)
 	// prefixIndex 'I' (index.go): I<coll rid 8><path len><path><value><item key suffix> → nothing
+	// prefixOrder 'N' (order.go): N<coll rid 8><epk><pk len 2><pk><item rid 8> → item key (creation order)
 )
 
 var (
