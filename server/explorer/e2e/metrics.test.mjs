@@ -1,6 +1,6 @@
 // Unit test of the query metrics parser the explorer shows the
-// x-ms-documentdb-query-metrics header with (Orrery does not send the
-// header; the service and other servers do).
+// x-ms-documentdb-query-metrics header with, in the service's format,
+// which Orrery sends too.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
