@@ -84,14 +84,10 @@ const (
 // Engine is one Cosmos account's databases on one storage.Store.
 // It is safe for concurrent use.
 type Engine struct {
-	store storage.Store
-	opts  Options
-	// noCreationOrder makes creates write no order key and scans read in key
-	// order, as before creation order: only the benchmark that measures
-	// what creation order costs sets it.
-	noCreationOrder bool
-	seq             *sequencer
-	durable         *durability
+	store   storage.Store
+	opts    Options
+	seq     *sequencer
+	durable *durability
 	// scripts runs server-side JavaScript; made on first use, since a
 	// runtime pool costs megabytes that a server without scripts never needs.
 	scriptsOnce sync.Once
@@ -116,6 +112,11 @@ type Engine struct {
 	bg        sync.WaitGroup
 	stop      chan struct{}
 	closeOnce sync.Once
+
+	// noCreationOrder makes creates write no order key and scans read in
+	// key order, as before creation order: only the benchmark that
+	// measures what creation order costs sets it.
+	noCreationOrder bool
 }
 
 // Open loads the catalog from store and returns a ready engine. The caller
