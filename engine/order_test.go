@@ -191,7 +191,8 @@ func TestIndexServedQueryFollowsCreationOrderWithinItsBound(t *testing.T) {
 
 // TestCreationOrderKeysRebuiltWhenUpgradingFromFormat2: a store written
 // before creation order (index format 2, no order keys) gets every item's
-// order key at Open, and its queries then follow creation order.
+// order key at Open, and its queries then follow creation order; its index
+// is not rebuilt.
 func TestCreationOrderKeysRebuiltWhenUpgradingFromFormat2(t *testing.T) {
 	store, e, c := newFilledStore(t)
 	want := keysUnder(t, store, orderPrefix(c.rid))
@@ -207,7 +208,14 @@ func TestCreationOrderKeysRebuiltWhenUpgradingFromFormat2(t *testing.T) {
 		b.Delete([]byte(k))
 	}
 	b.Set(metaIndexFormat, binary.BigEndian.AppendUint64(nil, 2))
+	// Format 2's index is format 3's: the upgrade leaves it alone, so an
+	// entry only a rebuild would remove is still there after it.
+	marker := append(indexPathPrefix(c.rid, "/marker"), ixNull, 'z')
+	b.Set(marker, nil)
 	e = commitAndReopen(t, store, b)
+	if _, err := store.Get(marker); err != nil {
+		t.Errorf("the upgrade from format 2 rebuilt the index: %v", err)
+	}
 	if got := keysUnder(t, store, orderPrefix(c.rid)); !slices.Equal(got, want) {
 		t.Errorf("after the upgrade: %d order keys, want %d", len(got), len(want))
 	}

@@ -30,7 +30,11 @@ func (e *Engine) upgradeIndexes() error {
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return err
 	}
-	current := err == nil && len(v) == 8 && binary.BigEndian.Uint64(v) == indexFormat
+	var stored uint64
+	if err == nil && len(v) == 8 {
+		stored = binary.BigEndian.Uint64(v)
+	}
+	current := stored == indexFormat
 	for _, db := range e.dbs {
 		for _, c := range db.colls {
 			if current {
@@ -42,10 +46,20 @@ func (e *Engine) upgradeIndexes() error {
 					return err
 				}
 			} else {
-				if err := dropLegacyIndex(e.store, c.rid); err != nil {
+				if err := e.rebuildOrder(c); err != nil {
 					return err
 				}
-				if err := e.rebuildOrder(c); err != nil {
+				if stored == 2 {
+					// Format 2's index entries are format 3's: only the
+					// order keys were missing, unless a rebuild was cut short.
+					_, err := e.store.Get(indexRebuildKey(c.rid))
+					if errors.Is(err, storage.ErrNotFound) {
+						continue
+					}
+					if err != nil {
+						return err
+					}
+				} else if err := dropLegacyIndex(e.store, c.rid); err != nil {
 					return err
 				}
 			}
