@@ -152,6 +152,12 @@ func (c *Container) creationOrdered(r storage.Reader, src source, start []byte, 
 			return nil, false, nil
 		}
 		held += len(cand.item.doc)
+		if src.index == nil {
+			// Read straight from the iterator, which reuses its buffers.
+			item := *cand.item
+			item.key, item.doc = bytes.Clone(item.key), bytes.Clone(item.doc)
+			cand.item = &item
+		}
 		cand.pos = ridKey(c.rid, binary.BigEndian.AppendUint64(nil, cand.item.rid))
 		cands = append(cands, cand)
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -316,8 +317,9 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 	switch {
 	case ixOK:
 		src.index = ix
-	case len(plan.OrderBy) == 0 && !plan.Aggregates && !plan.GroupBy && !e.noCreationOrder:
-		// Without ORDER BY the service returns documents in creation order.
+	case !plan.Aggregates && !plan.GroupBy && !e.noCreationOrder:
+		// Without ORDER BY the service returns documents in creation order,
+		// and with it ties in that order.
 		src.order = c.orderScope(scope)
 	}
 	var res *QueryResult
@@ -501,10 +503,22 @@ func (c *Container) scanRange(r storage.Reader, src source, lower, upper []byte,
 	return true
 }
 
-// wholeQuery evaluates a query over its whole source.
+// wholeQuery evaluates a query over its whole source, read in creation
+// order (index candidates too, within creationOrdered's bound), so that
+// ORDER BY ties and DISTINCT come in the service's order.
 func (e *Engine) wholeQuery(c *Container, snap storage.Reader, src source, x *query.Execution) ([]json.RawMessage, error) {
+	candidates := c.scan(snap, src, nil, e.now().Unix())
+	if src.index != nil && !e.noCreationOrder {
+		ordered, ok, err := c.creationOrdered(snap, src, nil, e.now().Unix())
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			candidates = ordered
+		}
+	}
 	docs := func(yield func([]byte, error) bool) {
-		for cand, err := range c.scan(snap, src, nil, e.now().Unix()) {
+		for cand, err := range candidates {
 			if err != nil {
 				yield(nil, err)
 				return
@@ -535,26 +549,42 @@ func (e *Engine) topQuery(c *Container, snap storage.Reader, src source, complet
 	}
 	need := want + max(plan.Offset, 0)
 	now := e.now().Unix()
+	type ranked struct {
+		run int // the index of its run of equal values
+		rid uint64
+		doc []byte
+	}
 	for k := 2*need + 16; ; k *= 4 {
-		var docs [][]byte
+		var docs []ranked
 		var lastValue []byte
 		exhausted := true
+		run := 0
 		for cand, err := range c.scan(snap, src, nil, now) {
 			if err != nil {
 				return nil, err
 			}
 			rest := cand.pos[src.index.base:]
 			value := rest[:indexValueLen(rest)]
-			if len(docs) >= k && !bytes.Equal(value, lastValue) {
-				exhausted = false
-				break
+			if !bytes.Equal(value, lastValue) {
+				if len(docs) >= k {
+					exhausted = false
+					break
+				}
+				run++
 			}
 			lastValue = append(lastValue[:0], value...)
-			docs = append(docs, cand.item.doc)
+			docs = append(docs, ranked{run, cand.item.rid, cand.item.doc})
 		}
+		// Equal values in creation order, as the service breaks ties.
+		slices.SortStableFunc(docs, func(a, b ranked) int {
+			if a.run != b.run {
+				return a.run - b.run
+			}
+			return cmp.Compare(a.rid, b.rid)
+		})
 		results, err := x.Execute(func(yield func([]byte, error) bool) {
 			for _, d := range docs {
-				if !yield(d, nil) {
+				if !yield(d.doc, nil) {
 					return
 				}
 			}
@@ -566,7 +596,11 @@ func (e *Engine) topQuery(c *Container, snap storage.Reader, src source, complet
 			return results, nil
 		}
 		if exhausted {
-			return e.wholeQuery(c, snap, source{scope: src.scope, bounds: src.bounds}, x)
+			whole := source{scope: src.scope, bounds: src.bounds, stats: src.stats}
+			if !e.noCreationOrder {
+				whole.order = c.orderScope(src.scope)
+			}
+			return e.wholeQuery(c, snap, whole, x)
 		}
 	}
 }
