@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"maps"
 	"sort"
 
@@ -366,7 +365,7 @@ func (e *Engine) purgeContainerData(collRID []byte) {
 		for _, p := range [][]byte{itemContainerPrefix(collRID), feedPrefix(collRID), ridPrefix(collRID),
 			versionPrefix(collRID), expiryPrefix(collRID), indexPrefix(collRID), uniquePrefix(collRID), indexRebuildKey(collRID)} {
 			if err := purgePrefix(e.store, p); err != nil {
-				slog.Warn("purging a deleted container's data failed", "error", err)
+				e.log.Warn("purging a deleted container's data failed", "error", err)
 				return
 			}
 		}

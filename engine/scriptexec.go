@@ -87,6 +87,7 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest
 	sp := scriptOf(props)
 	ctx, release, err := e.admitScript(ctx, c, pk)
 	if err != nil {
+		e.scriptRuns.refused(kindProcedure, err)
 		return nil, err
 	}
 	var res script.Result
@@ -94,6 +95,7 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest
 		coll := &scriptCollection{t: t}
 		var rerr error
 		res, rerr = e.scripts().Execute(ctx, sp, req.Args, coll, script.ExecuteOptions{EnableLogging: req.EnableLogging})
+		e.scriptRuns.count(kindProcedure, rerr)
 		return scriptError(rerr)
 	})
 	release(err)
@@ -292,6 +294,7 @@ func (u *udfResolver) Call(name string, args []json.RawMessage) (json.RawMessage
 		u.session = s
 	}
 	out, err := u.session.Call(fn, args)
+	u.e.scriptRuns.count(kindUDF, err)
 	return out, scriptError(err)
 }
 
@@ -367,6 +370,7 @@ func (e *Engine) runWithTriggers(c *Container, req *ItemRequest, op *BatchOperat
 	}
 	ctx, release, err := e.admitScript(context.Background(), c, pk)
 	if err != nil {
+		e.scriptRuns.refused(kindTrigger, err)
 		return BatchOperationResult{}, err
 	}
 	var r BatchOperationResult
@@ -375,6 +379,7 @@ func (e *Engine) runWithTriggers(c *Container, req *ItemRequest, op *BatchOperat
 		coll := &scriptCollection{t: t}
 		for _, trig := range pre {
 			body, err := e.scripts().RunPreTrigger(ctx, trig, script.Request{OperationType: operation, Body: op.Body}, coll)
+			e.scriptRuns.count(kindTrigger, err)
 			if err != nil {
 				return scriptError(err)
 			}
@@ -387,6 +392,7 @@ func (e *Engine) runWithTriggers(c *Container, req *ItemRequest, op *BatchOperat
 		}
 		for _, trig := range post {
 			body, err := e.scripts().RunPostTrigger(ctx, trig, script.Request{OperationType: operation, Body: op.Body}, r.Body, coll)
+			e.scriptRuns.count(kindTrigger, err)
 			if err != nil {
 				return scriptError(err)
 			}

@@ -75,6 +75,10 @@ type Options struct {
 	// triggers may run at once for their whole time budget (see
 	// engine.Options).
 	MaxConcurrentScripts int
+	// SweepInterval, when set, is how often expired items are deleted for
+	// real (see engine.Options): negative never, for tests of the TTL
+	// backlog; small, for tests that wait for the sweeper.
+	SweepInterval time.Duration
 	// TLS serves https with httptest's certificate (Server.CertificatePEM)
 	// instead of plain http: the JavaScript SDK sends Entra ID tokens over
 	// https only.
@@ -113,6 +117,7 @@ func StartWith(t testing.TB, opts Options) *Server {
 		Now:                        opts.Now,
 		ScriptLimits:               limits,
 		MaxConcurrentScripts:       opts.MaxConcurrentScripts,
+		SweepInterval:              opts.SweepInterval,
 		QueryTimeBudget:            opts.QueryTimeBudget,
 		QueryMemoryLimit:           opts.QueryMemoryLimit,
 		QueryMemoryPool:            opts.QueryMemoryPool,
