@@ -104,7 +104,9 @@ func (s *sequencer) finish(n uint64) {
 func (s *sequencer) pending() (newest uint64, inflight int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.next - 1, len(s.inflight)
+	// inflight keeps the finished numbers behind an open one until it
+	// finishes too; done holds exactly those.
+	return s.next - 1, len(s.inflight) - len(s.done)
 }
 
 // watermark is the highest LSN at or below which everything has finished.
