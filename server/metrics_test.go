@@ -19,8 +19,8 @@ import (
 	"github.com/orrery-db/orrery/storage/memory"
 )
 
-// newMeteredServer serves an engine with a settable clock and no TTL
-// sweeper, its /metrics on the port behind the master key, as cmd/orrery
+// newMeteredServer serves an engine with a settable clock, no TTL sweeper
+// and a script budget long enough for a 34 MB string on a loaded machine, its /metrics on the port behind the master key, as cmd/orrery
 // wires them.
 func newMeteredServer(t *testing.T) (*rawClient, *atomic.Int64) {
 	t.Helper()
@@ -30,7 +30,7 @@ func newMeteredServer(t *testing.T) (*rawClient, *atomic.Int64) {
 	eng, err := engine.Open(store, engine.Options{
 		Now:           func() time.Time { return time.Unix(0, clock.Load()) },
 		SweepInterval: -1,
-		ScriptLimits:  script.Limits{Timeout: 300 * time.Millisecond},
+		ScriptLimits:  script.Limits{Timeout: 2 * time.Second},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,8 @@ func scrape(t *testing.T, c *rawClient) map[string]float64 {
 }
 
 // TestMetricsReportFeedLagTTLBacklogAndScriptOutcomes: after real requests
-// (stored procedures that return, throw and loop past their budget, a
+// (stored procedures that return, throw, loop past their budget and
+// outgrow their memory, a
 // trigger, a UDF in a query, items past their TTL that no sweep deleted,
 // changes written after a change-feed reader's last page), /metrics reports
 // each figure as it stands.
@@ -98,16 +99,19 @@ func TestMetricsReportFeedLagTTLBacklogAndScriptOutcomes(t *testing.T) {
 	c.must("POST", "/dbs/db/colls", `{"id":"c","partitionKey":{"paths":["/pk"]}}`, nil, 201)
 	c.must("POST", "/dbs/db/colls", `{"id":"t","partitionKey":{"paths":["/pk"]},"defaultTtl":60}`, nil, 201)
 
-	// Scripts: two that return, one that throws, one that loops.
+	// Scripts: two that return, one that throws, one that loops, one that
+	// asks for more memory than a run may have.
 	c.must("POST", "/dbs/db/colls/c/sprocs", `{"id":"ok","body":"function () { getContext().getResponse().setBody(1); }"}`, nil, 201)
 	c.must("POST", "/dbs/db/colls/c/sprocs", `{"id":"throws","body":"function () { throw new Error('no'); }"}`, nil, 201)
 	c.must("POST", "/dbs/db/colls/c/sprocs", `{"id":"loops","body":"function () { while (true) {} }"}`, nil, 201)
+	c.must("POST", "/dbs/db/colls/c/sprocs", `{"id":"hog","body":"function () { var s = 'x'.repeat(34000000); s = s + s; getContext().getResponse().setBody(s.length); }"}`, nil, 201)
 	c.must("POST", "/dbs/db/colls/c/triggers", `{"id":"stamp","triggerType":"Pre","triggerOperation":"All","body":"function () { var r = getContext().getRequest(); var d = r.getBody(); d.stamped = true; r.setBody(d); }"}`, nil, 201)
 	c.must("POST", "/dbs/db/colls/c/udfs", `{"id":"double","body":"function (x) { return 2 * x; }"}`, nil, 201)
 	c.must("POST", "/dbs/db/colls/c/sprocs/ok", `[]`, pk(`["a"]`), 200)
 	c.must("POST", "/dbs/db/colls/c/sprocs/ok", `[]`, pk(`["a"]`), 200)
 	c.must("POST", "/dbs/db/colls/c/sprocs/throws", `[]`, pk(`["a"]`), 400)
 	c.must("POST", "/dbs/db/colls/c/sprocs/loops", `[]`, pk(`["a"]`), 408)
+	c.must("POST", "/dbs/db/colls/c/sprocs/hog", `[]`, pk(`["a"]`), 400)
 	c.must("POST", "/dbs/db/colls/c/docs", `{"id":"1","pk":"a","n":1}`,
 		map[string]string{"x-ms-documentdb-partitionkey": `["a"]`, "x-ms-documentdb-pre-trigger-include": "stamp"}, 201)
 	c.must("POST", "/dbs/db/colls/c/docs", `{"query":"SELECT VALUE udf.double(c.n) FROM c"}`,
