@@ -15,7 +15,7 @@ import (
 // (feed lag, unpublished changes, TTL backlog), per container, so that a
 // scrape costs a few seeks and at most this many keys per figure however
 // far behind things are. A count that reaches it means "at least".
-const StatsCountCap = 10000
+const StatsCountCap = 1000
 
 // Stats is a snapshot of what an operator watches in the engine: the change
 // feed's watermark and each container's lag behind it, the TTL backlog, and

@@ -30,17 +30,17 @@ var (
 	descContainerNewest = prometheus.NewDesc("orrery_changefeed_newest_lsn",
 		"LSN of the container's newest change in its latest-version feed.", containerLabels, nil)
 	descUnpublished = prometheus.NewDesc("orrery_changefeed_unpublished_changes",
-		"Changes of the container committed above the watermark, not yet visible to change-feed readers (counted up to 10000).", containerLabels, nil)
+		"Changes of the container committed above the watermark, not yet visible to change-feed readers (counted up to 1000).", containerLabels, nil)
 	descUnpublishedAge = prometheus.NewDesc("orrery_changefeed_unpublished_age_seconds",
 		"Age (by _ts) of the container's oldest change committed above the watermark; 0 when none.", containerLabels, nil)
 	descFeedPosition = prometheus.NewDesc("orrery_changefeed_read_lsn",
 		"The furthest position a change-feed read of the container has been answered up to, by any reader and scope; absent until one was.", containerLabels, nil)
 	descFeedLag = prometheus.NewDesc("orrery_changefeed_lag_changes",
-		"Changes of the container's latest-version feed between the furthest read position and the watermark (counted up to 10000).", containerLabels, nil)
+		"Changes of the container's latest-version feed between the furthest read position and the watermark (counted up to 1000).", containerLabels, nil)
 	descFeedLagAge = prometheus.NewDesc("orrery_changefeed_lag_seconds",
 		"Age (by _ts) of the oldest change no change-feed reader of the container has been given yet; 0 when caught up.", containerLabels, nil)
 	descTTLBacklog = prometheus.NewDesc("orrery_ttl_backlog_items",
-		"Expired items of the container not yet deleted by the TTL sweeper (counted up to 10000); only containers with TTL on.", containerLabels, nil)
+		"Expired items of the container not yet deleted by the TTL sweeper (counted up to 1000); only containers with TTL on.", containerLabels, nil)
 	descTTLSwept = prometheus.NewDesc("orrery_ttl_swept_items_total",
 		"Expired items the TTL sweeper has deleted.", nil, nil)
 	descScriptRuns = prometheus.NewDesc("orrery_script_runs_total",
