@@ -14,6 +14,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/orrery-db/orrery/engine"
 	"github.com/orrery-db/orrery/engine/script"
@@ -79,6 +80,10 @@ type Options struct {
 	// real (see engine.Options): negative never, for tests of the TTL
 	// backlog; small, for tests that wait for the sweeper.
 	SweepInterval time.Duration
+	// Metrics serves Prometheus metrics at /metrics (the master key as a
+	// bearer token), as orrery serve does: requests, and the engine's change
+	// feed, TTL and script figures.
+	Metrics bool
 	// TLS serves https with httptest's certificate (Server.CertificatePEM)
 	// instead of plain http: the JavaScript SDK sends Entra ID tokens over
 	// https only.
@@ -137,6 +142,11 @@ func StartWith(t testing.TB, opts Options) *Server {
 	}
 	hs := httptest.NewUnstartedServer(srv)
 	hs.Config = srv.HTTPServer()
+	if opts.Metrics {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(server.NewEngineCollector(eng))
+		hs.Config.Handler = server.Observe(srv, server.ObserveOptions{Registerer: reg, Gatherer: reg, MetricsKey: server.EmulatorKey})
+	}
 	if opts.TLS {
 		hs.StartTLS()
 	} else {
