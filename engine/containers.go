@@ -359,6 +359,7 @@ func deleteRange(r storage.Reader, b storage.Batch, prefix []byte, suffix []byte
 // catalog. Its RID is never reused, so the leftovers are unreachable meanwhile.
 func (e *Engine) purgeContainerData(collRID []byte) {
 	e.presence.Delete(string(collRID))
+	e.feedReads.Delete(string(collRID))
 	e.bg.Add(1)
 	go func() {
 		defer e.bg.Done()
