@@ -50,6 +50,9 @@ type Container struct {
 	// presence caches the container's presence filter, which the engine
 	// keeps by RID across replaces (see presenceOf).
 	presence atomic.Pointer[presenceFilter]
+	// feedRead caches the container's change-feed read position, which the
+	// engine keeps by RID across replaces (see Engine.feedPosition).
+	feedRead atomic.Pointer[atomic.Uint64]
 }
 
 // containerRecord is what is stored for a container: its properties as the

@@ -156,17 +156,25 @@ func outcomeOf(err error) int {
 // noteFeedRead records that a change-feed read of c was answered up to
 // position.
 func (e *Engine) noteFeedRead(c *Container, position uint64) {
-	v, ok := e.feedReads.Load(string(c.rid))
-	if !ok {
-		v, _ = e.feedReads.LoadOrStore(string(c.rid), new(atomic.Uint64))
-	}
-	p := v.(*atomic.Uint64)
+	p := e.feedPosition(c)
 	for {
 		old := p.Load()
 		if old >= position || p.CompareAndSwap(old, position) {
 			return
 		}
 	}
+}
+
+// feedPosition returns c's change-feed read position, kept by RID so that
+// it outlives a replace of the container.
+func (e *Engine) feedPosition(c *Container) *atomic.Uint64 {
+	if p := c.feedRead.Load(); p != nil {
+		return p
+	}
+	v, _ := e.feedReads.LoadOrStore(string(c.rid), new(atomic.Uint64))
+	p := v.(*atomic.Uint64)
+	c.feedRead.Store(p)
+	return p
 }
 
 // Stats returns the engine's figures now; see Stats. Its cost is a few
