@@ -132,6 +132,14 @@ func (s *scriptCounters) refused(kind int, err error) {
 	}
 }
 
+// refusedOutcome names the outcome of a run admitScript refused with err.
+func refusedOutcome(err error) string {
+	if StatusOf(err) == 408 {
+		return ScriptOutcomeCancelled
+	}
+	return ScriptOutcomeRejected
+}
+
 // outcomeOf classifies how a run ended, as an index into scriptOutcomes.
 func outcomeOf(err error) int {
 	if err == nil {
