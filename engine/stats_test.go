@@ -274,3 +274,20 @@ func BenchmarkFeedReadBookkeeping(b *testing.B) {
 		}
 	})
 }
+
+// TestStatsCountsStopAtTheCap: a count past StatsCountCap reads as the cap,
+// so that a scrape's cost stays bounded however far behind things are.
+func TestStatsCountsStopAtTheCap(t *testing.T) {
+	e, clock := newTestEngine(t)
+	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":10}`)
+	if _, err := e.ReadChangeFeed(&ChangeFeedRequest{Database: "db", Container: "c", FromNow: true}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range StatsCountCap + 5 {
+		upsert(t, e, "c", fmt.Sprintf(`{"id":"%d","pk":"p%d"}`, i, i%10))
+	}
+	clock.advance(11 * time.Second)
+	if _, cs := containerStats(t, e, "c"); cs.FeedLag != StatsCountCap || cs.TTLBacklog != StatsCountCap || cs.FeedLagAge != 11*time.Second {
+		t.Errorf("%d changes unread and expired: lag %d (%v), backlog %d; want %d each, 11s", StatsCountCap+5, cs.FeedLag, cs.FeedLagAge, cs.TTLBacklog, StatsCountCap)
+	}
+}
