@@ -53,8 +53,14 @@ func (e *Engine) CreateContainer(dbName string, body []byte, throughput *Through
 		rec.Ranges = newRangeSet(n, e.now().Unix())
 	}
 	var offerBody []byte
-	if throughput != nil {
-		if rec.Offer, offerBody, err = e.putOffer(b, throughput, ridStr, normalized["_self"].(string)); err != nil {
+	// A container without throughput of its own gets the service's default
+	// offer, unless it shares its database's.
+	offered := throughput
+	if offered == nil && e.databaseOffer(db) == "" {
+		offered = &Throughput{Manual: DefaultThroughput}
+	}
+	if offered != nil {
+		if rec.Offer, offerBody, err = e.putOffer(b, offered, ridStr, normalized["_self"].(string)); err != nil {
 			return nil, err
 		}
 	}
