@@ -105,7 +105,6 @@ func TestOfferReplaceValidatesThroughput(t *testing.T) {
 	}
 }
 
-
 // offerOf returns the offer whose offerResourceId is rid, nil when none.
 func offerOf(t *testing.T, e *Engine, rid string) map[string]any {
 	t.Helper()
