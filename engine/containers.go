@@ -164,6 +164,9 @@ func normalizeContainerProps(props map[string]any, prev *Container) (map[string]
 			ip["excludedPaths"] = []any{}
 		}
 	}
+	if _, err := parseComputedProperties(out, newIndexPolicy(out)); err != nil {
+		return nil, err
+	}
 	if v, ok := out["uniqueKeyPolicy"]; !ok || v == nil {
 		out["uniqueKeyPolicy"] = map[string]any{"uniqueKeys": []any{}}
 		if prev != nil {
@@ -262,7 +265,7 @@ func (e *Engine) replaceContainer(dbName, name string, props map[string]any, ifM
 	if perr != nil {
 		return nil, perr
 	}
-	reindex := !newIndexPolicy(normalized).equal(prev.index)
+	reindex := !newIndexPolicy(normalized).equal(prev.index) || computedChanged(normalized, prev)
 	if reindex && !locked {
 		return nil, errReindexNeedsLocks
 	}
