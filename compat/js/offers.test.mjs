@@ -96,3 +96,47 @@ describe("delete all items of a partition key", () => {
     assert.equal(statusCode, 404);
   });
 });
+
+describe("computed properties", () => {
+  let database, container;
+
+  before(async () => {
+    ({ database } = await client.databases.create({ id: uniqueId("jscomputed") }));
+    ({ container } = await database.containers.create({
+      id: "c",
+      partitionKey: { paths: ["/pk"] },
+      computedProperties: [{ name: "cp_lower", query: "SELECT VALUE LOWER(c.name) FROM c" }],
+      indexingPolicy: { includedPaths: [{ path: "/*" }, { path: "/cp_lower/?" }], excludedPaths: [] },
+    }));
+  });
+
+  after(async () => {
+    await database.delete();
+  });
+
+  test("queries read computed properties; items and SELECT * never show them", async () => {
+    await container.items.create({ id: "1", pk: "p", name: "Bob" });
+    await container.items.create({ id: "2", pk: "p", name: "ALICE" });
+    const { resources: ids } = await container.items
+      .query({ query: "SELECT VALUE c.id FROM c WHERE c.cp_lower = @n", parameters: [{ name: "@n", value: "alice" }] }, { partitionKey: "p" })
+      .fetchAll();
+    assert.deepEqual(ids, ["2"]);
+    const { resources: star } = await container.items.query("SELECT * FROM c", { partitionKey: "p" }).fetchAll();
+    assert.ok(star.every((d) => !("cp_lower" in d)));
+    const { resource: item } = await container.item("1", "p").read();
+    assert.equal(item.cp_lower, undefined);
+    const { resource: def } = await container.read();
+    assert.deepEqual(def.computedProperties, [{ name: "cp_lower", query: "SELECT VALUE LOWER(c.name) FROM c" }]);
+  });
+
+  test("an invalid definition is a 400", async () => {
+    const err = await expectCosmosError(() =>
+      database.containers.create({
+        id: "bad",
+        partitionKey: { paths: ["/pk"] },
+        computedProperties: [{ name: "id", query: "SELECT VALUE c.a FROM c" }],
+      }),
+    );
+    assert.equal(err.code, 400);
+  });
+});
