@@ -200,11 +200,17 @@ func (k *keyRing) verifyMasterSignature(r *http.Request, segs []string, sig stri
 	if rid := ridScope(segs); rid != "" {
 		links = append(links, rid)
 	}
+	rtypes := []string{rtype}
+	if isContainerOperation(segs) {
+		rtypes = append(rtypes, "partitionkey") // the Python SDK signs the operation so
+	}
 	var payloads []string
-	for _, link := range links {
-		payloads = append(payloads, signingPayload(r.Method, rtype, link, r.Header.Get("x-ms-date"), ""))
-		if d := r.Header.Get("Date"); d != "" {
-			payloads = append(payloads, signingPayload(r.Method, rtype, link, r.Header.Get("x-ms-date"), d))
+	for _, rt := range rtypes {
+		for _, link := range links {
+			payloads = append(payloads, signingPayload(r.Method, rt, link, r.Header.Get("x-ms-date"), ""))
+			if d := r.Header.Get("Date"); d != "" {
+				payloads = append(payloads, signingPayload(r.Method, rt, link, r.Header.Get("x-ms-date"), d))
+			}
 		}
 	}
 	for _, p := range payloads {
