@@ -129,6 +129,20 @@ describe("computed properties", () => {
     assert.deepEqual(def.computedProperties, [{ name: "cp_lower", query: "SELECT VALUE LOWER(c.name) FROM c" }]);
   });
 
+  test("a cross-partition query orders by a computed property", async () => {
+    await container.items.create({ id: "x1", pk: "q1", name: "Zed" });
+    await container.items.create({ id: "x2", pk: "q2", name: "amy" });
+    await container.items.create({ id: "x3", pk: "q3", name: "Mo" });
+    const { resources } = await container.items
+      .query("SELECT c.id, c.cp_lower FROM c WHERE STARTSWITH(c.id, 'x') ORDER BY c.cp_lower DESC")
+      .fetchAll();
+    assert.deepEqual(resources, [
+      { id: "x1", cp_lower: "zed" },
+      { id: "x3", cp_lower: "mo" },
+      { id: "x2", cp_lower: "amy" },
+    ]);
+  });
+
   test("an invalid definition is a 400", async () => {
     const err = await expectCosmosError(() =>
       database.containers.create({
