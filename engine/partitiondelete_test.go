@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/orrery-db/orrery/storage"
@@ -99,5 +100,44 @@ func TestDeleteAllItemsByPartitionKeyTakesAHierarchicalPrefix(t *testing.T) {
 	full, _ := ParsePartitionKeyHeader(`["y","a"]`)
 	if got, _ := e.DeleteAllItemsByPartitionKey("db", "c", full); got != 1 {
 		t.Fatalf("deleted %d under the full key [y,a], want 1", got)
+	}
+}
+
+func TestPartitionKeyDeleteDoesNotHoldUpOtherPartitions(t *testing.T) {
+	e, _ := newTestEngine(t)
+	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
+	const n = 5200 // many transactions of partitionDeleteChunk
+	for i := 0; i < n; i += 100 {
+		ops := make([]string, 0, 100)
+		for k := i; k < i+100; k++ {
+			ops = append(ops, fmt.Sprintf(`{"operationType":"Create","resourceBody":{"id":"%d","pk":"A"}}`, k))
+		}
+		parsed, _ := ParseBatch([]byte("[" + strings.Join(ops, ",") + "]"))
+		if res, err := e.ExecuteBatch(&BatchRequest{Database: "db", Container: "c", PartitionKey: StringKey("A"), HasPartitionKey: true, Atomic: true, Operations: parsed}); err != nil || res.Failed {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan int)
+	go func() {
+		n, _ := e.DeleteAllItemsByPartitionKey("db", "c", StringKey("A"))
+		done <- n
+	}()
+	// Writes to B go on while A is being deleted: some finish before it does.
+	during := 0
+	for i := 0; ; i++ {
+		select {
+		case got := <-done:
+			if got != n {
+				t.Fatalf("deleted %d, want %d", got, n)
+			}
+			if during == 0 {
+				t.Fatal("no write to another partition finished while the partition delete ran")
+			}
+			t.Logf("%d writes to another partition finished during the delete", during)
+			return
+		default:
+		}
+		upsert(t, e, "c", fmt.Sprintf(`{"id":"b%d","pk":"B"}`, i))
+		during++
 	}
 }
