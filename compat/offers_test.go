@@ -77,6 +77,9 @@ func TestGoSDKAutoscaleOfferKeepsItsShape(t *testing.T) {
 	if v, ok := got.ThroughputProperties.AutoscaleMaxThroughput(); !ok || v != 4000 {
 		t.Fatalf("autoscale max %d (%v), want 4000", v, ok)
 	}
+	if got.MinThroughput == nil || *got.MinThroughput != 1000 {
+		t.Fatalf("autoscale min throughput %v, want 1000", got.MinThroughput)
+	}
 	_, err = c.ReplaceThroughput(ctx, azcosmos.NewAutoscaleThroughputProperties(4500), nil)
 	badRequestSays(t, err, "between 1000 and 1000000 inclusive in increments of 1000")
 	_, err = c.ReplaceThroughput(ctx, azcosmos.NewManualThroughputProperties(400), nil)

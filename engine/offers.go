@@ -43,6 +43,21 @@ func (t *Throughput) Validate() error {
 	return nil
 }
 
+// MinThroughput is the least throughput an offer may be replaced with, as
+// the x-ms-cosmos-min-throughput header reports it: of the autoscale
+// maximum for an autoscale offer, else of manual RU/s.
+func MinThroughput(offer *Resource) int {
+	var o struct {
+		Content struct {
+			Autopilot any `json:"offerAutopilotSettings"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(offer.Body, &o) == nil && o.Content.Autopilot != nil {
+		return minAutoscaleThroughput
+	}
+	return minManualThroughput
+}
+
 // offerContent is an offer's content object for t.
 func offerContent(t *Throughput) map[string]any {
 	if t.AutoscaleMax > 0 {
