@@ -52,6 +52,13 @@ func parseComputedProperties(props map[string]any, ip *indexPolicy) ([]*query.Co
 		cp.Indexed = ip.indexesComputed(name)
 		out = append(out, cp)
 	}
+	for _, cp := range out {
+		for _, other := range out {
+			if other != cp && cp.Uses(other.Name) {
+				return nil, BadRequest("Computed property '%s' uses computed property '%s': a computed property cannot use other computed properties.", cp.Name, other.Name)
+			}
+		}
+	}
 	return out, nil
 }
 

@@ -106,6 +106,24 @@ func ParseComputedProperty(name, text string) (*ComputedProperty, error) {
 	return &ComputedProperty{Name: name, Query: text, alias: sq.from[0].alias, q: q}, nil
 }
 
+// Uses reports whether the definition reads the root property name (which
+// the service refuses when name is another computed property).
+func (cp *ComputedProperty) Uses(name string) bool {
+	def, err := parseText(cp.Query)
+	if err != nil {
+		return false
+	}
+	found := false
+	walkExpr(def.items[0].x, func(x expr) {
+		if p, ok := x.(*propExpr); ok {
+			if r, ok := p.x.(*refExpr); ok && r.name == cp.alias && p.name == name {
+				found = true
+			}
+		}
+	})
+	return found
+}
+
 // Evaluate computes the property for one document: its JSON, or ok false
 // when it is undefined.
 func (cp *ComputedProperty) Evaluate(doc []byte) (json.RawMessage, bool, error) {

@@ -94,3 +94,15 @@ func TestComputedPropertyEvaluate(t *testing.T) {
 		t.Fatal("an undefined computed value evaluated to something")
 	}
 }
+
+func TestComputedPropertyOfItsOwnNameReadsThePersistedValue(t *testing.T) {
+	cps := []*ComputedProperty{mustComputed(t, "name", "SELECT VALUE LOWER(c.name) FROM c")}
+	q, err := ParseComputed(`SELECT VALUE c.name FROM c`, cps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := q.Execute(func(yield func([]byte, error) bool) { yield([]byte(`{"name":"BoB"}`), nil) }, Options{})
+	if err != nil || len(out) != 1 || string(out[0]) != `"bob"` {
+		t.Fatalf("%s %v", out, err)
+	}
+}
