@@ -52,8 +52,14 @@ func (e *Engine) CreateContainer(dbName string, body []byte, throughput *Through
 		rec.Ranges = newRangeSet(n, e.now().Unix())
 	}
 	var offerBody []byte
-	if throughput != nil {
-		if rec.Offer, offerBody, err = e.putOffer(b, throughput, ridStr, normalized["_self"].(string)); err != nil {
+	// A container without throughput of its own gets the service's default
+	// offer, unless it shares its database's.
+	offered := throughput
+	if offered == nil && e.databaseOffer(db) == "" {
+		offered = &Throughput{Manual: DefaultThroughput}
+	}
+	if offered != nil {
+		if rec.Offer, offerBody, err = e.putOffer(b, offered, ridStr, normalized["_self"].(string)); err != nil {
 			return nil, err
 		}
 	}
@@ -157,6 +163,9 @@ func normalizeContainerProps(props map[string]any, prev *Container) (map[string]
 			ip["excludedPaths"] = []any{}
 		}
 	}
+	if _, err := parseComputedProperties(out, newIndexPolicy(out)); err != nil {
+		return nil, err
+	}
 	if v, ok := out["uniqueKeyPolicy"]; !ok || v == nil {
 		out["uniqueKeyPolicy"] = map[string]any{"uniqueKeys": []any{}}
 		if prev != nil {
@@ -255,7 +264,7 @@ func (e *Engine) replaceContainer(dbName, name string, props map[string]any, ifM
 	if perr != nil {
 		return nil, perr
 	}
-	reindex := !newIndexPolicy(normalized).equal(prev.index)
+	reindex := !newIndexPolicy(normalized).equal(prev.index) || computedChanged(normalized, prev)
 	if reindex && !locked {
 		return nil, errReindexNeedsLocks
 	}

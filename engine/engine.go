@@ -172,6 +172,9 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 	if err := e.loadOffers(); err != nil {
 		return nil, err
 	}
+	if err := e.ensureContainerOffers(); err != nil {
+		return nil, err
+	}
 	if err := e.upgradeIndexes(); err != nil {
 		return nil, err
 	}

@@ -396,6 +396,9 @@ func isPlainIdent(s string) bool {
 // isPath reports whether x is an alias or a chain of property and constant
 // index accesses on one, the only ORDER BY items the service accepts.
 func isPath(x expr) bool {
+	if c, ok := x.(*callExpr); ok && c.name == computedFn {
+		return true // a computed property: a top-level path of its own
+	}
 	for {
 		switch n := x.(type) {
 		case *refExpr:

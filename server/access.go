@@ -92,6 +92,8 @@ var operations = map[operation]route{
 	{"colls", "delete"}:  {needWrite, reachContainer, (*Server).deleteContainer},
 
 	{"pkranges", "list"}: {needRead, reachMetadata, (*Server).partitionKeyRanges},
+	// Deleting every item of a partition is a write on that partition.
+	{"docs", "partitionkeydelete"}: {needWrite, reachPartition, (*Server).deleteAllItemsByPartitionKey},
 
 	{"docs", "create"}:     {needWrite, reachPartition, (*Server).createItem},
 	{"docs", "upsert"}:     {needWrite, reachPartition, (*Server).createItem},
@@ -290,6 +292,8 @@ func classify(r *http.Request, segs []string) (operation, target, error) {
 	switch {
 	case n > 6:
 		return fail(http.StatusNotFound)
+	case kind == "operations" && n == 6 && segs[5] == "partitionkeydelete":
+		return pick("docs", "partitionkeydelete", r.Method == http.MethodPost)
 	case kind == "pkranges" && n == 5:
 		return pick("pkranges", "list", r.Method == http.MethodGet)
 	case kind == "docs" && n == 5:
