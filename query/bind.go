@@ -249,6 +249,9 @@ func (b *binder) bindExpr(x expr, s *scope, allowAgg bool) error {
 		} else {
 			fn, ok := lookupBuiltin(n.name)
 			if !ok {
+				if err := unsupportedBuiltin(n.name, n.pos); err != nil {
+					return err
+				}
 				return semanticError(CodeUnknownFunction, n.pos, n.pos+len(n.name), "'%s' is not a recognized built-in function name.", n.name)
 			}
 			if len(n.args) < fn.minArgs || (fn.maxArgs >= 0 && len(n.args) > fn.maxArgs) {
