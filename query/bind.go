@@ -133,6 +133,12 @@ func (b *binder) bindQuery(q *selectQuery, parent *scope, top bool) error {
 		}
 	}
 	for _, o := range q.orderBy {
+		if call, ok := o.x.(*callExpr); ok && !call.udf {
+			// ORDER BY VectorDistance(...): name the function Orrery lacks.
+			if err := unsupportedBuiltin(call.name, call.pos); err != nil {
+				return err
+			}
+		}
 		if !isPath(o.x) {
 			return semanticError(CodeSemantic, 0, 0, "Unsupported ORDER BY clause. ORDER BY item expression could not be mapped to a document path.")
 		}

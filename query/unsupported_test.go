@@ -18,6 +18,7 @@ func TestUnsupportedServiceFunctionsAreNamed(t *testing.T) {
 		{`SELECT ST_ISVALIDDETAILED(c.loc) FROM c`, "ST_ISVALIDDETAILED", "spatial"},
 		{`SELECT ST_AREA(c.loc) FROM c`, "ST_AREA", "spatial"},
 		{`SELECT TOP 5 c.id, VectorDistance(c.v, [1,2,3]) AS s FROM c ORDER BY VectorDistance(c.v, [1,2,3])`, "VECTORDISTANCE", "vector search"},
+		{`SELECT TOP 5 c.id FROM c ORDER BY VectorDistance(c.v, [1,2,3])`, "VECTORDISTANCE", "vector search"},
 		{`SELECT * FROM c WHERE FullTextContains(c.text, "red")`, "FULLTEXTCONTAINS", "full-text search"},
 		{`SELECT * FROM c WHERE FullTextContainsAll(c.text, "red", "blue")`, "FULLTEXTCONTAINSALL", "full-text search"},
 		{`SELECT * FROM c WHERE FullTextContainsAny(c.text, "red", "blue")`, "FULLTEXTCONTAINSANY", "full-text search"},
