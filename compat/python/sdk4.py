@@ -290,5 +290,58 @@ class Resources(OrreryTest):
         self.assertEqual(c.get_throughput().offer_throughput, 400)
 
 
+class ScriptsInQueriesAndWrites(OrreryTest):
+    def test_a_udf_runs_in_a_query_and_a_pre_trigger_changes_the_write(self):
+        c = self.container()
+        c.scripts.create_user_defined_function({"id": "tax", "body": "function tax(n) { return n * 1.25; }"})
+        c.scripts.create_trigger({"id": "stamp", "triggerType": "Pre", "triggerOperation": "Create", "body": """
+function stamp() {
+    var req = getContext().getRequest();
+    var doc = req.getBody();
+    doc.stamped = true;
+    req.setBody(doc);
+}"""})
+        c.create_item({"id": "a", "pk": "p", "n": 8}, pre_trigger_include="stamp")
+        self.assertTrue(c.read_item("a", partition_key="p")["stamped"])
+        self.assertEqual(list(c.query_items("SELECT VALUE udf.tax(c.n) FROM c", partition_key="p")), [10])
+
+
+class ChangeFeedAllVersions(OrreryTest):
+    def test_all_versions_and_deletes_reports_creates_replaces_and_deletes(self):
+        c = self.container(change_feed_policy={"retentionDuration": 10})
+        start = c.query_items_change_feed(mode="AllVersionsAndDeletes")
+        list(start)
+        token = c.client_connection.last_response_headers["etag"]
+        c.create_item({"id": "a", "pk": "p", "n": 1})
+        c.replace_item("a", {"id": "a", "pk": "p", "n": 2})
+        c.delete_item("a", partition_key="p")
+        changes = list(c.query_items_change_feed(continuation=token, mode="AllVersionsAndDeletes"))
+        self.assertEqual([ch["metadata"]["operationType"] for ch in changes], ["create", "replace", "delete"])
+
+
+class UsersAndPermissions(OrreryTest):
+    def test_a_read_token_reads_its_container_and_cannot_write(self):
+        c = self.container()
+        c.create_item({"id": "a", "pk": "p"})
+        user = self.db.create_user({"id": "reader-" + uuid.uuid4().hex[:6]})
+        perm = user.create_permission({"id": "read", "permissionMode": "Read", "resource": c.container_link})
+        token = perm.properties["_token"]
+        with CosmosClient(ENDPOINT, credential={c.container_link: token}) as limited:
+            lc = limited.get_database_client(self.db.id).get_container_client(c.id)
+            self.assertEqual(lc.read_item("a", partition_key="p")["id"], "a")
+            self.assertEqual(status_of(lambda: lc.create_item({"id": "b", "pk": "p"})), 403)
+
+
+class FeedRanges(OrreryTest):
+    def test_the_feed_ranges_of_a_container_cover_its_items(self):
+        c = self.container()
+        for i in range(6):
+            c.create_item({"id": str(i), "pk": "p%d" % i})
+        ranges = list(c.read_feed_ranges())
+        self.assertGreaterEqual(len(ranges), 1)
+        ids = sorted(d["id"] for r in ranges for d in c.query_items_change_feed(feed_range=r, start_time="Beginning"))
+        self.assertEqual(ids, [str(i) for i in range(6)])
+
+
 if __name__ == "__main__":
     unittest.main()
