@@ -92,8 +92,7 @@ var pythonRan = regexp.MustCompile(`(?m)^Ran (\d+) tests? in `)
 // too), patch, batch, queries with parameters and across partitions, the
 // change feed (all versions and deletes too, and by feed range), stored
 // procedures, triggers and UDFs, TTL, unique keys, throughput, resource
-// tokens, and the
-// answers to what Orrery does not support.
+// tokens, and the answers to what Orrery does not support.
 func TestPythonSDK(t *testing.T) {
 	python, pythonPath := pythonSDK(t)
 	srv := orrerytest.Start(t)
