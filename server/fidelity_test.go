@@ -167,6 +167,17 @@ func TestItemErrorsCarrySessionTokenActivityAndCharge(t *testing.T) {
 	if r.header.Get("x-ms-activity-id") == "" || r.header.Get("x-ms-request-charge") == "" {
 		t.Fatalf("headers %v", r.header)
 	}
+	// Successes of every kind carry both too.
+	for _, tc := range []struct{ method, path, body string }{
+		{"GET", "/", ""}, {"GET", "/dbs", ""}, {"GET", "/dbs/db", ""}, {"GET", "/dbs/db/colls/c", ""},
+		{"GET", "/dbs/db/colls/c/pkranges", ""}, {"GET", "/dbs/db/colls/c/docs", ""}, {"GET", "/dbs/db/colls/c/sprocs", ""},
+		{"GET", "/offers", ""}, {"GET", "/dbs/db/users", ""},
+	} {
+		r := c.must(tc.method, tc.path, tc.body, nil, 200)
+		if r.header.Get("x-ms-activity-id") == "" || r.header.Get("x-ms-request-charge") == "" {
+			t.Fatalf("%s %s: headers %v", tc.method, tc.path, r.header)
+		}
+	}
 }
 
 // A script with a syntax error is refused at create and replace with 400
