@@ -58,7 +58,8 @@ mkdir -p "$src/azure"
 cp "$site/azure/__init__.py" "$src/azure/"
 cp -a "$site/azure/core" "$site/azure/cosmos" "$src/azure/"
 cp -a "$site"/azure_core-*.dist-info "$site"/azure_cosmos-*.dist-info "$src/"
-rm -rf "$unpacked"
+# Only src is kept: the package and the unstable index are 45 MB together.
+rm -rf "$unpacked" "$apt"
 echo "$version" >"$src/.version"
 PYTHONPATH=$src python3 -c "import azure.cosmos._version as v; print('azure-cosmos', v.VERSION)" >&2
 echo "$src"
