@@ -201,7 +201,7 @@ func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResul
 		return nil, err
 	}
 	if !req.HasPartitionKey {
-		q, err := parseQuery(req.Query)
+		q, err := c.parseQuery(req.Query)
 		if err != nil {
 			return nil, err
 		}
@@ -261,7 +261,7 @@ func (e *Engine) queryIn(ctx context.Context, c *Container, r storage.Reader, sc
 // execution that evaluated the page, nil when a cursor served it.
 func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, scope []byte, req *QueryRequest, cursors *cursorCache, bounds pageBounds, m *QueryMetrics) (*QueryResult, *query.Execution, error) {
 	compile := time.Now()
-	q, err := parseQuery(req.Query)
+	q, err := c.parseQuery(req.Query)
 	if err != nil {
 		return nil, nil, err
 	}
