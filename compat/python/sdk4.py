@@ -343,5 +343,58 @@ class FeedRanges(OrreryTest):
         self.assertEqual(ids, [str(i) for i in range(6)])
 
 
+def parse_query_metrics(header):
+    """Parses x-ms-documentdb-query-metrics: name=value pairs, semicolons."""
+    out = {}
+    for part in header.split(";"):
+        name, _, value = part.partition("=")
+        out[name] = float(value)
+    return out
+
+
+class QueryFidelity(OrreryTest):
+    def test_without_order_by_queries_and_read_all_items_list_items_in_creation_order(self):
+        c = self.container()
+        created = []
+        for i, id_ in enumerate(["m", "c", "x", "a", "q", "b", "z", "k"]):
+            pk = "p%d" % (i % 3)
+            c.create_item({"id": id_, "pk": pk})
+            created.append(id_ + "@" + pk)
+        c.replace_item("c", {"id": "c", "pk": "p1", "v": 2})  # keeps its place
+        c.delete_item("a", partition_key="p0")
+        c.create_item({"id": "a", "pk": "p0"})  # moves to the end
+        created.remove("a@p0")
+        created.append("a@p0")
+        names = lambda docs: [d["id"] + "@" + d["pk"] for d in docs]
+        for size in (1, 3, 100):
+            got = names(c.query_items("SELECT * FROM c", enable_cross_partition_query=True, max_item_count=size))
+            self.assertEqual(got, created, "query across partitions, pages of %d" % size)
+            self.assertEqual(names(c.read_all_items(max_item_count=size)), created, "read_all_items, pages of %d" % size)
+        p0 = [e for e in created if e.endswith("@p0")]
+        self.assertEqual(names(c.query_items("SELECT * FROM c", partition_key="p0", max_item_count=1)), p0)
+
+    def test_query_metrics_count_what_the_page_loaded_and_returned(self):
+        c = self.container(indexing_policy={"includedPaths": [{"path": "/*"}], "excludedPaths": [{"path": "/note/?"}]})
+        for i in range(20):
+            c.create_item({"id": "i%d" % i, "pk": "p", "n": i, "note": "n%d" % (i % 4)})
+        got = list(c.query_items("SELECT * FROM c WHERE c.note = 'n1'", partition_key="p",
+                                 populate_query_metrics=True, max_item_count=100))
+        self.assertEqual(len(got), 5)
+        m = parse_query_metrics(c.client_connection.last_response_headers["x-ms-documentdb-query-metrics"])
+        self.assertEqual(m["retrievedDocumentCount"], 20)  # a scan: the filtered path is not indexed
+        self.assertEqual(m["outputDocumentCount"], 5)
+        self.assertEqual(m["indexUtilizationRatio"], 0.25)
+        self.assertGreaterEqual(m["totalExecutionTimeInMs"], m["documentLoadTimeInMs"])
+        self.assertGreater(float(c.client_connection.last_response_headers["x-ms-request-charge"]), 0)
+
+        list(c.query_items("SELECT * FROM c WHERE c.n = 3 AND c.note = 'n3'", partition_key="p",
+                           populate_query_metrics=True, populate_index_metrics=True))
+        headers = c.client_connection.last_response_headers
+        self.assertEqual(parse_query_metrics(headers["x-ms-documentdb-query-metrics"])["retrievedDocumentCount"], 1)
+        used = headers["x-ms-cosmos-index-utilization"]  # decoded by the SDK
+        self.assertEqual([e["IndexSpec"] for e in used["UtilizedSingleIndexes"]], ["/n/?"])
+        self.assertEqual([e["IndexSpec"] for e in used["PotentialSingleIndexes"]], ["/note/?"])
+
+
 if __name__ == "__main__":
     unittest.main()
