@@ -1,0 +1,99 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/orrery-db/orrery/storage"
+	"github.com/orrery-db/orrery/storage/postgres"
+	"github.com/orrery-db/orrery/storage/postgres/pgtest"
+	"github.com/orrery-db/orrery/storage/storagetest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pgtest.StopShared()
+	os.Exit(code)
+}
+
+func open(t *testing.T, url string) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(context.Background(), url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) storage.Store { return open(t, pgtest.URL(t)) })
+}
+
+// A range longer than a page is read whole, in order, both ways, and within
+// bounds that fall between keys.
+func TestIteratorReadsRangesLongerThanAPage(t *testing.T) {
+	s := open(t, pgtest.URL(t))
+	defer s.Close()
+	const n = 1000
+	b := s.NewBatch()
+	for i := range n {
+		if err := b.Set(fmt.Appendf(nil, "k%04d", i), fmt.Appendf(nil, "v%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	snap := s.NewSnapshot()
+	defer snap.Close()
+	for _, r := range []storage.Reader{s, snap} {
+		for _, reverse := range []bool{false, true} {
+			it, err := r.NewIterator([]byte("k0010"), []byte("k0990x"), reverse)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var keys []string
+			for it.Next() {
+				keys = append(keys, string(it.Key()))
+			}
+			if err := it.Err(); err != nil {
+				t.Fatal(err)
+			}
+			it.Close()
+			if len(keys) != 981 {
+				t.Fatalf("reverse=%v: %d keys, want 981", reverse, len(keys))
+			}
+			for i, k := range keys {
+				want := 10 + i
+				if reverse {
+					want = 990 - i
+				}
+				if k != fmt.Sprintf("k%04d", want) {
+					t.Fatalf("reverse=%v: key %d is %q, want k%04d", reverse, i, k, want)
+				}
+			}
+		}
+	}
+}
+
+// A database written by a newer version is refused at Open with an error
+// that says so; one at the current version opens.
+func TestOpenRefusesANewerSchema(t *testing.T) {
+	url := pgtest.URL(t)
+	s := open(t, url)
+	if _, err := s.Pool().Exec(context.Background(), `UPDATE orrery_meta SET value = $1 WHERE name = 'schema_version'`, fmt.Sprint(postgres.SchemaVersion+1)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	_, err := postgres.Open(context.Background(), url, postgres.Options{})
+	if err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("Open of a newer schema: %v, want an error about a newer schema", err)
+	}
+	fresh := pgtest.URL(t)
+	for range 2 { // created, then found at the current version
+		open(t, fresh).Close()
+	}
+}
