@@ -14,18 +14,18 @@ import (
 
 // pageIterator walks a key range a page of rows at a time.
 type pageIterator struct {
-	store          *Store
-	lower, upper   []byte
-	reverse        bool
-	snap           *snapshot // reads the pages after the first; nil until needed
-	ownSnap        bool      // snap was opened by the iterator, which closes it
-	page           []entry
-	pos            int
-	last           []byte // the last key read, where the next page starts
-	done           bool   // no page after this one
-	err            error
-	cur            entry
-	closed         bool
+	store        *Store
+	lower, upper []byte
+	reverse      bool
+	snap         *snapshot // reads the pages after the first; nil until needed
+	ownSnap      bool      // snap was opened by the iterator, which closes it
+	page         []entry
+	pos          int
+	last         []byte // the last key read, where the next page starts
+	done         bool   // no page after this one
+	err          error
+	cur          entry
+	closed       bool
 }
 
 // pageQuery is the statement and arguments that read the page after last
