@@ -97,3 +97,13 @@ func TestOpenRefusesANewerSchema(t *testing.T) {
 		open(t, fresh).Close()
 	}
 }
+
+func TestSharedConformance(t *testing.T) {
+	storagetest.RunShared(t, func(t *testing.T) (storage.Shared, storage.Shared, func(storage.Shared)) {
+		url := pgtest.URL(t)
+		a, b := open(t, url), open(t, url)
+		return a, b, func(s storage.Shared) {
+			pgtest.Terminate(t, url, s.(*postgres.Store).LeadPIDs())
+		}
+	})
+}

@@ -17,7 +17,6 @@ import (
 // round trip). Its writes wait in an overlay and go with the COMMIT.
 type sharedBatch struct {
 	store *Store
-	ctx   context.Context
 	conn  *pgxpool.Conn
 	begun bool
 	seq   uint64
@@ -34,7 +33,7 @@ func (s *Store) NewSharedBatch(ctx context.Context) (storage.SharedBatch, error)
 	if err != nil {
 		return nil, s.wrap(err)
 	}
-	return &sharedBatch{store: s, ctx: ctx, conn: conn, overlay: overlay{pending: newTree()}}, nil
+	return &sharedBatch{store: s, conn: conn, overlay: overlay{pending: newTree()}}, nil
 }
 
 // exec runs one statement in the transaction, beginning it first if need
@@ -96,7 +95,7 @@ func (b *sharedBatch) Get(key []byte) ([]byte, error) {
 		return v, err
 	}
 	var v []byte
-	err := b.exec(b.ctx, `SELECT v FROM orrery_kv WHERE k = $1`, []any{key}, &v)
+	err := b.exec(b.store.closeCtx, `SELECT v FROM orrery_kv WHERE k = $1`, []any{key}, &v)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, storage.ErrNotFound
 	}
@@ -203,13 +202,16 @@ const leadCheckEvery = 250 * time.Millisecond
 
 // lead is a duty held: a session advisory lock on a connection of its own.
 type lead struct {
-	store *Store
-	conn  *pgx.Conn
-	lost  chan struct{}
-	stop  chan struct{}
-	done  chan struct{}
-	once  sync.Once
+	store    *Store
+	conn     *pgx.Conn
+	lost     chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
+	once     sync.Once
+	lostOnce sync.Once
 }
+
+func (l *lead) markLost() { l.lostOnce.Do(func() { close(l.lost) }) }
 
 // Lead takes the session advisory lock of duty on a new connection,
 // waiting while another process holds it. The duty is lost when that
@@ -271,7 +273,7 @@ func (l *lead) watch() {
 		_, err := l.conn.Exec(ctx, "SELECT 1")
 		cancel()
 		if err != nil {
-			close(l.lost)
+			l.markLost()
 			l.conn.Close(context.Background())
 			l.forget()
 			return

@@ -244,6 +244,7 @@ func (s *Store) Close() error {
 	s.leadsMu.Unlock()
 	for _, l := range leads {
 		l.release()
+		l.markLost()
 	}
 	s.cancel()
 	s.pool.Close()
