@@ -20,8 +20,8 @@ func (e *Engine) CreateContainer(dbName string, body []byte, throughput *Through
 	if perr != nil {
 		return nil, perr
 	}
-	e.catMu.Lock()
-	defer e.catMu.Unlock()
+	e.lockCatalog()
+	defer e.unlockCatalog()
 	db, derr := e.lookupDatabase(dbName)
 	if derr != nil {
 		return nil, derr
@@ -46,7 +46,7 @@ func (e *Engine) CreateContainer(dbName string, body []byte, throughput *Through
 	for _, k := range []string{"docs", "sprocs", "triggers", "udfs", "conflicts"} {
 		normalized["_"+k] = k + "/"
 	}
-	b := e.store.NewBatch()
+	b := e.catalogBatch()
 	defer b.Close()
 	rec := containerRecord{Props: normalized}
 	if n := e.rangeCount(throughput); n > 1 && hashV2(normalized) {
@@ -201,7 +201,7 @@ func (e *Engine) ReadContainer(db, name string) (*Resource, error) {
 
 // ListContainers returns the containers of a database, ordered by id.
 func (e *Engine) ListContainers(dbName string) ([]*Resource, error) {
-	e.catMu.RLock()
+	e.rlockCatalog()
 	defer e.catMu.RUnlock()
 	db, err := e.lookupDatabase(dbName)
 	if err != nil {
@@ -240,8 +240,8 @@ func (e *Engine) replaceContainer(dbName, name string, props map[string]any, ifM
 		// other order never (their catalog lookups come before).
 		defer e.lockAllPartitions()()
 	}
-	e.catMu.Lock()
-	defer e.catMu.Unlock()
+	e.lockCatalog()
+	defer e.unlockCatalog()
 	prev, lerr := e.lookupContainer(dbName, name)
 	if lerr != nil {
 		return nil, lerr
@@ -270,7 +270,7 @@ func (e *Engine) replaceContainer(dbName, name string, props map[string]any, ifM
 	}
 	normalized["_etag"] = formatETag(lsn, 0)
 	normalized["_ts"] = e.now().Unix()
-	b := e.store.NewBatch()
+	b := e.catalogBatch()
 	defer b.Close()
 	c, err := e.storeContainer(b, prev.db, containerRecord{Props: normalized, Offer: prev.offer, Ranges: prev.record.Ranges})
 	if err != nil {
@@ -301,8 +301,8 @@ func (e *Engine) replaceContainer(dbName, name string, props map[string]any, ifM
 
 // DeleteContainer deletes a container, its scripts and its items.
 func (e *Engine) DeleteContainer(dbName, name string, ifMatch string) error {
-	e.catMu.Lock()
-	defer e.catMu.Unlock()
+	e.lockCatalog()
+	defer e.unlockCatalog()
 	c, err := e.lookupContainer(dbName, name)
 	if err != nil {
 		return err
@@ -310,7 +310,7 @@ func (e *Engine) DeleteContainer(dbName, name string, ifMatch string) error {
 	if ifMatch != "" && ifMatch != "*" && ifMatch != c.etag {
 		return PreconditionFailed(msgPrecondition)
 	}
-	b := e.store.NewBatch()
+	b := e.catalogBatch()
 	defer b.Close()
 	if err := e.deleteContainerRecords(b, c); err != nil {
 		return err

@@ -87,6 +87,8 @@ type Engine struct {
 	store   storage.Store
 	opts    Options
 	seq     *sequencer
+	// shared is set when the store is a storage.Shared (see shared.go).
+	shared *sharedSeam
 	durable *durability
 	// scripts runs server-side JavaScript; made on first use, since a
 	// runtime pool costs megabytes that a server without scripts never needs.
@@ -135,6 +137,14 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 	if e.now == nil {
 		e.now = time.Now
 	}
+	if e.shared = newSharedSeam(store); e.shared != nil {
+		seq.shared = e.shared
+		v, err := catalogVersion(store)
+		if err != nil {
+			return nil, err
+		}
+		e.shared.version.Store(&v)
+	}
 	e.cursors = newCursorCache(e.now)
 	if n := opts.MaxCostlyQueries; n >= 0 {
 		if n == 0 {
@@ -163,7 +173,11 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 	}
 	if interval > 0 {
 		e.bg.Add(1)
-		go e.sweepLoop(interval)
+		if e.shared != nil {
+			go e.sharedSweepLoop(interval)
+		} else {
+			go e.sweepLoop(interval)
+		}
 	}
 	return e, nil
 }

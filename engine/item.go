@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -238,6 +239,8 @@ type txn struct {
 	e      *Engine
 	p      *partition
 	b      storage.Batch
+	// sb is b on a shared store: the sequence number comes from it.
+	sb     storage.SharedBatch
 	now    time.Time
 	lsn    uint64
 	nrids  uint64
@@ -262,6 +265,9 @@ type txn struct {
 // is rolled back) waits for the durability barrier instead, as point reads
 // do, after releasing the partition's lock.
 func (e *Engine) inPartition(c *Container, pk PartitionKey, fn func(t *txn) error) error {
+	if e.shared != nil {
+		return e.inPartitionShared(c, pk, fn)
+	}
 	var p *partition
 	var mu *sync.Mutex
 	for {
@@ -349,6 +355,14 @@ func (t *txn) allocate() error {
 	if t.lsn != 0 {
 		return nil
 	}
+	if t.sb != nil {
+		lsn, err := t.sb.Sequence(context.Background())
+		if err != nil {
+			return err
+		}
+		t.lsn = lsn
+		return nil
+	}
 	lsn, err := t.e.seq.allocate()
 	if err != nil {
 		return err
@@ -393,7 +407,9 @@ func (t *txn) put(it *item, prev *storedItem) (*storedItem, error) {
 		return nil, err
 	}
 	ridBytes := binary.BigEndian.AppendUint64(nil, s.rid)
-	t.e.presenceOf(c).add(s.key)
+	if t.e.shared == nil {
+		t.e.presenceOf(c).add(s.key)
+	}
 	if err := t.b.Set(s.key, s.encode()); err != nil {
 		return nil, err
 	}

@@ -81,7 +81,7 @@ func (e *Engine) databaseOffer(db *Database) string {
 
 // ListOffers returns every offer.
 func (e *Engine) ListOffers() []*Resource {
-	e.catMu.RLock()
+	e.rlockCatalog()
 	defer e.catMu.RUnlock()
 	out := make([]*Resource, 0, len(e.offers))
 	for rid, body := range e.offers {
@@ -101,7 +101,7 @@ func offerResource(rid string, body []byte) *Resource {
 
 // ReadOffer returns an offer by RID (case-insensitively, as clients sign it lower-cased).
 func (e *Engine) ReadOffer(rid string) (*Resource, error) {
-	e.catMu.RLock()
+	e.rlockCatalog()
 	defer e.catMu.RUnlock()
 	if r := e.offerRID(rid); r != "" {
 		return offerResource(r, e.offers[r]), nil
@@ -115,8 +115,8 @@ func (e *Engine) ReplaceOffer(rid string, body []byte) (*Resource, error) {
 	if perr != nil {
 		return nil, perr
 	}
-	e.catMu.Lock()
-	defer e.catMu.Unlock()
+	e.lockCatalog()
+	defer e.unlockCatalog()
 	key := e.offerRID(rid)
 	if key == "" {
 		return nil, NotFound("Offer '%s' does not exist. %s", rid, msgNotFound)
@@ -144,7 +144,7 @@ func (e *Engine) ReplaceOffer(rid string, body []byte) (*Resource, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := e.store.NewBatch()
+	b := e.catalogBatch()
 	defer b.Close()
 	if err := b.Set(offerKey(key), out); err != nil {
 		return nil, err

@@ -249,8 +249,8 @@ func (c *Container) keyRange(scope []byte, b epkBounds) (lower, upper []byte) {
 // whose parents name it, continue its change feed from any of its
 // continuations.
 func (e *Engine) SplitPartitionKeyRange(dbName, collName, id string) ([]PartitionKeyRange, error) {
-	e.catMu.Lock()
-	defer e.catMu.Unlock()
+	e.lockCatalog()
+	defer e.unlockCatalog()
 	prev, lerr := e.lookupContainer(dbName, collName)
 	if lerr != nil {
 		return nil, lerr
@@ -288,7 +288,7 @@ func (e *Engine) SplitPartitionKeyRange(dbName, collName, id string) ([]Partitio
 	}
 	rec := prev.record
 	rec.Ranges = next
-	b := e.store.NewBatch()
+	b := e.catalogBatch()
 	defer b.Close()
 	c, err := e.storeContainer(b, prev.db, rec)
 	if err != nil {

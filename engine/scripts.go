@@ -87,7 +87,7 @@ func (e *Engine) writeScript(c *Container, kind ScriptKind, props map[string]any
 	if err != nil {
 		return nil, err
 	}
-	b := e.store.NewBatch()
+	b := e.catalogBatch()
 	defer b.Close()
 	if err := b.Set(childKey(c.rid, string(kind), id), body); err != nil {
 		return nil, err
@@ -108,8 +108,8 @@ func (e *Engine) CreateScript(db, coll string, kind ScriptKind, body []byte) (*R
 	if err := validateScript(kind, props); err != nil {
 		return nil, err
 	}
-	e.catMu.Lock()
-	defer e.catMu.Unlock()
+	e.lockCatalog()
+	defer e.unlockCatalog()
 	c, lerr := e.lookupContainer(db, coll)
 	if lerr != nil {
 		return nil, lerr
@@ -226,8 +226,8 @@ func (e *Engine) ReplaceScript(db, coll string, kind ScriptKind, id string, body
 	if err := validateScript(kind, props); err != nil {
 		return nil, err
 	}
-	e.catMu.Lock()
-	defer e.catMu.Unlock()
+	e.lockCatalog()
+	defer e.unlockCatalog()
 	c, lerr := e.lookupContainer(db, coll)
 	if lerr != nil {
 		return nil, lerr
@@ -247,8 +247,8 @@ func (e *Engine) ReplaceScript(db, coll string, kind ScriptKind, id string, body
 
 // DeleteScript deletes a script.
 func (e *Engine) DeleteScript(db, coll string, kind ScriptKind, id string, ifMatch string) error {
-	e.catMu.Lock()
-	defer e.catMu.Unlock()
+	e.lockCatalog()
+	defer e.unlockCatalog()
 	c, lerr := e.lookupContainer(db, coll)
 	if lerr != nil {
 		return lerr
@@ -260,7 +260,7 @@ func (e *Engine) DeleteScript(db, coll string, kind ScriptKind, id string, ifMat
 	if ifMatch != "" && ifMatch != "*" && ifMatch != prev["_etag"] {
 		return PreconditionFailed(msgPrecondition)
 	}
-	b := e.store.NewBatch()
+	b := e.catalogBatch()
 	defer b.Close()
 	if err := b.Delete(childKey(c.rid, string(kind), prev["id"].(string))); err != nil {
 		return err

@@ -1,0 +1,242 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/orrery-db/orrery/storage"
+	"github.com/orrery-db/orrery/storage/memory"
+	"github.com/orrery-db/orrery/storage/postgres"
+	"github.com/orrery-db/orrery/storage/postgres/pgtest"
+)
+
+// sharedPairs opens two engines, as two gateways, on two handles of one
+// shared store, for each shared backend: the in-process one, and
+// PostgreSQL when it is installed. The database and container are created
+// on A after both are open, so B knows them only through the store.
+func sharedPairs(t *testing.T, test func(t *testing.T, a, b *Engine)) {
+	t.Run("memory", func(t *testing.T) {
+		store := memory.NewShared()
+		a, b := openPairOn(t, store, store.Open())
+		test(t, a, b)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		if err := pgtest.Available(); err != nil {
+			pgtest.Skip(t, err)
+		}
+		url := pgtest.URL(t)
+		sa, err := postgres.Open(context.Background(), url, postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb, err := postgres.Open(context.Background(), url, postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := openPairOn(t, sa, sb)
+		test(t, a, b)
+	})
+}
+
+func openPairOn(t *testing.T, sa, sb storage.Shared) (a, b *Engine) {
+	t.Helper()
+	var err error
+	if a, err = Open(sa, Options{SweepInterval: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = Open(sb, Options{SweepInterval: -1}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		a.Close()
+		b.Close()
+		sa.Close()
+		sb.Close()
+	})
+	if _, err := a.CreateDatabase([]byte(`{"id":"db"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	return a, b
+}
+
+func TestSharedCreateRacedOnTwoGatewaysHasOneWinner(t *testing.T) {
+	sharedPairs(t, func(t *testing.T, a, b *Engine) {
+		for i := range 40 {
+			body := fmt.Sprintf(`{"id":"%d","pk":"p%d"}`, i, i%3)
+			var wg sync.WaitGroup
+			status := make([]int, 2)
+			for j, e := range []*Engine{a, b} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					res, err := e.CreateItem(req("", fmt.Sprint("p", i%3), body))
+					if err != nil {
+						status[j] = statusOf(err)
+					} else {
+						status[j] = res.Status
+					}
+				}()
+			}
+			wg.Wait()
+			if !(status[0] == 201 && status[1] == 409 || status[0] == 409 && status[1] == 201) {
+				t.Fatalf("item %d created on both gateways at once: statuses %v, want one 201 and one 409", i, status)
+			}
+		}
+	})
+}
+
+func TestSharedCatalogChangesAreSeenByTheOtherGatewayAtOnce(t *testing.T) {
+	sharedPairs(t, func(t *testing.T, a, b *Engine) {
+		// The container made on A (after B opened) takes writes on B.
+		if _, err := b.CreateItem(req("", "p", `{"id":"1","pk":"p"}`)); err != nil {
+			t.Fatalf("create on B in a container made on A: %v", err)
+		}
+		if res, err := a.ReadItem(req("1", "p", "")); err != nil || res.Status != 200 {
+			t.Fatalf("read on A of B's item: %v", err)
+		}
+		// A second container, made on B, is listed and used on A.
+		if _, err := b.CreateContainer("db", []byte(`{"id":"c2","partitionKey":{"paths":["/pk"]}}`), nil); err != nil {
+			t.Fatal(err)
+		}
+		r := req("", "p", `{"id":"x","pk":"p"}`)
+		r.Container = "c2"
+		if _, err := a.CreateItem(r); err != nil {
+			t.Fatalf("create on A in a container made on B: %v", err)
+		}
+		// Deleted on B, it is gone on A at once, writes included.
+		if err := b.DeleteContainer("db", "c2", ""); err != nil {
+			t.Fatal(err)
+		}
+		r = req("", "p", `{"id":"y","pk":"p"}`)
+		r.Container = "c2"
+		if _, err := a.CreateItem(r); statusOf(err) != 404 {
+			t.Fatalf("create on A in a container deleted on B: %v, want 404", err)
+		}
+		if _, err := a.ReadContainer("db", "c2"); statusOf(err) != 404 {
+			t.Fatalf("read on A of a container deleted on B: %v, want 404", err)
+		}
+		// A database made on A conflicts on B.
+		if _, err := a.CreateDatabase([]byte(`{"id":"db2"}`), nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.CreateDatabase([]byte(`{"id":"db2"}`), nil); statusOf(err) != 409 {
+			t.Fatalf("creating on B a database made on A: %v, want 409", err)
+		}
+	})
+}
+
+func TestSharedChangeFeedOnOneGatewaySeesEveryWriteOfBoth(t *testing.T) {
+	sharedPairs(t, func(t *testing.T, a, b *Engine) {
+		const writers, each = 4, 30
+		var wg sync.WaitGroup
+		for w := range writers {
+			e := a
+			if w%2 == 1 {
+				e = b
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range each {
+					id := fmt.Sprintf("w%d-%d", w, i)
+					if _, err := e.CreateItem(req("", fmt.Sprint("p", i%5), `{"id":"`+id+`","pk":"p`+fmt.Sprint(i%5)+`"}`)); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		seen := map[string]int{}
+		cf := ChangeFeedRequest{Database: "db", Container: "c"}
+		read := func() {
+			res, err := a.ReadChangeFeed(&cf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, doc := range res.Items {
+				var d struct{ ID string }
+				json.Unmarshal(doc, &d)
+				seen[d.ID]++
+			}
+			cf.Continuation = res.ETag
+		}
+		for {
+			select {
+			case <-done:
+			default:
+				read()
+				continue
+			}
+			break
+		}
+		for range 3 {
+			read()
+		}
+		for w := range writers {
+			for i := range each {
+				id := fmt.Sprintf("w%d-%d", w, i)
+				if seen[id] != 1 {
+					t.Errorf("item %s seen %d times in A's change feed, want once", id, seen[id])
+				}
+			}
+		}
+	})
+}
+
+func TestSharedCounterWithETagsOnBothGatewaysIsExact(t *testing.T) {
+	sharedPairs(t, func(t *testing.T, a, b *Engine) {
+		if _, err := a.CreateItem(req("", "p", `{"id":"n","pk":"p","n":0}`)); err != nil {
+			t.Fatal(err)
+		}
+		const workers, each = 6, 15
+		var wg sync.WaitGroup
+		for w := range workers {
+			e := a
+			if w%2 == 1 {
+				e = b
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for done := 0; done < each; {
+					cur, err := e.ReadItem(req("n", "p", ""))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					var doc struct{ N int }
+					json.Unmarshal(cur.Body, &doc)
+					r := req("n", "p", fmt.Sprintf(`{"id":"n","pk":"p","n":%d}`, doc.N+1))
+					r.IfMatch = cur.ETag
+					_, err = e.ReplaceItem(r)
+					switch statusOf(err) {
+					case 0:
+						done++
+					case 412:
+					default:
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		res, err := b.ReadItem(req("n", "p", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct{ N int }
+		json.Unmarshal(res.Body, &doc)
+		if doc.N != workers*each {
+			t.Fatalf("counter = %d after %d conditional increments on two gateways", doc.N, workers*each)
+		}
+	})
+}
