@@ -84,11 +84,11 @@ const (
 // Engine is one Cosmos account's databases on one storage.Store.
 // It is safe for concurrent use.
 type Engine struct {
-	store   storage.Store
-	opts    Options
-	seq     *sequencer
+	store storage.Store
+	opts  Options
+	seq   *sequencer
 	// shared is set when the store is a storage.Shared (see shared.go).
-	shared *sharedSeam
+	shared  *sharedSeam
 	durable *durability
 	// scripts runs server-side JavaScript; made on first use, since a
 	// runtime pool costs megabytes that a server without scripts never needs.

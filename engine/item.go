@@ -236,9 +236,9 @@ func firstSegment(path string) string {
 // txn is a write transaction on one logical partition: reads see its own
 // writes, and everything commits together or not at all.
 type txn struct {
-	e      *Engine
-	p      *partition
-	b      storage.Batch
+	e *Engine
+	p *partition
+	b storage.Batch
 	// sb is b on a shared store: the sequence number comes from it.
 	sb     storage.SharedBatch
 	now    time.Time
