@@ -84,11 +84,9 @@ const (
 // Engine is one Cosmos account's databases on one storage.Store.
 // It is safe for concurrent use.
 type Engine struct {
-	store storage.Store
-	opts  Options
-	seq   *sequencer
-	// shared is set when the store is a storage.Shared (see shared.go).
-	shared  *sharedSeam
+	store   storage.Store
+	opts    Options
+	seq     *sequencer
 	durable *durability
 	// scripts runs server-side JavaScript; made on first use, since a
 	// runtime pool costs megabytes that a server without scripts never needs.
@@ -101,6 +99,9 @@ type Engine struct {
 	queryPool *query.MemoryPool
 	// costlySlots admits costly queries; nil: no bound.
 	costlySlots chan struct{}
+
+	// shared is set when the store is a storage.Shared (see shared.go).
+	shared *sharedSeam
 
 	catMu  sync.RWMutex
 	dbs    map[string]*Database

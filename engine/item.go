@@ -236,11 +236,9 @@ func firstSegment(path string) string {
 // txn is a write transaction on one logical partition: reads see its own
 // writes, and everything commits together or not at all.
 type txn struct {
-	e *Engine
-	p *partition
-	b storage.Batch
-	// sb is b on a shared store: the sequence number comes from it.
-	sb     storage.SharedBatch
+	e      *Engine
+	p      *partition
+	b      storage.Batch
 	now    time.Time
 	lsn    uint64
 	nrids  uint64
@@ -249,6 +247,8 @@ type txn struct {
 	nlog uint32
 	// expiring marks the deletes of the TTL sweeper.
 	expiring bool
+	// sb is b on a shared store: the sequence number comes from it.
+	sb storage.SharedBatch
 }
 
 // inPartition runs fn as one transaction on a logical partition. The
