@@ -25,11 +25,13 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/orrery-db/orrery/server"
+	"github.com/orrery-db/orrery/storage/postgres/pgtest"
 )
 
 // TestMain removes the binary the tests built.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	pgtest.StopShared()
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}
