@@ -26,8 +26,8 @@ import (
 	"github.com/orrery-db/orrery/server"
 	"github.com/orrery-db/orrery/storage"
 	"github.com/orrery-db/orrery/storage/memory"
-	"github.com/orrery-db/orrery/storage/postgres"
 	"github.com/orrery-db/orrery/storage/pebble"
+	"github.com/orrery-db/orrery/storage/postgres"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
