@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 
@@ -21,6 +22,8 @@ import (
 	"github.com/orrery-db/orrery/storage"
 	"github.com/orrery-db/orrery/storage/memory"
 	"github.com/orrery-db/orrery/storage/pebble"
+	"github.com/orrery-db/orrery/storage/postgres"
+	"github.com/orrery-db/orrery/storage/postgres/pgtest"
 )
 
 // Server is a running in-process Orrery.
@@ -45,6 +48,13 @@ type Options struct {
 	// Dir, when set, keeps the data durably in that directory (Pebble, every
 	// write fsynced) instead of in memory: for benchmarks and restart tests.
 	Dir string
+	// Postgres, when set, keeps the data in the PostgreSQL database at this
+	// URL (storage/postgres); servers started on one URL act as one
+	// database. Without Dir and Postgres, the environment variable
+	// ORRERY_TEST_STORAGE=postgres gives each server a fresh database on a
+	// throwaway PostgreSQL (storage/postgres/pgtest): the compat suite's
+	// second run.
+	Postgres string
 	// ServeCrossPartitionQueries lets the server execute cross-partition
 	// queries the service's gateway refuses (see engine.Options).
 	ServeCrossPartitionQueries bool
@@ -96,8 +106,19 @@ func Start(t testing.TB) *Server {
 func StartWith(t testing.TB, opts Options) *Server {
 	t.Helper()
 	var store storage.Store = memory.New()
-	if opts.Dir != "" {
+	pgURL := opts.Postgres
+	if pgURL == "" && opts.Dir == "" && OnPostgres() {
+		pgURL = pgtest.URL(t)
+	}
+	switch {
+	case opts.Dir != "":
 		s, err := pebble.Open(opts.Dir, pebble.Options{})
+		if err != nil {
+			t.Fatalf("orrerytest: opening storage: %v", err)
+		}
+		store = s
+	case pgURL != "":
+		s, err := postgres.Open(context.Background(), pgURL, postgres.Options{MaxConns: 32})
 		if err != nil {
 			t.Fatalf("orrerytest: opening storage: %v", err)
 		}
@@ -160,6 +181,13 @@ func StartWith(t testing.TB, opts Options) *Server {
 	return &Server{Endpoint: endpoint, Key: server.EmulatorKey, Client: client, Engine: eng, CertificatePEM: certPEM, clientOpts: clientOpts}
 }
 
+// StorageEnv is the environment variable that moves the servers of tests
+// to PostgreSQL: ORRERY_TEST_STORAGE=postgres.
+const StorageEnv = "ORRERY_TEST_STORAGE"
+
+// OnPostgres reports whether StorageEnv asks for PostgreSQL.
+func OnPostgres() bool { return os.Getenv(StorageEnv) == "postgres" }
+
 // NewAADClient returns an azcosmos client of the server that signs in with
 // an Entra ID token credential (Issuer.Credential in tests).
 func (s *Server) NewAADClient(cred azcore.TokenCredential) (*azcosmos.Client, error) {
@@ -210,3 +238,11 @@ func (s *Server) SplitPartitionKeyRange(ctx context.Context, db, coll, id string
 	}
 	return ids, nil
 }
+
+// PostgresAvailable reports why the servers cannot run on PostgreSQL (it is
+// not installed), or nil.
+func PostgresAvailable() error { return pgtest.Available() }
+
+// StopPostgres stops the throwaway PostgreSQL that OnPostgres servers use,
+// if one was started: call it from TestMain after m.Run.
+func StopPostgres() { pgtest.StopShared() }
