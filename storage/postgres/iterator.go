@@ -18,14 +18,17 @@ type pageIterator struct {
 	lower, upper []byte
 	reverse      bool
 	snap         *snapshot // reads the pages after the first; nil until needed
-	ownSnap      bool      // snap was opened by the iterator, which closes it
-	page         []entry
-	pos          int
-	last         []byte // the last key read, where the next page starts
-	done         bool   // no page after this one
-	err          error
-	cur          entry
-	closed       bool
+	// read, when set, reads every page instead (a shared batch's own
+	// connection).
+	read    func(sql string, args []any) ([]entry, error)
+	ownSnap bool // snap was opened by the iterator, which closes it
+	page    []entry
+	pos     int
+	last    []byte // the last key read, where the next page starts
+	done    bool   // no page after this one
+	err     error
+	cur     entry
+	closed  bool
 }
 
 // pageQuery is the statement and arguments that read the page after last
@@ -89,9 +92,12 @@ func (it *pageIterator) fetch(q querier) error {
 	sql, args := it.pageQuery()
 	var page []entry
 	var err error
-	if it.snap != nil {
+	switch {
+	case it.read != nil:
+		page, err = it.read(sql, args)
+	case it.snap != nil:
 		page, err = it.snap.readPage(sql, args)
-	} else {
+	default:
 		page, err = readPage(it.store.closeCtx, q, sql, args)
 	}
 	if err != nil {
@@ -116,7 +122,7 @@ func (it *pageIterator) Next() bool {
 			it.cur = entry{}
 			return false
 		}
-		if it.snap == nil {
+		if it.snap == nil && it.read == nil {
 			snap, err := it.store.newSnapshot(it.store.closeCtx)
 			if err != nil {
 				it.err = it.store.wrap(err)
@@ -235,6 +241,7 @@ type snapshot struct {
 	mu    sync.Mutex
 	conn  *pgxpool.Conn
 	err   error // the error every read returns: storage.ErrClosed once closed
+	slot  bool  // it holds one of the store's slots
 }
 
 // readPage reads one page of an iterator in the snapshot.
@@ -280,5 +287,8 @@ func (s *snapshot) Close() error {
 	}
 	s.conn.Release()
 	s.conn = nil
+	if s.slot {
+		<-s.store.slots
+	}
 	return nil
 }

@@ -2,10 +2,12 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/orrery-db/orrery/storage"
 	"github.com/orrery-db/orrery/storage/postgres"
@@ -106,4 +108,68 @@ func TestSharedConformance(t *testing.T) {
 			pgtest.Terminate(t, url, s.(*postgres.Store).LeadPIDs())
 		}
 	})
+}
+
+// Shared batches and snapshots hold connections only up to a bound below
+// the pool's size: with every slot taken, point reads and long ranges still
+// run (they use the reserve or the batch's own connection), and another
+// batch waits for a slot rather than for the pool.
+func TestHeldConnectionsLeaveReadsAConnection(t *testing.T) {
+	s, err := postgres.Open(context.Background(), pgtest.URL(t), postgres.Options{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b := s.NewBatch()
+	for i := range 600 {
+		b.Set(fmt.Appendf(nil, "k%04d", i), []byte("v"))
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var held []storage.SharedBatch
+	for range 2 {
+		sb, err := s.NewSharedBatch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sb.Close()
+		held = append(held, sb)
+	}
+	for _, sb := range held {
+		if err := sb.Lock(ctx, []byte(fmt.Sprint(sb)), true); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Get([]byte("k0001")); err != nil {
+			t.Fatalf("a point read with every slot held: %v", err)
+		}
+		sb.Set([]byte("k0500x"), []byte("mine"))
+		it, err := sb.NewIterator(nil, nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for it.Next() {
+			n++
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+		it.Close()
+		if n != 601 {
+			t.Fatalf("a shared batch's scan over three pages saw %d keys, want 601", n)
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if _, err := s.NewSharedBatch(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a third shared batch with two slots: %v, want to wait until its deadline", err)
+	}
+	held[0].Close()
+	sb, err := s.NewSharedBatch(ctx)
+	if err != nil {
+		t.Fatalf("a shared batch after one closed: %v", err)
+	}
+	sb.Close()
 }

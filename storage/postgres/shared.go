@@ -29,8 +29,16 @@ func (s *Store) NewSharedBatch(ctx context.Context) (storage.SharedBatch, error)
 	if s.closed.Load() {
 		return nil, storage.ErrClosed
 	}
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.closeCtx.Done():
+		return nil, storage.ErrClosed
+	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
+		<-s.slots
 		return nil, s.wrap(err)
 	}
 	return &sharedBatch{store: s, conn: conn, overlay: overlay{pending: newTree()}}, nil
@@ -114,9 +122,9 @@ func (b *sharedBatch) NewIterator(lower, upper []byte, reverse bool) (storage.It
 	if b.pending == nil {
 		return nil, storage.ErrClosed
 	}
-	base, err := b.store.NewIterator(lower, upper, reverse)
-	if err != nil {
-		return nil, err
+	base := &pageIterator{store: b.store, lower: lower, upper: upper, reverse: reverse, read: b.readPage}
+	if err := base.fetch(nil); err != nil {
+		return nil, b.store.wrap(err)
 	}
 	return &mergeIterator{reverse: reverse, base: base, pending: b.inRange(lower, upper, reverse)}, nil
 }
@@ -171,6 +179,7 @@ func (b *sharedBatch) releaseConn() {
 	}
 	b.conn.Release()
 	b.conn = nil
+	<-b.store.slots
 }
 
 // Close rolls back an uncommitted batch, releasing its locks.
@@ -300,4 +309,13 @@ func (l *lead) release() {
 			l.forget()
 		}
 	})
+}
+
+// readPage reads a page of an iterator on the batch's connection: each page
+// sees the latest committed state (read committed), as the batch's reads do.
+func (b *sharedBatch) readPage(sql string, args []any) ([]entry, error) {
+	if b.conn == nil {
+		return nil, storage.ErrClosed
+	}
+	return readPage(b.store.closeCtx, b.conn, sql, args)
 }

@@ -38,8 +38,11 @@ const (
 
 // Options tune Open.
 type Options struct {
-	// MaxConns caps the connection pool; zero means 16. Every open snapshot,
-	// shared batch and iterator past its first page holds one connection.
+	// MaxConns caps the connection pool; zero means 16, and less than 4
+	// means 4. Every open snapshot, shared batch and iterator past its first
+	// page holds one connection; a quarter of the pool (at least two) is
+	// kept for short reads, so snapshots and shared batches wait for one
+	// another before the pool is full.
 	MaxConns int
 }
 
@@ -53,6 +56,11 @@ type Store struct {
 	leads    map[*lead]struct{}
 	closeCtx context.Context
 	cancel   context.CancelFunc
+	// slots bounds the connections that shared batches and snapshots hold
+	// for their lifetime, leaving the rest of the pool to the short reads
+	// (point reads, first pages, watermarks) that a holder may make while
+	// it holds one: a full pool never waits on itself.
+	slots chan struct{}
 }
 
 var (
@@ -69,13 +77,18 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	cfg.MaxConns = 16
 	if opts.MaxConns > 0 {
+		if opts.MaxConns < 4 {
+			opts.MaxConns = 4 // a slot for batches and snapshots, and the reserve
+		}
 		cfg.MaxConns = int32(opts.MaxConns)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Store{pool: pool, connCfg: cfg.ConnConfig.Copy(), leads: map[*lead]struct{}{}}
+	reserve := max(2, int(cfg.MaxConns)/4)
+	s := &Store{pool: pool, connCfg: cfg.ConnConfig.Copy(), leads: map[*lead]struct{}{},
+		slots: make(chan struct{}, max(1, int(cfg.MaxConns)-reserve))}
 	s.closeCtx, s.cancel = context.WithCancel(context.Background())
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
@@ -208,10 +221,17 @@ func (s *Store) NewSnapshot() storage.Snapshot {
 	if s.closed.Load() {
 		return &snapshot{store: s, err: storage.ErrClosed}
 	}
+	select {
+	case s.slots <- struct{}{}:
+	case <-s.closeCtx.Done():
+		return &snapshot{store: s, err: storage.ErrClosed}
+	}
 	snap, err := s.newSnapshot(s.closeCtx)
 	if err != nil {
+		<-s.slots
 		return &snapshot{store: s, err: s.wrap(err)}
 	}
+	snap.slot = true
 	return snap
 }
 
