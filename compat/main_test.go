@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 			fmt.Println("compat: the suite again, on PostgreSQL")
 			os.Setenv(orrerytest.StorageEnv, "postgres")
 			if f := flag.Lookup("test.skip"); f != nil && f.Value.String() == "" {
-				f.Value.Set("^(TestJSSDK|TestPythonSDK)$")
+				f.Value.Set("^Test(JS|Python)")
 			}
 			code = m.Run()
 		case os.Getenv("ORRERY_REQUIRE_POSTGRES") == "1":

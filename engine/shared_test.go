@@ -3,9 +3,11 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/orrery-db/orrery/storage"
 	"github.com/orrery-db/orrery/storage/memory"
@@ -239,4 +241,77 @@ func TestSharedCounterWithETagsOnBothGatewaysIsExact(t *testing.T) {
 			t.Fatalf("counter = %d after %d conditional increments on two gateways", doc.N, workers*each)
 		}
 	})
+}
+
+// On a shared store the TTL sweep runs under the duty "ttl": while the two
+// engines run, one of them holds it (another process cannot take it), and
+// expired items are swept; once both close, the duty is free.
+func TestSharedTTLSweepRunsUnderTheDuty(t *testing.T) {
+	store := memory.NewShared()
+	var mu sync.Mutex
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	var engines []*Engine
+	for _, s := range []*memory.SharedStore{store, store.Open()} {
+		e, err := Open(s, Options{Now: clock, SweepInterval: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		engines = append(engines, e)
+		defer s.Close()
+		defer e.Close()
+	}
+	a, b := engines[0], engines[1]
+	if _, err := a.CreateDatabase([]byte(`{"id":"db"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":5}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := b.CreateItem(req("", "p", fmt.Sprintf(`{"id":"%d","pk":"p"}`, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := store.Open()
+	defer other.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	_, _, err := other.Lead(ctx, "ttl")
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("another process's Lead(ttl) while two engines run: %v, want to wait (an engine holds it)", err)
+	}
+	mu.Lock()
+	now = now.Add(time.Minute)
+	mu.Unlock()
+	deadline := time.Now().Add(30 * time.Second)
+	for countKeys(t, store, []byte{prefixItem}) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("expired items still stored 30 s after they expired")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	a.Close()
+	b.Close()
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, release, err := other.Lead(ctx, "ttl")
+	if err != nil {
+		t.Fatalf("Lead(ttl) after both engines closed: %v", err)
+	}
+	release()
+}
+
+func countKeys(t *testing.T, s storage.Reader, prefix []byte) int {
+	t.Helper()
+	it, err := s.NewIterator(prefix, storage.PrefixEnd(prefix), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	n := 0
+	for it.Next() {
+		n++
+	}
+	return n
 }
