@@ -138,6 +138,12 @@ func (e *Engine) indexChunk(c *Container, lower, upper []byte) ([]byte, error) {
 		if err := b.Delete(indexRebuildKey(c.rid)); err != nil {
 			return nil, err
 		}
+		if e.shared != nil {
+			// Other gateways reload the catalog, and query the index again.
+			if err := b.Set(metaCatalogVersion, randomBytes(16)); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return next, b.Commit()
 }

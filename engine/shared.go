@@ -126,6 +126,16 @@ func (e *Engine) reloadCatalogLocked(v []byte) {
 		e.dbs = old
 		return
 	}
+	// A container whose index another gateway is rebuilding for a new
+	// policy is queried by scanning until the rebuild's last batch (which
+	// bumps the version again) removes the mark.
+	for _, db := range e.dbs {
+		for _, c := range db.colls {
+			if _, err := e.store.Get(indexRebuildKey(c.rid)); err == nil {
+				c.indexRetired.Store(true)
+			}
+		}
+	}
 	// Writers holding an old Container look it up again (see inPartition).
 	for _, db := range old {
 		for _, c := range db.colls {

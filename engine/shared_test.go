@@ -315,3 +315,63 @@ func countKeys(t *testing.T, s storage.Reader, prefix []byte) int {
 	}
 	return n
 }
+
+// A replace on A that changes the indexing policy rebuilds the index while
+// B, which reloads the catalog at once, keeps answering queries: B scans
+// until the rebuild is done, and never answers from the half-built index.
+func TestSharedQueriesOnTheOtherGatewayDuringAReindexAreComplete(t *testing.T) {
+	store := memory.NewShared()
+	a, b := openPairOn(t, store, store.Open())
+	narrow := `{"id":"r","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"includedPaths":[{"path":"/a/?"}],"excludedPaths":[{"path":"/*"}]}}`
+	wide := `{"id":"r","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"includedPaths":[{"path":"/*"}],"excludedPaths":[]}}`
+	if _, err := a.CreateContainer("db", []byte(narrow), nil); err != nil {
+		t.Fatal(err)
+	}
+	const n = 6000
+	for i := range n {
+		r := req("", "p", fmt.Sprintf(`{"id":"%d","pk":"p","b":%d}`, i, i%50))
+		r.Container = "r"
+		if _, err := a.CreateItem(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func() int {
+		got, cont := 0, ""
+		for {
+			res, err := b.QueryItems(context.Background(), &QueryRequest{Database: "db", Container: "r",
+				Query: "SELECT VALUE c.id FROM c WHERE c.b = 7", MaxItems: 1000, Continuation: cont,
+				PartitionKey: StringKey("p"), HasPartitionKey: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got += len(res.Items)
+			if cont = res.Continuation; cont == "" {
+				return got
+			}
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.ReplaceContainer("db", "r", []byte(wide), "")
+		done <- err
+	}()
+	queries := 0
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := count(); got != n/50 {
+				t.Fatalf("B's query after the reindex found %d items, want %d", got, n/50)
+			}
+			t.Logf("%d queries on B during the reindex", queries)
+			return
+		default:
+		}
+		if got := count(); got != n/50 {
+			t.Fatalf("B's query during A's reindex found %d items, want %d", got, n/50)
+		}
+		queries++
+	}
+}
