@@ -246,3 +246,12 @@ func PostgresAvailable() error { return pgtest.Available() }
 // StopPostgres stops the throwaway PostgreSQL that OnPostgres servers use,
 // if one was started: call it from TestMain after m.Run.
 func StopPostgres() { pgtest.StopShared() }
+
+// PostgresURL returns the URL of a fresh database on the throwaway
+// PostgreSQL, for servers started with Options.Postgres: several on one URL
+// act as one database, as gateways do. It skips the test when PostgreSQL is
+// not installed (fails it with ORRERY_REQUIRE_POSTGRES=1).
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	return pgtest.URL(t)
+}
