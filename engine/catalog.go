@@ -215,7 +215,7 @@ func (e *Engine) lookupContainer(dbName, name string) (*Container, *Error) {
 
 // Container returns the current snapshot of a container, by name or RID.
 func (e *Engine) Container(db, name string) (*Container, error) {
-	e.rlockCatalog()
+	e.catMu.RLock()
 	defer e.catMu.RUnlock()
 	c, err := e.lookupContainer(db, name)
 	if err != nil {
@@ -231,8 +231,8 @@ func (e *Engine) CreateDatabase(body []byte, throughput *Throughput) (*Resource,
 	if perr != nil {
 		return nil, perr
 	}
-	e.lockCatalog()
-	defer e.unlockCatalog()
+	e.catMu.Lock()
+	defer e.catMu.Unlock()
 	if _, exists := e.dbs[id]; exists {
 		return nil, Conflict("Database '%s' already exists. %s", id, msgConflict)
 	}
@@ -290,7 +290,7 @@ func (e *Engine) CreateDatabase(body []byte, throughput *Throughput) (*Resource,
 
 // ReadDatabase returns a database by name or RID.
 func (e *Engine) ReadDatabase(name string) (*Resource, error) {
-	e.rlockCatalog()
+	e.catMu.RLock()
 	defer e.catMu.RUnlock()
 	db, err := e.lookupDatabase(name)
 	if err != nil {
@@ -301,7 +301,7 @@ func (e *Engine) ReadDatabase(name string) (*Resource, error) {
 
 // ListDatabases returns every database, ordered by id.
 func (e *Engine) ListDatabases() []*Resource {
-	e.rlockCatalog()
+	e.catMu.RLock()
 	defer e.catMu.RUnlock()
 	out := make([]*Resource, 0, len(e.dbs))
 	for _, db := range e.dbs {
@@ -313,8 +313,8 @@ func (e *Engine) ListDatabases() []*Resource {
 
 // DeleteDatabase deletes a database and everything in it.
 func (e *Engine) DeleteDatabase(name string, ifMatch string) error {
-	e.lockCatalog()
-	defer e.unlockCatalog()
+	e.catMu.Lock()
+	defer e.catMu.Unlock()
 	db, err := e.lookupDatabase(name)
 	if err != nil {
 		return err

@@ -20,8 +20,8 @@ func (e *Engine) CreateContainer(dbName string, body []byte, throughput *Through
 	if perr != nil {
 		return nil, perr
 	}
-	e.lockCatalog()
-	defer e.unlockCatalog()
+	e.catMu.Lock()
+	defer e.catMu.Unlock()
 	db, derr := e.lookupDatabase(dbName)
 	if derr != nil {
 		return nil, derr
@@ -201,7 +201,7 @@ func (e *Engine) ReadContainer(db, name string) (*Resource, error) {
 
 // ListContainers returns the containers of a database, ordered by id.
 func (e *Engine) ListContainers(dbName string) ([]*Resource, error) {
-	e.rlockCatalog()
+	e.catMu.RLock()
 	defer e.catMu.RUnlock()
 	db, err := e.lookupDatabase(dbName)
 	if err != nil {
@@ -240,8 +240,8 @@ func (e *Engine) replaceContainer(dbName, name string, props map[string]any, ifM
 		// other order never (their catalog lookups come before).
 		defer e.lockAllPartitions()()
 	}
-	e.lockCatalog()
-	defer e.unlockCatalog()
+	e.catMu.Lock()
+	defer e.catMu.Unlock()
 	prev, lerr := e.lookupContainer(dbName, name)
 	if lerr != nil {
 		return nil, lerr
@@ -301,8 +301,8 @@ func (e *Engine) replaceContainer(dbName, name string, props map[string]any, ifM
 
 // DeleteContainer deletes a container, its scripts and its items.
 func (e *Engine) DeleteContainer(dbName, name string, ifMatch string) error {
-	e.lockCatalog()
-	defer e.unlockCatalog()
+	e.catMu.Lock()
+	defer e.catMu.Unlock()
 	c, err := e.lookupContainer(dbName, name)
 	if err != nil {
 		return err

@@ -103,7 +103,7 @@ type Engine struct {
 	// shared is set when the store is a storage.Shared (see shared.go).
 	shared *sharedSeam
 
-	catMu  sync.RWMutex
+	catMu  catalogMutex
 	dbs    map[string]*Database
 	offers map[string][]byte
 
@@ -138,6 +138,7 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 	if e.now == nil {
 		e.now = time.Now
 	}
+	e.catMu.e = e
 	if e.shared = newSharedSeam(store); e.shared != nil {
 		seq.shared = e.shared
 		v, err := catalogVersion(store)

@@ -81,7 +81,7 @@ func (e *Engine) databaseOffer(db *Database) string {
 
 // ListOffers returns every offer.
 func (e *Engine) ListOffers() []*Resource {
-	e.rlockCatalog()
+	e.catMu.RLock()
 	defer e.catMu.RUnlock()
 	out := make([]*Resource, 0, len(e.offers))
 	for rid, body := range e.offers {
@@ -101,7 +101,7 @@ func offerResource(rid string, body []byte) *Resource {
 
 // ReadOffer returns an offer by RID (case-insensitively, as clients sign it lower-cased).
 func (e *Engine) ReadOffer(rid string) (*Resource, error) {
-	e.rlockCatalog()
+	e.catMu.RLock()
 	defer e.catMu.RUnlock()
 	if r := e.offerRID(rid); r != "" {
 		return offerResource(r, e.offers[r]), nil
@@ -115,8 +115,8 @@ func (e *Engine) ReplaceOffer(rid string, body []byte) (*Resource, error) {
 	if perr != nil {
 		return nil, perr
 	}
-	e.lockCatalog()
-	defer e.unlockCatalog()
+	e.catMu.Lock()
+	defer e.catMu.Unlock()
 	key := e.offerRID(rid)
 	if key == "" {
 		return nil, NotFound("Offer '%s' does not exist. %s", rid, msgNotFound)

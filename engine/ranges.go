@@ -249,8 +249,8 @@ func (c *Container) keyRange(scope []byte, b epkBounds) (lower, upper []byte) {
 // whose parents name it, continue its change feed from any of its
 // continuations.
 func (e *Engine) SplitPartitionKeyRange(dbName, collName, id string) ([]PartitionKeyRange, error) {
-	e.lockCatalog()
-	defer e.unlockCatalog()
+	e.catMu.Lock()
+	defer e.catMu.Unlock()
 	prev, lerr := e.lookupContainer(dbName, collName)
 	if lerr != nil {
 		return nil, lerr

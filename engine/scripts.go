@@ -108,8 +108,8 @@ func (e *Engine) CreateScript(db, coll string, kind ScriptKind, body []byte) (*R
 	if err := validateScript(kind, props); err != nil {
 		return nil, err
 	}
-	e.lockCatalog()
-	defer e.unlockCatalog()
+	e.catMu.Lock()
+	defer e.catMu.Unlock()
 	c, lerr := e.lookupContainer(db, coll)
 	if lerr != nil {
 		return nil, lerr
@@ -226,8 +226,8 @@ func (e *Engine) ReplaceScript(db, coll string, kind ScriptKind, id string, body
 	if err := validateScript(kind, props); err != nil {
 		return nil, err
 	}
-	e.lockCatalog()
-	defer e.unlockCatalog()
+	e.catMu.Lock()
+	defer e.catMu.Unlock()
 	c, lerr := e.lookupContainer(db, coll)
 	if lerr != nil {
 		return nil, lerr
@@ -247,8 +247,8 @@ func (e *Engine) ReplaceScript(db, coll string, kind ScriptKind, id string, body
 
 // DeleteScript deletes a script.
 func (e *Engine) DeleteScript(db, coll string, kind ScriptKind, id string, ifMatch string) error {
-	e.lockCatalog()
-	defer e.unlockCatalog()
+	e.catMu.Lock()
+	defer e.catMu.Unlock()
 	c, lerr := e.lookupContainer(db, coll)
 	if lerr != nil {
 		return lerr

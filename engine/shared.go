@@ -87,13 +87,47 @@ func catalogVersion(r storage.Reader) ([]byte, error) {
 	return v, err
 }
 
-// rlockCatalog takes catMu for reading, first reloading the catalog if
-// another gateway changed it.
-func (e *Engine) rlockCatalog() {
-	if e.shared != nil {
-		e.refreshCatalog()
+// catalogMutex guards the catalog cache (Engine.catMu). Without a shared
+// store it is a sync.RWMutex and nothing more. On a shared store RLock
+// first reloads the catalog if another gateway changed it, and Lock first
+// takes the store's catalog lock (so that no writer of any gateway holds it
+// shared, and no other gateway changes the catalog) and reloads the catalog
+// if it moved; Unlock releases both. Every catalog reader and writer gets
+// this by taking catMu as before.
+type catalogMutex struct {
+	mu sync.RWMutex
+	e  *Engine // set by Open
+}
+
+func (m *catalogMutex) shared() bool { return m.e != nil && m.e.shared != nil }
+
+// RLock takes the cache for reading, reloading it first if it is stale.
+func (m *catalogMutex) RLock() {
+	if m.shared() {
+		m.e.refreshCatalog()
 	}
-	e.catMu.RLock()
+	m.mu.RLock()
+}
+
+// RUnlock releases RLock.
+func (m *catalogMutex) RUnlock() { m.mu.RUnlock() }
+
+// Lock takes the cache, and the store's catalog lock, for a change.
+func (m *catalogMutex) Lock() {
+	if m.shared() {
+		m.e.lockCatalog()
+		return
+	}
+	m.mu.Lock()
+}
+
+// Unlock releases Lock.
+func (m *catalogMutex) Unlock() {
+	if m.shared() {
+		m.e.unlockCatalog()
+		return
+	}
+	m.mu.Unlock()
 }
 
 // refreshCatalog reloads the catalog when the store's version differs from
@@ -104,8 +138,8 @@ func (e *Engine) refreshCatalog() {
 	if err != nil || bytes.Equal(v, *e.shared.version.Load()) {
 		return
 	}
-	e.catMu.Lock()
-	defer e.catMu.Unlock()
+	e.catMu.mu.Lock()
+	defer e.catMu.mu.Unlock()
 	e.reloadCatalogLocked(v)
 }
 
@@ -145,14 +179,8 @@ func (e *Engine) reloadCatalogLocked(v []byte) {
 	e.shared.version.Store(&v)
 }
 
-// lockCatalog takes catMu for writing. On a shared store it takes the
-// store's catalog lock first (so that no writer of any gateway holds it
-// shared) and reloads the catalog if it moved.
+// lockCatalog is catMu.Lock on a shared store.
 func (e *Engine) lockCatalog() {
-	if e.shared == nil {
-		e.catMu.Lock()
-		return
-	}
 	ctx := context.Background()
 	b, err := e.shared.store.NewSharedBatch(ctx)
 	if err == nil {
@@ -160,7 +188,7 @@ func (e *Engine) lockCatalog() {
 			b.Close()
 		}
 	}
-	e.catMu.Lock()
+	e.catMu.mu.Lock()
 	if err != nil {
 		// The catalog batches of this change fail with the store's error.
 		e.shared.lock = failedBatch{err}
@@ -174,16 +202,16 @@ func (e *Engine) lockCatalog() {
 
 // unlockCatalog releases what lockCatalog took.
 func (e *Engine) unlockCatalog() {
-	if e.shared != nil && e.shared.lock != nil {
+	if e.shared.lock != nil {
 		e.shared.lock.Close()
 		e.shared.lock = nil
 	}
-	e.catMu.Unlock()
+	e.catMu.mu.Unlock()
 }
 
 // catalogBatch starts a batch of catalog changes. On a shared store it
 // bumps the catalog version in the same batch, and fails if the store's
-// catalog lock could not be taken. The caller holds lockCatalog.
+// catalog lock could not be taken. The caller holds catMu for writing.
 func (e *Engine) catalogBatch() storage.Batch {
 	if e.shared == nil {
 		return e.store.NewBatch()
@@ -262,9 +290,9 @@ func (e *Engine) beginShared(c *Container, p *partition) (b storage.SharedBatch,
 	}
 	if !bytes.Equal(v, *e.shared.version.Load()) {
 		b.Close()
-		e.catMu.Lock()
+		e.catMu.mu.Lock()
 		e.reloadCatalogLocked(v)
-		e.catMu.Unlock()
+		e.catMu.mu.Unlock()
 		return nil, true, nil
 	}
 	return b, false, nil

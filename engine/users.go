@@ -231,8 +231,8 @@ func (e *Engine) putUser(dbName string, body []byte, upsert bool) (*Resource, bo
 	if err != nil {
 		return nil, false, err
 	}
-	e.lockCatalog()
-	defer e.unlockCatalog()
+	e.catMu.Lock()
+	defer e.catMu.Unlock()
 	db, lerr := e.lookupDatabase(dbName)
 	if lerr != nil {
 		return nil, false, lerr
@@ -242,7 +242,7 @@ func (e *Engine) putUser(dbName string, body []byte, upsert bool) (*Resource, bo
 
 // ReadUser returns a user by id or RID.
 func (e *Engine) ReadUser(db, id string) (*Resource, error) {
-	e.rlockCatalog()
+	e.catMu.RLock()
 	defer e.catMu.RUnlock()
 	d, err := e.lookupDatabase(db)
 	if err != nil {
@@ -257,7 +257,7 @@ func (e *Engine) ReadUser(db, id string) (*Resource, error) {
 
 // ListUsers returns a database's users, ordered by id.
 func (e *Engine) ListUsers(db string) ([]*Resource, error) {
-	e.rlockCatalog()
+	e.catMu.RLock()
 	defer e.catMu.RUnlock()
 	d, err := e.lookupDatabase(db)
 	if err != nil {
@@ -273,8 +273,8 @@ func (e *Engine) ReplaceUser(db, id string, body []byte, ifMatch string) (*Resou
 	if err != nil {
 		return nil, err
 	}
-	e.lockCatalog()
-	defer e.unlockCatalog()
+	e.catMu.Lock()
+	defer e.catMu.Unlock()
 	d, lerr := e.lookupDatabase(db)
 	if lerr != nil {
 		return nil, lerr
@@ -285,8 +285,8 @@ func (e *Engine) ReplaceUser(db, id string, body []byte, ifMatch string) (*Resou
 // DeleteUser deletes a user and its permissions, which revokes every
 // resource token they issued.
 func (e *Engine) DeleteUser(db, id, ifMatch string) error {
-	e.lockCatalog()
-	defer e.unlockCatalog()
+	e.catMu.Lock()
+	defer e.catMu.Unlock()
 	d, user, err := e.lookupUser(db, id)
 	if err != nil {
 		return err
@@ -430,8 +430,8 @@ func (e *Engine) putPermission(db, user string, body []byte, upsert bool) (*Perm
 	if err != nil {
 		return nil, false, err
 	}
-	e.lockCatalog()
-	defer e.unlockCatalog()
+	e.catMu.Lock()
+	defer e.catMu.Unlock()
 	d, u, lerr := e.lookupUser(db, user)
 	if lerr != nil {
 		return nil, false, lerr
@@ -467,7 +467,7 @@ func (e *Engine) checkOnePermissionPerResource(perms principalParent, props map[
 
 // ReadPermission returns a user's permission by id or RID.
 func (e *Engine) ReadPermission(db, user, id string) (*Permission, error) {
-	e.rlockCatalog()
+	e.catMu.RLock()
 	defer e.catMu.RUnlock()
 	d, u, err := e.lookupUser(db, user)
 	if err != nil {
@@ -482,7 +482,7 @@ func (e *Engine) ReadPermission(db, user, id string) (*Permission, error) {
 
 // ListPermissions returns a user's permissions, ordered by id.
 func (e *Engine) ListPermissions(db, user string) ([]*Permission, error) {
-	e.rlockCatalog()
+	e.catMu.RLock()
 	defer e.catMu.RUnlock()
 	d, u, err := e.lookupUser(db, user)
 	if err != nil {
@@ -507,8 +507,8 @@ func (e *Engine) ReplacePermission(db, user, id string, body []byte, ifMatch str
 	if err != nil {
 		return nil, err
 	}
-	e.lockCatalog()
-	defer e.unlockCatalog()
+	e.catMu.Lock()
+	defer e.catMu.Unlock()
 	d, u, lerr := e.lookupUser(db, user)
 	if lerr != nil {
 		return nil, lerr
@@ -522,8 +522,8 @@ func (e *Engine) ReplacePermission(db, user, id string, body []byte, ifMatch str
 
 // DeletePermission deletes a permission, which revokes its resource tokens.
 func (e *Engine) DeletePermission(db, user, id, ifMatch string) error {
-	e.lockCatalog()
-	defer e.unlockCatalog()
+	e.catMu.Lock()
+	defer e.catMu.Unlock()
 	d, u, err := e.lookupUser(db, user)
 	if err != nil {
 		return err
@@ -555,7 +555,7 @@ func (e *Engine) PermissionByRID(rid string) (*Permission, error) {
 	if !ok {
 		return nil, NotFound("'%s' is not the RID of a permission.", rid)
 	}
-	e.rlockCatalog()
+	e.catMu.RLock()
 	defer e.catMu.RUnlock()
 	d, err := e.lookupDatabase(encodeRID(b[:4]))
 	if err != nil {
@@ -585,7 +585,7 @@ func (e *Engine) ResolveLink(segs []string) []string {
 	if len(out) < 2 || out[0] != "dbs" {
 		return out
 	}
-	e.rlockCatalog()
+	e.catMu.RLock()
 	defer e.catMu.RUnlock()
 	db, err := e.lookupDatabase(out[1])
 	if err != nil {
