@@ -184,6 +184,7 @@ func start() (*server, error) {
 		if err == nil {
 			s.port = port
 			s.baseURL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/", port)
+			s.watchdog()
 			return s, nil
 		}
 		log, _ := os.ReadFile(filepath.Join(dir, "log"))
@@ -194,6 +195,22 @@ func start() (*server, error) {
 }
 
 func (s *server) data() string { return filepath.Join(s.dir, "data") }
+
+// watchdog starts a shell, in a session of its own, that stops the server
+// and removes its files once this process is gone: a test binary killed
+// (a timeout, a panic in a goroutine) before StopShared leaves nothing
+// running.
+func (s *server) watchdog() {
+	script := fmt.Sprintf("while [ -e /proc/%d ]; do sleep 1; done; %q stop -m immediate -D %q >/dev/null 2>&1; rm -rf %q",
+		os.Getpid(), filepath.Join(s.bin, "pg_ctl"), s.data(), s.dir)
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: s.cred}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: no watchdog for the server: %v\n", err)
+		return
+	}
+	go cmd.Wait()
+}
 
 func (s *server) run(tool string, args ...string) ([]byte, error) {
 	cmd := exec.Command(filepath.Join(s.bin, tool), args...)
