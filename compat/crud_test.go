@@ -366,7 +366,12 @@ func TestGoSDKReadManyAndThroughput(t *testing.T) {
 	if v, _ := got.ThroughputProperties.ManualThroughput(); v != 1000 {
 		t.Fatalf("throughput after replace %d, want 1000", v)
 	}
-	if _, err := c.ReadThroughput(ctx, nil); statusOf(t, err) != http.StatusNotFound {
-		t.Fatalf("throughput of a container without an offer: %v, want 404", err)
+	// A container created without throughput has the service's default offer.
+	got, err = c.ReadThroughput(ctx, nil)
+	if err != nil {
+		t.Fatalf("read default throughput: %v", err)
+	}
+	if v, _ := got.ThroughputProperties.ManualThroughput(); v != 400 {
+		t.Fatalf("default throughput %d, want 400", v)
 	}
 }

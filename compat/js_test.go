@@ -39,6 +39,8 @@ func TestJSSDK(t *testing.T) {
 	tests := jsSuiteFiles(t)
 
 	srv := orrerytest.Start(t)
+	// metrics.test.mjs counts on a server of its own.
+	metricsSrv := orrerytest.StartWith(t, orrerytest.Options{Metrics: true, SweepInterval: -1, ScriptTimeout: 2 * time.Second})
 	// Entra ID tests (aad.test.mjs): a TLS server that verifies tokens of
 	// an issuer whose key the suite signs with; the SDK sends bearer
 	// tokens over https only.
@@ -68,6 +70,7 @@ func TestJSSDK(t *testing.T) {
 	cmd.Env = append(os.Environ(),
 		"ORRERY_ENDPOINT="+srv.Endpoint,
 		"ORRERY_KEY="+srv.Key,
+		"ORRERY_METRICS_ENDPOINT="+metricsSrv.Endpoint,
 		"NO_COLOR=1",
 		"ORRERY_AAD_ENDPOINT="+aadSrv.Endpoint,
 		"ORRERY_AAD_SIGNING_KEY="+string(issuer.PrivateKeyPEM()),

@@ -136,7 +136,7 @@ func TestGoSDKFeedRangesFollowThroughput(t *testing.T) {
 		{"none", nil, 1},
 		{"m400", manual(400), 1},
 		{"m10000", manual(10000), 1},
-		{"m10001", manual(10001), 2},
+		{"m10100", manual(10100), 2}, // the service takes multiples of 100
 		{"m40000", manual(40000), 4},
 		{"auto20000", &azcosmos.CreateContainerOptions{ThroughputProperties: &auto}, 2},
 	}

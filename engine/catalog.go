@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -50,6 +51,11 @@ type Container struct {
 	// presence caches the container's presence filter, which the engine
 	// keeps by RID across replaces (see presenceOf).
 	presence atomic.Pointer[presenceFilter]
+	// feedRead caches the container's change-feed read position, which the
+	// engine keeps by RID across replaces (see Engine.feedPosition).
+	feedRead atomic.Pointer[atomic.Uint64]
+	// computed are the container's computed properties (engine/computed.go).
+	computed []*query.ComputedProperty
 }
 
 // containerRecord is what is stored for a container: its properties as the
@@ -165,6 +171,7 @@ func newContainer(db *Database, rec containerRecord) (*Container, error) {
 	// Checked when the container was created; a record older than that
 	// check keeps no policy it cannot hold.
 	c.unique, _ = parseUniqueKeyPolicy(props["uniqueKeyPolicy"])
+	c.computed, _ = parseComputedProperties(props, c.index)
 	if v, ok := props["defaultTtl"].(float64); ok {
 		n := int64(v)
 		c.ttl = &n

@@ -167,9 +167,11 @@ func (e *Engine) ReadChangeFeed(req *ChangeFeedRequest) (*ChangeFeedResult, erro
 		}
 		from = n
 	case req.FromNow:
+		e.noteFeedRead(c, watermark)
 		return &ChangeFeedResult{NotModified: true, ETag: FormatChangeFeedETag(watermark), Charge: 1}, nil
 	}
 	if from >= watermark {
+		e.noteFeedRead(c, min(from, watermark))
 		return &ChangeFeedResult{NotModified: true, ETag: FormatChangeFeedETag(from), Charge: 1}, nil
 	}
 	size := req.MaxItems
@@ -204,6 +206,7 @@ func (e *Engine) ReadChangeFeed(req *ChangeFeedRequest) (*ChangeFeedResult, erro
 	if err != nil {
 		return nil, err
 	}
+	e.noteFeedRead(c, page.position)
 	res := &ChangeFeedResult{Items: page.items, ETag: FormatChangeFeedETag(page.position),
 		Charge: 1 + float64(page.bytes)/1024*0.1 + float64(page.examined)/1000}
 	res.NotModified = len(page.items) == 0 && !page.capped

@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"maps"
 	"sort"
 
@@ -53,8 +52,14 @@ func (e *Engine) CreateContainer(dbName string, body []byte, throughput *Through
 		rec.Ranges = newRangeSet(n, e.now().Unix())
 	}
 	var offerBody []byte
-	if throughput != nil {
-		if rec.Offer, offerBody, err = e.putOffer(b, throughput, ridStr, normalized["_self"].(string)); err != nil {
+	// A container without throughput of its own gets the service's default
+	// offer, unless it shares its database's.
+	offered := throughput
+	if offered == nil && e.databaseOffer(db) == "" {
+		offered = &Throughput{Manual: DefaultThroughput}
+	}
+	if offered != nil {
+		if rec.Offer, offerBody, err = e.putOffer(b, offered, ridStr, normalized["_self"].(string)); err != nil {
 			return nil, err
 		}
 	}
@@ -158,6 +163,9 @@ func normalizeContainerProps(props map[string]any, prev *Container) (map[string]
 			ip["excludedPaths"] = []any{}
 		}
 	}
+	if _, err := parseComputedProperties(out, newIndexPolicy(out)); err != nil {
+		return nil, err
+	}
 	if v, ok := out["uniqueKeyPolicy"]; !ok || v == nil {
 		out["uniqueKeyPolicy"] = map[string]any{"uniqueKeys": []any{}}
 		if prev != nil {
@@ -256,7 +264,7 @@ func (e *Engine) replaceContainer(dbName, name string, props map[string]any, ifM
 	if perr != nil {
 		return nil, perr
 	}
-	reindex := !newIndexPolicy(normalized).equal(prev.index)
+	reindex := !newIndexPolicy(normalized).equal(prev.index) || computedChanged(normalized, prev)
 	if reindex && !locked {
 		return nil, errReindexNeedsLocks
 	}
@@ -360,13 +368,14 @@ func deleteRange(r storage.Reader, b storage.Batch, prefix []byte, suffix []byte
 // catalog. Its RID is never reused, so the leftovers are unreachable meanwhile.
 func (e *Engine) purgeContainerData(collRID []byte) {
 	e.presence.Delete(string(collRID))
+	e.feedReads.Delete(string(collRID))
 	e.bg.Add(1)
 	go func() {
 		defer e.bg.Done()
 		for _, p := range [][]byte{itemContainerPrefix(collRID), feedPrefix(collRID), ridPrefix(collRID),
 			versionPrefix(collRID), expiryPrefix(collRID), indexPrefix(collRID), uniquePrefix(collRID), indexRebuildKey(collRID)} {
 			if err := purgePrefix(e.store, p); err != nil {
-				slog.Warn("purging a deleted container's data failed", "error", err)
+				e.log.Warn("purging a deleted container's data failed", "error", err)
 				return
 			}
 		}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/orrery-db/orrery/engine/script"
@@ -68,6 +70,9 @@ type Options struct {
 	// least one), negative no bound. A costly query waits for a slot within
 	// its page's time budget and is answered 429 if none frees up.
 	MaxCostlyQueries int
+	// Logger receives the engine's logs (progress of long work: index
+	// rebuilds, TTL sweeps); slog.Default() when nil.
+	Logger *slog.Logger
 }
 
 // Defaults of the query limits (see Options).
@@ -93,8 +98,18 @@ type Engine struct {
 	scriptsOnce sync.Once
 	scriptsRun  *script.Runner
 	scriptGate  *scriptGate
-	now         func() time.Time
-	cursors     *cursorCache
+	// scriptsStarted is set once scriptsRun and scriptGate are made.
+	scriptsStarted atomic.Bool
+	// scriptRuns counts script runs by kind and outcome (Stats).
+	scriptRuns scriptCounters
+	// ttlSwept counts the items the TTL sweeper deleted (Stats).
+	ttlSwept atomic.Uint64
+	// feedReads holds, by container RID, the furthest position a
+	// change-feed read was answered up to (*atomic.Uint64; Stats).
+	feedReads sync.Map
+	log       *slog.Logger
+	now       func() time.Time
+	cursors   *cursorCache
 	// queryPool is the memory all queries share; nil: unbounded.
 	queryPool *query.MemoryPool
 	// costlySlots admits costly queries; nil: no bound.
@@ -138,6 +153,9 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 	if e.now == nil {
 		e.now = time.Now
 	}
+	if e.log = opts.Logger; e.log == nil {
+		e.log = slog.Default()
+	}
 	e.catMu.e = e
 	if e.shared = newSharedSeam(store); e.shared != nil {
 		seq.shared = e.shared
@@ -164,6 +182,9 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	if err := e.loadOffers(); err != nil {
+		return nil, err
+	}
+	if err := e.ensureContainerOffers(); err != nil {
 		return nil, err
 	}
 	if err := e.upgradeIndexes(); err != nil {
@@ -202,6 +223,7 @@ func (e *Engine) scripts() *script.Runner {
 		}
 		timeout := e.scriptsRun.Limits().Timeout
 		e.scriptGate = newScriptGate(n, max(1, n/2), min(scriptQuantum, timeout/2), timeout)
+		e.scriptsStarted.Store(true)
 	})
 	return e.scriptsRun
 }

@@ -234,8 +234,8 @@ func (c *Container) objectIndexEntries(obj object, itemKey []byte) ([][]byte, er
 	var walk func(obj object, path string) error
 	walk = func(obj object, path string) error {
 		for _, f := range obj {
-			if path == "" && unindexedProperties[f.name] {
-				continue
+			if path == "" && (unindexedProperties[f.name] || c.computedByName(f.name) != nil) {
+				continue // a computed property's name hides a persisted one
 			}
 			p := path + "/" + strings.ReplaceAll(strings.ReplaceAll(f.name, "~", "~0"), "/", "~1")
 			raw := f.value
@@ -259,7 +259,10 @@ func (c *Container) objectIndexEntries(obj object, itemKey []byte) ([][]byte, er
 		}
 		return nil
 	}
-	return out, walk(obj, "")
+	if err := walk(obj, ""); err != nil {
+		return nil, err
+	}
+	return c.appendComputedIndexEntries(obj, suffix, out)
 }
 
 // appendRawIndexValue appends the index encoding of a raw JSON value.

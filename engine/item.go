@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/orrery-db/orrery/storage"
 )
@@ -160,6 +161,12 @@ func (c *Container) parseItem(body []byte, req *ItemRequest) (*item, *Error) {
 	}
 	if len(body) == 0 || !json.Valid(body) {
 		return nil, BadRequest("The request body is not valid JSON.")
+	}
+	if !utf8.Valid(body) {
+		// json.Valid passes invalid UTF-8 inside strings; stored, it would
+		// break every SDK's read and query of the partition. The server
+		// refuses such bodies first; this covers seeds, imports and scripts.
+		return nil, BadRequest("The request payload is invalid: it is not valid UTF-8. Ensure to provide a valid request payload.")
 	}
 	obj, err := parseObject(body)
 	if err != nil {

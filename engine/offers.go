@@ -15,6 +15,99 @@ type Throughput struct {
 	AutoscaleMax int
 }
 
+// DefaultThroughput is the manual throughput the service provisions for a
+// container created without throughput in a database without shared
+// throughput.
+const DefaultThroughput = 400
+
+// Throughput bounds, as the service enforces them on create and replace.
+const (
+	minManualThroughput     = 400
+	manualThroughputStep    = 100
+	minAutoscaleThroughput  = 1000
+	autoscaleThroughputStep = 1000
+	maxThroughput           = 1000000
+)
+
+// Validate checks throughput as the service does, answering its 400.
+func (t *Throughput) Validate() error {
+	if t.AutoscaleMax != 0 {
+		if t.AutoscaleMax < minAutoscaleThroughput || t.AutoscaleMax > maxThroughput || t.AutoscaleMax%autoscaleThroughputStep != 0 {
+			return BadRequest("The offer should have valid throughput values between %d and %d inclusive in increments of %d.", minAutoscaleThroughput, maxThroughput, autoscaleThroughputStep)
+		}
+		return nil
+	}
+	if t.Manual < minManualThroughput || t.Manual > maxThroughput || t.Manual%manualThroughputStep != 0 {
+		return BadRequest("The offer should have valid throughput values between %d and %d inclusive in increments of %d.", minManualThroughput, maxThroughput, manualThroughputStep)
+	}
+	return nil
+}
+
+// MinThroughput is the least throughput an offer may be replaced with, as
+// the x-ms-cosmos-min-throughput header reports it: of the autoscale
+// maximum for an autoscale offer, else of manual RU/s.
+func MinThroughput(offer *Resource) int {
+	var o struct {
+		Content struct {
+			Autopilot any `json:"offerAutopilotSettings"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(offer.Body, &o) == nil && o.Content.Autopilot != nil {
+		return minAutoscaleThroughput
+	}
+	return minManualThroughput
+}
+
+// offerContent is an offer's content object for t.
+func offerContent(t *Throughput) map[string]any {
+	if t.AutoscaleMax > 0 {
+		return map[string]any{
+			"offerThroughput":        t.AutoscaleMax / 10,
+			"offerAutopilotSettings": map[string]any{"maxThroughput": t.AutoscaleMax},
+		}
+	}
+	return map[string]any{"offerThroughput": t.Manual}
+}
+
+// throughputOf reads the throughput an offer content asks for: autoscale
+// when it has autopilot settings, else manual.
+func throughputOf(content map[string]any) (*Throughput, error) {
+	if ap, ok := content["offerAutopilotSettings"]; ok && ap != nil {
+		m, _ := ap.(map[string]any)
+		n, ok := wholeNumber(m["maxThroughput"])
+		if !ok {
+			return nil, BadRequest("The offer's offerAutopilotSettings must have a whole maxThroughput.")
+		}
+		return &Throughput{AutoscaleMax: n}, nil
+	}
+	n, ok := wholeNumber(content["offerThroughput"])
+	if !ok {
+		return nil, BadRequest("The offer's content must have a whole offerThroughput or offerAutopilotSettings.")
+	}
+	return &Throughput{Manual: n}, nil
+}
+
+// wholeNumber reads a JSON number decoded with UseNumber (or as float64)
+// that is a whole number.
+func wholeNumber(v any) (int, bool) {
+	var f float64
+	switch n := v.(type) {
+	case json.Number:
+		var err error
+		if f, err = n.Float64(); err != nil {
+			return 0, false
+		}
+	case float64:
+		f = n
+	default:
+		return 0, false
+	}
+	if f != float64(int(f)) {
+		return 0, false
+	}
+	return int(f), true
+}
+
 // offerRecord is a throughput offer as the service returns it.
 type offerRecord map[string]any
 
@@ -25,13 +118,7 @@ func (e *Engine) putOffer(b storage.Batch, t *Throughput, ownerRID, ownerSelf st
 	for rid == "" || e.offerRID(rid) != "" {
 		rid = encodeRID(randomBytes(3))
 	}
-	content := map[string]any{"offerThroughput": t.Manual}
-	if t.AutoscaleMax > 0 {
-		content = map[string]any{
-			"offerThroughput":        t.AutoscaleMax / 10,
-			"offerAutopilotSettings": map[string]any{"maxThroughput": t.AutoscaleMax},
-		}
-	}
+	content := offerContent(t)
 	lsn, err := e.seq.allocate()
 	if err != nil {
 		return "", nil, err
@@ -109,8 +196,10 @@ func (e *Engine) ReadOffer(rid string) (*Resource, error) {
 	return nil, NotFound("Offer '%s' does not exist. %s", rid, msgNotFound)
 }
 
-// ReplaceOffer replaces an offer's content (its throughput).
-func (e *Engine) ReplaceOffer(rid string, body []byte) (*Resource, error) {
+// ReplaceOffer replaces an offer's content (its throughput). ifMatch, when
+// not "" or "*", must be the offer's current ETag, as must the body's _etag
+// when it has one.
+func (e *Engine) ReplaceOffer(rid string, body []byte, ifMatch string) (*Resource, error) {
 	props, perr := decodeObject(body)
 	if perr != nil {
 		return nil, perr
@@ -125,6 +214,9 @@ func (e *Engine) ReplaceOffer(rid string, body []byte) (*Resource, error) {
 	if err := json.Unmarshal(e.offers[key], &cur); err != nil {
 		return nil, err
 	}
+	if ifMatch != "" && ifMatch != "*" && ifMatch != cur["_etag"] {
+		return nil, PreconditionFailed(msgPrecondition)
+	}
 	if ifm, _ := stringProp(props, "_etag"); ifm != "" && ifm != cur["_etag"] {
 		return nil, PreconditionFailed(msgPrecondition)
 	}
@@ -132,6 +224,21 @@ func (e *Engine) ReplaceOffer(rid string, body []byte) (*Resource, error) {
 	if !ok {
 		return nil, BadRequest("The offer must have a content object.")
 	}
+	want, terr := throughputOf(content)
+	if terr != nil {
+		return nil, terr
+	}
+	curContent, _ := cur["content"].(map[string]any)
+	if _, wasAuto := curContent["offerAutopilotSettings"]; wasAuto != (want.AutoscaleMax > 0) {
+		if wasAuto {
+			return nil, BadRequest("Updating offer to manually provisioned throughput is not allowed. Please invoke migration API to migrate this offer.")
+		}
+		return nil, BadRequest("Updating offer to autoscale provisioned throughput is not allowed. Please invoke migration API to migrate this offer.")
+	}
+	if err := want.Validate(); err != nil {
+		return nil, err
+	}
+	content = offerContent(want)
 	lsn, err := e.seq.allocate()
 	if err != nil {
 		return nil, err
@@ -188,4 +295,54 @@ func equalFoldASCII(a, b string) bool {
 		}
 	}
 	return true
+}
+
+// ensureContainerOffers gives every container that has no offer of its own,
+// in a database without shared throughput, the default offer the service
+// provisions: stores written by builds before containers always had one
+// lack it. Run once at Open, before the engine serves.
+func (e *Engine) ensureContainerOffers() error {
+	e.catMu.Lock()
+	defer e.catMu.Unlock()
+	for _, db := range e.dbs {
+		if e.databaseOffer(db) != "" {
+			continue
+		}
+		for _, c := range db.colls {
+			if c.offer != "" {
+				continue
+			}
+			if err := e.giveDefaultOffer(db, c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// giveDefaultOffer stores a default offer for c and records it in c's
+// catalog record, in one batch. Only Open calls it, before the engine
+// serves, so c is updated in place.
+func (e *Engine) giveDefaultOffer(db *Database, c *Container) error {
+	b := e.catalogBatch()
+	defer b.Close()
+	off, body, err := e.putOffer(b, &Throughput{Manual: DefaultThroughput}, c.RID, "dbs/"+db.RID+"/colls/"+c.RID+"/")
+	if err != nil {
+		return err
+	}
+	rec := c.record
+	rec.Offer = off
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if err := b.Set(containerKey(db.rid, c.ID), raw); err != nil {
+		return err
+	}
+	if err := b.Commit(); err != nil {
+		return err
+	}
+	e.offers[off] = body
+	c.offer, c.record.Offer = off, off
+	return nil
 }

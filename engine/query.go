@@ -194,7 +194,7 @@ func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResul
 		return nil, err
 	}
 	if !req.HasPartitionKey && !req.SinglePartitionKeyRange && !e.opts.ServeCrossPartitionQueries {
-		q, err := parseQuery(req.Query)
+		q, err := c.parseQuery(req.Query)
 		if err != nil {
 			return nil, err
 		}
@@ -231,7 +231,7 @@ func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResul
 // evaluates every page anew. The query stops when ctx ends, and keeps to the
 // page's bounds.
 func (e *Engine) queryIn(ctx context.Context, c *Container, r storage.Reader, scope []byte, req *QueryRequest, cursors *cursorCache, bounds pageBounds) (*QueryResult, error) {
-	q, err := parseQuery(req.Query)
+	q, err := c.parseQuery(req.Query)
 	if err != nil {
 		return nil, err
 	}

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
-	"log/slog"
 	"slices"
 	"time"
 
@@ -83,35 +81,39 @@ func (e *Engine) rebuildIndex(c *Container) error {
 	prefix := itemContainerPrefix(c.rid)
 	lower, upper := prefix, storage.PrefixEnd(prefix)
 	start, lastLog := time.Now(), time.Now()
+	items := 0
 	for chunks := 1; ; chunks++ {
-		next, err := e.indexChunk(c, lower, upper)
+		next, n, err := e.indexChunk(c, lower, upper)
+		items += n
 		if err != nil || next == nil {
 			if err == nil && chunks > 1 {
-				slog.Info("index rebuilt", "container", c.ID, "items", fmt.Sprintf("~%d", chunks*rebuildChunk), "took", time.Since(start).Round(time.Millisecond))
+				e.log.Info("index rebuilt", "database", c.db.ID, "container", c.ID, "items", items, "took", time.Since(start).Round(time.Millisecond))
 			}
 			return err
 		}
-		if time.Since(lastLog) > 5*time.Second {
+		if time.Since(lastLog) > rebuildLogEvery {
 			lastLog = time.Now()
-			slog.Info("rebuilding index", "container", c.ID, "items so far", chunks*rebuildChunk)
+			e.log.Info("rebuilding index", "database", c.db.ID, "container", c.ID, "items so far", items)
 		}
 		lower = next
 	}
 }
 
+// rebuildLogEvery is how often a long index rebuild logs its progress.
+const rebuildLogEvery = 5 * time.Second
+
 // indexChunk indexes up to rebuildChunk items from lower on, and returns the
 // key to go on from, nil after the last chunk (whose batch also removes the
-// container's rebuild mark).
-func (e *Engine) indexChunk(c *Container, lower, upper []byte) ([]byte, error) {
+// container's rebuild mark), and how many items it indexed.
+func (e *Engine) indexChunk(c *Container, lower, upper []byte) (next []byte, n int, err error) {
 	it, err := e.store.NewIterator(lower, upper, false)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer it.Close()
 	b := e.store.NewBatch()
 	defer b.Close()
-	var next []byte
-	for n := 0; it.Next(); n++ {
+	for ; it.Next(); n++ {
 		if n == rebuildChunk {
 			next = bytes.Clone(it.Key())
 			break
@@ -119,33 +121,33 @@ func (e *Engine) indexChunk(c *Container, lower, upper []byte) ([]byte, error) {
 		key := bytes.Clone(it.Key())
 		item, err := decodeItem(key, it.Value())
 		if err != nil {
-			return nil, err
+			return nil, n, err
 		}
 		entries, err := c.indexEntries(item.doc, key)
 		if err != nil {
-			return nil, err
+			return nil, n, err
 		}
 		for _, k := range entries {
 			if err := b.Set(k, nil); err != nil {
-				return nil, err
+				return nil, n, err
 			}
 		}
 	}
 	if err := it.Err(); err != nil {
-		return nil, err
+		return nil, n, err
 	}
 	if next == nil {
 		if err := b.Delete(indexRebuildKey(c.rid)); err != nil {
-			return nil, err
+			return nil, n, err
 		}
 		if e.shared != nil {
 			// Other gateways reload the catalog, and query the index again.
 			if err := b.Set(metaCatalogVersion, randomBytes(16)); err != nil {
-				return nil, err
+				return nil, n, err
 			}
 		}
 	}
-	return next, b.Commit()
+	return next, n, b.Commit()
 }
 
 // lockAllPartitions takes every partition write lock, in order, so that no

@@ -6,9 +6,18 @@ import (
 	"errors"
 	"strings"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/orrery-db/orrery/engine/script"
 	"github.com/orrery-db/orrery/storage"
 )
+
+// tracer makes the engine's spans, from the global tracer provider: no-ops
+// unless the binary set one up.
+var tracer = otel.Tracer("github.com/orrery-db/orrery/engine")
 
 // StatusCode is the error's HTTP status; scripts see it as err.number.
 func (e *Error) StatusCode() int { return e.Status }
@@ -85,19 +94,32 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest
 		}
 	}
 	sp := scriptOf(props)
+	// The run's span, under the request's: a trace goes from the client
+	// through the server into the script (its wait for a slot included).
+	ctx, span := tracer.Start(ctx, "sprocs.run", trace.WithAttributes(
+		attribute.String("db.namespace", c.db.ID), attribute.String("db.collection.name", c.ID),
+		attribute.String("orrery.script.id", req.ID)))
+	defer span.End()
 	ctx, release, err := e.admitScript(ctx, c, pk)
 	if err != nil {
+		e.scriptRuns.refused(kindProcedure, err)
+		span.SetAttributes(attribute.String("orrery.script.outcome", refusedOutcome(err)))
+		span.SetStatus(codes.Error, err.Error())
 		return nil, err
 	}
+	span.AddEvent("admitted")
 	var res script.Result
 	err = e.inPartition(c, pk, func(t *txn) error {
 		coll := &scriptCollection{t: t}
 		var rerr error
 		res, rerr = e.scripts().Execute(ctx, sp, req.Args, coll, script.ExecuteOptions{EnableLogging: req.EnableLogging})
+		e.scriptRuns.count(kindProcedure, rerr)
+		span.SetAttributes(attribute.String("orrery.script.outcome", scriptOutcomes[outcomeOf(rerr)]))
 		return scriptError(rerr)
 	})
 	release(err)
 	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
 		return nil, err
 	}
 	return &ExecuteResult{Body: res.Body, Log: res.Log, Charge: 5 + float64(len(res.Body))/1024}, nil
@@ -292,6 +314,7 @@ func (u *udfResolver) Call(name string, args []json.RawMessage) (json.RawMessage
 		u.session = s
 	}
 	out, err := u.session.Call(fn, args)
+	u.e.scriptRuns.count(kindUDF, err)
 	return out, scriptError(err)
 }
 
@@ -367,6 +390,7 @@ func (e *Engine) runWithTriggers(c *Container, req *ItemRequest, op *BatchOperat
 	}
 	ctx, release, err := e.admitScript(context.Background(), c, pk)
 	if err != nil {
+		e.scriptRuns.refused(kindTrigger, err)
 		return BatchOperationResult{}, err
 	}
 	var r BatchOperationResult
@@ -375,6 +399,7 @@ func (e *Engine) runWithTriggers(c *Container, req *ItemRequest, op *BatchOperat
 		coll := &scriptCollection{t: t}
 		for _, trig := range pre {
 			body, err := e.scripts().RunPreTrigger(ctx, trig, script.Request{OperationType: operation, Body: op.Body}, coll)
+			e.scriptRuns.count(kindTrigger, err)
 			if err != nil {
 				return scriptError(err)
 			}
@@ -387,6 +412,7 @@ func (e *Engine) runWithTriggers(c *Container, req *ItemRequest, op *BatchOperat
 		}
 		for _, trig := range post {
 			body, err := e.scripts().RunPostTrigger(ctx, trig, script.Request{OperationType: operation, Body: op.Body}, r.Body, coll)
+			e.scriptRuns.count(kindTrigger, err)
 			if err != nil {
 				return scriptError(err)
 			}

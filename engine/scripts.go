@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/orrery-db/orrery/engine/script"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -41,8 +42,19 @@ func ParseScriptKind(seg string) (ScriptKind, bool) {
 
 // validateScript checks a script body and, for triggers, its type and operation.
 func validateScript(kind ScriptKind, props map[string]any) *Error {
-	if _, ok := props["body"].(string); !ok {
+	body, ok := props["body"].(string)
+	if !ok {
 		return BadRequest("The script must have a body: a string holding a JavaScript function.")
+	}
+	// Compiled at create and replace, as the service does, so that a syntax
+	// error is answered here (400, with its line) and not at the first run.
+	id, _ := props["id"].(string)
+	if err := script.Validate(id, body); err != nil {
+		e, _ := AsError(scriptError(err))
+		if e == nil {
+			e = BadRequest("%v", err)
+		}
+		return e
 	}
 	if kind != Triggers {
 		return nil

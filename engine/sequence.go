@@ -109,6 +109,16 @@ func (s *sequencer) finish(n uint64) {
 	}
 }
 
+// pending returns the highest LSN handed out and how many handed out are
+// not finished yet, for Stats.
+func (s *sequencer) pending() (newest uint64, inflight int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// inflight keeps the finished numbers behind an open one until it
+	// finishes too; done holds exactly those.
+	return s.next - 1, len(s.inflight) - len(s.done)
+}
+
 // watermark is the highest LSN at or below which everything has finished.
 func (s *sequencer) watermark() uint64 {
 	if s.shared != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -156,7 +155,7 @@ func (e *Engine) reloadCatalogLocked(v []byte) {
 		err = e.loadOffers()
 	}
 	if err != nil {
-		slog.Warn("reloading the catalog failed", "error", err)
+		e.log.Warn("reloading the catalog failed", "error", err)
 		e.dbs = old
 		return
 	}
@@ -338,7 +337,7 @@ func (e *Engine) sharedSweepLoop(interval time.Duration) {
 			if e.stopping() {
 				return
 			}
-			slog.Warn("taking the TTL sweep duty failed", "error", err)
+			e.log.Warn("taking the TTL sweep duty failed", "error", err)
 			select {
 			case <-e.stop:
 				return
@@ -362,7 +361,7 @@ func (e *Engine) sweepWhileLeading(interval time.Duration, lost <-chan struct{})
 			return
 		case <-tick.C:
 			if _, err := e.sweep(); err != nil {
-				slog.Warn("the TTL sweep failed", "error", err)
+				e.log.Warn("the TTL sweep failed", "error", err)
 			}
 		}
 	}

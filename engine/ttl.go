@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"log/slog"
 	"math"
 	"time"
 
@@ -43,7 +42,7 @@ func (e *Engine) sweepLoop(interval time.Duration) {
 			return
 		case <-tick.C:
 			if _, err := e.sweep(); err != nil {
-				slog.Warn("the TTL sweep failed", "error", err)
+				e.log.Warn("the TTL sweep failed", "error", err)
 			}
 		}
 	}
@@ -80,7 +79,7 @@ func (e *Engine) sweep() (int, error) {
 			n, err := e.sweepContainer(c)
 			total += n
 			if n >= sweepLogThreshold {
-				slog.Info("TTL sweep", "container", c.ID, "expired items deleted", n, "took", time.Since(start).Round(time.Millisecond))
+				e.log.Info("TTL sweep", "database", c.db.ID, "container", c.ID, "expired items deleted", n, "took", time.Since(start).Round(time.Millisecond))
 			}
 			if err != nil {
 				return total, err
@@ -97,11 +96,16 @@ func (e *Engine) sweep() (int, error) {
 // before it says so in the log.
 const sweepLogThreshold = 1000
 
+// sweepLogEvery is how often a long sweep of one container logs its
+// progress.
+const sweepLogEvery = 5 * time.Second
+
 // sweepContainer deletes a container's expired items, a batch of index
 // entries at a time.
 func (e *Engine) sweepContainer(c *Container) (int, error) {
 	now := e.now().Unix()
 	total := 0
+	lastLog := time.Now()
 	kinds := []struct {
 		kind byte
 		upto int64 // index times at or below this have expired
@@ -123,8 +127,13 @@ func (e *Engine) sweepContainer(c *Container) (int, error) {
 			}
 			n, err := e.deleteExpired(c, keys)
 			total += n
+			e.ttlSwept.Add(uint64(n))
 			if err != nil {
 				return total, err
+			}
+			if time.Since(lastLog) > sweepLogEvery {
+				lastLog = time.Now()
+				e.log.Info("TTL sweep in progress", "database", c.db.ID, "container", c.ID, "expired items deleted so far", total)
 			}
 			if next == nil {
 				break

@@ -15,6 +15,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/orrery-db/orrery/engine"
 	"github.com/orrery-db/orrery/engine/script"
@@ -85,6 +86,14 @@ type Options struct {
 	// triggers may run at once for their whole time budget (see
 	// engine.Options).
 	MaxConcurrentScripts int
+	// SweepInterval, when set, is how often expired items are deleted for
+	// real (see engine.Options): negative never, for tests of the TTL
+	// backlog; small, for tests that wait for the sweeper.
+	SweepInterval time.Duration
+	// Metrics serves Prometheus metrics at /metrics (the master key as a
+	// bearer token), as orrery serve does: requests, and the engine's change
+	// feed, TTL and script figures.
+	Metrics bool
 	// TLS serves https with httptest's certificate (Server.CertificatePEM)
 	// instead of plain http: the JavaScript SDK sends Entra ID tokens over
 	// https only.
@@ -134,6 +143,7 @@ func StartWith(t testing.TB, opts Options) *Server {
 		Now:                        opts.Now,
 		ScriptLimits:               limits,
 		MaxConcurrentScripts:       opts.MaxConcurrentScripts,
+		SweepInterval:              opts.SweepInterval,
 		QueryTimeBudget:            opts.QueryTimeBudget,
 		QueryMemoryLimit:           opts.QueryMemoryLimit,
 		QueryMemoryPool:            opts.QueryMemoryPool,
@@ -153,6 +163,11 @@ func StartWith(t testing.TB, opts Options) *Server {
 	}
 	hs := httptest.NewUnstartedServer(srv)
 	hs.Config = srv.HTTPServer()
+	if opts.Metrics {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(server.NewEngineCollector(eng))
+		hs.Config.Handler = server.Observe(srv, server.ObserveOptions{Registerer: reg, Gatherer: reg, MetricsKey: server.EmulatorKey})
+	}
 	if opts.TLS {
 		hs.StartTLS()
 	} else {

@@ -70,12 +70,23 @@ const MaxQueryLength = 262144
 
 // Parse parses and validates a query. Errors are *Error values.
 func Parse(text string) (*Query, error) {
+	return parse(text, nil)
+}
+
+// parse parses a query, lets rewrite change the statement (when not nil),
+// then binds it.
+func parse(text string, rewrite func(*selectQuery) error) (*Query, error) {
 	if len(text) > MaxQueryLength {
 		return nil, &Error{Code: CodeSemantic, Message: "The SQL query text exceeded the maximum limit of " + itoa(MaxQueryLength) + " characters."}
 	}
 	sq, err := parseText(text)
 	if err != nil {
 		return nil, err
+	}
+	if rewrite != nil {
+		if err := rewrite(sq); err != nil {
+			return nil, err
+		}
 	}
 	b := &binder{}
 	if err := b.bindQuery(sq, nil, true); err != nil {

@@ -133,6 +133,12 @@ func (b *binder) bindQuery(q *selectQuery, parent *scope, top bool) error {
 		}
 	}
 	for _, o := range q.orderBy {
+		if call, ok := o.x.(*callExpr); ok && !call.udf {
+			// ORDER BY VectorDistance(...): name the function Orrery lacks.
+			if err := unsupportedBuiltin(call.name, call.pos); err != nil {
+				return err
+			}
+		}
 		if !isPath(o.x) {
 			return semanticError(CodeSemantic, 0, 0, "Unsupported ORDER BY clause. ORDER BY item expression could not be mapped to a document path.")
 		}
@@ -249,6 +255,9 @@ func (b *binder) bindExpr(x expr, s *scope, allowAgg bool) error {
 		} else {
 			fn, ok := lookupBuiltin(n.name)
 			if !ok {
+				if err := unsupportedBuiltin(n.name, n.pos); err != nil {
+					return err
+				}
 				return semanticError(CodeUnknownFunction, n.pos, n.pos+len(n.name), "'%s' is not a recognized built-in function name.", n.name)
 			}
 			if len(n.args) < fn.minArgs || (fn.maxArgs >= 0 && len(n.args) > fn.maxArgs) {
@@ -396,6 +405,9 @@ func isPlainIdent(s string) bool {
 // isPath reports whether x is an alias or a chain of property and constant
 // index accesses on one, the only ORDER BY items the service accepts.
 func isPath(x expr) bool {
+	if c, ok := x.(*callExpr); ok && c.name == computedFn {
+		return true // a computed property: a top-level path of its own
+	}
 	for {
 		switch n := x.(type) {
 		case *refExpr:

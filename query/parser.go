@@ -200,6 +200,9 @@ func (p *parser) parseSelect() (*selectQuery, error) {
 		if err := p.expectKw("BY"); err != nil {
 			return nil, err
 		}
+		if err := p.orderByRank(); err != nil {
+			return nil, err
+		}
 		for {
 			x, err := p.parseExpr()
 			if err != nil {

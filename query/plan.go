@@ -122,6 +122,9 @@ type analyzer struct {
 // docPath returns the document property path x denotes, if any: a chain of
 // property accesses on the alias of the first FROM source.
 func (a analyzer) docPath(x expr) ([]string, bool) {
+	if name, ok := computedPath(x); ok {
+		return []string{name}, true
+	}
 	var rev []string
 	for {
 		switch n := x.(type) {

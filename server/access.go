@@ -92,6 +92,8 @@ var operations = map[operation]route{
 	{"colls", "delete"}:  {needWrite, reachContainer, (*Server).deleteContainer},
 
 	{"pkranges", "list"}: {needRead, reachMetadata, (*Server).partitionKeyRanges},
+	// Deleting every item of a partition is a write on that partition.
+	{"docs", "partitionkeydelete"}: {needWrite, reachPartition, (*Server).deleteAllItemsByPartitionKey},
 
 	{"docs", "create"}:     {needWrite, reachPartition, (*Server).createItem},
 	{"docs", "upsert"}:     {needWrite, reachPartition, (*Server).createItem},
@@ -209,12 +211,13 @@ func resourceVerb(r *http.Request, verbs ...string) (string, bool) {
 }
 
 // classify names the operation a request performs and its target, or
-// answers 404 (no such path) or 405 (no such method on it).
+// answers 400 (no such path: an *unknownPathError; or a resource the service
+// has and Orrery does not serve) or 405 (no such method on it).
 func classify(r *http.Request, segs []string) (operation, target, error) {
 	var t target
 	fail := func(status int) (operation, target, error) {
 		if status == http.StatusNotFound {
-			return operation{}, t, engine.NotFound("The resource path %q does not name a resource this server knows.", r.URL.Path)
+			return operation{}, t, unknownPath(r)
 		}
 		return operation{}, t, methodNotAllowed(r)
 	}
@@ -275,6 +278,9 @@ func classify(r *http.Request, segs []string) (operation, target, error) {
 		return pick("permissions", v, ok)
 	}
 	if segs[2] != "colls" {
+		if err := unsupportedChild("dbs", segs[2]); err != nil {
+			return operation{}, t, err
+		}
 		return fail(http.StatusNotFound)
 	}
 	if n == 3 {
@@ -287,9 +293,19 @@ func classify(r *http.Request, segs []string) (operation, target, error) {
 		return pick("colls", v, ok)
 	}
 	kind := segs[4]
+	if err := unsupportedChild("colls", kind); err != nil {
+		return operation{}, t, err
+	}
+	if kind == "docs" && n > 6 {
+		if err := unsupportedChild("docs", segs[6]); err != nil {
+			return operation{}, t, err
+		}
+	}
 	switch {
 	case n > 6:
 		return fail(http.StatusNotFound)
+	case kind == "operations" && n == 6 && segs[5] == "partitionkeydelete":
+		return pick("docs", "partitionkeydelete", r.Method == http.MethodPost)
 	case kind == "pkranges" && n == 5:
 		return pick("pkranges", "list", r.Method == http.MethodGet)
 	case kind == "docs" && n == 5:
@@ -319,6 +335,9 @@ func classify(r *http.Request, segs []string) (operation, target, error) {
 	case kind == "docs":
 		t.id = segs[5]
 		v, ok := resourceVerb(r, "read", "replace", "patch", "delete")
+		if err := checkItemID(t.id); ok && err != nil {
+			return operation{}, t, err
+		}
 		return pick("docs", v, ok)
 	}
 	sk, ok := engine.ParseScriptKind(kind)

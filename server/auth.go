@@ -87,11 +87,20 @@ func signingScope(segs []string) (resourceType, resourceLink string) {
 			return "offers", ""
 		}
 		return "offers", strings.ToLower(segs[1])
+	case isContainerOperation(segs):
+		// dbs/{db}/colls/{coll}/operations/{op} is signed as its container.
+		return "colls", strings.Join(segs[:4], "/")
 	case len(segs)%2 == 1:
 		return segs[len(segs)-1], strings.Join(segs[:len(segs)-1], "/")
 	default:
 		return segs[len(segs)-2], strings.Join(segs, "/")
 	}
+}
+
+// isContainerOperation reports whether segs name an operation on a container
+// (dbs/{db}/colls/{coll}/operations/{op}).
+func isContainerOperation(segs []string) bool {
+	return len(segs) == 6 && segs[0] == "dbs" && segs[2] == "colls" && segs[4] == "operations"
 }
 
 // ridScope is the other link a RID-addressed request may be signed over: the
@@ -105,6 +114,9 @@ func ridScope(segs []string) string {
 	rid := segs[len(segs)-1]
 	if len(segs)%2 == 1 {
 		rid = segs[len(segs)-2]
+	}
+	if isContainerOperation(segs) {
+		rid = segs[3]
 	}
 	b, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(rid, "-", "/"))
 	if err != nil || (len(b) != 4 && len(b) != 8 && len(b) != 16) {
@@ -188,11 +200,17 @@ func (k *keyRing) verifyMasterSignature(r *http.Request, segs []string, sig stri
 	if rid := ridScope(segs); rid != "" {
 		links = append(links, rid)
 	}
+	rtypes := []string{rtype}
+	if isContainerOperation(segs) {
+		rtypes = append(rtypes, "partitionkey") // the Python SDK signs the operation so
+	}
 	var payloads []string
-	for _, link := range links {
-		payloads = append(payloads, signingPayload(r.Method, rtype, link, r.Header.Get("x-ms-date"), ""))
-		if d := r.Header.Get("Date"); d != "" {
-			payloads = append(payloads, signingPayload(r.Method, rtype, link, r.Header.Get("x-ms-date"), d))
+	for _, rt := range rtypes {
+		for _, link := range links {
+			payloads = append(payloads, signingPayload(r.Method, rt, link, r.Header.Get("x-ms-date"), ""))
+			if d := r.Header.Get("Date"); d != "" {
+				payloads = append(payloads, signingPayload(r.Method, rt, link, r.Header.Get("x-ms-date"), d))
+			}
 		}
 	}
 	for _, p := range payloads {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/orrery-db/orrery/engine"
 )
@@ -159,15 +160,25 @@ func (s *Server) readOffer(r *request) error {
 	if err != nil {
 		return err
 	}
+	offerHeaders(r, res)
 	return r.writeResource(res)
+}
+
+// offerHeaders are the headers the service sends with an offer: a replace
+// here takes effect at once, and the minimum is the service's (of the
+// autoscale maximum for an autoscale offer).
+func offerHeaders(r *request, res *engine.Resource) {
+	r.w.Header().Set("x-ms-offer-replace-pending", "false")
+	r.w.Header().Set("x-ms-cosmos-min-throughput", strconv.Itoa(engine.MinThroughput(res)))
 }
 
 // replaceOffer serves PUT /offers/{rid}.
 func (s *Server) replaceOffer(r *request) error {
-	res, err := s.eng.ReplaceOffer(r.t.id, r.body)
+	res, err := s.eng.ReplaceOffer(r.t.id, r.body, r.ifMatch())
 	if err != nil {
 		return err
 	}
+	offerHeaders(r, res)
 	r.writeJSON(http.StatusOK, res.Body, res.ETag, 1)
 	return nil
 }

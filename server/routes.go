@@ -103,21 +103,27 @@ func (r *request) preferMinimal() bool {
 
 // throughput parses the offer headers of database and container creation.
 func (r *request) throughput() (*engine.Throughput, error) {
+	var t *engine.Throughput
 	if v := r.Header.Get("x-ms-offer-throughput"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 400 {
-			return nil, badRequest("The offer throughput %q is invalid: it must be a whole number of RU/s, at least 400.", v)
+		if err != nil {
+			return nil, badRequest("The offer throughput %q is invalid: it must be a whole number of RU/s.", v)
 		}
-		return &engine.Throughput{Manual: n}, nil
-	}
-	if v := r.Header.Get("x-ms-cosmos-offer-autopilot-settings"); v != "" {
-		var t struct {
+		t = &engine.Throughput{Manual: n}
+	} else if v := r.Header.Get("x-ms-cosmos-offer-autopilot-settings"); v != "" {
+		var a struct {
 			MaxThroughput int `json:"maxThroughput"`
 		}
-		if err := json.Unmarshal([]byte(v), &t); err != nil || t.MaxThroughput < 1000 {
-			return nil, badRequest("The autoscale settings %q are invalid: maxThroughput must be at least 1000.", v)
+		if err := json.Unmarshal([]byte(v), &a); err != nil {
+			return nil, badRequest("The autoscale settings %q are invalid: they must be a JSON object with a whole maxThroughput.", v)
 		}
-		return &engine.Throughput{AutoscaleMax: t.MaxThroughput}, nil
+		t = &engine.Throughput{AutoscaleMax: a.MaxThroughput}
 	}
-	return nil, nil
+	if t == nil {
+		return nil, nil
+	}
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	return t, nil
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -118,6 +119,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	// A path of no known shape is answered before authentication (see
+	// unknownPathError); everything else is classified after it.
+	op, t, cerr := classify(r, segs)
+	if up := (*unknownPathError)(nil); errors.As(cerr, &up) {
+		writeCosmosError(rec, activity, up.e)
+		return
+	}
 	cred, aerr := s.keys.authenticate(r, segs, s.now())
 	var principal *aadPrincipal
 	if aerr == nil && cred.aad != "" {
@@ -127,9 +135,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeCosmosError(rec, activity, aerr)
 		return
 	}
-	op, t, err := classify(r, segs)
-	if err != nil {
-		writeError(rec, r, err)
+	if cerr != nil {
+		writeError(rec, r, cerr)
 		return
 	}
 	req := &request{Request: r, w: rec, segs: segs, op: op, t: t}
@@ -159,9 +166,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(rec, r, err)
 			return
 		}
+		if e := checkUTF8(body); e != nil {
+			writeCosmosError(rec, activity, e)
+			return
+		}
 		req.body = body
 	}
 	if err := rt.serve(s, req); err != nil {
+		if op.kind == "docs" {
+			switch engine.StatusOf(err) {
+			case http.StatusNotFound, http.StatusConflict, http.StatusPreconditionFailed:
+				// The service sends the session token with these too.
+				s.setSession(req)
+			}
+		}
 		writeError(rec, r, err)
 	}
 }

@@ -62,13 +62,18 @@ func buildBinary(t *testing.T) string {
 	return filepath.Join(binDir, "orrery")
 }
 
-var readyLine = regexp.MustCompile(`msg="orrery ready" addr=(\S+)`)
+var (
+	readyLine   = regexp.MustCompile(`msg="orrery ready" addr=(\S+)`)
+	metricsLine = regexp.MustCompile(`msg=metrics addr=(\S+)`)
+)
 
 // child is a running orrery serve process.
 type child struct {
 	cmd      *exec.Cmd
 	endpoint string
 	started  time.Duration
+	// metrics is the --metrics-addr listener's address, when it has one.
+	metrics string
 }
 
 func startChild(t *testing.T, bin string, args ...string) *child {
@@ -90,9 +95,13 @@ func startChildEnv(t *testing.T, bin string, env []string, args ...string) *chil
 		t.Fatal(err)
 	}
 	addr := make(chan string, 1)
+	var metrics string // written before addr is sent
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			if m := metricsLine.FindStringSubmatch(sc.Text()); m != nil {
+				metrics = m[1]
+			}
 			if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
 				addr <- m[1]
 			}
@@ -100,7 +109,7 @@ func startChildEnv(t *testing.T, bin string, env []string, args ...string) *chil
 	}()
 	select {
 	case a := <-addr:
-		return &child{cmd: cmd, endpoint: "http://" + a + "/", started: time.Since(begin)}
+		return &child{cmd: cmd, endpoint: "http://" + a + "/", started: time.Since(begin), metrics: metrics}
 	case <-time.After(10 * time.Second):
 		cmd.Process.Kill()
 		t.Fatal("orrery did not report ready within 10 s")

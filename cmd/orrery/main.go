@@ -174,6 +174,7 @@ func serve(args []string) error {
 		QueryTimeBudget:            nonZero(*queryBudget, -1),
 		QueryMemoryLimit:           nonZero(*queryMemory<<20, -1),
 		QueryMemoryPool:            nonZero(*queryMemoryTotal<<20, -1),
+		Logger:                     log,
 	})
 	if err != nil {
 		return err
@@ -226,7 +227,8 @@ func serve(args []string) error {
 		log.Info("tracing", "exporter", "otlp/http")
 	}
 	registry := prometheus.NewRegistry()
-	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		server.NewEngineCollector(eng))
 	if c, ok := store.(prometheus.Collector); ok {
 		registry.MustRegister(c)
 	}

@@ -8,10 +8,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -35,7 +38,56 @@ func (f *endpointFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.container, "container", "", "container (required)")
 	fs.StringVar(&f.caCert, "ca-cert", "", "PEM file of a certificate to trust for https (e.g. the output of 'orrery cert')")
 	fs.BoolVar(&f.insecure, "insecure", false, "do not verify the server's TLS certificate")
-	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar (or, when standard error is not a terminal, no progress line every 10 s)")
+}
+
+// progressLogEvery is how often an import or export whose standard error is
+// not a terminal (a log collector, a CI job) logs its progress instead of
+// drawing a bar.
+const progressLogEvery = 10 * time.Second
+
+// progressLog logs a transfer's progress, at most once per every.
+type progressLog struct {
+	log   *slog.Logger
+	msg   string
+	every time.Duration
+	size  int64 // bytes of the input, 0 when unknown
+	mu    sync.Mutex
+	last  time.Time
+}
+
+// report is a transfer.Progress callback.
+func (l *progressLog) report(p transfer.Progress) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if l.last.IsZero() {
+		l.last = now // the first line comes after every, not at once
+		if l.every > 0 {
+			return
+		}
+	}
+	if now.Sub(l.last) < l.every {
+		return
+	}
+	l.last = now
+	args := []any{"written", p.Written, "skipped", p.Skipped, "failed", p.Failed}
+	if p.BytesRead > 0 {
+		args = append(args, "bytes read", p.BytesRead)
+		if l.size > 0 {
+			args = append(args, "of", l.size)
+		}
+	}
+	l.log.Info(l.msg, args...)
+}
+
+// stderrLog is the logger of the transfer commands' progress lines.
+func stderrLog() *slog.Logger { return slog.New(slog.NewTextHandler(os.Stderr, nil)) }
+
+// isTerminal reports whether f is a terminal (a character device).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // client connects to the endpoint.
@@ -140,10 +192,14 @@ func importCmd(args []string) error {
 		defer errFile.Close()
 		opts.Errors = errFile
 	}
-	if !ef.quiet {
+	switch {
+	case ef.quiet:
+	case isTerminal(os.Stderr):
 		bar := progressbar.DefaultBytes(size, "importing")
 		opts.Progress = func(p transfer.Progress) { _ = bar.Set64(p.BytesRead) }
 		defer bar.Finish()
+	default:
+		opts.Progress = (&progressLog{log: stderrLog(), msg: "import progress", every: progressLogEvery, size: size}).report
 	}
 	sum, err := transfer.Import(ctx, container, in, opts)
 	if sum != nil {
@@ -183,10 +239,14 @@ func exportCmd(args []string) error {
 	ctx, stop := interruptible()
 	defer stop()
 	opts := transfer.ExportOptions{Format: transfer.Format(*format), Query: *query}
-	if !ef.quiet {
+	switch {
+	case ef.quiet:
+	case isTerminal(os.Stderr):
 		bar := progressbar.Default(-1, "exporting")
 		opts.Progress = func(p transfer.Progress) { _ = bar.Set64(p.Written) }
 		defer bar.Finish()
+	default:
+		opts.Progress = (&progressLog{log: stderrLog(), msg: "export progress", every: progressLogEvery}).report
 	}
 	var sum *transfer.Summary
 	switch {

@@ -1,6 +1,7 @@
 package script
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -32,10 +33,12 @@ type Trigger = Script
 // UDF is a Script run by CallUDF.
 type UDF = Script
 
-// Validate compiles a script body and reports, as a 400 *Error, why it cannot
-// be run. The engine may call it when a script is created or replaced.
-func Validate(body string) error {
-	_, err := compile("script", body)
+// Validate compiles a script body and reports, as a 400 *Error naming the
+// line and column, why it cannot be run. The engine calls it when a script
+// is created or replaced, so that a syntax error fails there and not at the
+// first run. id names the script in the message.
+func Validate(id, body string) error {
+	_, err := compile(scriptFileName(id), body)
 	return err
 }
 
@@ -45,7 +48,8 @@ func Validate(body string) error {
 // (see rewrite.go).
 func compile(name, body string) (*goja.Program, error) {
 	expr := strings.TrimRight(body, " \t\r\n;")
-	if prg, err := parser.ParseFile(nil, name, "(\n"+expr+"\n)", 0); err == nil {
+	prg, exprErr := parser.ParseFile(nil, name, "(\n"+expr+"\n)", 0)
+	if exprErr == nil {
 		if len(prg.Body) == 1 {
 			if es, ok := prg.Body[0].(*ast.ExpressionStatement); ok {
 				switch es.Expression.(type) {
@@ -58,7 +62,7 @@ func compile(name, body string) (*goja.Program, error) {
 	}
 	file, err := parser.ParseFile(nil, name, body, 0)
 	if err != nil {
-		return nil, failure(StatusBadRequest, "The script body is not valid JavaScript: "+err.Error())
+		return nil, syntaxFailure(name, err, exprErr)
 	}
 	entry := ""
 	for _, st := range file.Body {
@@ -70,11 +74,41 @@ func compile(name, body string) (*goja.Program, error) {
 	if entry == "" {
 		return nil, failure(StatusBadRequest, "The script body must be a JavaScript function.")
 	}
-	prg, err := parser.ParseFile(nil, name, fmt.Sprintf("(function () {\n%s\n;return %s;\n})()", body, entry), 0)
+	prg, err = parser.ParseFile(nil, name, fmt.Sprintf("(function () {\n%s\n;return %s;\n})()", body, entry), 0)
 	if err != nil {
-		return nil, failure(StatusBadRequest, "The script body is not valid JavaScript: "+err.Error())
+		return nil, syntaxFailure(name, err, nil)
 	}
 	return compileRewritten(prg)
+}
+
+// syntaxFailure reports the syntax error of a body parsed as a script
+// (asScript) and as a function expression (asExpr, wrapped in one line
+// above: nil when not tried). The body is read as whichever got further
+// before failing: an anonymous function's error is in its body, not at the
+// parenthesis a declaration would need.
+func syntaxFailure(name string, asScript, asExpr error) *Error {
+	line, col, msg, ok := firstSyntaxError(asScript)
+	if l, c, m, eok := firstSyntaxError(asExpr); eok && l > 1 && (!ok || l-1 > line || (l-1 == line && c > col)) {
+		line, col, msg, ok = l-1, c, m, true
+	}
+	if !ok {
+		return failure(StatusBadRequest, "Encountered exception while compiling Javascript. Exception = SyntaxError: "+asScript.Error())
+	}
+	return failure(StatusBadRequest, fmt.Sprintf("Encountered exception while compiling Javascript. Exception = SyntaxError: %s at line %d, column %d of %s",
+		msg, line, col, strings.TrimSuffix(name, ".js")))
+}
+
+// firstSyntaxError returns the position and text of a parser error.
+func firstSyntaxError(err error) (line, col int, msg string, ok bool) {
+	var list parser.ErrorList
+	if errors.As(err, &list) && len(list) > 0 {
+		return list[0].Position.Line, list[0].Position.Column, list[0].Message, true
+	}
+	var one *parser.Error
+	if errors.As(err, &one) {
+		return one.Position.Line, one.Position.Column, one.Message, true
+	}
+	return 0, 0, "", false
 }
 
 // compileRewritten rewrites the concatenations of prg and compiles it.

@@ -35,7 +35,19 @@ type StatusCoder interface {
 type Error struct {
 	Status  int
 	Message string
+	// Stopped names the limit the run was stopped at, empty when it ended
+	// by itself (returned or threw): StopTimeout, StopMemory, StopQuantum or
+	// StopCancelled.
+	Stopped string
 }
+
+// Why a run was stopped (Error.Stopped).
+const (
+	StopTimeout   = "timeout"   // its time budget was spent
+	StopMemory    = "memory"    // its own memory limit, or that of all runs together
+	StopQuantum   = "quantum"   // it outran the short slot it was admitted to
+	StopCancelled = "cancelled" // the request was cancelled
+)
 
 // Error returns the message.
 func (e *Error) Error() string { return e.Message }
@@ -79,23 +91,31 @@ func statusOf(err error) (int, string) {
 type limitError struct {
 	status int
 	text   string
+	cause  string // Error.Stopped
+}
+
+// failure returns the error a run stopped at this limit answers with.
+func (e *limitError) failure() *Error {
+	f := failure(e.status, e.text)
+	f.Stopped = e.cause
+	return f
 }
 
 func (e *limitError) Error() string { return e.text }
 
 func newTimeoutError(budget fmt.Stringer) *limitError {
-	return &limitError{StatusRequestTimeout, "The script exceeded its time budget of " + budget.String() + " and was stopped."}
+	return &limitError{StatusRequestTimeout, "The script exceeded its time budget of " + budget.String() + " and was stopped.", StopTimeout}
 }
 
 func newMemoryError(limit int64) *limitError {
-	return &limitError{StatusBadRequest, fmt.Sprintf("The script exceeded its memory limit of %d bytes and was stopped.", limit)}
+	return &limitError{StatusBadRequest, fmt.Sprintf("The script exceeded its memory limit of %d bytes and was stopped.", limit), StopMemory}
 }
 
 func newQuantumError(quantum fmt.Stringer) *limitError {
 	return &limitError{StatusTooManyRequests, "The script ran longer than " + quantum.String() +
-		" in a slot kept for short scripts while the others were taken, and was stopped. Retry later: it will wait for a slot of its own."}
+		" in a slot kept for short scripts while the others were taken, and was stopped. Retry later: it will wait for a slot of its own.", StopQuantum}
 }
 
 func newTotalMemoryError(budget int64) *limitError {
-	return &limitError{StatusBadRequest, fmt.Sprintf("The script was stopped at the memory limit of all scripts running together: they grew the heap beyond %d bytes, and it had run the longest of them.", budget)}
+	return &limitError{StatusBadRequest, fmt.Sprintf("The script was stopped at the memory limit of all scripts running together: they grew the heap beyond %d bytes, and it had run the longest of them.", budget), StopMemory}
 }

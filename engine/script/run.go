@@ -74,7 +74,13 @@ func (r *run) arm(v *vm) {
 	r.poller.Reset(memoryPollInterval)
 	if r.ctx.Done() != nil {
 		r.unwatch = context.AfterFunc(r.ctx, func() {
-			r.stop(v, &limitError{StatusRequestTimeout, "The request was cancelled: " + context.Cause(r.ctx).Error()})
+			// A deadline is the time budget counted from admission (the
+			// wait for a slot included); anything else is the caller leaving.
+			cause := StopCancelled
+			if errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
+				cause = StopTimeout
+			}
+			r.stop(v, &limitError{StatusRequestTimeout, "The request was cancelled: " + context.Cause(r.ctx).Error(), cause})
 		})
 	}
 }
@@ -166,7 +172,7 @@ func (r *run) failureOf(v *vm, err error) *Error {
 	stopped := r.stopped
 	r.mu.Unlock()
 	if stopped != nil {
-		return failure(stopped.status, stopped.text)
+		return stopped.failure()
 	}
 	var se *Error
 	var ex *goja.Exception
@@ -199,7 +205,7 @@ func (r *run) exceptionFailure(v *vm, val goja.Value) *Error {
 		stopped := r.stopped
 		r.mu.Unlock()
 		if stopped != nil {
-			return failure(stopped.status, stopped.text)
+			return stopped.failure()
 		}
 	} else if arr, ok := res.(*goja.Object); ok {
 		if n := int(arr.Get("0").ToInteger()); knownStatuses[n] {

@@ -165,7 +165,7 @@ func TestExceptionsMapToStatusAndMessage(t *testing.T) {
 		{"stack overflow", `function () { function f(n) { return f(n + 1) + 1; } f(0); }`, 400, "Maximum call stack size exceeded"},
 		{"async rejection", `async function () { await null; throw new Error(404, "late"); }`, 404, "Exception = Error: late"},
 		{"not a function", `var x = 1;`, 400, "must be a JavaScript function"},
-		{"syntax error", `function ( {`, 400, "not valid JavaScript"},
+		{"syntax error", `function ( {`, 400, "Exception = SyntaxError: "},
 		{"link outside", `function () { getContext().getCollection().readDocument("dbs/other/colls/c/docs/x", function () {}); }`,
 			400, "Function is not allowed to operate on resources outside current collection"},
 	}
@@ -605,9 +605,25 @@ func TestValidate(t *testing.T) {
 		{`42`, false},
 	}
 	for _, tc := range tests {
-		err := Validate(tc.body)
+		err := Validate("t", tc.body)
 		if (err == nil) != tc.ok {
 			t.Errorf("Validate(%q) = %v", tc.body, err)
+		}
+	}
+}
+
+// A syntax error is reported at its line and column of the body as stored,
+// whether the body is a declaration or an anonymous function expression.
+func TestValidateNamesTheLineOfASyntaxError(t *testing.T) {
+	tests := []struct{ body, want string }{
+		{"function named() {\n  var x = ;\n}", "Unexpected token ; at line 2, column 11 of double"},
+		{"function (a) {\n\n  return a +;\n}", "Unexpected token ; at line 3, column 13 of double"},
+		{"function f() {\n  return 1\n}\n}", "Unexpected token } at line 4, column 1 of double"},
+	}
+	for _, tc := range tests {
+		_, msg := statusAndMessage(t, Validate("double", tc.body))
+		if !strings.Contains(msg, "Encountered exception while compiling Javascript. Exception = SyntaxError: "+tc.want) {
+			t.Errorf("Validate(%q) = %s, want it to name %q", tc.body, msg, tc.want)
 		}
 	}
 }

@@ -1,0 +1,169 @@
+package compat
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/orrery-db/orrery/orrerytest"
+)
+
+// TestGoSDKItemIDsAnswerAsTheServicesGateway: through the Go SDK, ids are
+// created, read, replaced and deleted with the statuses the service's
+// routing gateway answers (the SDK's own emulator tests record them): an id
+// ending with whitespace is created and then 401 for every request that
+// addresses it, one holding a tab, carriage return or line feed 400; leading
+// and inner whitespace and other allowed characters work.
+func TestGoSDKItemIDsAnswerAsTheServicesGateway(t *testing.T) {
+	s := orrerytest.Start(t)
+	c := newContainer(t, s, "db", "ids", "/pk")
+	ctx := context.Background()
+	tests := []struct {
+		name, id                        string
+		create, read, replace, del, pat int
+	}{
+		{"plain", "Test", 201, 200, 200, 204, 200},
+		{"inner whitespace", "This is a test", 201, 200, 200, 204, 200},
+		{"leading whitespace", " Test", 201, 200, 200, 204, 200},
+		{"trailing whitespace", "Test ", 201, 401, 401, 401, 401},
+		{"trailing whitespaces", "Test  ", 201, 401, 401, 401, 401},
+		{"allowed special characters", "WithAllowedSpecial,=.:~+-@()^${}[]!_Chars", 201, 200, 200, 204, 200},
+		{"carriage return", "With\rCarriageReturn", 201, 400, 400, 400, 400},
+		{"tab", "With\tTab", 201, 400, 400, 400, 400},
+		{"line feed", "With\nLineFeed", 201, 400, 400, 400, 400},
+		{"unicode", "WithUnicode鱀", 201, 200, 200, 204, 200},
+	}
+	status := func(resp azcosmos.ItemResponse, err error) int {
+		var re *azcore.ResponseError
+		if errors.As(err, &re) {
+			return re.StatusCode
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.RawResponse.StatusCode
+	}
+	for _, tc := range tests {
+		pk := azcosmos.NewPartitionKeyString(tc.id)
+		body := mustJSON(t, map[string]string{"id": tc.id, "pk": tc.id})
+		got := []int{status(c.CreateItem(ctx, pk, body, nil))}
+		got = append(got, status(c.ReadItem(ctx, pk, tc.id, nil)))
+		got = append(got, status(c.ReplaceItem(ctx, pk, tc.id, body, nil)))
+		got = append(got, status(c.PatchItem(ctx, pk, tc.id, patchSet("/v", 1), nil)))
+		got = append(got, status(c.DeleteItem(ctx, pk, tc.id, nil)))
+		want := []int{tc.create, tc.read, tc.replace, tc.pat, tc.del}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("%s (%q): create, read, replace, patch, delete answered %v, want %v", tc.name, tc.id, got, want)
+				break
+			}
+		}
+	}
+}
+
+func patchSet(path string, v any) azcosmos.PatchOperations {
+	var p azcosmos.PatchOperations
+	p.AppendSet(path, v)
+	return p
+}
+
+// TestGoSDKInvalidUTF8IsRefusedAndThePartitionStaysReadable: an item whose
+// bytes are not UTF-8 is refused with 400 and not stored, so the SDK's reads
+// and queries of its partition keep working.
+func TestGoSDKInvalidUTF8IsRefusedAndThePartitionStaysReadable(t *testing.T) {
+	s := orrerytest.Start(t)
+	c := newContainer(t, s, "db", "utf8", "/pk")
+	ctx := context.Background()
+	pk := azcosmos.NewPartitionKeyString("p")
+	if _, err := c.CreateItem(ctx, pk, []byte(`{"id":"ok","pk":"p","name":"café"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range [][]byte{
+		[]byte("{\"id\":\"bad\",\"pk\":\"p\",\"name\":\"caf\xe9\"}"),
+		[]byte("{\"id\":\"bad\",\"pk\":\"p\",\"name\":\"\xed\xa0\x80\"}"), // an encoded surrogate
+		[]byte("{\"id\":\"bad\",\"pk\":\"p\",\"n\":1,\"\xff\":2}"),
+	} {
+		_, err := c.CreateItem(ctx, pk, body, nil)
+		wantRefused(t, "create", err, http.StatusBadRequest, "not valid UTF-8")
+		_, err = c.UpsertItem(ctx, pk, body, nil)
+		wantRefused(t, "upsert", err, http.StatusBadRequest, "not valid UTF-8")
+		_, err = c.ReplaceItem(ctx, pk, "ok", body, nil)
+		wantRefused(t, "replace", err, http.StatusBadRequest, "not valid UTF-8")
+	}
+	pager := c.NewQueryItemsPager("SELECT VALUE c.name FROM c", pk, nil)
+	var names []string
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			t.Fatalf("query of the partition: %v", err)
+		}
+		for _, it := range page.Items {
+			names = append(names, string(it))
+		}
+	}
+	if strings.Join(names, ",") != `"café"` {
+		t.Fatalf("the partition holds %v", names)
+	}
+}
+
+// TestGoSDKQueriesNameTheServiceFunctionsOrreryLacks: a query calling a
+// spatial, vector or full-text function is a 400 naming it.
+func TestGoSDKQueriesNameTheServiceFunctionsOrreryLacks(t *testing.T) {
+	s := orrerytest.Start(t)
+	c := newContainer(t, s, "db", "unsupported", "/pk")
+	ctx := context.Background()
+	for q, name := range map[string]string{
+		`SELECT * FROM c WHERE ST_DISTANCE(c.loc, {"type":"Point","coordinates":[0,0]}) < 30`: "'ST_DISTANCE' is a spatial function",
+		`SELECT TOP 3 c.id FROM c ORDER BY VectorDistance(c.v, [1, 2])`:                       "'VECTORDISTANCE' is a vector search function",
+		`SELECT * FROM c WHERE FullTextContains(c.text, "orrery")`:                            "'FULLTEXTCONTAINS' is a full-text search function",
+	} {
+		pager := c.NewQueryItemsPager(q, azcosmos.NewPartitionKeyString("p"), nil)
+		_, err := pager.NextPage(ctx)
+		wantRefused(t, q, err, http.StatusBadRequest, name+" of Azure Cosmos DB that Orrery does not support")
+	}
+}
+
+// TestGoSDKItemErrorsCarrySessionActivityAndCharge: a 404, 409 or 412 of an
+// item operation carries the session token, activity id and request charge,
+// as the service's do.
+func TestGoSDKItemErrorsCarrySessionActivityAndCharge(t *testing.T) {
+	s := orrerytest.Start(t)
+	c := newContainer(t, s, "db", "sessions", "/pk")
+	ctx := context.Background()
+	pk := azcosmos.NewPartitionKeyString("p")
+	created, err := c.CreateItem(ctx, pk, []byte(`{"id":"a","pk":"p"}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := azcore.ETag(`"stale"`)
+	_, readErr := c.ReadItem(ctx, pk, "missing", nil)
+	_, createErr := c.CreateItem(ctx, pk, []byte(`{"id":"a","pk":"p"}`), nil)
+	_, replaceErr := c.ReplaceItem(ctx, pk, "a", []byte(`{"id":"a","pk":"p"}`), &azcosmos.ItemOptions{IfMatchEtag: &stale})
+	for _, tc := range []struct {
+		what   string
+		err    error
+		status int
+	}{{"read of a missing item", readErr, 404}, {"second create", createErr, 409}, {"replace with a stale etag", replaceErr, 412}} {
+		var re *azcore.ResponseError
+		if !errors.As(tc.err, &re) || re.StatusCode != tc.status {
+			t.Fatalf("%s: %v, want %d", tc.what, tc.err, tc.status)
+		}
+		h := re.RawResponse.Header
+		for _, name := range []string{"x-ms-session-token", "x-ms-activity-id", "x-ms-request-charge"} {
+			if h.Get(name) == "" {
+				t.Errorf("%s: no %s header", tc.what, name)
+			}
+		}
+		if tok := h.Get("x-ms-session-token"); tok != "" && !strings.HasPrefix(tok, "0:") {
+			t.Errorf("%s: session token %q", tc.what, tok)
+		}
+	}
+	if created.SessionToken == nil || *created.SessionToken == "" {
+		t.Fatal("the create carries no session token")
+	}
+}

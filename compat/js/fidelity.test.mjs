@@ -1,0 +1,68 @@
+// What the JavaScript SDK sees where Orrery follows the service's gateway
+// or lacks what the service has: ids ending with whitespace (the SDK encodes
+// the trailing spaces, the gateway answers 401), scripts compiled at create,
+// and 400s that name the unsupported feature.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { expectCosmosError, newClient, uniqueId } from "./orrery.mjs";
+
+const client = newClient();
+
+describe("request fidelity", () => {
+  let database, container;
+
+  before(async () => {
+    ({ database } = await client.databases.create({ id: uniqueId("jsfidelity") }));
+    ({ container } = await database.containers.create({ id: "c", partitionKey: { paths: ["/pk"] } }));
+  });
+
+  after(async () => {
+    await database.delete();
+  });
+
+  test("an id ending with whitespace is created, then 401 when addressed, as in the service's gateway", async () => {
+    for (const id of ["Test ", "Test   "]) {
+      const created = await container.items.create({ id, pk: "ws" });
+      assert.equal(created.statusCode, 201);
+      const read = await expectCosmosError(() => container.item(id, "ws").read());
+      assert.equal(read.code, 401, `read ${JSON.stringify(id)}`);
+      assert.match(read.message, /ends with whitespace/);
+      const replaced = await expectCosmosError(() => container.item(id, "ws").replace({ id, pk: "ws", v: 2 }));
+      assert.equal(replaced.code, 401);
+      const deleted = await expectCosmosError(() => container.item(id, "ws").delete());
+      assert.equal(deleted.code, 401);
+    }
+    const { resources } = await container.items
+      .query("SELECT VALUE c.id FROM c ORDER BY c.id", { partitionKey: "ws" })
+      .fetchAll();
+    assert.deepEqual(resources, ["Test ", "Test   "]);
+  });
+
+  test("a stored procedure with a syntax error is refused at create with its line", async () => {
+    const err = await expectCosmosError(() =>
+      container.scripts.storedProcedures.create({ id: "broken", body: "function broken() {\n  var x = ;\n}" }),
+    );
+    assert.equal(err.code, 400);
+    assert.match(err.message, /SyntaxError: Unexpected token ; at line 2, column 11 of broken/);
+    const missing = await expectCosmosError(() => container.scripts.storedProcedure("broken").read());
+    assert.equal(missing.code, 404);
+  });
+
+  test("a spatial, vector or full-text function is a 400 naming it", async () => {
+    for (const [query, name] of [
+      ["SELECT * FROM c WHERE ST_WITHIN(c.loc, {'type':'Polygon','coordinates':[]})", "'ST_WITHIN' is a spatial function"],
+      ["SELECT VALUE VectorDistance(c.v, [1, 2]) FROM c", "'VECTORDISTANCE' is a vector search function"],
+      ["SELECT * FROM c WHERE FullTextContainsAny(c.text, 'a', 'b')", "'FULLTEXTCONTAINSANY' is a full-text search function"],
+    ]) {
+      const err = await expectCosmosError(() => container.items.query(query, { partitionKey: "p" }).fetchAll());
+      assert.equal(err.code, 400, query);
+      assert.ok(err.message.includes(`${name} of Azure Cosmos DB that Orrery does not support`), err.message);
+    }
+  });
+
+  test("the conflicts feed is a 400 naming it", async () => {
+    const err = await expectCosmosError(() => container.conflicts.readAll().fetchAll());
+    assert.equal(err.code, 400);
+    assert.match(err.message, /conflicts feed/);
+  });
+});

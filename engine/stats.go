@@ -1,0 +1,330 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/orrery-db/orrery/engine/script"
+	"github.com/orrery-db/orrery/storage"
+)
+
+// StatsCountCap bounds every count a Stats call makes by walking an index
+// (feed lag, unpublished changes, TTL backlog), per container, so that a
+// scrape costs a few seeks and at most this many keys per figure however
+// far behind things are. A count that reaches it means "at least".
+const StatsCountCap = 1000
+
+// Stats is a snapshot of what an operator watches in the engine: the change
+// feed's watermark and each container's lag behind it, the TTL backlog, and
+// the script runs. It is computed from counters and short index walks,
+// never a scan of the items.
+type Stats struct {
+	// Watermark is the LSN every change-feed reader may read up to: every
+	// write at or below it has finished.
+	Watermark uint64
+	// NewestLSN is the highest LSN handed out to a write.
+	NewestLSN uint64
+	// InFlight is how many LSNs are handed out to writes still open
+	// (committing or abandoning); the oldest holds the watermark back.
+	InFlight int
+	// Containers are the containers' figures, by database and id.
+	Containers []ContainerStats
+	// ScriptsRunning and ScriptsWaiting are the stored procedures and
+	// triggers running now and waiting for a slot.
+	ScriptsRunning, ScriptsWaiting int
+	// ScriptRuns counts the script runs since the engine opened, by kind and
+	// outcome; only non-zero counts are listed.
+	ScriptRuns []ScriptRunCount
+	// TTLSwept is how many expired items the sweeper has deleted since the
+	// engine opened.
+	TTLSwept uint64
+}
+
+// ContainerStats are one container's figures in Stats.
+type ContainerStats struct {
+	Database, Container string
+	// NewestLSN is the LSN of the container's newest change in its
+	// latest-version feed (0 when it has no item).
+	NewestLSN uint64
+	// Unpublished is how many of its changes have committed above the
+	// watermark, invisible to change-feed readers until the older writes
+	// holding the watermark finish; UnpublishedAge is how long ago (by _ts)
+	// the oldest of them was written.
+	Unpublished    int
+	UnpublishedAge time.Duration
+	// FeedRead is whether a change-feed read of the container has been
+	// answered since the engine opened. FeedPosition is then the furthest
+	// position such a read has been answered up to (its ETag's LSN), of any
+	// reader and scope; FeedLag is how many changes of the latest-version
+	// feed lie between it and the watermark (what a reader there would get
+	// next), and FeedLagAge how long ago (by _ts) the oldest of them was
+	// written: the reader is that far behind.
+	FeedRead     bool
+	FeedPosition uint64
+	FeedLag      int
+	FeedLagAge   time.Duration
+	// TTL is whether the container has time to live on; TTLBacklog is then
+	// how many items have expired and wait for the sweeper (hidden from
+	// reads already).
+	TTL        bool
+	TTLBacklog int
+}
+
+// ScriptRunCount is how many script runs of one kind ended one way.
+type ScriptRunCount struct {
+	// Kind is ScriptKindProcedure, ScriptKindTrigger or ScriptKindUDF.
+	Kind string
+	// Outcome is one of the ScriptOutcome* values.
+	Outcome string
+	Count   uint64
+}
+
+// Kinds of script runs in ScriptRunCount.
+const (
+	ScriptKindProcedure = "sproc"
+	ScriptKindTrigger   = "trigger"
+	ScriptKindUDF       = "udf"
+)
+
+// Outcomes of script runs in ScriptRunCount.
+const (
+	ScriptOutcomeOK        = "ok"        // returned
+	ScriptOutcomeError     = "error"     // threw, or an operation it made failed it
+	ScriptOutcomeTimeout   = "timeout"   // stopped at its time budget
+	ScriptOutcomeMemory    = "memory"    // stopped at its memory limit or the scripts' total
+	ScriptOutcomeQuantum   = "quantum"   // stopped for outrunning a short slot (429, retried)
+	ScriptOutcomeCancelled = "cancelled" // the request went away
+	ScriptOutcomeRejected  = "rejected"  // no slot freed up within its budget (429); never ran
+)
+
+var (
+	scriptKinds    = [...]string{ScriptKindProcedure, ScriptKindTrigger, ScriptKindUDF}
+	scriptOutcomes = [...]string{ScriptOutcomeOK, ScriptOutcomeError, ScriptOutcomeTimeout,
+		ScriptOutcomeMemory, ScriptOutcomeQuantum, ScriptOutcomeCancelled, ScriptOutcomeRejected}
+)
+
+const (
+	kindProcedure = iota
+	kindTrigger
+	kindUDF
+)
+
+// scriptCounters count script runs by kind and outcome.
+type scriptCounters [len(scriptKinds)][len(scriptOutcomes)]atomic.Uint64
+
+// count records a run of kind that ended with err, as the script package
+// returned it (before scriptError).
+func (s *scriptCounters) count(kind int, err error) {
+	s[kind][outcomeOf(err)].Add(1)
+}
+
+// refused records a run of kind that admitScript turned away with err: no
+// slot freed up (429), or the request went away while it waited.
+func (s *scriptCounters) refused(kind int, err error) {
+	switch StatusOf(err) {
+	case 429:
+		s[kind][6].Add(1)
+	case 408:
+		s[kind][5].Add(1)
+	}
+}
+
+// refusedOutcome names the outcome of a run admitScript refused with err.
+func refusedOutcome(err error) string {
+	if StatusOf(err) == 408 {
+		return ScriptOutcomeCancelled
+	}
+	return ScriptOutcomeRejected
+}
+
+// outcomeOf classifies how a run ended, as an index into scriptOutcomes.
+func outcomeOf(err error) int {
+	if err == nil {
+		return 0
+	}
+	var se *script.Error
+	if errors.As(err, &se) {
+		switch se.Stopped {
+		case script.StopTimeout:
+			return 2
+		case script.StopMemory:
+			return 3
+		case script.StopQuantum:
+			return 4
+		case script.StopCancelled:
+			return 5
+		}
+	}
+	return 1
+}
+
+// noteFeedRead records that a change-feed read of c was answered up to
+// position.
+func (e *Engine) noteFeedRead(c *Container, position uint64) {
+	p := e.feedPosition(c)
+	for {
+		old := p.Load()
+		if old >= position || p.CompareAndSwap(old, position) {
+			return
+		}
+	}
+}
+
+// feedPosition returns c's change-feed read position, kept by RID so that
+// it outlives a replace of the container.
+func (e *Engine) feedPosition(c *Container) *atomic.Uint64 {
+	if p := c.feedRead.Load(); p != nil {
+		return p
+	}
+	v, _ := e.feedReads.LoadOrStore(string(c.rid), new(atomic.Uint64))
+	p := v.(*atomic.Uint64)
+	c.feedRead.Store(p)
+	return p
+}
+
+// Stats returns the engine's figures now; see Stats. Its cost is a few
+// seeks per container and at most StatsCountCap keys per counted figure.
+func (e *Engine) Stats() (*Stats, error) {
+	st := &Stats{TTLSwept: e.ttlSwept.Load()}
+	st.NewestLSN, st.InFlight = e.seq.pending()
+	// The watermark after the pending figures: an LSN finished in between
+	// then shows as published, never as newer than the newest.
+	st.Watermark = e.seq.watermark()
+	if e.scriptsStarted.Load() {
+		st.ScriptsRunning, st.ScriptsWaiting = e.scriptGate.stats()
+	}
+	for k := range e.scriptRuns {
+		for o := range e.scriptRuns[k] {
+			if n := e.scriptRuns[k][o].Load(); n > 0 {
+				st.ScriptRuns = append(st.ScriptRuns, ScriptRunCount{Kind: scriptKinds[k], Outcome: scriptOutcomes[o], Count: n})
+			}
+		}
+	}
+	e.catMu.RLock()
+	var colls []*Container
+	for _, db := range e.dbs {
+		for _, c := range db.colls {
+			colls = append(colls, c)
+		}
+	}
+	e.catMu.RUnlock()
+	sort.Slice(colls, func(i, j int) bool {
+		if colls[i].db.ID != colls[j].db.ID {
+			return colls[i].db.ID < colls[j].db.ID
+		}
+		return colls[i].ID < colls[j].ID
+	})
+	snap := e.store.NewSnapshot()
+	defer snap.Close()
+	now := e.now()
+	for _, c := range colls {
+		cs, err := e.containerStats(snap, c, st.Watermark, now)
+		if err != nil {
+			return nil, err
+		}
+		st.Containers = append(st.Containers, cs)
+	}
+	return st, nil
+}
+
+func (e *Engine) containerStats(r storage.Reader, c *Container, watermark uint64, now time.Time) (ContainerStats, error) {
+	cs := ContainerStats{Database: c.db.ID, Container: c.ID}
+	prefix := feedPrefix(c.rid)
+	it, err := r.NewIterator(prefix, storage.PrefixEnd(prefix), true)
+	if err != nil {
+		return cs, err
+	}
+	if it.Next() && len(it.Key()) >= len(prefix)+8 {
+		cs.NewestLSN = binary.BigEndian.Uint64(it.Key()[len(prefix):])
+	}
+	err = it.Err()
+	it.Close()
+	if err != nil {
+		return cs, err
+	}
+	if cs.NewestLSN > watermark {
+		if cs.Unpublished, cs.UnpublishedAge, err = feedSpan(r, c, watermark, cs.NewestLSN, now); err != nil {
+			return cs, err
+		}
+	}
+	if v, ok := e.feedReads.Load(string(c.rid)); ok {
+		cs.FeedRead = true
+		cs.FeedPosition = v.(*atomic.Uint64).Load()
+		if cs.FeedPosition < watermark {
+			if cs.FeedLag, cs.FeedLagAge, err = feedSpan(r, c, cs.FeedPosition, watermark, now); err != nil {
+				return cs, err
+			}
+		}
+	}
+	if c.ttl != nil {
+		cs.TTL = true
+		if cs.TTLBacklog, err = ttlBacklog(r, c, now.Unix()); err != nil {
+			return cs, err
+		}
+	}
+	return cs, nil
+}
+
+// feedSpan counts, up to StatsCountCap, the entries of c's latest-version
+// feed with an LSN in (from, upto], and returns the age of the first (by its
+// item's _ts).
+func feedSpan(r storage.Reader, c *Container, from, upto uint64, now time.Time) (int, time.Duration, error) {
+	lower, upper := lsnRange(feedPrefix(c.rid), from, upto)
+	it, err := r.NewIterator(lower, upper, false)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer it.Close()
+	n := 0
+	var age time.Duration
+	for n < StatsCountCap && it.Next() {
+		if n == 0 {
+			v, err := r.Get(it.Value())
+			if err == nil {
+				if s, derr := decodeItem(it.Value(), v); derr == nil {
+					age = max(0, now.Sub(time.Unix(s.ts, 0)))
+				}
+			} else if !errors.Is(err, storage.ErrNotFound) {
+				return 0, 0, err
+			}
+		}
+		n++
+	}
+	return n, age, it.Err()
+}
+
+// ttlBacklog counts, up to StatsCountCap, c's expiry index entries that have
+// come due at now: its expired items the sweeper has yet to delete.
+func ttlBacklog(r storage.Reader, c *Container, now int64) (int, error) {
+	kinds := []struct {
+		kind byte
+		upto int64
+	}{{expiryByDeadline, now}}
+	if *c.ttl > 0 {
+		kinds = append(kinds, struct {
+			kind byte
+			upto int64
+		}{expiryByModified, now - *c.ttl})
+	}
+	n := 0
+	for _, k := range kinds {
+		prefix := expiryKindPrefix(c.rid, k.kind)
+		upper := binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), uint64(k.upto+1))
+		it, err := r.NewIterator(prefix, upper, false)
+		if err != nil {
+			return 0, err
+		}
+		for n < StatsCountCap && it.Next() {
+			n++
+		}
+		err = it.Err()
+		it.Close()
+		if err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
