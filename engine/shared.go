@@ -416,11 +416,24 @@ func (e *Engine) runShared(b storage.SharedBatch, p *partition, fn func(t *txn) 
 	return nil
 }
 
-// allocate hands out a number outside a partition transaction (catalog
-// changes): the sequence of a batch of its own, kept open until finish so
-// that the watermark stays below the number until the change is done.
+// sequenceSource is implemented by shared stores that hand out a sequence
+// number without a batch (storage/postgres: a transaction id taken by a
+// statement of its own, on no held connection).
+type sequenceSource interface {
+	NextSequence(ctx context.Context) (uint64, error)
+}
+
+// allocate hands out a number outside a partition transaction: catalog
+// changes, which number their ETags and RIDs with it and write no
+// change-feed entries, so the watermark may pass it before they commit.
+// The number comes from the store without holding a connection: a
+// catalog change holds the catalog lock while writers wait for it holding
+// theirs, and must not wait for one of them.
 func (s *sharedSeam) allocate() (uint64, error) {
 	ctx := context.Background()
+	if src, ok := s.store.(sequenceSource); ok {
+		return src.NextSequence(ctx)
+	}
 	b, err := s.store.NewSharedBatch(ctx)
 	if err != nil {
 		return 0, err

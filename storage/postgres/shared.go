@@ -193,6 +193,20 @@ func (b *sharedBatch) Close() error {
 	return nil
 }
 
+// NextSequence returns a sequence number outside any batch: the id of a
+// transaction of its own, one statement that commits at once. It takes no
+// slot (see Options.MaxConns), so a holder of one may call it.
+func (s *Store) NextSequence(ctx context.Context) (uint64, error) {
+	if s.closed.Load() {
+		return 0, storage.ErrClosed
+	}
+	var n int64
+	if err := s.pool.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&n); err != nil {
+		return 0, s.wrap(err)
+	}
+	return uint64(n), nil
+}
+
 // Watermark is the oldest transaction id still running: every transaction
 // with a lower id has committed or rolled back.
 func (s *Store) Watermark(ctx context.Context) (uint64, error) {
