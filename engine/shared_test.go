@@ -387,3 +387,53 @@ func TestSharedQueriesOnTheOtherGatewayDuringAReindexAreComplete(t *testing.T) {
 		queries++
 	}
 }
+
+// Catalog changes and writers share a small pool without waiting on each
+// other: a catalog change holds the catalog lock while writers wait for it
+// holding their connections, so it must need no further one to finish.
+func TestSharedCatalogChangesAmidWritersOnASmallPoolFinish(t *testing.T) {
+	if err := pgtest.Available(); err != nil {
+		pgtest.Skip(t, err)
+	}
+	url := pgtest.URL(t)
+	sa, err := postgres.Open(context.Background(), url, postgres.Options{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := postgres.Open(context.Background(), url, postgres.Options{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := openPairOn(t, sa, sb)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 8 {
+		e := a
+		if w%2 == 1 {
+			e = b
+		}
+		wg.Go(func() {
+			for i := range 15 {
+				if _, err := e.UpsertItem(req("", fmt.Sprint("p", w), fmt.Sprintf(`{"id":"%d","pk":"p%d"}`, i, w))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := range 4 {
+			body := fmt.Sprintf(`{"id":"c%d","partitionKey":{"paths":["/pk"]}}`, i)
+			if _, err := a.CreateContainer("db", []byte(body), &Throughput{Manual: 400}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("writers and container creates on a pool of 4 still running after 60 s: they wait on each other")
+	}
+}
