@@ -9,6 +9,7 @@ require (
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/dop251/goja v0.0.0-20260917113740-793a2a65c13b
 	github.com/golang-jwt/jwt/v5 v5.3.1
+	github.com/jackc/pgx/v5 v5.12.0
 	github.com/google/btree v1.1.3
 	github.com/orrery-db/orrery/coord v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.25.0
@@ -46,6 +47,9 @@ require (
 	github.com/google/pprof v0.0.0-20230207041349-798e818bf904 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.30.0 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/klauspost/compress v1.20.1 // indirect
 	github.com/kr/pretty v0.3.1 // indirect
 	github.com/kr/text v0.2.0 // indirect

@@ -273,7 +273,7 @@ func (e *Engine) CreateDatabase(body []byte, throughput *Throughput) (*Resource,
 	if nerr != nil {
 		return nil, nerr
 	}
-	b := e.store.NewBatch()
+	b := e.catalogBatch()
 	defer b.Close()
 	if err := b.Set(databaseKey(id), stored); err != nil {
 		return nil, err
@@ -329,7 +329,7 @@ func (e *Engine) DeleteDatabase(name string, ifMatch string) error {
 	if ifMatch != "" && ifMatch != "*" && ifMatch != db.etag {
 		return PreconditionFailed(msgPrecondition)
 	}
-	b := e.store.NewBatch()
+	b := e.catalogBatch()
 	defer b.Close()
 	if err := b.Delete(databaseKey(db.ID)); err != nil {
 		return err

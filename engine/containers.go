@@ -45,7 +45,7 @@ func (e *Engine) CreateContainer(dbName string, body []byte, throughput *Through
 	for _, k := range []string{"docs", "sprocs", "triggers", "udfs", "conflicts"} {
 		normalized["_"+k] = k + "/"
 	}
-	b := e.store.NewBatch()
+	b := e.catalogBatch()
 	defer b.Close()
 	rec := containerRecord{Props: normalized}
 	if n := e.rangeCount(throughput); n > 1 && hashV2(normalized) {
@@ -278,7 +278,7 @@ func (e *Engine) replaceContainer(dbName, name string, props map[string]any, ifM
 	}
 	normalized["_etag"] = formatETag(lsn, 0)
 	normalized["_ts"] = e.now().Unix()
-	b := e.store.NewBatch()
+	b := e.catalogBatch()
 	defer b.Close()
 	c, err := e.storeContainer(b, prev.db, containerRecord{Props: normalized, Offer: prev.offer, Ranges: prev.record.Ranges})
 	if err != nil {
@@ -318,7 +318,7 @@ func (e *Engine) DeleteContainer(dbName, name string, ifMatch string) error {
 	if ifMatch != "" && ifMatch != "*" && ifMatch != c.etag {
 		return PreconditionFailed(msgPrecondition)
 	}
-	b := e.store.NewBatch()
+	b := e.catalogBatch()
 	defer b.Close()
 	if err := e.deleteContainerRecords(b, c); err != nil {
 		return err

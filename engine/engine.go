@@ -115,7 +115,10 @@ type Engine struct {
 	// costlySlots admits costly queries; nil: no bound.
 	costlySlots chan struct{}
 
-	catMu  sync.RWMutex
+	// shared is set when the store is a storage.Shared (see shared.go).
+	shared *sharedSeam
+
+	catMu  catalogMutex
 	dbs    map[string]*Database
 	offers map[string][]byte
 
@@ -158,6 +161,15 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 	if e.log = opts.Logger; e.log == nil {
 		e.log = slog.Default()
 	}
+	e.catMu.e = e
+	if e.shared = newSharedSeam(store); e.shared != nil {
+		seq.shared = e.shared
+		v, err := catalogVersion(store)
+		if err != nil {
+			return nil, err
+		}
+		e.shared.version.Store(&v)
+	}
 	e.cursors = newCursorCache(e.now)
 	if n := opts.MaxCostlyQueries; n >= 0 {
 		if n == 0 {
@@ -189,7 +201,11 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 	}
 	if interval > 0 {
 		e.bg.Add(1)
-		go e.sweepLoop(interval)
+		if e.shared != nil {
+			go e.sharedSweepLoop(interval)
+		} else {
+			go e.sweepLoop(interval)
+		}
 	}
 	return e, nil
 }

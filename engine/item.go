@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -253,6 +254,8 @@ type txn struct {
 	nlog uint32
 	// expiring marks the deletes of the TTL sweeper.
 	expiring bool
+	// sb is b on a shared store: the sequence number comes from it.
+	sb storage.SharedBatch
 }
 
 // inPartition runs fn as one transaction on a logical partition. The
@@ -269,6 +272,9 @@ type txn struct {
 // is rolled back) waits for the durability barrier instead, as point reads
 // do, after releasing the partition's lock.
 func (e *Engine) inPartition(c *Container, pk PartitionKey, fn func(t *txn) error) error {
+	if e.shared != nil {
+		return e.inPartitionShared(c, pk, fn)
+	}
 	var p *partition
 	var mu *sync.Mutex
 	for {
@@ -356,6 +362,14 @@ func (t *txn) allocate() error {
 	if t.lsn != 0 {
 		return nil
 	}
+	if t.sb != nil {
+		lsn, err := t.sb.Sequence(context.Background())
+		if err != nil {
+			return err
+		}
+		t.lsn = lsn
+		return nil
+	}
 	lsn, err := t.e.seq.allocate()
 	if err != nil {
 		return err
@@ -400,7 +414,9 @@ func (t *txn) put(it *item, prev *storedItem) (*storedItem, error) {
 		return nil, err
 	}
 	ridBytes := binary.BigEndian.AppendUint64(nil, s.rid)
-	t.e.presenceOf(c).add(s.key)
+	if t.e.shared == nil {
+		t.e.presenceOf(c).add(s.key)
+	}
 	if err := t.b.Set(s.key, s.encode()); err != nil {
 		return nil, err
 	}

@@ -251,7 +251,7 @@ func (e *Engine) ReplaceOffer(rid string, body []byte, ifMatch string) (*Resourc
 	if err != nil {
 		return nil, err
 	}
-	b := e.store.NewBatch()
+	b := e.catalogBatch()
 	defer b.Close()
 	if err := b.Set(offerKey(key), out); err != nil {
 		return nil, err
@@ -324,7 +324,7 @@ func (e *Engine) ensureContainerOffers() error {
 // catalog record, in one batch. Only Open calls it, before the engine
 // serves, so c is updated in place.
 func (e *Engine) giveDefaultOffer(db *Database, c *Container) error {
-	b := e.store.NewBatch()
+	b := e.catalogBatch()
 	defer b.Close()
 	off, body, err := e.putOffer(b, &Throughput{Manual: DefaultThroughput}, c.RID, "dbs/"+db.RID+"/colls/"+c.RID+"/")
 	if err != nil {

@@ -164,6 +164,9 @@ func (e *Engine) buildPresence(collRID []byte, f *presenceFilter) {
 
 // absent reports whether the item key was certainly never written.
 func (e *Engine) absent(c *Container, key []byte) bool {
+	if e.shared != nil {
+		return false // another gateway may have written it
+	}
 	f := e.presenceOf(c)
 	return f.ready.Load() && !f.mayContain(key)
 }

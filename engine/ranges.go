@@ -288,7 +288,7 @@ func (e *Engine) SplitPartitionKeyRange(dbName, collName, id string) ([]Partitio
 	}
 	rec := prev.record
 	rec.Ranges = next
-	b := e.store.NewBatch()
+	b := e.catalogBatch()
 	defer b.Close()
 	c, err := e.storeContainer(b, prev.db, rec)
 	if err != nil {

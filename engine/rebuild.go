@@ -159,6 +159,12 @@ func (e *Engine) indexChunk(c *Container, lower, upper []byte) (next []byte, n i
 		if err := b.Delete(indexRebuildKey(c.rid)); err != nil {
 			return nil, n, err
 		}
+		if e.shared != nil {
+			// Other gateways reload the catalog, and query the index again.
+			if err := b.Set(metaCatalogVersion, randomBytes(16)); err != nil {
+				return nil, n, err
+			}
+		}
 	}
 	return next, n, b.Commit()
 }

@@ -99,7 +99,7 @@ func (e *Engine) writeScript(c *Container, kind ScriptKind, props map[string]any
 	if err != nil {
 		return nil, err
 	}
-	b := e.store.NewBatch()
+	b := e.catalogBatch()
 	defer b.Close()
 	if err := b.Set(childKey(c.rid, string(kind), id), body); err != nil {
 		return nil, err
@@ -272,7 +272,7 @@ func (e *Engine) DeleteScript(db, coll string, kind ScriptKind, id string, ifMat
 	if ifMatch != "" && ifMatch != "*" && ifMatch != prev["_etag"] {
 		return PreconditionFailed(msgPrecondition)
 	}
-	b := e.store.NewBatch()
+	b := e.catalogBatch()
 	defer b.Close()
 	if err := b.Delete(childKey(c.rid, string(kind), prev["id"].(string))); err != nil {
 		return err

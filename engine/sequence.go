@@ -23,6 +23,9 @@ const sequenceBlock = 1 << 16
 // passed over.
 type sequencer struct {
 	store storage.Store
+	// shared, when the store is shared, hands out and tracks the numbers
+	// instead (see sharedAllocate).
+	shared *sharedSeam
 
 	mu       sync.Mutex
 	next     uint64   // next number to hand out
@@ -56,6 +59,9 @@ func newSequencer(store storage.Store) (*sequencer, error) {
 
 // allocate returns the next LSN. The caller must call finish with it.
 func (s *sequencer) allocate() (uint64, error) {
+	if s.shared != nil {
+		return s.shared.allocate()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.next >= s.reserved {
@@ -79,6 +85,10 @@ func (s *sequencer) allocate() (uint64, error) {
 
 // finish marks an LSN as committed or abandoned and advances the watermark.
 func (s *sequencer) finish(n uint64) {
+	if s.shared != nil {
+		s.shared.finish(n)
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.advanced.Broadcast()
@@ -110,7 +120,12 @@ func (s *sequencer) pending() (newest uint64, inflight int) {
 }
 
 // watermark is the highest LSN at or below which everything has finished.
-func (s *sequencer) watermark() uint64 { return s.published.Load() }
+func (s *sequencer) watermark() uint64 {
+	if s.shared != nil {
+		return s.shared.watermark()
+	}
+	return s.published.Load()
+}
 
 // settle waits, at most timeout, until the watermark covers every LSN that
 // had finished when it was called, and returns the watermark. A write that was
@@ -118,6 +133,9 @@ func (s *sequencer) watermark() uint64 { return s.published.Load() }
 // older, longer transaction (a large batch, a stored procedure) is still open;
 // only such a transaction outlasting timeout leaves it behind the watermark.
 func (s *sequencer) settle(timeout time.Duration) uint64 {
+	if s.shared != nil {
+		return s.shared.settle(timeout)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	target := s.finished

@@ -121,7 +121,7 @@ func (e *Engine) writePrincipal(p principalParent, props, prev map[string]any) (
 	if err != nil {
 		return nil, err
 	}
-	b := e.store.NewBatch()
+	b := e.catalogBatch()
 	defer b.Close()
 	if err := b.Set(p.key(id), body); err != nil {
 		return nil, err
@@ -294,7 +294,7 @@ func (e *Engine) DeleteUser(db, id, ifMatch string) error {
 	if ifMatch != "" && ifMatch != "*" && ifMatch != user["_etag"] {
 		return PreconditionFailed(msgPrecondition)
 	}
-	b := e.store.NewBatch()
+	b := e.catalogBatch()
 	defer b.Close()
 	if err := b.Delete(append(userPrefix(d.rid), user["id"].(string)...)); err != nil {
 		return err
@@ -536,7 +536,7 @@ func (e *Engine) DeletePermission(db, user, id, ifMatch string) error {
 	if ifMatch != "" && ifMatch != "*" && ifMatch != prev["_etag"] {
 		return PreconditionFailed(msgPrecondition)
 	}
-	b := e.store.NewBatch()
+	b := e.catalogBatch()
 	defer b.Close()
 	if err := b.Delete(perms.key(prev["id"].(string))); err != nil {
 		return err

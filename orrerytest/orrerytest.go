@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 
@@ -22,6 +23,8 @@ import (
 	"github.com/orrery-db/orrery/storage"
 	"github.com/orrery-db/orrery/storage/memory"
 	"github.com/orrery-db/orrery/storage/pebble"
+	"github.com/orrery-db/orrery/storage/postgres"
+	"github.com/orrery-db/orrery/storage/postgres/pgtest"
 )
 
 // Server is a running in-process Orrery.
@@ -46,6 +49,13 @@ type Options struct {
 	// Dir, when set, keeps the data durably in that directory (Pebble, every
 	// write fsynced) instead of in memory: for benchmarks and restart tests.
 	Dir string
+	// Postgres, when set, keeps the data in the PostgreSQL database at this
+	// URL (storage/postgres); servers started on one URL act as one
+	// database. Without Dir and Postgres, the environment variable
+	// ORRERY_TEST_STORAGE=postgres gives each server a fresh database on a
+	// throwaway PostgreSQL (storage/postgres/pgtest): the compat suite's
+	// second run.
+	Postgres string
 	// ServeCrossPartitionQueries lets the server execute cross-partition
 	// queries the service's gateway refuses (see engine.Options).
 	ServeCrossPartitionQueries bool
@@ -105,8 +115,19 @@ func Start(t testing.TB) *Server {
 func StartWith(t testing.TB, opts Options) *Server {
 	t.Helper()
 	var store storage.Store = memory.New()
-	if opts.Dir != "" {
+	pgURL := opts.Postgres
+	if pgURL == "" && opts.Dir == "" && OnPostgres() {
+		pgURL = pgtest.URL(t)
+	}
+	switch {
+	case opts.Dir != "":
 		s, err := pebble.Open(opts.Dir, pebble.Options{})
+		if err != nil {
+			t.Fatalf("orrerytest: opening storage: %v", err)
+		}
+		store = s
+	case pgURL != "":
+		s, err := postgres.Open(context.Background(), pgURL, postgres.Options{MaxConns: 32})
 		if err != nil {
 			t.Fatalf("orrerytest: opening storage: %v", err)
 		}
@@ -175,6 +196,13 @@ func StartWith(t testing.TB, opts Options) *Server {
 	return &Server{Endpoint: endpoint, Key: server.EmulatorKey, Client: client, Engine: eng, CertificatePEM: certPEM, clientOpts: clientOpts}
 }
 
+// StorageEnv is the environment variable that moves the servers of tests
+// to PostgreSQL: ORRERY_TEST_STORAGE=postgres.
+const StorageEnv = "ORRERY_TEST_STORAGE"
+
+// OnPostgres reports whether StorageEnv asks for PostgreSQL.
+func OnPostgres() bool { return os.Getenv(StorageEnv) == "postgres" }
+
 // NewAADClient returns an azcosmos client of the server that signs in with
 // an Entra ID token credential (Issuer.Credential in tests).
 func (s *Server) NewAADClient(cred azcore.TokenCredential) (*azcosmos.Client, error) {
@@ -224,4 +252,21 @@ func (s *Server) SplitPartitionKeyRange(ctx context.Context, db, coll, id string
 		ids[i] = r.ID
 	}
 	return ids, nil
+}
+
+// PostgresAvailable reports why the servers cannot run on PostgreSQL (it is
+// not installed), or nil.
+func PostgresAvailable() error { return pgtest.Available() }
+
+// StopPostgres stops the throwaway PostgreSQL that OnPostgres servers use,
+// if one was started: call it from TestMain after m.Run.
+func StopPostgres() { pgtest.StopShared() }
+
+// PostgresURL returns the URL of a fresh database on the throwaway
+// PostgreSQL, for servers started with Options.Postgres: several on one URL
+// act as one database, as gateways do. It skips the test when PostgreSQL is
+// not installed (fails it with ORRERY_REQUIRE_POSTGRES=1).
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	return pgtest.URL(t)
 }

@@ -25,11 +25,13 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/orrery-db/orrery/server"
+	"github.com/orrery-db/orrery/storage/postgres/pgtest"
 )
 
 // TestMain removes the binary the tests built.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	pgtest.StopShared()
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}
@@ -294,8 +296,11 @@ func TestStartupAndShutdown(t *testing.T) {
 	}
 	if rss, err := residentKB(c.cmd.Process.Pid); err == nil {
 		t.Logf("RSS after start and one write: %d KB", rss)
-		if rss >= 40*1024 {
-			t.Errorf("idle RSS %d KB, want under 40 MB", rss)
+		// 40 MB before the PostgreSQL driver (--postgres), whose packages
+		// add about 4 MB at start, used or not (36.5 MB without, 41.4 with,
+		// measured in one run).
+		if rss >= 45*1024 {
+			t.Errorf("idle RSS %d KB, want under 45 MB", rss)
 		}
 	}
 	c.cmd.Process.Signal(syscall.SIGTERM)

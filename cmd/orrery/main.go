@@ -27,6 +27,7 @@ import (
 	"github.com/orrery-db/orrery/storage"
 	"github.com/orrery-db/orrery/storage/memory"
 	"github.com/orrery-db/orrery/storage/pebble"
+	"github.com/orrery-db/orrery/storage/postgres"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -90,6 +91,8 @@ func serve(args []string) error {
 	addr := fs.String("addr", env("ORRERY_ADDR", ":8081"), "address to listen on, HTTPS and HTTP on the same port (env ORRERY_ADDR)")
 	data := fs.String("data", env("ORRERY_DATA", "./orrery-data"), "data directory (env ORRERY_DATA)")
 	inMemory := fs.Bool("memory", false, "keep everything in memory: nothing is written to disk")
+	postgresURL := fs.String("postgres", env("ORRERY_POSTGRES", ""), "keep everything in this PostgreSQL database (a postgres:// URL); several servers on one database act as one (env ORRERY_POSTGRES)")
+	postgresPool := fs.Int("postgres-pool", 16, "connections to PostgreSQL at most, with --postgres")
 	key := fs.String("key", env("ORRERY_KEY", server.EmulatorKey), "master key, base64 (env ORRERY_KEY; default: the emulator's well-known key)")
 	readOnlyKey := fs.String("readonly-key", env("ORRERY_READONLY_KEY", ""), "read-only key, base64 (env ORRERY_READONLY_KEY)")
 	crossPartition := fs.Bool("serve-cross-partition-queries", false, "execute cross-partition ORDER BY, aggregate, DISTINCT, GROUP BY, TOP and OFFSET queries that the Cosmos gateway refuses to clients without a query plan (the Go SDK)")
@@ -137,10 +140,22 @@ func serve(args []string) error {
 	var storageFailed <-chan struct{}
 	var storageErr func() error
 	certDir := *data
-	if *inMemory {
+	switch {
+	case *postgresURL != "" && *inMemory:
+		return errors.New("--postgres and --memory exclude each other")
+	case *postgresURL != "":
+		octx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		s, err := postgres.Open(octx, *postgresURL, postgres.Options{MaxConns: *postgresPool})
+		cancel()
+		if err != nil {
+			return err
+		}
+		store = s
+		certDir = ""
+	case *inMemory:
 		store = memory.New()
 		certDir = ""
-	} else {
+	default:
 		s, err := pebble.Open(*data, pebble.Options{})
 		if err != nil {
 			return fmt.Errorf("opening %s: %w", *data, err)
@@ -250,7 +265,10 @@ func serve(args []string) error {
 		log.Info("seeded", "file", *seed, "created", sum.Written, "existing", sum.Skipped)
 	}
 	storageDesc := "memory"
-	if !*inMemory {
+	switch {
+	case *postgresURL != "":
+		storageDesc = "postgres"
+	case !*inMemory:
 		storageDesc = *data
 	}
 	log.Info("orrery ready", "addr", ln.Addr().String(), "storage", storageDesc, "version", version,

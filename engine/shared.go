@@ -1,0 +1,464 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/orrery-db/orrery/storage"
+)
+
+// When the store implements storage.Shared, several engines (one per
+// gateway process) run on it as one database, and what one engine does in
+// process on its own store goes through the store instead:
+//
+//   - A logical partition's writers are ordered by a lock of the store
+//     (SharedBatch.Lock), held by the transaction's batch until it commits,
+//     not by a mutex of the process.
+//   - A write's sequence number (LSN) is its batch's Sequence, taken after
+//     the lock, and the change feed reads up to the store's Watermark, so
+//     no reader, on any gateway, passes over a write that commits late.
+//   - The presence filter is off: it knows only this process's writes, and
+//     would let a create miss an item another gateway wrote.
+//   - The catalog cache follows the store: every catalog change bumps a
+//     version key in its own transaction, under the store's catalog lock;
+//     each lookup reads the version (one point read) and reloads the
+//     catalog when it moved; every write takes the catalog lock shared and
+//     checks the version in its transaction, so no write lands in a
+//     container another gateway has just deleted or changed.
+//   - The TTL sweep runs on one gateway at a time, the holder of the duty
+//     "ttl" (Shared.Lead).
+//
+// Without storage.Shared none of this runs: the in-process paths are as
+// they were.
+
+// metaCatalogVersion changes with every catalog change in shared mode.
+var metaCatalogVersion = []byte{prefixMeta, 'c', 'a', 't'}
+
+// catalogLockName is the store lock that catalog changes hold exclusively
+// and writes hold shared.
+var catalogLockName = []byte{prefixMeta, 'c', 'a', 't', 'l', 'o', 'c', 'k'}
+
+// sharedSeam is the engine's state for a shared store.
+type sharedSeam struct {
+	store storage.Shared
+	// version is the catalog version the cache was loaded at.
+	version atomic.Pointer[[]byte]
+	// lock is the batch holding the store's catalog lock while catMu is
+	// held for writing (guarded by catMu).
+	lock storage.SharedBatch
+	// finished is the highest LSN this engine has finished, which a
+	// change-feed read waits for the watermark to cover.
+	finished atomic.Uint64
+	// open holds the batches of numbers allocated outside partitions, by
+	// number, until finish.
+	open sync.Map
+}
+
+func newSharedSeam(store storage.Store) *sharedSeam {
+	s, ok := store.(storage.Shared)
+	if !ok {
+		return nil
+	}
+	seam := &sharedSeam{store: s}
+	empty := []byte{}
+	seam.version.Store(&empty)
+	return seam
+}
+
+// partitionLockName names the store lock of a logical partition.
+func partitionLockName(collRID, pkEnc []byte) []byte {
+	k := make([]byte, 0, 1+len(collRID)+len(pkEnc))
+	k = append(k, prefixItem)
+	k = append(k, collRID...)
+	return append(k, pkEnc...)
+}
+
+// catalogVersion reads the store's catalog version through r.
+func catalogVersion(r storage.Reader) ([]byte, error) {
+	v, err := r.Get(metaCatalogVersion)
+	if errors.Is(err, storage.ErrNotFound) {
+		return []byte{}, nil
+	}
+	return v, err
+}
+
+// catalogMutex guards the catalog cache (Engine.catMu). Without a shared
+// store it is a sync.RWMutex and nothing more. On a shared store RLock
+// first reloads the catalog if another gateway changed it, and Lock first
+// takes the store's catalog lock (so that no writer of any gateway holds it
+// shared, and no other gateway changes the catalog) and reloads the catalog
+// if it moved; Unlock releases both. Every catalog reader and writer gets
+// this by taking catMu as before.
+type catalogMutex struct {
+	mu sync.RWMutex
+	e  *Engine // set by Open
+}
+
+func (m *catalogMutex) shared() bool { return m.e != nil && m.e.shared != nil }
+
+// RLock takes the cache for reading, reloading it first if it is stale.
+func (m *catalogMutex) RLock() {
+	if m.shared() {
+		m.e.refreshCatalog()
+	}
+	m.mu.RLock()
+}
+
+// RUnlock releases RLock.
+func (m *catalogMutex) RUnlock() { m.mu.RUnlock() }
+
+// Lock takes the cache, and the store's catalog lock, for a change.
+func (m *catalogMutex) Lock() {
+	if m.shared() {
+		m.e.lockCatalog()
+		return
+	}
+	m.mu.Lock()
+}
+
+// Unlock releases Lock.
+func (m *catalogMutex) Unlock() {
+	if m.shared() {
+		m.e.unlockCatalog()
+		return
+	}
+	m.mu.Unlock()
+}
+
+// refreshCatalog reloads the catalog when the store's version differs from
+// the cache's. A store error leaves the cache as it is (the request then
+// meets the store's error itself).
+func (e *Engine) refreshCatalog() {
+	v, err := catalogVersion(e.store)
+	if err != nil || bytes.Equal(v, *e.shared.version.Load()) {
+		return
+	}
+	e.catMu.mu.Lock()
+	defer e.catMu.mu.Unlock()
+	e.reloadCatalogLocked(v)
+}
+
+// reloadCatalogLocked reloads the catalog, which was at another version
+// than v. The caller holds catMu for writing.
+func (e *Engine) reloadCatalogLocked(v []byte) {
+	if bytes.Equal(v, *e.shared.version.Load()) {
+		return
+	}
+	old := e.dbs
+	e.dbs, e.offers = map[string]*Database{}, map[string][]byte{}
+	err := e.loadCatalog()
+	if err == nil {
+		err = e.loadOffers()
+	}
+	if err != nil {
+		e.log.Warn("reloading the catalog failed", "error", err)
+		e.dbs = old
+		return
+	}
+	// A container whose index another gateway is rebuilding for a new
+	// policy is queried by scanning until the rebuild's last batch (which
+	// bumps the version again) removes the mark.
+	for _, db := range e.dbs {
+		for _, c := range db.colls {
+			if _, err := e.store.Get(indexRebuildKey(c.rid)); err == nil {
+				c.indexRetired.Store(true)
+			}
+		}
+	}
+	// Writers holding an old Container look it up again (see inPartition).
+	for _, db := range old {
+		for _, c := range db.colls {
+			c.retired.Store(true)
+		}
+	}
+	e.shared.version.Store(&v)
+}
+
+// lockCatalog is catMu.Lock on a shared store.
+func (e *Engine) lockCatalog() {
+	ctx := context.Background()
+	b, err := e.shared.store.NewSharedBatch(ctx)
+	if err == nil {
+		if err = b.Lock(ctx, catalogLockName, true); err != nil {
+			b.Close()
+		}
+	}
+	e.catMu.mu.Lock()
+	if err != nil {
+		// The catalog batches of this change fail with the store's error.
+		e.shared.lock = failedBatch{err}
+		return
+	}
+	e.shared.lock = b
+	if v, err := catalogVersion(b); err == nil {
+		e.reloadCatalogLocked(v)
+	}
+}
+
+// unlockCatalog releases what lockCatalog took.
+func (e *Engine) unlockCatalog() {
+	if e.shared.lock != nil {
+		e.shared.lock.Close()
+		e.shared.lock = nil
+	}
+	e.catMu.mu.Unlock()
+}
+
+// catalogBatch starts a batch of catalog changes. On a shared store it
+// bumps the catalog version in the same batch, and fails if the store's
+// catalog lock could not be taken. The caller holds catMu for writing.
+func (e *Engine) catalogBatch() storage.Batch {
+	if e.shared == nil {
+		return e.store.NewBatch()
+	}
+	if f, ok := e.shared.lock.(failedBatch); ok {
+		return f
+	}
+	v := randomBytes(16)
+	b := e.store.NewBatch()
+	if err := b.Set(metaCatalogVersion, v); err != nil {
+		b.Close()
+		return failedBatch{err}
+	}
+	return &versionBatch{Batch: b, seam: e.shared, version: v}
+}
+
+// versionBatch is a catalog batch: once committed, the cache (updated by
+// the caller under catMu) is at its version.
+type versionBatch struct {
+	storage.Batch
+	seam    *sharedSeam
+	version []byte
+}
+
+func (b *versionBatch) Commit() error {
+	if err := b.Batch.Commit(); err != nil {
+		return err
+	}
+	b.seam.version.Store(&b.version)
+	return nil
+}
+
+func (b *versionBatch) CommitPipelined() (func() error, error) {
+	if err := b.Commit(); err != nil {
+		return nil, err
+	}
+	return func() error { return nil }, nil
+}
+
+// failedBatch is a batch whose every operation fails with err.
+type failedBatch struct{ err error }
+
+func (f failedBatch) Get([]byte) ([]byte, error) { return nil, f.err }
+func (f failedBatch) NewIterator([]byte, []byte, bool) (storage.Iterator, error) {
+	return nil, f.err
+}
+func (f failedBatch) Set(_, _ []byte) error                    { return f.err }
+func (f failedBatch) Delete([]byte) error                      { return f.err }
+func (f failedBatch) Count() int                               { return 0 }
+func (f failedBatch) Commit() error                            { return f.err }
+func (f failedBatch) CommitPipelined() (func() error, error)   { return nil, f.err }
+func (f failedBatch) Close() error                             { return nil }
+func (f failedBatch) Lock(context.Context, []byte, bool) error { return f.err }
+func (f failedBatch) Sequence(context.Context) (uint64, error) { return 0, f.err }
+
+// beginShared starts a transaction on partition p of c in shared mode: the
+// catalog lock shared, the partition's lock exclusive, and a check that the
+// catalog has not moved under c. stale reports that it had (the catalog is
+// reloaded; the caller looks c up again).
+func (e *Engine) beginShared(c *Container, p *partition) (b storage.SharedBatch, stale bool, err error) {
+	ctx := context.Background()
+	b, err = e.shared.store.NewSharedBatch(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	if err = b.Lock(ctx, catalogLockName, false); err == nil {
+		err = b.Lock(ctx, partitionLockName(c.rid, p.enc), true)
+	}
+	var v []byte
+	if err == nil {
+		v, err = catalogVersion(b)
+	}
+	if err != nil {
+		b.Close()
+		return nil, false, err
+	}
+	if !bytes.Equal(v, *e.shared.version.Load()) {
+		b.Close()
+		e.catMu.mu.Lock()
+		e.reloadCatalogLocked(v)
+		e.catMu.mu.Unlock()
+		return nil, true, nil
+	}
+	return b, false, nil
+}
+
+// sharedWatermark is the highest LSN at or below which every write has
+// finished, on every gateway.
+func (s *sharedSeam) watermark() uint64 {
+	w, err := s.store.Watermark(context.Background())
+	if err != nil || w == 0 {
+		return 0
+	}
+	return w - 1
+}
+
+// settleShared waits, at most timeout, until the watermark covers every
+// write this engine has finished, and returns it.
+func (s *sharedSeam) settle(timeout time.Duration) uint64 {
+	target := s.finished.Load()
+	deadline := time.Now().Add(timeout)
+	for {
+		w := s.watermark()
+		if w >= target || time.Now().After(deadline) {
+			return w
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// sharedSweepLoop runs the TTL sweep while this engine holds the duty
+// "ttl", taking it again whenever it is lost.
+func (e *Engine) sharedSweepLoop(interval time.Duration) {
+	defer e.bg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-e.stop
+		cancel()
+	}()
+	for !e.stopping() {
+		lost, release, err := e.shared.store.Lead(ctx, "ttl")
+		if err != nil {
+			if e.stopping() {
+				return
+			}
+			e.log.Warn("taking the TTL sweep duty failed", "error", err)
+			select {
+			case <-e.stop:
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		e.sweepWhileLeading(interval, lost)
+		release()
+	}
+}
+
+func (e *Engine) sweepWhileLeading(interval time.Duration, lost <-chan struct{}) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-lost:
+			return
+		case <-tick.C:
+			if _, err := e.sweep(); err != nil {
+				e.log.Warn("the TTL sweep failed", "error", err)
+			}
+		}
+	}
+}
+
+// inPartitionShared is inPartition on a shared store: the transaction is a
+// shared batch holding the partition's lock (and the catalog's, shared)
+// until it commits, and its LSN is the batch's sequence number.
+func (e *Engine) inPartitionShared(c *Container, pk PartitionKey, fn func(t *txn) error) error {
+	for {
+		p, perr := c.partition(pk)
+		if perr != nil {
+			return perr
+		}
+		if !c.retired.Load() {
+			b, stale, err := e.beginShared(c, p)
+			if err != nil {
+				return err
+			}
+			if !stale {
+				return e.runShared(b, p, fn)
+			}
+		}
+		// The catalog moved (here or on another gateway): write by the
+		// container's current rules.
+		next, err := e.Container(c.db.ID, c.ID)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(next.rid, c.rid) {
+			return NotFound("The container '%s' was deleted.", c.ID)
+		}
+		c = next
+	}
+}
+
+func (e *Engine) runShared(b storage.SharedBatch, p *partition, fn func(t *txn) error) error {
+	defer b.Close()
+	t := &txn{e: e, p: p, b: b, sb: b, now: e.now()}
+	if err := fn(t); err != nil {
+		return err
+	}
+	if b.Count() == 0 {
+		return nil
+	}
+	if err := b.Commit(); err != nil {
+		return err
+	}
+	if t.lsn != 0 {
+		e.shared.noteFinished(t.lsn)
+	}
+	return nil
+}
+
+// sequenceSource is implemented by shared stores that hand out a sequence
+// number without a batch (storage/postgres: a transaction id taken by a
+// statement of its own, on no held connection).
+type sequenceSource interface {
+	NextSequence(ctx context.Context) (uint64, error)
+}
+
+// allocate hands out a number outside a partition transaction: catalog
+// changes, which number their ETags and RIDs with it and write no
+// change-feed entries, so the watermark may pass it before they commit.
+// The number comes from the store without holding a connection: a
+// catalog change holds the catalog lock while writers wait for it holding
+// theirs, and must not wait for one of them.
+func (s *sharedSeam) allocate() (uint64, error) {
+	ctx := context.Background()
+	if src, ok := s.store.(sequenceSource); ok {
+		return src.NextSequence(ctx)
+	}
+	b, err := s.store.NewSharedBatch(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n, err := b.Sequence(ctx)
+	if err != nil {
+		b.Close()
+		return 0, err
+	}
+	s.open.Store(n, b)
+	return n, nil
+}
+
+func (s *sharedSeam) finish(n uint64) {
+	if b, ok := s.open.LoadAndDelete(n); ok {
+		b.(storage.SharedBatch).Close()
+	}
+	s.noteFinished(n)
+}
+
+func (s *sharedSeam) noteFinished(n uint64) {
+	for {
+		f := s.finished.Load()
+		if n <= f || s.finished.CompareAndSwap(f, n) {
+			return
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+
+	"github.com/google/btree"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/orrery-db/orrery/storage"
+)
+
+// overlay is the pending writes of a batch, sorted by key.
+type overlay struct {
+	pending *btree.BTreeG[entry] // nil once committed or closed
+	count   int
+}
+
+func (o *overlay) set(key, value []byte) error {
+	if o.pending == nil {
+		return storage.ErrClosed
+	}
+	if value == nil {
+		value = []byte{}
+	}
+	o.pending.ReplaceOrInsert(entry{key: bytes.Clone(key), value: bytes.Clone(value)})
+	o.count++
+	return nil
+}
+
+func (o *overlay) del(key []byte) error {
+	if o.pending == nil {
+		return storage.ErrClosed
+	}
+	o.pending.ReplaceOrInsert(entry{key: bytes.Clone(key), deleted: true})
+	o.count++
+	return nil
+}
+
+// lookup returns the pending write of key, if any.
+func (o *overlay) lookup(key []byte) (value []byte, found bool, err error) {
+	e, ok := o.pending.Get(entry{key: key})
+	if !ok {
+		return nil, false, nil
+	}
+	if e.deleted {
+		return nil, true, storage.ErrNotFound
+	}
+	return bytes.Clone(e.value), true, nil
+}
+
+// inRange returns the pending entries in [lower, upper), in iteration order.
+func (o *overlay) inRange(lower, upper []byte, reverse bool) []entry {
+	var out []entry
+	visit := func(e entry) bool {
+		if upper != nil && bytes.Compare(e.key, upper) >= 0 {
+			return false
+		}
+		out = append(out, e)
+		return true
+	}
+	if lower != nil {
+		o.pending.AscendGreaterOrEqual(entry{key: lower}, visit)
+	} else {
+		o.pending.Ascend(visit)
+	}
+	if reverse {
+		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+			out[i], out[j] = out[j], out[i]
+		}
+	}
+	return out
+}
+
+// queueWrites adds the overlay's writes to b: one upsert of every set key
+// and one delete of every deleted key, each over arrays, keys in order (so
+// that concurrent transactions lock rows in the same order).
+func (o *overlay) queueWrites(b *pgx.Batch) {
+	var setK, setV, delK [][]byte
+	o.pending.Ascend(func(e entry) bool {
+		if e.deleted {
+			delK = append(delK, e.key)
+		} else {
+			setK = append(setK, e.key)
+			setV = append(setV, e.value)
+		}
+		return true
+	})
+	if len(setK) > 0 {
+		b.Queue(`INSERT INTO orrery_kv (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])
+			ON CONFLICT (k) DO UPDATE SET v = excluded.v`, setK, setV)
+	}
+	if len(delK) > 0 {
+		b.Queue(`DELETE FROM orrery_kv WHERE k = ANY($1::bytea[])`, delK)
+	}
+}
+
+// batch is a storage.Batch: writes wait in an overlay and are sent at
+// Commit in one transaction, one round trip.
+type batch struct {
+	store *Store
+	overlay
+	closed bool
+}
+
+func (b *batch) Set(key, value []byte) error { return b.set(key, value) }
+func (b *batch) Delete(key []byte) error     { return b.del(key) }
+func (b *batch) Count() int                  { return b.count }
+
+// Get returns the batch's own write of key, else the store's latest value.
+func (b *batch) Get(key []byte) ([]byte, error) {
+	if b.pending == nil {
+		return nil, storage.ErrClosed
+	}
+	if v, ok, err := b.lookup(key); ok {
+		return v, err
+	}
+	return b.store.Get(key)
+}
+
+// NewIterator iterates over the store's keys under the batch's writes.
+func (b *batch) NewIterator(lower, upper []byte, reverse bool) (storage.Iterator, error) {
+	if b.pending == nil {
+		return nil, storage.ErrClosed
+	}
+	base, err := b.store.NewIterator(lower, upper, reverse)
+	if err != nil {
+		return nil, err
+	}
+	return &mergeIterator{reverse: reverse, base: base, pending: b.inRange(lower, upper, reverse)}, nil
+}
+
+// Commit sends every write in one transaction, in one round trip.
+func (b *batch) Commit() error {
+	if b.pending == nil {
+		return storage.ErrClosed
+	}
+	if b.store.closed.Load() {
+		return storage.ErrClosed
+	}
+	if b.pending.Len() > 0 {
+		var q pgx.Batch
+		q.Queue("BEGIN")
+		b.queueWrites(&q)
+		q.Queue("COMMIT")
+		if err := b.store.pool.SendBatch(context.Background(), &q).Close(); err != nil {
+			return b.store.wrap(err)
+		}
+	}
+	b.pending = nil
+	return nil
+}
+
+// CommitPipelined is Commit: the server has made the batch durable when it
+// answers.
+func (b *batch) CommitPipelined() (func() error, error) {
+	if err := b.Commit(); err != nil {
+		return nil, err
+	}
+	return func() error { return nil }, nil
+}
+
+// Close discards an uncommitted batch.
+func (b *batch) Close() error {
+	if b.closed {
+		return storage.ErrClosed
+	}
+	b.closed = true
+	b.pending = nil
+	return nil
+}

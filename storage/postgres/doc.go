@@ -1,0 +1,28 @@
+// Package postgres is the shared backend of package storage, on PostgreSQL:
+// several processes (gateways), each with its own engine, open the same
+// database and behave as one. Every key and value is a row of one table,
+// orrery_kv(k bytea primary key, v bytea); bytea compares bytewise, so the
+// table's primary-key order is the key order the other backends have.
+//
+// Besides storage.Store, a Store implements storage.Shared: a shared batch
+// is a PostgreSQL transaction whose locks are transaction-scoped advisory
+// locks on a hash of the lock's name, whose sequence number is the
+// transaction's id (pg_current_xact_id, taken after its locks, so it is
+// greater than that of every earlier holder of a conflicting lock), and the
+// watermark is the oldest transaction id still running
+// (pg_snapshot_xmin(pg_current_snapshot())). A duty (Lead) is a session
+// advisory lock held on a connection of its own: if that connection dies,
+// the server frees the lock and another process takes the duty.
+//
+// A batch's writes wait in memory and go to the server at Commit in one
+// pipelined round trip (BEGIN, one upsert and one delete over arrays, COMMIT).
+// Iterators read pages of keys, so memory stays bounded on any range; a
+// range larger than one page is read in a repeatable-read transaction from
+// its second page on. Snapshots are repeatable-read, read-only transactions
+// on a connection each, held until Close.
+//
+// The schema is versioned (table orrery_meta); Open creates or migrates it
+// and refuses a database written by a newer version.
+//
+// It imports only package storage, pgx and the standard library.
+package postgres

@@ -1,0 +1,294 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/orrery-db/orrery/storage"
+)
+
+// pageIterator walks a key range a page of rows at a time.
+type pageIterator struct {
+	store        *Store
+	lower, upper []byte
+	reverse      bool
+	snap         *snapshot // reads the pages after the first; nil until needed
+	// read, when set, reads every page instead (a shared batch's own
+	// connection).
+	read    func(sql string, args []any) ([]entry, error)
+	ownSnap bool // snap was opened by the iterator, which closes it
+	page    []entry
+	pos     int
+	last    []byte // the last key read, where the next page starts
+	done    bool   // no page after this one
+	err     error
+	cur     entry
+	closed  bool
+}
+
+// pageQuery is the statement and arguments that read the page after last
+// (from the start of the range when last is nil).
+func (it *pageIterator) pageQuery() (string, []any) {
+	var conds []string
+	var args []any
+	add := func(cond string, arg []byte) {
+		args = append(args, arg)
+		conds = append(conds, fmt.Sprintf(cond, len(args)))
+	}
+	if it.lower != nil {
+		add("k >= $%d", it.lower)
+	}
+	if it.upper != nil {
+		add("k < $%d", it.upper)
+	}
+	order := "k"
+	if it.last != nil {
+		if it.reverse {
+			add("k < $%d", it.last)
+		} else {
+			add("k > $%d", it.last)
+		}
+	}
+	if it.reverse {
+		order = "k DESC"
+	}
+	sql := "SELECT k, v FROM orrery_kv"
+	if len(conds) > 0 {
+		sql += " WHERE " + strings.Join(conds, " AND ")
+	}
+	return fmt.Sprintf("%s ORDER BY %s LIMIT %d", sql, order, pageSize), args
+}
+
+// readPage runs the page query on q.
+func readPage(ctx context.Context, q querier, sql string, args []any) ([]entry, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	var page []entry
+	for rows.Next() {
+		var e entry
+		if err := rows.Scan(&e.key, &e.value); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if e.value == nil {
+			e.value = []byte{}
+		}
+		page = append(page, e)
+	}
+	rows.Close()
+	return page, rows.Err()
+}
+
+// fetch reads the next page through q, or through the iterator's snapshot
+// when it has one.
+func (it *pageIterator) fetch(q querier) error {
+	sql, args := it.pageQuery()
+	var page []entry
+	var err error
+	switch {
+	case it.read != nil:
+		page, err = it.read(sql, args)
+	case it.snap != nil:
+		page, err = it.snap.readPage(sql, args)
+	default:
+		page, err = readPage(it.store.closeCtx, q, sql, args)
+	}
+	if err != nil {
+		return err
+	}
+	it.page, it.pos = page, 0
+	if len(page) < pageSize {
+		it.done = true
+	} else {
+		it.last = page[len(page)-1].key
+	}
+	return nil
+}
+
+// Next advances to the next key of the range.
+func (it *pageIterator) Next() bool {
+	if it.closed || it.err != nil {
+		return false
+	}
+	for it.pos >= len(it.page) {
+		if it.done {
+			it.cur = entry{}
+			return false
+		}
+		if it.snap == nil && it.read == nil {
+			snap, err := it.store.newSnapshot(it.store.closeCtx)
+			if err != nil {
+				it.err = it.store.wrap(err)
+				return false
+			}
+			it.snap, it.ownSnap = snap, true
+		}
+		if err := it.fetch(nil); err != nil {
+			it.err = it.store.wrap(err)
+			return false
+		}
+	}
+	it.cur = it.page[it.pos]
+	it.pos++
+	return true
+}
+
+// Key is the current key.
+func (it *pageIterator) Key() []byte { return it.cur.key }
+
+// Value is the current value.
+func (it *pageIterator) Value() []byte { return it.cur.value }
+
+// Err is the first error met.
+func (it *pageIterator) Err() error { return it.err }
+
+// Close releases the iterator and the transaction it opened, if any.
+func (it *pageIterator) Close() error {
+	if it.closed {
+		return nil
+	}
+	it.closed = true
+	it.page, it.cur = nil, entry{}
+	if it.ownSnap {
+		it.snap.Close()
+	}
+	return nil
+}
+
+// mergeIterator lays a batch's pending writes over a base iterator:
+// pending entries win on equal keys, pending deletions hide base keys.
+type mergeIterator struct {
+	reverse        bool
+	base           storage.Iterator
+	pending        []entry
+	pi             int
+	baseOK, pendOK bool
+	started        bool
+	cur            entry
+}
+
+func (it *mergeIterator) compare(a, b []byte) int {
+	c := bytes.Compare(a, b)
+	if it.reverse {
+		return -c
+	}
+	return c
+}
+
+// Next advances to the next visible key.
+func (it *mergeIterator) Next() bool {
+	if !it.started {
+		it.started = true
+		it.baseOK = it.base.Next()
+		it.pendOK = len(it.pending) > 0
+	}
+	for it.baseOK || it.pendOK {
+		var c int
+		switch {
+		case !it.pendOK:
+			c = -1
+		case !it.baseOK:
+			c = 1
+		default:
+			c = it.compare(it.base.Key(), it.pending[it.pi].key)
+		}
+		if c < 0 {
+			it.cur = entry{key: it.base.Key(), value: it.base.Value()}
+			it.baseOK = it.base.Next()
+			return true
+		}
+		if c == 0 {
+			it.baseOK = it.base.Next()
+		}
+		e := it.pending[it.pi]
+		it.pi++
+		it.pendOK = it.pi < len(it.pending)
+		if !e.deleted {
+			it.cur = e
+			return true
+		}
+	}
+	it.cur = entry{}
+	return false
+}
+
+// Key is the current key.
+func (it *mergeIterator) Key() []byte { return it.cur.key }
+
+// Value is the current value.
+func (it *mergeIterator) Value() []byte { return it.cur.value }
+
+// Err is the base iterator's error.
+func (it *mergeIterator) Err() error { return it.base.Err() }
+
+// Close closes the base iterator.
+func (it *mergeIterator) Close() error {
+	it.cur = entry{}
+	return it.base.Close()
+}
+
+// snapshot is a repeatable-read, read-only transaction on one connection,
+// shared by its readers under mu.
+type snapshot struct {
+	store *Store
+	mu    sync.Mutex
+	conn  *pgxpool.Conn
+	err   error // the error every read returns: storage.ErrClosed once closed
+	slot  bool  // it holds one of the store's slots
+}
+
+// readPage reads one page of an iterator in the snapshot.
+func (s *snapshot) readPage(sql string, args []any) ([]entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return nil, s.err
+	}
+	return readPage(s.store.closeCtx, s.conn, sql, args)
+}
+
+// Get returns the value under key as of the snapshot.
+func (s *snapshot) Get(key []byte) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return nil, s.err
+	}
+	v, err := getFrom(s.store.closeCtx, s.conn, key)
+	return v, s.store.wrap(err)
+}
+
+// NewIterator iterates over the snapshot's keys in [lower, upper).
+func (s *snapshot) NewIterator(lower, upper []byte, reverse bool) (storage.Iterator, error) {
+	it := &pageIterator{store: s.store, lower: lower, upper: upper, reverse: reverse, snap: s}
+	if err := it.fetch(nil); err != nil {
+		return nil, s.store.wrap(err)
+	}
+	return it, nil
+}
+
+// Close ends the transaction and returns the connection to the pool.
+func (s *snapshot) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	s.err = storage.ErrClosed
+	if _, err := s.conn.Exec(context.Background(), "ROLLBACK"); err != nil {
+		s.conn.Conn().Close(context.Background())
+	}
+	s.conn.Release()
+	s.conn = nil
+	if s.slot {
+		<-s.store.slots
+	}
+	return nil
+}

@@ -1,0 +1,265 @@
+// Package pgtest starts a throwaway PostgreSQL server for tests: one per test
+// binary, started at the first call to URL (about two seconds), each test in
+// a database of its own, dropped when the test ends. The binaries are
+// found on PATH or where Debian's postgresql package puts them; when there
+// are none the test is skipped, unless ORRERY_REQUIRE_POSTGRES=1, which
+// makes it fail. A package that uses it calls StopShared from TestMain.
+//
+// When the test runs as root, the server runs as the postgres user, as
+// PostgreSQL refuses to run as root. It runs without fsync: a test database
+// does not outlive its test.
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// RequireEnv is the environment variable that turns a skip for want of
+// PostgreSQL into a failure.
+const RequireEnv = "ORRERY_REQUIRE_POSTGRES"
+
+var (
+	mu      sync.Mutex
+	srv     *server
+	srvErr  error
+	started bool
+	dbSeq   atomic.Int64
+)
+
+type server struct {
+	bin     string // the directory of initdb, pg_ctl and postgres
+	dir     string // the temporary directory: data, socket, log
+	port    int
+	cred    *syscall.Credential
+	baseURL string
+}
+
+// binDir finds the PostgreSQL server binaries.
+func binDir() (string, error) {
+	if p, err := exec.LookPath("pg_ctl"); err == nil {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(p), "initdb")); err == nil {
+			return filepath.Dir(p), nil
+		}
+	}
+	// Debian's postgresql package keeps them off PATH, one directory per
+	// major version; take the newest.
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	sort.Slice(matches, func(i, j int) bool {
+		return version(matches[i]) < version(matches[j])
+	})
+	if len(matches) == 0 {
+		return "", errors.New("PostgreSQL is not installed (no initdb on PATH nor in Debian's postgresql package)")
+	}
+	return filepath.Dir(matches[len(matches)-1]), nil
+}
+
+func version(initdb string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(initdb))))
+	return v
+}
+
+// Available reports whether a server can be started, and why not.
+func Available() error {
+	_, err := binDir()
+	return err
+}
+
+// Skip skips t, or fails it when RequireEnv is set, when PostgreSQL is
+// not installed.
+func Skip(t testing.TB, err error) {
+	t.Helper()
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatalf("%s=1 but PostgreSQL cannot be used: %v", RequireEnv, err)
+	}
+	t.Skipf("PostgreSQL cannot be used: %v", err)
+}
+
+// URL creates a database for t on the shared server, starting it if need
+// be, and returns its connection URL. The database is dropped when t ends;
+// close every connection to it first (a cleanup registered after URL runs
+// before the drop).
+func URL(t testing.TB) string {
+	t.Helper()
+	s, err := shared()
+	if err != nil {
+		if errors.Is(err, errNotInstalled) {
+			Skip(t, err)
+		}
+		t.Fatalf("starting PostgreSQL: %v", err)
+	}
+	name := fmt.Sprintf("t%d_%d", os.Getpid(), dbSeq.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.baseURL+"postgres")
+	if err != nil {
+		t.Fatalf("connecting to PostgreSQL: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("creating database %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, s.baseURL+"postgres")
+		if err != nil {
+			t.Errorf("connecting to PostgreSQL: %v", err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("dropping database %s: %v", name, err)
+		}
+	})
+	return s.baseURL + name
+}
+
+var errNotInstalled = errors.New("not installed")
+
+// shared starts the server once per process.
+func shared() (*server, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	if !started {
+		started = true
+		srv, srvErr = start()
+	}
+	return srv, srvErr
+}
+
+// start runs initdb and pg_ctl start in a new temporary directory.
+func start() (*server, error) {
+	bin, err := binDir()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errNotInstalled, err)
+	}
+	dir, err := os.MkdirTemp("", "orrery-pgtest-")
+	if err != nil {
+		return nil, err
+	}
+	s := &server{bin: bin, dir: dir}
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("running as root, and there is no postgres user to run the server as: %v", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		if err := os.Chown(dir, uid, gid); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	if out, err := s.run("initdb", "-D", s.data(), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync", "--locale=C"); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
+	}
+	var lastErr error
+	for range 5 {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300", port, dir)
+		out, err := s.run("pg_ctl", "start", "-w", "-t", "60", "-D", s.data(), "-l", filepath.Join(dir, "log"), "-o", opts)
+		if err == nil {
+			s.port = port
+			s.baseURL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/", port)
+			s.watchdog()
+			return s, nil
+		}
+		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+		lastErr = fmt.Errorf("pg_ctl start: %v\n%s\n%s", err, out, log)
+	}
+	os.RemoveAll(dir)
+	return nil, lastErr
+}
+
+func (s *server) data() string { return filepath.Join(s.dir, "data") }
+
+// watchdog starts a shell, in a session of its own, that stops the server
+// and removes its files once this process is gone: a test binary killed
+// (a timeout, a panic in a goroutine) before StopShared leaves nothing
+// running.
+func (s *server) watchdog() {
+	script := fmt.Sprintf("while [ -e /proc/%d ]; do sleep 1; done; %q stop -m immediate -D %q >/dev/null 2>&1; rm -rf %q",
+		os.Getpid(), filepath.Join(s.bin, "pg_ctl"), s.data(), s.dir)
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: s.cred}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: no watchdog for the server: %v\n", err)
+		return
+	}
+	go cmd.Wait()
+}
+
+func (s *server) run(tool string, args ...string) ([]byte, error) {
+	cmd := exec.Command(filepath.Join(s.bin, tool), args...)
+	cmd.Dir = s.dir
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	if s.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	}
+	return cmd.CombinedOutput()
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// StopShared stops the shared server, if one was started, and removes its
+// files. Call it from TestMain after m.Run.
+func StopShared() {
+	mu.Lock()
+	defer mu.Unlock()
+	if srv == nil {
+		return
+	}
+	if out, err := srv.run("pg_ctl", "stop", "-m", "immediate", "-D", srv.data()); err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: pg_ctl stop: %v\n%s", err, strings.TrimSpace(string(out)))
+	}
+	os.RemoveAll(srv.dir)
+	srv, started = nil, false
+}
+
+// Terminate ends the server sessions with the given process ids, as a
+// network fault or a server restart would.
+func Terminate(t testing.TB, url string, pids []uint32) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("connecting to PostgreSQL: %v", err)
+	}
+	defer conn.Close(ctx)
+	for _, pid := range pids {
+		if _, err := conn.Exec(ctx, "SELECT pg_terminate_backend($1)", int32(pid)); err != nil {
+			t.Fatalf("terminating session %d: %v", pid, err)
+		}
+	}
+}

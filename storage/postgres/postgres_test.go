@@ -1,0 +1,175 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/orrery-db/orrery/storage"
+	"github.com/orrery-db/orrery/storage/postgres"
+	"github.com/orrery-db/orrery/storage/postgres/pgtest"
+	"github.com/orrery-db/orrery/storage/storagetest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pgtest.StopShared()
+	os.Exit(code)
+}
+
+func open(t *testing.T, url string) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(context.Background(), url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) storage.Store { return open(t, pgtest.URL(t)) })
+}
+
+// A range longer than a page is read whole, in order, both ways, and within
+// bounds that fall between keys.
+func TestIteratorReadsRangesLongerThanAPage(t *testing.T) {
+	s := open(t, pgtest.URL(t))
+	defer s.Close()
+	const n = 1000
+	b := s.NewBatch()
+	for i := range n {
+		if err := b.Set(fmt.Appendf(nil, "k%04d", i), fmt.Appendf(nil, "v%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	snap := s.NewSnapshot()
+	defer snap.Close()
+	for _, r := range []storage.Reader{s, snap} {
+		for _, reverse := range []bool{false, true} {
+			it, err := r.NewIterator([]byte("k0010"), []byte("k0990x"), reverse)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var keys []string
+			for it.Next() {
+				keys = append(keys, string(it.Key()))
+			}
+			if err := it.Err(); err != nil {
+				t.Fatal(err)
+			}
+			it.Close()
+			if len(keys) != 981 {
+				t.Fatalf("reverse=%v: %d keys, want 981", reverse, len(keys))
+			}
+			for i, k := range keys {
+				want := 10 + i
+				if reverse {
+					want = 990 - i
+				}
+				if k != fmt.Sprintf("k%04d", want) {
+					t.Fatalf("reverse=%v: key %d is %q, want k%04d", reverse, i, k, want)
+				}
+			}
+		}
+	}
+}
+
+// A database written by a newer version is refused at Open with an error
+// that says so; one at the current version opens.
+func TestOpenRefusesANewerSchema(t *testing.T) {
+	url := pgtest.URL(t)
+	s := open(t, url)
+	if _, err := s.Pool().Exec(context.Background(), `UPDATE orrery_meta SET value = $1 WHERE name = 'schema_version'`, fmt.Sprint(postgres.SchemaVersion+1)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	_, err := postgres.Open(context.Background(), url, postgres.Options{})
+	if err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("Open of a newer schema: %v, want an error about a newer schema", err)
+	}
+	fresh := pgtest.URL(t)
+	for range 2 { // created, then found at the current version
+		open(t, fresh).Close()
+	}
+}
+
+func TestSharedConformance(t *testing.T) {
+	storagetest.RunShared(t, func(t *testing.T) (storage.Shared, storage.Shared, func(storage.Shared)) {
+		url := pgtest.URL(t)
+		a, b := open(t, url), open(t, url)
+		return a, b, func(s storage.Shared) {
+			pgtest.Terminate(t, url, s.(*postgres.Store).LeadPIDs())
+		}
+	})
+}
+
+// Shared batches and snapshots hold connections only up to a bound below
+// the pool's size: with every slot taken, point reads and long ranges still
+// run (they use the reserve or the batch's own connection), and another
+// batch waits for a slot rather than for the pool.
+func TestHeldConnectionsLeaveReadsAConnection(t *testing.T) {
+	s, err := postgres.Open(context.Background(), pgtest.URL(t), postgres.Options{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b := s.NewBatch()
+	for i := range 600 {
+		b.Set(fmt.Appendf(nil, "k%04d", i), []byte("v"))
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var held []storage.SharedBatch
+	for range 2 {
+		sb, err := s.NewSharedBatch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sb.Close()
+		held = append(held, sb)
+	}
+	for _, sb := range held {
+		if err := sb.Lock(ctx, []byte(fmt.Sprint(sb)), true); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Get([]byte("k0001")); err != nil {
+			t.Fatalf("a point read with every slot held: %v", err)
+		}
+		sb.Set([]byte("k0500x"), []byte("mine"))
+		it, err := sb.NewIterator(nil, nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for it.Next() {
+			n++
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+		it.Close()
+		if n != 601 {
+			t.Fatalf("a shared batch's scan over three pages saw %d keys, want 601", n)
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if _, err := s.NewSharedBatch(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a third shared batch with two slots: %v, want to wait until its deadline", err)
+	}
+	held[0].Close()
+	sb, err := s.NewSharedBatch(ctx)
+	if err != nil {
+		t.Fatalf("a shared batch after one closed: %v", err)
+	}
+	sb.Close()
+}

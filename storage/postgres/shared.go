@@ -1,0 +1,335 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/orrery-db/orrery/storage"
+)
+
+// sharedBatch is a storage.SharedBatch: a transaction on a connection of
+// its own, begun with its first statement (the BEGIN rides in the same
+// round trip). Its writes wait in an overlay and go with the COMMIT.
+type sharedBatch struct {
+	store *Store
+	conn  *pgxpool.Conn
+	begun bool
+	seq   uint64
+	overlay
+	closed bool
+}
+
+// NewSharedBatch starts a batch on a connection of its own.
+func (s *Store) NewSharedBatch(ctx context.Context) (storage.SharedBatch, error) {
+	if s.closed.Load() {
+		return nil, storage.ErrClosed
+	}
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.closeCtx.Done():
+		return nil, storage.ErrClosed
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		<-s.slots
+		return nil, s.wrap(err)
+	}
+	return &sharedBatch{store: s, conn: conn, overlay: overlay{pending: newTree()}}, nil
+}
+
+// exec runs one statement in the transaction, beginning it first if need
+// be, in one round trip; scan, if not nil, reads the statement's one row.
+func (b *sharedBatch) exec(ctx context.Context, sql string, args []any, scan ...any) error {
+	if b.pending == nil {
+		return storage.ErrClosed
+	}
+	if b.store.closed.Load() {
+		return storage.ErrClosed
+	}
+	var q pgx.Batch
+	if !b.begun {
+		q.Queue("BEGIN")
+	}
+	qq := q.Queue(sql, args...)
+	if len(scan) > 0 {
+		qq.QueryRow(func(row pgx.Row) error { return row.Scan(scan...) })
+	}
+	err := b.conn.SendBatch(ctx, &q).Close()
+	b.begun = true
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return b.store.wrap(err)
+	}
+	return nil
+}
+
+// Lock takes a transaction-scoped advisory lock on a hash of key.
+func (b *sharedBatch) Lock(ctx context.Context, key []byte, exclusive bool) error {
+	sql := `SELECT pg_advisory_xact_lock_shared($1)`
+	if exclusive {
+		sql = `SELECT pg_advisory_xact_lock($1)`
+	}
+	return b.exec(ctx, sql, []any{hashKey(key)})
+}
+
+// Sequence is the transaction's id, assigned at the first call.
+func (b *sharedBatch) Sequence(ctx context.Context) (uint64, error) {
+	if b.seq != 0 {
+		return b.seq, nil
+	}
+	var seq int64
+	if err := b.exec(ctx, `SELECT pg_current_xact_id()::text::bigint`, nil, &seq); err != nil {
+		return 0, err
+	}
+	b.seq = uint64(seq)
+	return b.seq, nil
+}
+
+// Get returns the batch's own write of key, else the latest committed value.
+func (b *sharedBatch) Get(key []byte) ([]byte, error) {
+	if b.pending == nil {
+		return nil, storage.ErrClosed
+	}
+	if v, ok, err := b.lookup(key); ok {
+		return v, err
+	}
+	var v []byte
+	err := b.exec(b.store.closeCtx, `SELECT v FROM orrery_kv WHERE k = $1`, []any{key}, &v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, storage.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if v == nil {
+		v = []byte{}
+	}
+	return v, nil
+}
+
+// NewIterator iterates over the latest committed keys under the batch's
+// writes.
+func (b *sharedBatch) NewIterator(lower, upper []byte, reverse bool) (storage.Iterator, error) {
+	if b.pending == nil {
+		return nil, storage.ErrClosed
+	}
+	base := &pageIterator{store: b.store, lower: lower, upper: upper, reverse: reverse, read: b.readPage}
+	if err := base.fetch(nil); err != nil {
+		return nil, b.store.wrap(err)
+	}
+	return &mergeIterator{reverse: reverse, base: base, pending: b.inRange(lower, upper, reverse)}, nil
+}
+
+func (b *sharedBatch) Set(key, value []byte) error { return b.set(key, value) }
+func (b *sharedBatch) Delete(key []byte) error     { return b.del(key) }
+func (b *sharedBatch) Count() int                  { return b.count }
+
+// Commit sends the writes and the COMMIT in one round trip and returns the
+// connection to the pool.
+func (b *sharedBatch) Commit() error {
+	if b.pending == nil {
+		return storage.ErrClosed
+	}
+	if b.store.closed.Load() {
+		return storage.ErrClosed
+	}
+	var err error
+	if b.begun || b.pending.Len() > 0 {
+		var q pgx.Batch
+		if !b.begun {
+			q.Queue("BEGIN")
+		}
+		b.queueWrites(&q)
+		q.Queue("COMMIT")
+		err = b.conn.SendBatch(context.Background(), &q).Close()
+		b.begun = err != nil // a failed COMMIT leaves an aborted transaction
+	}
+	b.pending = nil
+	b.releaseConn()
+	return b.store.wrap(err)
+}
+
+// CommitPipelined is Commit.
+func (b *sharedBatch) CommitPipelined() (func() error, error) {
+	if err := b.Commit(); err != nil {
+		return nil, err
+	}
+	return func() error { return nil }, nil
+}
+
+// releaseConn ends the transaction if one is open and gives back the
+// connection.
+func (b *sharedBatch) releaseConn() {
+	if b.conn == nil {
+		return
+	}
+	if b.begun {
+		if _, err := b.conn.Exec(context.Background(), "ROLLBACK"); err != nil {
+			b.conn.Conn().Close(context.Background())
+		}
+	}
+	b.conn.Release()
+	b.conn = nil
+	<-b.store.slots
+}
+
+// Close rolls back an uncommitted batch, releasing its locks.
+func (b *sharedBatch) Close() error {
+	if b.closed {
+		return storage.ErrClosed
+	}
+	b.closed = true
+	b.pending = nil
+	b.releaseConn()
+	return nil
+}
+
+// NextSequence returns a sequence number outside any batch: the id of a
+// transaction of its own, one statement that commits at once. It takes no
+// slot (see Options.MaxConns), so a holder of one may call it.
+func (s *Store) NextSequence(ctx context.Context) (uint64, error) {
+	if s.closed.Load() {
+		return 0, storage.ErrClosed
+	}
+	var n int64
+	if err := s.pool.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&n); err != nil {
+		return 0, s.wrap(err)
+	}
+	return uint64(n), nil
+}
+
+// Watermark is the oldest transaction id still running: every transaction
+// with a lower id has committed or rolled back.
+func (s *Store) Watermark(ctx context.Context) (uint64, error) {
+	if s.closed.Load() {
+		return 0, storage.ErrClosed
+	}
+	var w int64
+	if err := s.pool.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`).Scan(&w); err != nil {
+		return 0, s.wrap(err)
+	}
+	return uint64(w), nil
+}
+
+// leadCheckEvery is how often a held duty's connection is checked.
+const leadCheckEvery = 250 * time.Millisecond
+
+// lead is a duty held: a session advisory lock on a connection of its own.
+type lead struct {
+	store    *Store
+	conn     *pgx.Conn
+	lost     chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
+	once     sync.Once
+	lostOnce sync.Once
+}
+
+func (l *lead) markLost() { l.lostOnce.Do(func() { close(l.lost) }) }
+
+// Lead takes the session advisory lock of duty on a new connection,
+// waiting while another process holds it. The duty is lost when that
+// connection is: the server frees the lock as the session ends.
+func (s *Store) Lead(ctx context.Context, duty string) (<-chan struct{}, func(), error) {
+	if s.closed.Load() {
+		return nil, nil, storage.ErrClosed
+	}
+	conn, err := pgx.ConnectConfig(ctx, s.connCfg)
+	if err != nil {
+		return nil, nil, s.wrap(err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1, $2)`, int32(lockClassLead), hashKey32(duty)); err != nil {
+		conn.Close(context.Background())
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, nil, s.wrap(err)
+	}
+	l := &lead{store: s, conn: conn, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	s.leadsMu.Lock()
+	if s.closed.Load() {
+		s.leadsMu.Unlock()
+		conn.Close(context.Background())
+		return nil, nil, storage.ErrClosed
+	}
+	s.leads[l] = struct{}{}
+	s.leadsMu.Unlock()
+	go l.watch()
+	return l.lost, l.release, nil
+}
+
+// LeadPIDs returns the server process ids of the connections that hold
+// this store's duties, so that a test can end them as a network fault
+// would.
+func (s *Store) LeadPIDs() []uint32 {
+	s.leadsMu.Lock()
+	defer s.leadsMu.Unlock()
+	var pids []uint32
+	for l := range s.leads {
+		pids = append(pids, l.conn.PgConn().PID())
+	}
+	return pids
+}
+
+// watch checks the connection until it fails (the duty is lost) or the
+// duty is released.
+func (l *lead) watch() {
+	defer close(l.done)
+	t := time.NewTicker(leadCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := l.conn.Exec(ctx, "SELECT 1")
+		cancel()
+		if err != nil {
+			l.markLost()
+			l.conn.Close(context.Background())
+			l.forget()
+			return
+		}
+	}
+}
+
+func (l *lead) forget() {
+	l.store.leadsMu.Lock()
+	delete(l.store.leads, l)
+	l.store.leadsMu.Unlock()
+}
+
+// release gives the duty up: closing the connection ends the session and
+// so frees the lock.
+func (l *lead) release() {
+	l.once.Do(func() {
+		close(l.stop)
+		<-l.done
+		select {
+		case <-l.lost:
+		default:
+			l.conn.Close(context.Background())
+			l.forget()
+		}
+	})
+}
+
+// readPage reads a page of an iterator on the batch's connection: each page
+// sees the latest committed state (read committed), as the batch's reads do.
+func (b *sharedBatch) readPage(sql string, args []any) ([]entry, error) {
+	if b.conn == nil {
+		return nil, storage.ErrClosed
+	}
+	return readPage(b.store.closeCtx, b.conn, sql, args)
+}

@@ -1,0 +1,298 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/google/btree"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/orrery-db/orrery/storage"
+)
+
+// SchemaVersion is the version of the tables this package reads and writes.
+// Open upgrades an older database to it and refuses a newer one.
+const SchemaVersion = 1
+
+// pageSize is the number of rows an iterator reads per round trip: its
+// memory is bounded by this many keys and values.
+const pageSize = 256
+
+// lockClass is the first half of the two-part advisory-lock keys this
+// package takes (schema migration, duties); batch locks use one-part keys,
+// which PostgreSQL keeps apart from two-part ones.
+const lockClass = 0x4f5252 // "ORR"
+
+const (
+	lockObjSchema = 1 // serializes schema creation and migration
+	// lockClassLead is the first half of a duty's key; the second half is
+	// a hash of the duty's name.
+	lockClassLead = lockClass + 1
+)
+
+// Options tune Open.
+type Options struct {
+	// MaxConns caps the connection pool; zero means 16, and less than 4
+	// means 4. Every open snapshot, shared batch and iterator past its first
+	// page holds one connection; a quarter of the pool (at least two) is
+	// kept for short reads, so snapshots and shared batches wait for one
+	// another before the pool is full.
+	MaxConns int
+}
+
+// Store is a storage.Store and storage.Shared on a PostgreSQL database. It
+// is safe for concurrent use.
+type Store struct {
+	pool     *pgxpool.Pool
+	connCfg  *pgx.ConnConfig // for the dedicated connections of duties
+	closed   atomic.Bool
+	leadsMu  sync.Mutex
+	leads    map[*lead]struct{}
+	closeCtx context.Context
+	cancel   context.CancelFunc
+	// slots bounds the connections that shared batches and snapshots hold
+	// for their lifetime, leaving the rest of the pool to the short reads
+	// (point reads, first pages, watermarks) that a holder may make while
+	// it holds one: a full pool never waits on itself.
+	slots chan struct{}
+}
+
+var (
+	_ storage.Store  = (*Store)(nil)
+	_ storage.Shared = (*Store)(nil)
+)
+
+// Open connects to the database at url (a PostgreSQL connection URL or
+// key=value string), creates or migrates the schema, and returns the store.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	cfg.MaxConns = 16
+	if opts.MaxConns > 0 {
+		if opts.MaxConns < 4 {
+			opts.MaxConns = 4 // a slot for batches and snapshots, and the reserve
+		}
+		cfg.MaxConns = int32(opts.MaxConns)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	reserve := max(2, int(cfg.MaxConns)/4)
+	s := &Store{pool: pool, connCfg: cfg.ConnConfig.Copy(), leads: map[*lead]struct{}{},
+		slots: make(chan struct{}, max(1, int(cfg.MaxConns)-reserve))}
+	s.closeCtx, s.cancel = context.WithCancel(context.Background())
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// migrations[i] brings a database at version i to version i+1.
+var migrations = []string{
+	`CREATE TABLE IF NOT EXISTS orrery_kv (k bytea PRIMARY KEY, v bytea NOT NULL)`,
+}
+
+// migrate creates the schema or brings it up to SchemaVersion, under a lock
+// so that processes opening the database at once do it once.
+func (s *Store) migrate(ctx context.Context) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, lockClass, lockObjSchema); err != nil {
+		return fmt.Errorf("postgres: locking the schema: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS orrery_meta (name text PRIMARY KEY, value text NOT NULL)`); err != nil {
+		return fmt.Errorf("postgres: creating orrery_meta: %w", err)
+	}
+	version := 0
+	var text string
+	err = tx.QueryRow(ctx, `SELECT value FROM orrery_meta WHERE name = 'schema_version'`).Scan(&text)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return fmt.Errorf("postgres: reading the schema version: %w", err)
+	default:
+		if _, err := fmt.Sscan(text, &version); err != nil {
+			return fmt.Errorf("postgres: schema version %q is not a number", text)
+		}
+	}
+	if version > SchemaVersion {
+		return fmt.Errorf("postgres: the database has schema version %d, newer than %d, the newest this build understands: upgrade orrery", version, SchemaVersion)
+	}
+	if version == SchemaVersion {
+		return nil
+	}
+	for _, m := range migrations[version:SchemaVersion] {
+		if _, err := tx.Exec(ctx, m); err != nil {
+			return fmt.Errorf("postgres: migrating the schema: %w", err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO orrery_meta (name, value) VALUES ('schema_version', $1)
+		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, fmt.Sprint(SchemaVersion)); err != nil {
+		return fmt.Errorf("postgres: recording the schema version: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	return nil
+}
+
+// Pool is the store's connection pool, for tests and tools.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// wrap turns errors met on a closed store into storage.ErrClosed.
+func (s *Store) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	if s.closed.Load() {
+		return storage.ErrClosed
+	}
+	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrClosed) {
+		return err
+	}
+	return fmt.Errorf("postgres: %w", err)
+}
+
+// querier is what reads need: the pool, a connection or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func getFrom(ctx context.Context, q querier, key []byte) ([]byte, error) {
+	var v []byte
+	err := q.QueryRow(ctx, `SELECT v FROM orrery_kv WHERE k = $1`, key).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, storage.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if v == nil {
+		v = []byte{}
+	}
+	return v, nil
+}
+
+// Get returns the value stored under key, or storage.ErrNotFound.
+func (s *Store) Get(key []byte) ([]byte, error) {
+	if s.closed.Load() {
+		return nil, storage.ErrClosed
+	}
+	v, err := getFrom(s.closeCtx, s.pool, key)
+	return v, s.wrap(err)
+}
+
+// NewIterator iterates over [lower, upper). Its first page is read at once,
+// in one statement; a longer range continues in a repeatable-read
+// transaction of its own.
+func (s *Store) NewIterator(lower, upper []byte, reverse bool) (storage.Iterator, error) {
+	if s.closed.Load() {
+		return nil, storage.ErrClosed
+	}
+	it := &pageIterator{store: s, lower: lower, upper: upper, reverse: reverse}
+	if err := it.fetch(s.pool); err != nil {
+		return nil, s.wrap(err)
+	}
+	return it, nil
+}
+
+// NewBatch starts a batch whose writes wait in memory until Commit.
+func (s *Store) NewBatch() storage.Batch {
+	return &batch{store: s, overlay: overlay{pending: newTree()}}
+}
+
+// NewSnapshot opens a repeatable-read, read-only transaction on a
+// connection of its own. On failure the snapshot's reads return the error.
+func (s *Store) NewSnapshot() storage.Snapshot {
+	if s.closed.Load() {
+		return &snapshot{store: s, err: storage.ErrClosed}
+	}
+	select {
+	case s.slots <- struct{}{}:
+	case <-s.closeCtx.Done():
+		return &snapshot{store: s, err: storage.ErrClosed}
+	}
+	snap, err := s.newSnapshot(s.closeCtx)
+	if err != nil {
+		<-s.slots
+		return &snapshot{store: s, err: s.wrap(err)}
+	}
+	snap.slot = true
+	return snap
+}
+
+func (s *Store) newSnapshot(ctx context.Context) (*snapshot, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var b pgx.Batch
+	b.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
+	b.Queue(`SELECT 1`) // the snapshot is taken at the first statement
+	if err := conn.SendBatch(ctx, &b).Close(); err != nil {
+		conn.Release()
+		return nil, err
+	}
+	return &snapshot{store: s, conn: conn}, nil
+}
+
+// Close closes the pool and gives up every duty held. Later operations
+// return storage.ErrClosed.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return storage.ErrClosed
+	}
+	s.leadsMu.Lock()
+	leads := make([]*lead, 0, len(s.leads))
+	for l := range s.leads {
+		leads = append(leads, l)
+	}
+	s.leadsMu.Unlock()
+	for _, l := range leads {
+		l.release()
+		l.markLost()
+	}
+	s.cancel()
+	s.pool.Close()
+	return nil
+}
+
+// entry is a key and value; in a batch's overlay, deleted marks a pending
+// deletion.
+type entry struct {
+	key, value []byte
+	deleted    bool
+}
+
+func lessEntry(a, b entry) bool { return bytes.Compare(a.key, b.key) < 0 }
+
+func newTree() *btree.BTreeG[entry] { return btree.NewG(32, lessEntry) }
+
+// hashKey maps a lock name to a one-part advisory-lock key. Two names that
+// collide share a lock, which only serializes more than needed.
+func hashKey(key []byte) int64 {
+	h := fnv.New64a()
+	h.Write(key)
+	return int64(h.Sum64())
+}
+
+// hashKey32 maps a duty's name to the second half of a two-part key.
+func hashKey32(name string) int32 {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return int32(h.Sum32())
+}

@@ -1,0 +1,399 @@
+package storagetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/orrery-db/orrery/storage"
+)
+
+// SharedOpener opens two handles on one fresh shared store, as two
+// processes would, and returns sever, which makes a handle lose its
+// connection (its duties) as a network fault would. RunShared closes the
+// handles when the test ends.
+type SharedOpener func(t *testing.T) (a, b storage.Shared, sever func(storage.Shared))
+
+// RunShared runs the conformance suite of storage.Shared: what several
+// processes on one store rely on, checked across two handles.
+func RunShared(t *testing.T, open SharedOpener) {
+	cases := []struct {
+		name string
+		run  func(t *testing.T, a, b storage.Shared, sever func(storage.Shared))
+	}{
+		{"SharedBatchSeesOtherHandlesCommits", testSharedBatchReads},
+		{"LocksExcludeAcrossHandles", testLocksExclude},
+		{"SharedLocksHoldTogether", testSharedLocks},
+		{"LockWaitersServedInArrivalOrder", testLockFIFO},
+		{"LockWaitEndsWithContext", testLockContext},
+		{"SequenceFollowsLockOrder", testSequenceOrder},
+		{"WatermarkNeverPassesAnOpenBatch", testWatermark},
+		{"LeadIsExclusiveAndLostWithTheConnection", testLead},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, b, sever := open(t)
+			t.Cleanup(func() {
+				a.Close()
+				b.Close()
+			})
+			c.run(t, a, b, sever)
+		})
+	}
+}
+
+// patience bounds every wait that must end: long, for a loaded machine.
+const patience = 30 * time.Second
+
+// settle is how long a test lets a goroutine reach a blocking call before
+// it checks that the call is still blocked.
+const settle = 300 * time.Millisecond
+
+func newShared(t *testing.T, s storage.Shared) storage.SharedBatch {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	b, err := s.NewSharedBatch(ctx)
+	if err != nil {
+		t.Fatalf("NewSharedBatch: %v", err)
+	}
+	return b
+}
+
+func lock(t *testing.T, b storage.SharedBatch, key string, exclusive bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if err := b.Lock(ctx, []byte(key), exclusive); err != nil {
+		t.Fatalf("Lock(%q): %v", key, err)
+	}
+}
+
+func testSharedBatchReads(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
+	commit(t, a, "k", "1")
+	sb := newShared(t, b)
+	defer sb.Close()
+	if got := get(t, sb, "k"); got != "1" {
+		t.Fatalf("shared batch on B reads %q, want A's 1", got)
+	}
+	commit(t, a, "k", "2")
+	if got := get(t, sb, "k"); got != "2" {
+		t.Fatalf("shared batch reads %q after A's second commit, want 2 (read committed)", got)
+	}
+	write(t, sb, "k", "3", "n", "new")
+	if got := get(t, sb, "k"); got != "3" {
+		t.Fatalf("shared batch reads %q after its own write, want 3", got)
+	}
+	if got, want := scan(t, sb, nil, nil, false), []string{"k=3", "n=new"}; !slices.Equal(got, want) {
+		t.Fatalf("shared batch scan = %q, want %q", got, want)
+	}
+	if got := get(t, a, "k"); got != "2" {
+		t.Fatalf("A reads %q before B commits, want 2", got)
+	}
+	if err := sb.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, a, "n"); got != "new" {
+		t.Fatalf("A reads %q after B's commit, want new", got)
+	}
+}
+
+// testLocksExclude holds an exclusive lock on A and checks that B's batch
+// waits for it, through Commit and through Close.
+func testLocksExclude(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
+	for _, end := range []string{"Commit", "Close"} {
+		t.Run(end, func(t *testing.T) {
+			holder := newShared(t, a)
+			lock(t, holder, "row", true)
+			var got atomic.Bool
+			done := make(chan error, 1)
+			go func() {
+				w := newShared(t, b)
+				defer w.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), patience)
+				defer cancel()
+				err := w.Lock(ctx, []byte("row"), true)
+				got.Store(true)
+				done <- err
+			}()
+			time.Sleep(settle)
+			if got.Load() {
+				t.Fatal("B took an exclusive lock that A holds")
+			}
+			if end == "Commit" {
+				write(t, holder, "x", "1")
+				if err := holder.Commit(); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				holder.Close()
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("B's Lock after A's %s: %v", end, err)
+				}
+			case <-time.After(patience):
+				t.Fatalf("B still waits %v after A's %s", patience, end)
+			}
+		})
+	}
+}
+
+// testSharedLocks: shared holders hold together; an exclusive request waits
+// for them all.
+func testSharedLocks(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
+	s1, s2 := newShared(t, a), newShared(t, b)
+	lock(t, s1, "c", false)
+	lock(t, s2, "c", false) // does not wait: it would time out
+	var got atomic.Bool
+	done := make(chan error, 1)
+	go func() {
+		x := newShared(t, a)
+		defer x.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
+		defer cancel()
+		err := x.Lock(ctx, []byte("c"), true)
+		got.Store(true)
+		done <- err
+	}()
+	time.Sleep(settle)
+	s1.Close()
+	time.Sleep(settle)
+	if got.Load() {
+		t.Fatal("an exclusive lock was granted while a shared holder remained")
+	}
+	s2.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testLockFIFO queues two exclusive waiters, from both handles, behind a
+// holder: they are served in the order they came.
+func testLockFIFO(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
+	holder := newShared(t, a)
+	lock(t, holder, "q", true)
+	var mu sync.Mutex
+	var order []string
+	var wg sync.WaitGroup
+	for i, s := range []storage.Shared{b, a, b} {
+		name := fmt.Sprint("w", i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := newShared(t, s)
+			defer w.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), patience)
+			defer cancel()
+			if err := w.Lock(ctx, []byte("q"), true); err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, name)
+			mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+			w.Commit()
+		}()
+		time.Sleep(settle) // w_i waits before w_i+1 asks
+	}
+	holder.Commit()
+	wg.Wait()
+	if want := []string{"w0", "w1", "w2"}; !slices.Equal(order, want) {
+		t.Fatalf("waiters served in order %q, want %q", order, want)
+	}
+}
+
+// testLockContext: a waiter whose context ends stops waiting with the
+// context's error, and does not keep the lock from later waiters.
+func testLockContext(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
+	holder := newShared(t, a)
+	lock(t, holder, "t", true)
+	w := newShared(t, b)
+	ctx, cancel := context.WithTimeout(context.Background(), settle)
+	defer cancel()
+	err := w.Lock(ctx, []byte("t"), true)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock past its deadline: %v, want DeadlineExceeded", err)
+	}
+	w.Close()
+	holder.Commit()
+	next := newShared(t, b)
+	defer next.Close()
+	lock(t, next, "t", true)
+}
+
+// testSequenceOrder: writers from both handles increment one counter under
+// its lock; in counter order their sequence numbers strictly rise.
+func testSequenceOrder(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
+	const writers, each = 6, 10
+	seqs := make([]uint64, writers*each+1)
+	var wg sync.WaitGroup
+	for w := range writers {
+		s := a
+		if w%2 == 1 {
+			s = b
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				if err := increment(s, seqs); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got := get(t, a, "counter"); got != fmt.Sprint(writers*each) {
+		t.Fatalf("counter = %s, want %d", got, writers*each)
+	}
+	for i := 2; i < len(seqs); i++ {
+		if seqs[i] <= seqs[i-1] {
+			t.Fatalf("increment %d has sequence %d, not above increment %d's %d", i, seqs[i], i-1, seqs[i-1])
+		}
+	}
+}
+
+func increment(s storage.Shared, seqs []uint64) error {
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	b, err := s.NewSharedBatch(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := b.Lock(ctx, []byte("counter"), true); err != nil {
+		return err
+	}
+	n := 0
+	v, err := b.Get([]byte("counter"))
+	if err == nil {
+		fmt.Sscan(string(v), &n)
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	seq, err := b.Sequence(ctx)
+	if err != nil {
+		return err
+	}
+	if again, err := b.Sequence(ctx); err != nil || again != seq {
+		return fmt.Errorf("second Sequence = %d, %v; want %d", again, err, seq)
+	}
+	n++
+	seqs[n] = seq
+	if err := b.Set([]byte("counter"), []byte(fmt.Sprint(n))); err != nil {
+		return err
+	}
+	return b.Commit()
+}
+
+// testWatermark: while a batch with a sequence number is open, neither
+// handle's watermark passes it, however many batches after it commit; once
+// it ends, the watermark passes it.
+func testWatermark(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
+	ctx := context.Background()
+	open := newShared(t, a)
+	seq, err := open.Sequence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		later := newShared(t, b)
+		ls, err := later.Sequence(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ls <= seq {
+			t.Fatalf("a later batch has sequence %d, not above %d", ls, seq)
+		}
+		write(t, later, fmt.Sprint("k", i), "v")
+		if err := later.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []storage.Shared{a, b} {
+			w, err := s.Watermark(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w > seq {
+				t.Fatalf("watermark %d passed open batch %d", w, seq)
+			}
+		}
+	}
+	write(t, open, "open", "v")
+	if err := open.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(patience)
+	for {
+		w, err := b.Watermark(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w > seq {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("watermark %d still not past %d, committed %v ago", w, seq, patience)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// testLead: one handle holds a duty at a time; release passes it on, and
+// so does losing the connection, which closes lost.
+func testLead(t *testing.T, a, b storage.Shared, sever func(storage.Shared)) {
+	bg := context.Background()
+	lostA, releaseA, err := a.Lead(bg, "ttl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.Lead(bg, "other"); err != nil {
+		t.Fatalf("a second duty: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(bg, settle)
+	_, _, err = b.Lead(ctx, "ttl")
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("B's Lead while A holds the duty: %v, want DeadlineExceeded", err)
+	}
+	releaseA()
+	ctx, cancel = context.WithTimeout(bg, patience)
+	defer cancel()
+	lostB, releaseB, err := b.Lead(ctx, "ttl")
+	if err != nil {
+		t.Fatalf("B's Lead after A released: %v", err)
+	}
+	select {
+	case <-lostA:
+		t.Fatal("A's lost closed on release")
+	default:
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, release, err := a.Lead(ctx, "ttl")
+		if err == nil {
+			defer release()
+		}
+		got <- err
+	}()
+	time.Sleep(settle)
+	sever(b)
+	select {
+	case <-lostB:
+	case <-time.After(patience):
+		t.Fatalf("B's lost still open %v after its connection broke", patience)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("A's Lead after B lost the duty: %v", err)
+	}
+	releaseB() // after the loss: harmless
+}
