@@ -1,0 +1,105 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// The stored-record format of items: the record's header and its JSON, the
+// ETag a record answers with, its time to live, and the keys of a logical
+// partition's items.
+
+// storedItem is an item as kept in storage: a fixed header, then its JSON.
+//
+//	version(1) lsn(8) ts(8) ttl(4, int32, 0 = none) rid suffix(8) write(2) json
+//
+// write numbers the writes of one transaction, so that an item written twice
+// in one batch or stored procedure gets a new ETag each time.
+type storedItem struct {
+	key   []byte
+	lsn   uint64
+	ts    int64
+	ttl   int32
+	rid   uint64
+	write uint16
+	doc   []byte
+}
+
+const (
+	itemRecordVersion = 2
+	itemHeaderLen     = 1 + 8 + 8 + 4 + 8 + 2
+)
+
+func (it *storedItem) encode() []byte {
+	v := make([]byte, 0, itemHeaderLen+len(it.doc))
+	v = append(v, itemRecordVersion)
+	v = binary.BigEndian.AppendUint64(v, it.lsn)
+	v = binary.BigEndian.AppendUint64(v, uint64(it.ts))
+	v = binary.BigEndian.AppendUint32(v, uint32(it.ttl))
+	v = binary.BigEndian.AppendUint64(v, it.rid)
+	v = binary.BigEndian.AppendUint16(v, it.write)
+	return append(v, it.doc...)
+}
+
+func decodeItem(key, v []byte) (*storedItem, error) {
+	if len(v) < itemHeaderLen || v[0] != itemRecordVersion {
+		return nil, errors.New("engine: corrupt item record")
+	}
+	return &storedItem{
+		key:   key,
+		lsn:   binary.BigEndian.Uint64(v[1:]),
+		ts:    int64(binary.BigEndian.Uint64(v[9:])),
+		ttl:   int32(binary.BigEndian.Uint32(v[17:])),
+		rid:   binary.BigEndian.Uint64(v[21:]),
+		write: binary.BigEndian.Uint16(v[29:]),
+		doc:   v[itemHeaderLen:],
+	}, nil
+}
+
+// etag is the item's current ETag: unique to this write of this item.
+func (it *storedItem) etag() string {
+	return fmt.Sprintf("\"%08x-%04x-%04x-0000-%012x\"", uint32(it.lsn>>32), uint16(it.rid), it.write, it.lsn&0xFFFFFFFFFFFF)
+}
+
+// expired reports whether the item's time to live has run out.
+func (c *Container) expired(it *storedItem, now int64) bool {
+	if c.ttl == nil {
+		return false
+	}
+	ttl := int64(it.ttl)
+	if ttl == 0 {
+		ttl = *c.ttl
+	}
+	return ttl > 0 && it.ts+ttl <= now
+}
+
+// partition is one logical partition of a container.
+type partition struct {
+	c      *Container
+	pk     PartitionKey
+	enc    []byte
+	prefix []byte
+}
+
+func (c *Container) partition(pk PartitionKey) (*partition, *Error) {
+	if len(pk) != len(c.pk.Paths) {
+		return nil, BadRequest("The partition key supplied has %d components, but the container's partition key definition has %d paths.", len(pk), len(c.pk.Paths))
+	}
+	enc := pk.encode()
+	return &partition{c: c, pk: pk, enc: enc, prefix: itemPartitionPrefix(c.rid, effectivePartitionKey(&c.pk, pk), enc)}, nil
+}
+
+// scope is the key prefix of the items a feed or query reads: the logical
+// partition (or hierarchical key prefix) when a partition key is given, else
+// the whole container.
+func (c *Container) scope(pk PartitionKey, hasPK bool) ([]byte, *Error) {
+	if !hasPK {
+		return itemContainerPrefix(c.rid), nil
+	}
+	return c.queryScope(pk)
+}
+
+func (p *partition) itemKey(id string) []byte {
+	return append(append([]byte(nil), p.prefix...), id...)
+}
