@@ -1,0 +1,253 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/orrery-db/orrery/storage"
+)
+
+// The transaction machinery of item writes: a transaction on one logical
+// partition under the partition's lock, its reads of its own writes, the
+// sequence number it allocates, the records, index, feed and change entries
+// a put or a remove writes, and the wait for durability at commit.
+
+// txn is a write transaction on one logical partition: reads see its own
+// writes, and everything commits together or not at all.
+type txn struct {
+	e      *Engine
+	p      *partition
+	b      storage.Batch
+	now    time.Time
+	lsn    uint64
+	nrids  uint64
+	writes uint16
+	// nlog numbers the change records the transaction writes.
+	nlog uint32
+	// expiring marks the deletes of the TTL sweeper.
+	expiring bool
+	// sb is b on a shared store: the sequence number comes from it.
+	sb storage.SharedBatch
+}
+
+// inPartition runs fn as one transaction on a logical partition. The
+// partition's write lock is held while fn reads and decides and until the
+// commit is applied, not across the fsync: the next writer of a hot
+// partition builds on the applied state while this one waits for its own
+// fsync, and is acknowledged only after it (the log is ordered).
+//
+// fn may have read writes that are applied but not yet durable, and what it
+// read goes back to the client: in a batch's Read results, a stored
+// procedure's body, even the message of an error it threw. A transaction
+// that commits is answered after its own fsync, which makes everything it
+// read durable too; one that writes nothing (it only read, or it failed and
+// is rolled back) waits for the durability barrier instead, as point reads
+// do, after releasing the partition's lock.
+func (e *Engine) inPartition(c *Container, pk PartitionKey, fn func(t *txn) error) error {
+	if e.shared != nil {
+		return e.inPartitionShared(c, pk, fn)
+	}
+	var p *partition
+	var mu *sync.Mutex
+	for {
+		pp, perr := c.partition(pk)
+		if perr != nil {
+			return perr
+		}
+		p = pp
+		mu = e.partitionLock(c.rid, p.enc)
+		mu.Lock()
+		if !c.retired.Load() {
+			break
+		}
+		// A replace of the container (say, of its indexing policy) came
+		// first: write by its rules.
+		mu.Unlock()
+		next, err := e.Container(c.db.ID, c.ID)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(next.rid, c.rid) {
+			return NotFound("The container '%s' was deleted.", c.ID)
+		}
+		c = next
+	}
+	locked := true
+	defer func() {
+		if locked {
+			mu.Unlock()
+			e.durable.barrier()
+		}
+	}()
+	b := e.store.NewBatch()
+	defer b.Close()
+	t := &txn{e: e, p: p, b: b, now: e.now()}
+	defer func() {
+		if t.lsn != 0 {
+			e.seq.finish(t.lsn)
+		}
+	}()
+	if err := fn(t); err != nil {
+		return err
+	}
+	if b.Count() == 0 {
+		return nil
+	}
+	wait, err := b.CommitPipelined()
+	if err != nil {
+		return err
+	}
+	e.durable.applied(t.lsn)
+	defer e.durable.durable(t.lsn)
+	mu.Unlock()
+	locked = false
+	return wait()
+}
+
+// get reads an item of the partition; nil when absent or expired.
+func (t *txn) get(id string) (*storedItem, error) {
+	it, err := t.getAny(id)
+	if err != nil || it == nil || t.p.c.expired(it, t.now.Unix()) {
+		return nil, err
+	}
+	return it, nil
+}
+
+// getAny reads an item even if it has expired (a write replaces or removes
+// the stale record).
+func (t *txn) getAny(id string) (*storedItem, error) {
+	key := t.p.itemKey(id)
+	if t.e.absent(t.p.c, key) {
+		return nil, nil
+	}
+	v, err := t.b.Get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return decodeItem(key, v)
+}
+
+func (t *txn) allocate() error {
+	if t.lsn != 0 {
+		return nil
+	}
+	if t.sb != nil {
+		lsn, err := t.sb.Sequence(context.Background())
+		if err != nil {
+			return err
+		}
+		t.lsn = lsn
+		return nil
+	}
+	lsn, err := t.e.seq.allocate()
+	if err != nil {
+		return err
+	}
+	t.lsn = lsn
+	return nil
+}
+
+// put writes the item, replacing prev (the current record, expired or not,
+// or nil), and returns the stored record.
+func (t *txn) put(it *item, prev *storedItem) (*storedItem, error) {
+	if err := t.allocate(); err != nil {
+		return nil, err
+	}
+	c := t.p.c
+	s := &storedItem{key: t.p.itemKey(it.id), lsn: t.lsn, ts: t.now.Unix(), ttl: it.ttl, write: t.writes}
+	t.writes++
+	fresh := prev == nil
+	if fresh {
+		s.rid = t.lsn<<16 | t.nrids
+		t.nrids++
+	} else {
+		s.rid = prev.rid
+	}
+	rid := encodeRID(childRID(c.rid, s.rid))
+	ts := field{"_ts", json.RawMessage(strconv.FormatInt(s.ts, 10))}
+	s.doc = it.obj.encode(
+		field{"_rid", quoteJSON(rid)},
+		field{"_self", quoteJSON(c.Self() + "docs/" + rid + "/")},
+		field{"_etag", quoteJSON(s.etag())},
+		field{"_attachments", json.RawMessage(`"attachments/"`)},
+		ts,
+	)
+	if len(s.doc) > MaxItemBytes {
+		return nil, TooLarge("%s: the item is %d bytes with its system properties, the limit is %d.", msgEntityTooLarge, len(s.doc), MaxItemBytes)
+	}
+	var prevDoc []byte
+	if prev != nil {
+		prevDoc = prev.doc
+	}
+	if err := t.putUnique(s.key, it.obj, prevDoc); err != nil {
+		return nil, err
+	}
+	ridBytes := binary.BigEndian.AppendUint64(nil, s.rid)
+	if t.e.shared == nil {
+		t.e.presenceOf(c).add(s.key)
+	}
+	if err := t.b.Set(s.key, s.encode()); err != nil {
+		return nil, err
+	}
+	// The stored document is the item's properties and the system ones, of
+	// which only _ts is indexed.
+	if err := t.reindex(s.key, prevDoc, append(it.obj[:len(it.obj):len(it.obj)], ts)); err != nil {
+		return nil, err
+	}
+	if prev != nil {
+		if err := t.b.Delete(feedKey(c.rid, prev.lsn, ridBytes)); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.b.Set(feedKey(c.rid, s.lsn, ridBytes), s.key); err != nil {
+		return nil, err
+	}
+	if fresh {
+		if err := t.b.Set(ridKey(c.rid, ridBytes), s.key); err != nil {
+			return nil, err
+		}
+		if !t.e.noCreationOrder {
+			if err := t.b.Set(orderKey(t.p.prefix, s.rid), s.key); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := t.logChange(s, prev); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// remove deletes the item whose current record is prev.
+func (t *txn) remove(prev *storedItem) error {
+	if err := t.allocate(); err != nil {
+		return err
+	}
+	c := t.p.c
+	if err := t.reindex(prev.key, prev.doc, nil); err != nil {
+		return err
+	}
+	if err := t.removeUnique(prev.key, prev.doc); err != nil {
+		return err
+	}
+	ridBytes := binary.BigEndian.AppendUint64(nil, prev.rid)
+	for _, k := range [][]byte{prev.key, feedKey(c.rid, prev.lsn, ridBytes), ridKey(c.rid, ridBytes), orderKey(t.p.prefix, prev.rid)} {
+		if err := t.b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return t.logChange(nil, prev)
+}
+
+func quoteJSON(s string) json.RawMessage {
+	return appendJSONString(nil, s)
+}
