@@ -11,6 +11,13 @@ import (
 	"github.com/orrery-db/orrery/storage"
 )
 
+// The public entry points of item operations. A write reads top to bottom
+// through four files: an entry point here hands the request to itemOperation
+// (operation.go), which validates the body (parseItem, below) and runs the
+// operation as one transaction on its logical partition (inPartition, then
+// put or remove, txn.go), which writes the stored record (storedItem,
+// record.go). A point read reads the record directly.
+
 // MaxItemBytes is the largest item, system properties included.
 const MaxItemBytes = 2 * 1024 * 1024
 
@@ -44,6 +51,94 @@ type ItemResult struct {
 	ETag string
 	// Charge is the request charge in request units.
 	Charge float64
+}
+
+var errPartitionKeyRequired = BadRequest("PartitionKey value must be supplied for this operation: send the x-ms-documentdb-partitionkey header.")
+
+// CreateItem creates an item; 409 when its id exists in the logical partition.
+func (e *Engine) CreateItem(req *ItemRequest) (*ItemResult, error) {
+	return e.itemOperation(BatchCreate, req)
+}
+
+// UpsertItem creates the item or replaces it (honouring If-Match when given).
+func (e *Engine) UpsertItem(req *ItemRequest) (*ItemResult, error) {
+	return e.itemOperation(BatchUpsert, req)
+}
+
+// ReplaceItem replaces an existing item; 404 when absent, 412 on a stale If-Match.
+func (e *Engine) ReplaceItem(req *ItemRequest) (*ItemResult, error) {
+	return e.itemOperation(BatchReplace, req)
+}
+
+// DeleteItem deletes an item; 404 when absent, 412 on a stale If-Match.
+func (e *Engine) DeleteItem(req *ItemRequest) (*ItemResult, error) {
+	return e.itemOperation(BatchDelete, req)
+}
+
+// ReadItem reads an item by id and partition key.
+func (e *Engine) ReadItem(req *ItemRequest) (*ItemResult, error) {
+	c, err := e.Container(req.Database, req.Container)
+	if err != nil {
+		return nil, err
+	}
+	if !req.HasPartitionKey {
+		return nil, errPartitionKeyRequired
+	}
+	p, perr := c.partition(req.PartitionKey)
+	if perr != nil {
+		return nil, perr
+	}
+	if verr := validID(req.ID); verr != nil {
+		return nil, verr
+	}
+	key := p.itemKey(req.ID)
+	v, err := e.store.Get(key)
+	e.durable.barrier() // what was read, a write or a delete, must be durable
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, NotFound(msgNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	it, err := decodeItem(key, v)
+	if err != nil {
+		return nil, err
+	}
+	if c.expired(it, e.now().Unix()) {
+		return nil, NotFound(msgNotFound)
+	}
+	etag := it.etag()
+	if req.IfNoneMatch != "" && (req.IfNoneMatch == "*" || req.IfNoneMatch == etag) {
+		return &ItemResult{Status: 304, ETag: etag, Charge: 1}, nil
+	}
+	return &ItemResult{Status: 200, Body: it.doc, ETag: etag, Charge: readCharge(len(it.doc))}, nil
+}
+
+// ItemByRID resolves the RID of one of the container's items (its _rid, the
+// last segment of its _self link) to the item's id and partition key, so
+// that a request addressed by RID can be served like one addressed by name.
+// An unknown or malformed RID is 404, as a missing id is.
+func (e *Engine) ItemByRID(c *Container, rid string) (id string, pk PartitionKey, err error) {
+	b, ok := decodeRID(rid, 16)
+	if !ok || !bytes.Equal(b[:8], c.rid) {
+		return "", PartitionKey{}, NotFound(msgNotFound)
+	}
+	key, err := e.store.Get(ridKey(c.rid, b[8:]))
+	if errors.Is(err, storage.ErrNotFound) {
+		return "", PartitionKey{}, NotFound(msgNotFound)
+	}
+	if err != nil {
+		return "", PartitionKey{}, err
+	}
+	id, pkEnc, ok := c.splitItemKey(key)
+	if !ok {
+		return "", PartitionKey{}, errors.New("engine: corrupt RID index entry")
+	}
+	pk, perr := ParsePartitionKeyHeader(string(pkEnc))
+	if perr != nil {
+		return "", PartitionKey{}, perr
+	}
+	return id, pk, nil
 }
 
 // item is a validated incoming item body.
@@ -160,91 +255,3 @@ func writeCharge(n int) float64 { return 5.71 + float64(n/1024)*0.38 }
 
 // readCharge approximates the request units of a point read of n bytes.
 func readCharge(n int) float64 { return 1 + float64(n/1024)*0.1 }
-
-var errPartitionKeyRequired = BadRequest("PartitionKey value must be supplied for this operation: send the x-ms-documentdb-partitionkey header.")
-
-// CreateItem creates an item; 409 when its id exists in the logical partition.
-func (e *Engine) CreateItem(req *ItemRequest) (*ItemResult, error) {
-	return e.itemOperation(BatchCreate, req)
-}
-
-// UpsertItem creates the item or replaces it (honouring If-Match when given).
-func (e *Engine) UpsertItem(req *ItemRequest) (*ItemResult, error) {
-	return e.itemOperation(BatchUpsert, req)
-}
-
-// ReplaceItem replaces an existing item; 404 when absent, 412 on a stale If-Match.
-func (e *Engine) ReplaceItem(req *ItemRequest) (*ItemResult, error) {
-	return e.itemOperation(BatchReplace, req)
-}
-
-// ReadItem reads an item by id and partition key.
-func (e *Engine) ReadItem(req *ItemRequest) (*ItemResult, error) {
-	c, err := e.Container(req.Database, req.Container)
-	if err != nil {
-		return nil, err
-	}
-	if !req.HasPartitionKey {
-		return nil, errPartitionKeyRequired
-	}
-	p, perr := c.partition(req.PartitionKey)
-	if perr != nil {
-		return nil, perr
-	}
-	if verr := validID(req.ID); verr != nil {
-		return nil, verr
-	}
-	key := p.itemKey(req.ID)
-	v, err := e.store.Get(key)
-	e.durable.barrier() // what was read, a write or a delete, must be durable
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, NotFound(msgNotFound)
-	}
-	if err != nil {
-		return nil, err
-	}
-	it, err := decodeItem(key, v)
-	if err != nil {
-		return nil, err
-	}
-	if c.expired(it, e.now().Unix()) {
-		return nil, NotFound(msgNotFound)
-	}
-	etag := it.etag()
-	if req.IfNoneMatch != "" && (req.IfNoneMatch == "*" || req.IfNoneMatch == etag) {
-		return &ItemResult{Status: 304, ETag: etag, Charge: 1}, nil
-	}
-	return &ItemResult{Status: 200, Body: it.doc, ETag: etag, Charge: readCharge(len(it.doc))}, nil
-}
-
-// DeleteItem deletes an item; 404 when absent, 412 on a stale If-Match.
-func (e *Engine) DeleteItem(req *ItemRequest) (*ItemResult, error) {
-	return e.itemOperation(BatchDelete, req)
-}
-
-// ItemByRID resolves the RID of one of the container's items (its _rid, the
-// last segment of its _self link) to the item's id and partition key, so
-// that a request addressed by RID can be served like one addressed by name.
-// An unknown or malformed RID is 404, as a missing id is.
-func (e *Engine) ItemByRID(c *Container, rid string) (id string, pk PartitionKey, err error) {
-	b, ok := decodeRID(rid, 16)
-	if !ok || !bytes.Equal(b[:8], c.rid) {
-		return "", PartitionKey{}, NotFound(msgNotFound)
-	}
-	key, err := e.store.Get(ridKey(c.rid, b[8:]))
-	if errors.Is(err, storage.ErrNotFound) {
-		return "", PartitionKey{}, NotFound(msgNotFound)
-	}
-	if err != nil {
-		return "", PartitionKey{}, err
-	}
-	id, pkEnc, ok := c.splitItemKey(key)
-	if !ok {
-		return "", PartitionKey{}, errors.New("engine: corrupt RID index entry")
-	}
-	pk, perr := ParsePartitionKeyHeader(string(pkEnc))
-	if perr != nil {
-		return "", PartitionKey{}, perr
-	}
-	return id, pk, nil
-}
