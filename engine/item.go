@@ -151,7 +151,7 @@ type item struct {
 
 // parseItem validates a create/upsert/replace body against the container and
 // the request's partition key.
-func (c *Container) parseItem(body []byte, req *ItemRequest) (*item, *Error) {
+func (c *Container) parseItem(body []byte, req *ItemRequest) (*item, error) {
 	if len(body) > MaxItemBytes {
 		return nil, TooLarge("%s: the item is %d bytes, the limit is %d.", msgEntityTooLarge, len(body), MaxItemBytes)
 	}
@@ -237,7 +237,7 @@ func firstSegment(path string) string {
 }
 
 // checkIfMatch applies an If-Match precondition to the current item.
-func checkIfMatch(ifMatch string, cur *storedItem) *Error {
+func checkIfMatch(ifMatch string, cur *storedItem) error {
 	if ifMatch == "" {
 		return nil
 	}

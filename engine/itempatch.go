@@ -39,9 +39,9 @@ func (t *txn) patch(id string, p *Patch, ifMatch string) (*storedItem, error) {
 	if perr != nil {
 		return nil, perr
 	}
-	it, perr := c.parseItem(doc, &ItemRequest{PartitionKey: t.p.pk, HasPartitionKey: true})
-	if perr != nil {
-		return nil, perr
+	it, err := c.parseItem(doc, &ItemRequest{PartitionKey: t.p.pk, HasPartitionKey: true})
+	if err != nil {
+		return nil, err
 	}
 	return t.put(it, stale)
 }

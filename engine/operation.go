@@ -123,7 +123,7 @@ func (t *txn) run(op *BatchOperation) (BatchOperationResult, error) {
 	}
 	it := op.item
 	if it == nil {
-		var perr *Error
+		var perr error
 		if it, perr = c.parseItem(op.Body, &ItemRequest{PartitionKey: t.p.pk, HasPartitionKey: true}); perr != nil {
 			return BatchOperationResult{}, perr
 		}
