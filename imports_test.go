@@ -51,9 +51,18 @@ func TestForbiddenImports(t *testing.T) {
 			direct:   []string{module + "/storage"},
 		},
 	}
+	// The rules must reach these packages: a pattern that matches nothing
+	// (a package moved or renamed) would otherwise pass in silence.
+	mustCover := map[string]bool{}
+	for _, p := range []string{"/engine", "/engine/script", "/query", "/storage", "/storage/memory", "/storage/pebble", "/storage/postgres", "/server"} {
+		mustCover[module+p] = false
+	}
 	for _, r := range rules {
 		for _, line := range goList(t, append([]string{"-f", "{{.ImportPath}} {{join .Imports \" \"}}"}, r.patterns...)...) {
 			fields := strings.Fields(line)
+			if _, ok := mustCover[fields[0]]; ok {
+				mustCover[fields[0]] = true
+			}
 			for _, imp := range fields[1:] {
 				for _, bad := range r.direct {
 					if imp == bad || strings.HasPrefix(imp, bad+"/") {
@@ -71,6 +80,11 @@ func TestForbiddenImports(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+	for p, seen := range mustCover {
+		if !seen {
+			t.Errorf("no rule checks %s", p)
 		}
 	}
 }
