@@ -91,21 +91,9 @@ func (e *Engine) ReadItem(req *ItemRequest) (*ItemResult, error) {
 	if verr := validID(req.ID); verr != nil {
 		return nil, verr
 	}
-	key := p.itemKey(req.ID)
-	v, err := e.store.Get(key)
-	e.durable.barrier() // what was read, a write or a delete, must be durable
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, NotFound(msgNotFound)
-	}
+	it, err := e.pointRead(c, p.itemKey(req.ID))
 	if err != nil {
 		return nil, err
-	}
-	it, err := decodeItem(key, v)
-	if err != nil {
-		return nil, err
-	}
-	if c.expired(it, e.now().Unix()) {
-		return nil, NotFound(msgNotFound)
 	}
 	etag := it.etag()
 	if req.IfNoneMatch != "" && (req.IfNoneMatch == "*" || req.IfNoneMatch == etag) {

@@ -136,6 +136,28 @@ func (t *txn) getAny(id string) (*storedItem, error) {
 	return decodeItem(key, v)
 }
 
+// pointRead reads the record of the item key of c outside any transaction:
+// 404 when it is absent or expired. What it read, a write or a delete, is
+// durable before it returns.
+func (e *Engine) pointRead(c *Container, key []byte) (*storedItem, error) {
+	v, err := e.store.Get(key)
+	e.durable.barrier() // what was read, a write or a delete, must be durable
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, NotFound(msgNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	it, err := decodeItem(key, v)
+	if err != nil {
+		return nil, err
+	}
+	if c.expired(it, e.now().Unix()) {
+		return nil, NotFound(msgNotFound)
+	}
+	return it, nil
+}
+
 func (t *txn) allocate() error {
 	if t.lsn != 0 {
 		return nil
