@@ -285,13 +285,3 @@ func (e *Engine) admitScript(parent context.Context, c *Container, pk PartitionK
 // SessionLSN is the sequence number every committed write is at or below:
 // the global LSN of session tokens.
 func (e *Engine) SessionLSN() uint64 { return e.seq.watermark() }
-
-// partitionLock returns the mutex that serializes the writers of one logical
-// partition.
-func (e *Engine) partitionLock(collRID, pkEnc []byte) *sync.Mutex {
-	var h maphash.Hash
-	h.SetSeed(e.seed)
-	h.Write(collRID)
-	h.Write(pkEnc)
-	return &e.locks[h.Sum64()%lockStripes]
-}

@@ -16,7 +16,8 @@ import (
 // (operation.go), which validates the body (parseItem, below) and runs the
 // operation as one transaction on its logical partition (inPartition, then
 // put or remove, txn.go), which writes the stored record (storedItem,
-// record.go). A point read reads the record directly.
+// record.go). A point read reads the record outside any transaction
+// (pointRead, txn.go).
 
 // MaxItemBytes is the largest item, system properties included.
 const MaxItemBytes = 2 * 1024 * 1024

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"hash/maphash"
 	"strconv"
 	"sync"
 	"time"
@@ -108,6 +109,16 @@ func (e *Engine) inPartition(c *Container, pk PartitionKey, fn func(t *txn) erro
 	mu.Unlock()
 	locked = false
 	return wait()
+}
+
+// partitionLock returns the mutex that serializes the writers of one logical
+// partition.
+func (e *Engine) partitionLock(collRID, pkEnc []byte) *sync.Mutex {
+	var h maphash.Hash
+	h.SetSeed(e.seed)
+	h.Write(collRID)
+	h.Write(pkEnc)
+	return &e.locks[h.Sum64()%lockStripes]
 }
 
 // get reads an item of the partition; nil when absent or expired.
