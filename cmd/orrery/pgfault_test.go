@@ -26,12 +26,19 @@ type pgFleet struct {
 	clients  []*azcosmos.Client
 }
 
-func startFleet(t *testing.T, url string, n int) *pgFleet {
+func startFleet(t testing.TB, url string, n int) *pgFleet {
+	t.Helper()
+	return startGateways(t, n, "--postgres", url, "--postgres-pool", "8")
+}
+
+// startGateways starts n gateways with args and creates the container
+// db/c (partition key /pk) through the first.
+func startGateways(t testing.TB, n int, args ...string) *pgFleet {
 	t.Helper()
 	bin := buildBinary(t)
 	f := &pgFleet{}
 	for range n {
-		c := startChild(t, bin, "--postgres", url, "--postgres-pool", "8")
+		c := startChild(t, bin, args...)
 		t.Cleanup(c.kill)
 		f.gateways = append(f.gateways, c)
 		f.clients = append(f.clients, newClient(t, c.endpoint))
