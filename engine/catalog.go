@@ -222,7 +222,9 @@ func (e *Engine) lookupContainer(dbName, name string) (*Container, *Error) {
 
 // Container returns the current snapshot of a container, by name or RID.
 func (e *Engine) Container(db, name string) (*Container, error) {
-	e.catMu.RLock()
+	if err := e.catMu.RLockCurrent(); err != nil {
+		return nil, err
+	}
 	defer e.catMu.RUnlock()
 	c, err := e.lookupContainer(db, name)
 	if err != nil {
@@ -297,7 +299,9 @@ func (e *Engine) CreateDatabase(body []byte, throughput *Throughput) (*Resource,
 
 // ReadDatabase returns a database by name or RID.
 func (e *Engine) ReadDatabase(name string) (*Resource, error) {
-	e.catMu.RLock()
+	if err := e.catMu.RLockCurrent(); err != nil {
+		return nil, err
+	}
 	defer e.catMu.RUnlock()
 	db, err := e.lookupDatabase(name)
 	if err != nil {

@@ -209,7 +209,9 @@ func (e *Engine) ReadContainer(db, name string) (*Resource, error) {
 
 // ListContainers returns the containers of a database, ordered by id.
 func (e *Engine) ListContainers(dbName string) ([]*Resource, error) {
-	e.catMu.RLock()
+	if err := e.catMu.RLockCurrent(); err != nil {
+		return nil, err
+	}
 	defer e.catMu.RUnlock()
 	db, err := e.lookupDatabase(dbName)
 	if err != nil {

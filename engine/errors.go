@@ -90,7 +90,7 @@ func AsError(err error) (*Error, bool) {
 		return e, true
 	}
 	if errors.Is(err, storage.ErrUnavailable) {
-		return errorf(503, "ServiceUnavailable", "The service is unavailable: its storage has failed; retry against a restarted server."), true
+		return errorf(503, "ServiceUnavailable", "The service is unavailable: its storage has failed or cannot be reached; retry later."), true
 	}
 	return nil, false
 }

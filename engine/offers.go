@@ -188,7 +188,9 @@ func offerResource(rid string, body []byte) *Resource {
 
 // ReadOffer returns an offer by RID (case-insensitively, as clients sign it lower-cased).
 func (e *Engine) ReadOffer(rid string) (*Resource, error) {
-	e.catMu.RLock()
+	if err := e.catMu.RLockCurrent(); err != nil {
+		return nil, err
+	}
 	defer e.catMu.RUnlock()
 	if r := e.offerRID(rid); r != "" {
 		return offerResource(r, e.offers[r]), nil

@@ -108,6 +108,33 @@ func (m *catalogMutex) RLock() {
 	m.mu.RLock()
 }
 
+// RLockCurrent is RLock for a request that answers from the cache alone
+// (a read of a database, a container, an offer): on a shared store, when
+// the store's catalog version cannot be read (the store is unreachable) or
+// the catalog cannot be reloaded, it returns that error without taking the
+// cache, so that such a request fails as a read of the store would,
+// instead of answering from a cache that may be stale.
+func (m *catalogMutex) RLockCurrent() error {
+	if m.shared() {
+		if err := m.e.refreshCatalog(); err != nil {
+			return err
+		}
+	}
+	m.mu.RLock()
+	return nil
+}
+
+// CatalogCurrent reports whether the catalog cache can be trusted now: nil
+// without a shared store, else the store's error when the catalog's
+// version cannot be read or the catalog cannot be reloaded.
+func (e *Engine) CatalogCurrent() error {
+	if err := e.catMu.RLockCurrent(); err != nil {
+		return err
+	}
+	e.catMu.RUnlock()
+	return nil
+}
+
 // RUnlock releases RLock.
 func (m *catalogMutex) RUnlock() { m.mu.RUnlock() }
 
@@ -130,25 +157,30 @@ func (m *catalogMutex) Unlock() {
 }
 
 // refreshCatalog reloads the catalog when the store's version differs from
-// the cache's. A store error leaves the cache as it is (the request then
-// meets the store's error itself).
-func (e *Engine) refreshCatalog() {
+// the cache's. A store error leaves the cache as it is and is returned
+// (RLock ignores it: its request then meets the store's error itself;
+// RLockCurrent returns it).
+func (e *Engine) refreshCatalog() error {
 	v, err := catalogVersion(e.store)
-	if err != nil || bytes.Equal(v, *e.shared.version.Load()) {
-		return
+	if err != nil {
+		return err
+	}
+	if bytes.Equal(v, *e.shared.version.Load()) {
+		return nil
 	}
 	e.catMu.mu.Lock()
 	defer e.catMu.mu.Unlock()
-	e.reloadCatalogLocked(v)
+	return e.reloadCatalogLocked(v)
 }
 
 // reloadCatalogLocked reloads the catalog, which was at another version
-// than v. The caller holds catMu for writing.
-func (e *Engine) reloadCatalogLocked(v []byte) {
+// than v. The caller holds catMu for writing. On failure the cache stays
+// as it was, at its old version, and the error is returned.
+func (e *Engine) reloadCatalogLocked(v []byte) error {
 	if bytes.Equal(v, *e.shared.version.Load()) {
-		return
+		return nil
 	}
-	old := e.dbs
+	old, oldOffers := e.dbs, e.offers
 	e.dbs, e.offers = map[string]*Database{}, map[string][]byte{}
 	err := e.loadCatalog()
 	if err == nil {
@@ -156,8 +188,8 @@ func (e *Engine) reloadCatalogLocked(v []byte) {
 	}
 	if err != nil {
 		e.log.Warn("reloading the catalog failed", "error", err)
-		e.dbs = old
-		return
+		e.dbs, e.offers = old, oldOffers
+		return err
 	}
 	// A container whose index another gateway is rebuilding for a new
 	// policy is queried by scanning until the rebuild's last batch (which
@@ -176,6 +208,7 @@ func (e *Engine) reloadCatalogLocked(v []byte) {
 		}
 	}
 	e.shared.version.Store(&v)
+	return nil
 }
 
 // lockCatalog is catMu.Lock on a shared store.

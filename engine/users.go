@@ -242,7 +242,9 @@ func (e *Engine) putUser(dbName string, body []byte, upsert bool) (*Resource, bo
 
 // ReadUser returns a user by id or RID.
 func (e *Engine) ReadUser(db, id string) (*Resource, error) {
-	e.catMu.RLock()
+	if err := e.catMu.RLockCurrent(); err != nil {
+		return nil, err
+	}
 	defer e.catMu.RUnlock()
 	d, err := e.lookupDatabase(db)
 	if err != nil {
@@ -257,7 +259,9 @@ func (e *Engine) ReadUser(db, id string) (*Resource, error) {
 
 // ListUsers returns a database's users, ordered by id.
 func (e *Engine) ListUsers(db string) ([]*Resource, error) {
-	e.catMu.RLock()
+	if err := e.catMu.RLockCurrent(); err != nil {
+		return nil, err
+	}
 	defer e.catMu.RUnlock()
 	d, err := e.lookupDatabase(db)
 	if err != nil {
@@ -467,7 +471,9 @@ func (e *Engine) checkOnePermissionPerResource(perms principalParent, props map[
 
 // ReadPermission returns a user's permission by id or RID.
 func (e *Engine) ReadPermission(db, user, id string) (*Permission, error) {
-	e.catMu.RLock()
+	if err := e.catMu.RLockCurrent(); err != nil {
+		return nil, err
+	}
 	defer e.catMu.RUnlock()
 	d, u, err := e.lookupUser(db, user)
 	if err != nil {
@@ -482,7 +488,9 @@ func (e *Engine) ReadPermission(db, user, id string) (*Permission, error) {
 
 // ListPermissions returns a user's permissions, ordered by id.
 func (e *Engine) ListPermissions(db, user string) ([]*Permission, error) {
-	e.catMu.RLock()
+	if err := e.catMu.RLockCurrent(); err != nil {
+		return nil, err
+	}
 	defer e.catMu.RUnlock()
 	d, u, err := e.lookupUser(db, user)
 	if err != nil {
@@ -555,7 +563,9 @@ func (e *Engine) PermissionByRID(rid string) (*Permission, error) {
 	if !ok {
 		return nil, NotFound("'%s' is not the RID of a permission.", rid)
 	}
-	e.catMu.RLock()
+	if err := e.catMu.RLockCurrent(); err != nil {
+		return nil, err
+	}
 	defer e.catMu.RUnlock()
 	d, err := e.lookupDatabase(encodeRID(b[:4]))
 	if err != nil {

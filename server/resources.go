@@ -9,11 +9,17 @@ import (
 
 // listDatabases answers GET /dbs.
 func (s *Server) listDatabases(r *request) error {
+	if err := s.eng.CatalogCurrent(); err != nil {
+		return err
+	}
 	return s.readResourceFeed(r, "Databases", s.eng.ListDatabases())
 }
 
 // queryDatabases answers a query POSTed to /dbs.
 func (s *Server) queryDatabases(r *request) error {
+	if err := s.eng.CatalogCurrent(); err != nil {
+		return err
+	}
 	return s.queryResources(r, "", "Databases", s.eng.ListDatabases())
 }
 
@@ -145,12 +151,18 @@ func resourceBodies(list []*engine.Resource) [][]byte {
 
 // listOffers answers GET /offers.
 func (s *Server) listOffers(r *request) error {
+	if err := s.eng.CatalogCurrent(); err != nil {
+		return err
+	}
 	r.writeFeed("", "Offers", resourceBodies(s.eng.ListOffers()), "", 1)
 	return nil
 }
 
 // queryOffers answers a query POSTed to /offers.
 func (s *Server) queryOffers(r *request) error {
+	if err := s.eng.CatalogCurrent(); err != nil {
+		return err
+	}
 	return s.queryResources(r, "", "Offers", s.eng.ListOffers())
 }
 

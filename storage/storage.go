@@ -11,7 +11,9 @@ var ErrClosed = errors.New("storage: closed")
 // ErrUnavailable is returned (wrapped) by every operation of a store that
 // has failed beyond repair, say because its data directory was removed or
 // its disk fails writes: nothing more can be read or made durable, and the
-// process should stop.
+// process should stop; or, for a store on a database server, that the
+// server cannot be reached for now (the store recovers on its own when it
+// is back, and the process goes on).
 var ErrUnavailable = errors.New("storage: unavailable")
 
 // Reader reads keys, in byte order.

@@ -45,7 +45,7 @@ var (
 )
 
 // buildBinary builds orrery once for the tests that run it as a child process.
-func buildBinary(t *testing.T) string {
+func buildBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		if binDir, binErr = os.MkdirTemp("", "orrery-test-"); binErr != nil {
@@ -76,13 +76,13 @@ type child struct {
 	metrics string
 }
 
-func startChild(t *testing.T, bin string, args ...string) *child {
+func startChild(t testing.TB, bin string, args ...string) *child {
 	t.Helper()
 	return startChildEnv(t, bin, nil, args...)
 }
 
 // startChildEnv is startChild with extra environment variables.
-func startChildEnv(t *testing.T, bin string, env []string, args ...string) *child {
+func startChildEnv(t testing.TB, bin string, env []string, args ...string) *child {
 	t.Helper()
 	begin := time.Now()
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
@@ -122,7 +122,7 @@ func (c *child) kill() {
 	c.cmd.Wait()
 }
 
-func newClient(t *testing.T, endpoint string) *azcosmos.Client {
+func newClient(t testing.TB, endpoint string) *azcosmos.Client {
 	t.Helper()
 	cred, err := azcosmos.NewKeyCredential(server.EmulatorKey)
 	if err != nil {

@@ -173,3 +173,69 @@ func TestHeldConnectionsLeaveReadsAConnection(t *testing.T) {
 	}
 	sb.Close()
 }
+
+// While the server is stopped every operation fails with
+// storage.ErrUnavailable, transient: once it is back the same store
+// serves again, its pool connecting anew, with every commit kept.
+func TestAStoppedServerIsUnavailableThenServesAgain(t *testing.T) {
+	pg := pgtest.NewServer(t, pgtest.Options{})
+	s := open(t, pg.URL(t))
+	defer s.Close()
+	ctx := context.Background()
+	b := s.NewBatch()
+	b.Set([]byte("k"), []byte("v"))
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pg.Stop("immediate"); err != nil {
+		t.Fatal(err)
+	}
+	checks := map[string]func() error{
+		"Get": func() error { _, err := s.Get([]byte("k")); return err },
+		"NewIterator": func() error {
+			it, err := s.NewIterator(nil, nil, false)
+			if err == nil {
+				it.Close()
+			}
+			return err
+		},
+		"Commit": func() error {
+			b := s.NewBatch()
+			b.Set([]byte("k2"), []byte("v"))
+			return b.Commit()
+		},
+		"NewSharedBatch and Lock": func() error {
+			sb, err := s.NewSharedBatch(ctx)
+			if err != nil {
+				return err
+			}
+			defer sb.Close()
+			return sb.Lock(ctx, []byte("x"), true)
+		},
+		"Watermark": func() error { _, err := s.Watermark(ctx); return err },
+		"snapshot Get": func() error {
+			snap := s.NewSnapshot()
+			defer snap.Close()
+			_, err := snap.Get([]byte("k"))
+			return err
+		},
+	}
+	for name, check := range checks {
+		if err := check(); !errors.Is(err, storage.ErrUnavailable) {
+			t.Errorf("%s with the server stopped: %v, want storage.ErrUnavailable", name, err)
+		}
+	}
+	if err := pg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var v []byte
+	var err error
+	for range 20 { // a pooled connection from before may fail once
+		if v, err = s.Get([]byte("k")); !errors.Is(err, storage.ErrUnavailable) {
+			break
+		}
+	}
+	if err != nil || string(v) != "v" {
+		t.Fatalf("Get after the server came back: %q, %v; want \"v\"", v, err)
+	}
+}

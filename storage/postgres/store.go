@@ -6,11 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
+	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/google/btree"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orrery-db/orrery/storage"
@@ -160,10 +165,52 @@ func (s *Store) wrap(err error) error {
 	if s.closed.Load() {
 		return storage.ErrClosed
 	}
-	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrClosed) {
+	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrClosed) || errors.Is(err, storage.ErrUnavailable) {
 		return err
 	}
+	if unreachable(err) {
+		return fmt.Errorf("postgres: %w: %w", storage.ErrUnavailable, err)
+	}
 	return fmt.Errorf("postgres: %w", err)
+}
+
+// unreachable reports whether err means the server could not be reached or
+// its session was lost (refused, reset, shut down, out of connections),
+// not that a statement was wrong: the request is answered 503 and the pool
+// connects again at the next one, so the gateway recovers on its own once
+// the server is back.
+func unreachable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code[:2] {
+		case "08", // connection exception
+			"53", // insufficient resources (too many connections, disk full)
+			"57", // operator intervention (shutdown, cannot connect now)
+			"58": // system error (I/O)
+			return true
+		}
+		return false
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	// Anything else from the driver without a server error code is the
+	// connection's: a dial refused, a reset, a closed connection.
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connectErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) || isConnClosed(err)
+}
+
+// isConnClosed matches the driver's errors for a connection it had already
+// closed after a failure, which carry no type of their own.
+func isConnClosed(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "conn busy") ||
+		strings.Contains(msg, "unexpected EOF") || strings.Contains(msg, "broken pipe") ||
+		strings.Contains(msg, "connection reset") || strings.Contains(msg, "failed to connect") ||
+		strings.Contains(msg, "timeout: context")
 }
 
 // querier is what reads need: the pool, a connection or a transaction.

@@ -6,8 +6,9 @@
 // makes it fail. A package that uses it calls StopShared from TestMain.
 //
 // When the test runs as root, the server runs as the postgres user, as
-// PostgreSQL refuses to run as root. It runs without fsync: a test database
-// does not outlive its test.
+// PostgreSQL refuses to run as root. The shared server runs without fsync
+// or synchronous commits: a test database does not outlive its test. A test
+// that stops and starts its server (NewServer) gets one of its own.
 package pgtest
 
 import (
@@ -49,6 +50,7 @@ type server struct {
 	port    int
 	cred    *syscall.Credential
 	baseURL string
+	opts    string // the server options pg_ctl start passes on
 }
 
 // binDir finds the PostgreSQL server binaries.
@@ -104,6 +106,12 @@ func URL(t testing.TB) string {
 		}
 		t.Fatalf("starting PostgreSQL: %v", err)
 	}
+	return s.createDB(t)
+}
+
+// createDB creates a database for t, dropped when t ends.
+func (s *server) createDB(t testing.TB) string {
+	t.Helper()
 	name := fmt.Sprintf("t%d_%d", os.Getpid(), dbSeq.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -139,13 +147,28 @@ func shared() (*server, error) {
 	defer mu.Unlock()
 	if !started {
 		started = true
-		srv, srvErr = start()
+		srv, srvErr = start(throwaway)
 	}
 	return srv, srvErr
 }
 
+// durability is what a server's commits survive.
+type durability int
+
+const (
+	// throwaway commits may be lost even in a server crash
+	// (synchronous_commit off): the shared server, whose databases do not
+	// outlive their tests.
+	throwaway durability = iota
+	// restartable commits survive a server crash or stop, not a machine's
+	// (fsync off): a server a test stops and starts.
+	restartable
+	// durable is PostgreSQL's defaults: commits are on disk.
+	durable
+)
+
 // start runs initdb and pg_ctl start in a new temporary directory.
-func start() (*server, error) {
+func start(mode durability) (*server, error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNotInstalled, err)
@@ -179,8 +202,14 @@ func start() (*server, error) {
 		if err != nil {
 			return nil, err
 		}
-		opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300", port, dir)
-		out, err := s.run("pg_ctl", "start", "-w", "-t", "60", "-D", s.data(), "-l", filepath.Join(dir, "log"), "-o", opts)
+		s.opts = fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300", port, dir)
+		switch mode {
+		case throwaway:
+			s.opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+		case restartable:
+			s.opts += " -c fsync=off -c full_page_writes=off"
+		}
+		out, err := s.run("pg_ctl", "start", "-w", "-t", "60", "-D", s.data(), "-l", filepath.Join(dir, "log"), "-o", s.opts)
 		if err == nil {
 			s.port = port
 			s.baseURL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/", port)
@@ -263,3 +292,68 @@ func Terminate(t testing.TB, url string, pids []uint32) {
 		}
 	}
 }
+
+// Server is a PostgreSQL server of one test's own, which it can stop and
+// start again (a restart, a lost connection), unlike the shared one. Its
+// commits survive a stop in any mode (synchronous_commit is on), though
+// not a crash of the machine unless Options.Durable.
+type Server struct{ s *server }
+
+// Options tune NewServer.
+type Options struct {
+	// Durable keeps PostgreSQL's durability settings (fsync,
+	// synchronous_commit, full_page_writes on), for benchmarks that compare
+	// durable stores; tests leave them off.
+	Durable bool
+}
+
+// NewServer starts a server of t's own (skipping t when PostgreSQL is not
+// installed), stopped and removed when t ends.
+func NewServer(t testing.TB, opts Options) *Server {
+	t.Helper()
+	if err := Available(); err != nil {
+		Skip(t, err)
+	}
+	mode := restartable
+	if opts.Durable {
+		mode = durable
+	}
+	s, err := start(mode)
+	if err != nil {
+		t.Fatalf("starting PostgreSQL: %v", err)
+	}
+	t.Cleanup(func() {
+		s.run("pg_ctl", "stop", "-m", "immediate", "-D", s.data())
+		os.RemoveAll(s.dir)
+	})
+	return &Server{s: s}
+}
+
+// URL creates a database for t on the server and returns its URL, as the
+// package's URL does on the shared server.
+func (p *Server) URL(t testing.TB) string {
+	t.Helper()
+	return p.s.createDB(t)
+}
+
+// Stop stops the server: mode is pg_ctl's shutdown mode, "fast" (sessions
+// are ended, the server checkpoints) or "immediate" (as a crash: recovery
+// at the next start).
+func (p *Server) Stop(mode string) error {
+	if out, err := p.s.run("pg_ctl", "stop", "-w", "-t", "60", "-m", mode, "-D", p.s.data()); err != nil {
+		return fmt.Errorf("pg_ctl stop: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// Start starts the stopped server again, on the same port.
+func (p *Server) Start() error {
+	if out, err := p.s.run("pg_ctl", "start", "-w", "-t", "60", "-D", p.s.data(), "-l", filepath.Join(p.s.dir, "log"), "-o", p.s.opts); err != nil {
+		log, _ := os.ReadFile(filepath.Join(p.s.dir, "log"))
+		return fmt.Errorf("pg_ctl start: %v\n%s\n%s", err, out, log)
+	}
+	return nil
+}
+
+// Dir is the server's directory: its data, socket and log.
+func (p *Server) Dir() string { return p.s.dir }

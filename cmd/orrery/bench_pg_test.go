@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/orrery-db/orrery/storage/postgres/pgtest"
+)
+
+// BenchmarkGateways measures point reads, upserts and patches of one hot
+// item through the Go SDK, 16 clients at once, against one gateway on
+// Pebble and 1 and 3 gateways on one PostgreSQL database, durable (fsync
+// on, PostgreSQL's defaults) and not (fsync off). Besides the time per
+// operation it reports latency percentiles, and on PostgreSQL the server's
+// CPU per operation, the cores it kept busy (where that nears the
+// machine's, PostgreSQL is the ceiling) and the write transactions
+// (transaction ids) per operation. Run it with a fixed count, e.g. -benchtime=2000x: the setup of
+// each configuration (initdb, gateways, 1,000 items) is not timed but
+// takes seconds.
+func BenchmarkGateways(b *testing.B) {
+	type config struct {
+		name     string
+		gateways int
+		pg       *pgtest.Options // nil: Pebble
+	}
+	configs := []config{
+		{"pebble-1", 1, nil},
+		{"pg-fsync-1", 1, &pgtest.Options{Durable: true}},
+		{"pg-fsync-3", 3, &pgtest.Options{Durable: true}},
+		{"pg-nofsync-1", 1, &pgtest.Options{}},
+		{"pg-nofsync-3", 3, &pgtest.Options{}},
+	}
+	for _, cfg := range configs {
+		b.Run(cfg.name, func(b *testing.B) {
+			var f *pgFleet
+			var pg *pgtest.Server
+			var url string
+			if cfg.pg == nil {
+				f = startGateways(b, cfg.gateways, "--data", b.TempDir())
+			} else {
+				if err := pgtest.Available(); err != nil {
+					b.Skipf("PostgreSQL cannot be used: %v", err)
+				}
+				pg = pgtest.NewServer(b, *cfg.pg)
+				url = pg.URL(b)
+				f = startGateways(b, cfg.gateways, "--postgres", url, "--postgres-pool", "16")
+			}
+			ctx := context.Background()
+			const items = 1000
+			var wg sync.WaitGroup
+			for w := range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := w; i < items; i += 8 {
+						id := "r" + strconv.Itoa(i)
+						body := fmt.Sprintf(`{"id":%q,"pk":%q,"n":0,"payload":"%s"}`, id, pkOf(id), strings.Repeat("x", 200))
+						if _, err := f.conts[i%len(f.conts)].UpsertItem(ctx, azcosmos.NewPartitionKeyString(pkOf(id)), []byte(body), nil); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if b.Failed() {
+				return
+			}
+			hot := azcosmos.NewPartitionKeyString("hot")
+			if _, err := f.conts[0].UpsertItem(ctx, hot, []byte(`{"id":"hot","pk":"hot","n":0}`), nil); err != nil {
+				b.Fatal(err)
+			}
+			ops := []struct {
+				name string
+				do   func(c *azcosmos.ContainerClient, r *rand.Rand) error
+			}{
+				{"point-read", func(c *azcosmos.ContainerClient, r *rand.Rand) error {
+					id := "r" + strconv.Itoa(r.IntN(items))
+					_, err := c.ReadItem(ctx, azcosmos.NewPartitionKeyString(pkOf(id)), id, nil)
+					return err
+				}},
+				{"upsert", func(c *azcosmos.ContainerClient, r *rand.Rand) error {
+					id := "u" + strconv.Itoa(r.IntN(10*items))
+					body := fmt.Sprintf(`{"id":%q,"pk":%q,"n":%d,"payload":"%s"}`, id, pkOf(id), r.IntN(1000), strings.Repeat("y", 200))
+					_, err := c.UpsertItem(ctx, azcosmos.NewPartitionKeyString(pkOf(id)), []byte(body), nil)
+					return err
+				}},
+				{"hot-patch", func(c *azcosmos.ContainerClient, r *rand.Rand) error {
+					var p azcosmos.PatchOperations
+					p.AppendIncrement("/n", 1)
+					_, err := c.PatchItem(ctx, hot, "hot", p, nil)
+					return err
+				}},
+			}
+			for _, op := range ops {
+				b.Run(op.name, func(b *testing.B) {
+					var cpu0, xid0 float64
+					if pg != nil {
+						cpu0, xid0 = pgCPU(b, pg), pgXID(b, url)
+					}
+					began := time.Now()
+					var next atomic.Int64
+					var mu sync.Mutex
+					var lat []time.Duration
+					b.SetParallelism(8) // 16 clients on 2 cores
+					b.ResetTimer()
+					b.RunParallel(func(pb *testing.PB) {
+						n := next.Add(1)
+						c := f.conts[int(n)%len(f.conts)]
+						r := rand.New(rand.NewPCG(uint64(n), 1))
+						var mine []time.Duration
+						for pb.Next() {
+							start := time.Now()
+							if err := op.do(c, r); err != nil {
+								b.Error(err)
+								return
+							}
+							mine = append(mine, time.Since(start))
+						}
+						mu.Lock()
+						lat = append(lat, mine...)
+						mu.Unlock()
+					})
+					b.StopTimer()
+					wall := time.Since(began).Seconds()
+					slices.Sort(lat)
+					if len(lat) > 0 {
+						b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+						b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+					}
+					if pg != nil {
+						cpu := pgCPU(b, pg) - cpu0
+						b.ReportMetric(cpu*1e6/float64(b.N), "pg-cpu-µs/op")
+						b.ReportMetric(cpu/wall, "pg-cores")
+						b.ReportMetric((pgXID(b, url)-xid0-1)/float64(b.N), "pg-xacts/op")
+					}
+				})
+			}
+		})
+	}
+}
+
+// pgCPU returns the CPU seconds (user and system) PostgreSQL's processes
+// have used: the postmaster, its children alive, and those it reaped.
+func pgCPU(b *testing.B, pg *pgtest.Server) float64 {
+	b.Helper()
+	raw, err := os.ReadFile(filepath.Join(pg.Dir(), "data", "postmaster.pid"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(raw), "\n", 2)[0]))
+	fields := func(pid string) []string {
+		st, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil {
+			return nil
+		}
+		i := bytes.LastIndexByte(st, ')')
+		if i < 0 {
+			return nil
+		}
+		return strings.Fields(string(st[i+1:]))
+	}
+	ticks := func(f []string, at ...int) float64 {
+		var sum float64
+		for _, i := range at {
+			v, _ := strconv.ParseFloat(f[i], 64)
+			sum += v
+		}
+		return sum
+	}
+	total := 0.0
+	if f := fields(strconv.Itoa(pid)); len(f) > 14 {
+		total += ticks(f, 11, 12, 13, 14) // its own, and its reaped children's
+	}
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		if f := fields(p.Name()); len(f) > 12 && f[1] == strconv.Itoa(pid) {
+			total += ticks(f, 11, 12)
+		}
+	}
+	return total / 100 // clock ticks
+}
+
+// pgXID returns the next transaction id of url's server (and uses one):
+// the difference over a run is the write transactions it committed.
+func pgXID(b *testing.B, url string) float64 {
+	b.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int64
+	if err := conn.QueryRow(ctx, "SELECT pg_current_xact_id()::text::bigint").Scan(&n); err != nil {
+		b.Fatal(err)
+	}
+	return float64(n)
+}

@@ -1,0 +1,369 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/orrery-db/orrery/storage/postgres/pgtest"
+)
+
+// pgFleet is a set of orrery gateways on one PostgreSQL database, each
+// with a Go SDK client that never retries (an error means "not
+// acknowledged").
+type pgFleet struct {
+	gateways []*child
+	conts    []*azcosmos.ContainerClient
+	clients  []*azcosmos.Client
+}
+
+func startFleet(t testing.TB, url string, n int) *pgFleet {
+	t.Helper()
+	return startGateways(t, n, "--postgres", url, "--postgres-pool", "8")
+}
+
+// startGateways starts n gateways with args and creates the container
+// db/c (partition key /pk) through the first.
+func startGateways(t testing.TB, n int, args ...string) *pgFleet {
+	t.Helper()
+	bin := buildBinary(t)
+	f := &pgFleet{}
+	for range n {
+		c := startChild(t, bin, args...)
+		t.Cleanup(c.kill)
+		f.gateways = append(f.gateways, c)
+		f.clients = append(f.clients, newClient(t, c.endpoint))
+	}
+	ctx := context.Background()
+	if _, err := f.clients[0].CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := f.clients[0].NewDatabase("db")
+	if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "c",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range f.clients {
+		cont, _ := c.NewContainer("db", "c")
+		f.conts = append(f.conts, cont)
+	}
+	return f
+}
+
+// alive reports whether gateway i's process is still running.
+func (f *pgFleet) alive(i int) bool {
+	return f.gateways[i].cmd.ProcessState == nil && f.gateways[i].cmd.Process.Signal(syscall.Signal(0)) == nil
+}
+
+// ackLog records acknowledged writes: item id → the value acknowledged.
+type ackLog struct {
+	mu    sync.Mutex
+	acked map[string]int
+}
+
+func (a *ackLog) add(id string, v int) {
+	a.mu.Lock()
+	a.acked[id] = v
+	a.mu.Unlock()
+}
+
+func (a *ackLog) len() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.acked)
+}
+
+// checkAll reads every acknowledged item through cont and fails t for any
+// that is missing or holds another value.
+func (a *ackLog) checkAll(t *testing.T, name string, cont *azcosmos.ContainerClient) {
+	t.Helper()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ctx := context.Background()
+	missing := 0
+	for id, v := range a.acked {
+		resp, err := cont.ReadItem(ctx, azcosmos.NewPartitionKeyString(pkOf(id)), id, nil)
+		if err != nil {
+			missing++
+			if missing <= 5 {
+				t.Errorf("%s: acknowledged item %s (v=%d): %v", name, id, v, err)
+			}
+			continue
+		}
+		var doc struct {
+			V int `json:"v"`
+		}
+		if err := json.Unmarshal(resp.Value, &doc); err != nil || doc.V != v {
+			t.Errorf("%s: item %s holds %s, acknowledged v=%d", name, id, resp.Value, v)
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%s: %d of %d acknowledged writes missing", name, missing, len(a.acked))
+	}
+}
+
+// pkOf spreads items over a few logical partitions.
+func pkOf(id string) string { return fmt.Sprintf("p%d", len(id)%3) }
+
+// isUnavailable reports whether err is a 503 in Cosmos's error format.
+func isUnavailable(err error) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.StatusCode == 503 && unavailableBody.MatchString(err.Error())
+}
+
+// A gateway killed with SIGKILL under load loses no acknowledged write:
+// its clients retry on another gateway, and every write any gateway
+// acknowledged is read back, with its value, through every survivor.
+func TestSIGKILLOfAGatewayUnderLoadLosesNoAcknowledgedWrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs gateways as child processes")
+	}
+	if err := pgtest.Available(); err != nil {
+		pgtest.Skip(t, err)
+	}
+	f := startFleet(t, pgtest.URL(t), 3)
+	acks := &ackLog{acked: map[string]int{}}
+	const writers = 6
+	var killed atomic.Bool
+	var afterKill [writers]atomic.Int64 // acks of each writer after the kill
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g := w % len(f.conts) // this writer's gateway; writers 0 and 3 use the one killed
+			for n := 0; ctx.Err() == nil; n++ {
+				id := fmt.Sprintf("w%d-%d", w, n)
+				body := fmt.Sprintf(`{"id":%q,"pk":%q,"v":%d}`, id, pkOf(id), n)
+				for ctx.Err() == nil {
+					_, err := f.conts[g].UpsertItem(ctx, azcosmos.NewPartitionKeyString(pkOf(id)), []byte(body), nil)
+					if err == nil {
+						acks.add(id, n)
+						if killed.Load() {
+							afterKill[w].Add(1)
+						}
+						break
+					}
+					// Not acknowledged: retry the same write on the next gateway.
+					g = (g + 1) % len(f.conts)
+				}
+				if afterKill[w].Load() >= 20 {
+					return
+				}
+			}
+		}()
+	}
+	for acks.len() < 60 && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.gateways[0].kill()
+	killed.Store(true)
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("writers did not finish 20 acknowledged writes each after the kill within 45 s: %v", counts(afterKill[:]))
+	}
+	for w := range writers {
+		if afterKill[w].Load() < 20 {
+			t.Fatalf("writer %d acknowledged %d writes after the kill, want 20", w, afterKill[w].Load())
+		}
+	}
+	for i := 1; i < len(f.gateways); i++ {
+		if !f.alive(i) {
+			t.Fatalf("gateway %d died", i)
+		}
+		acks.checkAll(t, fmt.Sprintf("gateway %d", i), f.conts[i])
+	}
+	t.Logf("%d acknowledged writes, all present on both survivors", acks.len())
+}
+
+// PostgreSQL restarted under load: while it is down every request is
+// answered 503 in Cosmos's format (never a 200, never a dropped
+// connection), the gateways reconnect on their own once it is back, and
+// nothing acknowledged is lost.
+func TestPostgresRestartUnderLoadAnswers503ThenRecoversLosingNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs gateways as child processes")
+	}
+	pg := pgtest.NewServer(t, pgtest.Options{})
+	f := startFleet(t, pg.URL(t), 2)
+	acks := &ackLog{acked: map[string]int{}}
+	pk := azcosmos.NewPartitionKeyString("fixed")
+	if _, err := f.conts[0].UpsertItem(context.Background(), pk, []byte(`{"id":"fixed","pk":"fixed","v":1}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	// down is 1 from just before the stop to just after the start
+	// completes: only then may a request fail.
+	var down atomic.Int32
+	var (
+		mu         sync.Mutex
+		bad        []string
+		unavail    int
+		afterStart [4]atomic.Int64
+	)
+	var restarted atomic.Bool
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for w := range afterStart {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g := w % len(f.conts)
+			for n := 0; ctx.Err() == nil && afterStart[w].Load() < 20; n++ {
+				var err error
+				if n%2 == 0 {
+					id := fmt.Sprintf("w%d-%d", w, n)
+					body := fmt.Sprintf(`{"id":%q,"pk":%q,"v":%d}`, id, pkOf(id), n)
+					wasDown := down.Load()
+					_, err = f.conts[g].UpsertItem(ctx, azcosmos.NewPartitionKeyString(pkOf(id)), []byte(body), nil)
+					if err == nil {
+						acks.add(id, n)
+						if restarted.Load() && wasDown == 0 {
+							afterStart[w].Add(1)
+						}
+					}
+				} else {
+					_, err = f.conts[g].ReadItem(ctx, pk, "fixed", nil)
+				}
+				if err == nil || ctx.Err() != nil {
+					continue
+				}
+				mu.Lock()
+				switch {
+				case !isUnavailable(err):
+					bad = append(bad, err.Error())
+				case down.Load() == 0 && !restarted.Load():
+					bad = append(bad, "503 before PostgreSQL stopped: "+err.Error())
+				default:
+					unavail++
+				}
+				mu.Unlock()
+				g = (g + 1) % len(f.conts)
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+	}
+	for acks.len() < 40 && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	down.Store(1)
+	if err := pg.Stop("fast"); err != nil {
+		t.Fatal(err)
+	}
+	// While it is down, reads of an item and of the catalog answer 503.
+	for i, cont := range f.conts {
+		if _, err := cont.ReadItem(ctx, pk, "fixed", nil); !isUnavailable(err) {
+			t.Errorf("gateway %d: item read with PostgreSQL down: %v, want 503 ServiceUnavailable", i, err)
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // let the writers meet the outage
+	if err := pg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	restarted.Store(true)
+	down.Store(0)
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("writers did not make 20 acknowledged writes each after the restart within 50 s: %v", counts(afterStart[:]))
+	}
+	mu.Lock()
+	if len(bad) > 0 {
+		t.Errorf("%d requests failed otherwise than 503 ServiceUnavailable during the outage; first: %s", len(bad), bad[0])
+	}
+	mu.Unlock()
+	for i := range f.gateways {
+		if !f.alive(i) {
+			t.Fatalf("gateway %d died", i)
+		}
+		acks.checkAll(t, fmt.Sprintf("gateway %d", i), f.conts[i])
+	}
+	t.Logf("%d acknowledged writes kept; %d requests answered 503 during the outage", acks.len(), unavail)
+}
+
+// A gateway whose PostgreSQL is gone answers reads 503, never from what it
+// holds in memory: an item, a database, a container, the database and
+// offer feeds. Once PostgreSQL is back the same reads succeed, without a
+// restart of the gateway.
+func TestGatewayWithoutPostgresAnswersReads503NeverFromCache(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a gateway as a child process")
+	}
+	pg := pgtest.NewServer(t, pgtest.Options{})
+	f := startFleet(t, pg.URL(t), 1)
+	ctx := context.Background()
+	pk := azcosmos.NewPartitionKeyString("p")
+	cont := f.conts[0]
+	if _, err := cont.UpsertItem(ctx, pk, []byte(`{"id":"1","pk":"p"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := f.clients[0].NewDatabase("db")
+	reads := map[string]func() error{
+		"item":                 func() error { _, err := cont.ReadItem(ctx, pk, "1", nil); return err },
+		"database":             func() error { _, err := db.Read(ctx, nil); return err },
+		"container":            func() error { _, err := cont.Read(ctx, nil); return err },
+		"container throughput": func() error { _, err := cont.ReadThroughput(ctx, nil); return err },
+		"database feed": func() error {
+			_, err := f.clients[0].NewQueryDatabasesPager("SELECT * FROM c", nil).NextPage(ctx)
+			return err
+		},
+		"container feed": func() error {
+			_, err := db.NewQueryContainersPager("SELECT * FROM c", nil).NextPage(ctx)
+			return err
+		},
+		"item query": func() error {
+			_, err := cont.NewQueryItemsPager("SELECT * FROM c", pk, nil).NextPage(ctx)
+			return err
+		},
+	}
+	for name, read := range reads { // warm every cache
+		if err := read(); err != nil {
+			t.Fatalf("%s with PostgreSQL up: %v", name, err)
+		}
+	}
+	if err := pg.Stop("immediate"); err != nil {
+		t.Fatal(err)
+	}
+	for name, read := range reads {
+		if err := read(); !isUnavailable(err) {
+			t.Errorf("%s with PostgreSQL down: %v, want 503 ServiceUnavailable", name, err)
+		}
+	}
+	if !f.alive(0) {
+		t.Fatal("the gateway died when PostgreSQL stopped")
+	}
+	if err := pg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for name, read := range reads {
+		// The first request on each pooled connection left from before
+		// may meet it closed (503); the pool then connects again.
+		var err error
+		for range 20 {
+			if err = read(); err == nil || !isUnavailable(err) {
+				break
+			}
+		}
+		if err != nil {
+			t.Errorf("%s after PostgreSQL came back: %v", name, err)
+		}
+	}
+}
+
+func counts(cs []atomic.Int64) []int64 {
+	out := make([]int64, len(cs))
+	for i := range cs {
+		out[i] = cs[i].Load()
+	}
+	return out
+}

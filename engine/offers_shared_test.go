@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"encoding/json"
+	"sync"
+	"testing"
+
+	"github.com/orrery-db/orrery/storage/memory"
+)
+
+// Gateways that open one shared store at once, written by a build before
+// containers always had an offer, give each offerless container one
+// default offer between them, not one each.
+func TestGatewaysOpeningAnOlderSharedStoreAtOnceGiveOneOfferPerContainer(t *testing.T) {
+	for round := range 20 {
+		store := memory.NewShared()
+		e, err := Open(store, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.CreateDatabase([]byte(`{"id":"db"}`), nil)
+		for _, id := range []string{"a", "b", "c"} {
+			if _, err := e.CreateContainer("db", []byte(`{"id":"`+id+`","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil); err != nil {
+				t.Fatal(err)
+			}
+			c, _ := e.Container("db", id)
+			b := store.NewBatch()
+			b.Delete(offerKey(c.offer))
+			rec := c.record
+			rec.Offer = ""
+			raw, _ := json.Marshal(rec)
+			b.Set(containerKey(c.db.rid, c.ID), raw)
+			if err := b.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			b.Close()
+		}
+		e.Close()
+
+		engines := make([]*Engine, 3)
+		var wg sync.WaitGroup
+		for i := range engines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				eng, err := Open(store.Open(), Options{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				engines[i] = eng
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		for i, eng := range engines {
+			if n := len(eng.ListOffers()); n != 3 {
+				t.Fatalf("round %d: gateway %d sees %d offers for 3 containers, want 3", round, i, n)
+			}
+		}
+		for _, eng := range engines {
+			eng.Close()
+		}
+		store.Close()
+	}
+}
