@@ -98,7 +98,7 @@ func TestGatewaysETagCounterRaceEndsExact(t *testing.T) {
 					conflicts.Add(1)
 					// Back off with jitter, as the seeds advise: 20
 					// writers retrying at once mostly refuse each other.
-					time.Sleep(time.Duration(rng.Int64N(int64(2*time.Millisecond) << min(attempt, 6))))
+					time.Sleep(time.Duration(rng.Int64N(int64(4*time.Millisecond) << min(attempt, 6))))
 				}
 			}
 		})
