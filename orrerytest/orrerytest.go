@@ -270,3 +270,19 @@ func PostgresURL(t testing.TB) string {
 	t.Helper()
 	return pgtest.URL(t)
 }
+
+// StartGateways starts n servers on one fresh PostgreSQL database
+// (PostgresURL), each configured by opts (its Postgres and Dir are
+// replaced), as n stateless gateways of one account: what is written
+// through one is read through every other. Spread clients across them
+// with Server.Client. It skips the test when PostgreSQL is not installed
+// (fails it with ORRERY_REQUIRE_POSTGRES=1).
+func StartGateways(t testing.TB, n int, opts Options) []*Server {
+	t.Helper()
+	opts.Postgres, opts.Dir = PostgresURL(t), ""
+	gws := make([]*Server, n)
+	for i := range gws {
+		gws[i] = StartWith(t, opts)
+	}
+	return gws
+}
