@@ -367,6 +367,20 @@ func (e *Engine) DeleteDatabase(name string, ifMatch string) error {
 	return nil
 }
 
+// allContainers returns every container of every database as the catalog
+// holds them now, for work that visits each (the TTL sweep, stats).
+func (e *Engine) allContainers() []*Container {
+	e.catMu.RLock()
+	defer e.catMu.RUnlock()
+	var colls []*Container
+	for _, db := range e.dbs {
+		for _, c := range db.colls {
+			colls = append(colls, c)
+		}
+	}
+	return colls
+}
+
 // ridFree reports whether no database or container has the RID. The caller holds catMu.
 func (e *Engine) ridFree(rid string, n int) bool {
 	for _, db := range e.dbs {

@@ -203,14 +203,7 @@ func (e *Engine) Stats() (*Stats, error) {
 			}
 		}
 	}
-	e.catMu.RLock()
-	var colls []*Container
-	for _, db := range e.dbs {
-		for _, c := range db.colls {
-			colls = append(colls, c)
-		}
-	}
-	e.catMu.RUnlock()
+	colls := e.allContainers()
 	sort.Slice(colls, func(i, j int) bool {
 		if colls[i].db.ID != colls[j].db.ID {
 			return colls[i].db.ID < colls[j].db.ID

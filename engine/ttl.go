@@ -64,14 +64,7 @@ func (e *Engine) stopping() bool {
 // items already; the sweep frees their space and logs their deletes (with
 // timeToLiveExpired) in the all-versions-and-deletes feed.
 func (e *Engine) sweep() (int, error) {
-	e.catMu.RLock()
-	var colls []*Container
-	for _, db := range e.dbs {
-		for _, c := range db.colls {
-			colls = append(colls, c)
-		}
-	}
-	e.catMu.RUnlock()
+	colls := e.allContainers()
 	total := 0
 	for _, c := range colls {
 		if c.ttl != nil {
