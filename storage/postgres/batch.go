@@ -143,7 +143,9 @@ func (b *batch) Commit() error {
 		q.Queue("BEGIN")
 		b.queueWrites(&q)
 		q.Queue("COMMIT")
-		if err := b.store.pool.SendBatch(context.Background(), &q).Close(); err != nil {
+		if err := b.store.timed(context.Background(), func(ctx context.Context) error {
+			return b.store.pool.SendBatch(ctx, &q).Close()
+		}); err != nil {
 			return b.store.wrap(err)
 		}
 	}

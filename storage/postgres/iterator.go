@@ -64,6 +64,16 @@ func (it *pageIterator) pageQuery() (string, []any) {
 	return fmt.Sprintf("%s ORDER BY %s LIMIT %d", sql, order, pageSize), args
 }
 
+// readPage runs the page query on q, one round trip under the store's
+// timeout.
+func (s *Store) readPage(parent context.Context, q querier, sql string, args []any) (page []entry, err error) {
+	err = s.timed(parent, func(ctx context.Context) (err error) {
+		page, err = readPage(ctx, q, sql, args)
+		return err
+	})
+	return page, err
+}
+
 // readPage runs the page query on q.
 func readPage(ctx context.Context, q querier, sql string, args []any) ([]entry, error) {
 	rows, err := q.Query(ctx, sql, args...)
@@ -98,7 +108,7 @@ func (it *pageIterator) fetch(q querier) error {
 	case it.snap != nil:
 		page, err = it.snap.readPage(sql, args)
 	default:
-		page, err = readPage(it.store.closeCtx, q, sql, args)
+		page, err = it.store.readPage(it.store.closeCtx, q, sql, args)
 	}
 	if err != nil {
 		return err
@@ -251,7 +261,7 @@ func (s *snapshot) readPage(sql string, args []any) ([]entry, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
-	return readPage(s.store.closeCtx, s.conn, sql, args)
+	return s.store.readPage(s.store.closeCtx, s.conn, sql, args)
 }
 
 // Get returns the value under key as of the snapshot.
@@ -261,7 +271,11 @@ func (s *snapshot) Get(key []byte) ([]byte, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
-	v, err := getFrom(s.store.closeCtx, s.conn, key)
+	var v []byte
+	err := s.store.timed(s.store.closeCtx, func(ctx context.Context) (err error) {
+		v, err = getFrom(ctx, s.conn, key)
+		return err
+	})
 	return v, s.store.wrap(err)
 }
 
@@ -282,10 +296,7 @@ func (s *snapshot) Close() error {
 		return s.err
 	}
 	s.err = storage.ErrClosed
-	if _, err := s.conn.Exec(context.Background(), "ROLLBACK"); err != nil {
-		s.conn.Conn().Close(context.Background())
-	}
-	s.conn.Release()
+	s.store.rollback(s.conn)
 	s.conn = nil
 	if s.slot {
 		<-s.store.slots

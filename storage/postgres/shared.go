@@ -36,7 +36,11 @@ func (s *Store) NewSharedBatch(ctx context.Context) (storage.SharedBatch, error)
 	case <-s.closeCtx.Done():
 		return nil, storage.ErrClosed
 	}
-	conn, err := s.pool.Acquire(ctx)
+	var conn *pgxpool.Conn
+	err := s.timed(ctx, func(ctx context.Context) (err error) {
+		conn, err = s.pool.Acquire(ctx)
+		return err
+	})
 	if err != nil {
 		<-s.slots
 		return nil, s.wrap(err)
@@ -61,8 +65,11 @@ func (b *sharedBatch) exec(ctx context.Context, sql string, args []any, scan ...
 	if len(scan) > 0 {
 		qq.QueryRow(func(row pgx.Row) error { return row.Scan(scan...) })
 	}
-	err := b.conn.SendBatch(ctx, &q).Close()
+	err := b.store.timed(ctx, func(ctx context.Context) error { return b.conn.SendBatch(ctx, &q).Close() })
 	b.begun = true
+	if errors.Is(err, storage.ErrUnavailable) {
+		return err
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -150,7 +157,7 @@ func (b *sharedBatch) Commit() error {
 		}
 		b.queueWrites(&q)
 		q.Queue("COMMIT")
-		err = b.conn.SendBatch(context.Background(), &q).Close()
+		err = b.store.timed(context.Background(), func(ctx context.Context) error { return b.conn.SendBatch(ctx, &q).Close() })
 		b.begun = err != nil // a failed COMMIT leaves an aborted transaction
 	}
 	b.pending = nil
@@ -173,11 +180,10 @@ func (b *sharedBatch) releaseConn() {
 		return
 	}
 	if b.begun {
-		if _, err := b.conn.Exec(context.Background(), "ROLLBACK"); err != nil {
-			b.conn.Conn().Close(context.Background())
-		}
+		b.store.rollback(b.conn)
+	} else {
+		b.conn.Release()
 	}
-	b.conn.Release()
 	b.conn = nil
 	<-b.store.slots
 }
@@ -201,7 +207,9 @@ func (s *Store) NextSequence(ctx context.Context) (uint64, error) {
 		return 0, storage.ErrClosed
 	}
 	var n int64
-	if err := s.pool.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&n); err != nil {
+	if err := s.timed(ctx, func(ctx context.Context) error {
+		return s.pool.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&n)
+	}); err != nil {
 		return 0, s.wrap(err)
 	}
 	return uint64(n), nil
@@ -214,7 +222,9 @@ func (s *Store) Watermark(ctx context.Context) (uint64, error) {
 		return 0, storage.ErrClosed
 	}
 	var w int64
-	if err := s.pool.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`).Scan(&w); err != nil {
+	if err := s.timed(ctx, func(ctx context.Context) error {
+		return s.pool.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`).Scan(&w)
+	}); err != nil {
 		return 0, s.wrap(err)
 	}
 	return uint64(w), nil
@@ -331,5 +341,5 @@ func (b *sharedBatch) readPage(sql string, args []any) ([]entry, error) {
 	if b.conn == nil {
 		return nil, storage.ErrClosed
 	}
-	return readPage(b.store.closeCtx, b.conn, sql, args)
+	return b.store.readPage(b.store.closeCtx, b.conn, sql, args)
 }

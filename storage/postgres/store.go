@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/google/btree"
 	"github.com/jackc/pgx/v5"
@@ -49,12 +50,28 @@ type Options struct {
 	// kept for short reads, so snapshots and shared batches wait for one
 	// another before the pool is full.
 	MaxConns int
+	// Timeout bounds each round trip to the server: a statement, a page of
+	// an iterator, a commit, a connection attempt (unless the URL sets
+	// connect_timeout). A silent server (a network partition that drops
+	// packets) then answers storage.ErrUnavailable in bounded time instead
+	// of when TCP gives up. Zero means DefaultTimeout.
+	Timeout time.Duration
 }
+
+// DefaultTimeout is Options.Timeout's default: far above any statement this
+// package sends (each reads or writes a page or a batch by primary key),
+// short enough that a request does not hang on a silent server.
+const DefaultTimeout = 15 * time.Second
+
+// errNoAnswer is the cause of an operation's context when the server did
+// not answer within the timeout.
+var errNoAnswer = errors.New("no answer from PostgreSQL in time")
 
 // Store is a storage.Store and storage.Shared on a PostgreSQL database. It
 // is safe for concurrent use.
 type Store struct {
 	pool     *pgxpool.Pool
+	timeout  time.Duration
 	connCfg  *pgx.ConnConfig // for the dedicated connections of duties
 	closed   atomic.Bool
 	leadsMu  sync.Mutex
@@ -87,12 +104,24 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		}
 		cfg.MaxConns = int32(opts.MaxConns)
 	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = timeout
+	}
+	// Keepalive probes find a server gone silent while a connection idles
+	// in the pool or waits on a lock; the default waits minutes to probe.
+	dialer := &net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true,
+		Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3}}
+	cfg.ConnConfig.DialFunc = dialer.DialContext
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	reserve := max(2, int(cfg.MaxConns)/4)
-	s := &Store{pool: pool, connCfg: cfg.ConnConfig.Copy(), leads: map[*lead]struct{}{},
+	s := &Store{pool: pool, timeout: timeout, connCfg: cfg.ConnConfig.Copy(), leads: map[*lead]struct{}{},
 		slots: make(chan struct{}, max(1, int(cfg.MaxConns)-reserve))}
 	s.closeCtx, s.cancel = context.WithCancel(context.Background())
 	if err := s.migrate(ctx); err != nil {
@@ -154,6 +183,23 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
+// timed runs f, one round trip or a few, under a context derived from
+// parent that ends after the store's timeout. If the timeout ended it, the
+// error is storage.ErrUnavailable: the server did not answer, and whatever
+// f sent may or may not have taken effect (for a commit, the caller answers
+// 503, an unknown outcome, and never acknowledges it). Other errors are
+// returned as they are, for the caller to wrap.
+func (s *Store) timed(parent context.Context, f func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeoutCause(parent, s.timeout, errNoAnswer)
+	defer cancel()
+	err := f(ctx)
+	if err != nil && !s.closed.Load() && parent.Err() == nil && errors.Is(context.Cause(ctx), errNoAnswer) &&
+		!errors.Is(err, storage.ErrNotFound) {
+		return fmt.Errorf("postgres: %w: %w within %v (%w)", storage.ErrUnavailable, errNoAnswer, s.timeout, err)
+	}
+	return err
+}
+
 // Pool is the store's connection pool, for tests and tools.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
@@ -191,12 +237,17 @@ func unreachable(err error) bool {
 		}
 		return false
 	}
+	// A connection attempt that failed, refused or timed out (the URL's
+	// connect_timeout, or Options.Timeout).
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) && !errors.Is(err, context.Canceled) {
+		return true
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
 	// Anything else from the driver without a server error code is the
 	// connection's: a dial refused, a reset, a closed connection.
-	var connectErr *pgconn.ConnectError
 	var netErr net.Error
 	return errors.As(err, &connectErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
@@ -239,7 +290,11 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 	if s.closed.Load() {
 		return nil, storage.ErrClosed
 	}
-	v, err := getFrom(s.closeCtx, s.pool, key)
+	var v []byte
+	err := s.timed(s.closeCtx, func(ctx context.Context) (err error) {
+		v, err = getFrom(ctx, s.pool, key)
+		return err
+	})
 	return v, s.wrap(err)
 }
 
@@ -282,19 +337,38 @@ func (s *Store) NewSnapshot() storage.Snapshot {
 	return snap
 }
 
-func (s *Store) newSnapshot(ctx context.Context) (*snapshot, error) {
-	conn, err := s.pool.Acquire(ctx)
+func (s *Store) newSnapshot(parent context.Context) (*snapshot, error) {
+	var conn *pgxpool.Conn
+	err := s.timed(parent, func(ctx context.Context) error {
+		var err error
+		conn, err = s.pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		var b pgx.Batch
+		b.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
+		b.Queue(`SELECT 1`) // the snapshot is taken at the first statement
+		if err := conn.SendBatch(ctx, &b).Close(); err != nil {
+			conn.Release()
+			return err
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	var b pgx.Batch
-	b.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
-	b.Queue(`SELECT 1`) // the snapshot is taken at the first statement
-	if err := conn.SendBatch(ctx, &b).Close(); err != nil {
-		conn.Release()
-		return nil, err
-	}
 	return &snapshot{store: s, conn: conn}, nil
+}
+
+// rollback ends conn's transaction, closing the connection if the server
+// does not answer in time, and returns it to the pool.
+func (s *Store) rollback(conn *pgxpool.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+		conn.Conn().Close(context.Background())
+	}
+	conn.Release()
 }
 
 // Close closes the pool and gives up every duty held. Later operations

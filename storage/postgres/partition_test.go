@@ -1,0 +1,215 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/orrery-db/orrery/storage"
+	"github.com/orrery-db/orrery/storage/postgres"
+	"github.com/orrery-db/orrery/storage/postgres/pgtest"
+)
+
+// partitionProxy forwards TCP connections to a server. While blocked it
+// forwards nothing and closes nothing: bytes wait as they would in a
+// network that drops packets, and are delivered once it is unblocked, as
+// TCP retransmits them after a partition heals.
+type partitionProxy struct {
+	ln      net.Listener
+	target  string
+	mu      sync.Mutex
+	cond    *sync.Cond
+	blocked bool
+	conns   []net.Conn
+	closed  bool
+}
+
+func newPartitionProxy(t *testing.T, target string) *partitionProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &partitionProxy{ln: ln, target: target}
+	p.cond = sync.NewCond(&p.mu)
+	go p.accept()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *partitionProxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			c.Close()
+			up.Close()
+			return
+		}
+		p.conns = append(p.conns, c, up)
+		p.mu.Unlock()
+		go p.pipe(up, c)
+		go p.pipe(c, up)
+	}
+}
+
+// pipe copies src to dst, holding each read until the proxy is unblocked.
+func (p *partitionProxy) pipe(dst, src net.Conn) {
+	defer dst.Close()
+	defer src.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			for p.blocked && !p.closed {
+				p.cond.Wait()
+			}
+			closed := p.closed
+			p.mu.Unlock()
+			if closed {
+				return
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *partitionProxy) setBlocked(b bool) {
+	p.mu.Lock()
+	p.blocked = b
+	p.cond.Broadcast()
+	p.mu.Unlock()
+}
+
+func (p *partitionProxy) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.cond.Broadcast()
+	conns := p.conns
+	p.mu.Unlock()
+	p.ln.Close()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// timeBound is how long an operation may take to fail on a silent server:
+// its timeout plus generous slack for a loaded machine.
+func timeBound(timeout time.Duration) time.Duration { return 3*timeout + 2*time.Second }
+
+// A server that goes silent (a partition that drops packets, closing no
+// connection) makes every operation answer storage.ErrUnavailable within
+// the store's timeout, not when TCP gives up; a value acknowledged before
+// is still there once the partition heals, and the store serves again
+// without being reopened.
+func TestSilentServerAnswersUnavailableWithinTheTimeout(t *testing.T) {
+	raw := pgtest.URL(t)
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newPartitionProxy(t, u.Host)
+	u.Host = proxy.ln.Addr().String()
+	const timeout = time.Second
+	s, err := postgres.Open(context.Background(), u.String(), postgres.Options{Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b := s.NewBatch()
+	b.Set([]byte("acked"), []byte("v1"))
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// A snapshot opened before the partition, to read through it after.
+	snap := s.NewSnapshot()
+	defer snap.Close()
+	if _, err := snap.Get([]byte("acked")); err != nil {
+		t.Fatal(err)
+	}
+
+	proxy.setBlocked(true)
+	ops := []struct {
+		name string
+		run  func() error
+	}{
+		{"Get", func() error { _, err := s.Get([]byte("acked")); return err }},
+		{"Commit", func() error {
+			b := s.NewBatch()
+			defer b.Close()
+			b.Set([]byte("ambiguous"), []byte("v"))
+			return b.Commit()
+		}},
+		{"NewIterator", func() error {
+			it, err := s.NewIterator(nil, nil, false)
+			if err != nil {
+				return err
+			}
+			defer it.Close()
+			for it.Next() {
+			}
+			return it.Err()
+		}},
+		{"Snapshot.Get", func() error { _, err := snap.Get([]byte("acked")); return err }},
+		{"SharedBatch.Lock", func() error {
+			sb, err := s.NewSharedBatch(context.Background())
+			if err != nil {
+				return err
+			}
+			defer sb.Close()
+			return sb.Lock(context.Background(), []byte("k"), true)
+		}},
+		{"NextSequence", func() error { _, err := s.NextSequence(context.Background()); return err }},
+	}
+	for _, op := range ops {
+		start := time.Now()
+		err := op.run()
+		took := time.Since(start)
+		if !errors.Is(err, storage.ErrUnavailable) {
+			t.Errorf("%s on a silent server: %v, want storage.ErrUnavailable", op.name, err)
+		}
+		if took > timeBound(timeout) {
+			t.Errorf("%s on a silent server took %v, more than %v", op.name, took, timeBound(timeout))
+		}
+	}
+
+	proxy.setBlocked(false)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v, err := s.Get([]byte("acked"))
+		if err == nil {
+			if string(v) != "v1" {
+				t.Fatalf("after the partition the acknowledged value is %q, want v1", v)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the store does not serve again after the partition healed: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b = s.NewBatch()
+	b.Set([]byte("after"), []byte("v2"))
+	if err := b.Commit(); err != nil {
+		t.Fatalf("commit after the partition healed: %v", err)
+	}
+}
