@@ -93,6 +93,7 @@ func serve(args []string) error {
 	inMemory := fs.Bool("memory", false, "keep everything in memory: nothing is written to disk")
 	postgresURL := fs.String("postgres", env("ORRERY_POSTGRES", ""), "keep everything in this PostgreSQL database (a postgres:// URL); several servers on one database act as one (env ORRERY_POSTGRES)")
 	postgresPool := fs.Int("postgres-pool", 16, "connections to PostgreSQL at most, with --postgres")
+	postgresTimeout := fs.Duration("postgres-timeout", postgres.DefaultTimeout, "time PostgreSQL has to answer one round trip (a statement, a page, a commit, a connection); past it the request is answered 503, with --postgres")
 	key := fs.String("key", env("ORRERY_KEY", server.EmulatorKey), "master key, base64 (env ORRERY_KEY; default: the emulator's well-known key)")
 	readOnlyKey := fs.String("readonly-key", env("ORRERY_READONLY_KEY", ""), "read-only key, base64 (env ORRERY_READONLY_KEY)")
 	crossPartition := fs.Bool("serve-cross-partition-queries", false, "execute cross-partition ORDER BY, aggregate, DISTINCT, GROUP BY, TOP and OFFSET queries that the Cosmos gateway refuses to clients without a query plan (the Go SDK)")
@@ -144,9 +145,10 @@ func serve(args []string) error {
 	case *postgresURL != "" && *inMemory:
 		return errors.New("--postgres and --memory exclude each other")
 	case *postgresURL != "":
-		octx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		s, err := postgres.Open(octx, *postgresURL, postgres.Options{MaxConns: *postgresPool})
-		cancel()
+		if *postgresTimeout <= 0 {
+			return errors.New("--postgres-timeout must be positive")
+		}
+		s, err := openPostgres(log, *postgresURL, postgres.Options{MaxConns: *postgresPool, Timeout: *postgresTimeout})
 		if err != nil {
 			return err
 		}
@@ -393,4 +395,32 @@ func servedCertificate(endpoint string) ([]byte, error) {
 		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})...)
 	}
 	return out, nil
+}
+
+// openPostgres opens the store at url, waiting with backoff while the
+// server cannot be reached (not started yet, restarting, failing over), so
+// that a gateway may start before its database; it gives up on any other
+// error (a refused password, a schema too new) and when signalled.
+func openPostgres(log *slog.Logger, url string, opts postgres.Options) (*postgres.Store, error) {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	wait := 250 * time.Millisecond
+	for {
+		octx, cancel := context.WithTimeout(ctx, time.Minute)
+		s, err := postgres.Open(octx, url, opts)
+		cancel()
+		if err == nil {
+			return s, nil
+		}
+		if !errors.Is(err, storage.ErrUnavailable) || ctx.Err() != nil {
+			return nil, err
+		}
+		log.Warn(fmt.Sprintf("waiting for PostgreSQL at %s: %v", postgres.Addr(url), err), "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("signalled while waiting for PostgreSQL at %s: %w", postgres.Addr(url), err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
 }

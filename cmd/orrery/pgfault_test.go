@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -14,6 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
+	"github.com/orrery-db/orrery/storage/postgres"
 	"github.com/orrery-db/orrery/storage/postgres/pgtest"
 )
 
@@ -366,4 +370,89 @@ func counts(cs []atomic.Int64) []int64 {
 		out[i] = cs[i].Load()
 	}
 	return out
+}
+
+// A gateway started while its PostgreSQL is down waits for it, saying so,
+// instead of exiting; once PostgreSQL starts it becomes ready and serves.
+func TestGatewayStartedBeforePostgresWaitsForItThenServes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a gateway as a child process")
+	}
+	pg := pgtest.NewServer(t, pgtest.Options{})
+	url := pg.URL(t)
+	if err := pg.Stop("fast"); err != nil {
+		t.Fatal(err)
+	}
+	bin := buildBinary(t)
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--postgres", url)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd}
+	t.Cleanup(c.kill)
+	waiting, ready := make(chan string, 1), make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.Contains(line, "waiting for PostgreSQL at ") {
+				select {
+				case waiting <- line:
+				default:
+				}
+			}
+			if m := readyLine.FindStringSubmatch(line); m != nil {
+				ready <- m[1]
+			}
+		}
+	}()
+	select {
+	case line := <-waiting:
+		if !strings.Contains(line, postgres.Addr(url)) {
+			t.Errorf("the waiting line does not name %s: %s", postgres.Addr(url), line)
+		}
+	case a := <-ready:
+		t.Fatalf("the gateway reported ready at %s with PostgreSQL down", a)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the gateway did not say it was waiting for PostgreSQL within 20 s")
+	}
+	time.Sleep(2 * time.Second) // still waiting, not gone
+	if cmd.Process.Signal(syscall.Signal(0)) != nil {
+		t.Fatal("the gateway exited while PostgreSQL was down")
+	}
+	if err := pg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var addr string
+	select {
+	case addr = <-ready:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the gateway did not become ready within 30 s of PostgreSQL starting")
+	}
+	cl := newClient(t, "http://"+addr+"/")
+	ctx := context.Background()
+	if _, err := cl.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := cl.NewDatabase("db")
+	if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "c",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	cont, _ := cl.NewContainer("db", "c")
+	pk := azcosmos.NewPartitionKeyString("p")
+	if _, err := cont.UpsertItem(ctx, pk, []byte(`{"id":"1","pk":"p"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	r, err := cont.ReadItem(ctx, pk, "1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(r.Value), `"id":"1"`) {
+		t.Fatalf("read back %s", r.Value)
+	}
 }

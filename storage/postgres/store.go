@@ -92,6 +92,7 @@ var (
 
 // Open connects to the database at url (a PostgreSQL connection URL or
 // key=value string), creates or migrates the schema, and returns the store.
+// If the server cannot be reached, the error is storage.ErrUnavailable.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -126,9 +127,24 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	s.closeCtx, s.cancel = context.WithCancel(context.Background())
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
+		if unreachable(err) {
+			// The server is down, starting or out of reach: a caller may
+			// wait for it and try again.
+			return nil, fmt.Errorf("%w: %w", storage.ErrUnavailable, err)
+		}
 		return nil, err
 	}
 	return s, nil
+}
+
+// Addr is the host:port (or socket) that url connects to, for messages; it
+// is url itself if url does not parse.
+func Addr(url string) string {
+	cfg, err := pgconn.ParseConfig(url)
+	if err != nil {
+		return url
+	}
+	return net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port))
 }
 
 // migrations[i] brings a database at version i to version i+1.
