@@ -3,9 +3,6 @@ package postgres_test
 import (
 	"context"
 	"errors"
-	"net"
-	"net/url"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,104 +10,6 @@ import (
 	"github.com/orrery-db/orrery/storage/postgres"
 	"github.com/orrery-db/orrery/storage/postgres/pgtest"
 )
-
-// partitionProxy forwards TCP connections to a server. While blocked it
-// forwards nothing and closes nothing: bytes wait as they would in a
-// network that drops packets, and are delivered once it is unblocked, as
-// TCP retransmits them after a partition heals.
-type partitionProxy struct {
-	ln      net.Listener
-	target  string
-	mu      sync.Mutex
-	cond    *sync.Cond
-	blocked bool
-	conns   []net.Conn
-	closed  bool
-}
-
-func newPartitionProxy(t *testing.T, target string) *partitionProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &partitionProxy{ln: ln, target: target}
-	p.cond = sync.NewCond(&p.mu)
-	go p.accept()
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *partitionProxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			c.Close()
-			up.Close()
-			return
-		}
-		p.conns = append(p.conns, c, up)
-		p.mu.Unlock()
-		go p.pipe(up, c)
-		go p.pipe(c, up)
-	}
-}
-
-// pipe copies src to dst, holding each read until the proxy is unblocked.
-func (p *partitionProxy) pipe(dst, src net.Conn) {
-	defer dst.Close()
-	defer src.Close()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			p.mu.Lock()
-			for p.blocked && !p.closed {
-				p.cond.Wait()
-			}
-			closed := p.closed
-			p.mu.Unlock()
-			if closed {
-				return
-			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (p *partitionProxy) setBlocked(b bool) {
-	p.mu.Lock()
-	p.blocked = b
-	p.cond.Broadcast()
-	p.mu.Unlock()
-}
-
-func (p *partitionProxy) close() {
-	p.mu.Lock()
-	p.closed = true
-	p.cond.Broadcast()
-	conns := p.conns
-	p.mu.Unlock()
-	p.ln.Close()
-	for _, c := range conns {
-		c.Close()
-	}
-}
 
 // timeBound is how long an operation may take to fail on a silent server:
 // its timeout plus generous slack for a loaded machine.
@@ -123,14 +22,9 @@ func timeBound(timeout time.Duration) time.Duration { return 3*timeout + 2*time.
 // without being reopened.
 func TestSilentServerAnswersUnavailableWithinTheTimeout(t *testing.T) {
 	raw := pgtest.URL(t)
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := newPartitionProxy(t, u.Host)
-	u.Host = proxy.ln.Addr().String()
+	proxy := pgtest.NewProxy(t, pgtest.Target(t, raw))
 	const timeout = time.Second
-	s, err := postgres.Open(context.Background(), u.String(), postgres.Options{Timeout: timeout})
+	s, err := postgres.Open(context.Background(), proxy.URL(t, raw), postgres.Options{Timeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +41,7 @@ func TestSilentServerAnswersUnavailableWithinTheTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	proxy.setBlocked(true)
+	proxy.SetBlocked(true)
 	ops := []struct {
 		name string
 		run  func() error
@@ -192,7 +86,7 @@ func TestSilentServerAnswersUnavailableWithinTheTimeout(t *testing.T) {
 		}
 	}
 
-	proxy.setBlocked(false)
+	proxy.SetBlocked(false)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		v, err := s.Get([]byte("acked"))
