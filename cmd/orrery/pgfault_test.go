@@ -456,3 +456,71 @@ func TestGatewayStartedBeforePostgresWaitsForItThenServes(t *testing.T) {
 		t.Fatalf("read back %s", r.Value)
 	}
 }
+
+// A PostgreSQL that goes silent (a partition that drops packets and closes
+// nothing) makes the gateway answer reads and writes 503 within its
+// --postgres-timeout, not when TCP gives up; once the partition heals it
+// serves again, with every acknowledged write.
+func TestSilentPostgresAnswers503WithinTheTimeoutThenRecovers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a gateway as a child process")
+	}
+	raw := pgtest.URL(t)
+	proxy := pgtest.NewProxy(t, pgtest.Target(t, raw))
+	const timeout = time.Second
+	f := startGateways(t, 1, "--postgres", proxy.URL(t, raw), "--postgres-pool", "8",
+		"--postgres-timeout", timeout.String())
+	ctx := context.Background()
+	pk := azcosmos.NewPartitionKeyString("p")
+	cont := f.conts[0]
+	if _, err := cont.UpsertItem(ctx, pk, []byte(`{"id":"acked","pk":"p","v":1}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	proxy.SetBlocked(true)
+	bound := 3*timeout + 5*time.Second // the timeout, a few round trips, a loaded machine
+	ops := map[string]func() error{
+		"read": func() error { _, err := cont.ReadItem(ctx, pk, "acked", nil); return err },
+		"upsert": func() error {
+			_, err := cont.UpsertItem(ctx, pk, []byte(`{"id":"maybe","pk":"p"}`), nil)
+			return err
+		},
+		"query": func() error {
+			_, err := cont.NewQueryItemsPager("SELECT * FROM c", pk, nil).NextPage(ctx)
+			return err
+		},
+	}
+	for name, op := range ops {
+		start := time.Now()
+		err := op()
+		took := time.Since(start)
+		t.Logf("%s on a silent server: %v", name, took.Round(time.Millisecond))
+		if !isUnavailable(err) {
+			t.Errorf("%s with PostgreSQL silent: %v, want 503 ServiceUnavailable", name, err)
+		}
+		if took > bound {
+			t.Errorf("%s with PostgreSQL silent took %v, more than %v", name, took, bound)
+		}
+	}
+	if !f.alive(0) {
+		t.Fatal("the gateway died while PostgreSQL was silent")
+	}
+	proxy.SetBlocked(false)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, err := cont.ReadItem(ctx, pk, "acked", nil)
+		if err == nil {
+			var doc struct{ V int }
+			if err := json.Unmarshal(r.Value, &doc); err != nil || doc.V != 1 {
+				t.Fatalf("the acknowledged item after the partition: %s (%v)", r.Value, err)
+			}
+			break
+		}
+		if !isUnavailable(err) || time.Now().After(deadline) {
+			t.Fatalf("the gateway does not serve again after the partition healed: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := cont.UpsertItem(ctx, pk, []byte(`{"id":"after","pk":"p"}`), nil); err != nil {
+		t.Fatalf("upsert after the partition healed: %v", err)
+	}
+}

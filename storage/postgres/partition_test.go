@@ -78,6 +78,7 @@ func TestSilentServerAnswersUnavailableWithinTheTimeout(t *testing.T) {
 		start := time.Now()
 		err := op.run()
 		took := time.Since(start)
+		t.Logf("%s on a silent server: %v", op.name, took.Round(time.Millisecond))
 		if !errors.Is(err, storage.ErrUnavailable) {
 			t.Errorf("%s on a silent server: %v, want storage.ErrUnavailable", op.name, err)
 		}
