@@ -59,41 +59,18 @@ func TestGoSDKChangeFeedNeverSkips(t *testing.T) {
 	}
 
 	seen := map[string]version{}
-	pages := 0
+	var pages int
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
-		ranges, err := c.ReadFeedRanges(ctx, nil)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		opts := azcosmos.ChangeFeedOptions{FeedRange: &ranges[0], MaxItemCount: 500}
-		for {
-			finished := done.Load()
-			resp, err := c.ReadChangeFeed(ctx, &opts)
-			if err != nil {
-				t.Error(err)
-				return
+		pages = followChangeFeed(ctx, t, c, 500, &done, func(raw []byte) error {
+			var v version
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return err
 			}
-			pages++
-			for _, raw := range resp.Items {
-				var v version
-				if err := json.Unmarshal(raw, &v); err != nil {
-					t.Error(err)
-					return
-				}
-				seen[v.PK+"/"+v.ID] = v
-			}
-			token := resp.ContinuationToken
-			opts.Continuation, opts.FeedRange = &token, nil
-			if len(resp.Items) == 0 {
-				if finished {
-					return
-				}
-				time.Sleep(time.Millisecond)
-			}
-		}
+			seen[v.PK+"/"+v.ID] = v
+			return nil
+		})
 	}()
 	wg.Wait()
 	done.Store(true)
@@ -124,6 +101,43 @@ func TestGoSDKChangeFeedNeverSkips(t *testing.T) {
 	for k, want := range final {
 		if got := seen[k]; got.ETag != want.ETag || got.V != want.V {
 			t.Errorf("%s: the change feed's latest version is v %d (%s), the stored one v %d (%s)", k, got.V, got.ETag, want.V, want.ETag)
+		}
+	}
+}
+
+// followChangeFeed reads c's change feed from the beginning, pageSize
+// changes a page, following continuation tokens and handing each change to
+// each, until a page comes back empty that was asked for after done was set
+// (so every write finished before done is read). It returns the number of
+// pages read; an error is reported on t and ends the reading.
+func followChangeFeed(ctx context.Context, t *testing.T, c *azcosmos.ContainerClient, pageSize int32, done *atomic.Bool, each func(raw []byte) error) (pages int) {
+	ranges, err := c.ReadFeedRanges(ctx, nil)
+	if err != nil {
+		t.Error(err)
+		return pages
+	}
+	opts := azcosmos.ChangeFeedOptions{FeedRange: &ranges[0], MaxItemCount: pageSize}
+	for {
+		finished := done.Load()
+		resp, err := c.ReadChangeFeed(ctx, &opts)
+		if err != nil {
+			t.Error(err)
+			return pages
+		}
+		pages++
+		for _, raw := range resp.Items {
+			if err := each(raw); err != nil {
+				t.Error(err)
+				return pages
+			}
+		}
+		token := resp.ContinuationToken
+		opts.Continuation, opts.FeedRange = &token, nil
+		if len(resp.Items) == 0 {
+			if finished {
+				return pages
+			}
+			time.Sleep(time.Millisecond)
 		}
 	}
 }

@@ -255,41 +255,18 @@ func TestGatewaysChangeFeedOnAMissesNothingWrittenThroughBAndC(t *testing.T) {
 		})
 	}
 	seen := map[string]int{}
-	pages := 0
+	var pages int
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
-		ranges, err := cs[0].ReadFeedRanges(ctx, nil)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		opts := azcosmos.ChangeFeedOptions{FeedRange: &ranges[0], MaxItemCount: 100}
-		for {
-			finished := done.Load()
-			resp, err := cs[0].ReadChangeFeed(ctx, &opts)
-			if err != nil {
-				t.Error(err)
-				return
+		pages = followChangeFeed(ctx, t, cs[0], 100, &done, func(raw []byte) error {
+			var it changedItem
+			if err := json.Unmarshal(raw, &it); err != nil {
+				return err
 			}
-			pages++
-			for _, raw := range resp.Items {
-				var it changedItem
-				if err := json.Unmarshal(raw, &it); err != nil {
-					t.Error(err)
-					return
-				}
-				seen[it.ID]++
-			}
-			token := resp.ContinuationToken
-			opts.Continuation, opts.FeedRange = &token, nil
-			if len(resp.Items) == 0 {
-				if finished {
-					return
-				}
-				time.Sleep(time.Millisecond)
-			}
-		}
+			seen[it.ID]++
+			return nil
+		})
 	}()
 	wg.Wait()
 	done.Store(true)
