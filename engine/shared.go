@@ -277,10 +277,7 @@ func (b *versionBatch) Commit() error {
 }
 
 func (b *versionBatch) CommitPipelined() (func() error, error) {
-	if err := b.Commit(); err != nil {
-		return nil, err
-	}
-	return func() error { return nil }, nil
+	return storage.CommitDurable(b.Commit)
 }
 
 // failedBatch is a batch whose every operation fails with err.

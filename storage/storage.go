@@ -94,6 +94,16 @@ type Snapshot interface {
 	Close() error
 }
 
+// CommitDurable is CommitPipelined for a batch whose Commit is durable when it
+// returns (or that has nothing to wait for): it commits, and the wait it
+// returns has nothing left to do.
+func CommitDurable(commit func() error) (wait func() error, err error) {
+	if err := commit(); err != nil {
+		return nil, err
+	}
+	return func() error { return nil }, nil
+}
+
 // PrefixEnd returns the smallest key greater than every key that starts with
 // prefix, for use as an exclusive upper bound; nil when there is none.
 func PrefixEnd(prefix []byte) []byte {

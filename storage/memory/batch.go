@@ -83,10 +83,7 @@ func (b *batch) Commit() error {
 
 // CommitPipelined is Commit: memory has nothing to wait for.
 func (b *batch) CommitPipelined() (func() error, error) {
-	if err := b.Commit(); err != nil {
-		return nil, err
-	}
-	return func() error { return nil }, nil
+	return storage.CommitDurable(b.Commit)
 }
 
 // Close discards the batch; its uncommitted writes are dropped.

@@ -277,10 +277,7 @@ func (b *sharedBatch) Commit() error {
 
 // CommitPipelined is Commit.
 func (b *sharedBatch) CommitPipelined() (func() error, error) {
-	if err := b.Commit(); err != nil {
-		return nil, err
-	}
-	return func() error { return nil }, nil
+	return storage.CommitDurable(b.Commit)
 }
 
 // Close discards an uncommitted batch and releases its locks.

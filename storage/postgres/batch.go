@@ -156,10 +156,7 @@ func (b *batch) Commit() error {
 // CommitPipelined is Commit: the server has made the batch durable when it
 // answers.
 func (b *batch) CommitPipelined() (func() error, error) {
-	if err := b.Commit(); err != nil {
-		return nil, err
-	}
-	return func() error { return nil }, nil
+	return storage.CommitDurable(b.Commit)
 }
 
 // Close discards an uncommitted batch.

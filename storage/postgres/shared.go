@@ -167,10 +167,7 @@ func (b *sharedBatch) Commit() error {
 
 // CommitPipelined is Commit.
 func (b *sharedBatch) CommitPipelined() (func() error, error) {
-	if err := b.Commit(); err != nil {
-		return nil, err
-	}
-	return func() error { return nil }, nil
+	return storage.CommitDurable(b.Commit)
 }
 
 // releaseConn ends the transaction if one is open and gives back the
