@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -210,8 +212,8 @@ var errBatchFailed = errors.New("engine: the batch failed")
 // logical partition: later operations see earlier ones, and when one fails it
 // carries its own status, every other one StatusFailedDependency, and nothing
 // is written. A non-atomic batch runs each operation on its own.
-func (e *Engine) ExecuteBatch(req *BatchRequest) (*BatchResult, error) {
-	c, err := e.Container(req.Database, req.Container)
+func (e *Engine) ExecuteBatch(ctx context.Context, req *BatchRequest) (*BatchResult, error) {
+	c, err := e.Container(ctx, req.Database, req.Container)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +221,7 @@ func (e *Engine) ExecuteBatch(req *BatchRequest) (*BatchResult, error) {
 		return nil, BadRequest("The batch request has %d operations: a batch can have at most %d.", len(req.Operations), MaxBatchOperations)
 	}
 	if !req.Atomic {
-		return e.executeEach(c, req), nil
+		return e.executeEach(ctx, c, req), nil
 	}
 	if !req.HasPartitionKey {
 		return nil, errPartitionKeyRequired
@@ -228,10 +230,10 @@ func (e *Engine) ExecuteBatch(req *BatchRequest) (*BatchResult, error) {
 		return nil, outsidePartition(req.PartitionKey, req.Partition)
 	}
 	res := &BatchResult{Results: make([]BatchOperationResult, len(req.Operations))}
-	err = e.inPartition(c, req.PartitionKey, func(t *txn) error {
+	err = e.inPartition(ctx, c, req.PartitionKey, func(t *txn) error {
 		for i := range req.Operations {
 			op := &req.Operations[i]
-			r, err := t.run(op)
+			r, err := t.run(ctx, op)
 			if err == nil {
 				res.Results[i] = r
 				continue
@@ -268,11 +270,11 @@ func (r *BatchResult) total() {
 }
 
 // executeEach runs every operation of a bulk request in its own transaction.
-func (e *Engine) executeEach(c *Container, req *BatchRequest) *BatchResult {
+func (e *Engine) executeEach(ctx context.Context, c *Container, req *BatchRequest) *BatchResult {
 	res := &BatchResult{Results: make([]BatchOperationResult, len(req.Operations))}
 	for i := range req.Operations {
 		op := &req.Operations[i]
-		r, err := e.runAlone(c, req, op)
+		r, err := e.runAlone(ctx, c, req, op)
 		if err != nil {
 			ce, ok := AsError(err)
 			if !ok {

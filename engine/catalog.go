@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"encoding/json"
 	"errors"
 	"sort"
@@ -90,8 +92,8 @@ func (d *Database) Resource() *Resource {
 }
 
 // loadCatalog reads every database and container at start-up.
-func (e *Engine) loadCatalog() error {
-	it, err := e.store.NewIterator([]byte{prefixDatabase}, []byte{prefixDatabase + 1}, false)
+func (e *Engine) loadCatalog(ctx context.Context) error {
+	it, err := e.store.NewIterator(ctx, []byte{prefixDatabase}, []byte{prefixDatabase + 1}, false)
 	if err != nil {
 		return err
 	}
@@ -113,7 +115,7 @@ func (e *Engine) loadCatalog() error {
 	}
 	for _, db := range e.dbs {
 		p := containerPrefix(db.rid)
-		it, err := e.store.NewIterator(p, storage.PrefixEnd(p), false)
+		it, err := e.store.NewIterator(ctx, p, storage.PrefixEnd(p), false)
 		if err != nil {
 			return err
 		}
@@ -221,8 +223,8 @@ func (e *Engine) lookupContainer(dbName, name string) (*Container, *Error) {
 }
 
 // Container returns the current snapshot of a container, by name or RID.
-func (e *Engine) Container(db, name string) (*Container, error) {
-	if err := e.catMu.RLockCurrent(); err != nil {
+func (e *Engine) Container(ctx context.Context, db, name string) (*Container, error) {
+	if err := e.catMu.RLockCurrent(ctx); err != nil {
 		return nil, err
 	}
 	defer e.catMu.RUnlock()
@@ -235,12 +237,14 @@ func (e *Engine) Container(db, name string) (*Container, error) {
 
 // CreateDatabase creates a database from its JSON body. throughput, when not
 // nil, provisions an offer for it.
-func (e *Engine) CreateDatabase(body []byte, throughput *Throughput) (*Resource, error) {
+func (e *Engine) CreateDatabase(ctx context.Context, body []byte, throughput *Throughput) (*Resource, error) {
 	props, id, perr := decodeResource(body)
 	if perr != nil {
 		return nil, perr
 	}
-	e.catMu.Lock()
+	if err := e.catMu.Lock(ctx); err != nil {
+		return nil, err
+	}
 	defer e.catMu.Unlock()
 	if _, exists := e.dbs[id]; exists {
 		return nil, Conflict("Database '%s' already exists. %s", id, msgConflict)
@@ -253,7 +257,7 @@ func (e *Engine) CreateDatabase(body []byte, throughput *Throughput) (*Resource,
 		}
 	}
 	ridStr := encodeRID(rid)
-	lsn, err := e.seq.allocate()
+	lsn, err := e.seq.allocate(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +279,10 @@ func (e *Engine) CreateDatabase(body []byte, throughput *Throughput) (*Resource,
 	if nerr != nil {
 		return nil, nerr
 	}
-	b := e.catalogBatch()
+	b, err := e.catalogBatch()
+	if err != nil {
+		return nil, err
+	}
 	defer b.Close()
 	if err := b.Set(databaseKey(id), stored); err != nil {
 		return nil, err
@@ -283,11 +290,11 @@ func (e *Engine) CreateDatabase(body []byte, throughput *Throughput) (*Resource,
 	var offerRID string
 	var offerBody []byte
 	if throughput != nil {
-		if offerRID, offerBody, err = e.putOffer(b, throughput, ridStr, "dbs/"+ridStr+"/"); err != nil {
+		if offerRID, offerBody, err = e.putOffer(ctx, b, throughput, ridStr, "dbs/"+ridStr+"/"); err != nil {
 			return nil, err
 		}
 	}
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		return nil, err
 	}
 	if offerRID != "" {
@@ -298,8 +305,8 @@ func (e *Engine) CreateDatabase(body []byte, throughput *Throughput) (*Resource,
 }
 
 // ReadDatabase returns a database by name or RID.
-func (e *Engine) ReadDatabase(name string) (*Resource, error) {
-	if err := e.catMu.RLockCurrent(); err != nil {
+func (e *Engine) ReadDatabase(ctx context.Context, name string) (*Resource, error) {
+	if err := e.catMu.RLockCurrent(ctx); err != nil {
 		return nil, err
 	}
 	defer e.catMu.RUnlock()
@@ -311,8 +318,8 @@ func (e *Engine) ReadDatabase(name string) (*Resource, error) {
 }
 
 // ListDatabases returns every database, ordered by id.
-func (e *Engine) ListDatabases() []*Resource {
-	e.catMu.RLock()
+func (e *Engine) ListDatabases(ctx context.Context) []*Resource {
+	e.catMu.RLock(ctx)
 	defer e.catMu.RUnlock()
 	out := make([]*Resource, 0, len(e.dbs))
 	for _, db := range e.dbs {
@@ -323,8 +330,10 @@ func (e *Engine) ListDatabases() []*Resource {
 }
 
 // DeleteDatabase deletes a database and everything in it.
-func (e *Engine) DeleteDatabase(name string, ifMatch string) error {
-	e.catMu.Lock()
+func (e *Engine) DeleteDatabase(ctx context.Context, name string, ifMatch string) error {
+	if err := e.catMu.Lock(ctx); err != nil {
+		return err
+	}
 	defer e.catMu.Unlock()
 	db, err := e.lookupDatabase(name)
 	if err != nil {
@@ -333,17 +342,20 @@ func (e *Engine) DeleteDatabase(name string, ifMatch string) error {
 	if ifMatch != "" && ifMatch != "*" && ifMatch != db.etag {
 		return PreconditionFailed(msgPrecondition)
 	}
-	b := e.catalogBatch()
+	b, berr := e.catalogBatch()
+	if berr != nil {
+		return berr
+	}
 	defer b.Close()
 	if err := b.Delete(databaseKey(db.ID)); err != nil {
 		return err
 	}
 	for _, c := range db.colls {
-		if err := e.deleteContainerRecords(b, c); err != nil {
+		if err := e.deleteContainerRecords(ctx, b, c); err != nil {
 			return err
 		}
 	}
-	if err := e.deleteDatabasePrincipals(b, db); err != nil {
+	if err := e.deleteDatabasePrincipals(ctx, b, db); err != nil {
 		return err
 	}
 	off := e.databaseOffer(db)
@@ -352,7 +364,7 @@ func (e *Engine) DeleteDatabase(name string, ifMatch string) error {
 			return err
 		}
 	}
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		return err
 	}
 	delete(e.offers, off)
@@ -369,8 +381,8 @@ func (e *Engine) DeleteDatabase(name string, ifMatch string) error {
 
 // allContainers returns every container of every database as the catalog
 // holds them now, for work that visits each (the TTL sweep, stats).
-func (e *Engine) allContainers() []*Container {
-	e.catMu.RLock()
+func (e *Engine) allContainers(ctx context.Context) []*Container {
+	e.catMu.RLock(ctx)
 	defer e.catMu.RUnlock()
 	var colls []*Container
 	for _, db := range e.dbs {

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
@@ -143,8 +145,8 @@ const changeFeedSettle = 10 * time.Second
 // only up to the sequencer's watermark, below which every write has finished,
 // so an entry that commits late with a lower sequence number is never passed
 // over.
-func (e *Engine) ReadChangeFeed(req *ChangeFeedRequest) (*ChangeFeedResult, error) {
-	c, err := e.Container(req.Database, req.Container)
+func (e *Engine) ReadChangeFeed(ctx context.Context, req *ChangeFeedRequest) (*ChangeFeedResult, error) {
+	c, err := e.Container(ctx, req.Database, req.Container)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +159,7 @@ func (e *Engine) ReadChangeFeed(req *ChangeFeedRequest) (*ChangeFeedResult, erro
 	}
 	// Writes acknowledged before this read must be in it, even behind an
 	// older transaction still open; a script can hold one for its budget.
-	watermark := e.seq.settle(changeFeedSettle)
+	watermark := e.seq.settle(ctx, changeFeedSettle)
 	var from uint64
 	switch {
 	case req.Continuation != "":
@@ -183,10 +185,13 @@ func (e *Engine) ReadChangeFeed(req *ChangeFeedRequest) (*ChangeFeedResult, erro
 	if !req.Since.IsZero() {
 		since = req.Since.Unix()
 	}
-	snap := e.store.NewSnapshot()
+	snap, err := e.store.NewSnapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
 	defer snap.Close()
 	if req.Mode == AllVersionsAndDeletes {
-		horizon, err := changeLogHorizon(snap, c)
+		horizon, err := changeLogHorizon(ctx, snap, c)
 		if err != nil {
 			return nil, err
 		}
@@ -199,9 +204,9 @@ func (e *Engine) ReadChangeFeed(req *ChangeFeedRequest) (*ChangeFeedResult, erro
 	}
 	page := &changePage{size: size, position: from}
 	if req.Mode == AllVersionsAndDeletes {
-		err = e.scanVersions(snap, c, scope, from, watermark, since, page)
+		err = e.scanVersions(ctx, snap, c, scope, from, watermark, since, page)
 	} else {
-		err = e.scanLatest(snap, c, scope, from, watermark, since, page)
+		err = e.scanLatest(ctx, snap, c, scope, from, watermark, since, page)
 	}
 	if err != nil {
 		return nil, err
@@ -265,10 +270,10 @@ func lsnRange(prefix []byte, from, upto uint64) (lower, upper []byte) {
 
 // scanLatest fills page from the latest-version index: items whose current
 // version has a sequence number in (from, upto], skipping expired ones.
-func (e *Engine) scanLatest(r storage.Reader, c *Container, scope *changeScope, from, upto uint64, since int64, page *changePage) error {
+func (e *Engine) scanLatest(ctx context.Context, r storage.Reader, c *Container, scope *changeScope, from, upto uint64, since int64, page *changePage) error {
 	prefix := feedPrefix(c.rid)
 	lower, upper := lsnRange(prefix, from, upto)
-	it, err := r.NewIterator(lower, upper, false)
+	it, err := r.NewIterator(ctx, lower, upper, false)
 	if err != nil {
 		return err
 	}
@@ -288,7 +293,7 @@ func (e *Engine) scanLatest(r storage.Reader, c *Container, scope *changeScope, 
 			continue
 		}
 		page.examined++
-		v, err := r.Get(itemKey)
+		v, err := r.Get(ctx, itemKey)
 		if errors.Is(err, storage.ErrNotFound) {
 			continue
 		}
@@ -312,10 +317,10 @@ func (e *Engine) scanLatest(r storage.Reader, c *Container, scope *changeScope, 
 }
 
 // scanVersions fills page from the all-versions-and-deletes log.
-func (e *Engine) scanVersions(r storage.Reader, c *Container, scope *changeScope, from, upto uint64, since int64, page *changePage) error {
+func (e *Engine) scanVersions(ctx context.Context, r storage.Reader, c *Container, scope *changeScope, from, upto uint64, since int64, page *changePage) error {
 	prefix := versionPrefix(c.rid)
 	lower, upper := lsnRange(prefix, from, upto)
-	it, err := r.NewIterator(lower, upper, false)
+	it, err := r.NewIterator(ctx, lower, upper, false)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"encoding/json"
 	"errors"
 	"maps"
@@ -10,7 +12,7 @@ import (
 )
 
 // CreateContainer creates a container in a database from its JSON body.
-func (e *Engine) CreateContainer(dbName string, body []byte, throughput *Throughput) (*Resource, error) {
+func (e *Engine) CreateContainer(ctx context.Context, dbName string, body []byte, throughput *Throughput) (*Resource, error) {
 	props, id, perr := decodeResource(body)
 	if perr != nil {
 		return nil, perr
@@ -19,7 +21,9 @@ func (e *Engine) CreateContainer(dbName string, body []byte, throughput *Through
 	if perr != nil {
 		return nil, perr
 	}
-	e.catMu.Lock()
+	if err := e.catMu.Lock(ctx); err != nil {
+		return nil, err
+	}
 	defer e.catMu.Unlock()
 	db, derr := e.lookupDatabase(dbName)
 	if derr != nil {
@@ -33,7 +37,7 @@ func (e *Engine) CreateContainer(dbName string, body []byte, throughput *Through
 		rid = append(append([]byte(nil), db.rid...), randomBytes(4)...)
 	}
 	ridStr := encodeRID(rid)
-	lsn, err := e.seq.allocate()
+	lsn, err := e.seq.allocate(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +49,10 @@ func (e *Engine) CreateContainer(dbName string, body []byte, throughput *Through
 	for _, k := range []string{"docs", "sprocs", "triggers", "udfs", "conflicts"} {
 		normalized["_"+k] = k + "/"
 	}
-	b := e.catalogBatch()
+	b, err := e.catalogBatch()
+	if err != nil {
+		return nil, err
+	}
 	defer b.Close()
 	rec := containerRecord{Props: normalized}
 	if n := e.rangeCount(throughput); n > 1 && hashV2(normalized) {
@@ -59,7 +66,7 @@ func (e *Engine) CreateContainer(dbName string, body []byte, throughput *Through
 		offered = &Throughput{Manual: DefaultThroughput}
 	}
 	if offered != nil {
-		if rec.Offer, offerBody, err = e.putOffer(b, offered, ridStr, normalized["_self"].(string)); err != nil {
+		if rec.Offer, offerBody, err = e.putOffer(ctx, b, offered, ridStr, normalized["_self"].(string)); err != nil {
 			return nil, err
 		}
 	}
@@ -67,7 +74,7 @@ func (e *Engine) CreateContainer(dbName string, body []byte, throughput *Through
 	if err != nil {
 		return nil, err
 	}
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		return nil, err
 	}
 	if rec.Offer != "" {
@@ -199,8 +206,8 @@ func normalizeContainerProps(props map[string]any, prev *Container) (map[string]
 }
 
 // ReadContainer returns a container by database and name or RID.
-func (e *Engine) ReadContainer(db, name string) (*Resource, error) {
-	c, err := e.Container(db, name)
+func (e *Engine) ReadContainer(ctx context.Context, db, name string) (*Resource, error) {
+	c, err := e.Container(ctx, db, name)
 	if err != nil {
 		return nil, err
 	}
@@ -208,8 +215,8 @@ func (e *Engine) ReadContainer(db, name string) (*Resource, error) {
 }
 
 // ListContainers returns the containers of a database, ordered by id.
-func (e *Engine) ListContainers(dbName string) ([]*Resource, error) {
-	if err := e.catMu.RLockCurrent(); err != nil {
+func (e *Engine) ListContainers(ctx context.Context, dbName string) ([]*Resource, error) {
+	if err := e.catMu.RLockCurrent(ctx); err != nil {
 		return nil, err
 	}
 	defer e.catMu.RUnlock()
@@ -228,14 +235,14 @@ func (e *Engine) ListContainers(dbName string) ([]*Resource, error) {
 // ReplaceContainer replaces a container's properties. The partition key
 // definition cannot change. A new indexing policy rebuilds the container's
 // index before the replace returns; writes wait meanwhile, and queries scan.
-func (e *Engine) ReplaceContainer(dbName, name string, body []byte, ifMatch string) (*Resource, error) {
+func (e *Engine) ReplaceContainer(ctx context.Context, dbName, name string, body []byte, ifMatch string) (*Resource, error) {
 	props, perr := decodeObject(body)
 	if perr != nil {
 		return nil, perr
 	}
-	res, err := e.replaceContainer(dbName, name, props, ifMatch, false)
+	res, err := e.replaceContainer(ctx, dbName, name, props, ifMatch, false)
 	if err == errReindexNeedsLocks {
-		res, err = e.replaceContainer(dbName, name, props, ifMatch, true)
+		res, err = e.replaceContainer(ctx, dbName, name, props, ifMatch, true)
 	}
 	return res, err
 }
@@ -244,13 +251,15 @@ func (e *Engine) ReplaceContainer(dbName, name string, body []byte, ifMatch stri
 // partition lock, which a change of indexing policy needs.
 var errReindexNeedsLocks = errors.New("engine: the replace changes the indexing policy")
 
-func (e *Engine) replaceContainer(dbName, name string, props map[string]any, ifMatch string, locked bool) (*Resource, error) {
+func (e *Engine) replaceContainer(ctx context.Context, dbName, name string, props map[string]any, ifMatch string, locked bool) (*Resource, error) {
 	if locked {
 		// Partition locks before the catalog lock: writers take them in the
 		// other order never (their catalog lookups come before).
 		defer e.lockAllPartitions()()
 	}
-	e.catMu.Lock()
+	if err := e.catMu.Lock(ctx); err != nil {
+		return nil, err
+	}
 	defer e.catMu.Unlock()
 	prev, lerr := e.lookupContainer(dbName, name)
 	if lerr != nil {
@@ -270,7 +279,7 @@ func (e *Engine) replaceContainer(dbName, name string, props map[string]any, ifM
 	if reindex && !locked {
 		return nil, errReindexNeedsLocks
 	}
-	lsn, err := e.seq.allocate()
+	lsn, err := e.seq.allocate(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +289,10 @@ func (e *Engine) replaceContainer(dbName, name string, props map[string]any, ifM
 	}
 	normalized["_etag"] = formatETag(lsn, 0)
 	normalized["_ts"] = e.now().Unix()
-	b := e.catalogBatch()
+	b, err := e.catalogBatch()
+	if err != nil {
+		return nil, err
+	}
 	defer b.Close()
 	c, err := e.storeContainer(b, prev.db, containerRecord{Props: normalized, Offer: prev.offer, Ranges: prev.record.Ranges})
 	if err != nil {
@@ -291,12 +303,14 @@ func (e *Engine) replaceContainer(dbName, name string, props map[string]any, ifM
 			return nil, err
 		}
 	}
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		return nil, err
 	}
 	if reindex {
 		prev.indexRetired.Store(true)
-		if err = e.rebuildIndex(c); err != nil {
+		// The rebuild is the engine's: a client that goes away must not
+		// leave the index half rebuilt until the next Open.
+		if err = e.rebuildIndex(e.bgCtx, c); err != nil {
 			// The mark stays: the next Open finishes the rebuild.
 			c.indexRetired.Store(true)
 		}
@@ -310,8 +324,10 @@ func (e *Engine) replaceContainer(dbName, name string, props map[string]any, ifM
 }
 
 // DeleteContainer deletes a container, its scripts and its items.
-func (e *Engine) DeleteContainer(dbName, name string, ifMatch string) error {
-	e.catMu.Lock()
+func (e *Engine) DeleteContainer(ctx context.Context, dbName, name string, ifMatch string) error {
+	if err := e.catMu.Lock(ctx); err != nil {
+		return err
+	}
 	defer e.catMu.Unlock()
 	c, err := e.lookupContainer(dbName, name)
 	if err != nil {
@@ -320,12 +336,15 @@ func (e *Engine) DeleteContainer(dbName, name string, ifMatch string) error {
 	if ifMatch != "" && ifMatch != "*" && ifMatch != c.etag {
 		return PreconditionFailed(msgPrecondition)
 	}
-	b := e.catalogBatch()
+	b, berr := e.catalogBatch()
+	if berr != nil {
+		return berr
+	}
 	defer b.Close()
-	if err := e.deleteContainerRecords(b, c); err != nil {
+	if err := e.deleteContainerRecords(ctx, b, c); err != nil {
 		return err
 	}
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		return err
 	}
 	delete(e.offers, c.offer)
@@ -337,7 +356,7 @@ func (e *Engine) DeleteContainer(dbName, name string, ifMatch string) error {
 
 // deleteContainerRecords deletes a container's catalog record, offer and
 // scripts into b.
-func (e *Engine) deleteContainerRecords(b storage.Batch, c *Container) error {
+func (e *Engine) deleteContainerRecords(ctx context.Context, b storage.Batch, c *Container) error {
 	if err := b.Delete(containerKey(c.db.rid, c.ID)); err != nil {
 		return err
 	}
@@ -346,13 +365,13 @@ func (e *Engine) deleteContainerRecords(b storage.Batch, c *Container) error {
 			return err
 		}
 	}
-	return deleteRange(e.store, b, []byte{prefixChild}, c.rid)
+	return deleteRange(ctx, e.store, b, []byte{prefixChild}, c.rid)
 }
 
 // deleteRange records the deletion of every key under prefix+suffix into b.
-func deleteRange(r storage.Reader, b storage.Batch, prefix []byte, suffix []byte) error {
+func deleteRange(ctx context.Context, r storage.Reader, b storage.Batch, prefix []byte, suffix []byte) error {
 	p := append(append([]byte(nil), prefix...), suffix...)
-	it, err := r.NewIterator(p, storage.PrefixEnd(p), false)
+	it, err := r.NewIterator(ctx, p, storage.PrefixEnd(p), false)
 	if err != nil {
 		return err
 	}
@@ -374,9 +393,10 @@ func (e *Engine) purgeContainerData(collRID []byte) {
 	e.bg.Add(1)
 	go func() {
 		defer e.bg.Done()
+		ctx := e.bgCtx
 		for _, p := range [][]byte{itemContainerPrefix(collRID), feedPrefix(collRID), ridPrefix(collRID),
 			versionPrefix(collRID), expiryPrefix(collRID), indexPrefix(collRID), uniquePrefix(collRID), indexRebuildKey(collRID), orderPrefix(collRID)} {
-			if err := purgePrefix(e.store, p); err != nil {
+			if err := purgePrefix(ctx, e.store, p); err != nil {
 				e.log.Warn("purging a deleted container's data failed", "error", err)
 				return
 			}
@@ -384,16 +404,16 @@ func (e *Engine) purgeContainerData(collRID []byte) {
 	}()
 }
 
-func purgePrefix(s storage.Store, p []byte) error {
-	return purgeRange(s, p, storage.PrefixEnd(p))
+func purgePrefix(ctx context.Context, s storage.Store, p []byte) error {
+	return purgeRange(ctx, s, p, storage.PrefixEnd(p))
 }
 
 // purgeRange deletes the keys from lower (inclusive) to upper (exclusive),
 // a committed chunk at a time.
-func purgeRange(s storage.Store, lower, upper []byte) error {
+func purgeRange(ctx context.Context, s storage.Store, lower, upper []byte) error {
 	const chunk = 1000
 	for {
-		it, err := s.NewIterator(lower, upper, false)
+		it, err := s.NewIterator(ctx, lower, upper, false)
 		if err != nil {
 			return err
 		}
@@ -411,7 +431,7 @@ func purgeRange(s storage.Store, lower, upper []byte) error {
 		}
 		n := b.Count()
 		if n > 0 {
-			if err := b.Commit(); err != nil {
+			if err := b.Commit(ctx); err != nil {
 				b.Close()
 				return err
 			}

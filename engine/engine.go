@@ -130,6 +130,11 @@ type Engine struct {
 	bg        sync.WaitGroup
 	stop      chan struct{}
 	closeOnce sync.Once
+	// bgCtx is the context of background work (the TTL sweep, purges of
+	// deleted containers, presence builds, index rebuilds a request
+	// started): no client's cancel ends it, Close does.
+	bgCtx    context.Context
+	cancelBg context.CancelFunc
 
 	// noCreationOrder makes creates write no order key and scans read in
 	// key order, as before creation order: only the benchmark that
@@ -139,8 +144,8 @@ type Engine struct {
 
 // Open loads the catalog from store and returns a ready engine. The caller
 // keeps ownership of store and closes it after Close.
-func Open(store storage.Store, opts Options) (*Engine, error) {
-	seq, err := newSequencer(store)
+func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, error) {
+	seq, err := newSequencer(ctx, store)
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +160,7 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 		seed:    maphash.MakeSeed(),
 		stop:    make(chan struct{}),
 	}
+	e.bgCtx, e.cancelBg = context.WithCancel(context.Background())
 	if e.now == nil {
 		e.now = time.Now
 	}
@@ -164,7 +170,7 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 	e.catMu.e = e
 	if e.shared = newSharedSeam(store); e.shared != nil {
 		seq.shared = e.shared
-		v, err := catalogVersion(store)
+		v, err := catalogVersion(ctx, store)
 		if err != nil {
 			return nil, err
 		}
@@ -183,16 +189,16 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 	case opts.QueryMemoryPool > 0:
 		e.queryPool = query.NewMemoryPool(opts.QueryMemoryPool)
 	}
-	if err := e.loadCatalog(); err != nil {
+	if err := e.loadCatalog(ctx); err != nil {
 		return nil, err
 	}
-	if err := e.loadOffers(); err != nil {
+	if err := e.loadOffers(ctx); err != nil {
 		return nil, err
 	}
-	if err := e.ensureContainerOffers(); err != nil {
+	if err := e.ensureContainerOffers(ctx); err != nil {
 		return nil, err
 	}
-	if err := e.upgradeIndexes(); err != nil {
+	if err := e.upgradeIndexes(ctx); err != nil {
 		return nil, err
 	}
 	interval := opts.SweepInterval
@@ -213,7 +219,10 @@ func Open(store storage.Store, opts Options) (*Engine, error) {
 // Close stops the TTL sweeper and waits for background work (sweeping,
 // purging deleted containers) to finish.
 func (e *Engine) Close() error {
-	e.closeOnce.Do(func() { close(e.stop) })
+	e.closeOnce.Do(func() {
+		close(e.stop)
+		e.cancelBg()
+	})
 	e.bg.Wait()
 	return nil
 }
@@ -284,4 +293,4 @@ func (e *Engine) admitScript(parent context.Context, c *Container, pk PartitionK
 
 // SessionLSN is the sequence number every committed write is at or below:
 // the global LSN of session tokens.
-func (e *Engine) SessionLSN() uint64 { return e.seq.watermark() }
+func (e *Engine) SessionLSN(ctx context.Context) uint64 { return e.seq.watermark(ctx) }

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"bytes"
 	"encoding/base64"
 	"fmt"
@@ -42,8 +44,8 @@ type FeedResult struct {
 
 // ReadFeed returns a page of items in creation order, as the service lists
 // a physical partition's documents (see order.go).
-func (e *Engine) ReadFeed(req *FeedRequest) (*FeedResult, error) {
-	c, err := e.Container(req.Database, req.Container)
+func (e *Engine) ReadFeed(ctx context.Context, req *FeedRequest) (*FeedResult, error) {
+	c, err := e.Container(ctx, req.Database, req.Container)
 	if err != nil {
 		return nil, err
 	}
@@ -73,9 +75,12 @@ func (e *Engine) ReadFeed(req *FeedRequest) (*FeedResult, error) {
 	size = min(size, MaxPageSize)
 	// The order keys and the items they point to are read from one
 	// snapshot, so a concurrent delete cannot leave a key without its item.
-	snap := e.store.NewSnapshot()
+	snap, err := e.store.NewSnapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
 	defer snap.Close()
-	it, err := snap.NewIterator(start, upper, false)
+	it, err := snap.NewIterator(ctx, start, upper, false)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +98,7 @@ func (e *Engine) ReadFeed(req *FeedRequest) (*FeedResult, error) {
 		if !bytes.HasPrefix(key, scope) || !bounds.containsEPK(c.itemEPK(key)) {
 			continue
 		}
-		v, err := snap.Get(key)
+		v, err := snap.Get(ctx, key)
 		if err != nil {
 			return nil, fmt.Errorf("engine: order key without its item: %w", err)
 		}

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -57,28 +59,28 @@ type ItemResult struct {
 var errPartitionKeyRequired = BadRequest("PartitionKey value must be supplied for this operation: send the x-ms-documentdb-partitionkey header.")
 
 // CreateItem creates an item; 409 when its id exists in the logical partition.
-func (e *Engine) CreateItem(req *ItemRequest) (*ItemResult, error) {
-	return e.itemOperation(BatchCreate, req)
+func (e *Engine) CreateItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
+	return e.itemOperation(ctx, BatchCreate, req)
 }
 
 // UpsertItem creates the item or replaces it (honouring If-Match when given).
-func (e *Engine) UpsertItem(req *ItemRequest) (*ItemResult, error) {
-	return e.itemOperation(BatchUpsert, req)
+func (e *Engine) UpsertItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
+	return e.itemOperation(ctx, BatchUpsert, req)
 }
 
 // ReplaceItem replaces an existing item; 404 when absent, 412 on a stale If-Match.
-func (e *Engine) ReplaceItem(req *ItemRequest) (*ItemResult, error) {
-	return e.itemOperation(BatchReplace, req)
+func (e *Engine) ReplaceItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
+	return e.itemOperation(ctx, BatchReplace, req)
 }
 
 // DeleteItem deletes an item; 404 when absent, 412 on a stale If-Match.
-func (e *Engine) DeleteItem(req *ItemRequest) (*ItemResult, error) {
-	return e.itemOperation(BatchDelete, req)
+func (e *Engine) DeleteItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
+	return e.itemOperation(ctx, BatchDelete, req)
 }
 
 // ReadItem reads an item by id and partition key.
-func (e *Engine) ReadItem(req *ItemRequest) (*ItemResult, error) {
-	c, err := e.Container(req.Database, req.Container)
+func (e *Engine) ReadItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
+	c, err := e.Container(ctx, req.Database, req.Container)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +94,7 @@ func (e *Engine) ReadItem(req *ItemRequest) (*ItemResult, error) {
 	if verr := validID(req.ID); verr != nil {
 		return nil, verr
 	}
-	it, err := e.pointRead(c, p.itemKey(req.ID))
+	it, err := e.pointRead(ctx, c, p.itemKey(req.ID))
 	if err != nil {
 		return nil, err
 	}
@@ -107,12 +109,12 @@ func (e *Engine) ReadItem(req *ItemRequest) (*ItemResult, error) {
 // last segment of its _self link) to the item's id and partition key, so
 // that a request addressed by RID can be served like one addressed by name.
 // An unknown or malformed RID is 404, as a missing id is.
-func (e *Engine) ItemByRID(c *Container, rid string) (id string, pk PartitionKey, err error) {
+func (e *Engine) ItemByRID(ctx context.Context, c *Container, rid string) (id string, pk PartitionKey, err error) {
 	b, ok := decodeRID(rid, 16)
 	if !ok || !bytes.Equal(b[:8], c.rid) {
 		return "", PartitionKey{}, NotFound(msgNotFound)
 	}
-	key, err := e.store.Get(ridKey(c.rid, b[8:]))
+	key, err := e.store.Get(ctx, ridKey(c.rid, b[8:]))
 	if errors.Is(err, storage.ErrNotFound) {
 		return "", PartitionKey{}, NotFound(msgNotFound)
 	}

@@ -1,18 +1,20 @@
 package engine
 
+import "context"
+
 // PatchItem applies a patch (req.Body, see ParsePatch) to an existing item in
 // one transaction: 404 when the item is absent, 412 when If-Match is stale or
 // the patch's condition is false on the current item, 400 when an operation
 // cannot apply; on any error nothing changes. The result is the whole new item.
-func (e *Engine) PatchItem(req *ItemRequest) (*ItemResult, error) {
-	return e.itemOperation(BatchPatch, req)
+func (e *Engine) PatchItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
+	return e.itemOperation(ctx, BatchPatch, req)
 }
 
 // patch applies p to the item id of the transaction's partition and returns
 // the stored record.
-func (t *txn) patch(id string, p *Patch, ifMatch string) (*storedItem, error) {
+func (t *txn) patch(ctx context.Context, id string, p *Patch, ifMatch string) (*storedItem, error) {
 	c := t.p.c
-	stale, err := t.getAny(id)
+	stale, err := t.getAny(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -43,5 +45,5 @@ func (t *txn) patch(id string, p *Patch, ifMatch string) (*storedItem, error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.put(it, stale)
+	return t.put(ctx, it, stale)
 }

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"encoding/json"
 	"sort"
 
@@ -113,13 +115,13 @@ type offerRecord map[string]any
 
 // putOffer writes a new offer for a database or container into b.
 // The caller holds catMu.
-func (e *Engine) putOffer(b storage.Batch, t *Throughput, ownerRID, ownerSelf string) (string, []byte, error) {
+func (e *Engine) putOffer(ctx context.Context, b storage.Batch, t *Throughput, ownerRID, ownerSelf string) (string, []byte, error) {
 	var rid string
 	for rid == "" || e.offerRID(rid) != "" {
 		rid = encodeRID(randomBytes(3))
 	}
 	content := offerContent(t)
-	lsn, err := e.seq.allocate()
+	lsn, err := e.seq.allocate(ctx)
 	if err != nil {
 		return "", nil, err
 	}
@@ -140,8 +142,8 @@ func (e *Engine) putOffer(b storage.Batch, t *Throughput, ownerRID, ownerSelf st
 	return rid, body, nil
 }
 
-func (e *Engine) loadOffers() error {
-	it, err := e.store.NewIterator([]byte{prefixOffer}, []byte{prefixOffer + 1}, false)
+func (e *Engine) loadOffers(ctx context.Context) error {
+	it, err := e.store.NewIterator(ctx, []byte{prefixOffer}, []byte{prefixOffer + 1}, false)
 	if err != nil {
 		return err
 	}
@@ -167,8 +169,8 @@ func (e *Engine) databaseOffer(db *Database) string {
 }
 
 // ListOffers returns every offer.
-func (e *Engine) ListOffers() []*Resource {
-	e.catMu.RLock()
+func (e *Engine) ListOffers(ctx context.Context) []*Resource {
+	e.catMu.RLock(ctx)
 	defer e.catMu.RUnlock()
 	out := make([]*Resource, 0, len(e.offers))
 	for rid, body := range e.offers {
@@ -187,8 +189,8 @@ func offerResource(rid string, body []byte) *Resource {
 }
 
 // ReadOffer returns an offer by RID (case-insensitively, as clients sign it lower-cased).
-func (e *Engine) ReadOffer(rid string) (*Resource, error) {
-	if err := e.catMu.RLockCurrent(); err != nil {
+func (e *Engine) ReadOffer(ctx context.Context, rid string) (*Resource, error) {
+	if err := e.catMu.RLockCurrent(ctx); err != nil {
 		return nil, err
 	}
 	defer e.catMu.RUnlock()
@@ -201,12 +203,14 @@ func (e *Engine) ReadOffer(rid string) (*Resource, error) {
 // ReplaceOffer replaces an offer's content (its throughput). ifMatch, when
 // not "" or "*", must be the offer's current ETag, as must the body's _etag
 // when it has one.
-func (e *Engine) ReplaceOffer(rid string, body []byte, ifMatch string) (*Resource, error) {
+func (e *Engine) ReplaceOffer(ctx context.Context, rid string, body []byte, ifMatch string) (*Resource, error) {
 	props, perr := decodeObject(body)
 	if perr != nil {
 		return nil, perr
 	}
-	e.catMu.Lock()
+	if err := e.catMu.Lock(ctx); err != nil {
+		return nil, err
+	}
 	defer e.catMu.Unlock()
 	key := e.offerRID(rid)
 	if key == "" {
@@ -241,7 +245,7 @@ func (e *Engine) ReplaceOffer(rid string, body []byte, ifMatch string) (*Resourc
 		return nil, err
 	}
 	content = offerContent(want)
-	lsn, err := e.seq.allocate()
+	lsn, err := e.seq.allocate(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -253,12 +257,15 @@ func (e *Engine) ReplaceOffer(rid string, body []byte, ifMatch string) (*Resourc
 	if err != nil {
 		return nil, err
 	}
-	b := e.catalogBatch()
+	b, err := e.catalogBatch()
+	if err != nil {
+		return nil, err
+	}
 	defer b.Close()
 	if err := b.Set(offerKey(key), out); err != nil {
 		return nil, err
 	}
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		return nil, err
 	}
 	e.offers[key] = out
@@ -303,8 +310,10 @@ func equalFoldASCII(a, b string) bool {
 // in a database without shared throughput, the default offer the service
 // provisions: stores written by builds before containers always had one
 // lack it. Run once at Open, before the engine serves.
-func (e *Engine) ensureContainerOffers() error {
-	e.catMu.Lock()
+func (e *Engine) ensureContainerOffers(ctx context.Context) error {
+	if err := e.catMu.Lock(ctx); err != nil {
+		return err
+	}
 	defer e.catMu.Unlock()
 	for _, db := range e.dbs {
 		if e.databaseOffer(db) != "" {
@@ -314,7 +323,7 @@ func (e *Engine) ensureContainerOffers() error {
 			if c.offer != "" {
 				continue
 			}
-			if err := e.giveDefaultOffer(db, c); err != nil {
+			if err := e.giveDefaultOffer(ctx, db, c); err != nil {
 				return err
 			}
 		}
@@ -325,10 +334,13 @@ func (e *Engine) ensureContainerOffers() error {
 // giveDefaultOffer stores a default offer for c and records it in c's
 // catalog record, in one batch. Only Open calls it, before the engine
 // serves, so c is updated in place.
-func (e *Engine) giveDefaultOffer(db *Database, c *Container) error {
-	b := e.catalogBatch()
+func (e *Engine) giveDefaultOffer(ctx context.Context, db *Database, c *Container) error {
+	b, err := e.catalogBatch()
+	if err != nil {
+		return err
+	}
 	defer b.Close()
-	off, body, err := e.putOffer(b, &Throughput{Manual: DefaultThroughput}, c.RID, "dbs/"+db.RID+"/colls/"+c.RID+"/")
+	off, body, err := e.putOffer(ctx, b, &Throughput{Manual: DefaultThroughput}, c.RID, "dbs/"+db.RID+"/colls/"+c.RID+"/")
 	if err != nil {
 		return err
 	}
@@ -341,7 +353,7 @@ func (e *Engine) giveDefaultOffer(db *Database, c *Container) error {
 	if err := b.Set(containerKey(db.rid, c.ID), raw); err != nil {
 		return err
 	}
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		return err
 	}
 	e.offers[off] = body

@@ -1,13 +1,15 @@
 package engine
 
+import "context"
+
 // One semantics for item operations: a single create, upsert, replace, patch
 // or delete runs the same operation, in a transaction of its own, that a
 // batch runs among others in one transaction.
 
 // itemOperation runs the single-item write typ of req (a BatchCreate ...
 // BatchDelete) through runAlone.
-func (e *Engine) itemOperation(typ string, req *ItemRequest) (*ItemResult, error) {
-	c, err := e.Container(req.Database, req.Container)
+func (e *Engine) itemOperation(ctx context.Context, typ string, req *ItemRequest) (*ItemResult, error) {
+	c, err := e.Container(ctx, req.Database, req.Container)
 	if err != nil {
 		return nil, err
 	}
@@ -30,9 +32,9 @@ func (e *Engine) itemOperation(typ string, req *ItemRequest) (*ItemResult, error
 	}
 	var r BatchOperationResult
 	if len(req.PreTriggers)+len(req.PostTriggers) > 0 {
-		r, err = e.runWithTriggers(c, req, op)
+		r, err = e.runWithTriggers(ctx, c, req, op)
 	} else {
-		r, err = e.runAlone(c, &BatchRequest{PartitionKey: req.PartitionKey, HasPartitionKey: req.HasPartitionKey}, op)
+		r, err = e.runAlone(ctx, c, &BatchRequest{PartitionKey: req.PartitionKey, HasPartitionKey: req.HasPartitionKey}, op)
 	}
 	if err != nil {
 		return nil, err
@@ -42,7 +44,7 @@ func (e *Engine) itemOperation(typ string, req *ItemRequest) (*ItemResult, error
 
 // runAlone runs one operation in its own transaction, on the operation's
 // partition key, else the request's, else (for writes of an item) the body's.
-func (e *Engine) runAlone(c *Container, req *BatchRequest, op *BatchOperation) (BatchOperationResult, error) {
+func (e *Engine) runAlone(ctx context.Context, c *Container, req *BatchRequest, op *BatchOperation) (BatchOperationResult, error) {
 	if op.invalid != nil {
 		return BatchOperationResult{}, op.invalid
 	}
@@ -67,9 +69,9 @@ func (e *Engine) runAlone(c *Container, req *BatchRequest, op *BatchOperation) (
 		return BatchOperationResult{}, outsidePartition(pk, req.Partition)
 	}
 	var r BatchOperationResult
-	err := e.inPartition(c, pk, func(t *txn) error {
+	err := e.inPartition(ctx, c, pk, func(t *txn) error {
 		var err error
-		r, err = t.run(op)
+		r, err = t.run(ctx, op)
 		return err
 	})
 	return r, err
@@ -77,7 +79,7 @@ func (e *Engine) runAlone(c *Container, req *BatchRequest, op *BatchOperation) (
 
 // run executes one operation inside the transaction. Failures of the
 // operation are *Error values.
-func (t *txn) run(op *BatchOperation) (BatchOperationResult, error) {
+func (t *txn) run(ctx context.Context, op *BatchOperation) (BatchOperationResult, error) {
 	if op.invalid != nil {
 		return BatchOperationResult{}, op.invalid
 	}
@@ -88,7 +90,7 @@ func (t *txn) run(op *BatchOperation) (BatchOperationResult, error) {
 	c := t.p.c
 	switch op.Type {
 	case BatchRead:
-		cur, err := t.get(op.ID)
+		cur, err := t.get(ctx, op.ID)
 		if err != nil {
 			return BatchOperationResult{}, err
 		}
@@ -100,7 +102,7 @@ func (t *txn) run(op *BatchOperation) (BatchOperationResult, error) {
 		}
 		return BatchOperationResult{Status: 200, Body: cur.doc, ETag: cur.etag(), Charge: readCharge(len(cur.doc))}, nil
 	case BatchDelete:
-		cur, err := t.get(op.ID)
+		cur, err := t.get(ctx, op.ID)
 		if err != nil {
 			return BatchOperationResult{}, err
 		}
@@ -110,12 +112,12 @@ func (t *txn) run(op *BatchOperation) (BatchOperationResult, error) {
 		if err := checkIfMatch(op.IfMatch, cur); err != nil {
 			return BatchOperationResult{}, err
 		}
-		if err := t.remove(cur); err != nil {
+		if err := t.remove(ctx, cur); err != nil {
 			return BatchOperationResult{}, err
 		}
 		return BatchOperationResult{Status: 204, Charge: writeCharge(0)}, nil
 	case BatchPatch:
-		s, err := t.patch(op.ID, op.patch, op.IfMatch)
+		s, err := t.patch(ctx, op.ID, op.patch, op.IfMatch)
 		if err != nil {
 			return BatchOperationResult{}, err
 		}
@@ -128,7 +130,7 @@ func (t *txn) run(op *BatchOperation) (BatchOperationResult, error) {
 			return BatchOperationResult{}, perr
 		}
 	}
-	stale, err := t.getAny(it.id)
+	stale, err := t.getAny(ctx, it.id)
 	if err != nil {
 		return BatchOperationResult{}, err
 	}
@@ -161,7 +163,7 @@ func (t *txn) run(op *BatchOperation) (BatchOperationResult, error) {
 			return BatchOperationResult{}, err
 		}
 	}
-	s, err := t.put(it, stale)
+	s, err := t.put(ctx, it, stale)
 	if err != nil {
 		return BatchOperationResult{}, err
 	}

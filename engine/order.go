@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"bytes"
 	"encoding/binary"
 	"fmt"
@@ -67,14 +69,14 @@ func (c *Container) partialScope(scope []byte) bool {
 // rebuildOrder writes the order key of every item of c: stores written
 // before creation order existed have none. Nothing may write c's items
 // meanwhile.
-func (e *Engine) rebuildOrder(c *Container) error {
-	if err := purgePrefix(e.store, orderPrefix(c.rid)); err != nil {
+func (e *Engine) rebuildOrder(ctx context.Context, c *Container) error {
+	if err := purgePrefix(ctx, e.store, orderPrefix(c.rid)); err != nil {
 		return err
 	}
 	prefix := itemContainerPrefix(c.rid)
 	lower, upper := prefix, storage.PrefixEnd(prefix)
 	for {
-		next, err := e.orderChunk(c, lower, upper)
+		next, err := e.orderChunk(ctx, c, lower, upper)
 		if err != nil || next == nil {
 			return err
 		}
@@ -84,8 +86,8 @@ func (e *Engine) rebuildOrder(c *Container) error {
 
 // orderChunk writes the order keys of up to rebuildChunk items from lower
 // on, and returns the key to go on from, nil after the last chunk.
-func (e *Engine) orderChunk(c *Container, lower, upper []byte) ([]byte, error) {
-	it, err := e.store.NewIterator(lower, upper, false)
+func (e *Engine) orderChunk(ctx context.Context, c *Container, lower, upper []byte) ([]byte, error) {
+	it, err := e.store.NewIterator(ctx, lower, upper, false)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +116,7 @@ func (e *Engine) orderChunk(c *Container, lower, upper []byte) ([]byte, error) {
 	if err := it.Err(); err != nil {
 		return nil, err
 	}
-	return next, b.Commit()
+	return next, b.Commit(ctx)
 }
 
 // Bounds of the candidates an index-served query sorts into creation order
@@ -135,7 +137,7 @@ const (
 // its later pages, whose positions are index keys. Each page of an ordered
 // query loads all its candidates again: that is the price, bounded on the
 // first page.
-func (c *Container) creationOrdered(r storage.Reader, src source, start []byte, now int64) (iter.Seq2[candidate, error], bool, error) {
+func (c *Container) creationOrdered(ctx context.Context, r storage.Reader, src source, start []byte, now int64) (iter.Seq2[candidate, error], bool, error) {
 	resuming := start != nil
 	if resuming && !bytes.HasPrefix(start, ridPrefix(c.rid)) {
 		return nil, false, nil
@@ -144,7 +146,7 @@ func (c *Container) creationOrdered(r storage.Reader, src source, start []byte, 
 	held := 0
 	// The source read in its own key order (order keys would list a
 	// prefix's partitions one after another).
-	for cand, err := range c.scan(r, source{scope: src.scope, bounds: src.bounds, index: src.index, stats: src.stats}, nil, now) {
+	for cand, err := range c.scan(ctx, r, source{scope: src.scope, bounds: src.bounds, index: src.index, stats: src.stats}, nil, now) {
 		if err != nil {
 			return nil, false, err
 		}

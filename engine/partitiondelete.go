@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"bytes"
 
 	"github.com/orrery-db/orrery/storage"
@@ -20,8 +22,8 @@ const partitionDeleteChunk = 128
 // the items, each whole. Each deleted item leaves its index, TTL and unique
 // key entries, and a delete in the change feed's all-versions-and-deletes
 // mode; no triggers run. It returns how many items it deleted.
-func (e *Engine) DeleteAllItemsByPartitionKey(dbName, collName string, pk PartitionKey) (int, error) {
-	c, err := e.Container(dbName, collName)
+func (e *Engine) DeleteAllItemsByPartitionKey(ctx context.Context, dbName, collName string, pk PartitionKey) (int, error) {
+	c, err := e.Container(ctx, dbName, collName)
 	if err != nil {
 		return 0, err
 	}
@@ -33,11 +35,11 @@ func (e *Engine) DeleteAllItemsByPartitionKey(dbName, collName string, pk Partit
 	lower := scope
 	deleted := 0
 	for {
-		keys, next, err := collectKeys(e.store, lower, upper, partitionDeleteChunk)
+		keys, next, err := collectKeys(ctx, e.store, lower, upper, partitionDeleteChunk)
 		if err != nil {
 			return deleted, err
 		}
-		n, err := e.deleteItemKeys(c, keys)
+		n, err := e.deleteItemKeys(ctx, c, keys)
 		deleted += n
 		if err != nil {
 			return deleted, err
@@ -51,8 +53,8 @@ func (e *Engine) DeleteAllItemsByPartitionKey(dbName, collName string, pk Partit
 
 // collectKeys reads up to n keys in [lower, upper); next is where to
 // continue, nil when the range is exhausted.
-func collectKeys(r storage.Reader, lower, upper []byte, n int) (keys [][]byte, next []byte, err error) {
-	it, err := r.NewIterator(lower, upper, false)
+func collectKeys(ctx context.Context, r storage.Reader, lower, upper []byte, n int) (keys [][]byte, next []byte, err error) {
+	it, err := r.NewIterator(ctx, lower, upper, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -68,7 +70,7 @@ func collectKeys(r storage.Reader, lower, upper []byte, n int) (keys [][]byte, n
 
 // deleteItemKeys deletes the items at keys (in key order, so grouped by
 // logical partition), one transaction per partition.
-func (e *Engine) deleteItemKeys(c *Container, keys [][]byte) (int, error) {
+func (e *Engine) deleteItemKeys(ctx context.Context, c *Container, keys [][]byte) (int, error) {
 	deleted := 0
 	for len(keys) > 0 {
 		_, pkEnc, ok := c.splitItemKey(keys[0])
@@ -90,18 +92,18 @@ func (e *Engine) deleteItemKeys(c *Container, keys [][]byte) (int, error) {
 			return deleted, err
 		}
 		n := 0
-		err = e.inPartition(c, pk, func(t *txn) error {
+		err = e.inPartition(ctx, c, pk, func(t *txn) error {
 			n = 0
 			for _, k := range group {
 				id, _, _ := c.splitItemKey(k)
-				cur, err := t.getAny(id)
+				cur, err := t.getAny(ctx, id)
 				if err != nil {
 					return err
 				}
 				if cur == nil {
 					continue // deleted meanwhile
 				}
-				if err := t.remove(cur); err != nil {
+				if err := t.remove(ctx, cur); err != nil {
 					return err
 				}
 				n++

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"hash/maphash"
 	"math/bits"
 	"sync"
@@ -127,7 +129,7 @@ func (e *Engine) presenceOf(c *Container) *presenceFilter {
 		e.bg.Add(1)
 		go func() {
 			defer e.bg.Done()
-			e.buildPresence(c.rid, pf)
+			e.buildPresence(e.bgCtx, c.rid, pf)
 		}()
 	}
 	return pf
@@ -138,15 +140,18 @@ func (e *Engine) presenceOf(c *Container) *presenceFilter {
 // that looked before holds its partition lock until its write is applied,
 // so taking and releasing every lock once, after publishing, waits for the
 // last of them, and the snapshot taken then holds their writes.
-func (e *Engine) buildPresence(collRID []byte, f *presenceFilter) {
+func (e *Engine) buildPresence(ctx context.Context, collRID []byte, f *presenceFilter) {
 	for i := range e.locks {
 		e.locks[i].Lock()
 		e.locks[i].Unlock()
 	}
-	snap := e.store.NewSnapshot()
+	snap, err := e.store.NewSnapshot(ctx)
+	if err != nil {
+		return // never ready: every check reads the store
+	}
 	defer snap.Close()
 	prefix := itemContainerPrefix(collRID)
-	it, err := snap.NewIterator(prefix, storage.PrefixEnd(prefix), false)
+	it, err := snap.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), false)
 	if err != nil {
 		return // never ready: every check reads the store
 	}

@@ -196,7 +196,7 @@ func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResul
 	if e.costlySlots != nil {
 		bounds.heavy = slot.acquire
 	}
-	c, err := e.Container(req.Database, req.Container)
+	c, err := e.Container(ctx, req.Database, req.Container)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +229,10 @@ func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResul
 		defer udfs.close()
 		req.UDF = udfs
 	}
-	snap := e.store.NewSnapshot()
+	snap, err := e.store.NewSnapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
 	defer snap.Close()
 	res, err := e.queryIn(ctx, c, snap, lower, req, e.cursors, bounds)
 	if err != nil {
@@ -328,9 +331,9 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 	} else {
 		var results []json.RawMessage
 		if oixOK {
-			results, err = e.topQuery(c, r, source{scope: scope, bounds: keys, index: oix, stats: m}, complete, x, plan)
+			results, err = e.topQuery(ctx, c, r, source{scope: scope, bounds: keys, index: oix, stats: m}, complete, x, plan)
 		} else {
-			results, err = e.wholeQuery(c, r, src, x)
+			results, err = e.wholeQuery(ctx, c, r, src, x)
 		}
 		if err == nil {
 			res, err = pageWhole(results, req.MaxItems, req.Continuation, cursors, fingerprint, "")
@@ -409,7 +412,7 @@ func (src source) contains(pos []byte) bool {
 
 // scan yields the live candidates of a source in order, from position start
 // (nil: the beginning).
-func (c *Container) scan(r storage.Reader, src source, start []byte, now int64) iter.Seq2[candidate, error] {
+func (c *Container) scan(ctx context.Context, r storage.Reader, src source, start []byte, now int64) iter.Seq2[candidate, error] {
 	return func(yield func(candidate, error) bool) {
 		lower, upper := c.keyRange(src.scope, src.bounds)
 		if src.order != nil {
@@ -422,7 +425,7 @@ func (c *Container) scan(r storage.Reader, src source, start []byte, now int64) 
 		}
 		if reverse {
 			for i := len(ranges) - 1; i >= 0; i-- {
-				if !c.scanRange(r, src, ranges[i].lower, ranges[i].upper, true, now, yield) {
+				if !c.scanRange(ctx, r, src, ranges[i].lower, ranges[i].upper, true, now, yield) {
 					return
 				}
 			}
@@ -438,7 +441,7 @@ func (c *Container) scan(r storage.Reader, src source, start []byte, now int64) 
 					lower = start
 				}
 			}
-			if !c.scanRange(r, src, lower, rg.upper, false, now, yield) {
+			if !c.scanRange(ctx, r, src, lower, rg.upper, false, now, yield) {
 				return
 			}
 		}
@@ -446,8 +449,8 @@ func (c *Container) scan(r storage.Reader, src source, start []byte, now int64) 
 }
 
 // scanRange yields the candidates of one key range; false means stop.
-func (c *Container) scanRange(r storage.Reader, src source, lower, upper []byte, reverse bool, now int64, yield func(candidate, error) bool) bool {
-	it, err := r.NewIterator(lower, upper, reverse)
+func (c *Container) scanRange(ctx context.Context, r storage.Reader, src source, lower, upper []byte, reverse bool, now int64, yield func(candidate, error) bool) bool {
+	it, err := r.NewIterator(ctx, lower, upper, reverse)
 	if err != nil {
 		return yield(candidate{}, err)
 	}
@@ -477,7 +480,7 @@ func (c *Container) scanRange(r storage.Reader, src source, lower, upper []byte,
 			if !bytes.HasPrefix(key, src.scope) || !src.bounds.containsEPK(c.itemEPK(key)) {
 				continue
 			}
-			v, err := r.Get(key)
+			v, err := r.Get(ctx, key)
 			if err != nil {
 				return yield(candidate{}, fmt.Errorf("engine: index entry without its item: %w", err))
 			}
@@ -506,10 +509,10 @@ func (c *Container) scanRange(r storage.Reader, src source, lower, upper []byte,
 // wholeQuery evaluates a query over its whole source, read in creation
 // order (index candidates too, within creationOrdered's bound), so that
 // ORDER BY ties and DISTINCT come in the service's order.
-func (e *Engine) wholeQuery(c *Container, snap storage.Reader, src source, x *query.Execution) ([]json.RawMessage, error) {
-	candidates := c.scan(snap, src, nil, e.now().Unix())
+func (e *Engine) wholeQuery(ctx context.Context, c *Container, snap storage.Reader, src source, x *query.Execution) ([]json.RawMessage, error) {
+	candidates := c.scan(ctx, snap, src, nil, e.now().Unix())
 	if src.index != nil && !e.noCreationOrder {
-		ordered, ok, err := c.creationOrdered(snap, src, nil, e.now().Unix())
+		ordered, ok, err := c.creationOrdered(ctx, snap, src, nil, e.now().Unix())
 		if err != nil {
 			return nil, err
 		}
@@ -542,7 +545,7 @@ func (e *Engine) wholeQuery(c *Container, snap storage.Reader, src source, x *qu
 // answer is the one a full evaluation gives. When the index does not list
 // every possible item (see orderIndex) and runs out first, it evaluates the
 // whole source instead.
-func (e *Engine) topQuery(c *Container, snap storage.Reader, src source, complete bool, x *query.Execution, plan *query.Plan) ([]json.RawMessage, error) {
+func (e *Engine) topQuery(ctx context.Context, c *Container, snap storage.Reader, src source, complete bool, x *query.Execution, plan *query.Plan) ([]json.RawMessage, error) {
 	want := plan.Top
 	if plan.Limit >= 0 && (want < 0 || plan.Limit < want) {
 		want = plan.Limit
@@ -559,7 +562,7 @@ func (e *Engine) topQuery(c *Container, snap storage.Reader, src source, complet
 		var lastValue []byte
 		exhausted := true
 		run := 0
-		for cand, err := range c.scan(snap, src, nil, now) {
+		for cand, err := range c.scan(ctx, snap, src, nil, now) {
 			if err != nil {
 				return nil, err
 			}
@@ -600,7 +603,7 @@ func (e *Engine) topQuery(c *Container, snap storage.Reader, src source, complet
 			if !e.noCreationOrder {
 				whole.order = c.orderScope(src.scope)
 			}
-			return e.wholeQuery(c, snap, whole, x)
+			return e.wholeQuery(ctx, c, snap, whole, x)
 		}
 	}
 }
@@ -636,9 +639,9 @@ func (e *Engine) streamQuery(ctx context.Context, c *Container, snap storage.Rea
 		}
 		start = tok.Key
 	}
-	candidates := c.scan(snap, src, start, e.now().Unix())
+	candidates := c.scan(ctx, snap, src, start, e.now().Unix())
 	if sortsByRID {
-		ordered, ok, err := c.creationOrdered(snap, src, start, e.now().Unix())
+		ordered, ok, err := c.creationOrdered(ctx, snap, src, start, e.now().Unix())
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"bytes"
 	"math/big"
 	"strconv"
@@ -248,8 +250,10 @@ func (c *Container) keyRange(scope []byte, b epkBounds) (lower, upper []byte) {
 // parent's id answers 410/1002 to range-scoped requests, and the children,
 // whose parents name it, continue its change feed from any of its
 // continuations.
-func (e *Engine) SplitPartitionKeyRange(dbName, collName, id string) ([]PartitionKeyRange, error) {
-	e.catMu.Lock()
+func (e *Engine) SplitPartitionKeyRange(ctx context.Context, dbName, collName, id string) ([]PartitionKeyRange, error) {
+	if err := e.catMu.Lock(ctx); err != nil {
+		return nil, err
+	}
 	defer e.catMu.Unlock()
 	prev, lerr := e.lookupContainer(dbName, collName)
 	if lerr != nil {
@@ -272,7 +276,7 @@ func (e *Engine) SplitPartitionKeyRange(dbName, collName, id string) ([]Partitio
 	}
 	version := set.Version + 1
 	parents := append(append([]string(nil), parent.Parents...), parent.ID)
-	lsn, ts := e.seq.watermark(), e.now().Unix()
+	lsn, ts := e.seq.watermark(ctx), e.now().Unix()
 	cut := formatEPKBoundary(mid)
 	children := []PartitionKeyRange{
 		{ID: strconv.Itoa(set.NextID), MinInclusive: parent.MinInclusive, MaxExclusive: cut, Parents: parents, Version: version, LSN: lsn, TS: ts},
@@ -288,13 +292,16 @@ func (e *Engine) SplitPartitionKeyRange(dbName, collName, id string) ([]Partitio
 	}
 	rec := prev.record
 	rec.Ranges = next
-	b := e.catalogBatch()
+	b, err := e.catalogBatch()
+	if err != nil {
+		return nil, err
+	}
 	defer b.Close()
 	c, err := e.storeContainer(b, prev.db, rec)
 	if err != nil {
 		return nil, err
 	}
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		return nil, err
 	}
 	c.indexRetired.Store(prev.indexRetired.Load())

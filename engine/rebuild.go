@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -23,8 +25,8 @@ const rebuildChunk = 500
 // upgradeIndexes runs at Open, before the store is used otherwise: it
 // rebuilds every container's index when the store's are in another format,
 // else those a crash left half rebuilt.
-func (e *Engine) upgradeIndexes() error {
-	v, err := e.store.Get(metaIndexFormat)
+func (e *Engine) upgradeIndexes(ctx context.Context) error {
+	v, err := e.store.Get(ctx, metaIndexFormat)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return err
 	}
@@ -36,7 +38,7 @@ func (e *Engine) upgradeIndexes() error {
 	for _, db := range e.dbs {
 		for _, c := range db.colls {
 			if current {
-				_, err := e.store.Get(indexRebuildKey(c.rid))
+				_, err := e.store.Get(ctx, indexRebuildKey(c.rid))
 				if errors.Is(err, storage.ErrNotFound) {
 					continue
 				}
@@ -44,24 +46,24 @@ func (e *Engine) upgradeIndexes() error {
 					return err
 				}
 			} else {
-				if err := e.rebuildOrder(c); err != nil {
+				if err := e.rebuildOrder(ctx, c); err != nil {
 					return err
 				}
 				if stored == 2 {
 					// Format 2's index entries are format 3's: only the
 					// order keys were missing, unless a rebuild was cut short.
-					_, err := e.store.Get(indexRebuildKey(c.rid))
+					_, err := e.store.Get(ctx, indexRebuildKey(c.rid))
 					if errors.Is(err, storage.ErrNotFound) {
 						continue
 					}
 					if err != nil {
 						return err
 					}
-				} else if err := dropLegacyIndex(e.store, c.rid); err != nil {
+				} else if err := dropLegacyIndex(ctx, e.store, c.rid); err != nil {
 					return err
 				}
 			}
-			if err := e.rebuildIndex(c); err != nil {
+			if err := e.rebuildIndex(ctx, c); err != nil {
 				return err
 			}
 		}
@@ -74,27 +76,27 @@ func (e *Engine) upgradeIndexes() error {
 	if err := b.Set(metaIndexFormat, binary.BigEndian.AppendUint64(nil, indexFormat)); err != nil {
 		return err
 	}
-	return b.Commit()
+	return b.Commit(ctx)
 }
 
 // dropLegacyIndex deletes the index entries of format 1, which shared the
 // expiry index's prefix: X<rid> then a path length (a uvarint, at least 1)
 // where expiry entries have their kind (0 or 1). A length of 1 is the path
 // "/", so its entries go on with '/' where an expiry time has 0x00.
-func dropLegacyIndex(s storage.Store, collRID []byte) error {
+func dropLegacyIndex(ctx context.Context, s storage.Store, collRID []byte) error {
 	p := expiryPrefix(collRID)
-	if err := purgeRange(s, append(slices.Clone(p), 2), storage.PrefixEnd(p)); err != nil {
+	if err := purgeRange(ctx, s, append(slices.Clone(p), 2), storage.PrefixEnd(p)); err != nil {
 		return err
 	}
 	root := append(slices.Clone(p), 1, '/')
-	return purgeRange(s, root, storage.PrefixEnd(root))
+	return purgeRange(ctx, s, root, storage.PrefixEnd(root))
 }
 
 // rebuildIndex replaces every index entry of c with those its items and
 // indexing policy give, a chunk of items per batch. Nothing may write c's
 // items meanwhile, and no query may use c's index before it returns.
-func (e *Engine) rebuildIndex(c *Container) error {
-	if err := purgePrefix(e.store, indexPrefix(c.rid)); err != nil {
+func (e *Engine) rebuildIndex(ctx context.Context, c *Container) error {
+	if err := purgePrefix(ctx, e.store, indexPrefix(c.rid)); err != nil {
 		return err
 	}
 	prefix := itemContainerPrefix(c.rid)
@@ -102,7 +104,7 @@ func (e *Engine) rebuildIndex(c *Container) error {
 	start, lastLog := time.Now(), time.Now()
 	items := 0
 	for chunks := 1; ; chunks++ {
-		next, n, err := e.indexChunk(c, lower, upper)
+		next, n, err := e.indexChunk(ctx, c, lower, upper)
 		items += n
 		if err != nil || next == nil {
 			if err == nil && chunks > 1 {
@@ -124,8 +126,8 @@ const rebuildLogEvery = 5 * time.Second
 // indexChunk indexes up to rebuildChunk items from lower on, and returns the
 // key to go on from, nil after the last chunk (whose batch also removes the
 // container's rebuild mark), and how many items it indexed.
-func (e *Engine) indexChunk(c *Container, lower, upper []byte) (next []byte, n int, err error) {
-	it, err := e.store.NewIterator(lower, upper, false)
+func (e *Engine) indexChunk(ctx context.Context, c *Container, lower, upper []byte) (next []byte, n int, err error) {
+	it, err := e.store.NewIterator(ctx, lower, upper, false)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -166,7 +168,7 @@ func (e *Engine) indexChunk(c *Container, lower, upper []byte) (next []byte, n i
 			}
 		}
 	}
-	return next, n, b.Commit()
+	return next, n, b.Commit(ctx)
 }
 
 // lockAllPartitions takes every partition write lock, in order, so that no

@@ -79,11 +79,11 @@ type ExecuteResult struct {
 // as one transaction: all its writes commit together, or none does when it
 // throws, runs out of time or memory.
 func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest) (*ExecuteResult, error) {
-	c, err := e.Container(req.Database, req.Container)
+	c, err := e.Container(ctx, req.Database, req.Container)
 	if err != nil {
 		return nil, err
 	}
-	props, _, err := e.readScript(c, StoredProcedures, req.ID)
+	props, _, err := e.readScript(ctx, c, StoredProcedures, req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +109,7 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest
 	}
 	span.AddEvent("admitted")
 	var res script.Result
-	err = e.inPartition(c, pk, func(t *txn) error {
+	err = e.inPartition(ctx, c, pk, func(t *txn) error {
 		coll := &scriptCollection{t: t}
 		var rerr error
 		res, rerr = e.scripts().Execute(ctx, sp, req.Args, coll, script.ExecuteOptions{EnableLogging: req.EnableLogging})
@@ -146,7 +146,7 @@ func (sc *scriptCollection) AltLink() string { return sc.t.p.c.AltLink() }
 
 // resolve turns a document link (by name or RID) into the id of an item of
 // this partition.
-func (sc *scriptCollection) resolve(link string) (string, error) {
+func (sc *scriptCollection) resolve(ctx context.Context, link string) (string, error) {
 	c := sc.t.p.c
 	link = strings.Trim(link, "/")
 	i := strings.LastIndex(link, "/docs/")
@@ -159,7 +159,7 @@ func (sc *scriptCollection) resolve(link string) (string, error) {
 		if !ok {
 			return "", NotFound(msgNotFound)
 		}
-		key, err := sc.t.b.Get(ridKey(c.rid, rid[8:]))
+		key, err := sc.t.b.Get(ctx, ridKey(c.rid, rid[8:]))
 		if errors.Is(err, storage.ErrNotFound) {
 			return "", NotFound(msgNotFound)
 		}
@@ -174,18 +174,18 @@ func (sc *scriptCollection) resolve(link string) (string, error) {
 	return last, nil
 }
 
-func (sc *scriptCollection) run(op *BatchOperation) (BatchOperationResult, error) {
-	r, err := sc.t.run(op)
+func (sc *scriptCollection) run(ctx context.Context, op *BatchOperation) (BatchOperationResult, error) {
+	r, err := sc.t.run(ctx, op)
 	return r, err
 }
 
 // ReadDocument reads one document of the partition.
-func (sc *scriptCollection) ReadDocument(_ context.Context, link string, opts script.ReadOptions) (json.RawMessage, error) {
-	id, err := sc.resolve(link)
+func (sc *scriptCollection) ReadDocument(ctx context.Context, link string, opts script.ReadOptions) (json.RawMessage, error) {
+	id, err := sc.resolve(ctx, link)
 	if err != nil {
 		return nil, err
 	}
-	r, err := sc.run(&BatchOperation{Type: BatchRead, ID: id, IfNoneMatch: opts.IfNoneMatch})
+	r, err := sc.run(ctx, &BatchOperation{Type: BatchRead, ID: id, IfNoneMatch: opts.IfNoneMatch})
 	if err != nil {
 		return nil, err
 	}
@@ -227,8 +227,8 @@ func (sc *scriptCollection) QueryDocuments(ctx context.Context, q script.Query, 
 	return script.Page{Documents: res.Items, Continuation: res.Continuation}, nil
 }
 
-func (sc *scriptCollection) write(op *BatchOperation) (json.RawMessage, error) {
-	r, err := sc.run(op)
+func (sc *scriptCollection) write(ctx context.Context, op *BatchOperation) (json.RawMessage, error) {
+	r, err := sc.run(ctx, op)
 	if err != nil {
 		return nil, err
 	}
@@ -236,27 +236,27 @@ func (sc *scriptCollection) write(op *BatchOperation) (json.RawMessage, error) {
 }
 
 // CreateDocument creates a document in the partition.
-func (sc *scriptCollection) CreateDocument(_ context.Context, doc json.RawMessage, opts script.WriteOptions) (json.RawMessage, error) {
-	return sc.write(&BatchOperation{Type: BatchCreate, Body: doc, IfMatch: opts.IfMatch})
+func (sc *scriptCollection) CreateDocument(ctx context.Context, doc json.RawMessage, opts script.WriteOptions) (json.RawMessage, error) {
+	return sc.write(ctx, &BatchOperation{Type: BatchCreate, Body: doc, IfMatch: opts.IfMatch})
 }
 
 // UpsertDocument creates or replaces a document in the partition.
-func (sc *scriptCollection) UpsertDocument(_ context.Context, doc json.RawMessage, opts script.WriteOptions) (json.RawMessage, error) {
-	return sc.write(&BatchOperation{Type: BatchUpsert, Body: doc, IfMatch: opts.IfMatch})
+func (sc *scriptCollection) UpsertDocument(ctx context.Context, doc json.RawMessage, opts script.WriteOptions) (json.RawMessage, error) {
+	return sc.write(ctx, &BatchOperation{Type: BatchUpsert, Body: doc, IfMatch: opts.IfMatch})
 }
 
 // ReplaceDocument replaces the document at link.
-func (sc *scriptCollection) ReplaceDocument(_ context.Context, link string, doc json.RawMessage, opts script.WriteOptions) (json.RawMessage, error) {
-	id, err := sc.resolve(link)
+func (sc *scriptCollection) ReplaceDocument(ctx context.Context, link string, doc json.RawMessage, opts script.WriteOptions) (json.RawMessage, error) {
+	id, err := sc.resolve(ctx, link)
 	if err != nil {
 		return nil, err
 	}
-	return sc.write(&BatchOperation{Type: BatchReplace, ID: id, Body: doc, IfMatch: opts.IfMatch})
+	return sc.write(ctx, &BatchOperation{Type: BatchReplace, ID: id, Body: doc, IfMatch: opts.IfMatch})
 }
 
 // PatchDocument patches the document at link.
-func (sc *scriptCollection) PatchDocument(_ context.Context, link string, patch json.RawMessage, opts script.WriteOptions) (json.RawMessage, error) {
-	id, err := sc.resolve(link)
+func (sc *scriptCollection) PatchDocument(ctx context.Context, link string, patch json.RawMessage, opts script.WriteOptions) (json.RawMessage, error) {
+	id, err := sc.resolve(ctx, link)
 	if err != nil {
 		return nil, err
 	}
@@ -264,16 +264,16 @@ func (sc *scriptCollection) PatchDocument(_ context.Context, link string, patch 
 	if err != nil {
 		return nil, err
 	}
-	return sc.write(&BatchOperation{Type: BatchPatch, ID: id, IfMatch: opts.IfMatch, patch: p})
+	return sc.write(ctx, &BatchOperation{Type: BatchPatch, ID: id, IfMatch: opts.IfMatch, patch: p})
 }
 
 // DeleteDocument deletes the document at link.
-func (sc *scriptCollection) DeleteDocument(_ context.Context, link string, opts script.WriteOptions) error {
-	id, err := sc.resolve(link)
+func (sc *scriptCollection) DeleteDocument(ctx context.Context, link string, opts script.WriteOptions) error {
+	id, err := sc.resolve(ctx, link)
 	if err != nil {
 		return err
 	}
-	_, err = sc.run(&BatchOperation{Type: BatchDelete, ID: id, IfMatch: opts.IfMatch})
+	_, err = sc.run(ctx, &BatchOperation{Type: BatchDelete, ID: id, IfMatch: opts.IfMatch})
 	return err
 }
 
@@ -295,7 +295,7 @@ func (e *Engine) newUDFResolver(ctx context.Context, c *Container) *udfResolver 
 func (u *udfResolver) Call(name string, args []json.RawMessage) (json.RawMessage, error) {
 	fn, ok := u.udfs[name]
 	if !ok {
-		props, _, err := u.e.readScript(u.c, UserFunctions, name)
+		props, _, err := u.e.readScript(u.ctx, u.c, UserFunctions, name)
 		if StatusOf(err) == 404 {
 			// The query package's wording for a UDF it cannot resolve.
 			return nil, BadRequest("Unknown function 'udf.%s'. The container has no user-defined function with that id.", name)
@@ -326,14 +326,14 @@ func (u *udfResolver) close() {
 
 // triggersFor loads the triggers a write names, checking each exists, has
 // the right type and applies to the operation.
-func (e *Engine) triggersFor(c *Container, ids []string, typ, operation string) ([]script.Script, error) {
+func (e *Engine) triggersFor(ctx context.Context, c *Container, ids []string, typ, operation string) ([]script.Script, error) {
 	var out []script.Script
 	for _, id := range ids {
 		id = strings.TrimSpace(id)
 		if id == "" {
 			continue
 		}
-		props, _, err := e.readScript(c, Triggers, id)
+		props, _, err := e.readScript(ctx, c, Triggers, id)
 		if err != nil {
 			return nil, err
 		}
@@ -367,13 +367,13 @@ func triggerOperation(typ string) string {
 // runWithTriggers runs a single-item write with its pre- and post-triggers
 // in one transaction: a pre-trigger may change the body, a post-trigger may
 // write more, and a throw in either aborts everything.
-func (e *Engine) runWithTriggers(c *Container, req *ItemRequest, op *BatchOperation) (BatchOperationResult, error) {
+func (e *Engine) runWithTriggers(ctx context.Context, c *Container, req *ItemRequest, op *BatchOperation) (BatchOperationResult, error) {
 	operation := triggerOperation(op.Type)
-	pre, err := e.triggersFor(c, req.PreTriggers, "Pre", operation)
+	pre, err := e.triggersFor(ctx, c, req.PreTriggers, "Pre", operation)
 	if err != nil {
 		return BatchOperationResult{}, err
 	}
-	post, err := e.triggersFor(c, req.PostTriggers, "Post", operation)
+	post, err := e.triggersFor(ctx, c, req.PostTriggers, "Post", operation)
 	if err != nil {
 		return BatchOperationResult{}, err
 	}
@@ -395,7 +395,7 @@ func (e *Engine) runWithTriggers(c *Container, req *ItemRequest, op *BatchOperat
 	}
 	var r BatchOperationResult
 	defer func() { release(err) }()
-	err = e.inPartition(c, pk, func(t *txn) error {
+	err = e.inPartition(ctx, c, pk, func(t *txn) error {
 		coll := &scriptCollection{t: t}
 		for _, trig := range pre {
 			body, err := e.scripts().RunPreTrigger(ctx, trig, script.Request{OperationType: operation, Body: op.Body}, coll)
@@ -407,7 +407,7 @@ func (e *Engine) runWithTriggers(c *Container, req *ItemRequest, op *BatchOperat
 		}
 		op.item = nil
 		var err error
-		if r, err = t.run(op); err != nil {
+		if r, err = t.run(ctx, op); err != nil {
 			return err
 		}
 		for _, trig := range post {

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"encoding/json"
 	"errors"
 	"strings"
@@ -80,8 +82,8 @@ func validateScript(kind ScriptKind, props map[string]any) *Error {
 
 // writeScript stores a script's props (system properties added) under the
 // catalog lock. prev is the current version on a replace.
-func (e *Engine) writeScript(c *Container, kind ScriptKind, props map[string]any, prev map[string]any) (*Resource, error) {
-	lsn, err := e.seq.allocate()
+func (e *Engine) writeScript(ctx context.Context, c *Container, kind ScriptKind, props map[string]any, prev map[string]any) (*Resource, error) {
+	lsn, err := e.seq.allocate(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -99,19 +101,22 @@ func (e *Engine) writeScript(c *Container, kind ScriptKind, props map[string]any
 	if err != nil {
 		return nil, err
 	}
-	b := e.catalogBatch()
+	b, err := e.catalogBatch()
+	if err != nil {
+		return nil, err
+	}
 	defer b.Close()
 	if err := b.Set(childKey(c.rid, string(kind), id), body); err != nil {
 		return nil, err
 	}
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		return nil, err
 	}
 	return &Resource{ID: id, RID: rid, Body: body, ETag: props["_etag"].(string)}, nil
 }
 
 // CreateScript creates a stored procedure, trigger or user-defined function.
-func (e *Engine) CreateScript(db, coll string, kind ScriptKind, body []byte) (*Resource, error) {
+func (e *Engine) CreateScript(ctx context.Context, db, coll string, kind ScriptKind, body []byte) (*Resource, error) {
 	props, _, perr := decodeResource(body)
 	if perr != nil {
 		return nil, perr
@@ -120,18 +125,20 @@ func (e *Engine) CreateScript(db, coll string, kind ScriptKind, body []byte) (*R
 	if err := validateScript(kind, props); err != nil {
 		return nil, err
 	}
-	e.catMu.Lock()
+	if err := e.catMu.Lock(ctx); err != nil {
+		return nil, err
+	}
 	defer e.catMu.Unlock()
 	c, lerr := e.lookupContainer(db, coll)
 	if lerr != nil {
 		return nil, lerr
 	}
-	if _, err := e.store.Get(childKey(c.rid, string(kind), props["id"].(string))); err == nil {
+	if _, err := e.store.Get(ctx, childKey(c.rid, string(kind), props["id"].(string))); err == nil {
 		return nil, Conflict("A %s with id '%s' already exists. %s", kind.singular(), props["id"], msgConflict)
 	} else if !errors.Is(err, storage.ErrNotFound) {
 		return nil, err
 	}
-	return e.writeScript(c, kind, props, nil)
+	return e.writeScript(ctx, c, kind, props, nil)
 }
 
 func (k ScriptKind) singular() string {
@@ -145,11 +152,11 @@ func (k ScriptKind) singular() string {
 }
 
 // readScript returns a script's stored props, by id or RID.
-func (e *Engine) readScript(c *Container, kind ScriptKind, id string) (map[string]any, []byte, error) {
-	raw, err := e.store.Get(childKey(c.rid, string(kind), id))
+func (e *Engine) readScript(ctx context.Context, c *Container, kind ScriptKind, id string) (map[string]any, []byte, error) {
+	raw, err := e.store.Get(ctx, childKey(c.rid, string(kind), id))
 	if errors.Is(err, storage.ErrNotFound) {
 		if _, isRID := decodeRID(id, 16); isRID {
-			list, lerr := e.listScripts(c, kind)
+			list, lerr := e.listScripts(ctx, c, kind)
 			if lerr != nil {
 				return nil, nil, lerr
 			}
@@ -181,12 +188,12 @@ func storedProps(raw []byte, err error, kind, id string) (map[string]any, []byte
 }
 
 // ReadScript returns a script by id or RID.
-func (e *Engine) ReadScript(db, coll string, kind ScriptKind, id string) (*Resource, error) {
-	c, err := e.Container(db, coll)
+func (e *Engine) ReadScript(ctx context.Context, db, coll string, kind ScriptKind, id string) (*Resource, error) {
+	c, err := e.Container(ctx, db, coll)
 	if err != nil {
 		return nil, err
 	}
-	props, raw, err := e.readScript(c, kind, id)
+	props, raw, err := e.readScript(ctx, c, kind, id)
 	if err != nil {
 		return nil, err
 	}
@@ -200,9 +207,9 @@ func scriptResource(props map[string]any, raw []byte) *Resource {
 	return &Resource{ID: id, RID: rid, Body: raw, ETag: etag}
 }
 
-func (e *Engine) listScripts(c *Container, kind ScriptKind) ([]*Resource, error) {
+func (e *Engine) listScripts(ctx context.Context, c *Container, kind ScriptKind) ([]*Resource, error) {
 	p := childPrefix(c.rid, string(kind))
-	it, err := e.store.NewIterator(p, storage.PrefixEnd(p), false)
+	it, err := e.store.NewIterator(ctx, p, storage.PrefixEnd(p), false)
 	if err != nil {
 		return nil, err
 	}
@@ -220,16 +227,16 @@ func (e *Engine) listScripts(c *Container, kind ScriptKind) ([]*Resource, error)
 }
 
 // ListScripts returns a container's scripts of one kind, ordered by id.
-func (e *Engine) ListScripts(db, coll string, kind ScriptKind) ([]*Resource, error) {
-	c, err := e.Container(db, coll)
+func (e *Engine) ListScripts(ctx context.Context, db, coll string, kind ScriptKind) ([]*Resource, error) {
+	c, err := e.Container(ctx, db, coll)
 	if err != nil {
 		return nil, err
 	}
-	return e.listScripts(c, kind)
+	return e.listScripts(ctx, c, kind)
 }
 
 // ReplaceScript replaces a script's body (and a trigger's type and operation).
-func (e *Engine) ReplaceScript(db, coll string, kind ScriptKind, id string, body []byte, ifMatch string) (*Resource, error) {
+func (e *Engine) ReplaceScript(ctx context.Context, db, coll string, kind ScriptKind, id string, body []byte, ifMatch string) (*Resource, error) {
 	props, newID, perr := decodeResource(body)
 	if perr != nil {
 		return nil, perr
@@ -238,13 +245,15 @@ func (e *Engine) ReplaceScript(db, coll string, kind ScriptKind, id string, body
 	if err := validateScript(kind, props); err != nil {
 		return nil, err
 	}
-	e.catMu.Lock()
+	if err := e.catMu.Lock(ctx); err != nil {
+		return nil, err
+	}
 	defer e.catMu.Unlock()
 	c, lerr := e.lookupContainer(db, coll)
 	if lerr != nil {
 		return nil, lerr
 	}
-	prev, _, err := e.readScript(c, kind, id)
+	prev, _, err := e.readScript(ctx, c, kind, id)
 	if err != nil {
 		return nil, err
 	}
@@ -254,28 +263,33 @@ func (e *Engine) ReplaceScript(db, coll string, kind ScriptKind, id string, body
 	if ifMatch != "" && ifMatch != "*" && ifMatch != prev["_etag"] {
 		return nil, PreconditionFailed(msgPrecondition)
 	}
-	return e.writeScript(c, kind, props, prev)
+	return e.writeScript(ctx, c, kind, props, prev)
 }
 
 // DeleteScript deletes a script.
-func (e *Engine) DeleteScript(db, coll string, kind ScriptKind, id string, ifMatch string) error {
-	e.catMu.Lock()
+func (e *Engine) DeleteScript(ctx context.Context, db, coll string, kind ScriptKind, id string, ifMatch string) error {
+	if err := e.catMu.Lock(ctx); err != nil {
+		return err
+	}
 	defer e.catMu.Unlock()
 	c, lerr := e.lookupContainer(db, coll)
 	if lerr != nil {
 		return lerr
 	}
-	prev, _, err := e.readScript(c, kind, id)
+	prev, _, err := e.readScript(ctx, c, kind, id)
 	if err != nil {
 		return err
 	}
 	if ifMatch != "" && ifMatch != "*" && ifMatch != prev["_etag"] {
 		return PreconditionFailed(msgPrecondition)
 	}
-	b := e.catalogBatch()
+	b, err := e.catalogBatch()
+	if err != nil {
+		return err
+	}
 	defer b.Close()
 	if err := b.Delete(childKey(c.rid, string(kind), prev["id"].(string))); err != nil {
 		return err
 	}
-	return b.Commit()
+	return b.Commit(ctx)
 }

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -38,10 +40,10 @@ type sequencer struct {
 	advanced  sync.Cond // signalled when the watermark moves (L: &mu)
 }
 
-func newSequencer(store storage.Store) (*sequencer, error) {
+func newSequencer(ctx context.Context, store storage.Store) (*sequencer, error) {
 	s := &sequencer{store: store, done: map[uint64]bool{}}
 	s.advanced.L = &s.mu
-	v, err := store.Get(metaSequence)
+	v, err := store.Get(ctx, metaSequence)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		s.next = 1
@@ -58,9 +60,9 @@ func newSequencer(store storage.Store) (*sequencer, error) {
 }
 
 // allocate returns the next LSN. The caller must call finish with it.
-func (s *sequencer) allocate() (uint64, error) {
+func (s *sequencer) allocate(ctx context.Context) (uint64, error) {
 	if s.shared != nil {
-		return s.shared.allocate()
+		return s.shared.allocate(ctx)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -70,7 +72,7 @@ func (s *sequencer) allocate() (uint64, error) {
 			b.Close()
 			return 0, err
 		}
-		err := b.Commit()
+		err := b.Commit(ctx)
 		b.Close()
 		if err != nil {
 			return 0, err
@@ -120,9 +122,9 @@ func (s *sequencer) pending() (newest uint64, inflight int) {
 }
 
 // watermark is the highest LSN at or below which everything has finished.
-func (s *sequencer) watermark() uint64 {
+func (s *sequencer) watermark(ctx context.Context) uint64 {
 	if s.shared != nil {
-		return s.shared.watermark()
+		return s.shared.watermark(ctx)
 	}
 	return s.published.Load()
 }
@@ -132,9 +134,9 @@ func (s *sequencer) watermark() uint64 {
 // acknowledged before a change-feed read is then visible to it even while an
 // older, longer transaction (a large batch, a stored procedure) is still open;
 // only such a transaction outlasting timeout leaves it behind the watermark.
-func (s *sequencer) settle(timeout time.Duration) uint64 {
+func (s *sequencer) settle(ctx context.Context, timeout time.Duration) uint64 {
 	if s.shared != nil {
-		return s.shared.settle(timeout)
+		return s.shared.settle(ctx, timeout)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

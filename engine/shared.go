@@ -78,8 +78,8 @@ func partitionLockName(collRID, pkEnc []byte) []byte {
 }
 
 // catalogVersion reads the store's catalog version through r.
-func catalogVersion(r storage.Reader) ([]byte, error) {
-	v, err := r.Get(metaCatalogVersion)
+func catalogVersion(ctx context.Context, r storage.Reader) ([]byte, error) {
+	v, err := r.Get(ctx, metaCatalogVersion)
 	if errors.Is(err, storage.ErrNotFound) {
 		return []byte{}, nil
 	}
@@ -101,9 +101,9 @@ type catalogMutex struct {
 func (m *catalogMutex) shared() bool { return m.e != nil && m.e.shared != nil }
 
 // RLock takes the cache for reading, reloading it first if it is stale.
-func (m *catalogMutex) RLock() {
+func (m *catalogMutex) RLock(ctx context.Context) {
 	if m.shared() {
-		m.e.refreshCatalog()
+		m.e.refreshCatalog(ctx)
 	}
 	m.mu.RLock()
 }
@@ -114,9 +114,9 @@ func (m *catalogMutex) RLock() {
 // the catalog cannot be reloaded, it returns that error without taking the
 // cache, so that such a request fails as a read of the store would,
 // instead of answering from a cache that may be stale.
-func (m *catalogMutex) RLockCurrent() error {
+func (m *catalogMutex) RLockCurrent(ctx context.Context) error {
 	if m.shared() {
-		if err := m.e.refreshCatalog(); err != nil {
+		if err := m.e.refreshCatalog(ctx); err != nil {
 			return err
 		}
 	}
@@ -127,8 +127,8 @@ func (m *catalogMutex) RLockCurrent() error {
 // CatalogCurrent reports whether the catalog cache can be trusted now: nil
 // without a shared store, else the store's error when the catalog's
 // version cannot be read or the catalog cannot be reloaded.
-func (e *Engine) CatalogCurrent() error {
-	if err := e.catMu.RLockCurrent(); err != nil {
+func (e *Engine) CatalogCurrent(ctx context.Context) error {
+	if err := e.catMu.RLockCurrent(ctx); err != nil {
 		return err
 	}
 	e.catMu.RUnlock()
@@ -138,13 +138,15 @@ func (e *Engine) CatalogCurrent() error {
 // RUnlock releases RLock.
 func (m *catalogMutex) RUnlock() { m.mu.RUnlock() }
 
-// Lock takes the cache, and the store's catalog lock, for a change.
-func (m *catalogMutex) Lock() {
+// Lock takes the cache, and the store's catalog lock, for a change. On a
+// shared store it fails with the store's error (or ctx's) when the catalog
+// lock cannot be taken; nothing is held then.
+func (m *catalogMutex) Lock(ctx context.Context) error {
 	if m.shared() {
-		m.e.lockCatalog()
-		return
+		return m.e.lockCatalog(ctx)
 	}
 	m.mu.Lock()
+	return nil
 }
 
 // Unlock releases Lock.
@@ -160,8 +162,8 @@ func (m *catalogMutex) Unlock() {
 // the cache's. A store error leaves the cache as it is and is returned
 // (RLock ignores it: its request then meets the store's error itself;
 // RLockCurrent returns it).
-func (e *Engine) refreshCatalog() error {
-	v, err := catalogVersion(e.store)
+func (e *Engine) refreshCatalog(ctx context.Context) error {
+	v, err := catalogVersion(ctx, e.store)
 	if err != nil {
 		return err
 	}
@@ -170,21 +172,21 @@ func (e *Engine) refreshCatalog() error {
 	}
 	e.catMu.mu.Lock()
 	defer e.catMu.mu.Unlock()
-	return e.reloadCatalogLocked(v)
+	return e.reloadCatalogLocked(ctx, v)
 }
 
 // reloadCatalogLocked reloads the catalog, which was at another version
 // than v. The caller holds catMu for writing. On failure the cache stays
 // as it was, at its old version, and the error is returned.
-func (e *Engine) reloadCatalogLocked(v []byte) error {
+func (e *Engine) reloadCatalogLocked(ctx context.Context, v []byte) error {
 	if bytes.Equal(v, *e.shared.version.Load()) {
 		return nil
 	}
 	old, oldOffers := e.dbs, e.offers
 	e.dbs, e.offers = map[string]*Database{}, map[string][]byte{}
-	err := e.loadCatalog()
+	err := e.loadCatalog(ctx)
 	if err == nil {
-		err = e.loadOffers()
+		err = e.loadOffers(ctx)
 	}
 	if err != nil {
 		e.log.Warn("reloading the catalog failed", "error", err)
@@ -196,7 +198,7 @@ func (e *Engine) reloadCatalogLocked(v []byte) error {
 	// bumps the version again) removes the mark.
 	for _, db := range e.dbs {
 		for _, c := range db.colls {
-			if _, err := e.store.Get(indexRebuildKey(c.rid)); err == nil {
+			if _, err := e.store.Get(ctx, indexRebuildKey(c.rid)); err == nil {
 				c.indexRetired.Store(true)
 			}
 		}
@@ -212,24 +214,21 @@ func (e *Engine) reloadCatalogLocked(v []byte) error {
 }
 
 // lockCatalog is catMu.Lock on a shared store.
-func (e *Engine) lockCatalog() {
-	ctx := context.Background()
+func (e *Engine) lockCatalog(ctx context.Context) error {
 	b, err := e.shared.store.NewSharedBatch(ctx)
-	if err == nil {
-		if err = b.Lock(ctx, catalogLockName, true); err != nil {
-			b.Close()
-		}
+	if err != nil {
+		return err
+	}
+	if err := b.Lock(ctx, catalogLockName, true); err != nil {
+		b.Close()
+		return err
 	}
 	e.catMu.mu.Lock()
-	if err != nil {
-		// The catalog batches of this change fail with the store's error.
-		e.shared.lock = failedBatch{err}
-		return
-	}
 	e.shared.lock = b
-	if v, err := catalogVersion(b); err == nil {
-		e.reloadCatalogLocked(v)
+	if v, err := catalogVersion(ctx, b); err == nil {
+		e.reloadCatalogLocked(ctx, v)
 	}
+	return nil
 }
 
 // unlockCatalog releases what lockCatalog took.
@@ -242,22 +241,19 @@ func (e *Engine) unlockCatalog() {
 }
 
 // catalogBatch starts a batch of catalog changes. On a shared store it
-// bumps the catalog version in the same batch, and fails if the store's
-// catalog lock could not be taken. The caller holds catMu for writing.
-func (e *Engine) catalogBatch() storage.Batch {
+// bumps the catalog version in the same batch. The caller holds catMu for
+// writing.
+func (e *Engine) catalogBatch() (storage.Batch, error) {
 	if e.shared == nil {
-		return e.store.NewBatch()
-	}
-	if f, ok := e.shared.lock.(failedBatch); ok {
-		return f
+		return e.store.NewBatch(), nil
 	}
 	v := randomBytes(16)
 	b := e.store.NewBatch()
 	if err := b.Set(metaCatalogVersion, v); err != nil {
 		b.Close()
-		return failedBatch{err}
+		return nil, err
 	}
-	return &versionBatch{Batch: b, seam: e.shared, version: v}
+	return &versionBatch{Batch: b, seam: e.shared, version: v}, nil
 }
 
 // versionBatch is a catalog batch: once committed, the cache (updated by
@@ -268,40 +264,23 @@ type versionBatch struct {
 	version []byte
 }
 
-func (b *versionBatch) Commit() error {
-	if err := b.Batch.Commit(); err != nil {
+func (b *versionBatch) Commit(ctx context.Context) error {
+	if err := b.Batch.Commit(ctx); err != nil {
 		return err
 	}
 	b.seam.version.Store(&b.version)
 	return nil
 }
 
-func (b *versionBatch) CommitPipelined() (func() error, error) {
-	return storage.CommitDurable(b.Commit)
+func (b *versionBatch) CommitPipelined(ctx context.Context) (func() error, error) {
+	return storage.CommitDurable(ctx, b.Commit)
 }
-
-// failedBatch is a batch whose every operation fails with err.
-type failedBatch struct{ err error }
-
-func (f failedBatch) Get([]byte) ([]byte, error) { return nil, f.err }
-func (f failedBatch) NewIterator([]byte, []byte, bool) (storage.Iterator, error) {
-	return nil, f.err
-}
-func (f failedBatch) Set(_, _ []byte) error                    { return f.err }
-func (f failedBatch) Delete([]byte) error                      { return f.err }
-func (f failedBatch) Count() int                               { return 0 }
-func (f failedBatch) Commit() error                            { return f.err }
-func (f failedBatch) CommitPipelined() (func() error, error)   { return nil, f.err }
-func (f failedBatch) Close() error                             { return nil }
-func (f failedBatch) Lock(context.Context, []byte, bool) error { return f.err }
-func (f failedBatch) Sequence(context.Context) (uint64, error) { return 0, f.err }
 
 // beginShared starts a transaction on partition p of c in shared mode: the
 // catalog lock shared, the partition's lock exclusive, and a check that the
 // catalog has not moved under c. stale reports that it had (the catalog is
 // reloaded; the caller looks c up again).
-func (e *Engine) beginShared(c *Container, p *partition) (b storage.SharedBatch, stale bool, err error) {
-	ctx := context.Background()
+func (e *Engine) beginShared(ctx context.Context, c *Container, p *partition) (b storage.SharedBatch, stale bool, err error) {
 	b, err = e.shared.store.NewSharedBatch(ctx)
 	if err != nil {
 		return nil, false, err
@@ -311,7 +290,7 @@ func (e *Engine) beginShared(c *Container, p *partition) (b storage.SharedBatch,
 	}
 	var v []byte
 	if err == nil {
-		v, err = catalogVersion(b)
+		v, err = catalogVersion(ctx, b)
 	}
 	if err != nil {
 		b.Close()
@@ -320,7 +299,7 @@ func (e *Engine) beginShared(c *Container, p *partition) (b storage.SharedBatch,
 	if !bytes.Equal(v, *e.shared.version.Load()) {
 		b.Close()
 		e.catMu.mu.Lock()
-		e.reloadCatalogLocked(v)
+		e.reloadCatalogLocked(ctx, v)
 		e.catMu.mu.Unlock()
 		return nil, true, nil
 	}
@@ -329,8 +308,8 @@ func (e *Engine) beginShared(c *Container, p *partition) (b storage.SharedBatch,
 
 // sharedWatermark is the highest LSN at or below which every write has
 // finished, on every gateway.
-func (s *sharedSeam) watermark() uint64 {
-	w, err := s.store.Watermark(context.Background())
+func (s *sharedSeam) watermark(ctx context.Context) uint64 {
+	w, err := s.store.Watermark(ctx)
 	if err != nil || w == 0 {
 		return 0
 	}
@@ -339,11 +318,11 @@ func (s *sharedSeam) watermark() uint64 {
 
 // settleShared waits, at most timeout, until the watermark covers every
 // write this engine has finished, and returns it.
-func (s *sharedSeam) settle(timeout time.Duration) uint64 {
+func (s *sharedSeam) settle(ctx context.Context, timeout time.Duration) uint64 {
 	target := s.finished.Load()
 	deadline := time.Now().Add(timeout)
 	for {
-		w := s.watermark()
+		w := s.watermark(ctx)
 		if w >= target || time.Now().After(deadline) {
 			return w
 		}
@@ -355,12 +334,7 @@ func (s *sharedSeam) settle(timeout time.Duration) uint64 {
 // "ttl", taking it again whenever it is lost.
 func (e *Engine) sharedSweepLoop(interval time.Duration) {
 	defer e.bg.Done()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		<-e.stop
-		cancel()
-	}()
+	ctx := e.bgCtx
 	for !e.stopping() {
 		lost, release, err := e.shared.store.Lead(ctx, "ttl")
 		if err != nil {
@@ -375,12 +349,12 @@ func (e *Engine) sharedSweepLoop(interval time.Duration) {
 			}
 			continue
 		}
-		e.sweepWhileLeading(interval, lost)
+		e.sweepWhileLeading(ctx, interval, lost)
 		release()
 	}
 }
 
-func (e *Engine) sweepWhileLeading(interval time.Duration, lost <-chan struct{}) {
+func (e *Engine) sweepWhileLeading(ctx context.Context, interval time.Duration, lost <-chan struct{}) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -390,7 +364,7 @@ func (e *Engine) sweepWhileLeading(interval time.Duration, lost <-chan struct{})
 		case <-lost:
 			return
 		case <-tick.C:
-			if _, err := e.sweep(); err != nil {
+			if _, err := e.sweep(ctx); err != nil {
 				e.log.Warn("the TTL sweep failed", "error", err)
 			}
 		}
@@ -400,24 +374,24 @@ func (e *Engine) sweepWhileLeading(interval time.Duration, lost <-chan struct{})
 // inPartitionShared is inPartition on a shared store: the transaction is a
 // shared batch holding the partition's lock (and the catalog's, shared)
 // until it commits, and its LSN is the batch's sequence number.
-func (e *Engine) inPartitionShared(c *Container, pk PartitionKey, fn func(t *txn) error) error {
+func (e *Engine) inPartitionShared(ctx context.Context, c *Container, pk PartitionKey, fn func(t *txn) error) error {
 	for {
 		p, perr := c.partition(pk)
 		if perr != nil {
 			return perr
 		}
 		if !c.retired.Load() {
-			b, stale, err := e.beginShared(c, p)
+			b, stale, err := e.beginShared(ctx, c, p)
 			if err != nil {
 				return err
 			}
 			if !stale {
-				return e.runShared(b, p, fn)
+				return e.runShared(ctx, b, p, fn)
 			}
 		}
 		// The catalog moved (here or on another gateway): write by the
 		// container's current rules.
-		next, err := e.Container(c.db.ID, c.ID)
+		next, err := e.Container(ctx, c.db.ID, c.ID)
 		if err != nil {
 			return err
 		}
@@ -428,7 +402,7 @@ func (e *Engine) inPartitionShared(c *Container, pk PartitionKey, fn func(t *txn
 	}
 }
 
-func (e *Engine) runShared(b storage.SharedBatch, p *partition, fn func(t *txn) error) error {
+func (e *Engine) runShared(ctx context.Context, b storage.SharedBatch, p *partition, fn func(t *txn) error) error {
 	defer b.Close()
 	t := &txn{e: e, p: p, b: b, sb: b, now: e.now()}
 	if err := fn(t); err != nil {
@@ -437,7 +411,7 @@ func (e *Engine) runShared(b storage.SharedBatch, p *partition, fn func(t *txn) 
 	if b.Count() == 0 {
 		return nil
 	}
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		return err
 	}
 	if t.lsn != 0 {
@@ -459,8 +433,7 @@ type sequenceSource interface {
 // The number comes from the store without holding a connection: a
 // catalog change holds the catalog lock while writers wait for it holding
 // theirs, and must not wait for one of them.
-func (s *sharedSeam) allocate() (uint64, error) {
-	ctx := context.Background()
+func (s *sharedSeam) allocate(ctx context.Context) (uint64, error) {
 	if src, ok := s.store.(sequenceSource); ok {
 		return src.NextSequence(ctx)
 	}

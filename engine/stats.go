@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"encoding/binary"
 	"errors"
 	"sort"
@@ -187,12 +189,12 @@ func (e *Engine) feedPosition(c *Container) *atomic.Uint64 {
 
 // Stats returns the engine's figures now; see Stats. Its cost is a few
 // seeks per container and at most StatsCountCap keys per counted figure.
-func (e *Engine) Stats() (*Stats, error) {
+func (e *Engine) Stats(ctx context.Context) (*Stats, error) {
 	st := &Stats{TTLSwept: e.ttlSwept.Load()}
 	st.NewestLSN, st.InFlight = e.seq.pending()
 	// The watermark after the pending figures: an LSN finished in between
 	// then shows as published, never as newer than the newest.
-	st.Watermark = e.seq.watermark()
+	st.Watermark = e.seq.watermark(ctx)
 	if e.scriptsStarted.Load() {
 		st.ScriptsRunning, st.ScriptsWaiting = e.scriptGate.stats()
 	}
@@ -203,18 +205,21 @@ func (e *Engine) Stats() (*Stats, error) {
 			}
 		}
 	}
-	colls := e.allContainers()
+	colls := e.allContainers(ctx)
 	sort.Slice(colls, func(i, j int) bool {
 		if colls[i].db.ID != colls[j].db.ID {
 			return colls[i].db.ID < colls[j].db.ID
 		}
 		return colls[i].ID < colls[j].ID
 	})
-	snap := e.store.NewSnapshot()
+	snap, err := e.store.NewSnapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
 	defer snap.Close()
 	now := e.now()
 	for _, c := range colls {
-		cs, err := e.containerStats(snap, c, st.Watermark, now)
+		cs, err := e.containerStats(ctx, snap, c, st.Watermark, now)
 		if err != nil {
 			return nil, err
 		}
@@ -223,10 +228,10 @@ func (e *Engine) Stats() (*Stats, error) {
 	return st, nil
 }
 
-func (e *Engine) containerStats(r storage.Reader, c *Container, watermark uint64, now time.Time) (ContainerStats, error) {
+func (e *Engine) containerStats(ctx context.Context, r storage.Reader, c *Container, watermark uint64, now time.Time) (ContainerStats, error) {
 	cs := ContainerStats{Database: c.db.ID, Container: c.ID}
 	prefix := feedPrefix(c.rid)
-	it, err := r.NewIterator(prefix, storage.PrefixEnd(prefix), true)
+	it, err := r.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), true)
 	if err != nil {
 		return cs, err
 	}
@@ -239,7 +244,7 @@ func (e *Engine) containerStats(r storage.Reader, c *Container, watermark uint64
 		return cs, err
 	}
 	if cs.NewestLSN > watermark {
-		if cs.Unpublished, cs.UnpublishedAge, err = feedSpan(r, c, watermark, cs.NewestLSN, now); err != nil {
+		if cs.Unpublished, cs.UnpublishedAge, err = feedSpan(ctx, r, c, watermark, cs.NewestLSN, now); err != nil {
 			return cs, err
 		}
 	}
@@ -247,14 +252,14 @@ func (e *Engine) containerStats(r storage.Reader, c *Container, watermark uint64
 		cs.FeedRead = true
 		cs.FeedPosition = v.(*atomic.Uint64).Load()
 		if cs.FeedPosition < watermark {
-			if cs.FeedLag, cs.FeedLagAge, err = feedSpan(r, c, cs.FeedPosition, watermark, now); err != nil {
+			if cs.FeedLag, cs.FeedLagAge, err = feedSpan(ctx, r, c, cs.FeedPosition, watermark, now); err != nil {
 				return cs, err
 			}
 		}
 	}
 	if c.ttl != nil {
 		cs.TTL = true
-		if cs.TTLBacklog, err = ttlBacklog(r, c, now.Unix()); err != nil {
+		if cs.TTLBacklog, err = ttlBacklog(ctx, r, c, now.Unix()); err != nil {
 			return cs, err
 		}
 	}
@@ -264,9 +269,9 @@ func (e *Engine) containerStats(r storage.Reader, c *Container, watermark uint64
 // feedSpan counts, up to StatsCountCap, the entries of c's latest-version
 // feed with an LSN in (from, upto], and returns the age of the first (by its
 // item's _ts).
-func feedSpan(r storage.Reader, c *Container, from, upto uint64, now time.Time) (int, time.Duration, error) {
+func feedSpan(ctx context.Context, r storage.Reader, c *Container, from, upto uint64, now time.Time) (int, time.Duration, error) {
 	lower, upper := lsnRange(feedPrefix(c.rid), from, upto)
-	it, err := r.NewIterator(lower, upper, false)
+	it, err := r.NewIterator(ctx, lower, upper, false)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -275,7 +280,7 @@ func feedSpan(r storage.Reader, c *Container, from, upto uint64, now time.Time) 
 	var age time.Duration
 	for n < StatsCountCap && it.Next() {
 		if n == 0 {
-			v, err := r.Get(it.Value())
+			v, err := r.Get(ctx, it.Value())
 			if err == nil {
 				if s, derr := decodeItem(it.Value(), v); derr == nil {
 					age = max(0, now.Sub(time.Unix(s.ts, 0)))
@@ -291,7 +296,7 @@ func feedSpan(r storage.Reader, c *Container, from, upto uint64, now time.Time) 
 
 // ttlBacklog counts, up to StatsCountCap, c's expiry index entries that have
 // come due at now: its expired items the sweeper has yet to delete.
-func ttlBacklog(r storage.Reader, c *Container, now int64) (int, error) {
+func ttlBacklog(ctx context.Context, r storage.Reader, c *Container, now int64) (int, error) {
 	kinds := []struct {
 		kind byte
 		upto int64
@@ -306,7 +311,7 @@ func ttlBacklog(r storage.Reader, c *Container, now int64) (int, error) {
 	for _, k := range kinds {
 		prefix := expiryKindPrefix(c.rid, k.kind)
 		upper := binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), uint64(k.upto+1))
-		it, err := r.NewIterator(prefix, upper, false)
+		it, err := r.NewIterator(ctx, prefix, upper, false)
 		if err != nil {
 			return 0, err
 		}

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -34,6 +36,7 @@ const (
 // sweepLoop runs the TTL sweeper until stop is closed.
 func (e *Engine) sweepLoop(interval time.Duration) {
 	defer e.bg.Done()
+	ctx := e.bgCtx
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -41,7 +44,7 @@ func (e *Engine) sweepLoop(interval time.Duration) {
 		case <-e.stop:
 			return
 		case <-tick.C:
-			if _, err := e.sweep(); err != nil {
+			if _, err := e.sweep(ctx); err != nil {
 				e.log.Warn("the TTL sweep failed", "error", err)
 			}
 		}
@@ -63,13 +66,13 @@ func (e *Engine) stopping() bool {
 // items it deleted. Reads, queries and the latest-version feed hide expired
 // items already; the sweep frees their space and logs their deletes (with
 // timeToLiveExpired) in the all-versions-and-deletes feed.
-func (e *Engine) sweep() (int, error) {
-	colls := e.allContainers()
+func (e *Engine) sweep(ctx context.Context) (int, error) {
+	colls := e.allContainers(ctx)
 	total := 0
 	for _, c := range colls {
 		if c.ttl != nil {
 			start := time.Now()
-			n, err := e.sweepContainer(c)
+			n, err := e.sweepContainer(ctx, c)
 			total += n
 			if n >= sweepLogThreshold {
 				e.log.Info("TTL sweep", "database", c.db.ID, "container", c.ID, "expired items deleted", n, "took", time.Since(start).Round(time.Millisecond))
@@ -78,7 +81,7 @@ func (e *Engine) sweep() (int, error) {
 				return total, err
 			}
 		}
-		if _, err := e.pruneChangeLog(c); err != nil {
+		if _, err := e.pruneChangeLog(ctx, c); err != nil {
 			return total, err
 		}
 	}
@@ -95,7 +98,7 @@ const sweepLogEvery = 5 * time.Second
 
 // sweepContainer deletes a container's expired items, a batch of index
 // entries at a time.
-func (e *Engine) sweepContainer(c *Container) (int, error) {
+func (e *Engine) sweepContainer(ctx context.Context, c *Container) (int, error) {
 	now := e.now().Unix()
 	total := 0
 	lastLog := time.Now()
@@ -114,11 +117,11 @@ func (e *Engine) sweepContainer(c *Container) (int, error) {
 		lower := prefix
 		upper := binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), uint64(k.upto+1))
 		for !e.stopping() {
-			keys, next, err := collectExpiry(e.store, lower, upper)
+			keys, next, err := collectExpiry(ctx, e.store, lower, upper)
 			if err != nil {
 				return total, err
 			}
-			n, err := e.deleteExpired(c, keys)
+			n, err := e.deleteExpired(ctx, c, keys)
 			total += n
 			e.ttlSwept.Add(uint64(n))
 			if err != nil {
@@ -144,8 +147,8 @@ type expiryEntry struct {
 
 // collectExpiry reads up to sweepScanBatch expiry entries in [lower, upper);
 // next is where to continue, nil when the range is exhausted.
-func collectExpiry(r storage.Reader, lower, upper []byte) (entries []expiryEntry, next []byte, err error) {
-	it, err := r.NewIterator(lower, upper, false)
+func collectExpiry(ctx context.Context, r storage.Reader, lower, upper []byte) (entries []expiryEntry, next []byte, err error) {
+	it, err := r.NewIterator(ctx, lower, upper, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -161,7 +164,7 @@ func collectExpiry(r storage.Reader, lower, upper []byte) (entries []expiryEntry
 
 // deleteExpired deletes the items of entries that have expired, grouped by
 // logical partition, in short transactions.
-func (e *Engine) deleteExpired(c *Container, entries []expiryEntry) (int, error) {
+func (e *Engine) deleteExpired(ctx context.Context, c *Container, entries []expiryEntry) (int, error) {
 	groups := map[string][]expiryEntry{}
 	var order []string
 	for _, en := range entries {
@@ -188,11 +191,11 @@ func (e *Engine) deleteExpired(c *Container, entries []expiryEntry) (int, error)
 			began := time.Now()
 			chunk := group[:min(len(group), sweepTxnItems)]
 			group = group[len(chunk):]
-			err := e.inPartition(c, pk, func(t *txn) error {
+			err := e.inPartition(ctx, c, pk, func(t *txn) error {
 				t.expiring = true
 				for _, en := range chunk {
 					id, _, _ := c.splitItemKey(en.itemKey)
-					cur, err := t.getAny(id)
+					cur, err := t.getAny(ctx, id)
 					if err != nil {
 						return err
 					}
@@ -206,7 +209,7 @@ func (e *Engine) deleteExpired(c *Container, entries []expiryEntry) (int, error)
 					if !c.expired(cur, t.now.Unix()) {
 						continue
 					}
-					if err := t.remove(cur); err != nil {
+					if err := t.remove(ctx, cur); err != nil {
 						return err
 					}
 					deleted++
@@ -242,7 +245,7 @@ func changeLogRetentionOf(props map[string]any) time.Duration {
 // horizon past them in the same batch, so that a reader whose continuation
 // falls behind it is told so instead of silently missing records. Records
 // are never rewritten, so this needs no partition lock.
-func (e *Engine) pruneChangeLog(c *Container) (int, error) {
+func (e *Engine) pruneChangeLog(ctx context.Context, c *Container) (int, error) {
 	const chunk = 1000
 	cutoff := e.now().Add(-c.changeLogRetention()).Unix()
 	if c.changeLogRetention() == 0 {
@@ -253,7 +256,7 @@ func (e *Engine) pruneChangeLog(c *Container) (int, error) {
 	upper := storage.PrefixEnd(prefix)
 	pruned := 0
 	for !e.stopping() {
-		it, err := e.store.NewIterator(lower, upper, false)
+		it, err := e.store.NewIterator(ctx, lower, upper, false)
 		if err != nil {
 			return pruned, err
 		}
@@ -290,7 +293,7 @@ func (e *Engine) pruneChangeLog(c *Container) (int, error) {
 		if n > 0 {
 			err = b.Set(versionHorizonKey(c.rid), binary.BigEndian.AppendUint64(nil, horizon))
 			if err == nil {
-				err = b.Commit()
+				err = b.Commit(ctx)
 			}
 		}
 		b.Close()
@@ -307,8 +310,8 @@ func (e *Engine) pruneChangeLog(c *Container) (int, error) {
 
 // changeLogHorizon returns the highest sequence number whose change records
 // may have been pruned (0 when none were).
-func changeLogHorizon(r storage.Reader, c *Container) (uint64, error) {
-	v, err := r.Get(versionHorizonKey(c.rid))
+func changeLogHorizon(ctx context.Context, r storage.Reader, c *Container) (uint64, error) {
+	v, err := r.Get(ctx, versionHorizonKey(c.rid))
 	if errors.Is(err, storage.ErrNotFound) {
 		return 0, nil
 	}

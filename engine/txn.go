@@ -50,9 +50,9 @@ type txn struct {
 // read durable too; one that writes nothing (it only read, or it failed and
 // is rolled back) waits for the durability barrier instead, as point reads
 // do, after releasing the partition's lock.
-func (e *Engine) inPartition(c *Container, pk PartitionKey, fn func(t *txn) error) error {
+func (e *Engine) inPartition(ctx context.Context, c *Container, pk PartitionKey, fn func(t *txn) error) error {
 	if e.shared != nil {
-		return e.inPartitionShared(c, pk, fn)
+		return e.inPartitionShared(ctx, c, pk, fn)
 	}
 	var p *partition
 	var mu *sync.Mutex
@@ -70,7 +70,7 @@ func (e *Engine) inPartition(c *Container, pk PartitionKey, fn func(t *txn) erro
 		// A replace of the container (say, of its indexing policy) came
 		// first: write by its rules.
 		mu.Unlock()
-		next, err := e.Container(c.db.ID, c.ID)
+		next, err := e.Container(ctx, c.db.ID, c.ID)
 		if err != nil {
 			return err
 		}
@@ -100,7 +100,7 @@ func (e *Engine) inPartition(c *Container, pk PartitionKey, fn func(t *txn) erro
 	if b.Count() == 0 {
 		return nil
 	}
-	wait, err := b.CommitPipelined()
+	wait, err := b.CommitPipelined(ctx)
 	if err != nil {
 		return err
 	}
@@ -122,8 +122,8 @@ func (e *Engine) partitionLock(collRID, pkEnc []byte) *sync.Mutex {
 }
 
 // get reads an item of the partition; nil when absent or expired.
-func (t *txn) get(id string) (*storedItem, error) {
-	it, err := t.getAny(id)
+func (t *txn) get(ctx context.Context, id string) (*storedItem, error) {
+	it, err := t.getAny(ctx, id)
 	if err != nil || it == nil || t.p.c.expired(it, t.now.Unix()) {
 		return nil, err
 	}
@@ -132,12 +132,12 @@ func (t *txn) get(id string) (*storedItem, error) {
 
 // getAny reads an item even if it has expired (a write replaces or removes
 // the stale record).
-func (t *txn) getAny(id string) (*storedItem, error) {
+func (t *txn) getAny(ctx context.Context, id string) (*storedItem, error) {
 	key := t.p.itemKey(id)
 	if t.e.absent(t.p.c, key) {
 		return nil, nil
 	}
-	v, err := t.b.Get(key)
+	v, err := t.b.Get(ctx, key)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil
 	}
@@ -150,8 +150,8 @@ func (t *txn) getAny(id string) (*storedItem, error) {
 // pointRead reads the record of the item key of c outside any transaction:
 // 404 when it is absent or expired. What it read, a write or a delete, is
 // durable before it returns.
-func (e *Engine) pointRead(c *Container, key []byte) (*storedItem, error) {
-	v, err := e.store.Get(key)
+func (e *Engine) pointRead(ctx context.Context, c *Container, key []byte) (*storedItem, error) {
+	v, err := e.store.Get(ctx, key)
 	e.durable.barrier() // what was read, a write or a delete, must be durable
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, NotFound(msgNotFound)
@@ -169,7 +169,7 @@ func (e *Engine) pointRead(c *Container, key []byte) (*storedItem, error) {
 	return it, nil
 }
 
-func (t *txn) allocate() error {
+func (t *txn) allocate(ctx context.Context) error {
 	if t.lsn != 0 {
 		return nil
 	}
@@ -181,7 +181,7 @@ func (t *txn) allocate() error {
 		t.lsn = lsn
 		return nil
 	}
-	lsn, err := t.e.seq.allocate()
+	lsn, err := t.e.seq.allocate(ctx)
 	if err != nil {
 		return err
 	}
@@ -191,8 +191,8 @@ func (t *txn) allocate() error {
 
 // put writes the item, replacing prev (the current record, expired or not,
 // or nil), and returns the stored record.
-func (t *txn) put(it *item, prev *storedItem) (*storedItem, error) {
-	if err := t.allocate(); err != nil {
+func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem, error) {
+	if err := t.allocate(ctx); err != nil {
 		return nil, err
 	}
 	c := t.p.c
@@ -221,7 +221,7 @@ func (t *txn) put(it *item, prev *storedItem) (*storedItem, error) {
 	if prev != nil {
 		prevDoc = prev.doc
 	}
-	if err := t.putUnique(s.key, it.obj, prevDoc); err != nil {
+	if err := t.putUnique(ctx, s.key, it.obj, prevDoc); err != nil {
 		return nil, err
 	}
 	ridBytes := binary.BigEndian.AppendUint64(nil, s.rid)
@@ -261,15 +261,15 @@ func (t *txn) put(it *item, prev *storedItem) (*storedItem, error) {
 }
 
 // remove deletes the item whose current record is prev.
-func (t *txn) remove(prev *storedItem) error {
-	if err := t.allocate(); err != nil {
+func (t *txn) remove(ctx context.Context, prev *storedItem) error {
+	if err := t.allocate(ctx); err != nil {
 		return err
 	}
 	c := t.p.c
 	if err := t.reindex(prev.key, prev.doc, nil); err != nil {
 		return err
 	}
-	if err := t.removeUnique(prev.key, prev.doc); err != nil {
+	if err := t.removeUnique(ctx, prev.key, prev.doc); err != nil {
 		return err
 	}
 	ridBytes := binary.BigEndian.AppendUint64(nil, prev.rid)

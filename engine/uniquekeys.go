@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
@@ -174,7 +176,7 @@ func appendUniqueValue(k []byte, raw json.RawMessage) ([]byte, error) {
 // (obj its new properties, prevDoc its previous document or nil), and
 // fails with 409 when another live item of the partition holds one of its
 // unique values.
-func (t *txn) putUnique(itemKey []byte, obj object, prevDoc []byte) error {
+func (t *txn) putUnique(ctx context.Context, itemKey []byte, obj object, prevDoc []byte) error {
 	if len(t.p.c.unique) == 0 {
 		return nil
 	}
@@ -196,13 +198,13 @@ func (t *txn) putUnique(itemKey []byte, obj object, prevDoc []byte) error {
 		if i < len(old) && bytes.Equal(old[i], k) {
 			continue
 		}
-		owner, err := t.b.Get(k)
+		owner, err := t.b.Get(ctx, k)
 		switch {
 		case errors.Is(err, storage.ErrNotFound):
 		case err != nil:
 			return err
 		case !bytes.Equal(owner, itemKey):
-			live, err := t.liveItemAt(owner)
+			live, err := t.liveItemAt(ctx, owner)
 			if err != nil {
 				return err
 			}
@@ -215,7 +217,7 @@ func (t *txn) putUnique(itemKey []byte, obj object, prevDoc []byte) error {
 		if i < len(cur) && bytes.Equal(cur[i], k) {
 			continue
 		}
-		if err := t.deleteUniqueOf(k, itemKey); err != nil {
+		if err := t.deleteUniqueOf(ctx, k, itemKey); err != nil {
 			return err
 		}
 	}
@@ -231,7 +233,7 @@ func (t *txn) putUnique(itemKey []byte, obj object, prevDoc []byte) error {
 }
 
 // removeUnique drops the unique-key entries of a deleted item.
-func (t *txn) removeUnique(itemKey, doc []byte) error {
+func (t *txn) removeUnique(ctx context.Context, itemKey, doc []byte) error {
 	if len(t.p.c.unique) == 0 {
 		return nil
 	}
@@ -244,7 +246,7 @@ func (t *txn) removeUnique(itemKey, doc []byte) error {
 		return err
 	}
 	for _, k := range entries {
-		if err := t.deleteUniqueOf(k, itemKey); err != nil {
+		if err := t.deleteUniqueOf(ctx, k, itemKey); err != nil {
 			return err
 		}
 	}
@@ -253,8 +255,8 @@ func (t *txn) removeUnique(itemKey, doc []byte) error {
 
 // deleteUniqueOf deletes entry k if it still names itemKey (an expired
 // item's entry may have been taken over by a newer item).
-func (t *txn) deleteUniqueOf(k, itemKey []byte) error {
-	owner, err := t.b.Get(k)
+func (t *txn) deleteUniqueOf(ctx context.Context, k, itemKey []byte) error {
+	owner, err := t.b.Get(ctx, k)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil
 	}
@@ -269,8 +271,8 @@ func (t *txn) deleteUniqueOf(k, itemKey []byte) error {
 
 // liveItemAt reports whether the item stored at key exists and has not
 // expired.
-func (t *txn) liveItemAt(key []byte) (bool, error) {
-	v, err := t.b.Get(key)
+func (t *txn) liveItemAt(ctx context.Context, key []byte) (bool, error) {
+	v, err := t.b.Get(ctx, key)
 	if errors.Is(err, storage.ErrNotFound) {
 		return false, nil
 	}

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
@@ -52,8 +54,8 @@ func permissionsOf(db *Database, user map[string]any) principalParent {
 		self: "dbs/" + db.RID + "/users/" + ridStr + "/permissions/"}
 }
 
-func (p principalParent) list(r storage.Reader) ([]*Resource, []map[string]any, error) {
-	it, err := r.NewIterator(p.prefix, storage.PrefixEnd(p.prefix), false)
+func (p principalParent) list(ctx context.Context, r storage.Reader) ([]*Resource, []map[string]any, error) {
+	it, err := r.NewIterator(ctx, p.prefix, storage.PrefixEnd(p.prefix), false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -80,15 +82,15 @@ func (p principalParent) key(id string) []byte {
 }
 
 // read returns a record's props by id or RID.
-func (p principalParent) read(r storage.Reader, id string) (map[string]any, []byte, error) {
-	raw, err := r.Get(p.key(id))
+func (p principalParent) read(ctx context.Context, r storage.Reader, id string) (map[string]any, []byte, error) {
+	raw, err := r.Get(ctx, p.key(id))
 	if rid, isRID := decodeRID(id, p.ridLen()); errors.Is(err, storage.ErrNotFound) && isRID {
 		var key []byte
-		if key, err = r.Get(principalRIDKey(rid)); err == nil {
+		if key, err = r.Get(ctx, principalRIDKey(rid)); err == nil {
 			if !bytes.HasPrefix(key, p.prefix) {
 				err = storage.ErrNotFound
 			} else {
-				raw, err = r.Get(key)
+				raw, err = r.Get(ctx, key)
 			}
 		}
 	}
@@ -97,8 +99,8 @@ func (p principalParent) read(r storage.Reader, id string) (map[string]any, []by
 
 // write stores props (system properties added) under the catalog lock. prev
 // is the current version on a replace, nil on a create.
-func (e *Engine) writePrincipal(p principalParent, props, prev map[string]any) (*Resource, error) {
-	lsn, err := e.seq.allocate()
+func (e *Engine) writePrincipal(ctx context.Context, p principalParent, props, prev map[string]any) (*Resource, error) {
+	lsn, err := e.seq.allocate(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +108,7 @@ func (e *Engine) writePrincipal(p principalParent, props, prev map[string]any) (
 	id := props["id"].(string)
 	rid, _ := prev["_rid"].(string)
 	if rid == "" {
-		if rid, err = e.newPrincipalRID(p, lsn); err != nil {
+		if rid, err = e.newPrincipalRID(ctx, p, lsn); err != nil {
 			return nil, err
 		}
 	}
@@ -121,7 +123,10 @@ func (e *Engine) writePrincipal(p principalParent, props, prev map[string]any) (
 	if err != nil {
 		return nil, err
 	}
-	b := e.catalogBatch()
+	b, err := e.catalogBatch()
+	if err != nil {
+		return nil, err
+	}
 	defer b.Close()
 	if err := b.Set(p.key(id), body); err != nil {
 		return nil, err
@@ -132,7 +137,7 @@ func (e *Engine) writePrincipal(p principalParent, props, prev map[string]any) (
 			return nil, err
 		}
 	}
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		return nil, err
 	}
 	return &Resource{ID: id, RID: rid, Body: body, ETag: props["_etag"].(string)}, nil
@@ -140,13 +145,13 @@ func (e *Engine) writePrincipal(p principalParent, props, prev map[string]any) (
 
 // newPrincipalRID makes the RID of a new user or permission. The caller
 // holds catMu.
-func (e *Engine) newPrincipalRID(p principalParent, lsn uint64) (string, error) {
+func (e *Engine) newPrincipalRID(ctx context.Context, p principalParent, lsn uint64) (string, error) {
 	if p.kind == kindPermission {
 		return encodeRID(binary.BigEndian.AppendUint64(append([]byte(nil), p.rid...), lsn)), nil
 	}
 	for {
 		rid := append(append([]byte(nil), p.rid...), randomBytes(4)...)
-		_, err := e.store.Get(principalRIDKey(rid))
+		_, err := e.store.Get(ctx, principalRIDKey(rid))
 		if errors.Is(err, storage.ErrNotFound) {
 			return encodeRID(rid), nil
 		}
@@ -158,25 +163,25 @@ func (e *Engine) newPrincipalRID(p principalParent, lsn uint64) (string, error) 
 
 // putPrincipal creates (or, when upsert, replaces) a user or permission. The
 // caller holds catMu.
-func (e *Engine) putPrincipal(p principalParent, props map[string]any, upsert bool) (*Resource, bool, error) {
-	prev, _, err := p.read(e.store, props["id"].(string))
+func (e *Engine) putPrincipal(ctx context.Context, p principalParent, props map[string]any, upsert bool) (*Resource, bool, error) {
+	prev, _, err := p.read(ctx, e.store, props["id"].(string))
 	switch {
 	case err == nil && !upsert:
 		return nil, false, Conflict("A %s with id '%s' already exists. %s", p.kind.name(), props["id"], msgConflict)
 	case err == nil:
-		res, werr := e.writePrincipal(p, props, prev)
+		res, werr := e.writePrincipal(ctx, p, props, prev)
 		return res, false, werr
 	case StatusOf(err) != 404:
 		return nil, false, err
 	}
-	res, werr := e.writePrincipal(p, props, nil)
+	res, werr := e.writePrincipal(ctx, p, props, nil)
 	return res, true, werr
 }
 
 // replacePrincipal replaces the user or permission id with props. The caller
 // holds catMu.
-func (e *Engine) replacePrincipal(p principalParent, id string, props map[string]any, ifMatch string) (*Resource, error) {
-	prev, _, err := p.read(e.store, id)
+func (e *Engine) replacePrincipal(ctx context.Context, p principalParent, id string, props map[string]any, ifMatch string) (*Resource, error) {
+	prev, _, err := p.read(ctx, e.store, id)
 	if err != nil {
 		return nil, err
 	}
@@ -186,17 +191,17 @@ func (e *Engine) replacePrincipal(p principalParent, id string, props map[string
 	if ifMatch != "" && ifMatch != "*" && ifMatch != prev["_etag"] {
 		return nil, PreconditionFailed(msgPrecondition)
 	}
-	return e.writePrincipal(p, props, prev)
+	return e.writePrincipal(ctx, p, props, prev)
 }
 
 // lookupUser finds a database and one of its users' props, by names or
 // RIDs. The caller holds catMu.
-func (e *Engine) lookupUser(dbName, user string) (*Database, map[string]any, error) {
+func (e *Engine) lookupUser(ctx context.Context, dbName, user string) (*Database, map[string]any, error) {
 	db, err := e.lookupDatabase(dbName)
 	if err != nil {
 		return nil, nil, err
 	}
-	props, _, rerr := usersOf(db).read(e.store, user)
+	props, _, rerr := usersOf(db).read(ctx, e.store, user)
 	if rerr != nil {
 		return nil, nil, rerr
 	}
@@ -215,34 +220,36 @@ func decodeUser(body []byte) (map[string]any, error) {
 }
 
 // CreateUser creates a user in a database.
-func (e *Engine) CreateUser(db string, body []byte) (*Resource, error) {
-	res, _, err := e.putUser(db, body, false)
+func (e *Engine) CreateUser(ctx context.Context, db string, body []byte) (*Resource, error) {
+	res, _, err := e.putUser(ctx, db, body, false)
 	return res, err
 }
 
 // UpsertUser creates a user or replaces the one with the same id; created
 // tells which.
-func (e *Engine) UpsertUser(db string, body []byte) (res *Resource, created bool, err error) {
-	return e.putUser(db, body, true)
+func (e *Engine) UpsertUser(ctx context.Context, db string, body []byte) (res *Resource, created bool, err error) {
+	return e.putUser(ctx, db, body, true)
 }
 
-func (e *Engine) putUser(dbName string, body []byte, upsert bool) (*Resource, bool, error) {
+func (e *Engine) putUser(ctx context.Context, dbName string, body []byte, upsert bool) (*Resource, bool, error) {
 	props, err := decodeUser(body)
 	if err != nil {
 		return nil, false, err
 	}
-	e.catMu.Lock()
+	if err := e.catMu.Lock(ctx); err != nil {
+		return nil, false, err
+	}
 	defer e.catMu.Unlock()
 	db, lerr := e.lookupDatabase(dbName)
 	if lerr != nil {
 		return nil, false, lerr
 	}
-	return e.putPrincipal(usersOf(db), props, upsert)
+	return e.putPrincipal(ctx, usersOf(db), props, upsert)
 }
 
 // ReadUser returns a user by id or RID.
-func (e *Engine) ReadUser(db, id string) (*Resource, error) {
-	if err := e.catMu.RLockCurrent(); err != nil {
+func (e *Engine) ReadUser(ctx context.Context, db, id string) (*Resource, error) {
+	if err := e.catMu.RLockCurrent(ctx); err != nil {
 		return nil, err
 	}
 	defer e.catMu.RUnlock()
@@ -250,7 +257,7 @@ func (e *Engine) ReadUser(db, id string) (*Resource, error) {
 	if err != nil {
 		return nil, err
 	}
-	props, raw, rerr := usersOf(d).read(e.store, id)
+	props, raw, rerr := usersOf(d).read(ctx, e.store, id)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -258,8 +265,8 @@ func (e *Engine) ReadUser(db, id string) (*Resource, error) {
 }
 
 // ListUsers returns a database's users, ordered by id.
-func (e *Engine) ListUsers(db string) ([]*Resource, error) {
-	if err := e.catMu.RLockCurrent(); err != nil {
+func (e *Engine) ListUsers(ctx context.Context, db string) ([]*Resource, error) {
+	if err := e.catMu.RLockCurrent(ctx); err != nil {
 		return nil, err
 	}
 	defer e.catMu.RUnlock()
@@ -267,57 +274,64 @@ func (e *Engine) ListUsers(db string) ([]*Resource, error) {
 	if err != nil {
 		return nil, err
 	}
-	list, _, lerr := usersOf(d).list(e.store)
+	list, _, lerr := usersOf(d).list(ctx, e.store)
 	return list, lerr
 }
 
 // ReplaceUser replaces a user's properties (its id cannot change).
-func (e *Engine) ReplaceUser(db, id string, body []byte, ifMatch string) (*Resource, error) {
+func (e *Engine) ReplaceUser(ctx context.Context, db, id string, body []byte, ifMatch string) (*Resource, error) {
 	props, err := decodeUser(body)
 	if err != nil {
 		return nil, err
 	}
-	e.catMu.Lock()
+	if err := e.catMu.Lock(ctx); err != nil {
+		return nil, err
+	}
 	defer e.catMu.Unlock()
 	d, lerr := e.lookupDatabase(db)
 	if lerr != nil {
 		return nil, lerr
 	}
-	return e.replacePrincipal(usersOf(d), id, props, ifMatch)
+	return e.replacePrincipal(ctx, usersOf(d), id, props, ifMatch)
 }
 
 // DeleteUser deletes a user and its permissions, which revokes every
 // resource token they issued.
-func (e *Engine) DeleteUser(db, id, ifMatch string) error {
-	e.catMu.Lock()
+func (e *Engine) DeleteUser(ctx context.Context, db, id, ifMatch string) error {
+	if err := e.catMu.Lock(ctx); err != nil {
+		return err
+	}
 	defer e.catMu.Unlock()
-	d, user, err := e.lookupUser(db, id)
+	d, user, err := e.lookupUser(ctx, db, id)
 	if err != nil {
 		return err
 	}
 	if ifMatch != "" && ifMatch != "*" && ifMatch != user["_etag"] {
 		return PreconditionFailed(msgPrecondition)
 	}
-	b := e.catalogBatch()
+	b, err := e.catalogBatch()
+	if err != nil {
+		return err
+	}
 	defer b.Close()
 	if err := b.Delete(append(userPrefix(d.rid), user["id"].(string)...)); err != nil {
 		return err
 	}
 	perms := permissionsOf(d, user)
-	if err := deleteRange(e.store, b, perms.prefix, nil); err != nil {
+	if err := deleteRange(ctx, e.store, b, perms.prefix, nil); err != nil {
 		return err
 	}
-	if err := deleteRange(e.store, b, []byte{prefixPrincipalRID}, perms.rid); err != nil {
+	if err := deleteRange(ctx, e.store, b, []byte{prefixPrincipalRID}, perms.rid); err != nil {
 		return err
 	}
-	return b.Commit()
+	return b.Commit(ctx)
 }
 
 // deleteDatabasePrincipals records the deletion of a database's users and
 // permissions into b.
-func (e *Engine) deleteDatabasePrincipals(b storage.Batch, db *Database) error {
+func (e *Engine) deleteDatabasePrincipals(ctx context.Context, b storage.Batch, db *Database) error {
 	for _, prefix := range []byte{prefixUser, prefixPermission, prefixPrincipalRID} {
-		if err := deleteRange(e.store, b, []byte{prefix}, db.rid); err != nil {
+		if err := deleteRange(ctx, e.store, b, []byte{prefix}, db.rid); err != nil {
 			return err
 		}
 	}
@@ -418,32 +432,34 @@ func permissionOf(props map[string]any, raw []byte) (*Permission, error) {
 }
 
 // CreatePermission creates a permission of a user.
-func (e *Engine) CreatePermission(db, user string, body []byte) (*Permission, error) {
-	p, _, err := e.putPermission(db, user, body, false)
+func (e *Engine) CreatePermission(ctx context.Context, db, user string, body []byte) (*Permission, error) {
+	p, _, err := e.putPermission(ctx, db, user, body, false)
 	return p, err
 }
 
 // UpsertPermission creates a permission or replaces the one with the same
 // id; created tells which.
-func (e *Engine) UpsertPermission(db, user string, body []byte) (p *Permission, created bool, err error) {
-	return e.putPermission(db, user, body, true)
+func (e *Engine) UpsertPermission(ctx context.Context, db, user string, body []byte) (p *Permission, created bool, err error) {
+	return e.putPermission(ctx, db, user, body, true)
 }
 
-func (e *Engine) putPermission(db, user string, body []byte, upsert bool) (*Permission, bool, error) {
+func (e *Engine) putPermission(ctx context.Context, db, user string, body []byte, upsert bool) (*Permission, bool, error) {
 	props, err := decodePermission(body)
 	if err != nil {
 		return nil, false, err
 	}
-	e.catMu.Lock()
+	if err := e.catMu.Lock(ctx); err != nil {
+		return nil, false, err
+	}
 	defer e.catMu.Unlock()
-	d, u, lerr := e.lookupUser(db, user)
+	d, u, lerr := e.lookupUser(ctx, db, user)
 	if lerr != nil {
 		return nil, false, lerr
 	}
-	if err := e.checkOnePermissionPerResource(permissionsOf(d, u), props); err != nil {
+	if err := e.checkOnePermissionPerResource(ctx, permissionsOf(d, u), props); err != nil {
 		return nil, false, err
 	}
-	res, created, perr := e.putPrincipal(permissionsOf(d, u), props, upsert)
+	res, created, perr := e.putPrincipal(ctx, permissionsOf(d, u), props, upsert)
 	if perr != nil {
 		return nil, false, perr
 	}
@@ -454,8 +470,8 @@ func (e *Engine) putPermission(db, user string, body []byte, upsert bool) (*Perm
 // checkOnePermissionPerResource refuses a second permission of a user on
 // the same resource: a user holds at most one per resource. The caller
 // holds catMu.
-func (e *Engine) checkOnePermissionPerResource(perms principalParent, props map[string]any) error {
-	_, list, err := perms.list(e.store)
+func (e *Engine) checkOnePermissionPerResource(ctx context.Context, perms principalParent, props map[string]any) error {
+	_, list, err := perms.list(ctx, e.store)
 	if err != nil {
 		return err
 	}
@@ -470,16 +486,16 @@ func (e *Engine) checkOnePermissionPerResource(perms principalParent, props map[
 }
 
 // ReadPermission returns a user's permission by id or RID.
-func (e *Engine) ReadPermission(db, user, id string) (*Permission, error) {
-	if err := e.catMu.RLockCurrent(); err != nil {
+func (e *Engine) ReadPermission(ctx context.Context, db, user, id string) (*Permission, error) {
+	if err := e.catMu.RLockCurrent(ctx); err != nil {
 		return nil, err
 	}
 	defer e.catMu.RUnlock()
-	d, u, err := e.lookupUser(db, user)
+	d, u, err := e.lookupUser(ctx, db, user)
 	if err != nil {
 		return nil, err
 	}
-	props, raw, rerr := permissionsOf(d, u).read(e.store, id)
+	props, raw, rerr := permissionsOf(d, u).read(ctx, e.store, id)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -487,16 +503,16 @@ func (e *Engine) ReadPermission(db, user, id string) (*Permission, error) {
 }
 
 // ListPermissions returns a user's permissions, ordered by id.
-func (e *Engine) ListPermissions(db, user string) ([]*Permission, error) {
-	if err := e.catMu.RLockCurrent(); err != nil {
+func (e *Engine) ListPermissions(ctx context.Context, db, user string) ([]*Permission, error) {
+	if err := e.catMu.RLockCurrent(ctx); err != nil {
 		return nil, err
 	}
 	defer e.catMu.RUnlock()
-	d, u, err := e.lookupUser(db, user)
+	d, u, err := e.lookupUser(ctx, db, user)
 	if err != nil {
 		return nil, err
 	}
-	list, props, lerr := permissionsOf(d, u).list(e.store)
+	list, props, lerr := permissionsOf(d, u).list(ctx, e.store)
 	if lerr != nil {
 		return nil, lerr
 	}
@@ -510,18 +526,20 @@ func (e *Engine) ListPermissions(db, user string) ([]*Permission, error) {
 }
 
 // ReplacePermission replaces a permission's mode, resource and partition key.
-func (e *Engine) ReplacePermission(db, user, id string, body []byte, ifMatch string) (*Permission, error) {
+func (e *Engine) ReplacePermission(ctx context.Context, db, user, id string, body []byte, ifMatch string) (*Permission, error) {
 	props, err := decodePermission(body)
 	if err != nil {
 		return nil, err
 	}
-	e.catMu.Lock()
+	if err := e.catMu.Lock(ctx); err != nil {
+		return nil, err
+	}
 	defer e.catMu.Unlock()
-	d, u, lerr := e.lookupUser(db, user)
+	d, u, lerr := e.lookupUser(ctx, db, user)
 	if lerr != nil {
 		return nil, lerr
 	}
-	res, rerr := e.replacePrincipal(permissionsOf(d, u), id, props, ifMatch)
+	res, rerr := e.replacePrincipal(ctx, permissionsOf(d, u), id, props, ifMatch)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -529,22 +547,27 @@ func (e *Engine) ReplacePermission(db, user, id string, body []byte, ifMatch str
 }
 
 // DeletePermission deletes a permission, which revokes its resource tokens.
-func (e *Engine) DeletePermission(db, user, id, ifMatch string) error {
-	e.catMu.Lock()
+func (e *Engine) DeletePermission(ctx context.Context, db, user, id, ifMatch string) error {
+	if err := e.catMu.Lock(ctx); err != nil {
+		return err
+	}
 	defer e.catMu.Unlock()
-	d, u, err := e.lookupUser(db, user)
+	d, u, err := e.lookupUser(ctx, db, user)
 	if err != nil {
 		return err
 	}
 	perms := permissionsOf(d, u)
-	prev, _, rerr := perms.read(e.store, id)
+	prev, _, rerr := perms.read(ctx, e.store, id)
 	if rerr != nil {
 		return rerr
 	}
 	if ifMatch != "" && ifMatch != "*" && ifMatch != prev["_etag"] {
 		return PreconditionFailed(msgPrecondition)
 	}
-	b := e.catalogBatch()
+	b, err := e.catalogBatch()
+	if err != nil {
+		return err
+	}
 	defer b.Close()
 	if err := b.Delete(perms.key(prev["id"].(string))); err != nil {
 		return err
@@ -553,17 +576,17 @@ func (e *Engine) DeletePermission(db, user, id, ifMatch string) error {
 	if err := b.Delete(principalRIDKey(rid)); err != nil {
 		return err
 	}
-	return b.Commit()
+	return b.Commit(ctx)
 }
 
 // PermissionByRID finds a permission by its RID, which names its database
 // and user; NotFound when any of them is gone.
-func (e *Engine) PermissionByRID(rid string) (*Permission, error) {
+func (e *Engine) PermissionByRID(ctx context.Context, rid string) (*Permission, error) {
 	b, ok := decodeRID(rid, 16)
 	if !ok {
 		return nil, NotFound("'%s' is not the RID of a permission.", rid)
 	}
-	if err := e.catMu.RLockCurrent(); err != nil {
+	if err := e.catMu.RLockCurrent(ctx); err != nil {
 		return nil, err
 	}
 	defer e.catMu.RUnlock()
@@ -571,31 +594,31 @@ func (e *Engine) PermissionByRID(rid string) (*Permission, error) {
 	if err != nil {
 		return nil, err
 	}
-	props, raw, rerr := e.lookupUserPermission(d, encodeRID(b[:8]), rid)
+	props, raw, rerr := e.lookupUserPermission(ctx, d, encodeRID(b[:8]), rid)
 	if rerr != nil {
 		return nil, rerr
 	}
 	return permissionOf(props, raw)
 }
 
-func (e *Engine) lookupUserPermission(d *Database, userRID, rid string) (map[string]any, []byte, error) {
-	u, _, err := usersOf(d).read(e.store, userRID)
+func (e *Engine) lookupUserPermission(ctx context.Context, d *Database, userRID, rid string) (map[string]any, []byte, error) {
+	u, _, err := usersOf(d).read(ctx, e.store, userRID)
 	if err != nil {
 		return nil, nil, err
 	}
-	return permissionsOf(d, u).read(e.store, rid)
+	return permissionsOf(d, u).read(ctx, e.store, rid)
 }
 
 // ResolveLink maps the database and container names of a resource path
 // (segments as in dbs/{db}/colls/{coll}/…) to their RIDs where they exist,
 // so that name-based and RID-based links of one resource compare equal.
 // Other segments are returned as they are.
-func (e *Engine) ResolveLink(segs []string) []string {
+func (e *Engine) ResolveLink(ctx context.Context, segs []string) []string {
 	out := append([]string(nil), segs...)
 	if len(out) < 2 || out[0] != "dbs" {
 		return out
 	}
-	e.catMu.RLock()
+	e.catMu.RLock(ctx)
 	defer e.catMu.RUnlock()
 	db, err := e.lookupDatabase(out[1])
 	if err != nil {

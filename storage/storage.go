@@ -1,6 +1,9 @@
 package storage
 
-import "errors"
+import (
+	"context"
+	"errors"
+)
 
 // ErrNotFound is returned by Get when the key does not exist.
 var ErrNotFound = errors.New("storage: key not found")
@@ -16,14 +19,22 @@ var ErrClosed = errors.New("storage: closed")
 // is back, and the process goes on).
 var ErrUnavailable = errors.New("storage: unavailable")
 
+// Every call that may do I/O takes a context. A ctx that is done before the
+// call starts makes it fail with an error wrapping ctx.Err() and do nothing;
+// one that is done while it runs makes a backend that waits on another
+// process (PostgreSQL) give up the wait and return such an error promptly.
+// What a cancel means for a commit is told at Batch.Commit.
+
 // Reader reads keys, in byte order.
 type Reader interface {
 	// Get returns a copy of the value stored under key, or ErrNotFound.
-	Get(key []byte) ([]byte, error)
+	Get(ctx context.Context, key []byte) ([]byte, error)
 	// NewIterator iterates over the keys k with lower <= k < upper (a nil
 	// bound is unbounded), ascending, or descending when reverse is true.
-	// The caller must Close it.
-	NewIterator(lower, upper []byte, reverse bool) (Iterator, error)
+	// The caller must Close it. ctx bounds the iterator's reads, its later
+	// pages included: once ctx is done, Next returns false and Err an error
+	// wrapping ctx.Err() where the backend has more to fetch.
+	NewIterator(ctx context.Context, lower, upper []byte, reverse bool) (Iterator, error)
 }
 
 // Iterator walks a key range. Key and Value are valid only until the next call
@@ -54,8 +65,9 @@ type Store interface {
 	// on top of the store's latest committed state.
 	NewBatch() Batch
 	// NewSnapshot returns a consistent, read-only view of the store as it is
-	// now. The caller must Close it.
-	NewSnapshot() Snapshot
+	// now, or the error that kept it from taking one (the store is closed,
+	// unreachable, ctx is done). The caller must Close it.
+	NewSnapshot(ctx context.Context) (Snapshot, error)
 	// Close flushes and closes the store. Batches and iterators must be closed
 	// first.
 	Close() error
@@ -75,14 +87,26 @@ type Batch interface {
 	// durable (fsynced) unless the store was opened without sync. Concurrent
 	// commits are grouped into one sync where the backend can. After Commit
 	// (or Close) every method but Close returns ErrClosed.
-	Commit() error
+	//
+	// A ctx done before Commit starts makes it write nothing and return an
+	// error wrapping ctx.Err(). Once the commit is under way a cancel is not
+	// a rollback: a backend in-process finishes it and its sync (others may
+	// already build on it); a backend on a database server stops waiting for
+	// the answer, and then the outcome is unknown, as when the connection is
+	// lost after COMMIT was sent: the error wraps ctx.Err() and the batch may
+	// or may not have committed.
+	Commit(ctx context.Context) error
 	// CommitPipelined applies the batch atomically so that every later read
 	// and batch sees it, and returns without waiting for durability; the
 	// returned wait blocks until the batch is as durable as Commit would have
 	// made it. Batches become durable in the order they were applied, so a
 	// batch built on another's effects can never outlive it in a crash. The
 	// batch must not be closed before wait returns.
-	CommitPipelined() (wait func() error, err error)
+	//
+	// ctx is Commit's: done before the batch is applied, nothing is written.
+	// The wait does not take it: once the batch is applied, others may build
+	// on it, and its durability must be waited for whatever the caller does.
+	CommitPipelined(ctx context.Context) (wait func() error, err error)
 	// Close releases the batch; an uncommitted batch is discarded.
 	Close() error
 }
@@ -97,8 +121,8 @@ type Snapshot interface {
 // CommitDurable is CommitPipelined for a batch whose Commit is durable when it
 // returns (or that has nothing to wait for): it commits, and the wait it
 // returns has nothing left to do.
-func CommitDurable(commit func() error) (wait func() error, err error) {
-	if err := commit(); err != nil {
+func CommitDurable(ctx context.Context, commit func(context.Context) error) (wait func() error, err error) {
+	if err := commit(ctx); err != nil {
 		return nil, err
 	}
 	return func() error { return nil }, nil

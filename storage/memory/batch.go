@@ -2,6 +2,7 @@ package memory
 
 import (
 	"bytes"
+	"context"
 
 	"github.com/google/btree"
 
@@ -43,7 +44,10 @@ func (b *batch) Count() int { return b.count }
 
 // Get returns a copy of the value under key as the batch sees it: its own
 // pending write if it has one, else the store's latest committed value.
-func (b *batch) Get(key []byte) ([]byte, error) {
+func (b *batch) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
 	if b.pending == nil {
 		return nil, storage.ErrClosed
 	}
@@ -53,12 +57,15 @@ func (b *batch) Get(key []byte) ([]byte, error) {
 		}
 		return bytes.Clone(e.value), nil
 	}
-	return b.store.Get(key)
+	return b.store.Get(ctx, key)
 }
 
 // NewIterator iterates over the batch's view of [lower, upper): the store's
 // committed keys as of now, under the batch's writes made so far.
-func (b *batch) NewIterator(lower, upper []byte, reverse bool) (storage.Iterator, error) {
+func (b *batch) NewIterator(ctx context.Context, lower, upper []byte, reverse bool) (storage.Iterator, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
 	if b.pending == nil {
 		return nil, storage.ErrClosed
 	}
@@ -70,9 +77,12 @@ func (b *batch) NewIterator(lower, upper []byte, reverse bool) (storage.Iterator
 }
 
 // Commit applies every pending write to the store at once.
-func (b *batch) Commit() error {
+func (b *batch) Commit(ctx context.Context) error {
 	if b.pending == nil {
 		return storage.ErrClosed
+	}
+	if err := ctxErr(ctx); err != nil {
+		return err
 	}
 	if err := b.store.apply(b.pending); err != nil {
 		return err
@@ -82,8 +92,8 @@ func (b *batch) Commit() error {
 }
 
 // CommitPipelined is Commit: memory has nothing to wait for.
-func (b *batch) CommitPipelined() (func() error, error) {
-	return storage.CommitDurable(b.Commit)
+func (b *batch) CommitPipelined(ctx context.Context) (func() error, error) {
+	return storage.CommitDurable(ctx, b.Commit)
 }
 
 // Close discards the batch; its uncommitted writes are dropped.

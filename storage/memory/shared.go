@@ -57,19 +57,19 @@ func (st *sharedState) open() *SharedStore {
 func (s *SharedStore) Open() *SharedStore { return s.st.open() }
 
 // Get returns a copy of the value stored under key.
-func (s *SharedStore) Get(key []byte) ([]byte, error) {
+func (s *SharedStore) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if s.closed.Load() {
 		return nil, storage.ErrClosed
 	}
-	return s.st.store.Get(key)
+	return s.st.store.Get(ctx, key)
 }
 
 // NewIterator iterates over a point-in-time view of [lower, upper).
-func (s *SharedStore) NewIterator(lower, upper []byte, reverse bool) (storage.Iterator, error) {
+func (s *SharedStore) NewIterator(ctx context.Context, lower, upper []byte, reverse bool) (storage.Iterator, error) {
 	if s.closed.Load() {
 		return nil, storage.ErrClosed
 	}
-	return s.st.store.NewIterator(lower, upper, reverse)
+	return s.st.store.NewIterator(ctx, lower, upper, reverse)
 }
 
 // NewBatch starts a batch; on a closed handle every method of it returns
@@ -83,11 +83,11 @@ func (s *SharedStore) NewBatch() storage.Batch {
 }
 
 // NewSnapshot returns a consistent view of the store as it is now.
-func (s *SharedStore) NewSnapshot() storage.Snapshot {
+func (s *SharedStore) NewSnapshot(ctx context.Context) (storage.Snapshot, error) {
 	if s.closed.Load() {
-		return &snapshot{err: storage.ErrClosed}
+		return nil, storage.ErrClosed
 	}
-	return s.st.store.NewSnapshot()
+	return s.st.store.NewSnapshot(ctx)
 }
 
 // Close closes the handle, giving up its duties; the last one closes the
@@ -265,19 +265,19 @@ func (b *sharedBatch) end() {
 }
 
 // Commit applies the writes, then releases the locks.
-func (b *sharedBatch) Commit() error {
+func (b *sharedBatch) Commit(ctx context.Context) error {
 	if b.pending == nil {
 		return storage.ErrClosed
 	}
-	err := b.batch.Commit()
+	err := b.batch.Commit(ctx)
 	b.end()
 	b.pending = nil
 	return err
 }
 
 // CommitPipelined is Commit.
-func (b *sharedBatch) CommitPipelined() (func() error, error) {
-	return storage.CommitDurable(b.Commit)
+func (b *sharedBatch) CommitPipelined(ctx context.Context) (func() error, error) {
+	return storage.CommitDurable(ctx, b.Commit)
 }
 
 // Close discards an uncommitted batch and releases its locks.

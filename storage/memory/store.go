@@ -2,6 +2,8 @@ package memory
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"sync"
 
 	"github.com/google/btree"
@@ -42,13 +44,25 @@ func New() *Store {
 }
 
 // Get returns a copy of the value stored under key, or storage.ErrNotFound.
-func (s *Store) Get(key []byte) ([]byte, error) {
+func (s *Store) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return nil, storage.ErrClosed
 	}
 	return getCopy(s.tree, key)
+}
+
+// ctxErr is the error of a call made with a done ctx: the memory store's
+// calls do not wait, so ctx is looked at once, when they start.
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	return nil
 }
 
 func getCopy(tree *btree.BTreeG[entry], key []byte) ([]byte, error) {
@@ -80,7 +94,10 @@ func (s *Store) clone() (*btree.BTreeG[entry], error) {
 
 // NewIterator iterates over a point-in-time view of the committed keys in
 // [lower, upper).
-func (s *Store) NewIterator(lower, upper []byte, reverse bool) (storage.Iterator, error) {
+func (s *Store) NewIterator(ctx context.Context, lower, upper []byte, reverse bool) (storage.Iterator, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
 	tree, err := s.clone()
 	if err != nil {
 		return nil, err
@@ -93,11 +110,16 @@ func (s *Store) NewBatch() storage.Batch {
 	return &batch{store: s, pending: newTree()}
 }
 
-// NewSnapshot returns a consistent view of the store as it is now. On a
-// closed store, the snapshot's reads fail with storage.ErrClosed.
-func (s *Store) NewSnapshot() storage.Snapshot {
+// NewSnapshot returns a consistent view of the store as it is now.
+func (s *Store) NewSnapshot(ctx context.Context) (storage.Snapshot, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
 	tree, err := s.clone()
-	return &snapshot{tree: tree, err: err}
+	if err != nil {
+		return nil, err
+	}
+	return &snapshot{tree: tree}, nil
 }
 
 // Close drops the store's contents. Later operations fail with
@@ -136,7 +158,7 @@ func (s *Store) apply(pending *btree.BTreeG[entry]) error {
 type snapshot struct {
 	mu   sync.Mutex
 	tree *btree.BTreeG[entry]
-	err  error // storage.ErrClosed once closed, or when the store was
+	err  error // storage.ErrClosed once closed
 }
 
 func (s *snapshot) view() (*btree.BTreeG[entry], error) {
@@ -146,7 +168,10 @@ func (s *snapshot) view() (*btree.BTreeG[entry], error) {
 }
 
 // Get returns a copy of the value under key as of the snapshot.
-func (s *snapshot) Get(key []byte) ([]byte, error) {
+func (s *snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
 	tree, err := s.view()
 	if err != nil {
 		return nil, err
@@ -155,7 +180,10 @@ func (s *snapshot) Get(key []byte) ([]byte, error) {
 }
 
 // NewIterator iterates over the snapshot's keys in [lower, upper).
-func (s *snapshot) NewIterator(lower, upper []byte, reverse bool) (storage.Iterator, error) {
+func (s *snapshot) NewIterator(ctx context.Context, lower, upper []byte, reverse bool) (storage.Iterator, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
 	tree, err := s.view()
 	if err != nil {
 		return nil, err

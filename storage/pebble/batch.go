@@ -1,6 +1,7 @@
 package pebble
 
 import (
+	"context"
 	"fmt"
 
 	pebbledb "github.com/cockroachdb/pebble/v2"
@@ -57,8 +58,8 @@ func (b *batch) Count() int {
 }
 
 // Get returns a copy of the value under key as the batch sees it.
-func (b *batch) Get(key []byte) ([]byte, error) {
-	if err := b.usable(); err != nil {
+func (b *batch) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if err := usable(ctx, b.usable); err != nil {
 		return nil, err
 	}
 	if err := b.store.acquire(); err != nil {
@@ -70,8 +71,8 @@ func (b *batch) Get(key []byte) ([]byte, error) {
 
 // NewIterator iterates over the batch's view of [lower, upper): the store's
 // committed keys under the batch's writes made so far.
-func (b *batch) NewIterator(lower, upper []byte, reverse bool) (storage.Iterator, error) {
-	if err := b.usable(); err != nil {
+func (b *batch) NewIterator(ctx context.Context, lower, upper []byte, reverse bool) (storage.Iterator, error) {
+	if err := usable(ctx, b.usable); err != nil {
 		return nil, err
 	}
 	if err := b.store.acquire(); err != nil {
@@ -82,9 +83,10 @@ func (b *batch) NewIterator(lower, upper []byte, reverse bool) (storage.Iterator
 }
 
 // Commit applies the batch atomically and, unless the store was opened with
-// NoSync, returns only once it is fsynced.
-func (b *batch) Commit() error {
-	if err := b.usable(); err != nil {
+// NoSync, returns only once it is fsynced. ctx is looked at when it starts:
+// once under way, the commit and its sync are finished whatever ctx does.
+func (b *batch) Commit(ctx context.Context) error {
+	if err := usable(ctx, b.usable); err != nil {
 		return err
 	}
 	if err := b.store.acquire(); err != nil {
@@ -105,12 +107,12 @@ func (b *batch) Commit() error {
 
 // CommitPipelined applies the batch to the memtable, visible at once, and
 // returns a wait for its fsync (pebble's ApplyNoSyncWait and SyncWait).
-func (b *batch) CommitPipelined() (func() error, error) {
-	if err := b.usable(); err != nil {
+func (b *batch) CommitPipelined(ctx context.Context) (func() error, error) {
+	if err := usable(ctx, b.usable); err != nil {
 		return nil, err
 	}
 	if !b.store.write.Sync {
-		if err := b.Commit(); err != nil {
+		if err := b.Commit(ctx); err != nil {
 			return nil, err
 		}
 		return func() error { return nil }, nil
@@ -140,6 +142,16 @@ func (b *batch) CommitPipelined() (func() error, error) {
 		}
 		return nil
 	}, nil
+}
+
+// usable is ctx's error when it is done, else check's (which may be the
+// store's acquire: it holds the store only when it returns nil). Pebble does
+// not wait on another process, so ctx is looked at once, when a call starts.
+func usable(ctx context.Context, check func() error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("storage/pebble: %w", err)
+	}
+	return check()
 }
 
 // Close releases the batch; an uncommitted batch is discarded.

@@ -2,6 +2,7 @@ package pebble
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -288,8 +289,8 @@ func getCopy(g getter, key []byte) ([]byte, error) {
 }
 
 // Get returns a copy of the value stored under key, or storage.ErrNotFound.
-func (s *Store) Get(key []byte) ([]byte, error) {
-	if err := s.acquire(); err != nil {
+func (s *Store) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if err := usable(ctx, s.acquire); err != nil {
 		return nil, err
 	}
 	defer s.release()
@@ -303,8 +304,8 @@ type iterable interface {
 
 // NewIterator iterates over a consistent view of the committed keys in
 // [lower, upper).
-func (s *Store) NewIterator(lower, upper []byte, reverse bool) (storage.Iterator, error) {
-	if err := s.acquire(); err != nil {
+func (s *Store) NewIterator(ctx context.Context, lower, upper []byte, reverse bool) (storage.Iterator, error) {
+	if err := usable(ctx, s.acquire); err != nil {
 		return nil, err
 	}
 	defer s.release()
@@ -322,12 +323,12 @@ func (s *Store) NewBatch() storage.Batch {
 }
 
 // NewSnapshot returns a consistent view of the store as it is now.
-func (s *Store) NewSnapshot() storage.Snapshot {
-	if err := s.acquire(); err != nil {
-		return &snapshot{store: s}
+func (s *Store) NewSnapshot(ctx context.Context) (storage.Snapshot, error) {
+	if err := usable(ctx, s.acquire); err != nil {
+		return nil, err
 	}
 	defer s.release()
-	return &snapshot{store: s, snap: s.db.NewSnapshot()}
+	return &snapshot{store: s, snap: s.db.NewSnapshot()}, nil
 }
 
 // Close flushes and closes the database. Batches, snapshots and iterators
@@ -353,7 +354,7 @@ func (s *Store) Close() error {
 }
 
 // snapshot is a storage.Snapshot on a Pebble snapshot; snap is nil once
-// closed, or when the store was closed before it was taken.
+// closed.
 type snapshot struct {
 	store *Store
 	mu    sync.RWMutex
@@ -361,8 +362,8 @@ type snapshot struct {
 }
 
 // Get returns a copy of the value under key as of the snapshot.
-func (s *snapshot) Get(key []byte) ([]byte, error) {
-	if err := s.store.acquire(); err != nil {
+func (s *snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if err := usable(ctx, s.store.acquire); err != nil {
 		return nil, err
 	}
 	defer s.store.release()
@@ -375,8 +376,8 @@ func (s *snapshot) Get(key []byte) ([]byte, error) {
 }
 
 // NewIterator iterates over the snapshot's keys in [lower, upper).
-func (s *snapshot) NewIterator(lower, upper []byte, reverse bool) (storage.Iterator, error) {
-	if err := s.store.acquire(); err != nil {
+func (s *snapshot) NewIterator(ctx context.Context, lower, upper []byte, reverse bool) (storage.Iterator, error) {
+	if err := usable(ctx, s.store.acquire); err != nil {
 		return nil, err
 	}
 	defer s.store.release()

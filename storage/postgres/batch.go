@@ -3,6 +3,7 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"fmt"
 
 	"github.com/google/btree"
 	"github.com/jackc/pgx/v5"
@@ -108,30 +109,34 @@ func (b *batch) Delete(key []byte) error     { return b.del(key) }
 func (b *batch) Count() int                  { return b.count }
 
 // Get returns the batch's own write of key, else the store's latest value.
-func (b *batch) Get(key []byte) ([]byte, error) {
+func (b *batch) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if b.pending == nil {
 		return nil, storage.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	if v, ok, err := b.lookup(key); ok {
 		return v, err
 	}
-	return b.store.Get(key)
+	return b.store.Get(ctx, key)
 }
 
 // NewIterator iterates over the store's keys under the batch's writes.
-func (b *batch) NewIterator(lower, upper []byte, reverse bool) (storage.Iterator, error) {
+func (b *batch) NewIterator(ctx context.Context, lower, upper []byte, reverse bool) (storage.Iterator, error) {
 	if b.pending == nil {
 		return nil, storage.ErrClosed
 	}
-	base, err := b.store.NewIterator(lower, upper, reverse)
+	base, err := b.store.NewIterator(ctx, lower, upper, reverse)
 	if err != nil {
 		return nil, err
 	}
 	return &mergeIterator{reverse: reverse, base: base, pending: b.inRange(lower, upper, reverse)}, nil
 }
 
-// Commit sends every write in one transaction, in one round trip.
-func (b *batch) Commit() error {
+// Commit sends every write in one transaction, in one round trip. A cancel
+// of ctx after it was sent leaves the outcome unknown (see timed).
+func (b *batch) Commit(ctx context.Context) error {
 	if b.pending == nil {
 		return storage.ErrClosed
 	}
@@ -143,7 +148,7 @@ func (b *batch) Commit() error {
 		q.Queue("BEGIN")
 		b.queueWrites(&q)
 		q.Queue("COMMIT")
-		if err := b.store.timed(context.Background(), func(ctx context.Context) error {
+		if err := b.store.timed(ctx, func(ctx context.Context) error {
 			return b.store.pool.SendBatch(ctx, &q).Close()
 		}); err != nil {
 			return b.store.wrap(err)
@@ -155,8 +160,8 @@ func (b *batch) Commit() error {
 
 // CommitPipelined is Commit: the server has made the batch durable when it
 // answers.
-func (b *batch) CommitPipelined() (func() error, error) {
-	return storage.CommitDurable(b.Commit)
+func (b *batch) CommitPipelined(ctx context.Context) (func() error, error) {
+	return storage.CommitDurable(ctx, b.Commit)
 }
 
 // Close discards an uncommitted batch.

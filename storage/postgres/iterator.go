@@ -14,13 +14,14 @@ import (
 
 // pageIterator walks a key range a page of rows at a time.
 type pageIterator struct {
+	ctx          context.Context // bounds every page's read
 	store        *Store
 	lower, upper []byte
 	reverse      bool
 	snap         *snapshot // reads the pages after the first; nil until needed
 	// read, when set, reads every page instead (a shared batch's own
 	// connection).
-	read    func(sql string, args []any) ([]entry, error)
+	read    func(ctx context.Context, sql string, args []any) ([]entry, error)
 	ownSnap bool // snap was opened by the iterator, which closes it
 	page    []entry
 	pos     int
@@ -104,11 +105,11 @@ func (it *pageIterator) fetch(q querier) error {
 	var err error
 	switch {
 	case it.read != nil:
-		page, err = it.read(sql, args)
+		page, err = it.read(it.ctx, sql, args)
 	case it.snap != nil:
-		page, err = it.snap.readPage(sql, args)
+		page, err = it.snap.readPage(it.ctx, sql, args)
 	default:
-		page, err = it.store.readPage(it.store.closeCtx, q, sql, args)
+		page, err = it.store.readPage(it.ctx, q, sql, args)
 	}
 	if err != nil {
 		return err
@@ -133,7 +134,7 @@ func (it *pageIterator) Next() bool {
 			return false
 		}
 		if it.snap == nil && it.read == nil {
-			snap, err := it.store.newSnapshot(it.store.closeCtx)
+			snap, err := it.store.newSnapshot(it.ctx)
 			if err != nil {
 				it.err = it.store.wrap(err)
 				return false
@@ -255,24 +256,24 @@ type snapshot struct {
 }
 
 // readPage reads one page of an iterator in the snapshot.
-func (s *snapshot) readPage(sql string, args []any) ([]entry, error) {
+func (s *snapshot) readPage(ctx context.Context, sql string, args []any) ([]entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
 		return nil, s.err
 	}
-	return s.store.readPage(s.store.closeCtx, s.conn, sql, args)
+	return s.store.readPage(ctx, s.conn, sql, args)
 }
 
 // Get returns the value under key as of the snapshot.
-func (s *snapshot) Get(key []byte) ([]byte, error) {
+func (s *snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
 		return nil, s.err
 	}
 	var v []byte
-	err := s.store.timed(s.store.closeCtx, func(ctx context.Context) (err error) {
+	err := s.store.timed(ctx, func(ctx context.Context) (err error) {
 		v, err = getFrom(ctx, s.conn, key)
 		return err
 	})
@@ -280,8 +281,8 @@ func (s *snapshot) Get(key []byte) ([]byte, error) {
 }
 
 // NewIterator iterates over the snapshot's keys in [lower, upper).
-func (s *snapshot) NewIterator(lower, upper []byte, reverse bool) (storage.Iterator, error) {
-	it := &pageIterator{store: s.store, lower: lower, upper: upper, reverse: reverse, snap: s}
+func (s *snapshot) NewIterator(ctx context.Context, lower, upper []byte, reverse bool) (storage.Iterator, error) {
+	it := &pageIterator{ctx: ctx, store: s.store, lower: lower, upper: upper, reverse: reverse, snap: s}
 	if err := it.fetch(nil); err != nil {
 		return nil, s.store.wrap(err)
 	}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -32,7 +33,7 @@ func (s *Store) NewSharedBatch(ctx context.Context) (storage.SharedBatch, error)
 	select {
 	case s.slots <- struct{}{}:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, fmt.Errorf("postgres: %w", ctx.Err())
 	case <-s.closeCtx.Done():
 		return nil, storage.ErrClosed
 	}
@@ -72,7 +73,7 @@ func (b *sharedBatch) exec(ctx context.Context, sql string, args []any, scan ...
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return fmt.Errorf("postgres: %w", ctx.Err())
 		}
 		return b.store.wrap(err)
 	}
@@ -102,7 +103,7 @@ func (b *sharedBatch) Sequence(ctx context.Context) (uint64, error) {
 }
 
 // Get returns the batch's own write of key, else the latest committed value.
-func (b *sharedBatch) Get(key []byte) ([]byte, error) {
+func (b *sharedBatch) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if b.pending == nil {
 		return nil, storage.ErrClosed
 	}
@@ -110,7 +111,7 @@ func (b *sharedBatch) Get(key []byte) ([]byte, error) {
 		return v, err
 	}
 	var v []byte
-	err := b.exec(b.store.closeCtx, `SELECT v FROM orrery_kv WHERE k = $1`, []any{key}, &v)
+	err := b.exec(ctx, `SELECT v FROM orrery_kv WHERE k = $1`, []any{key}, &v)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, storage.ErrNotFound
 	}
@@ -125,11 +126,11 @@ func (b *sharedBatch) Get(key []byte) ([]byte, error) {
 
 // NewIterator iterates over the latest committed keys under the batch's
 // writes.
-func (b *sharedBatch) NewIterator(lower, upper []byte, reverse bool) (storage.Iterator, error) {
+func (b *sharedBatch) NewIterator(ctx context.Context, lower, upper []byte, reverse bool) (storage.Iterator, error) {
 	if b.pending == nil {
 		return nil, storage.ErrClosed
 	}
-	base := &pageIterator{store: b.store, lower: lower, upper: upper, reverse: reverse, read: b.readPage}
+	base := &pageIterator{ctx: ctx, store: b.store, lower: lower, upper: upper, reverse: reverse, read: b.readPage}
 	if err := base.fetch(nil); err != nil {
 		return nil, b.store.wrap(err)
 	}
@@ -141,8 +142,9 @@ func (b *sharedBatch) Delete(key []byte) error     { return b.del(key) }
 func (b *sharedBatch) Count() int                  { return b.count }
 
 // Commit sends the writes and the COMMIT in one round trip and returns the
-// connection to the pool.
-func (b *sharedBatch) Commit() error {
+// connection to the pool. A cancel of ctx after the COMMIT was sent leaves
+// the outcome unknown (see timed).
+func (b *sharedBatch) Commit(ctx context.Context) error {
 	if b.pending == nil {
 		return storage.ErrClosed
 	}
@@ -157,7 +159,7 @@ func (b *sharedBatch) Commit() error {
 		}
 		b.queueWrites(&q)
 		q.Queue("COMMIT")
-		err = b.store.timed(context.Background(), func(ctx context.Context) error { return b.conn.SendBatch(ctx, &q).Close() })
+		err = b.store.timed(ctx, func(ctx context.Context) error { return b.conn.SendBatch(ctx, &q).Close() })
 		b.begun = err != nil // a failed COMMIT leaves an aborted transaction
 	}
 	b.pending = nil
@@ -166,8 +168,8 @@ func (b *sharedBatch) Commit() error {
 }
 
 // CommitPipelined is Commit.
-func (b *sharedBatch) CommitPipelined() (func() error, error) {
-	return storage.CommitDurable(b.Commit)
+func (b *sharedBatch) CommitPipelined(ctx context.Context) (func() error, error) {
+	return storage.CommitDurable(ctx, b.Commit)
 }
 
 // releaseConn ends the transaction if one is open and gives back the
@@ -334,9 +336,9 @@ func (l *lead) release() {
 
 // readPage reads a page of an iterator on the batch's connection: each page
 // sees the latest committed state (read committed), as the batch's reads do.
-func (b *sharedBatch) readPage(sql string, args []any) ([]entry, error) {
+func (b *sharedBatch) readPage(ctx context.Context, sql string, args []any) ([]entry, error) {
 	if b.conn == nil {
 		return nil, storage.ErrClosed
 	}
-	return b.store.readPage(b.store.closeCtx, b.conn, sql, args)
+	return b.store.readPage(ctx, b.conn, sql, args)
 }

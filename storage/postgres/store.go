@@ -200,20 +200,40 @@ func (s *Store) migrate(ctx context.Context) error {
 }
 
 // timed runs f, one round trip or a few, under a context derived from
-// parent that ends after the store's timeout. If the timeout ended it, the
-// error is storage.ErrUnavailable: the server did not answer, and whatever
-// f sent may or may not have taken effect (for a commit, the caller answers
-// 503, an unknown outcome, and never acknowledges it). Other errors are
-// returned as they are, for the caller to wrap.
+// parent (the caller's) that ends after the store's timeout, or when the
+// store is closed. If the timeout ended it, the error is
+// storage.ErrUnavailable: the server did not answer, and whatever f sent
+// may or may not have taken effect (for a commit, the caller answers 503,
+// an unknown outcome, and never acknowledges it). If parent ended it (the
+// caller gave up), the error wraps parent's error, and the outcome of what
+// was sent is unknown just the same; the driver closes a connection whose
+// round trip it abandoned, so the server's work on it stops and the pool
+// slot is free at once. Other errors are returned as they are, for the
+// caller to wrap.
 func (s *Store) timed(parent context.Context, f func(ctx context.Context) error) error {
+	if err := parent.Err(); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
 	ctx, cancel := context.WithTimeoutCause(parent, s.timeout, errNoAnswer)
 	defer cancel()
+	stop := context.AfterFunc(s.closeCtx, cancel)
+	defer stop()
 	err := f(ctx)
-	if err != nil && !s.closed.Load() && parent.Err() == nil && errors.Is(context.Cause(ctx), errNoAnswer) &&
-		!errors.Is(err, storage.ErrNotFound) {
+	if err == nil || s.closed.Load() || errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	if perr := parent.Err(); perr != nil {
+		return fmt.Errorf("postgres: %w (%v)", perr, err)
+	}
+	if errors.Is(context.Cause(ctx), errNoAnswer) {
 		return fmt.Errorf("postgres: %w: %w within %v (%w)", storage.ErrUnavailable, errNoAnswer, s.timeout, err)
 	}
 	return err
+}
+
+// cancelled reports whether err is the caller's context ending.
+func cancelled(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // Pool is the store's connection pool, for tests and tools.
@@ -227,7 +247,8 @@ func (s *Store) wrap(err error) error {
 	if s.closed.Load() {
 		return storage.ErrClosed
 	}
-	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrClosed) || errors.Is(err, storage.ErrUnavailable) {
+	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrClosed) || errors.Is(err, storage.ErrUnavailable) ||
+		cancelled(err) {
 		return err
 	}
 	if unreachable(err) {
@@ -302,12 +323,12 @@ func getFrom(ctx context.Context, q querier, key []byte) ([]byte, error) {
 }
 
 // Get returns the value stored under key, or storage.ErrNotFound.
-func (s *Store) Get(key []byte) ([]byte, error) {
+func (s *Store) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if s.closed.Load() {
 		return nil, storage.ErrClosed
 	}
 	var v []byte
-	err := s.timed(s.closeCtx, func(ctx context.Context) (err error) {
+	err := s.timed(ctx, func(ctx context.Context) (err error) {
 		v, err = getFrom(ctx, s.pool, key)
 		return err
 	})
@@ -317,11 +338,11 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 // NewIterator iterates over [lower, upper). Its first page is read at once,
 // in one statement; a longer range continues in a repeatable-read
 // transaction of its own.
-func (s *Store) NewIterator(lower, upper []byte, reverse bool) (storage.Iterator, error) {
+func (s *Store) NewIterator(ctx context.Context, lower, upper []byte, reverse bool) (storage.Iterator, error) {
 	if s.closed.Load() {
 		return nil, storage.ErrClosed
 	}
-	it := &pageIterator{store: s, lower: lower, upper: upper, reverse: reverse}
+	it := &pageIterator{ctx: ctx, store: s, lower: lower, upper: upper, reverse: reverse}
 	if err := it.fetch(s.pool); err != nil {
 		return nil, s.wrap(err)
 	}
@@ -334,23 +355,28 @@ func (s *Store) NewBatch() storage.Batch {
 }
 
 // NewSnapshot opens a repeatable-read, read-only transaction on a
-// connection of its own. On failure the snapshot's reads return the error.
-func (s *Store) NewSnapshot() storage.Snapshot {
+// connection of its own.
+func (s *Store) NewSnapshot(ctx context.Context) (storage.Snapshot, error) {
 	if s.closed.Load() {
-		return &snapshot{store: s, err: storage.ErrClosed}
+		return nil, storage.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	select {
 	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("postgres: %w", ctx.Err())
 	case <-s.closeCtx.Done():
-		return &snapshot{store: s, err: storage.ErrClosed}
+		return nil, storage.ErrClosed
 	}
-	snap, err := s.newSnapshot(s.closeCtx)
+	snap, err := s.newSnapshot(ctx)
 	if err != nil {
 		<-s.slots
-		return &snapshot{store: s, err: s.wrap(err)}
+		return nil, s.wrap(err)
 	}
 	snap.slot = true
-	return snap
+	return snap, nil
 }
 
 func (s *Store) newSnapshot(parent context.Context) (*snapshot, error) {

@@ -75,6 +75,8 @@ func lock(t *testing.T, b storage.SharedBatch, key string, exclusive bool) {
 }
 
 func testSharedBatchReads(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
+	ctx := t.Context()
+
 	commit(t, a, "k", "1")
 	sb := newShared(t, b)
 	defer sb.Close()
@@ -95,7 +97,7 @@ func testSharedBatchReads(t *testing.T, a, b storage.Shared, _ func(storage.Shar
 	if got := get(t, a, "k"); got != "2" {
 		t.Fatalf("A reads %q before B commits, want 2", got)
 	}
-	if err := sb.Commit(); err != nil {
+	if err := sb.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := get(t, a, "n"); got != "new" {
@@ -106,6 +108,8 @@ func testSharedBatchReads(t *testing.T, a, b storage.Shared, _ func(storage.Shar
 // testLocksExclude holds an exclusive lock on A and checks that B's batch
 // waits for it, through Commit and through Close.
 func testLocksExclude(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
+	ctx := t.Context()
+
 	for _, end := range []string{"Commit", "Close"} {
 		t.Run(end, func(t *testing.T) {
 			holder := newShared(t, a)
@@ -127,7 +131,7 @@ func testLocksExclude(t *testing.T, a, b storage.Shared, _ func(storage.Shared))
 			}
 			if end == "Commit" {
 				write(t, holder, "x", "1")
-				if err := holder.Commit(); err != nil {
+				if err := holder.Commit(ctx); err != nil {
 					t.Fatal(err)
 				}
 			} else {
@@ -177,6 +181,8 @@ func testSharedLocks(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) 
 // testLockFIFO queues two exclusive waiters, from both handles, behind a
 // holder: they are served in the order they came.
 func testLockFIFO(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
+	ctx := t.Context()
+
 	holder := newShared(t, a)
 	lock(t, holder, "q", true)
 	var mu sync.Mutex
@@ -199,11 +205,11 @@ func testLockFIFO(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
 			order = append(order, name)
 			mu.Unlock()
 			time.Sleep(20 * time.Millisecond)
-			w.Commit()
+			w.Commit(ctx)
 		}()
 		time.Sleep(settle) // w_i waits before w_i+1 asks
 	}
-	holder.Commit()
+	holder.Commit(ctx)
 	wg.Wait()
 	if want := []string{"w0", "w1", "w2"}; !slices.Equal(order, want) {
 		t.Fatalf("waiters served in order %q, want %q", order, want)
@@ -223,7 +229,7 @@ func testLockContext(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) 
 		t.Fatalf("Lock past its deadline: %v, want DeadlineExceeded", err)
 	}
 	w.Close()
-	holder.Commit()
+	holder.Commit(ctx)
 	next := newShared(t, b)
 	defer next.Close()
 	lock(t, next, "t", true)
@@ -274,7 +280,7 @@ func increment(s storage.Shared, seqs []uint64) error {
 		return err
 	}
 	n := 0
-	v, err := b.Get([]byte("counter"))
+	v, err := b.Get(ctx, []byte("counter"))
 	if err == nil {
 		fmt.Sscan(string(v), &n)
 	} else if !errors.Is(err, storage.ErrNotFound) {
@@ -292,7 +298,7 @@ func increment(s storage.Shared, seqs []uint64) error {
 	if err := b.Set([]byte("counter"), []byte(fmt.Sprint(n))); err != nil {
 		return err
 	}
-	return b.Commit()
+	return b.Commit(ctx)
 }
 
 // testWatermark: while a batch with a sequence number is open, neither
@@ -315,7 +321,7 @@ func testWatermark(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
 			t.Fatalf("a later batch has sequence %d, not above %d", ls, seq)
 		}
 		write(t, later, fmt.Sprint("k", i), "v")
-		if err := later.Commit(); err != nil {
+		if err := later.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
 		for _, s := range []storage.Shared{a, b} {
@@ -329,7 +335,7 @@ func testWatermark(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
 		}
 	}
 	write(t, open, "open", "v")
-	if err := open.Commit(); err != nil {
+	if err := open.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(patience)

@@ -1,6 +1,8 @@
 package storagetest
 
 import (
+	"context"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -58,11 +60,13 @@ func openStore(t *testing.T, open Opener) storage.Store {
 // commit writes pairs (key, value, key, value, ...) in one batch; a value of
 // "<del>" deletes the key instead.
 func commit(t *testing.T, s storage.Store, pairs ...string) {
+	ctx := t.Context()
+
 	t.Helper()
 	b := s.NewBatch()
 	defer b.Close()
 	write(t, b, pairs...)
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
 }
@@ -89,8 +93,10 @@ func write(t *testing.T, b storage.Batch, pairs ...string) {
 
 // get returns the value under key, or deleteMark when it is missing.
 func get(t *testing.T, r storage.Reader, key string) string {
+	ctx := t.Context()
+
 	t.Helper()
-	v, err := r.Get([]byte(key))
+	v, err := r.Get(ctx, []byte(key))
 	if errors.Is(err, storage.ErrNotFound) {
 		return deleteMark
 	}
@@ -102,8 +108,10 @@ func get(t *testing.T, r storage.Reader, key string) string {
 
 // scan returns "key=value" for every key in the range, in iteration order.
 func scan(t *testing.T, r storage.Reader, lower, upper []byte, reverse bool) []string {
+	ctx := t.Context()
+
 	t.Helper()
-	it, err := r.NewIterator(lower, upper, reverse)
+	it, err := r.NewIterator(ctx, lower, upper, reverse)
 	if err != nil {
 		t.Fatalf("NewIterator(%q, %q, %v): %v", lower, upper, reverse, err)
 	}
@@ -134,6 +142,8 @@ func reversed(s []string) []string {
 }
 
 func testPointOperations(t *testing.T, open Opener) {
+	ctx := t.Context()
+
 	s := openStore(t, open)
 	steps := []struct {
 		name  string
@@ -157,16 +167,18 @@ func testPointOperations(t *testing.T, open Opener) {
 			}
 		}
 	}
-	if _, err := s.Get([]byte("missing")); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := s.Get(ctx, []byte("missing")); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("Get of a missing key: err = %v, want ErrNotFound", err)
 	}
 }
 
 func testGetReturnsCopy(t *testing.T, open Opener) {
+	ctx := t.Context()
+
 	s := openStore(t, open)
 	commit(t, s, "k", "value")
 	readers := map[string]storage.Reader{"store": s}
-	snap := s.NewSnapshot()
+	snap := snapshot(t, s)
 	defer snap.Close()
 	readers["snapshot"] = snap
 	b := s.NewBatch()
@@ -178,7 +190,7 @@ func testGetReturnsCopy(t *testing.T, open Opener) {
 			if name != "batch" && key == "own" {
 				continue
 			}
-			v, err := r.Get([]byte(key))
+			v, err := r.Get(ctx, []byte(key))
 			if err != nil {
 				t.Fatalf("%s: Get(%q): %v", name, key, err)
 			}
@@ -193,6 +205,8 @@ func testGetReturnsCopy(t *testing.T, open Opener) {
 }
 
 func testSetKeepsCopy(t *testing.T, open Opener) {
+	ctx := t.Context()
+
 	s := openStore(t, open)
 	b := s.NewBatch()
 	defer b.Close()
@@ -204,7 +218,7 @@ func testSetKeepsCopy(t *testing.T, open Opener) {
 	if got := get(t, b, "key"); got != "value" {
 		t.Errorf("batch Get after changing the caller's slices = %q, want %q", got, "value")
 	}
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := get(t, s, "key"); got != "value" {
@@ -216,6 +230,8 @@ func testSetKeepsCopy(t *testing.T, open Opener) {
 }
 
 func testBatchReadsOwnWrites(t *testing.T, open Opener) {
+	ctx := t.Context()
+
 	s := openStore(t, open)
 	commit(t, s, "a", "1", "b", "2", "c", "3")
 	b := s.NewBatch()
@@ -242,7 +258,7 @@ func testBatchReadsOwnWrites(t *testing.T, open Opener) {
 	if got := get(t, b, "a"); got != "100" {
 		t.Errorf("batch Get(%q) after another commit = %q, want %q", "a", got, "100")
 	}
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"a=100", "b=20", "d=4", "e=5"}
@@ -351,11 +367,13 @@ func testPrefixScan(t *testing.T, open Opener) {
 }
 
 func testSnapshotIsolation(t *testing.T, open Opener) {
+	ctx := t.Context()
+
 	s := openStore(t, open)
 	commit(t, s, "a", "1", "b", "2")
-	snap := s.NewSnapshot()
+	snap := snapshot(t, s)
 	defer snap.Close()
-	it, err := s.NewIterator(nil, nil, false)
+	it, err := s.NewIterator(ctx, nil, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,6 +408,8 @@ func testSnapshotIsolation(t *testing.T, open Opener) {
 }
 
 func testUncommittedBatchLeavesNothing(t *testing.T, open Opener) {
+	ctx := t.Context()
+
 	s := openStore(t, open)
 	commit(t, s, "keep", "1")
 	b := s.NewBatch()
@@ -406,9 +426,9 @@ func testUncommittedBatchLeavesNothing(t *testing.T, open Opener) {
 	}{
 		{"Set", func() error { return b.Set([]byte("x"), []byte("y")) }},
 		{"Delete", func() error { return b.Delete([]byte("x")) }},
-		{"Get", func() error { _, err := b.Get([]byte("keep")); return err }},
-		{"NewIterator", func() error { _, err := b.NewIterator(nil, nil, false); return err }},
-		{"Commit", b.Commit},
+		{"Get", func() error { _, err := b.Get(ctx, []byte("keep")); return err }},
+		{"NewIterator", func() error { _, err := b.NewIterator(ctx, nil, nil, false); return err }},
+		{"Commit", func() error { return b.Commit(ctx) }},
 	}
 	for _, tt := range tests {
 		if err := tt.op(); !errors.Is(err, storage.ErrClosed) {
@@ -421,14 +441,16 @@ func testUncommittedBatchLeavesNothing(t *testing.T, open Opener) {
 }
 
 func testBatchAfterCommit(t *testing.T, open Opener) {
+	ctx := t.Context()
+
 	s := openStore(t, open)
 	b := s.NewBatch()
 	defer b.Close()
 	write(t, b, "a", "1")
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Commit(); !errors.Is(err, storage.ErrClosed) {
+	if err := b.Commit(ctx); !errors.Is(err, storage.ErrClosed) {
 		t.Errorf("second Commit: err = %v, want ErrClosed", err)
 	}
 	if err := b.Set([]byte("b"), []byte("2")); !errors.Is(err, storage.ErrClosed) {
@@ -440,6 +462,8 @@ func testBatchAfterCommit(t *testing.T, open Opener) {
 }
 
 func testBatchCount(t *testing.T, open Opener) {
+	ctx := t.Context()
+
 	s := openStore(t, open)
 	b := s.NewBatch()
 	defer b.Close()
@@ -458,12 +482,12 @@ func testBatchCount(t *testing.T, open Opener) {
 			t.Errorf("Count after %q = %d, want %d", st.pairs, got, st.want)
 		}
 	}
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	empty := s.NewBatch()
 	defer empty.Close()
-	if err := empty.Commit(); err != nil {
+	if err := empty.Commit(ctx); err != nil {
 		t.Errorf("committing an empty batch: %v", err)
 	}
 }
@@ -471,6 +495,8 @@ func testBatchCount(t *testing.T, open Opener) {
 // testConcurrentCommits commits from many goroutines at once while readers
 // check, through snapshots, that every batch is seen whole or not at all.
 func testConcurrentCommits(t *testing.T, open Opener) {
+	ctx := t.Context()
+
 	s := openStore(t, open)
 	const writers, perWriter = 16, 25
 	var wg sync.WaitGroup
@@ -488,7 +514,7 @@ func testConcurrentCommits(t *testing.T, open Opener) {
 						errs <- err
 					}
 				}
-				if err := b.Commit(); err != nil {
+				if err := b.Commit(ctx); err != nil {
 					errs <- fmt.Errorf("commit %s: %w", id, err)
 				}
 				if err := b.Close(); err != nil {
@@ -508,7 +534,11 @@ func testConcurrentCommits(t *testing.T, open Opener) {
 					return
 				default:
 				}
-				if err := checkWhole(s.NewSnapshot()); err != nil {
+				snap, err := s.NewSnapshot(ctx)
+				if err == nil {
+					err = checkWhole(ctx, snap)
+				}
+				if err != nil {
 					errs <- err
 					return
 				}
@@ -522,11 +552,11 @@ func testConcurrentCommits(t *testing.T, open Opener) {
 	for err := range errs {
 		t.Error(err)
 	}
-	snap := s.NewSnapshot()
-	if err := checkWhole(snap); err != nil {
+	snap := snapshot(t, s)
+	if err := checkWhole(ctx, snap); err != nil {
 		t.Error(err)
 	}
-	snap = s.NewSnapshot()
+	snap = snapshot(t, s)
 	defer snap.Close()
 	for _, part := range []string{"x/", "y/", "z/"} {
 		lower := []byte(part)
@@ -538,12 +568,22 @@ func testConcurrentCommits(t *testing.T, open Opener) {
 
 // checkWhole reports a batch of testConcurrentCommits that the snapshot sees
 // only in part, and closes the snapshot.
-func checkWhole(snap storage.Snapshot) error {
+// snapshot takes a snapshot of s, failing the test if it cannot.
+func snapshot(t *testing.T, s storage.Store) storage.Snapshot {
+	t.Helper()
+	snap, err := s.NewSnapshot(t.Context())
+	if err != nil {
+		t.Fatalf("NewSnapshot: %v", err)
+	}
+	return snap
+}
+
+func checkWhole(ctx context.Context, snap storage.Snapshot) error {
 	defer snap.Close()
 	var sets [3][]string
 	for i, part := range []string{"x/", "y/", "z/"} {
 		lower := []byte(part)
-		it, err := snap.NewIterator(lower, storage.PrefixEnd(lower), false)
+		it, err := snap.NewIterator(ctx, lower, storage.PrefixEnd(lower), false)
 		if err != nil {
 			return err
 		}
@@ -565,6 +605,8 @@ func checkWhole(snap storage.Snapshot) error {
 }
 
 func testClosedStore(t *testing.T, open Opener) {
+	ctx := t.Context()
+
 	s := open(t)
 	commit(t, s, "a", "1")
 	if err := s.Close(); err != nil {
@@ -574,17 +616,17 @@ func testClosedStore(t *testing.T, open Opener) {
 		name string
 		op   func() error
 	}{
-		{"Get", func() error { _, err := s.Get([]byte("a")); return err }},
-		{"NewIterator", func() error { _, err := s.NewIterator(nil, nil, false); return err }},
-		{"batch Get", func() error { _, err := s.NewBatch().Get([]byte("a")); return err }},
+		{"Get", func() error { _, err := s.Get(ctx, []byte("a")); return err }},
+		{"NewIterator", func() error { _, err := s.NewIterator(ctx, nil, nil, false); return err }},
+		{"batch Get", func() error { _, err := s.NewBatch().Get(ctx, []byte("a")); return err }},
 		{"batch Commit", func() error {
 			b := s.NewBatch()
 			if err := b.Set([]byte("b"), []byte("2")); err != nil && !errors.Is(err, storage.ErrClosed) {
 				return err
 			}
-			return b.Commit()
+			return b.Commit(ctx)
 		}},
-		{"snapshot Get", func() error { _, err := s.NewSnapshot().Get([]byte("a")); return err }},
+		{"NewSnapshot", func() error { _, err := s.NewSnapshot(ctx); return err }},
 		{"second Close", s.Close},
 	}
 	for _, tt := range tests {
@@ -597,24 +639,26 @@ func testClosedStore(t *testing.T, open Opener) {
 // testPipelinedCommit checks that a pipelined commit is visible at once, that
 // a batch built on it sees it, and that both are there once waited for.
 func testPipelinedCommit(t *testing.T, open Opener) {
+	ctx := t.Context()
+
 	s := openStore(t, open)
 	b1 := s.NewBatch()
 	if err := b1.Set([]byte("k1"), []byte("v1")); err != nil {
 		t.Fatal(err)
 	}
-	wait1, err := b1.CommitPipelined()
+	wait1, err := b1.CommitPipelined(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b2 := s.NewBatch()
-	got, err := b2.Get([]byte("k1"))
+	got, err := b2.Get(ctx, []byte("k1"))
 	if err != nil || string(got) != "v1" {
 		t.Fatalf("a batch after a pipelined commit reads %q, %v; want v1", got, err)
 	}
 	if err := b2.Set([]byte("k2"), append(got, '+')); err != nil {
 		t.Fatal(err)
 	}
-	wait2, err := b2.CommitPipelined()
+	wait2, err := b2.CommitPipelined(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -627,11 +671,11 @@ func testPipelinedCommit(t *testing.T, open Opener) {
 	b1.Close()
 	b2.Close()
 	for k, want := range map[string]string{"k1": "v1", "k2": "v1+"} {
-		if got, err := s.Get([]byte(k)); err != nil || string(got) != want {
+		if got, err := s.Get(ctx, []byte(k)); err != nil || string(got) != want {
 			t.Fatalf("Get(%s) = %q, %v; want %q", k, got, err, want)
 		}
 	}
-	if _, err := b1.CommitPipelined(); !errors.Is(err, storage.ErrClosed) {
+	if _, err := b1.CommitPipelined(ctx); !errors.Is(err, storage.ErrClosed) {
 		t.Fatalf("pipelined commit of a committed batch: %v, want ErrClosed", err)
 	}
 }
