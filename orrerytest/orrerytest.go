@@ -113,6 +113,7 @@ func Start(t testing.TB) *Server {
 
 // StartWith starts a server configured by opts; see Start.
 func StartWith(t testing.TB, opts Options) *Server {
+	ctx := t.Context()
 	t.Helper()
 	var store storage.Store = memory.New()
 	pgURL := opts.Postgres
@@ -137,7 +138,7 @@ func StartWith(t testing.TB, opts Options) *Server {
 	if opts.ScriptTimeout > 0 {
 		limits.Timeout = opts.ScriptTimeout
 	}
-	eng, err := engine.Open(store, engine.Options{
+	eng, err := engine.Open(ctx, store, engine.Options{
 		ServeCrossPartitionQueries: opts.ServeCrossPartitionQueries,
 		PartitionKeyRanges:         opts.PartitionKeyRanges,
 		Now:                        opts.Now,

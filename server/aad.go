@@ -359,6 +359,7 @@ func rbacAction(op operation, rt route) string {
 // authorizeAAD decides what an Entra ID principal may do: metadata reads,
 // then data operations by the roles it holds over the target.
 func (s *Server) authorizeAAD(r *request, rt route, p *aadPrincipal) (grant, *engine.Error) {
+	ctx := r.Context()
 	deny := func(sub int) (grant, *engine.Error) {
 		return grant{}, &engine.Error{Status: http.StatusForbidden, SubStatus: sub, Code: "Forbidden", Message: fmt.Sprintf(
 			"Request blocked by Auth orrery : Request is blocked because principal [%s] does not have required RBAC permissions to perform action [%s] on resource [/%s]. Learn more: https://aka.ms/cosmos-native-rbac.",
@@ -377,9 +378,9 @@ func (s *Server) authorizeAAD(r *request, rt route, p *aadPrincipal) (grant, *en
 			}
 			return deny(5301)
 		}
-		req := s.eng.ResolveLink(r.segs)
+		req := s.eng.ResolveLink(ctx, r.segs)
 		for _, a := range s.aad.roles[p.oid] {
-			scope := s.eng.ResolveLink(a.scope)
+			scope := s.eng.ResolveLink(ctx, a.scope)
 			// A role over a container reads the database above it too.
 			if linkCovers(scope, req) || linkCovers(req, scope) {
 				return grant{}, nil
@@ -391,9 +392,9 @@ func (s *Server) authorizeAAD(r *request, rt route, p *aadPrincipal) (grant, *en
 		return grant{write: true}, nil
 	}
 	g, found := grant{}, false
-	req := s.eng.ResolveLink(r.segs)
+	req := s.eng.ResolveLink(ctx, r.segs)
 	for _, a := range s.aad.roles[p.oid] {
-		if linkCovers(s.eng.ResolveLink(a.scope), req) {
+		if linkCovers(s.eng.ResolveLink(ctx, a.scope), req) {
 			found = true
 			g.write = g.write || a.contributor
 		}

@@ -382,7 +382,8 @@ func noAccessRow() *engine.Error {
 // resource at or above the one addressed, and, when it names a partition
 // key, an operation confined to that partition.
 func (s *Server) authorizeToken(r *request, rt route, tok *resourceToken) (grant, *engine.Error) {
-	perm, err := s.eng.PermissionByRID(tok.permissionRID)
+	ctx := r.Context()
+	perm, err := s.eng.PermissionByRID(ctx, tok.permissionRID)
 	if err != nil {
 		if engine.StatusOf(err) == http.StatusNotFound {
 			return grant{}, unauthorized("The resource token's permission no longer exists: it was deleted, or its user or database was.")
@@ -414,7 +415,7 @@ func (s *Server) authorizeToken(r *request, rt route, tok *resourceToken) (grant
 	if perr != nil {
 		return grant{}, insufficientPermissions(perr.Message)
 	}
-	if !linkCovers(s.eng.ResolveLink(permSegs), s.eng.ResolveLink(r.segs)) {
+	if !linkCovers(s.eng.ResolveLink(ctx, permSegs), s.eng.ResolveLink(ctx, r.segs)) {
 		return grant{}, insufficientPermissions(fmt.Sprintf("the permission %q covers %q, not %q.", perm.ID, perm.Link, strings.Join(r.segs, "/")))
 	}
 	if !g.partitioned {

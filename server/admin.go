@@ -24,6 +24,7 @@ const adminPrefix = "_admin"
 // serveAdmin authenticates and answers an administrative call; segs are the
 // path segments after adminPrefix.
 func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request, segs []string) error {
+	ctx := r.Context()
 	if len(segs) != 7 || segs[0] != "dbs" || segs[2] != "colls" || segs[4] != "pkranges" || segs[6] != "split" {
 		return engine.NotFound("The administrative path %q names no operation: use POST /_admin/dbs/{db}/colls/{coll}/pkranges/{id}/split.", r.URL.Path)
 	}
@@ -38,11 +39,11 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request, segs []strin
 		return methodNotAllowed(r)
 	}
 	req := &request{Request: r, w: w, segs: segs[:6]}
-	c, err := s.eng.Container(segs[1], segs[3])
+	c, err := s.eng.Container(ctx, segs[1], segs[3])
 	if err != nil {
 		return err
 	}
-	children, err := s.eng.SplitPartitionKeyRange(segs[1], segs[3], segs[5])
+	children, err := s.eng.SplitPartitionKeyRange(ctx, segs[1], segs[3], segs[5])
 	if err != nil {
 		return err
 	}

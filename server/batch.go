@@ -14,6 +14,7 @@ import (
 // that cannot write may send only reads; one confined to a partition
 // reaches only it, whatever partition key each operation names.
 func (s *Server) batch(r *request) error {
+	ctx := r.Context()
 	if _, err := s.containerOf(r); err != nil {
 		return err
 	}
@@ -32,7 +33,7 @@ func (s *Server) batch(r *request) error {
 			}
 		}
 	}
-	res, err := s.eng.ExecuteBatch(&engine.BatchRequest{Database: r.t.db, Container: r.t.coll,
+	res, err := s.eng.ExecuteBatch(ctx, &engine.BatchRequest{Database: r.t.db, Container: r.t.coll,
 		PartitionKey: pk, HasPartitionKey: hasPK, Operations: ops, Atomic: r.op.verb == "batch",
 		Confined: r.grant.partitioned, Partition: r.grant.partition})
 	if err != nil {

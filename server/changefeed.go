@@ -12,6 +12,7 @@ import (
 // page of the change feed, or 304 with the continuation ETag when there is
 // nothing new.
 func (s *Server) changeFeed(r *request) error {
+	ctx := r.Context()
 	c, err := s.containerOf(r)
 	if err != nil {
 		return err
@@ -45,7 +46,7 @@ func (s *Server) changeFeed(r *request) error {
 			return badRequest("The If-Modified-Since header %q is not an HTTP date.", v)
 		}
 	}
-	res, err := s.eng.ReadChangeFeed(req)
+	res, err := s.eng.ReadChangeFeed(ctx, req)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,8 @@ import (
 // containerOf finds the request's container and names it in the response
 // headers.
 func (s *Server) containerOf(r *request) (*engine.Container, error) {
-	c, err := s.eng.Container(r.t.db, r.t.coll)
+	ctx := r.Context()
+	c, err := s.eng.Container(ctx, r.t.db, r.t.coll)
 	if err != nil {
 		return nil, err
 	}
@@ -20,6 +21,7 @@ func (s *Server) containerOf(r *request) (*engine.Container, error) {
 
 // createItem serves POST /dbs/{db}/colls/{coll}/docs: create, or upsert.
 func (s *Server) createItem(r *request) error {
+	ctx := r.Context()
 	if _, err := s.containerOf(r); err != nil {
 		return err
 	}
@@ -31,9 +33,9 @@ func (s *Server) createItem(r *request) error {
 		Body: r.body, IfMatch: r.ifMatch(), PreTriggers: r.triggers("pre"), PostTriggers: r.triggers("post")}
 	var res *engine.ItemResult
 	if r.op.verb == "upsert" {
-		res, err = s.eng.UpsertItem(req)
+		res, err = s.eng.UpsertItem(ctx, req)
 	} else {
-		res, err = s.eng.CreateItem(req)
+		res, err = s.eng.CreateItem(ctx, req)
 	}
 	if err != nil {
 		return err
@@ -43,6 +45,7 @@ func (s *Server) createItem(r *request) error {
 
 // readItemFeed serves GET /dbs/{db}/colls/{coll}/docs: the read feed.
 func (s *Server) readItemFeed(r *request) error {
+	ctx := r.Context()
 	c, err := s.containerOf(r)
 	if err != nil {
 		return err
@@ -55,7 +58,7 @@ func (s *Server) readItemFeed(r *request) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.eng.ReadFeed(&engine.FeedRequest{Database: r.t.db, Container: r.t.coll, PartitionKey: pk, HasPartitionKey: hasPK,
+	res, err := s.eng.ReadFeed(ctx, &engine.FeedRequest{Database: r.t.db, Container: r.t.coll, PartitionKey: pk, HasPartitionKey: hasPK,
 		MaxItems: n, Continuation: r.Header.Get("x-ms-continuation"), PartitionKeyRangeID: r.partitionKeyRangeID(),
 		MinEPK: r.Header.Get("x-ms-start-epk"), MaxEPK: r.Header.Get("x-ms-end-epk")})
 	if err != nil {
@@ -68,6 +71,7 @@ func (s *Server) readItemFeed(r *request) error {
 
 // item serves /dbs/{db}/colls/{coll}/docs/{id}: read, replace, patch, delete.
 func (s *Server) item(r *request) error {
+	ctx := r.Context()
 	db, coll, id := r.t.db, r.t.coll, r.t.id
 	c, err := s.containerOf(r)
 	if err != nil {
@@ -80,7 +84,7 @@ func (s *Server) item(r *request) error {
 	if coll == c.RID && c.Self() == "dbs/"+db+"/colls/"+coll+"/" {
 		// A RID-based link (an item's _self): its last segment is the
 		// item's RID, which names its partition key too.
-		ridID, ridPK, err := s.eng.ItemByRID(c, id)
+		ridID, ridPK, err := s.eng.ItemByRID(ctx, c, id)
 		if err != nil {
 			return err
 		}
@@ -98,13 +102,13 @@ func (s *Server) item(r *request) error {
 	var res *engine.ItemResult
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
-		res, err = s.eng.ReadItem(req)
+		res, err = s.eng.ReadItem(ctx, req)
 	case http.MethodPut:
-		res, err = s.eng.ReplaceItem(req)
+		res, err = s.eng.ReplaceItem(ctx, req)
 	case http.MethodPatch:
-		res, err = s.eng.PatchItem(req)
+		res, err = s.eng.PatchItem(ctx, req)
 	case http.MethodDelete:
-		res, err = s.eng.DeleteItem(req)
+		res, err = s.eng.DeleteItem(ctx, req)
 	default:
 		return methodNotAllowed(r.Request)
 	}
@@ -136,9 +140,10 @@ func (r *request) setContentPath(c *engine.Container) {
 // setSession sets the session token: the request's partition key range
 // ("0" when it names none), one region.
 func (s *Server) setSession(r *request) {
+	ctx := r.Context()
 	id := r.partitionKeyRangeID()
 	if _, err := strconv.ParseUint(id, 10, 32); err != nil {
 		id = "0"
 	}
-	r.w.Header()["X-Ms-Session-Token"] = []string{id + ":-1#" + formatUint(s.eng.SessionLSN())}
+	r.w.Header()["X-Ms-Session-Token"] = []string{id + ":-1#" + formatUint(s.eng.SessionLSN(ctx))}
 }

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,7 +64,9 @@ func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
-	st, err := c.e.Stats()
+	// prometheus.Collector passes no context; the store's own timeout bounds
+	// the reads.
+	st, err := c.e.Stats(context.Background())
 	if err != nil {
 		slog.Warn("collecting the engine's metrics", "error", err)
 		ch <- prometheus.NewInvalidMetric(descWatermark, err)

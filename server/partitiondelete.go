@@ -12,6 +12,7 @@ import (
 // is deleted. The service answers before its background deletion ends; here
 // the items are gone when the answer comes.
 func (s *Server) deleteAllItemsByPartitionKey(r *request) error {
+	ctx := r.Context()
 	if _, err := s.containerOf(r); err != nil {
 		return err
 	}
@@ -22,7 +23,7 @@ func (s *Server) deleteAllItemsByPartitionKey(r *request) error {
 	if !hasPK {
 		return engine.BadRequest("PartitionKey value must be supplied for this operation: send the x-ms-documentdb-partitionkey header.")
 	}
-	n, err := s.eng.DeleteAllItemsByPartitionKey(r.t.db, r.t.coll, pk)
+	n, err := s.eng.DeleteAllItemsByPartitionKey(ctx, r.t.db, r.t.coll, pk)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,8 @@ func pkRangesETag(version uint64) string { return `"` + strconv.FormatUint(versi
 // children of splits, whose parents tell the client which ranges are gone),
 // with the current one 304.
 func (s *Server) partitionKeyRanges(r *request) error {
-	c, err := s.eng.Container(r.t.db, r.t.coll)
+	ctx := r.Context()
+	c, err := s.eng.Container(ctx, r.t.db, r.t.coll)
 	if err != nil {
 		return err
 	}

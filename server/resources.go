@@ -9,27 +9,30 @@ import (
 
 // listDatabases answers GET /dbs.
 func (s *Server) listDatabases(r *request) error {
-	if err := s.eng.CatalogCurrent(); err != nil {
+	ctx := r.Context()
+	if err := s.eng.CatalogCurrent(ctx); err != nil {
 		return err
 	}
-	return s.readResourceFeed(r, "Databases", s.eng.ListDatabases())
+	return s.readResourceFeed(r, "Databases", s.eng.ListDatabases(ctx))
 }
 
 // queryDatabases answers a query POSTed to /dbs.
 func (s *Server) queryDatabases(r *request) error {
-	if err := s.eng.CatalogCurrent(); err != nil {
+	ctx := r.Context()
+	if err := s.eng.CatalogCurrent(ctx); err != nil {
 		return err
 	}
-	return s.queryResources(r, "", "Databases", s.eng.ListDatabases())
+	return s.queryResources(r, "", "Databases", s.eng.ListDatabases(ctx))
 }
 
 // createDatabase serves POST /dbs.
 func (s *Server) createDatabase(r *request) error {
+	ctx := r.Context()
 	t, err := r.throughput()
 	if err != nil {
 		return err
 	}
-	res, err := s.eng.CreateDatabase(r.body, t)
+	res, err := s.eng.CreateDatabase(ctx, r.body, t)
 	if err != nil {
 		return err
 	}
@@ -39,7 +42,8 @@ func (s *Server) createDatabase(r *request) error {
 
 // readDatabase serves GET /dbs/{db}.
 func (s *Server) readDatabase(r *request) error {
-	res, err := s.eng.ReadDatabase(r.t.db)
+	ctx := r.Context()
+	res, err := s.eng.ReadDatabase(ctx, r.t.db)
 	if err != nil {
 		return err
 	}
@@ -48,7 +52,8 @@ func (s *Server) readDatabase(r *request) error {
 
 // deleteDatabase serves DELETE /dbs/{db}.
 func (s *Server) deleteDatabase(r *request) error {
-	if err := s.eng.DeleteDatabase(r.t.db, r.ifMatch()); err != nil {
+	ctx := r.Context()
+	if err := s.eng.DeleteDatabase(ctx, r.t.db, r.ifMatch()); err != nil {
 		return err
 	}
 	r.writeJSON(http.StatusNoContent, nil, "", 1)
@@ -57,7 +62,8 @@ func (s *Server) deleteDatabase(r *request) error {
 
 // listContainers answers GET /dbs/{db}/colls.
 func (s *Server) listContainers(r *request) error {
-	list, err := s.eng.ListContainers(r.t.db)
+	ctx := r.Context()
+	list, err := s.eng.ListContainers(ctx, r.t.db)
 	if err != nil {
 		return err
 	}
@@ -66,7 +72,8 @@ func (s *Server) listContainers(r *request) error {
 
 // queryContainers answers a query POSTed to /dbs/{db}/colls.
 func (s *Server) queryContainers(r *request) error {
-	list, err := s.eng.ListContainers(r.t.db)
+	ctx := r.Context()
+	list, err := s.eng.ListContainers(ctx, r.t.db)
 	if err != nil {
 		return err
 	}
@@ -75,11 +82,12 @@ func (s *Server) queryContainers(r *request) error {
 
 // createContainer serves POST /dbs/{db}/colls.
 func (s *Server) createContainer(r *request) error {
+	ctx := r.Context()
 	t, err := r.throughput()
 	if err != nil {
 		return err
 	}
-	res, err := s.eng.CreateContainer(r.t.db, r.body, t)
+	res, err := s.eng.CreateContainer(ctx, r.t.db, r.body, t)
 	if err != nil {
 		return err
 	}
@@ -105,7 +113,8 @@ func (s *Server) readResourceFeed(r *request, key string, list []*engine.Resourc
 
 // readContainer serves GET /dbs/{db}/colls/{coll}.
 func (s *Server) readContainer(r *request) error {
-	res, err := s.eng.ReadContainer(r.t.db, r.t.coll)
+	ctx := r.Context()
+	res, err := s.eng.ReadContainer(ctx, r.t.db, r.t.coll)
 	if err != nil {
 		return err
 	}
@@ -114,7 +123,8 @@ func (s *Server) readContainer(r *request) error {
 
 // replaceContainer serves PUT /dbs/{db}/colls/{coll}.
 func (s *Server) replaceContainer(r *request) error {
-	res, err := s.eng.ReplaceContainer(r.t.db, r.t.coll, r.body, r.ifMatch())
+	ctx := r.Context()
+	res, err := s.eng.ReplaceContainer(ctx, r.t.db, r.t.coll, r.body, r.ifMatch())
 	if err != nil {
 		return err
 	}
@@ -124,7 +134,8 @@ func (s *Server) replaceContainer(r *request) error {
 
 // deleteContainer serves DELETE /dbs/{db}/colls/{coll}.
 func (s *Server) deleteContainer(r *request) error {
-	if err := s.eng.DeleteContainer(r.t.db, r.t.coll, r.ifMatch()); err != nil {
+	ctx := r.Context()
+	if err := s.eng.DeleteContainer(ctx, r.t.db, r.t.coll, r.ifMatch()); err != nil {
 		return err
 	}
 	r.writeJSON(http.StatusNoContent, nil, "", 1)
@@ -151,24 +162,27 @@ func resourceBodies(list []*engine.Resource) [][]byte {
 
 // listOffers answers GET /offers.
 func (s *Server) listOffers(r *request) error {
-	if err := s.eng.CatalogCurrent(); err != nil {
+	ctx := r.Context()
+	if err := s.eng.CatalogCurrent(ctx); err != nil {
 		return err
 	}
-	r.writeFeed("", "Offers", resourceBodies(s.eng.ListOffers()), "", 1)
+	r.writeFeed("", "Offers", resourceBodies(s.eng.ListOffers(ctx)), "", 1)
 	return nil
 }
 
 // queryOffers answers a query POSTed to /offers.
 func (s *Server) queryOffers(r *request) error {
-	if err := s.eng.CatalogCurrent(); err != nil {
+	ctx := r.Context()
+	if err := s.eng.CatalogCurrent(ctx); err != nil {
 		return err
 	}
-	return s.queryResources(r, "", "Offers", s.eng.ListOffers())
+	return s.queryResources(r, "", "Offers", s.eng.ListOffers(ctx))
 }
 
 // readOffer serves GET /offers/{rid}.
 func (s *Server) readOffer(r *request) error {
-	res, err := s.eng.ReadOffer(r.t.id)
+	ctx := r.Context()
+	res, err := s.eng.ReadOffer(ctx, r.t.id)
 	if err != nil {
 		return err
 	}
@@ -186,7 +200,8 @@ func offerHeaders(r *request, res *engine.Resource) {
 
 // replaceOffer serves PUT /offers/{rid}.
 func (s *Server) replaceOffer(r *request) error {
-	res, err := s.eng.ReplaceOffer(r.t.id, r.body, r.ifMatch())
+	ctx := r.Context()
+	res, err := s.eng.ReplaceOffer(ctx, r.t.id, r.body, r.ifMatch())
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,8 @@ import (
 
 // listScripts answers GET /dbs/{db}/colls/{coll}/{sprocs|triggers|udfs}.
 func (s *Server) listScripts(r *request) error {
-	list, err := s.eng.ListScripts(r.t.db, r.t.coll, r.t.kind)
+	ctx := r.Context()
+	list, err := s.eng.ListScripts(ctx, r.t.db, r.t.coll, r.t.kind)
 	if err != nil {
 		return err
 	}
@@ -20,7 +21,8 @@ func (s *Server) listScripts(r *request) error {
 
 // queryScripts answers a query POSTed to a feed of scripts.
 func (s *Server) queryScripts(r *request) error {
-	list, err := s.eng.ListScripts(r.t.db, r.t.coll, r.t.kind)
+	ctx := r.Context()
+	list, err := s.eng.ListScripts(ctx, r.t.db, r.t.coll, r.t.kind)
 	if err != nil {
 		return err
 	}
@@ -29,7 +31,8 @@ func (s *Server) queryScripts(r *request) error {
 
 // createScript serves POST on a feed of scripts.
 func (s *Server) createScript(r *request) error {
-	res, err := s.eng.CreateScript(r.t.db, r.t.coll, r.t.kind, r.body)
+	ctx := r.Context()
+	res, err := s.eng.CreateScript(ctx, r.t.db, r.t.coll, r.t.kind, r.body)
 	if err != nil {
 		return err
 	}
@@ -39,7 +42,8 @@ func (s *Server) createScript(r *request) error {
 
 // readScript serves GET /dbs/{db}/colls/{coll}/{kind}/{id}.
 func (s *Server) readScript(r *request) error {
-	res, err := s.eng.ReadScript(r.t.db, r.t.coll, r.t.kind, r.t.id)
+	ctx := r.Context()
+	res, err := s.eng.ReadScript(ctx, r.t.db, r.t.coll, r.t.kind, r.t.id)
 	if err != nil {
 		return err
 	}
@@ -48,7 +52,8 @@ func (s *Server) readScript(r *request) error {
 
 // replaceScript serves PUT /dbs/{db}/colls/{coll}/{kind}/{id}.
 func (s *Server) replaceScript(r *request) error {
-	res, err := s.eng.ReplaceScript(r.t.db, r.t.coll, r.t.kind, r.t.id, r.body, r.ifMatch())
+	ctx := r.Context()
+	res, err := s.eng.ReplaceScript(ctx, r.t.db, r.t.coll, r.t.kind, r.t.id, r.body, r.ifMatch())
 	if err != nil {
 		return err
 	}
@@ -58,7 +63,8 @@ func (s *Server) replaceScript(r *request) error {
 
 // deleteScript serves DELETE /dbs/{db}/colls/{coll}/{kind}/{id}.
 func (s *Server) deleteScript(r *request) error {
-	if err := s.eng.DeleteScript(r.t.db, r.t.coll, r.t.kind, r.t.id, r.ifMatch()); err != nil {
+	ctx := r.Context()
+	if err := s.eng.DeleteScript(ctx, r.t.db, r.t.coll, r.t.kind, r.t.id, r.ifMatch()); err != nil {
 		return err
 	}
 	r.writeJSON(http.StatusNoContent, nil, "", 1)

@@ -9,7 +9,8 @@ import (
 
 // listUsers answers GET /dbs/{db}/users.
 func (s *Server) listUsers(r *request) error {
-	list, err := s.eng.ListUsers(r.t.db)
+	ctx := r.Context()
+	list, err := s.eng.ListUsers(ctx, r.t.db)
 	if err != nil {
 		return err
 	}
@@ -18,7 +19,8 @@ func (s *Server) listUsers(r *request) error {
 
 // queryUsers answers a query POSTed to /dbs/{db}/users.
 func (s *Server) queryUsers(r *request) error {
-	list, err := s.eng.ListUsers(r.t.db)
+	ctx := r.Context()
+	list, err := s.eng.ListUsers(ctx, r.t.db)
 	if err != nil {
 		return err
 	}
@@ -27,15 +29,16 @@ func (s *Server) queryUsers(r *request) error {
 
 // createUser serves POST /dbs/{db}/users: create, or upsert.
 func (s *Server) createUser(r *request) error {
+	ctx := r.Context()
 	if r.op.verb == "upsert" {
-		res, created, err := s.eng.UpsertUser(r.t.db, r.body)
+		res, created, err := s.eng.UpsertUser(ctx, r.t.db, r.body)
 		if err != nil {
 			return err
 		}
 		r.writeJSON(createdOrOK(created), res.Body, res.ETag, 1)
 		return nil
 	}
-	res, err := s.eng.CreateUser(r.t.db, r.body)
+	res, err := s.eng.CreateUser(ctx, r.t.db, r.body)
 	if err != nil {
 		return err
 	}
@@ -45,7 +48,8 @@ func (s *Server) createUser(r *request) error {
 
 // readUser serves GET /dbs/{db}/users/{id}.
 func (s *Server) readUser(r *request) error {
-	res, err := s.eng.ReadUser(r.t.db, r.t.id)
+	ctx := r.Context()
+	res, err := s.eng.ReadUser(ctx, r.t.db, r.t.id)
 	if err != nil {
 		return err
 	}
@@ -54,7 +58,8 @@ func (s *Server) readUser(r *request) error {
 
 // replaceUser serves PUT /dbs/{db}/users/{id}.
 func (s *Server) replaceUser(r *request) error {
-	res, err := s.eng.ReplaceUser(r.t.db, r.t.id, r.body, r.ifMatch())
+	ctx := r.Context()
+	res, err := s.eng.ReplaceUser(ctx, r.t.db, r.t.id, r.body, r.ifMatch())
 	if err != nil {
 		return err
 	}
@@ -64,7 +69,8 @@ func (s *Server) replaceUser(r *request) error {
 
 // deleteUser serves DELETE /dbs/{db}/users/{id}.
 func (s *Server) deleteUser(r *request) error {
-	if err := s.eng.DeleteUser(r.t.db, r.t.id, r.ifMatch()); err != nil {
+	ctx := r.Context()
+	if err := s.eng.DeleteUser(ctx, r.t.db, r.t.id, r.ifMatch()); err != nil {
 		return err
 	}
 	r.writeJSON(http.StatusNoContent, nil, "", 1)
@@ -85,11 +91,12 @@ func (s *Server) tokenExpiry(r *request) (time.Time, error) {
 // /dbs/{db}/users/{user}/permissions. Every permission returned carries a
 // fresh _token.
 func (s *Server) listPermissions(r *request) error {
+	ctx := r.Context()
 	expiry, err := s.tokenExpiry(r)
 	if err != nil {
 		return err
 	}
-	list, err := s.eng.ListPermissions(r.t.db, r.t.user)
+	list, err := s.eng.ListPermissions(ctx, r.t.db, r.t.user)
 	if err != nil {
 		return err
 	}
@@ -108,6 +115,7 @@ func (s *Server) listPermissions(r *request) error {
 // createPermission serves POST /dbs/{db}/users/{user}/permissions: create,
 // or upsert.
 func (s *Server) createPermission(r *request) error {
+	ctx := r.Context()
 	expiry, err := s.tokenExpiry(r)
 	if err != nil {
 		return err
@@ -115,9 +123,9 @@ func (s *Server) createPermission(r *request) error {
 	var p *engine.Permission
 	created := true
 	if r.op.verb == "upsert" {
-		p, created, err = s.eng.UpsertPermission(r.t.db, r.t.user, r.body)
+		p, created, err = s.eng.UpsertPermission(ctx, r.t.db, r.t.user, r.body)
 	} else {
-		p, err = s.eng.CreatePermission(r.t.db, r.t.user, r.body)
+		p, err = s.eng.CreatePermission(ctx, r.t.db, r.t.user, r.body)
 	}
 	if err != nil {
 		return err
@@ -127,11 +135,12 @@ func (s *Server) createPermission(r *request) error {
 
 // readPermission serves GET /dbs/{db}/users/{user}/permissions/{id}.
 func (s *Server) readPermission(r *request) error {
+	ctx := r.Context()
 	expiry, err := s.tokenExpiry(r)
 	if err != nil {
 		return err
 	}
-	p, err := s.eng.ReadPermission(r.t.db, r.t.user, r.t.id)
+	p, err := s.eng.ReadPermission(ctx, r.t.db, r.t.user, r.t.id)
 	if err != nil {
 		return err
 	}
@@ -144,11 +153,12 @@ func (s *Server) readPermission(r *request) error {
 
 // replacePermission serves PUT /dbs/{db}/users/{user}/permissions/{id}.
 func (s *Server) replacePermission(r *request) error {
+	ctx := r.Context()
 	expiry, err := s.tokenExpiry(r)
 	if err != nil {
 		return err
 	}
-	p, err := s.eng.ReplacePermission(r.t.db, r.t.user, r.t.id, r.body, r.ifMatch())
+	p, err := s.eng.ReplacePermission(ctx, r.t.db, r.t.user, r.t.id, r.body, r.ifMatch())
 	if err != nil {
 		return err
 	}
@@ -157,10 +167,11 @@ func (s *Server) replacePermission(r *request) error {
 
 // deletePermission serves DELETE /dbs/{db}/users/{user}/permissions/{id}.
 func (s *Server) deletePermission(r *request) error {
+	ctx := r.Context()
 	if _, err := s.tokenExpiry(r); err != nil {
 		return err
 	}
-	if err := s.eng.DeletePermission(r.t.db, r.t.user, r.t.id, r.ifMatch()); err != nil {
+	if err := s.eng.DeletePermission(ctx, r.t.db, r.t.user, r.t.id, r.ifMatch()); err != nil {
 		return err
 	}
 	r.writeJSON(http.StatusNoContent, nil, "", 1)

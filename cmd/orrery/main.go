@@ -34,6 +34,7 @@ import (
 var version = "dev"
 
 func main() {
+	ctx := context.Background()
 	if len(os.Args) < 2 {
 		usage(os.Stderr)
 		os.Exit(2)
@@ -41,7 +42,7 @@ func main() {
 	var err error
 	switch os.Args[1] {
 	case "serve":
-		err = serve(os.Args[2:])
+		err = serve(ctx, os.Args[2:])
 	case "cert":
 		err = cert(os.Args[2:])
 	case "import":
@@ -86,7 +87,7 @@ func env(name, def string) string {
 	return def
 }
 
-func serve(args []string) error {
+func serve(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	addr := fs.String("addr", env("ORRERY_ADDR", ":8081"), "address to listen on, HTTPS and HTTP on the same port (env ORRERY_ADDR)")
 	data := fs.String("data", env("ORRERY_DATA", "./orrery-data"), "data directory (env ORRERY_DATA)")
@@ -170,7 +171,7 @@ func serve(args []string) error {
 			store.Close()
 		}
 	}()
-	eng, err := engine.Open(store, engine.Options{
+	eng, err := engine.Open(ctx, store, engine.Options{
 		ServeCrossPartitionQueries: *crossPartition,
 		PartitionKeyRanges:         *ranges,
 		QueryTimeBudget:            nonZero(*queryBudget, -1),

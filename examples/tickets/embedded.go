@@ -24,9 +24,9 @@ type embedded struct {
 }
 
 // startEmbedded starts Orrery on memory storage at a free loopback port.
-func startEmbedded() (*embedded, error) {
+func startEmbedded(ctx context.Context) (*embedded, error) {
 	store := memory.New()
-	eng, err := engine.Open(store, engine.Options{})
+	eng, err := engine.Open(ctx, store, engine.Options{})
 	if err != nil {
 		store.Close()
 		return nil, err

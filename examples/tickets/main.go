@@ -50,7 +50,7 @@ func run(args []string) error {
 	defer stop()
 
 	if *endpoint == "" {
-		emb, err := startEmbedded()
+		emb, err := startEmbedded(ctx)
 		if err != nil {
 			return fmt.Errorf("starting the embedded Orrery: %w", err)
 		}
