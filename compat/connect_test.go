@@ -26,9 +26,11 @@ const connectDir = "../examples/connect"
 // as `orrery serve` does, and returns its endpoint on localhost and the
 // certificate's PEM file.
 func startTLS(t *testing.T) (endpoint, pemFile string) {
+	ctx := t.Context()
+
 	t.Helper()
 	store := memory.New()
-	eng, err := engine.Open(store, engine.Options{})
+	eng, err := engine.Open(ctx, store, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -346,7 +346,7 @@ func TestGatewaysTTLItemsExpireOnce(t *testing.T) {
 	}
 	// The SDK cannot set a change feed policy, which the all-versions feed
 	// needs: the container is created through gateway A's engine.
-	if _, err := gws[0].Engine.CreateContainer("db", []byte(`{"id":"ttl","partitionKey":{"paths":["/pk"]},"defaultTtl":1,"changeFeedPolicy":{"retentionDuration":60}}`), nil); err != nil {
+	if _, err := gws[0].Engine.CreateContainer(ctx, "db", []byte(`{"id":"ttl","partitionKey":{"paths":["/pk"]},"defaultTtl":1,"changeFeedPolicy":{"retentionDuration":60}}`), nil); err != nil {
 		t.Fatal(err)
 	}
 	var cs []*azcosmos.ContainerClient
@@ -363,7 +363,7 @@ func TestGatewaysTTLItemsExpireOnce(t *testing.T) {
 	swept := func() uint64 {
 		var n uint64
 		for _, g := range gws {
-			st, err := g.Engine.Stats()
+			st, err := g.Engine.Stats(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -393,7 +393,7 @@ func TestGatewaysTTLItemsExpireOnce(t *testing.T) {
 		if page > 10000 {
 			t.Fatal("the all-versions feed never ran dry")
 		}
-		res, err := gws[1].Engine.ReadChangeFeed(&req)
+		res, err := gws[1].Engine.ReadChangeFeed(ctx, &req)
 		if err != nil {
 			t.Fatal(err)
 		}

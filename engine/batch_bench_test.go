@@ -16,6 +16,8 @@ import (
 // fsync and each single create is one.
 
 func benchEngine(b *testing.B, durable bool) *engine.Engine {
+	ctx := b.Context()
+
 	var s storage.Store = memory.New()
 	if durable {
 		p, err := pebble.Open(b.TempDir(), pebble.Options{})
@@ -24,27 +26,29 @@ func benchEngine(b *testing.B, durable bool) *engine.Engine {
 		}
 		s = p
 	}
-	e, err := engine.Open(s, engine.Options{})
+	e, err := engine.Open(ctx, s, engine.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { e.Close(); s.Close() })
-	if _, err := e.CreateDatabase([]byte(`{"id":"db"}`), nil); err != nil {
+	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := e.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil); err != nil {
+	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil); err != nil {
 		b.Fatal(err)
 	}
 	return e
 }
 
 func benchEngineCreates(b *testing.B, durable, batched bool) {
+	ctx := b.Context()
+
 	e := benchEngine(b, durable)
 	pk, _ := engine.ParsePartitionKeyHeader(`["p"]`)
 	b.ResetTimer()
 	for i := 0; i < b.N; {
 		if !batched {
-			if _, err := e.CreateItem(&engine.ItemRequest{Database: "db", Container: "c", PartitionKey: pk, HasPartitionKey: true,
+			if _, err := e.CreateItem(ctx, &engine.ItemRequest{Database: "db", Container: "c", PartitionKey: pk, HasPartitionKey: true,
 				Body: fmt.Appendf(nil, `{"id":"i%d","pk":"p","v":%d}`, i, i)}); err != nil {
 				b.Fatal(err)
 			}
@@ -60,7 +64,7 @@ func benchEngineCreates(b *testing.B, durable, batched bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		res, err := e.ExecuteBatch(&engine.BatchRequest{Database: "db", Container: "c", PartitionKey: pk, HasPartitionKey: true, Atomic: true, Operations: parsed})
+		res, err := e.ExecuteBatch(ctx, &engine.BatchRequest{Database: "db", Container: "c", PartitionKey: pk, HasPartitionKey: true, Atomic: true, Operations: parsed})
 		if err != nil || res.Failed {
 			b.Fatalf("batch: %v %+v", err, res)
 		}

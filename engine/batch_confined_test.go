@@ -11,9 +11,11 @@ import (
 // another, whether the operation names its partition key, takes the
 // header's, or carries it in its body.
 func TestConfinedBatch(t *testing.T) {
+	ctx := t.Context()
+
 	e := newTestEngine(t)
 	for _, body := range []string{`{"id":"a1","pk":"a"}`, `{"id":"b1","pk":"b","secret":1}`} {
-		if _, err := e.CreateItem(&engine.ItemRequest{Database: "db", Container: "c", Body: []byte(body)}); err != nil {
+		if _, err := e.CreateItem(ctx, &engine.ItemRequest{Database: "db", Container: "c", Body: []byte(body)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -25,7 +27,7 @@ func TestConfinedBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.ExecuteBatch(&engine.BatchRequest{Database: "db", Container: "c", Operations: ops,
+	res, err := e.ExecuteBatch(ctx, &engine.BatchRequest{Database: "db", Container: "c", Operations: ops,
 		Confined: true, Partition: pkOf(t, "a")})
 	if err != nil {
 		t.Fatal(err)
@@ -38,17 +40,17 @@ func TestConfinedBatch(t *testing.T) {
 	if res.Results[0].Body != nil {
 		t.Errorf("a refused read returned %s", res.Results[0].Body)
 	}
-	if _, err := e.ReadItem(&engine.ItemRequest{Database: "db", Container: "c", ID: "b1", PartitionKey: pkOf(t, "b"), HasPartitionKey: true}); err != nil {
+	if _, err := e.ReadItem(ctx, &engine.ItemRequest{Database: "db", Container: "c", ID: "b1", PartitionKey: pkOf(t, "b"), HasPartitionKey: true}); err != nil {
 		t.Errorf("b1 after the confined bulk: %v", err)
 	}
-	if _, err := e.ReadItem(&engine.ItemRequest{Database: "db", Container: "c", ID: "b2", PartitionKey: pkOf(t, "b"), HasPartitionKey: true}); engine.StatusOf(err) != 404 {
+	if _, err := e.ReadItem(ctx, &engine.ItemRequest{Database: "db", Container: "c", ID: "b2", PartitionKey: pkOf(t, "b"), HasPartitionKey: true}); engine.StatusOf(err) != 404 {
 		t.Errorf("b2 after the confined bulk: %v, want 404", err)
 	}
 
 	// An atomic batch runs in its header's partition: elsewhere it is
 	// refused whole.
 	read, _ := engine.ParseBatch([]byte(`[{"operationType":"Read","id":"b1"}]`))
-	_, err = e.ExecuteBatch(&engine.BatchRequest{Database: "db", Container: "c", Operations: read, Atomic: true,
+	_, err = e.ExecuteBatch(ctx, &engine.BatchRequest{Database: "db", Container: "c", Operations: read, Atomic: true,
 		PartitionKey: pkOf(t, "b"), HasPartitionKey: true, Confined: true, Partition: pkOf(t, "a")})
 	if engine.StatusOf(err) != 403 {
 		t.Fatalf("atomic batch outside the partition: %v, want 403", err)

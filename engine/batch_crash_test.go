@@ -30,8 +30,10 @@ const batchCrashCreates = 9
 // and that no batch is there in part: its creates and its counter increment
 // are all there or none is.
 func TestBatchCrashAtomicity(t *testing.T) {
+	ctx := t.Context()
+
 	if dir := os.Getenv(batchCrashChildEnv); dir != "" {
-		batchCrashChild(dir, os.Getenv(batchCrashChildEnv+"_ROUND"))
+		batchCrashChild(ctx, dir, os.Getenv(batchCrashChildEnv+"_ROUND"))
 		return
 	}
 	if testing.Short() {
@@ -39,10 +41,10 @@ func TestBatchCrashAtomicity(t *testing.T) {
 	}
 	dir := t.TempDir()
 	withEngine(t, dir, func(e *engine.Engine) {
-		if _, err := e.CreateDatabase([]byte(`{"id":"db"}`), nil); err != nil {
+		if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil); err != nil {
+		if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -97,12 +99,14 @@ func TestBatchCrashAtomicity(t *testing.T) {
 }
 
 func withEngine(t *testing.T, dir string, fn func(e *engine.Engine)) {
+	ctx := t.Context()
+
 	t.Helper()
 	s, err := pebble.Open(dir, pebble.Options{})
 	if err != nil {
 		t.Fatalf("opening the store: %v", err)
 	}
-	e, err := engine.Open(s, engine.Options{})
+	e, err := engine.Open(ctx, s, engine.Options{})
 	if err != nil {
 		t.Fatalf("opening the engine: %v", err)
 	}
@@ -157,7 +161,7 @@ func runBatchCrashChild(t *testing.T, dir, round string) []string {
 // partition: nine creates and an increment of the partition's counter. It
 // prints each batch's id once ExecuteBatch returns, until it is killed (or
 // gives up after fifteen seconds, should its parent be gone).
-func batchCrashChild(dir, round string) {
+func batchCrashChild(ctx context.Context, dir, round string) {
 	fail := func(err error) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -166,7 +170,7 @@ func batchCrashChild(dir, round string) {
 	if err != nil {
 		fail(err)
 	}
-	e, err := engine.Open(s, engine.Options{})
+	e, err := engine.Open(ctx, s, engine.Options{})
 	if err != nil {
 		fail(err)
 	}
@@ -177,7 +181,7 @@ func batchCrashChild(dir, round string) {
 		wg.Go(func() {
 			pk := fmt.Sprintf("r%s-w%d", round, w)
 			key, _ := engine.ParsePartitionKeyHeader(`["` + pk + `"]`)
-			if _, err := e.CreateItem(&engine.ItemRequest{Database: "db", Container: "c", PartitionKey: key, HasPartitionKey: true,
+			if _, err := e.CreateItem(ctx, &engine.ItemRequest{Database: "db", Container: "c", PartitionKey: key, HasPartitionKey: true,
 				Body: fmt.Appendf(nil, `{"id":"counter","pk":%q,"n":0}`, pk)}); err != nil {
 				fail(err)
 			}
@@ -192,7 +196,7 @@ func batchCrashChild(dir, round string) {
 				if err != nil {
 					fail(err)
 				}
-				res, err := e.ExecuteBatch(&engine.BatchRequest{Database: "db", Container: "c", PartitionKey: key, HasPartitionKey: true, Atomic: true, Operations: parsed})
+				res, err := e.ExecuteBatch(ctx, &engine.BatchRequest{Database: "db", Container: "c", PartitionKey: key, HasPartitionKey: true, Atomic: true, Operations: parsed})
 				if err != nil {
 					fail(err)
 				}

@@ -11,17 +11,19 @@ import (
 )
 
 func newTestEngine(t *testing.T) *engine.Engine {
+	ctx := t.Context()
+
 	t.Helper()
 	s := memory.New()
-	e, err := engine.Open(s, engine.Options{})
+	e, err := engine.Open(ctx, s, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close(); s.Close() })
-	if _, err := e.CreateDatabase([]byte(`{"id":"db"}`), nil); err != nil {
+	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"changeFeedPolicy":{"retentionDuration":60}}`), nil); err != nil {
+	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},"changeFeedPolicy":{"retentionDuration":60}}`), nil); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -37,6 +39,8 @@ func pkOf(t *testing.T, v string) engine.PartitionKey {
 }
 
 func TestExecuteBatch(t *testing.T) {
+	ctx := t.Context()
+
 	tests := []struct {
 		name     string
 		atomic   bool
@@ -71,14 +75,14 @@ func TestExecuteBatch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newTestEngine(t)
 			a := pkOf(t, "a")
-			if _, err := e.CreateItem(&engine.ItemRequest{Database: "db", Container: "c", PartitionKey: a, HasPartitionKey: true, Body: []byte(`{"id":"seed","pk":"a"}`)}); err != nil {
+			if _, err := e.CreateItem(ctx, &engine.ItemRequest{Database: "db", Container: "c", PartitionKey: a, HasPartitionKey: true, Body: []byte(`{"id":"seed","pk":"a"}`)}); err != nil {
 				t.Fatal(err)
 			}
 			ops, err := engine.ParseBatch([]byte(tc.ops))
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := e.ExecuteBatch(&engine.BatchRequest{Database: "db", Container: "c", PartitionKey: a, HasPartitionKey: true, Atomic: tc.atomic, Operations: ops})
+			res, err := e.ExecuteBatch(ctx, &engine.BatchRequest{Database: "db", Container: "c", PartitionKey: a, HasPartitionKey: true, Atomic: tc.atomic, Operations: ops})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,12 +96,12 @@ func TestExecuteBatch(t *testing.T) {
 				t.Fatalf("statuses %v failed %v, want %v", got, res.Failed, tc.statuses)
 			}
 			for _, id := range tc.present {
-				if _, err := e.ReadItem(&engine.ItemRequest{Database: "db", Container: "c", ID: id, PartitionKey: a, HasPartitionKey: true}); err != nil {
+				if _, err := e.ReadItem(ctx, &engine.ItemRequest{Database: "db", Container: "c", ID: id, PartitionKey: a, HasPartitionKey: true}); err != nil {
 					t.Errorf("item %s: %v", id, err)
 				}
 			}
 			for _, id := range tc.absent {
-				if _, err := e.ReadItem(&engine.ItemRequest{Database: "db", Container: "c", ID: id, PartitionKey: a, HasPartitionKey: true}); engine.StatusOf(err) != 404 {
+				if _, err := e.ReadItem(ctx, &engine.ItemRequest{Database: "db", Container: "c", ID: id, PartitionKey: a, HasPartitionKey: true}); engine.StatusOf(err) != 404 {
 					t.Errorf("item %s should be absent: %v", id, err)
 				}
 			}
@@ -106,10 +110,12 @@ func TestExecuteBatch(t *testing.T) {
 }
 
 func TestExecuteBatchReadSeesPatch(t *testing.T) {
+	ctx := t.Context()
+
 	e := newTestEngine(t)
 	a := pkOf(t, "a")
 	ops, _ := engine.ParseBatch([]byte(`[{"operationType":"Create","resourceBody":{"id":"n","pk":"a","v":1}},{"operationType":"Patch","id":"n","resourceBody":{"operations":[{"op":"incr","path":"/v","value":41}]}},{"operationType":"Read","id":"n"}]`))
-	res, err := e.ExecuteBatch(&engine.BatchRequest{Database: "db", Container: "c", PartitionKey: a, HasPartitionKey: true, Atomic: true, Operations: ops})
+	res, err := e.ExecuteBatch(ctx, &engine.BatchRequest{Database: "db", Container: "c", PartitionKey: a, HasPartitionKey: true, Atomic: true, Operations: ops})
 	if err != nil || res.Failed {
 		t.Fatalf("%v %+v", err, res)
 	}
@@ -124,14 +130,16 @@ func TestExecuteBatchReadSeesPatch(t *testing.T) {
 }
 
 func TestPatchItem(t *testing.T) {
+	ctx := t.Context()
+
 	e := newTestEngine(t)
 	a := pkOf(t, "a")
-	created, err := e.CreateItem(&engine.ItemRequest{Database: "db", Container: "c", PartitionKey: a, HasPartitionKey: true, Body: []byte(`{"id":"p","pk":"a","stock":7}`)})
+	created, err := e.CreateItem(ctx, &engine.ItemRequest{Database: "db", Container: "c", PartitionKey: a, HasPartitionKey: true, Body: []byte(`{"id":"p","pk":"a","stock":7}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	patch := func(body, ifMatch string) (*engine.ItemResult, error) {
-		return e.PatchItem(&engine.ItemRequest{Database: "db", Container: "c", ID: "p", PartitionKey: a, HasPartitionKey: true, Body: []byte(body), IfMatch: ifMatch})
+		return e.PatchItem(ctx, &engine.ItemRequest{Database: "db", Container: "c", ID: "p", PartitionKey: a, HasPartitionKey: true, Body: []byte(body), IfMatch: ifMatch})
 	}
 	tests := []struct {
 		name, body, ifMatch string
@@ -150,7 +158,7 @@ func TestPatchItem(t *testing.T) {
 			if !ok || ce.Status != tc.status || !strings.Contains(ce.Message, tc.message) {
 				t.Fatalf("error %v, want %d %q", err, tc.status, tc.message)
 			}
-			cur, _ := e.ReadItem(&engine.ItemRequest{Database: "db", Container: "c", ID: "p", PartitionKey: a, HasPartitionKey: true})
+			cur, _ := e.ReadItem(ctx, &engine.ItemRequest{Database: "db", Container: "c", ID: "p", PartitionKey: a, HasPartitionKey: true})
 			if cur.ETag != created.ETag {
 				t.Errorf("a failed patch changed the item: %s", cur.Body)
 			}
@@ -165,7 +173,7 @@ func TestPatchItem(t *testing.T) {
 	if res.Status != 200 || d.Stock != 2 || res.ETag == created.ETag {
 		t.Errorf("patch: status %d stock %d etag %s", res.Status, d.Stock, res.ETag)
 	}
-	if _, err := e.PatchItem(&engine.ItemRequest{Database: "db", Container: "c", ID: "gone", PartitionKey: a, HasPartitionKey: true, Body: []byte(`[{"op":"set","path":"/x","value":1}]`)}); engine.StatusOf(err) != 404 {
+	if _, err := e.PatchItem(ctx, &engine.ItemRequest{Database: "db", Container: "c", ID: "gone", PartitionKey: a, HasPartitionKey: true, Body: []byte(`[{"op":"set","path":"/x","value":1}]`)}); engine.StatusOf(err) != 404 {
 		t.Errorf("patch of a missing item: %v, want 404", err)
 	}
 }
@@ -174,6 +182,8 @@ func TestPatchItem(t *testing.T) {
 // feed, each item once in its latest version and every version in the
 // all-versions feed, and that a failed batch's writes never do.
 func TestBatchChangeFeed(t *testing.T) {
+	ctx := t.Context()
+
 	e := newTestEngine(t)
 	a := pkOf(t, "a")
 	run := func(body string) *engine.BatchResult {
@@ -181,7 +191,7 @@ func TestBatchChangeFeed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := e.ExecuteBatch(&engine.BatchRequest{Database: "db", Container: "c", PartitionKey: a, HasPartitionKey: true, Atomic: true, Operations: ops})
+		res, err := e.ExecuteBatch(ctx, &engine.BatchRequest{Database: "db", Container: "c", PartitionKey: a, HasPartitionKey: true, Atomic: true, Operations: ops})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +204,7 @@ func TestBatchChangeFeed(t *testing.T) {
 		t.Fatal("the second batch should fail on z")
 	}
 	feed := func(mode engine.ChangeFeedMode) []string {
-		res, err := e.ReadChangeFeed(&engine.ChangeFeedRequest{Database: "db", Container: "c", Mode: mode})
+		res, err := e.ReadChangeFeed(ctx, &engine.ChangeFeedRequest{Database: "db", Container: "c", Mode: mode})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,16 +22,18 @@ func benchEngine(b *testing.B) *Engine {
 }
 
 func openTestEngine(tb testing.TB, store storage.Store) *Engine {
+	ctx := tb.Context()
+
 	tb.Helper()
-	e, err := Open(store, Options{})
+	e, err := Open(ctx, store, Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { e.Close(); store.Close() })
-	if _, err := e.CreateDatabase([]byte(`{"id":"db"}`), nil); err != nil {
+	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := e.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), nil); err != nil {
+	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), nil); err != nil {
 		tb.Fatal(err)
 	}
 	return e
@@ -46,6 +48,8 @@ func benchBody(id, pk string) []byte {
 }
 
 func benchCreate(b *testing.B, writers int) {
+	ctx := b.Context()
+
 	e := benchEngine(b)
 	var n atomic.Int64
 	b.SetParallelism((writers + 1) / 2)
@@ -55,7 +59,7 @@ func benchCreate(b *testing.B, writers int) {
 			i := n.Add(1)
 			pk := fmt.Sprintf("p%d", i%int64(writers))
 			body := benchBody(strconv.FormatInt(i, 10), pk)
-			if _, err := e.CreateItem(&ItemRequest{Database: "db", Container: "c", Body: body, PartitionKey: StringKey(pk), HasPartitionKey: true}); err != nil {
+			if _, err := e.CreateItem(ctx, &ItemRequest{Database: "db", Container: "c", Body: body, PartitionKey: StringKey(pk), HasPartitionKey: true}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -64,11 +68,13 @@ func benchCreate(b *testing.B, writers int) {
 
 // BenchmarkCreate1Writer is the single-writer rate of durable creates.
 func BenchmarkCreate1Writer(b *testing.B) {
+	ctx := b.Context()
+
 	e := benchEngine(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		body := benchBody(strconv.Itoa(i), "p")
-		if _, err := e.CreateItem(&ItemRequest{Database: "db", Container: "c", Body: body, PartitionKey: StringKey("p"), HasPartitionKey: true}); err != nil {
+		if _, err := e.CreateItem(ctx, &ItemRequest{Database: "db", Container: "c", Body: body, PartitionKey: StringKey("p"), HasPartitionKey: true}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -80,16 +86,18 @@ func BenchmarkCreate32Writers(b *testing.B) { benchCreate(b, 32) }
 // BenchmarkReplaceHotItem has 32 writers replace one item: the hot
 // partition case, where writes of one partition follow each other.
 func BenchmarkReplaceHotItem(b *testing.B) {
+	ctx := b.Context()
+
 	e := benchEngine(b)
 	body := []byte(fmt.Sprintf(`{"id":"hot","pk":"p","payload":%q}`, bytes.Repeat([]byte("x"), 1000)))
-	if _, err := e.CreateItem(&ItemRequest{Database: "db", Container: "c", Body: body}); err != nil {
+	if _, err := e.CreateItem(ctx, &ItemRequest{Database: "db", Container: "c", Body: body}); err != nil {
 		b.Fatal(err)
 	}
 	b.SetParallelism(16)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := e.ReplaceItem(&ItemRequest{Database: "db", Container: "c", ID: "hot", Body: body, PartitionKey: StringKey("p"), HasPartitionKey: true}); err != nil {
+			if _, err := e.ReplaceItem(ctx, &ItemRequest{Database: "db", Container: "c", ID: "hot", Body: body, PartitionKey: StringKey("p"), HasPartitionKey: true}); err != nil {
 				b.Fatal(err)
 			}
 		}

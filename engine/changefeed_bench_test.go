@@ -30,12 +30,14 @@ var benchStores = []struct {
 // newFeedBenchEngine loads benchItems items of about 300 bytes into 64
 // logical partitions.
 func newFeedBenchEngine(b *testing.B, store storage.Store) *Engine {
-	e, err := Open(store, Options{SweepInterval: -1})
+	ctx := b.Context()
+
+	e, err := Open(ctx, store, Options{SweepInterval: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { e.Close(); store.Close() })
-	if _, err := e.CreateDatabase([]byte(`{"id":"db"}`), nil); err != nil {
+	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
 		b.Fatal(err)
 	}
 	createContainer(b, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
@@ -54,11 +56,13 @@ func BenchmarkReadFeedItems(b *testing.B) {
 }
 
 func benchReadFeed(b *testing.B, e *Engine) {
+	ctx := b.Context()
+
 	for b.Loop() {
 		req := &FeedRequest{Database: "db", Container: "c", MaxItems: 1000}
 		n := 0
 		for {
-			res, err := e.ReadFeed(req)
+			res, err := e.ReadFeed(ctx, req)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -89,13 +93,15 @@ func BenchmarkChangeFeedItems(b *testing.B) {
 }
 
 func benchChangeFeed(b *testing.B, e *Engine, mode ChangeFeedMode) {
+	ctx := b.Context()
+
 	{
 		{
 			for b.Loop() {
 				req := &ChangeFeedRequest{Database: "db", Container: "c", Mode: mode, MaxItems: 1000}
 				n := 0
 				for {
-					res, err := e.ReadChangeFeed(req)
+					res, err := e.ReadChangeFeed(ctx, req)
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -26,30 +26,36 @@ func (c *testClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 // newTestEngine opens an engine on memory storage with a test clock and no
 // background sweeper, and creates database "db".
 func newTestEngine(t testing.TB) (*Engine, *testClock) {
+	ctx := t.Context()
+
 	t.Helper()
 	clock := newTestClock()
 	store := memory.New()
-	e, err := Open(store, Options{Now: clock.now, SweepInterval: -1})
+	e, err := Open(ctx, store, Options{Now: clock.now, SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close(); store.Close() })
-	if _, err := e.CreateDatabase([]byte(`{"id":"db"}`), nil); err != nil {
+	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
 		t.Fatal(err)
 	}
 	return e, clock
 }
 
 func createContainer(t testing.TB, e *Engine, body string) {
+	ctx := t.Context()
+
 	t.Helper()
-	if _, err := e.CreateContainer("db", []byte(body), nil); err != nil {
+	if _, err := e.CreateContainer(ctx, "db", []byte(body), nil); err != nil {
 		t.Fatalf("create container %s: %v", body, err)
 	}
 }
 
 func upsert(t testing.TB, e *Engine, coll, body string) *ItemResult {
+	ctx := t.Context()
+
 	t.Helper()
-	res, err := e.UpsertItem(&ItemRequest{Database: "db", Container: coll, Body: []byte(body)})
+	res, err := e.UpsertItem(ctx, &ItemRequest{Database: "db", Container: coll, Body: []byte(body)})
 	if err != nil {
 		t.Fatalf("upsert %s: %v", body, err)
 	}
@@ -57,8 +63,10 @@ func upsert(t testing.TB, e *Engine, coll, body string) *ItemResult {
 }
 
 func deleteItem(t testing.TB, e *Engine, coll, id, pk string) {
+	ctx := t.Context()
+
 	t.Helper()
-	if _, err := e.DeleteItem(&ItemRequest{Database: "db", Container: coll, ID: id, PartitionKey: StringKey(pk), HasPartitionKey: true}); err != nil {
+	if _, err := e.DeleteItem(ctx, &ItemRequest{Database: "db", Container: coll, ID: id, PartitionKey: StringKey(pk), HasPartitionKey: true}); err != nil {
 		t.Fatalf("delete %s: %v", id, err)
 	}
 }
@@ -109,13 +117,15 @@ func ids(docs []feedDoc) []string {
 // readAll follows continuations from req until the feed answers 304, and
 // returns every document and the final ETag.
 func readAll(t testing.TB, e *Engine, req ChangeFeedRequest) ([][]byte, string) {
+	ctx := t.Context()
+
 	t.Helper()
 	var docs [][]byte
 	for i := 0; ; i++ {
 		if i > 100000 {
 			t.Fatal("the change feed never answered 304")
 		}
-		res, err := e.ReadChangeFeed(&req)
+		res, err := e.ReadChangeFeed(ctx, &req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,11 +142,13 @@ func readAll(t testing.TB, e *Engine, req ChangeFeedRequest) ([][]byte, string) 
 }
 
 func TestChangeFeedStartPoints(t *testing.T) {
+	ctx := t.Context()
+
 	e, clock := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	upsert(t, e, "c", `{"id":"a","pk":"p"}`)
 	upsert(t, e, "c", `{"id":"b","pk":"p"}`)
-	first, err := e.ReadChangeFeed(&ChangeFeedRequest{Database: "db", Container: "c", FromNow: true})
+	first, err := e.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: "c", FromNow: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,6 +186,8 @@ func TestChangeFeedStartPoints(t *testing.T) {
 }
 
 func TestChangeFeedLatestVersionAndLSN(t *testing.T) {
+	ctx := t.Context()
+
 	e, _ := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	upsert(t, e, "c", `{"id":"a","pk":"p","v":1}`)
@@ -185,7 +199,7 @@ func TestChangeFeedLatestVersionAndLSN(t *testing.T) {
 	if len(got) != 1 || got[0].ID != "a" || got[0].V != 2 || got[0].LSN == 0 {
 		t.Fatalf("feed = %s, want only a at v2 with _lsn", docs)
 	}
-	if want := FormatChangeFeedETag(e.seq.watermark()); etag != want {
+	if want := FormatChangeFeedETag(e.seq.watermark(ctx)); etag != want {
 		t.Errorf("final etag %s, want %s", etag, want)
 	}
 	// A later change to an item already read reports it again.
@@ -197,18 +211,20 @@ func TestChangeFeedLatestVersionAndLSN(t *testing.T) {
 }
 
 func TestChangeFeedPagesEndBetweenTransactions(t *testing.T) {
+	ctx := t.Context()
+
 	e, _ := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"changeFeedPolicy":{"retentionDuration":60}}`)
-	c, _ := e.Container("db", "c")
+	c, _ := e.Container(ctx, "db", "c")
 	upsert(t, e, "c", `{"id":"first","pk":"p"}`)
 	// One transaction writes three items under one sequence number.
-	err := e.inPartition(c, StringKey("p"), func(tx *txn) error {
+	err := e.inPartition(ctx, c, StringKey("p"), func(tx *txn) error {
 		for _, id := range []string{"x", "y", "z"} {
 			it, perr := c.parseItem([]byte(`{"id":"`+id+`","pk":"p"}`), &ItemRequest{})
 			if perr != nil {
 				return perr
 			}
-			if _, err := tx.put(it, nil); err != nil {
+			if _, err := tx.put(ctx, it, nil); err != nil {
 				return err
 			}
 		}
@@ -223,7 +239,7 @@ func TestChangeFeedPagesEndBetweenTransactions(t *testing.T) {
 		var all int
 		req := &ChangeFeedRequest{Database: "db", Container: "c", Mode: mode, MaxItems: 2}
 		for {
-			res, err := e.ReadChangeFeed(req)
+			res, err := e.ReadChangeFeed(ctx, req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -241,6 +257,8 @@ func TestChangeFeedPagesEndBetweenTransactions(t *testing.T) {
 }
 
 func TestChangeFeedScopes(t *testing.T) {
+	ctx := t.Context()
+
 	e, _ := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	createContainer(t, e, `{"id":"h","partitionKey":{"paths":["/pk","/sub"],"kind":"MultiHash","version":2}}`)
@@ -248,10 +266,10 @@ func TestChangeFeedScopes(t *testing.T) {
 		upsert(t, e, "c", fmt.Sprintf(`{"id":"i%d","pk":"p%d"}`, i, i%5))
 		upsert(t, e, "h", fmt.Sprintf(`{"id":"i%d","pk":"p%d","sub":"s%d"}`, i, i%2, i%3))
 	}
-	c, _ := e.Container("db", "c")
+	c, _ := e.Container(ctx, "db", "c")
 	epkOf := func(pk string) string { return EPKHex(effectivePartitionKey(&c.pk, StringKey(pk))) }
 	p0 := epkOf("p0")
-	h, _ := e.Container("db", "h")
+	h, _ := e.Container(ctx, "db", "h")
 	hp1 := EPKHex(effectivePartitionKey(&h.pk, PartitionKey{StringKey("p1")[0]}))
 	tests := []struct {
 		name string
@@ -298,6 +316,8 @@ func TestChangeFeedScopes(t *testing.T) {
 }
 
 func TestChangeFeedErrors(t *testing.T) {
+	ctx := t.Context()
+
 	e, _ := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	tests := []struct {
@@ -314,7 +334,7 @@ func TestChangeFeedErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			req := tt.req
 			req.Database = "db"
-			_, err := e.ReadChangeFeed(&req)
+			_, err := e.ReadChangeFeed(ctx, &req)
 			if got := StatusOf(err); got != tt.status {
 				t.Errorf("status %d (%v), want %d", got, err, tt.status)
 			}
@@ -326,16 +346,18 @@ func TestChangeFeedErrors(t *testing.T) {
 // finished, as a slow writer would, and checks that the feed does not move
 // past it while later writes commit.
 func TestChangeFeedWaitsForLateCommits(t *testing.T) {
+	ctx := t.Context()
+
 	e, _ := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	upsert(t, e, "c", `{"id":"a","pk":"p"}`)
 	_, etag := readAll(t, e, ChangeFeedRequest{Database: "db", Container: "c"})
-	held, err := e.seq.allocate()
+	held, err := e.seq.allocate(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	upsert(t, e, "c", `{"id":"b","pk":"q"}`)
-	res, err := e.ReadChangeFeed(&ChangeFeedRequest{Database: "db", Container: "c", Continuation: etag})
+	res, err := e.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: "c", Continuation: etag})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,9 +372,11 @@ func TestChangeFeedWaitsForLateCommits(t *testing.T) {
 }
 
 func TestChangeFeedAllVersionsAndDeletes(t *testing.T) {
+	ctx := t.Context()
+
 	e, _ := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"changeFeedPolicy":{"retentionDuration":60}}`)
-	start, _ := e.ReadChangeFeed(&ChangeFeedRequest{Database: "db", Container: "c", Mode: AllVersionsAndDeletes, FromNow: true})
+	start, _ := e.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: "c", Mode: AllVersionsAndDeletes, FromNow: true})
 	created := upsert(t, e, "c", `{"id":"a","pk":"p","v":1}`)
 	upsert(t, e, "c", `{"id":"a","pk":"p","v":2}`)
 	deleteItem(t, e, "c", "a", "p")
@@ -421,6 +445,8 @@ func TestChangeFeedReadsConsistentUnderPaging(t *testing.T) {
 // nothing in a long stretch of records stops early with a 200, an empty page
 // and a continuation past what it read, instead of reading everything.
 func TestChangeFeedBoundsWorkPerRequest(t *testing.T) {
+	ctx := t.Context()
+
 	e, clock := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	n := maxChangeFeedExamine + maxChangeFeedExamine/5
@@ -432,7 +458,7 @@ func TestChangeFeedBoundsWorkPerRequest(t *testing.T) {
 	req := &ChangeFeedRequest{Database: "db", Container: "c", Since: clock.now()}
 	var pages []string
 	for len(pages) < 10 {
-		res, err := e.ReadChangeFeed(req)
+		res, err := e.ReadChangeFeed(ctx, req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,6 +25,8 @@ const computedContainer = `{"id":"c","partitionKey":{"paths":["/pk"]},
 	"indexingPolicy":{"includedPaths":[{"path":"/*"},{"path":"/cp_lower/?"}],"excludedPaths":[]}}`
 
 func TestComputedPropertiesAreQueriedAndIndexedNotStored(t *testing.T) {
+	ctx := t.Context()
+
 	e, _ := newTestEngine(t)
 	createContainer(t, e, computedContainer)
 	for i, n := range []string{"Bob", "ALICE", "bob", "Carol"} {
@@ -45,30 +47,32 @@ func TestComputedPropertiesAreQueriedAndIndexedNotStored(t *testing.T) {
 	if got := queryAll(t, e, `SELECT * FROM c WHERE c.id = "0"`); strings.Contains(got, "cp_") {
 		t.Fatalf("SELECT * shows computed properties: %s", got)
 	}
-	res, err := e.ReadItem(req("0", "p", ""))
+	res, err := e.ReadItem(ctx, req("0", "p", ""))
 	if err != nil || strings.Contains(string(res.Body), "cp_") {
 		t.Fatalf("a point read shows computed properties: %s %v", res.Body, err)
 	}
 	// The index holds the computed values: an index range on /cp_lower finds them.
-	c, _ := e.Container("db", "c")
+	c, _ := e.Container(ctx, "db", "c")
 	if !c.index.indexesComputed("cp_lower") || c.index.indexesComputed("cp_len") {
 		t.Fatal("only the explicitly included computed property is indexed")
 	}
 	prefix := indexPathPrefix(c.rid, "/cp_lower")
-	keys, _, _ := collectKeys(e.store, prefix, append(append([]byte(nil), prefix...), 0xff), 100)
+	keys, _, _ := collectKeys(ctx, e.store, prefix, append(append([]byte(nil), prefix...), 0xff), 100)
 	if len(keys) != 4 {
 		t.Fatalf("%d index entries under /cp_lower, want 4", len(keys))
 	}
 }
 
 func TestReplacingComputedPropertiesRebuildsTheIndex(t *testing.T) {
+	ctx := t.Context()
+
 	e, _ := newTestEngine(t)
 	createContainer(t, e, computedContainer)
 	for i, n := range []string{"Bob", "ALICE"} {
 		upsert(t, e, "c", fmt.Sprintf(`{"id":"%d","pk":"p","name":%q}`, i, n))
 	}
 	replaced := strings.Replace(computedContainer, "LOWER(c.name)", "UPPER(c.name)", 1)
-	if _, err := e.ReplaceContainer("db", "c", []byte(replaced), ""); err != nil {
+	if _, err := e.ReplaceContainer(ctx, "db", "c", []byte(replaced), ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := queryAll(t, e, `SELECT VALUE c.id FROM c WHERE c.cp_lower = "BOB"`); got != `"0"` {
@@ -80,9 +84,11 @@ func TestReplacingComputedPropertiesRebuildsTheIndex(t *testing.T) {
 }
 
 func TestInvalidComputedPropertiesAreRefused(t *testing.T) {
+	ctx := t.Context()
+
 	e, _ := newTestEngine(t)
 	// A definition may read the persisted property of its own name.
-	if _, err := e.CreateContainer("db", []byte(`{"id":"own","partitionKey":{"paths":["/pk"]},"computedProperties":[{"name":"a","query":"SELECT VALUE LOWER(c.a) FROM c"}]}`), nil); err != nil {
+	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"own","partitionKey":{"paths":["/pk"]},"computedProperties":[{"name":"a","query":"SELECT VALUE LOWER(c.a) FROM c"}]}`), nil); err != nil {
 		t.Fatalf("a computed property reading its own name: %v", err)
 	}
 	var many []string
@@ -97,7 +103,7 @@ func TestInvalidComputedPropertiesAreRefused(t *testing.T) {
 		`{"name":"a"}`,
 		`[{"name":"a","query":"SELECT VALUE c.x FROM c"},{"name":"b","query":"SELECT VALUE UPPER(r.a) FROM r"}]`,
 	} {
-		_, err := e.CreateContainer("db", []byte(`{"id":"bad","partitionKey":{"paths":["/pk"]},"computedProperties":`+cps+`}`), nil)
+		_, err := e.CreateContainer(ctx, "db", []byte(`{"id":"bad","partitionKey":{"paths":["/pk"]},"computedProperties":`+cps+`}`), nil)
 		if statusOf(err) != 400 {
 			t.Errorf("%s: %v, want 400", cps, err)
 		}

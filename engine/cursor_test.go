@@ -15,9 +15,11 @@ import (
 // cursor is dropped with the last page; a token is never served the cursor of
 // another query.
 func TestWholeQueryPagesComeFromOneEvaluation(t *testing.T) {
+	ctx := t.Context()
+
 	e := newMemEngine(t)
 	for i := 0; i < 10; i++ {
-		if _, err := e.CreateItem(req(fmt.Sprint(i), "a", fmt.Sprintf(`{"id":"%d","pk":"a","n":%d}`, i, i))); err != nil {
+		if _, err := e.CreateItem(ctx, req(fmt.Sprint(i), "a", fmt.Sprintf(`{"id":"%d","pk":"a","n":%d}`, i, i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,10 +44,10 @@ func TestWholeQueryPagesComeFromOneEvaluation(t *testing.T) {
 	}{
 		{"a write between pages does not shift them", func(t *testing.T) string {
 			first, cont := page(ordered, "")
-			if _, err := e.CreateItem(req("new", "a", `{"id":"new","pk":"a","n":100}`)); err != nil {
+			if _, err := e.CreateItem(ctx, req("new", "a", `{"id":"new","pk":"a","n":100}`)); err != nil {
 				t.Fatal(err)
 			}
-			defer e.DeleteItem(req("new", "a", ""))
+			defer e.DeleteItem(ctx, req("new", "a", ""))
 			all := first
 			for cont != "" {
 				var p []string

@@ -28,24 +28,26 @@ func statusOf(err error) int {
 }
 
 func TestItemLifecycleStatuses(t *testing.T) {
+	ctx := t.Context()
+
 	e := newMemEngine(t)
 	steps := []struct {
 		name string
 		op   func() (*ItemResult, error)
 		want int
 	}{
-		{"create", func() (*ItemResult, error) { return e.CreateItem(req("", "a", `{"id":"1","pk":"a"}`)) }, 201},
-		{"create again", func() (*ItemResult, error) { return e.CreateItem(req("", "a", `{"id":"1","pk":"a"}`)) }, 409},
-		{"same id other partition", func() (*ItemResult, error) { return e.CreateItem(req("", "b", `{"id":"1","pk":"b"}`)) }, 201},
-		{"read", func() (*ItemResult, error) { return e.ReadItem(req("1", "a", "")) }, 200},
-		{"read missing", func() (*ItemResult, error) { return e.ReadItem(req("2", "a", "")) }, 404},
-		{"replace", func() (*ItemResult, error) { return e.ReplaceItem(req("1", "a", `{"id":"1","pk":"a","v":2}`)) }, 200},
-		{"replace other id in body", func() (*ItemResult, error) { return e.ReplaceItem(req("1", "a", `{"id":"9","pk":"a"}`)) }, 400},
-		{"replace missing", func() (*ItemResult, error) { return e.ReplaceItem(req("2", "a", `{"id":"2","pk":"a"}`)) }, 404},
-		{"upsert new", func() (*ItemResult, error) { return e.UpsertItem(req("", "a", `{"id":"2","pk":"a"}`)) }, 201},
-		{"upsert existing", func() (*ItemResult, error) { return e.UpsertItem(req("", "a", `{"id":"2","pk":"a","v":1}`)) }, 200},
-		{"delete", func() (*ItemResult, error) { return e.DeleteItem(req("2", "a", "")) }, 204},
-		{"delete again", func() (*ItemResult, error) { return e.DeleteItem(req("2", "a", "")) }, 404},
+		{"create", func() (*ItemResult, error) { return e.CreateItem(ctx, req("", "a", `{"id":"1","pk":"a"}`)) }, 201},
+		{"create again", func() (*ItemResult, error) { return e.CreateItem(ctx, req("", "a", `{"id":"1","pk":"a"}`)) }, 409},
+		{"same id other partition", func() (*ItemResult, error) { return e.CreateItem(ctx, req("", "b", `{"id":"1","pk":"b"}`)) }, 201},
+		{"read", func() (*ItemResult, error) { return e.ReadItem(ctx, req("1", "a", "")) }, 200},
+		{"read missing", func() (*ItemResult, error) { return e.ReadItem(ctx, req("2", "a", "")) }, 404},
+		{"replace", func() (*ItemResult, error) { return e.ReplaceItem(ctx, req("1", "a", `{"id":"1","pk":"a","v":2}`)) }, 200},
+		{"replace other id in body", func() (*ItemResult, error) { return e.ReplaceItem(ctx, req("1", "a", `{"id":"9","pk":"a"}`)) }, 400},
+		{"replace missing", func() (*ItemResult, error) { return e.ReplaceItem(ctx, req("2", "a", `{"id":"2","pk":"a"}`)) }, 404},
+		{"upsert new", func() (*ItemResult, error) { return e.UpsertItem(ctx, req("", "a", `{"id":"2","pk":"a"}`)) }, 201},
+		{"upsert existing", func() (*ItemResult, error) { return e.UpsertItem(ctx, req("", "a", `{"id":"2","pk":"a","v":1}`)) }, 200},
+		{"delete", func() (*ItemResult, error) { return e.DeleteItem(ctx, req("2", "a", "")) }, 204},
+		{"delete again", func() (*ItemResult, error) { return e.DeleteItem(ctx, req("2", "a", "")) }, 404},
 	}
 	for _, s := range steps {
 		res, err := s.op()
@@ -60,12 +62,14 @@ func TestItemLifecycleStatuses(t *testing.T) {
 }
 
 func TestETagsChangeOnEveryWriteAndGuardWrites(t *testing.T) {
+	ctx := t.Context()
+
 	e := newMemEngine(t)
-	r1, err := e.CreateItem(req("", "a", `{"id":"1","pk":"a"}`))
+	r1, err := e.CreateItem(ctx, req("", "a", `{"id":"1","pk":"a"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := e.ReplaceItem(req("1", "a", `{"id":"1","pk":"a","v":2}`))
+	r2, err := e.ReplaceItem(ctx, req("1", "a", `{"id":"1","pk":"a","v":2}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,10 +78,10 @@ func TestETagsChangeOnEveryWriteAndGuardWrites(t *testing.T) {
 	}
 	stale := req("1", "a", `{"id":"1","pk":"a","v":3}`)
 	stale.IfMatch = r1.ETag
-	if _, err := e.ReplaceItem(stale); statusOf(err) != 412 {
+	if _, err := e.ReplaceItem(ctx, stale); statusOf(err) != 412 {
 		t.Fatalf("stale If-Match: %v, want 412", err)
 	}
-	cur, _ := e.ReadItem(req("1", "a", ""))
+	cur, _ := e.ReadItem(ctx, req("1", "a", ""))
 	var doc map[string]any
 	json.Unmarshal(cur.Body, &doc)
 	if doc["v"] != 2.0 || doc["_etag"] != r2.ETag {
@@ -85,19 +89,21 @@ func TestETagsChangeOnEveryWriteAndGuardWrites(t *testing.T) {
 	}
 	fresh := req("1", "a", `{"id":"1","pk":"a","v":3}`)
 	fresh.IfMatch = r2.ETag
-	if _, err := e.ReplaceItem(fresh); err != nil {
+	if _, err := e.ReplaceItem(ctx, fresh); err != nil {
 		t.Fatal(err)
 	}
 	del := req("1", "a", "")
 	del.IfMatch = r2.ETag
-	if _, err := e.DeleteItem(del); statusOf(err) != 412 {
+	if _, err := e.DeleteItem(ctx, del); statusOf(err) != 412 {
 		t.Fatalf("stale delete: %v", err)
 	}
 }
 
 func TestDocumentKeepsPropertyOrderAndGetsSystemProperties(t *testing.T) {
+	ctx := t.Context()
+
 	e := newMemEngine(t)
-	res, err := e.CreateItem(req("", "a", `{"z":1,"id":"1","pk":"a","a":{"n":[1,2]},"_rid":"ignored","_ts":1}`))
+	res, err := e.CreateItem(ctx, req("", "a", `{"z":1,"id":"1","pk":"a","a":{"n":[1,2]},"_rid":"ignored","_ts":1}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,16 +131,18 @@ func TestDocumentKeepsPropertyOrderAndGetsSystemProperties(t *testing.T) {
 }
 
 func TestTimeToLive(t *testing.T) {
+	ctx := t.Context()
+
 	now := time.Unix(1_700_000_000, 0)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	e, err := Open(memory.New(), Options{Now: clock})
+	e, err := Open(ctx, memory.New(), Options{Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.CreateDatabase([]byte(`{"id":"db"}`), nil)
-	if _, err := e.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":10}`), nil); err != nil {
+	e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil)
+	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":10}`), nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, body := range []string{
@@ -142,12 +150,12 @@ func TestTimeToLive(t *testing.T) {
 		`{"id":"short","pk":"a","ttl":1}`,
 		`{"id":"never","pk":"a","ttl":-1}`,
 	} {
-		if _, err := e.CreateItem(req("", "a", body)); err != nil {
+		if _, err := e.CreateItem(ctx, req("", "a", body)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	alive := func(id string) bool {
-		_, err := e.ReadItem(req(id, "a", ""))
+		_, err := e.ReadItem(ctx, req(id, "a", ""))
 		return err == nil
 	}
 	advance(time.Second)
@@ -159,18 +167,20 @@ func TestTimeToLive(t *testing.T) {
 		t.Fatal("after 10 s: default should be gone, never alive")
 	}
 	// An expired id can be created again.
-	if _, err := e.CreateItem(req("", "a", `{"id":"default","pk":"a"}`)); err != nil {
+	if _, err := e.CreateItem(ctx, req("", "a", `{"id":"default","pk":"a"}`)); err != nil {
 		t.Fatalf("re-create an expired id: %v", err)
 	}
-	feed, err := e.ReadFeed(&FeedRequest{Database: "db", Container: "c"})
+	feed, err := e.ReadFeed(ctx, &FeedRequest{Database: "db", Container: "c"})
 	if err != nil || len(feed.Items) != 2 {
 		t.Fatalf("feed after expiry: %d items, %v", len(feed.Items), err)
 	}
 }
 
 func TestConcurrentWritersOfOnePartitionAreSerialized(t *testing.T) {
+	ctx := t.Context()
+
 	e := newMemEngine(t)
-	if _, err := e.CreateItem(req("", "a", `{"id":"n","pk":"a","v":0}`)); err != nil {
+	if _, err := e.CreateItem(ctx, req("", "a", `{"id":"n","pk":"a","v":0}`)); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -182,7 +192,7 @@ func TestConcurrentWritersOfOnePartitionAreSerialized(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 50; i++ {
 				for {
-					cur, err := e.ReadItem(req("n", "a", ""))
+					cur, err := e.ReadItem(ctx, req("n", "a", ""))
 					if err != nil {
 						t.Error(err)
 						return
@@ -191,7 +201,7 @@ func TestConcurrentWritersOfOnePartitionAreSerialized(t *testing.T) {
 					json.Unmarshal(cur.Body, &d)
 					r := req("n", "a", fmt.Sprintf(`{"id":"n","pk":"a","v":%d}`, d.V+1))
 					r.IfMatch = cur.ETag
-					_, err = e.ReplaceItem(r)
+					_, err = e.ReplaceItem(ctx, r)
 					mu.Lock()
 					if err != nil {
 						conflicts++
@@ -212,7 +222,7 @@ func TestConcurrentWritersOfOnePartitionAreSerialized(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	cur, _ := e.ReadItem(req("n", "a", ""))
+	cur, _ := e.ReadItem(ctx, req("n", "a", ""))
 	var d struct{ V int }
 	json.Unmarshal(cur.Body, &d)
 	if d.V != 400 || writes != 400 {
@@ -221,34 +231,38 @@ func TestConcurrentWritersOfOnePartitionAreSerialized(t *testing.T) {
 }
 
 func TestSequencerWatermarkWaitsForLateCommits(t *testing.T) {
-	s, err := newSequencer(memory.New())
+	ctx := t.Context()
+
+	s, err := newSequencer(ctx, memory.New())
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _ := s.allocate()
-	b, _ := s.allocate()
-	c, _ := s.allocate()
+	a, _ := s.allocate(ctx)
+	b, _ := s.allocate(ctx)
+	c, _ := s.allocate(ctx)
 	s.finish(b)
-	if s.watermark() != a-1 {
-		t.Fatalf("watermark %d passed unfinished %d", s.watermark(), a)
+	if s.watermark(ctx) != a-1 {
+		t.Fatalf("watermark %d passed unfinished %d", s.watermark(ctx), a)
 	}
 	s.finish(a)
-	if s.watermark() != b {
-		t.Fatalf("watermark %d, want %d", s.watermark(), b)
+	if s.watermark(ctx) != b {
+		t.Fatalf("watermark %d, want %d", s.watermark(ctx), b)
 	}
 	s.finish(c)
-	if s.watermark() != c {
-		t.Fatalf("watermark %d, want %d", s.watermark(), c)
+	if s.watermark(ctx) != c {
+		t.Fatalf("watermark %d, want %d", s.watermark(ctx), c)
 	}
 }
 
 func TestSequenceNumbersGrowAcrossRestarts(t *testing.T) {
+	ctx := t.Context()
+
 	store := memory.New()
-	s1, _ := newSequencer(store)
-	n1, _ := s1.allocate()
+	s1, _ := newSequencer(ctx, store)
+	n1, _ := s1.allocate(ctx)
 	s1.finish(n1)
-	s2, _ := newSequencer(store)
-	n2, _ := s2.allocate()
+	s2, _ := newSequencer(ctx, store)
+	n2, _ := s2.allocate(ctx)
 	if n2 <= n1 {
 		t.Fatalf("after a restart LSN %d is not above %d", n2, n1)
 	}
@@ -278,20 +292,22 @@ func TestParseObject(t *testing.T) {
 }
 
 func TestContainerReopenKeepsCatalog(t *testing.T) {
+	ctx := t.Context()
+
 	store := memory.New()
-	e, _ := Open(store, Options{})
-	e.CreateDatabase([]byte(`{"id":"db"}`), &Throughput{Manual: 400})
-	e.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/a","/b"],"kind":"MultiHash","version":2},"defaultTtl":-1}`), &Throughput{AutoscaleMax: 4000})
-	before, _ := e.ReadContainer("db", "c")
-	e2, err := Open(store, Options{})
+	e, _ := Open(ctx, store, Options{})
+	e.CreateDatabase(ctx, []byte(`{"id":"db"}`), &Throughput{Manual: 400})
+	e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/a","/b"],"kind":"MultiHash","version":2},"defaultTtl":-1}`), &Throughput{AutoscaleMax: 4000})
+	before, _ := e.ReadContainer(ctx, "db", "c")
+	e2, err := Open(ctx, store, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := e2.ReadContainer("db", "c")
+	after, err := e2.ReadContainer(ctx, "db", "c")
 	if err != nil || string(after.Body) != string(before.Body) || after.ETag != before.ETag {
 		t.Fatalf("container changed across reopen:\n%s\n%s", before.Body, after.Body)
 	}
-	if n := len(e2.ListOffers()); n != 2 {
+	if n := len(e2.ListOffers(ctx)); n != 2 {
 		t.Fatalf("%d offers after reopen, want 2", n)
 	}
 }
@@ -318,17 +334,19 @@ func TestDurabilityBarrierWaitsForVisibleWrites(t *testing.T) {
 }
 
 func TestItemWrittenTwiceInOneTransactionGetsTwoETags(t *testing.T) {
+	ctx := t.Context()
+
 	e := newMemEngine(t)
-	c, _ := e.Container("db", "c")
+	c, _ := e.Container(ctx, "db", "c")
 	var first, second string
-	err := e.inPartition(c, StringKey("a"), func(tx *txn) error {
+	err := e.inPartition(ctx, c, StringKey("a"), func(tx *txn) error {
 		for i, out := range []*string{&first, &second} {
 			it, perr := c.parseItem([]byte(fmt.Sprintf(`{"id":"x","pk":"a","n":%d}`, i)), &ItemRequest{})
 			if perr != nil {
 				return perr
 			}
-			prev, _ := tx.getAny("x")
-			s, err := tx.put(it, prev)
+			prev, _ := tx.getAny(ctx, "x")
+			s, err := tx.put(ctx, it, prev)
 			if err != nil {
 				return err
 			}
@@ -342,25 +360,27 @@ func TestItemWrittenTwiceInOneTransactionGetsTwoETags(t *testing.T) {
 	if first == second {
 		t.Fatalf("two writes in one transaction share the ETag %s", first)
 	}
-	cur, _ := e.ReadItem(req("x", "a", ""))
+	cur, _ := e.ReadItem(ctx, req("x", "a", ""))
 	if cur.ETag != second {
 		t.Fatalf("read ETag %s, want the last write's %s", cur.ETag, second)
 	}
 }
 
 func TestSettleWaitsForOlderOpenTransactions(t *testing.T) {
-	s, err := newSequencer(memory.New())
+	ctx := t.Context()
+
+	s, err := newSequencer(ctx, memory.New())
 	if err != nil {
 		t.Fatal(err)
 	}
-	old, _ := s.allocate()   // a long transaction, still open
-	acked, _ := s.allocate() // a write acknowledged after it started
+	old, _ := s.allocate(ctx)   // a long transaction, still open
+	acked, _ := s.allocate(ctx) // a write acknowledged after it started
 	s.finish(acked)
-	if w := s.settle(10 * time.Millisecond); w >= acked {
+	if w := s.settle(ctx, 10*time.Millisecond); w >= acked {
 		t.Fatalf("watermark %d passed the open LSN %d", w, old)
 	}
 	done := make(chan uint64)
-	go func() { done <- s.settle(5 * time.Second) }()
+	go func() { done <- s.settle(ctx, 5*time.Second) }()
 	time.Sleep(20 * time.Millisecond)
 	s.finish(old)
 	select {

@@ -15,6 +15,8 @@ import (
 const pkDeleteBenchItems = 2000
 
 func fillPartition(b *testing.B, e *Engine, pk string, n int) {
+	ctx := b.Context()
+
 	b.Helper()
 	for i := 0; i < n; i += 100 {
 		ops := make([]string, 0, 100)
@@ -25,7 +27,7 @@ func fillPartition(b *testing.B, e *Engine, pk string, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if res, err := e.ExecuteBatch(&BatchRequest{Database: "db", Container: "c", PartitionKey: StringKey(pk), HasPartitionKey: true, Atomic: true, Operations: parsed}); err != nil || res.Failed {
+		if res, err := e.ExecuteBatch(ctx, &BatchRequest{Database: "db", Container: "c", PartitionKey: StringKey(pk), HasPartitionKey: true, Atomic: true, Operations: parsed}); err != nil || res.Failed {
 			b.Fatalf("fill: %v", err)
 		}
 	}
@@ -36,17 +38,21 @@ func fillPartition(b *testing.B, e *Engine, pk string, n int) {
 // same items one request at a time, as a client without the operation must.
 // ns/op is per partition; ms/partition is reported too.
 func BenchmarkPartitionKeyDelete(b *testing.B) {
+	ctx := b.Context()
+
 	benchPKDelete(b, func(e *Engine, pk string) {
-		if n, err := e.DeleteAllItemsByPartitionKey("db", "c", StringKey(pk)); err != nil || n != pkDeleteBenchItems {
+		if n, err := e.DeleteAllItemsByPartitionKey(ctx, "db", "c", StringKey(pk)); err != nil || n != pkDeleteBenchItems {
 			b.Fatalf("deleted %d: %v", n, err)
 		}
 	})
 }
 
 func BenchmarkPartitionKeyDeleteItemByItem(b *testing.B) {
+	ctx := b.Context()
+
 	benchPKDelete(b, func(e *Engine, pk string) {
 		for i := range pkDeleteBenchItems {
-			if _, err := e.DeleteItem(&ItemRequest{Database: "db", Container: "c", ID: strconv.Itoa(i), PartitionKey: StringKey(pk), HasPartitionKey: true}); err != nil {
+			if _, err := e.DeleteItem(ctx, &ItemRequest{Database: "db", Container: "c", ID: strconv.Itoa(i), PartitionKey: StringKey(pk), HasPartitionKey: true}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -79,17 +85,19 @@ func BenchmarkComputedFilterIndexed(b *testing.B) { benchComputedFilter(b, `,{"p
 func BenchmarkComputedFilterScan(b *testing.B)    { benchComputedFilter(b, ``) }
 
 func benchComputedFilter(b *testing.B, include string) {
+	ctx := b.Context()
+
 	store, err := pebble.Open(b.TempDir(), pebble.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := Open(store, Options{})
+	e, err := Open(ctx, store, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { e.Close(); store.Close() })
-	e.CreateDatabase([]byte(`{"id":"db"}`), nil)
-	if _, err := e.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},
+	e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil)
+	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},
 		"computedProperties":[{"name":"cp_lower","query":"SELECT VALUE LOWER(c.name) FROM c"}],
 		"indexingPolicy":{"includedPaths":[{"path":"/*"}`+include+`],"excludedPaths":[]}}`), nil); err != nil {
 		b.Fatal(err)
@@ -101,7 +109,7 @@ func benchComputedFilter(b *testing.B, include string) {
 			ops = append(ops, fmt.Sprintf(`{"operationType":"Create","resourceBody":{"id":"%d","pk":"p","name":"Name%d","payload":"%s"}}`, k, k, strings.Repeat("x", 500)))
 		}
 		parsed, _ := ParseBatch([]byte("[" + strings.Join(ops, ",") + "]"))
-		if _, err := e.ExecuteBatch(&BatchRequest{Database: "db", Container: "c", PartitionKey: StringKey("p"), HasPartitionKey: true, Atomic: true, Operations: parsed}); err != nil {
+		if _, err := e.ExecuteBatch(ctx, &BatchRequest{Database: "db", Container: "c", PartitionKey: StringKey("p"), HasPartitionKey: true, Atomic: true, Operations: parsed}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -12,18 +12,20 @@ import (
 // benchQueryEngine loads n items into an indexed container "ix" and an
 // unindexed one "scan" (indexing mode none), with the same data.
 func benchQueryEngine(b *testing.B, n int) *Engine {
+	ctx := b.Context()
+
 	b.Helper()
-	e, err := Open(memory.New(), Options{ServeCrossPartitionQueries: true})
+	e, err := Open(ctx, memory.New(), Options{ServeCrossPartitionQueries: true})
 	if err != nil {
 		b.Fatal(err)
 	}
-	e.CreateDatabase([]byte(`{"id":"db"}`), nil)
-	e.CreateContainer("db", []byte(`{"id":"ix","partitionKey":{"paths":["/pk"]}}`), nil)
-	e.CreateContainer("db", []byte(`{"id":"scan","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"indexingMode":"none","automatic":false}}`), nil)
+	e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil)
+	e.CreateContainer(ctx, "db", []byte(`{"id":"ix","partitionKey":{"paths":["/pk"]}}`), nil)
+	e.CreateContainer(ctx, "db", []byte(`{"id":"scan","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"indexingMode":"none","automatic":false}}`), nil)
 	for i := 0; i < n; i++ {
 		doc := []byte(fmt.Sprintf(`{"id":"%d","pk":"p%d","customer":"c%d","total":%d,"status":"open","lines":[1,2,3]}`, i, i%100, i%5000, i%1000))
 		for _, c := range []string{"ix", "scan"} {
-			if _, err := e.CreateItem(&ItemRequest{Database: "db", Container: c, Body: doc}); err != nil {
+			if _, err := e.CreateItem(ctx, &ItemRequest{Database: "db", Container: c, Body: doc}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -17,13 +17,15 @@ import (
 // two containers, one indexed and one with indexing off, and checks that
 // every filter query gives the same results from the index as from a scan.
 func TestIndexAnswersMatchFullScans(t *testing.T) {
-	e, err := Open(memory.New(), Options{})
+	ctx := t.Context()
+
+	e, err := Open(ctx, memory.New(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.CreateDatabase([]byte(`{"id":"db"}`), nil)
-	e.CreateContainer("db", []byte(`{"id":"ix","partitionKey":{"paths":["/pk"]}}`), nil)
-	e.CreateContainer("db", []byte(`{"id":"scan","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"indexingMode":"none","automatic":false}}`), nil)
+	e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil)
+	e.CreateContainer(ctx, "db", []byte(`{"id":"ix","partitionKey":{"paths":["/pk"]}}`), nil)
+	e.CreateContainer(ctx, "db", []byte(`{"id":"scan","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"indexingMode":"none","automatic":false}}`), nil)
 	rng := rand.New(rand.NewPCG(1, 2))
 	values := []string{`0`, `1`, `-1`, `2.5`, `-0`, `1e300`, `"a"`, `"ab"`, `"abc"`, `"b"`, `""`, `"a\u0000b"`, `null`, `true`, `false`, `[1]`, `{"x":1}`}
 	// Strings around maxIndexedString: indexed whole, and cut with the same
@@ -38,7 +40,7 @@ func TestIndexAnswersMatchFullScans(t *testing.T) {
 			doc = fmt.Sprintf(`{"id":"%d","pk":%q}`, id, pk)
 		}
 		for _, c := range []string{"ix", "scan"} {
-			if _, err := e.UpsertItem(&ItemRequest{Database: "db", Container: c, Body: []byte(doc)}); err != nil {
+			if _, err := e.UpsertItem(ctx, &ItemRequest{Database: "db", Container: c, Body: []byte(doc)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -48,7 +50,7 @@ func TestIndexAnswersMatchFullScans(t *testing.T) {
 		if rng.IntN(10) == 0 {
 			id := rng.IntN(120)
 			for _, c := range []string{"ix", "scan"} {
-				e.DeleteItem(&ItemRequest{Database: "db", Container: c, ID: fmt.Sprint(id), PartitionKey: StringKey(fmt.Sprintf("p%d", id%4)), HasPartitionKey: true})
+				e.DeleteItem(ctx, &ItemRequest{Database: "db", Container: c, ID: fmt.Sprint(id), PartitionKey: StringKey(fmt.Sprintf("p%d", id%4)), HasPartitionKey: true})
 			}
 		}
 	}
@@ -111,8 +113,10 @@ func TestIndexAnswersMatchFullScans(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func TestIndexIsUsedForFilters(t *testing.T) {
+	ctx := t.Context()
+
 	e := newMemEngine(t)
-	c, _ := e.Container("db", "c")
+	c, _ := e.Container(ctx, "db", "c")
 	tests := []struct {
 		q    string
 		used bool

@@ -16,6 +16,8 @@ import (
 // state, and the all-versions reader saw exactly the write log: every
 // create/replace once, every delete once, in a valid order per item.
 func TestChangeFeedNeverSkips(t *testing.T) {
+	ctx := t.Context()
+
 	const (
 		writers    = 16
 		partitions = 64
@@ -45,7 +47,7 @@ func TestChangeFeedNeverSkips(t *testing.T) {
 			for n := range total / writers {
 				k := key{fmt.Sprintf("p%d", rng.IntN(partitions)), fmt.Sprintf("i%d", rng.IntN(idsPer))}
 				if rng.IntN(5) == 0 {
-					_, err := e.DeleteItem(&ItemRequest{Database: "db", Container: "c", ID: k.id, PartitionKey: StringKey(k.pk), HasPartitionKey: true})
+					_, err := e.DeleteItem(ctx, &ItemRequest{Database: "db", Container: "c", ID: k.id, PartitionKey: StringKey(k.pk), HasPartitionKey: true})
 					if StatusOf(err) == 404 {
 						continue
 					}
@@ -60,7 +62,7 @@ func TestChangeFeedNeverSkips(t *testing.T) {
 				}
 				v := w*1_000_000 + n
 				body := fmt.Sprintf(`{"id":%q,"pk":%q,"v":%d}`, k.id, k.pk, v)
-				if _, err := e.UpsertItem(&ItemRequest{Database: "db", Container: "c", Body: []byte(body)}); err != nil {
+				if _, err := e.UpsertItem(ctx, &ItemRequest{Database: "db", Container: "c", Body: []byte(body)}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -109,7 +111,7 @@ func TestChangeFeedNeverSkips(t *testing.T) {
 	final := map[key]int{}
 	feed := &FeedRequest{Database: "db", Container: "c", MaxItems: 1000}
 	for {
-		res, err := e.ReadFeed(feed)
+		res, err := e.ReadFeed(ctx, feed)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,11 +201,13 @@ func TestChangeFeedNeverSkips(t *testing.T) {
 // followChangeFeed reads change feed pages from the beginning, following
 // continuations, until done is set and the feed has answered 304 after that.
 func followChangeFeed(wg *sync.WaitGroup, t *testing.T, e *Engine, mode ChangeFeedMode, done *atomic.Bool, each func(doc []byte)) {
+	ctx := t.Context()
+
 	defer wg.Done()
 	req := &ChangeFeedRequest{Database: "db", Container: "c", Mode: mode, MaxItems: 1000}
 	for {
 		finished := done.Load()
-		res, err := e.ReadChangeFeed(req)
+		res, err := e.ReadChangeFeed(ctx, req)
 		if err != nil {
 			t.Error(err)
 			return

@@ -12,25 +12,27 @@ import (
 // containers always had an offer, give each offerless container one
 // default offer between them, not one each.
 func TestGatewaysOpeningAnOlderSharedStoreAtOnceGiveOneOfferPerContainer(t *testing.T) {
+	ctx := t.Context()
+
 	for round := range 20 {
 		store := memory.NewShared()
-		e, err := Open(store, Options{})
+		e, err := Open(ctx, store, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.CreateDatabase([]byte(`{"id":"db"}`), nil)
+		e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil)
 		for _, id := range []string{"a", "b", "c"} {
-			if _, err := e.CreateContainer("db", []byte(`{"id":"`+id+`","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil); err != nil {
+			if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"`+id+`","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil); err != nil {
 				t.Fatal(err)
 			}
-			c, _ := e.Container("db", id)
+			c, _ := e.Container(ctx, "db", id)
 			b := store.NewBatch()
 			b.Delete(offerKey(c.offer))
 			rec := c.record
 			rec.Offer = ""
 			raw, _ := json.Marshal(rec)
 			b.Set(containerKey(c.db.rid, c.ID), raw)
-			if err := b.Commit(); err != nil {
+			if err := b.Commit(ctx); err != nil {
 				t.Fatal(err)
 			}
 			b.Close()
@@ -43,7 +45,7 @@ func TestGatewaysOpeningAnOlderSharedStoreAtOnceGiveOneOfferPerContainer(t *test
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				eng, err := Open(store.Open(), Options{})
+				eng, err := Open(ctx, store.Open(), Options{})
 				if err != nil {
 					t.Error(err)
 					return
@@ -56,7 +58,7 @@ func TestGatewaysOpeningAnOlderSharedStoreAtOnceGiveOneOfferPerContainer(t *test
 			return
 		}
 		for i, eng := range engines {
-			if n := len(eng.ListOffers()); n != 3 {
+			if n := len(eng.ListOffers(ctx)); n != 3 {
 				t.Fatalf("round %d: gateway %d sees %d offers for 3 containers, want 3", round, i, n)
 			}
 		}

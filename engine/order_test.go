@@ -42,11 +42,13 @@ func queryOrder(t *testing.T, e *Engine, req QueryRequest, pageSize int) []strin
 
 // feedOrder reads the read feed page by page and returns the ids in order.
 func feedOrder(t *testing.T, e *Engine, req FeedRequest, pageSize int) []string {
+	ctx := t.Context()
+
 	t.Helper()
 	req.MaxItems = pageSize
 	var out []string
 	for {
-		res, err := e.ReadFeed(&req)
+		res, err := e.ReadFeed(ctx, &req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,9 +69,11 @@ func feedOrder(t *testing.T, e *Engine, req FeedRequest, pageSize int) []string 
 // TestCreationOrderCostsOneKeyPerCreateAndDeleteNonePerReplace: a create
 // adds one order key, a replace leaves it as it is, a delete removes it.
 func TestCreationOrderCostsOneKeyPerCreateAndDeleteNonePerReplace(t *testing.T) {
+	ctx := t.Context()
+
 	e, _ := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
-	c, _ := e.Container("db", "c")
+	c, _ := e.Container(ctx, "db", "c")
 	keys := func() []string { return keysUnder(t, e.store, orderPrefix(c.rid)) }
 	upsert(t, e, "c", `{"id":"a","pk":"p"}`)
 	one := keys()
@@ -194,6 +198,8 @@ func TestIndexServedQueryFollowsCreationOrderWithinItsBound(t *testing.T) {
 // order key at Open, and its queries then follow creation order; its index
 // is not rebuilt.
 func TestCreationOrderKeysRebuiltWhenUpgradingFromFormat2(t *testing.T) {
+	ctx := t.Context()
+
 	store, e, c := newFilledStore(t)
 	want := keysUnder(t, store, orderPrefix(c.rid))
 	if len(want) != 1200 {
@@ -213,7 +219,7 @@ func TestCreationOrderKeysRebuiltWhenUpgradingFromFormat2(t *testing.T) {
 	marker := append(indexPathPrefix(c.rid, "/marker"), ixNull, 'z')
 	b.Set(marker, nil)
 	e = commitAndReopen(t, store, b)
-	if _, err := store.Get(marker); err != nil {
+	if _, err := store.Get(ctx, marker); err != nil {
 		t.Errorf("the upgrade from format 2 rebuilt the index: %v", err)
 	}
 	if got := keysUnder(t, store, orderPrefix(c.rid)); !slices.Equal(got, want) {
@@ -231,6 +237,8 @@ func TestCreationOrderKeysRebuiltWhenUpgradingFromFormat2(t *testing.T) {
 // read in key order. It reports each side's time per operation and their
 // ratio (with/without).
 func BenchmarkCreationOrderWriteCost(b *testing.B) {
+	ctx := b.Context()
+
 	stores := []struct {
 		name string
 		open func(b *testing.B) storage.Store
@@ -254,7 +262,7 @@ func BenchmarkCreationOrderWriteCost(b *testing.B) {
 				start := time.Now()
 				for i := from; i < from+n; i++ {
 					pk := "p" + strconv.Itoa(i%16)
-					if _, err := e.CreateItem(&ItemRequest{Database: "db", Container: "c", Body: benchBody(strconv.Itoa(i), pk),
+					if _, err := e.CreateItem(ctx, &ItemRequest{Database: "db", Container: "c", Body: benchBody(strconv.Itoa(i), pk),
 						PartitionKey: StringKey(pk), HasPartitionKey: true}); err != nil {
 						b.Fatal(err)
 					}
@@ -277,7 +285,7 @@ func BenchmarkCreationOrderWriteCost(b *testing.B) {
 			without.noCreationOrder = true
 			for _, e := range []*Engine{with, without} {
 				for i := range 1000 {
-					if _, err := e.CreateItem(&ItemRequest{Database: "db", Container: "c", Body: benchBody(strconv.Itoa(i), "p"),
+					if _, err := e.CreateItem(ctx, &ItemRequest{Database: "db", Container: "c", Body: benchBody(strconv.Itoa(i), "p"),
 						PartitionKey: StringKey("p"), HasPartitionKey: true}); err != nil {
 						b.Fatal(err)
 					}

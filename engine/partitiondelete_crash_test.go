@@ -27,8 +27,10 @@ const pkDeleteCrashItems = 6000
 // indexed filter finds exactly those, and the unique values of the deleted
 // ones are free again. Another partition is untouched.
 func TestPartitionKeyDeleteCrashLeavesWholeItems(t *testing.T) {
+	ctx := t.Context()
+
 	if dir := os.Getenv(pkDeleteCrashChildEnv); dir != "" {
-		pkDeleteCrashChild(dir)
+		pkDeleteCrashChild(ctx, dir)
 		return
 	}
 	if testing.Short() {
@@ -36,8 +38,8 @@ func TestPartitionKeyDeleteCrashLeavesWholeItems(t *testing.T) {
 	}
 	dir := t.TempDir()
 	withEngine(t, dir, func(e *engine.Engine) {
-		e.CreateDatabase([]byte(`{"id":"db"}`), nil)
-		if _, err := e.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},
+		e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil)
+		if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2},
 			"uniqueKeyPolicy":{"uniqueKeys":[{"paths":["/u"]}]}}`), nil); err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +51,7 @@ func TestPartitionKeyDeleteCrashLeavesWholeItems(t *testing.T) {
 					ops = append(ops, fmt.Sprintf(`{"operationType":"Create","resourceBody":{"id":"%s%d","pk":%q,"u":%d,"v":%d,"pad":"%s"}}`, pk, k, pk, k, k, strings.Repeat("x", 300)))
 				}
 				parsed, _ := engine.ParseBatch([]byte("[" + strings.Join(ops, ",") + "]"))
-				if res, err := e.ExecuteBatch(&engine.BatchRequest{Database: "db", Container: "c", PartitionKey: key, HasPartitionKey: true, Atomic: true, Operations: parsed}); err != nil || res.Failed {
+				if res, err := e.ExecuteBatch(ctx, &engine.BatchRequest{Database: "db", Container: "c", PartitionKey: key, HasPartitionKey: true, Atomic: true, Operations: parsed}); err != nil || res.Failed {
 					t.Fatalf("filling %s: %v", pk, err)
 				}
 			}
@@ -73,6 +75,8 @@ func TestPartitionKeyDeleteCrashLeavesWholeItems(t *testing.T) {
 // checkWholeItems checks the invariants after a crash and returns how many
 // items are left in partition A.
 func checkWholeItems(t *testing.T, e *engine.Engine) int {
+	ctx := t.Context()
+
 	t.Helper()
 	query := func(q string, pk string) []json.RawMessage {
 		var out []json.RawMessage
@@ -94,7 +98,7 @@ func checkWholeItems(t *testing.T, e *engine.Engine) int {
 		var id string
 		json.Unmarshal(raw, &id)
 		ids[id] = true
-		if _, err := e.ReadItem(&engine.ItemRequest{Database: "db", Container: "c", ID: id, PartitionKey: engine.StringKey("A"), HasPartitionKey: true}); err != nil {
+		if _, err := e.ReadItem(ctx, &engine.ItemRequest{Database: "db", Container: "c", ID: id, PartitionKey: engine.StringKey("A"), HasPartitionKey: true}); err != nil {
 			t.Errorf("item %s is listed but does not read: %v", id, err)
 		}
 	}
@@ -106,7 +110,7 @@ func checkWholeItems(t *testing.T, e *engine.Engine) int {
 	}
 	// A deleted item's unique value is free; a remaining one's is taken.
 	for k := 0; k < pkDeleteCrashItems; k += 97 {
-		_, err := e.CreateItem(&engine.ItemRequest{Database: "db", Container: "c", PartitionKey: engine.StringKey("A"), HasPartitionKey: true,
+		_, err := e.CreateItem(ctx, &engine.ItemRequest{Database: "db", Container: "c", PartitionKey: engine.StringKey("A"), HasPartitionKey: true,
 			Body: fmt.Appendf(nil, `{"id":"probe%d","pk":"A","u":%d}`, k, k)})
 		taken := engine.StatusOf(err) == 409
 		if err != nil && !taken {
@@ -116,7 +120,7 @@ func checkWholeItems(t *testing.T, e *engine.Engine) int {
 			t.Errorf("item A%d present %v, but its unique value taken %v", k, ids[fmt.Sprintf("A%d", k)], taken)
 		}
 		if !taken {
-			e.DeleteItem(&engine.ItemRequest{Database: "db", Container: "c", ID: fmt.Sprintf("probe%d", k), PartitionKey: engine.StringKey("A"), HasPartitionKey: true})
+			e.DeleteItem(ctx, &engine.ItemRequest{Database: "db", Container: "c", ID: fmt.Sprintf("probe%d", k), PartitionKey: engine.StringKey("A"), HasPartitionKey: true})
 		}
 	}
 	return len(ids)
@@ -146,17 +150,17 @@ func runPKDeleteCrashChild(t *testing.T, dir string, delay time.Duration) {
 }
 
 // pkDeleteCrashChild deletes partition A until it is killed.
-func pkDeleteCrashChild(dir string) {
+func pkDeleteCrashChild(ctx context.Context, dir string) {
 	s, err := pebble.Open(dir, pebble.Options{})
 	if err != nil {
 		os.Exit(1)
 	}
-	e, err := engine.Open(s, engine.Options{})
+	e, err := engine.Open(ctx, s, engine.Options{})
 	if err != nil {
 		os.Exit(1)
 	}
 	fmt.Println("deleting")
-	e.DeleteAllItemsByPartitionKey("db", "c", engine.StringKey("A"))
+	e.DeleteAllItemsByPartitionKey(ctx, "db", "c", engine.StringKey("A"))
 	fmt.Println("done")
 	time.Sleep(time.Minute)
 }

@@ -12,10 +12,12 @@ import (
 // deadlineEntries counts container c's expiry index entries of items with a
 // ttl of their own.
 func deadlineEntries(t *testing.T, e *Engine) int {
+	ctx := t.Context()
+
 	t.Helper()
-	c, _ := e.Container("db", "c")
+	c, _ := e.Container(ctx, "db", "c")
 	prefix := expiryKindPrefix(c.rid, expiryByDeadline)
-	keys, _, err := collectKeys(e.store, prefix, storage.PrefixEnd(prefix), 100000)
+	keys, _, err := collectKeys(ctx, e.store, prefix, storage.PrefixEnd(prefix), 100000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,6 +35,8 @@ func countQuery(t *testing.T, e *Engine, q string) string {
 }
 
 func TestDeleteAllItemsByPartitionKeyDeletesThatPartitionOnly(t *testing.T) {
+	ctx := t.Context()
+
 	e, _ := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":-1,"changeFeedPolicy":{"retentionDuration":60},
 		"uniqueKeyPolicy":{"uniqueKeys":[{"paths":["/u"]}]}}`)
@@ -46,8 +50,8 @@ func TestDeleteAllItemsByPartitionKeyDeletesThatPartitionOnly(t *testing.T) {
 	if k := deadlineEntries(t, e); k != n {
 		t.Fatalf("%d expiry entries before the delete, want %d", k, n)
 	}
-	start, _ := e.ReadChangeFeed(&ChangeFeedRequest{Database: "db", Container: "c", Mode: AllVersionsAndDeletes, FromNow: true})
-	got, err := e.DeleteAllItemsByPartitionKey("db", "c", StringKey("A"))
+	start, _ := e.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: "c", Mode: AllVersionsAndDeletes, FromNow: true})
+	got, err := e.DeleteAllItemsByPartitionKey(ctx, "db", "c", StringKey("A"))
 	if err != nil || got != n {
 		t.Fatalf("deleted %d (%v), want %d", got, err, n)
 	}
@@ -73,37 +77,41 @@ func TestDeleteAllItemsByPartitionKeyDeletesThatPartitionOnly(t *testing.T) {
 		t.Fatalf("the feed has %d records, %d deletes; want %d deletes", len(docs), deletes, n)
 	}
 	// Unique key entries are gone: the values are free again in A.
-	if _, err := e.CreateItem(&ItemRequest{Database: "db", Container: "c", PartitionKey: StringKey("A"), HasPartitionKey: true,
+	if _, err := e.CreateItem(ctx, &ItemRequest{Database: "db", Container: "c", PartitionKey: StringKey("A"), HasPartitionKey: true,
 		Body: []byte(`{"id":"again","pk":"A","u":3}`)}); err != nil {
 		t.Fatalf("a deleted item's unique value is still taken: %v", err)
 	}
 
 	// An empty partition deletes nothing; a missing key is refused.
-	if got, err := e.DeleteAllItemsByPartitionKey("db", "c", StringKey("Z")); err != nil || got != 0 {
+	if got, err := e.DeleteAllItemsByPartitionKey(ctx, "db", "c", StringKey("Z")); err != nil || got != 0 {
 		t.Fatalf("empty partition: %d %v", got, err)
 	}
 }
 
 func TestDeleteAllItemsByPartitionKeyTakesAHierarchicalPrefix(t *testing.T) {
+	ctx := t.Context()
+
 	e, _ := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2}}`)
 	for _, it := range []string{`{"id":"1","t":"x","u":"a"}`, `{"id":"2","t":"x","u":"b"}`, `{"id":"3","t":"y","u":"a"}`} {
 		upsert(t, e, "c", it)
 	}
 	pk, _ := ParsePartitionKeyHeader(`["x"]`)
-	if got, err := e.DeleteAllItemsByPartitionKey("db", "c", pk); err != nil || got != 2 {
+	if got, err := e.DeleteAllItemsByPartitionKey(ctx, "db", "c", pk); err != nil || got != 2 {
 		t.Fatalf("deleted %d (%v) under the prefix [x], want 2", got, err)
 	}
 	if c := countQuery(t, e, `SELECT VALUE COUNT(1) FROM c`); c != "1" {
 		t.Fatalf("%s items left, want 1", c)
 	}
 	full, _ := ParsePartitionKeyHeader(`["y","a"]`)
-	if got, _ := e.DeleteAllItemsByPartitionKey("db", "c", full); got != 1 {
+	if got, _ := e.DeleteAllItemsByPartitionKey(ctx, "db", "c", full); got != 1 {
 		t.Fatalf("deleted %d under the full key [y,a], want 1", got)
 	}
 }
 
 func TestPartitionKeyDeleteDoesNotHoldUpOtherPartitions(t *testing.T) {
+	ctx := t.Context()
+
 	e, _ := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	const n = 5200 // many transactions of partitionDeleteChunk
@@ -113,13 +121,13 @@ func TestPartitionKeyDeleteDoesNotHoldUpOtherPartitions(t *testing.T) {
 			ops = append(ops, fmt.Sprintf(`{"operationType":"Create","resourceBody":{"id":"%d","pk":"A"}}`, k))
 		}
 		parsed, _ := ParseBatch([]byte("[" + strings.Join(ops, ",") + "]"))
-		if res, err := e.ExecuteBatch(&BatchRequest{Database: "db", Container: "c", PartitionKey: StringKey("A"), HasPartitionKey: true, Atomic: true, Operations: parsed}); err != nil || res.Failed {
+		if res, err := e.ExecuteBatch(ctx, &BatchRequest{Database: "db", Container: "c", PartitionKey: StringKey("A"), HasPartitionKey: true, Atomic: true, Operations: parsed}); err != nil || res.Failed {
 			t.Fatal(err)
 		}
 	}
 	done := make(chan int)
 	go func() {
-		n, _ := e.DeleteAllItemsByPartitionKey("db", "c", StringKey("A"))
+		n, _ := e.DeleteAllItemsByPartitionKey(ctx, "db", "c", StringKey("A"))
 		done <- n
 	}()
 	// Writes to B go on while A is being deleted: some finish before it does.

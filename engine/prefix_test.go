@@ -15,14 +15,16 @@ import (
 // exactly the logical partitions under that prefix, and that a full key or a
 // malformed one still behaves as before.
 func TestQueryItemsByHierarchicalKeyPrefix(t *testing.T) {
+	ctx := t.Context()
+
 	store := memory.New()
 	t.Cleanup(func() { store.Close() })
-	e, err := Open(store, Options{})
+	e, err := Open(ctx, store, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	if _, err := e.CreateDatabase([]byte(`{"id":"db"}`), nil); err != nil {
+	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
 		t.Fatal(err)
 	}
 	containers := map[string]string{
@@ -30,7 +32,7 @@ func TestQueryItemsByHierarchicalKeyPrefix(t *testing.T) {
 		"hash": `{"id":"hash","partitionKey":{"paths":["/a"]}}`,
 	}
 	for _, body := range containers {
-		if _, err := e.CreateContainer("db", []byte(body), nil); err != nil {
+		if _, err := e.CreateContainer(ctx, "db", []byte(body), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -47,7 +49,7 @@ func TestQueryItemsByHierarchicalKeyPrefix(t *testing.T) {
 	}
 	for coll, docs := range items {
 		for _, d := range docs {
-			if _, err := e.CreateItem(&ItemRequest{Database: "db", Container: coll, Body: []byte(d)}); err != nil {
+			if _, err := e.CreateItem(ctx, &ItemRequest{Database: "db", Container: coll, Body: []byte(d)}); err != nil {
 				t.Fatalf("create %s in %s: %v", d, coll, err)
 			}
 		}

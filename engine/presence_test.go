@@ -54,12 +54,14 @@ func TestPresenceFilterNeverForgets(t *testing.T) {
 // while the filter is still being built: every existing id answers 409 and
 // every new id is created exactly once.
 func TestCreatesRaceThePresenceBuild(t *testing.T) {
+	ctx := t.Context()
+
 	store := memory.New()
-	e, err := Open(store, Options{SweepInterval: -1})
+	e, err := Open(ctx, store, Options{SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.CreateDatabase([]byte(`{"id":"db"}`), nil)
+	e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	const existing = 20_000
 	for i := range existing {
@@ -68,7 +70,7 @@ func TestCreatesRaceThePresenceBuild(t *testing.T) {
 	e.Close()
 
 	for round := range 3 {
-		e, err := Open(store, Options{SweepInterval: -1})
+		e, err := Open(ctx, store, Options{SweepInterval: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +82,7 @@ func TestCreatesRaceThePresenceBuild(t *testing.T) {
 				defer wg.Done()
 				for i := w; i < existing; i += 16 * 50 {
 					for _, id := range []string{fmt.Sprintf("old%d", i), fmt.Sprintf("new%d-%d", round, i/2)} {
-						_, err := e.CreateItem(&ItemRequest{Database: "db", Container: "c",
+						_, err := e.CreateItem(ctx, &ItemRequest{Database: "db", Container: "c",
 							Body: fmt.Appendf(nil, `{"id":%q,"pk":"p%d"}`, id, i%16)})
 						switch {
 						case err == nil:
@@ -111,7 +113,7 @@ func TestCreatesRaceThePresenceBuild(t *testing.T) {
 			}
 			time.Sleep(time.Millisecond)
 		}
-		if _, err := e.CreateItem(&ItemRequest{Database: "db", Container: "c", Body: []byte(`{"id":"old7","pk":"p7"}`)}); StatusOf(err) != 409 {
+		if _, err := e.CreateItem(ctx, &ItemRequest{Database: "db", Container: "c", Body: []byte(`{"id":"old7","pk":"p7"}`)}); StatusOf(err) != 409 {
 			t.Fatalf("round %d: creating an existing id with the filter ready: %v, want 409", round, err)
 		}
 		e.Close()
@@ -119,8 +121,10 @@ func TestCreatesRaceThePresenceBuild(t *testing.T) {
 }
 
 func mustContainerNamed(t *testing.T, e *Engine, name string) *Container {
+	ctx := t.Context()
+
 	t.Helper()
-	c, err := e.Container("db", name)
+	c, err := e.Container(ctx, "db", name)
 	if err != nil {
 		t.Fatal(err)
 	}

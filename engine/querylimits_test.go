@@ -16,13 +16,15 @@ import (
 // promptly (the bound is generous, for loaded machines; uncancelled they
 // run for minutes).
 func TestQueryStopsWhenCancelled(t *testing.T) {
+	ctx := t.Context()
+
 	e := newMemEngine(t)
 	e.opts.QueryTimeBudget = -1
 	nums := make([]string, 1000)
 	for i := range nums {
 		nums[i] = fmt.Sprint(i)
 	}
-	if _, err := e.CreateItem(req("x", "a", `{"id":"x","pk":"a","arr":[`+strings.Join(nums, ",")+`]}`)); err != nil {
+	if _, err := e.CreateItem(ctx, req("x", "a", `{"id":"x","pk":"a","arr":[`+strings.Join(nums, ",")+`]}`)); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
@@ -53,10 +55,12 @@ func TestQueryStopsWhenCancelled(t *testing.T) {
 // streaming page still gets past one row and ends with a continuation;
 // following the continuations gives every result once.
 func TestStreamingPageEndsAtItsBudget(t *testing.T) {
+	ctx := t.Context()
+
 	e := newMemEngine(t)
 	e.opts.QueryTimeBudget = time.Nanosecond
 	for _, id := range []string{"x", "y"} {
-		if _, err := e.CreateItem(req(id, "a", `{"id":"`+id+`","pk":"a","arr":[1,2,3]}`)); err != nil {
+		if _, err := e.CreateItem(ctx, req(id, "a", `{"id":"`+id+`","pk":"a","arr":[1,2,3]}`)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -92,6 +96,8 @@ func TestStreamingPageEndsAtItsBudget(t *testing.T) {
 // streaming query ends its page at the budget with what it found and a
 // continuation; once the slot is free, the costly query is served.
 func TestCostlyQueriesWaitForASlot(t *testing.T) {
+	ctx := t.Context()
+
 	e := newMemEngine(t)
 	e.opts.QueryTimeBudget = 200 * time.Millisecond
 	e.costlySlots = make(chan struct{}, 1)
@@ -99,7 +105,7 @@ func TestCostlyQueriesWaitForASlot(t *testing.T) {
 	for i := range nums {
 		nums[i] = fmt.Sprint(i)
 	}
-	if _, err := e.CreateItem(req("x", "a", `{"id":"x","pk":"a","arr":[`+strings.Join(nums, ",")+`]}`)); err != nil {
+	if _, err := e.CreateItem(ctx, req("x", "a", `{"id":"x","pk":"a","arr":[`+strings.Join(nums, ",")+`]}`)); err != nil {
 		t.Fatal(err)
 	}
 	query := func(q, cont string) (*QueryResult, error) {
@@ -143,12 +149,14 @@ func TestCostlyQueriesWaitForASlot(t *testing.T) {
 // TestQueryMemoryAnswers: a query past its own memory limit is answered 400
 // saying so; one that finds the memory all queries share taken, 429.
 func TestQueryMemoryAnswers(t *testing.T) {
+	ctx := t.Context()
+
 	e := newMemEngine(t)
 	nums := make([]string, 300)
 	for i := range nums {
 		nums[i] = fmt.Sprint(i)
 	}
-	if _, err := e.CreateItem(req("x", "a", `{"id":"x","pk":"a","arr":[`+strings.Join(nums, ",")+`]}`)); err != nil {
+	if _, err := e.CreateItem(ctx, req("x", "a", `{"id":"x","pk":"a","arr":[`+strings.Join(nums, ",")+`]}`)); err != nil {
 		t.Fatal(err)
 	}
 	run := func() error {

@@ -12,28 +12,30 @@ import (
 // through one reader per range (the ranges' feeds share the container's
 // sequence, so each range's reader passes over the others' changes).
 func BenchmarkChangeFeedRanges(b *testing.B) {
+	ctx := b.Context()
+
 	store := memory.New()
-	e, err := Open(store, Options{SweepInterval: -1})
+	e, err := Open(ctx, store, Options{SweepInterval: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { e.Close(); store.Close() })
-	if _, err := e.CreateDatabase([]byte(`{"id":"db"}`), nil); err != nil {
+	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := e.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), &Throughput{Manual: 40000}); err != nil {
+	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), &Throughput{Manual: 40000}); err != nil {
 		b.Fatal(err)
 	}
 	for i := range benchItems {
 		upsert(b, e, "c", fmt.Sprintf(`{"id":"i%d","pk":"p%d","payload":"%0256d"}`, i, i%64, i))
 	}
-	c, _ := e.Container("db", "c")
+	c, _ := e.Container(ctx, "db", "c")
 	ranges, _ := c.PartitionKeyRanges()
 	drain := func(rangeID string) int {
 		req := &ChangeFeedRequest{Database: "db", Container: "c", MaxItems: 1000, PartitionKeyRangeID: rangeID}
 		n := 0
 		for {
-			res, err := e.ReadChangeFeed(req)
+			res, err := e.ReadChangeFeed(ctx, req)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -7,6 +7,8 @@ import (
 )
 
 func TestInitialRangesCutTheKeySpaceEvenly(t *testing.T) {
+	ctx := t.Context()
+
 	e, _ := newTestEngine(t)
 	tests := []struct {
 		throughput *Throughput
@@ -21,10 +23,10 @@ func TestInitialRangesCutTheKeySpaceEvenly(t *testing.T) {
 	}
 	for i, tt := range tests {
 		id := fmt.Sprintf("c%d", i)
-		if _, err := e.CreateContainer("db", []byte(`{"id":"`+id+`","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), tt.throughput); err != nil {
+		if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"`+id+`","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), tt.throughput); err != nil {
 			t.Fatal(err)
 		}
-		c, err := e.Container("db", id)
+		c, err := e.Container(ctx, "db", id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,11 +50,13 @@ func describeRanges(c *Container) string {
 }
 
 func TestSplitHalvesARangeAndRetiresIt(t *testing.T) {
+	ctx := t.Context()
+
 	e, _ := newTestEngine(t)
-	if _, err := e.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), &Throughput{Manual: 20000}); err != nil {
+	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), &Throughput{Manual: 20000}); err != nil {
 		t.Fatal(err)
 	}
-	children, err := e.SplitPartitionKeyRange("db", "c", "1")
+	children, err := e.SplitPartitionKeyRange(ctx, "db", "c", "1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +65,7 @@ func TestSplitHalvesARangeAndRetiresIt(t *testing.T) {
 		"2:20000000000000000000000000000000-30000000000000000000000000000000:[1] 3:30000000000000000000000000000000-FF:[1]" {
 		t.Errorf("children %s", got)
 	}
-	c, _ := e.Container("db", "c")
+	c, _ := e.Container(ctx, "db", "c")
 	if _, version := c.PartitionKeyRanges(); version != 2 {
 		t.Errorf("range version %d after one split, want 2", version)
 	}
@@ -69,20 +73,20 @@ func TestSplitHalvesARangeAndRetiresIt(t *testing.T) {
 		t.Errorf("current ranges after the split: %s", describeRanges(c))
 	}
 	// Replacing the container's properties keeps its ranges.
-	if _, err := e.ReplaceContainer("db", "c", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":60}`), ""); err != nil {
+	if _, err := e.ReplaceContainer(ctx, "db", "c", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":60}`), ""); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ = e.Container("db", "c"); describeRanges(c) != `[""-20000000000000000000000000000000 20000000000000000000000000000000-30000000000000000000000000000000 30000000000000000000000000000000-FF]` {
+	if c, _ = e.Container(ctx, "db", "c"); describeRanges(c) != `[""-20000000000000000000000000000000 20000000000000000000000000000000-30000000000000000000000000000000 30000000000000000000000000000000-FF]` {
 		t.Errorf("ranges after a replace: %s", describeRanges(c))
 	}
-	_, err = e.SplitPartitionKeyRange("db", "c", "1")
+	_, err = e.SplitPartitionKeyRange(ctx, "db", "c", "1")
 	if e, ok := AsError(err); !ok || e.Status != 410 || e.SubStatus != SubStatusPartitionKeyRangeGone {
 		t.Errorf("splitting the split range: %v, want 410/1002", err)
 	}
 	// Halving reaches a span too narrow to split.
 	id := "0"
 	for i := 0; ; i++ {
-		ch, err := e.SplitPartitionKeyRange("db", "c", id)
+		ch, err := e.SplitPartitionKeyRange(ctx, "db", "c", id)
 		if err != nil {
 			if e, ok := AsError(err); !ok || e.Status != 400 || i < 120 {
 				t.Fatalf("split %d: %v", i, err)
@@ -91,7 +95,7 @@ func TestSplitHalvesARangeAndRetiresIt(t *testing.T) {
 		}
 		id = ch[0].ID
 	}
-	c, _ = e.Container("db", "c")
+	c, _ = e.Container(ctx, "db", "c")
 	ranges, _ := c.PartitionKeyRanges()
 	at := ""
 	for _, r := range ranges {
@@ -106,15 +110,17 @@ func TestSplitHalvesARangeAndRetiresIt(t *testing.T) {
 }
 
 func TestVersion1ContainersKeepOneRange(t *testing.T) {
+	ctx := t.Context()
+
 	e, _ := newTestEngine(t)
-	if _, err := e.CreateContainer("db", []byte(`{"id":"v1","partitionKey":{"paths":["/pk"],"version":1}}`), &Throughput{Manual: 40000}); err != nil {
+	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"v1","partitionKey":{"paths":["/pk"],"version":1}}`), &Throughput{Manual: 40000}); err != nil {
 		t.Fatal(err)
 	}
-	c, _ := e.Container("db", "v1")
+	c, _ := e.Container(ctx, "db", "v1")
 	if got := describeRanges(c); got != `[""-FF]` {
 		t.Errorf("V1 container with 40,000 RU/s: %s, want one range", got)
 	}
-	if _, err := e.SplitPartitionKeyRange("db", "v1", "0"); err == nil {
+	if _, err := e.SplitPartitionKeyRange(ctx, "db", "v1", "0"); err == nil {
 		t.Error("a V1 container's range split")
 	} else if e, ok := AsError(err); !ok || e.Status != 400 {
 		t.Errorf("splitting a V1 container: %v, want 400", err)

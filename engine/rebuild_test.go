@@ -17,8 +17,10 @@ import (
 
 // keysUnder lists the keys of the store under prefix.
 func keysUnder(t *testing.T, s storage.Reader, prefix []byte) []string {
+	ctx := t.Context()
+
 	t.Helper()
-	it, err := s.NewIterator(prefix, storage.PrefixEnd(prefix), false)
+	it, err := s.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,11 +57,13 @@ func queryIDs(t *testing.T, e *Engine, coll, q string) []string {
 // commitAndReopen commits b, the test's tampering with a closed engine's
 // store, and opens an engine on the store again, closed at the test's end.
 func commitAndReopen(t *testing.T, store storage.Store, b storage.Batch) *Engine {
+	ctx := t.Context()
+
 	t.Helper()
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	e, err := Open(store, Options{SweepInterval: -1})
+	e, err := Open(ctx, store, Options{SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,19 +74,23 @@ func commitAndReopen(t *testing.T, store storage.Store, b storage.Batch) *Engine
 // newFilledStore opens an engine on a new memory store and fills it as
 // fillForRebuild does.
 func newFilledStore(t *testing.T) (storage.Store, *Engine, *Container) {
+	ctx := t.Context()
+
 	t.Helper()
 	store := memory.New()
-	e, err := Open(store, Options{SweepInterval: -1})
+	e, err := Open(ctx, store, Options{SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.CreateDatabase([]byte(`{"id":"db"}`), nil)
+	e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil)
 	return store, e, fillForRebuild(t, e)
 }
 
 // fillForRebuild creates a container whose items have expiry entries of both
 // kinds, a property at the path "/", and long strings.
 func fillForRebuild(t *testing.T, e *Engine) *Container {
+	ctx := t.Context()
+
 	t.Helper()
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":3600}`)
 	long := strings.Repeat("y", 2*maxIndexedString)
@@ -93,7 +101,7 @@ func fillForRebuild(t *testing.T, e *Engine) *Container {
 		}
 		upsert(t, e, "c", fmt.Sprintf(`{"id":"%d","pk":"p%d","":"root%d","s":"%s%d","n":%d%s}`, i, i%7, i%5, long, i%11, i%13, ttl))
 	}
-	c, err := e.Container("db", "c")
+	c, err := e.Container(ctx, "db", "c")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +112,8 @@ func fillForRebuild(t *testing.T, e *Engine) *Container {
 // (under the expiry index's prefix, strings whole) is rebuilt at Open; the
 // expiry entries stay as they were.
 func TestIndexUpgradeFromFormat1(t *testing.T) {
+	ctx := t.Context()
+
 	store, e, c := newFilledStore(t)
 	wantIndex := keysUnder(t, store, indexPrefix(c.rid))
 	wantExpiry := keysUnder(t, store, expiryPrefix(c.rid))
@@ -127,7 +137,7 @@ func TestIndexUpgradeFromFormat1(t *testing.T) {
 	if got := keysUnder(t, store, expiryPrefix(c.rid)); !slices.Equal(got, wantExpiry) {
 		t.Errorf("after the upgrade: %d entries under the expiry prefix, want its %d", len(got), len(wantExpiry))
 	}
-	if v, err := store.Get(metaIndexFormat); err != nil || binary.BigEndian.Uint64(v) != indexFormat {
+	if v, err := store.Get(ctx, metaIndexFormat); err != nil || binary.BigEndian.Uint64(v) != indexFormat {
 		t.Errorf("index format after the upgrade: %x %v", v, err)
 	}
 	if got := queryIDs(t, e, "c", `SELECT VALUE c.id FROM c WHERE c.n = 3`); !slices.Equal(got, wantIDs) || len(got) == 0 {
@@ -138,6 +148,8 @@ func TestIndexUpgradeFromFormat1(t *testing.T) {
 // TestIndexRebuildFinishedAtOpen: a rebuild a crash cut short (its mark
 // left, entries missing or stale) is done again at the next Open.
 func TestIndexRebuildFinishedAtOpen(t *testing.T) {
+	ctx := t.Context()
+
 	store, e, c := newFilledStore(t)
 	want := keysUnder(t, store, indexPrefix(c.rid))
 	e.Close()
@@ -152,7 +164,7 @@ func TestIndexRebuildFinishedAtOpen(t *testing.T) {
 	if got := keysUnder(t, store, indexPrefix(c.rid)); !slices.Equal(got, want) {
 		t.Errorf("after Open: %d index entries, want %d", len(got), len(want))
 	}
-	if _, err := store.Get(indexRebuildKey(c.rid)); err != storage.ErrNotFound {
+	if _, err := store.Get(ctx, indexRebuildKey(c.rid)); err != storage.ErrNotFound {
 		t.Errorf("the rebuild mark is still there: %v", err)
 	}
 }
@@ -161,6 +173,8 @@ func TestIndexRebuildFinishedAtOpen(t *testing.T) {
 // with an index that lists every item, also those written while the replace
 // ran, and queries on newly indexed paths find them all.
 func TestReplaceIndexingPolicyRebuildsIndex(t *testing.T) {
+	ctx := t.Context()
+
 	e, _ := newTestEngine(t)
 	narrow := `{"id":"c","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"includedPaths":[{"path":"/a/?"}],"excludedPaths":[{"path":"/*"}]}}`
 	wide := `{"id":"c","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"includedPaths":[{"path":"/*"}],"excludedPaths":[]}}`
@@ -168,7 +182,7 @@ func TestReplaceIndexingPolicyRebuildsIndex(t *testing.T) {
 	for i := range 600 {
 		upsert(t, e, "c", fmt.Sprintf(`{"id":"w%d","pk":"p%d","a":%d,"b":%d}`, i, i%9, i%4, i%5))
 	}
-	before, _ := e.Container("db", "c")
+	before, _ := e.Container(ctx, "db", "c")
 	if n := len(keysUnder(t, e.store, indexPathPrefix(before.rid, "/b"))); n != 0 {
 		t.Fatalf("%d entries for /b before it is indexed", n)
 	}
@@ -187,7 +201,7 @@ func TestReplaceIndexingPolicyRebuildsIndex(t *testing.T) {
 				default:
 				}
 				id := fmt.Sprintf("c%d-%d", w, i)
-				if _, err := e.UpsertItem(&ItemRequest{Database: "db", Container: "c",
+				if _, err := e.UpsertItem(ctx, &ItemRequest{Database: "db", Container: "c",
 					Body: fmt.Appendf(nil, `{"id":%q,"pk":"q%d","a":1,"b":%d}`, id, i%3, i%2)}); err != nil {
 					t.Error(err)
 					return
@@ -199,14 +213,14 @@ func TestReplaceIndexingPolicyRebuildsIndex(t *testing.T) {
 		}()
 	}
 	for _, policy := range []string{wide, narrow, wide} {
-		if _, err := e.ReplaceContainer("db", "c", []byte(policy), ""); err != nil {
+		if _, err := e.ReplaceContainer(ctx, "db", "c", []byte(policy), ""); err != nil {
 			t.Fatal(err)
 		}
 	}
 	close(stop)
 	wg.Wait()
 
-	c, _ := e.Container("db", "c")
+	c, _ := e.Container(ctx, "db", "c")
 	var want []string
 	for i := 0; i < 600; i += 5 {
 		want = append(want, fmt.Sprintf("w%d", i))
@@ -222,7 +236,7 @@ func TestReplaceIndexingPolicyRebuildsIndex(t *testing.T) {
 		t.Error("the query on /b does not use the rebuilt index")
 	}
 	got := keysUnder(t, e.store, indexPrefix(c.rid))
-	if err := e.rebuildIndex(c); err != nil {
+	if err := e.rebuildIndex(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	if fresh := keysUnder(t, e.store, indexPrefix(c.rid)); !slices.Equal(got, fresh) {

@@ -25,13 +25,15 @@ const create100 = `function create100(base) {
 // createDocument 100 times, and a transactional batch of 100 creates. One
 // iteration is 100 items; on memory storage and on Pebble with synced commits.
 func BenchmarkHundredCreates(b *testing.B) {
+	ctx := b.Context()
+
 	for _, storage := range []struct {
 		name    string
 		durable bool
 	}{{"memory", false}, {"pebble", true}} {
 		b.Run("sproc/"+storage.name, func(b *testing.B) {
 			e := benchEngine(b, storage.durable)
-			if _, err := e.CreateScript("db", "c", engine.StoredProcedures, []byte(fmt.Sprintf(`{"id":"create100","body":%q}`, create100))); err != nil {
+			if _, err := e.CreateScript(ctx, "db", "c", engine.StoredProcedures, []byte(fmt.Sprintf(`{"id":"create100","body":%q}`, create100))); err != nil {
 				b.Fatal(err)
 			}
 			pk, _ := engine.ParsePartitionKeyHeader(`["p"]`)
@@ -58,7 +60,7 @@ func BenchmarkHundredCreates(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				res, err := e.ExecuteBatch(&engine.BatchRequest{Database: "db", Container: "c", PartitionKey: pk, HasPartitionKey: true, Atomic: true, Operations: parsed})
+				res, err := e.ExecuteBatch(ctx, &engine.BatchRequest{Database: "db", Container: "c", PartitionKey: pk, HasPartitionKey: true, Atomic: true, Operations: parsed})
 				if err != nil || res.Failed {
 					b.Fatalf("batch: %v %+v", err, res)
 				}

@@ -15,6 +15,8 @@ import (
 // Pebble (one process, in-process locks) and PostgreSQL (shared: locks,
 // sequence and catalog check through the server), one writer.
 func BenchmarkBackends(b *testing.B) {
+	ctx := b.Context()
+
 	open := map[string]func(b *testing.B) storage.Store{
 		"pebble": func(b *testing.B) storage.Store {
 			s, err := pebble.Open(b.TempDir(), pebble.Options{})
@@ -37,12 +39,12 @@ func BenchmarkBackends(b *testing.B) {
 	for _, backend := range []string{"pebble", "postgres"} {
 		b.Run(backend+"/PointRead", func(b *testing.B) {
 			e := openTestEngine(b, open[backend](b))
-			if _, err := e.CreateItem(req("", "p", string(benchBody("1", "p")))); err != nil {
+			if _, err := e.CreateItem(ctx, req("", "p", string(benchBody("1", "p")))); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
 			for range b.N {
-				if _, err := e.ReadItem(req("1", "p", "")); err != nil {
+				if _, err := e.ReadItem(ctx, req("1", "p", "")); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -52,7 +54,7 @@ func BenchmarkBackends(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				id := fmt.Sprint(i % 100)
-				if _, err := e.UpsertItem(req("", "p", string(benchBody(id, "p")))); err != nil {
+				if _, err := e.UpsertItem(ctx, req("", "p", string(benchBody(id, "p")))); err != nil {
 					b.Fatal(err)
 				}
 			}

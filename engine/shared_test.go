@@ -44,12 +44,14 @@ func sharedPairs(t *testing.T, test func(t *testing.T, a, b *Engine)) {
 }
 
 func openPairOn(t *testing.T, sa, sb storage.Shared) (a, b *Engine) {
+	ctx := t.Context()
+
 	t.Helper()
 	var err error
-	if a, err = Open(sa, Options{SweepInterval: -1}); err != nil {
+	if a, err = Open(ctx, sa, Options{SweepInterval: -1}); err != nil {
 		t.Fatal(err)
 	}
-	if b, err = Open(sb, Options{SweepInterval: -1}); err != nil {
+	if b, err = Open(ctx, sb, Options{SweepInterval: -1}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -58,16 +60,18 @@ func openPairOn(t *testing.T, sa, sb storage.Shared) (a, b *Engine) {
 		sa.Close()
 		sb.Close()
 	})
-	if _, err := a.CreateDatabase([]byte(`{"id":"db"}`), nil); err != nil {
+	if _, err := a.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), nil); err != nil {
+	if _, err := a.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), nil); err != nil {
 		t.Fatal(err)
 	}
 	return a, b
 }
 
 func TestSharedCreateRacedOnTwoGatewaysHasOneWinner(t *testing.T) {
+	ctx := t.Context()
+
 	sharedPairs(t, func(t *testing.T, a, b *Engine) {
 		for i := range 40 {
 			body := fmt.Sprintf(`{"id":"%d","pk":"p%d"}`, i, i%3)
@@ -77,7 +81,7 @@ func TestSharedCreateRacedOnTwoGatewaysHasOneWinner(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					res, err := e.CreateItem(req("", fmt.Sprint("p", i%3), body))
+					res, err := e.CreateItem(ctx, req("", fmt.Sprint("p", i%3), body))
 					if err != nil {
 						status[j] = statusOf(err)
 					} else {
@@ -94,46 +98,50 @@ func TestSharedCreateRacedOnTwoGatewaysHasOneWinner(t *testing.T) {
 }
 
 func TestSharedCatalogChangesAreSeenByTheOtherGatewayAtOnce(t *testing.T) {
+	ctx := t.Context()
+
 	sharedPairs(t, func(t *testing.T, a, b *Engine) {
 		// The container made on A (after B opened) takes writes on B.
-		if _, err := b.CreateItem(req("", "p", `{"id":"1","pk":"p"}`)); err != nil {
+		if _, err := b.CreateItem(ctx, req("", "p", `{"id":"1","pk":"p"}`)); err != nil {
 			t.Fatalf("create on B in a container made on A: %v", err)
 		}
-		if res, err := a.ReadItem(req("1", "p", "")); err != nil || res.Status != 200 {
+		if res, err := a.ReadItem(ctx, req("1", "p", "")); err != nil || res.Status != 200 {
 			t.Fatalf("read on A of B's item: %v", err)
 		}
 		// A second container, made on B, is listed and used on A.
-		if _, err := b.CreateContainer("db", []byte(`{"id":"c2","partitionKey":{"paths":["/pk"]}}`), nil); err != nil {
+		if _, err := b.CreateContainer(ctx, "db", []byte(`{"id":"c2","partitionKey":{"paths":["/pk"]}}`), nil); err != nil {
 			t.Fatal(err)
 		}
 		r := req("", "p", `{"id":"x","pk":"p"}`)
 		r.Container = "c2"
-		if _, err := a.CreateItem(r); err != nil {
+		if _, err := a.CreateItem(ctx, r); err != nil {
 			t.Fatalf("create on A in a container made on B: %v", err)
 		}
 		// Deleted on B, it is gone on A at once, writes included.
-		if err := b.DeleteContainer("db", "c2", ""); err != nil {
+		if err := b.DeleteContainer(ctx, "db", "c2", ""); err != nil {
 			t.Fatal(err)
 		}
 		r = req("", "p", `{"id":"y","pk":"p"}`)
 		r.Container = "c2"
-		if _, err := a.CreateItem(r); statusOf(err) != 404 {
+		if _, err := a.CreateItem(ctx, r); statusOf(err) != 404 {
 			t.Fatalf("create on A in a container deleted on B: %v, want 404", err)
 		}
-		if _, err := a.ReadContainer("db", "c2"); statusOf(err) != 404 {
+		if _, err := a.ReadContainer(ctx, "db", "c2"); statusOf(err) != 404 {
 			t.Fatalf("read on A of a container deleted on B: %v, want 404", err)
 		}
 		// A database made on A conflicts on B.
-		if _, err := a.CreateDatabase([]byte(`{"id":"db2"}`), nil); err != nil {
+		if _, err := a.CreateDatabase(ctx, []byte(`{"id":"db2"}`), nil); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.CreateDatabase([]byte(`{"id":"db2"}`), nil); statusOf(err) != 409 {
+		if _, err := b.CreateDatabase(ctx, []byte(`{"id":"db2"}`), nil); statusOf(err) != 409 {
 			t.Fatalf("creating on B a database made on A: %v, want 409", err)
 		}
 	})
 }
 
 func TestSharedChangeFeedOnOneGatewaySeesEveryWriteOfBoth(t *testing.T) {
+	ctx := t.Context()
+
 	sharedPairs(t, func(t *testing.T, a, b *Engine) {
 		const writers, each = 4, 30
 		var wg sync.WaitGroup
@@ -147,7 +155,7 @@ func TestSharedChangeFeedOnOneGatewaySeesEveryWriteOfBoth(t *testing.T) {
 				defer wg.Done()
 				for i := range each {
 					id := fmt.Sprintf("w%d-%d", w, i)
-					if _, err := e.CreateItem(req("", fmt.Sprint("p", i%5), `{"id":"`+id+`","pk":"p`+fmt.Sprint(i%5)+`"}`)); err != nil {
+					if _, err := e.CreateItem(ctx, req("", fmt.Sprint("p", i%5), `{"id":"`+id+`","pk":"p`+fmt.Sprint(i%5)+`"}`)); err != nil {
 						t.Error(err)
 						return
 					}
@@ -159,7 +167,7 @@ func TestSharedChangeFeedOnOneGatewaySeesEveryWriteOfBoth(t *testing.T) {
 		seen := map[string]int{}
 		cf := ChangeFeedRequest{Database: "db", Container: "c"}
 		read := func() {
-			res, err := a.ReadChangeFeed(&cf)
+			res, err := a.ReadChangeFeed(ctx, &cf)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -194,8 +202,10 @@ func TestSharedChangeFeedOnOneGatewaySeesEveryWriteOfBoth(t *testing.T) {
 }
 
 func TestSharedCounterWithETagsOnBothGatewaysIsExact(t *testing.T) {
+	ctx := t.Context()
+
 	sharedPairs(t, func(t *testing.T, a, b *Engine) {
-		if _, err := a.CreateItem(req("", "p", `{"id":"n","pk":"p","n":0}`)); err != nil {
+		if _, err := a.CreateItem(ctx, req("", "p", `{"id":"n","pk":"p","n":0}`)); err != nil {
 			t.Fatal(err)
 		}
 		const workers, each = 6, 15
@@ -209,7 +219,7 @@ func TestSharedCounterWithETagsOnBothGatewaysIsExact(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for done := 0; done < each; {
-					cur, err := e.ReadItem(req("n", "p", ""))
+					cur, err := e.ReadItem(ctx, req("n", "p", ""))
 					if err != nil {
 						t.Error(err)
 						return
@@ -218,7 +228,7 @@ func TestSharedCounterWithETagsOnBothGatewaysIsExact(t *testing.T) {
 					json.Unmarshal(cur.Body, &doc)
 					r := req("n", "p", fmt.Sprintf(`{"id":"n","pk":"p","n":%d}`, doc.N+1))
 					r.IfMatch = cur.ETag
-					_, err = e.ReplaceItem(r)
+					_, err = e.ReplaceItem(ctx, r)
 					switch statusOf(err) {
 					case 0:
 						done++
@@ -231,7 +241,7 @@ func TestSharedCounterWithETagsOnBothGatewaysIsExact(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		res, err := b.ReadItem(req("n", "p", ""))
+		res, err := b.ReadItem(ctx, req("n", "p", ""))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -247,13 +257,15 @@ func TestSharedCounterWithETagsOnBothGatewaysIsExact(t *testing.T) {
 // engines run, one of them holds it (another process cannot take it), and
 // expired items are swept; once both close, the duty is free.
 func TestSharedTTLSweepRunsUnderTheDuty(t *testing.T) {
+	ctx := t.Context()
+
 	store := memory.NewShared()
 	var mu sync.Mutex
 	now := time.Unix(1_700_000_000, 0)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	var engines []*Engine
 	for _, s := range []*memory.SharedStore{store, store.Open()} {
-		e, err := Open(s, Options{Now: clock, SweepInterval: 20 * time.Millisecond})
+		e, err := Open(ctx, s, Options{Now: clock, SweepInterval: 20 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,14 +274,14 @@ func TestSharedTTLSweepRunsUnderTheDuty(t *testing.T) {
 		defer e.Close()
 	}
 	a, b := engines[0], engines[1]
-	if _, err := a.CreateDatabase([]byte(`{"id":"db"}`), nil); err != nil {
+	if _, err := a.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":5}`), nil); err != nil {
+	if _, err := a.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":5}`), nil); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 5 {
-		if _, err := b.CreateItem(req("", "p", fmt.Sprintf(`{"id":"%d","pk":"p"}`, i))); err != nil {
+		if _, err := b.CreateItem(ctx, req("", "p", fmt.Sprintf(`{"id":"%d","pk":"p"}`, i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -315,8 +327,10 @@ func TestSharedTTLSweepRunsUnderTheDuty(t *testing.T) {
 }
 
 func countKeys(t *testing.T, s storage.Reader, prefix []byte) int {
+	ctx := t.Context()
+
 	t.Helper()
-	it, err := s.NewIterator(prefix, storage.PrefixEnd(prefix), false)
+	it, err := s.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,18 +346,20 @@ func countKeys(t *testing.T, s storage.Reader, prefix []byte) int {
 // B, which reloads the catalog at once, keeps answering queries: B scans
 // until the rebuild is done, and never answers from the half-built index.
 func TestSharedQueriesOnTheOtherGatewayDuringAReindexAreComplete(t *testing.T) {
+	ctx := t.Context()
+
 	store := memory.NewShared()
 	a, b := openPairOn(t, store, store.Open())
 	narrow := `{"id":"r","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"includedPaths":[{"path":"/a/?"}],"excludedPaths":[{"path":"/*"}]}}`
 	wide := `{"id":"r","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"includedPaths":[{"path":"/*"}],"excludedPaths":[]}}`
-	if _, err := a.CreateContainer("db", []byte(narrow), nil); err != nil {
+	if _, err := a.CreateContainer(ctx, "db", []byte(narrow), nil); err != nil {
 		t.Fatal(err)
 	}
 	const n = 6000
 	for i := range n {
 		r := req("", "p", fmt.Sprintf(`{"id":"%d","pk":"p","b":%d}`, i, i%50))
 		r.Container = "r"
-		if _, err := a.CreateItem(r); err != nil {
+		if _, err := a.CreateItem(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -364,7 +380,7 @@ func TestSharedQueriesOnTheOtherGatewayDuringAReindexAreComplete(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := a.ReplaceContainer("db", "r", []byte(wide), "")
+		_, err := a.ReplaceContainer(ctx, "db", "r", []byte(wide), "")
 		done <- err
 	}()
 	queries := 0
@@ -392,6 +408,8 @@ func TestSharedQueriesOnTheOtherGatewayDuringAReindexAreComplete(t *testing.T) {
 // other: a catalog change holds the catalog lock while writers wait for it
 // holding their connections, so it must need no further one to finish.
 func TestSharedCatalogChangesAmidWritersOnASmallPoolFinish(t *testing.T) {
+	ctx := t.Context()
+
 	if err := pgtest.Available(); err != nil {
 		pgtest.Skip(t, err)
 	}
@@ -414,7 +432,7 @@ func TestSharedCatalogChangesAmidWritersOnASmallPoolFinish(t *testing.T) {
 		}
 		wg.Go(func() {
 			for i := range 15 {
-				if _, err := e.UpsertItem(req("", fmt.Sprint("p", w), fmt.Sprintf(`{"id":"%d","pk":"p%d"}`, i, w))); err != nil {
+				if _, err := e.UpsertItem(ctx, req("", fmt.Sprint("p", w), fmt.Sprintf(`{"id":"%d","pk":"p%d"}`, i, w))); err != nil {
 					t.Error(err)
 					return
 				}
@@ -424,7 +442,7 @@ func TestSharedCatalogChangesAmidWritersOnASmallPoolFinish(t *testing.T) {
 	wg.Go(func() {
 		for i := range 4 {
 			body := fmt.Sprintf(`{"id":"c%d","partitionKey":{"paths":["/pk"]}}`, i)
-			if _, err := a.CreateContainer("db", []byte(body), &Throughput{Manual: 400}); err != nil {
+			if _, err := a.CreateContainer(ctx, "db", []byte(body), &Throughput{Manual: 400}); err != nil {
 				t.Error(err)
 				return
 			}

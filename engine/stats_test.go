@@ -14,8 +14,10 @@ import (
 
 // containerStats returns the figures of container coll in database db.
 func containerStats(t *testing.T, e *Engine, coll string) (*Stats, ContainerStats) {
+	ctx := t.Context()
+
 	t.Helper()
-	st, err := e.Stats()
+	st, err := e.Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,6 +35,8 @@ func containerStats(t *testing.T, e *Engine, coll string) (*Stats, ContainerStat
 // counted as unpublished, with the age of the oldest; once it finishes they
 // are published and the count is zero.
 func TestStatsUnpublishedChangesAreThoseAboveTheWatermark(t *testing.T) {
+	ctx := t.Context()
+
 	e, clock := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	createContainer(t, e, `{"id":"quiet","partitionKey":{"paths":["/pk"]}}`)
@@ -42,7 +46,7 @@ func TestStatsUnpublishedChangesAreThoseAboveTheWatermark(t *testing.T) {
 		t.Fatalf("at rest: in flight %d, unpublished %d, watermark %d, newest %d, container newest %d; want 0, 0 and all equal",
 			st.InFlight, cs.Unpublished, st.Watermark, st.NewestLSN, cs.NewestLSN)
 	}
-	held, err := e.seq.allocate()
+	held, err := e.seq.allocate(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,6 +75,8 @@ func TestStatsUnpublishedChangesAreThoseAboveTheWatermark(t *testing.T) {
 // answered up to, and the age of the oldest of them; a container no reader
 // has read reports none.
 func TestStatsFeedLagCountsChangesNotYetRead(t *testing.T) {
+	ctx := t.Context()
+
 	e, clock := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	for i := range 3 {
@@ -93,7 +99,7 @@ func TestStatsFeedLagCountsChangesNotYetRead(t *testing.T) {
 		t.Errorf("after 2 items changed 90 s ago: lag %d changes, %v; want 2, 1m30s", cs.FeedLag, cs.FeedLagAge)
 	}
 	// A reader that reads one page of one item moves the position by it.
-	res, err := e.ReadChangeFeed(&ChangeFeedRequest{Database: "db", Container: "c", Continuation: etag, MaxItems: 1})
+	res, err := e.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: "c", Continuation: etag, MaxItems: 1})
 	if err != nil || len(res.Items) != 1 {
 		t.Fatalf("one page of one item: %v, %v", res, err)
 	}
@@ -115,6 +121,8 @@ func TestStatsFeedLagCountsChangesNotYetRead(t *testing.T) {
 // live are the backlog until the sweeper deletes them, and then count as
 // swept.
 func TestStatsTTLBacklogCountsExpiredItemsUntilSwept(t *testing.T) {
+	ctx := t.Context()
+
 	e, clock := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":10}`)
 	createContainer(t, e, `{"id":"off","partitionKey":{"paths":["/pk"]}}`)
@@ -138,7 +146,7 @@ func TestStatsTTLBacklogCountsExpiredItemsUntilSwept(t *testing.T) {
 	if _, off := containerStats(t, e, "off"); off.TTL || off.TTLBacklog != 0 {
 		t.Errorf("a container without TTL: %+v", off)
 	}
-	if _, err := e.sweep(); err != nil {
+	if _, err := e.sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if st, cs = containerStats(t, e, "c"); cs.TTLBacklog != 0 || st.TTLSwept != 6 {
@@ -168,15 +176,17 @@ func (s *logSink) String() string {
 // of many items each log a line saying which container and how many items,
 // to the logger the engine was given.
 func TestLongWorkLogsWhatItDid(t *testing.T) {
+	ctx := t.Context()
+
 	logs := &logSink{}
 	clock := newTestClock()
 	store := memory.New()
-	e, err := Open(store, Options{Now: clock.now, SweepInterval: -1, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	e, err := Open(ctx, store, Options{Now: clock.now, SweepInterval: -1, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close(); store.Close() })
-	if _, err := e.CreateDatabase([]byte(`{"id":"db"}`), nil); err != nil {
+	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
 		t.Fatal(err)
 	}
 	narrow := `{"id":"big","partitionKey":{"paths":["/pk"]},"defaultTtl":60,"indexingPolicy":{"includedPaths":[{"path":"/a/?"}],"excludedPaths":[{"path":"/*"}]}}`
@@ -185,7 +195,7 @@ func TestLongWorkLogsWhatItDid(t *testing.T) {
 	for i := range items {
 		upsert(t, e, "big", fmt.Sprintf(`{"id":"%d","pk":"p%d","a":%d,"b":%d}`, i, i%7, i, i))
 	}
-	if _, err := e.ReplaceContainer("db", "big", []byte(`{"id":"big","partitionKey":{"paths":["/pk"]},"defaultTtl":60,"indexingPolicy":{"includedPaths":[{"path":"/*"}],"excludedPaths":[]}}`), ""); err != nil {
+	if _, err := e.ReplaceContainer(ctx, "db", "big", []byte(`{"id":"big","partitionKey":{"paths":["/pk"]},"defaultTtl":60,"indexingPolicy":{"includedPaths":[{"path":"/*"}],"excludedPaths":[]}}`), ""); err != nil {
 		t.Fatal(err)
 	}
 	rebuilt := regexp.MustCompile(`msg="index rebuilt" database=db container=big items=(\d+) took=`)
@@ -193,7 +203,7 @@ func TestLongWorkLogsWhatItDid(t *testing.T) {
 		t.Errorf("no line says the index of %d items was rebuilt:\n%s", items, logs)
 	}
 	clock.advance(61 * time.Second)
-	if n, err := e.sweep(); err != nil || n != items {
+	if n, err := e.sweep(ctx); err != nil || n != items {
 		t.Fatalf("the sweep deleted %d items (%v), want %d", n, err, items)
 	}
 	swept := regexp.MustCompile(`msg="TTL sweep" database=db container=big "expired items deleted"=(\d+) took=`)
@@ -207,6 +217,8 @@ func TestLongWorkLogsWhatItDid(t *testing.T) {
 // reader with 1,000 items past their TTL (every count at its cap); "caught
 // up", each reader at the watermark and nothing expired.
 func BenchmarkStats(b *testing.B) {
+	ctx := b.Context()
+
 	for _, behind := range []bool{true, false} {
 		name := map[bool]string{true: "behind", false: "caught-up"}[behind]
 		b.Run(name, func(b *testing.B) {
@@ -214,14 +226,14 @@ func BenchmarkStats(b *testing.B) {
 			for c := range 100 {
 				coll := fmt.Sprintf("c%03d", c)
 				createContainer(b, e, `{"id":"`+coll+`","partitionKey":{"paths":["/pk"]},"defaultTtl":60}`)
-				if _, err := e.ReadChangeFeed(&ChangeFeedRequest{Database: "db", Container: coll, FromNow: true}); err != nil {
+				if _, err := e.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: coll, FromNow: true}); err != nil {
 					b.Fatal(err)
 				}
 				for i := range 1000 {
 					upsert(b, e, coll, fmt.Sprintf(`{"id":"%d","pk":"p%d"}`, i, i%10))
 				}
 				if !behind {
-					if _, err := e.ReadChangeFeed(&ChangeFeedRequest{Database: "db", Container: coll, FromNow: true}); err != nil {
+					if _, err := e.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: coll, FromNow: true}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -234,7 +246,7 @@ func BenchmarkStats(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				st, err := e.Stats()
+				st, err := e.Stats(ctx)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -250,17 +262,19 @@ func BenchmarkStats(b *testing.B) {
 // container's read position (noteFeedRead) beside the cheapest read there
 // is, a poll answered 304 at the watermark, in one run.
 func BenchmarkFeedReadBookkeeping(b *testing.B) {
+	ctx := b.Context()
+
 	e, _ := newTestEngine(b)
 	createContainer(b, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	upsert(b, e, "c", `{"id":"a","pk":"p"}`)
-	c, err := e.Container("db", "c")
+	c, err := e.Container(ctx, "db", "c")
 	if err != nil {
 		b.Fatal(err)
 	}
 	_, etag := readAll(b, e, ChangeFeedRequest{Database: "db", Container: "c"})
 	b.Run("poll", func(b *testing.B) {
 		for b.Loop() {
-			res, err := e.ReadChangeFeed(&ChangeFeedRequest{Database: "db", Container: "c", Continuation: etag})
+			res, err := e.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: "c", Continuation: etag})
 			if err != nil || !res.NotModified {
 				b.Fatal(res, err)
 			}
@@ -278,9 +292,11 @@ func BenchmarkFeedReadBookkeeping(b *testing.B) {
 // TestStatsCountsStopAtTheCap: a count past StatsCountCap reads as the cap,
 // so that a scrape's cost stays bounded however far behind things are.
 func TestStatsCountsStopAtTheCap(t *testing.T) {
+	ctx := t.Context()
+
 	e, clock := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":10}`)
-	if _, err := e.ReadChangeFeed(&ChangeFeedRequest{Database: "db", Container: "c", FromNow: true}); err != nil {
+	if _, err := e.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: "c", FromNow: true}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range StatsCountCap + 5 {

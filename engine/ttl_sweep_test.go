@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"fmt"
 	"runtime"
 	"slices"
@@ -41,11 +43,11 @@ func (b *countingBatch) note() {
 	}
 }
 
-func (b *countingBatch) Commit() error { b.note(); return b.Batch.Commit() }
+func (b *countingBatch) Commit(ctx context.Context) error { b.note(); return b.Batch.Commit(ctx) }
 
-func (b *countingBatch) CommitPipelined() (func() error, error) {
+func (b *countingBatch) CommitPipelined(ctx context.Context) (func() error, error) {
 	b.note()
-	return b.Batch.CommitPipelined()
+	return b.Batch.CommitPipelined(ctx)
 }
 
 // sweepRun is what sweepUnderWriters saw.
@@ -66,6 +68,8 @@ type sweepRun struct {
 // after the sweep, which the test runs itself (so it knows when it ends
 // without polling the store, whose snapshots would slow the writers).
 func sweepUnderWriters(tb testing.TB, expiring int) sweepRun {
+	ctx := tb.Context()
+
 	const (
 		partitions = 64
 		writers    = 4
@@ -75,26 +79,26 @@ func sweepUnderWriters(tb testing.TB, expiring int) sweepRun {
 	)
 	clock := newTestClock()
 	store := &countingStore{Store: memory.New()}
-	e, err := Open(store, Options{Now: clock.now, SweepInterval: -1})
+	e, err := Open(ctx, store, Options{Now: clock.now, SweepInterval: -1})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { e.Close(); store.Close() })
-	if _, err := e.CreateDatabase([]byte(`{"id":"db"}`), nil); err != nil {
+	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
 		tb.Fatal(err)
 	}
 	createContainer(tb, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":60}`)
-	c, _ := e.Container("db", "c")
+	c, _ := e.Container(ctx, "db", "c")
 	// Load the expiring items in large transactions, one partition at a time.
 	for p := range partitions {
 		pk := StringKey(fmt.Sprintf("p%d", p))
-		err := e.inPartition(c, pk, func(tx *txn) error {
+		err := e.inPartition(ctx, c, pk, func(tx *txn) error {
 			for i := p; i < expiring; i += partitions {
 				it, perr := c.parseItem([]byte(fmt.Sprintf(`{"id":"old%d","pk":"p%d","payload":"%064d"}`, i, p, i)), &ItemRequest{})
 				if perr != nil {
 					return perr
 				}
-				if _, err := tx.put(it, nil); err != nil {
+				if _, err := tx.put(ctx, it, nil); err != nil {
 					return err
 				}
 			}
@@ -123,7 +127,7 @@ func sweepUnderWriters(tb testing.TB, expiring int) sweepRun {
 				id := w*500 + n%500
 				body := fmt.Sprintf(`{"id":"w%d","pk":"p%d","ttl":-1}`, id, id%partitions)
 				start := time.Now()
-				if _, err := e.UpsertItem(&ItemRequest{Database: "db", Container: "c", Body: []byte(body)}); err != nil {
+				if _, err := e.UpsertItem(ctx, &ItemRequest{Database: "db", Container: "c", Body: []byte(body)}); err != nil {
 					tb.Error(err)
 					return
 				}
@@ -139,7 +143,7 @@ func sweepUnderWriters(tb testing.TB, expiring int) sweepRun {
 	r.sweepStart = time.Now()
 	store.recording.Store(true)
 	clock.advance(61 * time.Second)
-	r.swept, err = e.sweep()
+	r.swept, err = e.sweep(ctx)
 	store.recording.Store(false)
 	if err != nil {
 		tb.Fatal(err)
@@ -235,8 +239,10 @@ func BenchmarkWritesDuringTTLSweep(b *testing.B) {
 }
 
 func countPrefix(t *testing.T, e *Engine, prefix []byte) int {
+	ctx := t.Context()
+
 	t.Helper()
-	it, err := e.store.NewIterator(prefix, storage.PrefixEnd(prefix), false)
+	it, err := e.store.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,9 +15,11 @@ import (
 // visibility reports where an item can be seen: point read, query, read feed
 // and latest-version change feed.
 func visibility(t *testing.T, e *Engine, coll, id, pk string) [4]bool {
+	ctx := t.Context()
+
 	t.Helper()
 	var v [4]bool
-	_, err := e.ReadItem(&ItemRequest{Database: "db", Container: coll, ID: id, PartitionKey: StringKey(pk), HasPartitionKey: true})
+	_, err := e.ReadItem(ctx, &ItemRequest{Database: "db", Container: coll, ID: id, PartitionKey: StringKey(pk), HasPartitionKey: true})
 	switch {
 	case err == nil:
 		v[0] = true
@@ -29,7 +31,7 @@ func visibility(t *testing.T, e *Engine, coll, id, pk string) [4]bool {
 		t.Fatal(err)
 	}
 	v[1] = len(q.Items) == 1
-	f, err := e.ReadFeed(&FeedRequest{Database: "db", Container: coll})
+	f, err := e.ReadFeed(ctx, &FeedRequest{Database: "db", Container: coll})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,6 +42,8 @@ func visibility(t *testing.T, e *Engine, coll, id, pk string) [4]bool {
 }
 
 func TestTTLExpiryIsImmediateAndSwept(t *testing.T) {
+	ctx := t.Context()
+
 	tests := []struct {
 		name       string
 		defaultTTL string // container defaultTtl JSON, "" for none
@@ -73,7 +77,7 @@ func TestTTLExpiryIsImmediateAndSwept(t *testing.T) {
 			if got := visibility(t, e, coll, "a", "p"); got != all {
 				t.Fatalf("right after the write: visible in read/query/feed/change feed = %v", got)
 			}
-			c, _ := e.Container("db", coll)
+			c, _ := e.Container(ctx, "db", coll)
 			for _, s := range []int{1, 2, 5, 3600} {
 				clock.advance(time.Duration(written+int64(s)-clock.now().Unix()) * time.Second)
 				wantVisible := tt.expiresAt == 0 || s < tt.expiresAt
@@ -82,7 +86,7 @@ func TestTTLExpiryIsImmediateAndSwept(t *testing.T) {
 					t.Errorf("%d s after the write: visible in read/query/feed/change feed = %v, want %v", s, got, want)
 				}
 			}
-			n, err := e.sweep()
+			n, err := e.sweep(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,7 +98,7 @@ func TestTTLExpiryIsImmediateAndSwept(t *testing.T) {
 				t.Errorf("the sweep deleted %d items, want %d", n, wantSwept)
 			}
 			p, _ := c.partition(StringKey("p"))
-			_, gerr := e.store.Get(p.itemKey("a"))
+			_, gerr := e.store.Get(ctx, p.itemKey("a"))
 			if stored := !errors.Is(gerr, storage.ErrNotFound); stored != (wantSwept == 0) {
 				t.Errorf("after the sweep the item is stored = %v", stored)
 			}
@@ -114,6 +118,8 @@ func TestTTLExpiryIsImmediateAndSwept(t *testing.T) {
 }
 
 func TestTTLRewriteOfExpiredItemLogsDeleteThenCreate(t *testing.T) {
+	ctx := t.Context()
+
 	e, clock := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":1,"changeFeedPolicy":{"retentionDuration":60}}`)
 	upsert(t, e, "c", `{"id":"a","pk":"p","v":1}`)
@@ -131,36 +137,40 @@ func TestTTLRewriteOfExpiredItemLogsDeleteThenCreate(t *testing.T) {
 	if fmt.Sprint(ops) != "[create delete create]" || !*recs[1].Metadata.TimeToLiveExpired {
 		t.Errorf("records %s, want create, delete by TTL, create", docs)
 	}
-	if n, _ := e.sweep(); n != 0 {
+	if n, _ := e.sweep(ctx); n != 0 {
 		t.Errorf("the sweep deleted %d items, want 0: the item was rewritten", n)
 	}
 }
 
 func TestTTLChangingDefaultAppliesToExistingItems(t *testing.T) {
+	ctx := t.Context()
+
 	e, clock := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	for i := range 10 {
 		upsert(t, e, "c", fmt.Sprintf(`{"id":"i%d","pk":"p%d"}`, i, i%3))
 	}
 	clock.advance(time.Minute)
-	if n, _ := e.sweep(); n != 0 {
+	if n, _ := e.sweep(ctx); n != 0 {
 		t.Fatalf("TTL off: swept %d", n)
 	}
-	if _, err := e.ReplaceContainer("db", "c", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":30}`), ""); err != nil {
+	if _, err := e.ReplaceContainer(ctx, "db", "c", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":30}`), ""); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := e.sweep(); n != 10 {
+	if n, _ := e.sweep(ctx); n != 10 {
 		t.Errorf("after turning on a 30 s default a minute later, swept %d, want 10", n)
 	}
 }
 
 func TestSweeperRunsInBackgroundAndStopsOnClose(t *testing.T) {
+	ctx := t.Context()
+
 	clock := newTestClock()
-	e, err := Open(memory.New(), Options{Now: clock.now, SweepInterval: time.Millisecond})
+	e, err := Open(ctx, memory.New(), Options{Now: clock.now, SweepInterval: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.CreateDatabase([]byte(`{"id":"db"}`), nil); err != nil {
+	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
 		t.Fatal(err)
 	}
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":5}`)
@@ -168,10 +178,10 @@ func TestSweeperRunsInBackgroundAndStopsOnClose(t *testing.T) {
 		upsert(t, e, "c", fmt.Sprintf(`{"id":"i%d","pk":"p%d"}`, i, i%7))
 	}
 	clock.advance(10 * time.Second)
-	c, _ := e.Container("db", "c")
+	c, _ := e.Container(ctx, "db", "c")
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		it, _ := e.store.NewIterator(itemContainerPrefix(c.rid), storage.PrefixEnd(itemContainerPrefix(c.rid)), false)
+		it, _ := e.store.NewIterator(ctx, itemContainerPrefix(c.rid), storage.PrefixEnd(itemContainerPrefix(c.rid)), false)
 		left := 0
 		for it.Next() {
 			left++
@@ -195,6 +205,8 @@ func TestSweeperRunsInBackgroundAndStopsOnClose(t *testing.T) {
 }
 
 func TestChangeLogRetention(t *testing.T) {
+	ctx := t.Context()
+
 	tests := []struct {
 		name      string
 		policy    string
@@ -215,7 +227,7 @@ func TestChangeLogRetention(t *testing.T) {
 			firstToken := FormatChangeFeedETag(1)
 			clock.advance(tt.retention - time.Second)
 			upsert(t, e, coll, `{"id":"new","pk":"p0"}`)
-			if _, err := e.sweep(); err != nil {
+			if _, err := e.sweep(ctx); err != nil {
 				t.Fatal(err)
 			}
 			docs, _ := readAll(t, e, ChangeFeedRequest{Database: "db", Container: coll, Mode: AllVersionsAndDeletes})
@@ -223,7 +235,7 @@ func TestChangeLogRetention(t *testing.T) {
 				t.Fatalf("within the retention: %d records, want 1501", len(docs))
 			}
 			clock.advance(2 * time.Second)
-			if _, err := e.sweep(); err != nil {
+			if _, err := e.sweep(ctx); err != nil {
 				t.Fatal(err)
 			}
 			docs, _ = readAll(t, e, ChangeFeedRequest{Database: "db", Container: coll, Mode: AllVersionsAndDeletes})
@@ -233,7 +245,7 @@ func TestChangeLogRetention(t *testing.T) {
 			if docs, _ := readAll(t, e, ChangeFeedRequest{Database: "db", Container: coll, Mode: AllVersionsAndDeletes, Continuation: oldToken}); len(docs) != 1 {
 				t.Errorf("from a continuation after the pruned records: %d records, want 1", len(docs))
 			}
-			_, err := e.ReadChangeFeed(&ChangeFeedRequest{Database: "db", Container: coll, Mode: AllVersionsAndDeletes, Continuation: firstToken})
+			_, err := e.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: coll, Mode: AllVersionsAndDeletes, Continuation: firstToken})
 			if StatusOf(err) != 400 {
 				t.Errorf("from a continuation before the pruned records: %v, want 400", err)
 			}
@@ -249,6 +261,8 @@ func TestChangeLogRetention(t *testing.T) {
 // nothing, answer 400 to that mode, and keep their latest-version feed.
 // Removing the policy drops the records kept.
 func TestChangeLogNeedsPolicy(t *testing.T) {
+	ctx := t.Context()
+
 	e, _ := newTestEngine(t)
 	createContainer(t, e, `{"id":"plain","partitionKey":{"paths":["/pk"]}}`)
 	createContainer(t, e, `{"id":"logged","partitionKey":{"paths":["/pk"]},"changeFeedPolicy":{"retentionDuration":10}}`)
@@ -259,7 +273,7 @@ func TestChangeLogNeedsPolicy(t *testing.T) {
 	if n := countChangeRecords(t, e, "plain"); n != 0 {
 		t.Errorf("the container without a policy holds %d change records", n)
 	}
-	_, err := e.ReadChangeFeed(&ChangeFeedRequest{Database: "db", Container: "plain", Mode: AllVersionsAndDeletes})
+	_, err := e.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: "plain", Mode: AllVersionsAndDeletes})
 	if StatusOf(err) != 400 || !strings.Contains(err.Error(), "changeFeedPolicy") {
 		t.Errorf("all versions and deletes without a policy: %v, want 400 naming changeFeedPolicy", err)
 	}
@@ -270,10 +284,10 @@ func TestChangeLogNeedsPolicy(t *testing.T) {
 		t.Errorf("with a policy: %d records, want 2", len(docs))
 	}
 
-	if _, err := e.ReplaceContainer("db", "logged", []byte(`{"id":"logged","partitionKey":{"paths":["/pk"]}}`), ""); err != nil {
+	if _, err := e.ReplaceContainer(ctx, "db", "logged", []byte(`{"id":"logged","partitionKey":{"paths":["/pk"]}}`), ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.sweep(); err != nil {
+	if _, err := e.sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := countChangeRecords(t, e, "logged"); n != 0 {
@@ -284,13 +298,15 @@ func TestChangeLogNeedsPolicy(t *testing.T) {
 // countChangeRecords counts a container's all-versions-and-deletes records
 // (the horizon key, which sorts first, excluded).
 func countChangeRecords(t *testing.T, e *Engine, name string) int {
+	ctx := t.Context()
+
 	t.Helper()
-	c, err := e.Container("db", name)
+	c, err := e.Container(ctx, "db", name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := countPrefix(t, e, versionPrefix(c.rid))
-	if _, err := e.store.Get(versionHorizonKey(c.rid)); err == nil {
+	if _, err := e.store.Get(ctx, versionHorizonKey(c.rid)); err == nil {
 		n--
 	}
 	return n

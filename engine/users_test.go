@@ -35,15 +35,17 @@ func TestParseResourceLink(t *testing.T) {
 }
 
 func TestDeletingADatabaseDeletesItsUsersAndPermissions(t *testing.T) {
+	ctx := t.Context()
+
 	e := newMemEngine(t)
-	if _, err := e.CreateDatabase([]byte(`{"id":"pdb"}`), nil); err != nil {
+	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"pdb"}`), nil); err != nil {
 		t.Fatal(err)
 	}
-	user, err := e.CreateUser("pdb", []byte(`{"id":"u"}`))
+	user, err := e.CreateUser(ctx, "pdb", []byte(`{"id":"u"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := e.CreatePermission("pdb", "u", []byte(`{"id":"p","permissionMode":"read","resource":"dbs/pdb/colls/c","resourcePartitionKey":["a"]}`))
+	p, err := e.CreatePermission(ctx, "pdb", "u", []byte(`{"id":"p","permissionMode":"read","resource":"dbs/pdb/colls/c","resourcePartitionKey":["a"]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,23 +57,23 @@ func TestDeletingADatabaseDeletesItsUsersAndPermissions(t *testing.T) {
 	if !bytes.HasPrefix(prid, urid) {
 		t.Fatalf("permission RID %q does not extend user RID %q", p.RID, user.RID)
 	}
-	if got, err := e.PermissionByRID(p.RID); err != nil || got.ID != "p" {
+	if got, err := e.PermissionByRID(ctx, p.RID); err != nil || got.ID != "p" {
 		t.Fatalf("PermissionByRID: %v, %v", got, err)
 	}
-	if err := e.DeleteDatabase("pdb", ""); err != nil {
+	if err := e.DeleteDatabase(ctx, "pdb", ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.CreateDatabase([]byte(`{"id":"pdb"}`), nil); err != nil {
+	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"pdb"}`), nil); err != nil {
 		t.Fatal(err)
 	}
-	if users, err := e.ListUsers("pdb"); err != nil || len(users) != 0 {
+	if users, err := e.ListUsers(ctx, "pdb"); err != nil || len(users) != 0 {
 		t.Fatalf("users of the recreated database: %v, %v", users, err)
 	}
-	if _, err := e.PermissionByRID(p.RID); statusOf(err) != 404 {
+	if _, err := e.PermissionByRID(ctx, p.RID); statusOf(err) != 404 {
 		t.Fatalf("PermissionByRID after the database was deleted: %v, want 404", err)
 	}
 	for _, prefix := range []byte{prefixUser, prefixPermission, prefixPrincipalRID} {
-		it, err := e.store.NewIterator([]byte{prefix}, []byte{prefix + 1}, false)
+		it, err := e.store.NewIterator(ctx, []byte{prefix}, []byte{prefix + 1}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,40 +85,42 @@ func TestDeletingADatabaseDeletesItsUsersAndPermissions(t *testing.T) {
 }
 
 func TestPermissionsFoundByRIDUntilDeleted(t *testing.T) {
+	ctx := t.Context()
+
 	e := newMemEngine(t)
-	if _, err := e.CreateDatabase([]byte(`{"id":"pdb"}`), nil); err != nil {
+	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"pdb"}`), nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name   string
 		delete func(user, perm string) error
 	}{
-		{"permission deleted", func(user, perm string) error { return e.DeletePermission("pdb", user, perm, "") }},
-		{"user deleted", func(user, _ string) error { return e.DeleteUser("pdb", user, "") }},
+		{"permission deleted", func(user, perm string) error { return e.DeletePermission(ctx, "pdb", user, perm, "") }},
+		{"user deleted", func(user, _ string) error { return e.DeleteUser(ctx, "pdb", user, "") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			user, err := e.CreateUser("pdb", []byte(`{"id":"u"}`))
+			user, err := e.CreateUser(ctx, "pdb", []byte(`{"id":"u"}`))
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := e.CreatePermission("pdb", user.RID, []byte(`{"id":"p","permissionMode":"All","resource":"dbs/pdb"}`))
+			p, err := e.CreatePermission(ctx, "pdb", user.RID, []byte(`{"id":"p","permissionMode":"All","resource":"dbs/pdb"}`))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, err := e.ReadPermission("pdb", "u", p.RID); err != nil || got.ID != "p" {
+			if got, err := e.ReadPermission(ctx, "pdb", "u", p.RID); err != nil || got.ID != "p" {
 				t.Fatalf("ReadPermission by RID: %v, %v", got, err)
 			}
-			if got, err := e.PermissionByRID(p.RID); err != nil || got.Mode != PermissionAll {
+			if got, err := e.PermissionByRID(ctx, p.RID); err != nil || got.Mode != PermissionAll {
 				t.Fatalf("PermissionByRID: %v, %v", got, err)
 			}
 			if err := tc.delete("u", "p"); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.PermissionByRID(p.RID); statusOf(err) != 404 {
+			if _, err := e.PermissionByRID(ctx, p.RID); statusOf(err) != 404 {
 				t.Fatalf("PermissionByRID after delete: %v, want 404", err)
 			}
-			e.DeleteUser("pdb", "u", "")
-			if _, err := e.ReadUser("pdb", user.RID); statusOf(err) != 404 {
+			e.DeleteUser(ctx, "pdb", "u", "")
+			if _, err := e.ReadUser(ctx, "pdb", user.RID); statusOf(err) != 404 {
 				t.Fatalf("ReadUser by RID after delete: %v, want 404", err)
 			}
 		})

@@ -50,9 +50,11 @@ const pkSproc = `{"id":"writer","body":"function (id, pk) { var c = getContext()
 	`if (!c.createDocument(c.getSelfLink(), {id: id, pk: pk}, function (err) { if (err) throw err; getContext().getResponse().setBody('wrote'); })) throw new Error('not accepted'); }"}`
 
 func newAuthzFixture(t testing.TB) *authzFixture {
+	ctx := t.Context()
+
 	t.Helper()
 	store := memory.New()
-	eng, err := engine.Open(store, engine.Options{})
+	eng, err := engine.Open(ctx, store, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,17 +69,17 @@ func newAuthzFixture(t testing.TB) *authzFixture {
 			t.Fatal(err)
 		}
 	}
-	must(eng.CreateDatabase([]byte(`{"id":"db"}`), nil))
-	must(eng.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), &engine.Throughput{Manual: 400}))
-	must(eng.CreateContainer("db", []byte(`{"id":"other","partitionKey":{"paths":["/pk"]}}`), nil))
+	must(eng.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil))
+	must(eng.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), &engine.Throughput{Manual: 400}))
+	must(eng.CreateContainer(ctx, "db", []byte(`{"id":"other","partitionKey":{"paths":["/pk"]}}`), nil))
 	for _, it := range []struct{ coll, body string }{
 		{"c", `{"id":"a1","pk":"A","v":1}`}, {"c", `{"id":"b1","pk":"B","secret":"seen-only-in-B"}`}, {"other", `{"id":"o1","pk":"A"}`},
 	} {
-		must(eng.CreateItem(&engine.ItemRequest{Database: "db", Container: it.coll, Body: []byte(it.body)}))
+		must(eng.CreateItem(ctx, &engine.ItemRequest{Database: "db", Container: it.coll, Body: []byte(it.body)}))
 	}
-	must(eng.CreateScript("db", "c", engine.StoredProcedures, []byte(pkSproc)))
-	must(eng.CreateScript("db", "c", engine.Triggers, []byte(`{"id":"t","body":"function () {}","triggerType":"Pre","triggerOperation":"All"}`)))
-	must(eng.CreateScript("db", "c", engine.UserFunctions, []byte(`{"id":"f","body":"function (x) { return x; }"}`)))
+	must(eng.CreateScript(ctx, "db", "c", engine.StoredProcedures, []byte(pkSproc)))
+	must(eng.CreateScript(ctx, "db", "c", engine.Triggers, []byte(`{"id":"t","body":"function () {}","triggerType":"Pre","triggerOperation":"All"}`)))
+	must(eng.CreateScript(ctx, "db", "c", engine.UserFunctions, []byte(`{"id":"f","body":"function (x) { return x; }"}`)))
 	f := &authzFixture{t: t, srv: srv, eng: eng, tokens: map[string]string{}, vars: map[string]string{}}
 	now := time.Now()
 	for _, p := range []struct{ user, cred, body string }{
@@ -86,8 +88,8 @@ func newAuthzFixture(t testing.TB) *authzFixture {
 		{"up", credPartition, `{"id":"pp","permissionMode":"All","resource":"dbs/db/colls/c","resourcePartitionKey":["A"]}`},
 		{"uo", credOther, `{"id":"po","permissionMode":"All","resource":"dbs/db/colls/other"}`},
 	} {
-		must(eng.CreateUser("db", []byte(`{"id":"`+p.user+`"}`)))
-		perm, err := eng.CreatePermission("db", p.user, []byte(p.body))
+		must(eng.CreateUser(ctx, "db", []byte(`{"id":"`+p.user+`"}`)))
+		perm, err := eng.CreatePermission(ctx, "db", p.user, []byte(p.body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,12 +103,12 @@ func newAuthzFixture(t testing.TB) *authzFixture {
 			f.tokens[credForged] = tamper(f.tokens[credAll])
 		}
 	}
-	c, err := eng.Container("db", "c")
+	c, err := eng.Container(ctx, "db", "c")
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.vars["dbrid"], f.vars["collrid"] = c.Database().RID, c.RID
-	for _, o := range eng.ListOffers() {
+	for _, o := range eng.ListOffers(ctx) {
 		if strings.Contains(string(o.Body), c.RID) {
 			f.vars["offer"] = o.RID
 		}

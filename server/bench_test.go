@@ -22,17 +22,19 @@ var benchBody = []byte(fmt.Sprintf(`{"id":"r","pk":"p","payload":%q}`, bytes.Rep
 
 // benchServer serves a container on durable storage over loopback.
 func benchServer(b *testing.B) (*httptest.Server, *engine.Engine) {
+	ctx := b.Context()
+
 	b.Helper()
 	store, err := pebble.Open(b.TempDir(), pebble.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	eng, _ := engine.Open(store, engine.Options{})
+	eng, _ := engine.Open(ctx, store, engine.Options{})
 	srv, _ := New(Config{Engine: eng, Keys: Keys{Master: EmulatorKey}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	hs := httptest.NewServer(srv)
 	b.Cleanup(func() { hs.Close(); eng.Close(); store.Close() })
-	eng.CreateDatabase([]byte(`{"id":"db"}`), nil)
-	eng.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), nil)
+	eng.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil)
+	eng.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), nil)
 	return hs, eng
 }
 
@@ -65,8 +67,10 @@ func do(b *testing.B, client *http.Client, req *http.Request, want int) {
 // BenchmarkPointRead is a signed point read of a 1 KB item through the whole
 // server (auth, routing, engine, durable storage) over loopback.
 func BenchmarkPointRead(b *testing.B) {
+	ctx := b.Context()
+
 	hs, eng := benchServer(b)
-	if _, err := eng.CreateItem(&engine.ItemRequest{Database: "db", Container: "c", Body: benchBody}); err != nil {
+	if _, err := eng.CreateItem(ctx, &engine.ItemRequest{Database: "db", Container: "c", Body: benchBody}); err != nil {
 		b.Fatal(err)
 	}
 	req := signedRequest(b, hs.URL, "GET", "docs", "dbs/db/colls/c/docs/r", "/dbs/db/colls/c/docs/r", `["p"]`, nil)

@@ -312,12 +312,14 @@ func TestConcurrentLargeBodiesStayUnderTheMemoryCap(t *testing.T) {
 // Once storage has failed (here: its directory removed), every request that
 // needs it is answered 503 in Cosmos's format, not 500 and not a panic.
 func TestFailedStorageAnswers503(t *testing.T) {
+	ctx := t.Context()
+
 	dir := t.TempDir()
 	store, err := pebble.Open(dir, pebble.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.Open(store, engine.Options{SweepInterval: -1})
+	eng, err := engine.Open(ctx, store, engine.Options{SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,11 +23,13 @@ import (
 // and a script budget long enough for a 34 MB string on a loaded machine, its /metrics on the port behind the master key, as cmd/orrery
 // wires them.
 func newMeteredServer(t *testing.T) (*rawClient, *atomic.Int64) {
+	ctx := t.Context()
+
 	t.Helper()
 	var clock atomic.Int64
 	clock.Store(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC).UnixNano())
 	store := memory.New()
-	eng, err := engine.Open(store, engine.Options{
+	eng, err := engine.Open(ctx, store, engine.Options{
 		Now:           func() time.Time { return time.Unix(0, clock.Load()) },
 		SweepInterval: -1,
 		ScriptLimits:  script.Limits{Timeout: 2 * time.Second},

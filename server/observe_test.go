@@ -36,9 +36,11 @@ func (s *syncBuffer) String() string {
 }
 
 func newObservedServer(t *testing.T) (*rawClient, *prometheus.Registry, *syncBuffer) {
+	ctx := t.Context()
+
 	t.Helper()
 	store := memory.New()
-	eng, err := engine.Open(store, engine.Options{})
+	eng, err := engine.Open(ctx, store, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -211,14 +211,16 @@ func TestResourceTokenVerification(t *testing.T) {
 // resource token: the token's HMAC, the permission's lookup by RID and the
 // scope check instead of the master-key signature.
 func BenchmarkPointReadWithResourceToken(b *testing.B) {
+	ctx := b.Context()
+
 	hs, eng := benchServer(b)
-	if _, err := eng.CreateItem(&engine.ItemRequest{Database: "db", Container: "c", Body: benchBody}); err != nil {
+	if _, err := eng.CreateItem(ctx, &engine.ItemRequest{Database: "db", Container: "c", Body: benchBody}); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := eng.CreateUser("db", []byte(`{"id":"u"}`)); err != nil {
+	if _, err := eng.CreateUser(ctx, "db", []byte(`{"id":"u"}`)); err != nil {
 		b.Fatal(err)
 	}
-	p, err := eng.CreatePermission("db", "u", []byte(`{"id":"p","permissionMode":"Read","resource":"dbs/db/colls/c"}`))
+	p, err := eng.CreatePermission(ctx, "db", "u", []byte(`{"id":"p","permissionMode":"Read","resource":"dbs/db/colls/c"}`))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -22,6 +22,8 @@ import (
 // response; and a procedure that upserts the same item. On memory storage
 // and on Pebble with synced commits.
 func BenchmarkScriptExecution(b *testing.B) {
+	ctx := b.Context()
+
 	const item = `{"id":"w","pk":"p","v":1}`
 	sprocs := map[string]string{
 		"trivial": `function trivial() { getContext().getResponse().setBody(1); }`,
@@ -56,17 +58,17 @@ func BenchmarkScriptExecution(b *testing.B) {
 					}
 					store = p
 				}
-				eng, err := engine.Open(store, engine.Options{})
+				eng, err := engine.Open(ctx, store, engine.Options{})
 				if err != nil {
 					b.Fatal(err)
 				}
 				srv, _ := New(Config{Engine: eng, Keys: Keys{Master: EmulatorKey}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 				hs := httptest.NewServer(srv)
 				defer func() { hs.Close(); eng.Close(); store.Close() }()
-				eng.CreateDatabase([]byte(`{"id":"db"}`), nil)
-				eng.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), nil)
+				eng.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil)
+				eng.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), nil)
 				for id, body := range sprocs {
-					if _, err := eng.CreateScript("db", "c", engine.StoredProcedures, fmt.Appendf(nil, `{"id":%q,"body":%q}`, id, body)); err != nil {
+					if _, err := eng.CreateScript(ctx, "db", "c", engine.StoredProcedures, fmt.Appendf(nil, `{"id":%q,"body":%q}`, id, body)); err != nil {
 						b.Fatal(err)
 					}
 				}

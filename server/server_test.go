@@ -32,9 +32,11 @@ func newTestServer(t *testing.T) *rawClient {
 // newLimitedServer serves a database "db" with a container "c" (partition
 // key /pk) through the http.Server that HTTPServer builds for limits.
 func newLimitedServer(t *testing.T, limits Limits) *rawClient {
+	ctx := t.Context()
+
 	t.Helper()
 	store := memory.New()
-	eng, err := engine.Open(store, engine.Options{})
+	eng, err := engine.Open(ctx, store, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,10 @@ type testApp struct {
 // startApp starts the embedded Orrery and the site on free loopback ports;
 // both stop when the test ends.
 func startApp(t testing.TB) *testApp {
+	ctx := t.Context()
+
 	t.Helper()
-	emb, err := startEmbedded()
+	emb, err := startEmbedded(ctx)
 	if err != nil {
 		t.Fatalf("starting the embedded Orrery: %v", err)
 	}

@@ -9,6 +9,8 @@ import (
 
 // BenchmarkCommit measures one-key batches committed from parallel writers.
 func BenchmarkCommit(b *testing.B) {
+	ctx := b.Context()
+
 	s := New()
 	defer s.Close()
 	value := make([]byte, 200)
@@ -21,7 +23,7 @@ func BenchmarkCommit(b *testing.B) {
 				b.Error(err)
 				return
 			}
-			if err := bt.Commit(); err != nil {
+			if err := bt.Commit(ctx); err != nil {
 				b.Error(err)
 				return
 			}
@@ -32,6 +34,8 @@ func BenchmarkCommit(b *testing.B) {
 
 // BenchmarkGet measures point reads of existing keys among 10,000.
 func BenchmarkGet(b *testing.B) {
+	ctx := b.Context()
+
 	const keys = 10_000
 	s := New()
 	defer s.Close()
@@ -41,12 +45,12 @@ func BenchmarkGet(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if err := bt.Commit(); err != nil {
+	if err := bt.Commit(ctx); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for i := range b.N {
-		if _, err := s.Get(fmt.Appendf(nil, "key/%06d", i*7919%keys)); err != nil {
+		if _, err := s.Get(ctx, fmt.Appendf(nil, "key/%06d", i*7919%keys)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -56,6 +60,8 @@ func BenchmarkGet(b *testing.B) {
 // BenchmarkBatchScan measures a 100-key prefix scan through a batch that
 // overwrites a tenth of the keys, so that the overlay merge is exercised.
 func BenchmarkBatchScan(b *testing.B) {
+	ctx := b.Context()
+
 	s := New()
 	defer s.Close()
 	bt := s.NewBatch()
@@ -64,7 +70,7 @@ func BenchmarkBatchScan(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if err := bt.Commit(); err != nil {
+	if err := bt.Commit(ctx); err != nil {
 		b.Fatal(err)
 	}
 	over := s.NewBatch()
@@ -77,7 +83,7 @@ func BenchmarkBatchScan(b *testing.B) {
 	prefix := []byte("p/")
 	b.ResetTimer()
 	for range b.N {
-		it, err := over.NewIterator(prefix, storage.PrefixEnd(prefix), false)
+		it, err := over.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), false)
 		if err != nil {
 			b.Fatal(err)
 		}

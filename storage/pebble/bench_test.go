@@ -1,6 +1,8 @@
 package pebble
 
 import (
+	"context"
+
 	"encoding/binary"
 	"fmt"
 	"runtime"
@@ -22,7 +24,7 @@ func openBench(b *testing.B) *Store {
 }
 
 // commitOne commits one small synced write of key n.
-func commitOne(s *Store, n uint64, value []byte) error {
+func commitOne(ctx context.Context, s *Store, n uint64, value []byte) error {
 	var key [16]byte
 	copy(key[:], "bench/")
 	binary.BigEndian.PutUint64(key[8:], n)
@@ -31,7 +33,7 @@ func commitOne(s *Store, n uint64, value []byte) error {
 	if err := bt.Set(key[:], value); err != nil {
 		return err
 	}
-	return bt.Commit()
+	return bt.Commit(ctx)
 }
 
 func reportRate(b *testing.B) {
@@ -41,12 +43,14 @@ func reportRate(b *testing.B) {
 // BenchmarkCommit measures small committed, fsynced writes from one writer
 // and from 32 concurrent writers, whose fsyncs the commit pipeline groups.
 func BenchmarkCommit(b *testing.B) {
+	ctx := b.Context()
+
 	value := make([]byte, 200)
 	b.Run("writers=1", func(b *testing.B) {
 		s := openBench(b)
 		b.ResetTimer()
 		for i := range b.N {
-			if err := commitOne(s, uint64(i), value); err != nil {
+			if err := commitOne(ctx, s, uint64(i), value); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -60,7 +64,7 @@ func BenchmarkCommit(b *testing.B) {
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				if err := commitOne(s, next.Add(1), value); err != nil {
+				if err := commitOne(ctx, s, next.Add(1), value); err != nil {
 					b.Error(err)
 					return
 				}
@@ -72,6 +76,8 @@ func BenchmarkCommit(b *testing.B) {
 
 // BenchmarkGet measures point reads of existing keys among 10,000.
 func BenchmarkGet(b *testing.B) {
+	ctx := b.Context()
+
 	const keys = 10_000
 	s := openBench(b)
 	bt := s.NewBatch()
@@ -81,13 +87,13 @@ func BenchmarkGet(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if err := bt.Commit(); err != nil {
+	if err := bt.Commit(ctx); err != nil {
 		b.Fatal(err)
 	}
 	bt.Close()
 	b.ResetTimer()
 	for i := range b.N {
-		if _, err := s.Get(fmt.Appendf(nil, "key/%06d", i*7919%keys)); err != nil {
+		if _, err := s.Get(ctx, fmt.Appendf(nil, "key/%06d", i*7919%keys)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -96,6 +102,8 @@ func BenchmarkGet(b *testing.B) {
 
 // BenchmarkScan measures reading a 100-key prefix range.
 func BenchmarkScan(b *testing.B) {
+	ctx := b.Context()
+
 	s := openBench(b)
 	bt := s.NewBatch()
 	for i := range 100 {
@@ -103,14 +111,14 @@ func BenchmarkScan(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if err := bt.Commit(); err != nil {
+	if err := bt.Commit(ctx); err != nil {
 		b.Fatal(err)
 	}
 	bt.Close()
 	prefix := []byte("p/")
 	b.ResetTimer()
 	for range b.N {
-		it, err := s.NewIterator(prefix, storage.PrefixEnd(prefix), false)
+		it, err := s.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), false)
 		if err != nil {
 			b.Fatal(err)
 		}

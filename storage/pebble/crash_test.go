@@ -1,6 +1,8 @@
 package pebble
 
 import (
+	"context"
+
 	"bufio"
 	"bytes"
 	"fmt"
@@ -25,8 +27,10 @@ const crashParts = 4
 // after reopening, that every acknowledged batch is there and that no batch is
 // there in part.
 func TestCrashDurability(t *testing.T) {
+	ctx := t.Context()
+
 	if dir := os.Getenv(crashChildEnv); dir != "" {
-		crashChild(dir, os.Getenv(crashChildEnv+"_ROUND"))
+		crashChild(ctx, dir, os.Getenv(crashChildEnv+"_ROUND"))
 		return
 	}
 	if testing.Short() {
@@ -41,13 +45,13 @@ func TestCrashDurability(t *testing.T) {
 		}
 		for _, id := range acked {
 			for p := range crashParts {
-				if _, err := s.Get(crashKey(id, p)); err != nil {
+				if _, err := s.Get(ctx, crashKey(id, p)); err != nil {
 					t.Errorf("round %d: acknowledged key %s: %v", round, crashKey(id, p), err)
 				}
 			}
 		}
 		parts := map[string]int{}
-		it, err := s.NewIterator([]byte("b/"), storage.PrefixEnd([]byte("b/")), false)
+		it, err := s.NewIterator(ctx, []byte("b/"), storage.PrefixEnd([]byte("b/")), false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +124,7 @@ func runCrashChild(t *testing.T, dir, round string) []string {
 // crashChild commits batches from several goroutines and prints the id of
 // each one after its Commit returns, until it is killed (or gives up after
 // ten seconds, should its parent be gone).
-func crashChild(dir, round string) {
+func crashChild(ctx context.Context, dir, round string) {
 	s, err := Open(dir, Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -142,7 +146,7 @@ func crashChild(dir, round string) {
 						os.Exit(1)
 					}
 				}
-				if err := b.Commit(); err != nil {
+				if err := b.Commit(ctx); err != nil {
 					fmt.Fprintln(os.Stderr, err)
 					os.Exit(1)
 				}

@@ -22,15 +22,17 @@ func wantUnavailable(t *testing.T, what string, err error) {
 // checkFailed checks that a failed store refuses everything at once and
 // that Close returns instead of waiting for the writer Pebble parked.
 func checkFailed(t *testing.T, s *Store) {
+	ctx := t.Context()
+
 	t.Helper()
 	wantUnavailable(t, "Err", s.Err())
-	_, err := s.Get([]byte("k"))
+	_, err := s.Get(ctx, []byte("k"))
 	wantUnavailable(t, "Get", err)
-	_, err = s.NewIterator(nil, nil, false)
+	_, err = s.NewIterator(ctx, nil, nil, false)
 	wantUnavailable(t, "NewIterator", err)
 	b := s.NewBatch()
 	wantUnavailable(t, "Batch.Set", b.Set([]byte("k"), []byte("v")))
-	wantUnavailable(t, "Batch.Commit", b.Commit())
+	wantUnavailable(t, "Batch.Commit", b.Commit(ctx))
 	b.Close()
 	wantUnavailable(t, "Close", s.Close())
 }
@@ -40,6 +42,8 @@ func checkFailed(t *testing.T, s *Store) {
 // next write-ahead log, calls Fatalf with its mutex released, and the panic
 // unwound through Pebble's deferred unlock. Now the store fails cleanly.
 func TestRemovedDirectoryFailsTheStoreAtTheNextLog(t *testing.T) {
+	ctx := t.Context()
+
 	dir := t.TempDir()
 	// No directory check: this is the path through Pebble's Fatalf.
 	s, err := Open(dir, Options{MemTableSize: 1 << 20, dirCheck: -1})
@@ -61,7 +65,7 @@ func TestRemovedDirectoryFailsTheStoreAtTheNextLog(t *testing.T) {
 				stopped <- err
 				return
 			}
-			if err := b.Commit(); err != nil {
+			if err := b.Commit(ctx); err != nil {
 				stopped <- err
 				return
 			}

@@ -67,6 +67,8 @@ const fakeSyncRate = 50_000
 // TestCommitSyncs checks on a real directory that every commit waits for a
 // write-ahead log sync, and that concurrent commits share them.
 func TestCommitSyncs(t *testing.T) {
+	ctx := t.Context()
+
 	const commits = 320
 	var sequentialRate float64
 	tests := []struct {
@@ -119,7 +121,7 @@ func TestCommitSyncs(t *testing.T) {
 						if err := b.Set(key, key); err != nil {
 							errs <- err
 						}
-						if err := b.Commit(); err != nil {
+						if err := b.Commit(ctx); err != nil {
 							errs <- err
 						}
 						b.Close()

@@ -94,6 +94,8 @@ func (s *safeBuffer) String() string {
 // store's logger at debug level only, so that a server logging at info is
 // quiet.
 func TestRoutineMessagesAtDebug(t *testing.T) {
+	ctx := t.Context()
+
 	tests := []struct {
 		level     slog.Level
 		wantHeard bool
@@ -113,7 +115,7 @@ func TestRoutineMessagesAtDebug(t *testing.T) {
 			if err := b.Set([]byte("k"), []byte("v")); err != nil {
 				t.Fatal(err)
 			}
-			if err := b.Commit(); err != nil {
+			if err := b.Commit(ctx); err != nil {
 				t.Fatal(err)
 			}
 			b.Close()

@@ -11,6 +11,8 @@ import (
 // TestStoreReportsItsFigures: the store is a Prometheus collector whose
 // disk figure grows with what is written and whose counters are present.
 func TestStoreReportsItsFigures(t *testing.T) {
+	ctx := t.Context()
+
 	s, err := Open(t.TempDir(), Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
@@ -22,7 +24,7 @@ func TestStoreReportsItsFigures(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := testutil.CollectAndCount(s); n != 8 {

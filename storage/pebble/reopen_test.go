@@ -10,6 +10,8 @@ import (
 // TestReopen checks that committed writes survive a clean Close, with and
 // without sync, and that InMemory keeps nothing.
 func TestReopen(t *testing.T) {
+	ctx := t.Context()
+
 	tests := []struct {
 		name     string
 		opts     Options
@@ -30,7 +32,7 @@ func TestReopen(t *testing.T) {
 			if err := b.Set([]byte("k"), []byte("v")); err != nil {
 				t.Fatal(err)
 			}
-			if err := b.Commit(); err != nil {
+			if err := b.Commit(ctx); err != nil {
 				t.Fatal(err)
 			}
 			b.Close()
@@ -42,7 +44,7 @@ func TestReopen(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			v, err := s.Get([]byte("k"))
+			v, err := s.Get(ctx, []byte("k"))
 			switch {
 			case tt.wantKept && (err != nil || string(v) != "v"):
 				t.Errorf("after reopening: Get = %q, %v; want %q", v, err, "v")

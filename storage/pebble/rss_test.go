@@ -1,6 +1,8 @@
 package pebble
 
 import (
+	"context"
+
 	"bytes"
 	"fmt"
 	"os"
@@ -23,8 +25,10 @@ const idleStoreRSSLimit = 8 << 20
 // TestIdleRSS measures, in fresh processes, the resident memory an opened
 // empty store adds to a process.
 func TestIdleRSS(t *testing.T) {
+	ctx := t.Context()
+
 	if dir := os.Getenv(rssChildEnv); dir != "" {
-		rssChild(dir)
+		rssChild(ctx, dir)
 		return
 	}
 	if testing.Short() {
@@ -65,7 +69,7 @@ func childRSS(t *testing.T, dir string) int64 {
 
 // rssChild opens a store in dir (unless dir is "-"), commits one batch, lets
 // the process settle and prints its resident set size in bytes.
-func rssChild(dir string) {
+func rssChild(ctx context.Context, dir string) {
 	if dir != "-" {
 		s, err := Open(dir, Options{})
 		if err != nil {
@@ -75,7 +79,7 @@ func rssChild(dir string) {
 		defer s.Close()
 		b := s.NewBatch()
 		if err := b.Set([]byte("k"), []byte("v")); err == nil {
-			err = b.Commit()
+			err = b.Commit(ctx)
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)

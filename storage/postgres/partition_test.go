@@ -21,6 +21,8 @@ func timeBound(timeout time.Duration) time.Duration { return 3*timeout + 2*time.
 // is still there once the partition heals, and the store serves again
 // without being reopened.
 func TestSilentServerAnswersUnavailableWithinTheTimeout(t *testing.T) {
+	ctx := t.Context()
+
 	raw := pgtest.URL(t)
 	proxy := pgtest.NewProxy(t, pgtest.Target(t, raw))
 	const timeout = time.Second
@@ -31,13 +33,16 @@ func TestSilentServerAnswersUnavailableWithinTheTimeout(t *testing.T) {
 	defer s.Close()
 	b := s.NewBatch()
 	b.Set([]byte("acked"), []byte("v1"))
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// A snapshot opened before the partition, to read through it after.
-	snap := s.NewSnapshot()
+	snap, err := s.NewSnapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer snap.Close()
-	if _, err := snap.Get([]byte("acked")); err != nil {
+	if _, err := snap.Get(ctx, []byte("acked")); err != nil {
 		t.Fatal(err)
 	}
 
@@ -46,15 +51,15 @@ func TestSilentServerAnswersUnavailableWithinTheTimeout(t *testing.T) {
 		name string
 		run  func() error
 	}{
-		{"Get", func() error { _, err := s.Get([]byte("acked")); return err }},
+		{"Get", func() error { _, err := s.Get(ctx, []byte("acked")); return err }},
 		{"Commit", func() error {
 			b := s.NewBatch()
 			defer b.Close()
 			b.Set([]byte("ambiguous"), []byte("v"))
-			return b.Commit()
+			return b.Commit(ctx)
 		}},
 		{"NewIterator", func() error {
-			it, err := s.NewIterator(nil, nil, false)
+			it, err := s.NewIterator(ctx, nil, nil, false)
 			if err != nil {
 				return err
 			}
@@ -63,7 +68,7 @@ func TestSilentServerAnswersUnavailableWithinTheTimeout(t *testing.T) {
 			}
 			return it.Err()
 		}},
-		{"Snapshot.Get", func() error { _, err := snap.Get([]byte("acked")); return err }},
+		{"Snapshot.Get", func() error { _, err := snap.Get(ctx, []byte("acked")); return err }},
 		{"SharedBatch.Lock", func() error {
 			sb, err := s.NewSharedBatch(context.Background())
 			if err != nil {
@@ -90,7 +95,7 @@ func TestSilentServerAnswersUnavailableWithinTheTimeout(t *testing.T) {
 	proxy.SetBlocked(false)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		v, err := s.Get([]byte("acked"))
+		v, err := s.Get(ctx, []byte("acked"))
 		if err == nil {
 			if string(v) != "v1" {
 				t.Fatalf("after the partition the acknowledged value is %q, want v1", v)
@@ -104,7 +109,7 @@ func TestSilentServerAnswersUnavailableWithinTheTimeout(t *testing.T) {
 	}
 	b = s.NewBatch()
 	b.Set([]byte("after"), []byte("v2"))
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		t.Fatalf("commit after the partition healed: %v", err)
 	}
 }

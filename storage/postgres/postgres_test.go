@@ -37,6 +37,8 @@ func TestConformance(t *testing.T) {
 // A range longer than a page is read whole, in order, both ways, and within
 // bounds that fall between keys.
 func TestIteratorReadsRangesLongerThanAPage(t *testing.T) {
+	ctx := t.Context()
+
 	s := open(t, pgtest.URL(t))
 	defer s.Close()
 	const n = 1000
@@ -46,14 +48,17 @@ func TestIteratorReadsRangesLongerThanAPage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	snap := s.NewSnapshot()
+	snap, err := s.NewSnapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer snap.Close()
 	for _, r := range []storage.Reader{s, snap} {
 		for _, reverse := range []bool{false, true} {
-			it, err := r.NewIterator([]byte("k0010"), []byte("k0990x"), reverse)
+			it, err := r.NewIterator(ctx, []byte("k0010"), []byte("k0990x"), reverse)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,6 +120,8 @@ func TestSharedConformance(t *testing.T) {
 // run (they use the reserve or the batch's own connection), and another
 // batch waits for a slot rather than for the pool.
 func TestHeldConnectionsLeaveReadsAConnection(t *testing.T) {
+	ctx := t.Context()
+
 	s, err := postgres.Open(context.Background(), pgtest.URL(t), postgres.Options{MaxConns: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -124,10 +131,9 @@ func TestHeldConnectionsLeaveReadsAConnection(t *testing.T) {
 	for i := range 600 {
 		b.Set(fmt.Appendf(nil, "k%04d", i), []byte("v"))
 	}
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	var held []storage.SharedBatch
 	for range 2 {
 		sb, err := s.NewSharedBatch(ctx)
@@ -141,11 +147,11 @@ func TestHeldConnectionsLeaveReadsAConnection(t *testing.T) {
 		if err := sb.Lock(ctx, []byte(fmt.Sprint(sb)), true); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Get([]byte("k0001")); err != nil {
+		if _, err := s.Get(ctx, []byte("k0001")); err != nil {
 			t.Fatalf("a point read with every slot held: %v", err)
 		}
 		sb.Set([]byte("k0500x"), []byte("mine"))
-		it, err := sb.NewIterator(nil, nil, false)
+		it, err := sb.NewIterator(ctx, nil, nil, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,16 +190,16 @@ func TestAStoppedServerIsUnavailableThenServesAgain(t *testing.T) {
 	ctx := context.Background()
 	b := s.NewBatch()
 	b.Set([]byte("k"), []byte("v"))
-	if err := b.Commit(); err != nil {
+	if err := b.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := pg.Stop("immediate"); err != nil {
 		t.Fatal(err)
 	}
 	checks := map[string]func() error{
-		"Get": func() error { _, err := s.Get([]byte("k")); return err },
+		"Get": func() error { _, err := s.Get(ctx, []byte("k")); return err },
 		"NewIterator": func() error {
-			it, err := s.NewIterator(nil, nil, false)
+			it, err := s.NewIterator(ctx, nil, nil, false)
 			if err == nil {
 				it.Close()
 			}
@@ -202,7 +208,7 @@ func TestAStoppedServerIsUnavailableThenServesAgain(t *testing.T) {
 		"Commit": func() error {
 			b := s.NewBatch()
 			b.Set([]byte("k2"), []byte("v"))
-			return b.Commit()
+			return b.Commit(ctx)
 		},
 		"NewSharedBatch and Lock": func() error {
 			sb, err := s.NewSharedBatch(ctx)
@@ -213,10 +219,11 @@ func TestAStoppedServerIsUnavailableThenServesAgain(t *testing.T) {
 			return sb.Lock(ctx, []byte("x"), true)
 		},
 		"Watermark": func() error { _, err := s.Watermark(ctx); return err },
-		"snapshot Get": func() error {
-			snap := s.NewSnapshot()
-			defer snap.Close()
-			_, err := snap.Get([]byte("k"))
+		"NewSnapshot": func() error {
+			snap, err := s.NewSnapshot(ctx)
+			if err == nil {
+				snap.Close()
+			}
 			return err
 		},
 	}
@@ -231,7 +238,7 @@ func TestAStoppedServerIsUnavailableThenServesAgain(t *testing.T) {
 	var v []byte
 	var err error
 	for range 20 { // a pooled connection from before may fail once
-		if v, err = s.Get([]byte("k")); !errors.Is(err, storage.ErrUnavailable) {
+		if v, err = s.Get(ctx, []byte("k")); !errors.Is(err, storage.ErrUnavailable) {
 			break
 		}
 	}
