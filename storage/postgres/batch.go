@@ -3,7 +3,6 @@ package postgres
 import (
 	"bytes"
 	"context"
-	"fmt"
 
 	"github.com/google/btree"
 	"github.com/jackc/pgx/v5"
@@ -114,7 +113,7 @@ func (b *batch) Get(ctx context.Context, key []byte) ([]byte, error) {
 		return nil, storage.ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
+		return nil, &callerGone{err: err}
 	}
 	if v, ok, err := b.lookup(key); ok {
 		return v, err

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -33,7 +32,7 @@ func (s *Store) NewSharedBatch(ctx context.Context) (storage.SharedBatch, error)
 	select {
 	case s.slots <- struct{}{}:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("postgres: %w", ctx.Err())
+		return nil, &callerGone{err: ctx.Err()}
 	case <-s.closeCtx.Done():
 		return nil, storage.ErrClosed
 	}
@@ -73,7 +72,7 @@ func (b *sharedBatch) exec(ctx context.Context, sql string, args []any, scan ...
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("postgres: %w", ctx.Err())
+			return &callerGone{err: ctx.Err(), during: err}
 		}
 		return b.store.wrap(err)
 	}

@@ -212,7 +212,7 @@ func (s *Store) migrate(ctx context.Context) error {
 // caller to wrap.
 func (s *Store) timed(parent context.Context, f func(ctx context.Context) error) error {
 	if err := parent.Err(); err != nil {
-		return fmt.Errorf("postgres: %w", err)
+		return &callerGone{err: err}
 	}
 	ctx, cancel := context.WithTimeoutCause(parent, s.timeout, errNoAnswer)
 	defer cancel()
@@ -223,7 +223,7 @@ func (s *Store) timed(parent context.Context, f func(ctx context.Context) error)
 		return err
 	}
 	if perr := parent.Err(); perr != nil {
-		return fmt.Errorf("postgres: %w (%v)", perr, err)
+		return &callerGone{err: perr, during: err}
 	}
 	if errors.Is(context.Cause(ctx), errNoAnswer) {
 		return fmt.Errorf("postgres: %w: %w within %v (%w)", storage.ErrUnavailable, errNoAnswer, s.timeout, err)
@@ -231,10 +231,22 @@ func (s *Store) timed(parent context.Context, f func(ctx context.Context) error)
 	return err
 }
 
-// cancelled reports whether err is the caller's context ending.
-func cancelled(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+// callerGone is the error of a call whose caller's context ended: it wraps
+// the context's error (context.Canceled, context.DeadlineExceeded), not
+// storage.ErrUnavailable, since the server may be fine.
+type callerGone struct {
+	err    error // the caller's context's error
+	during error // what the abandoned round trip returned, if it ran
 }
+
+func (e *callerGone) Error() string {
+	if e.during != nil {
+		return fmt.Sprintf("postgres: %v (%v)", e.err, e.during)
+	}
+	return "postgres: " + e.err.Error()
+}
+
+func (e *callerGone) Unwrap() error { return e.err }
 
 // Pool is the store's connection pool, for tests and tools.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
@@ -247,8 +259,9 @@ func (s *Store) wrap(err error) error {
 	if s.closed.Load() {
 		return storage.ErrClosed
 	}
+	var gone *callerGone
 	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrClosed) || errors.Is(err, storage.ErrUnavailable) ||
-		cancelled(err) {
+		errors.As(err, &gone) {
 		return err
 	}
 	if unreachable(err) {
@@ -361,12 +374,12 @@ func (s *Store) NewSnapshot(ctx context.Context) (storage.Snapshot, error) {
 		return nil, storage.ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
+		return nil, &callerGone{err: err}
 	}
 	select {
 	case s.slots <- struct{}{}:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("postgres: %w", ctx.Err())
+		return nil, &callerGone{err: ctx.Err()}
 	case <-s.closeCtx.Done():
 		return nil, storage.ErrClosed
 	}
