@@ -27,7 +27,6 @@ const connectDir = "../examples/connect"
 // certificate's PEM file.
 func startTLS(t *testing.T) (endpoint, pemFile string) {
 	ctx := t.Context()
-
 	t.Helper()
 	store := memory.New()
 	eng, err := engine.Open(ctx, store, engine.Options{})

@@ -17,7 +17,6 @@ import (
 
 func benchEngine(b *testing.B, durable bool) *engine.Engine {
 	ctx := b.Context()
-
 	var s storage.Store = memory.New()
 	if durable {
 		p, err := pebble.Open(b.TempDir(), pebble.Options{})
@@ -42,7 +41,6 @@ func benchEngine(b *testing.B, durable bool) *engine.Engine {
 
 func benchEngineCreates(b *testing.B, durable, batched bool) {
 	ctx := b.Context()
-
 	e := benchEngine(b, durable)
 	pk, _ := engine.ParsePartitionKeyHeader(`["p"]`)
 	b.ResetTimer()

@@ -12,7 +12,6 @@ import (
 // header's, or carries it in its body.
 func TestConfinedBatch(t *testing.T) {
 	ctx := t.Context()
-
 	e := newTestEngine(t)
 	for _, body := range []string{`{"id":"a1","pk":"a"}`, `{"id":"b1","pk":"b","secret":1}`} {
 		if _, err := e.CreateItem(ctx, &engine.ItemRequest{Database: "db", Container: "c", Body: []byte(body)}); err != nil {

@@ -31,7 +31,6 @@ const batchCrashCreates = 9
 // are all there or none is.
 func TestBatchCrashAtomicity(t *testing.T) {
 	ctx := t.Context()
-
 	if dir := os.Getenv(batchCrashChildEnv); dir != "" {
 		batchCrashChild(ctx, dir, os.Getenv(batchCrashChildEnv+"_ROUND"))
 		return
@@ -100,7 +99,6 @@ func TestBatchCrashAtomicity(t *testing.T) {
 
 func withEngine(t *testing.T, dir string, fn func(e *engine.Engine)) {
 	ctx := t.Context()
-
 	t.Helper()
 	s, err := pebble.Open(dir, pebble.Options{})
 	if err != nil {

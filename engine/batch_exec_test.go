@@ -12,7 +12,6 @@ import (
 
 func newTestEngine(t *testing.T) *engine.Engine {
 	ctx := t.Context()
-
 	t.Helper()
 	s := memory.New()
 	e, err := engine.Open(ctx, s, engine.Options{})
@@ -40,7 +39,6 @@ func pkOf(t *testing.T, v string) engine.PartitionKey {
 
 func TestExecuteBatch(t *testing.T) {
 	ctx := t.Context()
-
 	tests := []struct {
 		name     string
 		atomic   bool
@@ -111,7 +109,6 @@ func TestExecuteBatch(t *testing.T) {
 
 func TestExecuteBatchReadSeesPatch(t *testing.T) {
 	ctx := t.Context()
-
 	e := newTestEngine(t)
 	a := pkOf(t, "a")
 	ops, _ := engine.ParseBatch([]byte(`[{"operationType":"Create","resourceBody":{"id":"n","pk":"a","v":1}},{"operationType":"Patch","id":"n","resourceBody":{"operations":[{"op":"incr","path":"/v","value":41}]}},{"operationType":"Read","id":"n"}]`))
@@ -131,7 +128,6 @@ func TestExecuteBatchReadSeesPatch(t *testing.T) {
 
 func TestPatchItem(t *testing.T) {
 	ctx := t.Context()
-
 	e := newTestEngine(t)
 	a := pkOf(t, "a")
 	created, err := e.CreateItem(ctx, &engine.ItemRequest{Database: "db", Container: "c", PartitionKey: a, HasPartitionKey: true, Body: []byte(`{"id":"p","pk":"a","stock":7}`)})
@@ -183,7 +179,6 @@ func TestPatchItem(t *testing.T) {
 // all-versions feed, and that a failed batch's writes never do.
 func TestBatchChangeFeed(t *testing.T) {
 	ctx := t.Context()
-
 	e := newTestEngine(t)
 	a := pkOf(t, "a")
 	run := func(body string) *engine.BatchResult {

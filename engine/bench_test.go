@@ -23,7 +23,6 @@ func benchEngine(b *testing.B) *Engine {
 
 func openTestEngine(tb testing.TB, store storage.Store) *Engine {
 	ctx := tb.Context()
-
 	tb.Helper()
 	e, err := Open(ctx, store, Options{})
 	if err != nil {
@@ -49,7 +48,6 @@ func benchBody(id, pk string) []byte {
 
 func benchCreate(b *testing.B, writers int) {
 	ctx := b.Context()
-
 	e := benchEngine(b)
 	var n atomic.Int64
 	b.SetParallelism((writers + 1) / 2)
@@ -69,7 +67,6 @@ func benchCreate(b *testing.B, writers int) {
 // BenchmarkCreate1Writer is the single-writer rate of durable creates.
 func BenchmarkCreate1Writer(b *testing.B) {
 	ctx := b.Context()
-
 	e := benchEngine(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -87,7 +84,6 @@ func BenchmarkCreate32Writers(b *testing.B) { benchCreate(b, 32) }
 // partition case, where writes of one partition follow each other.
 func BenchmarkReplaceHotItem(b *testing.B) {
 	ctx := b.Context()
-
 	e := benchEngine(b)
 	body := []byte(fmt.Sprintf(`{"id":"hot","pk":"p","payload":%q}`, bytes.Repeat([]byte("x"), 1000)))
 	if _, err := e.CreateItem(ctx, &ItemRequest{Database: "db", Container: "c", Body: body}); err != nil {

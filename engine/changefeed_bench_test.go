@@ -31,7 +31,6 @@ var benchStores = []struct {
 // logical partitions.
 func newFeedBenchEngine(b *testing.B, store storage.Store) *Engine {
 	ctx := b.Context()
-
 	e, err := Open(ctx, store, Options{SweepInterval: -1})
 	if err != nil {
 		b.Fatal(err)
@@ -57,7 +56,6 @@ func BenchmarkReadFeedItems(b *testing.B) {
 
 func benchReadFeed(b *testing.B, e *Engine) {
 	ctx := b.Context()
-
 	for b.Loop() {
 		req := &FeedRequest{Database: "db", Container: "c", MaxItems: 1000}
 		n := 0
@@ -94,7 +92,6 @@ func BenchmarkChangeFeedItems(b *testing.B) {
 
 func benchChangeFeed(b *testing.B, e *Engine, mode ChangeFeedMode) {
 	ctx := b.Context()
-
 	{
 		{
 			for b.Loop() {

@@ -27,7 +27,6 @@ func (c *testClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 // background sweeper, and creates database "db".
 func newTestEngine(t testing.TB) (*Engine, *testClock) {
 	ctx := t.Context()
-
 	t.Helper()
 	clock := newTestClock()
 	store := memory.New()
@@ -44,7 +43,6 @@ func newTestEngine(t testing.TB) (*Engine, *testClock) {
 
 func createContainer(t testing.TB, e *Engine, body string) {
 	ctx := t.Context()
-
 	t.Helper()
 	if _, err := e.CreateContainer(ctx, "db", []byte(body), nil); err != nil {
 		t.Fatalf("create container %s: %v", body, err)
@@ -53,7 +51,6 @@ func createContainer(t testing.TB, e *Engine, body string) {
 
 func upsert(t testing.TB, e *Engine, coll, body string) *ItemResult {
 	ctx := t.Context()
-
 	t.Helper()
 	res, err := e.UpsertItem(ctx, &ItemRequest{Database: "db", Container: coll, Body: []byte(body)})
 	if err != nil {
@@ -64,7 +61,6 @@ func upsert(t testing.TB, e *Engine, coll, body string) *ItemResult {
 
 func deleteItem(t testing.TB, e *Engine, coll, id, pk string) {
 	ctx := t.Context()
-
 	t.Helper()
 	if _, err := e.DeleteItem(ctx, &ItemRequest{Database: "db", Container: coll, ID: id, PartitionKey: StringKey(pk), HasPartitionKey: true}); err != nil {
 		t.Fatalf("delete %s: %v", id, err)
@@ -118,7 +114,6 @@ func ids(docs []feedDoc) []string {
 // returns every document and the final ETag.
 func readAll(t testing.TB, e *Engine, req ChangeFeedRequest) ([][]byte, string) {
 	ctx := t.Context()
-
 	t.Helper()
 	var docs [][]byte
 	for i := 0; ; i++ {
@@ -143,7 +138,6 @@ func readAll(t testing.TB, e *Engine, req ChangeFeedRequest) ([][]byte, string) 
 
 func TestChangeFeedStartPoints(t *testing.T) {
 	ctx := t.Context()
-
 	e, clock := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	upsert(t, e, "c", `{"id":"a","pk":"p"}`)
@@ -187,7 +181,6 @@ func TestChangeFeedStartPoints(t *testing.T) {
 
 func TestChangeFeedLatestVersionAndLSN(t *testing.T) {
 	ctx := t.Context()
-
 	e, _ := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	upsert(t, e, "c", `{"id":"a","pk":"p","v":1}`)
@@ -212,7 +205,6 @@ func TestChangeFeedLatestVersionAndLSN(t *testing.T) {
 
 func TestChangeFeedPagesEndBetweenTransactions(t *testing.T) {
 	ctx := t.Context()
-
 	e, _ := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"changeFeedPolicy":{"retentionDuration":60}}`)
 	c, _ := e.Container(ctx, "db", "c")
@@ -258,7 +250,6 @@ func TestChangeFeedPagesEndBetweenTransactions(t *testing.T) {
 
 func TestChangeFeedScopes(t *testing.T) {
 	ctx := t.Context()
-
 	e, _ := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	createContainer(t, e, `{"id":"h","partitionKey":{"paths":["/pk","/sub"],"kind":"MultiHash","version":2}}`)
@@ -317,7 +308,6 @@ func TestChangeFeedScopes(t *testing.T) {
 
 func TestChangeFeedErrors(t *testing.T) {
 	ctx := t.Context()
-
 	e, _ := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	tests := []struct {
@@ -347,7 +337,6 @@ func TestChangeFeedErrors(t *testing.T) {
 // past it while later writes commit.
 func TestChangeFeedWaitsForLateCommits(t *testing.T) {
 	ctx := t.Context()
-
 	e, _ := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	upsert(t, e, "c", `{"id":"a","pk":"p"}`)
@@ -373,7 +362,6 @@ func TestChangeFeedWaitsForLateCommits(t *testing.T) {
 
 func TestChangeFeedAllVersionsAndDeletes(t *testing.T) {
 	ctx := t.Context()
-
 	e, _ := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"changeFeedPolicy":{"retentionDuration":60}}`)
 	start, _ := e.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: "c", Mode: AllVersionsAndDeletes, FromNow: true})
@@ -446,7 +434,6 @@ func TestChangeFeedReadsConsistentUnderPaging(t *testing.T) {
 // and a continuation past what it read, instead of reading everything.
 func TestChangeFeedBoundsWorkPerRequest(t *testing.T) {
 	ctx := t.Context()
-
 	e, clock := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	n := maxChangeFeedExamine + maxChangeFeedExamine/5

@@ -26,7 +26,6 @@ const computedContainer = `{"id":"c","partitionKey":{"paths":["/pk"]},
 
 func TestComputedPropertiesAreQueriedAndIndexedNotStored(t *testing.T) {
 	ctx := t.Context()
-
 	e, _ := newTestEngine(t)
 	createContainer(t, e, computedContainer)
 	for i, n := range []string{"Bob", "ALICE", "bob", "Carol"} {
@@ -65,7 +64,6 @@ func TestComputedPropertiesAreQueriedAndIndexedNotStored(t *testing.T) {
 
 func TestReplacingComputedPropertiesRebuildsTheIndex(t *testing.T) {
 	ctx := t.Context()
-
 	e, _ := newTestEngine(t)
 	createContainer(t, e, computedContainer)
 	for i, n := range []string{"Bob", "ALICE"} {
@@ -85,7 +83,6 @@ func TestReplacingComputedPropertiesRebuildsTheIndex(t *testing.T) {
 
 func TestInvalidComputedPropertiesAreRefused(t *testing.T) {
 	ctx := t.Context()
-
 	e, _ := newTestEngine(t)
 	// A definition may read the persisted property of its own name.
 	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"own","partitionKey":{"paths":["/pk"]},"computedProperties":[{"name":"a","query":"SELECT VALUE LOWER(c.a) FROM c"}]}`), nil); err != nil {

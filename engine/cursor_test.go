@@ -16,7 +16,6 @@ import (
 // another query.
 func TestWholeQueryPagesComeFromOneEvaluation(t *testing.T) {
 	ctx := t.Context()
-
 	e := newMemEngine(t)
 	for i := 0; i < 10; i++ {
 		if _, err := e.CreateItem(ctx, req(fmt.Sprint(i), "a", fmt.Sprintf(`{"id":"%d","pk":"a","n":%d}`, i, i))); err != nil {

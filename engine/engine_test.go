@@ -29,7 +29,6 @@ func statusOf(err error) int {
 
 func TestItemLifecycleStatuses(t *testing.T) {
 	ctx := t.Context()
-
 	e := newMemEngine(t)
 	steps := []struct {
 		name string
@@ -63,7 +62,6 @@ func TestItemLifecycleStatuses(t *testing.T) {
 
 func TestETagsChangeOnEveryWriteAndGuardWrites(t *testing.T) {
 	ctx := t.Context()
-
 	e := newMemEngine(t)
 	r1, err := e.CreateItem(ctx, req("", "a", `{"id":"1","pk":"a"}`))
 	if err != nil {
@@ -101,7 +99,6 @@ func TestETagsChangeOnEveryWriteAndGuardWrites(t *testing.T) {
 
 func TestDocumentKeepsPropertyOrderAndGetsSystemProperties(t *testing.T) {
 	ctx := t.Context()
-
 	e := newMemEngine(t)
 	res, err := e.CreateItem(ctx, req("", "a", `{"z":1,"id":"1","pk":"a","a":{"n":[1,2]},"_rid":"ignored","_ts":1}`))
 	if err != nil {
@@ -132,7 +129,6 @@ func TestDocumentKeepsPropertyOrderAndGetsSystemProperties(t *testing.T) {
 
 func TestTimeToLive(t *testing.T) {
 	ctx := t.Context()
-
 	now := time.Unix(1_700_000_000, 0)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -178,7 +174,6 @@ func TestTimeToLive(t *testing.T) {
 
 func TestConcurrentWritersOfOnePartitionAreSerialized(t *testing.T) {
 	ctx := t.Context()
-
 	e := newMemEngine(t)
 	if _, err := e.CreateItem(ctx, req("", "a", `{"id":"n","pk":"a","v":0}`)); err != nil {
 		t.Fatal(err)
@@ -232,7 +227,6 @@ func TestConcurrentWritersOfOnePartitionAreSerialized(t *testing.T) {
 
 func TestSequencerWatermarkWaitsForLateCommits(t *testing.T) {
 	ctx := t.Context()
-
 	s, err := newSequencer(ctx, memory.New())
 	if err != nil {
 		t.Fatal(err)
@@ -256,7 +250,6 @@ func TestSequencerWatermarkWaitsForLateCommits(t *testing.T) {
 
 func TestSequenceNumbersGrowAcrossRestarts(t *testing.T) {
 	ctx := t.Context()
-
 	store := memory.New()
 	s1, _ := newSequencer(ctx, store)
 	n1, _ := s1.allocate(ctx)
@@ -293,7 +286,6 @@ func TestParseObject(t *testing.T) {
 
 func TestContainerReopenKeepsCatalog(t *testing.T) {
 	ctx := t.Context()
-
 	store := memory.New()
 	e, _ := Open(ctx, store, Options{})
 	e.CreateDatabase(ctx, []byte(`{"id":"db"}`), &Throughput{Manual: 400})
@@ -335,7 +327,6 @@ func TestDurabilityBarrierWaitsForVisibleWrites(t *testing.T) {
 
 func TestItemWrittenTwiceInOneTransactionGetsTwoETags(t *testing.T) {
 	ctx := t.Context()
-
 	e := newMemEngine(t)
 	c, _ := e.Container(ctx, "db", "c")
 	var first, second string
@@ -368,7 +359,6 @@ func TestItemWrittenTwiceInOneTransactionGetsTwoETags(t *testing.T) {
 
 func TestSettleWaitsForOlderOpenTransactions(t *testing.T) {
 	ctx := t.Context()
-
 	s, err := newSequencer(ctx, memory.New())
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,6 @@ const pkDeleteBenchItems = 2000
 
 func fillPartition(b *testing.B, e *Engine, pk string, n int) {
 	ctx := b.Context()
-
 	b.Helper()
 	for i := 0; i < n; i += 100 {
 		ops := make([]string, 0, 100)
@@ -39,7 +38,6 @@ func fillPartition(b *testing.B, e *Engine, pk string, n int) {
 // ns/op is per partition; ms/partition is reported too.
 func BenchmarkPartitionKeyDelete(b *testing.B) {
 	ctx := b.Context()
-
 	benchPKDelete(b, func(e *Engine, pk string) {
 		if n, err := e.DeleteAllItemsByPartitionKey(ctx, "db", "c", StringKey(pk)); err != nil || n != pkDeleteBenchItems {
 			b.Fatalf("deleted %d: %v", n, err)
@@ -49,7 +47,6 @@ func BenchmarkPartitionKeyDelete(b *testing.B) {
 
 func BenchmarkPartitionKeyDeleteItemByItem(b *testing.B) {
 	ctx := b.Context()
-
 	benchPKDelete(b, func(e *Engine, pk string) {
 		for i := range pkDeleteBenchItems {
 			if _, err := e.DeleteItem(ctx, &ItemRequest{Database: "db", Container: "c", ID: strconv.Itoa(i), PartitionKey: StringKey(pk), HasPartitionKey: true}); err != nil {
@@ -86,7 +83,6 @@ func BenchmarkComputedFilterScan(b *testing.B)    { benchComputedFilter(b, ``) }
 
 func benchComputedFilter(b *testing.B, include string) {
 	ctx := b.Context()
-
 	store, err := pebble.Open(b.TempDir(), pebble.Options{})
 	if err != nil {
 		b.Fatal(err)

@@ -13,7 +13,6 @@ import (
 // unindexed one "scan" (indexing mode none), with the same data.
 func benchQueryEngine(b *testing.B, n int) *Engine {
 	ctx := b.Context()
-
 	b.Helper()
 	e, err := Open(ctx, memory.New(), Options{ServeCrossPartitionQueries: true})
 	if err != nil {

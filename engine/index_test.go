@@ -18,7 +18,6 @@ import (
 // every filter query gives the same results from the index as from a scan.
 func TestIndexAnswersMatchFullScans(t *testing.T) {
 	ctx := t.Context()
-
 	e, err := Open(ctx, memory.New(), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +113,6 @@ func ptr[T any](v T) *T { return &v }
 
 func TestIndexIsUsedForFilters(t *testing.T) {
 	ctx := t.Context()
-
 	e := newMemEngine(t)
 	c, _ := e.Container(ctx, "db", "c")
 	tests := []struct {

@@ -1,9 +1,8 @@
 package engine
 
 import (
-	"context"
-
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"math"

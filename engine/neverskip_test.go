@@ -17,7 +17,6 @@ import (
 // create/replace once, every delete once, in a valid order per item.
 func TestChangeFeedNeverSkips(t *testing.T) {
 	ctx := t.Context()
-
 	const (
 		writers    = 16
 		partitions = 64
@@ -202,7 +201,6 @@ func TestChangeFeedNeverSkips(t *testing.T) {
 // continuations, until done is set and the feed has answered 304 after that.
 func followChangeFeed(wg *sync.WaitGroup, t *testing.T, e *Engine, mode ChangeFeedMode, done *atomic.Bool, each func(doc []byte)) {
 	ctx := t.Context()
-
 	defer wg.Done()
 	req := &ChangeFeedRequest{Database: "db", Container: "c", Mode: mode, MaxItems: 1000}
 	for {

@@ -13,7 +13,6 @@ import (
 // default offer between them, not one each.
 func TestGatewaysOpeningAnOlderSharedStoreAtOnceGiveOneOfferPerContainer(t *testing.T) {
 	ctx := t.Context()
-
 	for round := range 20 {
 		store := memory.NewShared()
 		e, err := Open(ctx, store, Options{})

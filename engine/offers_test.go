@@ -9,7 +9,6 @@ import (
 
 func TestContainersGetTheDefaultOfferUnlessTheyShareTheDatabases(t *testing.T) {
 	ctx := t.Context()
-
 	e, _ := Open(ctx, memory.New(), Options{})
 	e.CreateDatabase(ctx, []byte(`{"id":"plain"}`), nil)
 	e.CreateDatabase(ctx, []byte(`{"id":"shared"}`), &Throughput{Manual: 1000})
@@ -38,7 +37,6 @@ func TestContainersGetTheDefaultOfferUnlessTheyShareTheDatabases(t *testing.T) {
 
 func TestOpenGivesOfferlessContainersOfOlderStoresTheDefaultOffer(t *testing.T) {
 	ctx := t.Context()
-
 	store := memory.New()
 	e, _ := Open(ctx, store, Options{})
 	e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil)
@@ -89,7 +87,6 @@ func TestOpenGivesOfferlessContainersOfOlderStoresTheDefaultOffer(t *testing.T) 
 
 func TestOfferReplaceValidatesThroughput(t *testing.T) {
 	ctx := t.Context()
-
 	e, _ := Open(ctx, memory.New(), Options{})
 	e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil)
 	e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil)
@@ -114,7 +111,6 @@ func TestOfferReplaceValidatesThroughput(t *testing.T) {
 // offerOf returns the offer whose offerResourceId is rid, nil when none.
 func offerOf(t *testing.T, e *Engine, rid string) map[string]any {
 	ctx := t.Context()
-
 	t.Helper()
 	for _, o := range e.ListOffers(ctx) {
 		var m map[string]any

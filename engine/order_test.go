@@ -43,7 +43,6 @@ func queryOrder(t *testing.T, e *Engine, req QueryRequest, pageSize int) []strin
 // feedOrder reads the read feed page by page and returns the ids in order.
 func feedOrder(t *testing.T, e *Engine, req FeedRequest, pageSize int) []string {
 	ctx := t.Context()
-
 	t.Helper()
 	req.MaxItems = pageSize
 	var out []string
@@ -70,7 +69,6 @@ func feedOrder(t *testing.T, e *Engine, req FeedRequest, pageSize int) []string 
 // adds one order key, a replace leaves it as it is, a delete removes it.
 func TestCreationOrderCostsOneKeyPerCreateAndDeleteNonePerReplace(t *testing.T) {
 	ctx := t.Context()
-
 	e, _ := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	c, _ := e.Container(ctx, "db", "c")
@@ -199,7 +197,6 @@ func TestIndexServedQueryFollowsCreationOrderWithinItsBound(t *testing.T) {
 // is not rebuilt.
 func TestCreationOrderKeysRebuiltWhenUpgradingFromFormat2(t *testing.T) {
 	ctx := t.Context()
-
 	store, e, c := newFilledStore(t)
 	want := keysUnder(t, store, orderPrefix(c.rid))
 	if len(want) != 1200 {
@@ -238,7 +235,6 @@ func TestCreationOrderKeysRebuiltWhenUpgradingFromFormat2(t *testing.T) {
 // ratio (with/without).
 func BenchmarkCreationOrderWriteCost(b *testing.B) {
 	ctx := b.Context()
-
 	stores := []struct {
 		name string
 		open func(b *testing.B) storage.Store

@@ -1,9 +1,8 @@
 package engine
 
 import (
-	"context"
-
 	"bytes"
+	"context"
 
 	"github.com/orrery-db/orrery/storage"
 )

@@ -28,7 +28,6 @@ const pkDeleteCrashItems = 6000
 // ones are free again. Another partition is untouched.
 func TestPartitionKeyDeleteCrashLeavesWholeItems(t *testing.T) {
 	ctx := t.Context()
-
 	if dir := os.Getenv(pkDeleteCrashChildEnv); dir != "" {
 		pkDeleteCrashChild(ctx, dir)
 		return
@@ -76,7 +75,6 @@ func TestPartitionKeyDeleteCrashLeavesWholeItems(t *testing.T) {
 // items are left in partition A.
 func checkWholeItems(t *testing.T, e *engine.Engine) int {
 	ctx := t.Context()
-
 	t.Helper()
 	query := func(q string, pk string) []json.RawMessage {
 		var out []json.RawMessage

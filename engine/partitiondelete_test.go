@@ -13,7 +13,6 @@ import (
 // ttl of their own.
 func deadlineEntries(t *testing.T, e *Engine) int {
 	ctx := t.Context()
-
 	t.Helper()
 	c, _ := e.Container(ctx, "db", "c")
 	prefix := expiryKindPrefix(c.rid, expiryByDeadline)
@@ -36,7 +35,6 @@ func countQuery(t *testing.T, e *Engine, q string) string {
 
 func TestDeleteAllItemsByPartitionKeyDeletesThatPartitionOnly(t *testing.T) {
 	ctx := t.Context()
-
 	e, _ := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":-1,"changeFeedPolicy":{"retentionDuration":60},
 		"uniqueKeyPolicy":{"uniqueKeys":[{"paths":["/u"]}]}}`)
@@ -90,7 +88,6 @@ func TestDeleteAllItemsByPartitionKeyDeletesThatPartitionOnly(t *testing.T) {
 
 func TestDeleteAllItemsByPartitionKeyTakesAHierarchicalPrefix(t *testing.T) {
 	ctx := t.Context()
-
 	e, _ := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/t","/u"],"kind":"MultiHash","version":2}}`)
 	for _, it := range []string{`{"id":"1","t":"x","u":"a"}`, `{"id":"2","t":"x","u":"b"}`, `{"id":"3","t":"y","u":"a"}`} {
@@ -111,7 +108,6 @@ func TestDeleteAllItemsByPartitionKeyTakesAHierarchicalPrefix(t *testing.T) {
 
 func TestPartitionKeyDeleteDoesNotHoldUpOtherPartitions(t *testing.T) {
 	ctx := t.Context()
-
 	e, _ := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	const n = 5200 // many transactions of partitionDeleteChunk

@@ -16,7 +16,6 @@ import (
 // malformed one still behaves as before.
 func TestQueryItemsByHierarchicalKeyPrefix(t *testing.T) {
 	ctx := t.Context()
-
 	store := memory.New()
 	t.Cleanup(func() { store.Close() })
 	e, err := Open(ctx, store, Options{})

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-
 	"hash/maphash"
 	"math/bits"
 	"sync"

@@ -55,7 +55,6 @@ func TestPresenceFilterNeverForgets(t *testing.T) {
 // every new id is created exactly once.
 func TestCreatesRaceThePresenceBuild(t *testing.T) {
 	ctx := t.Context()
-
 	store := memory.New()
 	e, err := Open(ctx, store, Options{SweepInterval: -1})
 	if err != nil {
@@ -122,7 +121,6 @@ func TestCreatesRaceThePresenceBuild(t *testing.T) {
 
 func mustContainerNamed(t *testing.T, e *Engine, name string) *Container {
 	ctx := t.Context()
-
 	t.Helper()
 	c, err := e.Container(ctx, "db", name)
 	if err != nil {

@@ -17,7 +17,6 @@ import (
 // run for minutes).
 func TestQueryStopsWhenCancelled(t *testing.T) {
 	ctx := t.Context()
-
 	e := newMemEngine(t)
 	e.opts.QueryTimeBudget = -1
 	nums := make([]string, 1000)
@@ -56,7 +55,6 @@ func TestQueryStopsWhenCancelled(t *testing.T) {
 // following the continuations gives every result once.
 func TestStreamingPageEndsAtItsBudget(t *testing.T) {
 	ctx := t.Context()
-
 	e := newMemEngine(t)
 	e.opts.QueryTimeBudget = time.Nanosecond
 	for _, id := range []string{"x", "y"} {
@@ -97,7 +95,6 @@ func TestStreamingPageEndsAtItsBudget(t *testing.T) {
 // continuation; once the slot is free, the costly query is served.
 func TestCostlyQueriesWaitForASlot(t *testing.T) {
 	ctx := t.Context()
-
 	e := newMemEngine(t)
 	e.opts.QueryTimeBudget = 200 * time.Millisecond
 	e.costlySlots = make(chan struct{}, 1)
@@ -150,7 +147,6 @@ func TestCostlyQueriesWaitForASlot(t *testing.T) {
 // saying so; one that finds the memory all queries share taken, 429.
 func TestQueryMemoryAnswers(t *testing.T) {
 	ctx := t.Context()
-
 	e := newMemEngine(t)
 	nums := make([]string, 300)
 	for i := range nums {

@@ -13,7 +13,6 @@ import (
 // sequence, so each range's reader passes over the others' changes).
 func BenchmarkChangeFeedRanges(b *testing.B) {
 	ctx := b.Context()
-
 	store := memory.New()
 	e, err := Open(ctx, store, Options{SweepInterval: -1})
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 
 func TestInitialRangesCutTheKeySpaceEvenly(t *testing.T) {
 	ctx := t.Context()
-
 	e, _ := newTestEngine(t)
 	tests := []struct {
 		throughput *Throughput
@@ -51,7 +50,6 @@ func describeRanges(c *Container) string {
 
 func TestSplitHalvesARangeAndRetiresIt(t *testing.T) {
 	ctx := t.Context()
-
 	e, _ := newTestEngine(t)
 	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), &Throughput{Manual: 20000}); err != nil {
 		t.Fatal(err)
@@ -111,7 +109,6 @@ func TestSplitHalvesARangeAndRetiresIt(t *testing.T) {
 
 func TestVersion1ContainersKeepOneRange(t *testing.T) {
 	ctx := t.Context()
-
 	e, _ := newTestEngine(t)
 	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"v1","partitionKey":{"paths":["/pk"],"version":1}}`), &Throughput{Manual: 40000}); err != nil {
 		t.Fatal(err)

@@ -18,7 +18,6 @@ import (
 // keysUnder lists the keys of the store under prefix.
 func keysUnder(t *testing.T, s storage.Reader, prefix []byte) []string {
 	ctx := t.Context()
-
 	t.Helper()
 	it, err := s.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), false)
 	if err != nil {
@@ -58,7 +57,6 @@ func queryIDs(t *testing.T, e *Engine, coll, q string) []string {
 // store, and opens an engine on the store again, closed at the test's end.
 func commitAndReopen(t *testing.T, store storage.Store, b storage.Batch) *Engine {
 	ctx := t.Context()
-
 	t.Helper()
 	if err := b.Commit(ctx); err != nil {
 		t.Fatal(err)
@@ -75,7 +73,6 @@ func commitAndReopen(t *testing.T, store storage.Store, b storage.Batch) *Engine
 // fillForRebuild does.
 func newFilledStore(t *testing.T) (storage.Store, *Engine, *Container) {
 	ctx := t.Context()
-
 	t.Helper()
 	store := memory.New()
 	e, err := Open(ctx, store, Options{SweepInterval: -1})
@@ -90,7 +87,6 @@ func newFilledStore(t *testing.T) (storage.Store, *Engine, *Container) {
 // kinds, a property at the path "/", and long strings.
 func fillForRebuild(t *testing.T, e *Engine) *Container {
 	ctx := t.Context()
-
 	t.Helper()
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":3600}`)
 	long := strings.Repeat("y", 2*maxIndexedString)
@@ -113,7 +109,6 @@ func fillForRebuild(t *testing.T, e *Engine) *Container {
 // expiry entries stay as they were.
 func TestIndexUpgradeFromFormat1(t *testing.T) {
 	ctx := t.Context()
-
 	store, e, c := newFilledStore(t)
 	wantIndex := keysUnder(t, store, indexPrefix(c.rid))
 	wantExpiry := keysUnder(t, store, expiryPrefix(c.rid))
@@ -149,7 +144,6 @@ func TestIndexUpgradeFromFormat1(t *testing.T) {
 // left, entries missing or stale) is done again at the next Open.
 func TestIndexRebuildFinishedAtOpen(t *testing.T) {
 	ctx := t.Context()
-
 	store, e, c := newFilledStore(t)
 	want := keysUnder(t, store, indexPrefix(c.rid))
 	e.Close()
@@ -174,7 +168,6 @@ func TestIndexRebuildFinishedAtOpen(t *testing.T) {
 // ran, and queries on newly indexed paths find them all.
 func TestReplaceIndexingPolicyRebuildsIndex(t *testing.T) {
 	ctx := t.Context()
-
 	e, _ := newTestEngine(t)
 	narrow := `{"id":"c","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"includedPaths":[{"path":"/a/?"}],"excludedPaths":[{"path":"/*"}]}}`
 	wide := `{"id":"c","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"includedPaths":[{"path":"/*"}],"excludedPaths":[]}}`

@@ -26,7 +26,6 @@ const create100 = `function create100(base) {
 // iteration is 100 items; on memory storage and on Pebble with synced commits.
 func BenchmarkHundredCreates(b *testing.B) {
 	ctx := b.Context()
-
 	for _, storage := range []struct {
 		name    string
 		durable bool

@@ -16,7 +16,6 @@ import (
 // sequence and catalog check through the server), one writer.
 func BenchmarkBackends(b *testing.B) {
 	ctx := b.Context()
-
 	open := map[string]func(b *testing.B) storage.Store{
 		"pebble": func(b *testing.B) storage.Store {
 			s, err := pebble.Open(b.TempDir(), pebble.Options{})

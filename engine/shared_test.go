@@ -45,7 +45,6 @@ func sharedPairs(t *testing.T, test func(t *testing.T, a, b *Engine)) {
 
 func openPairOn(t *testing.T, sa, sb storage.Shared) (a, b *Engine) {
 	ctx := t.Context()
-
 	t.Helper()
 	var err error
 	if a, err = Open(ctx, sa, Options{SweepInterval: -1}); err != nil {
@@ -71,7 +70,6 @@ func openPairOn(t *testing.T, sa, sb storage.Shared) (a, b *Engine) {
 
 func TestSharedCreateRacedOnTwoGatewaysHasOneWinner(t *testing.T) {
 	ctx := t.Context()
-
 	sharedPairs(t, func(t *testing.T, a, b *Engine) {
 		for i := range 40 {
 			body := fmt.Sprintf(`{"id":"%d","pk":"p%d"}`, i, i%3)
@@ -99,7 +97,6 @@ func TestSharedCreateRacedOnTwoGatewaysHasOneWinner(t *testing.T) {
 
 func TestSharedCatalogChangesAreSeenByTheOtherGatewayAtOnce(t *testing.T) {
 	ctx := t.Context()
-
 	sharedPairs(t, func(t *testing.T, a, b *Engine) {
 		// The container made on A (after B opened) takes writes on B.
 		if _, err := b.CreateItem(ctx, req("", "p", `{"id":"1","pk":"p"}`)); err != nil {
@@ -141,7 +138,6 @@ func TestSharedCatalogChangesAreSeenByTheOtherGatewayAtOnce(t *testing.T) {
 
 func TestSharedChangeFeedOnOneGatewaySeesEveryWriteOfBoth(t *testing.T) {
 	ctx := t.Context()
-
 	sharedPairs(t, func(t *testing.T, a, b *Engine) {
 		const writers, each = 4, 30
 		var wg sync.WaitGroup
@@ -203,7 +199,6 @@ func TestSharedChangeFeedOnOneGatewaySeesEveryWriteOfBoth(t *testing.T) {
 
 func TestSharedCounterWithETagsOnBothGatewaysIsExact(t *testing.T) {
 	ctx := t.Context()
-
 	sharedPairs(t, func(t *testing.T, a, b *Engine) {
 		if _, err := a.CreateItem(ctx, req("", "p", `{"id":"n","pk":"p","n":0}`)); err != nil {
 			t.Fatal(err)
@@ -258,7 +253,6 @@ func TestSharedCounterWithETagsOnBothGatewaysIsExact(t *testing.T) {
 // expired items are swept; once both close, the duty is free.
 func TestSharedTTLSweepRunsUnderTheDuty(t *testing.T) {
 	ctx := t.Context()
-
 	store := memory.NewShared()
 	var mu sync.Mutex
 	now := time.Unix(1_700_000_000, 0)
@@ -328,7 +322,6 @@ func TestSharedTTLSweepRunsUnderTheDuty(t *testing.T) {
 
 func countKeys(t *testing.T, s storage.Reader, prefix []byte) int {
 	ctx := t.Context()
-
 	t.Helper()
 	it, err := s.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), false)
 	if err != nil {
@@ -347,7 +340,6 @@ func countKeys(t *testing.T, s storage.Reader, prefix []byte) int {
 // until the rebuild is done, and never answers from the half-built index.
 func TestSharedQueriesOnTheOtherGatewayDuringAReindexAreComplete(t *testing.T) {
 	ctx := t.Context()
-
 	store := memory.NewShared()
 	a, b := openPairOn(t, store, store.Open())
 	narrow := `{"id":"r","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"includedPaths":[{"path":"/a/?"}],"excludedPaths":[{"path":"/*"}]}}`
@@ -409,7 +401,6 @@ func TestSharedQueriesOnTheOtherGatewayDuringAReindexAreComplete(t *testing.T) {
 // holding their connections, so it must need no further one to finish.
 func TestSharedCatalogChangesAmidWritersOnASmallPoolFinish(t *testing.T) {
 	ctx := t.Context()
-
 	if err := pgtest.Available(); err != nil {
 		pgtest.Skip(t, err)
 	}

@@ -15,7 +15,6 @@ import (
 // containerStats returns the figures of container coll in database db.
 func containerStats(t *testing.T, e *Engine, coll string) (*Stats, ContainerStats) {
 	ctx := t.Context()
-
 	t.Helper()
 	st, err := e.Stats(ctx)
 	if err != nil {
@@ -36,7 +35,6 @@ func containerStats(t *testing.T, e *Engine, coll string) (*Stats, ContainerStat
 // are published and the count is zero.
 func TestStatsUnpublishedChangesAreThoseAboveTheWatermark(t *testing.T) {
 	ctx := t.Context()
-
 	e, clock := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	createContainer(t, e, `{"id":"quiet","partitionKey":{"paths":["/pk"]}}`)
@@ -76,7 +74,6 @@ func TestStatsUnpublishedChangesAreThoseAboveTheWatermark(t *testing.T) {
 // has read reports none.
 func TestStatsFeedLagCountsChangesNotYetRead(t *testing.T) {
 	ctx := t.Context()
-
 	e, clock := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	for i := range 3 {
@@ -122,7 +119,6 @@ func TestStatsFeedLagCountsChangesNotYetRead(t *testing.T) {
 // swept.
 func TestStatsTTLBacklogCountsExpiredItemsUntilSwept(t *testing.T) {
 	ctx := t.Context()
-
 	e, clock := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":10}`)
 	createContainer(t, e, `{"id":"off","partitionKey":{"paths":["/pk"]}}`)
@@ -177,7 +173,6 @@ func (s *logSink) String() string {
 // to the logger the engine was given.
 func TestLongWorkLogsWhatItDid(t *testing.T) {
 	ctx := t.Context()
-
 	logs := &logSink{}
 	clock := newTestClock()
 	store := memory.New()
@@ -218,7 +213,6 @@ func TestLongWorkLogsWhatItDid(t *testing.T) {
 // up", each reader at the watermark and nothing expired.
 func BenchmarkStats(b *testing.B) {
 	ctx := b.Context()
-
 	for _, behind := range []bool{true, false} {
 		name := map[bool]string{true: "behind", false: "caught-up"}[behind]
 		b.Run(name, func(b *testing.B) {
@@ -263,7 +257,6 @@ func BenchmarkStats(b *testing.B) {
 // is, a poll answered 304 at the watermark, in one run.
 func BenchmarkFeedReadBookkeeping(b *testing.B) {
 	ctx := b.Context()
-
 	e, _ := newTestEngine(b)
 	createContainer(b, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	upsert(b, e, "c", `{"id":"a","pk":"p"}`)
@@ -293,7 +286,6 @@ func BenchmarkFeedReadBookkeeping(b *testing.B) {
 // so that a scrape's cost stays bounded however far behind things are.
 func TestStatsCountsStopAtTheCap(t *testing.T) {
 	ctx := t.Context()
-
 	e, clock := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":10}`)
 	if _, err := e.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: "c", FromNow: true}); err != nil {

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-
 	"fmt"
 	"runtime"
 	"slices"
@@ -69,7 +68,6 @@ type sweepRun struct {
 // without polling the store, whose snapshots would slow the writers).
 func sweepUnderWriters(tb testing.TB, expiring int) sweepRun {
 	ctx := tb.Context()
-
 	const (
 		partitions = 64
 		writers    = 4
@@ -240,7 +238,6 @@ func BenchmarkWritesDuringTTLSweep(b *testing.B) {
 
 func countPrefix(t *testing.T, e *Engine, prefix []byte) int {
 	ctx := t.Context()
-
 	t.Helper()
 	it, err := e.store.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), false)
 	if err != nil {

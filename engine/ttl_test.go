@@ -16,7 +16,6 @@ import (
 // and latest-version change feed.
 func visibility(t *testing.T, e *Engine, coll, id, pk string) [4]bool {
 	ctx := t.Context()
-
 	t.Helper()
 	var v [4]bool
 	_, err := e.ReadItem(ctx, &ItemRequest{Database: "db", Container: coll, ID: id, PartitionKey: StringKey(pk), HasPartitionKey: true})
@@ -43,7 +42,6 @@ func visibility(t *testing.T, e *Engine, coll, id, pk string) [4]bool {
 
 func TestTTLExpiryIsImmediateAndSwept(t *testing.T) {
 	ctx := t.Context()
-
 	tests := []struct {
 		name       string
 		defaultTTL string // container defaultTtl JSON, "" for none
@@ -119,7 +117,6 @@ func TestTTLExpiryIsImmediateAndSwept(t *testing.T) {
 
 func TestTTLRewriteOfExpiredItemLogsDeleteThenCreate(t *testing.T) {
 	ctx := t.Context()
-
 	e, clock := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":1,"changeFeedPolicy":{"retentionDuration":60}}`)
 	upsert(t, e, "c", `{"id":"a","pk":"p","v":1}`)
@@ -144,7 +141,6 @@ func TestTTLRewriteOfExpiredItemLogsDeleteThenCreate(t *testing.T) {
 
 func TestTTLChangingDefaultAppliesToExistingItems(t *testing.T) {
 	ctx := t.Context()
-
 	e, clock := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	for i := range 10 {
@@ -164,7 +160,6 @@ func TestTTLChangingDefaultAppliesToExistingItems(t *testing.T) {
 
 func TestSweeperRunsInBackgroundAndStopsOnClose(t *testing.T) {
 	ctx := t.Context()
-
 	clock := newTestClock()
 	e, err := Open(ctx, memory.New(), Options{Now: clock.now, SweepInterval: time.Millisecond})
 	if err != nil {
@@ -206,7 +201,6 @@ func TestSweeperRunsInBackgroundAndStopsOnClose(t *testing.T) {
 
 func TestChangeLogRetention(t *testing.T) {
 	ctx := t.Context()
-
 	tests := []struct {
 		name      string
 		policy    string
@@ -262,7 +256,6 @@ func TestChangeLogRetention(t *testing.T) {
 // Removing the policy drops the records kept.
 func TestChangeLogNeedsPolicy(t *testing.T) {
 	ctx := t.Context()
-
 	e, _ := newTestEngine(t)
 	createContainer(t, e, `{"id":"plain","partitionKey":{"paths":["/pk"]}}`)
 	createContainer(t, e, `{"id":"logged","partitionKey":{"paths":["/pk"]},"changeFeedPolicy":{"retentionDuration":10}}`)
@@ -299,7 +292,6 @@ func TestChangeLogNeedsPolicy(t *testing.T) {
 // (the horizon key, which sorts first, excluded).
 func countChangeRecords(t *testing.T, e *Engine, name string) int {
 	ctx := t.Context()
-
 	t.Helper()
 	c, err := e.Container(ctx, "db", name)
 	if err != nil {

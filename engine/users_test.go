@@ -36,7 +36,6 @@ func TestParseResourceLink(t *testing.T) {
 
 func TestDeletingADatabaseDeletesItsUsersAndPermissions(t *testing.T) {
 	ctx := t.Context()
-
 	e := newMemEngine(t)
 	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"pdb"}`), nil); err != nil {
 		t.Fatal(err)
@@ -86,7 +85,6 @@ func TestDeletingADatabaseDeletesItsUsersAndPermissions(t *testing.T) {
 
 func TestPermissionsFoundByRIDUntilDeleted(t *testing.T) {
 	ctx := t.Context()
-
 	e := newMemEngine(t)
 	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"pdb"}`), nil); err != nil {
 		t.Fatal(err)

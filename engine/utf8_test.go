@@ -10,7 +10,6 @@ import (
 // directly), and nothing is stored.
 func TestInvalidUTF8ItemsAreRefusedByTheEngine(t *testing.T) {
 	ctx := t.Context()
-
 	e := newMemEngine(t)
 	bad := "{\"id\":\"1\",\"pk\":\"a\",\"name\":\"caf\xe9\"}"
 	for name, op := range map[string]func() (*ItemResult, error){

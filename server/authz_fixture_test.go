@@ -51,7 +51,6 @@ const pkSproc = `{"id":"writer","body":"function (id, pk) { var c = getContext()
 
 func newAuthzFixture(t testing.TB) *authzFixture {
 	ctx := t.Context()
-
 	t.Helper()
 	store := memory.New()
 	eng, err := engine.Open(ctx, store, engine.Options{})

@@ -23,7 +23,6 @@ var benchBody = []byte(fmt.Sprintf(`{"id":"r","pk":"p","payload":%q}`, bytes.Rep
 // benchServer serves a container on durable storage over loopback.
 func benchServer(b *testing.B) (*httptest.Server, *engine.Engine) {
 	ctx := b.Context()
-
 	b.Helper()
 	store, err := pebble.Open(b.TempDir(), pebble.Options{})
 	if err != nil {
@@ -68,7 +67,6 @@ func do(b *testing.B, client *http.Client, req *http.Request, want int) {
 // server (auth, routing, engine, durable storage) over loopback.
 func BenchmarkPointRead(b *testing.B) {
 	ctx := b.Context()
-
 	hs, eng := benchServer(b)
 	if _, err := eng.CreateItem(ctx, &engine.ItemRequest{Database: "db", Container: "c", Body: benchBody}); err != nil {
 		b.Fatal(err)

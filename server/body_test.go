@@ -313,7 +313,6 @@ func TestConcurrentLargeBodiesStayUnderTheMemoryCap(t *testing.T) {
 // needs it is answered 503 in Cosmos's format, not 500 and not a panic.
 func TestFailedStorageAnswers503(t *testing.T) {
 	ctx := t.Context()
-
 	dir := t.TempDir()
 	store, err := pebble.Open(dir, pebble.Options{})
 	if err != nil {

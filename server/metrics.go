@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"

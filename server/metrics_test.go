@@ -24,7 +24,6 @@ import (
 // wires them.
 func newMeteredServer(t *testing.T) (*rawClient, *atomic.Int64) {
 	ctx := t.Context()
-
 	t.Helper()
 	var clock atomic.Int64
 	clock.Store(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC).UnixNano())

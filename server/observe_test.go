@@ -37,7 +37,6 @@ func (s *syncBuffer) String() string {
 
 func newObservedServer(t *testing.T) (*rawClient, *prometheus.Registry, *syncBuffer) {
 	ctx := t.Context()
-
 	t.Helper()
 	store := memory.New()
 	eng, err := engine.Open(ctx, store, engine.Options{})

@@ -212,7 +212,6 @@ func TestResourceTokenVerification(t *testing.T) {
 // scope check instead of the master-key signature.
 func BenchmarkPointReadWithResourceToken(b *testing.B) {
 	ctx := b.Context()
-
 	hs, eng := benchServer(b)
 	if _, err := eng.CreateItem(ctx, &engine.ItemRequest{Database: "db", Container: "c", Body: benchBody}); err != nil {
 		b.Fatal(err)

@@ -23,7 +23,6 @@ import (
 // and on Pebble with synced commits.
 func BenchmarkScriptExecution(b *testing.B) {
 	ctx := b.Context()
-
 	const item = `{"id":"w","pk":"p","v":1}`
 	sprocs := map[string]string{
 		"trivial": `function trivial() { getContext().getResponse().setBody(1); }`,

@@ -33,7 +33,6 @@ func newTestServer(t *testing.T) *rawClient {
 // key /pk) through the http.Server that HTTPServer builds for limits.
 func newLimitedServer(t *testing.T, limits Limits) *rawClient {
 	ctx := t.Context()
-
 	t.Helper()
 	store := memory.New()
 	eng, err := engine.Open(ctx, store, engine.Options{})

@@ -20,7 +20,6 @@ type testApp struct {
 // both stop when the test ends.
 func startApp(t testing.TB) *testApp {
 	ctx := t.Context()
-
 	t.Helper()
 	emb, err := startEmbedded(ctx)
 	if err != nil {

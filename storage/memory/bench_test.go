@@ -10,7 +10,6 @@ import (
 // BenchmarkCommit measures one-key batches committed from parallel writers.
 func BenchmarkCommit(b *testing.B) {
 	ctx := b.Context()
-
 	s := New()
 	defer s.Close()
 	value := make([]byte, 200)
@@ -35,7 +34,6 @@ func BenchmarkCommit(b *testing.B) {
 // BenchmarkGet measures point reads of existing keys among 10,000.
 func BenchmarkGet(b *testing.B) {
 	ctx := b.Context()
-
 	const keys = 10_000
 	s := New()
 	defer s.Close()
@@ -61,7 +59,6 @@ func BenchmarkGet(b *testing.B) {
 // overwrites a tenth of the keys, so that the overlay merge is exercised.
 func BenchmarkBatchScan(b *testing.B) {
 	ctx := b.Context()
-
 	s := New()
 	defer s.Close()
 	bt := s.NewBatch()

@@ -2,7 +2,6 @@ package pebble
 
 import (
 	"context"
-
 	"encoding/binary"
 	"fmt"
 	"runtime"
@@ -44,7 +43,6 @@ func reportRate(b *testing.B) {
 // and from 32 concurrent writers, whose fsyncs the commit pipeline groups.
 func BenchmarkCommit(b *testing.B) {
 	ctx := b.Context()
-
 	value := make([]byte, 200)
 	b.Run("writers=1", func(b *testing.B) {
 		s := openBench(b)
@@ -77,7 +75,6 @@ func BenchmarkCommit(b *testing.B) {
 // BenchmarkGet measures point reads of existing keys among 10,000.
 func BenchmarkGet(b *testing.B) {
 	ctx := b.Context()
-
 	const keys = 10_000
 	s := openBench(b)
 	bt := s.NewBatch()
@@ -103,7 +100,6 @@ func BenchmarkGet(b *testing.B) {
 // BenchmarkScan measures reading a 100-key prefix range.
 func BenchmarkScan(b *testing.B) {
 	ctx := b.Context()
-
 	s := openBench(b)
 	bt := s.NewBatch()
 	for i := range 100 {

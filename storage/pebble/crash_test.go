@@ -1,10 +1,9 @@
 package pebble
 
 import (
-	"context"
-
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,7 +27,6 @@ const crashParts = 4
 // there in part.
 func TestCrashDurability(t *testing.T) {
 	ctx := t.Context()
-
 	if dir := os.Getenv(crashChildEnv); dir != "" {
 		crashChild(ctx, dir, os.Getenv(crashChildEnv+"_ROUND"))
 		return

@@ -23,7 +23,6 @@ func wantUnavailable(t *testing.T, what string, err error) {
 // that Close returns instead of waiting for the writer Pebble parked.
 func checkFailed(t *testing.T, s *Store) {
 	ctx := t.Context()
-
 	t.Helper()
 	wantUnavailable(t, "Err", s.Err())
 	_, err := s.Get(ctx, []byte("k"))
@@ -43,7 +42,6 @@ func checkFailed(t *testing.T, s *Store) {
 // unwound through Pebble's deferred unlock. Now the store fails cleanly.
 func TestRemovedDirectoryFailsTheStoreAtTheNextLog(t *testing.T) {
 	ctx := t.Context()
-
 	dir := t.TempDir()
 	// No directory check: this is the path through Pebble's Fatalf.
 	s, err := Open(dir, Options{MemTableSize: 1 << 20, dirCheck: -1})

@@ -68,7 +68,6 @@ const fakeSyncRate = 50_000
 // write-ahead log sync, and that concurrent commits share them.
 func TestCommitSyncs(t *testing.T) {
 	ctx := t.Context()
-
 	const commits = 320
 	var sequentialRate float64
 	tests := []struct {

@@ -95,7 +95,6 @@ func (s *safeBuffer) String() string {
 // quiet.
 func TestRoutineMessagesAtDebug(t *testing.T) {
 	ctx := t.Context()
-
 	tests := []struct {
 		level     slog.Level
 		wantHeard bool

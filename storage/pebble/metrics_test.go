@@ -12,7 +12,6 @@ import (
 // disk figure grows with what is written and whose counters are present.
 func TestStoreReportsItsFigures(t *testing.T) {
 	ctx := t.Context()
-
 	s, err := Open(t.TempDir(), Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 // without sync, and that InMemory keeps nothing.
 func TestReopen(t *testing.T) {
 	ctx := t.Context()
-
 	tests := []struct {
 		name     string
 		opts     Options

@@ -1,9 +1,8 @@
 package pebble
 
 import (
-	"context"
-
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -26,7 +25,6 @@ const idleStoreRSSLimit = 8 << 20
 // empty store adds to a process.
 func TestIdleRSS(t *testing.T) {
 	ctx := t.Context()
-
 	if dir := os.Getenv(rssChildEnv); dir != "" {
 		rssChild(ctx, dir)
 		return

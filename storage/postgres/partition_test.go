@@ -22,7 +22,6 @@ func timeBound(timeout time.Duration) time.Duration { return 3*timeout + 2*time.
 // without being reopened.
 func TestSilentServerAnswersUnavailableWithinTheTimeout(t *testing.T) {
 	ctx := t.Context()
-
 	raw := pgtest.URL(t)
 	proxy := pgtest.NewProxy(t, pgtest.Target(t, raw))
 	const timeout = time.Second
@@ -111,5 +110,98 @@ func TestSilentServerAnswersUnavailableWithinTheTimeout(t *testing.T) {
 	b.Set([]byte("after"), []byte("v2"))
 	if err := b.Commit(ctx); err != nil {
 		t.Fatalf("commit after the partition healed: %v", err)
+	}
+}
+
+// A caller that gives up ends the round trip it is waiting for: on a
+// silent server, each operation returns an error wrapping context.Canceled
+// promptly after its context is cancelled, far inside the store's timeout,
+// and the pool has the connection back (only the snapshot opened before
+// keeps one).
+func TestCancelledCallReturnsPromptlyNotAtTheTimeout(t *testing.T) {
+	live := t.Context()
+	raw := pgtest.URL(t)
+	proxy := pgtest.NewProxy(t, pgtest.Target(t, raw))
+	const timeout = time.Minute
+	s, err := postgres.Open(live, proxy.URL(t, raw), postgres.Options{Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b := s.NewBatch()
+	b.Set([]byte("acked"), []byte("v1"))
+	if err := b.Commit(live); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.NewSnapshot(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+
+	proxy.SetBlocked(true)
+	defer proxy.SetBlocked(false)
+	ops := []struct {
+		name string
+		run  func(ctx context.Context) error
+	}{
+		{"Get", func(ctx context.Context) error { _, err := s.Get(ctx, []byte("acked")); return err }},
+		{"Commit", func(ctx context.Context) error {
+			b := s.NewBatch()
+			defer b.Close()
+			b.Set([]byte("ambiguous"), []byte("v"))
+			return b.Commit(ctx)
+		}},
+		{"NewIterator", func(ctx context.Context) error {
+			it, err := s.NewIterator(ctx, nil, nil, false)
+			if err == nil {
+				it.Close()
+			}
+			return err
+		}},
+		{"NewSnapshot", func(ctx context.Context) error {
+			snap, err := s.NewSnapshot(ctx)
+			if err == nil {
+				snap.Close()
+			}
+			return err
+		}},
+		{"Snapshot.Get", func(ctx context.Context) error { _, err := snap.Get(ctx, []byte("acked")); return err }},
+		{"SharedBatch.Lock", func(ctx context.Context) error {
+			sb, err := s.NewSharedBatch(ctx)
+			if err != nil {
+				return err
+			}
+			defer sb.Close()
+			return sb.Lock(ctx, []byte("k"), true)
+		}},
+		{"Watermark", func(ctx context.Context) error { _, err := s.Watermark(ctx); return err }},
+	}
+	const wait = 200 * time.Millisecond // the call is blocked on the server by then
+	bound := 10 * time.Second           // far inside the timeout, on a loaded machine
+	for _, op := range ops {
+		ctx, cancel := context.WithCancel(live)
+		time.AfterFunc(wait, cancel)
+		start := time.Now()
+		err := op.run(ctx)
+		took := time.Since(start)
+		t.Logf("%s cancelled on a silent server: returned after %v", op.name, took.Round(time.Millisecond))
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("%s cancelled on a silent server: %v, want an error wrapping context.Canceled", op.name, err)
+		}
+		if errors.Is(err, storage.ErrUnavailable) {
+			t.Errorf("%s cancelled on a silent server: %v, a cancel is not storage.ErrUnavailable", op.name, err)
+		}
+		if took > bound {
+			t.Errorf("%s cancelled on a silent server returned after %v, more than %v", op.name, took, bound)
+		}
+	}
+	deadline := time.Now().Add(bound)
+	for s.Pool().Stat().AcquiredConns() > 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections still acquired %v after the cancelled calls, want only the open snapshot's",
+				s.Pool().Stat().AcquiredConns(), bound)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

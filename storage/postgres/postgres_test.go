@@ -38,7 +38,6 @@ func TestConformance(t *testing.T) {
 // bounds that fall between keys.
 func TestIteratorReadsRangesLongerThanAPage(t *testing.T) {
 	ctx := t.Context()
-
 	s := open(t, pgtest.URL(t))
 	defer s.Close()
 	const n = 1000
@@ -121,7 +120,6 @@ func TestSharedConformance(t *testing.T) {
 // batch waits for a slot rather than for the pool.
 func TestHeldConnectionsLeaveReadsAConnection(t *testing.T) {
 	ctx := t.Context()
-
 	s, err := postgres.Open(context.Background(), pgtest.URL(t), postgres.Options{MaxConns: 4})
 	if err != nil {
 		t.Fatal(err)

@@ -76,7 +76,6 @@ func lock(t *testing.T, b storage.SharedBatch, key string, exclusive bool) {
 
 func testSharedBatchReads(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
 	ctx := t.Context()
-
 	commit(t, a, "k", "1")
 	sb := newShared(t, b)
 	defer sb.Close()
@@ -109,7 +108,6 @@ func testSharedBatchReads(t *testing.T, a, b storage.Shared, _ func(storage.Shar
 // waits for it, through Commit and through Close.
 func testLocksExclude(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
 	ctx := t.Context()
-
 	for _, end := range []string{"Commit", "Close"} {
 		t.Run(end, func(t *testing.T) {
 			holder := newShared(t, a)
@@ -182,7 +180,6 @@ func testSharedLocks(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) 
 // holder: they are served in the order they came.
 func testLockFIFO(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
 	ctx := t.Context()
-
 	holder := newShared(t, a)
 	lock(t, holder, "q", true)
 	var mu sync.Mutex

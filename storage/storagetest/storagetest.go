@@ -1,9 +1,8 @@
 package storagetest
 
 import (
-	"context"
-
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -39,6 +38,7 @@ func Run(t *testing.T, open Opener) {
 		{"ConcurrentCommits", testConcurrentCommits},
 		{"ClosedStore", testClosedStore},
 		{"PipelinedCommit", testPipelinedCommit},
+		{"CancelledContextReadsAndWritesNothing", testCancelledContext},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open) })
@@ -61,7 +61,6 @@ func openStore(t *testing.T, open Opener) storage.Store {
 // "<del>" deletes the key instead.
 func commit(t *testing.T, s storage.Store, pairs ...string) {
 	ctx := t.Context()
-
 	t.Helper()
 	b := s.NewBatch()
 	defer b.Close()
@@ -94,7 +93,6 @@ func write(t *testing.T, b storage.Batch, pairs ...string) {
 // get returns the value under key, or deleteMark when it is missing.
 func get(t *testing.T, r storage.Reader, key string) string {
 	ctx := t.Context()
-
 	t.Helper()
 	v, err := r.Get(ctx, []byte(key))
 	if errors.Is(err, storage.ErrNotFound) {
@@ -109,7 +107,6 @@ func get(t *testing.T, r storage.Reader, key string) string {
 // scan returns "key=value" for every key in the range, in iteration order.
 func scan(t *testing.T, r storage.Reader, lower, upper []byte, reverse bool) []string {
 	ctx := t.Context()
-
 	t.Helper()
 	it, err := r.NewIterator(ctx, lower, upper, reverse)
 	if err != nil {
@@ -143,7 +140,6 @@ func reversed(s []string) []string {
 
 func testPointOperations(t *testing.T, open Opener) {
 	ctx := t.Context()
-
 	s := openStore(t, open)
 	steps := []struct {
 		name  string
@@ -174,7 +170,6 @@ func testPointOperations(t *testing.T, open Opener) {
 
 func testGetReturnsCopy(t *testing.T, open Opener) {
 	ctx := t.Context()
-
 	s := openStore(t, open)
 	commit(t, s, "k", "value")
 	readers := map[string]storage.Reader{"store": s}
@@ -206,7 +201,6 @@ func testGetReturnsCopy(t *testing.T, open Opener) {
 
 func testSetKeepsCopy(t *testing.T, open Opener) {
 	ctx := t.Context()
-
 	s := openStore(t, open)
 	b := s.NewBatch()
 	defer b.Close()
@@ -231,7 +225,6 @@ func testSetKeepsCopy(t *testing.T, open Opener) {
 
 func testBatchReadsOwnWrites(t *testing.T, open Opener) {
 	ctx := t.Context()
-
 	s := openStore(t, open)
 	commit(t, s, "a", "1", "b", "2", "c", "3")
 	b := s.NewBatch()
@@ -368,7 +361,6 @@ func testPrefixScan(t *testing.T, open Opener) {
 
 func testSnapshotIsolation(t *testing.T, open Opener) {
 	ctx := t.Context()
-
 	s := openStore(t, open)
 	commit(t, s, "a", "1", "b", "2")
 	snap := snapshot(t, s)
@@ -409,7 +401,6 @@ func testSnapshotIsolation(t *testing.T, open Opener) {
 
 func testUncommittedBatchLeavesNothing(t *testing.T, open Opener) {
 	ctx := t.Context()
-
 	s := openStore(t, open)
 	commit(t, s, "keep", "1")
 	b := s.NewBatch()
@@ -442,7 +433,6 @@ func testUncommittedBatchLeavesNothing(t *testing.T, open Opener) {
 
 func testBatchAfterCommit(t *testing.T, open Opener) {
 	ctx := t.Context()
-
 	s := openStore(t, open)
 	b := s.NewBatch()
 	defer b.Close()
@@ -463,7 +453,6 @@ func testBatchAfterCommit(t *testing.T, open Opener) {
 
 func testBatchCount(t *testing.T, open Opener) {
 	ctx := t.Context()
-
 	s := openStore(t, open)
 	b := s.NewBatch()
 	defer b.Close()
@@ -496,7 +485,6 @@ func testBatchCount(t *testing.T, open Opener) {
 // check, through snapshots, that every batch is seen whole or not at all.
 func testConcurrentCommits(t *testing.T, open Opener) {
 	ctx := t.Context()
-
 	s := openStore(t, open)
 	const writers, perWriter = 16, 25
 	var wg sync.WaitGroup
@@ -606,7 +594,6 @@ func checkWhole(ctx context.Context, snap storage.Snapshot) error {
 
 func testClosedStore(t *testing.T, open Opener) {
 	ctx := t.Context()
-
 	s := open(t)
 	commit(t, s, "a", "1")
 	if err := s.Close(); err != nil {
@@ -640,7 +627,6 @@ func testClosedStore(t *testing.T, open Opener) {
 // a batch built on it sees it, and that both are there once waited for.
 func testPipelinedCommit(t *testing.T, open Opener) {
 	ctx := t.Context()
-
 	s := openStore(t, open)
 	b1 := s.NewBatch()
 	if err := b1.Set([]byte("k1"), []byte("v1")); err != nil {
@@ -677,5 +663,72 @@ func testPipelinedCommit(t *testing.T, open Opener) {
 	}
 	if _, err := b1.CommitPipelined(ctx); !errors.Is(err, storage.ErrClosed) {
 		t.Fatalf("pipelined commit of a committed batch: %v, want ErrClosed", err)
+	}
+}
+
+// A call made with a context that is already done fails with an error
+// wrapping the context's, and a commit made with one writes nothing: the
+// store, a batch and a snapshot alike.
+func testCancelledContext(t *testing.T, open Opener) {
+	s := openStore(t, open)
+	commit(t, s, "a", "1")
+	live := t.Context()
+	snap := snapshot(t, s)
+	defer snap.Close()
+	ctx, cancel := context.WithCancel(live)
+	cancel()
+	want := func(name string, err error) {
+		t.Helper()
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("%s with a cancelled context: err = %v, want one wrapping context.Canceled", name, err)
+		}
+	}
+	_, err := s.Get(ctx, []byte("a"))
+	want("Get", err)
+	it, err := s.NewIterator(ctx, nil, nil, false)
+	if err == nil {
+		it.Close()
+	}
+	want("NewIterator", err)
+	sn, err := s.NewSnapshot(ctx)
+	if err == nil {
+		sn.Close()
+	}
+	want("NewSnapshot", err)
+	_, err = snap.Get(ctx, []byte("a"))
+	want("snapshot Get", err)
+	it, err = snap.NewIterator(ctx, nil, nil, false)
+	if err == nil {
+		it.Close()
+	}
+	want("snapshot NewIterator", err)
+
+	b := s.NewBatch()
+	if err := b.Set([]byte("b"), []byte("2")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Get(ctx, []byte("a"))
+	want("batch Get", err)
+	it, err = b.NewIterator(ctx, nil, nil, false)
+	if err == nil {
+		it.Close()
+	}
+	want("batch NewIterator", err)
+	want("Commit", b.Commit(ctx))
+	b.Close()
+
+	b = s.NewBatch()
+	if err := b.Set([]byte("c"), []byte("3")); err != nil {
+		t.Fatal(err)
+	}
+	wait, err := b.CommitPipelined(ctx)
+	if err == nil {
+		wait()
+	}
+	want("CommitPipelined", err)
+	b.Close()
+
+	if got, want := scan(t, s, nil, nil, false), []string{"a=1"}; !slices.Equal(got, want) {
+		t.Errorf("store after commits with a cancelled context = %q, want %q", got, want)
 	}
 }
