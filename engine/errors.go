@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -82,8 +83,9 @@ func Forbidden(format string, args ...any) *Error {
 }
 
 // AsError returns err as an *Error when it is one (or wraps one), and a
-// 503 ServiceUnavailable when storage has failed (storage.ErrUnavailable):
-// what a client is told of err. Anything else is an internal error.
+// 503 ServiceUnavailable when storage has failed (storage.ErrUnavailable),
+// a 408 RequestTimeout when the request's context ended: what a client is
+// told of err. Anything else is an internal error.
 func AsError(err error) (*Error, bool) {
 	var e *Error
 	if errors.As(err, &e) {
@@ -91,6 +93,11 @@ func AsError(err error) (*Error, bool) {
 	}
 	if errors.Is(err, storage.ErrUnavailable) {
 		return errorf(503, "ServiceUnavailable", "The service is unavailable: its storage has failed or cannot be reached; retry later."), true
+	}
+	// The request's context ended (the client went away or gave up): not
+	// the server's fault, and nobody may be left to read the answer.
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return errorf(408, "RequestTimeout", "The request was cancelled before it completed."), true
 	}
 	return nil, false
 }

@@ -115,9 +115,11 @@ func TestSilentServerAnswersUnavailableWithinTheTimeout(t *testing.T) {
 
 // A caller that gives up ends the round trip it is waiting for: on a
 // silent server, each operation returns an error wrapping context.Canceled
-// promptly after its context is cancelled, far inside the store's timeout,
-// and the pool has the connection back (only the snapshot opened before
-// keeps one).
+// promptly after its context is cancelled, far inside the store's timeout.
+// (The driver closes the abandoned connection; on a silent server its
+// cleanup, a cancel request that cannot be delivered, takes up to 15 s of
+// its own before the pool's slot is free again: TestClientCancelStopsPostgresWork
+// in server shows the slot back at once on a server that answers.)
 func TestCancelledCallReturnsPromptlyNotAtTheTimeout(t *testing.T) {
 	live := t.Context()
 	raw := pgtest.URL(t)
@@ -195,13 +197,5 @@ func TestCancelledCallReturnsPromptlyNotAtTheTimeout(t *testing.T) {
 		if took > bound {
 			t.Errorf("%s cancelled on a silent server returned after %v, more than %v", op.name, took, bound)
 		}
-	}
-	deadline := time.Now().Add(bound)
-	for s.Pool().Stat().AcquiredConns() > 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d connections still acquired %v after the cancelled calls, want only the open snapshot's",
-				s.Pool().Stat().AcquiredConns(), bound)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
