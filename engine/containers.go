@@ -392,7 +392,9 @@ func (e *Engine) purgeContainerData(collRID []byte) {
 	e.bg.Add(1)
 	go func() {
 		defer e.bg.Done()
-		ctx := e.bgCtx
+		// A purge runs to its end, Close waiting for it: cut short, its
+		// leftovers would stay unreachable for good.
+		ctx := context.WithoutCancel(e.bgCtx)
 		for _, p := range [][]byte{itemContainerPrefix(collRID), feedPrefix(collRID), ridPrefix(collRID),
 			versionPrefix(collRID), expiryPrefix(collRID), indexPrefix(collRID), uniquePrefix(collRID), indexRebuildKey(collRID), orderPrefix(collRID)} {
 			if err := purgePrefix(ctx, e.store, p); err != nil {

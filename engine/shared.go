@@ -189,7 +189,9 @@ func (e *Engine) reloadCatalogLocked(ctx context.Context, v []byte) error {
 		err = e.loadOffers(ctx)
 	}
 	if err != nil {
-		e.log.Warn("reloading the catalog failed", "error", err)
+		if ctx.Err() == nil { // a request that went away is no failure of the store
+			e.log.Warn("reloading the catalog failed", "error", err)
+		}
 		e.dbs, e.offers = old, oldOffers
 		return err
 	}

@@ -166,8 +166,14 @@ func StartWith(t testing.TB, opts Options) *Server {
 	hs.Config = srv.HTTPServer()
 	if opts.Metrics {
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(server.NewEngineCollector(eng))
-		hs.Config.Handler = server.Observe(srv, server.ObserveOptions{Registerer: reg, Gatherer: reg, MetricsKey: server.EmulatorKey})
+		if err := reg.Register(server.NewEngineCollector(eng)); err != nil {
+			t.Fatalf("orrerytest: %v", err)
+		}
+		h, err := server.Observe(srv, server.ObserveOptions{Registerer: reg, Gatherer: reg, MetricsKey: server.EmulatorKey})
+		if err != nil {
+			t.Fatalf("orrerytest: %v", err)
+		}
+		hs.Config.Handler = h
 	}
 	if opts.TLS {
 		hs.StartTLS()

@@ -42,7 +42,11 @@ func newMeteredServer(t *testing.T) (*rawClient, *atomic.Int64) {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewEngineCollector(eng))
-	hs := httptest.NewServer(Observe(srv, ObserveOptions{Registerer: reg, Gatherer: reg, MetricsKey: EmulatorKey}))
+	h, err := Observe(srv, ObserveOptions{Registerer: reg, Gatherer: reg, MetricsKey: EmulatorKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(h)
 	t.Cleanup(func() { hs.Close(); eng.Close(); store.Close() })
 	return &rawClient{t: t, url: hs.URL, key: EmulatorKey}, &clock
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"crypto/subtle"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -30,8 +31,9 @@ type ObserveOptions struct {
 
 // Observe wraps the server's handler with what an operator watches: an
 // access log line and Prometheus metrics per request, and, if asked, the
-// metrics endpoint.
-func Observe(h http.Handler, opts ObserveOptions) http.Handler {
+// metrics endpoint. It fails when the metrics cannot be registered (say,
+// opts.Registerer has metrics of these names already).
+func Observe(h http.Handler, opts ObserveOptions) (http.Handler, error) {
 	o := &observer{next: h, log: opts.AccessLog}
 	if opts.Registerer != nil {
 		o.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -44,13 +46,17 @@ func Observe(h http.Handler, opts ObserveOptions) http.Handler {
 		o.charge = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "orrery_request_charge_total", Help: "Request units charged, by operation.",
 		}, []string{"operation"})
-		opts.Registerer.MustRegister(o.requests, o.duration, o.charge)
+		for _, c := range []prometheus.Collector{o.requests, o.duration, o.charge} {
+			if err := opts.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("server: registering the request metrics: %w", err)
+			}
+		}
 	}
 	if opts.Gatherer != nil {
 		o.metrics = promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})
 		o.metricsAuth = "Bearer " + opts.MetricsKey
 	}
-	return o
+	return o, nil
 }
 
 // tracer makes the server's spans, from the global tracer provider.

@@ -49,7 +49,10 @@ func newObservedServer(t *testing.T) (*rawClient, *prometheus.Registry, *syncBuf
 	}
 	reg := prometheus.NewRegistry()
 	logs := &syncBuffer{}
-	h := Observe(srv, ObserveOptions{Registerer: reg, Gatherer: reg, MetricsKey: EmulatorKey, AccessLog: slog.New(slog.NewTextHandler(logs, nil))})
+	h, err := Observe(srv, ObserveOptions{Registerer: reg, Gatherer: reg, MetricsKey: EmulatorKey, AccessLog: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
 	hs := httptest.NewServer(h)
 	t.Cleanup(func() { hs.Close(); eng.Close(); store.Close() })
 	return &rawClient{t: t, url: hs.URL, key: EmulatorKey}, reg, logs
@@ -157,5 +160,18 @@ func TestMetricsNeedTheMasterKey(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "orrery_requests_total") {
 		t.Fatalf("/metrics with the key: %d\n%.300s", resp.StatusCode, body)
+	}
+}
+
+// Observe on a registry that has its metrics already fails with an error
+// instead of panicking.
+func TestObserveOnARegistryThatHasItsMetricsFails(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := http.NotFoundHandler()
+	if _, err := Observe(h, ObserveOptions{Registerer: reg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Observe(h, ObserveOptions{Registerer: reg}); err == nil {
+		t.Fatal("a second Observe on one registry succeeded, want an error")
 	}
 }

@@ -230,10 +230,15 @@ func serve(ctx context.Context, args []string) error {
 		log.Info("tracing", "exporter", "otlp/http")
 	}
 	registry := prometheus.NewRegistry()
-	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		server.NewEngineCollector(eng))
+	metrics := []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		server.NewEngineCollector(eng)}
 	if c, ok := store.(prometheus.Collector); ok {
-		registry.MustRegister(c)
+		metrics = append(metrics, c)
+	}
+	for _, c := range metrics {
+		if err := registry.Register(c); err != nil {
+			return fmt.Errorf("registering metrics: %w", err)
+		}
 	}
 	observe := server.ObserveOptions{Registerer: registry, Gatherer: registry, MetricsKey: *key}
 	if *accessLog {
@@ -253,7 +258,9 @@ func serve(ctx context.Context, args []string) error {
 		log.Info("metrics", "addr", mln.Addr().String())
 	}
 	hs := srv.HTTPServer()
-	hs.Handler = server.Observe(srv, observe)
+	if hs.Handler, err = server.Observe(srv, observe); err != nil {
+		return err
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
