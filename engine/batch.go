@@ -238,7 +238,9 @@ func (e *Engine) ExecuteBatch(ctx context.Context, req *BatchRequest) (*BatchRes
 				continue
 			}
 			ce, ok := AsError(err)
-			if !ok {
+			if !ok || ctx.Err() != nil {
+				// The request's context ended: the request fails as a
+				// whole, not as one operation of it.
 				return err
 			}
 			for j := range res.Results {
