@@ -325,7 +325,7 @@ func (s *sharedSeam) settle(ctx context.Context, timeout time.Duration) uint64 {
 	deadline := time.Now().Add(timeout)
 	for {
 		w := s.watermark(ctx)
-		if w >= target || time.Now().After(deadline) {
+		if w >= target || time.Now().After(deadline) || ctx.Err() != nil {
 			return w
 		}
 		time.Sleep(time.Millisecond)
