@@ -388,7 +388,7 @@ func (e *Engine) runWithTriggers(ctx context.Context, c *Container, req *ItemReq
 	if !hasPK {
 		return BatchOperationResult{}, errPartitionKeyRequired
 	}
-	ctx, release, err := e.admitScript(context.Background(), c, pk)
+	ctx, release, err := e.admitScript(ctx, c, pk)
 	if err != nil {
 		e.scriptRuns.refused(kindTrigger, err)
 		return BatchOperationResult{}, err

@@ -174,7 +174,7 @@ func (t *txn) allocate(ctx context.Context) error {
 		return nil
 	}
 	if t.sb != nil {
-		lsn, err := t.sb.Sequence(context.Background())
+		lsn, err := t.sb.Sequence(ctx)
 		if err != nil {
 			return err
 		}
