@@ -366,7 +366,7 @@ func (e *Engine) sweepWhileLeading(ctx context.Context, interval time.Duration, 
 		case <-lost:
 			return
 		case <-tick.C:
-			if _, err := e.sweep(ctx); err != nil {
+			if _, err := e.sweep(ctx); err != nil && ctx.Err() == nil { // Close ends a sweep: no failure
 				e.log.Warn("the TTL sweep failed", "error", err)
 			}
 		}

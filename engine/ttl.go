@@ -43,7 +43,7 @@ func (e *Engine) sweepLoop(interval time.Duration) {
 		case <-e.stop:
 			return
 		case <-tick.C:
-			if _, err := e.sweep(ctx); err != nil {
+			if _, err := e.sweep(ctx); err != nil && ctx.Err() == nil { // Close ends a sweep: no failure
 				e.log.Warn("the TTL sweep failed", "error", err)
 			}
 		}
