@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"runtime"
@@ -224,78 +223,6 @@ func (it *pageIterator) Close() error {
 	it.page, it.cur = nil, entry{}
 	it.closeSnap()
 	return nil
-}
-
-// mergeIterator lays a batch's pending writes over a base iterator:
-// pending entries win on equal keys, pending deletions hide base keys.
-type mergeIterator struct {
-	reverse        bool
-	base           storage.Iterator
-	pending        []entry
-	pi             int
-	baseOK, pendOK bool
-	started        bool
-	cur            entry
-}
-
-func (it *mergeIterator) compare(a, b []byte) int {
-	c := bytes.Compare(a, b)
-	if it.reverse {
-		return -c
-	}
-	return c
-}
-
-// Next advances to the next visible key.
-func (it *mergeIterator) Next() bool {
-	if !it.started {
-		it.started = true
-		it.baseOK = it.base.Next()
-		it.pendOK = len(it.pending) > 0
-	}
-	for it.baseOK || it.pendOK {
-		var c int
-		switch {
-		case !it.pendOK:
-			c = -1
-		case !it.baseOK:
-			c = 1
-		default:
-			c = it.compare(it.base.Key(), it.pending[it.pi].key)
-		}
-		if c < 0 {
-			it.cur = entry{key: it.base.Key(), value: it.base.Value()}
-			it.baseOK = it.base.Next()
-			return true
-		}
-		if c == 0 {
-			it.baseOK = it.base.Next()
-		}
-		e := it.pending[it.pi]
-		it.pi++
-		it.pendOK = it.pi < len(it.pending)
-		if !e.deleted {
-			it.cur = e
-			return true
-		}
-	}
-	it.cur = entry{}
-	return false
-}
-
-// Key is the current key.
-func (it *mergeIterator) Key() []byte { return it.cur.key }
-
-// Value is the current value.
-func (it *mergeIterator) Value() []byte { return it.cur.value }
-
-// Err is the base iterator's error.
-func (it *mergeIterator) Err() error { return it.base.Err() }
-
-// Close closes the base iterator.
-func (it *mergeIterator) Close() error {
-	it.cur = entry{}
-	return it.base.Close()
 }
 
 // snapshot is a repeatable-read, read-only transaction on one connection,

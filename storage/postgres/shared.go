@@ -133,7 +133,7 @@ func (b *sharedBatch) NewIterator(lower, upper []byte, reverse bool) (storage.It
 	if err := base.fetch(); err != nil {
 		return nil, b.store.wrap(err)
 	}
-	return &mergeIterator{reverse: reverse, base: base, pending: b.inRange(lower, upper, reverse)}, nil
+	return storage.NewOverlayIterator(base, b.writesIn(lower, upper), lower, upper, reverse), nil
 }
 
 func (b *sharedBatch) Set(key, value []byte) error { return b.set(key, value) }
