@@ -289,6 +289,30 @@ func testBatchIterationMerges(t *testing.T, open Opener) {
 	if got, want := scan(t, s, nil, nil, false), []string{"a=1", "c=3", "e=5", "g=7"}; !slices.Equal(got, want) {
 		t.Errorf("store during the batch = %q, want %q", got, want)
 	}
+	// A batch's iterator sees the writes made before it was opened, not
+	// those made while it is open.
+	for _, reverse := range []bool{false, true} {
+		it, err := b.NewIterator(nil, nil, reverse)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, b, "a", deleteMark, "b", "20", "d", "4", "i", "9")
+		var got []string
+		for it.Next() {
+			got = append(got, string(it.Key())+"="+string(it.Value()))
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"0=0", "a=1", "b=2", "c=30", "g=7", "h=8"}
+		if reverse {
+			want = []string{"0=0", "b=20", "c=30", "d=4", "g=7", "h=8", "i=9"}
+			slices.Reverse(want)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("reverse=%v: an iterator with writes made while it was open = %q, want %q", reverse, got, want)
+		}
+	}
 }
 
 func testBounds(t *testing.T, open Opener) {
