@@ -23,6 +23,13 @@ type Reader interface {
 	// NewIterator iterates over the keys k with lower <= k < upper (a nil
 	// bound is unbounded), ascending, or descending when reverse is true.
 	// The caller must Close it.
+	//
+	// An iterator of a Store, a Snapshot or a Batch is a point-in-time view,
+	// however long the range and however long it stays open: it sees the
+	// keys committed when NewIterator was called (a Snapshot's, for a
+	// snapshot) and, for a batch, under the batch's writes made before it,
+	// and a batch committed meanwhile is seen wholly or not at all. A
+	// SharedBatch's iterator is read-committed instead (see Shared).
 	NewIterator(lower, upper []byte, reverse bool) (Iterator, error)
 }
 
