@@ -56,7 +56,26 @@ type sharedSeam struct {
 	// open holds the batches of numbers allocated outside partitions, by
 	// number, until finish.
 	open sync.Map
+	// newest is the highest LSN this engine has handed out and inflight
+	// how many of its LSNs are handed out and not finished, for Stats: the
+	// other gateways' are not known here.
+	newest   atomic.Uint64
+	inflight atomic.Int64
 }
+
+// handedOut notes LSN n given to a write of this engine, which finishes
+// with done.
+func (s *sharedSeam) handedOut(n uint64) {
+	s.inflight.Add(1)
+	for {
+		old := s.newest.Load()
+		if n <= old || s.newest.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+func (s *sharedSeam) done() { s.inflight.Add(-1) }
 
 func newSharedSeam(store storage.Store) *sharedSeam {
 	s, ok := store.(storage.Shared)
@@ -431,6 +450,11 @@ func (e *Engine) inPartitionShared(c *Container, pk PartitionKey, fn func(t *txn
 func (e *Engine) runShared(b storage.SharedBatch, p *partition, fn func(t *txn) error) error {
 	defer b.Close()
 	t := &txn{e: e, p: p, b: b, sb: b, now: e.now()}
+	defer func() {
+		if t.lsn != 0 {
+			e.shared.done()
+		}
+	}()
 	if err := fn(t); err != nil {
 		return err
 	}
@@ -462,7 +486,11 @@ type sequenceSource interface {
 func (s *sharedSeam) allocate() (uint64, error) {
 	ctx := context.Background()
 	if src, ok := s.store.(sequenceSource); ok {
-		return src.NextSequence(ctx)
+		n, err := src.NextSequence(ctx)
+		if err == nil {
+			s.handedOut(n)
+		}
+		return n, err
 	}
 	b, err := s.store.NewSharedBatch(ctx)
 	if err != nil {
@@ -474,6 +502,7 @@ func (s *sharedSeam) allocate() (uint64, error) {
 		return 0, err
 	}
 	s.open.Store(n, b)
+	s.handedOut(n)
 	return n, nil
 }
 
@@ -481,6 +510,7 @@ func (s *sharedSeam) finish(n uint64) {
 	if b, ok := s.open.LoadAndDelete(n); ok {
 		b.(storage.SharedBatch).Close()
 	}
+	s.done()
 	s.noteFinished(n)
 }
 
