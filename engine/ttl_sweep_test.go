@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/orrery-db/orrery/storage"
-	"github.com/orrery-db/orrery/storage/memory"
 )
 
 // countingStore notes the largest batch committed while recording is on.
@@ -74,7 +73,7 @@ func sweepUnderWriters(tb testing.TB, expiring int) sweepRun {
 		after      = 1500 * time.Millisecond
 	)
 	clock := newTestClock()
-	store := &countingStore{Store: memory.New()}
+	store := &countingStore{Store: newTestStore(tb)}
 	e, err := Open(store, Options{Now: clock.now, SweepInterval: -1})
 	if err != nil {
 		tb.Fatal(err)
