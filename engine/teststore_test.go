@@ -95,3 +95,89 @@ func holdLSN(t testing.TB, e *Engine, coll, pk string) (lsn uint64, release func
 	t.Cleanup(release)
 	return lsn, release
 }
+
+// forEngine returns s for an engine to open: on a shared store (the
+// PostgreSQL pass) a wrapper that is shared too, so that the engine takes
+// its shared path, and counts the shared batches' commits as well.
+func (s *countingStore) forEngine() storage.Store {
+	sh, ok := s.Store.(storage.Shared)
+	if !ok {
+		return s
+	}
+	return &countingShared{countingStore: s, shared: sh}
+}
+
+type countingShared struct {
+	*countingStore
+	shared storage.Shared
+}
+
+func (s *countingShared) NewSharedBatch(ctx context.Context) (storage.SharedBatch, error) {
+	b, err := s.shared.NewSharedBatch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &countingSharedBatch{SharedBatch: b, c: countingBatch{Batch: b, s: s.countingStore}}, nil
+}
+
+func (s *countingShared) Watermark(ctx context.Context) (uint64, error) {
+	return s.shared.Watermark(ctx)
+}
+
+func (s *countingShared) Lead(ctx context.Context, duty string) (<-chan struct{}, func(), error) {
+	return s.shared.Lead(ctx, duty)
+}
+
+// NextSequence passes on the store's numbering outside batches, which the
+// engine looks for (sequenceSource).
+func (s *countingShared) NextSequence(ctx context.Context) (uint64, error) {
+	if src, ok := s.shared.(sequenceSource); ok {
+		return src.NextSequence(ctx)
+	}
+	b, err := s.shared.NewSharedBatch(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer b.Close()
+	return b.Sequence(ctx)
+}
+
+type countingSharedBatch struct {
+	storage.SharedBatch
+	c countingBatch
+}
+
+func (b *countingSharedBatch) Commit() error { b.c.note(); return b.SharedBatch.Commit() }
+
+func (b *countingSharedBatch) CommitPipelined() (func() error, error) {
+	b.c.note()
+	return b.SharedBatch.CommitPipelined()
+}
+
+// newTestShared returns a shared store for tests of several engines as
+// gateways, and open, which opens another handle of it (another gateway's
+// connection): in-process shared memory storage in the first pass, a
+// PostgreSQL database of the test's own in the second. Every handle is
+// closed when the test ends.
+func newTestShared(t testing.TB) (store storage.Shared, open func() storage.Shared) {
+	t.Helper()
+	if !testOnPostgres {
+		s := memory.NewShared()
+		t.Cleanup(func() { s.Close() })
+		return s, func() storage.Shared {
+			o := s.Open()
+			t.Cleanup(func() { o.Close() })
+			return o
+		}
+	}
+	url := pgtest.URL(t)
+	open = func() storage.Shared {
+		s, err := postgres.Open(context.Background(), url, postgres.Options{})
+		if err != nil {
+			t.Fatalf("opening PostgreSQL store: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	return open(), open
+}

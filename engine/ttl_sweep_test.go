@@ -74,7 +74,7 @@ func sweepUnderWriters(tb testing.TB, expiring int) sweepRun {
 	)
 	clock := newTestClock()
 	store := &countingStore{Store: newTestStore(tb)}
-	e, err := Open(store, Options{Now: clock.now, SweepInterval: -1})
+	e, err := Open(store.forEngine(), Options{Now: clock.now, SweepInterval: -1})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func sweepUnderWriters(tb testing.TB, expiring int) sweepRun {
 // the machine's load: BenchmarkWritesDuringTTLSweep measures it.
 func TestTTLSweepDoesNotStallWriters(t *testing.T) {
 	expiring := 20000
-	if testing.Short() {
+	if testing.Short() || testOnPostgres {
 		expiring = 5000
 	}
 	r := sweepUnderWriters(t, expiring)
