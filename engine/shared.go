@@ -430,8 +430,15 @@ func (e *Engine) inPartitionShared(c *Container, pk PartitionKey, fn func(t *txn
 			if err != nil {
 				return err
 			}
-			if !stale {
+			// The version check alone misses a c retired while this
+			// writer waited for the locks: a replace on this gateway, or
+			// a reload by another writer, that left the cache at the
+			// store's version. Both retire c before they let go.
+			if !stale && !c.retired.Load() {
 				return e.runShared(b, p, fn)
+			}
+			if !stale {
+				b.Close()
 			}
 		}
 		// The catalog moved (here or on another gateway): write by the
