@@ -383,7 +383,8 @@ func (e *Engine) sharedSweepLoop(interval time.Duration) {
 	for !e.stopping() {
 		lost, release, err := e.shared.store.Lead(ctx, "ttl")
 		if err != nil {
-			if e.stopping() {
+			if e.stopping() || errors.Is(err, storage.ErrClosed) {
+				// A closed store does not open again: nothing to sweep.
 				return
 			}
 			e.log.Warn("taking the TTL sweep duty failed", "error", err)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -415,5 +417,24 @@ func TestSharedCatalogChangesAmidWritersOnASmallPoolFinish(t *testing.T) {
 	case <-done:
 	case <-time.After(60 * time.Second):
 		t.Fatal("writers and container creates on a pool of 4 still running after 60 s: they wait on each other")
+	}
+}
+
+// A gateway's TTL sweeper gives up the duty for good once its store is
+// closed, instead of retrying (and warning) every second for as long as the
+// engine lives.
+func TestSharedSweeperStopsWhenItsStoreIsClosed(t *testing.T) {
+	store, _ := newTestShared(t)
+	logs := &logSink{}
+	e, err := Open(store, Options{SweepInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	store.Close()
+	// Before, a warning came every second: at least two in this time.
+	time.Sleep(2500 * time.Millisecond)
+	if n := strings.Count(logs.String(), "taking the TTL sweep duty failed"); n > 1 {
+		t.Fatalf("the sweeper tried to take its duty %d times on a closed store:\n%s", n, logs)
 	}
 }
