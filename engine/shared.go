@@ -383,7 +383,7 @@ func (e *Engine) sharedSweepLoop(interval time.Duration) {
 	for !e.stopping() {
 		lost, release, err := e.shared.store.Lead(ctx, "ttl")
 		if err != nil {
-			if e.stopping() || errors.Is(err, storage.ErrClosed) {
+			if e.stopping() || e.storeClosed(err) {
 				// A closed store does not open again: nothing to sweep.
 				return
 			}
@@ -410,7 +410,9 @@ func (e *Engine) sweepWhileLeading(interval time.Duration, lost <-chan struct{})
 		case <-lost:
 			return
 		case <-tick.C:
-			if _, err := e.sweep(); err != nil {
+			if _, err := e.sweep(); err != nil && e.storeClosed(err) {
+				return // then Lead fails with it too, and the loop ends
+			} else if err != nil {
 				e.log.Warn("the TTL sweep failed", "error", err)
 			}
 		}
