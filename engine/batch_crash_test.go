@@ -30,6 +30,7 @@ const batchCrashCreates = 9
 // and that no batch is there in part: its creates and its counter increment
 // are all there or none is.
 func TestBatchCrashAtomicity(t *testing.T) {
+	engine.SkipOnPostgres(t, "kills a process writing to a Pebble store and reopens it")
 	if dir := os.Getenv(batchCrashChildEnv); dir != "" {
 		batchCrashChild(dir, os.Getenv(batchCrashChildEnv+"_ROUND"))
 		return

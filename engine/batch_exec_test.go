@@ -7,12 +7,11 @@ import (
 	"testing"
 
 	"github.com/orrery-db/orrery/engine"
-	"github.com/orrery-db/orrery/storage/memory"
 )
 
 func newTestEngine(t *testing.T) *engine.Engine {
 	t.Helper()
-	s := memory.New()
+	s := engine.NewTestStore(t)
 	e, err := engine.Open(s, engine.Options{})
 	if err != nil {
 		t.Fatal(err)

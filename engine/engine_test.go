@@ -13,7 +13,7 @@ import (
 
 func newMemEngine(t *testing.T) *Engine {
 	t.Helper()
-	return openTestEngine(t, memory.New())
+	return openTestEngine(t, newTestStore(t))
 }
 
 func req(id, pk string, body string) *ItemRequest {
@@ -129,7 +129,7 @@ func TestTimeToLive(t *testing.T) {
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	e, err := Open(memory.New(), Options{Now: clock})
+	e, err := Open(newTestStore(t), Options{Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,6 +221,7 @@ func TestConcurrentWritersOfOnePartitionAreSerialized(t *testing.T) {
 }
 
 func TestSequencerWatermarkWaitsForLateCommits(t *testing.T) {
+	skipOnPostgres(t, "the in-process LSN sequencer; on PostgreSQL the LSN is the writer's transaction id")
 	s, err := newSequencer(memory.New())
 	if err != nil {
 		t.Fatal(err)
@@ -243,6 +244,7 @@ func TestSequencerWatermarkWaitsForLateCommits(t *testing.T) {
 }
 
 func TestSequenceNumbersGrowAcrossRestarts(t *testing.T) {
+	skipOnPostgres(t, "the in-process LSN sequencer; on PostgreSQL the LSN is the writer's transaction id")
 	store := memory.New()
 	s1, _ := newSequencer(store)
 	n1, _ := s1.allocate()
@@ -278,7 +280,7 @@ func TestParseObject(t *testing.T) {
 }
 
 func TestContainerReopenKeepsCatalog(t *testing.T) {
-	store := memory.New()
+	store := newTestStore(t)
 	e, _ := Open(store, Options{})
 	e.CreateDatabase([]byte(`{"id":"db"}`), &Throughput{Manual: 400})
 	e.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/a","/b"],"kind":"MultiHash","version":2},"defaultTtl":-1}`), &Throughput{AutoscaleMax: 4000})
@@ -349,6 +351,7 @@ func TestItemWrittenTwiceInOneTransactionGetsTwoETags(t *testing.T) {
 }
 
 func TestSettleWaitsForOlderOpenTransactions(t *testing.T) {
+	skipOnPostgres(t, "the in-process LSN sequencer; on PostgreSQL the LSN is the writer's transaction id")
 	s, err := newSequencer(memory.New())
 	if err != nil {
 		t.Fatal(err)

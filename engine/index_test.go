@@ -10,14 +10,13 @@ import (
 	"testing"
 
 	"github.com/orrery-db/orrery/query"
-	"github.com/orrery-db/orrery/storage/memory"
 )
 
 // TestIndexAnswersMatchFullScans writes, replaces and deletes random items in
 // two containers, one indexed and one with indexing off, and checks that
 // every filter query gives the same results from the index as from a scan.
 func TestIndexAnswersMatchFullScans(t *testing.T) {
-	e, err := Open(memory.New(), Options{})
+	e, err := Open(newTestStore(t), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/orrery-db/orrery/storage/memory"
+	"github.com/orrery-db/orrery/storage"
 )
 
 // Gateways that open one shared store at once, written by a build before
@@ -13,7 +13,7 @@ import (
 // default offer between them, not one each.
 func TestGatewaysOpeningAnOlderSharedStoreAtOnceGiveOneOfferPerContainer(t *testing.T) {
 	for round := range 20 {
-		store := memory.NewShared()
+		store, open := newTestShared(t)
 		e, err := Open(store, Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -38,12 +38,13 @@ func TestGatewaysOpeningAnOlderSharedStoreAtOnceGiveOneOfferPerContainer(t *test
 		e.Close()
 
 		engines := make([]*Engine, 3)
+		stores := []storage.Shared{open(), open(), open()}
 		var wg sync.WaitGroup
 		for i := range engines {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				eng, err := Open(store.Open(), Options{})
+				eng, err := Open(stores[i], Options{})
 				if err != nil {
 					t.Error(err)
 					return
@@ -64,5 +65,8 @@ func TestGatewaysOpeningAnOlderSharedStoreAtOnceGiveOneOfferPerContainer(t *test
 			eng.Close()
 		}
 		store.Close()
+		for _, s := range stores {
+			s.Close()
+		}
 	}
 }

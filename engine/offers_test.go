@@ -3,12 +3,10 @@ package engine
 import (
 	"encoding/json"
 	"testing"
-
-	"github.com/orrery-db/orrery/storage/memory"
 )
 
 func TestContainersGetTheDefaultOfferUnlessTheyShareTheDatabases(t *testing.T) {
-	e, _ := Open(memory.New(), Options{})
+	e, _ := Open(newTestStore(t), Options{})
 	e.CreateDatabase([]byte(`{"id":"plain"}`), nil)
 	e.CreateDatabase([]byte(`{"id":"shared"}`), &Throughput{Manual: 1000})
 	if _, err := e.CreateContainer("plain", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil); err != nil {
@@ -35,7 +33,7 @@ func TestContainersGetTheDefaultOfferUnlessTheyShareTheDatabases(t *testing.T) {
 }
 
 func TestOpenGivesOfferlessContainersOfOlderStoresTheDefaultOffer(t *testing.T) {
-	store := memory.New()
+	store := newTestStore(t)
 	e, _ := Open(store, Options{})
 	e.CreateDatabase([]byte(`{"id":"db"}`), nil)
 	e.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil)
@@ -84,7 +82,7 @@ func TestOpenGivesOfferlessContainersOfOlderStoresTheDefaultOffer(t *testing.T) 
 }
 
 func TestOfferReplaceValidatesThroughput(t *testing.T) {
-	e, _ := Open(memory.New(), Options{})
+	e, _ := Open(newTestStore(t), Options{})
 	e.CreateDatabase([]byte(`{"id":"db"}`), nil)
 	e.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil)
 	c, _ := e.Container("db", "c")

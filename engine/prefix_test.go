@@ -6,8 +6,6 @@ import (
 	"errors"
 	"slices"
 	"testing"
-
-	"github.com/orrery-db/orrery/storage/memory"
 )
 
 // TestQueryItemsByHierarchicalKeyPrefix checks that a query whose partition
@@ -15,7 +13,7 @@ import (
 // exactly the logical partitions under that prefix, and that a full key or a
 // malformed one still behaves as before.
 func TestQueryItemsByHierarchicalKeyPrefix(t *testing.T) {
-	store := memory.New()
+	store := newTestStore(t)
 	t.Cleanup(func() { store.Close() })
 	e, err := Open(store, Options{})
 	if err != nil {

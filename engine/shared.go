@@ -56,7 +56,26 @@ type sharedSeam struct {
 	// open holds the batches of numbers allocated outside partitions, by
 	// number, until finish.
 	open sync.Map
+	// newest is the highest LSN this engine has handed out and inflight
+	// how many of its LSNs are handed out and not finished, for Stats: the
+	// other gateways' are not known here.
+	newest   atomic.Uint64
+	inflight atomic.Int64
 }
+
+// handedOut notes LSN n given to a write of this engine, which finishes
+// with done.
+func (s *sharedSeam) handedOut(n uint64) {
+	s.inflight.Add(1)
+	for {
+		old := s.newest.Load()
+		if n <= old || s.newest.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+func (s *sharedSeam) done() { s.inflight.Add(-1) }
 
 func newSharedSeam(store storage.Store) *sharedSeam {
 	s, ok := store.(storage.Shared)
@@ -364,7 +383,8 @@ func (e *Engine) sharedSweepLoop(interval time.Duration) {
 	for !e.stopping() {
 		lost, release, err := e.shared.store.Lead(ctx, "ttl")
 		if err != nil {
-			if e.stopping() {
+			if e.stopping() || e.storeClosed(err) {
+				// A closed store does not open again: nothing to sweep.
 				return
 			}
 			e.log.Warn("taking the TTL sweep duty failed", "error", err)
@@ -390,7 +410,9 @@ func (e *Engine) sweepWhileLeading(interval time.Duration, lost <-chan struct{})
 		case <-lost:
 			return
 		case <-tick.C:
-			if _, err := e.sweep(); err != nil {
+			if _, err := e.sweep(); err != nil && e.storeClosed(err) {
+				return // then Lead fails with it too, and the loop ends
+			} else if err != nil {
 				e.log.Warn("the TTL sweep failed", "error", err)
 			}
 		}
@@ -411,8 +433,15 @@ func (e *Engine) inPartitionShared(c *Container, pk PartitionKey, fn func(t *txn
 			if err != nil {
 				return err
 			}
-			if !stale {
+			// The version check alone misses a c retired while this
+			// writer waited for the locks: a replace on this gateway, or
+			// a reload by another writer, that left the cache at the
+			// store's version. Both retire c before they let go.
+			if !stale && !c.retired.Load() {
 				return e.runShared(b, p, fn)
+			}
+			if !stale {
+				b.Close()
 			}
 		}
 		// The catalog moved (here or on another gateway): write by the
@@ -431,6 +460,11 @@ func (e *Engine) inPartitionShared(c *Container, pk PartitionKey, fn func(t *txn
 func (e *Engine) runShared(b storage.SharedBatch, p *partition, fn func(t *txn) error) error {
 	defer b.Close()
 	t := &txn{e: e, p: p, b: b, sb: b, now: e.now()}
+	defer func() {
+		if t.lsn != 0 {
+			e.shared.done()
+		}
+	}()
 	if err := fn(t); err != nil {
 		return err
 	}
@@ -462,7 +496,11 @@ type sequenceSource interface {
 func (s *sharedSeam) allocate() (uint64, error) {
 	ctx := context.Background()
 	if src, ok := s.store.(sequenceSource); ok {
-		return src.NextSequence(ctx)
+		n, err := src.NextSequence(ctx)
+		if err == nil {
+			s.handedOut(n)
+		}
+		return n, err
 	}
 	b, err := s.store.NewSharedBatch(ctx)
 	if err != nil {
@@ -474,6 +512,7 @@ func (s *sharedSeam) allocate() (uint64, error) {
 		return 0, err
 	}
 	s.open.Store(n, b)
+	s.handedOut(n)
 	return n, nil
 }
 
@@ -481,6 +520,7 @@ func (s *sharedSeam) finish(n uint64) {
 	if b, ok := s.open.LoadAndDelete(n); ok {
 		b.(storage.SharedBatch).Close()
 	}
+	s.done()
 	s.noteFinished(n)
 }
 

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/orrery-db/orrery/storage/memory"
 )
 
 // containerStats returns the figures of container coll in database db.
@@ -42,10 +40,7 @@ func TestStatsUnpublishedChangesAreThoseAboveTheWatermark(t *testing.T) {
 		t.Fatalf("at rest: in flight %d, unpublished %d, watermark %d, newest %d, container newest %d; want 0, 0 and all equal",
 			st.InFlight, cs.Unpublished, st.Watermark, st.NewestLSN, cs.NewestLSN)
 	}
-	held, err := e.seq.allocate()
-	if err != nil {
-		t.Fatal(err)
-	}
+	held, release := holdLSN(t, e, "c", "held")
 	upsert(t, e, "c", `{"id":"b","pk":"q"}`)
 	upsert(t, e, "c", `{"id":"c","pk":"q"}`)
 	clock.advance(42 * time.Second)
@@ -59,7 +54,7 @@ func TestStatsUnpublishedChangesAreThoseAboveTheWatermark(t *testing.T) {
 	if _, quiet := containerStats(t, e, "quiet"); quiet.Unpublished != 0 || quiet.NewestLSN != 0 {
 		t.Errorf("a container without writes: %+v", quiet)
 	}
-	e.seq.finish(held)
+	release()
 	st, cs = containerStats(t, e, "c")
 	if st.InFlight != 0 || cs.Unpublished != 0 || cs.UnpublishedAge != 0 {
 		t.Errorf("after the held LSN finished: in flight %d, unpublished %d (%v); want none", st.InFlight, cs.Unpublished, cs.UnpublishedAge)
@@ -170,7 +165,7 @@ func (s *logSink) String() string {
 func TestLongWorkLogsWhatItDid(t *testing.T) {
 	logs := &logSink{}
 	clock := newTestClock()
-	store := memory.New()
+	store := newTestStore(t)
 	e, err := Open(store, Options{Now: clock.now, SweepInterval: -1, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)

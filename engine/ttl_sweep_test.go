@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/orrery-db/orrery/storage"
-	"github.com/orrery-db/orrery/storage/memory"
 )
 
 // countingStore notes the largest batch committed while recording is on.
@@ -74,8 +73,8 @@ func sweepUnderWriters(tb testing.TB, expiring int) sweepRun {
 		after      = 1500 * time.Millisecond
 	)
 	clock := newTestClock()
-	store := &countingStore{Store: memory.New()}
-	e, err := Open(store, Options{Now: clock.now, SweepInterval: -1})
+	store := &countingStore{Store: newTestStore(tb)}
+	e, err := Open(store.forEngine(), Options{Now: clock.now, SweepInterval: -1})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -183,7 +182,7 @@ func sweepUnderWriters(tb testing.TB, expiring int) sweepRun {
 // the machine's load: BenchmarkWritesDuringTTLSweep measures it.
 func TestTTLSweepDoesNotStallWriters(t *testing.T) {
 	expiring := 20000
-	if testing.Short() {
+	if testing.Short() || testOnPostgres {
 		expiring = 5000
 	}
 	r := sweepUnderWriters(t, expiring)

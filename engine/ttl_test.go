@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/orrery-db/orrery/storage"
-	"github.com/orrery-db/orrery/storage/memory"
 )
 
 // visibility reports where an item can be seen: point read, query, read feed
@@ -156,7 +155,7 @@ func TestTTLChangingDefaultAppliesToExistingItems(t *testing.T) {
 
 func TestSweeperRunsInBackgroundAndStopsOnClose(t *testing.T) {
 	clock := newTestClock()
-	e, err := Open(memory.New(), Options{Now: clock.now, SweepInterval: time.Millisecond})
+	e, err := Open(newTestStore(t), Options{Now: clock.now, SweepInterval: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
