@@ -1,7 +1,6 @@
 package compat
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -12,11 +11,7 @@ import (
 // TestMain runs the suite on memory storage and then, when PostgreSQL is
 // installed, once more with every server on PostgreSQL
 // (storage/postgres), so that the shared backend is held to the same
-// behaviour. The second run leaves out the JavaScript and Python SDK
-// suites (they test the protocol, which the storage does not change), to
-// keep its time down, and TestQueryMemoryStaysBounded, which weighs the
-// whole process's heap against the query bound: the PostgreSQL driver's
-// buffers and pool add to it what the bound does not count.
+// behaviour: the Go, JavaScript and Python SDK suites alike.
 // ORRERY_TEST_STORAGE=memory or =postgres runs one of the two
 // only; ORRERY_REQUIRE_POSTGRES=1 fails the run when PostgreSQL is missing
 // instead of leaving it out.
@@ -31,9 +26,6 @@ func TestMain(m *testing.M) {
 		case err == nil:
 			fmt.Println("compat: the suite again, on PostgreSQL")
 			os.Setenv(orrerytest.StorageEnv, "postgres")
-			if f := flag.Lookup("test.skip"); f != nil && f.Value.String() == "" {
-				f.Value.Set("^Test(JS|Python)|^TestQueryMemoryStaysBounded$")
-			}
 			code = m.Run()
 		case os.Getenv("ORRERY_REQUIRE_POSTGRES") == "1":
 			fmt.Fprintf(os.Stderr, "compat: ORRERY_REQUIRE_POSTGRES=1 but PostgreSQL cannot be used: %v\n", err)

@@ -44,10 +44,10 @@ func cpuTime(t *testing.T) time.Duration {
 // product (with no time budget, so only the cancellation can stop it), and
 // one calling a user-defined function that never returns, gives up on each
 // after a second as a client would, and then measures the CPU time the
-// whole process uses over two seconds: a query still running would use
-// about one core's worth (two seconds); a stopped one leaves next to
-// nothing. Measuring CPU time rather than wall time keeps the test true on
-// a loaded machine.
+// whole process uses over two-second windows: a query still running would
+// use about one core's worth of each; a stopped one leaves next to
+// nothing. Measuring CPU time rather than wall time, against the window's
+// measured length, keeps the test true on a loaded machine.
 func TestAbandonedQueryFreesTheCPU(t *testing.T) {
 	s := orrerytest.StartWith(t, orrerytest.Options{QueryTimeBudget: -1, ScriptTimeout: time.Minute})
 	c := newContainer(t, s, "db", "cross", "/pk")
@@ -68,12 +68,26 @@ func TestAbandonedQueryFreesTheCPU(t *testing.T) {
 		}
 		cancel()
 		running := cpuTime(t) - before
-		start := cpuTime(t)
-		time.Sleep(2 * time.Second) // the measurement window
-		after := cpuTime(t) - start
-		t.Logf("%s: CPU %v during the query's first second, %v in the two seconds after the client gave up", q, running, after)
-		if after > 500*time.Millisecond {
-			t.Errorf("%s: the process used %v of CPU in the 2 s after the client gave up: the query still runs", q, after)
+		// A query still running uses a core's worth of the window's wall
+		// time whenever it is scheduled; a stopped one leaves next to
+		// nothing. Other work of the process (a collection, a previous
+		// test's server winding down) can fill one window, so up to three
+		// are tried: a query still running fills every one.
+		var windows []string
+		stopped := false
+		for range 3 {
+			start, wall := cpuTime(t), time.Now()
+			time.Sleep(2 * time.Second) // the measurement window
+			used, elapsed := cpuTime(t)-start, time.Since(wall)
+			windows = append(windows, fmt.Sprintf("%v of CPU in %v", used.Round(time.Millisecond), elapsed.Round(time.Millisecond)))
+			if used < elapsed/4 {
+				stopped = true
+				break
+			}
+		}
+		t.Logf("%s: CPU %v during the query's first second; after the client gave up: %s", q, running, strings.Join(windows, ", "))
+		if !stopped {
+			t.Errorf("%s: the process used over a quarter of a core in each window after the client gave up (%s): the query still runs", q, strings.Join(windows, ", "))
 		}
 	}
 	// The server still answers.
@@ -168,6 +182,12 @@ func peakHeap(stop <-chan struct{}) <-chan uint64 {
 // the heap is back near where it started. Three such queries at once,
 // under a 48 MB pool shared by all queries, are each refused (400 at the
 // query's limit or 429 when the pool is taken) and hold no more together.
+//
+// It runs on PostgreSQL too, with the same allowances: the store reads three
+// items, and a heap profile taken at the peak (after a collection) showed
+// 42 MB live, 95% of it the query's records and projections and 0.5 MB the
+// driver (one connection's read buffer); what the heap holds beyond that is
+// the collector's slack, as on memory storage.
 func TestQueryMemoryStaysBounded(t *testing.T) {
 	const limit, pool = 32 << 20, 48 << 20
 	s := orrerytest.StartWith(t, orrerytest.Options{QueryMemoryLimit: limit, QueryMemoryPool: pool})

@@ -31,6 +31,7 @@ const batchCrashCreates = 9
 // are all there or none is.
 func TestBatchCrashAtomicity(t *testing.T) {
 	ctx := t.Context()
+	engine.SkipOnPostgres(t, "kills a process writing to a Pebble store and reopens it")
 	if dir := os.Getenv(batchCrashChildEnv); dir != "" {
 		batchCrashChild(ctx, dir, os.Getenv(batchCrashChildEnv+"_ROUND"))
 		return

@@ -7,13 +7,12 @@ import (
 	"testing"
 
 	"github.com/orrery-db/orrery/engine"
-	"github.com/orrery-db/orrery/storage/memory"
 )
 
 func newTestEngine(t *testing.T) *engine.Engine {
 	ctx := t.Context()
 	t.Helper()
-	s := memory.New()
+	s := engine.NewTestStore(t)
 	e, err := engine.Open(ctx, s, engine.Options{})
 	if err != nil {
 		t.Fatal(err)

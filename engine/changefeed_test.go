@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/orrery-db/orrery/storage/memory"
 )
 
 // testClock is a settable clock for engines under test.
@@ -29,7 +27,7 @@ func newTestEngine(t testing.TB) (*Engine, *testClock) {
 	ctx := t.Context()
 	t.Helper()
 	clock := newTestClock()
-	store := memory.New()
+	store := newTestStore(t)
 	e, err := Open(ctx, store, Options{Now: clock.now, SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -341,10 +339,7 @@ func TestChangeFeedWaitsForLateCommits(t *testing.T) {
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	upsert(t, e, "c", `{"id":"a","pk":"p"}`)
 	_, etag := readAll(t, e, ChangeFeedRequest{Database: "db", Container: "c"})
-	held, err := e.seq.allocate(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	held, release := holdLSN(t, e, "c", "held")
 	upsert(t, e, "c", `{"id":"b","pk":"q"}`)
 	res, err := e.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: "c", Continuation: etag})
 	if err != nil {
@@ -353,7 +348,7 @@ func TestChangeFeedWaitsForLateCommits(t *testing.T) {
 	if !res.NotModified || res.ETag != etag {
 		t.Fatalf("with sequence number %d in flight the feed returned %d items and etag %s, want 304 at %s", held, len(res.Items), res.ETag, etag)
 	}
-	e.seq.finish(held)
+	release()
 	docs, _ := readAll(t, e, ChangeFeedRequest{Database: "db", Container: "c", Continuation: etag})
 	if got := ids(decodeDocs[feedDoc](t, docs)); fmt.Sprint(got) != "[b]" {
 		t.Errorf("after the late commit finished the feed = %v, want [b]", got)

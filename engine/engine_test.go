@@ -13,7 +13,7 @@ import (
 
 func newMemEngine(t *testing.T) *Engine {
 	t.Helper()
-	return openTestEngine(t, memory.New())
+	return openTestEngine(t, newTestStore(t))
 }
 
 func req(id, pk string, body string) *ItemRequest {
@@ -133,7 +133,7 @@ func TestTimeToLive(t *testing.T) {
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	e, err := Open(ctx, memory.New(), Options{Now: clock})
+	e, err := Open(ctx, newTestStore(t), Options{Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,6 +227,7 @@ func TestConcurrentWritersOfOnePartitionAreSerialized(t *testing.T) {
 
 func TestSequencerWatermarkWaitsForLateCommits(t *testing.T) {
 	ctx := t.Context()
+	skipOnPostgres(t, "the in-process LSN sequencer; on PostgreSQL the LSN is the writer's transaction id")
 	s, err := newSequencer(ctx, memory.New())
 	if err != nil {
 		t.Fatal(err)
@@ -250,6 +251,7 @@ func TestSequencerWatermarkWaitsForLateCommits(t *testing.T) {
 
 func TestSequenceNumbersGrowAcrossRestarts(t *testing.T) {
 	ctx := t.Context()
+	skipOnPostgres(t, "the in-process LSN sequencer; on PostgreSQL the LSN is the writer's transaction id")
 	store := memory.New()
 	s1, _ := newSequencer(ctx, store)
 	n1, _ := s1.allocate(ctx)
@@ -286,7 +288,7 @@ func TestParseObject(t *testing.T) {
 
 func TestContainerReopenKeepsCatalog(t *testing.T) {
 	ctx := t.Context()
-	store := memory.New()
+	store := newTestStore(t)
 	e, _ := Open(ctx, store, Options{})
 	e.CreateDatabase(ctx, []byte(`{"id":"db"}`), &Throughput{Manual: 400})
 	e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/a","/b"],"kind":"MultiHash","version":2},"defaultTtl":-1}`), &Throughput{AutoscaleMax: 4000})
@@ -359,6 +361,7 @@ func TestItemWrittenTwiceInOneTransactionGetsTwoETags(t *testing.T) {
 
 func TestSettleWaitsForOlderOpenTransactions(t *testing.T) {
 	ctx := t.Context()
+	skipOnPostgres(t, "the in-process LSN sequencer; on PostgreSQL the LSN is the writer's transaction id")
 	s, err := newSequencer(ctx, memory.New())
 	if err != nil {
 		t.Fatal(err)

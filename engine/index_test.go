@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/orrery-db/orrery/query"
-	"github.com/orrery-db/orrery/storage/memory"
 )
 
 // TestIndexAnswersMatchFullScans writes, replaces and deletes random items in
@@ -18,7 +17,7 @@ import (
 // every filter query gives the same results from the index as from a scan.
 func TestIndexAnswersMatchFullScans(t *testing.T) {
 	ctx := t.Context()
-	e, err := Open(ctx, memory.New(), Options{})
+	e, err := Open(ctx, newTestStore(t), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestChangeFeedNeverSkips(t *testing.T) {
 		idsPer     = 16
 	)
 	total := 100000
-	if testing.Short() {
+	if testing.Short() || testOnPostgres {
 		total = 20000
 	}
 	e, _ := newTestEngine(t)

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/orrery-db/orrery/storage/memory"
+	"github.com/orrery-db/orrery/storage"
 )
 
 // Gateways that open one shared store at once, written by a build before
@@ -14,7 +14,7 @@ import (
 func TestGatewaysOpeningAnOlderSharedStoreAtOnceGiveOneOfferPerContainer(t *testing.T) {
 	ctx := t.Context()
 	for round := range 20 {
-		store := memory.NewShared()
+		store, open := newTestShared(t)
 		e, err := Open(ctx, store, Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -39,12 +39,13 @@ func TestGatewaysOpeningAnOlderSharedStoreAtOnceGiveOneOfferPerContainer(t *test
 		e.Close()
 
 		engines := make([]*Engine, 3)
+		stores := []storage.Shared{open(), open(), open()}
 		var wg sync.WaitGroup
 		for i := range engines {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				eng, err := Open(ctx, store.Open(), Options{})
+				eng, err := Open(ctx, stores[i], Options{})
 				if err != nil {
 					t.Error(err)
 					return
@@ -65,5 +66,8 @@ func TestGatewaysOpeningAnOlderSharedStoreAtOnceGiveOneOfferPerContainer(t *test
 			eng.Close()
 		}
 		store.Close()
+		for _, s := range stores {
+			s.Close()
+		}
 	}
 }

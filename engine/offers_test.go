@@ -3,13 +3,11 @@ package engine
 import (
 	"encoding/json"
 	"testing"
-
-	"github.com/orrery-db/orrery/storage/memory"
 )
 
 func TestContainersGetTheDefaultOfferUnlessTheyShareTheDatabases(t *testing.T) {
 	ctx := t.Context()
-	e, _ := Open(ctx, memory.New(), Options{})
+	e, _ := Open(ctx, newTestStore(t), Options{})
 	e.CreateDatabase(ctx, []byte(`{"id":"plain"}`), nil)
 	e.CreateDatabase(ctx, []byte(`{"id":"shared"}`), &Throughput{Manual: 1000})
 	if _, err := e.CreateContainer(ctx, "plain", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil); err != nil {
@@ -37,7 +35,7 @@ func TestContainersGetTheDefaultOfferUnlessTheyShareTheDatabases(t *testing.T) {
 
 func TestOpenGivesOfferlessContainersOfOlderStoresTheDefaultOffer(t *testing.T) {
 	ctx := t.Context()
-	store := memory.New()
+	store := newTestStore(t)
 	e, _ := Open(ctx, store, Options{})
 	e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil)
 	e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil)
@@ -87,7 +85,7 @@ func TestOpenGivesOfferlessContainersOfOlderStoresTheDefaultOffer(t *testing.T) 
 
 func TestOfferReplaceValidatesThroughput(t *testing.T) {
 	ctx := t.Context()
-	e, _ := Open(ctx, memory.New(), Options{})
+	e, _ := Open(ctx, newTestStore(t), Options{})
 	e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil)
 	e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}}`), nil)
 	c, _ := e.Container(ctx, "db", "c")

@@ -28,6 +28,7 @@ const pkDeleteCrashItems = 6000
 // ones are free again. Another partition is untouched.
 func TestPartitionKeyDeleteCrashLeavesWholeItems(t *testing.T) {
 	ctx := t.Context()
+	engine.SkipOnPostgres(t, "kills a process writing to a Pebble store and reopens it")
 	if dir := os.Getenv(pkDeleteCrashChildEnv); dir != "" {
 		pkDeleteCrashChild(ctx, dir)
 		return

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"slices"
 	"testing"
-
-	"github.com/orrery-db/orrery/storage/memory"
 )
 
 // TestQueryItemsByHierarchicalKeyPrefix checks that a query whose partition
@@ -16,7 +14,7 @@ import (
 // malformed one still behaves as before.
 func TestQueryItemsByHierarchicalKeyPrefix(t *testing.T) {
 	ctx := t.Context()
-	store := memory.New()
+	store := newTestStore(t)
 	t.Cleanup(func() { store.Close() })
 	e, err := Open(ctx, store, Options{})
 	if err != nil {

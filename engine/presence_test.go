@@ -13,6 +13,7 @@ import (
 // many layer growths: every key added is reported as maybe present, and few
 // keys never added are.
 func TestPresenceFilterNeverForgets(t *testing.T) {
+	skipOnPostgres(t, "the per-process presence filter, off on a shared store")
 	f := newPresenceFilter()
 	const writers, perWriter = 4, 50_000
 	var wg sync.WaitGroup
@@ -55,6 +56,7 @@ func TestPresenceFilterNeverForgets(t *testing.T) {
 // every new id is created exactly once.
 func TestCreatesRaceThePresenceBuild(t *testing.T) {
 	ctx := t.Context()
+	skipOnPostgres(t, "the per-process presence filter, off on a shared store")
 	store := memory.New()
 	e, err := Open(ctx, store, Options{SweepInterval: -1})
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
-	"github.com/orrery-db/orrery/storage/memory"
 )
 
 // keysUnder lists the keys of the store under prefix.
@@ -74,7 +73,7 @@ func commitAndReopen(t *testing.T, store storage.Store, b storage.Batch) *Engine
 func newFilledStore(t *testing.T) (storage.Store, *Engine, *Container) {
 	ctx := t.Context()
 	t.Helper()
-	store := memory.New()
+	store := newTestStore(t)
 	e, err := Open(ctx, store, Options{SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)

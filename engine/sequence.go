@@ -113,6 +113,9 @@ func (s *sequencer) finish(n uint64) {
 // pending returns the highest LSN handed out and how many handed out are
 // not finished yet, for Stats.
 func (s *sequencer) pending() (newest uint64, inflight int) {
+	if s.shared != nil {
+		return s.shared.newest.Load(), int(s.shared.inflight.Load())
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// inflight keeps the finished numbers behind an open one until it

@@ -56,7 +56,26 @@ type sharedSeam struct {
 	// open holds the batches of numbers allocated outside partitions, by
 	// number, until finish.
 	open sync.Map
+	// newest is the highest LSN this engine has handed out and inflight
+	// how many of its LSNs are handed out and not finished, for Stats: the
+	// other gateways' are not known here.
+	newest   atomic.Uint64
+	inflight atomic.Int64
 }
+
+// handedOut notes LSN n given to a write of this engine, which finishes
+// with done.
+func (s *sharedSeam) handedOut(n uint64) {
+	s.inflight.Add(1)
+	for {
+		old := s.newest.Load()
+		if n <= old || s.newest.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+func (s *sharedSeam) done() { s.inflight.Add(-1) }
 
 func newSharedSeam(store storage.Store) *sharedSeam {
 	s, ok := store.(storage.Shared)
@@ -340,7 +359,8 @@ func (e *Engine) sharedSweepLoop(interval time.Duration) {
 	for !e.stopping() {
 		lost, release, err := e.shared.store.Lead(ctx, "ttl")
 		if err != nil {
-			if e.stopping() {
+			if e.stopping() || e.storeClosed(ctx, err) {
+				// A closed store does not open again: nothing to sweep.
 				return
 			}
 			e.log.Warn("taking the TTL sweep duty failed", "error", err)
@@ -366,7 +386,9 @@ func (e *Engine) sweepWhileLeading(ctx context.Context, interval time.Duration, 
 		case <-lost:
 			return
 		case <-tick.C:
-			if _, err := e.sweep(ctx); err != nil && ctx.Err() == nil { // Close ends a sweep: no failure
+			if _, err := e.sweep(ctx); err != nil && e.storeClosed(ctx, err) {
+				return // then Lead fails with it too, and the loop ends
+			} else if err != nil && ctx.Err() == nil { // Close ends a sweep: no failure
 				e.log.Warn("the TTL sweep failed", "error", err)
 			}
 		}
@@ -387,8 +409,15 @@ func (e *Engine) inPartitionShared(ctx context.Context, c *Container, pk Partiti
 			if err != nil {
 				return err
 			}
-			if !stale {
+			// The version check alone misses a c retired while this
+			// writer waited for the locks: a replace on this gateway, or
+			// a reload by another writer, that left the cache at the
+			// store's version. Both retire c before they let go.
+			if !stale && !c.retired.Load() {
 				return e.runShared(ctx, b, p, fn)
+			}
+			if !stale {
+				b.Close()
 			}
 		}
 		// The catalog moved (here or on another gateway): write by the
@@ -407,6 +436,11 @@ func (e *Engine) inPartitionShared(ctx context.Context, c *Container, pk Partiti
 func (e *Engine) runShared(ctx context.Context, b storage.SharedBatch, p *partition, fn func(t *txn) error) error {
 	defer b.Close()
 	t := &txn{e: e, p: p, b: b, sb: b, now: e.now()}
+	defer func() {
+		if t.lsn != 0 {
+			e.shared.done()
+		}
+	}()
 	if err := fn(t); err != nil {
 		return err
 	}
@@ -437,7 +471,11 @@ type sequenceSource interface {
 // theirs, and must not wait for one of them.
 func (s *sharedSeam) allocate(ctx context.Context) (uint64, error) {
 	if src, ok := s.store.(sequenceSource); ok {
-		return src.NextSequence(ctx)
+		n, err := src.NextSequence(ctx)
+		if err == nil {
+			s.handedOut(n)
+		}
+		return n, err
 	}
 	b, err := s.store.NewSharedBatch(ctx)
 	if err != nil {
@@ -449,6 +487,7 @@ func (s *sharedSeam) allocate(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	s.open.Store(n, b)
+	s.handedOut(n)
 	return n, nil
 }
 
@@ -456,6 +495,7 @@ func (s *sharedSeam) finish(n uint64) {
 	if b, ok := s.open.LoadAndDelete(n); ok {
 		b.(storage.SharedBatch).Close()
 	}
+	s.done()
 	s.noteFinished(n)
 }
 

@@ -5,42 +5,25 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/orrery-db/orrery/storage"
-	"github.com/orrery-db/orrery/storage/memory"
 	"github.com/orrery-db/orrery/storage/postgres"
 	"github.com/orrery-db/orrery/storage/postgres/pgtest"
 )
 
 // sharedPairs opens two engines, as two gateways, on two handles of one
-// shared store, for each shared backend: the in-process one, and
-// PostgreSQL when it is installed. The database and container are created
-// on A after both are open, so B knows them only through the store.
+// shared store of the pass (newTestShared): the in-process one, then
+// PostgreSQL. The database and container are created on A after both are
+// open, so B knows them only through the store.
 func sharedPairs(t *testing.T, test func(t *testing.T, a, b *Engine)) {
-	t.Run("memory", func(t *testing.T) {
-		store := memory.NewShared()
-		a, b := openPairOn(t, store, store.Open())
-		test(t, a, b)
-	})
-	t.Run("postgres", func(t *testing.T) {
-		if err := pgtest.Available(); err != nil {
-			pgtest.Skip(t, err)
-		}
-		url := pgtest.URL(t)
-		sa, err := postgres.Open(context.Background(), url, postgres.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sb, err := postgres.Open(context.Background(), url, postgres.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, b := openPairOn(t, sa, sb)
-		test(t, a, b)
-	})
+	_, open := newTestShared(t)
+	a, b := openPairOn(t, open(), open())
+	test(t, a, b)
 }
 
 func openPairOn(t *testing.T, sa, sb storage.Shared) (a, b *Engine) {
@@ -253,12 +236,12 @@ func TestSharedCounterWithETagsOnBothGatewaysIsExact(t *testing.T) {
 // expired items are swept; once both close, the duty is free.
 func TestSharedTTLSweepRunsUnderTheDuty(t *testing.T) {
 	ctx := t.Context()
-	store := memory.NewShared()
+	store, open := newTestShared(t)
 	var mu sync.Mutex
 	now := time.Unix(1_700_000_000, 0)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	var engines []*Engine
-	for _, s := range []*memory.SharedStore{store, store.Open()} {
+	for _, s := range []storage.Shared{store, open()} {
 		e, err := Open(ctx, s, Options{Now: clock, SweepInterval: 20 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
@@ -279,8 +262,7 @@ func TestSharedTTLSweepRunsUnderTheDuty(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	other := store.Open()
-	defer other.Close()
+	other := open()
 	// An engine takes the duty as its sweeper starts: from then on another
 	// process waits for it.
 	for start := time.Now(); ; {
@@ -340,8 +322,8 @@ func countKeys(t *testing.T, s storage.Reader, prefix []byte) int {
 // until the rebuild is done, and never answers from the half-built index.
 func TestSharedQueriesOnTheOtherGatewayDuringAReindexAreComplete(t *testing.T) {
 	ctx := t.Context()
-	store := memory.NewShared()
-	a, b := openPairOn(t, store, store.Open())
+	store, open := newTestShared(t)
+	a, b := openPairOn(t, store, open())
 	narrow := `{"id":"r","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"includedPaths":[{"path":"/a/?"}],"excludedPaths":[{"path":"/*"}]}}`
 	wide := `{"id":"r","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"includedPaths":[{"path":"/*"}],"excludedPaths":[]}}`
 	if _, err := a.CreateContainer(ctx, "db", []byte(narrow), nil); err != nil {
@@ -401,8 +383,8 @@ func TestSharedQueriesOnTheOtherGatewayDuringAReindexAreComplete(t *testing.T) {
 // holding their connections, so it must need no further one to finish.
 func TestSharedCatalogChangesAmidWritersOnASmallPoolFinish(t *testing.T) {
 	ctx := t.Context()
-	if err := pgtest.Available(); err != nil {
-		pgtest.Skip(t, err)
+	if !testOnPostgres {
+		t.Skip("a PostgreSQL pool's: runs in the PostgreSQL pass")
 	}
 	url := pgtest.URL(t)
 	sa, err := postgres.Open(context.Background(), url, postgres.Options{MaxConns: 4})
@@ -444,5 +426,35 @@ func TestSharedCatalogChangesAmidWritersOnASmallPoolFinish(t *testing.T) {
 	case <-done:
 	case <-time.After(60 * time.Second):
 		t.Fatal("writers and container creates on a pool of 4 still running after 60 s: they wait on each other")
+	}
+}
+
+// A TTL sweeper stops for good once its engine's store is closed, instead
+// of retrying (and warning) at every tick or every second for as long as
+// the engine lives: on a store of the pass (memory's sweeper, then a
+// PostgreSQL gateway's) and on a shared store (a gateway's, which takes
+// the sweep duty first).
+func TestSweeperStopsWhenItsStoreIsClosed(t *testing.T) {
+	ctx := t.Context()
+	shared, _ := newTestShared(t)
+	logs := map[string]*logSink{}
+	for name, store := range map[string]storage.Store{"store": newTestStore(t), "shared store": shared} {
+		logs[name] = &logSink{}
+		e, err := Open(ctx, store, Options{SweepInterval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(logs[name], nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil)
+		createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":5}`)
+		store.Close()
+	}
+	// Before, a warning came every tick, or every second while taking the
+	// duty failed: at least two in this time.
+	time.Sleep(2500 * time.Millisecond)
+	for name, l := range logs {
+		if n := strings.Count(l.String(), "failed"); n > 1 {
+			t.Errorf("on a closed %s the sweeper failed %d times:\n%s", name, n, l)
+		}
 	}
 }

@@ -26,10 +26,13 @@ type Stats struct {
 	// Watermark is the LSN every change-feed reader may read up to: every
 	// write at or below it has finished.
 	Watermark uint64
-	// NewestLSN is the highest LSN handed out to a write.
+	// NewestLSN is the highest LSN handed out to a write. On a shared
+	// store it is the highest this gateway handed out, or the watermark if
+	// that is higher (the other gateways' writes).
 	NewestLSN uint64
 	// InFlight is how many LSNs are handed out to writes still open
-	// (committing or abandoning); the oldest holds the watermark back.
+	// (committing or abandoning); the oldest holds the watermark back. On a
+	// shared store it counts this gateway's writes only.
 	InFlight int
 	// Containers are the containers' figures, by database and id.
 	Containers []ContainerStats
@@ -194,6 +197,9 @@ func (e *Engine) Stats(ctx context.Context) (*Stats, error) {
 	// The watermark after the pending figures: an LSN finished in between
 	// then shows as published, never as newer than the newest.
 	st.Watermark = e.seq.watermark(ctx)
+	// On a shared store the other gateways' writes are known only through
+	// the watermark.
+	st.NewestLSN = max(st.NewestLSN, st.Watermark)
 	if e.scriptsStarted.Load() {
 		st.ScriptsRunning, st.ScriptsWaiting = e.scriptGate.stats()
 	}

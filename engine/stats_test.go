@@ -8,8 +8,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/orrery-db/orrery/storage/memory"
 )
 
 // containerStats returns the figures of container coll in database db.
@@ -34,7 +32,6 @@ func containerStats(t *testing.T, e *Engine, coll string) (*Stats, ContainerStat
 // counted as unpublished, with the age of the oldest; once it finishes they
 // are published and the count is zero.
 func TestStatsUnpublishedChangesAreThoseAboveTheWatermark(t *testing.T) {
-	ctx := t.Context()
 	e, clock := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	createContainer(t, e, `{"id":"quiet","partitionKey":{"paths":["/pk"]}}`)
@@ -44,10 +41,7 @@ func TestStatsUnpublishedChangesAreThoseAboveTheWatermark(t *testing.T) {
 		t.Fatalf("at rest: in flight %d, unpublished %d, watermark %d, newest %d, container newest %d; want 0, 0 and all equal",
 			st.InFlight, cs.Unpublished, st.Watermark, st.NewestLSN, cs.NewestLSN)
 	}
-	held, err := e.seq.allocate(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	held, release := holdLSN(t, e, "c", "held")
 	upsert(t, e, "c", `{"id":"b","pk":"q"}`)
 	upsert(t, e, "c", `{"id":"c","pk":"q"}`)
 	clock.advance(42 * time.Second)
@@ -61,7 +55,7 @@ func TestStatsUnpublishedChangesAreThoseAboveTheWatermark(t *testing.T) {
 	if _, quiet := containerStats(t, e, "quiet"); quiet.Unpublished != 0 || quiet.NewestLSN != 0 {
 		t.Errorf("a container without writes: %+v", quiet)
 	}
-	e.seq.finish(held)
+	release()
 	st, cs = containerStats(t, e, "c")
 	if st.InFlight != 0 || cs.Unpublished != 0 || cs.UnpublishedAge != 0 {
 		t.Errorf("after the held LSN finished: in flight %d, unpublished %d (%v); want none", st.InFlight, cs.Unpublished, cs.UnpublishedAge)
@@ -175,7 +169,7 @@ func TestLongWorkLogsWhatItDid(t *testing.T) {
 	ctx := t.Context()
 	logs := &logSink{}
 	clock := newTestClock()
-	store := memory.New()
+	store := newTestStore(t)
 	e, err := Open(ctx, store, Options{Now: clock.now, SweepInterval: -1, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -32,6 +32,17 @@ const (
 	sweepMaxPause = time.Millisecond
 )
 
+// storeClosed reports whether err, a sweep's, is the engine's store being
+// closed (not only a batch used after its end, say), which ends the
+// sweeper: a closed store does not open again.
+func (e *Engine) storeClosed(ctx context.Context, err error) bool {
+	if !errors.Is(err, storage.ErrClosed) {
+		return false
+	}
+	_, err = e.store.Get(ctx, metaCatalogVersion)
+	return errors.Is(err, storage.ErrClosed)
+}
+
 // sweepLoop runs the TTL sweeper until stop is closed.
 func (e *Engine) sweepLoop(interval time.Duration) {
 	defer e.bg.Done()
@@ -43,7 +54,9 @@ func (e *Engine) sweepLoop(interval time.Duration) {
 		case <-e.stop:
 			return
 		case <-tick.C:
-			if _, err := e.sweep(ctx); err != nil && ctx.Err() == nil { // Close ends a sweep: no failure
+			if _, err := e.sweep(ctx); err != nil && e.storeClosed(ctx, err) {
+				return // a closed store does not open again
+			} else if err != nil && ctx.Err() == nil { // Close ends a sweep: no failure
 				e.log.Warn("the TTL sweep failed", "error", err)
 			}
 		}

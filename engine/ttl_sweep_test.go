@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+
 	"fmt"
 	"runtime"
 	"slices"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"github.com/orrery-db/orrery/storage"
-	"github.com/orrery-db/orrery/storage/memory"
 )
 
 // countingStore notes the largest batch committed while recording is on.
@@ -76,8 +76,8 @@ func sweepUnderWriters(tb testing.TB, expiring int) sweepRun {
 		after      = 1500 * time.Millisecond
 	)
 	clock := newTestClock()
-	store := &countingStore{Store: memory.New()}
-	e, err := Open(ctx, store, Options{Now: clock.now, SweepInterval: -1})
+	store := &countingStore{Store: newTestStore(tb)}
+	e, err := Open(ctx, store.forEngine(), Options{Now: clock.now, SweepInterval: -1})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func sweepUnderWriters(tb testing.TB, expiring int) sweepRun {
 // the machine's load: BenchmarkWritesDuringTTLSweep measures it.
 func TestTTLSweepDoesNotStallWriters(t *testing.T) {
 	expiring := 20000
-	if testing.Short() {
+	if testing.Short() || testOnPostgres {
 		expiring = 5000
 	}
 	r := sweepUnderWriters(t, expiring)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/orrery-db/orrery/storage"
-	"github.com/orrery-db/orrery/storage/memory"
 )
 
 // visibility reports where an item can be seen: point read, query, read feed
@@ -161,7 +160,7 @@ func TestTTLChangingDefaultAppliesToExistingItems(t *testing.T) {
 func TestSweeperRunsInBackgroundAndStopsOnClose(t *testing.T) {
 	ctx := t.Context()
 	clock := newTestClock()
-	e, err := Open(ctx, memory.New(), Options{Now: clock.now, SweepInterval: time.Millisecond})
+	e, err := Open(ctx, newTestStore(t), Options{Now: clock.now, SweepInterval: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -179,6 +179,7 @@ func (t *txn) allocate(ctx context.Context) error {
 			return err
 		}
 		t.lsn = lsn
+		t.e.shared.handedOut(lsn)
 		return nil
 	}
 	lsn, err := t.e.seq.allocate(ctx)

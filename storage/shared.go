@@ -14,7 +14,10 @@ type Shared interface {
 	// NewSharedBatch starts a write batch that can take locks and a sequence
 	// number shared by every process on the store. Its reads see the
 	// store's latest committed state (as of each read, read-committed) with
-	// its own writes on top.
+	// its own writes on top. Its iterators may read a long range in several
+	// such reads (PostgreSQL's reads a page at a time), so a batch that
+	// another writer commits meanwhile may be seen in part: what must not
+	// change under an iterator, the caller keeps still with locks.
 	NewSharedBatch(ctx context.Context) (SharedBatch, error)
 	// Watermark returns a sequence number such that every batch with a
 	// lower Sequence has committed or rolled back: a change-feed reader that

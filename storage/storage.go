@@ -34,6 +34,13 @@ type Reader interface {
 	// The caller must Close it. ctx bounds the iterator's reads, its later
 	// pages included: once ctx is done, Next returns false and Err an error
 	// wrapping ctx.Err() where the backend has more to fetch.
+	//
+	// An iterator of a Store, a Snapshot or a Batch is a point-in-time view,
+	// however long the range and however long it stays open: it sees the
+	// keys committed when NewIterator was called (a Snapshot's, for a
+	// snapshot) and, for a batch, under the batch's writes made before it,
+	// and a batch committed meanwhile is seen wholly or not at all. A
+	// SharedBatch's iterator is read-committed instead (see Shared).
 	NewIterator(ctx context.Context, lower, upper []byte, reverse bool) (Iterator, error)
 }
 

@@ -69,11 +69,11 @@ func (b *batch) NewIterator(ctx context.Context, lower, upper []byte, reverse bo
 	if b.pending == nil {
 		return nil, storage.ErrClosed
 	}
-	base, err := b.store.clone()
+	base, err := b.store.NewIterator(ctx, lower, upper, reverse)
 	if err != nil {
 		return nil, err
 	}
-	return newMergeIterator(base, b.pending.Clone(), lower, upper, reverse), nil
+	return storage.NewOverlayIterator(base, writesIn(b.pending, lower, upper), lower, upper, reverse), nil
 }
 
 // Commit applies every pending write to the store at once.

@@ -5,6 +5,8 @@ import (
 	"iter"
 
 	"github.com/google/btree"
+
+	"github.com/orrery-db/orrery/storage"
 )
 
 // walk yields the entries of tree with lower <= key < upper (nil bounds are
@@ -77,83 +79,12 @@ func (it *treeIterator) Close() error {
 	return nil
 }
 
-// mergeIterator is a storage.Iterator over a batch: its pending writes laid
-// over the committed keys, pending entries winning on equal keys and pending
-// deletions hiding committed keys.
-type mergeIterator struct {
-	reverse        bool
-	base, pending  *treeIterator
-	baseOK, pendOK bool
-	started        bool
-	cur            entry
-}
-
-func newMergeIterator(base, pending *btree.BTreeG[entry], lower, upper []byte, reverse bool) *mergeIterator {
-	return &mergeIterator{
-		reverse: reverse,
-		base:    newTreeIterator(base, lower, upper, reverse),
-		pending: newTreeIterator(pending, lower, upper, reverse),
+// writesIn returns a batch's pending writes with keys in [lower, upper),
+// ascending, for storage.NewOverlayIterator.
+func writesIn(pending *btree.BTreeG[entry], lower, upper []byte) []storage.Write {
+	var out []storage.Write
+	for e := range walk(pending, lower, upper, false) {
+		out = append(out, storage.Write{Key: e.key, Value: e.value, Delete: e.deleted})
 	}
-}
-
-// compare orders a and b in the direction of iteration.
-func (it *mergeIterator) compare(a, b []byte) int {
-	c := bytes.Compare(a, b)
-	if it.reverse {
-		return -c
-	}
-	return c
-}
-
-// Next advances to the next visible key in the range.
-func (it *mergeIterator) Next() bool {
-	if !it.started {
-		it.started = true
-		it.baseOK = it.base.Next()
-		it.pendOK = it.pending.Next()
-	}
-	for it.baseOK || it.pendOK {
-		var c int
-		switch {
-		case !it.pendOK:
-			c = -1
-		case !it.baseOK:
-			c = 1
-		default:
-			c = it.compare(it.base.cur.key, it.pending.cur.key)
-		}
-		if c < 0 {
-			it.cur = it.base.cur
-			it.baseOK = it.base.Next()
-			return true
-		}
-		if c == 0 {
-			it.baseOK = it.base.Next() // shadowed by the pending entry
-		}
-		e := it.pending.cur
-		it.pendOK = it.pending.Next()
-		if !e.deleted {
-			it.cur = e
-			return true
-		}
-	}
-	it.cur = entry{}
-	return false
-}
-
-// Key is the current key.
-func (it *mergeIterator) Key() []byte { return it.cur.key }
-
-// Value is the current value.
-func (it *mergeIterator) Value() []byte { return it.cur.value }
-
-// Err is always nil: an in-memory walk cannot fail.
-func (it *mergeIterator) Err() error { return nil }
-
-// Close releases the iterator.
-func (it *mergeIterator) Close() error {
-	it.base.Close()
-	it.pending.Close()
-	it.cur = entry{}
-	return nil
+	return out
 }

@@ -49,25 +49,21 @@ func (o *overlay) lookup(key []byte) (value []byte, found bool, err error) {
 	return bytes.Clone(e.value), true, nil
 }
 
-// inRange returns the pending entries in [lower, upper), in iteration order.
-func (o *overlay) inRange(lower, upper []byte, reverse bool) []entry {
-	var out []entry
+// writesIn returns the pending writes with keys in [lower, upper),
+// ascending, for storage.NewOverlayIterator.
+func (o *overlay) writesIn(lower, upper []byte) []storage.Write {
+	var out []storage.Write
 	visit := func(e entry) bool {
 		if upper != nil && bytes.Compare(e.key, upper) >= 0 {
 			return false
 		}
-		out = append(out, e)
+		out = append(out, storage.Write{Key: e.key, Value: e.value, Delete: e.deleted})
 		return true
 	}
 	if lower != nil {
 		o.pending.AscendGreaterOrEqual(entry{key: lower}, visit)
 	} else {
 		o.pending.Ascend(visit)
-	}
-	if reverse {
-		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-			out[i], out[j] = out[j], out[i]
-		}
 	}
 	return out
 }
@@ -130,7 +126,7 @@ func (b *batch) NewIterator(ctx context.Context, lower, upper []byte, reverse bo
 	if err != nil {
 		return nil, err
 	}
-	return &mergeIterator{reverse: reverse, base: base, pending: b.inRange(lower, upper, reverse)}, nil
+	return storage.NewOverlayIterator(base, b.writesIn(lower, upper), lower, upper, reverse), nil
 }
 
 // Commit sends every write in one transaction, in one round trip. A cancel

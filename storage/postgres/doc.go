@@ -16,10 +16,15 @@
 //
 // A batch's writes wait in memory and go to the server at Commit in one
 // pipelined round trip (BEGIN, one upsert and one delete over arrays, COMMIT).
-// Iterators read pages of keys, so memory stays bounded on any range; a
-// range larger than one page is read in a repeatable-read transaction from
-// its second page on. Snapshots are repeatable-read, read-only transactions
-// on a connection each, held until Close.
+// Iterators read pages of keys, so memory stays bounded on any range. An
+// iterator of the store reads its first page and one more row in one
+// statement; a range longer than that is read again from its start in a
+// repeatable-read, read-only transaction begun in the same round trip, so
+// that every page sees one snapshot, and the transaction's connection is
+// given back when the last page is read or the iterator is closed.
+// Snapshots are repeatable-read, read-only transactions on a connection
+// each, held until Close. A shared batch reads pages in its own
+// (read-committed) transaction.
 //
 // The schema is versioned (table orrery_meta); Open creates or migrates it
 // and refuses a database written by a newer version.

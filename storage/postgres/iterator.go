@@ -1,12 +1,13 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orrery-db/orrery/storage"
@@ -18,11 +19,15 @@ type pageIterator struct {
 	store        *Store
 	lower, upper []byte
 	reverse      bool
-	snap         *snapshot // reads the pages after the first; nil until needed
+	// snap reads the pages after the first: the snapshot the iterator was
+	// opened on, or, for a range of the store longer than a page, one of
+	// the iterator's own (ownSnap), opened with its first page.
+	snap *snapshot
 	// read, when set, reads every page instead (a shared batch's own
 	// connection).
 	read    func(ctx context.Context, sql string, args []any) ([]entry, error)
-	ownSnap bool // snap was opened by the iterator, which closes it
+	ownSnap bool
+	cleanup runtime.Cleanup // closes an own snapshot of an iterator never closed
 	page    []entry
 	pos     int
 	last    []byte // the last key read, where the next page starts
@@ -32,9 +37,9 @@ type pageIterator struct {
 	closed  bool
 }
 
-// pageQuery is the statement and arguments that read the page after last
-// (from the start of the range when last is nil).
-func (it *pageIterator) pageQuery() (string, []any) {
+// pageQuery is the statement and arguments that read up to limit rows
+// after last (from the start of the range when last is nil).
+func (it *pageIterator) pageQuery(limit int) (string, []any) {
 	var conds []string
 	var args []any
 	add := func(cond string, arg []byte) {
@@ -62,7 +67,7 @@ func (it *pageIterator) pageQuery() (string, []any) {
 	if len(conds) > 0 {
 		sql += " WHERE " + strings.Join(conds, " AND ")
 	}
-	return fmt.Sprintf("%s ORDER BY %s LIMIT %d", sql, order, pageSize), args
+	return fmt.Sprintf("%s ORDER BY %s LIMIT %d", sql, order, limit), args
 }
 
 // readPage runs the page query on q, one round trip under the store's
@@ -81,6 +86,11 @@ func readPage(ctx context.Context, q querier, sql string, args []any) ([]entry, 
 	if err != nil {
 		return nil, err
 	}
+	return scanPage(rows)
+}
+
+// scanPage reads the rows of a page query and closes them.
+func scanPage(rows pgx.Rows) ([]entry, error) {
 	var page []entry
 	for rows.Next() {
 		var e entry
@@ -97,29 +107,81 @@ func readPage(ctx context.Context, q querier, sql string, args []any) ([]entry, 
 	return page, rows.Err()
 }
 
-// fetch reads the next page through q, or through the iterator's snapshot
-// when it has one.
-func (it *pageIterator) fetch(q querier) error {
-	sql, args := it.pageQuery()
+// newStoreIterator opens an iterator of the store's latest committed keys
+// that is a point-in-time view however many pages it spans, at the cost of
+// one round trip for a range that fits in a page (the common case):
+//
+//   - it reads the range's first page and one more row in one statement,
+//     outside any transaction, on a connection it gives back at once; if
+//     the range ends within the page, that is the whole range, read in one
+//     snapshot;
+//   - else it reads the first page again, in a repeatable-read, read-only
+//     transaction begun in the same round trip, and reads every later page
+//     in it, so all pages see the same snapshot. The transaction holds a
+//     connection until the last page is read, the iterator fails or is
+//     closed (or, if its user never closes it, is garbage collected).
+//
+// A long range thus pays one more round trip and one page read twice; a
+// transaction for every range would cost every short one a second round
+// trip (the ROLLBACK) and a connection held between the two.
+func (s *Store) newStoreIterator(ctx context.Context, lower, upper []byte, reverse bool) (*pageIterator, error) {
+	it := &pageIterator{ctx: ctx, store: s, lower: lower, upper: upper, reverse: reverse}
+	sql, args := it.pageQuery(pageSize + 1)
+	page, err := s.readPage(ctx, s.pool, sql, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(page) <= pageSize {
+		it.page, it.done = page, true
+		return it, nil
+	}
+	sql, args = it.pageQuery(pageSize)
+	snap, page, err := s.newSnapshot(ctx, sql, args)
+	if err != nil {
+		return nil, err
+	}
+	it.snap, it.ownSnap = snap, true
+	it.cleanup = runtime.AddCleanup(it, func(snap *snapshot) { go snap.Close() }, snap)
+	it.setPage(page)
+	return it, nil
+}
+
+// setPage makes page the current page, read with a limit of pageSize; an
+// own snapshot is closed after the last page, so that an iterator read to
+// its end holds no connection.
+func (it *pageIterator) setPage(page []entry) {
+	it.page, it.pos = page, 0
+	if len(page) < pageSize {
+		it.done = true
+		it.closeSnap()
+	} else {
+		it.last = page[len(page)-1].key
+	}
+}
+
+// closeSnap closes the iterator's own snapshot, if it has one open.
+func (it *pageIterator) closeSnap() {
+	if it.ownSnap {
+		it.ownSnap = false
+		it.cleanup.Stop()
+		it.snap.Close()
+	}
+}
+
+// fetch reads the next page through the iterator's reader.
+func (it *pageIterator) fetch() error {
+	sql, args := it.pageQuery(pageSize)
 	var page []entry
 	var err error
-	switch {
-	case it.read != nil:
+	if it.read != nil {
 		page, err = it.read(it.ctx, sql, args)
-	case it.snap != nil:
+	} else {
 		page, err = it.snap.readPage(it.ctx, sql, args)
-	default:
-		page, err = it.store.readPage(it.ctx, q, sql, args)
 	}
 	if err != nil {
 		return err
 	}
-	it.page, it.pos = page, 0
-	if len(page) < pageSize {
-		it.done = true
-	} else {
-		it.last = page[len(page)-1].key
-	}
+	it.setPage(page)
 	return nil
 }
 
@@ -133,16 +195,9 @@ func (it *pageIterator) Next() bool {
 			it.cur = entry{}
 			return false
 		}
-		if it.snap == nil && it.read == nil {
-			snap, err := it.store.newSnapshot(it.ctx)
-			if err != nil {
-				it.err = it.store.wrap(err)
-				return false
-			}
-			it.snap, it.ownSnap = snap, true
-		}
-		if err := it.fetch(nil); err != nil {
+		if err := it.fetch(); err != nil {
 			it.err = it.store.wrap(err)
+			it.closeSnap()
 			return false
 		}
 	}
@@ -167,82 +222,8 @@ func (it *pageIterator) Close() error {
 	}
 	it.closed = true
 	it.page, it.cur = nil, entry{}
-	if it.ownSnap {
-		it.snap.Close()
-	}
+	it.closeSnap()
 	return nil
-}
-
-// mergeIterator lays a batch's pending writes over a base iterator:
-// pending entries win on equal keys, pending deletions hide base keys.
-type mergeIterator struct {
-	reverse        bool
-	base           storage.Iterator
-	pending        []entry
-	pi             int
-	baseOK, pendOK bool
-	started        bool
-	cur            entry
-}
-
-func (it *mergeIterator) compare(a, b []byte) int {
-	c := bytes.Compare(a, b)
-	if it.reverse {
-		return -c
-	}
-	return c
-}
-
-// Next advances to the next visible key.
-func (it *mergeIterator) Next() bool {
-	if !it.started {
-		it.started = true
-		it.baseOK = it.base.Next()
-		it.pendOK = len(it.pending) > 0
-	}
-	for it.baseOK || it.pendOK {
-		var c int
-		switch {
-		case !it.pendOK:
-			c = -1
-		case !it.baseOK:
-			c = 1
-		default:
-			c = it.compare(it.base.Key(), it.pending[it.pi].key)
-		}
-		if c < 0 {
-			it.cur = entry{key: it.base.Key(), value: it.base.Value()}
-			it.baseOK = it.base.Next()
-			return true
-		}
-		if c == 0 {
-			it.baseOK = it.base.Next()
-		}
-		e := it.pending[it.pi]
-		it.pi++
-		it.pendOK = it.pi < len(it.pending)
-		if !e.deleted {
-			it.cur = e
-			return true
-		}
-	}
-	it.cur = entry{}
-	return false
-}
-
-// Key is the current key.
-func (it *mergeIterator) Key() []byte { return it.cur.key }
-
-// Value is the current value.
-func (it *mergeIterator) Value() []byte { return it.cur.value }
-
-// Err is the base iterator's error.
-func (it *mergeIterator) Err() error { return it.base.Err() }
-
-// Close closes the base iterator.
-func (it *mergeIterator) Close() error {
-	it.cur = entry{}
-	return it.base.Close()
 }
 
 // snapshot is a repeatable-read, read-only transaction on one connection,
@@ -283,7 +264,7 @@ func (s *snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
 // NewIterator iterates over the snapshot's keys in [lower, upper).
 func (s *snapshot) NewIterator(ctx context.Context, lower, upper []byte, reverse bool) (storage.Iterator, error) {
 	it := &pageIterator{ctx: ctx, store: s.store, lower: lower, upper: upper, reverse: reverse, snap: s}
-	if err := it.fetch(nil); err != nil {
+	if err := it.fetch(); err != nil {
 		return nil, s.store.wrap(err)
 	}
 	return it, nil

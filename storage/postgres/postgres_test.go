@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -242,5 +243,94 @@ func TestAStoppedServerIsUnavailableThenServesAgain(t *testing.T) {
 	}
 	if err != nil || string(v) != "v" {
 		t.Fatalf("Get after the server came back: %q, %v; want \"v\"", v, err)
+	}
+}
+
+// acquiredWithin waits up to a bound for the pool to have at most want
+// connections in use, collecting garbage meanwhile when gc is set, and
+// returns how many are.
+func acquiredWithin(s *postgres.Store, want int32, gc bool) int32 {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if gc {
+			runtime.GC()
+		}
+		n := s.Pool().Stat().AcquiredConns()
+		if n <= want || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// An iterator of the store holds a connection only while it has pages left
+// to read in its snapshot: none for a range that fits in a page, one for a
+// longer range until it is read to its end, fails or is closed, and none
+// once an iterator that was never closed is garbage collected; a pool of
+// four connections serves any number of such iterators one after another.
+func TestIteratorsGiveBackTheirConnections(t *testing.T) {
+	ctx := t.Context()
+	s, err := postgres.Open(context.Background(), pgtest.URL(t), postgres.Options{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b := s.NewBatch()
+	for i := range 600 {
+		b.Set(fmt.Appendf(nil, "k%04d", i), []byte("v"))
+	}
+	if err := b.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	long := func(t *testing.T) storage.Iterator {
+		t.Helper()
+		it, err := s.NewIterator(ctx, nil, nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !it.Next() {
+			t.Fatalf("an empty range: %v", it.Err())
+		}
+		return it
+	}
+
+	it, err := s.NewIterator(ctx, []byte("k0010"), []byte("k0020"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Pool().Stat().AcquiredConns(); n != 0 {
+		t.Errorf("an open iterator over one page holds %d connections, want 0", n)
+	}
+	it.Close()
+
+	it = long(t)
+	if n := s.Pool().Stat().AcquiredConns(); n != 1 {
+		t.Errorf("an open iterator over three pages holds %d connections, want 1", n)
+	}
+	for it.Next() {
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Pool().Stat().AcquiredConns(); n != 0 {
+		t.Errorf("an iterator read to its end, not closed yet, holds %d connections, want 0", n)
+	}
+	it.Close()
+
+	long(t).Close()
+	if n := s.Pool().Stat().AcquiredConns(); n != 0 {
+		t.Errorf("an iterator closed after its first key holds %d connections, want 0", n)
+	}
+
+	start := time.Now()
+	for i := range 8 { // twice the pool
+		long(t) // never closed: a leak of its user
+		if n := acquiredWithin(s, 0, true); n != 0 {
+			t.Fatalf("after leaking iterator %d and collecting garbage, %d connections are still held", i, n)
+		}
+	}
+	t.Logf("8 leaked iterators given back in %v", time.Since(start))
+	if _, err := s.Get(ctx, []byte("k0001")); err != nil {
+		t.Fatalf("a point read after the leaks: %v", err)
 	}
 }

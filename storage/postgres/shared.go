@@ -130,10 +130,10 @@ func (b *sharedBatch) NewIterator(ctx context.Context, lower, upper []byte, reve
 		return nil, storage.ErrClosed
 	}
 	base := &pageIterator{ctx: ctx, store: b.store, lower: lower, upper: upper, reverse: reverse, read: b.readPage}
-	if err := base.fetch(nil); err != nil {
+	if err := base.fetch(); err != nil {
 		return nil, b.store.wrap(err)
 	}
-	return &mergeIterator{reverse: reverse, base: base, pending: b.inRange(lower, upper, reverse)}, nil
+	return storage.NewOverlayIterator(base, b.writesIn(lower, upper), lower, upper, reverse), nil
 }
 
 func (b *sharedBatch) Set(key, value []byte) error { return b.set(key, value) }

@@ -45,8 +45,8 @@ const (
 // Options tune Open.
 type Options struct {
 	// MaxConns caps the connection pool; zero means 16, and less than 4
-	// means 4. Every open snapshot, shared batch and iterator past its first
-	// page holds one connection; a quarter of the pool (at least two) is
+	// means 4. Every open snapshot, shared batch and iterator over more
+	// than a page (until it is read to its end) holds one connection; a quarter of the pool (at least two) is
 	// kept for short reads, so snapshots and shared batches wait for one
 	// another before the pool is full.
 	MaxConns int
@@ -348,15 +348,14 @@ func (s *Store) Get(ctx context.Context, key []byte) ([]byte, error) {
 	return v, s.wrap(err)
 }
 
-// NewIterator iterates over [lower, upper). Its first page is read at once,
-// in one statement; a longer range continues in a repeatable-read
-// transaction of its own.
+// NewIterator iterates over a point-in-time view of [lower, upper) (see
+// newStoreIterator).
 func (s *Store) NewIterator(ctx context.Context, lower, upper []byte, reverse bool) (storage.Iterator, error) {
 	if s.closed.Load() {
 		return nil, storage.ErrClosed
 	}
-	it := &pageIterator{ctx: ctx, store: s, lower: lower, upper: upper, reverse: reverse}
-	if err := it.fetch(s.pool); err != nil {
+	it, err := s.newStoreIterator(ctx, lower, upper, reverse)
+	if err != nil {
 		return nil, s.wrap(err)
 	}
 	return it, nil
@@ -383,7 +382,7 @@ func (s *Store) NewSnapshot(ctx context.Context) (storage.Snapshot, error) {
 	case <-s.closeCtx.Done():
 		return nil, storage.ErrClosed
 	}
-	snap, err := s.newSnapshot(ctx)
+	snap, _, err := s.newSnapshot(ctx, "", nil)
 	if err != nil {
 		<-s.slots
 		return nil, s.wrap(err)
@@ -392,8 +391,12 @@ func (s *Store) NewSnapshot(ctx context.Context) (storage.Snapshot, error) {
 	return snap, nil
 }
 
-func (s *Store) newSnapshot(parent context.Context) (*snapshot, error) {
+// newSnapshot opens a repeatable-read, read-only transaction on a
+// connection of its own, in one round trip with its first statement: the
+// page query sql, whose rows it returns, or a no-op when sql is empty.
+func (s *Store) newSnapshot(parent context.Context, sql string, args []any) (*snapshot, []entry, error) {
 	var conn *pgxpool.Conn
+	var page []entry
 	err := s.timed(parent, func(ctx context.Context) error {
 		var err error
 		conn, err = s.pool.Acquire(ctx)
@@ -402,17 +405,24 @@ func (s *Store) newSnapshot(parent context.Context) (*snapshot, error) {
 		}
 		var b pgx.Batch
 		b.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
-		b.Queue(`SELECT 1`) // the snapshot is taken at the first statement
+		if sql == "" {
+			b.Queue(`SELECT 1`) // the snapshot is taken at the first statement
+		} else {
+			b.Queue(sql, args...).Query(func(rows pgx.Rows) (err error) {
+				page, err = scanPage(rows)
+				return err
+			})
+		}
 		if err := conn.SendBatch(ctx, &b).Close(); err != nil {
-			conn.Release()
+			conn.Release() // the pool drops a connection left in a transaction
 			return err
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &snapshot{store: s, conn: conn}, nil
+	return &snapshot{store: s, conn: conn}, page, nil
 }
 
 // rollback ends conn's transaction, closing the connection if the server

@@ -32,6 +32,7 @@ func Run(t *testing.T, open Opener) {
 		{"Bounds", testBounds},
 		{"PrefixScan", testPrefixScan},
 		{"SnapshotIsolation", testSnapshotIsolation},
+		{"IteratorSeesWholeBatchesAcrossPages", testIteratorSeesWholeBatchesAcrossPages},
 		{"UncommittedBatchLeavesNothing", testUncommittedBatchLeavesNothing},
 		{"BatchAfterCommit", testBatchAfterCommit},
 		{"BatchCount", testBatchCount},
@@ -261,6 +262,7 @@ func testBatchReadsOwnWrites(t *testing.T, open Opener) {
 }
 
 func testBatchIterationMerges(t *testing.T, open Opener) {
+	ctx := t.Context()
 	s := openStore(t, open)
 	commit(t, s, "a", "1", "c", "3", "e", "5", "g", "7")
 	b := s.NewBatch()
@@ -296,6 +298,30 @@ func testBatchIterationMerges(t *testing.T, open Opener) {
 	}
 	if got, want := scan(t, s, nil, nil, false), []string{"a=1", "c=3", "e=5", "g=7"}; !slices.Equal(got, want) {
 		t.Errorf("store during the batch = %q, want %q", got, want)
+	}
+	// A batch's iterator sees the writes made before it was opened, not
+	// those made while it is open.
+	for _, reverse := range []bool{false, true} {
+		it, err := b.NewIterator(ctx, nil, nil, reverse)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, b, "a", deleteMark, "b", "20", "d", "4", "i", "9")
+		var got []string
+		for it.Next() {
+			got = append(got, string(it.Key())+"="+string(it.Value()))
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"0=0", "a=1", "b=2", "c=30", "g=7", "h=8"}
+		if reverse {
+			want = []string{"0=0", "b=20", "c=30", "d=4", "g=7", "h=8", "i=9"}
+			slices.Reverse(want)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("reverse=%v: an iterator with writes made while it was open = %q, want %q", reverse, got, want)
+		}
 	}
 }
 
@@ -483,6 +509,132 @@ func testBatchCount(t *testing.T, open Opener) {
 
 // testConcurrentCommits commits from many goroutines at once while readers
 // check, through snapshots, that every batch is seen whole or not at all.
+// pagedKeys is enough keys to span several pages of a backend that reads
+// a range a page at a time (PostgreSQL reads 256 rows per round trip).
+const pagedKeys = 1000
+
+// rewriteAll commits, in one batch, value gen under every one of pagedKeys
+// keys: keys on both sides of every page boundary change at once.
+func rewriteAll(ctx context.Context, s storage.Store, gen int) error {
+	b := s.NewBatch()
+	defer b.Close()
+	v := []byte(fmt.Sprint(gen))
+	for i := range pagedKeys {
+		if err := b.Set(fmt.Appendf(nil, "k%04d", i), v); err != nil {
+			return err
+		}
+	}
+	return b.Commit(ctx)
+}
+
+// wholeGeneration reads the range of pagedKeys through it, calling between
+// (if not nil) after the first key, and reports an error unless it saw
+// every key once, in order, all holding the same value: one batch of
+// rewriteAll, whole.
+func wholeGeneration(it storage.Iterator, reverse bool, between func() error) (string, error) {
+	defer it.Close()
+	var gen string
+	n := 0
+	for it.Next() {
+		want := n
+		if reverse {
+			want = pagedKeys - 1 - n
+		}
+		if k := fmt.Sprintf("k%04d", want); string(it.Key()) != k {
+			return "", fmt.Errorf("key %d is %q, want %q", n, it.Key(), k)
+		}
+		if n == 0 {
+			gen = string(it.Value())
+			if between != nil {
+				if err := between(); err != nil {
+					return "", err
+				}
+			}
+		} else if string(it.Value()) != gen {
+			return "", fmt.Errorf("the iterator saw part of a batch: key %q holds %q, the first key held %q", it.Key(), it.Value(), gen)
+		}
+		n++
+	}
+	if err := it.Err(); err != nil {
+		return "", err
+	}
+	if n != pagedKeys {
+		return "", fmt.Errorf("the iterator saw %d keys, want %d", n, pagedKeys)
+	}
+	return gen, it.Close()
+}
+
+// An iterator of the store (or of a batch, over the store) is a
+// point-in-time view however many pages it spans: a batch that rewrites
+// keys on both sides of page boundaries while the iterator walks them is
+// seen whole or not at all.
+func testIteratorSeesWholeBatchesAcrossPages(t *testing.T, open Opener) {
+	ctx := t.Context()
+	s := openStore(t, open)
+	if err := rewriteAll(ctx, s, 0); err != nil {
+		t.Fatal(err)
+	}
+	gen := 0
+	readers := map[string]func() (storage.Reader, func()){
+		"store": func() (storage.Reader, func()) { return s, func() {} },
+		"batch": func() (storage.Reader, func()) {
+			b := s.NewBatch()
+			return b, func() { b.Close() }
+		},
+	}
+	for name, reader := range readers {
+		for _, reverse := range []bool{false, true} {
+			// A commit after the iterator has read its first key.
+			r, done := reader()
+			it, err := r.NewIterator(ctx, nil, nil, reverse)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := fmt.Sprint(gen)
+			got, err := wholeGeneration(it, reverse, func() error { gen++; return rewriteAll(ctx, s, gen) })
+			done()
+			if err != nil {
+				t.Fatalf("%s, reverse=%v, commit after the first key: %v", name, reverse, err)
+			}
+			if got != before {
+				t.Errorf("%s, reverse=%v: the iterator saw generation %s, committed after its first key; want %s", name, reverse, got, before)
+			}
+		}
+	}
+	// Commits racing with whole scans.
+	stop := make(chan struct{})
+	writerErr := make(chan error, 1)
+	go func() {
+		for g := gen + 1; ; g++ {
+			select {
+			case <-stop:
+				writerErr <- nil
+				return
+			default:
+			}
+			if err := rewriteAll(ctx, s, g); err != nil {
+				writerErr <- err
+				return
+			}
+		}
+	}()
+	for i := range 20 {
+		reverse := i%2 == 1
+		it, err := s.NewIterator(ctx, nil, nil, reverse)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := wholeGeneration(it, reverse, nil); err != nil {
+			t.Errorf("scan %d, reverse=%v, under concurrent commits: %v", i, reverse, err)
+			break
+		}
+	}
+	close(stop)
+	if err := <-writerErr; err != nil {
+		t.Fatal(err)
+	}
+}
+
 func testConcurrentCommits(t *testing.T, open Opener) {
 	ctx := t.Context()
 	s := openStore(t, open)

@@ -1,0 +1,168 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/orrery-db/orrery/storage/postgres"
+	"github.com/orrery-db/orrery/storage/postgres/pgtest"
+)
+
+// benchStore opens a store holding n keys k0000.. for a benchmark.
+func benchStore(b *testing.B, n int) *postgres.Store {
+	ctx := b.Context()
+	b.Helper()
+	s, err := postgres.Open(context.Background(), pgtest.URL(b), postgres.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	batch := s.NewBatch()
+	for i := range n {
+		batch.Set(fmt.Appendf(nil, "k%04d", i), fmt.Appendf(nil, "value %d", i))
+	}
+	if err := batch.Commit(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// loop runs op b.N times and reports, besides the mean, the median latency
+// (p50-ns/op), which a loaded machine's stalls move less.
+func loop(b *testing.B, op func()) {
+	lat := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		start := time.Now()
+		op()
+		lat = append(lat, time.Since(start))
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns/op")
+}
+
+// BenchmarkIterator reads a short range (10 keys, one page: the common case
+// of a point-ish query page) and a long one (1,000 keys, four pages)
+// through Store.NewIterator.
+func BenchmarkIterator(b *testing.B) {
+	ctx := b.Context()
+	s := benchStore(b, 2000)
+	for _, n := range []int{10, 1000} {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			upper := fmt.Appendf(nil, "k%04d", 500+n)
+			loop(b, func() {
+				it, err := s.NewIterator(ctx, []byte("k0500"), upper, false)
+				if err != nil {
+					b.Fatal(err)
+				}
+				got := 0
+				for it.Next() {
+					got++
+				}
+				if err := it.Err(); err != nil {
+					b.Fatal(err)
+				}
+				it.Close()
+				if got != n {
+					b.Fatalf("%d keys, want %d", got, n)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkShortRangeOptions measures, with the store's pool, what each way
+// of reading a one-page range so that a second page could continue in the
+// same snapshot costs: a plain statement (no second page possible in its
+// snapshot), a repeatable-read transaction begun in the same round trip as
+// the statement and rolled back after, and a cursor likewise.
+func BenchmarkShortRangeOptions(b *testing.B) {
+	s := benchStore(b, 2000)
+	ctx := context.Background()
+	const sel = `SELECT k, v FROM orrery_kv WHERE k >= $1 AND k < $2 ORDER BY k LIMIT 257`
+	args := []any{[]byte("k0500"), []byte("k0510")}
+	drain := func(b *testing.B, rows pgx.Rows) {
+		n := 0
+		for rows.Next() {
+			n++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			b.Fatal(err)
+		}
+		if n != 10 {
+			b.Fatalf("%d rows", n)
+		}
+	}
+	b.Run("plain-statement", func(b *testing.B) {
+		loop(b, func() {
+			rows, err := s.Pool().Query(ctx, sel, args...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			drain(b, rows)
+		})
+	})
+	b.Run("repeatable-read-then-rollback", func(b *testing.B) {
+		loop(b, func() {
+			conn, err := s.Pool().Acquire(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var q pgx.Batch
+			q.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
+			q.Queue(sel, args...)
+			br := conn.SendBatch(ctx, &q)
+			if _, err := br.Exec(); err != nil {
+				b.Fatal(err)
+			}
+			rows, err := br.Query()
+			if err != nil {
+				b.Fatal(err)
+			}
+			drain(b, rows)
+			if err := br.Close(); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+				b.Fatal(err)
+			}
+			conn.Release()
+		})
+	})
+	b.Run("cursor-then-rollback", func(b *testing.B) {
+		loop(b, func() {
+			conn, err := s.Pool().Acquire(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var q pgx.Batch
+			q.Queue(`BEGIN READ ONLY`)
+			q.Queue(`DECLARE c NO SCROLL CURSOR FOR `+sel, args...)
+			q.Queue(`FETCH 256 FROM c`)
+			br := conn.SendBatch(ctx, &q)
+			if _, err := br.Exec(); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := br.Exec(); err != nil {
+				b.Fatal(err)
+			}
+			rows, err := br.Query()
+			if err != nil {
+				b.Fatal(err)
+			}
+			drain(b, rows)
+			if err := br.Close(); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+				b.Fatal(err)
+			}
+			conn.Release()
+		})
+	})
+}
