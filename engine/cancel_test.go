@@ -14,7 +14,7 @@ import (
 // A request whose context has ended changes nothing and is answered 408
 // RequestTimeout (never 500, a server fault): item writes, a transactional
 // batch, a delete by partition key and catalog changes, on a store of one
-// process and on a shared one.
+// process and on a shared one (PostgreSQL in the suite's second pass).
 func TestRequestWithAnEndedContextChangesNothing(t *testing.T) {
 	stores := map[string]func(t *testing.T) storage.Store{
 		"memory": func(t *testing.T) storage.Store { return memory.New() },
@@ -26,6 +26,11 @@ func TestRequestWithAnEndedContextChangesNothing(t *testing.T) {
 			return s
 		},
 		"shared": func(t *testing.T) storage.Store { return memory.NewShared() },
+	}
+	if testOnPostgres {
+		stores = map[string]func(t *testing.T) storage.Store{
+			"postgres": func(t *testing.T) storage.Store { return newTestStore(t) },
+		}
 	}
 	for name, open := range stores {
 		t.Run(name, func(t *testing.T) {
