@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orrery-db/orrery/storage"
@@ -51,6 +52,17 @@ func (s *Store) NewSharedBatch(ctx context.Context) (storage.SharedBatch, error)
 // exec runs one statement in the transaction, beginning it first if need
 // be, in one round trip; scan, if not nil, reads the statement's one row.
 func (b *sharedBatch) exec(ctx context.Context, sql string, args []any, scan ...any) error {
+	return b.send(ctx, func(q *pgx.Batch) {
+		qq := q.Queue(sql, args...)
+		if len(scan) > 0 {
+			qq.QueryRow(func(row pgx.Row) error { return row.Scan(scan...) })
+		}
+	})
+}
+
+// send runs the statements that queue adds in the transaction, beginning it
+// first if need be, all in one round trip.
+func (b *sharedBatch) send(ctx context.Context, queue func(q *pgx.Batch)) error {
 	if b.pending == nil {
 		return storage.ErrClosed
 	}
@@ -61,10 +73,7 @@ func (b *sharedBatch) exec(ctx context.Context, sql string, args []any, scan ...
 	if !b.begun {
 		q.Queue("BEGIN")
 	}
-	qq := q.Queue(sql, args...)
-	if len(scan) > 0 {
-		qq.QueryRow(func(row pgx.Row) error { return row.Scan(scan...) })
-	}
+	queue(&q)
 	err := b.store.timed(ctx, func(ctx context.Context) error { return b.conn.SendBatch(ctx, &q).Close() })
 	b.begun = true
 	if errors.Is(err, storage.ErrUnavailable) {
@@ -81,11 +90,51 @@ func (b *sharedBatch) exec(ctx context.Context, sql string, args []any, scan ...
 
 // Lock takes a transaction-scoped advisory lock on a hash of key.
 func (b *sharedBatch) Lock(ctx context.Context, key []byte, exclusive bool) error {
-	sql := `SELECT pg_advisory_xact_lock_shared($1)`
+	return b.exec(ctx, lockSQL(exclusive), []any{hashKey(key)})
+}
+
+func lockSQL(exclusive bool) string {
 	if exclusive {
-		sql = `SELECT pg_advisory_xact_lock($1)`
+		return `SELECT pg_advisory_xact_lock($1)`
 	}
-	return b.exec(ctx, sql, []any{hashKey(key)})
+	return `SELECT pg_advisory_xact_lock_shared($1)`
+}
+
+// LockGet sends the locks and the read in one round trip: the server takes
+// the locks in order, waiting as it must, then reads key (read committed:
+// as of after the locks).
+func (b *sharedBatch) LockGet(ctx context.Context, locks []storage.LockRequest, key []byte) ([]byte, error) {
+	if b.pending == nil {
+		return nil, storage.ErrClosed
+	}
+	v, mine, ownErr := b.lookup(key)
+	found := false
+	err := b.send(ctx, func(q *pgx.Batch) {
+		for _, l := range locks {
+			q.Queue(lockSQL(l.Exclusive), hashKey(l.Key))
+		}
+		if !mine {
+			q.Queue(`SELECT v FROM orrery_kv WHERE k = $1`, key).QueryRow(func(row pgx.Row) error {
+				err := row.Scan(&v)
+				if errors.Is(err, pgx.ErrNoRows) {
+					return nil
+				}
+				found = err == nil
+				return err
+			})
+		}
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case mine:
+		return v, ownErr
+	case !found:
+		return nil, storage.ErrNotFound
+	case v == nil:
+		return []byte{}, nil
+	}
+	return v, nil
 }
 
 // Sequence is the transaction's id, assigned at the first call.
@@ -143,26 +192,60 @@ func (b *sharedBatch) Count() int                  { return b.count }
 // Commit sends the writes and the COMMIT in one round trip and returns the
 // connection to the pool.
 func (b *sharedBatch) Commit() error {
+	_, err := b.commit(false)
+	return err
+}
+
+// CommitWatermark is Commit with the watermark read after the COMMIT, in
+// the same round trip (a statement of its own, outside the transaction).
+func (b *sharedBatch) CommitWatermark() (uint64, error) {
+	return b.commit(true)
+}
+
+// errRolledBack is a COMMIT of a transaction that had failed.
+var errRolledBack = errors.New("postgres: the transaction failed and was rolled back")
+
+func (b *sharedBatch) commit(watermark bool) (uint64, error) {
 	if b.pending == nil {
-		return storage.ErrClosed
+		return 0, storage.ErrClosed
 	}
 	if b.store.closed.Load() {
-		return storage.ErrClosed
+		return 0, storage.ErrClosed
 	}
 	var err error
-	if b.begun || b.pending.Len() > 0 {
+	var w int64
+	committed := false
+	if b.begun || b.pending.Len() > 0 || watermark {
 		var q pgx.Batch
-		if !b.begun {
-			q.Queue("BEGIN")
+		if b.begun || b.pending.Len() > 0 {
+			if !b.begun {
+				q.Queue("BEGIN")
+			}
+			b.queueWrites(&q)
+			q.Queue("COMMIT").Exec(func(ct pgconn.CommandTag) error {
+				if ct.String() != "COMMIT" {
+					// A transaction that had failed ends in a ROLLBACK.
+					return errRolledBack
+				}
+				committed = true
+				return nil
+			})
+		} else {
+			committed = true // nothing to commit
 		}
-		b.queueWrites(&q)
-		q.Queue("COMMIT")
+		if watermark {
+			q.Queue(watermarkSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&w) })
+		}
 		err = b.store.timed(context.Background(), func(ctx context.Context) error { return b.conn.SendBatch(ctx, &q).Close() })
+		if err != nil && committed {
+			// The COMMIT went through; only the watermark is missing.
+			err, w = nil, 0
+		}
 		b.begun = err != nil // a failed COMMIT leaves an aborted transaction
 	}
 	b.pending = nil
 	b.releaseConn()
-	return b.store.wrap(err)
+	return uint64(w), b.store.wrap(err)
 }
 
 // CommitPipelined is Commit.
@@ -220,11 +303,57 @@ func (s *Store) Watermark(ctx context.Context) (uint64, error) {
 	}
 	var w int64
 	if err := s.timed(ctx, func(ctx context.Context) error {
-		return s.pool.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`).Scan(&w)
+		return s.pool.QueryRow(ctx, watermarkSQL).Scan(&w)
 	}); err != nil {
 		return 0, s.wrap(err)
 	}
 	return uint64(w), nil
+}
+
+// watermarkSQL reads the watermark: the oldest transaction id still
+// running, as of the statement's snapshot.
+const watermarkSQL = `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`
+
+// GetAll reads keys and the watermark in one statement, so in one
+// snapshot and one round trip.
+func (s *Store) GetAll(ctx context.Context, keys [][]byte) ([][]byte, uint64, error) {
+	if s.closed.Load() {
+		return nil, 0, storage.ErrClosed
+	}
+	if len(keys) == 0 {
+		w, err := s.Watermark(ctx)
+		return [][]byte{}, w, err
+	}
+	values := make([][]byte, len(keys))
+	var w int64
+	err := s.timed(ctx, func(ctx context.Context) error {
+		rows, err := s.pool.Query(ctx, `SELECT x.i, kv.k IS NOT NULL, kv.v,
+				pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+			FROM unnest($1::bytea[]) WITH ORDINALITY AS x(k, i) LEFT JOIN orrery_kv kv ON kv.k = x.k`, keys)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var i int64
+			var found bool
+			var v []byte
+			if err := rows.Scan(&i, &found, &v, &w); err != nil {
+				return err
+			}
+			if found {
+				if v == nil {
+					v = []byte{}
+				}
+				values[i-1] = v
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, 0, s.wrap(err)
+	}
+	return values, uint64(w), nil
 }
 
 // leadCheckEvery is how often a held duty's connection is checked.
