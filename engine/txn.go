@@ -35,6 +35,8 @@ type txn struct {
 	expiring bool
 	// sb is b on a shared store: the sequence number comes from it.
 	sb storage.SharedBatch
+	// session is the session LSN read with the commit on a shared store.
+	session uint64
 }
 
 // inPartition runs fn as one transaction on a logical partition. The

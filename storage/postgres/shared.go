@@ -117,6 +117,9 @@ func (b *sharedBatch) LockGet(ctx context.Context, locks []storage.LockRequest, 
 			q.Queue(`SELECT v FROM orrery_kv WHERE k = $1`, key).QueryRow(func(row pgx.Row) error {
 				err := row.Scan(&v)
 				if errors.Is(err, pgx.ErrNoRows) {
+					// Absent is an answer, not an error: an error would
+					// also make the driver forget the prepared statement
+					// (two more round trips at its next use).
 					return nil
 				}
 				found = err == nil
@@ -152,24 +155,7 @@ func (b *sharedBatch) Sequence(ctx context.Context) (uint64, error) {
 
 // Get returns the batch's own write of key, else the latest committed value.
 func (b *sharedBatch) Get(key []byte) ([]byte, error) {
-	if b.pending == nil {
-		return nil, storage.ErrClosed
-	}
-	if v, ok, err := b.lookup(key); ok {
-		return v, err
-	}
-	var v []byte
-	err := b.exec(b.store.closeCtx, `SELECT v FROM orrery_kv WHERE k = $1`, []any{key}, &v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, storage.ErrNotFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	if v == nil {
-		v = []byte{}
-	}
-	return v, nil
+	return b.LockGet(b.store.closeCtx, nil, key)
 }
 
 // NewIterator iterates over the latest committed keys under the batch's
