@@ -131,3 +131,85 @@ func TestSharedItemRequestsMakeNoExtraRoundTrips(t *testing.T) {
 	})
 	t.Logf("QueryPage: %d round trips; ChangeFeedPage: %d round trips", query, feed)
 }
+
+// TestSharedItemRequestsFromTheCacheAreNeverStale: item requests look the
+// container up in the catalog cache without asking the store, yet a
+// container deleted on A is gone for B's reads and writes at once, and one
+// made again on A with another partition key is read and written on B by
+// the new definition; the session tokens they carry never go back.
+func TestSharedItemRequestsFromTheCacheAreNeverStale(t *testing.T) {
+	sharedPairs(t, func(t *testing.T, a, b *Engine) {
+		var last uint64
+		session := func(what string, res *ItemResult) {
+			t.Helper()
+			if res.SessionLSN == 0 {
+				t.Fatalf("%s: no session LSN with the result", what)
+			}
+			if res.SessionLSN < last {
+				t.Fatalf("%s: session LSN %d, below the %d of an earlier request", what, res.SessionLSN, last)
+			}
+			last = res.SessionLSN
+		}
+		for round := range 3 {
+			res, err := a.CreateItem(req("", "p", `{"id":"1","pk":"p"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			session("create on A", res)
+			if res, err = b.ReadItem(req("1", "p", "")); err != nil {
+				t.Fatalf("round %d: read on B: %v", round, err)
+			}
+			session("read on B", res)
+			if res, err = b.PatchItem(req("1", "p", `{"operations":[{"op":"add","path":"/b","value":1}]}`)); err != nil {
+				t.Fatalf("round %d: patch on B: %v", round, err)
+			}
+			session("patch on B", res)
+			if err := a.DeleteContainer("db", "c", ""); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.ReadItem(req("1", "p", "")); statusOf(err) != 404 {
+				t.Fatalf("round %d: read on B of an item of a container deleted on A: %v, want 404", round, err)
+			}
+			if _, err := b.ReplaceItem(req("1", "p", `{"id":"1","pk":"p"}`)); statusOf(err) != 404 {
+				t.Fatalf("round %d: replace on B in a container deleted on A: %v, want 404", round, err)
+			}
+			if _, err := a.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/other"]}}`), nil); err != nil {
+				t.Fatal(err)
+			}
+			// B's cache still has /pk: the new definition must win.
+			r := req("", "q", `{"id":"2","other":"q"}`)
+			if res, err = b.CreateItem(r); err != nil {
+				t.Fatalf("round %d: create on B by the new partition key: %v", round, err)
+			}
+			session("create on B", res)
+			if res, err = a.ReadItem(req("2", "q", "")); err != nil {
+				t.Fatalf("round %d: read on A of B's item: %v", round, err)
+			}
+			session("read on A", res)
+			if _, err := b.ReadItem(req("1", "p", "")); statusOf(err) != 404 {
+				t.Fatalf("round %d: read on B of the old container's item: %v, want 404", round, err)
+			}
+			// Made again on A while B's cache has /other: B's write by
+			// /pk would be refused by the cached definition.
+			if err := a.DeleteContainer("db", "c", ""); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), nil); err != nil {
+				t.Fatal(err)
+			}
+			if res, err = b.CreateItem(req("", "p", `{"id":"3","pk":"p"}`)); err != nil {
+				t.Fatalf("round %d: create on B by the partition key of the container made again on A: %v", round, err)
+			}
+			session("create on B", res)
+			if err := b.DeleteContainer("db", "c", ""); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.ReadItem(req("3", "p", "")); statusOf(err) != 404 {
+				t.Fatalf("round %d: read on A of an item of a container deleted on B: %v, want 404", round, err)
+			}
+			if _, err := b.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
