@@ -33,7 +33,7 @@ import (
 //     alone (CachedContainer; a miss checks the store), and a point read
 //     reads the version in the same statement as the item
 //     (Shared.GetAll), a write under its locks in the same round trip as
-//     the locks (SharedBatch.LockGet); a version that moved reloads the
+//     the locks (SharedBatch.Begin); a version that moved reloads the
 //     catalog and the request starts again.
 //   - An item request's session token is the watermark read with its item
 //     (GetAll) or with its COMMIT (SharedBatch.CommitWatermark), not by a
@@ -422,13 +422,16 @@ func (f failedBatch) Close() error                             { return nil }
 func (f failedBatch) Lock(context.Context, []byte, bool) error { return f.err }
 func (f failedBatch) Sequence(context.Context) (uint64, error) { return 0, f.err }
 func (f failedBatch) CommitWatermark() (uint64, error)         { return 0, f.err }
-func (f failedBatch) LockGet(context.Context, []storage.LockRequest, []byte) ([]byte, error) {
+func (f failedBatch) Begin(context.Context, []storage.LockRequest, []byte, bool) ([]byte, error) {
 	return nil, f.err
 }
 
 // beginShared starts a transaction on partition p of c in shared mode: the
 // catalog lock shared, the partition's lock exclusive, and a check that the
-// catalog has not moved under c, all in one round trip (LockGet). stale
+// catalog has not moved under c, all in one round trip with the
+// transaction's sequence number (SharedBatch.Begin: a transaction that
+// writes nothing, one refused by a precondition, say, then has a number
+// it does not use, which only costs the server a transaction id). stale
 // reports that it had (the catalog is reloaded; the caller looks c up
 // again).
 func (e *Engine) beginShared(c *Container, p *partition) (b storage.SharedBatch, stale bool, err error) {
@@ -437,10 +440,10 @@ func (e *Engine) beginShared(c *Container, p *partition) (b storage.SharedBatch,
 	if err != nil {
 		return nil, false, err
 	}
-	v, err := b.LockGet(ctx, []storage.LockRequest{
+	v, err := b.Begin(ctx, []storage.LockRequest{
 		{Key: catalogLockName},
 		{Key: partitionLockName(c.rid, p.enc), Exclusive: true},
-	}, metaCatalogVersion)
+	}, metaCatalogVersion, true)
 	if errors.Is(err, storage.ErrNotFound) {
 		v, err = []byte{}, nil
 	}

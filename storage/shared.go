@@ -48,11 +48,12 @@ type SharedBatch interface {
 	// held a conflicting lock before this one, and no two batches share one;
 	// numbers may skip.
 	Sequence(ctx context.Context) (uint64, error)
-	// LockGet takes locks in order, as Lock does, then reads key as Get
-	// does (storage.ErrNotFound when absent), in one round trip to a
-	// server: what a transaction does first, checking a version under its
-	// locks.
-	LockGet(ctx context.Context, locks []LockRequest, key []byte) ([]byte, error)
+	// Begin takes locks in order, as Lock does, then reads key as Get does
+	// (storage.ErrNotFound when absent), then, if sequence, takes the
+	// batch's Sequence (which Sequence returns from then on), all in one
+	// round trip to a server: what a transaction does first, checking a
+	// version under its locks.
+	Begin(ctx context.Context, locks []LockRequest, key []byte, sequence bool) ([]byte, error)
 	// CommitWatermark is Commit, and returns the Shared store's Watermark
 	// as of just after the commit, read in the same round trip. A watermark
 	// it could not read after the commit succeeded is 0, with a nil error:
@@ -60,7 +61,7 @@ type SharedBatch interface {
 	CommitWatermark() (uint64, error)
 }
 
-// LockRequest names a lock of LockGet and its mode.
+// LockRequest names a lock of Begin and its mode.
 type LockRequest struct {
 	Key       []byte
 	Exclusive bool

@@ -243,14 +243,23 @@ func (b *sharedBatch) Sequence(ctx context.Context) (uint64, error) {
 	return b.seq, nil
 }
 
-// LockGet takes locks in order, then reads key.
-func (b *sharedBatch) LockGet(ctx context.Context, locks []storage.LockRequest, key []byte) ([]byte, error) {
+// Begin takes locks in order, then reads key, then the sequence number.
+func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, key []byte, sequence bool) ([]byte, error) {
 	for _, l := range locks {
 		if err := b.Lock(ctx, l.Key, l.Exclusive); err != nil {
 			return nil, err
 		}
 	}
-	return b.Get(key)
+	v, err := b.Get(key)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return nil, err
+	}
+	if sequence {
+		if _, serr := b.Sequence(ctx); serr != nil {
+			return nil, serr
+		}
+	}
+	return v, err
 }
 
 // CommitWatermark is Commit, then the watermark.

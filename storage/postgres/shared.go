@@ -100,15 +100,17 @@ func lockSQL(exclusive bool) string {
 	return `SELECT pg_advisory_xact_lock_shared($1)`
 }
 
-// LockGet sends the locks and the read in one round trip: the server takes
-// the locks in order, waiting as it must, then reads key (read committed:
-// as of after the locks).
-func (b *sharedBatch) LockGet(ctx context.Context, locks []storage.LockRequest, key []byte) ([]byte, error) {
+// Begin sends the locks, the read and the sequence's statement in one
+// round trip: the server takes the locks in order, waiting as it must, then
+// reads key (read committed: as of after the locks), then gives the
+// transaction its id.
+func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, key []byte, sequence bool) ([]byte, error) {
 	if b.pending == nil {
 		return nil, storage.ErrClosed
 	}
 	v, mine, ownErr := b.lookup(key)
 	found := false
+	var seq int64
 	err := b.send(ctx, func(q *pgx.Batch) {
 		for _, l := range locks {
 			q.Queue(lockSQL(l.Exclusive), hashKey(l.Key))
@@ -126,7 +128,13 @@ func (b *sharedBatch) LockGet(ctx context.Context, locks []storage.LockRequest, 
 				return err
 			})
 		}
+		if sequence && b.seq == 0 {
+			q.Queue(sequenceSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&seq) })
+		}
 	})
+	if err == nil && seq != 0 {
+		b.seq = uint64(seq)
+	}
 	switch {
 	case err != nil:
 		return nil, err
@@ -140,13 +148,16 @@ func (b *sharedBatch) LockGet(ctx context.Context, locks []storage.LockRequest, 
 	return v, nil
 }
 
+// sequenceSQL gives the transaction its id and returns it.
+const sequenceSQL = `SELECT pg_current_xact_id()::text::bigint`
+
 // Sequence is the transaction's id, assigned at the first call.
 func (b *sharedBatch) Sequence(ctx context.Context) (uint64, error) {
 	if b.seq != 0 {
 		return b.seq, nil
 	}
 	var seq int64
-	if err := b.exec(ctx, `SELECT pg_current_xact_id()::text::bigint`, nil, &seq); err != nil {
+	if err := b.exec(ctx, sequenceSQL, nil, &seq); err != nil {
 		return 0, err
 	}
 	b.seq = uint64(seq)
@@ -155,7 +166,7 @@ func (b *sharedBatch) Sequence(ctx context.Context) (uint64, error) {
 
 // Get returns the batch's own write of key, else the latest committed value.
 func (b *sharedBatch) Get(key []byte) ([]byte, error) {
-	return b.LockGet(b.store.closeCtx, nil, key)
+	return b.Begin(b.store.closeCtx, nil, key, false)
 }
 
 // NewIterator iterates over the latest committed keys under the batch's
@@ -274,7 +285,7 @@ func (s *Store) NextSequence(ctx context.Context) (uint64, error) {
 	}
 	var n int64
 	if err := s.timed(ctx, func(ctx context.Context) error {
-		return s.pool.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&n)
+		return s.pool.QueryRow(ctx, sequenceSQL).Scan(&n)
 	}); err != nil {
 		return 0, s.wrap(err)
 	}

@@ -34,7 +34,7 @@ func RunShared(t *testing.T, open SharedOpener) {
 		{"SequenceFollowsLockOrder", testSequenceOrder},
 		{"WatermarkNeverPassesAnOpenBatch", testWatermark},
 		{"GetAllReadsKeysAndTheWatermarkTogether", testGetAll},
-		{"LockGetReadsAfterItsLocks", testLockGet},
+		{"BeginReadsAfterItsLocksAndSequences", testBegin},
 		{"CommitWatermarkPassesTheCommittedBatch", testCommitWatermark},
 		{"LeadIsExclusiveAndLostWithTheConnection", testLead},
 	}
@@ -386,12 +386,17 @@ func testGetAll(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
 	}
 }
 
-// testLockGet: LockGet waits for a conflicting holder, then reads what it
-// committed; a key the batch wrote reads as written.
-func testLockGet(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
+// testBegin: Begin waits for a conflicting holder, then reads what it
+// committed, with a sequence number above the holder's; a key the batch
+// wrote reads as written.
+func testBegin(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
 	commit(t, a, "v", "old")
 	holder := newShared(t, a)
 	lock(t, holder, "L", true)
+	held, err := holder.Sequence(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	var got atomic.Bool
 	type result struct {
 		v   []byte
@@ -403,13 +408,13 @@ func testLockGet(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), patience)
 		defer cancel()
-		v, err := w.LockGet(ctx, []storage.LockRequest{{Key: []byte("S")}, {Key: []byte("L"), Exclusive: true}}, []byte("v"))
+		v, err := w.Begin(ctx, []storage.LockRequest{{Key: []byte("S")}, {Key: []byte("L"), Exclusive: true}}, []byte("v"), true)
 		got.Store(true)
 		done <- result{v, err}
 	}()
 	time.Sleep(settle)
 	if got.Load() {
-		t.Fatal("LockGet returned while another batch held its lock")
+		t.Fatal("Begin returned while another batch held its lock")
 	}
 	write(t, holder, "v", "new")
 	if err := holder.Commit(); err != nil {
@@ -418,18 +423,25 @@ func testLockGet(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
 	select {
 	case r := <-done:
 		if r.err != nil || string(r.v) != "new" {
-			t.Fatalf("LockGet after the holder's commit = %q, %v; want new", r.v, r.err)
+			t.Fatalf("Begin after the holder's commit = %q, %v; want new", r.v, r.err)
 		}
 	case <-time.After(patience):
-		t.Fatalf("LockGet still waits %v after the holder committed", patience)
+		t.Fatalf("Begin still waits %v after the holder committed", patience)
 	}
 	ctx := context.Background()
-	if _, err := w.LockGet(ctx, nil, []byte("absent")); !errors.Is(err, storage.ErrNotFound) {
-		t.Fatalf("LockGet of an absent key: %v, want ErrNotFound", err)
+	seq, err := w.Sequence(ctx)
+	if err != nil || seq <= held {
+		t.Fatalf("Sequence after Begin = %d, %v; want above the holder's %d", seq, err, held)
+	}
+	if _, err := w.Begin(ctx, nil, []byte("absent"), true); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("Begin reading an absent key: %v, want ErrNotFound", err)
+	}
+	if again, err := w.Sequence(ctx); err != nil || again != seq {
+		t.Fatalf("Sequence after a second Begin = %d, %v; want %d still", again, err, seq)
 	}
 	write(t, w, "mine", "m")
-	if v, err := w.LockGet(ctx, []storage.LockRequest{{Key: []byte("L"), Exclusive: true}}, []byte("mine")); err != nil || string(v) != "m" {
-		t.Fatalf("LockGet of the batch's own write = %q, %v; want m", v, err)
+	if v, err := w.Begin(ctx, []storage.LockRequest{{Key: []byte("L"), Exclusive: true}}, []byte("mine"), false); err != nil || string(v) != "m" {
+		t.Fatalf("Begin reading the batch's own write = %q, %v; want m", v, err)
 	}
 }
 
