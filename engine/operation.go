@@ -109,12 +109,23 @@ func (e *Engine) runAloneSession(c *Container, req *BatchRequest, op *BatchOpera
 	}
 	var r BatchOperationResult
 	var tx *txn
-	err := e.inPartition(c, pk, func(t *txn) error {
+	fn := func(t *txn) error {
 		tx = t
 		var err error
 		r, err = t.run(op)
 		return err
-	})
+	}
+	var err error
+	if e.shared != nil {
+		// The item the operation reads first comes with the locks.
+		id := op.ID
+		if op.item != nil {
+			id = op.item.id
+		}
+		err = e.inPartitionShared(c, pk, id, fn)
+	} else {
+		err = e.inPartition(c, pk, fn)
+	}
 	if tx != nil {
 		session = tx.session
 	}

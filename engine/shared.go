@@ -422,47 +422,74 @@ func (f failedBatch) Close() error                             { return nil }
 func (f failedBatch) Lock(context.Context, []byte, bool) error { return f.err }
 func (f failedBatch) Sequence(context.Context) (uint64, error) { return 0, f.err }
 func (f failedBatch) CommitWatermark() (uint64, error)         { return 0, f.err }
-func (f failedBatch) Begin(context.Context, []storage.LockRequest, []byte, bool) ([]byte, error) {
+func (f failedBatch) Begin(context.Context, []storage.LockRequest, [][]byte, bool) ([][]byte, error) {
 	return nil, f.err
 }
 
 // beginShared starts a transaction on partition p of c in shared mode: the
 // catalog lock shared, the partition's lock exclusive, and a check that the
 // catalog has not moved under c, all in one round trip with the
-// transaction's sequence number (SharedBatch.Begin: a transaction that
-// writes nothing, one refused by a precondition, say, then has a number
-// it does not use, which only costs the server a transaction id). stale
-// reports that it had (the catalog is reloaded; the caller looks c up
-// again).
-func (e *Engine) beginShared(c *Container, p *partition) (b storage.SharedBatch, stale bool, err error) {
+// transaction's sequence number and, if read is not nil, the read of key
+// read (SharedBatch.Begin). A transaction that writes nothing (one refused
+// by a precondition, say) then has a number it does not use, which only
+// costs the server a transaction id. stale reports that the catalog had
+// moved (it is reloaded; the caller looks c up again).
+func (e *Engine) beginShared(c *Container, p *partition, read []byte) (b storage.SharedBatch, pre *prefetched, stale bool, err error) {
 	ctx := context.Background()
 	b, err = e.shared.store.NewSharedBatch(ctx)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
-	v, err := b.Begin(ctx, []storage.LockRequest{
+	keys := [][]byte{metaCatalogVersion}
+	if read != nil {
+		keys = append(keys, read)
+	}
+	values, err := b.Begin(ctx, []storage.LockRequest{
 		{Key: catalogLockName},
 		{Key: partitionLockName(c.rid, p.enc), Exclusive: true},
-	}, metaCatalogVersion, true)
-	if errors.Is(err, storage.ErrNotFound) {
-		v, err = []byte{}, nil
-	}
+	}, keys, true)
 	if err != nil {
 		b.Close()
-		return nil, false, err
+		return nil, nil, false, err
+	}
+	v := values[0]
+	if v == nil {
+		v = []byte{}
 	}
 	if !bytes.Equal(v, *e.shared.version.Load()) {
 		b.Close()
 		e.catalogMoved(v)
-		return nil, true, nil
+		return nil, nil, true, nil
 	}
 	// The cache may have been reloaded, retiring c, after the caller
 	// looked c up: the version matches the reloaded cache, not c.
 	if c.retired.Load() {
 		b.Close()
-		return nil, true, nil
+		return nil, nil, true, nil
 	}
-	return b, false, nil
+	if read != nil {
+		pre = &prefetched{key: read, value: values[1]}
+	}
+	return b, pre, false, nil
+}
+
+// prefetched is a key a shared transaction read as it began, under its
+// partition's lock, and its value (nil: absent), for its first read of the
+// key: no other transaction can change an item of the partition before it
+// ends.
+type prefetched struct {
+	key, value []byte
+}
+
+// take returns the prefetched value of key, once: a later read of the key
+// may follow the transaction's own write of it.
+func (t *txn) takePrefetched(key []byte) (value []byte, ok bool) {
+	if t.pre == nil || !bytes.Equal(t.pre.key, key) {
+		return nil, false
+	}
+	value = t.pre.value
+	t.pre = nil
+	return value, true
 }
 
 // sharedWatermark is the highest LSN at or below which every write has
@@ -537,20 +564,26 @@ func (e *Engine) sweepWhileLeading(interval time.Duration, lost <-chan struct{})
 
 // inPartitionShared is inPartition on a shared store: the transaction is a
 // shared batch holding the partition's lock (and the catalog's, shared)
-// until it commits, and its LSN is the batch's sequence number.
-func (e *Engine) inPartitionShared(c *Container, pk PartitionKey, fn func(t *txn) error) error {
+// until it commits, and its LSN is the batch's sequence number. id, if not
+// empty, names the item the transaction reads first: it is read as the
+// transaction begins, in the same round trip.
+func (e *Engine) inPartitionShared(c *Container, pk PartitionKey, id string, fn func(t *txn) error) error {
 	for {
 		p, perr := c.partition(pk)
 		if perr != nil {
 			return perr
 		}
 		if !c.retired.Load() {
-			b, stale, err := e.beginShared(c, p)
+			var read []byte
+			if id != "" {
+				read = p.itemKey(id)
+			}
+			b, pre, stale, err := e.beginShared(c, p, read)
 			if err != nil {
 				return err
 			}
 			if !stale {
-				return e.runShared(b, p, fn)
+				return e.runShared(b, p, pre, fn)
 			}
 		}
 		// The catalog moved (here or on another gateway): write by the
@@ -566,9 +599,9 @@ func (e *Engine) inPartitionShared(c *Container, pk PartitionKey, fn func(t *txn
 	}
 }
 
-func (e *Engine) runShared(b storage.SharedBatch, p *partition, fn func(t *txn) error) error {
+func (e *Engine) runShared(b storage.SharedBatch, p *partition, pre *prefetched, fn func(t *txn) error) error {
 	defer b.Close()
-	t := &txn{e: e, p: p, b: b, sb: b, now: e.now()}
+	t := &txn{e: e, p: p, b: b, sb: b, now: e.now(), pre: pre}
 	if err := fn(t); err != nil {
 		return err
 	}

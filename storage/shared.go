@@ -48,12 +48,13 @@ type SharedBatch interface {
 	// held a conflicting lock before this one, and no two batches share one;
 	// numbers may skip.
 	Sequence(ctx context.Context) (uint64, error)
-	// Begin takes locks in order, as Lock does, then reads key as Get does
-	// (storage.ErrNotFound when absent), then, if sequence, takes the
-	// batch's Sequence (which Sequence returns from then on), all in one
-	// round trip to a server: what a transaction does first, checking a
-	// version under its locks.
-	Begin(ctx context.Context, locks []LockRequest, key []byte, sequence bool) ([]byte, error)
+	// Begin takes locks in order, as Lock does, then reads keys as Get
+	// does (values[i] is keys[i]'s value, nil when absent), then, if
+	// sequence, takes the batch's Sequence (which Sequence returns from
+	// then on), all in one round trip to a server: what a transaction does
+	// first, checking a version and reading what it will change under its
+	// locks.
+	Begin(ctx context.Context, locks []LockRequest, keys [][]byte, sequence bool) (values [][]byte, err error)
 	// CommitWatermark is Commit, and returns the Shared store's Watermark
 	// as of just after the commit, read in the same round trip. A watermark
 	// it could not read after the commit succeeded is 0, with a nil error:

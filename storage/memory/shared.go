@@ -243,23 +243,33 @@ func (b *sharedBatch) Sequence(ctx context.Context) (uint64, error) {
 	return b.seq, nil
 }
 
-// Begin takes locks in order, then reads key, then the sequence number.
-func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, key []byte, sequence bool) ([]byte, error) {
+// Begin takes locks in order, then reads keys, then the sequence number.
+func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, keys [][]byte, sequence bool) ([][]byte, error) {
 	for _, l := range locks {
 		if err := b.Lock(ctx, l.Key, l.Exclusive); err != nil {
 			return nil, err
 		}
 	}
-	v, err := b.Get(key)
-	if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return nil, err
+	values := make([][]byte, len(keys))
+	for i, k := range keys {
+		v, err := b.Get(k)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if v == nil {
+			v = []byte{}
+		}
+		values[i] = v
 	}
 	if sequence {
-		if _, serr := b.Sequence(ctx); serr != nil {
-			return nil, serr
+		if _, err := b.Sequence(ctx); err != nil {
+			return nil, err
 		}
 	}
-	return v, err
+	return values, nil
 }
 
 // CommitWatermark is Commit, then the watermark.

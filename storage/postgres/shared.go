@@ -100,23 +100,29 @@ func lockSQL(exclusive bool) string {
 	return `SELECT pg_advisory_xact_lock_shared($1)`
 }
 
-// Begin sends the locks, the read and the sequence's statement in one
+// Begin sends the locks, the reads and the sequence's statement in one
 // round trip: the server takes the locks in order, waiting as it must, then
-// reads key (read committed: as of after the locks), then gives the
+// reads keys (read committed: as of after the locks), then gives the
 // transaction its id.
-func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, key []byte, sequence bool) ([]byte, error) {
+func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, keys [][]byte, sequence bool) ([][]byte, error) {
 	if b.pending == nil {
 		return nil, storage.ErrClosed
 	}
-	v, mine, ownErr := b.lookup(key)
-	found := false
+	values := make([][]byte, len(keys))
 	var seq int64
 	err := b.send(ctx, func(q *pgx.Batch) {
 		for _, l := range locks {
 			q.Queue(lockSQL(l.Exclusive), hashKey(l.Key))
 		}
-		if !mine {
+		for i, key := range keys {
+			if v, mine, err := b.lookup(key); mine {
+				if err == nil {
+					values[i] = v
+				}
+				continue
+			}
 			q.Queue(`SELECT v FROM orrery_kv WHERE k = $1`, key).QueryRow(func(row pgx.Row) error {
+				var v []byte
 				err := row.Scan(&v)
 				if errors.Is(err, pgx.ErrNoRows) {
 					// Absent is an answer, not an error: an error would
@@ -124,7 +130,10 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 					// (two more round trips at its next use).
 					return nil
 				}
-				found = err == nil
+				if err == nil && v == nil {
+					v = []byte{}
+				}
+				values[i] = v
 				return err
 			})
 		}
@@ -132,20 +141,13 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 			q.Queue(sequenceSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&seq) })
 		}
 	})
-	if err == nil && seq != 0 {
+	if err != nil {
+		return nil, err
+	}
+	if seq != 0 {
 		b.seq = uint64(seq)
 	}
-	switch {
-	case err != nil:
-		return nil, err
-	case mine:
-		return v, ownErr
-	case !found:
-		return nil, storage.ErrNotFound
-	case v == nil:
-		return []byte{}, nil
-	}
-	return v, nil
+	return values, nil
 }
 
 // sequenceSQL gives the transaction its id and returns it.
@@ -166,7 +168,14 @@ func (b *sharedBatch) Sequence(ctx context.Context) (uint64, error) {
 
 // Get returns the batch's own write of key, else the latest committed value.
 func (b *sharedBatch) Get(key []byte) ([]byte, error) {
-	return b.Begin(b.store.closeCtx, nil, key, false)
+	values, err := b.Begin(b.store.closeCtx, nil, [][]byte{key}, false)
+	if err != nil {
+		return nil, err
+	}
+	if values[0] == nil {
+		return nil, storage.ErrNotFound
+	}
+	return values[0], nil
 }
 
 // NewIterator iterates over the latest committed keys under the batch's

@@ -408,7 +408,15 @@ func testBegin(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), patience)
 		defer cancel()
-		v, err := w.Begin(ctx, []storage.LockRequest{{Key: []byte("S")}, {Key: []byte("L"), Exclusive: true}}, []byte("v"), true)
+		values, err := w.Begin(ctx, []storage.LockRequest{{Key: []byte("S")}, {Key: []byte("L"), Exclusive: true}},
+			[][]byte{[]byte("v"), []byte("absent")}, true)
+		var v []byte
+		if err == nil {
+			v = values[0]
+			if values[1] != nil {
+				err = fmt.Errorf("absent key read as %q", values[1])
+			}
+		}
 		got.Store(true)
 		done <- result{v, err}
 	}()
@@ -433,15 +441,16 @@ func testBegin(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
 	if err != nil || seq <= held {
 		t.Fatalf("Sequence after Begin = %d, %v; want above the holder's %d", seq, err, held)
 	}
-	if _, err := w.Begin(ctx, nil, []byte("absent"), true); !errors.Is(err, storage.ErrNotFound) {
-		t.Fatalf("Begin reading an absent key: %v, want ErrNotFound", err)
+	if values, err := w.Begin(ctx, nil, [][]byte{[]byte("absent")}, true); err != nil || values[0] != nil {
+		t.Fatalf("Begin reading an absent key = %q, %v; want nil", values, err)
 	}
 	if again, err := w.Sequence(ctx); err != nil || again != seq {
 		t.Fatalf("Sequence after a second Begin = %d, %v; want %d still", again, err, seq)
 	}
-	write(t, w, "mine", "m")
-	if v, err := w.Begin(ctx, []storage.LockRequest{{Key: []byte("L"), Exclusive: true}}, []byte("mine"), false); err != nil || string(v) != "m" {
-		t.Fatalf("Begin reading the batch's own write = %q, %v; want m", v, err)
+	write(t, w, "mine", "m", "v", deleteMark)
+	values, err := w.Begin(ctx, []storage.LockRequest{{Key: []byte("L"), Exclusive: true}}, [][]byte{[]byte("mine"), []byte("v")}, false)
+	if err != nil || len(values) != 2 || string(values[0]) != "m" || values[1] != nil {
+		t.Fatalf("Begin reading the batch's own write and delete = %q, %v; want [m nil]", values, err)
 	}
 }
 
