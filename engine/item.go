@@ -53,6 +53,10 @@ type ItemResult struct {
 	ETag string
 	// Charge is the request charge in request units.
 	Charge float64
+	// SessionLSN is the LSN of the session token, when the operation read
+	// it from the store with its own work (a shared store); 0 otherwise,
+	// and the caller asks SessionLSN.
+	SessionLSN uint64
 }
 
 var errPartitionKeyRequired = BadRequest("PartitionKey value must be supplied for this operation: send the x-ms-documentdb-partitionkey header.")
@@ -79,6 +83,9 @@ func (e *Engine) DeleteItem(ctx context.Context, req *ItemRequest) (*ItemResult,
 
 // ReadItem reads an item by id and partition key.
 func (e *Engine) ReadItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
+	if e.shared != nil {
+		return e.readItemShared(ctx, req)
+	}
 	c, err := e.Container(ctx, req.Database, req.Container)
 	if err != nil {
 		return nil, err

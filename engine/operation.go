@@ -9,44 +9,85 @@ import "context"
 // itemOperation runs the single-item write typ of req (a BatchCreate ...
 // BatchDelete) through runAlone.
 func (e *Engine) itemOperation(ctx context.Context, typ string, req *ItemRequest) (*ItemResult, error) {
-	c, err := e.Container(ctx, req.Database, req.Container)
+	for {
+		res, again, err := e.itemOperationOnce(ctx, typ, req)
+		if !again {
+			return res, err
+		}
+	}
+}
+
+// itemOperationOnce is itemOperation on the container as the catalog cache
+// has it now. On a shared store the cache is checked against the store by
+// the transaction, under its locks; a request refused before it began (a
+// body that does not fit the container's partition key, say) is refused
+// only if the cache is current, else again is true and the caller runs it
+// on the current container.
+func (e *Engine) itemOperationOnce(ctx context.Context, typ string, req *ItemRequest) (_ *ItemResult, again bool, _ error) {
+	triggers := len(req.PreTriggers)+len(req.PostTriggers) > 0
+	var c *Container
+	var err error
+	if triggers {
+		c, err = e.Container(ctx, req.Database, req.Container)
+	} else {
+		c, err = e.CachedContainer(ctx, req.Database, req.Container)
+	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	op := &BatchOperation{Type: typ, ID: req.ID, Body: req.Body, IfMatch: req.IfMatch}
 	switch typ {
 	case BatchReplace, BatchDelete, BatchPatch:
 		if verr := validID(req.ID); verr != nil {
-			return nil, verr
+			return nil, false, verr
 		}
 	}
 	if typ == BatchDelete || typ == BatchPatch {
 		if !req.HasPartitionKey {
-			return nil, errPartitionKeyRequired
+			return nil, false, errPartitionKeyRequired
 		}
 	}
 	if typ == BatchPatch {
 		if op.patch, err = ParsePatch(req.Body); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	var r BatchOperationResult
-	if len(req.PreTriggers)+len(req.PostTriggers) > 0 {
+	var session uint64
+	begun := true
+	if triggers {
 		r, err = e.runWithTriggers(ctx, c, req, op)
 	} else {
-		r, err = e.runAlone(ctx, c, &BatchRequest{PartitionKey: req.PartitionKey, HasPartitionKey: req.HasPartitionKey}, op)
+		r, session, begun, err = e.runAloneSession(ctx, c, &BatchRequest{PartitionKey: req.PartitionKey, HasPartitionKey: req.HasPartitionKey}, op)
+	}
+	if err != nil && !begun && e.shared != nil {
+		cur, cerr := e.Container(ctx, req.Database, req.Container)
+		if cerr != nil {
+			return nil, false, cerr
+		}
+		if cur != c {
+			return nil, true, nil
+		}
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return &ItemResult{Status: r.Status, Body: r.Body, ETag: r.ETag, Charge: r.Charge}, nil
+	return &ItemResult{Status: r.Status, Body: r.Body, ETag: r.ETag, Charge: r.Charge, SessionLSN: session}, false, nil
 }
 
 // runAlone runs one operation in its own transaction, on the operation's
 // partition key, else the request's, else (for writes of an item) the body's.
 func (e *Engine) runAlone(ctx context.Context, c *Container, req *BatchRequest, op *BatchOperation) (BatchOperationResult, error) {
+	r, _, _, err := e.runAloneSession(ctx, c, req, op)
+	return r, err
+}
+
+// runAloneSession is runAlone, and the session LSN its commit read (see
+// ItemResult.SessionLSN); begun reports that the operation ran in a
+// transaction (it was not refused before).
+func (e *Engine) runAloneSession(ctx context.Context, c *Container, req *BatchRequest, op *BatchOperation) (_ BatchOperationResult, session uint64, begun bool, _ error) {
 	if op.invalid != nil {
-		return BatchOperationResult{}, op.invalid
+		return BatchOperationResult{}, 0, false, op.invalid
 	}
 	pk, ok := op.PartitionKey, op.HasPartitionKey
 	if !ok {
@@ -58,23 +99,39 @@ func (e *Engine) runAlone(ctx context.Context, c *Container, req *BatchRequest, 
 		// is, and names it when the request does not.
 		it, perr := c.parseItem(op.Body, &ItemRequest{PartitionKey: pk, HasPartitionKey: ok})
 		if perr != nil {
-			return BatchOperationResult{}, perr
+			return BatchOperationResult{}, 0, false, perr
 		}
 		pk, ok, op.item = it.pk, true, it
 	}
 	if !ok {
-		return BatchOperationResult{}, errPartitionKeyRequired
+		return BatchOperationResult{}, 0, false, errPartitionKeyRequired
 	}
 	if req.Confined && !pk.Equal(req.Partition) {
-		return BatchOperationResult{}, outsidePartition(pk, req.Partition)
+		return BatchOperationResult{}, 0, false, outsidePartition(pk, req.Partition)
 	}
 	var r BatchOperationResult
-	err := e.inPartition(ctx, c, pk, func(t *txn) error {
+	var tx *txn
+	fn := func(t *txn) error {
+		tx = t
 		var err error
 		r, err = t.run(ctx, op)
 		return err
-	})
-	return r, err
+	}
+	var err error
+	if e.shared != nil {
+		// The item the operation reads first comes with the locks.
+		id := op.ID
+		if op.item != nil {
+			id = op.item.id
+		}
+		err = e.inPartitionShared(ctx, c, pk, id, fn)
+	} else {
+		err = e.inPartition(ctx, c, pk, fn)
+	}
+	if tx != nil {
+		session = tx.session
+	}
+	return r, session, tx != nil, err
 }
 
 // run executes one operation inside the transaction. Failures of the

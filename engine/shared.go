@@ -28,7 +28,16 @@ import (
 //     each lookup reads the version (one point read) and reloads the
 //     catalog when it moved; every write takes the catalog lock shared and
 //     checks the version in its transaction, so no write lands in a
-//     container another gateway has just deleted or changed.
+//     container another gateway has just deleted or changed. Item requests
+//     pay no round trip for this: they look the container up in the cache
+//     alone (CachedContainer; a miss checks the store), and a point read
+//     reads the version in the same statement as the item
+//     (Shared.GetAll), a write under its locks in the same round trip as
+//     the locks (SharedBatch.Begin); a version that moved reloads the
+//     catalog and the request starts again.
+//   - An item request's session token is the watermark read with its item
+//     (GetAll) or with its COMMIT (SharedBatch.CommitWatermark), not by a
+//     round trip of its own (ItemResult.SessionLSN).
 //   - The TTL sweep runs on one gateway at a time, the holder of the duty
 //     "ttl" (Shared.Lead).
 //
@@ -152,6 +161,123 @@ func (e *Engine) CatalogCurrent(ctx context.Context) error {
 	}
 	e.catMu.RUnlock()
 	return nil
+}
+
+// CachedContainer is Container without the store: on a shared store it
+// answers from the catalog cache when the cache knows the container, for a
+// caller whose next step checks the catalog version in the store itself
+// (an item read or write does, in its own round trip), and checks the
+// store as Container does when the cache does not know it (a container
+// just created on another gateway). Without a shared store it is
+// Container.
+func (e *Engine) CachedContainer(ctx context.Context, db, name string) (*Container, error) {
+	c, _, err := e.cachedContainer(ctx, db, name)
+	return c, err
+}
+
+// cachedContainer is CachedContainer, with the catalog version the cache
+// was at when it answered (nil without a shared store).
+func (e *Engine) cachedContainer(ctx context.Context, db, name string) (*Container, []byte, error) {
+	if e.shared == nil {
+		c, err := e.Container(ctx, db, name)
+		return c, nil, err
+	}
+	e.catMu.mu.RLock()
+	c, err := e.lookupContainer(db, name)
+	version := *e.shared.version.Load()
+	e.catMu.mu.RUnlock()
+	if err == nil {
+		return c, version, nil
+	}
+	if err := e.catMu.RLockCurrent(ctx); err != nil {
+		return nil, nil, err
+	}
+	defer e.catMu.RUnlock()
+	c, err = e.lookupContainer(db, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, *e.shared.version.Load(), nil
+}
+
+// catalogMoved reloads the catalog, which the store says is at version v,
+// unless the cache is there already.
+func (e *Engine) catalogMoved(ctx context.Context, v []byte) error {
+	e.catMu.mu.Lock()
+	defer e.catMu.mu.Unlock()
+	return e.reloadCatalogLocked(ctx, v)
+}
+
+// readItemShared is ReadItem on a shared store: the item, the catalog
+// version and the watermark in one round trip. If the version is not the
+// one the container was looked up at, the catalog is reloaded and the read
+// made again by the container's current rules.
+func (e *Engine) readItemShared(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
+	for {
+		c, version, err := e.cachedContainer(ctx, req.Database, req.Container)
+		if err != nil {
+			return nil, err
+		}
+		if !req.HasPartitionKey {
+			return nil, errPartitionKeyRequired
+		}
+		p, perr := c.partition(req.PartitionKey)
+		if perr != nil {
+			// Refused by the cached container's partition key: only if
+			// the cache is current.
+			cur, err := e.Container(ctx, req.Database, req.Container)
+			if err != nil {
+				return nil, err
+			}
+			if cur != c {
+				continue
+			}
+			return nil, perr
+		}
+		if verr := validID(req.ID); verr != nil {
+			return nil, verr
+		}
+		key := p.itemKey(req.ID)
+		values, w, err := e.shared.store.GetAll(ctx, [][]byte{metaCatalogVersion, key})
+		if err != nil {
+			return nil, err
+		}
+		v := values[0]
+		if v == nil {
+			v = []byte{}
+		}
+		if !bytes.Equal(v, version) {
+			if err := e.catalogMoved(ctx, v); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if values[1] == nil {
+			return nil, NotFound(msgNotFound)
+		}
+		it, err := decodeItem(key, values[1])
+		if err != nil {
+			return nil, err
+		}
+		if c.expired(it, e.now().Unix()) {
+			return nil, NotFound(msgNotFound)
+		}
+		etag := it.etag()
+		session := sessionLSN(w)
+		if req.IfNoneMatch != "" && (req.IfNoneMatch == "*" || req.IfNoneMatch == etag) {
+			return &ItemResult{Status: 304, ETag: etag, Charge: 1, SessionLSN: session}, nil
+		}
+		return &ItemResult{Status: 200, Body: it.doc, ETag: etag, Charge: readCharge(len(it.doc)), SessionLSN: session}, nil
+	}
+}
+
+// sessionLSN is the session token's LSN for a store watermark w: the
+// highest LSN at or below which every write has finished (0: unknown).
+func sessionLSN(w uint64) uint64 {
+	if w == 0 {
+		return 0
+	}
+	return w - 1
 }
 
 // RUnlock releases RLock.
@@ -299,32 +425,67 @@ func (b *versionBatch) CommitPipelined(ctx context.Context) (func() error, error
 
 // beginShared starts a transaction on partition p of c in shared mode: the
 // catalog lock shared, the partition's lock exclusive, and a check that the
-// catalog has not moved under c. stale reports that it had (the catalog is
-// reloaded; the caller looks c up again).
-func (e *Engine) beginShared(ctx context.Context, c *Container, p *partition) (b storage.SharedBatch, stale bool, err error) {
+// catalog has not moved under c, all in one round trip with the
+// transaction's sequence number and, if read is not nil, the read of key
+// read (SharedBatch.Begin). A transaction that writes nothing (one refused
+// by a precondition, say) then has a number it does not use, which only
+// costs the server a transaction id. stale reports that the catalog had
+// moved (it is reloaded; the caller looks c up again).
+func (e *Engine) beginShared(ctx context.Context, c *Container, p *partition, read []byte) (b storage.SharedBatch, pre *prefetched, stale bool, err error) {
 	b, err = e.shared.store.NewSharedBatch(ctx)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
-	if err = b.Lock(ctx, catalogLockName, false); err == nil {
-		err = b.Lock(ctx, partitionLockName(c.rid, p.enc), true)
+	keys := [][]byte{metaCatalogVersion}
+	if read != nil {
+		keys = append(keys, read)
 	}
-	var v []byte
-	if err == nil {
-		v, err = catalogVersion(ctx, b)
-	}
+	values, err := b.Begin(ctx, []storage.LockRequest{
+		{Key: catalogLockName},
+		{Key: partitionLockName(c.rid, p.enc), Exclusive: true},
+	}, keys, true)
 	if err != nil {
 		b.Close()
-		return nil, false, err
+		return nil, nil, false, err
+	}
+	v := values[0]
+	if v == nil {
+		v = []byte{}
 	}
 	if !bytes.Equal(v, *e.shared.version.Load()) {
 		b.Close()
-		e.catMu.mu.Lock()
-		e.reloadCatalogLocked(ctx, v)
-		e.catMu.mu.Unlock()
-		return nil, true, nil
+		e.catalogMoved(ctx, v)
+		return nil, nil, true, nil
 	}
-	return b, false, nil
+	// The cache may have been reloaded, retiring c, after the caller
+	// looked c up: the version matches the reloaded cache, not c.
+	if c.retired.Load() {
+		b.Close()
+		return nil, nil, true, nil
+	}
+	if read != nil {
+		pre = &prefetched{key: read, value: values[1]}
+	}
+	return b, pre, false, nil
+}
+
+// prefetched is a key a shared transaction read as it began, under its
+// partition's lock, and its value (nil: absent), for its first read of the
+// key: no other transaction can change an item of the partition before it
+// ends.
+type prefetched struct {
+	key, value []byte
+}
+
+// take returns the prefetched value of key, once: a later read of the key
+// may follow the transaction's own write of it.
+func (t *txn) takePrefetched(key []byte) (value []byte, ok bool) {
+	if t.pre == nil || !bytes.Equal(t.pre.key, key) {
+		return nil, false
+	}
+	value = t.pre.value
+	t.pre = nil
+	return value, true
 }
 
 // sharedWatermark is the highest LSN at or below which every write has
@@ -397,15 +558,21 @@ func (e *Engine) sweepWhileLeading(ctx context.Context, interval time.Duration, 
 
 // inPartitionShared is inPartition on a shared store: the transaction is a
 // shared batch holding the partition's lock (and the catalog's, shared)
-// until it commits, and its LSN is the batch's sequence number.
-func (e *Engine) inPartitionShared(ctx context.Context, c *Container, pk PartitionKey, fn func(t *txn) error) error {
+// until it commits, and its LSN is the batch's sequence number. id, if not
+// empty, names the item the transaction reads first: it is read as the
+// transaction begins, in the same round trip.
+func (e *Engine) inPartitionShared(ctx context.Context, c *Container, pk PartitionKey, id string, fn func(t *txn) error) error {
 	for {
 		p, perr := c.partition(pk)
 		if perr != nil {
 			return perr
 		}
 		if !c.retired.Load() {
-			b, stale, err := e.beginShared(ctx, c, p)
+			var read []byte
+			if id != "" {
+				read = p.itemKey(id)
+			}
+			b, pre, stale, err := e.beginShared(ctx, c, p, read)
 			if err != nil {
 				return err
 			}
@@ -414,7 +581,7 @@ func (e *Engine) inPartitionShared(ctx context.Context, c *Container, pk Partiti
 			// a reload by another writer, that left the cache at the
 			// store's version. Both retire c before they let go.
 			if !stale && !c.retired.Load() {
-				return e.runShared(ctx, b, p, fn)
+				return e.runShared(ctx, b, p, pre, fn)
 			}
 			if !stale {
 				b.Close()
@@ -433,9 +600,9 @@ func (e *Engine) inPartitionShared(ctx context.Context, c *Container, pk Partiti
 	}
 }
 
-func (e *Engine) runShared(ctx context.Context, b storage.SharedBatch, p *partition, fn func(t *txn) error) error {
+func (e *Engine) runShared(ctx context.Context, b storage.SharedBatch, p *partition, pre *prefetched, fn func(t *txn) error) error {
 	defer b.Close()
-	t := &txn{e: e, p: p, b: b, sb: b, now: e.now()}
+	t := &txn{e: e, p: p, b: b, sb: b, now: e.now(), pre: pre}
 	defer func() {
 		if t.lsn != 0 {
 			e.shared.done()
@@ -447,9 +614,11 @@ func (e *Engine) runShared(ctx context.Context, b storage.SharedBatch, p *partit
 	if b.Count() == 0 {
 		return nil
 	}
-	if err := b.Commit(ctx); err != nil {
+	w, err := b.CommitWatermark(ctx)
+	if err != nil {
 		return err
 	}
+	t.session = sessionLSN(w)
 	if t.lsn != 0 {
 		e.shared.noteFinished(t.lsn)
 	}

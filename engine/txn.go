@@ -35,6 +35,10 @@ type txn struct {
 	expiring bool
 	// sb is b on a shared store: the sequence number comes from it.
 	sb storage.SharedBatch
+	// session is the session LSN read with the commit on a shared store.
+	session uint64
+	// pre is the item a shared transaction read as it began.
+	pre *prefetched
 }
 
 // inPartition runs fn as one transaction on a logical partition. The
@@ -52,7 +56,7 @@ type txn struct {
 // do, after releasing the partition's lock.
 func (e *Engine) inPartition(ctx context.Context, c *Container, pk PartitionKey, fn func(t *txn) error) error {
 	if e.shared != nil {
-		return e.inPartitionShared(ctx, c, pk, fn)
+		return e.inPartitionShared(ctx, c, pk, "", fn)
 	}
 	var p *partition
 	var mu *sync.Mutex
@@ -136,6 +140,12 @@ func (t *txn) getAny(ctx context.Context, id string) (*storedItem, error) {
 	key := t.p.itemKey(id)
 	if t.e.absent(t.p.c, key) {
 		return nil, nil
+	}
+	if v, ok := t.takePrefetched(key); ok {
+		if v == nil {
+			return nil, nil
+		}
+		return decodeItem(key, v)
 	}
 	v, err := t.b.Get(ctx, key)
 	if errors.Is(err, storage.ErrNotFound) {

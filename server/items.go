@@ -19,10 +19,23 @@ func (s *Server) containerOf(r *request) (*engine.Container, error) {
 	return c, nil
 }
 
+// itemContainerOf is containerOf for an item operation, which checks the
+// catalog against the store itself: from the engine's cache when it knows
+// the container (no round trip of its own on a shared store).
+func (s *Server) itemContainerOf(r *request) (*engine.Container, error) {
+	ctx := r.Context()
+	c, err := s.eng.CachedContainer(ctx, r.t.db, r.t.coll)
+	if err != nil {
+		return nil, err
+	}
+	r.setContentPath(c)
+	return c, nil
+}
+
 // createItem serves POST /dbs/{db}/colls/{coll}/docs: create, or upsert.
 func (s *Server) createItem(r *request) error {
 	ctx := r.Context()
-	if _, err := s.containerOf(r); err != nil {
+	if _, err := s.itemContainerOf(r); err != nil {
 		return err
 	}
 	pk, hasPK, err := r.partitionKey()
@@ -73,7 +86,7 @@ func (s *Server) readItemFeed(r *request) error {
 func (s *Server) item(r *request) error {
 	ctx := r.Context()
 	db, coll, id := r.t.db, r.t.coll, r.t.id
-	c, err := s.containerOf(r)
+	c, err := s.itemContainerOf(r)
 	if err != nil {
 		return err
 	}
@@ -120,7 +133,17 @@ func (s *Server) item(r *request) error {
 
 // writeItem writes an item result; writes under Prefer: return=minimal get no body.
 func (s *Server) writeItem(r *request, res *engine.ItemResult) error {
-	s.setSession(r)
+	ctx := r.Context()
+	if res.SessionLSN != 0 {
+		// The operation read it with its own work; the container's path
+		// is that of the cache the operation brought up to date.
+		s.setSessionLSN(r, res.SessionLSN)
+		if c, err := s.eng.CachedContainer(ctx, r.t.db, r.t.coll); err == nil {
+			r.setContentPath(c)
+		}
+	} else {
+		s.setSession(r)
+	}
 	body := res.Body
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.preferMinimal() {
 		body = nil
@@ -141,9 +164,14 @@ func (r *request) setContentPath(c *engine.Container) {
 // ("0" when it names none), one region.
 func (s *Server) setSession(r *request) {
 	ctx := r.Context()
+	s.setSessionLSN(r, s.eng.SessionLSN(ctx))
+}
+
+// setSessionLSN is setSession with the LSN given.
+func (s *Server) setSessionLSN(r *request, lsn uint64) {
 	id := r.partitionKeyRangeID()
 	if _, err := strconv.ParseUint(id, 10, 32); err != nil {
 		id = "0"
 	}
-	r.w.Header()["X-Ms-Session-Token"] = []string{id + ":-1#" + formatUint(s.eng.SessionLSN(ctx))}
+	r.w.Header()["X-Ms-Session-Token"] = []string{id + ":-1#" + formatUint(lsn)}
 }

@@ -24,6 +24,12 @@ type Shared interface {
 	// reads only entries below it never passes over an entry that commits
 	// later with a lower number.
 	Watermark(ctx context.Context) (uint64, error)
+	// GetAll reads keys and the Watermark together, all as of one moment
+	// and in one round trip to a server: values[i] is the value of
+	// keys[i], nil when it is absent. A caller that checks a key it keeps
+	// cached (a version) alongside the key it wants pays nothing for the
+	// check, and the watermark comes with the read.
+	GetAll(ctx context.Context, keys [][]byte) (values [][]byte, watermark uint64, err error)
 	// Lead makes this process the one that performs duty (say, the TTL
 	// sweep) among all processes on the store. It blocks until it does, ctx
 	// is done (ctx.Err()) or the store fails. It returns lost, closed when
@@ -45,4 +51,22 @@ type SharedBatch interface {
 	// held a conflicting lock before this one, and no two batches share one;
 	// numbers may skip.
 	Sequence(ctx context.Context) (uint64, error)
+	// Begin takes locks in order, as Lock does, then reads keys as Get
+	// does (values[i] is keys[i]'s value, nil when absent), then, if
+	// sequence, takes the batch's Sequence (which Sequence returns from
+	// then on), all in one round trip to a server: what a transaction does
+	// first, checking a version and reading what it will change under its
+	// locks.
+	Begin(ctx context.Context, locks []LockRequest, keys [][]byte, sequence bool) (values [][]byte, err error)
+	// CommitWatermark is Commit, and returns the Shared store's Watermark
+	// as of just after the commit, read in the same round trip. A watermark
+	// it could not read after the commit succeeded is 0, with a nil error:
+	// the batch is committed.
+	CommitWatermark(ctx context.Context) (uint64, error)
+}
+
+// LockRequest names a lock of Begin and its mode.
+type LockRequest struct {
+	Key       []byte
+	Exclusive bool
 }

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 
@@ -242,6 +243,43 @@ func (b *sharedBatch) Sequence(ctx context.Context) (uint64, error) {
 	return b.seq, nil
 }
 
+// Begin takes locks in order, then reads keys, then the sequence number.
+func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, keys [][]byte, sequence bool) ([][]byte, error) {
+	for _, l := range locks {
+		if err := b.Lock(ctx, l.Key, l.Exclusive); err != nil {
+			return nil, err
+		}
+	}
+	values := make([][]byte, len(keys))
+	for i, k := range keys {
+		v, err := b.Get(ctx, k)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if v == nil {
+			v = []byte{}
+		}
+		values[i] = v
+	}
+	if sequence {
+		if _, err := b.Sequence(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return values, nil
+}
+
+// CommitWatermark is Commit, then the watermark.
+func (b *sharedBatch) CommitWatermark(ctx context.Context) (uint64, error) {
+	if err := b.Commit(ctx); err != nil {
+		return 0, err
+	}
+	return b.st.watermark(), nil
+}
+
 // end releases the batch's locks and sequence number.
 func (b *sharedBatch) end() {
 	st := b.st
@@ -252,6 +290,9 @@ func (b *sharedBatch) end() {
 	}
 	for _, name := range b.held {
 		l := st.locks[name]
+		if l == nil {
+			continue // held twice, and freed at the first
+		}
 		if l.excl == b {
 			l.excl = nil
 		}
@@ -293,14 +334,46 @@ func (s *SharedStore) Watermark(ctx context.Context) (uint64, error) {
 	if s.closed.Load() {
 		return 0, storage.ErrClosed
 	}
-	st := s.st
+	return s.st.watermark(), nil
+}
+
+func (st *sharedState) watermark() uint64 {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	w := st.next + 1
 	for seq := range st.inflight {
 		w = min(w, seq)
 	}
-	return w, nil
+	return w
+}
+
+// GetAll reads keys in one snapshot, then the watermark: taken just after
+// the snapshot, it can only be newer than the snapshot's own, which a
+// caller may take it for (it only rises).
+func (s *SharedStore) GetAll(ctx context.Context, keys [][]byte) ([][]byte, uint64, error) {
+	if s.closed.Load() {
+		return nil, 0, storage.ErrClosed
+	}
+	snap, err := s.st.store.NewSnapshot(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer snap.Close()
+	values := make([][]byte, len(keys))
+	for i, k := range keys {
+		v, err := snap.Get(ctx, k)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		if v == nil {
+			v = []byte{}
+		}
+		values[i] = v
+	}
+	return values, s.st.watermark(), nil
 }
 
 // memLead is a duty held by a handle.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orrery-db/orrery/storage"
@@ -51,6 +52,17 @@ func (s *Store) NewSharedBatch(ctx context.Context) (storage.SharedBatch, error)
 // exec runs one statement in the transaction, beginning it first if need
 // be, in one round trip; scan, if not nil, reads the statement's one row.
 func (b *sharedBatch) exec(ctx context.Context, sql string, args []any, scan ...any) error {
+	return b.send(ctx, func(q *pgx.Batch) {
+		qq := q.Queue(sql, args...)
+		if len(scan) > 0 {
+			qq.QueryRow(func(row pgx.Row) error { return row.Scan(scan...) })
+		}
+	})
+}
+
+// send runs the statements that queue adds in the transaction, beginning it
+// first if need be, all in one round trip.
+func (b *sharedBatch) send(ctx context.Context, queue func(q *pgx.Batch)) error {
 	if b.pending == nil {
 		return storage.ErrClosed
 	}
@@ -61,10 +73,7 @@ func (b *sharedBatch) exec(ctx context.Context, sql string, args []any, scan ...
 	if !b.begun {
 		q.Queue("BEGIN")
 	}
-	qq := q.Queue(sql, args...)
-	if len(scan) > 0 {
-		qq.QueryRow(func(row pgx.Row) error { return row.Scan(scan...) })
-	}
+	queue(&q)
 	err := b.store.timed(ctx, func(ctx context.Context) error { return b.conn.SendBatch(ctx, &q).Close() })
 	b.begun = true
 	if errors.Is(err, storage.ErrUnavailable) {
@@ -81,12 +90,68 @@ func (b *sharedBatch) exec(ctx context.Context, sql string, args []any, scan ...
 
 // Lock takes a transaction-scoped advisory lock on a hash of key.
 func (b *sharedBatch) Lock(ctx context.Context, key []byte, exclusive bool) error {
-	sql := `SELECT pg_advisory_xact_lock_shared($1)`
-	if exclusive {
-		sql = `SELECT pg_advisory_xact_lock($1)`
-	}
-	return b.exec(ctx, sql, []any{hashKey(key)})
+	return b.exec(ctx, lockSQL(exclusive), []any{hashKey(key)})
 }
+
+func lockSQL(exclusive bool) string {
+	if exclusive {
+		return `SELECT pg_advisory_xact_lock($1)`
+	}
+	return `SELECT pg_advisory_xact_lock_shared($1)`
+}
+
+// Begin sends the locks, the reads and the sequence's statement in one
+// round trip: the server takes the locks in order, waiting as it must, then
+// reads keys (read committed: as of after the locks), then gives the
+// transaction its id.
+func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, keys [][]byte, sequence bool) ([][]byte, error) {
+	if b.pending == nil {
+		return nil, storage.ErrClosed
+	}
+	values := make([][]byte, len(keys))
+	var seq int64
+	err := b.send(ctx, func(q *pgx.Batch) {
+		for _, l := range locks {
+			q.Queue(lockSQL(l.Exclusive), hashKey(l.Key))
+		}
+		for i, key := range keys {
+			if v, mine, err := b.lookup(key); mine {
+				if err == nil {
+					values[i] = v
+				}
+				continue
+			}
+			q.Queue(`SELECT v FROM orrery_kv WHERE k = $1`, key).QueryRow(func(row pgx.Row) error {
+				var v []byte
+				err := row.Scan(&v)
+				if errors.Is(err, pgx.ErrNoRows) {
+					// Absent is an answer, not an error: an error would
+					// also make the driver forget the prepared statement
+					// (two more round trips at its next use).
+					return nil
+				}
+				if err == nil && v == nil {
+					v = []byte{}
+				}
+				values[i] = v
+				return err
+			})
+		}
+		if sequence && b.seq == 0 {
+			q.Queue(sequenceSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&seq) })
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if seq != 0 {
+		b.seq = uint64(seq)
+	}
+	return values, nil
+}
+
+// sequenceSQL gives the transaction its id and returns it.
+const sequenceSQL = `SELECT pg_current_xact_id()::text::bigint`
 
 // Sequence is the transaction's id, assigned at the first call.
 func (b *sharedBatch) Sequence(ctx context.Context) (uint64, error) {
@@ -94,7 +159,7 @@ func (b *sharedBatch) Sequence(ctx context.Context) (uint64, error) {
 		return b.seq, nil
 	}
 	var seq int64
-	if err := b.exec(ctx, `SELECT pg_current_xact_id()::text::bigint`, nil, &seq); err != nil {
+	if err := b.exec(ctx, sequenceSQL, nil, &seq); err != nil {
 		return 0, err
 	}
 	b.seq = uint64(seq)
@@ -103,24 +168,14 @@ func (b *sharedBatch) Sequence(ctx context.Context) (uint64, error) {
 
 // Get returns the batch's own write of key, else the latest committed value.
 func (b *sharedBatch) Get(ctx context.Context, key []byte) ([]byte, error) {
-	if b.pending == nil {
-		return nil, storage.ErrClosed
-	}
-	if v, ok, err := b.lookup(key); ok {
-		return v, err
-	}
-	var v []byte
-	err := b.exec(ctx, `SELECT v FROM orrery_kv WHERE k = $1`, []any{key}, &v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, storage.ErrNotFound
-	}
+	values, err := b.Begin(ctx, nil, [][]byte{key}, false)
 	if err != nil {
 		return nil, err
 	}
-	if v == nil {
-		v = []byte{}
+	if values[0] == nil {
+		return nil, storage.ErrNotFound
 	}
-	return v, nil
+	return values[0], nil
 }
 
 // NewIterator iterates over the latest committed keys under the batch's
@@ -144,26 +199,60 @@ func (b *sharedBatch) Count() int                  { return b.count }
 // connection to the pool. A cancel of ctx after the COMMIT was sent leaves
 // the outcome unknown (see timed).
 func (b *sharedBatch) Commit(ctx context.Context) error {
+	_, err := b.commit(ctx, false)
+	return err
+}
+
+// CommitWatermark is Commit with the watermark read after the COMMIT, in
+// the same round trip (a statement of its own, outside the transaction).
+func (b *sharedBatch) CommitWatermark(ctx context.Context) (uint64, error) {
+	return b.commit(ctx, true)
+}
+
+// errRolledBack is a COMMIT of a transaction that had failed.
+var errRolledBack = errors.New("postgres: the transaction failed and was rolled back")
+
+func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error) {
 	if b.pending == nil {
-		return storage.ErrClosed
+		return 0, storage.ErrClosed
 	}
 	if b.store.closed.Load() {
-		return storage.ErrClosed
+		return 0, storage.ErrClosed
 	}
 	var err error
-	if b.begun || b.pending.Len() > 0 {
+	var w int64
+	committed := false
+	if b.begun || b.pending.Len() > 0 || watermark {
 		var q pgx.Batch
-		if !b.begun {
-			q.Queue("BEGIN")
+		if b.begun || b.pending.Len() > 0 {
+			if !b.begun {
+				q.Queue("BEGIN")
+			}
+			b.queueWrites(&q)
+			q.Queue("COMMIT").Exec(func(ct pgconn.CommandTag) error {
+				if ct.String() != "COMMIT" {
+					// A transaction that had failed ends in a ROLLBACK.
+					return errRolledBack
+				}
+				committed = true
+				return nil
+			})
+		} else {
+			committed = true // nothing to commit
 		}
-		b.queueWrites(&q)
-		q.Queue("COMMIT")
+		if watermark {
+			q.Queue(watermarkSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&w) })
+		}
 		err = b.store.timed(ctx, func(ctx context.Context) error { return b.conn.SendBatch(ctx, &q).Close() })
+		if err != nil && committed {
+			// The COMMIT went through; only the watermark is missing.
+			err, w = nil, 0
+		}
 		b.begun = err != nil // a failed COMMIT leaves an aborted transaction
 	}
 	b.pending = nil
 	b.releaseConn()
-	return b.store.wrap(err)
+	return uint64(w), b.store.wrap(err)
 }
 
 // CommitPipelined is Commit.
@@ -206,7 +295,7 @@ func (s *Store) NextSequence(ctx context.Context) (uint64, error) {
 	}
 	var n int64
 	if err := s.timed(ctx, func(ctx context.Context) error {
-		return s.pool.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&n)
+		return s.pool.QueryRow(ctx, sequenceSQL).Scan(&n)
 	}); err != nil {
 		return 0, s.wrap(err)
 	}
@@ -221,11 +310,57 @@ func (s *Store) Watermark(ctx context.Context) (uint64, error) {
 	}
 	var w int64
 	if err := s.timed(ctx, func(ctx context.Context) error {
-		return s.pool.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`).Scan(&w)
+		return s.pool.QueryRow(ctx, watermarkSQL).Scan(&w)
 	}); err != nil {
 		return 0, s.wrap(err)
 	}
 	return uint64(w), nil
+}
+
+// watermarkSQL reads the watermark: the oldest transaction id still
+// running, as of the statement's snapshot.
+const watermarkSQL = `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`
+
+// GetAll reads keys and the watermark in one statement, so in one
+// snapshot and one round trip.
+func (s *Store) GetAll(ctx context.Context, keys [][]byte) ([][]byte, uint64, error) {
+	if s.closed.Load() {
+		return nil, 0, storage.ErrClosed
+	}
+	if len(keys) == 0 {
+		w, err := s.Watermark(ctx)
+		return [][]byte{}, w, err
+	}
+	values := make([][]byte, len(keys))
+	var w int64
+	err := s.timed(ctx, func(ctx context.Context) error {
+		rows, err := s.pool.Query(ctx, `SELECT x.i, kv.k IS NOT NULL, kv.v,
+				pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+			FROM unnest($1::bytea[]) WITH ORDINALITY AS x(k, i) LEFT JOIN orrery_kv kv ON kv.k = x.k`, keys)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var i int64
+			var found bool
+			var v []byte
+			if err := rows.Scan(&i, &found, &v, &w); err != nil {
+				return err
+			}
+			if found {
+				if v == nil {
+					v = []byte{}
+				}
+				values[i-1] = v
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, 0, s.wrap(err)
+	}
+	return values, uint64(w), nil
 }
 
 // leadCheckEvery is how often a held duty's connection is checked.

@@ -33,6 +33,9 @@ func RunShared(t *testing.T, open SharedOpener) {
 		{"LockWaitEndsWithContext", testLockContext},
 		{"SequenceFollowsLockOrder", testSequenceOrder},
 		{"WatermarkNeverPassesAnOpenBatch", testWatermark},
+		{"GetAllReadsKeysAndTheWatermarkTogether", testGetAll},
+		{"BeginReadsAfterItsLocksAndSequences", testBegin},
+		{"CommitWatermarkPassesTheCommittedBatch", testCommitWatermark},
 		{"LeadIsExclusiveAndLostWithTheConnection", testLead},
 	}
 	for _, c := range cases {
@@ -348,6 +351,138 @@ func testWatermark(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
 			t.Fatalf("watermark %d still not past %d, committed %v ago", w, seq, patience)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// testGetAll: GetAll reads every key (nil for an absent one, empty for an
+// empty value) as the other handle committed it, and a watermark that does
+// not pass an open batch.
+func testGetAll(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
+	ctx := context.Background()
+	commit(t, a, "x", "1", "empty", "")
+	open := newShared(t, a)
+	defer open.Close()
+	seq, err := open.Sequence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, open, "x", "uncommitted")
+	values, w, err := b.GetAll(ctx, [][]byte{[]byte("absent"), []byte("x"), []byte("empty")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(values) != 3 || values[0] != nil || string(values[1]) != "1" || values[2] == nil || len(values[2]) != 0 {
+		t.Fatalf("GetAll(absent, x, empty) = %q, want [nil 1 \"\"]", values)
+	}
+	if w > seq {
+		t.Fatalf("GetAll's watermark %d passed open batch %d", w, seq)
+	}
+	if w == 0 {
+		t.Fatal("GetAll returned no watermark")
+	}
+	if err := open.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	values, _, err = b.GetAll(ctx, [][]byte{[]byte("x")})
+	if err != nil || string(values[0]) != "uncommitted" {
+		t.Fatalf("GetAll after the commit = %q, %v; want the committed value", values, err)
+	}
+}
+
+// testBegin: Begin waits for a conflicting holder, then reads what it
+// committed, with a sequence number above the holder's; a key the batch
+// wrote reads as written.
+func testBegin(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
+	ctx := t.Context()
+	commit(t, a, "v", "old")
+	holder := newShared(t, a)
+	lock(t, holder, "L", true)
+	held, err := holder.Sequence(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got atomic.Bool
+	type result struct {
+		v   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	w := newShared(t, b)
+	defer w.Close()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
+		defer cancel()
+		values, err := w.Begin(ctx, []storage.LockRequest{{Key: []byte("S")}, {Key: []byte("L"), Exclusive: true}},
+			[][]byte{[]byte("v"), []byte("absent")}, true)
+		var v []byte
+		if err == nil {
+			v = values[0]
+			if values[1] != nil {
+				err = fmt.Errorf("absent key read as %q", values[1])
+			}
+		}
+		got.Store(true)
+		done <- result{v, err}
+	}()
+	time.Sleep(settle)
+	if got.Load() {
+		t.Fatal("Begin returned while another batch held its lock")
+	}
+	write(t, holder, "v", "new")
+	if err := holder.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r.err != nil || string(r.v) != "new" {
+			t.Fatalf("Begin after the holder's commit = %q, %v; want new", r.v, r.err)
+		}
+	case <-time.After(patience):
+		t.Fatalf("Begin still waits %v after the holder committed", patience)
+	}
+	seq, err := w.Sequence(ctx)
+	if err != nil || seq <= held {
+		t.Fatalf("Sequence after Begin = %d, %v; want above the holder's %d", seq, err, held)
+	}
+	if values, err := w.Begin(ctx, nil, [][]byte{[]byte("absent")}, true); err != nil || values[0] != nil {
+		t.Fatalf("Begin reading an absent key = %q, %v; want nil", values, err)
+	}
+	if again, err := w.Sequence(ctx); err != nil || again != seq {
+		t.Fatalf("Sequence after a second Begin = %d, %v; want %d still", again, err, seq)
+	}
+	write(t, w, "mine", "m", "v", deleteMark)
+	values, err := w.Begin(ctx, []storage.LockRequest{{Key: []byte("L"), Exclusive: true}}, [][]byte{[]byte("mine"), []byte("v")}, false)
+	if err != nil || len(values) != 2 || string(values[0]) != "m" || values[1] != nil {
+		t.Fatalf("Begin reading the batch's own write and delete = %q, %v; want [m nil]", values, err)
+	}
+}
+
+// testCommitWatermark: the watermark CommitWatermark returns passes the
+// batch it committed when no other batch is open, and the writes are
+// there.
+func testCommitWatermark(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
+	ctx := context.Background()
+	sb := newShared(t, a)
+	lock(t, sb, "cw", true)
+	seq, err := sb.Sequence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, sb, "cw", "1")
+	w, err := sb.CommitWatermark(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w <= seq {
+		t.Fatalf("CommitWatermark = %d, not past the committed batch's %d", w, seq)
+	}
+	if got := get(t, b, "cw"); got != "1" {
+		t.Fatalf("B reads %q after CommitWatermark, want 1", got)
+	}
+	// A batch that wrote nothing still gets a watermark.
+	empty := newShared(t, b)
+	if w2, err := empty.CommitWatermark(ctx); err != nil || w2 < w {
+		t.Fatalf("CommitWatermark of an empty batch = %d, %v; want at least %d", w2, err, w)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -20,6 +21,9 @@ type Proxy struct {
 	blocked bool
 	conns   []net.Conn
 	closed  bool
+	// trips counts round trips: a client's bytes that follow the server's
+	// answer (or open the connection) start one.
+	trips atomic.Int64
 }
 
 // NewProxy listens on a local port and forwards what it accepts to target
@@ -57,13 +61,19 @@ func (p *Proxy) accept() {
 		}
 		p.conns = append(p.conns, c, up)
 		p.mu.Unlock()
-		go p.pipe(up, c)
-		go p.pipe(c, up)
+		var clientTurn atomic.Bool // the client spoke last on this connection
+		go p.pipe(up, c, func() {
+			if !clientTurn.Swap(true) {
+				p.trips.Add(1)
+			}
+		})
+		go p.pipe(c, up, func() { clientTurn.Store(false) })
 	}
 }
 
-// pipe copies src to dst, holding each read until the proxy is unblocked.
-func (p *Proxy) pipe(dst, src net.Conn) {
+// pipe copies src to dst, holding each read until the proxy is unblocked;
+// seen is called before each piece read is forwarded.
+func (p *Proxy) pipe(dst, src net.Conn, seen func()) {
 	defer dst.Close()
 	defer src.Close()
 	buf := make([]byte, 32<<10)
@@ -79,6 +89,7 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 			if closed {
 				return
 			}
+			seen()
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
@@ -96,6 +107,12 @@ func (p *Proxy) SetBlocked(b bool) {
 	p.cond.Broadcast()
 	p.mu.Unlock()
 }
+
+// RoundTrips is the number of round trips between the clients and the
+// server so far, over every connection: each time a client sends after the
+// server last spoke on its connection (or first). A pipelined batch of
+// statements is one; a statement the driver first prepares is two.
+func (p *Proxy) RoundTrips() int64 { return p.trips.Load() }
 
 // Addr is the address the proxy listens on.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }

@@ -1,0 +1,217 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/orrery-db/orrery/storage/postgres"
+	"github.com/orrery-db/orrery/storage/postgres/pgtest"
+)
+
+// tripsEngine opens an engine on PostgreSQL through a proxy that counts
+// round trips, with the test's database and container created.
+func tripsEngine(t testing.TB) (*Engine, *pgtest.Proxy) {
+	t.Helper()
+	if err := pgtest.Available(); err != nil {
+		pgtest.Skip(t, err)
+	}
+	url := pgtest.URL(t)
+	proxy := pgtest.NewProxy(t, pgtest.Target(t, url))
+	s, err := postgres.Open(context.Background(), proxy.URL(t, url), postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return openTestEngine(t, s), proxy
+}
+
+// itemRequest runs an item operation as the server does: the container
+// looked up for the response's headers, the operation, and the session
+// token, asked of the engine when the operation did not bring it.
+func itemRequest(ctx context.Context, e *Engine, op func() (*ItemResult, error)) (*ItemResult, uint64, error) {
+	if _, err := e.CachedContainer(ctx, "db", "c"); err != nil {
+		return nil, 0, err
+	}
+	res, err := op()
+	if err != nil {
+		return nil, 0, err
+	}
+	session := res.SessionLSN
+	if session == 0 {
+		session = e.SessionLSN(ctx)
+	}
+	return res, session, nil
+}
+
+// fewestTrips is the fewest round trips of several runs of do: the first
+// run on each connection of the pool prepares the statements it sends.
+func fewestTrips(t *testing.T, proxy *pgtest.Proxy, do func() error) int64 {
+	t.Helper()
+	n := int64(1 << 30)
+	for range 8 {
+		before := proxy.RoundTrips()
+		if err := do(); err != nil {
+			t.Fatal(err)
+		}
+		n = min(n, proxy.RoundTrips()-before)
+	}
+	return n
+}
+
+// TestSharedItemRequestsMakeNoExtraRoundTrips: on PostgreSQL an item
+// request's catalog check and session token ride with its own statements.
+// A point read is one round trip (the item, the catalog version and the
+// watermark in one statement); a write is two: the locks with the catalog
+// version, the item's read and the sequence number, then the writes with
+// the COMMIT and the watermark. Query and change-feed pages are logged.
+func TestSharedItemRequestsMakeNoExtraRoundTrips(t *testing.T) {
+	ctx := t.Context()
+	e, proxy := tripsEngine(t)
+	if _, err := e.CreateItem(ctx, req("", "p", `{"id":"x","pk":"p","n":0}`)); err != nil {
+		t.Fatal(err)
+	}
+	i := 0
+	etag := ""
+	cases := []struct {
+		name    string
+		most    int64
+		prepare func() error
+		op      func() (*ItemResult, error)
+	}{
+		{"PointRead", 1, nil, func() (*ItemResult, error) { return e.ReadItem(ctx, req("x", "p", "")) }},
+		{"Create", 2, nil, func() (*ItemResult, error) {
+			i++
+			return e.CreateItem(ctx, req("", "p", fmt.Sprintf(`{"id":"c%d","pk":"p"}`, i)))
+		}},
+		{"Upsert", 2, nil, func() (*ItemResult, error) { return e.UpsertItem(ctx, req("", "p", `{"id":"u","pk":"p"}`)) }},
+		{"ReplaceWithETag", 2, func() error {
+			cur, err := e.ReadItem(ctx, req("x", "p", ""))
+			if err == nil {
+				etag = cur.ETag
+			}
+			return err
+		}, func() (*ItemResult, error) {
+			r := req("x", "p", `{"id":"x","pk":"p","n":1}`)
+			r.IfMatch = etag
+			return e.ReplaceItem(ctx, r)
+		}},
+		{"Patch", 2, nil, func() (*ItemResult, error) {
+			return e.PatchItem(ctx, req("x", "p", `{"operations":[{"op":"incr","path":"/n","value":1}]}`))
+		}},
+	}
+	for _, c := range cases {
+		n := int64(1 << 30)
+		for range 8 {
+			if c.prepare != nil {
+				if err := c.prepare(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := proxy.RoundTrips()
+			if _, _, err := itemRequest(ctx, e, c.op); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			n = min(n, proxy.RoundTrips()-before)
+		}
+		t.Logf("%s: %d round trips", c.name, n)
+		if n > c.most {
+			t.Errorf("%s takes %d round trips to PostgreSQL, want at most %d", c.name, n, c.most)
+		}
+	}
+	query := fewestTrips(t, proxy, func() error {
+		_, err := e.QueryItems(context.Background(), &QueryRequest{Database: "db", Container: "c",
+			Query: "SELECT * FROM c", PartitionKey: StringKey("p"), HasPartitionKey: true})
+		e.SessionLSN(ctx)
+		return err
+	})
+	feed := fewestTrips(t, proxy, func() error {
+		_, err := e.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: "c",
+			PartitionKey: StringKey("p"), HasPartitionKey: true})
+		e.SessionLSN(ctx)
+		return err
+	})
+	t.Logf("QueryPage: %d round trips; ChangeFeedPage: %d round trips", query, feed)
+}
+
+// TestSharedItemRequestsFromTheCacheAreNeverStale: item requests look the
+// container up in the catalog cache without asking the store, yet a
+// container deleted on A is gone for B's reads and writes at once, and one
+// made again on A with another partition key is read and written on B by
+// the new definition; the session tokens they carry never go back.
+func TestSharedItemRequestsFromTheCacheAreNeverStale(t *testing.T) {
+	ctx := t.Context()
+	sharedPairs(t, func(t *testing.T, a, b *Engine) {
+		var last uint64
+		session := func(what string, res *ItemResult) {
+			t.Helper()
+			if res.SessionLSN == 0 {
+				t.Fatalf("%s: no session LSN with the result", what)
+			}
+			if res.SessionLSN < last {
+				t.Fatalf("%s: session LSN %d, below the %d of an earlier request", what, res.SessionLSN, last)
+			}
+			last = res.SessionLSN
+		}
+		for round := range 3 {
+			res, err := a.CreateItem(ctx, req("", "p", `{"id":"1","pk":"p"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			session("create on A", res)
+			if res, err = b.ReadItem(ctx, req("1", "p", "")); err != nil {
+				t.Fatalf("round %d: read on B: %v", round, err)
+			}
+			session("read on B", res)
+			if res, err = b.PatchItem(ctx, req("1", "p", `{"operations":[{"op":"add","path":"/b","value":1}]}`)); err != nil {
+				t.Fatalf("round %d: patch on B: %v", round, err)
+			}
+			session("patch on B", res)
+			if err := a.DeleteContainer(ctx, "db", "c", ""); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.ReadItem(ctx, req("1", "p", "")); statusOf(err) != 404 {
+				t.Fatalf("round %d: read on B of an item of a container deleted on A: %v, want 404", round, err)
+			}
+			if _, err := b.ReplaceItem(ctx, req("1", "p", `{"id":"1","pk":"p"}`)); statusOf(err) != 404 {
+				t.Fatalf("round %d: replace on B in a container deleted on A: %v, want 404", round, err)
+			}
+			if _, err := a.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/other"]}}`), nil); err != nil {
+				t.Fatal(err)
+			}
+			// B's cache still has /pk: the new definition must win.
+			r := req("", "q", `{"id":"2","other":"q"}`)
+			if res, err = b.CreateItem(ctx, r); err != nil {
+				t.Fatalf("round %d: create on B by the new partition key: %v", round, err)
+			}
+			session("create on B", res)
+			if res, err = a.ReadItem(ctx, req("2", "q", "")); err != nil {
+				t.Fatalf("round %d: read on A of B's item: %v", round, err)
+			}
+			session("read on A", res)
+			if _, err := b.ReadItem(ctx, req("1", "p", "")); statusOf(err) != 404 {
+				t.Fatalf("round %d: read on B of the old container's item: %v, want 404", round, err)
+			}
+			// Made again on A while B's cache has /other: B's write by
+			// /pk would be refused by the cached definition.
+			if err := a.DeleteContainer(ctx, "db", "c", ""); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), nil); err != nil {
+				t.Fatal(err)
+			}
+			if res, err = b.CreateItem(ctx, req("", "p", `{"id":"3","pk":"p"}`)); err != nil {
+				t.Fatalf("round %d: create on B by the partition key of the container made again on A: %v", round, err)
+			}
+			session("create on B", res)
+			if err := b.DeleteContainer(ctx, "db", "c", ""); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.ReadItem(ctx, req("3", "p", "")); statusOf(err) != 404 {
+				t.Fatalf("round %d: read on A of an item of a container deleted on B: %v, want 404", round, err)
+			}
+			if _, err := b.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
