@@ -143,7 +143,14 @@ type Engine struct {
 }
 
 // Open loads the catalog from store and returns a ready engine. The caller
-// keeps ownership of store and closes it after Close.
+// keeps ownership of store and closes it after Close. ctx bounds the loading
+// (and an index upgrade it runs) only: the engine's background work runs
+// under a context of its own, which Close cancels.
+//
+// Every other method that reads or writes takes the request's context
+// first: once it ends, the store stops waiting for the request's reads and
+// writes and the request fails with an error wrapping the context's
+// (answered 408). A write whose commit had begun may have committed.
 func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, error) {
 	seq, err := newSequencer(ctx, store)
 	if err != nil {
