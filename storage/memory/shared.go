@@ -176,6 +176,9 @@ func (s *SharedStore) NewSharedBatch(ctx context.Context) (storage.SharedBatch, 
 	if s.closed.Load() {
 		return nil, storage.ErrClosed
 	}
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
 	return &sharedBatch{batch: &batch{store: s.st.store, pending: newTree()}, st: s.st}, nil
 }
 
@@ -184,6 +187,9 @@ func (s *SharedStore) NewSharedBatch(ctx context.Context) (storage.SharedBatch, 
 func (b *sharedBatch) Lock(ctx context.Context, key []byte, exclusive bool) error {
 	if b.pending == nil {
 		return storage.ErrClosed
+	}
+	if err := ctxErr(ctx); err != nil {
+		return err
 	}
 	name := string(key)
 	st := b.st
@@ -333,6 +339,9 @@ func (b *sharedBatch) Close() error {
 func (s *SharedStore) Watermark(ctx context.Context) (uint64, error) {
 	if s.closed.Load() {
 		return 0, storage.ErrClosed
+	}
+	if err := ctxErr(ctx); err != nil {
+		return 0, err
 	}
 	return s.st.watermark(), nil
 }

@@ -36,6 +36,7 @@ func RunShared(t *testing.T, open SharedOpener) {
 		{"GetAllReadsKeysAndTheWatermarkTogether", testGetAll},
 		{"BeginReadsAfterItsLocksAndSequences", testBegin},
 		{"CommitWatermarkPassesTheCommittedBatch", testCommitWatermark},
+		{"CancelledContextTakesNoLock", testCancelledShared},
 		{"LeadIsExclusiveAndLostWithTheConnection", testLead},
 	}
 	for _, c := range cases {
@@ -534,4 +535,40 @@ func testLead(t *testing.T, a, b storage.Shared, sever func(storage.Shared)) {
 		t.Fatalf("A's Lead after B lost the duty: %v", err)
 	}
 	releaseB() // after the loss: harmless
+}
+
+// testCancelledShared: a call made with a context that has ended fails with
+// an error wrapping the context's, and a lock asked for so is not taken:
+// another handle takes it at once.
+func testCancelledShared(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
+	live := t.Context()
+	ctx, cancel := context.WithCancel(live)
+	cancel()
+	want := func(name string, err error) {
+		t.Helper()
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("%s with a cancelled context: err = %v, want one wrapping context.Canceled", name, err)
+		}
+	}
+	_, err := a.NewSharedBatch(ctx)
+	want("NewSharedBatch", err)
+	_, err = a.Watermark(ctx)
+	want("Watermark", err)
+	_, _, err = a.GetAll(ctx, [][]byte{[]byte("k")})
+	want("GetAll", err)
+	sb := newShared(t, a)
+	defer sb.Close()
+	want("Lock", sb.Lock(ctx, []byte("x"), true))
+	_, err = sb.Begin(ctx, []storage.LockRequest{{Key: []byte("y"), Exclusive: true}}, nil, true)
+	want("Begin", err)
+	other := newShared(t, b)
+	defer other.Close()
+	lctx, lcancel := context.WithTimeout(live, patience)
+	defer lcancel()
+	if err := other.Lock(lctx, []byte("x"), true); err != nil {
+		t.Fatalf("lock x on the other handle after a cancelled Lock: %v", err)
+	}
+	if err := other.Lock(lctx, []byte("y"), true); err != nil {
+		t.Fatalf("lock y on the other handle after a cancelled Begin: %v", err)
+	}
 }
