@@ -333,23 +333,72 @@ func (s *Store) NewBatch() storage.Batch {
 }
 
 // NewSnapshot opens a repeatable-read, read-only transaction on a
-// connection of its own. On failure the snapshot's reads return the error.
+// connection of its own (one round trip: the snapshot is taken then, not
+// at its first read). On failure the snapshot's reads return the error.
 func (s *Store) NewSnapshot() storage.Snapshot {
+	snap, err := s.acquireSnapshot(s.closeCtx)
+	if err != nil {
+		return &snapshot{store: s, err: err}
+	}
+	snap.mu.Lock()
+	err = snap.send(func(q *pgx.Batch) { q.Queue(`SELECT 1`) })
+	snap.mu.Unlock()
+	if err != nil {
+		snap.Close()
+		return &snapshot{store: s, err: s.wrap(err)}
+	}
+	return snap
+}
+
+// acquireSnapshot takes a slot and a connection for a snapshot not yet
+// begun.
+func (s *Store) acquireSnapshot(ctx context.Context) (*snapshot, error) {
 	if s.closed.Load() {
-		return &snapshot{store: s, err: storage.ErrClosed}
+		return nil, storage.ErrClosed
 	}
 	select {
 	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	case <-s.closeCtx.Done():
-		return &snapshot{store: s, err: storage.ErrClosed}
+		return nil, storage.ErrClosed
 	}
-	snap, _, err := s.newSnapshot(s.closeCtx, "", nil)
+	var conn *pgxpool.Conn
+	err := s.timed(ctx, func(ctx context.Context) (err error) {
+		conn, err = s.pool.Acquire(ctx)
+		return err
+	})
 	if err != nil {
 		<-s.slots
-		return &snapshot{store: s, err: s.wrap(err)}
+		return nil, s.wrap(err)
 	}
-	snap.slot = true
-	return snap
+	return &snapshot{store: s, conn: conn, slot: true}, nil
+}
+
+// SnapshotAll opens a snapshot whose transaction begins with the reads of
+// the watermark and of keys, all in one round trip: the watermark is the
+// snapshot's own (the oldest transaction running when it was taken), so
+// every transaction below it is in the snapshot.
+func (s *Store) SnapshotAll(ctx context.Context, keys [][]byte) (storage.Snapshot, [][]byte, uint64, error) {
+	snap, err := s.acquireSnapshot(ctx)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	values := make([][]byte, len(keys))
+	var w int64
+	snap.mu.Lock()
+	err = snap.send(func(q *pgx.Batch) {
+		q.Queue(watermarkSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&w) })
+		if len(keys) > 0 {
+			queueGetMany(q, keys, values)
+		}
+	})
+	snap.mu.Unlock()
+	if err != nil {
+		snap.Close()
+		return nil, nil, 0, s.wrap(err)
+	}
+	return snap, values, uint64(w), nil
 }
 
 // newSnapshot opens a repeatable-read, read-only transaction on a
@@ -383,7 +432,7 @@ func (s *Store) newSnapshot(parent context.Context, sql string, args []any) (*sn
 	if err != nil {
 		return nil, nil, err
 	}
-	return &snapshot{store: s, conn: conn}, page, nil
+	return &snapshot{store: s, conn: conn, begun: true}, page, nil
 }
 
 // rollback ends conn's transaction, closing the connection if the server
