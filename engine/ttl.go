@@ -328,6 +328,14 @@ func changeLogHorizon(r storage.Reader, c *Container) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return decodeChangeLogHorizon(v)
+}
+
+// decodeChangeLogHorizon reads a stored change log horizon (nil: none).
+func decodeChangeLogHorizon(v []byte) (uint64, error) {
+	if v == nil {
+		return 0, nil
+	}
 	if len(v) != 8 {
 		return 0, errors.New("engine: corrupt change log horizon")
 	}
