@@ -294,25 +294,31 @@ func (s *snapshot) GetMany(keys [][]byte) ([][]byte, error) {
 	return values, nil
 }
 
-// getManySQL reads the keys of an array: the position (from 1) and value
-// of each present one.
-const getManySQL = `SELECT x.i, kv.v FROM unnest($1::bytea[]) WITH ORDINALITY AS x(k, i) JOIN orrery_kv kv ON kv.k = x.k`
+// getManySQL reads the keys of an array that are present. (A join with
+// the array unnested would number the rows, but the planner may hash the
+// whole table for a few hundred keys: this is an index scan always.)
+const getManySQL = `SELECT k, v FROM orrery_kv WHERE k = ANY($1::bytea[])`
 
 // queueGetMany queues the read of keys into values (values[i] stays nil
 // for an absent key).
 func queueGetMany(q *pgx.Batch, keys, values [][]byte) {
 	q.Queue(getManySQL, keys).Query(func(rows pgx.Rows) error {
 		defer rows.Close()
+		at := make(map[string][]int, len(keys))
+		for i, k := range keys {
+			at[string(k)] = append(at[string(k)], i)
+		}
 		for rows.Next() {
-			var i int64
-			var v []byte
-			if err := rows.Scan(&i, &v); err != nil {
+			var k, v []byte
+			if err := rows.Scan(&k, &v); err != nil {
 				return err
 			}
 			if v == nil {
 				v = []byte{}
 			}
-			values[i-1] = v
+			for _, i := range at[string(k)] {
+				values[i] = v
+			}
 		}
 		return rows.Err()
 	})
