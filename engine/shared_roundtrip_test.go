@@ -127,8 +127,9 @@ func TestSharedItemRequestsMakeNoExtraRoundTrips(t *testing.T) {
 // reads the items its index, order or feed entries name in one statement,
 // not one each: a page of a few items, in one partition or across them,
 // is four round trips (the snapshot with the checks, the entries, the
-// items, the ROLLBACK); a change feed with nothing new two, and one in all
-// versions mode, whose records hold the items, three. The server makes
+// items, the ROLLBACK), and so is a page of the read feed; a change feed
+// with nothing new two, and one in all versions mode, whose records hold
+// the items, three. The server makes
 // none of its own besides (the container from the cache, the session
 // token from the result).
 func TestSharedPagesMakeNoExtraRoundTrips(t *testing.T) {
@@ -188,6 +189,25 @@ func TestSharedPagesMakeNoExtraRoundTrips(t *testing.T) {
 			return nil
 		}
 	}
+	readFeed := func(pk bool, want int) func() error {
+		return func() error {
+			r := &FeedRequest{Database: "db", Container: "c"}
+			if pk {
+				r.PartitionKey, r.HasPartitionKey = StringKey("p1"), true
+			}
+			res, err := e.ReadFeed(r)
+			if err != nil {
+				return err
+			}
+			if len(res.Items) != want {
+				return fmt.Errorf("read feed: %d items, want %d", len(res.Items), want)
+			}
+			if res.SessionLSN == 0 {
+				return fmt.Errorf("read feed: no session LSN with the page")
+			}
+			return nil
+		}
+	}
 	start := `"1"`
 	cases := []struct {
 		name string
@@ -203,6 +223,8 @@ func TestSharedPagesMakeNoExtraRoundTrips(t *testing.T) {
 		{"ChangeFeedFromContinuation", 4, feed("c", LatestVersion, &start, false, 12)},
 		{"ChangeFeedNothingNew", 2, feed("c", LatestVersion, &latest, false, 0)},
 		{"ChangeFeedAllVersions", 3, feed("v", AllVersionsAndDeletes, &start, false, 12)},
+		{"ReadFeedOnePartition", 4, readFeed(true, 4)},
+		{"ReadFeed", 4, readFeed(false, 12)},
 	}
 	for _, c := range cases {
 		n := fewestTrips(t, proxy, c.do)
