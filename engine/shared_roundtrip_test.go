@@ -324,3 +324,81 @@ func TestSharedItemRequestsFromTheCacheAreNeverStale(t *testing.T) {
 		}
 	})
 }
+
+// TestSharedPagesFromTheCacheAreNeverStale: query, change-feed and
+// read-feed pages take the container from the catalog cache and check it
+// in their snapshot's round trip, yet a container deleted on A is 404 for
+// B's pages at once, and one made again on A (another partition key) is
+// read on B by the new definition, never the old container's items; the
+// session tokens the pages carry never go back.
+func TestSharedPagesFromTheCacheAreNeverStale(t *testing.T) {
+	sharedPairs(t, func(t *testing.T, a, b *Engine) {
+		var last uint64
+		session := func(what string, lsn uint64) {
+			t.Helper()
+			if lsn == 0 {
+				t.Fatalf("%s: no session LSN with the page", what)
+			}
+			if lsn < last {
+				t.Fatalf("%s: session LSN %d, below the %d of an earlier page", what, lsn, last)
+			}
+			last = lsn
+		}
+		pages := func(e *Engine, want string) error {
+			q, err := e.QueryItems(context.Background(), &QueryRequest{Database: "db", Container: "c", Query: "SELECT VALUE c.id FROM c"})
+			if err != nil {
+				return err
+			}
+			session("query", q.SessionLSN)
+			f, err := e.ReadChangeFeed(&ChangeFeedRequest{Database: "db", Container: "c"})
+			if err != nil {
+				return err
+			}
+			session("change feed", f.SessionLSN)
+			r, err := e.ReadFeed(&FeedRequest{Database: "db", Container: "c"})
+			if err != nil {
+				return err
+			}
+			session("read feed", r.SessionLSN)
+			if len(q.Items) != 1 || string(q.Items[0]) != `"`+want+`"` || len(f.Items) != 1 || len(r.Items) != 1 {
+				return fmt.Errorf("query %s, change feed %d items, read feed %d items; want item %s alone", q.Items, len(f.Items), len(r.Items), want)
+			}
+			return nil
+		}
+		for round := range 3 {
+			if _, err := a.CreateItem(req("", "p", `{"id":"1","pk":"p"}`)); err != nil {
+				t.Fatal(err)
+			}
+			if err := pages(b, "1"); err != nil {
+				t.Fatalf("round %d: pages on B: %v", round, err)
+			}
+			if err := a.DeleteContainer("db", "c", ""); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.QueryItems(context.Background(), &QueryRequest{Database: "db", Container: "c", Query: "SELECT * FROM c"}); statusOf(err) != 404 {
+				t.Fatalf("round %d: query on B of a container deleted on A: %v, want 404", round, err)
+			}
+			if _, err := b.ReadChangeFeed(&ChangeFeedRequest{Database: "db", Container: "c"}); statusOf(err) != 404 {
+				t.Fatalf("round %d: change feed on B of a container deleted on A: %v, want 404", round, err)
+			}
+			if _, err := b.ReadFeed(&FeedRequest{Database: "db", Container: "c"}); statusOf(err) != 404 {
+				t.Fatalf("round %d: read feed on B of a container deleted on A: %v, want 404", round, err)
+			}
+			if _, err := a.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/other"]}}`), nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.CreateItem(req("", "q", `{"id":"2","other":"q"}`)); err != nil {
+				t.Fatal(err)
+			}
+			if err := pages(b, "2"); err != nil {
+				t.Fatalf("round %d: pages on B of the container made again on A: %v", round, err)
+			}
+			if err := b.DeleteContainer("db", "c", ""); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.CreateContainer("db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
