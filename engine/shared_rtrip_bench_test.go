@@ -101,7 +101,8 @@ func latencies(b *testing.B, clients int, op func(i int) error) {
 // SessionLSN when it brings none) through one engine on PostgreSQL, from
 // one client: a page of 20 1 KB items of one partition (in creation order,
 // and by ORDER BY on an indexed path), a cross-partition filter that
-// selects one item, and the change feed of the partition from its start.
+// selects one item, and the change feed and the read feed of the
+// partition from their start.
 // It reports the median and 99th percentile latency.
 func BenchmarkSharedPages(b *testing.B) {
 	if err := pgtest.Available(); err != nil {
@@ -152,11 +153,32 @@ func BenchmarkSharedPages(b *testing.B) {
 			return nil
 		})
 	})
+	b.Run("ReadFeedPage", func(b *testing.B) {
+		latencies(b, 1, func(int) error {
+			res, err := e.ReadFeed(&FeedRequest{Database: "db", Container: "c",
+				PartitionKey: StringKey("p1"), HasPartitionKey: true})
+			if err != nil {
+				return err
+			}
+			if len(res.Items) != 20 {
+				return fmt.Errorf("%d items, want 20", len(res.Items))
+			}
+			readFeedSession(e, res)
+			return nil
+		})
+	})
 }
 
 // querySession and feedSession take a page's session token as the server
 // does.
 func querySession(e *Engine, res *QueryResult) uint64 {
+	if res.SessionLSN != 0 {
+		return res.SessionLSN
+	}
+	return e.SessionLSN()
+}
+
+func readFeedSession(e *Engine, res *FeedResult) uint64 {
 	if res.SessionLSN != 0 {
 		return res.SessionLSN
 	}
