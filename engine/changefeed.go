@@ -1,8 +1,9 @@
 package engine
 
 import (
-	"bytes"
 	"context"
+
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -70,6 +71,9 @@ type ChangeFeedResult struct {
 	// ETag is the continuation to send with the next request.
 	ETag   string
 	Charge float64
+	// SessionLSN is the session token's LSN, read with the page's snapshot
+	// on a shared store; 0 when the caller must ask SessionLSN.
+	SessionLSN uint64
 }
 
 // FormatChangeFeedETag renders a change feed position as its ETag.
@@ -143,11 +147,33 @@ const changeFeedSettle = 10 * time.Second
 // ReadChangeFeed returns the next page of a container's change feed. It reads
 // only up to the sequencer's watermark, below which every write has finished,
 // so an entry that commits late with a lower sequence number is never passed
-// over.
+// over. On a shared store the watermark is the one of the page's snapshot,
+// read in the round trip that opens it with the catalog check
+// (itemsSnapshot), and it is the page's session token too.
 func (e *Engine) ReadChangeFeed(ctx context.Context, req *ChangeFeedRequest) (*ChangeFeedResult, error) {
-	c, err := e.Container(ctx, req.Database, req.Container)
+	var from uint64
+	if req.Continuation != "" {
+		n, perr := parseChangeFeedETag(req.Continuation)
+		if perr != nil {
+			return nil, perr
+		}
+		from = n
+	}
+	var horizonKey func(c *Container) [][]byte
+	if req.Mode == AllVersionsAndDeletes {
+		horizonKey = func(c *Container) [][]byte { return [][]byte{versionHorizonKey(c.rid)} }
+	}
+	// Writes acknowledged before this read must be in it, even behind an
+	// older transaction still open; a script can hold one for its budget.
+	c, snap, values, w, err := e.itemsSnapshot(ctx, req.Database, req.Container, horizonKey, changeFeedSettle)
 	if err != nil {
 		return nil, err
+	}
+	defer snap.Close()
+	watermark := sessionLSN(w)
+	session := watermark
+	if e.shared == nil {
+		session = 0
 	}
 	if req.Mode == AllVersionsAndDeletes && c.changeLogRetention() == 0 {
 		return nil, BadRequest("The all versions and deletes change feed mode requires the container's changeFeedPolicy with a retentionDuration; container '%s' has none.", c.ID)
@@ -156,24 +182,13 @@ func (e *Engine) ReadChangeFeed(ctx context.Context, req *ChangeFeedRequest) (*C
 	if err != nil {
 		return nil, err
 	}
-	// Writes acknowledged before this read must be in it, even behind an
-	// older transaction still open; a script can hold one for its budget.
-	watermark := e.seq.settle(ctx, changeFeedSettle)
-	var from uint64
-	switch {
-	case req.Continuation != "":
-		n, perr := parseChangeFeedETag(req.Continuation)
-		if perr != nil {
-			return nil, perr
-		}
-		from = n
-	case req.FromNow:
+	if req.Continuation == "" && req.FromNow {
 		e.noteFeedRead(c, watermark)
-		return &ChangeFeedResult{NotModified: true, ETag: FormatChangeFeedETag(watermark), Charge: 1}, nil
+		return &ChangeFeedResult{NotModified: true, ETag: FormatChangeFeedETag(watermark), Charge: 1, SessionLSN: session}, nil
 	}
 	if from >= watermark {
 		e.noteFeedRead(c, min(from, watermark))
-		return &ChangeFeedResult{NotModified: true, ETag: FormatChangeFeedETag(from), Charge: 1}, nil
+		return &ChangeFeedResult{NotModified: true, ETag: FormatChangeFeedETag(from), Charge: 1, SessionLSN: session}, nil
 	}
 	size := req.MaxItems
 	if size <= 0 {
@@ -184,13 +199,8 @@ func (e *Engine) ReadChangeFeed(ctx context.Context, req *ChangeFeedRequest) (*C
 	if !req.Since.IsZero() {
 		since = req.Since.Unix()
 	}
-	snap, err := e.store.NewSnapshot(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer snap.Close()
 	if req.Mode == AllVersionsAndDeletes {
-		horizon, err := changeLogHorizon(ctx, snap, c)
+		horizon, err := decodeChangeLogHorizon(values[0])
 		if err != nil {
 			return nil, err
 		}
@@ -212,7 +222,7 @@ func (e *Engine) ReadChangeFeed(ctx context.Context, req *ChangeFeedRequest) (*C
 	}
 	e.noteFeedRead(c, page.position)
 	res := &ChangeFeedResult{Items: page.items, ETag: FormatChangeFeedETag(page.position),
-		Charge: 1 + float64(page.bytes)/1024*0.1 + float64(page.examined)/1000}
+		Charge: 1 + float64(page.bytes)/1024*0.1 + float64(page.examined)/1000, SessionLSN: session}
 	res.NotModified = len(page.items) == 0 && !page.capped
 	return res, nil
 }
@@ -268,7 +278,9 @@ func lsnRange(prefix []byte, from, upto uint64) (lower, upper []byte) {
 }
 
 // scanLatest fills page from the latest-version index: items whose current
-// version has a sequence number in (from, upto], skipping expired ones.
+// version has a sequence number in (from, upto], skipping expired ones. It
+// reads the index a chunk at a time, then the chunk's items in scope in one
+// go (storage.GetMany).
 func (e *Engine) scanLatest(ctx context.Context, r storage.Reader, c *Container, scope *changeScope, from, upto uint64, since int64, page *changePage) error {
 	prefix := feedPrefix(c.rid)
 	lower, upper := lsnRange(prefix, from, upto)
@@ -278,42 +290,71 @@ func (e *Engine) scanLatest(ctx context.Context, r storage.Reader, c *Container,
 	}
 	defer it.Close()
 	now := e.now().Unix()
-	for it.Next() {
-		k := it.Key()
-		if len(k) < len(prefix)+8 {
-			return errors.New("engine: corrupt change feed key")
-		}
-		lsn := binary.BigEndian.Uint64(k[len(prefix):])
-		if !page.next(lsn) {
-			return nil
-		}
-		itemKey := it.Value()
-		if !scope.contains(itemKey) {
-			continue
-		}
-		page.examined++
-		v, err := r.Get(ctx, itemKey)
-		if errors.Is(err, storage.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		s, err := decodeItem(itemKey, v)
-		if err != nil {
-			return err
-		}
-		if c.expired(s, now) || s.ts < since {
-			continue
-		}
-		page.add(withLSN(s.doc, s.lsn))
+	type entry struct {
+		lsn     uint64
+		itemKey []byte // nil: out of scope
 	}
-	if err := it.Err(); err != nil {
-		return err
+	var entries []entry
+	var keys [][]byte
+	for first, more := true, true; more; first = false {
+		entries, keys = entries[:0], keys[:0]
+		// Entries out of scope cost a comparison: a chunk holds a bounded
+		// number of them besides the ones whose items it reads.
+		for n := lookupChunk(r, first); len(keys) < n && len(entries) < 4*maxChangeFeedChunk; {
+			if !it.Next() {
+				more = false
+				break
+			}
+			k := it.Key()
+			if len(k) < len(prefix)+8 {
+				return errors.New("engine: corrupt change feed key")
+			}
+			en := entry{lsn: binary.BigEndian.Uint64(k[len(prefix):])}
+			if itemKey := it.Value(); scope.contains(itemKey) {
+				en.itemKey = bytes.Clone(itemKey)
+				keys = append(keys, en.itemKey)
+			}
+			entries = append(entries, en)
+		}
+		if err := it.Err(); err != nil {
+			return err
+		}
+		var values [][]byte
+		if len(keys) > 0 {
+			if values, err = storage.GetMany(ctx, r, keys); err != nil {
+				return err
+			}
+		}
+		next := 0
+		for _, en := range entries {
+			if !page.next(en.lsn) {
+				return nil
+			}
+			if en.itemKey == nil {
+				continue
+			}
+			page.examined++
+			v := values[next]
+			next++
+			if v == nil {
+				continue
+			}
+			s, err := decodeItem(en.itemKey, v)
+			if err != nil {
+				return err
+			}
+			if c.expired(s, now) || s.ts < since {
+				continue
+			}
+			page.add(withLSN(s.doc, s.lsn))
+		}
 	}
 	page.finish(upto)
 	return nil
 }
+
+// maxChangeFeedChunk is the most items a change-feed scan reads in one go.
+const maxChangeFeedChunk = 256
 
 // scanVersions fills page from the all-versions-and-deletes log.
 func (e *Engine) scanVersions(ctx context.Context, r storage.Reader, c *Container, scope *changeScope, from, upto uint64, since int64, page *changePage) error {

@@ -1,8 +1,9 @@
 package engine
 
 import (
-	"bytes"
 	"context"
+
+	"bytes"
 	"encoding/base64"
 	"fmt"
 
@@ -39,15 +40,24 @@ type FeedResult struct {
 	// Continuation is "" on the last page.
 	Continuation string
 	Charge       float64
+	// SessionLSN is the session token's LSN, read with the page's snapshot
+	// on a shared store; 0 when the caller must ask SessionLSN.
+	SessionLSN uint64
 }
 
 // ReadFeed returns a page of items in creation order, as the service lists
-// a physical partition's documents (see order.go).
+// a physical partition's documents (see order.go). Like a query page, it
+// checks the catalog and reads its session token in the round trip that
+// opens its snapshot, and reads the items its order entries name a chunk
+// at a time.
 func (e *Engine) ReadFeed(ctx context.Context, req *FeedRequest) (*FeedResult, error) {
-	c, err := e.Container(ctx, req.Database, req.Container)
+	// The order keys and the items they point to are read from one
+	// snapshot, so a concurrent delete cannot leave a key without its item.
+	c, snap, _, watermark, err := e.itemsSnapshot(ctx, req.Database, req.Container, nil, 0)
 	if err != nil {
 		return nil, err
 	}
+	defer snap.Close()
 	scope, perr := c.scope(req.PartitionKey, req.HasPartitionKey)
 	if perr != nil {
 		return nil, perr
@@ -72,13 +82,6 @@ func (e *Engine) ReadFeed(ctx context.Context, req *FeedRequest) (*FeedResult, e
 		size = DefaultPageSize
 	}
 	size = min(size, MaxPageSize)
-	// The order keys and the items they point to are read from one
-	// snapshot, so a concurrent delete cannot leave a key without its item.
-	snap, err := e.store.NewSnapshot(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer snap.Close()
 	it, err := snap.NewIterator(ctx, start, upper, false)
 	if err != nil {
 		return nil, err
@@ -88,34 +91,63 @@ func (e *Engine) ReadFeed(ctx context.Context, req *FeedRequest) (*FeedResult, e
 	res := &FeedResult{}
 	var last []byte
 	total := 0
-	for it.Next() {
-		if len(res.Items) == size {
-			res.Continuation = base64.RawURLEncoding.EncodeToString(last)
-			break
+	type entry struct {
+		pos, key []byte // key nil: out of scope
+	}
+	var entries []entry
+	var keys [][]byte
+	for first, more := true, true; more; first = false {
+		entries, keys = entries[:0], keys[:0]
+		for n := lookupChunk(snap, first); len(keys) < n && len(entries) < 4*maxChangeFeedChunk; {
+			if !it.Next() {
+				more = false
+				break
+			}
+			en := entry{pos: bytes.Clone(it.Key())}
+			if key := it.Value(); bytes.HasPrefix(key, scope) && bounds.containsEPK(c.itemEPK(key)) {
+				en.key = bytes.Clone(key)
+				keys = append(keys, en.key)
+			}
+			entries = append(entries, en)
 		}
-		key := it.Value()
-		if !bytes.HasPrefix(key, scope) || !bounds.containsEPK(c.itemEPK(key)) {
-			continue
-		}
-		v, err := snap.Get(ctx, key)
-		if err != nil {
-			return nil, fmt.Errorf("engine: order key without its item: %w", err)
-		}
-		s, err := decodeItem(key, v)
-		if err != nil {
+		if err := it.Err(); err != nil {
 			return nil, err
 		}
-		last = append(last[:0], it.Key()...)
-		if c.expired(s, now) {
-			continue
+		var values [][]byte
+		if len(keys) > 0 {
+			if values, err = storage.GetMany(ctx, snap, keys); err != nil {
+				return nil, err
+			}
 		}
-		res.Items = append(res.Items, append([]byte(nil), s.doc...))
-		total += len(s.doc)
-	}
-	if err := it.Err(); err != nil {
-		return nil, err
+		next := 0
+		for _, en := range entries {
+			if len(res.Items) == size {
+				res.Continuation = base64.RawURLEncoding.EncodeToString(last)
+				more = false
+				break
+			}
+			if en.key == nil {
+				continue
+			}
+			v := values[next]
+			next++
+			if v == nil {
+				return nil, fmt.Errorf("engine: order key without its item: %w", storage.ErrNotFound)
+			}
+			s, err := decodeItem(en.key, v)
+			if err != nil {
+				return nil, err
+			}
+			last = en.pos
+			if c.expired(s, now) {
+				continue
+			}
+			res.Items = append(res.Items, append([]byte(nil), s.doc...))
+			total += len(s.doc)
+		}
 	}
 	e.durable.barrier()
+	res.SessionLSN = sessionLSN(watermark)
 	res.Charge = 1 + float64(total)/1024*0.1
 	return res, nil
 }

@@ -56,6 +56,9 @@ type QueryResult struct {
 	Metrics *QueryMetrics
 	// IndexUtilization is set when the request asked for index metrics.
 	IndexUtilization *IndexUtilization
+	// SessionLSN is the session token's LSN, read with the page's snapshot
+	// on a shared store; 0 when the caller must ask SessionLSN.
+	SessionLSN uint64
 }
 
 // parseQuery parses a query, mapping syntax errors to 400.
@@ -196,10 +199,13 @@ func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResul
 	if e.costlySlots != nil {
 		bounds.heavy = slot.acquire
 	}
-	c, err := e.Container(ctx, req.Database, req.Container)
+	// On a shared store the snapshot's first round trip checks the
+	// catalog version and reads the session token (itemsSnapshot).
+	c, snap, _, watermark, err := e.itemsSnapshot(ctx, req.Database, req.Container, nil, 0)
 	if err != nil {
 		return nil, err
 	}
+	defer snap.Close()
 	if !req.HasPartitionKey {
 		q, err := c.parseQuery(req.Query)
 		if err != nil {
@@ -229,16 +235,12 @@ func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResul
 		defer udfs.close()
 		req.UDF = udfs
 	}
-	snap, err := e.store.NewSnapshot(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer snap.Close()
 	res, err := e.queryIn(ctx, c, snap, lower, req, e.cursors, bounds)
 	if err != nil {
 		return nil, err
 	}
 	e.durable.barrier()
+	res.SessionLSN = sessionLSN(watermark)
 	return res, nil
 }
 
@@ -459,49 +461,103 @@ func (c *Container) scanRange(ctx context.Context, r storage.Reader, src source,
 	if m == nil {
 		m = &QueryMetrics{}
 	}
-	viaKeys := src.index != nil || src.order != nil
+	if src.index != nil || src.order != nil {
+		return c.scanKeys(ctx, r, it, src, m, now, yield)
+	}
 	for {
 		t0 := time.Now()
 		if !it.Next() {
 			break
 		}
-		key, val := it.Key(), it.Value()
-		pos := key
-		if viaKeys {
-			m.IndexLookups++
-			if src.index != nil {
-				key = c.indexedItemKey(key, src.index.base)
-			} else {
-				key = val
-			}
-			t1 := time.Now()
-			m.IndexLookupTime += t1.Sub(t0)
-			t0 = t1
-			if !bytes.HasPrefix(key, src.scope) || !src.bounds.containsEPK(c.itemEPK(key)) {
-				continue
-			}
-			v, err := r.Get(ctx, key)
-			if err != nil {
-				return yield(candidate{}, fmt.Errorf("engine: index entry without its item: %w", err))
-			}
-			val = v
-		}
-		s, err := decodeItem(key, val)
-		m.DocumentLoadTime += time.Since(t0)
-		if err != nil {
-			return yield(candidate{}, err)
-		}
-		m.RetrievedDocumentCount++
-		m.RetrievedDocumentSize += int64(len(s.doc))
-		if c.expired(s, now) {
-			continue
-		}
-		if !yield(candidate{pos: pos, item: s}, nil) {
+		if !c.yieldItem(m, t0, it.Key(), it.Key(), it.Value(), now, yield) {
 			return false
 		}
 	}
 	if err := it.Err(); err != nil {
 		return yield(candidate{}, err)
+	}
+	return true
+}
+
+// yieldItem decodes the item under key and yields it at position pos
+// unless it has expired, recording the load from t0; false means stop.
+func (c *Container) yieldItem(m *QueryMetrics, t0 time.Time, pos, key, val []byte, now int64, yield func(candidate, error) bool) bool {
+	s, err := decodeItem(key, val)
+	m.DocumentLoadTime += time.Since(t0)
+	if err != nil {
+		return yield(candidate{}, err)
+	}
+	m.RetrievedDocumentCount++
+	m.RetrievedDocumentSize += int64(len(s.doc))
+	if c.expired(s, now) {
+		return true
+	}
+	return yield(candidate{pos: pos, item: s}, nil)
+}
+
+// lookupChunk is how many item keys a scan of index or order entries
+// collects before it reads their items in one go (storage.GetMany): one
+// at a time from a reader without storage.MultiGetter (a Get is cheap
+// there), else a few for the first chunk, so that a page that needs few
+// items reads few, then as many as a page of PostgreSQL's iterator.
+func lookupChunk(r storage.Reader, first bool) int {
+	switch _, many := r.(storage.MultiGetter); {
+	case !many:
+		return 1
+	case first:
+		return 32
+	default:
+		return 256
+	}
+}
+
+// scanKeys yields the items that the index or order entries of it name,
+// in the entries' order, reading them a chunk at a time; false means stop.
+func (c *Container) scanKeys(ctx context.Context, r storage.Reader, it storage.Iterator, src source, m *QueryMetrics, now int64, yield func(candidate, error) bool) bool {
+	var positions, keys [][]byte
+	for first, more := true, true; more; first = false {
+		positions, keys = positions[:0], keys[:0]
+		t0 := time.Now()
+		for n := lookupChunk(r, first); len(keys) < n; {
+			if !it.Next() {
+				more = false
+				break
+			}
+			m.IndexLookups++
+			pos := it.Key()
+			var key []byte
+			if src.index != nil {
+				key = c.indexedItemKey(pos, src.index.base)
+			} else {
+				key = bytes.Clone(it.Value())
+			}
+			if !bytes.HasPrefix(key, src.scope) || !src.bounds.containsEPK(c.itemEPK(key)) {
+				continue
+			}
+			positions = append(positions, bytes.Clone(pos))
+			keys = append(keys, key)
+		}
+		if err := it.Err(); err != nil {
+			return yield(candidate{}, err)
+		}
+		t1 := time.Now()
+		m.IndexLookupTime += t1.Sub(t0)
+		if len(keys) == 0 {
+			continue
+		}
+		values, err := storage.GetMany(ctx, r, keys)
+		if err != nil {
+			return yield(candidate{}, err)
+		}
+		for i, v := range values {
+			if v == nil {
+				return yield(candidate{}, fmt.Errorf("engine: index entry without its item: %w", storage.ErrNotFound))
+			}
+			if !c.yieldItem(m, t1, positions[i], keys[i], v, now, yield) {
+				return false
+			}
+			t1 = time.Now()
+		}
 	}
 	return true
 }

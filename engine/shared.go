@@ -676,3 +676,74 @@ func (s *sharedSeam) noteFinished(n uint64) {
 		}
 	}
 }
+
+// itemsSnapshot looks container db/name up and opens the snapshot that a
+// read of its items (a query page, a change-feed page) runs in, with the
+// store's watermark as of that snapshot (without a shared store: 0, or with
+// settle, one above the sequencer's settled watermark, read before the
+// snapshot is taken). On a
+// shared store the container comes from the cache and the round trip that
+// opens the snapshot checks the catalog version and reads the watermark
+// (Shared.SnapshotAll), along with the keys extra names for the container
+// (values[i] is extra's i-th key's value, nil when absent; without a
+// shared store they are read from the snapshot); if the version moved, the
+// catalog is reloaded and the container looked up again, so that a
+// container deleted or changed on another gateway is seen at once. With
+// settle, the snapshot is taken again, for at most settle, until its
+// watermark covers every write this engine has finished.
+func (e *Engine) itemsSnapshot(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (c *Container, snap storage.Snapshot, values [][]byte, watermark uint64, err error) {
+	if e.shared == nil {
+		if c, err = e.Container(ctx, db, name); err != nil {
+			return nil, nil, nil, 0, err
+		}
+		if settle > 0 {
+			// Settled before the snapshot, which then holds every write
+			// below the watermark.
+			watermark = e.seq.settle(ctx, settle) + 1
+		}
+		if snap, err = e.store.NewSnapshot(ctx); err != nil {
+			return nil, nil, nil, 0, err
+		}
+		if extra != nil {
+			if values, err = storage.GetMany(ctx, snap, extra(c)); err != nil {
+				snap.Close()
+				return nil, nil, nil, 0, err
+			}
+		}
+		return c, snap, values, watermark, nil
+	}
+	deadline := time.Now().Add(settle)
+	for {
+		c, version, err := e.cachedContainer(ctx, db, name)
+		if err != nil {
+			return nil, nil, nil, 0, err
+		}
+		keys := [][]byte{metaCatalogVersion}
+		if extra != nil {
+			keys = append(keys, extra(c)...)
+		}
+		snap, values, w, err := e.shared.store.SnapshotAll(ctx, keys)
+		if err != nil {
+			return nil, nil, nil, 0, err
+		}
+		v := values[0]
+		if v == nil {
+			v = []byte{}
+		}
+		if !bytes.Equal(v, version) {
+			snap.Close()
+			if err := e.catalogMoved(ctx, v); err != nil {
+				return nil, nil, nil, 0, err
+			}
+			continue
+		}
+		if settle > 0 && sessionLSN(w) < e.shared.finished.Load() && time.Now().Before(deadline) {
+			// An older transaction, on some gateway, is still open below
+			// a write this engine has acknowledged.
+			snap.Close()
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		return c, snap, values[1:], w, nil
+	}
+}

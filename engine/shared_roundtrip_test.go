@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/orrery-db/orrery/storage/postgres"
@@ -63,7 +64,8 @@ func fewestTrips(t *testing.T, proxy *pgtest.Proxy, do func() error) int64 {
 // A point read is one round trip (the item, the catalog version and the
 // watermark in one statement); a write is two: the locks with the catalog
 // version, the item's read and the sequence number, then the writes with
-// the COMMIT and the watermark. Query and change-feed pages are logged.
+// the COMMIT and the watermark. (Query and change-feed pages:
+// TestSharedPagesMakeNoExtraRoundTrips.)
 func TestSharedItemRequestsMakeNoExtraRoundTrips(t *testing.T) {
 	ctx := t.Context()
 	e, proxy := tripsEngine(t)
@@ -118,19 +120,129 @@ func TestSharedItemRequestsMakeNoExtraRoundTrips(t *testing.T) {
 			t.Errorf("%s takes %d round trips to PostgreSQL, want at most %d", c.name, n, c.most)
 		}
 	}
-	query := fewestTrips(t, proxy, func() error {
-		_, err := e.QueryItems(context.Background(), &QueryRequest{Database: "db", Container: "c",
-			Query: "SELECT * FROM c", PartitionKey: StringKey("p"), HasPartitionKey: true})
-		e.SessionLSN(ctx)
-		return err
-	})
-	feed := fewestTrips(t, proxy, func() error {
-		_, err := e.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: "c",
-			PartitionKey: StringKey("p"), HasPartitionKey: true})
-		e.SessionLSN(ctx)
-		return err
-	})
-	t.Logf("QueryPage: %d round trips; ChangeFeedPage: %d round trips", query, feed)
+}
+
+// TestSharedPagesMakeNoExtraRoundTrips: on PostgreSQL a query page or a
+// change-feed page checks the catalog and reads its session token (and
+// the feed its watermark) in the round trip that opens its snapshot, and
+// reads the items its index, order or feed entries name in one statement,
+// not one each: a page of a few items, in one partition or across them,
+// is four round trips (the snapshot with the checks, the entries, the
+// items, the ROLLBACK), and so is a page of the read feed; a change feed
+// with nothing new two, and one in all versions mode, whose records hold
+// the items, three. The server makes
+// none of its own besides (the container from the cache, the session
+// token from the result).
+func TestSharedPagesMakeNoExtraRoundTrips(t *testing.T) {
+	ctx := t.Context()
+	e, proxy := tripsEngine(t)
+	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"v","partitionKey":{"paths":["/pk"]},"changeFeedPolicy":{"retentionDuration":10}}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		for _, coll := range []string{"c", "v"} {
+			r := req("", fmt.Sprint("p", i%3), fmt.Sprintf(`{"id":"i%d","pk":"p%d","n":%d}`, i, i%3, i))
+			r.Container = coll
+			if _, err := e.CreateItem(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	query := func(text string, pk bool, want int) func() error {
+		return func() error {
+			r := &QueryRequest{Database: "db", Container: "c", Query: text}
+			if pk {
+				r.PartitionKey, r.HasPartitionKey = StringKey("p1"), true
+			}
+			res, err := e.QueryItems(context.Background(), r)
+			if err != nil {
+				return err
+			}
+			if len(res.Items) != want {
+				return fmt.Errorf("%s: %d items, want %d", text, len(res.Items), want)
+			}
+			if res.SessionLSN == 0 {
+				return fmt.Errorf("%s: no session LSN with the page", text)
+			}
+			return nil
+		}
+	}
+	var latest string
+	feed := func(coll string, mode ChangeFeedMode, continuation *string, pk bool, want int) func() error {
+		return func() error {
+			r := &ChangeFeedRequest{Database: "db", Container: coll, Mode: mode}
+			if continuation != nil {
+				r.Continuation = *continuation
+			}
+			if pk {
+				r.PartitionKey, r.HasPartitionKey = StringKey("p1"), true
+			}
+			res, err := e.ReadChangeFeed(ctx, r)
+			if err != nil {
+				return err
+			}
+			if len(res.Items) != want {
+				return fmt.Errorf("change feed of %s: %d items, want %d", coll, len(res.Items), want)
+			}
+			if res.SessionLSN == 0 {
+				return fmt.Errorf("change feed of %s: no session LSN with the page", coll)
+			}
+			latest = res.ETag
+			return nil
+		}
+	}
+	readFeed := func(pk bool, want int) func() error {
+		return func() error {
+			r := &FeedRequest{Database: "db", Container: "c"}
+			if pk {
+				r.PartitionKey, r.HasPartitionKey = StringKey("p1"), true
+			}
+			res, err := e.ReadFeed(ctx, r)
+			if err != nil {
+				return err
+			}
+			if len(res.Items) != want {
+				return fmt.Errorf("read feed: %d items, want %d", len(res.Items), want)
+			}
+			if res.SessionLSN == 0 {
+				return fmt.Errorf("read feed: no session LSN with the page")
+			}
+			return nil
+		}
+	}
+	start := `"1"`
+	cases := []struct {
+		name string
+		most int64
+		do   func() error
+	}{
+		{"QueryOnePartition", 4, query("SELECT * FROM c", true, 4)},
+		{"QueryOnePartitionFilter", 4, query("SELECT * FROM c WHERE c.n > 3", true, 3)},
+		{"QueryOnePartitionOrderBy", 4, query("SELECT * FROM c ORDER BY c.n DESC", true, 4)},
+		{"QueryCrossPartitionFilter", 4, query("SELECT * FROM c WHERE c.n >= 2", false, 10)},
+		{"QueryCrossPartitionPoint", 4, query("SELECT * FROM c WHERE c.id = 'i4'", false, 1)},
+		{"ChangeFeedOnePartition", 4, feed("c", LatestVersion, nil, true, 4)},
+		{"ChangeFeedFromContinuation", 4, feed("c", LatestVersion, &start, false, 12)},
+		{"ChangeFeedNothingNew", 2, feed("c", LatestVersion, &latest, false, 0)},
+		{"ChangeFeedAllVersions", 3, feed("v", AllVersionsAndDeletes, &start, false, 12)},
+		{"ReadFeedOnePartition", 4, readFeed(true, 4)},
+		{"ReadFeed", 4, readFeed(false, 12)},
+	}
+	for _, c := range cases {
+		n := fewestTrips(t, proxy, c.do)
+		t.Logf("%s: %d round trips", c.name, n)
+		if n > c.most {
+			proxy.StartLog()
+			if err := c.do(); err != nil {
+				t.Fatal(err)
+			}
+			var log strings.Builder
+			for _, trip := range proxy.Log() {
+				fmt.Fprintf(&log, "\n\t%s", strings.Join(trip.Statements, "; "))
+			}
+			t.Errorf("%s takes %d round trips to PostgreSQL, want at most %d; they were:%s", c.name, n, c.most, log.String())
+		}
+	}
 }
 
 // TestSharedItemRequestsFromTheCacheAreNeverStale: item requests look the
@@ -210,6 +322,85 @@ func TestSharedItemRequestsFromTheCacheAreNeverStale(t *testing.T) {
 				t.Fatalf("round %d: read on A of an item of a container deleted on B: %v, want 404", round, err)
 			}
 			if _, err := b.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestSharedPagesFromTheCacheAreNeverStale: query, change-feed and
+// read-feed pages take the container from the catalog cache and check it
+// in their snapshot's round trip, yet a container deleted on A is 404 for
+// B's pages at once, and one made again on A (another partition key) is
+// read on B by the new definition, never the old container's items; the
+// session tokens the pages carry never go back.
+func TestSharedPagesFromTheCacheAreNeverStale(t *testing.T) {
+	ctx := t.Context()
+	sharedPairs(t, func(t *testing.T, a, b *Engine) {
+		var last uint64
+		session := func(what string, lsn uint64) {
+			t.Helper()
+			if lsn == 0 {
+				t.Fatalf("%s: no session LSN with the page", what)
+			}
+			if lsn < last {
+				t.Fatalf("%s: session LSN %d, below the %d of an earlier page", what, lsn, last)
+			}
+			last = lsn
+		}
+		pages := func(e *Engine, want string) error {
+			q, err := e.QueryItems(context.Background(), &QueryRequest{Database: "db", Container: "c", Query: "SELECT VALUE c.id FROM c"})
+			if err != nil {
+				return err
+			}
+			session("query", q.SessionLSN)
+			f, err := e.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: "c"})
+			if err != nil {
+				return err
+			}
+			session("change feed", f.SessionLSN)
+			r, err := e.ReadFeed(ctx, &FeedRequest{Database: "db", Container: "c"})
+			if err != nil {
+				return err
+			}
+			session("read feed", r.SessionLSN)
+			if len(q.Items) != 1 || string(q.Items[0]) != `"`+want+`"` || len(f.Items) != 1 || len(r.Items) != 1 {
+				return fmt.Errorf("query %s, change feed %d items, read feed %d items; want item %s alone", q.Items, len(f.Items), len(r.Items), want)
+			}
+			return nil
+		}
+		for round := range 3 {
+			if _, err := a.CreateItem(ctx, req("", "p", `{"id":"1","pk":"p"}`)); err != nil {
+				t.Fatal(err)
+			}
+			if err := pages(b, "1"); err != nil {
+				t.Fatalf("round %d: pages on B: %v", round, err)
+			}
+			if err := a.DeleteContainer(ctx, "db", "c", ""); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.QueryItems(context.Background(), &QueryRequest{Database: "db", Container: "c", Query: "SELECT * FROM c"}); statusOf(err) != 404 {
+				t.Fatalf("round %d: query on B of a container deleted on A: %v, want 404", round, err)
+			}
+			if _, err := b.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: "c"}); statusOf(err) != 404 {
+				t.Fatalf("round %d: change feed on B of a container deleted on A: %v, want 404", round, err)
+			}
+			if _, err := b.ReadFeed(ctx, &FeedRequest{Database: "db", Container: "c"}); statusOf(err) != 404 {
+				t.Fatalf("round %d: read feed on B of a container deleted on A: %v, want 404", round, err)
+			}
+			if _, err := a.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/other"]}}`), nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.CreateItem(ctx, req("", "q", `{"id":"2","other":"q"}`)); err != nil {
+				t.Fatal(err)
+			}
+			if err := pages(b, "2"); err != nil {
+				t.Fatalf("round %d: pages on B of the container made again on A: %v", round, err)
+			}
+			if err := b.DeleteContainer(ctx, "db", "c", ""); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), nil); err != nil {
 				t.Fatal(err)
 			}
 		}

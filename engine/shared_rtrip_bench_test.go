@@ -96,3 +96,100 @@ func latencies(b *testing.B, clients int, op func(i int) error) {
 	b.ReportMetric(float64(took[len(took)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(took[len(took)*99/100].Microseconds()), "p99-µs")
 }
+
+// BenchmarkSharedPages measures query and change-feed pages as the server
+// asks for them (the page, then its session token: the page's own, or
+// SessionLSN when it brings none) through one engine on PostgreSQL, from
+// one client: a page of 20 1 KB items of one partition (in creation order,
+// and by ORDER BY on an indexed path), a cross-partition filter that
+// selects one item, and the change feed and the read feed of the
+// partition from their start.
+// It reports the median and 99th percentile latency.
+func BenchmarkSharedPages(b *testing.B) {
+	ctx := b.Context()
+	if err := pgtest.Available(); err != nil {
+		b.Skip(err)
+	}
+	s, err := postgres.Open(context.Background(), pgtest.URL(b), postgres.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := openTestEngine(b, s)
+	for i := range 60 {
+		pk := fmt.Sprint("p", i%3)
+		if _, err := e.CreateItem(ctx, req("", pk, string(benchBody(fmt.Sprint(i), pk)))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	query := func(text string, pk bool, want int) func(int) error {
+		return func(int) error {
+			r := &QueryRequest{Database: "db", Container: "c", Query: text}
+			if pk {
+				r.PartitionKey, r.HasPartitionKey = StringKey("p1"), true
+			}
+			res, err := e.QueryItems(context.Background(), r)
+			if err != nil {
+				return err
+			}
+			if len(res.Items) != want {
+				return fmt.Errorf("%d items, want %d", len(res.Items), want)
+			}
+			querySession(ctx, e, res)
+			return nil
+		}
+	}
+	b.Run("QueryOnePartition", func(b *testing.B) { latencies(b, 1, query("SELECT * FROM c", true, 20)) })
+	b.Run("QueryOrderBy", func(b *testing.B) { latencies(b, 1, query("SELECT * FROM c ORDER BY c.id", true, 20)) })
+	b.Run("QueryCrossPartitionPoint", func(b *testing.B) { latencies(b, 1, query("SELECT * FROM c WHERE c.id = '7'", false, 1)) })
+	b.Run("ChangeFeedPage", func(b *testing.B) {
+		latencies(b, 1, func(int) error {
+			res, err := e.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: "c",
+				PartitionKey: StringKey("p1"), HasPartitionKey: true})
+			if err != nil {
+				return err
+			}
+			if len(res.Items) != 20 {
+				return fmt.Errorf("%d items, want 20", len(res.Items))
+			}
+			feedSession(ctx, e, res)
+			return nil
+		})
+	})
+	b.Run("ReadFeedPage", func(b *testing.B) {
+		latencies(b, 1, func(int) error {
+			res, err := e.ReadFeed(ctx, &FeedRequest{Database: "db", Container: "c",
+				PartitionKey: StringKey("p1"), HasPartitionKey: true})
+			if err != nil {
+				return err
+			}
+			if len(res.Items) != 20 {
+				return fmt.Errorf("%d items, want 20", len(res.Items))
+			}
+			readFeedSession(ctx, e, res)
+			return nil
+		})
+	})
+}
+
+// querySession and feedSession take a page's session token as the server
+// does.
+func querySession(ctx context.Context, e *Engine, res *QueryResult) uint64 {
+	if res.SessionLSN != 0 {
+		return res.SessionLSN
+	}
+	return e.SessionLSN(ctx)
+}
+
+func readFeedSession(ctx context.Context, e *Engine, res *FeedResult) uint64 {
+	if res.SessionLSN != 0 {
+		return res.SessionLSN
+	}
+	return e.SessionLSN(ctx)
+}
+
+func feedSession(ctx context.Context, e *Engine, res *ChangeFeedResult) uint64 {
+	if res.SessionLSN != 0 {
+		return res.SessionLSN
+	}
+	return e.SessionLSN(ctx)
+}

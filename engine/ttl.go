@@ -330,6 +330,14 @@ func changeLogHorizon(ctx context.Context, r storage.Reader, c *Container) (uint
 	if err != nil {
 		return 0, err
 	}
+	return decodeChangeLogHorizon(v)
+}
+
+// decodeChangeLogHorizon reads a stored change log horizon (nil: none).
+func decodeChangeLogHorizon(v []byte) (uint64, error) {
+	if v == nil {
+		return 0, nil
+	}
 	if len(v) != 8 {
 		return 0, errors.New("engine: corrupt change log horizon")
 	}

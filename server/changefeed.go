@@ -11,9 +11,13 @@ import (
 // changeFeed serves GET /dbs/{db}/colls/{coll}/docs with an A-IM header: a
 // page of the change feed, or 304 with the continuation ETag when there is
 // nothing new.
+//
+// The container comes from the engine's cache: on a shared store the
+// page's own first round trip checks the catalog, and reads the session
+// token.
 func (s *Server) changeFeed(r *request) error {
 	ctx := r.Context()
-	c, err := s.containerOf(r)
+	c, err := s.itemContainerOf(r)
 	if err != nil {
 		return err
 	}
@@ -50,7 +54,16 @@ func (s *Server) changeFeed(r *request) error {
 	if err != nil {
 		return err
 	}
-	s.setSession(r)
+	if cur, cerr := s.eng.CachedContainer(ctx, c.Database().ID, c.ID); cerr == nil && cur != c {
+		// The page found the cache stale and reloaded it.
+		c = cur
+		r.setContentPath(c)
+	}
+	if res.SessionLSN != 0 {
+		s.setSessionLSN(r, res.SessionLSN)
+	} else {
+		s.setSession(r)
+	}
 	if res.NotModified {
 		r.writeJSON(http.StatusNotModified, nil, res.ETag, res.Charge)
 		return nil

@@ -56,10 +56,12 @@ func (s *Server) createItem(r *request) error {
 	return s.writeItem(r, res)
 }
 
-// readItemFeed serves GET /dbs/{db}/colls/{coll}/docs: the read feed.
+// readItemFeed serves GET /dbs/{db}/colls/{coll}/docs: the read feed. The
+// container comes from the engine's cache: on a shared store the page's
+// own first round trip checks the catalog, and reads the session token.
 func (s *Server) readItemFeed(r *request) error {
 	ctx := r.Context()
-	c, err := s.containerOf(r)
+	c, err := s.itemContainerOf(r)
 	if err != nil {
 		return err
 	}
@@ -77,7 +79,16 @@ func (s *Server) readItemFeed(r *request) error {
 	if err != nil {
 		return err
 	}
-	s.setSession(r)
+	if cur, cerr := s.eng.CachedContainer(ctx, c.Database().ID, c.ID); cerr == nil && cur != c {
+		// The page found the cache stale and reloaded it.
+		c = cur
+		r.setContentPath(c)
+	}
+	if res.SessionLSN != 0 {
+		s.setSessionLSN(r, res.SessionLSN)
+	} else {
+		s.setSession(r)
+	}
 	r.writeFeed(c.RID, "Documents", res.Items, res.Continuation, res.Charge)
 	return nil
 }

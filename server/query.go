@@ -76,9 +76,13 @@ func (s *Server) queryPlan(r *request) error {
 	return nil
 }
 
-// queryItems answers a query over a container's items.
+// queryItems answers a query over a container's items. The container
+// comes from the engine's cache: on a shared store the page's own first
+// round trip checks the catalog (and brings the cache up to date), and
+// reads the session token.
 func (s *Server) queryItems(r *request) error {
-	c, err := s.containerOf(r)
+	ctx := r.Context()
+	c, err := s.itemContainerOf(r)
 	if err != nil {
 		return err
 	}
@@ -99,7 +103,13 @@ func (s *Server) queryItems(r *request) error {
 	if rangeID != "" && !hasPK && strings.HasPrefix(spec.Query, wholeContainerMarker) {
 		// A pipeline following planFor: the range answers for the container.
 		if !c.HasPartitionKeyRange(rangeID) {
-			return engine.PartitionKeyRangeGone(rangeID)
+			// Gone by the cache: only if the cache is current.
+			if c, err = s.containerOf(r); err != nil {
+				return err
+			}
+			if !c.HasPartitionKeyRange(rangeID) {
+				return engine.PartitionKeyRangeGone(rangeID)
+			}
 		}
 		scopedRange, minEPK, maxEPK = "", "", ""
 	}
@@ -110,6 +120,11 @@ func (s *Server) queryItems(r *request) error {
 		MaxItems: n, Continuation: r.Header.Get("x-ms-continuation"),
 		IndexMetrics: wantsIndexMetrics(r),
 	})
+	if cur, cerr := s.eng.CachedContainer(ctx, c.Database().ID, c.ID); cerr == nil && cur != c {
+		// The page found the cache stale and reloaded it.
+		c = cur
+		r.setContentPath(c)
+	}
 	if e, ok := engine.AsError(err); ok && e.SubStatus == engine.SubStatusCrossPartitionQuery {
 		// Like the service's gateway, hand the refused client the query plan:
 		// the JavaScript SDK switches to its query pipeline only when the 400
@@ -122,7 +137,11 @@ func (s *Server) queryItems(r *request) error {
 	if err != nil {
 		return err
 	}
-	s.setSession(r)
+	if res.SessionLSN != 0 {
+		s.setSessionLSN(r, res.SessionLSN)
+	} else {
+		s.setSession(r)
+	}
 	r.setQueryMetricsHeaders(res)
 	r.writeFeed(c.RID, "Documents", rawItems(res.Items), res.Continuation, res.Charge)
 	return nil

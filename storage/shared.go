@@ -30,6 +30,14 @@ type Shared interface {
 	// cached (a version) alongside the key it wants pays nothing for the
 	// check, and the watermark comes with the read.
 	GetAll(ctx context.Context, keys [][]byte) (values [][]byte, watermark uint64, err error)
+	// SnapshotAll is NewSnapshot and GetAll together, in one round trip to
+	// a server: it opens a snapshot and reads keys in it, with a watermark
+	// the snapshot covers (every batch with a lower Sequence is in it, or
+	// rolled back), so that a change-feed reader may read the snapshot's
+	// entries up to the watermark. A query checks the catalog version it
+	// keeps cached and takes its session token in the round trip that
+	// opens its snapshot. The caller must Close the snapshot.
+	SnapshotAll(ctx context.Context, keys [][]byte) (snap Snapshot, values [][]byte, watermark uint64, err error)
 	// Lead makes this process the one that performs duty (say, the TTL
 	// sweep) among all processes on the store. It blocks until it does, ctx
 	// is done (ctx.Err()) or the store fails. It returns lost, closed when

@@ -44,6 +44,37 @@ type Reader interface {
 	NewIterator(ctx context.Context, lower, upper []byte, reverse bool) (Iterator, error)
 }
 
+// MultiGetter is implemented by readers that read several keys in one go
+// (PostgreSQL's: in one round trip, where a Get each would cost one each).
+type MultiGetter interface {
+	// GetMany reads keys as Get does, all as of one moment: values[i] is
+	// a copy of keys[i]'s value, nil when it is absent.
+	GetMany(ctx context.Context, keys [][]byte) (values [][]byte, err error)
+}
+
+// GetMany reads keys through r: in one call when r is a MultiGetter, else
+// one Get each. values[i] is keys[i]'s value, nil when it is absent.
+func GetMany(ctx context.Context, r Reader, keys [][]byte) ([][]byte, error) {
+	if m, ok := r.(MultiGetter); ok {
+		return m.GetMany(ctx, keys)
+	}
+	values := make([][]byte, len(keys))
+	for i, k := range keys {
+		v, err := r.Get(ctx, k)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if v == nil {
+			v = []byte{}
+		}
+		values[i] = v
+	}
+	return values, nil
+}
+
 // Iterator walks a key range. Key and Value are valid only until the next call
 // to Next; callers that keep them must copy them.
 type Iterator interface {

@@ -438,3 +438,23 @@ func (s *SharedStore) Sever() {
 		l.free()
 	}
 }
+
+// SnapshotAll reads the watermark, then opens a snapshot and reads keys in
+// it: every batch below a watermark read first has ended before the
+// snapshot is taken.
+func (s *SharedStore) SnapshotAll(ctx context.Context, keys [][]byte) (storage.Snapshot, [][]byte, uint64, error) {
+	if s.closed.Load() {
+		return nil, nil, 0, storage.ErrClosed
+	}
+	w := s.st.watermark()
+	snap, err := s.st.store.NewSnapshot(ctx)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	values, err := storage.GetMany(ctx, snap, keys)
+	if err != nil {
+		snap.Close()
+		return nil, nil, 0, err
+	}
+	return snap, values, w, nil
+}

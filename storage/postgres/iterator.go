@@ -227,38 +227,102 @@ func (it *pageIterator) Close() error {
 }
 
 // snapshot is a repeatable-read, read-only transaction on one connection,
-// shared by its readers under mu.
+// shared by its readers under mu. The transaction begins with its first
+// read, in the same round trip.
 type snapshot struct {
 	store *Store
 	mu    sync.Mutex
 	conn  *pgxpool.Conn
+	begun bool  // the BEGIN has been sent
 	err   error // the error every read returns: storage.ErrClosed once closed
 	slot  bool  // it holds one of the store's slots
+}
+
+// send runs the statements queue adds in the snapshot's transaction,
+// beginning it first if need be, in one round trip. The caller holds mu.
+func (s *snapshot) send(ctx context.Context, queue func(q *pgx.Batch)) error {
+	if s.err != nil {
+		return s.err
+	}
+	var q pgx.Batch
+	if !s.begun {
+		q.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
+	}
+	queue(&q)
+	err := s.store.timed(ctx, func(ctx context.Context) error { return s.conn.SendBatch(ctx, &q).Close() })
+	s.begun = true
+	return err
 }
 
 // readPage reads one page of an iterator in the snapshot.
 func (s *snapshot) readPage(ctx context.Context, sql string, args []any) ([]entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.err != nil {
-		return nil, s.err
-	}
-	return s.store.readPage(ctx, s.conn, sql, args)
+	var page []entry
+	err := s.send(ctx, func(q *pgx.Batch) {
+		q.Queue(sql, args...).Query(func(rows pgx.Rows) (err error) {
+			page, err = scanPage(rows)
+			return err
+		})
+	})
+	return page, err
 }
 
 // Get returns the value under key as of the snapshot.
 func (s *snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
+	values, err := s.GetMany(ctx, [][]byte{key})
+	if err != nil {
+		return nil, err
+	}
+	if values[0] == nil {
+		return nil, storage.ErrNotFound
+	}
+	return values[0], nil
+}
+
+// GetMany reads keys as of the snapshot, in one statement.
+func (s *snapshot) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.err != nil {
-		return nil, s.err
+	values := make([][]byte, len(keys))
+	if len(keys) == 0 {
+		return values, s.err
 	}
-	var v []byte
-	err := s.store.timed(ctx, func(ctx context.Context) (err error) {
-		v, err = getFrom(ctx, s.conn, key)
-		return err
+	err := s.send(ctx, func(q *pgx.Batch) { queueGetMany(q, keys, values) })
+	if err != nil {
+		return nil, s.store.wrap(err)
+	}
+	return values, nil
+}
+
+// getManySQL reads the keys of an array that are present. (A join with
+// the array unnested would number the rows, but the planner may hash the
+// whole table for a few hundred keys: this is an index scan always.)
+const getManySQL = `SELECT k, v FROM orrery_kv WHERE k = ANY($1::bytea[])`
+
+// queueGetMany queues the read of keys into values (values[i] stays nil
+// for an absent key).
+func queueGetMany(q *pgx.Batch, keys, values [][]byte) {
+	q.Queue(getManySQL, keys).Query(func(rows pgx.Rows) error {
+		defer rows.Close()
+		at := make(map[string][]int, len(keys))
+		for i, k := range keys {
+			at[string(k)] = append(at[string(k)], i)
+		}
+		for rows.Next() {
+			var k, v []byte
+			if err := rows.Scan(&k, &v); err != nil {
+				return err
+			}
+			if v == nil {
+				v = []byte{}
+			}
+			for _, i := range at[string(k)] {
+				values[i] = v
+			}
+		}
+		return rows.Err()
 	})
-	return v, s.store.wrap(err)
 }
 
 // NewIterator iterates over the snapshot's keys in [lower, upper).
@@ -278,7 +342,11 @@ func (s *snapshot) Close() error {
 		return s.err
 	}
 	s.err = storage.ErrClosed
-	s.store.rollback(s.conn)
+	if s.begun {
+		s.store.rollback(s.conn)
+	} else {
+		s.conn.Release()
+	}
 	s.conn = nil
 	if s.slot {
 		<-s.store.slots

@@ -200,16 +200,11 @@ func (s *Store) migrate(ctx context.Context) error {
 }
 
 // timed runs f, one round trip or a few, under a context derived from
-// parent (the caller's) that ends after the store's timeout, or when the
-// store is closed. If the timeout ended it, the error is
-// storage.ErrUnavailable: the server did not answer, and whatever f sent
-// may or may not have taken effect (for a commit, the caller answers 503,
-// an unknown outcome, and never acknowledges it). If parent ended it (the
-// caller gave up), the error wraps parent's error, and the outcome of what
-// was sent is unknown just the same; the driver closes a connection whose
-// round trip it abandoned, so the server's work on it stops and the pool
-// slot is free at once. Other errors are returned as they are, for the
-// caller to wrap.
+// parent that ends after the store's timeout. If the timeout ended it, the
+// error is storage.ErrUnavailable: the server did not answer, and whatever
+// f sent may or may not have taken effect (for a commit, the caller answers
+// 503, an unknown outcome, and never acknowledges it). Other errors are
+// returned as they are, for the caller to wrap.
 func (s *Store) timed(parent context.Context, f func(ctx context.Context) error) error {
 	if err := parent.Err(); err != nil {
 		return &callerGone{err: err}
@@ -367,8 +362,26 @@ func (s *Store) NewBatch() storage.Batch {
 }
 
 // NewSnapshot opens a repeatable-read, read-only transaction on a
-// connection of its own.
+// connection of its own (one round trip: the snapshot is taken then, not
+// at its first read).
 func (s *Store) NewSnapshot(ctx context.Context) (storage.Snapshot, error) {
+	snap, err := s.acquireSnapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	snap.mu.Lock()
+	err = snap.send(ctx, func(q *pgx.Batch) { q.Queue(`SELECT 1`) })
+	snap.mu.Unlock()
+	if err != nil {
+		snap.Close()
+		return nil, s.wrap(err)
+	}
+	return snap, nil
+}
+
+// acquireSnapshot takes a slot and a connection for a snapshot not yet
+// begun.
+func (s *Store) acquireSnapshot(ctx context.Context) (*snapshot, error) {
 	if s.closed.Load() {
 		return nil, storage.ErrClosed
 	}
@@ -382,13 +395,42 @@ func (s *Store) NewSnapshot(ctx context.Context) (storage.Snapshot, error) {
 	case <-s.closeCtx.Done():
 		return nil, storage.ErrClosed
 	}
-	snap, _, err := s.newSnapshot(ctx, "", nil)
+	var conn *pgxpool.Conn
+	err := s.timed(ctx, func(ctx context.Context) (err error) {
+		conn, err = s.pool.Acquire(ctx)
+		return err
+	})
 	if err != nil {
 		<-s.slots
 		return nil, s.wrap(err)
 	}
-	snap.slot = true
-	return snap, nil
+	return &snapshot{store: s, conn: conn, slot: true}, nil
+}
+
+// SnapshotAll opens a snapshot whose transaction begins with the reads of
+// the watermark and of keys, all in one round trip: the watermark is the
+// snapshot's own (the oldest transaction running when it was taken), so
+// every transaction below it is in the snapshot.
+func (s *Store) SnapshotAll(ctx context.Context, keys [][]byte) (storage.Snapshot, [][]byte, uint64, error) {
+	snap, err := s.acquireSnapshot(ctx)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	values := make([][]byte, len(keys))
+	var w int64
+	snap.mu.Lock()
+	err = snap.send(ctx, func(q *pgx.Batch) {
+		q.Queue(watermarkSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&w) })
+		if len(keys) > 0 {
+			queueGetMany(q, keys, values)
+		}
+	})
+	snap.mu.Unlock()
+	if err != nil {
+		snap.Close()
+		return nil, nil, 0, s.wrap(err)
+	}
+	return snap, values, uint64(w), nil
 }
 
 // newSnapshot opens a repeatable-read, read-only transaction on a
@@ -422,7 +464,7 @@ func (s *Store) newSnapshot(parent context.Context, sql string, args []any) (*sn
 	if err != nil {
 		return nil, nil, err
 	}
-	return &snapshot{store: s, conn: conn}, page, nil
+	return &snapshot{store: s, conn: conn, begun: true}, page, nil
 }
 
 // rollback ends conn's transaction, closing the connection if the server

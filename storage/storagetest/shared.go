@@ -34,6 +34,7 @@ func RunShared(t *testing.T, open SharedOpener) {
 		{"SequenceFollowsLockOrder", testSequenceOrder},
 		{"WatermarkNeverPassesAnOpenBatch", testWatermark},
 		{"GetAllReadsKeysAndTheWatermarkTogether", testGetAll},
+		{"SnapshotAllCoversItsWatermark", testSnapshotAll},
 		{"BeginReadsAfterItsLocksAndSequences", testBegin},
 		{"CommitWatermarkPassesTheCommittedBatch", testCommitWatermark},
 		{"CancelledContextTakesNoLock", testCancelledShared},
@@ -387,6 +388,51 @@ func testGetAll(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
 	values, _, err = b.GetAll(ctx, [][]byte{[]byte("x")})
 	if err != nil || string(values[0]) != "uncommitted" {
 		t.Fatalf("GetAll after the commit = %q, %v; want the committed value", values, err)
+	}
+}
+
+// testSnapshotAll: SnapshotAll reads keys in the snapshot it opens, with a
+// watermark that does not pass an open batch; the snapshot does not see
+// what commits after it, and every batch below its watermark is in it.
+func testSnapshotAll(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
+	ctx := context.Background()
+	commit(t, a, "x", "1")
+	open := newShared(t, a)
+	defer open.Close()
+	seq, err := open.Sequence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, open, "x", "2")
+	snap, values, w, err := b.SnapshotAll(ctx, [][]byte{[]byte("absent"), []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(values) != 2 || values[0] != nil || string(values[1]) != "1" {
+		t.Fatalf("SnapshotAll(absent, x) = %q, want [nil 1]", values)
+	}
+	if w == 0 || w > seq {
+		t.Fatalf("SnapshotAll's watermark %d: want one at most the open batch's %d", w, seq)
+	}
+	if err := open.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := snap.Get(ctx, []byte("x")); err != nil || string(v) != "1" {
+		t.Fatalf("the snapshot's Get(x) after a later commit = %q, %v; want 1", v, err)
+	}
+	snap.Close()
+	// Committed below the next watermark: in the next snapshot.
+	snap, values, w, err = b.SnapshotAll(ctx, [][]byte{[]byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	if w <= seq || string(values[0]) != "2" {
+		t.Fatalf("SnapshotAll after the commit: x = %q, watermark %d; want 2 and above %d", values[0], w, seq)
+	}
+	many, err := storage.GetMany(ctx, snap, [][]byte{[]byte("x"), []byte("absent"), []byte("x")})
+	if err != nil || len(many) != 3 || string(many[0]) != "2" || many[1] != nil || string(many[2]) != "2" {
+		t.Fatalf("GetMany(x, absent, x) in the snapshot = %q, %v", many, err)
 	}
 }
 

@@ -1,8 +1,11 @@
 package pgtest
 
 import (
+	"bytes"
+	"encoding/binary"
 	"net"
 	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,6 +27,10 @@ type Proxy struct {
 	// trips counts round trips: a client's bytes that follow the server's
 	// answer (or open the connection) start one.
 	trips atomic.Int64
+	// log, while logging, holds the round trips with the statements
+	// each sent (guarded by mu).
+	logging bool
+	log     []*Trip
 }
 
 // NewProxy listens on a local port and forwards what it accepts to target
@@ -60,20 +67,34 @@ func (p *Proxy) accept() {
 			return
 		}
 		p.conns = append(p.conns, c, up)
+		conn := len(p.conns)/2 - 1
 		p.mu.Unlock()
 		var clientTurn atomic.Bool // the client spoke last on this connection
-		go p.pipe(up, c, func() {
+		dec := &frontendDecoder{names: map[string]string{}}
+		var trip *Trip
+		go p.pipe(up, c, func(data []byte) {
 			if !clientTurn.Swap(true) {
 				p.trips.Add(1)
+				trip = nil
 			}
+			statements := dec.feed(data)
+			p.mu.Lock()
+			if p.logging {
+				if trip == nil {
+					trip = &Trip{Conn: conn}
+					p.log = append(p.log, trip)
+				}
+				trip.Statements = append(trip.Statements, statements...)
+			}
+			p.mu.Unlock()
 		})
-		go p.pipe(c, up, func() { clientTurn.Store(false) })
+		go p.pipe(c, up, func([]byte) { clientTurn.Store(false) })
 	}
 }
 
 // pipe copies src to dst, holding each read until the proxy is unblocked;
-// seen is called before each piece read is forwarded.
-func (p *Proxy) pipe(dst, src net.Conn, seen func()) {
+// seen is called with each piece read before it is forwarded.
+func (p *Proxy) pipe(dst, src net.Conn, seen func(data []byte)) {
 	defer dst.Close()
 	defer src.Close()
 	buf := make([]byte, 32<<10)
@@ -89,7 +110,7 @@ func (p *Proxy) pipe(dst, src net.Conn, seen func()) {
 			if closed {
 				return
 			}
-			seen()
+			seen(buf[:n])
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
@@ -149,4 +170,121 @@ func (p *Proxy) close() {
 	for _, c := range conns {
 		c.Close()
 	}
+}
+
+// Trip is one round trip a client made through the proxy: the connection
+// (numbered in the order the proxy accepted them) and what it sent, one
+// string a statement: its SQL as executed, "prepare: SQL" for a statement
+// prepared without being executed, "sync" for a Sync that followed nothing
+// else, and "startup" for a connection's opening.
+type Trip struct {
+	Conn       int
+	Statements []string
+}
+
+// StartLog starts recording the round trips, with their statements, that
+// clients make from now on (Log returns them).
+func (p *Proxy) StartLog() {
+	p.mu.Lock()
+	p.logging, p.log = true, nil
+	p.mu.Unlock()
+}
+
+// Log stops recording and returns the round trips recorded since
+// StartLog, in the order they began.
+func (p *Proxy) Log() []Trip {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.logging = false
+	trips := make([]Trip, len(p.log))
+	for i, t := range p.log {
+		trips[i] = Trip{Conn: t.Conn, Statements: slices.Clone(t.Statements)}
+	}
+	p.log = nil
+	return trips
+}
+
+// frontendDecoder reads the messages a client sends in PostgreSQL's
+// protocol (version 3) and names the statements among them.
+type frontendDecoder struct {
+	buf     []byte
+	started bool              // past the startup message
+	names   map[string]string // prepared statement name to SQL
+	bound   string            // the SQL of the last Bind
+	parsed  []string          // Parses not yet followed by a Bind
+	other   bool              // a message other than Sync since the last statement
+}
+
+// feed takes the next bytes of the stream and returns the statements
+// completed in them.
+func (d *frontendDecoder) feed(data []byte) []string {
+	d.buf = append(d.buf, data...)
+	var out []string
+	for {
+		if !d.started {
+			if len(d.buf) < 8 {
+				return out
+			}
+			n := int(binary.BigEndian.Uint32(d.buf))
+			if len(d.buf) < n {
+				return out
+			}
+			switch binary.BigEndian.Uint32(d.buf[4:]) {
+			case 80877103, 80877104: // SSLRequest, GSSENCRequest: then the startup message
+			default:
+				d.started = true
+				out = append(out, "startup")
+			}
+			d.buf = d.buf[n:]
+			continue
+		}
+		if len(d.buf) < 5 {
+			return out
+		}
+		n := 1 + int(binary.BigEndian.Uint32(d.buf[1:]))
+		if len(d.buf) < n {
+			return out
+		}
+		typ, body := d.buf[0], d.buf[5:n]
+		d.buf = d.buf[n:]
+		switch typ {
+		case 'Q':
+			out = append(out, cstring(body))
+			d.other = false
+		case 'P':
+			name := cstring(body)
+			query := cstring(body[len(name)+1:])
+			d.names[name] = query
+			d.parsed = append(d.parsed, query)
+			d.other = true
+		case 'B':
+			portal := cstring(body)
+			d.bound = d.names[cstring(body[len(portal)+1:])]
+			d.parsed = nil
+			d.other = true
+		case 'E':
+			out = append(out, d.bound)
+			d.other = false
+		case 'S':
+			for _, q := range d.parsed {
+				out = append(out, "prepare: "+q)
+			}
+			if len(d.parsed) == 0 && d.other {
+				out = append(out, "sync")
+			}
+			d.parsed, d.other = nil, false
+		case 'X':
+			out = append(out, "terminate")
+		default:
+			d.other = true
+		}
+	}
+}
+
+// cstring is the NUL-terminated string at the start of b.
+func cstring(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		return string(b[:i])
+	}
+	return string(b)
 }
