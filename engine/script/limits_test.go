@@ -2,6 +2,7 @@ package script
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"runtime/metrics"
@@ -136,6 +137,38 @@ func TestCancelledContextStopsTheScript(t *testing.T) {
 	}
 	if e := time.Since(start); e > time.Second {
 		t.Fatalf("took %v", e)
+	}
+}
+
+// endingCollection is a collection whose reads end the run's context and
+// then fail with its error, as a storage call does when the request's
+// deadline passes while it waits.
+type endingCollection struct {
+	*fakeCollection
+	cancel context.CancelFunc
+}
+
+func (c endingCollection) ReadDocument(ctx context.Context, link string, opts ReadOptions) (json.RawMessage, error) {
+	c.cancel()
+	return nil, fmt.Errorf("storage: %w", ctx.Err())
+}
+
+// TestStorageFailingAsTheContextEndsAnswersTheContextsEnd: a script that
+// ends on the failure its context's end caused (before the context's
+// watcher has stopped it) is answered 408 like any run whose context ended,
+// never with the storage failure as a 500.
+func TestStorageFailingAsTheContextEndsAnswersTheContextsEnd(t *testing.T) {
+	rn := NewRunner(Limits{})
+	for i := range 50 {
+		ctx, cancel := context.WithCancel(context.Background())
+		_, err := rn.Execute(ctx, Script{ID: "read", Body: `function () {
+			var c = getContext().getCollection();
+			c.readDocument(c.getAltLink() + "/docs/a", function (err, doc) { if (err) throw err; });
+		}`}, nil, endingCollection{newFakeCollection(`{"id":"a"}`), cancel}, ExecuteOptions{})
+		cancel()
+		if status, msg := statusAndMessage(t, err); status != 408 {
+			t.Fatalf("run %d: %d %s, want 408", i, status, msg)
+		}
 	}
 }
 

@@ -73,16 +73,19 @@ func (r *run) arm(v *vm) {
 	r.poller = time.AfterFunc(time.Hour, func() { r.pollMemory(v) })
 	r.poller.Reset(memoryPollInterval)
 	if r.ctx.Done() != nil {
-		r.unwatch = context.AfterFunc(r.ctx, func() {
-			// A deadline is the time budget counted from admission (the
-			// wait for a slot included); anything else is the caller leaving.
-			cause := StopCancelled
-			if errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
-				cause = StopTimeout
-			}
-			r.stop(v, &limitError{StatusRequestTimeout, "The request was cancelled: " + context.Cause(r.ctx).Error(), cause})
-		})
+		r.unwatch = context.AfterFunc(r.ctx, func() { r.stop(v, r.contextEnded()) })
 	}
+}
+
+// contextEnded is the limit reached when the run's context ends. A deadline
+// is the time budget counted from admission (the wait for a slot included);
+// anything else is the caller leaving.
+func (r *run) contextEnded() *limitError {
+	cause := StopCancelled
+	if errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
+		cause = StopTimeout
+	}
+	return &limitError{StatusRequestTimeout, "The request was cancelled: " + context.Cause(r.ctx).Error(), cause}
 }
 
 // disarm ends the run's watchers; after it returns no interrupt can reach v.
@@ -173,6 +176,13 @@ func (r *run) failureOf(v *vm, err error) *Error {
 	r.mu.Unlock()
 	if stopped != nil {
 		return stopped.failure()
+	}
+	// The context can end before its watcher has stopped the script: a
+	// storage call under it fails at once, and the script may end on that
+	// failure first. The context's end is the answer then too, not the
+	// failure it caused.
+	if r.ctx.Err() != nil {
+		return r.contextEnded().failure()
 	}
 	var se *Error
 	var ex *goja.Exception
