@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -232,6 +233,20 @@ func (e *Engine) Container(ctx context.Context, db, name string) (*Container, er
 		return nil, err
 	}
 	return c, nil
+}
+
+// successor is the catalog's current definition of retired container c,
+// which a writer that found c retired writes by instead; 404 when c was
+// deleted (a container made again under its name is another one).
+func (e *Engine) successor(ctx context.Context, c *Container) (*Container, error) {
+	next, err := e.Container(ctx, c.db.ID, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(next.rid, c.rid) {
+		return nil, NotFound("The container '%s' was deleted.", c.ID)
+	}
+	return next, nil
 }
 
 // CreateDatabase creates a database from its JSON body. throughput, when not

@@ -589,12 +589,9 @@ func (e *Engine) inPartitionShared(ctx context.Context, c *Container, pk Partiti
 		}
 		// The catalog moved (here or on another gateway): write by the
 		// container's current rules.
-		next, err := e.Container(ctx, c.db.ID, c.ID)
+		next, err := e.successor(ctx, c)
 		if err != nil {
 			return err
-		}
-		if !bytes.Equal(next.rid, c.rid) {
-			return NotFound("The container '%s' was deleted.", c.ID)
 		}
 		c = next
 	}

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -74,12 +73,9 @@ func (e *Engine) inPartition(ctx context.Context, c *Container, pk PartitionKey,
 		// A replace of the container (say, of its indexing policy) came
 		// first: write by its rules.
 		mu.Unlock()
-		next, err := e.Container(ctx, c.db.ID, c.ID)
+		next, err := e.successor(ctx, c)
 		if err != nil {
 			return err
-		}
-		if !bytes.Equal(next.rid, c.rid) {
-			return NotFound("The container '%s' was deleted.", c.ID)
 		}
 		c = next
 	}
