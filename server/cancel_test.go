@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/orrery-db/orrery/engine"
 	"github.com/orrery-db/orrery/storage/postgres"
 	"github.com/orrery-db/orrery/storage/postgres/pgtest"
@@ -73,30 +71,7 @@ func TestClientCancelStopsPostgresWork(t *testing.T) {
 	<-finished
 
 	// Another session locks the table: every statement of the gateway waits.
-	blocker, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer blocker.Close(context.Background())
-	if _, err := blocker.Exec(ctx, "BEGIN"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := blocker.Exec(ctx, "LOCK TABLE orrery_kv IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
-	watcher, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watcher.Close(context.Background())
-	lockWaiters := func() int {
-		var n int
-		if err := watcher.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	lock := pgtest.LockTable(t, url)
 
 	ops := []struct {
 		name, method, path, body string
@@ -129,7 +104,7 @@ func TestClientCancelStopsPostgresWork(t *testing.T) {
 		}()
 		// Cancel once the request waits in PostgreSQL.
 		deadline := time.Now().Add(bound)
-		for lockWaiters() == 0 {
+		for lock.Waiters() == 0 {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: no statement of the gateway waits on the lock after %v", op.name, bound)
 			}
@@ -153,18 +128,16 @@ func TestClientCancelStopsPostgresWork(t *testing.T) {
 		case <-time.After(bound):
 			t.Fatalf("%s cancelled by its client: the gateway still works on it %v after (timeout %v)", op.name, bound, timeout)
 		}
-		for lockWaiters() > 0 || store.Pool().Stat().AcquiredConns() > 0 {
+		for lock.Waiters() > 0 || store.Pool().Stat().AcquiredConns() > 0 {
 			if time.Now().After(start.Add(bound)) {
 				t.Fatalf("%s cancelled by its client: %v after, %d backends still wait on the lock, %d pool connections acquired",
-					op.name, bound, lockWaiters(), store.Pool().Stat().AcquiredConns())
+					op.name, bound, lock.Waiters(), store.Pool().Stat().AcquiredConns())
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 		t.Logf("%s: PostgreSQL stopped waiting and the pool had its connection back %v after the cancel", op.name, time.Since(start).Round(time.Millisecond))
 	}
-	if _, err := blocker.Exec(ctx, "ROLLBACK"); err != nil {
-		t.Fatal(err)
-	}
+	lock.Release()
 	c.must("GET", itemsPath+"/acked", "", map[string]string{"x-ms-documentdb-partitionkey": `["a"]`}, 200)
 	<-finished
 }

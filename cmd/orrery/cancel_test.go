@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/orrery-db/orrery/storage/postgres/pgtest"
 )
@@ -31,30 +30,7 @@ func TestClientCancelStopsPostgresWorkOnAGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	blocker, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer blocker.Close(context.Background())
-	watcher, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watcher.Close(context.Background())
-	lockWaiters := func() int {
-		var n int
-		if err := watcher.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	if _, err := blocker.Exec(ctx, "BEGIN"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := blocker.Exec(ctx, "LOCK TABLE orrery_kv IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
+	lock := pgtest.LockTable(t, url)
 
 	bound := 10 * time.Second // far inside the timeout, on a loaded machine
 	ops := map[string]func(ctx context.Context) error{
@@ -69,7 +45,7 @@ func TestClientCancelStopsPostgresWorkOnAGateway(t *testing.T) {
 		answered := make(chan error, 1)
 		go func() { answered <- op(rctx) }()
 		deadline := time.Now().Add(bound)
-		for lockWaiters() == 0 {
+		for lock.Waiters() == 0 {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: no statement of the gateway waits on the lock after %v", name, bound)
 			}
@@ -80,7 +56,7 @@ func TestClientCancelStopsPostgresWorkOnAGateway(t *testing.T) {
 		if err := <-answered; !errors.Is(err, context.Canceled) {
 			t.Fatalf("%s: the client got %v, want its cancel", name, err)
 		}
-		for lockWaiters() > 0 {
+		for lock.Waiters() > 0 {
 			if time.Since(start) > bound {
 				t.Fatalf("%s: %v after its client cancelled, the gateway's statement still waits in PostgreSQL (timeout %v)", name, bound, timeout)
 			}
@@ -88,9 +64,7 @@ func TestClientCancelStopsPostgresWorkOnAGateway(t *testing.T) {
 		}
 		t.Logf("%s: PostgreSQL stopped waiting %v after the client cancelled", name, time.Since(start).Round(time.Millisecond))
 	}
-	if _, err := blocker.Exec(ctx, "ROLLBACK"); err != nil {
-		t.Fatal(err)
-	}
+	lock.Release()
 	if _, err := cont.ReadItem(ctx, pk, "acked", nil); err != nil {
 		t.Fatalf("read after the cancelled requests: %v", err)
 	}

@@ -357,3 +357,55 @@ func (p *Server) Start() error {
 
 // Dir is the server's directory: its data, socket and log.
 func (p *Server) Dir() string { return p.s.dir }
+
+// TableLock is a session of a test's own holding orrery_kv locked, so that
+// every statement on the table waits, as behind a long migration.
+type TableLock struct {
+	t       testing.TB
+	blocker *pgx.Conn
+	watcher *pgx.Conn
+}
+
+// LockTable locks the orrery_kv table of the database at url until
+// Release (or the end of t).
+func LockTable(t testing.TB, url string) *TableLock {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l := &TableLock{t: t}
+	var err error
+	if l.blocker, err = pgx.Connect(ctx, url); err != nil {
+		t.Fatalf("connecting to PostgreSQL: %v", err)
+	}
+	t.Cleanup(func() { l.blocker.Close(context.Background()) })
+	if l.watcher, err = pgx.Connect(ctx, url); err != nil {
+		t.Fatalf("connecting to PostgreSQL: %v", err)
+	}
+	t.Cleanup(func() { l.watcher.Close(context.Background()) })
+	if _, err := l.blocker.Exec(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.blocker.Exec(ctx, "LOCK TABLE orrery_kv IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// Waiters is the number of the database's sessions waiting on a lock.
+func (l *TableLock) Waiters() int {
+	l.t.Helper()
+	var n int
+	if err := l.watcher.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
+		l.t.Fatal(err)
+	}
+	return n
+}
+
+// Release lets the waiting statements go on.
+func (l *TableLock) Release() {
+	l.t.Helper()
+	if _, err := l.blocker.Exec(context.Background(), "ROLLBACK"); err != nil {
+		l.t.Fatal(err)
+	}
+}
