@@ -138,7 +138,10 @@ func (r *run) perform(v *vm, op, link, payload string, o options, params []Param
 			return r.callback(v, cb, goja.Undefined(), goja.Undefined(), respOpts, false)
 		}
 		_ = respOpts.Set("statusCode", status)
-		errVal := v.errorValue(status, text)
+		errVal, err := v.errorValue(status, text)
+		if err != nil {
+			return err
+		}
 		if cb == nil {
 			return &thrown{errVal}
 		}
@@ -222,7 +225,11 @@ func (v *vm) readAll(call goja.FunctionCall) goja.Value {
 			page, err := r.coll.ReadDocuments(r.ctx, FeedOptions{PageSize: -1, Continuation: cont})
 			if err != nil {
 				status, text := statusOf(err)
-				_, cerr := cb(goja.Undefined(), v.errorValue(status, text), goja.Undefined())
+				errVal, err := v.errorValue(status, text)
+				if err != nil {
+					return err
+				}
+				_, cerr := cb(goja.Undefined(), errVal, goja.Undefined())
 				return cerr
 			}
 			docs = append(docs, page.Documents...)

@@ -146,25 +146,33 @@ func TestCancelledContextStopsTheScript(t *testing.T) {
 type endingCollection struct {
 	*fakeCollection
 	cancel context.CancelFunc
+	// settle is how long the read waits after the cancel, giving the
+	// context's watcher time to interrupt the runtime before the failure
+	// is handed to the script (zero: the failure usually arrives first).
+	settle time.Duration
 }
 
 func (c endingCollection) ReadDocument(ctx context.Context, link string, opts ReadOptions) (json.RawMessage, error) {
 	c.cancel()
+	time.Sleep(c.settle)
 	return nil, fmt.Errorf("storage: %w", ctx.Err())
 }
 
 // TestStorageFailingAsTheContextEndsAnswersTheContextsEnd: a script that
 // ends on the failure its context's end caused (before the context's
 // watcher has stopped it) is answered 408 like any run whose context ended,
-// never with the storage failure as a 500.
+// never with the storage failure as a 500. Whether the watcher's interrupt
+// lands before the failure reaches the script, while the error handed to
+// the callback is being built, or after, the answer is the same.
 func TestStorageFailingAsTheContextEndsAnswersTheContextsEnd(t *testing.T) {
 	rn := NewRunner(Limits{})
-	for i := range 50 {
+	for i := range 60 {
+		settle := []time.Duration{0, 0, 20 * time.Millisecond}[i%3]
 		ctx, cancel := context.WithCancel(context.Background())
 		_, err := rn.Execute(ctx, Script{ID: "read", Body: `function () {
 			var c = getContext().getCollection();
 			c.readDocument(c.getAltLink() + "/docs/a", function (err, doc) { if (err) throw err; });
-		}`}, nil, endingCollection{newFakeCollection(`{"id":"a"}`), cancel}, ExecuteOptions{})
+		}`}, nil, endingCollection{newFakeCollection(`{"id":"a"}`), cancel, settle}, ExecuteOptions{})
 		cancel()
 		if status, msg := statusAndMessage(t, err); status != 408 {
 			t.Fatalf("run %d: %d %s, want 408", i, status, msg)

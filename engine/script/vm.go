@@ -129,16 +129,18 @@ func (v *vm) end() {
 
 // throwStatus raises, in the script, an Error with number and body.
 func (v *vm) throwStatus(status int, msg string) {
-	panic(v.errorValue(status, msg))
-}
-
-// errorValue builds the error object callbacks receive.
-func (v *vm) errorValue(status int, msg string) goja.Value {
-	e, err := v.statusErr(goja.Undefined(), v.rt.ToValue(status), v.rt.ToValue(msg))
+	e, err := v.errorValue(status, msg)
 	if err != nil {
 		panic(err)
 	}
-	return e
+	panic(e)
+}
+
+// errorValue builds the error object callbacks receive.
+// It runs JavaScript, so a limit reached meanwhile interrupts it: the
+// error is then that interrupt, which the caller returns like any other.
+func (v *vm) errorValue(status int, msg string) (goja.Value, error) {
+	return v.statusErr(goja.Undefined(), v.rt.ToValue(status), v.rt.ToValue(msg))
 }
 
 // parseJSON turns JSON bytes into a JavaScript value. Scalars (the usual
