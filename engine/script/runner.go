@@ -171,6 +171,11 @@ func (rn *Runner) do(ctx context.Context, s Script, r *run, args []json.RawMessa
 	defer func() {
 		if p := recover(); p != nil {
 			out, clean = panicFailure(p), false
+			// An interrupt that escaped as a panic is still the limit
+			// that caused it, never a runtime failure.
+			if ie, ok := p.(*goja.InterruptedError); ok {
+				out = r.failureOf(v, ie)
+			}
 		}
 		rn.release(v, r, clean)
 	}()
