@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -405,4 +406,50 @@ func TestSharedPagesFromTheCacheAreNeverStale(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSharedStoredProcedureQueryReadsItsItemsInOneGo: on PostgreSQL a
+// stored procedure's query reads the items its index entries name in one
+// statement under the procedure's transaction, as a client's query does,
+// not one round trip each: a chunk of 32 items first, then up to 256 (see
+// lookupChunk), so reading 100 items costs one round trip more than
+// reading 2.
+func TestSharedStoredProcedureQueryReadsItsItemsInOneGo(t *testing.T) {
+	ctx := t.Context()
+	e, proxy := tripsEngine(t)
+	const items = 100
+	for i := range items {
+		if _, err := e.CreateItem(ctx, req("", "p", fmt.Sprintf(`{"id":"i%d","pk":"p","n":%d}`, i, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	body := `function (from) {
+		var c = getContext().getCollection();
+		var ok = c.queryDocuments(c.getSelfLink(), {query: "SELECT * FROM c WHERE c.n >= @from", parameters: [{name: "@from", value: from}]}, {pageSize: -1},
+			function (err, docs) { if (err) throw err; getContext().getResponse().setBody(docs.length); });
+		if (!ok) throw new Error("not accepted");
+	}`
+	if _, err := e.CreateScript(ctx, "db", "c", StoredProcedures, fmt.Appendf(nil, `{"id":"count","body":%q}`, body)); err != nil {
+		t.Fatal(err)
+	}
+	pk, _ := ParsePartitionKeyHeader(`["p"]`)
+	run := func(from, want int) func() error {
+		return func() error {
+			res, err := e.ExecuteStoredProcedure(ctx, &ExecuteRequest{Database: "db", Container: "c", ID: "count",
+				PartitionKey: pk, HasPartitionKey: true, Args: []json.RawMessage{fmt.Append(nil, from)}})
+			if err != nil {
+				return err
+			}
+			if got := string(res.Body); got != fmt.Sprint(want) {
+				return fmt.Errorf("the procedure counted %s items from %d, want %d", got, from, want)
+			}
+			return nil
+		}
+	}
+	few := fewestTrips(t, proxy, run(items-2, 2))
+	all := fewestTrips(t, proxy, run(0, items))
+	t.Logf("a procedure's query: %d round trips reading 2 items, %d reading %d", few, all, items)
+	if all > few+1 {
+		t.Errorf("a procedure's query reading %d items takes %d round trips to PostgreSQL, %d reading 2: want at most one more", items, all, few)
+	}
 }

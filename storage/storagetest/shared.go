@@ -98,6 +98,17 @@ func testSharedBatchReads(t *testing.T, a, b storage.Shared, _ func(storage.Shar
 	if got, want := scan(t, sb, nil, nil, false), []string{"k=3", "n=new"}; !slices.Equal(got, want) {
 		t.Fatalf("shared batch scan = %q, want %q", got, want)
 	}
+	// Several keys at once (PostgreSQL's batch: one statement) read the
+	// same: the batch's own writes and deletes over the latest commits.
+	commit(t, a, "m", "committed")
+	commit(t, a, "gone", "committed")
+	if err := sb.Delete([]byte("gone")); err != nil {
+		t.Fatal(err)
+	}
+	many, err := storage.GetMany(ctx, sb, [][]byte{[]byte("k"), []byte("absent"), []byte("m"), []byte("gone"), []byte("k")})
+	if err != nil || len(many) != 5 || string(many[0]) != "3" || many[1] != nil || string(many[2]) != "committed" || many[3] != nil || string(many[4]) != "3" {
+		t.Fatalf("GetMany(k, absent, m, gone, k) in the batch = %q, %v; want [3 nil committed nil 3]", many, err)
+	}
 	if got := get(t, a, "k"); got != "2" {
 		t.Fatalf("A reads %q before B commits, want 2", got)
 	}
@@ -607,6 +618,8 @@ func testCancelledShared(t *testing.T, a, b storage.Shared, _ func(storage.Share
 	want("Lock", sb.Lock(ctx, []byte("x"), true))
 	_, err = sb.Begin(ctx, []storage.LockRequest{{Key: []byte("y"), Exclusive: true}}, nil, true)
 	want("Begin", err)
+	_, err = storage.GetMany(ctx, sb, [][]byte{[]byte("k"), []byte("x")})
+	want("GetMany", err)
 	other := newShared(t, b)
 	defer other.Close()
 	lctx, lcancel := context.WithTimeout(live, patience)
