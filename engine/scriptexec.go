@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -79,11 +80,7 @@ type ExecuteResult struct {
 // as one transaction: all its writes commit together, or none does when it
 // throws, runs out of time or memory.
 func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest) (*ExecuteResult, error) {
-	c, err := e.Container(ctx, req.Database, req.Container)
-	if err != nil {
-		return nil, err
-	}
-	props, _, err := e.readScript(ctx, c, StoredProcedures, req.ID)
+	c, props, err := e.containerScript(ctx, req.Database, req.Container, StoredProcedures, req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +120,47 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest
 		return nil, err
 	}
 	return &ExecuteResult{Body: res.Body, Log: res.Log, Charge: 5 + float64(len(res.Body))/1024}, nil
+}
+
+// containerScript looks up a container and reads one of its scripts. On a
+// shared store the cached container's check against the catalog's version
+// and the script's read are one statement, as a point read's are.
+func (e *Engine) containerScript(ctx context.Context, db, coll string, kind ScriptKind, id string) (*Container, map[string]any, error) {
+	if e.shared == nil {
+		c, err := e.Container(ctx, db, coll)
+		if err != nil {
+			return nil, nil, err
+		}
+		props, _, err := e.readScript(ctx, c, kind, id)
+		return c, props, err
+	}
+	for {
+		c, version, err := e.cachedContainer(ctx, db, coll)
+		if err != nil {
+			return nil, nil, err
+		}
+		values, _, err := e.shared.store.GetAll(ctx, [][]byte{metaCatalogVersion, childKey(c.rid, string(kind), id)})
+		if err != nil {
+			return nil, nil, err
+		}
+		v := values[0]
+		if v == nil {
+			v = []byte{}
+		}
+		if !bytes.Equal(v, version) {
+			if err := e.catalogMoved(ctx, v); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		if values[1] == nil {
+			// Absent by id: the id may be the script's RID.
+			props, _, err := e.readScript(ctx, c, kind, id)
+			return c, props, err
+		}
+		props, _, err := storedProps(values[1], nil, kind.singular(), id)
+		return c, props, err
+	}
 }
 
 func scriptOf(props map[string]any) script.Script {
