@@ -212,14 +212,14 @@ var errBatchFailed = errors.New("engine: the batch failed")
 // carries its own status, every other one StatusFailedDependency, and nothing
 // is written. A non-atomic batch runs each operation on its own.
 func (e *Engine) ExecuteBatch(ctx context.Context, req *BatchRequest) (*BatchResult, error) {
-	c, err := e.Container(ctx, req.Database, req.Container)
-	if err != nil {
-		return nil, err
-	}
 	if len(req.Operations) > MaxBatchOperations {
 		return nil, BadRequest("The batch request has %d operations: a batch can have at most %d.", len(req.Operations), MaxBatchOperations)
 	}
 	if !req.Atomic {
+		c, err := e.Container(ctx, req.Database, req.Container)
+		if err != nil {
+			return nil, err
+		}
 		return e.executeEach(ctx, c, req), nil
 	}
 	if !req.HasPartitionKey {
@@ -228,8 +228,30 @@ func (e *Engine) ExecuteBatch(ctx context.Context, req *BatchRequest) (*BatchRes
 	if req.Confined && !req.PartitionKey.Equal(req.Partition) {
 		return nil, outsidePartition(req.PartitionKey, req.Partition)
 	}
+	for {
+		res, again, err := e.executeAtomic(ctx, req)
+		if !again {
+			return res, err
+		}
+	}
+}
+
+// executeAtomic runs a transactional batch on the container as the catalog
+// cache has it now. On a shared store the transaction checks the cache
+// against the store under its locks, and reads the items the operations
+// name with them, in one round trip; a batch refused before it began (by
+// the cached container's partition key) is refused only if the cache is
+// current, else again is true and the caller runs it on the current
+// container.
+func (e *Engine) executeAtomic(ctx context.Context, req *BatchRequest) (_ *BatchResult, again bool, _ error) {
+	c, err := e.CachedContainer(ctx, req.Database, req.Container)
+	if err != nil {
+		return nil, false, err
+	}
 	res := &BatchResult{Results: make([]BatchOperationResult, len(req.Operations))}
-	err = e.inPartition(ctx, c, req.PartitionKey, func(t *txn) error {
+	begun := false
+	fn := func(t *txn) error {
+		begun = true
 		for i := range req.Operations {
 			op := &req.Operations[i]
 			r, err := t.run(ctx, op)
@@ -252,12 +274,45 @@ func (e *Engine) ExecuteBatch(ctx context.Context, req *BatchRequest) (*BatchRes
 			return errBatchFailed
 		}
 		return nil
-	})
+	}
+	if e.shared != nil {
+		err = e.inPartitionShared(ctx, c, req.PartitionKey, c.batchItemIDs(req.Operations), fn)
+	} else {
+		err = e.inPartition(ctx, c, req.PartitionKey, fn)
+	}
+	if err != nil && !begun && e.shared != nil {
+		cur, cerr := e.Container(ctx, req.Database, req.Container)
+		if cerr != nil {
+			return nil, false, cerr
+		}
+		if cur != c {
+			return nil, true, nil
+		}
+	}
 	if err != nil && !errors.Is(err, errBatchFailed) {
-		return nil, err
+		return nil, false, err
 	}
 	res.total()
-	return res, nil
+	return res, false, nil
+}
+
+// batchItemIDs names the items a batch's operations read: the id each
+// addresses, or for a create, upsert or replace the one in its body. A
+// body that does not parse names none (the operation fails on it later).
+func (c *Container) batchItemIDs(ops []BatchOperation) []string {
+	ids := make([]string, 0, len(ops))
+	for i := range ops {
+		op := &ops[i]
+		switch op.Type {
+		case BatchCreate, BatchUpsert, BatchReplace:
+			if id, ok := bodyID(op.Body); ok {
+				ids = append(ids, id)
+			}
+		default:
+			ids = append(ids, op.ID)
+		}
+	}
+	return ids
 }
 
 func failedResult(e *Error) BatchOperationResult {
@@ -288,4 +343,21 @@ func (e *Engine) executeEach(ctx context.Context, c *Container, req *BatchReques
 	}
 	res.total()
 	return res
+}
+
+// bodyID is the id in an item's JSON body, if it has one that is a string.
+func bodyID(body []byte) (string, bool) {
+	obj, err := parseObject(body)
+	if err != nil {
+		return "", false
+	}
+	raw, ok := obj.get("id")
+	if !ok {
+		return "", false
+	}
+	if id, ok := plainString(raw); ok {
+		return id, true
+	}
+	var id string
+	return id, json.Unmarshal(raw, &id) == nil
 }

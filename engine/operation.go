@@ -124,7 +124,7 @@ func (e *Engine) runAloneSession(ctx context.Context, c *Container, req *BatchRe
 		if op.item != nil {
 			id = op.item.id
 		}
-		err = e.inPartitionShared(ctx, c, pk, id, fn)
+		err = e.inPartitionShared(ctx, c, pk, []string{id}, fn)
 	} else {
 		err = e.inPartition(ctx, c, pk, fn)
 	}

@@ -426,20 +426,17 @@ func (b *versionBatch) CommitPipelined(ctx context.Context) (func() error, error
 // beginShared starts a transaction on partition p of c in shared mode: the
 // catalog lock shared, the partition's lock exclusive, and a check that the
 // catalog has not moved under c, all in one round trip with the
-// transaction's sequence number and, if read is not nil, the read of key
-// read (SharedBatch.Begin). A transaction that writes nothing (one refused
+// transaction's sequence number and the reads of keys reads
+// (SharedBatch.Begin). A transaction that writes nothing (one refused
 // by a precondition, say) then has a number it does not use, which only
 // costs the server a transaction id. stale reports that the catalog had
 // moved (it is reloaded; the caller looks c up again).
-func (e *Engine) beginShared(ctx context.Context, c *Container, p *partition, read []byte) (b storage.SharedBatch, pre *prefetched, stale bool, err error) {
+func (e *Engine) beginShared(ctx context.Context, c *Container, p *partition, reads [][]byte) (b storage.SharedBatch, pre *prefetched, stale bool, err error) {
 	b, err = e.shared.store.NewSharedBatch(ctx)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	keys := [][]byte{metaCatalogVersion}
-	if read != nil {
-		keys = append(keys, read)
-	}
+	keys := append([][]byte{metaCatalogVersion}, reads...)
 	values, err := b.Begin(ctx, []storage.LockRequest{
 		{Key: catalogLockName},
 		{Key: partitionLockName(c.rid, p.enc), Exclusive: true},
@@ -463,29 +460,40 @@ func (e *Engine) beginShared(ctx context.Context, c *Container, p *partition, re
 		b.Close()
 		return nil, nil, true, nil
 	}
-	if read != nil {
-		pre = &prefetched{key: read, value: values[1]}
+	if len(reads) > 0 {
+		pre = &prefetched{values: make(map[string][]byte, len(reads))}
+		for i, key := range reads {
+			pre.values[string(key)] = values[1+i]
+		}
 	}
 	return b, pre, false, nil
 }
 
-// prefetched is a key a shared transaction read as it began, under its
-// partition's lock, and its value (nil: absent), for its first read of the
-// key: no other transaction can change an item of the partition before it
+// prefetched is the keys a shared transaction read as it began, under its
+// partition's lock, and their values (nil: absent), for its first read of
+// each: no other transaction can change an item of the partition before it
 // ends.
 type prefetched struct {
-	key, value []byte
+	values map[string][]byte
 }
 
-// take returns the prefetched value of key, once: a later read of the key
-// may follow the transaction's own write of it.
-func (t *txn) takePrefetched(key []byte) (value []byte, ok bool) {
-	if t.pre == nil || !bytes.Equal(t.pre.key, key) {
+// prefetchedValue returns the value key had as the transaction began, if
+// it was read then and the transaction has not written it since (put and
+// remove forget it: the batch's own write is the answer then).
+func (t *txn) prefetchedValue(key []byte) (value []byte, ok bool) {
+	if t.pre == nil {
 		return nil, false
 	}
-	value = t.pre.value
-	t.pre = nil
-	return value, true
+	value, ok = t.pre.values[string(key)]
+	return value, ok
+}
+
+// forgetPrefetched drops key's prefetched value, which the transaction's
+// write of key makes stale.
+func (t *txn) forgetPrefetched(key []byte) {
+	if t.pre != nil {
+		delete(t.pre.values, string(key))
+	}
 }
 
 // sharedWatermark is the highest LSN at or below which every write has
@@ -558,21 +566,23 @@ func (e *Engine) sweepWhileLeading(ctx context.Context, interval time.Duration, 
 
 // inPartitionShared is inPartition on a shared store: the transaction is a
 // shared batch holding the partition's lock (and the catalog's, shared)
-// until it commits, and its LSN is the batch's sequence number. id, if not
-// empty, names the item the transaction reads first: it is read as the
-// transaction begins, in the same round trip.
-func (e *Engine) inPartitionShared(ctx context.Context, c *Container, pk PartitionKey, id string, fn func(t *txn) error) error {
+// until it commits, and its LSN is the batch's sequence number. ids names
+// the items the transaction reads: they are read as it begins, in the same
+// round trip.
+func (e *Engine) inPartitionShared(ctx context.Context, c *Container, pk PartitionKey, ids []string, fn func(t *txn) error) error {
 	for {
 		p, perr := c.partition(pk)
 		if perr != nil {
 			return perr
 		}
 		if !c.retired.Load() {
-			var read []byte
-			if id != "" {
-				read = p.itemKey(id)
+			reads := make([][]byte, 0, len(ids))
+			for _, id := range ids {
+				if id != "" {
+					reads = append(reads, p.itemKey(id))
+				}
 			}
-			b, pre, stale, err := e.beginShared(ctx, c, p, read)
+			b, pre, stale, err := e.beginShared(ctx, c, p, reads)
 			if err != nil {
 				return err
 			}

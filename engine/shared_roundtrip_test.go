@@ -512,3 +512,72 @@ func TestSharedStoredProcedureFromTheCacheIsNeverStale(t *testing.T) {
 		}
 	})
 }
+
+// TestSharedBatchReadsItsItemsWithItsLocks: on PostgreSQL a transactional
+// batch reads the items its operations name in the round trip that takes
+// its locks and checks the catalog, and sends its writes with the COMMIT:
+// two round trips however many operations it has, as a single write.
+func TestSharedBatchReadsItsItemsWithItsLocks(t *testing.T) {
+	ctx := t.Context()
+	e, proxy := tripsEngine(t)
+	pk, _ := ParsePartitionKeyHeader(`["p"]`)
+	for _, id := range []string{"r", "x", "d"} {
+		if _, err := e.CreateItem(ctx, req("", "p", fmt.Sprintf(`{"id":%q,"pk":"p","n":0}`, id))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	round := 0
+	batch := func(creates int) func() error {
+		return func() error {
+			round++
+			ops := []string{
+				`{"operationType":"Read","id":"r"}`,
+				`{"operationType":"Upsert","resourceBody":{"id":"x","pk":"p","n":1}}`,
+				`{"operationType":"Patch","id":"x","resourceBody":{"operations":[{"op":"incr","path":"/n","value":1}]}}`,
+				fmt.Sprintf(`{"operationType":"Replace","id":"r","resourceBody":{"id":"r","pk":"p","round":%d}}`, round),
+				`{"operationType":"Delete","id":"d"}`,
+				`{"operationType":"Create","resourceBody":{"id":"d","pk":"p"}}`,
+			}
+			for i := range creates {
+				ops = append(ops, fmt.Sprintf(`{"operationType":"Create","resourceBody":{"id":"c%d-%d","pk":"p"}}`, round, i))
+			}
+			parsed, err := ParseBatch([]byte("[" + strings.Join(ops, ",") + "]"))
+			if err != nil {
+				return err
+			}
+			res, err := e.ExecuteBatch(ctx, &BatchRequest{Database: "db", Container: "c", PartitionKey: pk, HasPartitionKey: true, Atomic: true, Operations: parsed})
+			if err != nil {
+				return err
+			}
+			if res.Failed {
+				return fmt.Errorf("the batch failed: %+v", res.Results)
+			}
+			return nil
+		}
+	}
+	few := fewestTrips(t, proxy, batch(0))
+	many := fewestTrips(t, proxy, batch(60))
+	t.Logf("a transactional batch: %d round trips with 6 operations, %d with 66", few, many)
+	if few > 2 || many > 2 {
+		t.Errorf("a transactional batch takes %d round trips to PostgreSQL with 6 operations, %d with 66; want 2", few, many)
+	}
+	// Each operation saw the ones before it, not what the batch read as
+	// it began: the patch incremented the upsert's 1, the create followed
+	// the delete.
+	x, err := e.ReadItem(ctx, req("x", "p", ""))
+	if err != nil || !strings.Contains(string(x.Body), `"n":2`) {
+		t.Fatalf("x after the batches: %s, %v; want n 2", x.Body, err)
+	}
+	// A batch that fails writes nothing.
+	parsed, err := ParseBatch([]byte(`[{"operationType":"Create","resourceBody":{"id":"new","pk":"p"}},{"operationType":"Create","resourceBody":{"id":"r","pk":"p"}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.ExecuteBatch(ctx, &BatchRequest{Database: "db", Container: "c", PartitionKey: pk, HasPartitionKey: true, Atomic: true, Operations: parsed})
+	if err != nil || !res.Failed || res.Results[1].Status != 409 {
+		t.Fatalf("a batch whose second create conflicts: %+v, %v; want it failed with 409", res, err)
+	}
+	if _, err := e.ReadItem(ctx, req("new", "p", "")); statusOf(err) != 404 {
+		t.Fatalf("the failed batch's first create: %v, want 404", err)
+	}
+}

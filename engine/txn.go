@@ -55,7 +55,7 @@ type txn struct {
 // do, after releasing the partition's lock.
 func (e *Engine) inPartition(ctx context.Context, c *Container, pk PartitionKey, fn func(t *txn) error) error {
 	if e.shared != nil {
-		return e.inPartitionShared(ctx, c, pk, "", fn)
+		return e.inPartitionShared(ctx, c, pk, nil, fn)
 	}
 	var p *partition
 	var mu *sync.Mutex
@@ -137,7 +137,7 @@ func (t *txn) getAny(ctx context.Context, id string) (*storedItem, error) {
 	if t.e.absent(t.p.c, key) {
 		return nil, nil
 	}
-	if v, ok := t.takePrefetched(key); ok {
+	if v, ok := t.prefetchedValue(key); ok {
 		if v == nil {
 			return nil, nil
 		}
@@ -235,6 +235,7 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	if t.e.shared == nil {
 		t.e.presenceOf(c).add(s.key)
 	}
+	t.forgetPrefetched(s.key)
 	if err := t.b.Set(s.key, s.encode()); err != nil {
 		return nil, err
 	}
@@ -280,6 +281,7 @@ func (t *txn) remove(ctx context.Context, prev *storedItem) error {
 		return err
 	}
 	ridBytes := binary.BigEndian.AppendUint64(nil, prev.rid)
+	t.forgetPrefetched(prev.key)
 	for _, k := range [][]byte{prev.key, feedKey(c.rid, prev.lsn, ridBytes), ridKey(c.rid, ridBytes), orderKey(t.p.prefix, prev.rid)} {
 		if err := t.b.Delete(k); err != nil {
 			return err

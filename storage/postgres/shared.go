@@ -110,10 +110,13 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 	}
 	values := make([][]byte, len(keys))
 	var seq int64
+	var rest, many [][]byte // the keys not the batch's own; what one statement read of them
+	var at []int            // where rest's keys are in keys
 	err := b.send(ctx, func(q *pgx.Batch) {
 		for _, l := range locks {
 			q.Queue(lockSQL(l.Exclusive), hashKey(l.Key))
 		}
+		rest, at = nil, nil
 		for i, key := range keys {
 			if v, mine, err := b.lookup(key); mine {
 				if err == nil {
@@ -121,6 +124,16 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 				}
 				continue
 			}
+			rest, at = append(rest, key), append(at, i)
+		}
+		if len(rest) > 2 {
+			// Many keys (a transactional batch's items): one statement.
+			many = make([][]byte, len(rest))
+			queueGetMany(q, rest, many)
+			rest = nil
+		}
+		for j, key := range rest {
+			i := at[j]
 			q.Queue(`SELECT v FROM orrery_kv WHERE k = $1`, key).QueryRow(func(row pgx.Row) error {
 				var v []byte
 				err := row.Scan(&v)
@@ -143,6 +156,9 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 	})
 	if err != nil {
 		return nil, err
+	}
+	for j, v := range many {
+		values[at[j]] = v
 	}
 	if seq != 0 {
 		b.seq = uint64(seq)
@@ -168,6 +184,16 @@ func (b *sharedBatch) Sequence(ctx context.Context) (uint64, error) {
 
 // Get returns the batch's own write of key, else the latest committed value.
 func (b *sharedBatch) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if b.pending == nil {
+		return nil, storage.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &callerGone{err: err}
+	}
+	if v, mine, err := b.lookup(key); mine {
+		// The batch's own write: no round trip.
+		return v, err
+	}
 	values, err := b.Begin(ctx, nil, [][]byte{key}, false)
 	if err != nil {
 		return nil, err

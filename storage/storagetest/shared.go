@@ -513,6 +513,22 @@ func testBegin(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
 	if err != nil || len(values) != 2 || string(values[0]) != "m" || values[1] != nil {
 		t.Fatalf("Begin reading the batch's own write and delete = %q, %v; want [m nil]", values, err)
 	}
+	// Many keys at once (PostgreSQL: one statement for them), among them
+	// the batch's own, committed ones, absent ones and one named twice.
+	commit(t, a, "c1", "one", "c2", "two")
+	keys := [][]byte{[]byte("c1"), []byte("mine"), []byte("absent"), []byte("c2"), []byte("v"), []byte("c1")}
+	values, err = w.Begin(ctx, nil, keys, false)
+	var read []string
+	for _, v := range values {
+		if v == nil {
+			read = append(read, "absent")
+		} else {
+			read = append(read, string(v))
+		}
+	}
+	if want := []string{"one", "m", "absent", "two", "absent", "one"}; err != nil || !slices.Equal(read, want) {
+		t.Fatalf("Begin reading %q = %q, %v; want %q", keys, read, err, want)
+	}
 }
 
 // testCommitWatermark: the watermark CommitWatermark returns passes the
