@@ -98,6 +98,9 @@ type BatchResult struct {
 	// was written.
 	Failed bool
 	Charge float64
+	// SessionLSN is the session token's LSN, read with the commit of an
+	// atomic batch that wrote on a shared store (0: ask SessionLSN).
+	SessionLSN uint64
 }
 
 // wireBatchOperation is an operation as the SDKs send it.
@@ -249,9 +252,9 @@ func (e *Engine) executeAtomic(ctx context.Context, req *BatchRequest) (_ *Batch
 		return nil, false, err
 	}
 	res := &BatchResult{Results: make([]BatchOperationResult, len(req.Operations))}
-	begun := false
+	var tx *txn
 	fn := func(t *txn) error {
-		begun = true
+		tx = t
 		for i := range req.Operations {
 			op := &req.Operations[i]
 			r, err := t.run(ctx, op)
@@ -280,7 +283,7 @@ func (e *Engine) executeAtomic(ctx context.Context, req *BatchRequest) (_ *Batch
 	} else {
 		err = e.inPartition(ctx, c, req.PartitionKey, fn)
 	}
-	if err != nil && !begun && e.shared != nil {
+	if err != nil && tx == nil && e.shared != nil {
 		cur, cerr := e.Container(ctx, req.Database, req.Container)
 		if cerr != nil {
 			return nil, false, cerr
@@ -291,6 +294,9 @@ func (e *Engine) executeAtomic(ctx context.Context, req *BatchRequest) (_ *Batch
 	}
 	if err != nil && !errors.Is(err, errBatchFailed) {
 		return nil, false, err
+	}
+	if tx != nil {
+		res.SessionLSN = tx.session
 	}
 	res.total()
 	return res, false, nil

@@ -21,6 +21,9 @@ type Error struct {
 	// gateway refuses (substatus 1004), the query plan the client should
 	// execute instead.
 	AdditionalErrorInfo string
+	// SessionLSN, when not 0, is the session token's LSN, read with the
+	// failed operation's own work (a point read's 404 on a shared store).
+	SessionLSN uint64
 }
 
 // Error implements the error interface.

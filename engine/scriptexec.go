@@ -74,6 +74,9 @@ type ExecuteResult struct {
 	// Log is its console.log output when logging was asked for.
 	Log    string
 	Charge float64
+	// SessionLSN is the session token's LSN, read with the commit of a run
+	// that wrote on a shared store (0: ask SessionLSN).
+	SessionLSN uint64
 }
 
 // ExecuteStoredProcedure runs a stored procedure in one logical partition,
@@ -106,7 +109,9 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest
 	}
 	span.AddEvent("admitted")
 	var res script.Result
+	var tx *txn
 	err = e.inPartition(ctx, c, pk, func(t *txn) error {
+		tx = t
 		coll := &scriptCollection{t: t}
 		var rerr error
 		res, rerr = e.scripts().Execute(ctx, sp, req.Args, coll, script.ExecuteOptions{EnableLogging: req.EnableLogging})
@@ -119,7 +124,11 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest
 		span.SetStatus(codes.Error, err.Error())
 		return nil, err
 	}
-	return &ExecuteResult{Body: res.Body, Log: res.Log, Charge: 5 + float64(len(res.Body))/1024}, nil
+	out := &ExecuteResult{Body: res.Body, Log: res.Log, Charge: 5 + float64(len(res.Body))/1024}
+	if tx != nil {
+		out.SessionLSN = tx.session
+	}
+	return out, nil
 }
 
 // containerScript looks up a container and reads one of its scripts. On a

@@ -252,18 +252,23 @@ func (e *Engine) readItemShared(ctx context.Context, req *ItemRequest) (*ItemRes
 			}
 			continue
 		}
+		session := sessionLSN(w)
+		notFound := func() error {
+			nf := NotFound(msgNotFound)
+			nf.SessionLSN = session
+			return nf
+		}
 		if values[1] == nil {
-			return nil, NotFound(msgNotFound)
+			return nil, notFound()
 		}
 		it, err := decodeItem(key, values[1])
 		if err != nil {
 			return nil, err
 		}
 		if c.expired(it, e.now().Unix()) {
-			return nil, NotFound(msgNotFound)
+			return nil, notFound()
 		}
 		etag := it.etag()
-		session := sessionLSN(w)
 		if req.IfNoneMatch != "" && (req.IfNoneMatch == "*" || req.IfNoneMatch == etag) {
 			return &ItemResult{Status: 304, ETag: etag, Charge: 1, SessionLSN: session}, nil
 		}

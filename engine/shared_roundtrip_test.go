@@ -29,13 +29,17 @@ func tripsEngine(t testing.TB) (*Engine, *pgtest.Proxy) {
 
 // itemRequest runs an item operation as the server does: the container
 // looked up for the response's headers, the operation, and the session
-// token, asked of the engine when the operation did not bring it.
+// token, asked of the engine when the operation did not bring it (a 404,
+// 409 or 412 carries one too).
 func itemRequest(ctx context.Context, e *Engine, op func() (*ItemResult, error)) (*ItemResult, uint64, error) {
 	if _, err := e.CachedContainer(ctx, "db", "c"); err != nil {
 		return nil, 0, err
 	}
 	res, err := op()
 	if err != nil {
+		if ce, ok := AsError(err); ok && (ce.Status == 404 || ce.Status == 409 || ce.Status == 412) && ce.SessionLSN == 0 {
+			e.SessionLSN(ctx)
+		}
 		return nil, 0, err
 	}
 	session := res.SessionLSN
@@ -80,13 +84,15 @@ func TestSharedItemRequestsMakeNoExtraRoundTrips(t *testing.T) {
 		most    int64
 		prepare func() error
 		op      func() (*ItemResult, error)
+		status  int // the error's, 0 for none
 	}{
-		{"PointRead", 1, nil, func() (*ItemResult, error) { return e.ReadItem(ctx, req("x", "p", "")) }},
+		{"PointRead", 1, nil, func() (*ItemResult, error) { return e.ReadItem(ctx, req("x", "p", "")) }, 0},
+		{"PointReadNotFound", 1, nil, func() (*ItemResult, error) { return e.ReadItem(ctx, req("absent", "p", "")) }, 404},
 		{"Create", 2, nil, func() (*ItemResult, error) {
 			i++
 			return e.CreateItem(ctx, req("", "p", fmt.Sprintf(`{"id":"c%d","pk":"p"}`, i)))
-		}},
-		{"Upsert", 2, nil, func() (*ItemResult, error) { return e.UpsertItem(ctx, req("", "p", `{"id":"u","pk":"p"}`)) }},
+		}, 0},
+		{"Upsert", 2, nil, func() (*ItemResult, error) { return e.UpsertItem(ctx, req("", "p", `{"id":"u","pk":"p"}`)) }, 0},
 		{"ReplaceWithETag", 2, func() error {
 			cur, err := e.ReadItem(ctx, req("x", "p", ""))
 			if err == nil {
@@ -97,10 +103,10 @@ func TestSharedItemRequestsMakeNoExtraRoundTrips(t *testing.T) {
 			r := req("x", "p", `{"id":"x","pk":"p","n":1}`)
 			r.IfMatch = etag
 			return e.ReplaceItem(ctx, r)
-		}},
+		}, 0},
 		{"Patch", 2, nil, func() (*ItemResult, error) {
 			return e.PatchItem(ctx, req("x", "p", `{"operations":[{"op":"incr","path":"/n","value":1}]}`))
-		}},
+		}, 0},
 	}
 	for _, c := range cases {
 		n := int64(1 << 30)
@@ -111,8 +117,8 @@ func TestSharedItemRequestsMakeNoExtraRoundTrips(t *testing.T) {
 				}
 			}
 			before := proxy.RoundTrips()
-			if _, _, err := itemRequest(ctx, e, c.op); err != nil {
-				t.Fatalf("%s: %v", c.name, err)
+			if _, _, err := itemRequest(ctx, e, c.op); statusOf(err) != c.status {
+				t.Fatalf("%s: %v, want status %d", c.name, err, c.status)
 			}
 			n = min(n, proxy.RoundTrips()-before)
 		}
@@ -515,8 +521,10 @@ func TestSharedStoredProcedureFromTheCacheIsNeverStale(t *testing.T) {
 
 // TestSharedBatchReadsItsItemsWithItsLocks: on PostgreSQL a transactional
 // batch reads the items its operations name in the round trip that takes
-// its locks and checks the catalog, and sends its writes with the COMMIT:
-// two round trips however many operations it has, as a single write.
+// its locks and checks the catalog, and sends its writes with the COMMIT
+// and the session token's watermark: two round trips however many
+// operations it has, as a single write, the server's own steps (the
+// container from the cache, the session token from the result) included.
 func TestSharedBatchReadsItsItemsWithItsLocks(t *testing.T) {
 	ctx := t.Context()
 	e, proxy := tripsEngine(t)
@@ -545,12 +553,18 @@ func TestSharedBatchReadsItsItemsWithItsLocks(t *testing.T) {
 			if err != nil {
 				return err
 			}
+			if _, err := e.CachedContainer(ctx, "db", "c"); err != nil {
+				return err
+			}
 			res, err := e.ExecuteBatch(ctx, &BatchRequest{Database: "db", Container: "c", PartitionKey: pk, HasPartitionKey: true, Atomic: true, Operations: parsed})
 			if err != nil {
 				return err
 			}
 			if res.Failed {
 				return fmt.Errorf("the batch failed: %+v", res.Results)
+			}
+			if res.SessionLSN == 0 {
+				return fmt.Errorf("no session LSN with the batch's result")
 			}
 			return nil
 		}

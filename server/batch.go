@@ -15,7 +15,14 @@ import (
 // reaches only it, whatever partition key each operation names.
 func (s *Server) batch(r *request) error {
 	ctx := r.Context()
-	if _, err := s.containerOf(r); err != nil {
+	atomic := r.op.verb == "batch"
+	// An atomic batch checks the cached container against the store with
+	// its own locks; a bulk request's operations look it up each.
+	lookup := s.containerOf
+	if atomic {
+		lookup = s.itemContainerOf
+	}
+	if _, err := lookup(r); err != nil {
 		return err
 	}
 	pk, hasPK, err := r.partitionKey()
@@ -34,7 +41,7 @@ func (s *Server) batch(r *request) error {
 		}
 	}
 	res, err := s.eng.ExecuteBatch(ctx, &engine.BatchRequest{Database: r.t.db, Container: r.t.coll,
-		PartitionKey: pk, HasPartitionKey: hasPK, Operations: ops, Atomic: r.op.verb == "batch",
+		PartitionKey: pk, HasPartitionKey: hasPK, Operations: ops, Atomic: atomic,
 		Confined: r.grant.partitioned, Partition: r.grant.partition})
 	if err != nil {
 		return err
@@ -43,7 +50,7 @@ func (s *Server) batch(r *request) error {
 	if res.Failed {
 		status = http.StatusMultiStatus
 	}
-	s.setSession(r)
+	s.setResultSession(r, res.SessionLSN)
 	r.writeJSON(status, encodeBatchResults(ops, res.Results, r.preferMinimal()), "", res.Charge)
 	return nil
 }

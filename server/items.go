@@ -144,23 +144,27 @@ func (s *Server) item(r *request) error {
 
 // writeItem writes an item result; writes under Prefer: return=minimal get no body.
 func (s *Server) writeItem(r *request, res *engine.ItemResult) error {
-	ctx := r.Context()
-	if res.SessionLSN != 0 {
-		// The operation read it with its own work; the container's path
-		// is that of the cache the operation brought up to date.
-		s.setSessionLSN(r, res.SessionLSN)
-		if c, err := s.eng.CachedContainer(ctx, r.t.db, r.t.coll); err == nil {
-			r.setContentPath(c)
-		}
-	} else {
-		s.setSession(r)
-	}
+	s.setResultSession(r, res.SessionLSN)
 	body := res.Body
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.preferMinimal() {
 		body = nil
 	}
 	r.writeJSON(res.Status, body, res.ETag, res.Charge)
 	return nil
+}
+
+// setResultSession sets the session token of a result that read it with
+// its own work (lsn not 0), with the container's path from the cache the
+// operation brought up to date; else it asks the engine (setSession).
+func (s *Server) setResultSession(r *request, lsn uint64) {
+	if lsn == 0 {
+		s.setSession(r)
+		return
+	}
+	s.setSessionLSN(r, lsn)
+	if c, err := s.eng.CachedContainer(r.Context(), r.t.db, r.t.coll); err == nil {
+		r.setContentPath(c)
+	}
 }
 
 // setContentPath names the container in the headers the JavaScript SDK keys

@@ -96,7 +96,7 @@ func (s *Server) executeStoredProcedure(r *request) error {
 	if res.Log != "" {
 		r.w.Header().Set("x-ms-documentdb-script-log-results", encodeURIComponent(res.Log))
 	}
-	s.setSession(r)
+	s.setResultSession(r, res.SessionLSN)
 	body := res.Body
 	if body == nil {
 		body = []byte{}

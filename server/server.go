@@ -176,8 +176,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if op.kind == "docs" {
 			switch engine.StatusOf(err) {
 			case http.StatusNotFound, http.StatusConflict, http.StatusPreconditionFailed:
-				// The service sends the session token with these too.
-				s.setSession(req)
+				// The service sends the session token with these too:
+				// the one the operation read, if it did.
+				var lsn uint64
+				if e, ok := engine.AsError(err); ok {
+					lsn = e.SessionLSN
+				}
+				s.setResultSession(req, lsn)
 			}
 		}
 		writeError(rec, r, err)
