@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,8 +16,8 @@ import (
 // BenchmarkSharedItemRequests measures item requests as the server makes
 // them (itemRequest: the container's lookup, the operation, the session
 // token) through one engine on PostgreSQL: a point read and an upsert of a
-// 1 KB item by one client, and a patch of one hot item by 16 clients at
-// once. It reports the median and 99th percentile latency.
+// 1 KB item by one client, a transactional batch of 10 such upserts by one
+// client, and a patch of one hot item by 16 clients at once. It reports the median and 99th percentile latency.
 func BenchmarkSharedItemRequests(b *testing.B) {
 	ctx := b.Context()
 	open := func(b *testing.B) *Engine {
@@ -45,6 +46,31 @@ func BenchmarkSharedItemRequests(b *testing.B) {
 			body := string(benchBody(fmt.Sprint(i%100), "p"))
 			_, _, err := itemRequest(ctx, e, func() (*ItemResult, error) { return e.UpsertItem(ctx, req("", "p", body)) })
 			return err
+		})
+	})
+	b.Run("Batch10", func(b *testing.B) {
+		e := open(b)
+		pk, _ := ParsePartitionKeyHeader(`["p"]`)
+		latencies(b, 1, func(i int) error {
+			ops := make([]string, 10)
+			for k := range ops {
+				ops[k] = fmt.Sprintf(`{"operationType":"Upsert","resourceBody":%s}`, benchBody(fmt.Sprint((i*10+k)%100), "p"))
+			}
+			parsed, err := ParseBatch([]byte("[" + strings.Join(ops, ",") + "]"))
+			if err != nil {
+				return err
+			}
+			if _, err := e.CachedContainer(ctx, "db", "c"); err != nil {
+				return err
+			}
+			res, err := e.ExecuteBatch(ctx, &BatchRequest{Database: "db", Container: "c", PartitionKey: pk, HasPartitionKey: true, Atomic: true, Operations: parsed})
+			if err != nil {
+				return err
+			}
+			if res.SessionLSN == 0 {
+				e.SessionLSN(ctx)
+			}
+			return nil
 		})
 	})
 	b.Run("HotPatch16", func(b *testing.B) {
