@@ -1,6 +1,10 @@
 package engine
 
-import "context"
+import (
+	"context"
+
+	"github.com/orrery-db/orrery/engine/script"
+)
 
 // One semantics for item operations: a single create, upsert, replace, patch
 // or delete runs the same operation, in a transaction of its own, that a
@@ -26,9 +30,10 @@ func (e *Engine) itemOperation(ctx context.Context, typ string, req *ItemRequest
 func (e *Engine) itemOperationOnce(ctx context.Context, typ string, req *ItemRequest) (_ *ItemResult, again bool, _ error) {
 	triggers := len(req.PreTriggers)+len(req.PostTriggers) > 0
 	var c *Container
+	var pre, post []script.Script
 	var err error
 	if triggers {
-		c, err = e.Container(ctx, req.Database, req.Container)
+		c, pre, post, err = e.containerTriggers(ctx, req.Database, req.Container, req.PreTriggers, req.PostTriggers, triggerOperation(typ))
 	} else {
 		c, err = e.CachedContainer(ctx, req.Database, req.Container)
 	}
@@ -54,9 +59,9 @@ func (e *Engine) itemOperationOnce(ctx context.Context, typ string, req *ItemReq
 	}
 	var r BatchOperationResult
 	var session uint64
-	begun := true
+	var begun bool
 	if triggers {
-		r, err = e.runWithTriggers(ctx, c, req, op)
+		r, session, begun, err = e.runWithTriggers(ctx, c, req, op, pre, post)
 	} else {
 		r, session, begun, err = e.runAloneSession(ctx, c, &BatchRequest{PartitionKey: req.PartitionKey, HasPartitionKey: req.HasPartitionKey}, op)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 
 	"go.opentelemetry.io/otel"
@@ -131,24 +132,44 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest
 	return out, nil
 }
 
-// containerScript looks up a container and reads one of its scripts. On a
-// shared store the cached container's check against the catalog's version
-// and the script's read are one statement, as a point read's are.
+// containerScript looks up a container and reads one of its scripts (see
+// containerScripts).
 func (e *Engine) containerScript(ctx context.Context, db, coll string, kind ScriptKind, id string) (*Container, map[string]any, error) {
+	c, props, err := e.containerScripts(ctx, db, coll, kind, []string{id})
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, props[0], nil
+}
+
+// containerScripts looks up a container and reads scripts of it: 404 when
+// one is missing. On a shared store the cached container's check against
+// the catalog's version and the scripts' reads are one statement, as a
+// point read's are.
+func (e *Engine) containerScripts(ctx context.Context, db, coll string, kind ScriptKind, ids []string) (*Container, []map[string]any, error) {
+	props := make([]map[string]any, len(ids))
 	if e.shared == nil {
 		c, err := e.Container(ctx, db, coll)
 		if err != nil {
 			return nil, nil, err
 		}
-		props, _, err := e.readScript(ctx, c, kind, id)
-		return c, props, err
+		for i, id := range ids {
+			if props[i], _, err = e.readScript(ctx, c, kind, id); err != nil {
+				return nil, nil, err
+			}
+		}
+		return c, props, nil
 	}
 	for {
 		c, version, err := e.cachedContainer(ctx, db, coll)
 		if err != nil {
 			return nil, nil, err
 		}
-		values, _, err := e.shared.store.GetAll(ctx, [][]byte{metaCatalogVersion, childKey(c.rid, string(kind), id)})
+		keys := [][]byte{metaCatalogVersion}
+		for _, id := range ids {
+			keys = append(keys, childKey(c.rid, string(kind), id))
+		}
+		values, _, err := e.shared.store.GetAll(ctx, keys)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -162,13 +183,18 @@ func (e *Engine) containerScript(ctx context.Context, db, coll string, kind Scri
 			}
 			continue
 		}
-		if values[1] == nil {
-			// Absent by id: the id may be the script's RID.
-			props, _, err := e.readScript(ctx, c, kind, id)
-			return c, props, err
+		for i, id := range ids {
+			if values[1+i] == nil {
+				// Absent by id: the id may be the script's RID.
+				props[i], _, err = e.readScript(ctx, c, kind, id)
+			} else {
+				props[i], _, err = storedProps(values[1+i], nil, kind.singular(), id)
+			}
+			if err != nil {
+				return nil, nil, err
+			}
 		}
-		props, _, err := storedProps(values[1], nil, kind.singular(), id)
-		return c, props, err
+		return c, props, nil
 	}
 }
 
@@ -371,29 +397,45 @@ func (u *udfResolver) close() {
 	}
 }
 
-// triggersFor loads the triggers a write names, checking each exists, has
-// the right type and applies to the operation.
-func (e *Engine) triggersFor(ctx context.Context, c *Container, ids []string, typ, operation string) ([]script.Script, error) {
-	var out []script.Script
-	for _, id := range ids {
-		id = strings.TrimSpace(id)
-		if id == "" {
-			continue
+// containerTriggers looks up a container and loads the triggers a write
+// names, checking each exists, has the right type and applies to the
+// operation (see containerScripts).
+func (e *Engine) containerTriggers(ctx context.Context, db, coll string, preIDs, postIDs []string, operation string) (c *Container, pre, post []script.Script, err error) {
+	trim := func(ids []string) []string {
+		var out []string
+		for _, id := range ids {
+			if id = strings.TrimSpace(id); id != "" {
+				out = append(out, id)
+			}
 		}
-		props, _, err := e.readScript(ctx, c, Triggers, id)
-		if err != nil {
-			return nil, err
-		}
-		if t, _ := props["triggerType"].(string); t != typ {
-			return nil, BadRequest("The trigger '%s' is a %s-trigger, but the request names it as a %s-trigger.", id, strings.ToLower(t), strings.ToLower(typ))
-		}
-		op, _ := props["triggerOperation"].(string)
-		if op != "All" && op != operation && !(op == "Update" && operation == "Replace") {
-			return nil, BadRequest("The trigger '%s' runs on %s operations, not on %s.", id, op, operation)
-		}
-		out = append(out, scriptOf(props))
+		return out
 	}
-	return out, nil
+	preIDs, postIDs = trim(preIDs), trim(postIDs)
+	c, props, err := e.containerScripts(ctx, db, coll, Triggers, append(slices.Clip(preIDs), postIDs...))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	check := func(ids []string, props []map[string]any, typ string) ([]script.Script, error) {
+		var out []script.Script
+		for i, id := range ids {
+			if t, _ := props[i]["triggerType"].(string); t != typ {
+				return nil, BadRequest("The trigger '%s' is a %s-trigger, but the request names it as a %s-trigger.", id, strings.ToLower(t), strings.ToLower(typ))
+			}
+			op, _ := props[i]["triggerOperation"].(string)
+			if op != "All" && op != operation && !(op == "Update" && operation == "Replace") {
+				return nil, BadRequest("The trigger '%s' runs on %s operations, not on %s.", id, op, operation)
+			}
+			out = append(out, scriptOf(props[i]))
+		}
+		return out, nil
+	}
+	if pre, err = check(preIDs, props[:len(preIDs)], "Pre"); err != nil {
+		return nil, nil, nil, err
+	}
+	if post, err = check(postIDs, props[len(preIDs):], "Post"); err != nil {
+		return nil, nil, nil, err
+	}
+	return c, pre, post, nil
 }
 
 // triggerOperation names an item operation as triggers see it.
@@ -413,36 +455,37 @@ func triggerOperation(typ string) string {
 
 // runWithTriggers runs a single-item write with its pre- and post-triggers
 // in one transaction: a pre-trigger may change the body, a post-trigger may
-// write more, and a throw in either aborts everything.
-func (e *Engine) runWithTriggers(ctx context.Context, c *Container, req *ItemRequest, op *BatchOperation) (BatchOperationResult, error) {
+// write more, and a throw in either aborts everything. On a shared store
+// the item the request names is read with the transaction's locks; session
+// is the LSN its commit read, begun reports that the transaction began.
+func (e *Engine) runWithTriggers(ctx context.Context, c *Container, req *ItemRequest, op *BatchOperation, pre, post []script.Script) (r BatchOperationResult, session uint64, begun bool, err error) {
 	operation := triggerOperation(op.Type)
-	pre, err := e.triggersFor(ctx, c, req.PreTriggers, "Pre", operation)
-	if err != nil {
-		return BatchOperationResult{}, err
-	}
-	post, err := e.triggersFor(ctx, c, req.PostTriggers, "Post", operation)
-	if err != nil {
-		return BatchOperationResult{}, err
-	}
 	pk, hasPK := req.PartitionKey, req.HasPartitionKey
+	id := op.ID
+	if op.Body != nil {
+		if bid, ok := bodyID(op.Body); ok {
+			id = bid
+		}
+	}
 	if !hasPK && op.Body != nil {
 		it, perr := c.parseItem(op.Body, req)
 		if perr != nil {
-			return BatchOperationResult{}, perr
+			return r, 0, false, perr
 		}
 		pk, hasPK = it.pk, true
 	}
 	if !hasPK {
-		return BatchOperationResult{}, errPartitionKeyRequired
+		return r, 0, false, errPartitionKeyRequired
 	}
 	ctx, release, err := e.admitScript(ctx, c, pk)
 	if err != nil {
 		e.scriptRuns.refused(kindTrigger, err)
-		return BatchOperationResult{}, err
+		return r, 0, false, err
 	}
-	var r BatchOperationResult
 	defer func() { release(err) }()
-	err = e.inPartition(ctx, c, pk, func(t *txn) error {
+	var tx *txn
+	fn := func(t *txn) error {
+		tx = t
 		coll := &scriptCollection{t: t}
 		for _, trig := range pre {
 			body, err := e.scripts().RunPreTrigger(ctx, trig, script.Request{OperationType: operation, Body: op.Body}, coll)
@@ -468,6 +511,14 @@ func (e *Engine) runWithTriggers(ctx context.Context, c *Container, req *ItemReq
 			}
 		}
 		return nil
-	})
-	return r, err
+	}
+	if e.shared != nil {
+		err = e.inPartitionShared(ctx, c, pk, []string{id}, fn)
+	} else {
+		err = e.inPartition(ctx, c, pk, fn)
+	}
+	if tx != nil {
+		session, begun = tx.session, true
+	}
+	return r, session, begun, err
 }

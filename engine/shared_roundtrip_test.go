@@ -69,12 +69,17 @@ func fewestTrips(t *testing.T, proxy *pgtest.Proxy, do func() error) int64 {
 // A point read is one round trip (the item, the catalog version and the
 // watermark in one statement); a write is two: the locks with the catalog
 // version, the item's read and the sequence number, then the writes with
-// the COMMIT and the watermark. (Query and change-feed pages:
+// the COMMIT and the watermark; one with a trigger three (the trigger is
+// read with the catalog check). (Query and change-feed pages:
 // TestSharedPagesMakeNoExtraRoundTrips.)
 func TestSharedItemRequestsMakeNoExtraRoundTrips(t *testing.T) {
 	ctx := t.Context()
 	e, proxy := tripsEngine(t)
 	if _, err := e.CreateItem(ctx, req("", "p", `{"id":"x","pk":"p","n":0}`)); err != nil {
+		t.Fatal(err)
+	}
+	stamp := `function () { var r = getContext().getRequest(), d = r.getBody(); d.stamped = true; r.setBody(d); }`
+	if _, err := e.CreateScript(ctx, "db", "c", Triggers, fmt.Appendf(nil, `{"id":"stamp","body":%q,"triggerType":"Pre","triggerOperation":"All"}`, stamp)); err != nil {
 		t.Fatal(err)
 	}
 	i := 0
@@ -106,6 +111,17 @@ func TestSharedItemRequestsMakeNoExtraRoundTrips(t *testing.T) {
 		}, 0},
 		{"Patch", 2, nil, func() (*ItemResult, error) {
 			return e.PatchItem(ctx, req("x", "p", `{"operations":[{"op":"incr","path":"/n","value":1}]}`))
+		}, 0},
+		// The trigger is read with the catalog check, the item with the
+		// locks.
+		{"UpsertWithPreTrigger", 3, nil, func() (*ItemResult, error) {
+			r := req("", "p", `{"id":"t","pk":"p"}`)
+			r.PreTriggers = []string{"stamp"}
+			res, err := e.UpsertItem(ctx, r)
+			if err == nil && !strings.Contains(string(res.Body), `"stamped":true`) {
+				err = fmt.Errorf("the pre-trigger did not run: %s", res.Body)
+			}
+			return res, err
 		}, 0},
 	}
 	for _, c := range cases {
@@ -594,4 +610,54 @@ func TestSharedBatchReadsItsItemsWithItsLocks(t *testing.T) {
 	if _, err := e.ReadItem(ctx, req("new", "p", "")); statusOf(err) != 404 {
 		t.Fatalf("the failed batch's first create: %v, want 404", err)
 	}
+}
+
+// TestSharedTriggerFromTheCacheIsNeverStale: the trigger a write on a
+// gateway runs is the one its container has now, though the gateway's
+// cache knew the container before it was deleted and made again elsewhere.
+func TestSharedTriggerFromTheCacheIsNeverStale(t *testing.T) {
+	ctx := t.Context()
+	sharedPairs(t, func(t *testing.T, a, b *Engine) {
+		create := func(version string) {
+			t.Helper()
+			body := fmt.Sprintf(`function () { var r = getContext().getRequest(), d = r.getBody(); d.v = %q; r.setBody(d); }`, version)
+			if _, err := a.CreateScript(ctx, "db", "c", Triggers, fmt.Appendf(nil, `{"id":"tr","body":%q,"triggerType":"Pre","triggerOperation":"All"}`, body)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		write := func() (string, error) {
+			r := req("", "p", `{"id":"1","pk":"p"}`)
+			r.PreTriggers = []string{"tr"}
+			res, err := b.UpsertItem(ctx, r)
+			if err != nil {
+				return "", err
+			}
+			return string(res.Body), nil
+		}
+		recreate := func() {
+			t.Helper()
+			if err := a.DeleteContainer(ctx, "db", "c", ""); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		create("v1")
+		for round := range 3 {
+			if got, err := write(); err != nil || !strings.Contains(got, `"v":"v1"`) {
+				t.Fatalf("round %d: B's write ran %s, %v; want A's trigger v1", round, got, err)
+			}
+			recreate()
+			if _, err := write(); statusOf(err) != 404 {
+				t.Fatalf("round %d: B's write names a trigger the container made again on A does not have: %v, want 404", round, err)
+			}
+			create("v2")
+			if got, err := write(); err != nil || !strings.Contains(got, `"v":"v2"`) {
+				t.Fatalf("round %d: B's write ran %s, %v; want the v2 of the container made again", round, got, err)
+			}
+			recreate()
+			create("v1")
+		}
+	})
 }
