@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Batch limits.
@@ -334,7 +336,8 @@ func (r *BatchResult) total() {
 // executeEach runs every operation of a bulk request in its own transaction.
 func (e *Engine) executeEach(ctx context.Context, c *Container, req *BatchRequest) *BatchResult {
 	res := &BatchResult{Results: make([]BatchOperationResult, len(req.Operations))}
-	for i := range req.Operations {
+	var failed atomic.Bool
+	run := func(i int) {
 		op := &req.Operations[i]
 		r, err := e.runAlone(ctx, c, req, op)
 		if err != nil {
@@ -343,12 +346,75 @@ func (e *Engine) executeEach(ctx context.Context, c *Container, req *BatchReques
 				ce = &Error{Status: 500, Code: "InternalServerError", Message: "An unexpected error occurred while processing the operation."}
 			}
 			r = failedResult(ce)
-			res.Failed = true
+			failed.Store(true)
 		}
 		res.Results[i] = r
 	}
+	groups := bulkGroups(req)
+	if len(groups) <= 1 {
+		for i := range req.Operations {
+			run(i)
+		}
+	} else {
+		// Logical partitions are independent: they run side by side, at
+		// most bulkWorkers at once, so that their commits share fsyncs (or
+		// overlap their round trips); each runs its operations in order.
+		next := make(chan []int)
+		var wg sync.WaitGroup
+		for range min(bulkWorkers, len(groups)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for g := range next {
+					for _, i := range g {
+						run(i)
+					}
+				}
+			}()
+		}
+		for _, g := range groups {
+			next <- g
+		}
+		close(next)
+		wg.Wait()
+	}
+	res.Failed = failed.Load()
 	res.total()
 	return res
+}
+
+// bulkWorkers is how many logical partitions a bulk request works on at
+// once.
+const bulkWorkers = 8
+
+// bulkGroups splits a bulk request's operations by logical partition, each
+// group in the request's order. When an operation's partition is known
+// only from its body, the operations stay in one group: it could share a
+// partition with any other.
+func bulkGroups(req *BatchRequest) [][]int {
+	at := map[string]int{}
+	var groups [][]int
+	for i := range req.Operations {
+		op := &req.Operations[i]
+		var pk PartitionKey
+		switch {
+		case op.HasPartitionKey:
+			pk = op.PartitionKey
+		case req.HasPartitionKey:
+			pk = req.PartitionKey
+		default:
+			return nil
+		}
+		key := pk.String()
+		g, ok := at[key]
+		if !ok {
+			g = len(groups)
+			at[key] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
 }
 
 // bodyID is the id in an item's JSON body, if it has one that is a string.
