@@ -281,7 +281,7 @@ func (e *Engine) executeAtomic(ctx context.Context, req *BatchRequest) (_ *Batch
 		return nil
 	}
 	if e.shared != nil {
-		err = e.inPartitionShared(ctx, c, req.PartitionKey, c.batchItemIDs(req.Operations), fn)
+		err = e.inPartitionShared(ctx, c, req.PartitionKey, batchItemIDs(req.Operations), fn)
 	} else {
 		err = e.inPartition(ctx, c, req.PartitionKey, fn)
 	}
@@ -304,23 +304,27 @@ func (e *Engine) executeAtomic(ctx context.Context, req *BatchRequest) (_ *Batch
 	return res, false, nil
 }
 
-// batchItemIDs names the items a batch's operations read: the id each
-// addresses, or for a create, upsert or replace the one in its body. A
-// body that does not parse names none (the operation fails on it later).
-func (c *Container) batchItemIDs(ops []BatchOperation) []string {
+// batchItemIDs names the items a batch's operations read (see opItemID).
+func batchItemIDs(ops []BatchOperation) []string {
 	ids := make([]string, 0, len(ops))
 	for i := range ops {
-		op := &ops[i]
-		switch op.Type {
-		case BatchCreate, BatchUpsert, BatchReplace:
-			if id, ok := bodyID(op.Body); ok {
-				ids = append(ids, id)
-			}
-		default:
-			ids = append(ids, op.ID)
+		if id := opItemID(&ops[i]); id != "" {
+			ids = append(ids, id)
 		}
 	}
 	return ids
+}
+
+// opItemID names the item an operation reads: the id it addresses, or for a
+// create, upsert or replace the one in its body; "" when a body names none
+// that parses (the operation fails on it later).
+func opItemID(op *BatchOperation) string {
+	switch op.Type {
+	case BatchCreate, BatchUpsert, BatchReplace:
+		id, _ := bodyID(op.Body)
+		return id
+	}
+	return op.ID
 }
 
 func failedResult(e *Error) BatchOperationResult {

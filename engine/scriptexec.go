@@ -461,12 +461,7 @@ func triggerOperation(typ string) string {
 func (e *Engine) runWithTriggers(ctx context.Context, c *Container, req *ItemRequest, op *BatchOperation, pre, post []script.Script) (r BatchOperationResult, session uint64, begun bool, err error) {
 	operation := triggerOperation(op.Type)
 	pk, hasPK := req.PartitionKey, req.HasPartitionKey
-	id := op.ID
-	if op.Body != nil {
-		if bid, ok := bodyID(op.Body); ok {
-			id = bid
-		}
-	}
+	id := opItemID(op)
 	if !hasPK && op.Body != nil {
 		it, perr := c.parseItem(op.Body, req)
 		if perr != nil {
@@ -513,6 +508,8 @@ func (e *Engine) runWithTriggers(ctx context.Context, c *Container, req *ItemReq
 		return nil
 	}
 	if e.shared != nil {
+		// The item is read with the locks (a pre-trigger that changes its
+		// id reads the new one itself).
 		err = e.inPartitionShared(ctx, c, pk, []string{id}, fn)
 	} else {
 		err = e.inPartition(ctx, c, pk, fn)
