@@ -49,6 +49,47 @@ func (o *overlay) lookup(key []byte) (value []byte, found bool, err error) {
 	return bytes.Clone(e.value), true, nil
 }
 
+// readOwn answers a batch's read of key with no round trip when it can:
+// done is true when the batch is closed, ctx has ended or the batch wrote
+// key, and value and err are then the answer.
+func (o *overlay) readOwn(ctx context.Context, key []byte) (value []byte, done bool, err error) {
+	if o.pending == nil {
+		return nil, true, storage.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, true, &callerGone{err: err}
+	}
+	return o.lookup(key)
+}
+
+// own puts the batch's own writes of keys in values (a delete stays nil)
+// and returns the other keys, to be read from the store, and where they
+// are in keys.
+func (o *overlay) own(keys, values [][]byte) (rest [][]byte, at []int) {
+	for i, key := range keys {
+		if v, mine, err := o.lookup(key); mine {
+			if err == nil {
+				values[i] = v
+			}
+			continue
+		}
+		rest, at = append(rest, key), append(at, i)
+	}
+	return rest, at
+}
+
+// present is the value of a one-key read (Begin, GetMany): ErrNotFound
+// when the key is absent.
+func present(values [][]byte, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	if values[0] == nil {
+		return nil, storage.ErrNotFound
+	}
+	return values[0], nil
+}
+
 // writesIn returns the pending writes with keys in [lower, upper),
 // ascending, for storage.NewOverlayIterator.
 func (o *overlay) writesIn(lower, upper []byte) []storage.Write {
@@ -105,13 +146,7 @@ func (b *batch) Count() int                  { return b.count }
 
 // Get returns the batch's own write of key, else the store's latest value.
 func (b *batch) Get(ctx context.Context, key []byte) ([]byte, error) {
-	if b.pending == nil {
-		return nil, storage.ErrClosed
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, &callerGone{err: err}
-	}
-	if v, ok, err := b.lookup(key); ok {
+	if v, done, err := b.readOwn(ctx, key); done {
 		return v, err
 	}
 	return b.store.Get(ctx, key)

@@ -270,14 +270,7 @@ func (s *snapshot) readPage(ctx context.Context, sql string, args []any) ([]entr
 
 // Get returns the value under key as of the snapshot.
 func (s *snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
-	values, err := s.GetMany(ctx, [][]byte{key})
-	if err != nil {
-		return nil, err
-	}
-	if values[0] == nil {
-		return nil, storage.ErrNotFound
-	}
-	return values[0], nil
+	return present(s.GetMany(ctx, [][]byte{key}))
 }
 
 // GetMany reads keys as of the snapshot, in one statement.

@@ -109,46 +109,21 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 		return nil, storage.ErrClosed
 	}
 	values := make([][]byte, len(keys))
+	rest, at := b.own(keys, values)
+	var many [][]byte // what one statement read of rest
 	var seq int64
-	var rest, many [][]byte // the keys not the batch's own; what one statement read of them
-	var at []int            // where rest's keys are in keys
 	err := b.send(ctx, func(q *pgx.Batch) {
 		for _, l := range locks {
 			q.Queue(lockSQL(l.Exclusive), hashKey(l.Key))
-		}
-		rest, at = nil, nil
-		for i, key := range keys {
-			if v, mine, err := b.lookup(key); mine {
-				if err == nil {
-					values[i] = v
-				}
-				continue
-			}
-			rest, at = append(rest, key), append(at, i)
 		}
 		if len(rest) > 2 {
 			// Many keys (a transactional batch's items): one statement.
 			many = make([][]byte, len(rest))
 			queueGetMany(q, rest, many)
-			rest = nil
-		}
-		for j, key := range rest {
-			i := at[j]
-			q.Queue(`SELECT v FROM orrery_kv WHERE k = $1`, key).QueryRow(func(row pgx.Row) error {
-				var v []byte
-				err := row.Scan(&v)
-				if errors.Is(err, pgx.ErrNoRows) {
-					// Absent is an answer, not an error: an error would
-					// also make the driver forget the prepared statement
-					// (two more round trips at its next use).
-					return nil
-				}
-				if err == nil && v == nil {
-					v = []byte{}
-				}
-				values[i] = v
-				return err
-			})
+		} else {
+			for j, key := range rest {
+				queueGet(q, key, &values[at[j]])
+			}
 		}
 		if sequence && b.seq == 0 {
 			q.Queue(sequenceSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&seq) })
@@ -164,6 +139,25 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 		b.seq = uint64(seq)
 	}
 	return values, nil
+}
+
+// queueGet queues the read of key into *value (left nil when absent).
+func queueGet(q *pgx.Batch, key []byte, value *[]byte) {
+	q.Queue(`SELECT v FROM orrery_kv WHERE k = $1`, key).QueryRow(func(row pgx.Row) error {
+		var v []byte
+		err := row.Scan(&v)
+		if errors.Is(err, pgx.ErrNoRows) {
+			// Absent is an answer, not an error: an error would also make
+			// the driver forget the prepared statement (two more round
+			// trips at its next use).
+			return nil
+		}
+		if err == nil && v == nil {
+			v = []byte{}
+		}
+		*value = v
+		return err
+	})
 }
 
 // sequenceSQL gives the transaction its id and returns it.
@@ -184,24 +178,10 @@ func (b *sharedBatch) Sequence(ctx context.Context) (uint64, error) {
 
 // Get returns the batch's own write of key, else the latest committed value.
 func (b *sharedBatch) Get(ctx context.Context, key []byte) ([]byte, error) {
-	if b.pending == nil {
-		return nil, storage.ErrClosed
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, &callerGone{err: err}
-	}
-	if v, mine, err := b.lookup(key); mine {
-		// The batch's own write: no round trip.
+	if v, done, err := b.readOwn(ctx, key); done {
 		return v, err
 	}
-	values, err := b.Begin(ctx, nil, [][]byte{key}, false)
-	if err != nil {
-		return nil, err
-	}
-	if values[0] == nil {
-		return nil, storage.ErrNotFound
-	}
-	return values[0], nil
+	return present(b.Begin(ctx, nil, [][]byte{key}, false))
 }
 
 // GetMany reads keys as Get does, in one round trip: the batch's own
@@ -216,17 +196,7 @@ func (b *sharedBatch) GetMany(ctx context.Context, keys [][]byte) ([][]byte, err
 		return nil, &callerGone{err: err}
 	}
 	values := make([][]byte, len(keys))
-	var rest [][]byte
-	var at []int
-	for i, key := range keys {
-		if v, mine, err := b.lookup(key); mine {
-			if err == nil {
-				values[i] = v
-			}
-			continue
-		}
-		rest, at = append(rest, key), append(at, i)
-	}
+	rest, at := b.own(keys, values)
 	if len(rest) == 0 {
 		return values, nil
 	}
