@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 
@@ -256,19 +255,9 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 			return nil, err
 		}
 	}
-	values := make([][]byte, len(keys))
-	for i, k := range keys {
-		v, err := b.Get(ctx, k)
-		if errors.Is(err, storage.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if v == nil {
-			v = []byte{}
-		}
-		values[i] = v
+	values, err := storage.GetMany(ctx, b, keys)
+	if err != nil {
+		return nil, err
 	}
 	if sequence {
 		if _, err := b.Sequence(ctx); err != nil {
@@ -368,19 +357,9 @@ func (s *SharedStore) GetAll(ctx context.Context, keys [][]byte) ([][]byte, uint
 		return nil, 0, err
 	}
 	defer snap.Close()
-	values := make([][]byte, len(keys))
-	for i, k := range keys {
-		v, err := snap.Get(ctx, k)
-		if errors.Is(err, storage.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, 0, err
-		}
-		if v == nil {
-			v = []byte{}
-		}
-		values[i] = v
+	values, err := storage.GetMany(ctx, snap, keys)
+	if err != nil {
+		return nil, 0, err
 	}
 	return values, s.st.watermark(), nil
 }
