@@ -59,11 +59,7 @@ func (s *Server) changeFeed(r *request) error {
 		c = cur
 		r.setContentPath(c)
 	}
-	if res.SessionLSN != 0 {
-		s.setSessionLSN(r, res.SessionLSN)
-	} else {
-		s.setSession(r)
-	}
+	s.setSessionLSN(r, res.SessionLSN)
 	if res.NotModified {
 		r.writeJSON(http.StatusNotModified, nil, res.ETag, res.Charge)
 		return nil

@@ -84,11 +84,7 @@ func (s *Server) readItemFeed(r *request) error {
 		c = cur
 		r.setContentPath(c)
 	}
-	if res.SessionLSN != 0 {
-		s.setSessionLSN(r, res.SessionLSN)
-	} else {
-		s.setSession(r)
-	}
+	s.setSessionLSN(r, res.SessionLSN)
 	r.writeFeed(c.RID, "Documents", res.Items, res.Continuation, res.Charge)
 	return nil
 }
@@ -153,18 +149,16 @@ func (s *Server) writeItem(r *request, res *engine.ItemResult) error {
 	return nil
 }
 
-// setResultSession sets the session token of a result that read it with
-// its own work (lsn not 0), with the container's path from the cache the
-// operation brought up to date; else it asks the engine (setSession).
+// setResultSession sets the session token of a result (see setSessionLSN).
+// One that read it with its own work may have brought the cache up to
+// date: the container's path is then taken from the cache again.
 func (s *Server) setResultSession(r *request, lsn uint64) {
-	if lsn == 0 {
-		s.setSession(r)
-		return
+	if lsn != 0 {
+		if c, err := s.eng.CachedContainer(r.Context(), r.t.db, r.t.coll); err == nil {
+			r.setContentPath(c)
+		}
 	}
 	s.setSessionLSN(r, lsn)
-	if c, err := s.eng.CachedContainer(r.Context(), r.t.db, r.t.coll); err == nil {
-		r.setContentPath(c)
-	}
 }
 
 // setContentPath names the container in the headers the JavaScript SDK keys
@@ -175,15 +169,13 @@ func (r *request) setContentPath(c *engine.Container) {
 	h["X-Ms-Alt-Content-Path"] = []string{c.AltLink()}
 }
 
-// setSession sets the session token: the request's partition key range
-// ("0" when it names none), one region.
-func (s *Server) setSession(r *request) {
-	ctx := r.Context()
-	s.setSessionLSN(r, s.eng.SessionLSN(ctx))
-}
-
-// setSessionLSN is setSession with the LSN given.
+// setSessionLSN sets the session token: the request's partition key range
+// ("0" when it names none), one region, and lsn, a result's own (0: the
+// engine is asked for it).
 func (s *Server) setSessionLSN(r *request, lsn uint64) {
+	if lsn == 0 {
+		lsn = s.eng.SessionLSN(r.Context())
+	}
 	id := r.partitionKeyRangeID()
 	if _, err := strconv.ParseUint(id, 10, 32); err != nil {
 		id = "0"

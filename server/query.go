@@ -137,11 +137,7 @@ func (s *Server) queryItems(r *request) error {
 	if err != nil {
 		return err
 	}
-	if res.SessionLSN != 0 {
-		s.setSessionLSN(r, res.SessionLSN)
-	} else {
-		s.setSession(r)
-	}
+	s.setSessionLSN(r, res.SessionLSN)
 	r.setQueryMetricsHeaders(res)
 	r.writeFeed(c.RID, "Documents", rawItems(res.Items), res.Continuation, res.Charge)
 	return nil
