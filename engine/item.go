@@ -104,11 +104,17 @@ func (e *Engine) ReadItem(ctx context.Context, req *ItemRequest) (*ItemResult, e
 	if err != nil {
 		return nil, err
 	}
+	return readResult(it, req.IfNoneMatch, 0), nil
+}
+
+// readResult answers a point read of it: 304 when ifNoneMatch matches its
+// ETag, else the item; session is the session LSN the read brought.
+func readResult(it *storedItem, ifNoneMatch string, session uint64) *ItemResult {
 	etag := it.etag()
-	if req.IfNoneMatch != "" && (req.IfNoneMatch == "*" || req.IfNoneMatch == etag) {
-		return &ItemResult{Status: 304, ETag: etag, Charge: 1}, nil
+	if ifNoneMatch != "" && (ifNoneMatch == "*" || ifNoneMatch == etag) {
+		return &ItemResult{Status: 304, ETag: etag, Charge: 1, SessionLSN: session}
 	}
-	return &ItemResult{Status: 200, Body: it.doc, ETag: etag, Charge: readCharge(len(it.doc))}, nil
+	return &ItemResult{Status: 200, Body: it.doc, ETag: etag, Charge: readCharge(len(it.doc)), SessionLSN: session}
 }
 
 // ItemByRID resolves the RID of one of the container's items (its _rid, the

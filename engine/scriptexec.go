@@ -461,7 +461,6 @@ func triggerOperation(typ string) string {
 func (e *Engine) runWithTriggers(ctx context.Context, c *Container, req *ItemRequest, op *BatchOperation, pre, post []script.Script) (r BatchOperationResult, session uint64, begun bool, err error) {
 	operation := triggerOperation(op.Type)
 	pk, hasPK := req.PartitionKey, req.HasPartitionKey
-	id := opItemID(op)
 	if !hasPK && op.Body != nil {
 		it, perr := c.parseItem(op.Body, req)
 		if perr != nil {
@@ -510,7 +509,7 @@ func (e *Engine) runWithTriggers(ctx context.Context, c *Container, req *ItemReq
 	if e.shared != nil {
 		// The item is read with the locks (a pre-trigger that changes its
 		// id reads the new one itself).
-		err = e.inPartitionShared(ctx, c, pk, []string{id}, fn)
+		err = e.inPartitionShared(ctx, c, pk, []string{opItemID(op)}, fn)
 	} else {
 		err = e.inPartition(ctx, c, pk, fn)
 	}

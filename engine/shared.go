@@ -268,11 +268,7 @@ func (e *Engine) readItemShared(ctx context.Context, req *ItemRequest) (*ItemRes
 		if c.expired(it, e.now().Unix()) {
 			return nil, notFound()
 		}
-		etag := it.etag()
-		if req.IfNoneMatch != "" && (req.IfNoneMatch == "*" || req.IfNoneMatch == etag) {
-			return &ItemResult{Status: 304, ETag: etag, Charge: 1, SessionLSN: session}, nil
-		}
-		return &ItemResult{Status: 200, Body: it.doc, ETag: etag, Charge: readCharge(len(it.doc)), SessionLSN: session}, nil
+		return readResult(it, req.IfNoneMatch, session), nil
 	}
 }
 
