@@ -290,9 +290,47 @@ func (e *Engine) scanLatest(ctx context.Context, r storage.Reader, c *Container,
 	}
 	defer it.Close()
 	now := e.now().Unix()
+	err = lookupChunks(ctx, r, it, scope.contains, func(k, itemKey, v []byte) (bool, error) {
+		if len(k) < len(prefix)+8 {
+			return false, errors.New("engine: corrupt change feed key")
+		}
+		if !page.next(binary.BigEndian.Uint64(k[len(prefix):])) {
+			return false, nil
+		}
+		if itemKey == nil {
+			return true, nil
+		}
+		page.examined++
+		if v == nil {
+			return true, nil
+		}
+		s, err := decodeItem(itemKey, v)
+		if err != nil {
+			return false, err
+		}
+		if !c.expired(s, now) && s.ts >= since {
+			page.add(withLSN(s.doc, s.lsn))
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	page.finish(upto)
+	return nil
+}
+
+// maxChangeFeedChunk is the most items a change-feed scan reads in one go.
+const maxChangeFeedChunk = 256
+
+// lookupChunks visits the entries of it, which name items (the entry's
+// value is the item's key), and reads the items a chunk at a time, each
+// chunk's in one go (storage.GetMany; chunks of lookupChunk). An entry
+// whose item inScope refuses is visited with a nil item key and value;
+// an absent item has a nil value. visit returns false to stop.
+func lookupChunks(ctx context.Context, r storage.Reader, it storage.Iterator, inScope func(itemKey []byte) bool, visit func(key, itemKey, value []byte) (bool, error)) error {
 	type entry struct {
-		lsn     uint64
-		itemKey []byte // nil: out of scope
+		key, itemKey []byte // itemKey nil: out of scope
 	}
 	var entries []entry
 	var keys [][]byte
@@ -305,12 +343,8 @@ func (e *Engine) scanLatest(ctx context.Context, r storage.Reader, c *Container,
 				more = false
 				break
 			}
-			k := it.Key()
-			if len(k) < len(prefix)+8 {
-				return errors.New("engine: corrupt change feed key")
-			}
-			en := entry{lsn: binary.BigEndian.Uint64(k[len(prefix):])}
-			if itemKey := it.Value(); scope.contains(itemKey) {
+			en := entry{key: bytes.Clone(it.Key())}
+			if itemKey := it.Value(); inScope(itemKey) {
 				en.itemKey = bytes.Clone(itemKey)
 				keys = append(keys, en.itemKey)
 			}
@@ -321,40 +355,25 @@ func (e *Engine) scanLatest(ctx context.Context, r storage.Reader, c *Container,
 		}
 		var values [][]byte
 		if len(keys) > 0 {
+			var err error
 			if values, err = storage.GetMany(ctx, r, keys); err != nil {
 				return err
 			}
 		}
 		next := 0
 		for _, en := range entries {
-			if !page.next(en.lsn) {
-				return nil
+			var v []byte
+			if en.itemKey != nil {
+				v = values[next]
+				next++
 			}
-			if en.itemKey == nil {
-				continue
-			}
-			page.examined++
-			v := values[next]
-			next++
-			if v == nil {
-				continue
-			}
-			s, err := decodeItem(en.itemKey, v)
-			if err != nil {
+			if ok, err := visit(en.key, en.itemKey, v); err != nil || !ok {
 				return err
 			}
-			if c.expired(s, now) || s.ts < since {
-				continue
-			}
-			page.add(withLSN(s.doc, s.lsn))
 		}
 	}
-	page.finish(upto)
 	return nil
 }
-
-// maxChangeFeedChunk is the most items a change-feed scan reads in one go.
-const maxChangeFeedChunk = 256
 
 // scanVersions fills page from the all-versions-and-deletes log.
 func (e *Engine) scanVersions(ctx context.Context, r storage.Reader, c *Container, scope *changeScope, from, upto uint64, since int64, page *changePage) error {

@@ -91,60 +91,31 @@ func (e *Engine) ReadFeed(ctx context.Context, req *FeedRequest) (*FeedResult, e
 	res := &FeedResult{}
 	var last []byte
 	total := 0
-	type entry struct {
-		pos, key []byte // key nil: out of scope
-	}
-	var entries []entry
-	var keys [][]byte
-	for first, more := true, true; more; first = false {
-		entries, keys = entries[:0], keys[:0]
-		for n := lookupChunk(snap, first); len(keys) < n && len(entries) < 4*maxChangeFeedChunk; {
-			if !it.Next() {
-				more = false
-				break
-			}
-			en := entry{pos: bytes.Clone(it.Key())}
-			if key := it.Value(); bytes.HasPrefix(key, scope) && bounds.containsEPK(c.itemEPK(key)) {
-				en.key = bytes.Clone(key)
-				keys = append(keys, en.key)
-			}
-			entries = append(entries, en)
+	inScope := func(key []byte) bool { return bytes.HasPrefix(key, scope) && bounds.containsEPK(c.itemEPK(key)) }
+	err = lookupChunks(ctx, snap, it, inScope, func(pos, key, v []byte) (bool, error) {
+		if len(res.Items) == size {
+			res.Continuation = base64.RawURLEncoding.EncodeToString(last)
+			return false, nil
 		}
-		if err := it.Err(); err != nil {
-			return nil, err
+		if key == nil {
+			return true, nil
 		}
-		var values [][]byte
-		if len(keys) > 0 {
-			if values, err = storage.GetMany(ctx, snap, keys); err != nil {
-				return nil, err
-			}
+		if v == nil {
+			return false, fmt.Errorf("engine: order key without its item: %w", storage.ErrNotFound)
 		}
-		next := 0
-		for _, en := range entries {
-			if len(res.Items) == size {
-				res.Continuation = base64.RawURLEncoding.EncodeToString(last)
-				more = false
-				break
-			}
-			if en.key == nil {
-				continue
-			}
-			v := values[next]
-			next++
-			if v == nil {
-				return nil, fmt.Errorf("engine: order key without its item: %w", storage.ErrNotFound)
-			}
-			s, err := decodeItem(en.key, v)
-			if err != nil {
-				return nil, err
-			}
-			last = en.pos
-			if c.expired(s, now) {
-				continue
-			}
+		s, err := decodeItem(key, v)
+		if err != nil {
+			return false, err
+		}
+		last = pos
+		if !c.expired(s, now) {
 			res.Items = append(res.Items, append([]byte(nil), s.doc...))
 			total += len(s.doc)
 		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	e.durable.barrier()
 	res.SessionLSN = sessionLSN(watermark)
