@@ -49,6 +49,28 @@ func itemRequest(ctx context.Context, e *Engine, op func() (*ItemResult, error))
 	return res, session, nil
 }
 
+// batchRequest runs a transactional batch of ops in partition "p" as the
+// server does (see itemRequest); it returns the result and the session
+// LSN the server would send.
+func batchRequest(ctx context.Context, e *Engine, ops []string) (*BatchResult, uint64, error) {
+	parsed, err := ParseBatch([]byte("[" + strings.Join(ops, ",") + "]"))
+	if err != nil {
+		return nil, 0, err
+	}
+	if _, err := e.CachedContainer(ctx, "db", "c"); err != nil {
+		return nil, 0, err
+	}
+	res, err := e.ExecuteBatch(ctx, &BatchRequest{Database: "db", Container: "c", PartitionKey: StringKey("p"), HasPartitionKey: true, Atomic: true, Operations: parsed})
+	if err != nil {
+		return nil, 0, err
+	}
+	session := res.SessionLSN
+	if session == 0 {
+		session = e.SessionLSN(ctx)
+	}
+	return res, session, nil
+}
+
 // fewestTrips is the fewest round trips of several runs of do: the first
 // run on each connection of the pool prepares the statements it sends.
 func fewestTrips(t *testing.T, proxy *pgtest.Proxy, do func() error) int64 {
@@ -544,7 +566,6 @@ func TestSharedStoredProcedureFromTheCacheIsNeverStale(t *testing.T) {
 func TestSharedBatchReadsItsItemsWithItsLocks(t *testing.T) {
 	ctx := t.Context()
 	e, proxy := tripsEngine(t)
-	pk, _ := ParsePartitionKeyHeader(`["p"]`)
 	for _, id := range []string{"r", "x", "d"} {
 		if _, err := e.CreateItem(ctx, req("", "p", fmt.Sprintf(`{"id":%q,"pk":"p","n":0}`, id))); err != nil {
 			t.Fatal(err)
@@ -565,14 +586,7 @@ func TestSharedBatchReadsItsItemsWithItsLocks(t *testing.T) {
 			for i := range creates {
 				ops = append(ops, fmt.Sprintf(`{"operationType":"Create","resourceBody":{"id":"c%d-%d","pk":"p"}}`, round, i))
 			}
-			parsed, err := ParseBatch([]byte("[" + strings.Join(ops, ",") + "]"))
-			if err != nil {
-				return err
-			}
-			if _, err := e.CachedContainer(ctx, "db", "c"); err != nil {
-				return err
-			}
-			res, err := e.ExecuteBatch(ctx, &BatchRequest{Database: "db", Container: "c", PartitionKey: pk, HasPartitionKey: true, Atomic: true, Operations: parsed})
+			res, _, err := batchRequest(ctx, e, ops)
 			if err != nil {
 				return err
 			}
@@ -599,11 +613,7 @@ func TestSharedBatchReadsItsItemsWithItsLocks(t *testing.T) {
 		t.Fatalf("x after the batches: %s, %v; want n 2", x.Body, err)
 	}
 	// A batch that fails writes nothing.
-	parsed, err := ParseBatch([]byte(`[{"operationType":"Create","resourceBody":{"id":"new","pk":"p"}},{"operationType":"Create","resourceBody":{"id":"r","pk":"p"}}]`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.ExecuteBatch(ctx, &BatchRequest{Database: "db", Container: "c", PartitionKey: pk, HasPartitionKey: true, Atomic: true, Operations: parsed})
+	res, _, err := batchRequest(ctx, e, []string{`{"operationType":"Create","resourceBody":{"id":"new","pk":"p"}}`, `{"operationType":"Create","resourceBody":{"id":"r","pk":"p"}}`})
 	if err != nil || !res.Failed || res.Results[1].Status != 409 {
 		t.Fatalf("a batch whose second create conflicts: %+v, %v; want it failed with 409", res, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -50,27 +49,13 @@ func BenchmarkSharedItemRequests(b *testing.B) {
 	})
 	b.Run("Batch10", func(b *testing.B) {
 		e := open(b)
-		pk, _ := ParsePartitionKeyHeader(`["p"]`)
 		latencies(b, 1, func(i int) error {
 			ops := make([]string, 10)
 			for k := range ops {
 				ops[k] = fmt.Sprintf(`{"operationType":"Upsert","resourceBody":%s}`, benchBody(fmt.Sprint((i*10+k)%100), "p"))
 			}
-			parsed, err := ParseBatch([]byte("[" + strings.Join(ops, ",") + "]"))
-			if err != nil {
-				return err
-			}
-			if _, err := e.CachedContainer(ctx, "db", "c"); err != nil {
-				return err
-			}
-			res, err := e.ExecuteBatch(ctx, &BatchRequest{Database: "db", Container: "c", PartitionKey: pk, HasPartitionKey: true, Atomic: true, Operations: parsed})
-			if err != nil {
-				return err
-			}
-			if res.SessionLSN == 0 {
-				e.SessionLSN(ctx)
-			}
-			return nil
+			_, _, err := batchRequest(ctx, e, ops)
+			return err
 		})
 	})
 	b.Run("HotPatch16", func(b *testing.B) {
