@@ -617,15 +617,9 @@ func testCancelledShared(t *testing.T, a, b storage.Shared, _ func(storage.Share
 	live := t.Context()
 	ctx, cancel := context.WithCancel(live)
 	cancel()
-	want := func(name string, err error) {
-		t.Helper()
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("%s with a cancelled context: err = %v, want one wrapping context.Canceled", name, err)
-		}
-	}
-	_, err := a.NewSharedBatch(ctx)
-	want("NewSharedBatch", err)
-	_, err = a.Watermark(ctx)
+	want := func(name string, err error) { t.Helper(); wantCanceled(t, name, err) }
+	want("NewSharedBatch", closed(a.NewSharedBatch(ctx)))
+	_, err := a.Watermark(ctx)
 	want("Watermark", err)
 	_, _, err = a.GetAll(ctx, [][]byte{[]byte("k")})
 	want("GetAll", err)

@@ -818,6 +818,24 @@ func testPipelinedCommit(t *testing.T, open Opener) {
 	}
 }
 
+// wantCanceled fails the test unless err, what the call name returned for
+// a cancelled context, wraps context.Canceled.
+func wantCanceled(t *testing.T, name string, err error) {
+	t.Helper()
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("%s with a cancelled context: err = %v, want one wrapping context.Canceled", name, err)
+	}
+}
+
+// closed closes what a call that should have failed opened anyway, and
+// returns the call's error.
+func closed[T interface{ Close() error }](v T, err error) error {
+	if err == nil {
+		v.Close()
+	}
+	return err
+}
+
 // A call made with a context that is already done fails with an error
 // wrapping the context's, and a commit made with one writes nothing: the
 // store, a batch and a snapshot alike.
@@ -829,31 +847,14 @@ func testCancelledContext(t *testing.T, open Opener) {
 	defer snap.Close()
 	ctx, cancel := context.WithCancel(live)
 	cancel()
-	want := func(name string, err error) {
-		t.Helper()
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("%s with a cancelled context: err = %v, want one wrapping context.Canceled", name, err)
-		}
-	}
+	want := func(name string, err error) { t.Helper(); wantCanceled(t, name, err) }
 	_, err := s.Get(ctx, []byte("a"))
 	want("Get", err)
-	it, err := s.NewIterator(ctx, nil, nil, false)
-	if err == nil {
-		it.Close()
-	}
-	want("NewIterator", err)
-	sn, err := s.NewSnapshot(ctx)
-	if err == nil {
-		sn.Close()
-	}
-	want("NewSnapshot", err)
+	want("NewIterator", closed(s.NewIterator(ctx, nil, nil, false)))
+	want("NewSnapshot", closed(s.NewSnapshot(ctx)))
 	_, err = snap.Get(ctx, []byte("a"))
 	want("snapshot Get", err)
-	it, err = snap.NewIterator(ctx, nil, nil, false)
-	if err == nil {
-		it.Close()
-	}
-	want("snapshot NewIterator", err)
+	want("snapshot NewIterator", closed(snap.NewIterator(ctx, nil, nil, false)))
 
 	b := s.NewBatch()
 	if err := b.Set([]byte("b"), []byte("2")); err != nil {
@@ -861,11 +862,7 @@ func testCancelledContext(t *testing.T, open Opener) {
 	}
 	_, err = b.Get(ctx, []byte("a"))
 	want("batch Get", err)
-	it, err = b.NewIterator(ctx, nil, nil, false)
-	if err == nil {
-		it.Close()
-	}
-	want("batch NewIterator", err)
+	want("batch NewIterator", closed(b.NewIterator(ctx, nil, nil, false)))
 	want("Commit", b.Commit(ctx))
 	b.Close()
 
