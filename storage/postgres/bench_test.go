@@ -107,62 +107,45 @@ func BenchmarkShortRangeOptions(b *testing.B) {
 			drain(b, rows)
 		})
 	})
-	b.Run("repeatable-read-then-rollback", func(b *testing.B) {
-		loop(b, func() {
-			conn, err := s.Pool().Acquire(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			var q pgx.Batch
-			q.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
-			q.Queue(sel, args...)
-			br := conn.SendBatch(ctx, &q)
+	// inTransaction sends begin, then stmt with the range's arguments, then
+	// fetch if not empty, in one round trip, reads the rows of the last,
+	// then rolls the transaction back.
+	inTransaction := func(b *testing.B, begin, stmt, fetch string) {
+		conn, err := s.Pool().Acquire(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer conn.Release()
+		var q pgx.Batch
+		q.Queue(begin)
+		q.Queue(stmt, args...)
+		execs := 1
+		if fetch != "" {
+			q.Queue(fetch)
+			execs++
+		}
+		br := conn.SendBatch(ctx, &q)
+		for range execs {
 			if _, err := br.Exec(); err != nil {
 				b.Fatal(err)
 			}
-			rows, err := br.Query()
-			if err != nil {
-				b.Fatal(err)
-			}
-			drain(b, rows)
-			if err := br.Close(); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
-				b.Fatal(err)
-			}
-			conn.Release()
-		})
+		}
+		rows, err := br.Query()
+		if err != nil {
+			b.Fatal(err)
+		}
+		drain(b, rows)
+		if err := br.Close(); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("repeatable-read-then-rollback", func(b *testing.B) {
+		loop(b, func() { inTransaction(b, `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`, sel, "") })
 	})
 	b.Run("cursor-then-rollback", func(b *testing.B) {
-		loop(b, func() {
-			conn, err := s.Pool().Acquire(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			var q pgx.Batch
-			q.Queue(`BEGIN READ ONLY`)
-			q.Queue(`DECLARE c NO SCROLL CURSOR FOR `+sel, args...)
-			q.Queue(`FETCH 256 FROM c`)
-			br := conn.SendBatch(ctx, &q)
-			if _, err := br.Exec(); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := br.Exec(); err != nil {
-				b.Fatal(err)
-			}
-			rows, err := br.Query()
-			if err != nil {
-				b.Fatal(err)
-			}
-			drain(b, rows)
-			if err := br.Close(); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
-				b.Fatal(err)
-			}
-			conn.Release()
-		})
+		loop(b, func() { inTransaction(b, `BEGIN READ ONLY`, `DECLARE c NO SCROLL CURSOR FOR `+sel, `FETCH 256 FROM c`) })
 	})
 }

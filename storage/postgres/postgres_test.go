@@ -115,24 +115,32 @@ func TestSharedConformance(t *testing.T) {
 	})
 }
 
+// smallPool opens a store with a pool of four connections, closed with the
+// test, holding 600 keys k0000…k0599: more than a page of an iterator.
+func smallPool(t *testing.T) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(context.Background(), pgtest.URL(t), postgres.Options{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	b := s.NewBatch()
+	for i := range 600 {
+		b.Set(fmt.Appendf(nil, "k%04d", i), []byte("v"))
+	}
+	if err := b.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // Shared batches and snapshots hold connections only up to a bound below
 // the pool's size: with every slot taken, point reads and long ranges still
 // run (they use the reserve or the batch's own connection), and another
 // batch waits for a slot rather than for the pool.
 func TestHeldConnectionsLeaveReadsAConnection(t *testing.T) {
 	ctx := t.Context()
-	s, err := postgres.Open(context.Background(), pgtest.URL(t), postgres.Options{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	b := s.NewBatch()
-	for i := range 600 {
-		b.Set(fmt.Appendf(nil, "k%04d", i), []byte("v"))
-	}
-	if err := b.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := smallPool(t)
 	var held []storage.SharedBatch
 	for range 2 {
 		sb, err := s.NewSharedBatch(ctx)
@@ -270,18 +278,7 @@ func acquiredWithin(s *postgres.Store, want int32, gc bool) int32 {
 // four connections serves any number of such iterators one after another.
 func TestIteratorsGiveBackTheirConnections(t *testing.T) {
 	ctx := t.Context()
-	s, err := postgres.Open(context.Background(), pgtest.URL(t), postgres.Options{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	b := s.NewBatch()
-	for i := range 600 {
-		b.Set(fmt.Appendf(nil, "k%04d", i), []byte("v"))
-	}
-	if err := b.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := smallPool(t)
 	long := func(t *testing.T) storage.Iterator {
 		t.Helper()
 		it, err := s.NewIterator(ctx, nil, nil, false)
