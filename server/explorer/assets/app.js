@@ -934,6 +934,7 @@ function queryTab(ctx, panel) {
   let pageNo = 0;
   let docs = []; // every result of the pages read so far
   let view = 'table';
+  let generation = 0; // which run the pages on screen belong to
   const multiLevel = (ctx.coll.partitionKey?.paths || []).length > 1;
 
   function addParam(name = '@', value = '') {
@@ -963,6 +964,7 @@ function queryTab(ctx, panel) {
   }
 
   async function page() {
+    const gen = generation;
     const headers = {
       'Content-Type': 'application/query+json',
       'x-ms-documentdb-isquery': 'True',
@@ -975,6 +977,7 @@ function queryTab(ctx, panel) {
     else headers['x-ms-documentdb-partitionkeyrangeid'] = '0';
     if (continuation) headers['x-ms-continuation'] = continuation;
     const res = await client.request('POST', [...ctx.segs, 'docs'], { headers, body: spec });
+    if (gen !== generation) return null; // a new run started meanwhile
     continuation = res.continuation;
     pageNo++;
     return res;
@@ -982,6 +985,7 @@ function queryTab(ctx, panel) {
 
   /** clear removes every trace of the previous run: results, stats and paging. */
   function clear() {
+    generation++;
     docs = [];
     continuation = null;
     pageNo = 0;
@@ -1014,6 +1018,7 @@ function queryTab(ctx, panel) {
   }
 
   function render(res) {
+    if (!res) return;
     docs.push(...(res.body?.Documents || []));
     showResults();
     const metrics = parseQueryMetrics(res.headers.get('x-ms-documentdb-query-metrics'));
@@ -1042,6 +1047,7 @@ function queryTab(ctx, panel) {
     h('div', { class: 'actions' }, run));
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
+    if (run.disabled) return; // Ctrl+Enter while a run is under way
     error.textContent = '';
     // A new run starts from nothing: a failure leaves no stale results.
     clear();
@@ -1065,11 +1071,12 @@ function queryTab(ctx, panel) {
   more.addEventListener('click', async () => {
     error.textContent = '';
     more.disabled = true;
+    const gen = generation;
     try {
       render(await page());
     } catch (err) {
       // The pages already shown are this query's: they stay, with the error.
-      error.textContent = `The next page failed: ${describe(err)}`;
+      if (gen === generation) error.textContent = `The next page failed: ${describe(err)}`;
     } finally {
       more.disabled = false;
     }
