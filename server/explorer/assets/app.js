@@ -901,7 +901,7 @@ function itemsTab(ctx, panel) {
     error,
     h('div', { class: 'split' },
       h('div', { class: 'list' },
-        h('table', { class: 'grid' },
+        h('table', { class: 'grid items-grid' },
           h('caption', { class: 'sr-only' }, 'Items'),
           h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'id'), h('th', { scope: 'col' }, 'Partition key'), h('th', { scope: 'col' }, 'Modified'))),
           tbody),
