@@ -84,7 +84,7 @@ func newApp(ctx context.Context, client *azcosmos.Client, log *slog.Logger) (*Ap
 		log:      log,
 		pages:    pg,
 	}
-	if a.purchase, err = newPurchases(shop, sagas, payments, notes, a.locker, a.switches); err != nil {
+	if a.purchase, err = newPurchases(shop, sagas, payments, a.outbox, a.locker, a.switches); err != nil {
 		return nil, err
 	}
 	for _, e := range a.events {

@@ -529,5 +529,9 @@ func (a *App) sagaBuy(w http.ResponseWriter, r *http.Request) {
 		a.eventRedirect(w, r, ev.ID, "", "The purchase could not run: "+plainError(err))
 		return
 	}
-	a.eventRedirect(w, r, ev.ID, a.runs.put(sagaResult(in, st)), "")
+	res := a.purchase.result(ctx, in, st)
+	if err != nil && res.Completed() && !res.Confirmation.Queued {
+		res.Confirmation.Error = plainError(err)
+	}
+	a.eventRedirect(w, r, ev.ID, a.runs.put(res), "")
 }

@@ -45,7 +45,8 @@ type Seat struct {
 	Status      string `json:"status"`
 	Holder      string `json:"holder,omitempty"`
 	OrderID     string `json:"orderId,omitempty"`
-	Fence       int64  `json:"fence,omitempty"` // highest lock fencing token accepted (lock.FenceField)
+	Fence       int64  `json:"fence,omitempty"`      // highest lock fencing token accepted (lock.FenceField)
+	ReleasedBy  string `json:"releasedBy,omitempty"` // the purchase saga that last released it
 }
 
 // Label is the seat as a person reads it.
@@ -75,6 +76,11 @@ type Order struct {
 	Strategy string    `json:"strategy"`
 	Status   string    `json:"status"`
 	Created  time.Time `json:"created"`
+	// SagaID is the purchase saga that wrote the order, if one did.
+	SagaID string `json:"sagaId,omitempty"`
+	// Confirmation is "queued" once the buyer's confirmation is in the
+	// outbox (purchase saga orders only).
+	Confirmation string `json:"confirmation,omitempty"`
 }
 
 // Ticket is what a buyer holds: one seat of one event.
