@@ -81,7 +81,7 @@ func TestRaceTimeline(t *testing.T) {
 			won++
 		case "refused":
 			refused++
-			if l.Write.Kind != "write-refused" || !strings.Contains(strings.Join(l.Notes, " "), "refused, 412 Precondition Failed, because the seat's ETag was E2 by then") {
+			if l.Write.Kind != "write-refused" || !strings.Contains(strings.Join(l.Notes, " "), "with 412 Precondition Failed, because the seat's ETag was E2 by then") {
 				t.Errorf("%s: %s, %q", l.User, l.Write.Kind, l.Notes)
 			}
 		}
@@ -99,7 +99,7 @@ func TestRaceTimeline(t *testing.T) {
 	if n := strings.Count(page, `class="tl-row tl-lane"`); n != 4 {
 		t.Errorf("the race page draws %d lanes, want 4", n)
 	}
-	if !strings.Contains(page, "refused, 409 Conflict, because the claim existed") {
+	if !strings.Contains(page, "with 409 Conflict, because the claim existed") {
 		t.Error("the batch race's timeline does not say why the losing writes were refused")
 	}
 }

@@ -118,7 +118,7 @@ func timeline(r RaceResult) Timeline {
 		l := Lane{User: userName(o.UserID)}
 		if !tr.ReadStart.IsZero() {
 			l.Read = t.bar(tr.ReadStart.Sub(r.Started), tr.ReadEnd.Sub(r.Started), "read", "")
-			l.Notes = append(l.Notes, fmt.Sprintf("Read the seat at %s: %s, ETag %s.", msLabel(tr.ReadEnd.Sub(r.Started)), tr.ReadStatus, name(tr.ReadETag)))
+			l.Notes = append(l.Notes, fmt.Sprintf("Read the seat: %s, ETag %s (answered at %s).", tr.ReadStatus, name(tr.ReadETag), msLabel(tr.ReadEnd.Sub(r.Started))))
 		}
 		switch {
 		case tr.WriteStart.IsZero() && !o.Failed:
@@ -131,7 +131,6 @@ func timeline(r RaceResult) Timeline {
 			}
 			l.Notes = append(l.Notes, o.Message)
 		default:
-			at := msLabel(tr.WriteStart.Sub(r.Started))
 			if ok(tr.WriteStatus) {
 				l.Result = "won"
 				l.Write = t.bar(tr.WriteStart.Sub(r.Started), tr.WriteEnd.Sub(r.Started), "write-ok", "✓")
@@ -139,7 +138,7 @@ func timeline(r RaceResult) Timeline {
 				l.Result = "refused"
 				l.Write = t.bar(tr.WriteStart.Sub(r.Started), tr.WriteEnd.Sub(r.Started), "write-refused", "✕")
 			}
-			l.Notes = append(l.Notes, writeNote(r, o, at, name, winnerETag, committed))
+			l.Notes = append(l.Notes, writeNote(r, o, name, winnerETag, committed))
 		}
 		t.Lanes = append(t.Lanes, l)
 	}
@@ -148,27 +147,28 @@ func timeline(r RaceResult) Timeline {
 }
 
 // writeNote says what one buyer's write did and why.
-func writeNote(r RaceResult, o Outcome, at string, name func(azcore.ETag) string, winnerETag string, committed []Outcome) string {
+func writeNote(r RaceResult, o Outcome, name func(azcore.ETag) string, winnerETag string, committed []Outcome) string {
 	tr := o.Trace
+	sent, answered := msLabel(tr.WriteStart.Sub(r.Started)), msLabel(tr.WriteEnd.Sub(r.Started))
 	switch r.Strategy {
 	case StrategyNaive:
 		if len(committed) > 1 && committed[len(committed)-1].UserID == o.UserID {
-			return fmt.Sprintf("Wrote the seat sold at %s, with no condition: accepted, and as the last write it is what the seat shows (ETag %s); the earlier writes were silently overwritten.", at, name(tr.WroteETag))
+			return fmt.Sprintf("Sent its write at %s with no condition; accepted at %s, and as the last write it is what the seat shows (ETag %s): the earlier writes were silently overwritten.", sent, answered, name(tr.WroteETag))
 		}
 		if len(committed) > 1 {
-			return fmt.Sprintf("Wrote the seat sold at %s, with no condition: accepted (ETag %s), then overwritten by a later write. The ticket it wrote stays.", at, name(tr.WroteETag))
+			return fmt.Sprintf("Sent its write at %s with no condition; accepted at %s (ETag %s), then overwritten by a later write. The ticket it wrote stays.", sent, answered, name(tr.WroteETag))
 		}
-		return fmt.Sprintf("Wrote the seat sold at %s, with no condition: accepted (ETag %s).", at, name(tr.WroteETag))
+		return fmt.Sprintf("Sent its write at %s with no condition; accepted at %s (ETag %s).", sent, answered, name(tr.WroteETag))
 	case StrategyETag:
 		if ok(tr.WriteStatus) {
-			return fmt.Sprintf("Wrote at %s with If-Match %s: the seat was unchanged, so the batch committed and the seat's ETag became %s.", at, name(tr.ReadETag), name(tr.WroteETag))
+			return fmt.Sprintf("Sent its write at %s with If-Match %s; committed at %s, the seat unchanged since it was read: the seat's ETag became %s.", sent, name(tr.ReadETag), answered, name(tr.WroteETag))
 		}
-		return fmt.Sprintf("Wrote at %s with If-Match %s: refused, %d %s, because the seat's ETag was %s by then. Nothing of this purchase was written.", at, name(tr.ReadETag), tr.WriteStatus, http.StatusText(tr.WriteStatus), winnerETag)
+		return fmt.Sprintf("Sent its write at %s with If-Match %s; refused at %s with %d %s, because the seat's ETag was %s by then. Nothing of this purchase was written.", sent, name(tr.ReadETag), answered, tr.WriteStatus, http.StatusText(tr.WriteStatus), winnerETag)
 	default:
 		if ok(tr.WriteStatus) {
-			return fmt.Sprintf("Created the seat's claim at %s: the first, so its batch (claim, seat, order, ticket) committed.", at)
+			return fmt.Sprintf("Sent its batch at %s, creating the seat's claim; committed at %s: its claim was the first, so the claim, the seat, the order and the ticket were written together.", sent, answered)
 		}
-		return fmt.Sprintf("Created the seat's claim at %s: refused, %d %s, because the claim existed; the whole batch rolled back.", at, tr.WriteStatus, http.StatusText(tr.WriteStatus))
+		return fmt.Sprintf("Sent its batch at %s, creating the seat's claim; refused at %s with %d %s, because the claim existed: the whole batch rolled back.", sent, answered, tr.WriteStatus, http.StatusText(tr.WriteStatus))
 	}
 }
 
