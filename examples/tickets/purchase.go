@@ -394,6 +394,9 @@ func (p *Purchases) queueOwed(ctx context.Context) (int, error) {
 				continue
 			}
 			st, err := p.exec.Get(ctx, o.SagaID)
+			if errors.Is(err, saga.ErrNotFound) {
+				continue // not this executor's saga
+			}
 			if err != nil {
 				return n, err
 			}
