@@ -340,3 +340,21 @@ func TestStormHistogram(t *testing.T) {
 		t.Error("thousands")
 	}
 }
+
+// TestTimelineAxis: whatever a race lasts, its axis has at most five round
+// ticks, the unit written once, on the last.
+func TestTimelineAxis(t *testing.T) {
+	for _, d := range []time.Duration{50 * time.Microsecond, 300 * time.Microsecond, 2300 * time.Microsecond, 17 * time.Millisecond, 480 * time.Millisecond, 3 * time.Second} {
+		at := time.Unix(0, 0)
+		r := RaceResult{Started: at, Strategy: StrategyBatch, Outcomes: []Outcome{{UserID: "alice",
+			Trace: Trace{WriteStart: at, WriteEnd: at.Add(d), WriteStatus: http.StatusOK}}}}
+		tl := timeline(r)
+		var labels []string
+		for _, tk := range tl.Ticks {
+			labels = append(labels, tk.Label)
+		}
+		if n := len(tl.Ticks); n < 2 || n > 5 || tl.Span < d || !strings.HasSuffix(labels[n-1], " ms") || strings.Contains(labels[n-2], "ms") {
+			t.Errorf("a race of %v: axis of %v, ticks %q", d, tl.Span, labels)
+		}
+	}
+}

@@ -70,7 +70,12 @@ func timeline(r RaceResult) Timeline {
 	step := tickStep(end)
 	t.Span = time.Duration(math.Ceil(float64(max(end, time.Microsecond))/float64(step))) * step
 	for at := time.Duration(0); at <= t.Span; at += step {
-		t.Ticks = append(t.Ticks, Tick{Pos: t.pos(at), Label: msLabel(at), Last: at+step > t.Span})
+		last := at+step > t.Span
+		label := axisLabel(at, step)
+		if last {
+			label += " ms"
+		}
+		t.Ticks = append(t.Ticks, Tick{Pos: t.pos(at), Label: label, Last: last})
 	}
 	t.Barrier = -1
 	if lastRead >= 0 {
@@ -200,17 +205,31 @@ func (t Timeline) bar(from, to time.Duration, kind, mark string) *Bar {
 }
 
 // tickStep picks a round step (1, 2 or 5 times a power of ten) that puts
-// at most five steps on an axis of length d.
+// at most four steps on an axis of length d, so that the labels fit a
+// phone's width.
 func tickStep(d time.Duration) time.Duration {
 	step := 100 * time.Microsecond
 	for {
 		for _, k := range []time.Duration{1, 2, 5} {
-			if d <= 5*k*step {
+			if d <= 4*k*step {
 				return k * step
 			}
 		}
 		step *= 10
 	}
+}
+
+// axisLabel writes a tick's offset in milliseconds, with a decimal only
+// when the step needs one: "0", "0.5", "12".
+func axisLabel(d, step time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
+	ms := float64(d) / float64(time.Millisecond)
+	if step < time.Millisecond {
+		return fmt.Sprintf("%.1f", ms)
+	}
+	return fmt.Sprintf("%.0f", ms)
 }
 
 // msLabel writes an offset in milliseconds for people.
