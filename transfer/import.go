@@ -236,27 +236,42 @@ const (
 	saveEvery = 500 * time.Millisecond
 )
 
-func runImport(ctx context.Context, c *azcosmos.ContainerClient, r io.Reader, rs *resumeState, opts ImportOptions) (*Summary, error) {
-	start := time.Now()
-	if opts.Mode == "" {
-		opts.Mode = Upsert
+// Check reports options that an import would refuse: an unknown mode or
+// duplicates rule, or DuplicatesLast without Upsert.
+func (o ImportOptions) Check() error {
+	_, err := o.withDefaults()
+	return err
+}
+
+func (o ImportOptions) withDefaults() (ImportOptions, error) {
+	if o.Mode == "" {
+		o.Mode = Upsert
 	}
-	switch opts.Mode {
+	switch o.Mode {
 	case Upsert, Create, CreateIfAbsent:
 	default:
-		return nil, fmt.Errorf("unknown import mode %q (upsert, create or create-if-absent)", opts.Mode)
+		return o, fmt.Errorf("unknown import mode %q (upsert, create or create-if-absent)", o.Mode)
 	}
-	if opts.Duplicates == "" {
-		opts.Duplicates = DuplicatesFail
+	if o.Duplicates == "" {
+		o.Duplicates = DuplicatesFail
 	}
-	switch opts.Duplicates {
+	switch o.Duplicates {
 	case DuplicatesFail, DuplicatesFirst:
 	case DuplicatesLast:
-		if opts.Mode != Upsert {
-			return nil, fmt.Errorf("keeping the last of repeated ids needs mode upsert, not %s", opts.Mode)
+		if o.Mode != Upsert {
+			return o, fmt.Errorf("keeping the last of repeated ids needs mode upsert, not %s", o.Mode)
 		}
 	default:
-		return nil, fmt.Errorf("unknown duplicates rule %q (fail, first or last)", opts.Duplicates)
+		return o, fmt.Errorf("unknown duplicates rule %q (fail, first or last)", o.Duplicates)
+	}
+	return o, nil
+}
+
+func runImport(ctx context.Context, c *azcosmos.ContainerClient, r io.Reader, rs *resumeState, opts ImportOptions) (*Summary, error) {
+	start := time.Now()
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 16

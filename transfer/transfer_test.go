@@ -857,3 +857,85 @@ func TestASeedFileIsCheckedWholeBeforeAnythingIsCreated(t *testing.T) {
 		t.Fatalf("a seeded item without its key: %v", err)
 	}
 }
+
+// TestAResumedCreateStillFailsOnItemsThatExistedBefore: an item that was in
+// the container before the import began, with a record's very content, is
+// a conflict for that record even when the record is one an interrupted run
+// may have written: it is older than the import.
+func TestAResumedCreateStillFailsOnItemsThatExistedBefore(t *testing.T) {
+	s := orrerytest.Start(t)
+	ctx := context.Background()
+	c := newContainer(t, s, "db", "c", "/pk")
+	lines := []string{`{"id":"old","pk":"x","v":1}`}
+	for i := range 300 {
+		lines = append(lines, fmt.Sprintf(`{"id":"%d","pk":"x"}`, i))
+	}
+	if _, err := c.CreateItem(ctx, azcosmos.NewPartitionKeyString("x"), []byte(lines[0]), nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // _ts counts seconds
+	in := writeTemp(t, lines)
+	state := in + ".state"
+	// Cut at once, the writes in flight abandoned: every record may have
+	// been written.
+	cctx, cancel := context.WithCancel(ctx)
+	_, err := transfer.ImportFile(cctx, c, in, state, transfer.ImportOptions{Mode: transfer.Create, DrainTimeout: time.Nanosecond,
+		Progress: func(transfer.Progress) { cancel() }})
+	if err != context.Canceled {
+		t.Fatalf("the cut import: %v", err)
+	}
+	sum, err := transfer.ImportFile(ctx, c, in, state, transfer.ImportOptions{Mode: transfer.Create})
+	if err != nil || sum.Failed != 1 || sum.Failures[0].Cause != "409 Conflict" || sum.Failures[0].ExampleRecord != 1 ||
+		sum.Earlier.Written+sum.Recovered+sum.Written != 300 {
+		t.Fatalf("resumed: %v %s", err, sum)
+	}
+}
+
+// TestAResumedImportKeepsTheLastOfRepeatedIDs: with DuplicatesLast, an
+// import cut at random points and resumed ends with the last record of
+// every repeated id, never an earlier one written again.
+func TestAResumedImportKeepsTheLastOfRepeatedIDs(t *testing.T) {
+	s := orrerytest.Start(t)
+	r := rand.New(rand.NewPCG(9, 10))
+	var lines []string
+	last := map[string]string{}
+	for i := range 3000 {
+		id := fmt.Sprintf("item-%d", r.IntN(1500)) // about half repeat
+		line := fmt.Sprintf(`{"id":%q,"pk":"p%d","v":%d}`, id, len(id)%3, i)
+		lines = append(lines, line)
+		last[id] = line
+	}
+	in := writeTemp(t, lines)
+	for round := range 3 {
+		c := newContainer(t, s, "db", fmt.Sprintf("last%d", round), "/pk")
+		state := fmt.Sprintf("%s.%d.state", in, round)
+		for run := 0; ; run++ {
+			ctx, cancel := context.WithCancel(context.Background())
+			cutAt := int64(r.IntN(len(lines)))
+			opts := transfer.ImportOptions{Duplicates: transfer.DuplicatesLast, Concurrency: 8, DrainTimeout: time.Nanosecond}
+			if run < 3 {
+				opts.Progress = func(p transfer.Progress) {
+					if p.Records() >= cutAt {
+						cancel()
+					}
+				}
+			}
+			sum, err := transfer.ImportFile(ctx, c, in, state, opts)
+			cancel()
+			if err == nil {
+				if sum.Failed != 0 {
+					t.Fatalf("round %d: %s", round, sum)
+				}
+				break
+			}
+			if err != context.Canceled {
+				t.Fatal(err)
+			}
+		}
+		var want []string
+		for _, l := range last {
+			want = append(want, l)
+		}
+		checkHolds(t, c, want)
+	}
+}

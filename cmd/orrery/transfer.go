@@ -206,6 +206,10 @@ func importCmd(args []string) error {
 	if path == "-" && *resume {
 		return errors.New("--resume needs a file, not standard input")
 	}
+	opts := transfer.ImportOptions{Mode: transfer.Mode(*mode), Duplicates: transfer.Duplicates(*duplicates), Concurrency: *concurrency}
+	if err := opts.Check(); err != nil {
+		return err
+	}
 	client, err := ef.client()
 	if err != nil {
 		return err
@@ -221,7 +225,6 @@ func importCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := transfer.ImportOptions{Mode: transfer.Mode(*mode), Duplicates: transfer.Duplicates(*duplicates), Concurrency: *concurrency}
 	state := ""
 	if *resume {
 		state = path + ".import-state"
