@@ -885,7 +885,8 @@ func TestAResumedCreateStillFailsOnItemsThatExistedBefore(t *testing.T) {
 		t.Fatalf("the cut import: %v", err)
 	}
 	sum, err := transfer.ImportFile(ctx, c, in, state, transfer.ImportOptions{Mode: transfer.Create})
-	if err != nil || sum.Failed != 1 || sum.Failures[0].Cause != "409 Conflict" || sum.Failures[0].ExampleRecord != 1 ||
+	// The cut run may have failed the record itself before it stopped.
+	if err != nil || sum.Earlier.Failed+sum.Failed != 1 || sum.Failed == 1 && (sum.Failures[0].Cause != "409 Conflict" || sum.Failures[0].ExampleRecord != 1) ||
 		sum.Earlier.Written+sum.Recovered+sum.Written != 300 {
 		t.Fatalf("resumed: %v %s", err, sum)
 	}
