@@ -25,8 +25,9 @@ func goList(t *testing.T, args ...string) []string {
 // TestForbiddenImports fails when a package reaches across or up the layers:
 // engine, query and storage never speak HTTP nor depend on the server; query
 // and storage know nothing of documents' engine; the server knows nothing of
-// storage; coord depends on nothing of this module, so that a service
-// importing it downloads and compiles nothing of the server.
+// storage; transfer reaches any endpoint through the SDK alone; coord
+// depends on nothing of this module, so that a service importing it
+// downloads and compiles nothing of the server.
 func TestForbiddenImports(t *testing.T) {
 	rules := []struct {
 		patterns []string
@@ -50,11 +51,16 @@ func TestForbiddenImports(t *testing.T) {
 			patterns: []string{"./server/..."},
 			direct:   []string{module + "/storage"},
 		},
+		{
+			// transfer talks to any endpoint through the SDK only.
+			patterns: []string{"./transfer/..."},
+			deps:     []string{module + "/server", module + "/engine", module + "/storage", module + "/query", module + "/orrerytest"},
+		},
 	}
 	// The rules must reach these packages: a pattern that matches nothing
 	// (a package moved or renamed) would otherwise pass in silence.
 	mustCover := map[string]bool{}
-	for _, p := range []string{"/engine", "/engine/script", "/query", "/storage", "/storage/memory", "/storage/pebble", "/storage/postgres", "/server"} {
+	for _, p := range []string{"/engine", "/engine/script", "/query", "/storage", "/storage/memory", "/storage/pebble", "/storage/postgres", "/server", "/transfer"} {
 		mustCover[module+p] = false
 	}
 	for _, r := range rules {
