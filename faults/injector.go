@@ -179,8 +179,12 @@ func (in *Injector) Get(id string) (Status, bool) {
 type Request struct {
 	// Operation is Orrery's name of the operation ("docs.read").
 	Operation string
-	// Database and Container are as the request's path names them.
-	Database, Container string
+	// Database and Container are as the request's path names them;
+	// DatabaseAlt and ContainerAlt the other spelling of each (the RID of
+	// one named by id, the id of one named by RID), "" when unknown. A
+	// condition matches either.
+	Database, Container       string
+	DatabaseAlt, ContainerAlt string
 	// PartitionKey is the x-ms-documentdb-partitionkey header, "" when absent.
 	PartitionKey string
 	// ClientIP is the client's address (without port).
@@ -229,10 +233,10 @@ func (in *Injector) Match(req *Request) *Fault {
 		if c.ops != nil && !c.ops[req.Operation] {
 			continue
 		}
-		if cond.Database != "" && cond.Database != req.Database {
+		if cond.Database != "" && cond.Database != req.Database && cond.Database != req.DatabaseAlt {
 			continue
 		}
-		if cond.Container != "" && cond.Container != req.Container {
+		if cond.Container != "" && cond.Container != req.Container && cond.Container != req.ContainerAlt {
 			continue
 		}
 		if c.pk != "" {

@@ -95,8 +95,12 @@ const (
 	// RetryWith: 449, the operation not applied.
 	RetryWith Type = "RetryWith"
 	// PartitionIsGone: the partition key range the request reaches is
-	// really split in two, and the request answered 410 with substatus
-	// 1002, so that the SDKs read the partition key ranges again.
+	// really split in two (as the admin split call does), then the request
+	// is served as the service's gateway serves it after a split: routed
+	// by its partition key to the child that holds it, or, when it is
+	// scoped to the range split (a query, feed or change-feed page of one
+	// range), answered 410 with substatus 1002, so that the SDK reads the
+	// partition key ranges again and resumes on the children.
 	PartitionIsGone Type = "PartitionIsGone"
 	// PartitionIsSplitting: 410 with substatus 1007 (completing split).
 	PartitionIsSplitting Type = "PartitionIsSplitting"

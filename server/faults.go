@@ -129,6 +129,20 @@ func (s *Server) inject(outer http.ResponseWriter, rec *statusRecorder, r *reque
 			return false, pay
 		}
 		return false, nil
+	case faults.PartitionIsGone:
+		// A real split, then the request goes on as the service's
+		// gateway serves it: routed by partition key to the child that
+		// holds it, or, scoped to the range split (a query or feed page
+		// of one range), answered 410/1002 by the engine.
+		if _, err := s.splitFor(r); err != nil {
+			ticket.Done(0)
+			writeError(rec, r.Request, err)
+			return true, nil
+		}
+		if ticket != nil {
+			return false, pay
+		}
+		return false, nil
 	case faults.AppliedThenLost:
 		real := rec.ResponseWriter
 		lost := &lostWriter{h: real.Header().Clone()}
@@ -151,12 +165,6 @@ func (s *Server) inject(outer http.ResponseWriter, rec *statusRecorder, r *reque
 			io.Copy(io.Discard, io.LimitReader(r.Body, maxRequestBytes))
 		}
 		s.lose(outer, rec, res.Lost)
-	case faults.PartitionIsGone:
-		if gone, err := s.splitFor(r); err != nil {
-			writeError(rec, r.Request, err)
-		} else {
-			writeCosmosError(rec, activityID(rec), engine.PartitionKeyRangeGone(gone))
-		}
 	default:
 		e := faultError(res.Type)
 		if res.Type == faults.TooManyRequests {
@@ -179,7 +187,7 @@ func (s *Server) faultRequest(r *request) *faults.Request {
 	if err != nil {
 		ip = r.RemoteAddr
 	}
-	return &faults.Request{
+	req := &faults.Request{
 		Operation:    r.op.String(),
 		Database:     r.t.db,
 		Container:    r.t.coll,
@@ -195,6 +203,27 @@ func (s *Server) faultRequest(r *request) *faults.Request {
 		},
 		User: func() string { return s.tokenUser(r) },
 	}
+	// A path may name its database and container by RID (the JavaScript
+	// SDK's partition key range reads do): conditions name them by id.
+	if r.t.coll != "" {
+		if c, err := s.eng.CachedContainer(r.Context(), r.t.db, r.t.coll); err == nil {
+			req.DatabaseAlt, req.ContainerAlt = alt(r.t.db, c.Database().ID, c.Database().RID), alt(r.t.coll, c.ID, c.RID)
+		}
+	} else if r.t.db != "" {
+		if db, err := s.eng.ReadDatabase(r.Context(), r.t.db); err == nil {
+			req.DatabaseAlt = alt(r.t.db, db.ID, db.RID)
+		}
+	}
+	return req
+}
+
+// alt is the other spelling of a resource named as named: its RID when it
+// was named by id, its id when by RID.
+func alt(named, id, rid string) string {
+	if named == id {
+		return rid
+	}
+	return id
 }
 
 // routeOf finds the request's container, the partition key range it names
