@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -185,4 +186,25 @@ func TestGoSDKUnderEachFault(t *testing.T) {
 		})
 	}
 	t.Logf("the Go SDK under each fault, once:\n%s", strings.Join(table, "\n"))
+}
+
+// TestPythonSDKUnderFaults runs compat/python/faults4.py: what azure-cosmos
+// 4.x does with each fault once (its column of the README's fault table),
+// and the seeds' counter when committed writes lose their replies.
+func TestPythonSDKUnderFaults(t *testing.T) {
+	python, pythonPath := pythonSDK(t)
+	srv := orrerytest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, "-m", "unittest", "-v", "faults4")
+	cmd.Dir = pythonSuiteDir
+	cmd.Env = append(withPythonPath(pythonPath), "ORRERY_ENDPOINT="+srv.Endpoint, "ORRERY_KEY="+srv.Key, "PYTHONWARNINGS=ignore::ResourceWarning")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the Python fault suite failed: %v\n%s", err, out)
+	}
+	if m := pythonRan.FindSubmatch(out); m == nil || string(m[1]) != "3" {
+		t.Fatalf("the Python fault suite did not run its 3 tests:\n%s", out)
+	}
+	t.Logf("%s", out)
 }
