@@ -208,3 +208,30 @@ func TestPythonSDKUnderFaults(t *testing.T) {
 	}
 	t.Logf("%s", out)
 }
+
+// BenchmarkSDKPointReadWithFaultRule is BenchmarkSDKPointRead with a fault
+// rule installed that never fires (another container's): the cost of
+// matching a request against a rule, which a server with no rule never pays.
+func BenchmarkSDKPointReadWithFaultRule(b *testing.B) {
+	s := orrerytest.StartWith(b, orrerytest.Options{Dir: b.TempDir(),
+		Faults: []faults.Rule{{ID: "elsewhere", Condition: faults.Condition{Container: "other"}, Result: faults.Result{Type: faults.Timeout}}}})
+	ctx := context.Background()
+	if _, err := s.Client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "bench"}, nil); err != nil {
+		b.Fatal(err)
+	}
+	db, _ := s.Client.NewDatabase("bench")
+	if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "c", PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil); err != nil {
+		b.Fatal(err)
+	}
+	c, _ := db.NewContainer("c")
+	pk := azcosmos.NewPartitionKeyString("p")
+	if _, err := c.CreateItem(ctx, pk, benchItem("r"), nil); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := c.ReadItem(ctx, pk, "r", nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
