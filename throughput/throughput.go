@@ -63,20 +63,31 @@ type offerSet struct {
 	ru   map[string]int
 }
 
-// ruOf returns the RU/s provisioned for rid ("" when it has no offer).
-func (e *Enforcer) ruOf(ctx context.Context, rid string, now time.Time) (int, bool) {
+// missTTL is how soon offers are read again when a container and its
+// database are both missing from them (a container created meanwhile).
+const missTTL = 100 * time.Millisecond
+
+// offersOf returns the RU/s provisioned for a container and for its
+// database, by RID.
+func (e *Enforcer) offersOf(ctx context.Context, c *engine.Container, now time.Time) (coll, db int, collOK, dbOK bool) {
 	set := e.offers.Load()
 	if set == nil || now.Sub(set.read) > offersTTL {
-		set = e.readOffers(ctx, now)
+		set = e.readOffers(ctx, now, offersTTL)
 	}
-	ru, ok := set.ru[rid]
-	return ru, ok
+	coll, collOK = set.ru[c.RID]
+	db, dbOK = set.ru[c.Database().RID]
+	if !collOK && !dbOK && now.Sub(set.read) > missTTL {
+		set = e.readOffers(ctx, now, missTTL)
+		coll, collOK = set.ru[c.RID]
+		db, dbOK = set.ru[c.Database().RID]
+	}
+	return coll, db, collOK, dbOK
 }
 
-func (e *Enforcer) readOffers(ctx context.Context, now time.Time) *offerSet {
+func (e *Enforcer) readOffers(ctx context.Context, now time.Time, ttl time.Duration) *offerSet {
 	e.offersMu.Lock()
 	defer e.offersMu.Unlock()
-	if set := e.offers.Load(); set != nil && now.Sub(set.read) <= offersTTL {
+	if set := e.offers.Load(); set != nil && now.Sub(set.read) <= ttl {
 		return set
 	}
 	set := &offerSet{read: now, ru: map[string]int{}}
@@ -154,7 +165,8 @@ func (e *Enforcer) Admit(ctx context.Context, c *engine.Container, rangeID, epk,
 	now := e.now()
 	var keys []string
 	var rate float64
-	if ru, ok := e.ruOf(ctx, c.RID, now); ok {
+	collRU, dbRU, collOK, dbOK := e.offersOf(ctx, c, now)
+	if ru, ok := collRU, collOK; ok {
 		ranges, _ := c.PartitionKeyRanges()
 		rate = float64(ru) / float64(len(ranges))
 		if rangeID == "" && epk != "" {
@@ -167,7 +179,7 @@ func (e *Enforcer) Admit(ctx context.Context, c *engine.Container, rangeID, epk,
 				keys = append(keys, c.RID+"/"+r.ID)
 			}
 		}
-	} else if ru, ok := e.ruOf(ctx, c.Database().RID, now); ok {
+	} else if ru, ok := dbRU, dbOK; ok {
 		// Shared throughput: the database's physical partitions, each
 		// serving up to 10,000 RU/s, hold the key space in equal slices.
 		n := max(1, (ru+ruPerPhysicalPartition-1)/ruPerPhysicalPartition)
