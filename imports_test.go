@@ -56,11 +56,22 @@ func TestForbiddenImports(t *testing.T) {
 			patterns: []string{"./transfer/..."},
 			deps:     []string{module + "/server", module + "/engine", module + "/storage", module + "/query", module + "/orrerytest"},
 		},
+		{
+			// The fault rules decide and the server acts: they know
+			// nothing of the module.
+			patterns: []string{"./faults/..."},
+			deps:     []string{module + "/"},
+		},
+		{
+			// Throughput budgets read the engine's offers and ranges only.
+			patterns: []string{"./throughput/..."},
+			direct:   []string{"net/http", module + "/server", module + "/storage"},
+		},
 	}
 	// The rules must reach these packages: a pattern that matches nothing
 	// (a package moved or renamed) would otherwise pass in silence.
 	mustCover := map[string]bool{}
-	for _, p := range []string{"/engine", "/engine/script", "/query", "/storage", "/storage/memory", "/storage/pebble", "/storage/postgres", "/server", "/transfer"} {
+	for _, p := range []string{"/engine", "/engine/script", "/query", "/storage", "/storage/memory", "/storage/pebble", "/storage/postgres", "/server", "/transfer", "/faults", "/throughput"} {
 		mustCover[module+p] = false
 	}
 	for _, r := range rules {

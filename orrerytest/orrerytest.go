@@ -19,6 +19,7 @@ import (
 
 	"github.com/orrery-db/orrery/engine"
 	"github.com/orrery-db/orrery/engine/script"
+	"github.com/orrery-db/orrery/faults"
 	"github.com/orrery-db/orrery/server"
 	"github.com/orrery-db/orrery/storage"
 	"github.com/orrery-db/orrery/storage/memory"
@@ -40,6 +41,9 @@ type Server struct {
 	// CertificatePEM is the certificate of a TLS server (Options.TLS), for
 	// clients to trust; nil otherwise.
 	CertificatePEM []byte
+	// Faults holds the server's fault rules: add and remove rules while
+	// the test runs (Options.Faults installs some at start).
+	Faults *faults.Injector
 
 	clientOpts *azcosmos.ClientOptions
 }
@@ -102,6 +106,13 @@ type Options struct {
 	// value accepts any well-formed, unexpired JWT, as the emulator does;
 	// with an Issuer's Keys and Roles, tokens are verified.
 	AAD server.AAD
+	// Faults are fault rules installed when the server starts (see
+	// package faults); Server.Faults changes them later.
+	Faults []faults.Rule
+	// EnforceThroughput refuses requests over their container's or shared
+	// database's provisioned RU/s with 429, as orrery serve
+	// --enforce-throughput does.
+	EnforceThroughput bool
 }
 
 // Start starts a server on memory storage and registers its shutdown with
@@ -158,16 +169,25 @@ func StartWith(t testing.TB, opts Options) *Server {
 		AAD:    opts.AAD,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Limits: opts.Limits,
+
+		EnforceThroughput: opts.EnforceThroughput,
 	})
 	if err != nil {
 		t.Fatalf("orrerytest: %v", err)
+	}
+	if len(opts.Faults) > 0 {
+		if _, err := srv.Faults().Add(opts.Faults...); err != nil {
+			t.Fatalf("orrerytest: %v", err)
+		}
 	}
 	hs := httptest.NewUnstartedServer(srv)
 	hs.Config = srv.HTTPServer()
 	if opts.Metrics {
 		reg := prometheus.NewRegistry()
-		if err := reg.Register(server.NewEngineCollector(eng)); err != nil {
-			t.Fatalf("orrerytest: %v", err)
+		for _, c := range []prometheus.Collector{server.NewEngineCollector(eng), server.NewFaultCollector(srv)} {
+			if err := reg.Register(c); err != nil {
+				t.Fatalf("orrerytest: %v", err)
+			}
 		}
 		h, err := server.Observe(srv, server.ObserveOptions{Registerer: reg, Gatherer: reg, MetricsKey: server.EmulatorKey})
 		if err != nil {
@@ -200,7 +220,7 @@ func StartWith(t testing.TB, opts Options) *Server {
 	if err != nil {
 		t.Fatalf("orrerytest: %v", err)
 	}
-	return &Server{Endpoint: endpoint, Key: server.EmulatorKey, Client: client, Engine: eng, CertificatePEM: certPEM, clientOpts: clientOpts}
+	return &Server{Endpoint: endpoint, Key: server.EmulatorKey, Client: client, Engine: eng, CertificatePEM: certPEM, Faults: srv.Faults(), clientOpts: clientOpts}
 }
 
 // StorageEnv is the environment variable that moves the servers of tests

@@ -16,7 +16,9 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/orrery-db/orrery/engine"
+	"github.com/orrery-db/orrery/faults"
 	"github.com/orrery-db/orrery/server/explorer"
+	"github.com/orrery-db/orrery/throughput"
 )
 
 // Config configures a Server.
@@ -32,6 +34,12 @@ type Config struct {
 	// Limits bound how long clients may take to send requests and how much
 	// memory their bodies may hold together; zero fields take the defaults.
 	Limits Limits
+	// Faults holds the fault rules the server injects (see package
+	// faults); nil: a set of its own, empty until rules are added.
+	Faults *faults.Injector
+	// EnforceThroughput refuses requests over their container's or shared
+	// database's provisioned RU/s with 429 (see package throughput).
+	EnforceThroughput bool
 }
 
 var gatewayVersionHeader = []string{"version=2.14.0"}
@@ -45,6 +53,9 @@ type Server struct {
 	now  func() time.Time
 
 	limits Limits
+	// faults are the fault rules; throttle, when set, the RU/s budgets.
+	faults   *faults.Injector
+	throttle *throughput.Enforcer
 	// smallBodyMem and bodyMem share Limits.BodyMemory (see readBody).
 	smallBodyMem, bodyMem *semaphore.Weighted
 }
@@ -61,6 +72,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{eng: cfg.Engine, keys: keys, aad: aad, log: cfg.Logger, now: cfg.Now, limits: cfg.Limits.withDefaults()}
 	s.smallBodyMem, s.bodyMem = newBodyBudgets(s.limits)
+	if s.faults = cfg.Faults; s.faults == nil {
+		s.faults = faults.New(faults.Options{Now: cfg.Now})
+	}
+	if cfg.EnforceThroughput {
+		s.throttle = throughput.New(cfg.Engine, throughput.Options{})
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -157,6 +174,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeCosmosError(rec, activity, aerr)
 		return
 	}
+	if s.throttle != nil || s.faults.Active() {
+		done, after := s.inject(w, rec, req)
+		if done {
+			return
+		}
+		if after != nil {
+			defer after()
+		}
+	}
 	if r.Body != nil && r.Method != http.MethodGet && r.Method != http.MethodHead {
 		body, release, err := s.readBody(r)
 		defer release()
@@ -211,10 +237,15 @@ func headerBool(h http.Header, name string) bool {
 	return strings.EqualFold(strings.Trim(h.Get(name), `"`), "true")
 }
 
-// statusRecorder remembers the status written, for logs.
+// statusRecorder remembers the status written, for logs, and the fault
+// injected if any.
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
+	// fault names the rule and result of an injected fault ("rule:type");
+	// dropped means the connection was dropped without an answer.
+	fault   string
+	dropped bool
 }
 
 func (r *statusRecorder) WriteHeader(code int) {

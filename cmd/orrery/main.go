@@ -49,6 +49,8 @@ func main() {
 		err = importCmd(os.Args[2:])
 	case "export":
 		err = exportCmd(os.Args[2:])
+	case "faults":
+		err = faultsCmd(os.Args[2:])
 	case "version", "--version", "-v":
 		fmt.Println("orrery", version)
 	case "help", "--help", "-h":
@@ -73,6 +75,7 @@ func usage(w io.Writer) {
   orrery cert [flags]    print the server's self-signed TLS certificate as PEM
   orrery import [flags] FILE   load JSON Lines or a JSON array of items into a container
   orrery export [flags]  write a container's items as JSON Lines or a JSON array
+  orrery faults add|list|clear  manage a running server's fault rules
   orrery version         print the version
 
 Run 'orrery serve --help' for the server's flags.
@@ -119,6 +122,8 @@ func serve(ctx context.Context, args []string) error {
 	aadIssuer := fs.String("aad-issuer", env("ORRERY_AAD_ISSUER", ""), "accepted token issuers (iss), comma-separated; any when empty (env ORRERY_AAD_ISSUER)")
 	aadAudience := fs.String("aad-audience", env("ORRERY_AAD_AUDIENCE", ""), "accepted token audiences besides https://cosmos.azure.com, comma-separated; default: the scheme and host a request is addressed to (env ORRERY_AAD_AUDIENCE)")
 	logLevel := fs.String("log-level", env("ORRERY_LOG_LEVEL", "info"), "log level: debug, info, warn or error")
+	faultsFile := fs.String("faults", env("ORRERY_FAULTS", ""), "JSON file of fault rules to install at start (env ORRERY_FAULTS); 'orrery faults' changes them while the server runs")
+	enforceThroughput := fs.Bool("enforce-throughput", false, "answer 429 to requests over their container's or shared database's provisioned RU/s, per physical partition, as the service does")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -193,8 +198,11 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	srv, err := server.New(server.Config{Engine: eng, Keys: server.Keys{Master: *key, ReadOnly: *readOnlyKey}, AAD: aad, Logger: log,
-		Limits: server.Limits{BodyMemory: bodyMiB << 20}})
+		Limits: server.Limits{BodyMemory: bodyMiB << 20}, EnforceThroughput: *enforceThroughput})
 	if err != nil {
+		return err
+	}
+	if err := installFaults(srv, *faultsFile, log); err != nil {
 		return err
 	}
 	var certificate tls.Certificate
@@ -231,7 +239,7 @@ func serve(ctx context.Context, args []string) error {
 	}
 	registry := prometheus.NewRegistry()
 	metrics := []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		server.NewEngineCollector(eng)}
+		server.NewEngineCollector(eng), server.NewFaultCollector(srv)}
 	if c, ok := store.(prometheus.Collector); ok {
 		metrics = append(metrics, c)
 	}
