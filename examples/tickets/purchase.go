@@ -11,7 +11,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
-	"github.com/orrery-db/orrery/coord"
 	"github.com/orrery-db/orrery/coord/inbox"
 	"github.com/orrery-db/orrery/coord/lock"
 	"github.com/orrery-db/orrery/coord/saga"
@@ -63,17 +62,25 @@ type Purchases struct {
 }
 
 // newPurchases wires the saga's steps to its participants.
-func newPurchases(shop *Shop, sagas, payments, notes *azcosmos.ContainerClient, locks *lock.Locker, sw *Switches) (*Purchases, error) {
-	p := &Purchases{shop: shop, payments: payments, notes: notes, switches: sw,
-		inbox: inbox.New(notes, "confirmations", "userId")}
+func newPurchases(ctx context.Context, shop *Shop, sagas, payments, notes *azcosmos.ContainerClient, locks *lock.Locker, sw *Switches) (*Purchases, error) {
+	confirmations, err := inbox.New(ctx, notes, "confirmations", nil)
+	if err != nil {
+		return nil, err
+	}
+	p := &Purchases{shop: shop, payments: payments, notes: notes, switches: sw, inbox: confirmations}
 	exec, err := saga.New(sagas, "purchase", []saga.Step{
-		{Name: stepHold, Action: p.holdSeats, Compensate: p.releaseSeats},
-		{Name: stepCharge, Action: p.chargeCard, Compensate: p.refundCard},
-		{Name: stepIssue, Action: p.issueTickets, Compensate: p.revokeTickets},
-		{Name: stepConfirm, Action: p.sendConfirmation}, // a sent message cannot be unsent
-	}, saga.Options{Locks: locks, CompensationBackoff: 50 * time.Millisecond})
+		{Name: stepHold, Action: noOutput(p.holdSeats), Compensate: p.releaseSeats},
+		{Name: stepCharge, Action: noOutput(p.chargeCard), Compensate: p.refundCard},
+		{Name: stepIssue, Action: noOutput(p.issueTickets), Compensate: p.revokeTickets},
+		{Name: stepConfirm, Action: noOutput(p.sendConfirmation)}, // a sent message cannot be unsent
+	}, locks, &saga.Options{Retry: saga.RetryPolicy{Attempts: 1}, CompensationRetry: saga.RetryPolicy{Backoff: 50 * time.Millisecond}})
 	p.exec = exec
 	return p, err
+}
+
+// noOutput is an action that records no output.
+func noOutput(f func(context.Context, saga.Call) error) saga.Action {
+	return func(ctx context.Context, c saga.Call) (any, error) { return nil, f(ctx, c) }
 }
 
 // Buy runs one purchase to its end: completed, or compensated.
@@ -348,7 +355,7 @@ type SagaStep struct {
 }
 
 // Completed reports whether the purchase went through.
-func (r SagaResult) Completed() bool { return r.State.Status == coord.SagaCompleted }
+func (r SagaResult) Completed() bool { return r.State.Status == saga.Completed }
 
 // Compensations lists what was undone, in the order it was undone.
 func (r SagaResult) Compensations() []string {
@@ -410,13 +417,16 @@ func undoTitle(name string) string {
 // its recorded step, to completion or full compensation. Purchases a live
 // executor is driving are skipped. It returns how many it finished.
 func (p *Purchases) recoverOnce(ctx context.Context) (int, error) {
-	ids, err := p.exec.Unfinished(ctx)
+	unfinished, err := p.exec.Unfinished(ctx)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
-	for _, id := range ids {
-		if _, err := p.exec.TryResume(ctx, id); errors.Is(err, saga.ErrBusy) {
+	for _, st := range unfinished {
+		if st.Status == saga.CompensationFailed {
+			continue // left to an operator, as before
+		}
+		if _, err := p.exec.TryResume(ctx, st.ID); errors.Is(err, saga.ErrBusy) {
 			continue
 		} else if err != nil {
 			return n, err

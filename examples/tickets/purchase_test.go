@@ -7,7 +7,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
-	"github.com/orrery-db/orrery/coord"
 	"github.com/orrery-db/orrery/coord/saga"
 )
 
@@ -42,9 +41,9 @@ func TestPurchaseSaga(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantStatus := coord.SagaCompensated
+			wantStatus := saga.Compensated
 			if c.comp == nil {
-				wantStatus = coord.SagaCompleted
+				wantStatus = saga.Completed
 			}
 			if st.Status != wantStatus || !slices.Equal(st.Compensated, c.comp) && len(c.comp) > 0 {
 				t.Fatalf("saga ended %s, compensated %v; want %s, %v", st.Status, st.Compensated, wantStatus, c.comp)
@@ -91,7 +90,7 @@ func TestPurchaseRecovery(t *testing.T) {
 	if err := app.purchase.chargeCard(ctx, call); err != nil {
 		t.Fatal(err)
 	}
-	crashed := saga.State{ID: id, Saga: "purchase", Status: coord.SagaRunning, Input: raw, Next: 2,
+	crashed := saga.State{ID: id, Saga: "purchase", Status: saga.Running, Input: raw, Next: 2,
 		Completed: []string{stepHold, stepCharge}, Compensate: []string{}, Compensated: []string{}}
 	if _, err := app.purchase.exec.Get(ctx, id); err == nil {
 		t.Fatal("the saga exists before it was recorded")
@@ -110,7 +109,7 @@ func TestPurchaseRecovery(t *testing.T) {
 	// The app's own recoverer may have got there first: Resume waits for
 	// whoever drives it and returns the end state.
 	st, err := app.purchase.exec.Resume(ctx, id)
-	if err != nil || st.Status != coord.SagaCompleted {
+	if err != nil || st.Status != saga.Completed {
 		t.Fatalf("after recovery the saga is %s (%v), want completed", st.Status, err)
 	}
 	ch, err := app.purchase.charge(ctx, "dave", "charge-"+id)
