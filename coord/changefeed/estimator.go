@@ -9,6 +9,8 @@ import (
 
 // LeaseLag is the work remaining on one lease.
 type LeaseLag struct {
+	// LeaseToken names the lease; Owner is the instance holding it ("" when
+	// none does).
 	LeaseToken string
 	Owner      string
 	// Lag is the number of changes the lease's owner has yet to deliver.

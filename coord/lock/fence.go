@@ -32,7 +32,9 @@ const maxFenceAttempts = 10
 // Fence is what a fenced write carries: the lock's name and the token of
 // the acquisition the writer holds (Lock.Fence).
 type Fence struct {
-	Name  string
+	// Name is the lock's name: the key of the token in FencesField.
+	Name string
+	// Token is the acquisition's fencing token.
 	Token int64
 }
 

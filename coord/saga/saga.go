@@ -137,7 +137,10 @@ func (p RetryPolicy) or(d RetryPolicy) RetryPolicy {
 // permanent marks an error not to retry.
 type permanent struct{ err error }
 
+// Error is the wrapped error's message.
 func (p permanent) Error() string { return p.err.Error() }
+
+// Unwrap returns the wrapped error.
 func (p permanent) Unwrap() error { return p.err }
 
 // Permanent wraps an action's error so that it is not retried (a declined
