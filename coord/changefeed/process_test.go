@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/orrery-db/orrery/coord/changefeed"
@@ -25,9 +24,10 @@ import (
 // instance (TestMain).
 const workerEnv = "COORD_CHANGEFEED_WORKER"
 
-// runWorker is one instance of the processor "proc" over db/orders with
+// runWorker is one instance of the processor "proc" over the orders of the
+// database COORD_CHANGEFEED_DB with
 // manual checkpoints: its handler only queues each batch, and a slow sink
-// copies the queued changes into db/sink, then checkpoints the batch. So the
+// copies the queued changes into its sink, then checkpoints the batch. So the
 // lease's position trails what was read, and a kill loses what was read and
 // not yet copied, unless the lease did not advance past it. Lease
 // notifications are printed on standard output.
@@ -38,9 +38,10 @@ func runWorker() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	orders, _ := client.NewContainer("db", "orders")
-	leases, _ := client.NewContainer("db", "leases")
-	sink, _ := client.NewContainer("db", "sink")
+	dbName := os.Getenv("COORD_CHANGEFEED_DB")
+	orders, _ := client.NewContainer(dbName, "orders")
+	leases, _ := client.NewContainer(dbName, "leases")
+	sink, _ := client.NewContainer(dbName, "sink")
 	var out sync.Mutex
 	say := func(format string, args ...any) {
 		out.Lock()
@@ -99,10 +100,10 @@ type instance struct {
 	ever map[string]bool // leases it was ever told it acquired
 }
 
-func startInstance(t *testing.T, name string) *instance {
+func startInstance(t *testing.T, db, name string) *instance {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), server.Env()...), workerEnv+"=1", "COORD_CHANGEFEED_INSTANCE="+name)
+	cmd.Env = append(append(os.Environ(), server.Env()...), workerEnv+"=1", "COORD_CHANGEFEED_DB="+db, "COORD_CHANGEFEED_INSTANCE="+name)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -180,13 +181,11 @@ func TestManualCheckpointsSurviveKills(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
-		var re *azcore.ResponseError
-		if !errors.As(err, &re) || re.StatusCode != 409 {
-			t.Fatal(err)
-		}
+	dbName := fmt.Sprintf("kills-%d", time.Now().UnixNano())
+	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: dbName}, nil); err != nil {
+		t.Fatal(err)
 	}
-	db, _ := c.NewDatabase("db")
+	db, _ := c.NewDatabase(dbName)
 	tp := azcosmos.NewManualThroughputProperties(40000)
 	for id, pk := range map[string]string{"orders": "/pk", "leases": "/id", "sink": "/pk"} {
 		var o *azcosmos.CreateContainerOptions
@@ -218,19 +217,19 @@ func TestManualCheckpointsSurviveKills(t *testing.T) {
 		writes <- nil
 	}()
 
-	a := startInstance(t, "a")
-	b := startInstance(t, "b")
+	a := startInstance(t, dbName, "a")
+	b := startInstance(t, dbName, "b")
 	time.Sleep(1500 * time.Millisecond)
 	heldByA := a.kill(t)
 	t.Logf("killed a holding %v", heldByA)
-	a2 := startInstance(t, "a2")
+	a2 := startInstance(t, dbName, "a2")
 	time.Sleep(1500 * time.Millisecond)
 	heldByB := b.kill(t)
 	t.Logf("killed b holding %v", heldByB)
 	if err := <-writes; err != nil {
 		t.Fatal(err)
 	}
-	b2 := startInstance(t, "b2")
+	b2 := startInstance(t, dbName, "b2")
 
 	total := keys * perKey
 	deadline := time.Now().Add(90 * time.Second)

@@ -26,7 +26,7 @@ import (
 // workerEnv makes this test binary, re-executed, run one relay (TestMain).
 const workerEnv = "COORD_OUTBOX_WORKER"
 
-// runRelayWorker is a relay of db "relay"'s orders to a webhook, giving up
+// runRelayWorker is a relay of the orders of the database COORD_OUTBOX_DB to a webhook, giving up
 // on a message after four failed publications (dead letters and a hook
 // that tells the webhook's server).
 func runRelayWorker() int {
@@ -36,9 +36,10 @@ func runRelayWorker() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	orders, _ := client.NewContainer("relay", "orders")
-	leases, _ := client.NewContainer("relay", "leases")
-	dead, _ := client.NewContainer("relay", "dead-letters")
+	dbName := os.Getenv("COORD_OUTBOX_DB")
+	orders, _ := client.NewContainer(dbName, "orders")
+	leases, _ := client.NewContainer(dbName, "leases")
+	dead, _ := client.NewContainer(dbName, "dead-letters")
 	hook := os.Getenv("COORD_OUTBOX_HOOK")
 	r, err := outbox.NewRelay(client, orders, leases, &outbox.WebhookPublisher{URL: hook + "/publish"}, &outbox.RelayOptions{
 		RetryInitial: 20 * time.Millisecond, RetryMax: 200 * time.Millisecond, MaxAttempts: 4, DeadLetters: dead,
@@ -57,12 +58,15 @@ func runRelayWorker() int {
 	return 0
 }
 
-// webhook is the consumer's endpoint: it fails every fourth call (and
-// always for the poison message), and records each message it accepts.
+// webhook is the consumer's endpoint: it refuses the first offer of every
+// third message (and every offer of the poison one), and records each
+// message it accepts. (A failure pattern by call count rather than by
+// message could refuse one message MaxAttempts times in a row.)
 type webhook struct {
 	poison string
 	mu     sync.Mutex
 	calls  int
+	tries  map[string]int
 	got    []outbox.Message // accepted, duplicates included
 	dead   []string         // dead-letter hook calls
 }
@@ -84,17 +88,21 @@ func (h *webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "this message is malformed", http.StatusInternalServerError)
 		return
 	}
-	if h.calls%4 == 0 {
+	h.tries[m.ID]++
+	var seq int
+	fmt.Sscanf(m.ID, "order-%d", &seq)
+	if seq%3 == 0 && h.tries[m.ID] == 1 {
 		http.Error(w, "try later", http.StatusServiceUnavailable)
 		return
 	}
 	h.got = append(h.got, m)
 }
 
-func startRelayProcess(t *testing.T, hook, name string) *exec.Cmd {
+func startRelayProcess(t *testing.T, db, hook, name string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), server.Env()...), workerEnv+"=1", "COORD_OUTBOX_HOOK="+hook, "COORD_OUTBOX_INSTANCE="+name)
+	cmd.Env = append(append(os.Environ(), server.Env()...), workerEnv+"=1", "COORD_OUTBOX_DB="+db,
+		"COORD_OUTBOX_HOOK="+hook, "COORD_OUTBOX_INSTANCE="+name)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -114,7 +122,8 @@ func startRelayProcess(t *testing.T, hook, name string) *exec.Cmd {
 }
 
 // TestRelayProcessesKilledWithAPoisonMessage runs two relay processes on a
-// flaky webhook while orders are placed, kills one with SIGKILL three
+// flaky webhook (a third of the messages refused on first offer) while
+// orders are placed, kills one with SIGKILL three
 // times (starting another each time), with one message the webhook always
 // refuses: every other message reaches the webhook, each customer's for
 // the first time in the order placed; the refused one is dead-lettered
@@ -126,10 +135,11 @@ func TestRelayProcessesKilledWithAPoisonMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "relay"}, nil); err != nil {
+	dbName := fmt.Sprintf("relay-%d", time.Now().UnixNano())
+	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: dbName}, nil); err != nil {
 		t.Fatal(err)
 	}
-	db, _ := c.NewDatabase("relay")
+	db, _ := c.NewDatabase(dbName)
 	for id, pk := range map[string]string{"orders": "/customer", "leases": "/id"} {
 		if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: id,
 			PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{pk}}}, nil); err != nil {
@@ -148,7 +158,7 @@ func TestRelayProcessesKilledWithAPoisonMessage(t *testing.T) {
 	const total, customers = 200, 8
 	cust := func(i int) string { return fmt.Sprintf("c%d", i%customers) }
 	poison := "order-0042"
-	h := &webhook{poison: poison}
+	h := &webhook{poison: poison, tries: map[string]int{}}
 	hook := httptest.NewServer(h)
 	defer hook.Close()
 
@@ -172,7 +182,7 @@ func TestRelayProcessesKilledWithAPoisonMessage(t *testing.T) {
 		placed <- nil
 	}()
 
-	relays := []*exec.Cmd{startRelayProcess(t, hook.URL, "r0"), startRelayProcess(t, hook.URL, "r1")}
+	relays := []*exec.Cmd{startRelayProcess(t, dbName, hook.URL, "r0"), startRelayProcess(t, dbName, hook.URL, "r1")}
 	for kill := range 3 {
 		time.Sleep(time.Second)
 		victim := relays[kill%2]
@@ -180,7 +190,7 @@ func TestRelayProcessesKilledWithAPoisonMessage(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = victim.Wait()
-		relays[kill%2] = startRelayProcess(t, hook.URL, fmt.Sprintf("r%d", kill+2))
+		relays[kill%2] = startRelayProcess(t, dbName, hook.URL, fmt.Sprintf("r%d", kill+2))
 	}
 	if err := <-placed; err != nil {
 		t.Fatal(err)
@@ -223,6 +233,11 @@ func TestRelayProcessesKilledWithAPoisonMessage(t *testing.T) {
 	}
 	if first[poison] {
 		t.Fatalf("the poison message was accepted")
+	}
+	for _, id := range h.dead {
+		if id != poison {
+			t.Fatalf("the dead-letter hook was told of %s", id)
+		}
 	}
 	var ids []string
 	pager := dead.NewQueryItemsPager("SELECT c.id, c.attempts FROM c", azcosmos.NewPartitionKey(), nil)
