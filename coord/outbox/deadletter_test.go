@@ -30,8 +30,7 @@ import (
 func TestDeadLetterAndTheOtherKeysGoOn(t *testing.T) {
 	s := newShop(t)
 	ctx := context.Background()
-	db, _ := s.client.NewDatabase("shop")
-	dlq, err := outbox.CreateDeadLetterContainer(ctx, db, "dead-letters")
+	dlq, err := outbox.CreateDeadLetterContainer(ctx, s.db, "dead-letters")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,8 +36,9 @@ func TestMain(m *testing.M) {
 // customer) and a consumer keeping customer balances with an inbox
 // ("ledger", by customer), on a fresh server.
 type shop struct {
-	t      *testing.T
+	t      testing.TB
 	client *azcosmos.Client
+	db     *azcosmos.DatabaseClient
 	orders *azcosmos.ContainerClient
 	leases *azcosmos.ContainerClient
 	ledger *azcosmos.ContainerClient
@@ -49,14 +50,16 @@ type shop struct {
 	changed chan struct{}
 }
 
-func newShop(t *testing.T) *shop {
+func newShop(t testing.TB) *shop {
 	t.Helper()
 	c := cosmostest.Start(t).Client(t)
 	ctx := context.Background()
-	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "shop"}, nil); err != nil {
+	// A database of its own: the server may be shared (COORD_TEST_ENDPOINT).
+	name := fmt.Sprintf("shop-%d", time.Now().UnixNano())
+	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: name}, nil); err != nil {
 		t.Fatal(err)
 	}
-	db, _ := c.NewDatabase("shop")
+	db, _ := c.NewDatabase(name)
 	mk := func(id, pk string) *azcosmos.ContainerClient {
 		if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: id,
 			PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{pk}}}, nil); err != nil {
@@ -65,7 +68,7 @@ func newShop(t *testing.T) *shop {
 		cc, _ := db.NewContainer(id)
 		return cc
 	}
-	s := &shop{t: t, client: c, orders: mk("orders", "/customer"), leases: mk("leases", "/id"), ledger: mk("ledger", "/customer"),
+	s := &shop{t: t, client: c, db: db, orders: mk("orders", "/customer"), leases: mk("leases", "/id"), ledger: mk("ledger", "/customer"),
 		changed: make(chan struct{}, 1)}
 	var err error
 	if s.box, err = outbox.New(ctx, s.orders); err != nil {
