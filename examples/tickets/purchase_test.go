@@ -307,3 +307,42 @@ func TestPurchaseRecovery(t *testing.T) {
 		t.Errorf("integrity %+v (%v)", in2, err)
 	}
 }
+
+// TestRecovererLeavesCompensationFailedToAnOperator: a purchase whose
+// compensation kept failing stays in compensation_failed through the
+// recoverer's sweeps (coord lists it among the unfinished, for an operator),
+// and an operator's Resume, once the participant is back, finishes it.
+func TestRecovererLeavesCompensationFailedToAnOperator(t *testing.T) {
+	ta := startApp(t)
+	app := ta.app
+	ctx := t.Context()
+	const ev = "cosmic-drift"
+	in := PurchaseInput{EventID: ev, Event: "Cosmic Drift Live", UserID: "carol", Seats: []string{"FL-1-4"}, Total: priceOf("FL-1-4")}
+	id := saga.NewID()
+	stuck := saga.State{ID: id, Saga: "purchase", Status: saga.CompensationFailed, Input: mustJSON(in), Next: 0,
+		Completed: []string{}, Compensate: []string{stepHold}, Compensated: []string{},
+		FailedStep: stepHold, Error: "the seat inventory is unavailable", Attempts: 5}
+	sagas, err := app.shop.db.NewContainer("sagas")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sagas.CreateItem(ctx, azcosmos.NewPartitionKeyString(id), mustJSON(stuck), nil); err != nil {
+		t.Fatal(err)
+	}
+	unfinished, err := app.purchase.exec.Unfinished(ctx)
+	if err != nil || !slices.ContainsFunc(unfinished, func(s saga.State) bool { return s.ID == id }) {
+		t.Fatalf("unfinished %+v (%v): want the stuck purchase listed", unfinished, err)
+	}
+	for range 2 {
+		if _, err := app.purchase.recoverOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, err := app.purchase.exec.Get(ctx, id); err != nil || st.Status != saga.CompensationFailed || len(st.Compensated) != 0 {
+		t.Fatalf("after the recoverer's sweeps the purchase is %s, compensated %v (%v); want it left in compensation_failed", st.Status, st.Compensated, err)
+	}
+	st, err := app.purchase.exec.Resume(ctx, id)
+	if err != nil || st.Status != saga.Compensated || !slices.Equal(st.Compensated, []string{stepHold}) {
+		t.Fatalf("the operator's Resume ended %s, compensated %v (%v); want compensated %v", st.Status, st.Compensated, err, []string{stepHold})
+	}
+}
