@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -67,6 +68,10 @@ type Purchases struct {
 	outbox   *outbox.Outbox
 	switches *Switches
 	exec     *saga.Executor
+	// passes counts the recovery passes recoverLoop has finished, so that
+	// a test can wait for the app's own recoverer to be idle before it
+	// races it.
+	passes atomic.Int64
 }
 
 // newPurchases wires the saga's steps to its participants. ob is the
@@ -609,6 +614,7 @@ func (p *Purchases) recoverLoop(ctx context.Context, every time.Duration, log *s
 		} else if n > 0 {
 			log.Info("settled purchases left unfinished", "count", n)
 		}
+		p.passes.Add(1)
 		select {
 		case <-ctx.Done():
 			return

@@ -177,6 +177,10 @@ func TestConfirmationOwedAfterCrash(t *testing.T) {
 	ctx := t.Context()
 	const ev = "nebula-nights"
 	in := PurchaseInput{EventID: ev, Event: "Nebula Nights", UserID: "frank", Seats: []string{"FR-4-6"}, Total: priceOf("FR-4-6")}
+	// The app's own recoverer makes its first pass as the app starts and
+	// the next 30 s later: let that first pass end, or it may queue the
+	// confirmation before the callers below race for it.
+	waitFor(t, 60*time.Second, "the app's first recovery pass", func() bool { return app.purchase.passes.Load() > 0 })
 	// The saga alone, as Buy runs it, then the "crash": no queueing.
 	st, err := app.purchase.exec.Start(ctx, saga.NewID(), in)
 	if err != nil || st.Status != saga.Completed {
