@@ -73,8 +73,7 @@ func BenchmarkDelivery(b *testing.B) {
 				}
 				var ws []*worker
 				for w := range workers {
-					ws = append(ws, f.startWorker(fmt.Sprintf("w%d", w), h, func(o *Options) {
-						o.Name = fmt.Sprintf("bench%d", run)
+					ws = append(ws, f.startNamed(fmt.Sprintf("bench%d", run), fmt.Sprintf("w%d", w), h, func(o *Options) {
 						o.MaxItems = 100
 						o.AcquireInterval = 50 * time.Millisecond
 					}))

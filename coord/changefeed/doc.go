@@ -1,7 +1,9 @@
 // Package changefeed is a change feed processor for the Go SDK (azcosmos),
 // which has none: it delivers every change of a container to a handler,
 // sharing the work among any number of instances, and resumes where it left
-// off after restarts, crashes and partition splits.
+// off after restarts, crashes and partition splits. It is built on the
+// azcosmos SDK (and Prometheus for its metrics) and must not import the
+// other coord packages nor anything of the Orrery server.
 //
 // # Leases
 //
@@ -16,6 +18,16 @@
 // Go and .NET. The store is initialized as theirs is: a ".lock" document
 // guards the creation of one lease per feed range, then ".info" marks the
 // store ready. Every write of a lease is an If-Match on its ETag.
+//
+// The host in lease ids is derived as the .NET processor derives it: the
+// host of the endpoint of the client the monitored container was made from
+// (System.Uri.Host: lower case, no port; HostOf), and the database's
+// resource id is the database's own (from the container's self link). So a
+// Go instance and a .NET instance of one processor, configured with the
+// same endpoint, share one set of leases without any setting. A processor
+// that makes a new store next to another of its name for the same container
+// (a host mismatch: two fleets each processing every change) says so
+// through OnError.
 //
 // # Balancing
 //
@@ -32,6 +44,10 @@
 //
 // # Delivery
 //
+// OnLeaseAcquired and OnLeaseReleased tell when this instance starts and
+// stops processing a lease; OnError is told of every error the processor
+// recovers from by retrying.
+//
 // A lease's range is read page by page; after the handler returns nil the
 // page's ETag is checkpointed in the lease; on an error the page is read
 // again after a backoff. Delivery is at least once, in order per partition
@@ -39,6 +55,18 @@
 // checkpoint, or after a crash. Leases with no checkpoint start from the
 // beginning, from now (pinned when the lease is created) or from a time
 // (Options.StartFrom).
+//
+// With Options.ManualCheckpoint the handler checkpoints (Batch.Checkpoint,
+// from any goroutine, after the handler returned if it likes) and the
+// processor reads on meanwhile; a handler error, the lease moving or a crash
+// resumes from the last checkpoint, and a split gives the children the
+// parent's last checkpoint.
+//
+// In AllVersionsAndDeletes mode the processor reads the feed with the
+// service's all-versions headers (the SDK has no such mode; they ride on
+// the request's context) and delivers one record per create, replace and
+// delete (Batch.Versions decodes them). Leases record their mode ("Mode":
+// "Full-Fidelity Feed"), and a processor refuses leases of the other mode.
 //
 // # Splits
 //

@@ -9,6 +9,8 @@ import (
 
 // LeaseLag is the work remaining on one lease.
 type LeaseLag struct {
+	// LeaseToken names the lease; Owner is the instance holding it ("" when
+	// none does).
 	LeaseToken string
 	Owner      string
 	// Lag is the number of changes the lease's owner has yet to deliver.
@@ -22,46 +24,33 @@ type LeaseLag struct {
 // the backlog. The .NET estimator's LSN difference is cheaper but counts
 // every write, also those of other ranges and superseded versions.
 type Estimator struct {
-	monitored *azcosmos.ContainerClient
-	leases    *azcosmos.ContainerClient
-	name      string
-	host      string
-	st        *store
-	rid       string
-	from      StartFrom
+	p *Processor
 }
 
-// NewEstimator returns an estimator for the processor with opts.Name (and
-// opts.Host, opts.StartFrom) over monitored, whose leases are in leases.
-func NewEstimator(monitored, leases *azcosmos.ContainerClient, opts Options) *Estimator {
-	return &Estimator{monitored: monitored, leases: leases, name: opts.Name, host: opts.Host, from: opts.StartFrom}
-}
-
-func (e *Estimator) init(ctx context.Context) error {
-	if e.st != nil {
-		return nil
-	}
-	props, err := e.monitored.Read(ctx, nil)
+// NewEstimator returns an estimator for the processor with that name over
+// monitored, whose leases are in leases, without running one (from a
+// monitoring process, say). client and opts are as for New; of opts, Host,
+// Mode and StartFrom matter.
+func NewEstimator(client *azcosmos.Client, monitored, leases *azcosmos.ContainerClient, name string, opts *Options) (*Estimator, error) {
+	p, err := newProcessor(client, monitored, leases, name, opts)
 	if err != nil {
-		return fmt.Errorf("changefeed: reading the monitored container: %w", err)
+		return nil, err
 	}
-	e.rid = props.ContainerProperties.ResourceID
-	e.st = &store{c: e.leases, prefix: leasePrefix(e.name, e.host, e.rid)}
-	return nil
+	return &Estimator{p: p}, nil
 }
 
 // Estimate returns the lag of every lease.
 func (e *Estimator) Estimate(ctx context.Context) ([]LeaseLag, error) {
-	if err := e.init(ctx); err != nil {
+	if err := e.p.open(ctx); err != nil {
 		return nil, err
 	}
-	all, err := e.st.list(ctx)
+	all, err := e.p.st.list(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]LeaseLag, 0, len(all))
 	for _, l := range all {
-		n, err := e.leaseLag(ctx, l)
+		n, err := leaseLag(ctx, e.p.feed, l)
 		if err != nil {
 			return nil, err
 		}
@@ -84,15 +73,15 @@ func (e *Estimator) Total(ctx context.Context) (int64, error) {
 }
 
 // leaseLag counts the changes after the lease's checkpoint.
-func (e *Estimator) leaseLag(ctx context.Context, l *Lease) (int64, error) {
+func leaseLag(ctx context.Context, f *feed, l *Lease) (int64, error) {
 	r, ok := l.Range()
 	if !ok {
 		return 0, nil
 	}
-	opts := feedOptions(e.rid, r, l.ContinuationToken, e.from, 1000)
+	opts := f.options(r, l.ContinuationToken, 1000)
 	var n int64
 	for {
-		resp, err := e.monitored.ReadChangeFeed(ctx, opts)
+		resp, err := f.monitored.ReadChangeFeed(f.ctx(ctx), opts)
 		if err != nil {
 			return 0, fmt.Errorf("changefeed: estimating lease %s: %w", l.LeaseToken, err)
 		}

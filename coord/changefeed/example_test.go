@@ -18,33 +18,37 @@ import (
 var server *cosmostest.Server
 
 func TestMain(m *testing.M) {
+	if os.Getenv(workerEnv) != "" {
+		os.Exit(runWorker())
+	}
 	os.Exit(cosmostest.RunMain(m, func(s *cosmostest.Server) { server = s }))
 }
 
 // exampleContainers creates a database with a monitored container and a
 // lease container (partitioned by /id, as the .NET and Java processors
 // require).
-func exampleContainers(db string) (monitored, leases *azcosmos.ContainerClient) {
+func exampleContainers(db string) (client *azcosmos.Client, monitored, leases *azcosmos.ContainerClient) {
 	cred, _ := azcosmos.NewKeyCredential(server.Key)
-	client, _ := azcosmos.NewClientWithKey(server.Endpoint, cred, nil)
+	client, _ = azcosmos.NewClientWithKey(server.Endpoint, cred, nil)
 	ctx := context.Background()
 	if _, err := client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: db}, nil); err != nil {
 		panic(err)
 	}
 	d, _ := client.NewDatabase(db)
-	for id, pk := range map[string]string{"events": "/stream", "leases": "/id"} {
-		if _, err := d.CreateContainer(ctx, azcosmos.ContainerProperties{ID: id,
-			PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{pk}}}, nil); err != nil {
-			panic(err)
-		}
+	if _, err := d.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "events",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/stream"}}}, nil); err != nil {
+		panic(err)
 	}
 	monitored, _ = d.NewContainer("events")
-	leases, _ = d.NewContainer("leases")
-	return monitored, leases
+	leases, err := changefeed.CreateLeaseContainer(ctx, d, "leases") // partitioned by /id
+	if err != nil {
+		panic(err)
+	}
+	return client, monitored, leases
 }
 
 func ExampleProcessor() {
-	monitored, leases := exampleContainers("example-processor")
+	client, monitored, leases := exampleContainers("example-processor")
 	ctx, stop := context.WithCancel(context.Background())
 	for _, id := range []string{"e1", "e2", "e3"} {
 		doc, _ := json.Marshal(map[string]string{"id": id, "stream": "s1"})
@@ -65,16 +69,18 @@ func ExampleProcessor() {
 		}
 		return nil
 	}
-	p := changefeed.New(monitored, leases, handle, changefeed.Options{
-		Name:         "projector",
+	p, err := changefeed.New(client, monitored, leases, "projector", handle, &changefeed.Options{
 		StartFrom:    changefeed.StartFromBeginning(),
 		PollInterval: 100 * time.Millisecond,
 		Metrics:      changefeed.NewMetrics(prometheus.NewRegistry()),
 	})
+	if err != nil {
+		panic(err)
+	}
 	_ = p.Run(ctx)
 
 	// The estimator counts what is left to deliver.
-	lag, _ := changefeed.NewEstimator(monitored, leases, changefeed.Options{Name: "projector"}).Total(context.Background())
+	lag, _ := p.Estimator().Total(context.Background())
 	fmt.Println("remaining:", lag)
 	// Output:
 	// changed: e1

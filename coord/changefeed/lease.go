@@ -46,7 +46,8 @@ type Lease struct {
 	Properties map[string]string `json:"properties"`
 	// Timestamp is when the lease was last written (UTC).
 	Timestamp time.Time `json:"-"`
-	// Mode is the change feed mode, "Incremental Feed".
+	// Mode is the change feed mode: "Incremental Feed" or, for
+	// AllVersionsAndDeletes, "Full-Fidelity Feed".
 	Mode string `json:"Mode,omitempty"`
 
 	// extra holds the properties this package does not model.
@@ -201,6 +202,7 @@ var ErrLeaseLost = errors.New("changefeed: lease lost")
 type store struct {
 	c      *azcosmos.ContainerClient
 	prefix string
+	mode   Mode
 }
 
 func statusOf(err error) int {
@@ -337,7 +339,8 @@ func (s *store) remove(ctx context.Context, l *Lease) error {
 }
 
 // leasePrefix is the .NET processor's prefix: the processor name, the
-// account host, and the database and container resource ids.
+// account host, and the database and container resource ids (the
+// database's taken from the container's).
 func leasePrefix(name, host, containerRID string) string {
 	return name + host + "_" + databaseRID(containerRID) + "_" + containerRID
 }
@@ -350,4 +353,23 @@ func databaseRID(containerRID string) string {
 		return containerRID
 	}
 	return strings.ReplaceAll(base64.StdEncoding.EncodeToString(b[:4]), "/", "-")
+}
+
+// LeasePartitionKeyPath is the partition key path a lease container should
+// have: the .NET processor accepts /id or /partitionKey, the Java one /id
+// only, so a container shared across languages needs /id.
+const LeasePartitionKeyPath = "/id"
+
+// CreateLeaseContainer creates a lease container fit for New (and for .NET
+// and Java processors sharing it) in db if it does not exist, and returns
+// it. Processors of different names, and the outbox relay, may share one.
+func CreateLeaseContainer(ctx context.Context, db *azcosmos.DatabaseClient, id string) (*azcosmos.ContainerClient, error) {
+	_, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{
+		ID:                     id,
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{LeasePartitionKeyPath}},
+	}, nil)
+	if err != nil && statusOf(err) != http.StatusConflict {
+		return nil, fmt.Errorf("changefeed: creating lease container %q: %w", id, err)
+	}
+	return db.NewContainer(id)
 }

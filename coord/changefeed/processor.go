@@ -2,14 +2,12 @@ package changefeed
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"net/http"
-	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,102 +23,53 @@ type Batch struct {
 	LeaseToken string
 	// Range is the lease's feed range.
 	Range azcosmos.FeedRange
-	// Changes are the changed items' JSON, latest version.
+	// Changes are the changes' JSON: in LatestVersion mode each changed
+	// item's latest version; in AllVersionsAndDeletes mode one record per
+	// change, which Versions decodes.
 	Changes [][]byte
+
+	checkpoint func(context.Context) error
+}
+
+// Checkpoint records the end of this batch as its lease's position, so a
+// restart or another instance resumes after it. With
+// Options.ManualCheckpoint it is the only way a lease advances; otherwise
+// the processor checkpoints each batch once the handler returned nil, and
+// calling it earlier changes nothing. It may be called after the handler
+// returned, from any goroutine, as long as this instance holds the lease
+// (ErrLeaseLost otherwise); checkpointing a batch that is older than one
+// already checkpointed does nothing.
+func (b Batch) Checkpoint(ctx context.Context) error {
+	if b.checkpoint == nil {
+		return errors.New("changefeed: this batch was not delivered by a processor")
+	}
+	return b.checkpoint(ctx)
 }
 
 // Handler handles a batch. When it returns nil the lease is checkpointed
-// past the batch; on an error the batch is delivered again after a backoff.
-// A batch may be delivered more than once (at least once), for example when
-// a lease moves to another instance between handling and checkpoint. The
-// batches of one lease come one at a time; different leases' batches come
-// concurrently, so a Handler must be safe for concurrent use.
+// past the batch (unless Options.ManualCheckpoint); on an error the batch
+// is delivered again after a backoff (with ManualCheckpoint: every batch
+// after the last checkpoint). A batch may be delivered more than once (at
+// least once), for example when a lease moves to another instance between
+// handling and checkpoint. The batches of one lease come one at a time;
+// different leases' batches come concurrently, so a Handler must be safe
+// for concurrent use. Its context ends when the instance stops processing
+// the lease.
 type Handler func(ctx context.Context, b Batch) error
 
-// StartFrom says where a lease with no checkpoint starts reading.
-type StartFrom struct {
-	now bool
-	at  time.Time
-}
-
-// StartFromBeginning reads every change the container still has.
-func StartFromBeginning() StartFrom { return StartFrom{} }
-
-// StartFromNow reads changes made after the leases were created.
-func StartFromNow() StartFrom { return StartFrom{now: true} }
-
-// StartFromTime reads changes made at or after t (one-second resolution).
-func StartFromTime(t time.Time) StartFrom { return StartFrom{at: t} }
-
-// Options configure a processor. Zero values take the .NET processor's
-// defaults.
-type Options struct {
-	// Name is the processor name, the first part of every lease id; every
-	// instance of one processor uses the same name.
-	Name string
-	// Host is the account endpoint's host as the client was configured
-	// with, part of the lease prefix as in the .NET processor, so .NET and
-	// Go instances of one processor share leases.
-	Host string
-	// Instance names this instance in lease Owner fields; default the host
-	// name, process id and a random suffix.
-	Instance string
-	// StartFrom applies to leases that have no checkpoint.
-	StartFrom StartFrom
-	// MaxItems is the page size of feed reads; default 100.
-	MaxItems int32
-	// PollInterval is the wait after a read found nothing new; default 5 s.
-	PollInterval time.Duration
-	// AcquireInterval is how often leases are balanced; default 13 s.
-	AcquireInterval time.Duration
-	// RenewInterval is how often held leases are renewed; default 17 s.
-	RenewInterval time.Duration
-	// Expiration is how long a lease may go unrenewed before another
-	// instance takes it; default 60 s.
-	Expiration time.Duration
-	// Metrics, when set, receive the processor's measures; LagInterval
-	// (default 30 s) is then how often the lag of held leases is estimated.
-	Metrics     *Metrics
-	LagInterval time.Duration
-	// OnError, when set, is told of the errors the processor recovers from
-	// by retrying: failed lease listings and acquisitions (lease ""),
-	// failed reads, handler errors and failed checkpoints (lease token).
-	// It is called concurrently.
-	OnError func(lease string, err error)
-}
-
-func (o *Options) defaults() {
-	if o.Instance == "" {
-		host, _ := os.Hostname()
-		var b [4]byte
-		_, _ = rand.Read(b[:])
-		o.Instance = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
-	}
-	if o.MaxItems <= 0 {
-		o.MaxItems = 100
-	}
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&o.PollInterval, 5*time.Second)
-	def(&o.AcquireInterval, 13*time.Second)
-	def(&o.RenewInterval, 17*time.Second)
-	def(&o.Expiration, 60*time.Second)
-	def(&o.LagInterval, 30*time.Second)
-}
-
 // Processor delivers a container's change feed to a Handler, sharing the
-// work among every instance with the same Name through leases.
+// work among every instance with the same name through leases.
 type Processor struct {
 	monitored *azcosmos.ContainerClient
 	leases    *azcosmos.ContainerClient
+	name      string
+	host      string
 	handler   Handler
 	opts      Options
 
-	st  *store
-	rid string
+	initMu sync.Mutex
+	st     *store
+	feed   *feed
 
 	mu     sync.Mutex
 	owned  map[string]*partition
@@ -144,44 +93,130 @@ type partition struct {
 	lease  *Lease
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	ckMu         sync.Mutex // orders checkpoints
+	checkpointed uint64     // the newest batch checkpointed
 }
 
-// New returns a processor of monitored's change feed keeping its leases in
-// leases, a container partitioned by /id (as the .NET and Java processors
-// require for a shared lease container) or by /partitionKey.
-func New(monitored, leases *azcosmos.ContainerClient, handler Handler, opts Options) *Processor {
-	opts.defaults()
-	return &Processor{monitored: monitored, leases: leases, handler: handler, opts: opts,
-		owned: map[string]*partition{}, seen: map[string]sighting{}}
+// New returns a processor named name of monitored's change feed, keeping its
+// leases in leases: a container partitioned by /id (as the .NET and Java
+// processors require for a shared lease container) or by /partitionKey.
+// client is the client monitored was made from: as in the .NET processor,
+// lease ids carry its endpoint's host (see Options.Host), so instances in
+// any language that use the same name and endpoint share one set of leases.
+func New(client *azcosmos.Client, monitored, leases *azcosmos.ContainerClient, name string, handle Handler, opts *Options) (*Processor, error) {
+	if handle == nil {
+		return nil, errors.New("changefeed: New needs a handler")
+	}
+	p, err := newProcessor(client, monitored, leases, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	p.handler = handle
+	return p, nil
+}
+
+func newProcessor(client *azcosmos.Client, monitored, leases *azcosmos.ContainerClient, name string, opts *Options) (*Processor, error) {
+	if monitored == nil || leases == nil {
+		return nil, errors.New("changefeed: a processor needs a monitored and a lease container")
+	}
+	if name == "" {
+		return nil, errors.New("changefeed: a processor needs a name")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	host := o.Host
+	if host == "" {
+		if client == nil {
+			return nil, errors.New("changefeed: a processor needs the client its monitored container was made from (or Options.Host)")
+		}
+		h, err := HostOf(client.Endpoint())
+		if err != nil {
+			return nil, err
+		}
+		host = h
+	}
+	return &Processor{monitored: monitored, leases: leases, name: name, host: host, opts: o,
+		owned: map[string]*partition{}, seen: map[string]sighting{}}, nil
 }
 
 // Instance is the name this instance writes in the leases it owns.
 func (p *Processor) Instance() string { return p.opts.Instance }
 
+// Host is the host in this processor's lease ids (Options.Host).
+func (p *Processor) Host() string { return p.host }
+
+// Estimator returns an estimator of this processor's leases.
+func (p *Processor) Estimator() *Estimator {
+	return &Estimator{p: p}
+}
+
 // init reads the monitored container and creates the leases if the store is
 // new.
 func (p *Processor) init(ctx context.Context) error {
+	if err := p.open(ctx); err != nil {
+		return err
+	}
+	created, err := bootstrap(ctx, p.st, p.feed, p.opts.PollInterval)
+	if err != nil {
+		return err
+	}
+	if created {
+		p.warnOtherStores(ctx)
+	}
+	all, err := p.st.list(ctx)
+	if err != nil {
+		return err
+	}
+	for _, l := range all {
+		if m := l.Mode; m != "" && m != p.opts.Mode.leaseMode() {
+			return fmt.Errorf("changefeed: the leases of %q were written in mode %q, this processor reads %q: use another processor name", p.name, m, p.opts.Mode.leaseMode())
+		}
+	}
+	return nil
+}
+
+// open reads the monitored container once: its resource id and the lease
+// prefix.
+func (p *Processor) open(ctx context.Context) error {
+	p.initMu.Lock()
+	defer p.initMu.Unlock()
 	if p.st != nil {
 		return nil
 	}
-	props, err := p.monitored.Read(ctx, nil)
+	rid, prefix, err := prefixOf(ctx, p.monitored, p.name, p.host)
 	if err != nil {
-		return fmt.Errorf("changefeed: reading the monitored container: %w", err)
+		return err
 	}
-	p.rid = props.ContainerProperties.ResourceID
-	p.st = &store{c: p.leases, prefix: leasePrefix(p.opts.Name, p.opts.Host, p.rid)}
-	return bootstrap(ctx, p.st, p.monitored, p.rid, p.opts.StartFrom, p.opts.PollInterval)
+	// The SDK's routing map, read with a plain context before any read in
+	// all-versions mode (whose headers would otherwise reach it).
+	if _, err := p.monitored.ReadFeedRanges(ctx, nil); err != nil {
+		return fmt.Errorf("changefeed: reading feed ranges: %w", err)
+	}
+	p.feed = &feed{monitored: p.monitored, rid: rid, mode: p.opts.Mode, from: p.opts.StartFrom}
+	p.st = &store{c: p.leases, prefix: prefix, mode: p.opts.Mode}
+	return nil
 }
 
 // Run processes the feed until ctx ends, then releases the leases it holds
 // and returns ctx's error (or the error that stopped it).
 func (p *Processor) Run(ctx context.Context) error {
+	if p.handler == nil {
+		return errors.New("changefeed: this processor has no handler")
+	}
 	if err := p.init(ctx); err != nil {
 		return err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	p.mu.Lock()
 	p.runCtx = runCtx
+	p.mu.Unlock()
 	go func() {
 		<-ctx.Done()
 		cancel()
@@ -326,7 +361,7 @@ func (p *Processor) setOwnedGauge() {
 	p.mu.Lock()
 	n := len(p.owned)
 	p.mu.Unlock()
-	p.opts.Metrics.leasesOwned.WithLabelValues(p.opts.Name).Set(float64(n))
+	p.opts.Metrics.leasesOwned.WithLabelValues(p.name).Set(float64(n))
 }
 
 // start runs a partition for a lease this instance now holds.
@@ -341,8 +376,18 @@ func (p *Processor) start(ctx context.Context, l *Lease) {
 	}
 	p.owned[l.ID] = pt
 	p.mu.Unlock()
+	if f := p.opts.OnLeaseAcquired; f != nil {
+		f(l.LeaseToken)
+	}
 	go func() {
+		// Told before done closes: the lease cannot be started again
+		// (and told acquired) before its release was told.
 		defer close(pt.done)
+		defer func() {
+			if f := p.opts.OnLeaseReleased; f != nil && !p.killed.Load() {
+				f(l.LeaseToken)
+			}
+		}()
 		defer cancel()
 		go p.renewLoop(pctx, pt)
 		p.process(pctx, pt)
@@ -388,27 +433,40 @@ func (pt *partition) snapshot() Lease {
 	return *pt.lease
 }
 
-// feedOptions are the read options for a lease at continuation cont.
-func feedOptions(rid string, r azcosmos.FeedRange, cont string, from StartFrom, maxItems int32) *azcosmos.ChangeFeedOptions {
-	o := &azcosmos.ChangeFeedOptions{MaxItemCount: maxItems, FeedRange: &r}
-	switch {
-	case cont != "":
-		t := encodeToken(rid, r, cont)
-		o.Continuation = &t
-	case from.now:
-		t := encodeToken(rid, r, "*")
-		o.Continuation = &t
-	case !from.at.IsZero():
-		at := from.at
-		o.StartFrom = &at
+// checkpoint records cont as the lease's position for the seq-th batch of
+// this partition, unless a newer batch was checkpointed already.
+func (p *Processor) checkpoint(ctx context.Context, pt *partition, seq uint64, cont string) error {
+	pt.ckMu.Lock()
+	defer pt.ckMu.Unlock()
+	if seq <= pt.checkpointed {
+		return nil
 	}
-	return o
+	select {
+	case <-pt.done:
+		return ErrLeaseLost
+	default:
+	}
+	if cont != "" && cont != pt.snapshot().ContinuationToken {
+		// A handled batch is checkpointed even when the processor is
+		// stopping, so a graceful stop does not redeliver it.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		err := p.write(cctx, pt, func(s *Lease) { s.ContinuationToken = cont })
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	pt.checkpointed = seq
+	return nil
 }
 
 // process reads the lease's range, hands batches to the handler and
-// checkpoints after each, until the lease is lost, splits, or ctx ends.
+// checkpoints after each (unless ManualCheckpoint), until the lease is lost,
+// splits, or ctx ends.
 func (p *Processor) process(ctx context.Context, pt *partition) {
 	failures := 0
+	var seq uint64
+	pos := pt.snapshot().ContinuationToken // where the next read starts
 	for ctx.Err() == nil {
 		l := pt.snapshot()
 		r, ok := l.Range()
@@ -416,13 +474,15 @@ func (p *Processor) process(ctx context.Context, pt *partition) {
 			// A version-0 lease written without its range: nothing to read.
 			return
 		}
-		resp, err := p.monitored.ReadChangeFeed(ctx, feedOptions(p.rid, r, l.ContinuationToken, p.opts.StartFrom, p.opts.MaxItems))
+		resp, err := p.feed.read(ctx, r, pos, p.opts.MaxItems)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			p.report(l.LeaseToken, err)
 			if statusOf(err) == http.StatusGone || errors.Is(err, azcosmos.ErrFeedRangeUnresolved) {
+				// The children resume from the last checkpoint: what was
+				// read after it may not be handled (ManualCheckpoint).
 				if done := p.splitFromService(ctx, pt, l, r); done {
 					return
 				}
@@ -432,19 +492,36 @@ func (p *Processor) process(ctx context.Context, pt *partition) {
 			continue
 		}
 		tok, _ := decodeToken(resp.ContinuationToken)
+		next := ""
+		if len(tok.Continuation) == 1 && tok.Continuation[0].Token != nil {
+			next = *tok.Continuation[0].Token
+		}
+		seq++
 		if len(resp.Items) > 0 {
-			if err := p.handler(ctx, Batch{LeaseToken: l.LeaseToken, Range: r, Changes: resp.Items}); err != nil {
+			s, cont := seq, next
+			b := Batch{LeaseToken: l.LeaseToken, Range: r, Changes: resp.Items,
+				checkpoint: func(ctx context.Context) error { return p.checkpoint(ctx, pt, s, cont) }}
+			if err := p.handler(ctx, b); err != nil {
 				p.report(l.LeaseToken, fmt.Errorf("changefeed: handler: %w", err))
 				if m := p.opts.Metrics; m != nil {
-					m.failedBatches.WithLabelValues(p.opts.Name).Inc()
+					m.failedBatches.WithLabelValues(p.name).Inc()
 				}
 				failures++
 				p.backoff(ctx, failures)
+				pos = pt.snapshot().ContinuationToken // from the last checkpoint
 				continue
 			}
 		}
 		failures = 0
 		if children := splitFromToken(r, l.ContinuationToken, tok); children != nil {
+			if p.opts.ManualCheckpoint {
+				// Each child resumes from the parent's last checkpoint,
+				// which is valid in every child.
+				cur := pt.snapshot().ContinuationToken
+				for i := range children {
+					children[i].Continuation = cur
+				}
+			}
 			err := p.split(ctx, pt, children)
 			if err == nil {
 				p.countBatch(len(resp.Items))
@@ -454,25 +531,20 @@ func (p *Processor) process(ctx context.Context, pt *partition) {
 				return
 			}
 			p.report(l.LeaseToken, err)
+			pos = pt.snapshot().ContinuationToken
 			continue
 		}
-		next := ""
-		if len(tok.Continuation) == 1 && tok.Continuation[0].Token != nil {
-			next = *tok.Continuation[0].Token
-		}
-		if next != "" && next != l.ContinuationToken {
-			// A handled batch is checkpointed even when the processor is
-			// stopping, so a graceful stop does not redeliver it.
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			err := p.write(cctx, pt, func(s *Lease) { s.ContinuationToken = next })
-			cancel()
-			if err != nil {
+		if !p.opts.ManualCheckpoint {
+			if err := p.checkpoint(ctx, pt, seq, next); err != nil {
 				if errors.Is(err, ErrLeaseLost) {
 					return
 				}
 				p.report(l.LeaseToken, err)
 				continue
 			}
+		}
+		if next != "" {
+			pos = next
 		}
 		p.countBatch(len(resp.Items))
 		if len(resp.Items) == 0 {
@@ -492,8 +564,8 @@ func (p *Processor) report(lease string, err error) {
 
 func (p *Processor) countBatch(n int) {
 	if m := p.opts.Metrics; m != nil && n > 0 {
-		m.handledBatches.WithLabelValues(p.opts.Name).Inc()
-		m.changes.WithLabelValues(p.opts.Name).Add(float64(n))
+		m.handledBatches.WithLabelValues(p.name).Inc()
+		m.changes.WithLabelValues(p.name).Add(float64(n))
 	}
 }
 
@@ -511,14 +583,14 @@ func (p *Processor) backoff(ctx context.Context, failures int) {
 // splitFromService handles a 410 (partition key range gone) the SDK could
 // not resolve itself: it re-reads the container's feed ranges and, when the
 // lease's range is now several, replaces the lease by its children, each
-// resuming from the parent's continuation. It reports whether the lease was
+// resuming from the parent's checkpoint. It reports whether the lease was
 // replaced.
 func (p *Processor) splitFromService(ctx context.Context, pt *partition, l Lease, r azcosmos.FeedRange) bool {
 	ranges, err := p.monitored.ReadFeedRanges(ctx, nil)
 	if err != nil {
 		return false
 	}
-	children := splitFromRanges(r, l.ContinuationToken, ranges)
+	children := splitFromRanges(r, pt.snapshot().ContinuationToken, ranges)
 	if children == nil {
 		return false
 	}
@@ -555,9 +627,10 @@ func (p *Processor) split(ctx context.Context, pt *partition, children []childRa
 	}
 	p.mu.Lock()
 	delete(p.owned, parent.ID)
+	runCtx := p.runCtx
 	p.mu.Unlock()
 	for _, c := range made {
-		p.start(p.runCtx, c)
+		p.start(runCtx, c)
 	}
 	return nil
 }
@@ -565,7 +638,6 @@ func (p *Processor) split(ctx context.Context, pt *partition, children []childRa
 // lagLoop publishes the estimated lag of the held leases.
 func (p *Processor) lagLoop(ctx context.Context) {
 	defer p.wg.Done()
-	est := &Estimator{monitored: p.monitored, st: p.st, rid: p.rid, from: p.opts.StartFrom}
 	for {
 		select {
 		case <-ctx.Done():
@@ -579,9 +651,9 @@ func (p *Processor) lagLoop(ctx context.Context) {
 		}
 		p.mu.Unlock()
 		for _, l := range held {
-			n, err := est.leaseLag(ctx, &l)
+			n, err := leaseLag(ctx, p.feed, &l)
 			if err == nil {
-				p.opts.Metrics.lag.WithLabelValues(p.opts.Name, l.LeaseToken).Set(float64(n))
+				p.opts.Metrics.lag.WithLabelValues(p.name, l.LeaseToken).Set(float64(n))
 			}
 		}
 	}
@@ -590,13 +662,13 @@ func (p *Processor) lagLoop(ctx context.Context) {
 // bootstrap creates the leases of a new store, one per feed range, under the
 // store's lock document, then marks the store initialized (.info), as the
 // .NET and Java processors do.
-func bootstrap(ctx context.Context, st *store, monitored *azcosmos.ContainerClient, rid string, from StartFrom, poll time.Duration) error {
+func bootstrap(ctx context.Context, st *store, f *feed, poll time.Duration) (created bool, err error) {
 	info, lock := st.prefix+".info", st.prefix+".lock"
 	for {
 		if _, err := st.c.ReadItem(ctx, st.pk(info), info, nil); err == nil {
-			return nil
+			return created, nil
 		} else if statusOf(err) != http.StatusNotFound {
-			return fmt.Errorf("changefeed: reading the lease store: %w", err)
+			return false, fmt.Errorf("changefeed: reading the lease store: %w", err)
 		}
 		lockDoc, _ := json.Marshal(map[string]any{"id": lock, "partitionKey": lock, "ttl": 30})
 		resp, err := st.c.CreateItem(ctx, st.pk(lock), lockDoc, nil)
@@ -613,32 +685,61 @@ func bootstrap(ctx context.Context, st *store, monitored *azcosmos.ContainerClie
 			}
 			select {
 			case <-ctx.Done():
-				return ctx.Err()
+				return false, ctx.Err()
 			case <-time.After(min(poll, time.Second)):
 			}
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("changefeed: locking the lease store: %w", err)
+			return false, fmt.Errorf("changefeed: locking the lease store: %w", err)
 		}
 		lockETag := resp.ETag
-		if err := createLeases(ctx, st, monitored, rid, from); err != nil {
-			return err
+		if err := createLeases(ctx, st, f); err != nil {
+			return false, err
 		}
 		infoDoc, _ := json.Marshal(map[string]any{"id": info, "partitionKey": info})
 		if _, err := st.c.CreateItem(ctx, st.pk(info), infoDoc, nil); err != nil && statusOf(err) != http.StatusConflict {
-			return fmt.Errorf("changefeed: initializing the lease store: %w", err)
+			return false, fmt.Errorf("changefeed: initializing the lease store: %w", err)
 		}
 		_, _ = st.c.DeleteItem(ctx, st.pk(lock), lock, &azcosmos.ItemOptions{IfMatchEtag: &lockETag})
-		return nil
+		return true, nil
+	}
+}
+
+// warnOtherStores tells OnError when the lease container already held a
+// store of a processor of this name over this container under another
+// host, when this instance has just made its own: two fleets whose hosts
+// differ (an endpoint configured differently, a Host set by hand) each
+// process every change.
+func (p *Processor) warnOtherStores(ctx context.Context) {
+	suffix := strings.TrimPrefix(p.st.prefix, p.name+p.host) + ".info"
+	q := "SELECT c.id FROM c WHERE STARTSWITH(c.id, @name) AND ENDSWITH(c.id, @suffix) AND c.id != @mine"
+	pager := p.leases.NewQueryItemsPager(q, azcosmos.NewPartitionKey(), &azcosmos.QueryOptions{QueryParameters: []azcosmos.QueryParameter{
+		{Name: "@name", Value: p.name}, {Name: "@suffix", Value: suffix}, {Name: "@mine", Value: p.st.prefix + ".info"}}})
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return
+		}
+		for _, it := range page.Items {
+			var d struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal(it, &d) == nil {
+				other := strings.TrimSuffix(d.ID, ".info")
+				p.report("", fmt.Errorf("changefeed: the lease container holds another store for this container, %q, besides this processor's new %q: "+
+					"if it is this processor's under another host, both fleets process every change (its host: %q; Options.Host shares its leases)",
+					other, p.st.prefix, strings.TrimSuffix(strings.TrimPrefix(other, p.name), suffix[:len(suffix)-len(".info")])))
+			}
+		}
 	}
 }
 
 // createLeases creates a lease for every feed range no lease covers yet.
-// With StartFromNow the current position is read and stored, so "now" is
-// when the processor was first started, not when a lease is first read.
-func createLeases(ctx context.Context, st *store, monitored *azcosmos.ContainerClient, rid string, from StartFrom) error {
-	ranges, err := monitored.ReadFeedRanges(ctx, nil)
+// When starting from now the current position is read and stored, so "now"
+// is when the processor was first started, not when a lease is first read.
+func createLeases(ctx context.Context, st *store, f *feed) error {
+	ranges, err := f.monitored.ReadFeedRanges(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("changefeed: reading feed ranges: %w", err)
 	}
@@ -657,8 +758,8 @@ func createLeases(ctx context.Context, st *store, monitored *azcosmos.ContainerC
 			continue
 		}
 		cont := ""
-		if from.now {
-			resp, err := monitored.ReadChangeFeed(ctx, feedOptions(rid, r, "", from, 1))
+		if f.from.now(f.mode) {
+			resp, err := f.read(ctx, r, "", 1)
 			if err != nil {
 				return fmt.Errorf("changefeed: reading the current position: %w", err)
 			}

@@ -17,11 +17,12 @@ import (
 // fixture is a monitored container (partitioned by /pk) and a lease
 // container (partitioned by /id) on a fresh server.
 type fixture struct {
-	t         testing.TB
-	server    *cosmostest.Server
-	client    *azcosmos.Client
-	monitored *azcosmos.ContainerClient
-	leases    *azcosmos.ContainerClient
+	t               testing.TB
+	server          *cosmostest.Server
+	client          *azcosmos.Client
+	monitoredClient *azcosmos.Client // the client monitored was made from
+	monitored       *azcosmos.ContainerClient
+	leases          *azcosmos.ContainerClient
 }
 
 func newFixture(t testing.TB, throughput int32) *fixture {
@@ -48,7 +49,22 @@ func newFixture(t testing.TB, throughput int32) *fixture {
 	}
 	m, _ := db.NewContainer("orders")
 	l, _ := db.NewContainer("leases")
-	return &fixture{t: t, server: s, client: c, monitored: m, leases: l}
+	return &fixture{t: t, server: s, client: c, monitoredClient: c, monitored: m, leases: l}
+}
+
+// prefix is the lease prefix of the processor with that name over the
+// monitored container, as the processor derives it.
+func (f *fixture) prefix(name string) string {
+	f.t.Helper()
+	host, err := HostOf(f.monitoredClient.Endpoint())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	_, prefix, err := prefixOf(context.Background(), f.monitored, name, host)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return prefix
 }
 
 // change is one written document: the seq-th change of partition key pk.
@@ -150,7 +166,7 @@ func (r *recorder) await(t testing.TB, n int, within time.Duration) {
 
 // fastOptions are short intervals so a test sees leases move within seconds.
 func fastOptions(instance string) Options {
-	return Options{Name: "proc", Instance: instance, PollInterval: 50 * time.Millisecond,
+	return Options{Instance: instance, PollInterval: 50 * time.Millisecond,
 		AcquireInterval: 200 * time.Millisecond, RenewInterval: 300 * time.Millisecond, Expiration: 3 * time.Second}
 }
 
@@ -161,12 +177,22 @@ type worker struct {
 	done   chan error
 }
 
-func (f *fixture) startWorker(name string, h Handler, tune func(*Options)) *worker {
-	o := fastOptions(name)
+// startWorker starts an instance of the processor "proc".
+func (f *fixture) startWorker(instance string, h Handler, tune func(*Options)) *worker {
+	return f.startNamed("proc", instance, h, tune)
+}
+
+// startNamed starts an instance of the processor with that name.
+func (f *fixture) startNamed(name, instance string, h Handler, tune func(*Options)) *worker {
+	f.t.Helper()
+	o := fastOptions(instance)
 	if tune != nil {
 		tune(&o)
 	}
-	p := New(f.monitored, f.leases, h, o)
+	p, err := New(f.monitoredClient, f.monitored, f.leases, name, h, &o)
+	if err != nil {
+		f.t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &worker{p: p, cancel: cancel, done: make(chan error, 1)}
 	go func() { w.done <- p.Run(ctx) }()
@@ -190,7 +216,7 @@ func (w *worker) crash() {
 // leaseList returns the leases of the processor "proc".
 func (f *fixture) leaseList() []*Lease {
 	f.t.Helper()
-	st := &store{c: f.leases, prefix: leasePrefix("proc", "", f.rid())}
+	st := &store{c: f.leases, prefix: f.prefix("proc")}
 	all, err := st.list(context.Background())
 	if err != nil {
 		f.t.Fatal(err)
@@ -308,7 +334,10 @@ func TestProcessorFleetOnSixteenRanges(t *testing.T) { testProcessorFleet(t, 160
 func TestEstimatorCountsUndeliveredChanges(t *testing.T) {
 	f := newFixture(t, 0)
 	rec := newRecorder()
-	est := NewEstimator(f.monitored, f.leases, Options{Name: "proc"})
+	est, err := NewEstimator(f.client, f.monitored, f.leases, "proc", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	f.write(5, 0, 10)
 	w := f.startWorker("w0", rec.handler, nil)
 	rec.await(t, 50, 60*time.Second)
@@ -444,16 +473,15 @@ func TestStartFromNowAndFromATime(t *testing.T) {
 	f.write(1, 3, 5)                                 // pk00-0003..0004: at or after it
 
 	fromTime, waitTime := collect()
-	f.startWorker("t", fromTime, func(o *Options) { o.Name = "since"; o.StartFrom = StartFromTime(at) })
+	f.startNamed("since", "t", fromTime, func(o *Options) { o.StartFrom = StartFromTime(at) })
 	if got := waitTime(t, 2); len(got) != 2 || got[0] != "pk00-0003" || got[1] != "pk00-0004" {
 		t.Fatalf("from %v: delivered %v, want pk00-0003, pk00-0004", at, got)
 	}
 
 	fromNow, waitNow := collect()
-	f.startWorker("n", fromNow, func(o *Options) { o.Name = "now"; o.StartFrom = StartFromNow() })
+	f.startNamed("now", "n", fromNow, func(o *Options) { o.StartFrom = StartFromNow() })
 	// "Now" is pinned when the leases are created: wait for them.
-	props, _ := f.monitored.Read(context.Background(), nil)
-	st := &store{c: f.leases, prefix: leasePrefix("now", "", props.ContainerProperties.ResourceID)}
+	st := &store{c: f.leases, prefix: f.prefix("now")}
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		all, err := st.list(context.Background())
 		if err != nil {
@@ -490,7 +518,7 @@ func TestTakesOverADotNetLease(t *testing.T) {
 	checkpoint := string(resp.ETag)
 	f.write(1, 3, 5)
 
-	prefix := leasePrefix("proc", "", f.rid())
+	prefix := f.dotnetPrefix("proc")
 	id := prefix + "..0"
 	stale := time.Now().Add(-10 * time.Minute).UTC().Format("2006-01-02T15:04:05.0000000Z")
 	cp, _ := json.Marshal(checkpoint)

@@ -140,5 +140,5 @@ func (s *store) newLease(r azcosmos.FeedRange, cont, owner string, props map[str
 	}
 	return &Lease{ID: id, PartitionKey: id, Version: leaseVersionEPK, LeaseToken: leaseToken(r),
 		FeedRange: newLeaseRange(r), Owner: owner, ContinuationToken: cont,
-		Properties: maps.Clone(props), Mode: "Incremental Feed"}
+		Properties: maps.Clone(props), Mode: s.mode.leaseMode()}
 }

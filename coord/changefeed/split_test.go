@@ -147,7 +147,7 @@ func TestSplitReplacesTheLeaseByItsChildren(t *testing.T) {
 	}
 	monitored, _ := fc.NewContainer("db", "c")
 	f := newFixture(t, 0)
-	f.monitored = monitored
+	f.monitored, f.monitoredClient = monitored, fc
 
 	const pks = 6
 	for s := range 10 {
@@ -189,7 +189,7 @@ func TestSplitReplacesTheLeaseByItsChildren(t *testing.T) {
 	if gone == 0 || pkReads == 0 {
 		t.Fatalf("the split was not exercised: %d 410 answers, %d range reads after it", gone, pkReads)
 	}
-	st := &store{c: f.leases, prefix: leasePrefix("proc", "", "bf8uALgoqxk=")}
+	st := &store{c: f.leases, prefix: f.prefix("proc")}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		all, err := st.list(context.Background())

@@ -1,6 +1,7 @@
 package changefeed
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -20,14 +21,14 @@ import (
 
 // signed sends a request to the fixture's server, signed with its master key
 // for the given resource type and link, and returns status and body.
-func (f *fixture) signed(method, path, rtype, rlink string) (int, []byte) {
+func (f *fixture) signed(method, path, rtype, rlink string, body []byte) (int, []byte) {
 	f.t.Helper()
 	date := time.Now().UTC().Format(http.TimeFormat)
 	key, _ := base64.StdEncoding.DecodeString(f.server.Key)
 	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte(strings.ToLower(method) + "\n" + rtype + "\n" + rlink + "\n" + strings.ToLower(date) + "\n\n"))
 	auth := url.QueryEscape("type=master&ver=1.0&sig=" + base64.StdEncoding.EncodeToString(mac.Sum(nil)))
-	req, _ := http.NewRequest(method, strings.TrimSuffix(f.server.Endpoint, "/")+path, nil)
+	req, _ := http.NewRequest(method, strings.TrimSuffix(f.server.Endpoint, "/")+path, bytes.NewReader(body))
 	req.Header.Set("x-ms-date", date)
 	req.Header.Set("x-ms-version", "2020-07-15")
 	req.Header.Set("authorization", auth)
@@ -40,23 +41,35 @@ func (f *fixture) signed(method, path, rtype, rlink string) (int, []byte) {
 	return resp.StatusCode, b
 }
 
-// rangeIDs lists the monitored container's partition key ranges by id.
-func (f *fixture) rangeIDs() []string {
+// pkRange is a partition key range as the server lists it.
+type pkRange struct {
+	ID           string `json:"id"`
+	MinInclusive string `json:"minInclusive"`
+	MaxExclusive string `json:"maxExclusive"`
+}
+
+// pkRanges lists the monitored container's partition key ranges.
+func (f *fixture) pkRanges() []pkRange {
 	f.t.Helper()
-	status, body := f.signed("GET", "/dbs/db/colls/orders/pkranges", "pkranges", "dbs/db/colls/orders")
+	c := f.monitored.ID()
+	status, body := f.signed("GET", "/dbs/db/colls/"+c+"/pkranges", "pkranges", "dbs/db/colls/"+c, nil)
 	if status != http.StatusOK {
 		f.t.Fatalf("listing partition key ranges: %d %s", status, body)
 	}
 	var feed struct {
-		PartitionKeyRanges []struct {
-			ID string `json:"id"`
-		}
+		PartitionKeyRanges []pkRange
 	}
 	if err := json.Unmarshal(body, &feed); err != nil {
 		f.t.Fatal(err)
 	}
+	return feed.PartitionKeyRanges
+}
+
+// rangeIDs lists the monitored container's partition key ranges by id.
+func (f *fixture) rangeIDs() []string {
+	f.t.Helper()
 	var ids []string
-	for _, r := range feed.PartitionKeyRanges {
+	for _, r := range f.pkRanges() {
 		ids = append(ids, r.ID)
 	}
 	return ids
@@ -68,7 +81,8 @@ func (f *fixture) rangeIDs() []string {
 // the server has no such call: probing a range that does not exist answers
 // 410/1002 on a server that has it.
 func (f *fixture) split(id string) (int, []byte) {
-	return f.signed("POST", "/_admin/dbs/db/colls/orders/pkranges/"+id+"/split", "pkranges", "dbs/db/colls/orders/pkranges/"+id)
+	c := f.monitored.ID()
+	return f.signed("POST", "/_admin/dbs/db/colls/"+c+"/pkranges/"+id+"/split", "pkranges", "dbs/db/colls/"+c+"/pkranges/"+id, nil)
 }
 
 func (f *fixture) canSplit() bool {
@@ -142,7 +156,7 @@ func TestProcessorSplitUnderLoad(t *testing.T) {
 	if len(want) != len(before)+1 {
 		t.Fatalf("%d ranges after splitting one of %d", len(want), len(before))
 	}
-	st := &store{c: f.leases, prefix: leasePrefix("proc", "", f.rid())}
+	st := &store{c: f.leases, prefix: f.prefix("proc")}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		all, err := st.list(context.Background())
@@ -162,7 +176,10 @@ func TestProcessorSplitUnderLoad(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	est := NewEstimator(f.monitored, f.leases, Options{Name: "proc"})
+	est, err := NewEstimator(f.client, f.monitored, f.leases, "proc", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		n, err := est.Total(context.Background())
 		if err != nil {

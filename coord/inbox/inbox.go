@@ -1,21 +1,3 @@
-// Package inbox makes a message handler take effect once per message id
-// although messages arrive at least once (coord/outbox publishes each
-// message one or more times).
-//
-// The inbox writes a marker document per handled message, with the
-// create-only id "inbox:<consumer>:<message id>": a second creation fails
-// with 409 Conflict, which is how a redelivery is recognized.
-//
-//   - When the handler's own writes are in one logical partition, Handle puts
-//     the marker in the same transactional batch: the effect and the marker
-//     commit together or not at all, so the effect happens exactly once
-//     whatever crashes, and a redelivery does nothing.
-//   - When the effect is elsewhere (another partition, another service),
-//     HandleExternal runs the handler and then writes the marker. A crash
-//     between the two runs the handler again on redelivery, so that handler
-//     must itself be idempotent by message id (a create-only write, a
-//     request with an idempotency key); the marker then only saves the
-//     repeat.
 package inbox
 
 import (
@@ -28,46 +10,104 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/orrery-db/orrery/coord"
+	"github.com/orrery-db/orrery/coord/internal/pkey"
 )
 
-// Inbox records the messages one consumer has handled, in container c.
-type Inbox struct {
-	c          *azcosmos.ContainerClient
-	consumer   string
-	pkProperty string
+// Kind marks inbox markers among a container's documents.
+const Kind = "coord.inbox"
+
+// Options tune an Inbox. The zero value (or nil) takes every default.
+type Options struct {
 	// TTL, when positive, expires markers after that many seconds (the
-	// container needs TTL enabled); keep it longer than any redelivery.
+	// container needs TTL enabled); keep it longer than any redelivery can
+	// come. Default: markers stay.
 	TTL int
 }
 
-// New returns the inbox of the named consumer in c, a container partitioned
-// by "/" + pkProperty (a top-level string property).
-func New(c *azcosmos.ContainerClient, consumer, pkProperty string) *Inbox {
-	return &Inbox{c: c, consumer: consumer, pkProperty: pkProperty}
+// Inbox records the messages one consumer has handled, in container c.
+type Inbox struct {
+	c        *azcosmos.ContainerClient
+	consumer string
+	paths    []string
+	o        Options
+}
+
+// markerFields are the top-level properties of a marker, which a partition
+// key path must not name.
+var markerFields = []string{"id", "kind", "consumer", "messageId", "handledAt", "ttl"}
+
+// New returns the inbox of the named consumer in c: it reads c's partition
+// key definition, so markers carry their partition key at the same paths as
+// the consumer's documents (a container partitioned by /id cannot hold
+// markers next to other documents, nor one whose partition key is a
+// property of the marker itself).
+func New(ctx context.Context, c *azcosmos.ContainerClient, consumer string, opts *Options) (*Inbox, error) {
+	if consumer == "" {
+		return nil, errors.New("inbox: a consumer needs a name")
+	}
+	props, err := c.Read(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("inbox: reading container %q: %w", c.ID(), err)
+	}
+	paths, err := pkey.Paths(*props.ContainerProperties)
+	if err != nil {
+		return nil, fmt.Errorf("inbox: %w", err)
+	}
+	for _, p := range paths {
+		for _, f := range markerFields {
+			if pkey.Top(p) == f {
+				return nil, fmt.Errorf("inbox: container %q is partitioned by %s, a property of the inbox's own markers", c.ID(), p)
+			}
+		}
+	}
+	in := &Inbox{c: c, consumer: consumer, paths: paths}
+	if opts != nil {
+		in.o = *opts
+	}
+	return in, nil
 }
 
 // MarkerID is the id of the marker of a handled message.
 func (in *Inbox) MarkerID(messageID string) string { return "inbox:" + in.consumer + ":" + messageID }
 
-func (in *Inbox) marker(pk, messageID string) ([]byte, error) {
-	doc := map[string]any{"id": in.MarkerID(messageID), in.pkProperty: pk, "kind": "coord.inbox",
+// partition returns the values and the SDK's partition key of key.
+func (in *Inbox) partition(key any) ([]any, azcosmos.PartitionKey, error) {
+	values, err := pkey.Values(key, len(in.paths))
+	if err != nil {
+		return nil, azcosmos.PartitionKey{}, fmt.Errorf("inbox: %w", err)
+	}
+	return values, pkey.PartitionKey(values), nil
+}
+
+func (in *Inbox) marker(values []any, messageID string) ([]byte, error) {
+	doc := map[string]any{"id": in.MarkerID(messageID), "kind": Kind,
 		"consumer": in.consumer, "messageId": messageID, "handledAt": time.Now().UTC().Format(time.RFC3339Nano)}
-	if in.TTL > 0 {
-		doc["ttl"] = in.TTL
+	if in.o.TTL > 0 {
+		doc["ttl"] = in.o.TTL
+	}
+	if err := pkey.Set(doc, in.paths, values); err != nil {
+		return nil, fmt.Errorf("inbox: %w", err)
 	}
 	return json.Marshal(doc)
 }
 
-// ErrFailed wraps the status of a batch operation that failed.
-var ErrFailed = errors.New("inbox: the batch did not commit")
-
-// Handle handles a message whose effects are writes in the logical
-// partition pk of the inbox's container: fn adds them to b, and Handle adds
-// the marker and commits the batch. It reports false, with no error and
-// nothing written, when the message was handled before.
-func (in *Inbox) Handle(ctx context.Context, pk, messageID string, fn func(ctx context.Context, b *azcosmos.TransactionalBatch) error) (bool, error) {
-	b := in.c.NewTransactionalBatch(azcosmos.NewPartitionKeyString(pk))
-	mk, err := in.marker(pk, messageID)
+// Handle handles a message whose effects are writes in one logical
+// partition of the inbox's container, the one whose partition key value is
+// key (a string, number, bool or nil, or a []any with one value per path
+// for a hierarchical key): fn adds them to b, and Handle adds the marker
+// and commits the batch. It reports false, with no error and nothing
+// written, when the message was handled before; a batch that did not
+// commit for another reason is a *coord.BatchError (the index counts the
+// marker, which comes first, as 0).
+func (in *Inbox) Handle(ctx context.Context, key any, messageID string, fn func(ctx context.Context, b *azcosmos.TransactionalBatch) error) (bool, error) {
+	values, pk, err := in.partition(key)
+	if err != nil {
+		return false, err
+	}
+	b := in.c.NewTransactionalBatch(pk)
+	mk, err := in.marker(values, messageID)
 	if err != nil {
 		return false, err
 	}
@@ -77,26 +117,24 @@ func (in *Inbox) Handle(ctx context.Context, pk, messageID string, fn func(ctx c
 		return false, err
 	}
 	resp, err := in.c.ExecuteTransactionalBatch(ctx, b, nil)
+	if err := coord.Committed(resp, err); err != nil {
+		var be *coord.BatchError
+		if errors.As(err, &be) && be.Index == 0 && be.StatusCode == http.StatusConflict {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// Handled reports whether the message has a marker in the partition of
+// key.
+func (in *Inbox) Handled(ctx context.Context, key any, messageID string) (bool, error) {
+	_, pk, err := in.partition(key)
 	if err != nil {
 		return false, err
 	}
-	if resp.Success {
-		return true, nil
-	}
-	if len(resp.OperationResults) > 0 && resp.OperationResults[0].StatusCode == http.StatusConflict {
-		return false, nil
-	}
-	for i, r := range resp.OperationResults {
-		if r.StatusCode >= 300 && r.StatusCode != http.StatusFailedDependency {
-			return false, fmt.Errorf("%w: operation %d answered %d", ErrFailed, i, r.StatusCode)
-		}
-	}
-	return false, ErrFailed
-}
-
-// Handled reports whether the message has a marker in partition pk.
-func (in *Inbox) Handled(ctx context.Context, pk, messageID string) (bool, error) {
-	_, err := in.c.ReadItem(ctx, azcosmos.NewPartitionKeyString(pk), in.MarkerID(messageID), nil)
+	_, err = in.c.ReadItem(ctx, pk, in.MarkerID(messageID), nil)
 	var re *azcore.ResponseError
 	if errors.As(err, &re) && re.StatusCode == http.StatusNotFound {
 		return false, nil
@@ -106,21 +144,25 @@ func (in *Inbox) Handled(ctx context.Context, pk, messageID string) (bool, error
 
 // HandleExternal handles a message whose effect is outside the inbox's
 // partition: it skips a message already marked, runs fn, then writes the
-// marker in partition pk. fn must be idempotent by message id (see the
-// package documentation). It reports whether fn ran.
-func (in *Inbox) HandleExternal(ctx context.Context, pk, messageID string, fn func(ctx context.Context) error) (bool, error) {
-	done, err := in.Handled(ctx, pk, messageID)
+// marker in the partition of key. fn must be idempotent by message id (see
+// the package documentation). It reports whether fn ran.
+func (in *Inbox) HandleExternal(ctx context.Context, key any, messageID string, fn func(ctx context.Context) error) (bool, error) {
+	values, pk, err := in.partition(key)
+	if err != nil {
+		return false, err
+	}
+	done, err := in.Handled(ctx, key, messageID)
 	if err != nil || done {
 		return false, err
 	}
 	if err := fn(ctx); err != nil {
 		return false, err
 	}
-	mk, err := in.marker(pk, messageID)
+	mk, err := in.marker(values, messageID)
 	if err != nil {
 		return true, err
 	}
-	_, err = in.c.CreateItem(ctx, azcosmos.NewPartitionKeyString(pk), mk, nil)
+	_, err = in.c.CreateItem(ctx, pk, mk, nil)
 	var re *azcore.ResponseError
 	if errors.As(err, &re) && re.StatusCode == http.StatusConflict {
 		err = nil // a concurrent delivery marked it first

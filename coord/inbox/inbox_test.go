@@ -3,13 +3,16 @@ package inbox_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"github.com/orrery-db/orrery/coord"
 	"github.com/orrery-db/orrery/coord/inbox"
 	"github.com/orrery-db/orrery/coord/internal/cosmostest"
 )
@@ -61,7 +64,7 @@ func balance(t testing.TB, l *azcosmos.ContainerClient) int {
 
 func TestHandleTakesEffectOncePerMessageUnderConcurrentRedelivery(t *testing.T) {
 	l := ledger(t, cosmostest.Start(t).Client(t))
-	in := inbox.New(l, "payments", "account")
+	in := mustInbox(l, "payments")
 	var ran atomic.Int32
 	var wg sync.WaitGroup
 	// Eight deliveries of each of five messages, all at once.
@@ -88,7 +91,7 @@ func TestHandleTakesEffectOncePerMessageUnderConcurrentRedelivery(t *testing.T) 
 
 func TestHandleWritesNothingWhenTheEffectFails(t *testing.T) {
 	l := ledger(t, cosmostest.Start(t).Client(t))
-	in := inbox.New(l, "payments", "account")
+	in := mustInbox(l, "payments")
 	// The effect replaces a document that does not exist: the batch fails,
 	// and the marker must not be left behind.
 	_, err := in.Handle(context.Background(), "a", "m1", func(_ context.Context, b *azcosmos.TransactionalBatch) error {
@@ -96,8 +99,9 @@ func TestHandleWritesNothingWhenTheEffectFails(t *testing.T) {
 		b.ReplaceItem("missing", doc, nil)
 		return nil
 	})
-	if err == nil {
-		t.Fatal("a failing effect reported success")
+	var be *coord.BatchError
+	if !errors.As(err, &be) || be.Index != 1 || be.StatusCode != http.StatusNotFound {
+		t.Fatalf("a failing effect: %v, want a *coord.BatchError for operation 1 (404)", err)
 	}
 	if done, err := in.Handled(context.Background(), "a", "m1"); err != nil || done {
 		t.Fatalf("marker after a failed batch: %v, %v", done, err)
@@ -110,7 +114,7 @@ func TestHandleWritesNothingWhenTheEffectFails(t *testing.T) {
 
 func TestHandleExternalSkipsHandledMessages(t *testing.T) {
 	l := ledger(t, cosmostest.Start(t).Client(t))
-	in := inbox.New(l, "mailer", "account")
+	in := mustInbox(l, "mailer")
 	sent := 0
 	send := func(context.Context) error { sent++; return nil }
 	for range 3 {
@@ -127,7 +131,7 @@ func ExampleInbox_Handle() {
 	ctx := context.Background()
 	c, _ := azcosmos.NewClientWithKey(server.Endpoint, mustKey(), nil)
 	l := ledger(exampleTB{}, c)
-	in := inbox.New(l, "payments", "account")
+	in := mustInbox(l, "payments")
 	// The same message delivered three times credits the account once.
 	for range 3 {
 		ran, err := in.Handle(ctx, "a", "payment-42", credit(250))
@@ -153,3 +157,36 @@ func mustKey() azcosmos.KeyCredential {
 type exampleTB struct{ testing.TB }
 
 func (exampleTB) Fatal(args ...any) { panic(fmt.Sprint(args...)) }
+
+func mustInbox(c *azcosmos.ContainerClient, consumer string) *inbox.Inbox {
+	in, err := inbox.New(context.Background(), c, consumer, nil)
+	if err != nil {
+		panic(err)
+	}
+	return in
+}
+
+// New reads the container's partition key definition and refuses one whose
+// partition key is a property of the markers themselves.
+func TestNewRefusesAContainerItCannotMarkIn(t *testing.T) {
+	c := cosmostest.Start(t).Client(t)
+	ctx := context.Background()
+	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "refusals"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := c.NewDatabase("refusals")
+	for _, path := range []string{"/id", "/consumer"} {
+		id := "by" + path[1:]
+		if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: id,
+			PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{path}}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		cc, _ := db.NewContainer(id)
+		if _, err := inbox.New(ctx, cc, "billing", nil); err == nil {
+			t.Errorf("an inbox in a container partitioned by %s: no error", path)
+		}
+	}
+	if _, err := inbox.New(ctx, ledger(t, c), "", nil); err == nil {
+		t.Error("an inbox without a consumer name: no error")
+	}
+}

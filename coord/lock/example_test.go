@@ -49,7 +49,7 @@ func Example() {
 	_, err = l.TryAcquire(ctx, "concert-42.best-available", &lock.Options{Owner: "bob"})
 	fmt.Println("bob:", errors.Is(err, lock.ErrHeld))
 
-	// ... pick the seats, writing them with lock.FencedPatch(..., h.Token(), ...);
+	// ... pick the seats, writing them with lock.FencedPatch(..., h.Fence(), ...);
 	// stop at once if h.Lost() fires ...
 	first := h.Token()
 	if err := h.Release(ctx); err != nil {
@@ -81,12 +81,12 @@ func ExampleFencedPatch() {
 	// A newer holder (token 8) wrote first; a zombie holding token 7 wakes up.
 	var ops azcosmos.PatchOperations
 	ops.AppendAdd("/held/-", "F-5")
-	if _, err := lock.FencedPatch(ctx, seats, pk, "floor", 8, ops); err != nil {
+	if _, err := lock.FencedPatch(ctx, seats, pk, "floor", lock.Fence{Name: "concert-43.seats", Token: 8}, ops); err != nil {
 		panic(err)
 	}
 	var late azcosmos.PatchOperations
 	late.AppendAdd("/held/-", "F-5")
-	_, err := lock.FencedPatch(ctx, seats, pk, "floor", 7, late)
+	_, err := lock.FencedPatch(ctx, seats, pk, "floor", lock.Fence{Name: "concert-43.seats", Token: 7}, late)
 	fmt.Println("zombie fenced out:", errors.Is(err, lock.ErrFenced))
 	// Output:
 	// zombie fenced out: true

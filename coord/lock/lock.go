@@ -1,29 +1,3 @@
-// Package lock is a distributed lock (a lease) over a Cosmos DB container,
-// for short critical sections such as choosing and holding the best
-// available seats.
-//
-// A lock is one document per name in a lock container with time to live
-// enabled: the database, not the client's clock, expires a holder that
-// stopped renewing. Every acquisition also advances a fencing counter, a
-// document without TTL in the same logical partition, in the same
-// transactional batch as the lease write; so every acquisition gets a token
-// strictly greater than every earlier one for that name, across expiries and
-// holders. A resource the critical section writes should reject writes that
-// carry an older token (FencedPatch): a holder that was paused past its TTL
-// then wakes up as a zombie cannot undo its successor's work.
-//
-// While held, a lock renews itself in the background. Lost (and Context)
-// fire when the holder can no longer be sure it holds the lock: a renewal
-// found another holder or an expired lease, or no renewal succeeded within
-// the part of the TTL the service is sure to honour. The holder must stop
-// touching the protected resource then; the fencing token catches those
-// that do not stop in time.
-//
-// Every write is conditional on an ETag, and every acquisition carries an
-// owner id unique to it, so an ambiguous outcome (the write applied but the
-// reply was lost, and a retry was refused) is recognized by reading the lease
-// back: the holder finds its own id and keeps the lock, and nobody is
-// granted a lock that is still held.
 package lock
 
 import (
@@ -42,15 +16,55 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
-
-	"github.com/orrery-db/orrery/coord"
 )
 
 // PartitionKeyPath is the partition key path a lock container must have.
 const PartitionKeyPath = "/pk"
 
+// Lease is one holder's claim on a named lock, as last written to the
+// database.
+type Lease struct {
+	// Name is the lock's name.
+	Name string
+	// Owner identifies the holder: the caller's owner name followed by a
+	// random suffix unique to this acquisition, so a holder recognizes its
+	// own write even when the reply to it was lost.
+	Owner string
+	// Token is the fencing token of this acquisition: strictly greater than
+	// the token of every earlier acquisition of the same name.
+	Token int64
+	// ExpiresAt is when the database will expire the lease unless it is
+	// renewed, computed from the server's timestamp of the last write and
+	// the time to live (whole seconds, as the service counts them). The
+	// service may expire it up to a second earlier than this, since its
+	// timestamps are truncated to seconds.
+	ExpiresAt time.Time
+	// ETag is the ETag of the lease document's last write by this holder;
+	// renewals and the release are conditional on it.
+	ETag azcore.ETag
+}
+
+// HeldError is the lock held by another owner: what TryAcquire returns,
+// and what Acquire returns (with its context's error) when it gives up
+// waiting. errors.Is(err, ErrHeld) holds for it.
+type HeldError struct {
+	// Holder is the lease that was in the way, as last read.
+	Holder Lease
+}
+
+// Error names the lock and its holder.
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("lock: %q is held by %s (token %d, expires %s)", e.Holder.Name, e.Holder.Owner, e.Holder.Token,
+		e.Holder.ExpiresAt.UTC().Format(time.RFC3339))
+}
+
+// Is makes errors.Is(err, ErrHeld) true.
+func (e *HeldError) Is(target error) bool { return target == ErrHeld }
+
 var (
-	// ErrHeld means another owner holds the lock.
+	// ErrHeld means another owner holds the lock; the error that carries it
+	// is a *HeldError naming the holder, except when the lock was contended
+	// too hard to tell who won.
 	ErrHeld = errors.New("lock: held by another owner")
 	// ErrLost means the lock is no longer held by this handle: it was
 	// taken over, expired, or could not be renewed in time.
@@ -162,14 +176,18 @@ type fenceDoc struct {
 func fenceID(name string) string { return name + ".fence" }
 
 func checkName(name string) error {
-	if name == "" || strings.ContainsAny(name, `/\?#`) {
-		return fmt.Errorf("lock: invalid name %q: it must be non-empty and contain none of / \\ ? #", name)
+	bad := name == "" || strings.ContainsAny(name, `/\?#'"`)
+	for _, r := range name {
+		bad = bad || r < ' ' || r == 0x7f
+	}
+	if bad {
+		return fmt.Errorf(`lock: invalid name %q: it must be non-empty and hold none of / \ ? # ' " nor control characters`, name)
 	}
 	return nil
 }
 
-// TryAcquire takes the lock if it is free and returns ErrHeld (wrapped,
-// naming the holder) if it is not. It does not wait, except to settle an
+// TryAcquire takes the lock if it is free and returns a *HeldError (ErrHeld)
+// naming the holder if it is not. It does not wait, except to settle an
 // ambiguous outcome of its own write.
 func (l *Locker) TryAcquire(ctx context.Context, name string, opts *Options) (*Lock, error) {
 	o, err := opts.withDefaults()
@@ -196,7 +214,11 @@ func (l *Locker) TryAcquire(ctx context.Context, name string, opts *Options) (*L
 }
 
 // Acquire takes the lock, waiting with exponential backoff and full jitter
-// while another owner holds it, until it is held or ctx ends.
+// while another owner holds it, until it is held or ctx ends. When ctx ends
+// first, the error wraps ctx's error and, if the lock was held by another
+// owner at the last attempt, the *HeldError naming that holder (so both
+// errors.Is(err, context.DeadlineExceeded) and errors.Is(err, ErrHeld)
+// hold).
 func (l *Locker) Acquire(ctx context.Context, name string, opts *Options) (*Lock, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -207,16 +229,30 @@ func (l *Locker) Acquire(ctx context.Context, name string, opts *Options) (*Lock
 	}
 	owner := o.Owner + "/" + nonce()
 	ceiling := o.MinBackoff
+	var last error // why the last attempt did not take the lock
+	gaveUp := func() error {
+		var held *HeldError
+		if errors.As(last, &held) {
+			return fmt.Errorf("lock: acquiring %q: %w; %w", name, ctx.Err(), held)
+		}
+		if last != nil && !errors.Is(last, ctx.Err()) {
+			return fmt.Errorf("lock: acquiring %q: %w (last attempt: %v)", name, ctx.Err(), last)
+		}
+		return fmt.Errorf("lock: acquiring %q: %w", name, ctx.Err())
+	}
 	for {
 		h, err := l.attempt(ctx, name, owner, &o)
 		if err == nil {
 			return h, nil
 		}
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, gaveUp()
 		}
 		if !retryable(err) {
 			return nil, err
+		}
+		if !errors.Is(err, errContended) || last == nil {
+			last = err
 		}
 		// Full jitter: a uniform wait below an exponentially growing
 		// ceiling, so waiters spread out instead of stampeding together.
@@ -228,7 +264,7 @@ func (l *Locker) Acquire(ctx context.Context, name string, opts *Options) (*Lock
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, ctx.Err()
+			return nil, gaveUp()
 		case <-t.C:
 		}
 	}
@@ -262,7 +298,7 @@ func (l *Locker) attempt(ctx context.Context, name, owner string, o *Options) (*
 			// tells when the lease is surely held until.
 			return l.adopt(ctx, name, owner, o, cur, etag)
 		}
-		return nil, fmt.Errorf("%w: %q is held by %s (token %d)", ErrHeld, name, cur.Owner, cur.Token)
+		return nil, &HeldError{Holder: cur.lease(etag)}
 	}
 	token := fence.Token + 1
 	lease := leaseDoc{ID: name, PK: name, Owner: owner, Token: token, TTL: int(o.TTL / time.Second)}
@@ -318,7 +354,7 @@ func (l *Locker) attempt(ctx context.Context, name, owner string, o *Options) (*
 		return l.start(name, owner, o, cur, etag, sent), nil
 	}
 	if cur != nil {
-		return nil, fmt.Errorf("%w: %q is held by %s (token %d)", ErrHeld, name, cur.Owner, cur.Token)
+		return nil, &HeldError{Holder: cur.lease(etag)}
 	}
 	return nil, err
 }
@@ -341,7 +377,7 @@ func (l *Locker) readLease(ctx context.Context, name string) (*leaseDoc, azcore.
 }
 
 // Holder reports the current lease of name, or nil if nobody holds it.
-func (l *Locker) Holder(ctx context.Context, name string) (*coord.Lease, error) {
+func (l *Locker) Holder(ctx context.Context, name string) (*Lease, error) {
 	d, etag, err := l.readLease(ctx, name)
 	if err != nil || d == nil {
 		return nil, err
@@ -350,8 +386,8 @@ func (l *Locker) Holder(ctx context.Context, name string) (*coord.Lease, error) 
 	return &ls, nil
 }
 
-func (d *leaseDoc) lease(etag azcore.ETag) coord.Lease {
-	return coord.Lease{
+func (d *leaseDoc) lease(etag azcore.ETag) Lease {
+	return Lease{
 		Name:      d.ID,
 		Owner:     d.Owner,
 		Token:     d.Token,
@@ -426,8 +462,12 @@ func (h *Lock) Name() string { return h.name }
 // Token is the fencing token of this acquisition.
 func (h *Lock) Token() int64 { return h.doc.Token }
 
+// Fence is what this holder's fenced writes carry: the lock's name and
+// this acquisition's token.
+func (h *Lock) Fence() Fence { return Fence{Name: h.name, Token: h.doc.Token} }
+
 // Lease returns the lease as last written by this holder.
-func (h *Lock) Lease() coord.Lease {
+func (h *Lock) Lease() Lease {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.doc.lease(h.etag)

@@ -77,8 +77,12 @@ func TestAcquireWaitsAndRenewalOutlivesTTL(t *testing.T) {
 	// inside that time gives up.
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if _, err := l.Acquire(wctx, "n", opts); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("waiter: %v, want deadline exceeded", err)
+	// The waiter that gives up says who was in the way.
+	_, err = l.Acquire(wctx, "n", opts)
+	var held *lock.HeldError
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, lock.ErrHeld) || !errors.As(err, &held) ||
+		held.Holder.Owner != a.Lease().Owner || held.Holder.Token != a.Token() || !strings.Contains(err.Error(), a.Lease().Owner) {
+		t.Fatalf("waiter: %v, want deadline exceeded naming the holder %s", err, a.Lease().Owner)
 	}
 	select {
 	case <-a.Lost():
@@ -156,7 +160,7 @@ func TestPausedHolderIsFencedOut(t *testing.T) {
 	}
 	var ops azcosmos.PatchOperations
 	ops.AppendSet("/owner", "a")
-	if _, err := lock.FencedPatch(ctx, dataA, pk, "best", a.Token(), ops); err != nil {
+	if _, err := lock.FencedPatch(ctx, dataA, pk, "best", a.Fence(), ops); err != nil {
 		t.Fatal(err)
 	}
 
@@ -169,7 +173,7 @@ func TestPausedHolderIsFencedOut(t *testing.T) {
 	}
 	var bops azcosmos.PatchOperations
 	bops.AppendSet("/owner", "b")
-	if _, err := lock.FencedPatch(ctx, dataB, pk, "best", b.Token(), bops); err != nil {
+	if _, err := lock.FencedPatch(ctx, dataB, pk, "best", b.Fence(), bops); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -185,7 +189,7 @@ func TestPausedHolderIsFencedOut(t *testing.T) {
 	// The zombie wakes up and writes anyway.
 	var late azcosmos.PatchOperations
 	late.AppendSet("/owner", "a-late")
-	if _, err := lock.FencedPatch(ctx, dataA, pk, "best", a.Token(), late); !errors.Is(err, lock.ErrFenced) {
+	if _, err := lock.FencedPatch(ctx, dataA, pk, "best", a.Fence(), late); !errors.Is(err, lock.ErrFenced) {
 		t.Fatalf("late write: %v, want ErrFenced", err)
 	}
 	if err := a.Release(ctx); err != nil {
@@ -200,11 +204,11 @@ func TestPausedHolderIsFencedOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc struct {
-		Owner string
-		Fence int64
+		Owner  string
+		Fences map[string]int64
 	}
 	json.Unmarshal(r.Value, &doc)
-	if doc.Owner != "b" || doc.Fence != b.Token() {
+	if doc.Owner != "b" || doc.Fences["seats"] != b.Token() {
 		t.Fatalf("protected item = %s", r.Value)
 	}
 	b.Release(ctx)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"github.com/orrery-db/orrery/coord"
 	"github.com/orrery-db/orrery/coord/changefeed"
 	"github.com/orrery-db/orrery/coord/outbox"
 )
@@ -29,19 +30,25 @@ func Example() {
 	leases, _ := db.NewContainer("leases")
 
 	// The order and its "order placed" message commit together, or neither.
-	box := outbox.New("customer")
+	box, err := outbox.New(ctx, orders)
+	if err != nil {
+		panic(err)
+	}
 	b := orders.NewTransactionalBatch(azcosmos.NewPartitionKeyString("alice"))
 	order, _ := json.Marshal(map[string]any{"id": "order-1", "customer": "alice", "total": 42})
 	b.CreateItem(order, nil)
 	_ = box.Add(&b, "alice", outbox.Message{ID: "order-1-placed", Topic: "order-placed", Payload: order})
-	if err := outbox.Commit(orders.ExecuteTransactionalBatch(ctx, b, nil)); err != nil {
+	if err := coord.Committed(orders.ExecuteTransactionalBatch(ctx, b, nil)); err != nil {
 		panic(err)
 	}
 
 	// The relay publishes it (here to memory; WebhookPublisher POSTs it).
 	pub := outbox.NewMemoryPublisher()
-	relay := outbox.NewRelay(orders, leases, "customer", pub, outbox.RelayOptions{
-		Processor: changefeed.Options{PollInterval: 100 * time.Millisecond}})
+	relay, err := outbox.NewRelay(client, orders, leases, pub, &outbox.RelayOptions{
+		Processor: &changefeed.Options{PollInterval: 100 * time.Millisecond}})
+	if err != nil {
+		panic(err)
+	}
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { _ = relay.Run(runCtx); close(done) }()

@@ -1,13 +1,16 @@
 package outbox
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
+	"slices"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/orrery-db/orrery/coord/internal/pkey"
 )
 
 // Kind marks outbox records among a container's documents.
@@ -21,21 +24,40 @@ type Message struct {
 	Topic string `json:"topic,omitempty"`
 	// Payload is the message body, JSON.
 	Payload json.RawMessage `json:"payload,omitempty"`
-	// PartitionKey is the logical partition the message was written in;
-	// messages of one partition key are published in the order written.
-	PartitionKey string `json:"partitionKey"`
+	// PartitionKey is the value of the logical partition the message was
+	// written in, as given to Add: a string, number, bool or nil, or for a
+	// hierarchical key a []any of them (one per path). After a trip
+	// through JSON numbers are float64. Messages of one partition key are
+	// published in the order written.
+	PartitionKey any `json:"partitionKey"`
+}
+
+// Key is the message's partition key as a string, for publishers that order
+// or route by a string key (a session id, a Kafka key): a string key
+// itself, any other key as its JSON text.
+func (m Message) Key() string {
+	if s, ok := m.PartitionKey.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(m.PartitionKey)
+	return string(b)
 }
 
 // record is an outbox document: the message, in the business document's
-// partition, marked sent by the relay.
+// partition, marked sent (or dead-lettered) by the relay.
 type record struct {
 	ID   string `json:"id"`
 	Kind string `json:"kind"`
 	Message
-	Created time.Time `json:"createdAt"`
-	SentAt  string    `json:"sentAt,omitempty"`
-	TTL     *int      `json:"ttl,omitempty"`
+	Created      time.Time `json:"createdAt"`
+	SentAt       string    `json:"sentAt,omitempty"`
+	DeadLettered string    `json:"deadLetteredAt,omitempty"`
+	TTL          *int      `json:"ttl,omitempty"`
 }
+
+// recordFields are the top-level properties of a record, which a partition
+// key path must not name (but "partitionKey" itself for a one-path key).
+var recordFields = []string{"id", "kind", "messageId", "topic", "payload", "createdAt", "sentAt", "deadLetteredAt", "ttl"}
 
 // recordID is the document id of a message's outbox record.
 func recordID(messageID string) string { return "outbox:" + messageID }
@@ -43,22 +65,49 @@ func recordID(messageID string) string { return "outbox:" + messageID }
 // Outbox adds outgoing messages to transactional batches, so they commit
 // or fail with the business writes they describe.
 type Outbox struct {
-	pkProperty string
+	paths []string
 }
 
-// New returns an outbox for a container whose partition key path is
-// "/" + pkProperty (a top-level string property).
-func New(pkProperty string) *Outbox { return &Outbox{pkProperty: pkProperty} }
+// New returns an outbox for the container c: it reads c's partition key
+// definition, so outbox records carry their partition key at the same
+// paths as the business documents, whatever they are (a nested path, a
+// number, a hierarchical key). A container partitioned by /id cannot hold
+// an outbox (a record and the document it describes would need the same
+// id), nor one whose partition key is a property of the record itself.
+func New(ctx context.Context, c *azcosmos.ContainerClient) (*Outbox, error) {
+	props, err := c.Read(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: reading container %q: %w", c.ID(), err)
+	}
+	paths, err := pkey.Paths(*props.ContainerProperties)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: %w", err)
+	}
+	for _, p := range paths {
+		top := pkey.Top(p)
+		if slices.Contains(recordFields, top) || (top == "partitionKey" && len(paths) > 1) {
+			return nil, fmt.Errorf("outbox: container %q is partitioned by %s, a property of the outbox's own records", c.ID(), p)
+		}
+	}
+	return &Outbox{paths: paths}, nil
+}
 
 // Add appends the creation of each message's outbox record to b, a batch
-// for the logical partition pk. Execute the batch with Commit (or
-// ExecuteTransactionalBatch): if any operation fails, no record is written.
-func (o *Outbox) Add(b *azcosmos.TransactionalBatch, pk string, msgs ...Message) error {
+// for the logical partition whose value is key: a string, number, bool or
+// nil, or for a hierarchical partition key a []any with one value per
+// path, as the batch's azcosmos.PartitionKey was made from. Execute the
+// batch with ExecuteTransactionalBatch (coord.Committed tells whether it
+// committed): if any operation fails, no record is written.
+func (o *Outbox) Add(b *azcosmos.TransactionalBatch, key any, msgs ...Message) error {
+	values, err := pkey.Values(key, len(o.paths))
+	if err != nil {
+		return fmt.Errorf("outbox: %w", err)
+	}
 	for _, m := range msgs {
 		if m.ID == "" {
 			return errors.New("outbox: a message needs an ID")
 		}
-		m.PartitionKey = pk
+		m.PartitionKey = key
 		doc, err := json.Marshal(record{ID: recordID(m.ID), Kind: Kind, Message: m, Created: time.Now().UTC()})
 		if err != nil {
 			return err
@@ -67,7 +116,9 @@ func (o *Outbox) Add(b *azcosmos.TransactionalBatch, pk string, msgs ...Message)
 		if err := json.Unmarshal(doc, &obj); err != nil {
 			return err
 		}
-		obj[o.pkProperty] = pk
+		if err := pkey.Set(obj, o.paths, values); err != nil {
+			return fmt.Errorf("outbox: %w", err)
+		}
 		if doc, err = json.Marshal(obj); err != nil {
 			return err
 		}
@@ -76,34 +127,15 @@ func (o *Outbox) Add(b *azcosmos.TransactionalBatch, pk string, msgs ...Message)
 	return nil
 }
 
-// BatchError is a transactional batch that did not commit: nothing of it
-// was written.
-type BatchError struct {
-	// Index is the operation that failed, StatusCode its status (409 for
-	// an existing id, 412 for a stale ETag).
-	Index      int
-	StatusCode int32
-}
-
-// Error says which operation failed and how.
-func (e *BatchError) Error() string {
-	return fmt.Sprintf("outbox: the batch did not commit: operation %d failed with status %d", e.Index, e.StatusCode)
-}
-
-// Commit takes the results of ExecuteTransactionalBatch and returns a
-// *BatchError when the batch rolled back, the transport error if any, or nil
-// when it committed.
-func Commit(resp azcosmos.TransactionalBatchResponse, err error) error {
+// partitionKey is the SDK's partition key of a record's message.
+func (m Message) partitionKey() (azcosmos.PartitionKey, error) {
+	n := 1
+	if vs, ok := m.PartitionKey.([]any); ok {
+		n = len(vs)
+	}
+	values, err := pkey.Values(m.PartitionKey, n)
 	if err != nil {
-		return err
+		return azcosmos.PartitionKey{}, err
 	}
-	if resp.Success {
-		return nil
-	}
-	for i, r := range resp.OperationResults {
-		if r.StatusCode != http.StatusFailedDependency && r.StatusCode >= 300 {
-			return &BatchError{Index: i, StatusCode: r.StatusCode}
-		}
-	}
-	return &BatchError{Index: -1}
+	return pkey.PartitionKey(values), nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"github.com/orrery-db/orrery/coord"
 	"github.com/orrery-db/orrery/coord/changefeed"
 	"github.com/orrery-db/orrery/coord/inbox"
 	"github.com/orrery-db/orrery/coord/internal/cosmostest"
@@ -25,6 +26,9 @@ import (
 var server *cosmostest.Server
 
 func TestMain(m *testing.M) {
+	if os.Getenv(workerEnv) != "" {
+		os.Exit(runRelayWorker())
+	}
 	os.Exit(cosmostest.RunMain(m, func(s *cosmostest.Server) { server = s }))
 }
 
@@ -32,7 +36,9 @@ func TestMain(m *testing.M) {
 // customer) and a consumer keeping customer balances with an inbox
 // ("ledger", by customer), on a fresh server.
 type shop struct {
-	t      *testing.T
+	t      testing.TB
+	client *azcosmos.Client
+	db     *azcosmos.DatabaseClient
 	orders *azcosmos.ContainerClient
 	leases *azcosmos.ContainerClient
 	ledger *azcosmos.ContainerClient
@@ -44,14 +50,16 @@ type shop struct {
 	changed chan struct{}
 }
 
-func newShop(t *testing.T) *shop {
+func newShop(t testing.TB) *shop {
 	t.Helper()
 	c := cosmostest.Start(t).Client(t)
 	ctx := context.Background()
-	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "shop"}, nil); err != nil {
+	// A database of its own: the server may be shared (COORD_TEST_ENDPOINT).
+	name := fmt.Sprintf("shop-%d", time.Now().UnixNano())
+	if _, err := c.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: name}, nil); err != nil {
 		t.Fatal(err)
 	}
-	db, _ := c.NewDatabase("shop")
+	db, _ := c.NewDatabase(name)
 	mk := func(id, pk string) *azcosmos.ContainerClient {
 		if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: id,
 			PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{pk}}}, nil); err != nil {
@@ -60,9 +68,15 @@ func newShop(t *testing.T) *shop {
 		cc, _ := db.NewContainer(id)
 		return cc
 	}
-	s := &shop{t: t, orders: mk("orders", "/customer"), leases: mk("leases", "/id"), ledger: mk("ledger", "/customer"),
-		box: outbox.New("customer"), changed: make(chan struct{}, 1)}
-	s.in = inbox.New(s.ledger, "billing", "customer")
+	s := &shop{t: t, client: c, db: db, orders: mk("orders", "/customer"), leases: mk("leases", "/id"), ledger: mk("ledger", "/customer"),
+		changed: make(chan struct{}, 1)}
+	var err error
+	if s.box, err = outbox.New(ctx, s.orders); err != nil {
+		t.Fatal(err)
+	}
+	if s.in, err = inbox.New(ctx, s.ledger, "billing", nil); err != nil {
+		t.Fatal(err)
+	}
 	return s
 }
 
@@ -86,7 +100,7 @@ func (s *shop) place(ctx context.Context, i int) error {
 	if err := s.box.Add(&b, cust, outbox.Message{ID: orderID(i), Topic: "order-placed", Payload: payload}); err != nil {
 		return err
 	}
-	return outbox.Commit(s.orders.ExecuteTransactionalBatch(ctx, b, nil))
+	return coord.Committed(s.orders.ExecuteTransactionalBatch(ctx, b, nil))
 }
 
 // consume is the billing consumer: it adds one to the customer's order
@@ -135,19 +149,23 @@ func (s *shop) balances() map[string]int {
 	return out
 }
 
-// awaitEffects waits until n messages took effect.
+// awaitEffects waits until n messages took effect, by the consumer's
+// ledger: a consume whose commit applied but whose reply was lost (its
+// relay crashed meanwhile) counts, as it does for the consumer.
 func (s *shop) awaitEffects(n int) {
 	s.t.Helper()
 	deadline := time.After(60 * time.Second)
 	for {
-		s.mu.Lock()
-		got := s.effects
-		s.mu.Unlock()
+		got := 0
+		for _, c := range s.balances() {
+			got += c
+		}
 		if got >= n {
 			return
 		}
 		select {
 		case <-s.changed:
+		case <-time.After(100 * time.Millisecond):
 		case <-deadline:
 			s.t.Fatalf("%d of %d messages took effect within 60 s", got, n)
 		}
@@ -164,10 +182,13 @@ type relay struct {
 
 func (s *shop) startRelay(name string, pub outbox.Publisher) *relay {
 	ctx, cancel := context.WithCancel(context.Background())
-	r := outbox.NewRelay(s.orders, s.leases, "customer", pub, outbox.RelayOptions{
+	r, err := outbox.NewRelay(s.client, s.orders, s.leases, pub, &outbox.RelayOptions{
 		RetryInitial: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond,
-		Processor: changefeed.Options{Instance: name, PollInterval: 50 * time.Millisecond,
+		Processor: &changefeed.Options{Instance: name, PollInterval: 50 * time.Millisecond,
 			AcquireInterval: 100 * time.Millisecond, RenewInterval: 500 * time.Millisecond, Expiration: 2 * time.Second}})
+	if err != nil {
+		s.t.Fatal(err)
+	}
 	rl := &relay{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(rl.done)
@@ -214,8 +235,8 @@ func TestBatchWithStaleETagLeavesNeitherBusinessNorOutboxRecord(t *testing.T) {
 	if err := s.box.Add(&b, customerOf(0), outbox.Message{ID: "shipped-0", Topic: "order-shipped"}); err != nil {
 		t.Fatal(err)
 	}
-	err = outbox.Commit(s.orders.ExecuteTransactionalBatch(ctx, b, nil))
-	var be *outbox.BatchError
+	err = coord.Committed(s.orders.ExecuteTransactionalBatch(ctx, b, nil))
+	var be *coord.BatchError
 	if !errors.As(err, &be) || be.StatusCode != http.StatusPreconditionFailed || be.Index != 1 {
 		t.Fatalf("commit with a stale ETag: %v, want a 412 on operation 1", err)
 	}
@@ -259,10 +280,10 @@ func (s *shop) checkExactlyOnce(published []outbox.Message) {
 		seen[m.ID] = true
 		var p struct{ Seq int }
 		_ = json.Unmarshal(m.Payload, &p)
-		if l, ok := last[m.PartitionKey]; ok && p.Seq < l {
+		if l, ok := last[m.Key()]; ok && p.Seq < l {
 			s.t.Errorf("customer %s: order %d published before %d", m.PartitionKey, l, p.Seq)
 		}
-		last[m.PartitionKey] = p.Seq
+		last[m.Key()] = p.Seq
 	}
 	if len(seen) != orders {
 		s.t.Errorf("%d distinct messages published, want %d", len(seen), orders)
@@ -461,9 +482,12 @@ func TestRelayMetricsShowBacklogAndOldestUnsent(t *testing.T) {
 	})
 	reg := prometheus.NewRegistry()
 	metrics := outbox.NewMetrics(reg)
-	r := outbox.NewRelay(s.orders, s.leases, "customer", pub, outbox.RelayOptions{Metrics: metrics,
+	r, err := outbox.NewRelay(s.client, s.orders, s.leases, pub, &outbox.RelayOptions{Metrics: metrics,
 		StatsInterval: 50 * time.Millisecond, RetryInitial: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond,
-		Processor: changefeed.Options{PollInterval: 50 * time.Millisecond, AcquireInterval: 100 * time.Millisecond}})
+		Processor: &changefeed.Options{PollInterval: 50 * time.Millisecond, AcquireInterval: 100 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { _ = r.Run(runCtx); close(done) }()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
@@ -38,21 +39,50 @@ func Example() {
 		return o.Seat
 	}
 	// Each participant call carries c.Key (saga id + step): the service
-	// applies a key at most once.
+	// applies a key at most once. An action's output is recorded with its
+	// completion and handed to later steps and to compensations.
 	steps := []saga.Step{
 		{Name: "hold_seat",
-			Action:     func(ctx context.Context, c saga.Call) error { fmt.Println("hold seat", seat(c)); return nil },
-			Compensate: func(ctx context.Context, c saga.Call) error { fmt.Println("release seat", seat(c)); return nil }},
+			Action: func(ctx context.Context, c saga.Call) (any, error) {
+				fmt.Println("hold seat", seat(c))
+				return map[string]string{"hold": "H-" + seat(c)}, nil
+			},
+			Compensate: func(ctx context.Context, c saga.Call) error {
+				var held map[string]string
+				_, _ = c.Output("hold_seat", &held)
+				fmt.Println("release hold", held["hold"])
+				return nil
+			}},
 		{Name: "charge",
-			Action:     func(ctx context.Context, c saga.Call) error { return errors.New("card declined") },
-			Compensate: func(ctx context.Context, c saga.Call) error { fmt.Println("refund: nothing charged"); return nil }},
+			// A declined card is not worth retrying: Permanent.
+			Action: func(ctx context.Context, c saga.Call) (any, error) {
+				return nil, saga.Permanent(errors.New("card declined"))
+			},
+			Compensate: func(ctx context.Context, c saga.Call) error {
+				if !c.Completed {
+					fmt.Println("refund: nothing was charged")
+					return nil
+				}
+				var charge map[string]string
+				_, _ = c.Output("charge", &charge)
+				fmt.Println("refund", charge["id"])
+				return nil
+			},
+			Retry:   saga.RetryPolicy{Attempts: 5}, // transient failures of the provider
+			Timeout: 10 * time.Second},             // per attempt
 		{Name: "issue_ticket",
-			Action:     func(ctx context.Context, c saga.Call) error { fmt.Println("issue ticket"); return nil },
+			Action: func(ctx context.Context, c saga.Call) (any, error) {
+				fmt.Println("issue ticket")
+				return nil, nil
+			},
 			Compensate: func(ctx context.Context, c saga.Call) error { fmt.Println("revoke ticket"); return nil }},
 		{Name: "notify",
-			Action: func(ctx context.Context, c saga.Call) error { fmt.Println("send confirmation"); return nil }},
+			Action: func(ctx context.Context, c saga.Call) (any, error) {
+				fmt.Println("send confirmation")
+				return nil, nil
+			}},
 	}
-	ex, err := saga.New(sagas, "purchase", steps, saga.Options{Locks: lock.New(locks)})
+	ex, err := saga.New(sagas, "purchase", steps, lock.New(locks), nil)
 	if err != nil {
 		panic(err)
 	}
@@ -60,10 +90,10 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(st.Status, "after", st.FailedStep+":", st.Error)
+	fmt.Println(st.Status, "after", st.FailedStep+":", st.Error, "after", st.Attempts, "attempt")
 	// Output:
 	// hold seat floor-R3-S7
-	// refund: nothing charged
-	// release seat floor-R3-S7
-	// compensated after charge: card declined
+	// refund: nothing was charged
+	// release hold H-floor-R3-S7
+	// compensated after charge: card declined after 1 attempt
 }

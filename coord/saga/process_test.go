@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/orrery-db/orrery/coord"
 	"github.com/orrery-db/orrery/coord/internal/cosmostest"
 	"github.com/orrery-db/orrery/coord/lock"
 	"github.com/orrery-db/orrery/coord/saga"
@@ -42,7 +41,7 @@ func runWorker() int {
 			fmt.Println("AT CRASH POINT")
 			select {} // until SIGKILL
 		}
-	}), saga.Options{Locks: lock.New(locks), LeaseTTL: leaseTTL, Owner: "victim"})
+	}), lock.New(locks), &saga.Options{LeaseTTL: leaseTTL, Owner: "victim"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -87,7 +86,7 @@ func TestKilledExecutorProcess(t *testing.T) {
 		errs := make([]error, 3)
 		for r := range 3 {
 			e := open(t, db)
-			ex, err := saga.New(e.sagas, "purchase", purchase(good.ledger, sc.fail, func(string, int) {}), saga.Options{Locks: e.locks, LeaseTTL: recoverTTL})
+			ex, err := saga.New(e.sagas, "purchase", purchase(good.ledger, sc.fail, func(string, int) {}), e.locks, &saga.Options{LeaseTTL: recoverTTL})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,9 +97,9 @@ func TestKilledExecutorProcess(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		want := coord.SagaCompleted
+		want := saga.Completed
 		if sc.fail >= 0 {
-			want = coord.SagaCompensated
+			want = saga.Compensated
 		}
 		for r := range 3 {
 			if errs[r] != nil || states[r].Status != want {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
-	"github.com/orrery-db/orrery/coord"
 	"github.com/orrery-db/orrery/coord/saga"
 )
 
@@ -30,26 +29,45 @@ const (
 // ledger. Step fail's action is declined (-1: none). at is called at each
 // point a crash can happen: before and after each action's effect, before
 // and after each compensation's.
+//
+// Each action returns its participant's reference ("<service>.<key>") as
+// its output, and checks that every earlier step's reference reached it;
+// each compensation of a completed step checks that its own did. A missing
+// or wrong output fails the step for good, so a test that expects a saga to
+// complete (or to compensate cleanly) sees it.
 func purchase(ledger *azcosmos.ContainerClient, fail int, at func(phase string, step int)) []saga.Step {
 	steps := make([]saga.Step, len(stepNames))
 	for i, name := range stepNames {
 		svc := services[i]
-		steps[i] = saga.Step{Name: name, Action: func(ctx context.Context, c saga.Call) error {
+		steps[i] = saga.Step{Name: name, Action: func(ctx context.Context, c saga.Call) (any, error) {
 			at("action-before", i)
+			if err := checkOutputs(c, i); err != nil {
+				return nil, saga.Permanent(err)
+			}
 			if i == fail {
-				return fmt.Errorf("%s declined", svc)
+				return nil, fmt.Errorf("%s declined", svc)
 			}
 			// A participant is another service: once called it carries
 			// on whatever becomes of its caller.
 			if err := apply(context.WithoutCancel(ctx), ledger, c.SagaID, svc, c.Key); err != nil {
-				return err
+				return nil, err
 			}
 			at("action-after", i)
-			return nil
+			return reference{Ref: svc + "." + c.Key}, nil
 		}}
 		if svc != "mail" {
 			steps[i].Compensate = func(ctx context.Context, c saga.Call) error {
 				at("comp-before", i)
+				var own reference
+				got, err := c.Output(c.Step, &own)
+				switch {
+				case err != nil:
+					return err
+				case c.Completed != got:
+					return fmt.Errorf("compensating %s: completed %v but output recorded %v", c.Step, c.Completed, got)
+				case got && own.Ref != svc+"."+c.Key:
+					return fmt.Errorf("compensating %s: its output is %q", c.Step, own.Ref)
+				}
 				if err := cancel(context.WithoutCancel(ctx), ledger, c.SagaID, svc, c.Key); err != nil {
 					return err
 				}
@@ -59,6 +77,26 @@ func purchase(ledger *azcosmos.ContainerClient, fail int, at func(phase string, 
 		}
 	}
 	return steps
+}
+
+// reference is a purchase step's output.
+type reference struct {
+	Ref string `json:"ref"`
+}
+
+// checkOutputs checks that the outputs of steps 0..i-1 reached step i.
+func checkOutputs(c saga.Call, i int) error {
+	for j := range i {
+		var r reference
+		ok, err := c.Output(stepNames[j], &r)
+		if err != nil {
+			return err
+		}
+		if want := services[j] + "." + c.SagaID + ":" + stepNames[j]; !ok || r.Ref != want {
+			return fmt.Errorf("step %s sees the output of %s as %q (recorded %v), want %q", stepNames[i], stepNames[j], r.Ref, ok, want)
+		}
+	}
+	return nil
 }
 
 type scenario struct {
@@ -143,7 +181,7 @@ func runScenario(t *testing.T, db string, good env, sc scenario) error {
 			close(crashed)
 			<-release
 		}
-	}), saga.Options{Locks: zenv.locks, LeaseTTL: leaseTTL, Owner: "zombie"})
+	}), zenv.locks, &saga.Options{LeaseTTL: leaseTTL, Owner: "zombie"})
 	if err != nil {
 		return err
 	}
@@ -168,7 +206,7 @@ func runScenario(t *testing.T, db string, good env, sc scenario) error {
 		role := fmt.Sprintf("recoverer-%d", r)
 		ex, err := saga.New(renv.sagas, "purchase", purchase(good.ledger, sc.fail, func(string, int) {
 			drivers.Store(role, true)
-		}), saga.Options{Locks: renv.locks, LeaseTTL: recoverTTL, Owner: role})
+		}), renv.locks, &saga.Options{LeaseTTL: recoverTTL, Owner: role})
 		if err != nil {
 			return err
 		}
@@ -179,9 +217,9 @@ func runScenario(t *testing.T, db string, good env, sc scenario) error {
 		}()
 	}
 	rw.Wait()
-	want := coord.SagaCompleted
+	want := saga.Completed
 	if sc.fail >= 0 {
-		want = coord.SagaCompensated
+		want = saga.Compensated
 	}
 	for r := range 3 {
 		if errs[r] != nil {
@@ -222,6 +260,9 @@ func runScenario(t *testing.T, db string, good env, sc scenario) error {
 		if !slices.Equal(final.Completed, stepNames) {
 			return fmt.Errorf("completed steps %v", final.Completed)
 		}
+		if len(final.Outputs) != len(stepNames) {
+			return fmt.Errorf("recorded outputs %v, want one per step", final.Outputs)
+		}
 		return nil
 	}
 	if e.Seats != 0 || e.Payments != 0 || e.Tickets != 0 || e.Mail != 0 {
@@ -246,7 +287,7 @@ func runScenario(t *testing.T, db string, good env, sc scenario) error {
 }
 
 func (e env) sagasGet(ctx context.Context, id string) (saga.State, error) {
-	ex, err := saga.New(e.sagas, "purchase", purchase(e.ledger, -1, func(string, int) {}), saga.Options{Locks: e.locks})
+	ex, err := saga.New(e.sagas, "purchase", purchase(e.ledger, -1, func(string, int) {}), e.locks, nil)
 	if err != nil {
 		return saga.State{}, err
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"sync"
 	"time"
 
@@ -74,10 +73,14 @@ func newApp(ctx context.Context, client *azcosmos.Client, log *slog.Logger) (*Ap
 	if err != nil {
 		return nil, err
 	}
+	box, err := outbox.New(ctx, shop.tickets)
+	if err != nil {
+		return nil, err
+	}
 	a := &App{
 		shop:     shop,
 		locker:   lock.New(locks),
-		outbox:   outbox.New("eventId"),
+		outbox:   box,
 		notes:    notes,
 		activity: newActivity(200),
 		events:   sampleEvents(time.Now()),
@@ -101,25 +104,31 @@ func newApp(ctx context.Context, client *azcosmos.Client, log *slog.Logger) (*Ap
 	}
 	// The activity log is coord's change-feed processor over the tickets
 	// container: every committed sale, ticket and refund becomes a line.
-	host := ""
-	if u, err := url.Parse(client.Endpoint()); err == nil {
-		host = u.Host
+	feedOpts := &changefeed.Options{StartFrom: changefeed.StartFromTime(started),
+		PollInterval: 200 * time.Millisecond, AcquireInterval: time.Second}
+	var feeds []*changefeed.Processor
+	for name, monitored := range map[string]*azcosmos.ContainerClient{"activity": shop.tickets, "activity-payments": payments} {
+		feed, err := changefeed.New(client, monitored, leases, name, a.feedHandler, feedOpts)
+		if err != nil {
+			return nil, err
+		}
+		feeds = append(feeds, feed)
 	}
-	feedOpts := func(name string) changefeed.Options {
-		return changefeed.Options{Name: name, Host: host, StartFrom: changefeed.StartFromTime(started),
-			PollInterval: 200 * time.Millisecond, AcquireInterval: time.Second}
+	// The outbox relay publishes the transfers' notifications and the
+	// purchases' confirmations to the messaging service, retrying while it
+	// is down.
+	notesInbox, err := inbox.New(ctx, notes, "notifications", nil)
+	if err != nil {
+		return nil, err
 	}
-	feeds := []*changefeed.Processor{
-		changefeed.New(shop.tickets, leases, a.feedHandler, feedOpts("activity")),
-		changefeed.New(payments, leases, a.feedHandler, feedOpts("activity-payments")),
-	}
-	// The outbox relay publishes the transfers' notifications to the
-	// messaging service, retrying while it is down.
-	a.messenger = &Messenger{notes: notes, inbox: inbox.New(notes, "notifications", "userId"), switches: a.switches}
-	a.relay = outbox.NewRelay(shop.tickets, leases, "eventId", a.messenger, outbox.RelayOptions{
-		Processor:    changefeed.Options{Name: "outbox-relay", Host: host, PollInterval: 200 * time.Millisecond, AcquireInterval: time.Second},
+	a.messenger = &Messenger{notes: notes, inbox: notesInbox, switches: a.switches}
+	a.relay, err = outbox.NewRelay(client, shop.tickets, leases, a.messenger, &outbox.RelayOptions{
+		Processor:    &changefeed.Options{PollInterval: 200 * time.Millisecond, AcquireInterval: time.Second},
 		RetryInitial: 100 * time.Millisecond, RetryMax: 2 * time.Second,
 	})
+	if err != nil {
+		return nil, err
+	}
 	a.bg, a.stop = context.WithCancel(context.Background())
 	bg := a.bg
 	for _, feed := range feeds {

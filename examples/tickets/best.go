@@ -144,7 +144,7 @@ func sellLocked(ctx context.Context, shop *Shop, locker *lock.Locker, eventID, u
 	}
 	order := newOrder(eventID, userID, picked, "best available, lock")
 	for _, s := range picked {
-		_, err := lock.FencedPatch(work, shop.tickets, azcosmos.NewPartitionKeyString(eventID), s.ID, lk.Token(), soldPatch(userID, order.ID))
+		_, err := lock.FencedPatch(work, shop.tickets, azcosmos.NewPartitionKeyString(eventID), s.ID, lk.Fence(), soldPatch(userID, order.ID))
 		if errors.Is(err, lock.ErrFenced) {
 			out.Message = "Fenced out: a newer lock holder has written this seat, so this stale write was refused."
 			return out
@@ -227,7 +227,7 @@ func bestWithStall(ctx context.Context, shop *Shop, locker *lock.Locker, eventID
 	zombie := BestOutcome{UserID: stalled, Token: lk.Token()}
 	order := newOrder(eventID, stalled, picked, "best available, lock, after a stall")
 	for _, s := range picked {
-		_, err := lock.FencedPatch(ctx, shop.tickets, azcosmos.NewPartitionKeyString(eventID), s.ID, lk.Token(), soldPatch(stalled, order.ID))
+		_, err := lock.FencedPatch(ctx, shop.tickets, azcosmos.NewPartitionKeyString(eventID), s.ID, lk.Fence(), soldPatch(stalled, order.ID))
 		if errors.Is(err, lock.ErrFenced) {
 			zombie.Message = fmt.Sprintf("Stalled past its lease, woke up and wrote with fencing token %d: refused, the seat had accepted token %d.", lk.Token(), other.Token)
 			break

@@ -99,7 +99,7 @@ func TestBestStalledHolder(t *testing.T) {
 	}
 	for _, code := range next.Seats {
 		seat, _, err := ta.app.shop.readSeat(ctx, "starlight-symphony", code)
-		if err != nil || seat.Holder != "bob" || seat.Fence != next.Token {
+		if err != nil || seat.Holder != "bob" || seat.Fences["best-starlight-symphony"] != next.Token {
 			t.Errorf("seat %s: %+v (%v); want Bob's, fenced at %d", code, seat, err, next.Token)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/orrery-db/orrery/coord"
 	"github.com/orrery-db/orrery/coord/saga"
 )
 
@@ -101,7 +100,7 @@ func TestPagesRejectBadInput(t *testing.T) {
 func TestLessonLinks(t *testing.T) {
 	ta := startApp(t)
 	lessons := []Lesson{bestLesson(BestResult{}), bestLesson(BestResult{Locked: true}), bestLesson(BestResult{Locked: true, Stalled: true}), transferLesson(), sagaLesson(SagaResult{}),
-		sagaLesson(SagaResult{State: saga.State{Status: coord.SagaCompleted}, Confirmation: Confirmation{MessagingDown: true}}),
+		sagaLesson(SagaResult{State: saga.State{Status: saga.Completed}, Confirmation: Confirmation{MessagingDown: true}}),
 		{Code: "/code/storm.go#runStorm"}, {Code: "/code/activity.go#feedHandler"}, {Code: "/code/integrity.go#checkIntegrity"}}
 	for _, st := range strategies {
 		lessons = append(lessons, raceLesson(st))

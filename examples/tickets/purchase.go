@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -67,19 +68,30 @@ type Purchases struct {
 	outbox   *outbox.Outbox
 	switches *Switches
 	exec     *saga.Executor
+	// passes counts the recovery passes recoverLoop has finished, so that
+	// a test can wait for the app's own recoverer to be idle before it
+	// races it.
+	passes atomic.Int64
 }
 
 // newPurchases wires the saga's steps to its participants. ob is the
-// outbox of the tickets container, which the app's relay publishes.
+// outbox of the tickets container, which the app's relay publishes. A
+// failed action is not retried (the page shows one attempt's fate);
+// compensations are, 50 ms apart at first.
 func newPurchases(shop *Shop, sagas, payments *azcosmos.ContainerClient, ob *outbox.Outbox, locks *lock.Locker, sw *Switches) (*Purchases, error) {
 	p := &Purchases{shop: shop, payments: payments, outbox: ob, switches: sw}
 	exec, err := saga.New(sagas, "purchase", []saga.Step{
-		{Name: stepHold, Action: p.holdSeats, Compensate: p.releaseSeats},
-		{Name: stepCharge, Action: p.chargeCard, Compensate: p.refundCard},
-		{Name: stepIssue, Action: p.issueTickets, Compensate: p.revokeTickets},
-	}, saga.Options{Locks: locks, CompensationBackoff: 50 * time.Millisecond})
+		{Name: stepHold, Action: noOutput(p.holdSeats), Compensate: p.releaseSeats},
+		{Name: stepCharge, Action: noOutput(p.chargeCard), Compensate: p.refundCard},
+		{Name: stepIssue, Action: noOutput(p.issueTickets), Compensate: p.revokeTickets},
+	}, locks, &saga.Options{Retry: saga.RetryPolicy{Attempts: 1}, CompensationRetry: saga.RetryPolicy{Backoff: 50 * time.Millisecond}})
 	p.exec = exec
 	return p, err
+}
+
+// noOutput is an action that records no output.
+func noOutput(f func(context.Context, saga.Call) error) saga.Action {
+	return func(ctx context.Context, c saga.Call) (any, error) { return nil, f(ctx, c) }
 }
 
 // Buy runs one purchase to its end, completed or compensated, and, when it
@@ -88,7 +100,7 @@ func newPurchases(shop *Shop, sagas, payments *azcosmos.ContainerClient, ob *out
 // recoverer queues it (queueOwed).
 func (p *Purchases) Buy(ctx context.Context, in PurchaseInput) (saga.State, error) {
 	st, err := p.exec.Start(ctx, saga.NewID(), in)
-	if err != nil || st.Status != coord.SagaCompleted {
+	if err != nil || st.Status != saga.Completed {
 		return st, err
 	}
 	if _, err := p.queueConfirmation(ctx, st.ID, in); err != nil {
@@ -359,8 +371,8 @@ func (p *Purchases) queueConfirmation(ctx context.Context, sagaID string, in Pur
 			Payload: mustJSON(notice{UserID: in.UserID, Text: text})}); err != nil {
 			return false, err
 		}
-		err = outbox.Commit(p.shop.tickets.ExecuteTransactionalBatch(ctx, b, nil))
-		var be *outbox.BatchError
+		err = coord.Committed(p.shop.tickets.ExecuteTransactionalBatch(ctx, b, nil))
+		var be *coord.BatchError
 		if errors.As(err, &be) && (be.StatusCode == http.StatusPreconditionFailed || be.StatusCode == http.StatusConflict) {
 			continue // the order changed or the record exists: read again
 		}
@@ -400,7 +412,7 @@ func (p *Purchases) queueOwed(ctx context.Context) (int, error) {
 			if err != nil {
 				return n, err
 			}
-			if st.Status != coord.SagaCompleted {
+			if st.Status != saga.Completed {
 				continue
 			}
 			var in PurchaseInput
@@ -456,7 +468,7 @@ type Confirmation struct {
 }
 
 // Completed reports whether the purchase went through.
-func (r SagaResult) Completed() bool { return r.State.Status == coord.SagaCompleted }
+func (r SagaResult) Completed() bool { return r.State.Status == saga.Completed }
 
 // result describes a saga's recorded state for the page: each step's fate
 // and, read back from the participants' own records, what each compensation
@@ -574,13 +586,16 @@ func undoTitle(name string) string {
 // completed purchases still owe. It returns how many purchases and
 // confirmations it settled.
 func (p *Purchases) recoverOnce(ctx context.Context) (int, error) {
-	ids, err := p.exec.Unfinished(ctx)
+	unfinished, err := p.exec.Unfinished(ctx)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
-	for _, id := range ids {
-		if _, err := p.exec.TryResume(ctx, id); errors.Is(err, saga.ErrBusy) {
+	for _, st := range unfinished {
+		if st.Status == saga.CompensationFailed {
+			continue // left to an operator, as before
+		}
+		if _, err := p.exec.TryResume(ctx, st.ID); errors.Is(err, saga.ErrBusy) {
 			continue
 		} else if err != nil {
 			return n, err
@@ -599,6 +614,7 @@ func (p *Purchases) recoverLoop(ctx context.Context, every time.Duration, log *s
 		} else if n > 0 {
 			log.Info("settled purchases left unfinished", "count", n)
 		}
+		p.passes.Add(1)
 		select {
 		case <-ctx.Done():
 			return

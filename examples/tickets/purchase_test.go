@@ -10,7 +10,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
-	"github.com/orrery-db/orrery/coord"
 	"github.com/orrery-db/orrery/coord/saga"
 )
 
@@ -51,9 +50,9 @@ func TestPurchaseSaga(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantStatus := coord.SagaCompensated
+			wantStatus := saga.Compensated
 			if c.comp == nil {
-				wantStatus = coord.SagaCompleted
+				wantStatus = saga.Completed
 			}
 			if st.Status != wantStatus || !slices.Equal(st.Compensated, c.comp) && len(c.comp) > 0 {
 				t.Fatalf("saga ended %s, compensated %v; want %s, %v", st.Status, st.Compensated, wantStatus, c.comp)
@@ -102,7 +101,7 @@ func TestSagaSeatTakenReleasesNothing(t *testing.T) {
 	}
 	in := PurchaseInput{EventID: ev, Event: "Cosmic Drift Live", UserID: "alice", Seats: []string{"FL-3-3"}, Total: priceOf("FL-3-3")}
 	st, err := app.purchase.Buy(ctx, in)
-	if err != nil || st.Status != coord.SagaCompensated || st.FailedStep != stepHold {
+	if err != nil || st.Status != saga.Compensated || st.FailedStep != stepHold {
 		t.Fatalf("saga %s, failed step %q (%v); want compensated at %s", st.Status, st.FailedStep, err, stepHold)
 	}
 	res := app.purchase.result(ctx, in, st)
@@ -130,7 +129,7 @@ func TestSagaMessagingDownKeepsThePurchase(t *testing.T) {
 	defer app.switches.MessagingDown.Store(false)
 	in := PurchaseInput{EventID: ev, Event: "Starlight Symphony", UserID: "erin", Seats: []string{"BA-2-5"}, Total: priceOf("BA-2-5")}
 	st, err := app.purchase.Buy(ctx, in)
-	if err != nil || st.Status != coord.SagaCompleted {
+	if err != nil || st.Status != saga.Completed {
 		t.Fatalf("with messaging down the saga ended %s (%v), want completed", st.Status, err)
 	}
 	res := app.purchase.result(ctx, in, st)
@@ -178,16 +177,20 @@ func TestConfirmationOwedAfterCrash(t *testing.T) {
 	ctx := t.Context()
 	const ev = "nebula-nights"
 	in := PurchaseInput{EventID: ev, Event: "Nebula Nights", UserID: "frank", Seats: []string{"FR-4-6"}, Total: priceOf("FR-4-6")}
+	// The app's own recoverer makes its first pass as the app starts and
+	// the next 30 s later: let that first pass end, or it may queue the
+	// confirmation before the callers below race for it.
+	waitFor(t, 60*time.Second, "the app's first recovery pass", func() bool { return app.purchase.passes.Load() > 0 })
 	// The saga alone, as Buy runs it, then the "crash": no queueing.
 	st, err := app.purchase.exec.Start(ctx, saga.NewID(), in)
-	if err != nil || st.Status != coord.SagaCompleted {
+	if err != nil || st.Status != saga.Completed {
 		t.Fatalf("saga %s (%v)", st.Status, err)
 	}
 	if o, _, err := app.purchase.order(ctx, ev, st.ID); err != nil || o.Confirmation != "" {
 		t.Fatalf("order %+v (%v) before recovery, want no confirmation", o, err)
 	}
 	// A second purchase whose saga is still running owes nothing yet.
-	running := saga.State{ID: saga.NewID(), Saga: "purchase", Status: coord.SagaRunning, Input: mustJSON(in), Next: 3,
+	running := saga.State{ID: saga.NewID(), Saga: "purchase", Status: saga.Running, Input: mustJSON(in), Next: 3,
 		Completed: []string{}, Compensate: []string{}, Compensated: []string{}}
 	if err := app.shop.create(ctx, ev, Order{ID: orderOf(running.ID), Type: typeOrder, EventID: ev, UserID: "frank",
 		Seats: []string{"FR-4-5"}, Total: 95, Strategy: sagaStrategy, SagaID: running.ID, Status: "paid"}); err != nil {
@@ -277,7 +280,7 @@ func TestPurchaseRecovery(t *testing.T) {
 	if err := app.purchase.chargeCard(ctx, call); err != nil {
 		t.Fatal(err)
 	}
-	crashed := saga.State{ID: id, Saga: "purchase", Status: coord.SagaRunning, Input: raw, Next: 2,
+	crashed := saga.State{ID: id, Saga: "purchase", Status: saga.Running, Input: raw, Next: 2,
 		Completed: []string{stepHold, stepCharge}, Compensate: []string{}, Compensated: []string{}}
 	if _, err := app.purchase.exec.Get(ctx, id); err == nil {
 		t.Fatal("the saga exists before it was recorded")
@@ -296,7 +299,7 @@ func TestPurchaseRecovery(t *testing.T) {
 	// The app's own recoverer may have got there first: Resume waits for
 	// whoever drives it and returns the end state.
 	st, err := app.purchase.exec.Resume(ctx, id)
-	if err != nil || st.Status != coord.SagaCompleted {
+	if err != nil || st.Status != saga.Completed {
 		t.Fatalf("after recovery the saga is %s (%v), want completed", st.Status, err)
 	}
 	ch, err := app.purchase.charge(ctx, "dave", "charge-"+id)
@@ -306,5 +309,44 @@ func TestPurchaseRecovery(t *testing.T) {
 	in2, err := checkIntegrity(ctx, app.shop, ev)
 	if err != nil || !in2.OK() || in2.SeatsSold != 1 || in2.Tickets != 1 {
 		t.Errorf("integrity %+v (%v)", in2, err)
+	}
+}
+
+// TestRecovererLeavesCompensationFailedToAnOperator: a purchase whose
+// compensation kept failing stays in compensation_failed through the
+// recoverer's sweeps (coord lists it among the unfinished, for an operator),
+// and an operator's Resume, once the participant is back, finishes it.
+func TestRecovererLeavesCompensationFailedToAnOperator(t *testing.T) {
+	ta := startApp(t)
+	app := ta.app
+	ctx := t.Context()
+	const ev = "cosmic-drift"
+	in := PurchaseInput{EventID: ev, Event: "Cosmic Drift Live", UserID: "carol", Seats: []string{"FL-1-4"}, Total: priceOf("FL-1-4")}
+	id := saga.NewID()
+	stuck := saga.State{ID: id, Saga: "purchase", Status: saga.CompensationFailed, Input: mustJSON(in), Next: 0,
+		Completed: []string{}, Compensate: []string{stepHold}, Compensated: []string{},
+		FailedStep: stepHold, Error: "the seat inventory is unavailable", Attempts: 5}
+	sagas, err := app.shop.db.NewContainer("sagas")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sagas.CreateItem(ctx, azcosmos.NewPartitionKeyString(id), mustJSON(stuck), nil); err != nil {
+		t.Fatal(err)
+	}
+	unfinished, err := app.purchase.exec.Unfinished(ctx)
+	if err != nil || !slices.ContainsFunc(unfinished, func(s saga.State) bool { return s.ID == id }) {
+		t.Fatalf("unfinished %+v (%v): want the stuck purchase listed", unfinished, err)
+	}
+	for range 2 {
+		if _, err := app.purchase.recoverOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, err := app.purchase.exec.Get(ctx, id); err != nil || st.Status != saga.CompensationFailed || len(st.Compensated) != 0 {
+		t.Fatalf("after the recoverer's sweeps the purchase is %s, compensated %v (%v); want it left in compensation_failed", st.Status, st.Compensated, err)
+	}
+	st, err := app.purchase.exec.Resume(ctx, id)
+	if err != nil || st.Status != saga.Compensated || !slices.Equal(st.Compensated, []string{stepHold}) {
+		t.Fatalf("the operator's Resume ended %s, compensated %v (%v); want compensated %v", st.Status, st.Compensated, err, []string{stepHold})
 	}
 }

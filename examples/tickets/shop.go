@@ -32,21 +32,21 @@ const (
 
 // Seat is one seat of one event.
 type Seat struct {
-	ID          string `json:"id"`
-	Type        string `json:"type"`
-	EventID     string `json:"eventId"`
-	Code        string `json:"code"`
-	Section     string `json:"section"`
-	SectionName string `json:"sectionName"`
-	Row         int    `json:"row"`
-	Number      int    `json:"number"`
-	Price       int    `json:"price"`
-	Rank        int    `json:"rank"`
-	Status      string `json:"status"`
-	Holder      string `json:"holder,omitempty"`
-	OrderID     string `json:"orderId,omitempty"`
-	Fence       int64  `json:"fence,omitempty"`      // highest lock fencing token accepted (lock.FenceField)
-	ReleasedBy  string `json:"releasedBy,omitempty"` // the purchase saga that last released it
+	ID          string           `json:"id"`
+	Type        string           `json:"type"`
+	EventID     string           `json:"eventId"`
+	Code        string           `json:"code"`
+	Section     string           `json:"section"`
+	SectionName string           `json:"sectionName"`
+	Row         int              `json:"row"`
+	Number      int              `json:"number"`
+	Price       int              `json:"price"`
+	Rank        int              `json:"rank"`
+	Status      string           `json:"status"`
+	Holder      string           `json:"holder,omitempty"`
+	OrderID     string           `json:"orderId,omitempty"`
+	Fences      map[string]int64 `json:"fences,omitempty"`     // per lock name, the highest fencing token accepted (lock.FencesField)
+	ReleasedBy  string           `json:"releasedBy,omitempty"` // the purchase saga that last released it
 }
 
 // Label is the seat as a person reads it.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
+	"github.com/orrery-db/orrery/coord"
 	"github.com/orrery-db/orrery/coord/inbox"
 	"github.com/orrery-db/orrery/coord/outbox"
 )
@@ -59,8 +60,8 @@ func transferTicket(ctx context.Context, shop *Shop, ob *outbox.Outbox, eventNam
 	); err != nil {
 		return err
 	}
-	err = outbox.Commit(shop.tickets.ExecuteTransactionalBatch(ctx, b, nil))
-	var be *outbox.BatchError
+	err = coord.Committed(shop.tickets.ExecuteTransactionalBatch(ctx, b, nil))
+	var be *coord.BatchError
 	if errors.As(err, &be) && (be.StatusCode == http.StatusPreconditionFailed || be.StatusCode == http.StatusConflict) {
 		return errNotOwner
 	}
