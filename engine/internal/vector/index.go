@@ -20,9 +20,9 @@ type Index struct {
 	m   meta
 	dim int
 
-	keys [][]byte         // node id -> item key; nil for a free id
+	keys [][]byte          // node id -> item key; nil for a free id
 	ids  map[string]uint32 // item key -> node id
-	free []uint32         // free ids below m.nextID, reused first
+	free []uint32          // free ids below m.nextID, reused first
 	live int
 
 	// vecs holds every node's vector as searched (unit length for cosine),

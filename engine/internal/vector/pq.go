@@ -12,11 +12,11 @@ import (
 // subspace, so a code is m bytes. Distances to a query come from a table of
 // the query's distance to every centroid (asymmetric distance computation).
 type quantizer struct {
-	dim    int
-	m      int
-	starts []int       // subspace s covers [starts[s], starts[s+1])
-	cents  [][]float32 // subspace s: 256 centroids of its width, flat
-	dotMode bool       // the table holds -q·c (dot product), else ||q-c||²
+	dim     int
+	m       int
+	starts  []int       // subspace s covers [starts[s], starts[s+1])
+	cents   [][]float32 // subspace s: 256 centroids of its width, flat
+	dotMode bool        // the table holds -q·c (dot product), else ||q-c||²
 }
 
 const pqCentroids = 256
