@@ -5,6 +5,10 @@ import (
 	"sort"
 )
 
+// A node takes back edges past MaxDegree up to 1.3 times it (DiskANN's
+// slack) before it is pruned back to MaxDegree, which spreads the cost of
+// pruning over several inserts.
+
 // alpha2 is Vamana's pruning factor α = 1.2, squared because the distances
 // the graph compares are squared ones (L2², or 1 - cos = L2²/2 for unit
 // vectors).
@@ -51,12 +55,13 @@ func (p *Pending) link(id uint32) {
 	out := ix.prune(id, pool)
 	p.setEdges(id, out)
 	R := ix.cfg.MaxDegree
+	slack := R + R*3/10
 	for _, n := range out {
 		cur := ix.nbrs[n]
 		if slices.Contains(cur, id) {
 			continue
 		}
-		if len(cur) < R {
+		if len(cur) < slack {
 			next := make([]uint32, len(cur), len(cur)+1)
 			copy(next, cur)
 			p.setEdges(n, append(next, id))
@@ -122,9 +127,28 @@ func (ix *Index) walk(s *scratch, q []float32, L int, expandedOnly bool, dist fu
 	s.reset(int(ix.m.nextID))
 	beam := s.beam[:0]
 	var expanded []candidate
-	entry := ix.m.entry
-	s.visit(entry)
-	beam = append(beam, candidate{d: dist(entry), id: entry})
+	// Start from the closest landmarks: a sample of the nodes spread over
+	// the graph, which lets a walk reach a region that no path of short
+	// edges leads to from one entry node (the role HNSW's upper layers
+	// play).
+	for _, id := range ix.landmarks(landmarkCount) {
+		if !s.visit(id) {
+			continue
+		}
+		d := dist(id)
+		if len(beam) == L && d >= beam[L-1].d {
+			continue
+		}
+		j := sort.Search(len(beam), func(k int) bool { return beam[k].d > d })
+		if len(beam) < L {
+			beam = append(beam, candidate{})
+		}
+		copy(beam[j+1:], beam[j:len(beam)-1])
+		beam[j] = candidate{d: d, id: id}
+	}
+	if len(beam) > landmarkSeeds {
+		beam = beam[:landmarkSeeds]
+	}
 	for {
 		i := 0
 		for i < len(beam) && beam[i].expanded {
@@ -159,6 +183,43 @@ func (ix *Index) walk(s *scratch, q []float32, L int, expandedOnly bool, dist fu
 		return expanded
 	}
 	return beam
+}
+
+// landmarkCount is how many landmarks a walk measures, and landmarkSeeds
+// how many of the closest it starts from.
+const (
+	landmarkCount = 256
+	landmarkSeeds = 4
+)
+
+// landmarks returns up to n nodes spread evenly over the ids (so over the
+// order of insertion): for each of n evenly spaced ids, the first usable one
+// at or after it. The choice depends only on the index's state, so an index
+// reopened from its keyspace starts its walks where the one that wrote it
+// did. The entry node comes first.
+func (ix *Index) landmarks(n int) []uint32 {
+	out := make([]uint32, 0, n+1)
+	if ix.m.hasEntry {
+		out = append(out, ix.m.entry)
+	}
+	total := int(ix.m.nextID)
+	if total <= n {
+		for id := range total {
+			if ix.usable(uint32(id)) {
+				out = append(out, uint32(id))
+			}
+		}
+		return out
+	}
+	for i := range n {
+		for id := i * total / n; id < (i+1)*total/n; id++ {
+			if ix.usable(uint32(id)) {
+				out = append(out, uint32(id))
+				break
+			}
+		}
+	}
+	return out
 }
 
 // consolidate repairs up to budget live nodes, from the sweep's cursor,
