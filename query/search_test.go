@@ -286,3 +286,35 @@ func (s testSearch) FullTextStats(_ []string, _ []string) (FullTextStats, bool) 
 	}
 	return *s.stats, true
 }
+
+// The plan tells the engine what a vector or full-text index could serve:
+// the ORDER BY VectorDistance, the full-text functions of WHERE, and ORDER
+// BY RANK's components.
+func TestPlanDescribesSearches(t *testing.T) {
+	q, err := Parse(`SELECT TOP 5 c.id FROM c WHERE FullTextContainsAny(c.text, "a", @kw) AND c.x = 1 ORDER BY VectorDistance(@v, c.emb, false, {distanceFunction: "euclidean", searchListSizeMultiplier: 20})`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := q.Plan(map[string]json.RawMessage{"@v": json.RawMessage(`[1,2,3]`), "@kw": json.RawMessage(`"b"`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := p.Vector
+	if v == nil || strings.Join(v.Path, "/") != "emb" || len(v.Vector) != 3 || v.DistanceFunction != "euclidean" || v.SearchListSizeMultiplier != 20 || v.Explicit {
+		t.Fatalf("vector %+v", v)
+	}
+	if len(p.FullText) != 1 || p.FullText[0].Function != "FullTextContainsAny" || strings.Join(p.FullText[0].Keywords, ",") != "a,b" {
+		t.Fatalf("full text %+v", p.FullText)
+	}
+	if !p.NeedsQueryPlan || p.Streaming || p.Top != 5 {
+		t.Fatalf("plan %+v", p)
+	}
+	q, _ = Parse(`SELECT TOP 5 * FROM c ORDER BY RANK RRF(FullTextScore(c.t, ["x", "y"]), VectorDistance(c.e, [1]), [2, 1])`)
+	p, _ = q.Plan(nil)
+	if p.Rank == nil || len(p.Rank.Components) != 2 || p.Rank.Components[0].Text == nil || p.Rank.Components[1].Vector == nil || len(p.Rank.Weights) != 2 {
+		t.Fatalf("rank %+v", p.Rank)
+	}
+	if strings.Join(p.Rank.Components[0].Text.Keywords, ",") != "x,y" {
+		t.Fatalf("keywords %+v", p.Rank.Components[0].Text)
+	}
+}
