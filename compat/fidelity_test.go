@@ -119,7 +119,7 @@ func TestGoSDKQueriesNameTheServiceFunctionsOrreryLacks(t *testing.T) {
 	ctx := context.Background()
 	for q, name := range map[string]string{
 		`SELECT * FROM c WHERE ST_DISTANCE(c.loc, {"type":"Point","coordinates":[0,0]}) < 30`: "'ST_DISTANCE' is a spatial function",
-		`SELECT VALUE ST_AREA(c.loc) FROM c`: "'ST_AREA' is a spatial function",
+		`SELECT VALUE ST_AREA(c.loc) FROM c`:                                                  "'ST_AREA' is a spatial function",
 	} {
 		pager := c.NewQueryItemsPager(q, azcosmos.NewPartitionKeyString("p"), nil)
 		_, err := pager.NextPage(ctx)
