@@ -365,7 +365,7 @@ func runQueries(b *testing.B, d *benchData, bi *builtIndex, opt SearchOptions, g
 func BenchmarkDiskANN(b *testing.B) {
 	d := loadBench(b)
 	bi := buildBench(b, d, DiskANN)
-	for _, L := range []int{20, 40, 60, 100, 200} {
+	for _, L := range []int{10, 20, 40, 100} {
 		b.Run(fmt.Sprintf("L=%d", L), func(b *testing.B) {
 			runQueries(b, d, bi, SearchOptions{ListSize: L}, d.gt)
 		})

@@ -118,47 +118,38 @@ func (ix *Index) prune(p uint32, cands []candidate) []uint32 {
 	return out
 }
 
-// walk is the greedy beam search: from the entry node, it keeps the L
-// closest nodes seen, expands the closest not yet expanded, and stops when
-// all L are expanded. It returns the nodes expanded (for an insert, with
-// expandedOnly) or the final beam, closest first. dist measures a node
-// against the point searched.
+// walk is the greedy beam search (Vamana's GreedySearch, in the two-heap
+// form of HNSW's layer search): from the closest landmarks it expands the
+// closest node not yet expanded, keeping the L closest nodes seen, until
+// the closest unexpanded node is farther than the L-th closest seen. It
+// returns the nodes expanded, closest first when expandedOnly (an insert's
+// candidates), else nil: a search collects what it needs through dist,
+// which measures a node against the point searched.
 func (ix *Index) walk(s *scratch, q []float32, L int, expandedOnly bool, dist func(uint32) float32) []candidate {
 	s.reset(int(ix.m.nextID))
-	beam := s.beam[:0]
+	todo := minHeap(s.todo[:0])
+	best := maxHeap(s.best[:0])
 	var expanded []candidate
 	// Start from the closest landmarks: a sample of the nodes spread over
 	// the graph, which lets a walk reach a region that no path of short
 	// edges leads to from one entry node (the role HNSW's upper layers
 	// play).
+	seeds := maxHeap(nil)
 	for _, id := range ix.landmarks(landmarkCount) {
 		if !s.visit(id) {
 			continue
 		}
-		d := dist(id)
-		if len(beam) == L && d >= beam[L-1].d {
-			continue
-		}
-		j := sort.Search(len(beam), func(k int) bool { return beam[k].d > d })
-		if len(beam) < L {
-			beam = append(beam, candidate{})
-		}
-		copy(beam[j+1:], beam[j:len(beam)-1])
-		beam[j] = candidate{d: d, id: id}
+		seeds.push(candidate{d: dist(id), id: id}, landmarkSeeds)
 	}
-	if len(beam) > landmarkSeeds {
-		beam = beam[:landmarkSeeds]
+	for _, c := range seeds {
+		todo.push(c)
+		best.push(c, L)
 	}
-	for {
-		i := 0
-		for i < len(beam) && beam[i].expanded {
-			i++
-		}
-		if i == len(beam) {
+	for len(todo) > 0 {
+		cur := todo.pop()
+		if len(best) == L && cur.d > best[0].d {
 			break
 		}
-		beam[i].expanded = true
-		cur := beam[i]
 		if expandedOnly {
 			expanded = append(expanded, cur)
 		}
@@ -167,22 +158,101 @@ func (ix *Index) walk(s *scratch, q []float32, L int, expandedOnly bool, dist fu
 				continue
 			}
 			d := dist(n)
-			if len(beam) == L && d >= beam[L-1].d {
-				continue
+			if len(best) < L || d < best[0].d {
+				c := candidate{d: d, id: n}
+				todo.push(c)
+				best.push(c, L)
 			}
-			j := sort.Search(len(beam), func(k int) bool { return beam[k].d > d })
-			if len(beam) < L {
-				beam = append(beam, candidate{})
-			}
-			copy(beam[j+1:], beam[j:len(beam)-1])
-			beam[j] = candidate{d: d, id: n}
 		}
 	}
-	s.beam = beam
+	s.todo, s.best = todo[:0], best[:0]
 	if expandedOnly {
-		return expanded
+		sort.Slice(expanded, func(i, j int) bool { return expanded[i].d < expanded[j].d })
 	}
-	return beam
+	return expanded
+}
+
+// minHeap is a binary heap of candidates, closest on top.
+type minHeap []candidate
+
+func (h *minHeap) push(c candidate) {
+	*h = append(*h, c)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if a[p].d <= a[i].d {
+			break
+		}
+		a[p], a[i] = a[i], a[p]
+		i = p
+	}
+}
+
+func (h *minHeap) pop() candidate {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a = a[:n]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && a[l].d < a[m].d {
+			m = l
+		}
+		if r < n && a[r].d < a[m].d {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[m], a[i] = a[i], a[m]
+		i = m
+	}
+	*h = a
+	return top
+}
+
+// maxHeap is a bounded binary heap of candidates, farthest on top.
+type maxHeap []candidate
+
+// push adds c, then drops the farthest while there are more than bound.
+func (h *maxHeap) push(c candidate, bound int) {
+	a := *h
+	if len(a) == bound {
+		if c.d >= a[0].d {
+			return
+		}
+		a[0] = c
+		siftDownMax(a)
+		return
+	}
+	a = append(a, c)
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if a[p].d >= a[i].d {
+			break
+		}
+		a[p], a[i] = a[i], a[p]
+		i = p
+	}
+	*h = a
+}
+
+func siftDownMax(a []candidate) {
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(a) && a[l].d > a[m].d {
+			m = l
+		}
+		if r < len(a) && a[r].d > a[m].d {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		a[m], a[i] = a[i], a[m]
+		i = m
+	}
 }
 
 // landmarkCount is how many landmarks a walk measures, and landmarkSeeds

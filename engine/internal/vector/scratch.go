@@ -5,7 +5,8 @@ package vector
 type scratch struct {
 	stamp []uint32
 	gen   uint32
-	beam  []candidate
+	todo  []candidate
+	best  []candidate
 }
 
 func (ix *Index) getScratch() *scratch {

@@ -179,9 +179,11 @@ func (ix *Index) scan(q []float32, opt SearchOptions) []candidate {
 
 // searchGraph walks the diskANN graph. Every node the walk measures is
 // offered to the results when the filter admits it; the beam keeps every
-// node for navigation. When fewer than K items passed, or few enough that
-// the filter is selective, it walks again with a beam widened by the share
-// of items the filter admitted, up to 64 times the first beam.
+// node for navigation. With a filter, when the walk admitted too few of the
+// nodes it measured, it walks once more with the beam widened by the share
+// admitted (a filter that admits one item in ten searches ten times as
+// wide), at most 64 times the first beam: the results are then the closest
+// admitted items of that wider neighbourhood, not a filtered top-k.
 func (ix *Index) searchGraph(q []float32, opt SearchOptions) []candidate {
 	if !ix.m.hasEntry || ix.live == 0 {
 		return nil
@@ -193,7 +195,7 @@ func (ix *Index) searchGraph(q []float32, opt SearchOptions) []candidate {
 	L = max(L, opt.K)
 	s := ix.getScratch()
 	defer ix.putScratch(s)
-	for widen := 0; ; widen++ {
+	for widened := false; ; widened = true {
 		t := topK{k: opt.K}
 		measured, admitted := 0, 0
 		ix.walk(s, q, L, false, func(id uint32) float32 {
@@ -207,18 +209,18 @@ func (ix *Index) searchGraph(q []float32, opt SearchOptions) []candidate {
 			}
 			return d
 		})
-		if opt.Filter == nil || widen == 2 || L >= 64*max(10*opt.K, 100) || measured >= ix.live {
+		if opt.Filter == nil || widened || measured >= ix.live {
 			return t.sorted()
 		}
 		share := float64(admitted) / float64(max(measured, 1))
-		if admitted >= opt.K && share > 0.5 {
+		if share >= 0.9 {
 			return t.sorted()
 		}
-		next := int(float64(L) / max(share, 1.0/64))
+		next := min(int(float64(L)/max(share, 1.0/64)), 64*L)
 		if next <= L {
 			return t.sorted()
 		}
-		L = min(next, 64*max(10*opt.K, 100))
+		L = next
 	}
 }
 
