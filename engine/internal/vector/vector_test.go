@@ -165,13 +165,13 @@ func recall(got []Result, want []string) float64 {
 // exactly, the approximate kinds with high recall), for every metric.
 func TestSearchFindsTheNearestItems(t *testing.T) {
 	defer func(n int) { TrainAt = n }(TrainAt)
-	TrainAt = 600
+	TrainAt = 400
 	ctx := context.Background()
 	for _, kind := range []Kind{Flat, QuantizedFlat, DiskANN} {
 		for _, m := range []Metric{Cosine, DotProduct, Euclidean} {
 			t.Run(kind.String()+"/"+m.String(), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(kind), uint64(m)))
-				const n, dim = 1500, 24
+				const n, dim = 800, 24
 				vecs := clustered(rng, n, dim, 20)
 				st := NewMemStore()
 				ix, err := Open(ctx, st, Config{Kind: kind, Dimensions: dim, Metric: m, QuantizationByteSize: 12})
@@ -217,7 +217,7 @@ func TestSearchFindsTheNearestItems(t *testing.T) {
 func TestFilteredSearchKeepsRecall(t *testing.T) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(7, 7))
-	const n, dim = 3000, 16
+	const n, dim = 2000, 16
 	vecs := clustered(rng, n, dim, 30)
 	st := NewMemStore()
 	ix, err := Open(ctx, st, Config{Kind: DiskANN, Dimensions: dim, Metric: Euclidean})
@@ -253,7 +253,7 @@ func TestFilteredSearchKeepsRecall(t *testing.T) {
 // every kind, after inserts, updates and deletes; nothing deleted is found.
 func TestReopenedIndexAnswersAsTheOneThatWroteIt(t *testing.T) {
 	defer func(n int) { TrainAt = n }(TrainAt)
-	TrainAt = 300
+	TrainAt = 120
 	ctx := context.Background()
 	for _, kind := range []Kind{Flat, QuantizedFlat, DiskANN} {
 		t.Run(kind.String(), func(t *testing.T) {
