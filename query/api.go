@@ -284,6 +284,7 @@ func (x *Execution) RowsFrom(doc []byte, from []int, fn func(row json.RawMessage
 // startRun gives a run its own memory account and budget state.
 func (c *evalCtx) startRun() {
 	c.mem = memAccount{limit: c.maxMemory, pool: c.pool}
+	c.keywords = nil
 	c.expired, c.progressed, c.stopped, c.ticks = false, false, false, 0
 	if !c.deadline.IsZero() && time.Now().After(c.deadline) {
 		c.expired = true

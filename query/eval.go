@@ -51,8 +51,10 @@ type evalCtx struct {
 	// (nil in contexts that do not count).
 	matched *matchCount
 	// search is the container's side of vector and full-text search (nil:
-	// none).
-	search SearchContext
+	// none); keywords caches the analysis of full-text keywords for one run
+	// (nil until needed, so runs never share it).
+	search   SearchContext
+	keywords map[keywordKey][]Term
 }
 
 // matchCount is the number of rows an execution found to pass its WHERE.

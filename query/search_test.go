@@ -318,3 +318,25 @@ func TestPlanDescribesSearches(t *testing.T) {
 		t.Fatalf("keywords %+v", p.Rank.Components[0].Text)
 	}
 }
+
+// The options of VectorDistance may come in a parameter.
+func TestVectorDistanceOptionsFromAParameter(t *testing.T) {
+	q, err := Parse(`SELECT TOP 2 c.id FROM c ORDER BY VectorDistance(c.v, [1, 0, 0], false, @opts)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := func(yield func([]byte, error) bool) {
+		for _, d := range vecDocs {
+			if !yield([]byte(d), nil) {
+				return
+			}
+		}
+	}
+	res, err := q.Execute(docs, Options{Params: map[string]json.RawMessage{"@opts": json.RawMessage(`{"distanceFunction":"euclidean"}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 2 || string(res[0]) != `{"id":"a"}` || string(res[1]) != `{"id":"b"}` {
+		t.Fatalf("%s", res)
+	}
+}

@@ -58,6 +58,9 @@ type searchCall struct {
 	dataType   string
 	bruteForce bool
 	listMult   int
+	// optsParam names the parameter that holds the options, when a
+	// parameter does.
+	optsParam string
 	// components and weights are RRF's.
 	components []*callExpr
 	weights    []float64
@@ -175,8 +178,9 @@ func (b *binder) bindSearch(n *callExpr, s *scope, inRank bool) error {
 func (sc *searchCall) bindVectorOptions(x expr, fail func(string, ...any) error) error {
 	o, ok := x.(*objectExpr)
 	if !ok {
-		if _, param := x.(*paramExpr); param {
-			return nil // read when the parameter is known
+		if p, param := x.(*paramExpr); param {
+			sc.optsParam = p.name // read when the parameter is known
+			return nil
 		}
 		return fail("The options argument of %s must be an object.", sc.name)
 	}
@@ -220,6 +224,17 @@ func (sc *searchCall) metricFor(c *evalCtx) vectorMetric {
 	if sc.metric != 0 {
 		return sc.metric
 	}
+	if sc.optsParam != "" {
+		if o := c.params[sc.optsParam]; o.k == kObject {
+			for i, k := range o.object().keys {
+				if v := o.object().vals[i]; strings.EqualFold(k, "distanceFunction") && v.k == kString {
+					if m, ok := parseMetric(v.str()); ok {
+						return m
+					}
+				}
+			}
+		}
+	}
 	if c.search != nil && sc.path != nil {
 		if emb, ok := c.search.Embedding(sc.path); ok {
 			if m, ok := parseMetric(emb.DistanceFunction); ok {
@@ -236,6 +251,29 @@ func (sc *searchCall) analyze(c *evalCtx, text string) []Term {
 		return c.search.Analyze(sc.path, text)
 	}
 	return DefaultAnalyze(text)
+}
+
+// keyword analyzes a keyword, once per run of the execution: keywords are
+// mostly constants, analyzed again for every row otherwise.
+func (sc *searchCall) keyword(c *evalCtx, kw string) []Term {
+	k := keywordKey{sc, kw}
+	if t, ok := c.keywords[k]; ok {
+		return t
+	}
+	t := sc.analyze(c, kw)
+	if c.keywords == nil {
+		c.keywords = map[keywordKey][]Term{}
+	}
+	if len(c.keywords) < 1024 {
+		c.keywords[k] = t
+	}
+	return t
+}
+
+// keywordKey names a keyword analyzed for a call.
+type keywordKey struct {
+	sc *searchCall
+	kw string
 }
 
 // eval computes a search function of a row (RRF and FullTextScore are
@@ -258,7 +296,7 @@ func (sc *searchCall) eval(c *evalCtx, args []value) value {
 			if kw.k != kString {
 				return undef
 			}
-			found := phraseCount(text, sc.analyze(c, kw.str())) > 0
+			found := phraseCount(text, sc.keyword(c, kw.str())) > 0
 			switch {
 			case found && sc.kind != skContainsAll:
 				return trueValue
@@ -290,7 +328,7 @@ func (sc *searchCall) eval(c *evalCtx, args []value) value {
 			if kw.k != kString {
 				return undef
 			}
-			tf = append(tf, phraseCount(text, sc.analyze(c, kw.str())))
+			tf = append(tf, phraseCount(text, sc.keyword(c, kw.str())))
 		}
 		return numV(bm25(tf, len(text), st))
 	}
