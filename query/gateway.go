@@ -113,6 +113,8 @@ type queryInfo struct {
 	orderedInfo
 }
 
+// MarshalJSON writes the QueryInfo with the empty lists and nulls the
+// gateway writes.
 func (i queryInfo) MarshalJSON() ([]byte, error) {
 	type plain struct {
 		DistinctType string `json:"distinctType"`

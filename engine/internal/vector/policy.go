@@ -23,6 +23,7 @@ const (
 // (BadRequest) whose message is the service's.
 type PolicyError struct{ Message string }
 
+// Error returns the service's message.
 func (e *PolicyError) Error() string { return e.Message }
 
 func policyErr(format string, args ...any) error {
