@@ -418,6 +418,7 @@ func runQueries(b *testing.B, d *benchData, bi *builtIndex, opt SearchOptions, g
 		}
 	}
 	rec := total / float64(10*len(d.queries))
+	before := graphDistances.Load()
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
@@ -426,6 +427,9 @@ func runQueries(b *testing.B, d *benchData, bi *builtIndex, opt SearchOptions, g
 		}
 	}
 	el := time.Since(start)
+	if n := graphDistances.Load() - before; n > 0 {
+		b.ReportMetric(float64(n)/float64(b.N), "distances/query")
+	}
 	b.ReportMetric(rec, "recall@10")
 	b.ReportMetric(float64(b.N)/el.Seconds(), "queries/s")
 	b.ReportMetric(bi.build.Seconds(), "build-s")

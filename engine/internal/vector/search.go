@@ -6,7 +6,13 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync/atomic"
 )
+
+// graphDistances counts the distances diskANN searches have computed, for
+// the benchmarks' distances per query (a cost that does not depend on the
+// machine's load).
+var graphDistances atomic.Int64
 
 // SearchOptions shape one search.
 type SearchOptions struct {
@@ -209,6 +215,7 @@ func (ix *Index) searchGraph(q []float32, opt SearchOptions) []candidate {
 			}
 			return d
 		})
+		graphDistances.Add(int64(measured))
 		if opt.Filter == nil || widened || measured >= ix.live {
 			return t.sorted()
 		}
