@@ -53,6 +53,9 @@ type Options struct {
 	// Pool, when set, is the memory all executions share; a run that finds
 	// it exhausted fails with ErrMemoryPool.
 	Pool *MemoryPool
+	// Search, when set, supplies the container's vector embeddings, text
+	// analyzers and full-text statistics to vector and full-text functions.
+	Search SearchContext
 	// Heavy, when set, is called once, when the runs of the execution have
 	// done HeavyAfter units of work between them, before the work goes on:
 	// it may wait for the right to run a costly query (so that few run at
@@ -127,7 +130,7 @@ func (q *Query) Prepare(opts Options) (*Execution, error) {
 	}
 	x := &Execution{q: q, c: evalCtx{params: params, udf: opts.UDF, now: now.UTC(),
 		ctx: opts.Context, deadline: opts.Deadline, maxMemory: opts.MaxMemory, pool: opts.Pool,
-		matched: &matchCount{root: q.q}}}
+		matched: &matchCount{root: q.q}, search: opts.Search}}
 	if opts.Heavy != nil {
 		x.c.heavy = &heavyGate{fn: opts.Heavy}
 	}
@@ -281,6 +284,7 @@ func (x *Execution) RowsFrom(doc []byte, from []int, fn func(row json.RawMessage
 // startRun gives a run its own memory account and budget state.
 func (c *evalCtx) startRun() {
 	c.mem = memAccount{limit: c.maxMemory, pool: c.pool}
+	c.keywords = nil
 	c.expired, c.progressed, c.stopped, c.ticks = false, false, false, 0
 	if !c.deadline.IsZero() && time.Now().After(c.deadline) {
 		c.expired = true

@@ -66,6 +66,9 @@ type (
 		udf  bool
 		fn   *builtin
 		args []expr
+		// search is set by the binder for vector, full-text and hybrid
+		// search functions, which are evaluated through it.
+		search *searchCall
 	}
 	// aggExpr is an aggregate call; slot indexes the group's results.
 	aggExpr struct {
@@ -117,6 +120,10 @@ type selectItem struct {
 type orderItem struct {
 	x    expr
 	desc bool
+	// explicit is true when ASC or DESC was written; rank marks ORDER BY
+	// RANK (a FullTextScore or RRF ranking).
+	explicit bool
+	rank     bool
 }
 
 // fromSource is one FROM or JOIN source.

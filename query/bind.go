@@ -24,6 +24,7 @@ func (s *scope) lookup(name string) (depth, slot int, ok bool) {
 type binder struct {
 	params map[string]bool // parameters referenced anywhere
 	udfs   []string        // user-defined functions called anywhere
+	inRank bool            // binding the expression of ORDER BY RANK
 }
 
 func (b *binder) bindQuery(q *selectQuery, parent *scope, top bool) error {
@@ -132,17 +133,8 @@ func (b *binder) bindQuery(q *selectQuery, parent *scope, top bool) error {
 			}
 		}
 	}
-	for _, o := range q.orderBy {
-		if call, ok := o.x.(*callExpr); ok && !call.udf {
-			// ORDER BY VectorDistance(...): name the function Orrery lacks.
-			if err := unsupportedBuiltin(call.name, call.pos); err != nil {
-				return err
-			}
-		}
-		if !isPath(o.x) {
-			return semanticError(CodeSemantic, 0, 0, "Unsupported ORDER BY clause. ORDER BY item expression could not be mapped to a document path.")
-		}
-		if err := b.bindExpr(o.x, s, false); err != nil {
+	for i, o := range q.orderBy {
+		if err := b.bindOrderItem(q, s, o, i); err != nil {
 			return err
 		}
 	}
@@ -154,6 +146,43 @@ func (b *binder) bindQuery(q *selectQuery, parent *scope, top bool) error {
 		}
 	}
 	return nil
+}
+
+// bindOrderItem binds ORDER BY item i: a property path, a vector search
+// function (VectorDistance, and the gateway's _VectorScore and
+// _FullTextScore), or the ranking of ORDER BY RANK, which stands alone.
+func (b *binder) bindOrderItem(q *selectQuery, s *scope, o orderItem, i int) error {
+	if o.rank {
+		if len(q.orderBy) > 1 {
+			return semanticError(CodeSemantic, 0, 0, "ORDER BY RANK cannot be combined with other ORDER BY items.")
+		}
+		if len(q.groupBy) > 0 || len(q.aggs) > 0 || q.distinct {
+			return semanticError(CodeSemantic, 0, 0, "ORDER BY RANK is not supported with GROUP BY, aggregates or DISTINCT.")
+		}
+		call, ok := o.x.(*callExpr)
+		if !ok || call.udf || (upper(call.name) != "FULLTEXTSCORE" && upper(call.name) != "RRF") {
+			return semanticError(CodeSemantic, 0, 0, "ORDER BY RANK must be followed by a call of FullTextScore or RRF.")
+		}
+		b.inRank = true
+		defer func() { b.inRank = false }()
+		return b.bindExpr(o.x, s, false)
+	}
+	if call, ok := o.x.(*callExpr); ok && !call.udf {
+		if err := unsupportedBuiltin(call.name, call.pos); err != nil {
+			return err
+		}
+		switch upper(call.name) {
+		case "VECTORDISTANCE", "_VECTORSCORE", "_FULLTEXTSCORE":
+			if len(q.groupBy) > 0 || len(q.aggs) > 0 {
+				return semanticError(CodeSemantic, 0, 0, "ORDER BY %s is not supported with GROUP BY or aggregates.", call.name)
+			}
+			return b.bindExpr(o.x, s, false)
+		}
+	}
+	if !isPath(o.x) {
+		return semanticError(CodeSemantic, 0, 0, "Unsupported ORDER BY clause. ORDER BY item expression could not be mapped to a document path.")
+	}
+	return b.bindExpr(o.x, s, false)
 }
 
 // bindContainerPath checks a container path (c, root, c.children[0], ...).
@@ -265,7 +294,13 @@ func (b *binder) bindExpr(x expr, s *scope, allowAgg bool) error {
 			}
 			n.fn = fn
 		}
-		return b.bindAll(s, allowAgg, n.args...)
+		if err := b.bindAll(s, allowAgg, n.args...); err != nil {
+			return err
+		}
+		if !n.udf && isSearchName(n.name) {
+			return b.bindSearch(n, s, b.inRank)
+		}
+		return nil
 	case *aggExpr:
 		if !allowAgg || s == nil {
 			return semanticError(CodeSemantic, 0, 0, "Aggregate function %s is not allowed in this context.", n.fn)

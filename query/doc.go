@@ -21,6 +21,16 @@
 // holds in kept rows, groups, DISTINCT keys, arrays being built and results,
 // and Heavy lets the caller make costly executions wait their turn.
 //
+// Vector, full-text and hybrid search (VectorDistance, FullTextContains,
+// FullTextContainsAll, FullTextContainsAny, FullTextScore with ORDER BY
+// RANK, RRF, and the gateway's rewrites of them) evaluate exactly over the
+// documents given: the brute-force search. Options.Search lets the engine
+// supply what the documents do not hold (the policies' distance functions
+// and languages, its analyzers, container-wide BM25 statistics), and
+// Plan.Vector, Plan.FullText and Plan.Rank tell it which of its indexes may
+// narrow the documents to candidates. Query.Gateway gives the query plan
+// the gateway hands the SDKs for vector and hybrid search.
+//
 // A Query is immutable and safe for concurrent use; so is an Execution.
 // Patch filter predicates ("FROM c WHERE ...") use ParseCondition and
 // Condition.Matches. Errors render in the service's JSON shape with

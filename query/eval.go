@@ -50,6 +50,11 @@ type evalCtx struct {
 	// matched counts rows that passed WHERE; shared by the execution's runs
 	// (nil in contexts that do not count).
 	matched *matchCount
+	// search is the container's side of vector and full-text search (nil:
+	// none); keywords caches the analysis of full-text keywords for one run
+	// (nil until needed, so runs never share it).
+	search   SearchContext
+	keywords map[keywordKey][]Term
 }
 
 // matchCount is the number of rows an execution found to pass its WHERE.
@@ -337,9 +342,12 @@ func (x *callExpr) eval(c *evalCtx, e *env) value {
 	}
 	args := c.stack[base:len(c.stack):len(c.stack)]
 	var r value
-	if x.udf {
+	switch {
+	case x.udf:
 		r = c.callUDF(x.name, args)
-	} else {
+	case x.search != nil:
+		r = x.search.eval(c, args)
+	default:
 		r = x.fn.call(c, args)
 	}
 	clear(c.stack[base:])

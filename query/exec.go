@@ -95,15 +95,22 @@ func (q *selectQuery) run(c *evalCtx, outer *env, roots rootIter, emit func(valu
 		// With ORDER BY and a bound on the output (TOP or LIMIT) only the
 		// best offset+take rows need keeping: a heap holds them.
 		top := &topRecords{q: q, bound: -1}
-		if len(q.orderBy) > 0 && !q.distinct && lim.take() >= 0 {
+		rank := q.newRankRun(c)
+		if len(q.orderBy) > 0 && !q.distinct && lim.take() >= 0 && rank == nil {
 			top.bound = max(lim.offset, 0) + lim.take()
 		}
 		roots(func(root value) bool {
 			e.root = root
+			if rank != nil && outer == nil {
+				rank.count(c, root)
+			}
 			return q.rows(c, e, 0, func() bool {
 				r := q.record(c, e)
-				if !r.out.defined() {
+				if !r.out.defined() || r.skip {
 					return c.err == nil // never emitted, never counted
+				}
+				if rank != nil {
+					r.rank = rank.raw(c, e)
 				}
 				r.seq = len(recs) + top.seen
 				if top.bound >= 0 {
@@ -119,6 +126,9 @@ func (q *selectQuery) run(c *evalCtx, outer *env, roots rootIter, emit func(valu
 		})
 		if top.bound >= 0 {
 			recs = top.recs
+		}
+		if rank != nil && c.err == nil {
+			rank.finish(recs)
 		}
 	}
 	if c.err != nil {
@@ -166,6 +176,11 @@ type record struct {
 	out  value
 	keys []value
 	seq  int
+	// rank is what the row gives ORDER BY RANK's components, until the
+	// ranking is known; skip drops a row without the vector its ORDER BY
+	// VectorDistance needs.
+	rank []rankRaw
+	skip bool
 }
 
 // before reports whether a sorts before b under ORDER BY.
@@ -222,7 +237,20 @@ func (q *selectQuery) record(c *evalCtx, e *env) record {
 	if len(q.orderBy) > 0 {
 		r.keys = make([]value, len(q.orderBy))
 		for i, o := range q.orderBy {
-			r.keys[i] = o.x.eval(c, e)
+			if o.rank {
+				continue
+			}
+			k := o.x.eval(c, e)
+			if sc := searchCallOf(o.x); sc != nil && (sc.kind == skVectorDistance || sc.kind == skVectorScore) {
+				// Only rows with a vector are ranked; written without ASC
+				// or DESC, the order is the closest first.
+				if k.k != kNumber {
+					r.skip = true
+				} else if !o.explicit && sc.metricFor(c).higherIsCloser() {
+					k = numV(-k.n)
+				}
+			}
+			r.keys[i] = k
 		}
 	}
 	return r
@@ -441,6 +469,10 @@ func (a *aggState) add(v value) int64 {
 	switch a.fn {
 	case "COUNT":
 		a.n++
+	case "COUNTIF":
+		if v.isTrue() {
+			a.n++
+		}
 	case "SUM", "AVG":
 		if v.k != kNumber {
 			a.invalid = true
@@ -480,7 +512,7 @@ func (a *aggState) add(v value) int64 {
 
 func (a *aggState) result() value {
 	switch a.fn {
-	case "COUNT":
+	case "COUNT", "COUNTIF":
 		return numV(float64(a.n))
 	case "SUM":
 		if a.invalid {

@@ -24,6 +24,11 @@ func FuzzParse(f *testing.F) {
 		"SELECT 'unterminated",
 		"SELECT * FORM c",
 		`SELECT * FROM c WHERE c.x = [c.y, 1] AND c.z = {"a": c.w} AND c.q IN ([1], @p)`,
+		`SELECT TOP 2 c.id, VectorDistance(c.a, [1, 2], false, {distanceFunction: 'euclidean'}) AS s FROM c ORDER BY VectorDistance(c.a, [1, 2])`,
+		`SELECT VALUE c.id FROM c WHERE FullTextContainsAny(c.id, "a", "b") OR FullTextContainsAll(c.id, "x y", "z")`,
+		`SELECT TOP 3 * FROM c ORDER BY RANK RRF(FullTextScore(c.id, "a"), VectorDistance(c.a, [1, 0]), [2, -1])`,
+		`SELECT COUNT(1) AS n, [{"w": SUM(_FullTextWordCount(c.id)), "h": [COUNTIF(FullTextContains(c.id, "a"))]}] AS s FROM c`,
+		`SELECT c._rid, [(_FullTextScore(c.id, ["a"], 2, 3, [1]) ?? -1)] AS s FROM c ORDER BY _VectorScore(c.a, [1, 2]) ASC`,
 	}
 	for _, s := range seeds {
 		f.Add(s)

@@ -200,19 +200,19 @@ func (p *parser) parseSelect() (*selectQuery, error) {
 		if err := p.expectKw("BY"); err != nil {
 			return nil, err
 		}
-		if err := p.orderByRank(); err != nil {
-			return nil, err
-		}
 		for {
+			rank := p.atRank()
 			x, err := p.parseExpr()
 			if err != nil {
 				return nil, err
 			}
-			it := orderItem{x: x}
-			if p.acceptKw("DESC") {
-				it.desc = true
-			} else {
-				p.acceptKw("ASC")
+			it := orderItem{x: x, rank: rank}
+			switch {
+			case rank:
+			case p.acceptKw("DESC"):
+				it.desc, it.explicit = true, true
+			case p.acceptKw("ASC"):
+				it.explicit = true
 			}
 			q.orderBy = append(q.orderBy, it)
 			if !p.acceptPunct(",") {
@@ -544,7 +544,7 @@ func (p *parser) parsePostfix() (expr, error) {
 }
 
 // aggregateNames lists the aggregate functions (upper case).
-var aggregateNames = map[string]bool{"COUNT": true, "SUM": true, "AVG": true, "MIN": true, "MAX": true, "MAKELIST": true, "MAKESET": true}
+var aggregateNames = map[string]bool{"COUNT": true, "COUNTIF": true, "SUM": true, "AVG": true, "MIN": true, "MAX": true, "MAKELIST": true, "MAKESET": true}
 
 func (p *parser) parsePrimary() (expr, error) {
 	if err := p.enter(); err != nil {

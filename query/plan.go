@@ -29,6 +29,60 @@ type Plan struct {
 	// the WHERE clause, so the engine may pre-select candidates with any of
 	// them, but it must still evaluate the full query on the candidates.
 	Filters []Filter
+	// Vector is set when the query's only ORDER BY key is VectorDistance of
+	// a document path and a constant vector: a vector index of the path may
+	// supply the candidates (the closest items that pass the filters),
+	// which the execution then scores and orders exactly.
+	Vector *VectorSearch
+	// FullText lists the full-text functions called with a document path
+	// and constant keywords (FullTextContains, FullTextContainsAll,
+	// FullTextContainsAny in WHERE: a full-text index may pre-select
+	// candidates; FullTextScore: its statistics).
+	FullText []TextSearch
+	// Rank is set for ORDER BY RANK: its scoring components, in order, and
+	// RRF's weights (nil: all 1). The execution ranks exactly over the
+	// documents it is given; an index may narrow them to each component's
+	// best candidates, as the service does.
+	Rank *RankSearch
+}
+
+// VectorSearch is a VectorDistance between a document path and a constant.
+type VectorSearch struct {
+	Path   []string
+	Vector []float64
+	// BruteForce is VectorDistance's third argument: search exactly.
+	BruteForce bool
+	// DistanceFunction and DataType come from the options argument ("" when
+	// it names none: the policy's apply); SearchListSizeMultiplier too (0
+	// when not given).
+	DistanceFunction         string
+	DataType                 string
+	SearchListSizeMultiplier int
+	// Explicit is true when ASC or DESC was written (Descending then says
+	// which); without them the closest come first.
+	Explicit, Descending bool
+}
+
+// TextSearch is a full-text function of a document path.
+type TextSearch struct {
+	// Function is the function's name: FullTextContains,
+	// FullTextContainsAll, FullTextContainsAny or FullTextScore.
+	Function string
+	Path     []string
+	Keywords []string
+}
+
+// RankSearch is ORDER BY RANK's scoring: each component is a FullTextScore
+// (Text) or a VectorDistance (Vector).
+type RankSearch struct {
+	Components []RankComponent
+	Weights    []float64
+}
+
+// RankComponent is one scoring function of ORDER BY RANK.
+type RankComponent struct {
+	Text   *TextSearch
+	Vector *VectorSearch
 }
 
 // OrderKey is one ORDER BY key.
@@ -110,7 +164,163 @@ func (q *Query) Plan(params map[string]json.RawMessage) (*Plan, error) {
 	if sq.where != nil {
 		p.Filters = a.conjuncts(sq.where, nil)
 	}
+	a.search(p)
 	return p, nil
+}
+
+// search fills in the plan's vector and full-text searches.
+func (a analyzer) search(p *Plan) {
+	sq := a.q
+	if len(sq.orderBy) == 1 && !sq.orderBy[0].rank {
+		if v := a.vectorSearch(sq.orderBy[0].x); v != nil {
+			v.Explicit, v.Descending = sq.orderBy[0].explicit, sq.orderBy[0].desc
+			p.Vector = v
+		}
+	}
+	var walk func(x expr)
+	walk = func(x expr) {
+		call, ok := x.(*callExpr)
+		if ok && call.search != nil {
+			switch call.search.kind {
+			case skContains, skContainsAll, skContainsAny, skScore:
+				if t := a.textSearch(call); t != nil {
+					p.FullText = append(p.FullText, *t)
+				}
+			}
+		}
+		forEachChild(x, walk)
+	}
+	if sq.where != nil {
+		walk(sq.where)
+	}
+	if len(sq.orderBy) == 1 && sq.orderBy[0].rank {
+		call := sq.orderBy[0].x.(*callExpr)
+		comps := []*callExpr{call}
+		r := &RankSearch{}
+		if call.search.kind == skRRF {
+			comps, r.Weights = call.search.components, call.search.weights
+		}
+		for _, c := range comps {
+			if c.search.kind == skScore {
+				t := a.textSearch(c)
+				if t != nil {
+					p.FullText = append(p.FullText, *t)
+				}
+				r.Components = append(r.Components, RankComponent{Text: t})
+			} else {
+				r.Components = append(r.Components, RankComponent{Vector: a.vectorSearch(c)})
+			}
+		}
+		p.Rank = r
+	}
+}
+
+// vectorSearch describes a VectorDistance of a document path and a
+// constant, or returns nil.
+func (a analyzer) vectorSearch(x expr) *VectorSearch {
+	call, ok := x.(*callExpr)
+	if !ok || call.search == nil || call.search.kind != skVectorDistance || call.search.path == nil {
+		return nil
+	}
+	sc := call.search
+	other := call.args[1-sc.pathArg]
+	raw, ok := a.constant(other)
+	if !ok {
+		return nil
+	}
+	var vec []float64
+	if json.Unmarshal(raw, &vec) != nil {
+		return nil
+	}
+	v := &VectorSearch{Path: sc.path, Vector: vec, BruteForce: sc.bruteForce, DataType: sc.dataType, SearchListSizeMultiplier: sc.listMult}
+	if sc.metric != 0 {
+		v.DistanceFunction = [...]string{"", "cosine", "dotproduct", "euclidean"}[sc.metric]
+	}
+	return v
+}
+
+// textSearch describes a full-text function of a document path with
+// constant keywords, or returns nil.
+func (a analyzer) textSearch(call *callExpr) *TextSearch {
+	sc := call.search
+	if sc.path == nil {
+		return nil
+	}
+	t := &TextSearch{Function: sc.name, Path: sc.path}
+	for _, arg := range call.args[1:] {
+		raw, ok := a.constant(arg)
+		if !ok {
+			return nil
+		}
+		var one string
+		var many []string
+		switch {
+		case json.Unmarshal(raw, &one) == nil:
+			t.Keywords = append(t.Keywords, one)
+		case json.Unmarshal(raw, &many) == nil:
+			t.Keywords = append(t.Keywords, many...)
+		default:
+			return nil
+		}
+	}
+	return t
+}
+
+// forEachChild calls fn on each direct sub-expression of x (not into
+// subqueries).
+func forEachChild(x expr, fn func(expr)) {
+	switch n := x.(type) {
+	case *propExpr:
+		fn(n.x)
+	case *indexExpr:
+		fn(n.x)
+		fn(n.idx)
+	case *unaryExpr:
+		fn(n.x)
+	case *binaryExpr:
+		fn(n.l)
+		fn(n.r)
+	case *andExpr:
+		fn(n.l)
+		fn(n.r)
+	case *orExpr:
+		fn(n.l)
+		fn(n.r)
+	case *coalesceExpr:
+		fn(n.l)
+		fn(n.r)
+	case *condExpr:
+		fn(n.c)
+		fn(n.a)
+		fn(n.b)
+	case *betweenExpr:
+		fn(n.x)
+		fn(n.lo)
+		fn(n.hi)
+	case *inExpr:
+		fn(n.x)
+		for _, e := range n.list {
+			fn(e)
+		}
+	case *likeExpr:
+		fn(n.x)
+		fn(n.pattern)
+		if n.escape != nil {
+			fn(n.escape)
+		}
+	case *callExpr:
+		for _, e := range n.args {
+			fn(e)
+		}
+	case *arrayExpr:
+		for _, e := range n.elems {
+			fn(e)
+		}
+	case *objectExpr:
+		for _, e := range n.vals {
+			fn(e)
+		}
+	}
 }
 
 // analyzer extracts index filters from a bound query.

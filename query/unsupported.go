@@ -7,18 +7,12 @@ import "strings"
 // query calling one is refused with a 400 that names it, not with the
 // "not a recognized built-in function" a misspelling gets.
 var unsupportedBuiltins = map[string]string{
-	"ST_DISTANCE":         "spatial",
-	"ST_WITHIN":           "spatial",
-	"ST_INTERSECTS":       "spatial",
-	"ST_ISVALID":          "spatial",
-	"ST_ISVALIDDETAILED":  "spatial",
-	"ST_AREA":             "spatial",
-	"VECTORDISTANCE":      "vector search",
-	"FULLTEXTCONTAINS":    "full-text search",
-	"FULLTEXTCONTAINSALL": "full-text search",
-	"FULLTEXTCONTAINSANY": "full-text search",
-	"FULLTEXTSCORE":       "full-text search",
-	"RRF":                 "hybrid search",
+	"ST_DISTANCE":        "spatial",
+	"ST_WITHIN":          "spatial",
+	"ST_INTERSECTS":      "spatial",
+	"ST_ISVALID":         "spatial",
+	"ST_ISVALIDDETAILED": "spatial",
+	"ST_AREA":            "spatial",
 }
 
 // unsupportedBuiltin returns the error for a call of a service function
@@ -32,15 +26,15 @@ func unsupportedBuiltin(name string, pos int) *Error {
 		"'%s' is a %s function of Azure Cosmos DB that Orrery does not support.", upper(name), family)
 }
 
-// orderByRank refuses ORDER BY RANK, the service's ranking by full-text or
-// hybrid score, naming the scoring function that follows it.
-func (p *parser) orderByRank() error {
+// atRank consumes RANK at the start of an ORDER BY item (ORDER BY RANK
+// FullTextScore(...), the service's ranking by a full-text or hybrid
+// score) and reports whether it was there: RANK is a keyword only when a
+// function call follows it.
+func (p *parser) atRank() bool {
 	t, fn, paren := p.peek(), p.peekAt(1), p.peekAt(2)
 	if t.kind != tIdent || !strings.EqualFold(t.text, "RANK") || fn.kind != tIdent || paren.kind != tPunct || paren.text != "(" {
-		return nil
+		return false
 	}
-	if err := unsupportedBuiltin(fn.text, fn.pos); err != nil {
-		return err
-	}
-	return semanticError(CodeSemantic, t.pos, t.pos+len(t.text), "ORDER BY RANK (ranking by a full-text or hybrid search score) is a function of Azure Cosmos DB that Orrery does not support.")
+	p.next()
+	return true
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// A query calling a spatial, vector or full-text function of the service is
+// A query calling a spatial function of the service is
 // refused with a 400 error that names the function and says Orrery lacks
 // it; a misspelled function is still "not recognized".
 func TestUnsupportedServiceFunctionsAreNamed(t *testing.T) {
@@ -17,15 +17,6 @@ func TestUnsupportedServiceFunctionsAreNamed(t *testing.T) {
 		{`SELECT ST_ISVALID(c.loc) FROM c`, "ST_ISVALID", "spatial"},
 		{`SELECT ST_ISVALIDDETAILED(c.loc) FROM c`, "ST_ISVALIDDETAILED", "spatial"},
 		{`SELECT ST_AREA(c.loc) FROM c`, "ST_AREA", "spatial"},
-		{`SELECT TOP 5 c.id, VectorDistance(c.v, [1,2,3]) AS s FROM c ORDER BY VectorDistance(c.v, [1,2,3])`, "VECTORDISTANCE", "vector search"},
-		{`SELECT TOP 5 c.id FROM c ORDER BY VectorDistance(c.v, [1,2,3])`, "VECTORDISTANCE", "vector search"},
-		{`SELECT * FROM c WHERE FullTextContains(c.text, "red")`, "FULLTEXTCONTAINS", "full-text search"},
-		{`SELECT * FROM c WHERE FullTextContainsAll(c.text, "red", "blue")`, "FULLTEXTCONTAINSALL", "full-text search"},
-		{`SELECT * FROM c WHERE FullTextContainsAny(c.text, "red", "blue")`, "FULLTEXTCONTAINSANY", "full-text search"},
-		{`SELECT VALUE FullTextScore(c.text, "red") FROM c`, "FULLTEXTSCORE", "full-text search"},
-		{`SELECT VALUE RRF(1, 2) FROM c`, "RRF", "hybrid search"},
-		{`SELECT TOP 10 * FROM c ORDER BY RANK FullTextScore(c.text, "red")`, "FULLTEXTSCORE", "full-text search"},
-		{`SELECT TOP 10 * FROM c ORDER BY RANK RRF(VectorDistance(c.v, [1]), FullTextScore(c.text, "red"))`, "RRF", "hybrid search"},
 	}
 	for _, tc := range tests {
 		_, err := Parse(tc.query)

@@ -1,0 +1,209 @@
+package fulltext
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkFullTextSearch indexes a corpus of real English text, the
+// comment paragraphs of the Go standard library's sources (the first 20,000
+// of at least 8 words, by path: present wherever Go is, the same for one Go
+// version), and times FullTextScore's top 10 for 1,000 queries of one to
+// three keywords drawn from the corpus's terms of middling frequency. It
+// writes the analyzed corpus, the queries and its answers to
+// ORRERY_FULLTEXT_BENCH_DIR (the temporary directory's
+// orrery-fulltext-bench/ by default), where bench/compare.py ranks the same
+// terms with SQLite FTS5's bm25 and reports how far the top 10s agree.
+func BenchmarkFullTextSearch(b *testing.B) {
+	ctx := context.Background()
+	docs := goComments(b, 20000)
+	an, err := AnalyzerFor("en-US")
+	if err != nil {
+		b.Fatal(err)
+	}
+	st := newMemStore()
+	ix, err := Open(ctx, st, "en-US")
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	for i, d := range docs {
+		var bt batch
+		p, err := ix.Prepare(&bt, Change{Key: []byte(fmt.Sprintf("%05d", i)), Text: text(d)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		bt.apply(st)
+		p.Commit()
+	}
+	build := time.Since(start)
+
+	// Queries: words of the corpus whose term is found in 20 to 2,000
+	// documents (a word, not its stem: keywords are analyzed as text is).
+	wordOf := map[string]string{}
+	for _, d := range docs {
+		for _, w := range strings.Fields(strings.ToLower(d)) {
+			w = strings.Trim(w, ".,;:()[]{}\"'`!?*")
+			ts := an.Analyze(w)
+			if len(ts) != 1 || wordOf[ts[0].Text] != "" {
+				continue
+			}
+			if n := ix.df[ts[0].Text]; n >= 20 && n <= 2000 {
+				wordOf[ts[0].Text] = w
+			}
+		}
+	}
+	var mid []string
+	for _, w := range wordOf {
+		mid = append(mid, w)
+	}
+	sort.Strings(mid)
+	rng := rand.New(rand.NewPCG(7, 27))
+	queries := make([][]string, 1000)
+	for i := range queries {
+		for range 1 + rng.IntN(3) {
+			queries[i] = append(queries[i], mid[rng.IntN(len(mid))])
+		}
+	}
+	results := make([][]Result, len(queries))
+	for i, q := range queries {
+		if results[i], err = ix.Search(ctx, st, q, 10, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := writeFullTextBench(an, docs, queries, results); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	qs := time.Now()
+	for i := 0; i < b.N; i++ {
+		if _, err := ix.Search(ctx, st, queries[i%len(queries)], 10, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/time.Since(qs).Seconds(), "queries/s")
+	b.ReportMetric(float64(len(docs))/build.Seconds(), "docs-indexed/s")
+	b.ReportMetric(float64(len(docs)), "docs")
+}
+
+// goComments returns up to n comment paragraphs of at least 8 words from
+// the Go sources under GOROOT/src, by path.
+func goComments(b *testing.B, n int) []string {
+	root := filepath.Join(runtime.GOROOT(), "src")
+	var files []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || d.Name() == "vendor") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sort.Strings(files)
+	var out []string
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var para []string
+		flush := func() {
+			if p := strings.Join(para, " "); len(strings.Fields(p)) >= 8 && !strings.Contains(p, "Copyright") {
+				out = append(out, p)
+			}
+			para = para[:0]
+		}
+		for _, line := range strings.Split(string(raw), "\n") {
+			line = strings.TrimSpace(line)
+			if rest, ok := strings.CutPrefix(line, "//"); ok && strings.TrimSpace(rest) != "" && !strings.HasPrefix(rest, "go:") {
+				para = append(para, strings.TrimSpace(rest))
+				continue
+			}
+			flush()
+			if len(out) >= n {
+				return out[:n]
+			}
+		}
+		flush()
+	}
+	if len(out) < n {
+		b.Fatalf("only %d paragraphs in %s", len(out), root)
+	}
+	return out[:n]
+}
+
+// writeFullTextBench writes the analyzed corpus (one document a line: its
+// terms), the queries (their terms) and the index's top 10s.
+func writeFullTextBench(an *Analyzer, docs []string, queries [][]string, results [][]Result) error {
+	dir := os.Getenv("ORRERY_FULLTEXT_BENCH_DIR")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "orrery-fulltext-bench")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	write := func(name string, fill func(w *bufio.Writer)) error {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		w := bufio.NewWriter(f)
+		fill(w)
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		return f.Close()
+	}
+	err := write("corpus.txt", func(w *bufio.Writer) {
+		for _, d := range docs {
+			var ts []string
+			for _, t := range an.Analyze(d) {
+				ts = append(ts, t.Text)
+			}
+			fmt.Fprintln(w, strings.Join(ts, " "))
+		}
+	})
+	if err != nil {
+		return err
+	}
+	err = write("queries.txt", func(w *bufio.Writer) {
+		for _, q := range queries {
+			var ts []string
+			for _, kw := range q {
+				for _, t := range an.Analyze(kw) {
+					ts = append(ts, t.Text)
+				}
+			}
+			fmt.Fprintln(w, strings.Join(ts, " "))
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return write("results.txt", func(w *bufio.Writer) {
+		for _, rs := range results {
+			var ks []string
+			for _, r := range rs {
+				ks = append(ks, fmt.Sprintf("%s:%.9g", r.Key, r.Score))
+			}
+			fmt.Fprintln(w, strings.Join(ks, " "))
+		}
+	})
+}
