@@ -25,7 +25,8 @@ func goList(t *testing.T, args ...string) []string {
 // TestForbiddenImports fails when a package reaches across or up the layers:
 // engine, query and storage never speak HTTP nor depend on the server; query
 // and storage know nothing of documents' engine; the server knows nothing of
-// storage; coord depends on nothing of this module, so that a service
+// storage; the wiring (instance) opens no store; orrerytest links no
+// PostgreSQL; coord depends on nothing of this module, so that a service
 // importing it downloads and compiles nothing of the server.
 func TestForbiddenImports(t *testing.T) {
 	rules := []struct {
@@ -50,11 +51,23 @@ func TestForbiddenImports(t *testing.T) {
 			patterns: []string{"./server/..."},
 			direct:   []string{module + "/storage"},
 		},
+		{
+			// The wiring takes a store; it opens none itself.
+			patterns: []string{"./instance"},
+			deps: []string{module + "/storage/memory", module + "/storage/pebble", module + "/storage/postgres",
+				module + "/cmd", module + "/orrerytest", module + "/compat", module + "/examples"},
+		},
+		{
+			// A user's test binary links PostgreSQL's driver and launcher
+			// only when it imports orrerytest/onpostgres.
+			patterns: []string{"./orrerytest"},
+			deps:     []string{module + "/storage/postgres", "github.com/jackc/pgx"},
+		},
 	}
 	// The rules must reach these packages: a pattern that matches nothing
 	// (a package moved or renamed) would otherwise pass in silence.
 	mustCover := map[string]bool{}
-	for _, p := range []string{"/engine", "/engine/script", "/query", "/storage", "/storage/memory", "/storage/pebble", "/storage/postgres", "/server"} {
+	for _, p := range []string{"/engine", "/engine/script", "/query", "/storage", "/storage/memory", "/storage/pebble", "/storage/postgres", "/server", "/instance", "/orrerytest"} {
 		mustCover[module+p] = false
 	}
 	for _, r := range rules {
