@@ -46,6 +46,8 @@ func main() {
 		err = serve(ctx, os.Args[2:])
 	case "cert":
 		err = cert(os.Args[2:])
+	case "health":
+		err = health(os.Args[2:])
 	case "import":
 		err = importCmd(os.Args[2:])
 	case "export":
@@ -70,13 +72,16 @@ func main() {
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `Usage:
-  orrery serve [flags]   run the server (embedded durable storage by default)
-  orrery cert [flags]    print the server's self-signed TLS certificate as PEM
-  orrery import [flags] FILE   load JSON Lines or a JSON array of items into a container
-  orrery export [flags]  write a container's items as JSON Lines or a JSON array
-  orrery version         print the version
+  orrery serve [flags]          run the server (embedded durable storage by default)
+  orrery cert [flags]           print the server's TLS certificate as PEM, to trust it
+  orrery health [flags]         exit 0 when the server is ready (a container's health check)
+  orrery import [flags] FILE    load JSON Lines or a JSON array of items into a container
+  orrery export [flags]         write a container's items as JSON Lines or a JSON array
+  orrery version                print the version
 
-Run 'orrery serve --help' for the server's flags.
+cert, health, import and export find the server at --endpoint (env
+ORRERY_ENDPOINT, default http://localhost:8081/). Run 'orrery serve --help'
+for the server's flags.
 `)
 }
 
