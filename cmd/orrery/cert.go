@@ -35,9 +35,12 @@ func endpointFlag(fs *flag.FlagSet, p *string) {
 }
 
 // endpointURL spells an --endpoint as a URL: host:port becomes
-// http://host:port/.
+// http://host:port/, a bare host http://host:8081/.
 func endpointURL(endpoint string) (string, error) {
 	if !strings.Contains(endpoint, "://") {
+		if _, _, err := net.SplitHostPort(endpoint); err != nil && !strings.Contains(endpoint, "/") {
+			endpoint = net.JoinHostPort(strings.Trim(endpoint, "[]"), "8081")
+		}
 		endpoint = "http://" + endpoint
 	}
 	u, err := url.Parse(endpoint)
