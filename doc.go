@@ -6,6 +6,8 @@
 //	cmd/orrery    the binary: flags
 //	instance      the wiring: a store, its engine, the server (orrerytest's too)
 //	server        HTTP: routing, auth, wire format; no storage knowledge
+//	faults        fault rules the server injects on demand; imports nothing of the module
+//	throughput    provisioned RU/s enforced per physical partition; the engine's public API only
 //	engine        database semantics; no HTTP knowledge
 //	engine/script server-side JavaScript
 //	query         Cosmos SQL, pure

@@ -26,8 +26,9 @@ func goList(t *testing.T, args ...string) []string {
 // engine, query and storage never speak HTTP nor depend on the server; query
 // and storage know nothing of documents' engine; the server knows nothing of
 // storage; the wiring (instance) opens no store; orrerytest links no
-// PostgreSQL; coord depends on nothing of this module, so that a service
-// importing it downloads and compiles nothing of the server.
+// PostgreSQL; transfer reaches any endpoint through the SDK alone; coord
+// depends on nothing of this module, so that a service importing it
+// downloads and compiles nothing of the server.
 func TestForbiddenImports(t *testing.T) {
 	rules := []struct {
 		patterns []string
@@ -63,11 +64,27 @@ func TestForbiddenImports(t *testing.T) {
 			patterns: []string{"./orrerytest"},
 			deps:     []string{module + "/storage/postgres", "github.com/jackc/pgx"},
 		},
+		{
+			// transfer talks to any endpoint through the SDK only.
+			patterns: []string{"./transfer/..."},
+			deps:     []string{module + "/server", module + "/engine", module + "/storage", module + "/query", module + "/orrerytest"},
+		},
+		{
+			// The fault rules decide and the server acts: they know
+			// nothing of the module.
+			patterns: []string{"./faults/..."},
+			deps:     []string{module + "/"},
+		},
+		{
+			// Throughput budgets read the engine's offers and ranges only.
+			patterns: []string{"./throughput/..."},
+			direct:   []string{"net/http", module + "/server", module + "/storage"},
+		},
 	}
 	// The rules must reach these packages: a pattern that matches nothing
 	// (a package moved or renamed) would otherwise pass in silence.
 	mustCover := map[string]bool{}
-	for _, p := range []string{"/engine", "/engine/script", "/query", "/storage", "/storage/memory", "/storage/pebble", "/storage/postgres", "/server", "/instance", "/orrerytest"} {
+	for _, p := range []string{"/engine", "/engine/script", "/query", "/storage", "/storage/memory", "/storage/pebble", "/storage/postgres", "/server", "/instance", "/orrerytest", "/transfer", "/faults", "/throughput"} {
 		mustCover[module+p] = false
 	}
 	for _, r := range rules {

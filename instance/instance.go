@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/orrery-db/orrery/engine"
+	"github.com/orrery-db/orrery/faults"
 	"github.com/orrery-db/orrery/server"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -32,10 +33,15 @@ type Config struct {
 	// Keys are the account's keys; an empty Master is the emulator's
 	// well-known key (server.EmulatorKey).
 	Keys server.Keys
-	// AAD, Limits and Now configure the server (see server.Config).
-	AAD    server.AAD
-	Limits server.Limits
-	Now    func() time.Time
+	// AAD, Limits, Now and EnforceThroughput configure the server (see
+	// server.Config).
+	AAD               server.AAD
+	Limits            server.Limits
+	Now               func() time.Time
+	EnforceThroughput bool
+	// Faults are fault rules installed before the instance serves (see
+	// package faults); Server.Faults() changes them later.
+	Faults []faults.Rule
 	// Logger gets the server's and the engine's logs; nil discards them.
 	Logger *slog.Logger
 
@@ -137,14 +143,19 @@ func Start(ctx context.Context, cfg Config) (inst *Instance, err error) {
 	inst.Engine = eng
 	undo = append(undo, func() { eng.Close() })
 	if inst.Server, err = server.New(server.Config{Engine: inst.Engine, Keys: cfg.Keys, AAD: cfg.AAD, Logger: log,
-		Now: cfg.Now, Limits: cfg.Limits, CertificatePEM: certPEM}); err != nil {
+		Now: cfg.Now, Limits: cfg.Limits, CertificatePEM: certPEM, EnforceThroughput: cfg.EnforceThroughput}); err != nil {
 		return nil, err
+	}
+	if len(cfg.Faults) > 0 {
+		if _, err := inst.Server.Faults().Add(cfg.Faults...); err != nil {
+			return nil, fmt.Errorf("fault rules: %w", err)
+		}
 	}
 	inst.handler = inst.Server
 	if cfg.Metrics != nil || cfg.AccessLog != nil || cfg.Trace {
 		observe := server.ObserveOptions{AccessLog: cfg.AccessLog}
 		if cfg.Metrics != nil {
-			collectors := []prometheus.Collector{server.NewEngineCollector(inst.Engine)}
+			collectors := []prometheus.Collector{server.NewEngineCollector(inst.Engine), server.NewFaultCollector(inst.Server)}
 			if c, ok := cfg.Store.(prometheus.Collector); ok {
 				collectors = append(collectors, c)
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/orrery-db/orrery/engine"
+	"github.com/orrery-db/orrery/faults"
 	"github.com/orrery-db/orrery/instance"
 	"github.com/orrery-db/orrery/server"
 	"github.com/orrery-db/orrery/storage"
@@ -38,6 +39,9 @@ type Server struct {
 	// CertificatePEM is the certificate of a TLS server (Options.TLS), for
 	// clients to trust; nil otherwise.
 	CertificatePEM []byte
+	// Faults holds the server's fault rules: add and remove rules while
+	// the test runs (Options.Faults installs some at start).
+	Faults *faults.Injector
 
 	clientOpts *azcosmos.ClientOptions
 }
@@ -72,6 +76,13 @@ type Options struct {
 	// value accepts any well-formed, unexpired JWT, as the emulator does;
 	// with an Issuer's Keys and Roles, tokens are verified.
 	AAD server.AAD
+	// Faults are fault rules installed when the server starts (see
+	// package faults); Server.Faults changes them later.
+	Faults []faults.Rule
+	// EnforceThroughput refuses requests over their container's or shared
+	// database's provisioned RU/s with 429, as orrery serve
+	// --enforce-throughput does.
+	EnforceThroughput bool
 }
 
 // Storage opens the store of a test server.
@@ -142,6 +153,9 @@ func StartWith(t testing.TB, opts Options) *Server {
 		Keys:   server.Keys{Master: server.EmulatorKey},
 		AAD:    opts.AAD,
 		Limits: opts.Limits,
+
+		EnforceThroughput: opts.EnforceThroughput,
+		Faults:            opts.Faults,
 	}
 	if opts.Metrics {
 		cfg.Metrics = prometheus.NewRegistry()
@@ -179,7 +193,7 @@ func StartWith(t testing.TB, opts Options) *Server {
 		t.Fatalf("orrerytest: %v", err)
 	}
 	return &Server{Endpoint: endpoint, Key: server.EmulatorKey, Client: client, Engine: inst.Engine,
-		CertificatePEM: inst.CertificatePEM, clientOpts: clientOpts}
+		CertificatePEM: inst.CertificatePEM, Faults: inst.Server.Faults(), clientOpts: clientOpts}
 }
 
 // NewAADClient returns an azcosmos client of the server that signs in with

@@ -36,6 +36,8 @@ const (
 	// needPerOperation: batch and bulk; each operation needs read or write
 	// by its type, checked before any runs.
 	needPerOperation
+	// needAdmin: the master key alone, for administrative calls (/_admin/).
+	needAdmin
 )
 
 // reach is how far into the resource tree an operation acts, which decides
@@ -151,6 +153,13 @@ var operations = map[operation]route{
 	{"offers", "query"}:   {needRead, reachKeys, (*Server).queryOffers},
 	{"offers", "read"}:    {needRead, reachKeys, (*Server).readOffer},
 	{"offers", "replace"}: {needWrite, reachKeys, (*Server).replaceOffer},
+
+	// Fault rules (/_admin/faults), see admin.go.
+	{"faults", "list"}:   {needAdmin, reachKeys, (*Server).listFaults},
+	{"faults", "create"}: {needAdmin, reachKeys, (*Server).addFaults},
+	{"faults", "clear"}:  {needAdmin, reachKeys, (*Server).clearFaults},
+	{"faults", "read"}:   {needAdmin, reachKeys, (*Server).readFault},
+	{"faults", "delete"}: {needAdmin, reachKeys, (*Server).deleteFault},
 }
 
 // target is what a request's path names, by the ids it was addressed with.
@@ -168,6 +177,8 @@ type grant struct {
 	// credential reaches.
 	partition   engine.PartitionKey
 	partitioned bool
+	// perm is the permission of a resource token.
+	perm *engine.Permission
 }
 
 // feedVerb names a POST or GET on a feed of resources.
@@ -232,6 +243,24 @@ func classify(r *http.Request, segs []string) (operation, target, error) {
 		return pick("account", "read", r.Method == http.MethodGet || r.Method == http.MethodHead)
 	}
 	switch segs[0] {
+	case adminPrefix:
+		if n < 2 || segs[1] != "faults" || n > 3 {
+			return fail(http.StatusNotFound)
+		}
+		if n == 2 {
+			switch r.Method {
+			case http.MethodGet:
+				return pick("faults", "list", true)
+			case http.MethodPost:
+				return pick("faults", "create", true)
+			case http.MethodDelete:
+				return pick("faults", "clear", true)
+			}
+			return fail(http.StatusMethodNotAllowed)
+		}
+		t.id = segs[2]
+		v, ok := resourceVerb(r, "read", "delete")
+		return pick("faults", v, ok && r.Method != http.MethodHead)
 	case "offers":
 		switch n {
 		case 1:
@@ -365,6 +394,8 @@ func authorizeKey(rt route, key access) (grant, *engine.Error) {
 		return grant{write: true}, nil
 	case rt.need == needMaster:
 		return grant{}, engine.Forbidden("Permissions carry resource tokens, which only the master key may obtain: sign permission requests with the master key.")
+	case rt.need == needAdmin:
+		return grant{}, engine.Forbidden("Administrative calls need the master key.")
 	case rt.need == needWrite:
 		return grant{}, engine.Forbidden("The read-only key can read but not write: sign write requests with the master key.")
 	case rt.need == needRead || rt.need == needPerOperation:
@@ -390,7 +421,7 @@ func (s *Server) authorizeToken(r *request, rt route, tok *resourceToken) (grant
 		}
 		return grant{}, &engine.Error{Status: 500, Code: "InternalServerError", Message: err.Error()}
 	}
-	g := grant{write: perm.Mode == engine.PermissionAll, partition: perm.PartitionKey, partitioned: perm.HasPartitionKey}
+	g := grant{write: perm.Mode == engine.PermissionAll, partition: perm.PartitionKey, partitioned: perm.HasPartitionKey, perm: perm}
 	switch rt.need {
 	case needRead, needPerOperation:
 	case needWrite:
@@ -399,6 +430,8 @@ func (s *Server) authorizeToken(r *request, rt route, tok *resourceToken) (grant
 		}
 	case needMaster:
 		return grant{}, insufficientPermissions("users and permissions are managed with the master key, not a resource token.")
+	case needAdmin:
+		return grant{}, insufficientPermissions("administrative calls need the master key, not a resource token.")
 	default:
 		return grant{}, noAccessRow()
 	}

@@ -79,6 +79,10 @@ const (
 // signingScope derives the resource type and link a request is signed over,
 // from its decoded path segments.
 func signingScope(segs []string) (resourceType, resourceLink string) {
+	if len(segs) > 0 && segs[0] == adminPrefix {
+		// Administrative calls are signed as the resource after /_admin/.
+		segs = segs[1:]
+	}
 	switch {
 	case len(segs) == 0:
 		return "", ""

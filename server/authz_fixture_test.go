@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/orrery-db/orrery/engine"
+	"github.com/orrery-db/orrery/faults"
 	"github.com/orrery-db/orrery/storage/memory"
 )
 
@@ -79,6 +80,9 @@ func newAuthzFixture(t testing.TB) *authzFixture {
 	must(eng.CreateScript(ctx, "db", "c", engine.StoredProcedures, []byte(pkSproc)))
 	must(eng.CreateScript(ctx, "db", "c", engine.Triggers, []byte(`{"id":"t","body":"function () {}","triggerType":"Pre","triggerOperation":"All"}`)))
 	must(eng.CreateScript(ctx, "db", "c", engine.UserFunctions, []byte(`{"id":"f","body":"function (x) { return x; }"}`)))
+	// A rule that never fires: every request of the matrix is matched
+	// against it, and the fault rules' own routes have one to act on.
+	must(srv.Faults().Add(faults.Rule{ID: "r1", Condition: faults.Condition{Container: "none"}, Result: faults.Result{Type: faults.Timeout}}))
 	f := &authzFixture{t: t, srv: srv, eng: eng, tokens: map[string]string{}, vars: map[string]string{}}
 	now := time.Now()
 	for _, p := range []struct{ user, cred, body string }{
@@ -231,6 +235,10 @@ func (f *authzFixture) snapshot() map[string]string {
 			owner = p
 		}
 		put(owner+"/offer:"+o["id"].(string), o)
+	}
+	for _, r := range f.srv.Faults().List() {
+		b, _ := json.Marshal(r.Rule)
+		out["_admin/faults/"+r.ID] = string(b)
 	}
 	return out
 }

@@ -157,6 +157,12 @@ func authzMatrix() []matrixRow {
 		{"POST", "/offers", `{"query":"SELECT * FROM root"}`, q(), 200, "MK", nil},
 		{"GET", "/offers/{offer}", "", nil, 200, "MK", nil},
 		{"PUT", "/offers/{offer}", `{"content":{"offerThroughput":500}}`, nil, 200, "M", nil},
+
+		{"GET", "/_admin/faults", "", nil, 200, "M", nil},
+		{"POST", "/_admin/faults", `{"id":"r2","condition":{"container":"none"},"result":{"type":"Timeout"}}`, nil, 201, "M", nil},
+		{"DELETE", "/_admin/faults", "", nil, 200, "M", nil},
+		{"GET", "/_admin/faults/r1", "", nil, 200, "M", nil},
+		{"DELETE", "/_admin/faults/r1", "", nil, 204, "M", nil},
 	}
 	rows = append(rows, scriptRows("sprocs", "writer", `{"id":"s2","body":"function () {}"}`, pkSproc)...)
 	rows = append(rows, scriptRows("triggers", "t",
@@ -251,7 +257,8 @@ func TestEveryOperationHasAnAccessRow(t *testing.T) {
 		"/dbs/db/users/u/permissions", "/dbs/db/users/u/permissions/p", "/dbs/db/users/u/x", "/dbs/db/users/u/permissions/p/x",
 		"/dbs/db/colls", "/dbs/db/colls/c", "/dbs/db/colls/c/docs", "/dbs/db/colls/c/docs/i", "/dbs/db/colls/c/docs/i/attachments",
 		"/dbs/db/colls/c/pkranges", "/dbs/db/colls/c/pkranges/0", "/dbs/db/colls/c/conflicts", "/dbs/db/x", "/x",
-		"/dbs/db/colls/c/operations", "/dbs/db/colls/c/operations/partitionkeydelete", "/dbs/db/colls/c/operations/x"}
+		"/dbs/db/colls/c/operations", "/dbs/db/colls/c/operations/partitionkeydelete", "/dbs/db/colls/c/operations/x",
+		"/_admin", "/_admin/faults", "/_admin/faults/r", "/_admin/faults/r/x", "/_admin/x"}
 	for _, k := range []string{"sprocs", "triggers", "udfs"} {
 		paths = append(paths, "/dbs/db/colls/c/"+k, "/dbs/db/colls/c/"+k+"/s")
 	}

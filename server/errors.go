@@ -38,7 +38,7 @@ func writeCosmosError(w http.ResponseWriter, activity string, e *engine.Error) {
 	if e.SubStatus != 0 {
 		h.Set("x-ms-substatus", strconv.Itoa(e.SubStatus))
 	}
-	if e.Status == http.StatusTooManyRequests {
+	if e.Status == http.StatusTooManyRequests && h.Get("x-ms-retry-after-ms") == "" {
 		h.Set("x-ms-retry-after-ms", "100")
 	}
 	if h.Get("x-ms-request-charge") == "" {

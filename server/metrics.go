@@ -101,3 +101,33 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descScriptsRunning, float64(st.ScriptsRunning))
 	gauge(descScriptsWaiting, float64(st.ScriptsWaiting))
 }
+
+// NewFaultCollector returns a Prometheus collector of the faults s injects:
+// each installed rule's hits, and the requests refused for want of
+// throughput budget (with --enforce-throughput).
+func NewFaultCollector(s *Server) prometheus.Collector { return &faultCollector{s: s} }
+
+type faultCollector struct{ s *Server }
+
+var (
+	descFaultHits = prometheus.NewDesc("orrery_fault_injections_total",
+		"Requests a fault rule has faulted, by rule id and fault type (the rules installed now).", []string{"rule", "type"}, nil)
+	descThrottled = prometheus.NewDesc("orrery_throughput_throttled_total",
+		"Requests answered 429 because their partition's provisioned throughput was spent (--enforce-throughput).", nil, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (c *faultCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descFaultHits
+	ch <- descThrottled
+}
+
+// Collect implements prometheus.Collector.
+func (c *faultCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, r := range c.s.faults.List() {
+		ch <- prometheus.MustNewConstMetric(descFaultHits, prometheus.CounterValue, float64(r.Hits), r.ID, string(r.Result.Type))
+	}
+	if c.s.throttle != nil {
+		ch <- prometheus.MustNewConstMetric(descThrottled, prometheus.CounterValue, float64(c.s.throttle.Throttled()))
+	}
+}

@@ -93,7 +93,11 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	elapsed := time.Since(start)
 	h := rec.Header()
 	status := rec.status
-	if status == 0 {
+	switch {
+	case rec.dropped:
+		// A fault dropped the connection: no status was sent.
+		status = 0
+	case status == 0:
 		status = 200
 	}
 	charge, _ := strconv.ParseFloat(h.Get("x-ms-request-charge"), 64)
@@ -125,9 +129,13 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if sub == "" {
 			sub = "0"
 		}
-		o.log.Info("request", "method", r.Method, "path", r.URL.Path, "op", op, "status", status,
+		attrs := []any{"method", r.Method, "path", r.URL.Path, "op", op, "status", status,
 			"substatus", sub, "duration", elapsed.Round(time.Microsecond),
-			"charge", charge, "activity", h.Get("x-ms-activity-id"))
+			"charge", charge, "activity", h.Get("x-ms-activity-id")}
+		if rec.fault != "" {
+			attrs = append(attrs, "fault", rec.fault)
+		}
+		o.log.Info("request", attrs...)
 	}
 }
 

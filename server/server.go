@@ -16,7 +16,9 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/orrery-db/orrery/engine"
+	"github.com/orrery-db/orrery/faults"
 	"github.com/orrery-db/orrery/server/explorer"
+	"github.com/orrery-db/orrery/throughput"
 )
 
 // Config configures a Server.
@@ -37,6 +39,12 @@ type Config struct {
 	// official emulator serves its own and CI scripts fetch it. Nil when
 	// the server has no certificate (plain HTTP only): that path is a 404.
 	CertificatePEM []byte
+	// Faults holds the fault rules the server injects (see package
+	// faults); nil: a set of its own, empty until rules are added.
+	Faults *faults.Injector
+	// EnforceThroughput refuses requests over their container's or shared
+	// database's provisioned RU/s with 429 (see package throughput).
+	EnforceThroughput bool
 }
 
 var gatewayVersionHeader = []string{"version=2.14.0"}
@@ -51,6 +59,9 @@ type Server struct {
 	cert []byte
 
 	limits Limits
+	// faults are the fault rules; throttle, when set, the RU/s budgets.
+	faults   *faults.Injector
+	throttle *throughput.Enforcer
 	// smallBodyMem and bodyMem share Limits.BodyMemory (see readBody).
 	smallBodyMem, bodyMem *semaphore.Weighted
 }
@@ -67,6 +78,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{eng: cfg.Engine, keys: keys, aad: aad, log: cfg.Logger, now: cfg.Now, limits: cfg.Limits.withDefaults(), cert: cfg.CertificatePEM}
 	s.smallBodyMem, s.bodyMem = newBodyBudgets(s.limits)
+	if s.faults = cfg.Faults; s.faults == nil {
+		s.faults = faults.New(faults.Options{Now: cfg.Now})
+	}
+	if cfg.EnforceThroughput {
+		s.throttle = throughput.New(cfg.Engine, throughput.Options{})
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -172,6 +189,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeCosmosError(rec, activity, aerr)
 		return
 	}
+	if s.throttle != nil || s.faults.Active() {
+		done, after := s.inject(w, rec, req)
+		if done {
+			return
+		}
+		if after != nil {
+			defer after()
+		}
+	}
 	if r.Body != nil && r.Method != http.MethodGet && r.Method != http.MethodHead {
 		body, release, err := s.readBody(r)
 		defer release()
@@ -226,10 +252,15 @@ func headerBool(h http.Header, name string) bool {
 	return strings.EqualFold(strings.Trim(h.Get(name), `"`), "true")
 }
 
-// statusRecorder remembers the status written, for logs.
+// statusRecorder remembers the status written, for logs, and the fault
+// injected if any.
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
+	// fault names the rule and result of an injected fault ("rule:type");
+	// dropped means the connection was dropped without an answer.
+	fault   string
+	dropped bool
 }
 
 func (r *statusRecorder) WriteHeader(code int) {

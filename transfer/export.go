@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
@@ -44,24 +45,48 @@ type exportState struct {
 	Finished     bool   `json:"finished"`
 }
 
-// Export writes every item the query selects from the container to w.
+// Export writes every item the query selects from the container to w. A
+// container that does not exist is an error wrapping ErrContainerNotFound,
+// before anything is written.
 func Export(ctx context.Context, c *azcosmos.ContainerClient, w io.Writer, opts ExportOptions) (*Summary, error) {
+	if err := checkContainer(ctx, c); err != nil {
+		return nil, err
+	}
 	return export(ctx, c, w, exportState{}, opts, nil)
 }
 
-// ExportFile exports into the file at path. With stateFile set the export is
-// resumable: after an interruption, the same call truncates the file to the
-// last finished page and continues from there.
+// checkContainer reads the container: ErrContainerNotFound when missing.
+func checkContainer(ctx context.Context, c *azcosmos.ContainerClient) error {
+	if _, err := c.Read(ctx, nil); err != nil {
+		if isStatus(err, 404) {
+			return fmt.Errorf("container %s: %w", c.ID(), ErrContainerNotFound)
+		}
+		return fmt.Errorf("reading the container %s: %w", c.ID(), err)
+	}
+	return nil
+}
+
+// ExportFile exports into the file at path. The file appears whole or not
+// at all: the items go to a temporary file beside it, renamed to path once
+// the export is complete. With stateFile set the export is resumable
+// instead: the file fills as pages come, and after an interruption the same
+// call truncates it to the last finished page and continues from there.
 func ExportFile(ctx context.Context, c *azcosmos.ContainerClient, path, stateFile string, opts ExportOptions) (*Summary, error) {
 	var st exportState
 	if stateFile != "" {
 		var err error
-		if st, err = readState[exportState](stateFile); err != nil {
+		if st, _, err = readState[exportState](stateFile); err != nil {
 			return nil, err
 		}
 		if st.Finished {
-			return &Summary{Skipped: st.Written}, nil
+			return &Summary{Earlier: Counts{Written: st.Written}}, nil
 		}
+	}
+	if err := checkContainer(ctx, c); err != nil {
+		return nil, err
+	}
+	if stateFile == "" {
+		return exportWhole(ctx, c, path, opts)
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -90,6 +115,40 @@ func ExportFile(ctx context.Context, c *azcosmos.ContainerClient, path, stateFil
 	return sum, f.Close()
 }
 
+// exportWhole exports into a temporary file and renames it to path when
+// complete; on failure it leaves nothing.
+func exportWhole(ctx context.Context, c *azcosmos.ContainerClient, path string, opts ExportOptions) (*Summary, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".partial-*")
+	if err != nil {
+		return nil, err
+	}
+	done := false
+	defer func() {
+		if !done {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	sum, err := export(ctx, c, f, exportState{}, opts, nil)
+	if err != nil {
+		return sum, err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return sum, err
+	}
+	if err := f.Sync(); err != nil {
+		return sum, err
+	}
+	if err := f.Close(); err != nil {
+		return sum, err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return sum, err
+	}
+	done = true
+	return sum, nil
+}
+
 // export runs the query from the state's continuation, writing each page to
 // w and calling save (when set) after each page is flushed.
 func export(ctx context.Context, c *azcosmos.ContainerClient, w io.Writer, st exportState, opts ExportOptions, save func(exportState) error) (*Summary, error) {
@@ -107,7 +166,7 @@ func export(ctx context.Context, c *azcosmos.ContainerClient, w io.Writer, st ex
 		opts.PageSize = 1000
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
-	sum := &Summary{Skipped: st.Written}
+	sum := &Summary{Earlier: Counts{Written: st.Written}}
 	if opts.Format == JSONArray && st.Offset == 0 {
 		if _, err := bw.WriteString("["); err != nil {
 			return sum, err

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
+	"strconv"
 	"strings"
+	"unicode/utf16"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 )
@@ -67,61 +70,193 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// partitionKeyOf returns the partition key value of an item under the
-// container's partition key definition, and a string that is equal for two
-// items exactly when their partition key values are.
-func partitionKeyOf(def azcosmos.PartitionKeyDefinition, item []byte) (azcosmos.PartitionKey, string, error) {
-	var doc map[string]any
-	dec := json.NewDecoder(bytes.NewReader(item))
-	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil {
-		return azcosmos.PartitionKey{}, "", fmt.Errorf("not a JSON object: %w", err)
+// itemKey is what a write needs to know of an item besides its body.
+type itemKey struct {
+	id string
+	// pk is the partition key value as the SDK sends it. When a component
+	// is undefined (the item lacks that path), which the SDK cannot
+	// express, pk is empty and header holds the value as the other SDKs
+	// send it: a JSON array with {} for each undefined component.
+	pk     azcosmos.PartitionKey
+	header string
+	// canon is equal for two items exactly when their partition key values
+	// are: the batch an item joins.
+	canon string
+}
+
+// undefined reports whether the key needs the header the SDK cannot send.
+func (k itemKey) undefined() bool { return k.header != "" }
+
+// keyOf reads an item's id and its partition key under the container's
+// definition. A path the item lacks is the undefined component, as the
+// service and the other SDKs take it; a path holding an object or an array
+// is refused, as the service refuses it.
+func keyOf(def azcosmos.PartitionKeyDefinition, item []byte) (itemKey, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(item, &top); err != nil {
+		return itemKey{}, fmt.Errorf("not a JSON object: %w", err)
+	}
+	var k itemKey
+	rawID, ok := top["id"]
+	if !ok {
+		return k, errors.New(`the item has no "id" (the service requires one, a string)`)
+	}
+	if err := json.Unmarshal(rawID, &k.id); err != nil {
+		return k, fmt.Errorf(`the item's "id" is %s, not a string`, rawID)
 	}
 	pk := azcosmos.NewPartitionKey()
-	var key []byte
-	for _, path := range def.Paths {
-		var v any = doc
-		for _, seg := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
-			m, ok := v.(map[string]any)
-			if !ok {
-				return pk, "", fmt.Errorf("no value at the partition key path %s", path)
-			}
-			if v, ok = m[seg]; !ok {
-				return pk, "", fmt.Errorf("no value at the partition key path %s", path)
-			}
+	var canon strings.Builder
+	canon.WriteByte('[')
+	undefined := false
+	for i, path := range def.Paths {
+		if i > 0 {
+			canon.WriteByte(',')
 		}
-		kb, _ := json.Marshal(v)
-		key = append(append(key, kb...), 0)
+		raw, found := lookupPath(top, path)
+		if !found {
+			undefined = true
+			canon.WriteString("{}")
+			continue
+		}
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			return k, fmt.Errorf("partition key %s: %w", path, err)
+		}
 		switch x := v.(type) {
 		case string:
 			pk = pk.AppendString(x)
+			canon.WriteString(asciiJSONString(x))
 		case bool:
 			pk = pk.AppendBool(x)
+			canon.WriteString(strconv.FormatBool(x))
 		case nil:
 			pk = pk.AppendNull()
+			canon.WriteString("null")
 		case json.Number:
 			f, err := x.Float64()
 			if err != nil {
-				return pk, "", fmt.Errorf("partition key %s: %w", path, err)
+				return k, fmt.Errorf("partition key %s: %s is out of range", path, x)
 			}
 			pk = pk.AppendNumber(f)
+			canon.WriteString(strconv.FormatFloat(f, 'g', -1, 64))
 		default:
-			return pk, "", fmt.Errorf("the partition key path %s holds an object or array", path)
+			return k, fmt.Errorf("the partition key path %s holds an object or array; the service takes a string, number, boolean or null there, or no value", path)
 		}
 	}
-	return pk, string(key), nil
+	canon.WriteByte(']')
+	k.canon = canon.String()
+	if undefined {
+		k.pk, k.header = azcosmos.NewPartitionKey(), k.canon
+	} else {
+		k.pk = pk
+	}
+	return k, nil
 }
 
-// idOf returns the item's id.
-func idOf(item []byte) (string, error) {
-	var v struct {
-		ID *string `json:"id"`
+// lookupPath follows a partition key path such as /a/b through nested
+// objects; found is false when a step is missing or not an object.
+func lookupPath(top map[string]json.RawMessage, path string) (json.RawMessage, bool) {
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	cur := top
+	for i, seg := range segs {
+		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
+		raw, ok := cur[seg]
+		if !ok {
+			return nil, false
+		}
+		if i == len(segs)-1 {
+			return raw, true
+		}
+		if len(raw) == 0 || raw[0] != '{' {
+			return nil, false
+		}
+		cur = nil
+		if json.Unmarshal(raw, &cur) != nil {
+			return nil, false
+		}
 	}
-	if err := json.Unmarshal(item, &v); err != nil {
-		return "", err
+	return nil, false
+}
+
+// asciiJSONString quotes s as JSON with every character outside printable
+// ASCII escaped (\uXXXX, surrogate pairs beyond the BMP), as a header value
+// must be.
+func asciiJSONString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r >= 0x20 && r < 0x7f:
+			b.WriteRune(r)
+		case r > 0xFFFF:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
 	}
-	if v.ID == nil {
-		return "", errors.New("the item has no string id")
+	b.WriteByte('"')
+	return b.String()
+}
+
+// dupKey identifies an item within a container (its partition key value and
+// id) in 16 bytes: two seeded hashes, so that an input cannot be crafted to
+// collide.
+type dupKey [2]uint64
+
+var dupSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+func (k itemKey) dupKey() dupKey {
+	s := k.canon + "\x00" + k.id
+	return dupKey{maphash.String(dupSeeds[0], s), maphash.String(dupSeeds[1], s)}
+}
+
+// sameItem reports whether an item read back from the service holds what
+// record does: the same values, system properties aside. The service keeps
+// values, not their spelling, so numbers compare as the service stores them.
+func sameItem(stored, record []byte) bool {
+	var a, b map[string]any
+	if json.Unmarshal(stored, &a) != nil || json.Unmarshal(record, &b) != nil {
+		return false
 	}
-	return *v.ID, nil
+	for p := range systemProperties {
+		delete(a, p)
+		delete(b, p)
+	}
+	return jsonEqual(a, b)
+}
+
+func jsonEqual(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !jsonEqual(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !jsonEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return a == b
+	}
 }

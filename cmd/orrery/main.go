@@ -52,6 +52,8 @@ func main() {
 		err = importCmd(os.Args[2:])
 	case "export":
 		err = exportCmd(os.Args[2:])
+	case "faults":
+		err = faultsCmd(os.Args[2:])
 	case "version", "--version", "-v":
 		fmt.Println("orrery", version)
 	case "help", "--help", "-h":
@@ -77,9 +79,10 @@ func usage(w io.Writer) {
   orrery health [flags]         exit 0 when the server is ready (a container's health check)
   orrery import [flags] FILE    load JSON Lines or a JSON array of items into a container
   orrery export [flags]         write a container's items as JSON Lines or a JSON array
+  orrery faults add|list|clear  manage a running server's fault rules
   orrery version                print the version
 
-cert, health, import and export find the server at --endpoint (env
+cert, health, import, export and faults find the server at --endpoint (env
 ORRERY_ENDPOINT, default http://localhost:8081/). Run 'orrery serve --help'
 for the server's flags.
 `)
@@ -125,6 +128,8 @@ func serve(ctx context.Context, args []string) error {
 	aadIssuer := fs.String("aad-issuer", env("ORRERY_AAD_ISSUER", ""), "accepted token issuers (iss), comma-separated; any when empty (env ORRERY_AAD_ISSUER)")
 	aadAudience := fs.String("aad-audience", env("ORRERY_AAD_AUDIENCE", ""), "accepted token audiences besides https://cosmos.azure.com, comma-separated; default: the scheme and host a request is addressed to (env ORRERY_AAD_AUDIENCE)")
 	logLevel := fs.String("log-level", env("ORRERY_LOG_LEVEL", "info"), "log level: debug, info, warn or error")
+	faultsFile := fs.String("faults", env("ORRERY_FAULTS", ""), "JSON file of fault rules to install at start (env ORRERY_FAULTS); 'orrery faults' changes them while the server runs")
+	enforceThroughput := fs.Bool("enforce-throughput", false, "answer 429 to requests over their container's or shared database's provisioned RU/s, per physical partition, as the service does")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -178,6 +183,11 @@ func serve(ctx context.Context, args []string) error {
 		storageDesc = []any{"storage", "pebble", "data", dir}
 	}
 	aad, err := aadConfig(*aadMode, *aadJWKS, *aadRoles, *aadIssuer, *aadAudience)
+	if err != nil {
+		store.Close()
+		return err
+	}
+	rules, err := loadFaults(*faultsFile)
 	if err != nil {
 		store.Close()
 		return err
@@ -241,15 +251,17 @@ func serve(ctx context.Context, args []string) error {
 			QueryMemoryLimit:           nonZero(*queryMemory<<20, -1),
 			QueryMemoryPool:            nonZero(*queryMemoryTotal<<20, -1),
 		},
-		Keys:        server.Keys{Master: *key, ReadOnly: *readOnlyKey},
-		AAD:         aad,
-		Limits:      server.Limits{BodyMemory: bodyMiB << 20},
-		Logger:      log,
-		Addr:        *addr,
-		Certificate: &certificate,
-		Metrics:     registry,
-		MetricsAddr: *metricsAddr,
-		Trace:       true,
+		Faults:            rules,
+		EnforceThroughput: *enforceThroughput,
+		Keys:              server.Keys{Master: *key, ReadOnly: *readOnlyKey},
+		AAD:               aad,
+		Limits:            server.Limits{BodyMemory: bodyMiB << 20},
+		Logger:            log,
+		Addr:              *addr,
+		Certificate:       &certificate,
+		Metrics:           registry,
+		MetricsAddr:       *metricsAddr,
+		Trace:             true,
 	}
 	if *accessLog {
 		cfg.AccessLog = log
@@ -259,6 +271,9 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer inst.Close()
+	for _, r := range inst.Server.Faults().List() {
+		log.Info("fault rule", "rule", r.String())
+	}
 	if a := inst.MetricsAddr(); a != nil {
 		log.Info("metrics", "addr", a.String())
 	}

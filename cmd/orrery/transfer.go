@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -39,6 +41,7 @@ func (f *endpointFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.caCert, "ca-cert", "", "PEM file of a certificate to trust for https (e.g. the output of 'orrery cert')")
 	fs.BoolVar(&f.insecure, "insecure", false, "do not verify the server's TLS certificate")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar (or, when standard error is not a terminal, no progress line every 10 s)")
+	fs.BoolVar(&f.quiet, "q", false, "same as --quiet")
 }
 
 // progressLogEvery is how often an import or export whose standard error is
@@ -103,7 +106,9 @@ func (f *endpointFlags) client() (*azcosmos.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--key: %w", err)
 	}
-	opts := &azcosmos.ClientOptions{}
+	// The policy lets import send the undefined partition key of items
+	// without a partition key property, which the SDK cannot express.
+	opts := &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{PerCallPolicies: []policy.Policy{transfer.PartitionKeyPolicy()}}}
 	if f.caCert != "" || f.insecure {
 		tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: f.insecure}
 		if f.caCert != "" {
@@ -122,15 +127,62 @@ func (f *endpointFlags) client() (*azcosmos.Client, error) {
 		}
 		transport := http.DefaultTransport.(*http.Transport).Clone()
 		transport.TLSClientConfig = tc
-		opts.ClientOptions = azcore.ClientOptions{Transport: &http.Client{Transport: transport}}
+		opts.Transport = &http.Client{Transport: transport}
 	}
 	return azcosmos.NewClientWithKey(endpoint, cred, opts)
 }
 
 // interruptible is a context that ends on SIGINT or SIGTERM, so that an
-// interrupted transfer saves its state before exiting.
-func interruptible() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+// interrupted transfer finishes what is in flight and saves its state
+// before exiting; a second signal exits at once (a resumable import's
+// state stays exact: what was in flight is checked when it resumes).
+func interruptible(what string) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		if _, ok := <-ch; !ok {
+			return
+		}
+		cancel()
+		fmt.Fprintf(os.Stderr, "\ninterrupted: %s (press Ctrl-C again to quit at once)\n", what)
+		if _, ok := <-ch; ok {
+			os.Exit(130)
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); close(ch); cancel() }
+}
+
+// itemBar is a progress bar that counts items: a bar once total is known
+// (ChangeMax64), a spinner with the count until then.
+func itemBar(w io.Writer, total int64, desc string) *progressbar.ProgressBar {
+	return progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription(desc),
+		progressbar.OptionSetItsString("items"),
+		progressbar.OptionShowCount(),
+		progressbar.OptionShowIts(),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionSpinnerType(14),
+		progressbar.OptionSetRenderBlankState(true),
+		progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }),
+	)
+}
+
+// missingContainer explains a container that does not exist, and how to
+// have import create it.
+func missingContainer(ctx context.Context, client *azcosmos.Client, ef *endpointFlags, importing bool) error {
+	what := fmt.Sprintf("container %s does not exist in database %s at %s", ef.container, ef.database, ef.endpoint)
+	if db, err := client.NewDatabase(ef.database); err == nil {
+		if _, err := db.Read(ctx, nil); isStatus(err, http.StatusNotFound) {
+			what = fmt.Sprintf("database %s does not exist at %s", ef.database, ef.endpoint)
+		}
+	}
+	if importing {
+		return fmt.Errorf("%s: create it, or pass --partition-key with the path of its partition key (e.g. --partition-key /customerId) for import to create it", what)
+	}
+	return errors.New(what)
 }
 
 func importCmd(args []string) error {
@@ -138,10 +190,11 @@ func importCmd(args []string) error {
 	var ef endpointFlags
 	ef.register(fs)
 	mode := fs.String("mode", "upsert", "upsert (idempotent), create (an existing id is a failure) or create-if-absent (an existing item is kept)")
+	duplicates := fs.String("duplicates", "fail", "records with the id and partition key of an earlier record: fail (write the first, count the others as failed), first (write the first, skip the others) or last (write the last; upsert only)")
 	concurrency := fs.Int("concurrency", 16, "batches in flight")
 	pkPath := fs.String("partition-key", "", "create the database and container if missing, with this partition key path (e.g. /pk)")
-	resume := fs.Bool("resume", false, "record progress in FILE.import-state and, when it exists, start after what it says is done")
-	errorsFile := fs.String("errors", "", "write each failed record, with its cause, as a JSON line to this file")
+	resume := fs.Bool("resume", false, "record progress in FILE.import-state and, when it exists, write exactly the records it does not record as done")
+	errorsFile := fs.String("errors", "", "write each failed record, with its cause, as a JSON line to this file (appended to when resuming)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: orrery import [flags] FILE   (JSON Lines or a JSON array of items; - for standard input)")
 		fs.PrintDefaults()
@@ -154,11 +207,18 @@ func importCmd(args []string) error {
 		return errors.New("import takes one file")
 	}
 	path := fs.Arg(0)
+	if path == "-" && *resume {
+		return errors.New("--resume needs a file, not standard input")
+	}
+	opts := transfer.ImportOptions{Mode: transfer.Mode(*mode), Duplicates: transfer.Duplicates(*duplicates), Concurrency: *concurrency}
+	if err := opts.Check(); err != nil {
+		return err
+	}
 	client, err := ef.client()
 	if err != nil {
 		return err
 	}
-	ctx, stop := interruptible()
+	ctx, stop := interruptible("finishing the writes in flight and recording where the import stopped")
 	defer stop()
 	if *pkPath != "" {
 		if err := ensureContainer(ctx, client, ef.database, ef.container, *pkPath); err != nil {
@@ -169,54 +229,96 @@ func importCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	var in io.Reader = os.Stdin
-	size := int64(-1)
-	if path != "-" {
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if st, err := f.Stat(); err == nil {
-			size = st.Size()
-		}
-		in = f
-	} else if *resume {
-		return errors.New("--resume needs a file, not standard input")
-	}
-	opts := transfer.ImportOptions{Mode: transfer.Mode(*mode), Concurrency: *concurrency}
+	state := ""
 	if *resume {
-		opts.StateFile = path + ".import-state"
+		state = path + ".import-state"
 	}
 	if *errorsFile != "" {
-		errFile, err := os.Create(*errorsFile)
+		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		if _, err := os.Stat(state); state != "" && err == nil {
+			flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND // the earlier runs' failures stay
+		}
+		errFile, err := os.OpenFile(*errorsFile, flags, 0o644)
 		if err != nil {
 			return err
 		}
 		defer errFile.Close()
 		opts.Errors = errFile
 	}
+	endBar := func(bool) {}
 	switch {
 	case ef.quiet:
 	case isTerminal(os.Stderr):
-		bar := progressbar.DefaultBytes(size, "importing")
-		opts.Progress = func(p transfer.Progress) { _ = bar.Set64(p.BytesRead) }
-		defer bar.Finish()
+		bar := itemBar(os.Stderr, -1, "importing")
+		var mu sync.Mutex
+		if path != "-" {
+			go func() {
+				f, err := os.Open(path)
+				if err != nil {
+					return
+				}
+				defer f.Close()
+				if n, err := transfer.CountRecords(f); err == nil {
+					mu.Lock()
+					bar.ChangeMax64(n)
+					mu.Unlock()
+				}
+			}()
+		}
+		opts.Progress = func(p transfer.Progress) {
+			mu.Lock()
+			_ = bar.Set64(p.Records())
+			mu.Unlock()
+		}
+		endBar = func(complete bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			if complete {
+				if n := int64(bar.State().CurrentBytes); n > 0 {
+					bar.ChangeMax64(n) // the count, if it is still running
+				}
+				_ = bar.Finish()
+			} else {
+				_ = bar.Exit()
+			}
+		}
 	default:
+		size := int64(-1)
+		if st, err := os.Stat(path); err == nil && path != "-" {
+			size = st.Size()
+		}
 		opts.Progress = (&progressLog{log: stderrLog(), msg: "import progress", every: progressLogEvery, size: size}).report
 	}
-	sum, err := transfer.Import(ctx, container, in, opts)
+	var sum *transfer.Summary
+	if path == "-" {
+		sum, err = transfer.Import(ctx, container, os.Stdin, opts)
+	} else {
+		sum, err = transfer.ImportFile(ctx, container, path, state, opts)
+	}
+	endBar(err == nil && sum.Unfinished == 0)
+	if errors.Is(err, transfer.ErrContainerNotFound) {
+		return missingContainer(ctx, client, &ef, true)
+	}
 	if sum != nil {
 		fmt.Fprintln(os.Stderr, "\nimport:", sum)
 	}
-	if errors.Is(err, context.Canceled) && opts.StateFile != "" {
-		return fmt.Errorf("interrupted: run the same command again to resume (%s)", opts.StateFile)
+	if err != nil && state != "" && errors.Is(err, context.Canceled) {
+		return fmt.Errorf("interrupted: run the same command again to resume (%s)", state)
 	}
-	if err == nil && opts.StateFile != "" {
-		_ = os.Remove(opts.StateFile)
+	if err != nil && state != "" && errors.Is(err, transfer.ErrStopped) {
+		return fmt.Errorf("%w: run the same command again to resume (%s)", err, state)
+	}
+	if err == nil && state != "" && sum.Unfinished == 0 {
+		_ = os.Remove(state)
 	}
 	if err == nil && sum.Failed > 0 {
-		return fmt.Errorf("%d records failed", sum.Failed)
+		msg := fmt.Sprintf("%d records failed", sum.Failed)
+		if *errorsFile != "" {
+			msg += " (each in " + *errorsFile + ")"
+		} else {
+			msg += " (--errors FILE keeps each)"
+		}
+		return errors.New(msg)
 	}
 	return err
 }
@@ -227,10 +329,13 @@ func exportCmd(args []string) error {
 	ef.register(fs)
 	format := fs.String("format", "jsonl", "jsonl (one item a line) or json (an array)")
 	query := fs.String("query", "", "export what this query selects (whole items); every item when empty")
-	out := fs.String("o", "-", "output file; - for standard output")
-	resume := fs.Bool("resume", false, "record progress in FILE.export-state and, when it exists, continue after the last finished page (needs -o)")
+	out := fs.String("o", "-", "output file, written whole or not at all; - for standard output")
+	resume := fs.Bool("resume", false, "record progress in FILE.export-state and, when it exists, continue after the last finished page (needs -o; the file fills as pages come)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *out == "-" && *resume {
+		return errors.New("--resume needs -o FILE")
 	}
 	client, err := ef.client()
 	if err != nil {
@@ -240,39 +345,39 @@ func exportCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := interruptible()
+	ctx, stop := interruptible("stopping the export")
 	defer stop()
 	opts := transfer.ExportOptions{Format: transfer.Format(*format), Query: *query}
 	switch {
 	case ef.quiet:
 	case isTerminal(os.Stderr):
-		bar := progressbar.Default(-1, "exporting")
+		bar := itemBar(os.Stderr, -1, "exporting")
 		opts.Progress = func(p transfer.Progress) { _ = bar.Set64(p.Written) }
-		defer bar.Finish()
+		defer bar.Exit()
 	default:
 		opts.Progress = (&progressLog{log: stderrLog(), msg: "export progress", every: progressLogEvery}).report
 	}
 	var sum *transfer.Summary
-	switch {
-	case *out == "-" && *resume:
-		return errors.New("--resume needs -o FILE")
-	case *out == "-":
+	state := ""
+	if *out == "-" {
 		sum, err = transfer.Export(ctx, container, os.Stdout, opts)
-	default:
-		state := ""
+	} else {
 		if *resume {
 			state = *out + ".export-state"
 		}
 		sum, err = transfer.ExportFile(ctx, container, *out, state, opts)
-		if errors.Is(err, context.Canceled) && state != "" {
-			return fmt.Errorf("interrupted: run the same command again to resume (%s)", state)
-		}
-		if err == nil && state != "" {
-			_ = os.Remove(state)
-		}
+	}
+	if errors.Is(err, transfer.ErrContainerNotFound) {
+		return missingContainer(ctx, client, &ef, false)
 	}
 	if sum != nil {
 		fmt.Fprintln(os.Stderr, "\nexport:", sum)
+	}
+	if errors.Is(err, context.Canceled) && state != "" {
+		return fmt.Errorf("interrupted: run the same command again to resume (%s)", state)
+	}
+	if err == nil && state != "" {
+		_ = os.Remove(state)
 	}
 	return err
 }
@@ -287,8 +392,24 @@ func ensureContainer(ctx context.Context, client *azcosmos.Client, db, container
 		return err
 	}
 	props := azcosmos.ContainerProperties{ID: container, PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{pkPath}}}
-	if _, err := d.CreateContainer(ctx, props, nil); err != nil && !isStatus(err, 409) {
+	_, err = d.CreateContainer(ctx, props, nil)
+	if err == nil {
+		return nil
+	}
+	if !isStatus(err, 409) {
 		return fmt.Errorf("creating container %s: %w", container, err)
+	}
+	// It exists: its own partition key is the one that counts.
+	c, err := d.NewContainer(container)
+	if err != nil {
+		return err
+	}
+	got, err := c.Read(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("reading container %s: %w", container, err)
+	}
+	if paths := got.ContainerProperties.PartitionKeyDefinition.Paths; !slices.Equal(paths, []string{pkPath}) {
+		fmt.Fprintf(os.Stderr, "orrery: container %s exists with partition key %s, not %s: the items go by its own\n", container, strings.Join(paths, ", "), pkPath)
 	}
 	return nil
 }
@@ -309,7 +430,8 @@ func seedServer(ctx context.Context, endpoint, key, path string) (*transfer.Summ
 	if err != nil {
 		return nil, err
 	}
-	client, err := azcosmos.NewClientWithKey(endpoint, cred, &azcosmos.ClientOptions{ClientOptions: policy.ClientOptions{}})
+	client, err := azcosmos.NewClientWithKey(endpoint, cred, &azcosmos.ClientOptions{ClientOptions: policy.ClientOptions{
+		PerCallPolicies: []policy.Policy{transfer.PartitionKeyPolicy()}}})
 	if err != nil {
 		return nil, err
 	}

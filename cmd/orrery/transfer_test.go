@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -8,8 +9,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/orrery-db/orrery/orrerytest"
 )
 
 // TestSeedImportExportThroughTheBinary: `serve --seed` has the seed's items
@@ -61,5 +65,99 @@ func TestSeedImportExportThroughTheBinary(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("export gave\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestTransferCommandsSayWhatToDo: importing into a missing container
+// suggests --partition-key, exporting one names it and leaves no file, -q
+// is --quiet, repeated ids are named, a bad line is placed, and a seed with
+// a misspelt key keeps the server from starting, naming the key.
+func TestTransferCommandsSayWhatToDo(t *testing.T) {
+	bin := buildBinary(t)
+	s := orrerytest.Start(t)
+	dir := t.TempDir()
+	run := func(args ...string) (string, error) {
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		return string(out), err
+	}
+	in := filepath.Join(dir, "in.jsonl")
+	if err := os.WriteFile(in, []byte(`{"id":"a","pk":"x"}`+"\n"+`{"id":"a","pk":"x","again":true}`+"\n"+`{"id":"b","pk":"x",}`+"\n"+`{"id":"c"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	at := []string{"--endpoint", s.Endpoint, "--database", "shop", "--container", "orders", "-q"}
+	out, err := run(append(append([]string{"import"}, at...), in)...)
+	if err == nil || !strings.Contains(out, "database shop does not exist") || !strings.Contains(out, "--partition-key") || strings.Contains(out, "RESPONSE") {
+		t.Errorf("import into a missing database: %v\n%s", err, out)
+	}
+	if _, err := s.Client.CreateDatabase(context.Background(), azcosmos.DatabaseProperties{ID: "shop"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	out, err = run(append(append([]string{"import"}, at...), in)...)
+	if err == nil || !strings.Contains(out, "container orders does not exist in database shop") || !strings.Contains(out, "--partition-key") {
+		t.Errorf("import into a missing container: %v\n%s", err, out)
+	}
+	exported := filepath.Join(dir, "out.jsonl")
+	out, err = run(append(append([]string{"export"}, at...), "-o", exported)...)
+	if err == nil || !strings.Contains(out, "container orders does not exist") {
+		t.Errorf("export of a missing container: %v\n%s", err, out)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("the failed export left files: %v", entries)
+	}
+
+	errs := filepath.Join(dir, "errors.jsonl")
+	out, err = run(append(append([]string{"import", "--partition-key", "/pk", "--errors", errs}, at...), in)...)
+	for _, want := range []string{
+		"import: 2 written, 0 skipped, 2 failed",
+		`1 records repeat the id and partition key of an earlier record: "a" ["x"] (records 1 and 2)`,
+		"line 3, column 20: invalid character '}' looking for beginning of object key string",
+		"orrery: 2 records failed (each in " + errs + ")",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("import with a repeat and a bad line: %v\n%s\nlacks %q", err, out, want)
+		}
+	}
+	out, err = run(append(append([]string{"import", "--duplicates", "last"}, at...), in)...)
+	if !strings.Contains(out, "import: 3 written, 0 skipped, 1 failed") {
+		t.Errorf("import keeping the last repeat: %v\n%s", err, out)
+	}
+
+	seed := filepath.Join(dir, "seed.json")
+	if err := os.WriteFile(seed, []byte("{\"databases\": [{\"id\": \"shop\",\n  \"contaners\": []}]}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve", "--memory", "--addr", "127.0.0.1:0", "--seed", seed)
+	done := make(chan []byte, 1)
+	go func() { b, _ := cmd.CombinedOutput(); done <- b }()
+	select {
+	case b := <-done:
+		if !strings.Contains(string(b), `line 2, column 3: databases[0] has an unknown key "contaners"; the keys it takes are containers, id, throughput`) {
+			t.Errorf("serve with a misspelt seed:\n%s", b)
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("serve with a misspelt seed did not stop")
+	}
+}
+
+// TestTheImportBarCountsItems: the bar shows items, their count and rate,
+// against the file's count of records once known.
+func TestTheImportBarCountsItems(t *testing.T) {
+	var out bytes.Buffer
+	bar := itemBar(&out, -1, "importing")
+	// The bar draws at most every 100 ms, what it was given the time before.
+	for _, n := range []int64{40, 41, -300, 150, 151} {
+		time.Sleep(120 * time.Millisecond)
+		if n < 0 {
+			bar.ChangeMax64(-n)
+		} else {
+			_ = bar.Set64(n)
+		}
+	}
+	_ = bar.Finish()
+	for _, want := range []string{"importing (40/-, ", "| (150/300, ", " items/s)", "(300/300, "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the bar drew %q, without %q", out.String(), want)
+		}
 	}
 }

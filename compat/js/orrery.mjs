@@ -73,3 +73,31 @@ export async function splitRange(db, coll, rangeId) {
   }
   return body.PartitionKeyRanges;
 }
+
+/**
+ * Sends an administrative call on Orrery's fault rules (/_admin/faults,
+ * signed with the master key as resource type "faults" and link "" or
+ * "faults/{id}") and returns the parsed answer.
+ */
+export async function faultsAdmin(method, id, body) {
+  const link = id ? `faults/${id}` : "";
+  const date = new Date().toUTCString();
+  const payload = `${method.toLowerCase()}\nfaults\n${link}\n${date.toLowerCase()}\n\n`;
+  const key = Buffer.from(requireEnv("ORRERY_KEY"), "base64");
+  const sig = createHmac("sha256", key).update(payload).digest("base64");
+  const endpoint = requireEnv("ORRERY_ENDPOINT").replace(/\/$/, "");
+  const res = await fetch(`${endpoint}/_admin/faults${id ? `/${id}` : ""}`, {
+    method,
+    headers: {
+      "x-ms-date": date,
+      authorization: encodeURIComponent(`type=master&ver=1.0&sig=${sig}`),
+      "content-type": "application/json",
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (res.status >= 300) {
+    throw new Error(`${method} /_admin/faults/${id ?? ""}: ${res.status} ${text}`);
+  }
+  return text ? JSON.parse(text) : null;
+}

@@ -32,8 +32,10 @@ type App struct {
 	events    []Event
 	switches  *Switches
 	runs      *runStore
+	storms    stormRunner
 	log       *slog.Logger
 	pages     *pages
+	bg        context.Context // the background workers' context, ended by Close
 	stop      context.CancelFunc
 	workers   sync.WaitGroup
 }
@@ -84,7 +86,7 @@ func newApp(ctx context.Context, client *azcosmos.Client, log *slog.Logger) (*Ap
 		log:      log,
 		pages:    pg,
 	}
-	if a.purchase, err = newPurchases(shop, sagas, payments, notes, a.locker, a.switches); err != nil {
+	if a.purchase, err = newPurchases(shop, sagas, payments, a.outbox, a.locker, a.switches); err != nil {
 		return nil, err
 	}
 	for _, e := range a.events {
@@ -118,8 +120,8 @@ func newApp(ctx context.Context, client *azcosmos.Client, log *slog.Logger) (*Ap
 		Processor:    changefeed.Options{Name: "outbox-relay", Host: host, PollInterval: 200 * time.Millisecond, AcquireInterval: time.Second},
 		RetryInitial: 100 * time.Millisecond, RetryMax: 2 * time.Second,
 	})
-	var bg context.Context
-	bg, a.stop = context.WithCancel(context.Background())
+	a.bg, a.stop = context.WithCancel(context.Background())
+	bg := a.bg
 	for _, feed := range feeds {
 		a.workers.Go(func() {
 			if err := feed.Run(bg); err != nil && bg.Err() == nil {

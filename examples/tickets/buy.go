@@ -50,6 +50,20 @@ type Outcome struct {
 	Message string
 	OrderID string
 	Latency time.Duration
+	Trace   Trace
+}
+
+// Trace is what one buyer did on the wire, for the race's timeline: when it
+// read the seat and what it saw, when it wrote and what the database
+// answered.
+type Trace struct {
+	ReadStart, ReadEnd time.Time   // zero when the strategy does not read
+	ReadETag           azcore.ETag // the seat's ETag as read
+	ReadStatus         string      // the seat's status as read
+	WriteStart         time.Time   // zero when the buyer did not write
+	WriteEnd           time.Time
+	WriteStatus        int         // the write's status: 200/201 committed, 412 or 409 refused
+	WroteETag          azcore.ETag // the seat's ETag after this buyer's write, when it committed
 }
 
 // attempt is one buyer's purchase of one seat, split in two where a race
@@ -64,6 +78,7 @@ type attempt struct {
 	seat     Seat
 	etag     azcore.ETag
 	done     *Outcome // set when begin already decided the outcome
+	trace    Trace
 }
 
 // begin starts a purchase: the naive and ETag strategies read the seat here.
@@ -72,7 +87,9 @@ func (s *Shop) begin(ctx context.Context, st Strategy, eventID, code, userID str
 	if st == StrategyBatch {
 		return a // no read: the create-only id is the check
 	}
+	a.trace.ReadStart = time.Now()
 	seat, etag, err := s.readSeat(ctx, eventID, code)
+	a.trace.ReadEnd, a.trace.ReadETag, a.trace.ReadStatus = time.Now(), etag, seat.Status
 	switch {
 	case err != nil:
 		f := a.failed("The seat could not be read", err)
@@ -106,16 +123,21 @@ func (a *attempt) buyNaive(ctx context.Context) Outcome {
 	ticket := a.newTicket(order.ID)
 	seat := a.seat
 	seat.Status, seat.Holder, seat.OrderID = statusSold, a.userID, order.ID
-	for _, doc := range []any{seat, a.claim(order.ID)} {
-		if err := a.shop.upsert(ctx, a.eventID, doc); err != nil { // last write wins
-			return a.failed("The write failed", err)
-		}
+	a.trace.WriteStart = time.Now()
+	resp, err := a.shop.tickets.UpsertItem(ctx, azcosmos.NewPartitionKeyString(a.eventID), mustJSON(seat), nil) // last write wins
+	if err != nil {
+		return a.failed("The write failed", err)
+	}
+	a.trace.WroteETag = resp.ETag
+	if err := a.shop.upsert(ctx, a.eventID, a.claim(order.ID)); err != nil {
+		return a.failed("The write failed", err)
 	}
 	for _, doc := range []any{order, ticket} {
 		if err := a.shop.create(ctx, a.eventID, doc); err != nil {
 			return a.failed("The write failed", err)
 		}
 	}
+	a.wrote(http.StatusOK)
 	return *a.outcome(true, order.ID, "Bought it: the seat looked free, so the write went through unchecked.")
 }
 
@@ -132,7 +154,7 @@ func (a *attempt) buyETag(ctx context.Context) Outcome {
 	b.UpsertItem(mustJSON(a.claim(order.ID)), nil)
 	b.CreateItem(mustJSON(order), nil)
 	b.CreateItem(mustJSON(ticket), nil)
-	err := a.shop.execute(ctx, b)
+	err := a.write(ctx, b, 0)
 	switch {
 	case err == nil:
 		return *a.outcome(true, order.ID, "Bought it: the seat was unchanged since it was read.")
@@ -155,7 +177,7 @@ func (a *attempt) buyBatch(ctx context.Context) Outcome {
 	b.PatchItem(seatID(a.code), soldPatch(a.userID, order.ID), nil)
 	b.CreateItem(mustJSON(order), nil)
 	b.CreateItem(mustJSON(ticket), nil)
-	err := a.shop.execute(ctx, b)
+	err := a.write(ctx, b, 1)
 	switch {
 	case err == nil:
 		return *a.outcome(true, order.ID, "Bought it: this buyer's claim on the seat was the first.")
@@ -164,6 +186,30 @@ func (a *attempt) buyBatch(ctx context.Context) Outcome {
 	default:
 		return a.failed("The purchase failed", err)
 	}
+}
+
+// write runs the purchase's batch and traces it: its status, and the
+// seat's new ETag (the result of operation seatOp) when it committed.
+func (a *attempt) write(ctx context.Context, b azcosmos.TransactionalBatch, seatOp int) error {
+	a.trace.WriteStart = time.Now()
+	resp, err := a.shop.executeBatch(ctx, b)
+	switch {
+	case err == nil:
+		if seatOp < len(resp.OperationResults) {
+			a.trace.WroteETag = resp.OperationResults[seatOp].ETag
+		}
+		a.wrote(http.StatusOK)
+	case batchStatus(err) != 0:
+		a.wrote(batchStatus(err))
+	default:
+		a.wrote(0)
+	}
+	return err
+}
+
+// wrote records the end of the buyer's write and its status.
+func (a *attempt) wrote(status int) {
+	a.trace.WriteEnd, a.trace.WriteStatus = time.Now(), status
 }
 
 // soldPatch marks a seat sold to a user by an order.
@@ -177,11 +223,19 @@ func soldPatch(userID, orderID string) azcosmos.PatchOperations {
 
 // outcome is what the buyer is told, timed from the start of the attempt.
 func (a *attempt) outcome(won bool, orderID, msg string) *Outcome {
-	return &Outcome{UserID: a.userID, Won: won, OrderID: orderID, Message: msg, Latency: time.Since(a.started)}
+	return &Outcome{UserID: a.userID, Won: won, OrderID: orderID, Message: msg, Latency: time.Since(a.started), Trace: a.trace}
 }
 
 // failed is the outcome of an error that is not a lost race.
 func (a *attempt) failed(msg string, err error) Outcome {
+	if !a.trace.WriteStart.IsZero() && a.trace.WriteEnd.IsZero() {
+		var re *azcore.ResponseError
+		if errors.As(err, &re) {
+			a.wrote(re.StatusCode)
+		} else {
+			a.wrote(0)
+		}
+	}
 	o := a.outcome(false, "", msg+": "+plainError(err))
 	o.Failed = true
 	return *o

@@ -33,12 +33,17 @@ func chromiumPath() (string, error) {
 	return "", errors.New("chromium is not installed (apt-get install chromium)")
 }
 
+// viewports are the windows the browser suite runs in: a desktop and a
+// phone (the suite's layout test also tries 360 and 414 px on the phone).
+var viewports = []struct{ name, size string }{{"desktop", "1280x900"}, {"phone", "390x844"}}
+
 // TestBrowser clicks through every scenario of the site in headless
 // Chromium with Playwright (e2e/*.test.mjs) and asserts what the pages
-// show. Screenshots are kept in e2e/screenshots. It installs the suite's
-// npm packages if they are missing. Without Chromium (or Node.js, or when
-// the packages cannot be installed) it skips, except in CI (CI=true), where
-// it fails: CI must not skip it silently.
+// show, once in a desktop window and once in a phone's, each against a
+// fresh app. Screenshots are kept in e2e/screenshots/<width>. It installs
+// the suite's npm packages if they are missing. Without Chromium (or
+// Node.js, or when the packages cannot be installed) it skips, except in CI
+// (CI=true), where it fails: CI must not skip it silently.
 func TestBrowser(t *testing.T) {
 	need := func(err error, what string) {
 		if err == nil {
@@ -54,9 +59,17 @@ func TestBrowser(t *testing.T) {
 	node, err := exec.LookPath("node")
 	need(err, "the browser tests need Node.js")
 	need(installE2E(t), "the browser tests need their npm packages (`npm ci --prefix examples/tickets/e2e`)")
-
 	tests := e2eFiles(t)
-	shots, err := filepath.Abs(filepath.Join(e2eDir, "screenshots"))
+	for _, vp := range viewports {
+		t.Run(vp.name, func(t *testing.T) { runE2E(t, node, chromium, tests, vp.size) })
+	}
+}
+
+// runE2E runs the browser suite in a window of size ("WIDTHxHEIGHT")
+// against a fresh app.
+func runE2E(t *testing.T, node, chromium string, tests []string, size string) {
+	width, _, _ := strings.Cut(size, "x")
+	shots, err := filepath.Abs(filepath.Join(e2eDir, "screenshots", width))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +95,7 @@ func TestBrowser(t *testing.T) {
 		"CHROMIUM="+chromium,
 		"SCREENSHOTS="+shots,
 		"PROFILE_DIR="+profile,
+		"VIEWPORT="+size,
 		"NO_COLOR=1",
 	)
 	out := &lineLog{t: t}

@@ -62,12 +62,17 @@ func transferLesson() Lesson {
 // sagaLesson explains how a purchase saga ended.
 func sagaLesson(r SagaResult) Lesson {
 	l := Lesson{Title: "Purchase saga", Tool: "coord/saga", Code: "/code/purchase.go#newPurchases"}
-	if r.Completed() {
-		l.Problem = "A purchase spans four services (seats, payments, ticketing, messaging) and no transaction spans them."
-		l.Fix = "coord/saga recorded each step as it completed, in one ETag-guarded document, so a crash would resume where it stopped."
-		return l
+	switch {
+	case r.Completed() && r.Confirmation.MessagingDown:
+		l.Problem = "Messaging is down, but a confirmation that cannot be sent yet is no reason to refund a paid purchase, and sending it straight after the saga would lose it."
+		l.Fix = "The saga completed (seats held, card charged, tickets issued); then the confirmation was committed to coord/outbox in one batch with the order, and the relay sends it when messaging is back."
+		l.Code = "/code/purchase.go#queueConfirmation"
+	case r.Completed():
+		l.Problem = "A purchase spans three services (seats, payments, ticketing) and no transaction spans them; the confirmation must not be lost after it."
+		l.Fix = "coord/saga recorded each step as it completed, in one ETag-guarded document, so a crash would resume where it stopped; the confirmation went to coord/outbox with the order."
+	default:
+		l.Problem = "The step “" + r.Failed + "” failed after earlier steps had already changed other services."
+		l.Fix = "coord/saga recorded the compensations to run before running any, then undid the completed steps (and the failed one, which may have half happened) in reverse order; each compensation decides from its participant's record what there is to undo."
 	}
-	l.Problem = "The step “" + r.Failed + "” failed after earlier steps had already changed other services."
-	l.Fix = "coord/saga recorded the compensations to run before running any, then undid the completed steps in reverse order; nothing is left half done."
 	return l
 }

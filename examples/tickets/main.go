@@ -18,11 +18,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 )
 
@@ -57,14 +59,18 @@ func run(args []string) error {
 		defer emb.close()
 		*endpoint, *key = emb.endpoint, emb.key
 		log.Info("embedded Orrery started", "endpoint", emb.endpoint)
+	} else if *key == "" {
+		return fmt.Errorf("--endpoint %s needs the account's key: pass --key KEY or set COSMOS_KEY (in the Azure portal: the account's Keys page, primary or secondary key; the app creates its database and containers, so not a read-only key). Without --endpoint the app starts its own Orrery and needs no key", *endpoint)
 	}
 	client, err := newClient(*endpoint, *key)
 	if err != nil {
 		return err
 	}
-	app, err := newApp(ctx, client, log)
+	setup, cancel := context.WithTimeout(ctx, setupTimeout)
+	defer cancel()
+	app, err := newApp(setup, client, log)
 	if err != nil {
-		return err
+		return explainSetup(err, *endpoint)
 	}
 	defer app.Close()
 	if *storm {
@@ -79,13 +85,40 @@ func run(args []string) error {
 	return serve(ctx, ln, app.routes())
 }
 
+// setupTimeout bounds the start: creating the database and containers.
+const setupTimeout = time.Minute
+
 // newClient connects the SDK to an endpoint with a key.
 func newClient(endpoint, key string) (*azcosmos.Client, error) {
 	cred, err := azcosmos.NewKeyCredential(key)
 	if err != nil {
-		return nil, fmt.Errorf("--key: %w", err)
+		return nil, fmt.Errorf("--key is not an account key (a key is base64, 88 characters, from the account's Keys page): %v", err)
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("--endpoint %q is not a URL like https://ACCOUNT.documents.azure.com:443/", endpoint)
 	}
 	return azcosmos.NewClientWithKey(endpoint, cred, nil)
+}
+
+// explainSetup says what a failed start means and what to change, instead
+// of the SDK's dump of the request and response.
+func explainSetup(err error, endpoint string) error {
+	var re *azcore.ResponseError
+	var ne net.Error
+	switch {
+	case errors.As(err, &re) && re.StatusCode == http.StatusUnauthorized:
+		return fmt.Errorf("%s refused the key (401 Unauthorized): pass this account's primary or secondary key with --key (or COSMOS_KEY); a key of another account, or one regenerated since, is refused", endpoint)
+	case errors.As(err, &re) && re.StatusCode == http.StatusForbidden:
+		return fmt.Errorf("%s refused access (403 Forbidden, %s): the app creates its database and containers, so it needs a read-write key, and the account's firewall must admit this machine", endpoint, re.ErrorCode)
+	case errors.As(err, &re):
+		return fmt.Errorf("setting up the database at %s: %s (%s)", endpoint, plainError(err), re.ErrorCode)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%s did not answer within %v: check --endpoint and that the account is reachable from here", endpoint, setupTimeout)
+	case errors.As(err, &ne):
+		return fmt.Errorf("cannot reach %s (%v): check --endpoint, which looks like https://ACCOUNT.documents.azure.com:443/", endpoint, err)
+	}
+	return fmt.Errorf("setting up the database at %s: %w", endpoint, err)
 }
 
 // serve runs the site until ctx ends, then lets requests in flight finish.

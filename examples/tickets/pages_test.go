@@ -6,6 +6,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/orrery-db/orrery/coord"
+	"github.com/orrery-db/orrery/coord/saga"
 )
 
 // noRedirect is a client that shows redirects instead of following them.
@@ -97,7 +100,9 @@ func TestPagesRejectBadInput(t *testing.T) {
 // function the source page anchors.
 func TestLessonLinks(t *testing.T) {
 	ta := startApp(t)
-	lessons := []Lesson{bestLesson(BestResult{}), bestLesson(BestResult{Locked: true}), bestLesson(BestResult{Locked: true, Stalled: true}), transferLesson(), sagaLesson(SagaResult{})}
+	lessons := []Lesson{bestLesson(BestResult{}), bestLesson(BestResult{Locked: true}), bestLesson(BestResult{Locked: true, Stalled: true}), transferLesson(), sagaLesson(SagaResult{}),
+		sagaLesson(SagaResult{State: saga.State{Status: coord.SagaCompleted}, Confirmation: Confirmation{MessagingDown: true}}),
+		{Code: "/code/storm.go#runStorm"}, {Code: "/code/activity.go#feedHandler"}, {Code: "/code/integrity.go#checkIntegrity"}}
 	for _, st := range strategies {
 		lessons = append(lessons, raceLesson(st))
 	}

@@ -7,13 +7,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/orrery-db/orrery/coord"
-	"github.com/orrery-db/orrery/coord/inbox"
 	"github.com/orrery-db/orrery/coord/lock"
+	"github.com/orrery-db/orrery/coord/outbox"
 	"github.com/orrery-db/orrery/coord/saga"
 )
 
@@ -26,13 +28,18 @@ type PurchaseInput struct {
 	Total   int      `json:"total"`
 }
 
-// The purchase saga's steps, in order.
+// The purchase saga's steps, in order. The confirmation is not one of
+// them: a message cannot be unsent, and a purchase must not be refunded
+// because messaging is down. It is committed to the outbox once the saga has
+// completed (queueConfirmation), and the relay sends it when it can.
 const (
-	stepHold    = "hold-seats"
-	stepCharge  = "charge-card"
-	stepIssue   = "issue-tickets"
-	stepConfirm = "send-confirmation"
+	stepHold   = "hold-seats"
+	stepCharge = "charge-card"
+	stepIssue  = "issue-tickets"
 )
+
+// sagaSteps lists the steps in the order they run.
+var sagaSteps = []string{stepHold, stepCharge, stepIssue}
 
 // Charge is a card payment at the (simulated) payment provider, one per
 // saga: its id is the step's idempotency key, so a retried charge cannot
@@ -49,36 +56,45 @@ type Charge struct {
 }
 
 // Purchases runs the purchase saga: hold the seats, charge the card, issue
-// the tickets, send the confirmation. The participants are separate
-// services (the seat inventory, the payment provider, the ticketing system,
-// messaging), so no transaction spans them: coord/saga records each step
-// and, when one fails, runs the compensations of those done, in reverse.
+// the tickets; then, once the saga has completed, the confirmation goes out
+// through the outbox. The participants are separate services (the seat
+// inventory, the payment provider, the ticketing system), so no transaction
+// spans them: coord/saga records each step and, when one fails, runs the
+// compensations of those done, in reverse.
 type Purchases struct {
 	shop     *Shop
 	payments *azcosmos.ContainerClient
-	notes    *azcosmos.ContainerClient
-	inbox    *inbox.Inbox
+	outbox   *outbox.Outbox
 	switches *Switches
 	exec     *saga.Executor
 }
 
-// newPurchases wires the saga's steps to its participants.
-func newPurchases(shop *Shop, sagas, payments, notes *azcosmos.ContainerClient, locks *lock.Locker, sw *Switches) (*Purchases, error) {
-	p := &Purchases{shop: shop, payments: payments, notes: notes, switches: sw,
-		inbox: inbox.New(notes, "confirmations", "userId")}
+// newPurchases wires the saga's steps to its participants. ob is the
+// outbox of the tickets container, which the app's relay publishes.
+func newPurchases(shop *Shop, sagas, payments *azcosmos.ContainerClient, ob *outbox.Outbox, locks *lock.Locker, sw *Switches) (*Purchases, error) {
+	p := &Purchases{shop: shop, payments: payments, outbox: ob, switches: sw}
 	exec, err := saga.New(sagas, "purchase", []saga.Step{
 		{Name: stepHold, Action: p.holdSeats, Compensate: p.releaseSeats},
 		{Name: stepCharge, Action: p.chargeCard, Compensate: p.refundCard},
 		{Name: stepIssue, Action: p.issueTickets, Compensate: p.revokeTickets},
-		{Name: stepConfirm, Action: p.sendConfirmation}, // a sent message cannot be unsent
 	}, saga.Options{Locks: locks, CompensationBackoff: 50 * time.Millisecond})
 	p.exec = exec
 	return p, err
 }
 
-// Buy runs one purchase to its end: completed, or compensated.
+// Buy runs one purchase to its end, completed or compensated, and, when it
+// completed, queues the confirmation in the outbox. A failure to queue it
+// does not undo the purchase: the order stays owed a confirmation, and the
+// recoverer queues it (queueOwed).
 func (p *Purchases) Buy(ctx context.Context, in PurchaseInput) (saga.State, error) {
-	return p.exec.Start(ctx, saga.NewID(), in)
+	st, err := p.exec.Start(ctx, saga.NewID(), in)
+	if err != nil || st.Status != coord.SagaCompleted {
+		return st, err
+	}
+	if _, err := p.queueConfirmation(ctx, st.ID, in); err != nil {
+		return st, fmt.Errorf("the purchase is complete, but its confirmation is not queued yet (it will be): %w", err)
+	}
+	return st, nil
 }
 
 // input decodes a saga's input.
@@ -237,6 +253,9 @@ func (p *Purchases) refundCard(ctx context.Context, c saga.Call) error {
 // orderOf is the id of a saga's order: one per saga.
 func orderOf(sagaID string) string { return "order-" + sagaID }
 
+// sagaStrategy is the strategy recorded on the purchase saga's orders.
+const sagaStrategy = "purchase saga"
+
 // issueTickets writes the order and a ticket per seat and marks the seats
 // sold, in one batch; the order's id makes it happen once. The ticketing
 // switch makes the ticketing system fail.
@@ -250,7 +269,7 @@ func (p *Purchases) issueTickets(ctx context.Context, c saga.Call) error {
 	}
 	b := p.shop.tickets.NewTransactionalBatch(azcosmos.NewPartitionKeyString(in.EventID))
 	b.CreateItem(mustJSON(Order{ID: orderOf(c.SagaID), Type: typeOrder, EventID: in.EventID, UserID: in.UserID,
-		Seats: in.Seats, Total: in.Total, Strategy: "purchase saga", Status: "paid", Created: time.Now().UTC()}), nil)
+		Seats: in.Seats, Total: in.Total, Strategy: sagaStrategy, SagaID: c.SagaID, Status: "paid", Created: time.Now().UTC()}), nil)
 	for _, code := range in.Seats {
 		b.CreateItem(mustJSON(Ticket{ID: "ticket-" + c.SagaID + "-" + code, Type: typeTicket, EventID: in.EventID, Seat: code,
 			OwnerID: in.UserID, OrderID: orderOf(c.SagaID), Status: "active", Created: time.Now().UTC()}), nil)
@@ -258,7 +277,7 @@ func (p *Purchases) issueTickets(ctx context.Context, c saga.Call) error {
 	}
 	err = p.shop.execute(ctx, b)
 	if batchStatus(err) == http.StatusConflict {
-		o, rerr := p.order(ctx, in.EventID, c.SagaID)
+		o, _, rerr := p.order(ctx, in.EventID, c.SagaID)
 		if rerr == nil && o.Status == "paid" {
 			return nil // a retry: already issued
 		}
@@ -267,15 +286,15 @@ func (p *Purchases) issueTickets(ctx context.Context, c saga.Call) error {
 	return err
 }
 
-// order reads a saga's order.
-func (p *Purchases) order(ctx context.Context, eventID, sagaID string) (Order, error) {
+// order reads a saga's order and its ETag.
+func (p *Purchases) order(ctx context.Context, eventID, sagaID string) (Order, azcore.ETag, error) {
 	resp, err := p.shop.tickets.ReadItem(ctx, azcosmos.NewPartitionKeyString(eventID), orderOf(sagaID), nil)
 	if err != nil {
-		return Order{}, err
+		return Order{}, "", err
 	}
 	var o Order
 	err = json.Unmarshal(resp.Value, &o)
-	return o, err
+	return o, resp.ETag, err
 }
 
 // revokeTickets cancels the order, revokes its tickets and puts the seats
@@ -287,12 +306,12 @@ func (p *Purchases) revokeTickets(ctx context.Context, c saga.Call) error {
 		return err
 	}
 	cancelled := Order{ID: orderOf(c.SagaID), Type: typeOrder, EventID: in.EventID, UserID: in.UserID,
-		Seats: in.Seats, Total: in.Total, Strategy: "purchase saga", Status: "cancelled", Created: time.Now().UTC()}
+		Seats: in.Seats, Total: in.Total, Strategy: sagaStrategy, SagaID: c.SagaID, Status: "cancelled", Created: time.Now().UTC()}
 	err = p.shop.create(ctx, in.EventID, cancelled)
 	if !isStatus(err, http.StatusConflict) {
 		return err
 	}
-	o, err := p.order(ctx, in.EventID, c.SagaID)
+	o, _, err := p.order(ctx, in.EventID, c.SagaID)
 	if err != nil || o.Status != "paid" {
 		return err
 	}
@@ -311,22 +330,93 @@ func (p *Purchases) revokeTickets(ctx context.Context, c saga.Call) error {
 	return p.shop.execute(ctx, b)
 }
 
-// sendConfirmation tells the buyer, once per saga (coord/inbox keyed by the
-// step's key). The messaging switch makes it fail.
-func (p *Purchases) sendConfirmation(ctx context.Context, c saga.Call) error {
-	if p.switches.MessagingDown.Load() {
-		return errMessagingDown
+// confirmationID is the outbox message id of a purchase's confirmation:
+// one per saga, so the inbox delivers it once however often it is relayed.
+func confirmationID(sagaID string) string { return "confirm-" + sagaID }
+
+// queueConfirmation commits a completed purchase's confirmation to the
+// outbox: one transactional batch in the event's partition marks the order
+// "confirmation queued" (on the ETag it was read with) and creates the
+// outbox record, so the message is owed exactly when the order says so,
+// whether or not messaging is up. The record's id is the saga's, so a second
+// caller (the recoverer racing the buyer) is refused whole. It reports
+// whether this call queued it; an order that is not paid gets nothing.
+func (p *Purchases) queueConfirmation(ctx context.Context, sagaID string, in PurchaseInput) (bool, error) {
+	for {
+		o, etag, err := p.order(ctx, in.EventID, sagaID)
+		if err != nil {
+			return false, err
+		}
+		if o.Status != "paid" || o.Confirmation != "" {
+			return false, nil
+		}
+		text := fmt.Sprintf("Your tickets for %s are confirmed: %s, $%d.", in.Event, seatList(in.Seats), in.Total)
+		b := p.shop.tickets.NewTransactionalBatch(azcosmos.NewPartitionKeyString(in.EventID))
+		var mark azcosmos.PatchOperations
+		mark.AppendSet("/confirmation", confirmationQueued)
+		b.PatchItem(orderOf(sagaID), mark, &azcosmos.TransactionalBatchItemOptions{IfMatchETag: &etag})
+		if err := p.outbox.Add(&b, in.EventID, outbox.Message{ID: confirmationID(sagaID), Topic: "purchase.confirmed",
+			Payload: mustJSON(notice{UserID: in.UserID, Text: text})}); err != nil {
+			return false, err
+		}
+		err = outbox.Commit(p.shop.tickets.ExecuteTransactionalBatch(ctx, b, nil))
+		var be *outbox.BatchError
+		if errors.As(err, &be) && (be.StatusCode == http.StatusPreconditionFailed || be.StatusCode == http.StatusConflict) {
+			continue // the order changed or the record exists: read again
+		}
+		return err == nil, err
 	}
-	in, err := input(c)
-	if err != nil {
-		return err
+}
+
+// confirmationQueued is an order's confirmation field once its
+// confirmation is in the outbox.
+const confirmationQueued = "queued"
+
+// queueOwed queues the confirmations owed after a crash between a saga's
+// completion and queueConfirmation: every paid saga order without one whose
+// saga has completed (a saga still running is left to its executor). It
+// returns how many it queued.
+func (p *Purchases) queueOwed(ctx context.Context) (int, error) {
+	pager := p.shop.tickets.NewQueryItemsPager(
+		"SELECT c.sagaId FROM c WHERE c.type = 'order' AND c.strategy = @s AND c.status = 'paid' AND NOT IS_DEFINED(c.confirmation)",
+		azcosmos.NewPartitionKey(), &azcosmos.QueryOptions{QueryParameters: []azcosmos.QueryParameter{{Name: "@s", Value: sagaStrategy}}})
+	n := 0
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return n, err
+		}
+		for _, raw := range page.Items {
+			var o struct {
+				SagaID string `json:"sagaId"`
+			}
+			if json.Unmarshal(raw, &o) != nil || o.SagaID == "" {
+				continue
+			}
+			st, err := p.exec.Get(ctx, o.SagaID)
+			if errors.Is(err, saga.ErrNotFound) {
+				continue // not this executor's saga
+			}
+			if err != nil {
+				return n, err
+			}
+			if st.Status != coord.SagaCompleted {
+				continue
+			}
+			var in PurchaseInput
+			if err := json.Unmarshal(st.Input, &in); err != nil {
+				return n, err
+			}
+			queued, err := p.queueConfirmation(ctx, st.ID, in)
+			if err != nil {
+				return n, err
+			}
+			if queued {
+				n++
+			}
+		}
 	}
-	text := fmt.Sprintf("Your tickets for %s are confirmed: %s, $%d.", in.Event, seatList(in.Seats), in.Total)
-	_, err = p.inbox.Handle(ctx, in.UserID, c.Key, func(ctx context.Context, b *azcosmos.TransactionalBatch) error {
-		b.CreateItem(mustJSON(Notification{ID: "note-" + c.SagaID, UserID: in.UserID, Text: text, MessageID: c.Key, Delivered: time.Now().UTC()}), nil)
-		return nil
-	})
-	return err
+	return n, nil
 }
 
 // SagaResult is a purchase saga's end as the page shows it.
@@ -335,6 +425,10 @@ type SagaResult struct {
 	State  saga.State
 	Steps  []SagaStep
 	Failed string
+	// Undone says what each compensation did, in the order they ran.
+	Undone []Undo
+	// Confirmation is the confirmation's state once the saga completed.
+	Confirmation Confirmation
 }
 
 // SagaStep is one step's fate.
@@ -344,23 +438,30 @@ type SagaStep struct {
 	Done        bool
 	Failed      bool
 	Compensated bool
-	Undo        string // what its compensation did
+}
+
+// Undo is one compensation: the step it undid and, in words, what it found
+// and did.
+type Undo struct {
+	Step  string
+	Title string
+	Said  string
+}
+
+// Confirmation is where a completed purchase's confirmation stands.
+type Confirmation struct {
+	Queued        bool   // in the outbox, committed with the order's mark
+	MessagingDown bool   // so it waits there
+	Error         string // it could not be queued yet: the recoverer will
 }
 
 // Completed reports whether the purchase went through.
 func (r SagaResult) Completed() bool { return r.State.Status == coord.SagaCompleted }
 
-// Compensations lists what was undone, in the order it was undone.
-func (r SagaResult) Compensations() []string {
-	var out []string
-	for _, name := range r.State.Compensated {
-		out = append(out, undoTitle(name))
-	}
-	return out
-}
-
-// sagaResult describes a saga's recorded state for the page.
-func sagaResult(in PurchaseInput, st saga.State) SagaResult {
+// result describes a saga's recorded state for the page: each step's fate
+// and, read back from the participants' own records, what each compensation
+// did.
+func (p *Purchases) result(ctx context.Context, in PurchaseInput, st saga.State) SagaResult {
 	r := SagaResult{Input: in, State: st, Failed: stepTitle(st.FailedStep)}
 	done := map[string]bool{}
 	for _, s := range st.Completed {
@@ -370,11 +471,74 @@ func sagaResult(in PurchaseInput, st saga.State) SagaResult {
 	for _, s := range st.Compensated {
 		comp[s] = true
 	}
-	for _, name := range []string{stepHold, stepCharge, stepIssue, stepConfirm} {
+	for _, name := range sagaSteps {
 		r.Steps = append(r.Steps, SagaStep{Name: name, Title: stepTitle(name), Done: done[name],
-			Failed: st.FailedStep == name, Compensated: comp[name], Undo: undoTitle(name)})
+			Failed: st.FailedStep == name, Compensated: comp[name]})
+	}
+	for _, name := range st.Compensated {
+		r.Undone = append(r.Undone, Undo{Step: name, Title: undoTitle(name), Said: p.explainUndo(ctx, name, st.ID, in)})
+	}
+	if r.Completed() {
+		o, _, err := p.order(ctx, in.EventID, st.ID)
+		r.Confirmation = Confirmation{Queued: err == nil && o.Confirmation == confirmationQueued,
+			MessagingDown: p.switches.MessagingDown.Load()}
 	}
 	return r
+}
+
+// explainUndo says what a step's compensation did, from the record the
+// participant kept: a compensation is a decision (nothing to refund, a
+// charge cancelled before it arrived, a ticket revoked), not a rollback.
+func (p *Purchases) explainUndo(ctx context.Context, step, sagaID string, in PurchaseInput) string {
+	switch step {
+	case stepHold:
+		var released, never []string
+		for _, code := range in.Seats {
+			seat, _, err := p.shop.readSeat(ctx, in.EventID, code)
+			if err != nil {
+				return "Released the seats this purchase held (they could not be read back: " + plainError(err) + ")."
+			}
+			if seat.ReleasedBy == sagaID {
+				released = append(released, seatName(code))
+			} else {
+				never = append(never, seatName(code))
+			}
+		}
+		switch {
+		case len(never) == 0:
+			return "Released " + strings.Join(released, ", ") + ": back on sale."
+		case len(released) == 0:
+			return "This purchase never held " + strings.Join(never, ", ") + " (another buyer had it), so there was nothing to release and the other buyer's hold was left alone."
+		}
+		return "Released " + strings.Join(released, ", ") + "; " + strings.Join(never, ", ") + " had not been held by this purchase and was left alone."
+	case stepCharge:
+		ch, err := p.charge(ctx, in.UserID, "charge-"+sagaID)
+		if err != nil {
+			return "Refunded the card if it was charged (the payment could not be read back: " + plainError(err) + ")."
+		}
+		switch ch.Status {
+		case "declined":
+			return "The card had been declined, so nothing had been charged: the refund was a no-op."
+		case "cancelled":
+			return "No charge had reached the payment provider, so the refund recorded the charge as cancelled: a late charge with this purchase's key is refused."
+		case "refunded":
+			return fmt.Sprintf("Refunded $%d to %s's card.", ch.Amount, userName(in.UserID))
+		}
+		return "The charge is " + ch.Status + "."
+	case stepIssue:
+		o, _, err := p.order(ctx, in.EventID, sagaID)
+		if err != nil {
+			return "Revoked the tickets if any were issued (the order could not be read back: " + plainError(err) + ")."
+		}
+		switch o.Status {
+		case "cancelled":
+			return "No ticket had been issued, so the revoke recorded the order as cancelled: a late issue is refused."
+		case "refunded":
+			return "Revoked the ticket for " + seatList(in.Seats) + " and marked the order refunded."
+		}
+		return "The order is " + o.Status + "."
+	}
+	return ""
 }
 
 // stepTitle names a step for people.
@@ -386,13 +550,11 @@ func stepTitle(name string) string {
 		return "Charge card"
 	case stepIssue:
 		return "Issue tickets"
-	case stepConfirm:
-		return "Send confirmation"
 	}
 	return name
 }
 
-// undoTitle names what a step's compensation does.
+// undoTitle names a step's compensation.
 func undoTitle(name string) string {
 	switch name {
 	case stepHold:
@@ -408,7 +570,9 @@ func undoTitle(name string) string {
 // recoverOnce resumes the purchases an executor left unfinished (it
 // crashed, or the process was stopped mid-purchase): each continues from
 // its recorded step, to completion or full compensation. Purchases a live
-// executor is driving are skipped. It returns how many it finished.
+// executor is driving are skipped. Then it queues the confirmations that
+// completed purchases still owe. It returns how many purchases and
+// confirmations it settled.
 func (p *Purchases) recoverOnce(ctx context.Context) (int, error) {
 	ids, err := p.exec.Unfinished(ctx)
 	if err != nil {
@@ -423,7 +587,8 @@ func (p *Purchases) recoverOnce(ctx context.Context) (int, error) {
 		}
 		n++
 	}
-	return n, nil
+	q, err := p.queueOwed(ctx)
+	return n + q, err
 }
 
 // recoverLoop runs recoverOnce now and then every interval until ctx ends.
@@ -432,7 +597,7 @@ func (p *Purchases) recoverLoop(ctx context.Context, every time.Duration, log *s
 		if n, err := p.recoverOnce(ctx); err != nil && ctx.Err() == nil {
 			log.Warn("recovering purchases", "error", err)
 		} else if n > 0 {
-			log.Info("recovered unfinished purchases", "count", n)
+			log.Info("settled purchases left unfinished", "count", n)
 		}
 		select {
 		case <-ctx.Done():

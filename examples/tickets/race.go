@@ -4,11 +4,13 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 )
 
 // RaceResult is what a race simulation shows: each buyer's outcome and who
 // holds a ticket for the seat afterwards.
 type RaceResult struct {
+	Started  time.Time // when the buyers were released
 	EventID  string
 	Seat     Seat
 	Strategy Strategy
@@ -36,6 +38,7 @@ func (r RaceResult) DoubleBooked() bool { return len(r.Holders) > 1 }
 // what each strategy does when it does.
 func raceSeat(ctx context.Context, shop *Shop, st Strategy, eventID, code string, users []string) (RaceResult, error) {
 	attempts := make([]*attempt, len(users))
+	started := time.Now()
 	var wg sync.WaitGroup
 	for i, u := range users {
 		wg.Go(func() { attempts[i] = shop.begin(ctx, st, eventID, code, u) })
@@ -47,7 +50,7 @@ func raceSeat(ctx context.Context, shop *Shop, st Strategy, eventID, code string
 	}
 	wg.Wait()
 
-	res := RaceResult{EventID: eventID, Strategy: st, Outcomes: outcomes}
+	res := RaceResult{Started: started, EventID: eventID, Strategy: st, Outcomes: outcomes}
 	seat, _, err := shop.readSeat(ctx, eventID, code)
 	if err != nil {
 		return res, err

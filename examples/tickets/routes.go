@@ -20,6 +20,9 @@ func (a *App) routes() http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(staticFiles, "web/static")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/static/favicon.svg", http.StatusMovedPermanently)
+	})
 	mux.HandleFunc("GET /{$}", a.home)
 	mux.HandleFunc("GET /events/{event}", a.eventPage)
 	mux.HandleFunc("POST /events/{event}/buy", a.buy)
@@ -37,6 +40,9 @@ func (a *App) routes() http.Handler {
 	mux.HandleFunc("POST /user", a.switchUser)
 	mux.HandleFunc("POST /switches", a.flipSwitch)
 	mux.HandleFunc("GET /code/{file}", a.code)
+	mux.HandleFunc("GET /storm", a.stormPage)
+	mux.HandleFunc("POST /storm", a.startStorm)
+	mux.HandleFunc("GET /storm/stream", a.stormStream)
 	// Forms post only from the site's own pages: a cross-site request
 	// cannot flip a switch or buy a seat for the visitor.
 	return http.NewCrossOriginProtection().Handler(mux)
@@ -65,13 +71,84 @@ type eventView struct {
 	Strategies []Strategy
 	Race       *RaceResult
 	RaceLesson Lesson
-	Buy        *Outcome
-	Best       *BestResult
-	BestLesson Lesson
-	Saga       *SagaResult
-	SagaLesson Lesson
-	Activity   []Entry
-	Error      string
+	// RaceTimeline draws the race on one time axis.
+	RaceTimeline *Timeline
+	Buy          *Outcome
+	Best         *BestResult
+	BestLesson   Lesson
+	Saga         *SagaResult
+	SagaLesson   Lesson
+	Activity     []Entry
+	// Form is how the scenario controls are set: as the last run left them.
+	Form formState
+	// ActivityStream is the live stream of this show's lines.
+	ActivityStream string
+	Error          string
+}
+
+// formState is how the event page's controls are set: a result keeps the
+// choices that produced it, so running the same scenario again, or the same
+// race under another strategy, is one click.
+type formState struct {
+	Strategy         Strategy
+	Buyers           int
+	BestCount        int
+	BestBuyers       int
+	BestLock         bool
+	Others           []string // the other buyers' names, in the order they join
+	BuyerChoices     []int
+	CountChoices     []int
+	BestBuyerChoices []int
+}
+
+// controlsCookie keeps the visitor's last scenario choices (strategy,
+// buyers, seats per buyer, lock), so they survive the page's reload after a
+// run and a visit to another page.
+const controlsCookie = "controls"
+
+// newFormState is the controls' setting for a request: the defaults, then
+// the choices the visitor made last.
+func newFormState(r *http.Request) formState {
+	f := formState{Strategy: StrategyNaive, Buyers: 2, BestCount: 2, BestBuyers: 2,
+		BuyerChoices: []int{2, 3, 4, 6}, CountChoices: []int{1, 2, 3, 4}, BestBuyerChoices: []int{2, 3, 4}}
+	for _, id := range buyers(currentUser(r).ID, len(sampleUsers))[1:] {
+		f.Others = append(f.Others, userName(id))
+	}
+	c, err := r.Cookie(controlsCookie)
+	if err != nil {
+		return f
+	}
+	q, err := url.ParseQuery(c.Value)
+	if err != nil {
+		return f
+	}
+	if st, ok := parseStrategy(q.Get("strategy")); ok {
+		f.Strategy = st
+	}
+	choose := func(to *int, key string, choices []int) {
+		if n, err := strconv.Atoi(q.Get(key)); err == nil && slices.Contains(choices, n) {
+			*to = n
+		}
+	}
+	choose(&f.Buyers, "buyers", f.BuyerChoices)
+	choose(&f.BestCount, "count", f.CountChoices)
+	choose(&f.BestBuyers, "best-buyers", f.BestBuyerChoices)
+	f.BestLock = q.Get("lock") == "on"
+	return f
+}
+
+// keepControls remembers the scenario choices a form posted.
+func keepControls(w http.ResponseWriter, r *http.Request) {
+	q := url.Values{}
+	for _, k := range []string{"buyers", "count", "best-buyers", "lock"} {
+		if v := r.FormValue(k); v != "" {
+			q.Set(k, v)
+		}
+	}
+	if v := r.FormValue("race-strategy"); v != "" {
+		q.Set("strategy", v)
+	}
+	http.SetCookie(w, &http.Cookie{Name: controlsCookie, Value: q.Encode(), Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
 }
 
 // eventPage shows the seat map, the scenarios' controls and the last result.
@@ -93,8 +170,15 @@ func (a *App) eventPage(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, http.StatusBadGateway, "The integrity check could not run: "+plainError(err))
 		return
 	}
+	show := activityFilter{Show: ev.ID}
+	var lines []Entry
+	for _, e := range a.activity.snapshot() {
+		if show.match(e) {
+			lines = append(lines, e)
+		}
+	}
 	v := eventView{Event: ev, Sections: layout(seats), Integrity: in, Strategies: strategies,
-		Activity: latest(a.activity.snapshot(), 8)}
+		Activity: latest(lines, 8), ActivityStream: streamURL(show), Form: newFormState(r)}
 	for _, s := range seats {
 		if s.Status == statusAvailable {
 			v.Available++
@@ -103,11 +187,17 @@ func (a *App) eventPage(w http.ResponseWriter, r *http.Request) {
 	if res, ok := a.runs.get(r.URL.Query().Get("run")); ok {
 		switch res := res.(type) {
 		case RaceResult:
-			v.Race, v.RaceLesson = &res, raceLesson(res.Strategy)
+			tl := timeline(res)
+			v.Race, v.RaceLesson, v.RaceTimeline = &res, raceLesson(res.Strategy), &tl
+			v.Form.Strategy, v.Form.Buyers = res.Strategy, len(res.Outcomes)
 		case Outcome:
 			v.Buy = &res
 		case BestResult:
 			v.Best, v.BestLesson = &res, bestLesson(res)
+			v.Form.BestCount, v.Form.BestLock = res.Count, res.Locked
+			if !res.Stalled {
+				v.Form.BestBuyers = len(res.Outcomes)
+			}
 		case pageError:
 			v.Error = string(res)
 		case SagaResult:
@@ -163,6 +253,7 @@ func (a *App) buy(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, http.StatusNotFound, "There is no such event.")
 		return
 	}
+	keepControls(w, r)
 	code := r.FormValue("seat")
 	if !validSeat(code) {
 		a.eventRedirect(w, r, ev.ID, "", "Choose a seat on the map first.")
@@ -195,6 +286,7 @@ func (a *App) race(w http.ResponseWriter, r *http.Request) {
 		a.eventRedirect(w, r, ev.ID, "", "Choose a strategy for the race.")
 		return
 	}
+	keepControls(w, r)
 	n, err := strconv.Atoi(r.FormValue("buyers"))
 	if err != nil || n < 2 || n > len(sampleUsers) {
 		n = 2
@@ -231,6 +323,7 @@ func (a *App) reset(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, http.StatusNotFound, "There is no such event.")
 		return
 	}
+	keepControls(w, r)
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 	defer cancel()
 	if err := a.resetEvent(ctx, ev); err != nil {
@@ -244,6 +337,9 @@ func (a *App) reset(w http.ResponseWriter, r *http.Request) {
 type ticketView struct {
 	Ticket Ticket
 	Event  Event
+	// Others are the other holders of an active ticket for the same seat:
+	// the seat was sold more than once (a naive race).
+	Others []string
 }
 
 // ticketsView is the My tickets page's data.
@@ -278,10 +374,24 @@ func (a *App) myTickets(w http.ResponseWriter, r *http.Request) {
 			a.fail(w, r, http.StatusBadGateway, "Your tickets could not be read: "+plainError(err))
 			return
 		}
+		holders := map[string][]Ticket{}
 		for _, t := range ts {
-			if t.OwnerID == user.ID && t.Status == "active" {
-				list = append(list, ticketView{Ticket: t, Event: ev})
+			if t.Status == "active" {
+				holders[t.Seat] = append(holders[t.Seat], t)
 			}
+		}
+		for _, t := range ts {
+			if t.OwnerID != user.ID || t.Status != "active" {
+				continue
+			}
+			tv := ticketView{Ticket: t, Event: ev}
+			for _, o := range holders[t.Seat] {
+				if o.ID != t.ID {
+					tv.Others = append(tv.Others, userName(o.OwnerID))
+				}
+			}
+			slices.Sort(tv.Others)
+			list = append(list, tv)
 		}
 	}
 	slices.SortFunc(list, func(x, y ticketView) int {
@@ -419,6 +529,7 @@ func (a *App) best(w http.ResponseWriter, r *http.Request) {
 	if err != nil || k < 2 || k > len(sampleUsers) {
 		k = 2
 	}
+	keepControls(w, r)
 	var locker *lock.Locker
 	if r.FormValue("lock") == "on" {
 		locker = a.locker
@@ -440,6 +551,7 @@ func (a *App) bestStall(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, http.StatusNotFound, "There is no such event.")
 		return
 	}
+	keepControls(w, r)
 	n, err := strconv.Atoi(r.FormValue("count"))
 	if err != nil || n < 1 || n > 6 {
 		n = 2
@@ -462,19 +574,53 @@ func latest(es []Entry, n int) []Entry {
 	return es
 }
 
-// activityPage shows the live activity log.
+// activityView is the activity page's data: the lines that pass the
+// filter, and the filter's choices.
+type activityView struct {
+	Entries []Entry
+	Total   int // lines in the log, filtered or not
+	Filter  activityFilter
+	Active  bool
+	Stream  string // the live stream's URL for this filter
+	Events  []Event
+	Topics  []struct{ Value, Label string }
+	Users   []User
+}
+
+// activityPage shows the live activity log, filtered by the query: one
+// show, one topic, one person, only problems.
 func (a *App) activityPage(w http.ResponseWriter, r *http.Request) {
-	a.render(w, r, http.StatusOK, "activity", "Activity", "activity", latest(a.activity.snapshot(), 200))
+	f := parseFilter(r.URL.Query())
+	all := a.activity.snapshot()
+	var shown []Entry
+	for _, e := range all {
+		if f.match(e) {
+			shown = append(shown, e)
+		}
+	}
+	v := activityView{Entries: latest(shown, 200), Total: len(all), Filter: f, Active: f.active(),
+		Stream: streamURL(f), Events: a.events, Topics: topics, Users: sampleUsers}
+	a.render(w, r, http.StatusOK, "activity", "Activity", "activity", v)
+}
+
+// streamURL is the live stream of the lines that pass a filter.
+func streamURL(f activityFilter) string {
+	if q := f.query(); q != "" {
+		return "/activity/stream?" + q
+	}
+	return "/activity/stream"
 }
 
 // activityStream sends the activity log as server-sent events: the recent
-// lines after the client's Last-Event-ID, then each new line as it comes.
+// lines after the client's Last-Event-ID, then each new line as it comes,
+// only those that pass the query's filter.
 func (a *App) activityStream(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
+	f := parseFilter(r.URL.Query())
 	after, _ := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64)
 	if after == 0 {
 		after, _ = strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
@@ -484,7 +630,7 @@ func (a *App) activityStream(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	send := func(e Entry) {
-		if e.Seq > after {
+		if e.Seq > after && f.match(e) {
 			fmt.Fprintf(w, "id: %d\ndata: %s\n\n", e.Seq, mustJSON(e))
 			after = e.Seq
 		}
@@ -516,6 +662,7 @@ func (a *App) sagaBuy(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, http.StatusNotFound, "There is no such event.")
 		return
 	}
+	keepControls(w, r)
 	code := r.FormValue("seat")
 	if !validSeat(code) {
 		a.eventRedirect(w, r, ev.ID, "", "Choose an available seat on the map first.")
@@ -529,5 +676,9 @@ func (a *App) sagaBuy(w http.ResponseWriter, r *http.Request) {
 		a.eventRedirect(w, r, ev.ID, "", "The purchase could not run: "+plainError(err))
 		return
 	}
-	a.eventRedirect(w, r, ev.ID, a.runs.put(sagaResult(in, st)), "")
+	res := a.purchase.result(ctx, in, st)
+	if err != nil && res.Completed() && !res.Confirmation.Queued {
+		res.Confirmation.Error = plainError(err)
+	}
+	a.eventRedirect(w, r, ev.ID, a.runs.put(res), "")
 }

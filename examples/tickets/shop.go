@@ -45,7 +45,8 @@ type Seat struct {
 	Status      string `json:"status"`
 	Holder      string `json:"holder,omitempty"`
 	OrderID     string `json:"orderId,omitempty"`
-	Fence       int64  `json:"fence,omitempty"` // highest lock fencing token accepted (lock.FenceField)
+	Fence       int64  `json:"fence,omitempty"`      // highest lock fencing token accepted (lock.FenceField)
+	ReleasedBy  string `json:"releasedBy,omitempty"` // the purchase saga that last released it
 }
 
 // Label is the seat as a person reads it.
@@ -75,6 +76,11 @@ type Order struct {
 	Strategy string    `json:"strategy"`
 	Status   string    `json:"status"`
 	Created  time.Time `json:"created"`
+	// SagaID is the purchase saga that wrote the order, if one did.
+	SagaID string `json:"sagaId,omitempty"`
+	// Confirmation is "queued" once the buyer's confirmation is in the
+	// outbox (purchase saga orders only).
+	Confirmation string `json:"confirmation,omitempty"`
 }
 
 // Ticket is what a buyer holds: one seat of one event.
@@ -220,19 +226,26 @@ func (e *batchError) Error() string {
 // execute runs a transactional batch and turns a rolled-back batch into a
 // *batchError.
 func (s *Shop) execute(ctx context.Context, b azcosmos.TransactionalBatch) error {
+	_, err := s.executeBatch(ctx, b)
+	return err
+}
+
+// executeBatch is execute that also returns the response of a batch that
+// committed (each operation's status and ETag).
+func (s *Shop) executeBatch(ctx context.Context, b azcosmos.TransactionalBatch) (azcosmos.TransactionalBatchResponse, error) {
 	resp, err := s.tickets.ExecuteTransactionalBatch(ctx, b, nil)
 	if err != nil {
-		return err
+		return resp, err
 	}
 	if resp.Success {
-		return nil
+		return resp, nil
 	}
 	for i, r := range resp.OperationResults {
 		if r.StatusCode != http.StatusFailedDependency {
-			return &batchError{Index: i, Status: int(r.StatusCode)}
+			return resp, &batchError{Index: i, Status: int(r.StatusCode)}
 		}
 	}
-	return &batchError{Index: -1, Status: resp.RawResponse.StatusCode}
+	return resp, &batchError{Index: -1, Status: resp.RawResponse.StatusCode}
 }
 
 // batchStatus returns the status that rolled back a batch, or 0.

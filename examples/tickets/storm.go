@@ -48,12 +48,16 @@ func (r StormReport) String() string {
 		r.P50.Round(time.Millisecond), r.P99.Round(time.Millisecond), r.Max.Round(time.Millisecond), r.Elapsed.Round(time.Millisecond), verdict)
 }
 
+// stormPrefix starts the event id of every storm's partition.
+const stormPrefix = "storm-"
+
 // stormEventID is the partition a storm under a strategy uses.
-func stormEventID(st Strategy) string { return "storm-" + string(st) }
+func stormEventID(st Strategy) string { return stormPrefix + string(st) }
 
 // runStorm seeds a fresh 100-seat event and releases buyers at once, each on
-// the seat buyer%100, so ten buyers want every seat.
-func runStorm(ctx context.Context, shop *Shop, st Strategy, buyers int) (StormReport, error) {
+// the seat buyer%100, so ten buyers want every seat. progress, when not nil,
+// hears of the release and of every answer as it comes.
+func runStorm(ctx context.Context, shop *Shop, st Strategy, buyers int, progress *stormProgress) (StormReport, error) {
 	eventID := stormEventID(st)
 	if err := shop.clearEvent(ctx, eventID); err != nil {
 		return StormReport{}, err
@@ -73,9 +77,11 @@ func runStorm(ctx context.Context, shop *Shop, st Strategy, buyers int) (StormRe
 			user := fmt.Sprintf("buyer-%04d", i)
 			outcomes[i] = shop.begin(ctx, st, eventID, seats[i%len(seats)].Code, user).finish(ctx)
 			answered[i] = true
+			progress.answer(outcomes[i])
 		})
 	}
 	began := time.Now()
+	progress.release(began)
 	close(start)
 	wg.Wait()
 	r := StormReport{Strategy: st, Buyers: buyers, Seats: len(seats), Elapsed: time.Since(began)}
@@ -114,7 +120,7 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 func stormAll(ctx context.Context, shop *Shop, buyers int, w io.Writer) error {
 	failed := false
 	for _, st := range []Strategy{StrategyETag, StrategyBatch} {
-		r, err := runStorm(ctx, shop, st, buyers)
+		r, err := runStorm(ctx, shop, st, buyers, nil)
 		if err != nil {
 			return err
 		}

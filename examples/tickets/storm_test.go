@@ -16,7 +16,7 @@ func TestStorm(t *testing.T) {
 		t.Run(string(st), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			r, err := runStorm(ctx, ta.app.shop, st, 1000)
+			r, err := runStorm(ctx, ta.app.shop, st, 1000, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -30,8 +30,9 @@ var templateFuncs = template.FuncMap{
 	"ms": func(d time.Duration) string {
 		return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond))
 	},
-	"when": func(t time.Time) string { return t.Format("Mon 2 Jan 2006, 15:04 MST") },
-	"add":  func(a, b int) int { return a + b },
+	"when":      func(t time.Time) string { return t.Format("Mon 2 Jan 2006, 15:04 MST") },
+	"add":       func(a, b int) int { return a + b },
+	"thousands": thousands,
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
 		for i := 0; i+1 < len(kv); i += 2 {

@@ -1,7 +1,12 @@
 // Package explorer serves Orrery's data explorer: a browser application,
-// embedded in the binary, that browses and edits databases, containers,
-// items, queries, the change feed and stored procedures through the
-// server's own Cosmos DB REST API.
+// embedded in the binary, that does what the service's portal Data Explorer
+// does through the server's own Cosmos DB REST API: it creates and deletes
+// databases and containers (hierarchical partition keys, throughput, unique
+// keys, time to live, change feed retention, indexing policy), browses and
+// edits items, runs queries (results as a table or JSON, downloaded as JSON
+// or CSV), watches the change feed in both its modes, edits settings and
+// throughput, manages stored procedures, triggers and user-defined
+// functions, and shows the endpoint and connection string to connect an SDK.
 //
 // The handler serves static files only. It never reads data and holds no
 // credential: the page asks its user for the master key, the read-only key

@@ -27,7 +27,7 @@ import (
 const e2eDir = "e2e"
 
 // e2eTimeout bounds one run of the browser suite on a loaded machine.
-const e2eTimeout = 5 * time.Minute
+const e2eTimeout = 8 * time.Minute
 
 // readOnlyKey is the read-only key of the server the browser tests use.
 const readOnlyKey = "cmVhZC1vbmx5IGtleSBvZiB0aGUgZXhwbG9yZXIgdGVzdHMgLS0gbm90IGEgc2VjcmV0IQ=="
@@ -78,7 +78,7 @@ func TestExplorerServesOnlyStaticFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for _, path := range []string{"/_explorer/", "/_explorer/app.js", "/_explorer/cosmos.js", "/_explorer/metrics.js", "/_explorer/style.css"} {
+	for _, path := range []string{"/_explorer/", "/_explorer/app.js", "/_explorer/cosmos.js", "/_explorer/metrics.js", "/_explorer/format.js", "/_explorer/style.css"} {
 		res, body := send(t, "GET", base+path, nil, "")
 		if res.StatusCode != 200 {
 			t.Fatalf("GET %s: %d, want 200", path, res.StatusCode)
@@ -158,8 +158,10 @@ func TestExplorerInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("node is not on PATH: the browser tests need Node.js 20 or later: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(e2eDir, "node_modules", "playwright-core", "package.json")); err != nil {
-		t.Fatalf("playwright-core is not installed (%v): run `npm ci --prefix server/explorer/e2e` from the repository root first", err)
+	for _, pkg := range []string{"playwright-core", "axe-core"} {
+		if _, err := os.Stat(filepath.Join(e2eDir, "node_modules", pkg, "package.json")); err != nil {
+			t.Fatalf("%s is not installed (%v): run `npm ci --prefix server/explorer/e2e` from the repository root first", pkg, err)
+		}
 	}
 	files := e2eFiles(t)
 
@@ -238,7 +240,8 @@ func e2eFiles(t *testing.T) []string {
 		t.Fatalf("no browser tests in %s (%v)", e2eDir, err)
 	}
 	assets, _ := filepath.Glob(filepath.Join("assets", "*"))
-	for _, f := range append(append([]string{filepath.Join(e2eDir, "package-lock.json")}, tests...), assets...) {
+	helpers, _ := filepath.Glob(filepath.Join(e2eDir, "*.mjs"))
+	for _, f := range append(append(append([]string{filepath.Join(e2eDir, "package-lock.json")}, helpers...), tests...), assets...) {
 		if _, err := os.ReadFile(f); err != nil {
 			t.Fatal(err)
 		}

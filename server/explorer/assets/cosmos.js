@@ -41,6 +41,8 @@ function bytesToBase64(buf) {
  */
 export function signingScope(segs) {
   if (segs.length === 0) return ['', ''];
+  // An offer is addressed by its RID, which is signed lower-cased.
+  if (segs[0] === 'offers') return ['offers', segs.length > 1 ? segs[1].toLowerCase() : ''];
   if (segs.length % 2 === 1) return [segs[segs.length - 1], segs.slice(0, -1).join('/')];
   return [segs[segs.length - 2], segs.join('/')];
 }

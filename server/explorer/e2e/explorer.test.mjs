@@ -2,76 +2,14 @@
 // Playwright clicks through every feature as a person would, against the
 // server at ORRERY_ENDPOINT (started and seeded by explorer_test.go: a
 // database "shop" with containers "orders", 30 items, and "private").
-// Screenshots go to ORRERY_SCREENSHOTS.
+// Screenshots go to ORRERY_SCREENSHOTS, each at 1280 and 390 px wide.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
-import { chromium } from 'playwright-core';
+import { close, key, launch, newPage, openOrders, readOnlyKey, shots, signIn, token } from './helpers.mjs';
 
-const endpoint = process.env.ORRERY_ENDPOINT;
-const key = process.env.ORRERY_KEY;
-const token = process.env.ORRERY_TOKEN;
-const readOnlyKey = process.env.ORRERY_READONLY_KEY;
-const shots = process.env.ORRERY_SCREENSHOTS;
-const explorer = new URL('/_explorer/', endpoint).href;
-// Generous: the machine running this may be very busy.
-const TIMEOUT = 30_000;
-
-let browser;
-
-before(async () => {
-  assert.ok(endpoint && key && shots, 'ORRERY_ENDPOINT, ORRERY_KEY and ORRERY_SCREENSHOTS must be set');
-  // Playwright starts the browser with a fresh --user-data-dir of its own
-  // (a temporary profile it removes on close) and refuses one passed here.
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-});
-
-after(async () => {
-  await browser?.close();
-});
-
-/** newPage opens the explorer in a fresh context and records the API calls it makes. */
-async function newPage() {
-  const context = await browser.newContext({ viewport: { width: 1360, height: 860 } });
-  context.setDefaultTimeout(TIMEOUT);
-  const page = await context.newPage();
-  const calls = [];
-  page.on('response', (r) => {
-    const u = new URL(r.url());
-    if (!u.pathname.startsWith('/_explorer/')) calls.push({ method: r.request().method(), path: u.pathname, status: r.status() });
-  });
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e));
-  // Works offline: nothing is fetched from anywhere but this server.
-  page.on('request', (r) => {
-    if (!r.url().startsWith('data:') && new URL(r.url()).origin !== new URL(explorer).origin) errors.push(new Error(`request to another origin: ${r.url()}`));
-  });
-  page.on('console', (m) => { if (m.type() === 'error' && !/status of 40[0-9]|status of 412/.test(m.text())) errors.push(new Error(m.text())); });
-  await page.goto(explorer);
-  return { page, context, calls, errors };
-}
-
-async function shot(page, name) {
-  await page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
-}
-
-async function signIn(page, kind = 'Master key', secret = key) {
-  await page.getByRole('radio', { name: kind, exact: true }).check();
-  await page.locator('#secret').fill(secret);
-  await page.getByRole('button', { name: 'Connect' }).click();
-}
-
-async function openOrders(page) {
-  await page.getByRole('button', { name: 'shop' }).click();
-  await page.getByRole('button', { name: 'orders', exact: true }).click();
-  await page.getByRole('heading', { name: 'shop / orders' }).waitFor();
-}
+before(launch);
+after(close);
 
 const itemRows = (page) => page.locator('#panel-items tbody tr');
 
@@ -87,7 +25,7 @@ test('without a credential the page shows nothing and the API refuses', async ()
   });
   assert.equal(res.status, 401);
   assert.doesNotMatch(res.body, /shop/);
-  await shot(page, '01-sign-in');
+  await shots(page, '01-sign-in');
   assert.deepEqual(errors.filter((e) => !/status of 401/.test(e.message)), []);
   await context.close();
 });
@@ -100,7 +38,7 @@ test('a wrong key is refused and reveals nothing', async () => {
   assert.ok(await page.locator('#app').isHidden());
   assert.deepEqual(calls.map((c) => c.status), [401]);
   assert.equal(await page.getByText('orders').count(), 0);
-  await shot(page, '02-wrong-key');
+  await shots(page, '02-wrong-key');
   // Not base64 at all: refused in the page, nothing sent.
   await signIn(page, 'Master key', 'not a key!');
   await page.locator('#login-error').filter({ hasText: 'base64' }).waitFor();
@@ -133,7 +71,7 @@ test('browse, page, create, edit, delete items', async () => {
   await page.getByRole('button', { name: 'Previous page' }).click();
   await page.getByText('Page 2 · 10 items').waitFor();
   assert.deepEqual(await itemRows(page).locator('td:first-child').allTextContents(), secondPage);
-  await shot(page, '03-items-paged');
+  await shots(page, '03-items-paged');
 
   // Create.
   await page.getByRole('button', { name: 'New item' }).click();
@@ -154,7 +92,7 @@ test('browse, page, create, edit, delete items', async () => {
   const saved = JSON.parse(await editor.inputValue());
   assert.equal(saved.total, 120);
   assert.notEqual(saved._etag, created._etag);
-  await shot(page, '04-item-saved');
+  await shots(page, '04-item-saved');
 
   // A concurrent edit: someone else saves the item in another tab first;
   // this tab's save is the 412 it is, and reload brings their version.
@@ -174,7 +112,7 @@ test('browse, page, create, edit, delete items', async () => {
   await page.getByRole('button', { name: 'Save changes' }).click();
   await page.getByText('412 Precondition Failed').waitFor();
   assert.ok(calls.some((c) => c.method === 'PUT' && c.status === 412));
-  await shot(page, '05-item-conflict-412');
+  await shots(page, '05-item-conflict-412');
   await page.getByRole('button', { name: 'Reload latest version' }).click();
   await page.getByRole('region', { name: 'Item order-new' }).getByText(/ETag/).waitFor();
   await page.waitForFunction(() => document.querySelector('textarea')?.value.includes('shipped'));
@@ -183,10 +121,10 @@ test('browse, page, create, edit, delete items', async () => {
   assert.equal(reloaded.total, 120, 'the refused edit was not written');
 
   // Delete, through the confirmation dialog.
-  await page.getByRole('button', { name: 'Delete' }).click();
+  await page.getByRole('button', { name: 'Delete', exact: true }).click();
   const dialog = page.getByRole('dialog', { name: 'Delete item' });
   await dialog.waitFor();
-  await shot(page, '06-delete-confirm');
+  await shots(page, '06-delete-confirm');
   await dialog.getByRole('button', { name: 'Delete' }).click();
   await page.getByText(/^Deleted order-new/).waitFor();
   assert.ok(calls.some((c) => c.method === 'DELETE' && c.path === '/dbs/shop/colls/orders/docs/order-new' && c.status === 204));
@@ -229,7 +167,7 @@ test('query with parameters shows results and the request charge', async () => {
   assert.equal(await figure('Output documents'), '6');
   assert.ok(Number(await figure('Retrieved documents')) >= 6);
   assert.doesNotMatch(await page.locator('#panel-query .stats').textContent(), /null|undefined/);
-  await shot(page, '07-query');
+  await shots(page, '07-query');
 
   // A scalar query, scoped to one partition, with Ctrl+Enter.
   await page.getByRole('textbox', { name: 'Query', exact: true }).fill('SELECT VALUE COUNT(1) FROM c');
@@ -241,10 +179,23 @@ test('query with parameters shows results and the request charge', async () => {
   await results.locator('th', { hasText: 'Value' }).waitFor();
   assert.equal(await results.locator('tbody td').textContent(), '10');
 
-  // A bad query shows the server's error.
+  // A bad query shows the server's error in its words, and nothing of the
+  // run before it: no results, no figures, no metrics, no next page.
   await page.getByRole('textbox', { name: 'Query', exact: true }).fill('SELECT FROM WHERE');
   await page.getByRole('button', { name: 'Run query' }).click();
-  await page.getByRole('alert').filter({ hasText: '400' }).waitFor();
+  const failure = page.locator('#panel-query p.error[role=alert]');
+  await failure.filter({ hasText: /^400 BadRequest: / }).waitFor();
+  assert.equal(await results.count(), 0, 'the previous results are gone');
+  assert.equal(await page.locator('#panel-query [data-figure]').count(), 0, 'the previous figures are gone');
+  assert.equal(await page.getByText('Query metrics').count(), 0);
+  assert.ok(await page.getByRole('button', { name: 'Next page' }).isHidden());
+  assert.ok(await page.getByRole('group', { name: 'Show results as' }).isHidden());
+  await shots(page, '07b-query-failed');
+  // The next good run clears the error.
+  await page.getByRole('textbox', { name: 'Query', exact: true }).fill('SELECT VALUE COUNT(1) FROM c');
+  await page.getByRole('button', { name: 'Run query' }).click();
+  await results.waitFor();
+  assert.equal(await failure.textContent(), '');
   assert.deepEqual(errors, []);
   await context.close();
 });
@@ -274,7 +225,18 @@ test('the change feed shows new changes as they come', async () => {
   await feed.getByText('feed-2').waitFor();
   await page.getByRole('status').filter({ hasText: 'Watching · 2 changes' }).waitFor();
   assert.deepEqual(await feed.locator('.id').allTextContents(), ['feed-2', 'feed-1'], 'newest first, nothing from before "now"');
-  await shot(page, '08-change-feed');
+  await shots(page, '08-change-feed');
+  // A row opens: the item as the feed gave it.
+  await feed.getByRole('button', { name: /feed-1/ }).click();
+  const change = page.getByRole('dialog', { name: 'Change · feed-1' });
+  await change.waitFor();
+  const shown = JSON.parse(await change.locator('[data-change]').textContent());
+  assert.equal(shown.id, 'feed-1');
+  assert.equal(shown.customer, 'frank');
+  assert.ok(shown._lsn > 0 && shown._etag);
+  await shots(page, '08b-change-opened');
+  await change.getByRole('button', { name: 'Close' }).click();
+  await change.waitFor({ state: 'hidden' });
   await page.getByRole('button', { name: 'Pause' }).click();
   await page.getByRole('status').filter({ hasText: 'Paused' }).waitFor();
 
@@ -311,7 +273,7 @@ test('indexing policy and TTL are viewed and replaced', async () => {
   await page.getByRole('button', { name: 'Save settings' }).click();
   await page.getByText(/^Saved · /).waitFor();
   assert.ok(calls.some((c) => c.method === 'PUT' && c.path === '/dbs/shop/colls/orders' && c.status === 200));
-  await shot(page, '09-settings');
+  await shots(page, '09-settings');
 
   // A fresh page reads back what was saved.
   await page.reload();
@@ -337,8 +299,8 @@ test('stored procedures are created, edited and run with arguments', async () =>
   await signIn(page);
   await openOrders(page);
   await page.getByRole('tab', { name: 'Stored procedures' }).click();
-  await page.getByText('None yet.').waitFor();
-  await page.getByRole('button', { name: 'New', exact: true }).click();
+  await page.getByText('No stored procedures yet.').waitFor();
+  await page.getByRole('button', { name: 'New stored procedure' }).click();
   await page.getByRole('textbox', { name: 'Id', exact: true }).fill('countFor');
   await page.getByRole('textbox', { name: 'Body (JavaScript)' }).fill(`function (prefix) {
   var ctx = getContext();
@@ -363,7 +325,7 @@ test('stored procedures are created, edited and run with arguments', async () =>
   await page.getByRole('heading', { name: 'Log' }).waitFor();
   assert.match(await page.locator('.run-out pre').last().textContent(), /counting for carol has/);
   assert.doesNotMatch(await page.locator('.run-out').textContent(), /null/);
-  await shot(page, '10-sproc-run');
+  await shots(page, '10-sproc-run');
 
   // Edit and run again: the new body answers.
   const body = page.getByRole('textbox', { name: 'Body (JavaScript)' });
@@ -396,14 +358,14 @@ test('the read-only key browses and queries, and offers no writes', async () => 
   assert.ok(!(await editor.isEditable()), 'the item is shown read-only');
   assert.equal(await page.getByRole('button', { name: 'New item' }).count(), 0);
   assert.equal(await page.getByRole('button', { name: 'Save changes' }).count(), 0);
-  assert.equal(await page.getByRole('button', { name: 'Delete' }).count(), 0);
+  assert.equal(await page.getByRole('button', { name: /^Delete/ }).count(), 0);
   await page.getByRole('tab', { name: 'Query' }).click();
   await page.getByRole('textbox', { name: 'Query', exact: true }).fill('SELECT VALUE c.id FROM c WHERE c.total = 100');
   await page.getByRole('button', { name: 'Run query' }).click();
   await page.getByRole('table', { name: 'Query results' }).getByText('order-10').waitFor();
   await page.getByRole('tab', { name: 'Settings' }).click();
   assert.equal(await page.getByRole('button', { name: 'Save settings' }).count(), 0);
-  await shot(page, '12-read-only');
+  await shots(page, '12-read-only');
   assert.ok(calls.every((c) => c.method === 'GET' || (c.method === 'POST' && c.path.endsWith('/docs'))), 'only reads and queries were sent');
   assert.deepEqual(errors, []);
   await context.close();
@@ -422,7 +384,7 @@ test('a resource token reaches its container only, read-only', async () => {
   await page.getByRole('button', { name: 'note-1' }).waitFor();
   assert.equal(await page.getByRole('button', { name: 'New item' }).count(), 1, 'a token may be able to write: the server decides');
   assert.equal(await page.getByText('orders').count(), 0, 'other containers are not listed');
-  await shot(page, '11-resource-token');
+  await shots(page, '11-resource-token');
 
   // The server refuses the write this Read permission does not allow.
   await page.getByRole('button', { name: 'note-1' }).click();

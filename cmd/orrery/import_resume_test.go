@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/orrery-db/orrery/orrerytest"
+	"github.com/orrery-db/orrery/transfer"
+)
+
+var summaryLine = regexp.MustCompile(`import: (\d+) written, (\d+) skipped, (\d+) failed`)
+
+// TestImportResumedAfterSIGINTOrSIGKILLIsExact runs `orrery import --mode
+// create --resume` as a process, interrupts it at random moments with
+// SIGINT (it finishes its writes in flight and records where it stopped)
+// or SIGKILL (it records nothing more), and runs it again until it
+// finishes: no run reports a failure (a 409 on the import's own writes),
+// the last one counts over all the runs exactly the file's records
+// written, and the container holds exactly the file's items.
+func TestImportResumedAfterSIGINTOrSIGKILLIsExact(t *testing.T) {
+	n := 20_000
+	if testing.Short() {
+		n = 4_000
+	}
+	bin := buildBinary(t)
+	s := orrerytest.Start(t)
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(11, 12))
+	lines := make([]string, n)
+	for i := range lines {
+		switch {
+		case i%97 == 0: // no partition key property: the undefined key
+			lines[i] = fmt.Sprintf(`{"id":"item-%d","n":%d}`, i, i)
+		default:
+			lines[i] = fmt.Sprintf(`{"id":"item-%d","pk":"p%d","n":%d,"pad":%q}`, i, r.IntN(40), i, strings.Repeat("x", r.IntN(300)))
+		}
+	}
+	data := []byte(strings.Join(lines, "\n") + "\n")
+	// An import run whole gives the span the interruptions fall in.
+	calibrate := filepath.Join(dir, "calibrate.jsonl")
+	if err := os.WriteFile(calibrate, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	if out, err := exec.Command(bin, "import", "--endpoint", s.Endpoint, "--database", "db", "--container", "calibrate",
+		"--partition-key", "/pk", "--mode", "create", "--concurrency", "8", "-q", calibrate).CombinedOutput(); err != nil {
+		t.Fatalf("import: %v\n%s", err, out)
+	}
+	span := time.Since(begin)
+	t.Logf("a whole import takes %s", span)
+	for round, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL, syscall.SIGINT, syscall.SIGKILL, syscall.SIGKILL, syscall.SIGINT} {
+		in := filepath.Join(dir, fmt.Sprintf("round%d.jsonl", round))
+		if err := os.WriteFile(in, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("round%d", round)
+		args := []string{"import", "--endpoint", s.Endpoint, "--database", "db", "--container", name, "--partition-key", "/pk",
+			"--mode", "create", "--resume", "--concurrency", "8", "-q", in}
+		var final string
+		interrupted := 0
+		for run := 0; ; run++ {
+			cmd := exec.Command(bin, args...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if run < 3 {
+				delay := time.Duration(r.Int64N(int64(span)))
+				timer := time.AfterFunc(delay, func() { _ = cmd.Process.Signal(sig) })
+				defer timer.Stop()
+			}
+			err := cmd.Wait()
+			out := stderr.String()
+			for _, m := range summaryLine.FindAllStringSubmatch(out, -1) {
+				if m[3] != "0" {
+					t.Fatalf("round %d run %d (%s): failures reported:\n%s", round, run, sig, out)
+				}
+			}
+			if err == nil {
+				final = out
+				break
+			}
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) {
+				t.Fatal(err)
+			}
+			killed := ee.ProcessState.Sys().(syscall.WaitStatus).Signaled()
+			if !killed && !strings.Contains(out, "run the same command again to resume") {
+				t.Fatalf("round %d run %d: %v\n%s", round, run, err, out)
+			}
+			interrupted++
+			t.Logf("round %d run %d: %s after %s", round, run, sig, strings.TrimSpace(out))
+		}
+		// The counts over all the runs are on a line of their own when an
+		// earlier run finished anything.
+		total := fmt.Sprintf("with the earlier runs: %d written, 0 skipped, 0 failed", n)
+		if !strings.Contains(final, total) && !(strings.Contains(final, fmt.Sprintf("import: %d written, 0 skipped, 0 failed", n)) && !strings.Contains(final, "earlier runs")) {
+			t.Fatalf("round %d: the last run says\n%s\nwant %d written over the runs, none failed", round, final, n)
+		}
+		t.Logf("round %d: %d interruptions, then %s", round, interrupted, strings.TrimSpace(final))
+		if _, err := os.Stat(in + ".import-state"); !os.IsNotExist(err) {
+			t.Fatalf("round %d: the finished import left its state file (%v)", round, err)
+		}
+		c, _ := s.Client.NewContainer("db", name)
+		var buf bytes.Buffer
+		if _, err := transfer.Export(context.Background(), c, &buf, transfer.ExportOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Split(strings.TrimSpace(buf.String()), "\n")
+		if len(got) != n {
+			t.Fatalf("round %d: the container holds %d items, want %d", round, len(got), n)
+		}
+		for _, g := range got {
+			var item map[string]any
+			if err := json.Unmarshal([]byte(g), &item); err != nil {
+				t.Fatal(err)
+			}
+			var i int
+			fmt.Sscanf(item["id"].(string), "item-%d", &i)
+			var want map[string]any
+			_ = json.Unmarshal([]byte(lines[i]), &want)
+			if !reflect.DeepEqual(item, want) {
+				t.Fatalf("round %d: the container holds %s, the file %s", round, g, lines[i])
+			}
+		}
+	}
+}
