@@ -3,7 +3,8 @@
 //
 // The layers, imports pointing down only:
 //
-//	cmd/orrery    the binary: flags and wiring
+//	cmd/orrery    the binary: flags
+//	instance      the wiring: a store, its engine, the server (orrerytest's too)
 //	server        HTTP: routing, auth, wire format; no storage knowledge
 //	faults        fault rules the server injects on demand; imports nothing of the module
 //	throughput    provisioned RU/s enforced per physical partition; the engine's public API only

@@ -25,7 +25,8 @@ func goList(t *testing.T, args ...string) []string {
 // TestForbiddenImports fails when a package reaches across or up the layers:
 // engine, query and storage never speak HTTP nor depend on the server; query
 // and storage know nothing of documents' engine; the server knows nothing of
-// storage; transfer reaches any endpoint through the SDK alone; the
+// storage; the wiring (instance) opens no store; orrerytest links no
+// PostgreSQL; transfer reaches any endpoint through the SDK alone; the
 // engine's search leaves (vector, fulltext) depend on no package of this
 // module; coord depends on nothing of this module, so that a service
 // importing it downloads and compiles nothing of the server.
@@ -53,6 +54,18 @@ func TestForbiddenImports(t *testing.T) {
 			direct:   []string{module + "/storage"},
 		},
 		{
+			// The wiring takes a store; it opens none itself.
+			patterns: []string{"./instance"},
+			deps: []string{module + "/storage/memory", module + "/storage/pebble", module + "/storage/postgres",
+				module + "/cmd", module + "/orrerytest", module + "/compat", module + "/examples"},
+		},
+		{
+			// A user's test binary links PostgreSQL's driver and launcher
+			// only when it imports orrerytest/onpostgres.
+			patterns: []string{"./orrerytest"},
+			deps:     []string{module + "/storage/postgres", "github.com/jackc/pgx"},
+		},
+		{
 			// transfer talks to any endpoint through the SDK only.
 			patterns: []string{"./transfer/..."},
 			deps:     []string{module + "/server", module + "/engine", module + "/storage", module + "/query", module + "/orrerytest"},
@@ -78,7 +91,7 @@ func TestForbiddenImports(t *testing.T) {
 	// The rules must reach these packages: a pattern that matches nothing
 	// (a package moved or renamed) would otherwise pass in silence.
 	mustCover := map[string]bool{}
-	for _, p := range []string{"/engine", "/engine/script", "/engine/internal/vector", "/engine/internal/fulltext", "/query", "/storage", "/storage/memory", "/storage/pebble", "/storage/postgres", "/server", "/transfer", "/faults", "/throughput"} {
+	for _, p := range []string{"/engine", "/engine/script", "/engine/internal/vector", "/engine/internal/fulltext", "/query", "/storage", "/storage/memory", "/storage/pebble", "/storage/postgres", "/server", "/instance", "/orrerytest", "/transfer", "/faults", "/throughput"} {
 		mustCover[module+p] = false
 	}
 	for _, r := range rules {

@@ -16,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
+	"github.com/orrery-db/orrery/engine"
 	"github.com/orrery-db/orrery/orrerytest"
 )
 
@@ -91,7 +92,7 @@ func TestGoSDKQueryCorpus(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no corpus files in %s: %v", corpusDir, err)
 	}
-	s := orrerytest.StartWith(t, orrerytest.Options{Now: func() time.Time { return corpusNow }})
+	s := orrerytest.StartWith(t, orrerytest.Options{Engine: engine.Options{Now: func() time.Time { return corpusNow }}})
 	ctx := context.Background()
 	pk := azcosmos.NewPartitionKeyString(corpusPartitionValue)
 	total, passed, relaxed := 0, 0, 0

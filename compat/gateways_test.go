@@ -19,6 +19,7 @@ import (
 
 	"github.com/orrery-db/orrery/engine"
 	"github.com/orrery-db/orrery/orrerytest"
+	"github.com/orrery-db/orrery/orrerytest/onpostgres"
 )
 
 // The tests of this file run three gateways (orrery servers) on one
@@ -34,10 +35,10 @@ const gatewayCount = 3
 // test outside the PostgreSQL pass.
 func startGateways(t *testing.T, opts orrerytest.Options) []*orrerytest.Server {
 	t.Helper()
-	if !orrerytest.OnPostgres() {
+	if !onpostgres.Selected() {
 		t.Skip("runs in the suite's PostgreSQL pass")
 	}
-	return orrerytest.StartGateways(t, gatewayCount, opts)
+	return onpostgres.StartGateways(t, gatewayCount, opts)
 }
 
 // gatewayContainers creates container coll of database db (partition key
@@ -339,7 +340,7 @@ func TestGatewaysContainerCreatedOnAIsUsableOnBAtOnce(t *testing.T) {
 // each item once.
 func TestGatewaysTTLItemsExpireOnce(t *testing.T) {
 	const items = 200
-	gws := startGateways(t, orrerytest.Options{SweepInterval: 20 * time.Millisecond})
+	gws := startGateways(t, orrerytest.Options{Engine: engine.Options{SweepInterval: 20 * time.Millisecond}})
 	ctx := context.Background()
 	if _, err := gws[0].Client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/orrery-db/orrery/orrerytest"
+	"github.com/orrery-db/orrery/orrerytest/onpostgres"
 )
 
 // TestMain runs the suite on memory storage and then, when PostgreSQL is
@@ -22,7 +23,7 @@ func TestMain(m *testing.M) {
 		code = m.Run()
 	}
 	if mode == "" && code == 0 {
-		switch err := orrerytest.PostgresAvailable(); {
+		switch err := onpostgres.Available(); {
 		case err == nil:
 			fmt.Println("compat: the suite again, on PostgreSQL")
 			os.Setenv(orrerytest.StorageEnv, "postgres")
@@ -35,6 +36,6 @@ func TestMain(m *testing.M) {
 	if mode == "postgres" {
 		code = m.Run()
 	}
-	orrerytest.StopPostgres()
+	onpostgres.Stop()
 	os.Exit(code)
 }

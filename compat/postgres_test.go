@@ -10,6 +10,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/orrery-db/orrery/orrerytest"
+	"github.com/orrery-db/orrery/orrerytest/onpostgres"
 )
 
 // Two servers on one PostgreSQL database are one account to the Go SDK:
@@ -17,9 +18,9 @@ import (
 // from clients of both are exact, and the change feed read from one lists
 // every write made through either, once.
 func TestGoSDKTwoServersOnOnePostgresDatabase(t *testing.T) {
-	url := orrerytest.PostgresURL(t)
-	a := orrerytest.StartWith(t, orrerytest.Options{Postgres: url})
-	b := orrerytest.StartWith(t, orrerytest.Options{Postgres: url})
+	url := onpostgres.URL(t)
+	a := orrerytest.StartWith(t, orrerytest.Options{Storage: onpostgres.Storage(url)})
+	b := orrerytest.StartWith(t, orrerytest.Options{Storage: onpostgres.Storage(url)})
 	ctx := context.Background()
 	ca := newContainer(t, a, "db", "c", "/pk")
 	cb, err := b.Client.NewContainer("db", "c")

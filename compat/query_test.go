@@ -10,6 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
+	"github.com/orrery-db/orrery/engine"
 	"github.com/orrery-db/orrery/orrerytest"
 )
 
@@ -119,7 +120,7 @@ func TestGoSDKQueryPagingReturnsEveryItemOnce(t *testing.T) {
 func TestGoSDKCrossPartitionQueryFidelity(t *testing.T) {
 	ctx := context.Background()
 	for _, serve := range []bool{false, true} {
-		s := orrerytest.StartWith(t, orrerytest.Options{ServeCrossPartitionQueries: serve})
+		s := orrerytest.StartWith(t, orrerytest.Options{Engine: engine.Options{ServeCrossPartitionQueries: serve}})
 		c := newContainer(t, s, "db", "x", "/pk")
 		for i := 0; i < 5; i++ {
 			pk := fmt.Sprint(i % 2)

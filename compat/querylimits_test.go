@@ -17,6 +17,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
+	"github.com/orrery-db/orrery/engine"
+	"github.com/orrery-db/orrery/engine/script"
 	"github.com/orrery-db/orrery/orrerytest"
 )
 
@@ -49,7 +51,7 @@ func cpuTime(t *testing.T) time.Duration {
 // nothing. Measuring CPU time rather than wall time, against the window's
 // measured length, keeps the test true on a loaded machine.
 func TestAbandonedQueryFreesTheCPU(t *testing.T) {
-	s := orrerytest.StartWith(t, orrerytest.Options{QueryTimeBudget: -1, ScriptTimeout: time.Minute})
+	s := orrerytest.StartWith(t, orrerytest.Options{Engine: engine.Options{QueryTimeBudget: -1, ScriptLimits: script.Limits{Timeout: time.Minute}}})
 	c := newContainer(t, s, "db", "cross", "/pk")
 	pk := azcosmos.NewPartitionKeyString("p")
 	if _, err := c.CreateItem(context.Background(), pk, crossDoc("x", 1000), nil); err != nil {
@@ -104,7 +106,7 @@ func TestAbandonedQueryFreesTheCPU(t *testing.T) {
 // evaluated whole that cannot finish within one page's budget is answered
 // 408, while a small one is served.
 func TestQueryPagesEndAtTheirTimeBudget(t *testing.T) {
-	s := orrerytest.StartWith(t, orrerytest.Options{QueryTimeBudget: 20 * time.Millisecond})
+	s := orrerytest.StartWith(t, orrerytest.Options{Engine: engine.Options{QueryTimeBudget: 20 * time.Millisecond}})
 	c := newContainer(t, s, "db", "budget", "/pk")
 	pk := azcosmos.NewPartitionKeyString("p")
 	const docs, n, kept = 3, 1000, 300
@@ -190,7 +192,7 @@ func peakHeap(stop <-chan struct{}) <-chan uint64 {
 // the collector's slack, as on memory storage.
 func TestQueryMemoryStaysBounded(t *testing.T) {
 	const limit, pool = 32 << 20, 48 << 20
-	s := orrerytest.StartWith(t, orrerytest.Options{QueryMemoryLimit: limit, QueryMemoryPool: pool})
+	s := orrerytest.StartWith(t, orrerytest.Options{Engine: engine.Options{QueryMemoryLimit: limit, QueryMemoryPool: pool}})
 	c := newContainer(t, s, "db", "memory", "/pk")
 	pk := azcosmos.NewPartitionKeyString("p")
 	for _, id := range []string{"x", "y", "z"} {

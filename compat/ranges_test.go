@@ -163,7 +163,7 @@ func TestGoSDKFeedRangesFollowThroughput(t *testing.T) {
 	}
 
 	// The server option gives every new container that many ranges at least.
-	s3 := orrerytest.StartWith(t, orrerytest.Options{PartitionKeyRanges: 3})
+	s3 := orrerytest.StartWith(t, orrerytest.Options{Engine: engine.Options{PartitionKeyRanges: 3}})
 	c := newRangedContainer(t, s3, "db", "c", nil)
 	ranges, err := c.ReadFeedRanges(ctx, nil)
 	if err != nil {
@@ -271,7 +271,7 @@ func queryRange(t *testing.T, s *orrerytest.Server, db, coll, rangeID, q string)
 }
 
 func TestQueryPerPartitionKeyRange(t *testing.T) {
-	s := orrerytest.StartWith(t, orrerytest.Options{PartitionKeyRanges: 4})
+	s := orrerytest.StartWith(t, orrerytest.Options{Engine: engine.Options{PartitionKeyRanges: 4}})
 	ctx := context.Background()
 	c := newRangedContainer(t, s, "db", "q", nil)
 	const n = 120
@@ -524,7 +524,7 @@ func (r *feedReader) caughtUp(final map[string]int) bool {
 }
 
 func TestGoSDKChangeFeedAcrossSplitUnderLoad(t *testing.T) {
-	s := orrerytest.StartWith(t, orrerytest.Options{PartitionKeyRanges: 2})
+	s := orrerytest.StartWith(t, orrerytest.Options{Engine: engine.Options{PartitionKeyRanges: 2}})
 	ctx := context.Background()
 	c := newRangedContainer(t, s, "db", "split", nil)
 	const keys = 40

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orrery-db/orrery/engine"
+	"github.com/orrery-db/orrery/engine/script"
 	"github.com/orrery-db/orrery/orrerytest"
 	"github.com/orrery-db/orrery/server"
 )
@@ -60,7 +62,7 @@ func executeSprocCtx(ctx context.Context, s *orrerytest.Server, db, coll, id, pk
 // slots.
 func TestEndlessScriptsDoNotStarveOtherPartitions(t *testing.T) {
 	const budget = 60 * time.Second // the endless ones never end on their own here
-	s := orrerytest.StartWith(t, orrerytest.Options{ScriptTimeout: budget})
+	s := orrerytest.StartWith(t, orrerytest.Options{Engine: engine.Options{ScriptLimits: script.Limits{Timeout: budget}}})
 	newContainer(t, s, "db", "items", "/pk")
 	createSproc(t, s, "db", "items", "spin", `function spin() { while (true) {} }`)
 	createSproc(t, s, "db", "items", "hello", `function hello() { getContext().getResponse().setBody("hello"); }`)

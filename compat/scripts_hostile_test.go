@@ -18,6 +18,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
+	"github.com/orrery-db/orrery/engine"
+	"github.com/orrery-db/orrery/engine/script"
 	"github.com/orrery-db/orrery/orrerytest"
 	"github.com/orrery-db/orrery/server"
 )
@@ -181,7 +183,7 @@ func TestHostileScripts(t *testing.T) {
 		c *azcosmos.ContainerClient
 	}
 	start := func(budget time.Duration) served {
-		s := orrerytest.StartWith(t, orrerytest.Options{ScriptTimeout: budget})
+		s := orrerytest.StartWith(t, orrerytest.Options{Engine: engine.Options{ScriptLimits: script.Limits{Timeout: budget}}})
 		c := newContainer(t, s, "db", "items", "/pk")
 		if _, err := c.CreateItem(context.Background(), azcosmos.NewPartitionKeyString("b"), mustJSON(t, map[string]string{"id": "r", "pk": "b"}), nil); err != nil {
 			t.Fatal(err)
@@ -301,7 +303,7 @@ func TestHostileScripts(t *testing.T) {
 // spent (see wallLimit and cpuLimit), and the write a trigger was named on is not left behind.
 func TestHostileTriggersAndUDFs(t *testing.T) {
 	const budget = 300 * time.Millisecond
-	s := orrerytest.StartWith(t, orrerytest.Options{ScriptTimeout: budget})
+	s := orrerytest.StartWith(t, orrerytest.Options{Engine: engine.Options{ScriptLimits: script.Limits{Timeout: budget}}})
 	c := newContainer(t, s, "db", "items", "/pk")
 	if _, err := c.CreateItem(context.Background(), azcosmos.NewPartitionKeyString("b"), mustJSON(t, map[string]string{"id": "r", "pk": "b"}), nil); err != nil {
 		t.Fatal(err)
@@ -371,7 +373,7 @@ func TestHostileTriggersAndUDFs(t *testing.T) {
 func TestConcurrentRunawayScripts(t *testing.T) {
 	const budget = 500 * time.Millisecond
 	const loops = 4
-	s := orrerytest.StartWith(t, orrerytest.Options{ScriptTimeout: budget})
+	s := orrerytest.StartWith(t, orrerytest.Options{Engine: engine.Options{ScriptLimits: script.Limits{Timeout: budget}}})
 	c := newContainer(t, s, "db", "items", "/pk")
 	if _, err := c.CreateItem(context.Background(), azcosmos.NewPartitionKeyString("b"), mustJSON(t, map[string]string{"id": "r", "pk": "b"}), nil); err != nil {
 		t.Fatal(err)

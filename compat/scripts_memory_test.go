@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orrery-db/orrery/engine"
 	"github.com/orrery-db/orrery/engine/script"
 	"github.com/orrery-db/orrery/orrerytest"
 )
@@ -41,10 +42,10 @@ func TestScriptMemoryBudgetBoundsConcurrentHogs(t *testing.T) {
 		slack   = 48 * mib // one run's allocation between two checks, and the server's own
 		timeout = 60 * time.Second
 	)
-	s := orrerytest.StartWith(t, orrerytest.Options{
+	s := orrerytest.StartWith(t, orrerytest.Options{Engine: engine.Options{
 		ScriptLimits:         script.Limits{Timeout: timeout, MaxMemory: perRun, MaxTotalMemory: total},
 		MaxConcurrentScripts: hogs,
-	})
+	}})
 	newContainer(t, s, "db", "items", "/pk")
 	createSproc(t, s, "db", "items", "hog", `function hog(kib) {
 		var held = [];

@@ -2,14 +2,14 @@ package orrerytest
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,14 +18,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/orrery-db/orrery/engine"
-	"github.com/orrery-db/orrery/engine/script"
 	"github.com/orrery-db/orrery/faults"
+	"github.com/orrery-db/orrery/instance"
 	"github.com/orrery-db/orrery/server"
 	"github.com/orrery-db/orrery/storage"
 	"github.com/orrery-db/orrery/storage/memory"
 	"github.com/orrery-db/orrery/storage/pebble"
-	"github.com/orrery-db/orrery/storage/postgres"
-	"github.com/orrery-db/orrery/storage/postgres/pgtest"
 )
 
 // Server is a running in-process Orrery.
@@ -53,54 +51,26 @@ type Options struct {
 	// Dir, when set, keeps the data durably in that directory (Pebble, every
 	// write fsynced) instead of in memory: for benchmarks and restart tests.
 	Dir string
-	// Postgres, when set, keeps the data in the PostgreSQL database at this
-	// URL (storage/postgres); servers started on one URL act as one
-	// database. Without Dir and Postgres, the environment variable
-	// ORRERY_TEST_STORAGE=postgres gives each server a fresh database on a
-	// throwaway PostgreSQL (storage/postgres/pgtest): the compat suite's
-	// second run.
-	Postgres string
-	// ServeCrossPartitionQueries lets the server execute cross-partition
-	// queries the service's gateway refuses (see engine.Options).
-	ServeCrossPartitionQueries bool
-	// PartitionKeyRanges is how many partition key ranges a new container
-	// gets at least (see engine.Options); containers created with more
-	// throughput get one per 10,000 RU/s all the same.
-	PartitionKeyRanges int
-	// Now, when set, is the server's clock (system properties, TTL and the
-	// query functions that read the current time); time.Now when nil.
-	Now func() time.Time
-	// ScriptTimeout, when set, is the time budget of every stored procedure,
-	// trigger and UDF run instead of the default 5 s: tests of runaway
-	// scripts set a short one.
-	ScriptTimeout time.Duration
-	// QueryTimeBudget, QueryMemoryLimit and QueryMemoryPool, when set,
-	// replace the engine's query limits (see engine.Options): tests of
-	// runaway queries set small ones.
-	QueryTimeBudget  time.Duration
-	QueryMemoryLimit int64
-	QueryMemoryPool  int64
+	// Storage, when set, opens the server's store instead (the server
+	// closes it when the test ends): orrerytest/onpostgres.Storage keeps the
+	// data in a PostgreSQL database, where servers started on one database
+	// act as one account. Without Dir and Storage the data is in memory,
+	// unless StorageEnv names a registered storage (see RegisterStorage).
+	Storage Storage
+	// Engine configures the engine as engine.Open takes it: the clock
+	// (Now), script limits, query limits, the TTL sweep's interval,
+	// partition key ranges, cross-partition queries.
+	Engine engine.Options
 	// Limits, when set, replace the server's default timeouts and body
 	// memory cap (see server.Limits): tests of slow or large uploads.
 	Limits server.Limits
-	// ScriptLimits, when set, bound every script run instead of the defaults
-	// (ScriptTimeout, when set, overrides its Timeout).
-	ScriptLimits script.Limits
-	// MaxConcurrentScripts, when set, is how many stored procedures and
-	// triggers may run at once for their whole time budget (see
-	// engine.Options).
-	MaxConcurrentScripts int
-	// SweepInterval, when set, is how often expired items are deleted for
-	// real (see engine.Options): negative never, for tests of the TTL
-	// backlog; small, for tests that wait for the sweeper.
-	SweepInterval time.Duration
 	// Metrics serves Prometheus metrics at /metrics (the master key as a
 	// bearer token), as orrery serve does: requests, and the engine's change
 	// feed, TTL and script figures.
 	Metrics bool
-	// TLS serves https with httptest's certificate (Server.CertificatePEM)
-	// instead of plain http: the JavaScript SDK sends Entra ID tokens over
-	// https only.
+	// TLS serves https (and plain http on the same port) with a generated
+	// certificate (Server.CertificatePEM), as orrery serve does: the
+	// JavaScript SDK sends Entra ID tokens over https only.
 	TLS bool
 	// AAD configures Entra ID (AAD) tokens (see server.AAD): the zero
 	// value accepts any well-formed, unexpired JWT, as the emulator does;
@@ -115,6 +85,44 @@ type Options struct {
 	EnforceThroughput bool
 }
 
+// Storage opens the store of a test server.
+type Storage func(t testing.TB) (storage.Store, error)
+
+// StorageEnv is the environment variable that moves the servers of tests
+// to another storage: ORRERY_TEST_STORAGE=postgres, with
+// orrerytest/onpostgres imported, runs every server that names no Dir or
+// Storage on a fresh PostgreSQL database.
+const StorageEnv = "ORRERY_TEST_STORAGE"
+
+var (
+	storagesMu sync.Mutex
+	storages   = map[string]Storage{}
+)
+
+// RegisterStorage names a storage for StorageEnv. orrerytest/onpostgres
+// registers "postgres" when imported: orrerytest itself links no storage
+// but memory and Pebble.
+func RegisterStorage(name string, s Storage) {
+	storagesMu.Lock()
+	defer storagesMu.Unlock()
+	storages[name] = s
+}
+
+// envStorage is the storage StorageEnv names; nil for memory.
+func envStorage(t testing.TB) Storage {
+	name := os.Getenv(StorageEnv)
+	if name == "" || name == "memory" {
+		return nil
+	}
+	storagesMu.Lock()
+	s, ok := storages[name]
+	storagesMu.Unlock()
+	if !ok {
+		t.Fatalf("orrerytest: %s=%s, but no storage of that name is registered: import its package (for postgres, github.com/orrery-db/orrery/orrerytest/onpostgres) in the test", StorageEnv, name)
+	}
+	return s
+}
+
 // Start starts a server on memory storage and registers its shutdown with
 // t.Cleanup. It fails the test if the server cannot start.
 func Start(t testing.TB) *Server {
@@ -124,111 +132,69 @@ func Start(t testing.TB) *Server {
 
 // StartWith starts a server configured by opts; see Start.
 func StartWith(t testing.TB, opts Options) *Server {
-	ctx := t.Context()
 	t.Helper()
-	var store storage.Store = memory.New()
-	pgURL := opts.Postgres
-	if pgURL == "" && opts.Dir == "" && OnPostgres() {
-		pgURL = pgtest.URL(t)
-	}
+	open := opts.Storage
 	switch {
+	case open != nil:
 	case opts.Dir != "":
-		s, err := pebble.Open(opts.Dir, pebble.Options{})
-		if err != nil {
-			t.Fatalf("orrerytest: opening storage: %v", err)
+		open = func(testing.TB) (storage.Store, error) { return pebble.Open(opts.Dir, pebble.Options{}) }
+	default:
+		if open = envStorage(t); open == nil {
+			open = func(testing.TB) (storage.Store, error) { return memory.New(), nil }
 		}
-		store = s
-	case pgURL != "":
-		s, err := postgres.Open(context.Background(), pgURL, postgres.Options{MaxConns: 32})
-		if err != nil {
-			t.Fatalf("orrerytest: opening storage: %v", err)
-		}
-		store = s
 	}
-	limits := opts.ScriptLimits
-	if opts.ScriptTimeout > 0 {
-		limits.Timeout = opts.ScriptTimeout
-	}
-	eng, err := engine.Open(ctx, store, engine.Options{
-		ServeCrossPartitionQueries: opts.ServeCrossPartitionQueries,
-		PartitionKeyRanges:         opts.PartitionKeyRanges,
-		Now:                        opts.Now,
-		ScriptLimits:               limits,
-		MaxConcurrentScripts:       opts.MaxConcurrentScripts,
-		SweepInterval:              opts.SweepInterval,
-		QueryTimeBudget:            opts.QueryTimeBudget,
-		QueryMemoryLimit:           opts.QueryMemoryLimit,
-		QueryMemoryPool:            opts.QueryMemoryPool,
-	})
+	store, err := open(t)
 	if err != nil {
-		t.Fatalf("orrerytest: opening the engine: %v", err)
+		t.Fatalf("orrerytest: opening storage: %v", err)
 	}
-	srv, err := server.New(server.Config{
-		Engine: eng,
+	cfg := instance.Config{
+		Store:  store,
+		Engine: opts.Engine,
 		Keys:   server.Keys{Master: server.EmulatorKey},
 		AAD:    opts.AAD,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Limits: opts.Limits,
 
 		EnforceThroughput: opts.EnforceThroughput,
-	})
-	if err != nil {
-		t.Fatalf("orrerytest: %v", err)
+		Faults:            opts.Faults,
 	}
-	if len(opts.Faults) > 0 {
-		if _, err := srv.Faults().Add(opts.Faults...); err != nil {
-			t.Fatalf("orrerytest: %v", err)
-		}
-	}
-	hs := httptest.NewUnstartedServer(srv)
-	hs.Config = srv.HTTPServer()
 	if opts.Metrics {
-		reg := prometheus.NewRegistry()
-		for _, c := range []prometheus.Collector{server.NewEngineCollector(eng), server.NewFaultCollector(srv)} {
-			if err := reg.Register(c); err != nil {
-				t.Fatalf("orrerytest: %v", err)
-			}
-		}
-		h, err := server.Observe(srv, server.ObserveOptions{Registerer: reg, Gatherer: reg, MetricsKey: server.EmulatorKey})
-		if err != nil {
-			t.Fatalf("orrerytest: %v", err)
-		}
-		hs.Config.Handler = h
+		cfg.Metrics = prometheus.NewRegistry()
 	}
 	if opts.TLS {
-		hs.StartTLS()
-	} else {
-		hs.Start()
+		cert, _, err := server.LoadOrCreateCertificate("")
+		if err != nil {
+			store.Close()
+			t.Fatalf("orrerytest: %v", err)
+		}
+		cfg.Certificate = &cert
 	}
-	t.Cleanup(func() {
-		hs.Close()
-		eng.Close()
-		store.Close()
-	})
+	inst, err := instance.Start(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("orrerytest: starting the server: %v", err)
+	}
+	t.Cleanup(func() { inst.Close() })
 	cred, err := azcosmos.NewKeyCredential(server.EmulatorKey)
 	if err != nil {
 		t.Fatalf("orrerytest: %v", err)
 	}
-	endpoint := hs.URL + "/"
+	endpoint := inst.Endpoint() // the loopback address by number
 	var clientOpts *azcosmos.ClientOptions
-	var certPEM []byte
 	if opts.TLS {
-		clientOpts = &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: hs.Client()}}
-		certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hs.Certificate().Raw})
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(inst.CertificatePEM)
+		transport := http.DefaultTransport.(*http.Transport).Clone()
+		transport.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+		httpClient := &http.Client{Transport: transport}
+		t.Cleanup(transport.CloseIdleConnections)
+		clientOpts = &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: httpClient}}
 	}
 	client, err := azcosmos.NewClientWithKey(endpoint, cred, clientOpts)
 	if err != nil {
 		t.Fatalf("orrerytest: %v", err)
 	}
-	return &Server{Endpoint: endpoint, Key: server.EmulatorKey, Client: client, Engine: eng, CertificatePEM: certPEM, Faults: srv.Faults(), clientOpts: clientOpts}
+	return &Server{Endpoint: endpoint, Key: server.EmulatorKey, Client: client, Engine: inst.Engine,
+		CertificatePEM: inst.CertificatePEM, Faults: inst.Server.Faults(), clientOpts: clientOpts}
 }
-
-// StorageEnv is the environment variable that moves the servers of tests
-// to PostgreSQL: ORRERY_TEST_STORAGE=postgres.
-const StorageEnv = "ORRERY_TEST_STORAGE"
-
-// OnPostgres reports whether StorageEnv asks for PostgreSQL.
-func OnPostgres() bool { return os.Getenv(StorageEnv) == "postgres" }
 
 // NewAADClient returns an azcosmos client of the server that signs in with
 // an Entra ID token credential (Issuer.Credential in tests).
@@ -279,37 +245,4 @@ func (s *Server) SplitPartitionKeyRange(ctx context.Context, db, coll, id string
 		ids[i] = r.ID
 	}
 	return ids, nil
-}
-
-// PostgresAvailable reports why the servers cannot run on PostgreSQL (it is
-// not installed), or nil.
-func PostgresAvailable() error { return pgtest.Available() }
-
-// StopPostgres stops the throwaway PostgreSQL that OnPostgres servers use,
-// if one was started: call it from TestMain after m.Run.
-func StopPostgres() { pgtest.StopShared() }
-
-// PostgresURL returns the URL of a fresh database on the throwaway
-// PostgreSQL, for servers started with Options.Postgres: several on one URL
-// act as one database, as gateways do. It skips the test when PostgreSQL is
-// not installed (fails it with ORRERY_REQUIRE_POSTGRES=1).
-func PostgresURL(t testing.TB) string {
-	t.Helper()
-	return pgtest.URL(t)
-}
-
-// StartGateways starts n servers on one fresh PostgreSQL database
-// (PostgresURL), each configured by opts (its Postgres and Dir are
-// replaced), as n stateless gateways of one account: what is written
-// through one is read through every other. Spread clients across them
-// with Server.Client. It skips the test when PostgreSQL is not installed
-// (fails it with ORRERY_REQUIRE_POSTGRES=1).
-func StartGateways(t testing.TB, n int, opts Options) []*Server {
-	t.Helper()
-	opts.Postgres, opts.Dir = PostgresURL(t), ""
-	gws := make([]*Server, n)
-	for i := range gws {
-		gws[i] = StartWith(t, opts)
-	}
-	return gws
 }

@@ -34,6 +34,11 @@ type Config struct {
 	// Limits bound how long clients may take to send requests and how much
 	// memory their bodies may hold together; zero fields take the defaults.
 	Limits Limits
+	// CertificatePEM is the certificate served over HTTPS, as PEM: it is
+	// served at /_explorer/emulator.pem without authentication, where the
+	// official emulator serves its own and CI scripts fetch it. Nil when
+	// the server has no certificate (plain HTTP only): that path is a 404.
+	CertificatePEM []byte
 	// Faults holds the fault rules the server injects (see package
 	// faults); nil: a set of its own, empty until rules are added.
 	Faults *faults.Injector
@@ -51,6 +56,7 @@ type Server struct {
 	aad  *aadVerifier
 	log  *slog.Logger
 	now  func() time.Time
+	cert []byte
 
 	limits Limits
 	// faults are the fault rules; throttle, when set, the RU/s budgets.
@@ -70,7 +76,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{eng: cfg.Engine, keys: keys, aad: aad, log: cfg.Logger, now: cfg.Now, limits: cfg.Limits.withDefaults()}
+	s := &Server{eng: cfg.Engine, keys: keys, aad: aad, log: cfg.Logger, now: cfg.Now, limits: cfg.Limits.withDefaults(), cert: cfg.CertificatePEM}
 	s.smallBodyMem, s.bodyMem = newBodyBudgets(s.limits)
 	if s.faults = cfg.Faults; s.faults == nil {
 		s.faults = faults.New(faults.Options{Now: cfg.Now})
@@ -125,11 +131,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(rec, `{"status":"ready"}`)
 		return
 	}
+	if r.URL.Path == CertificatePath {
+		s.serveCertificate(rec, r)
+		return
+	}
 	if explorer.Owns(r.URL.Path) {
 		explorerHandler.ServeHTTP(rec, r)
 		return
 	}
 	segs := splitPath(r.URL.Path)
+	if len(segs) == 0 && r.Header.Get("Authorization") == "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		// Someone looking, not an SDK (which signs every request).
+		serveRootHint(rec, r, activity)
+		return
+	}
 	if len(segs) > 0 && segs[0] == adminPrefix {
 		if err := s.serveAdmin(rec, r, segs[1:]); err != nil {
 			writeError(rec, r, err)

@@ -56,7 +56,7 @@ type adminFlags struct {
 }
 
 func (f *adminFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.endpoint, "endpoint", env("ORRERY_ENDPOINT", "http://localhost:8081/"), "the server (env ORRERY_ENDPOINT)")
+	endpointFlag(fs, &f.endpoint)
 	fs.StringVar(&f.key, "key", env("ORRERY_KEY", server.EmulatorKey), "the master key (env ORRERY_KEY; default: the emulator's well-known key)")
 	fs.StringVar(&f.caCert, "ca-cert", "", "PEM file of a certificate to trust for https (e.g. the output of 'orrery cert')")
 	fs.BoolVar(&f.insecure, "insecure", false, "do not verify the server's TLS certificate")
@@ -92,7 +92,11 @@ func (f *adminFlags) do(method, id string, body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--key: %w", err)
 	}
-	req, err := http.NewRequest(method, strings.TrimSuffix(f.endpoint, "/")+"/"+path, bytes.NewReader(body))
+	endpoint, err := endpointURL(f.endpoint)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequest(method, endpoint+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -280,21 +284,15 @@ func faultsClear(args []string) error {
 	return nil
 }
 
-// installFaults installs the rules of serve --faults FILE.
-func installFaults(srv *server.Server, file string, log interface{ Info(string, ...any) }) error {
+// loadFaults reads the rules of serve --faults FILE, which the server
+// installs before it serves; none without a file.
+func loadFaults(file string) ([]faults.Rule, error) {
 	if file == "" {
-		return nil
+		return nil, nil
 	}
 	rules, err := faults.LoadFile(file)
 	if err != nil {
-		return fmt.Errorf("--faults: %w", err)
+		return nil, fmt.Errorf("--faults: %w", err)
 	}
-	added, err := srv.Faults().Add(rules...)
-	if err != nil {
-		return fmt.Errorf("--faults %s: %w", file, err)
-	}
-	for _, r := range added {
-		log.Info("fault rule", "rule", r.String())
-	}
-	return nil
+	return rules, nil
 }

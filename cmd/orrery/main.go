@@ -1,18 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,10 +20,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/orrery-db/orrery/engine"
+	"github.com/orrery-db/orrery/instance"
 	"github.com/orrery-db/orrery/server"
+	"github.com/orrery-db/orrery/server/explorer"
 	"github.com/orrery-db/orrery/storage"
 	"github.com/orrery-db/orrery/storage/memory"
 	"github.com/orrery-db/orrery/storage/pebble"
@@ -45,6 +46,8 @@ func main() {
 		err = serve(ctx, os.Args[2:])
 	case "cert":
 		err = cert(os.Args[2:])
+	case "health":
+		err = health(os.Args[2:])
 	case "import":
 		err = importCmd(os.Args[2:])
 	case "export":
@@ -71,14 +74,17 @@ func main() {
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `Usage:
-  orrery serve [flags]   run the server (embedded durable storage by default)
-  orrery cert [flags]    print the server's self-signed TLS certificate as PEM
-  orrery import [flags] FILE   load JSON Lines or a JSON array of items into a container
-  orrery export [flags]  write a container's items as JSON Lines or a JSON array
+  orrery serve [flags]          run the server (embedded durable storage by default)
+  orrery cert [flags]           print the server's TLS certificate as PEM, to trust it
+  orrery health [flags]         exit 0 when the server is ready (a container's health check)
+  orrery import [flags] FILE    load JSON Lines or a JSON array of items into a container
+  orrery export [flags]         write a container's items as JSON Lines or a JSON array
   orrery faults add|list|clear  manage a running server's fault rules
-  orrery version         print the version
+  orrery version                print the version
 
-Run 'orrery serve --help' for the server's flags.
+cert, health, import, export and faults find the server at --endpoint (env
+ORRERY_ENDPOINT, default http://localhost:8081/). Run 'orrery serve --help'
+for the server's flags.
 `)
 }
 
@@ -92,7 +98,7 @@ func env(name, def string) string {
 
 func serve(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	addr := fs.String("addr", env("ORRERY_ADDR", ":8081"), "address to listen on, HTTPS and HTTP on the same port (env ORRERY_ADDR)")
+	addr := fs.String("addr", env("ORRERY_ADDR", "localhost:8081"), "address to listen on, HTTPS and HTTP on the same port (env ORRERY_ADDR); localhost is this machine only (127.0.0.1 and ::1), :8081 every interface")
 	data := fs.String("data", env("ORRERY_DATA", "./orrery-data"), "data directory (env ORRERY_DATA)")
 	inMemory := fs.Bool("memory", false, "keep everything in memory: nothing is written to disk")
 	postgresURL := fs.String("postgres", env("ORRERY_POSTGRES", ""), "keep everything in this PostgreSQL database (a postgres:// URL); several servers on one database act as one (env ORRERY_POSTGRES)")
@@ -142,11 +148,8 @@ func serve(ctx context.Context, args []string) error {
 	slog.SetDefault(log)
 
 	var store storage.Store
-	// storageFailed is closed when durable storage fails beyond repair
-	// (never for memory); the server then stops without closing it.
-	var storageFailed <-chan struct{}
-	var storageErr func() error
 	certDir := *data
+	var storageDesc []any // where the data lives, for the ready line
 	switch {
 	case *postgresURL != "" && *inMemory:
 		return errors.New("--postgres and --memory exclude each other")
@@ -154,77 +157,72 @@ func serve(ctx context.Context, args []string) error {
 		if *postgresTimeout <= 0 {
 			return errors.New("--postgres-timeout must be positive")
 		}
+		log.Info("opening storage", "postgres", postgres.Addr(*postgresURL))
 		s, err := openPostgres(log, *postgresURL, postgres.Options{MaxConns: *postgresPool, Timeout: *postgresTimeout})
 		if err != nil {
 			return err
 		}
-		store = s
-		certDir = ""
+		store, certDir = s, ""
+		storageDesc = []any{"storage", "postgres", "data", postgres.Addr(*postgresURL)}
 	case *inMemory:
-		store = memory.New()
-		certDir = ""
+		store, certDir = memory.New(), ""
+		storageDesc = []any{"storage", "memory", "data", "none: gone when the server stops (--memory)"}
 	default:
+		dir, err := filepath.Abs(*data)
+		if err != nil {
+			return err
+		}
+		_, statErr := os.Stat(dir)
+		fresh := errors.Is(statErr, os.ErrNotExist)
+		log.Info("opening storage", "data", dir, "new", fresh)
 		s, err := pebble.Open(*data, pebble.Options{})
 		if err != nil {
 			return fmt.Errorf("opening %s: %w", *data, err)
 		}
-		store, storageFailed, storageErr = s, s.Failed(), s.Err
+		store = s
+		storageDesc = []any{"storage", "pebble", "data", dir}
 	}
-	failed := false
-	defer func() {
-		if !failed {
-			store.Close()
-		}
-	}()
-	eng, err := engine.Open(ctx, store, engine.Options{
-		ServeCrossPartitionQueries: *crossPartition,
-		PartitionKeyRanges:         *ranges,
-		QueryTimeBudget:            nonZero(*queryBudget, -1),
-		QueryMemoryLimit:           nonZero(*queryMemory<<20, -1),
-		QueryMemoryPool:            nonZero(*queryMemoryTotal<<20, -1),
-		Logger:                     log,
-	})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		// A failed store may hold a background task for good.
-		if !failed {
-			eng.Close()
-		}
-	}()
 	aad, err := aadConfig(*aadMode, *aadJWKS, *aadRoles, *aadIssuer, *aadAudience)
 	if err != nil {
+		store.Close()
 		return err
 	}
-	srv, err := server.New(server.Config{Engine: eng, Keys: server.Keys{Master: *key, ReadOnly: *readOnlyKey}, AAD: aad, Logger: log,
-		Limits: server.Limits{BodyMemory: bodyMiB << 20}, EnforceThroughput: *enforceThroughput})
+	rules, err := loadFaults(*faultsFile)
 	if err != nil {
-		return err
-	}
-	if err := installFaults(srv, *faultsFile, log); err != nil {
+		store.Close()
 		return err
 	}
 	var certificate tls.Certificate
 	switch {
 	case (*tlsCert == "") != (*tlsKey == ""):
-		return errors.New("--tls-cert and --tls-key go together")
+		err = errors.New("--tls-cert and --tls-key go together")
 	case *tlsCert != "":
 		if certificate, err = tls.LoadX509KeyPair(*tlsCert, *tlsKey); err != nil {
-			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
+			err = fmt.Errorf("--tls-cert/--tls-key: %w", err)
 		}
 	default:
-		if certificate, _, err = server.LoadOrCreateCertificate(certDir, sans...); err != nil {
-			return fmt.Errorf("TLS certificate: %w", err)
+		var before []byte
+		if certDir != "" {
+			before, _ = server.ReadCertificate(certDir)
+		}
+		var certPEM []byte
+		if certificate, certPEM, err = server.LoadOrCreateCertificate(certDir, sans...); err != nil {
+			err = fmt.Errorf("TLS certificate: %w", err)
+		} else if !bytes.Equal(before, certPEM) {
+			where := "in memory, new at each start"
+			if certDir != "" {
+				where = filepath.Join(certDir, server.CertFile)
+			}
+			log.Info("created a self-signed TLS certificate: clients trust it with the output of `orrery cert`", "file", where)
 		}
 	}
-	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
+		store.Close()
 		return err
 	}
-	dual := server.NewDualListener(ln, &tls.Config{Certificates: []tls.Certificate{certificate}, MinVersion: tls.VersionTLS12})
 	shutdownTracing, tracing, err := startTracing(context.Background())
 	if err != nil {
+		store.Close()
 		return err
 	}
 	defer func() {
@@ -238,83 +236,127 @@ func serve(ctx context.Context, args []string) error {
 		log.Info("tracing", "exporter", "otlp/http")
 	}
 	registry := prometheus.NewRegistry()
-	metrics := []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		server.NewEngineCollector(eng), server.NewFaultCollector(srv)}
-	if c, ok := store.(prometheus.Collector); ok {
-		metrics = append(metrics, c)
-	}
-	for _, c := range metrics {
+	for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		if err := registry.Register(c); err != nil {
+			store.Close()
 			return fmt.Errorf("registering metrics: %w", err)
 		}
 	}
-	observe := server.ObserveOptions{Registerer: registry, Gatherer: registry, MetricsKey: *key}
+	cfg := instance.Config{
+		Store: store,
+		Engine: engine.Options{
+			ServeCrossPartitionQueries: *crossPartition,
+			PartitionKeyRanges:         *ranges,
+			QueryTimeBudget:            nonZero(*queryBudget, -1),
+			QueryMemoryLimit:           nonZero(*queryMemory<<20, -1),
+			QueryMemoryPool:            nonZero(*queryMemoryTotal<<20, -1),
+		},
+		Faults:            rules,
+		EnforceThroughput: *enforceThroughput,
+		Keys:              server.Keys{Master: *key, ReadOnly: *readOnlyKey},
+		AAD:               aad,
+		Limits:            server.Limits{BodyMemory: bodyMiB << 20},
+		Logger:            log,
+		Addr:              *addr,
+		Certificate:       &certificate,
+		Metrics:           registry,
+		MetricsAddr:       *metricsAddr,
+		Trace:             true,
+	}
 	if *accessLog {
-		observe.AccessLog = log
+		cfg.AccessLog = log
 	}
-	if *metricsAddr != "" {
-		mln, err := net.Listen("tcp", *metricsAddr)
-		if err != nil {
-			return fmt.Errorf("--metrics-addr: %w", err)
-		}
-		observe.Gatherer = nil
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
-		ms := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go ms.Serve(mln)
-		defer ms.Close()
-		log.Info("metrics", "addr", mln.Addr().String())
-	}
-	hs := srv.HTTPServer()
-	if hs.Handler, err = server.Observe(srv, observe); err != nil {
+	inst, err := instance.Start(ctx, cfg)
+	if err != nil {
 		return err
+	}
+	defer inst.Close()
+	for _, r := range inst.Server.Faults().List() {
+		log.Info("fault rule", "rule", r.String())
+	}
+	if a := inst.MetricsAddr(); a != nil {
+		log.Info("metrics", "addr", a.String())
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(dual) }()
 	if *seed != "" {
-		sum, err := seedServer(ctx, "http://"+hostPort(ln.Addr())+"/", *key, *seed)
+		log.Info("seeding", "file", *seed)
+		sum, err := seedServer(ctx, inst.HTTPEndpoint(), *key, *seed)
 		if err != nil {
-			_ = hs.Close()
 			return fmt.Errorf("--seed %s: %w", *seed, err)
 		}
 		log.Info("seeded", "file", *seed, "created", sum.Written, "existing", sum.Skipped)
 	}
-	storageDesc := "memory"
-	switch {
-	case *postgresURL != "":
-		storageDesc = "postgres"
-	case !*inMemory:
-		storageDesc = *data
-	}
-	log.Info("orrery ready", "addr", ln.Addr().String(), "storage", storageDesc, "version", version,
-		"endpoint", "https://"+hostPort(ln.Addr())+"/ (http too)")
+	announce(log, inst, *addr, *key, aad, storageDesc)
 
 	select {
-	case err := <-served:
-		if !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-	case <-storageFailed:
-		failed = true
-		err := storageErr()
+	case err := <-inst.Served():
+		return err
+	case <-inst.StorageFailed():
+		err := inst.StorageErr()
 		log.Error("storage failed: stopping; requests in flight are answered 503. Restart once the data directory is usable", "error", err)
-		// A request stuck in the failed store never finishes: wait briefly.
+		// A request stuck in the failed store never finishes: wait
+		// briefly. The failed store is left open (see Instance.Close).
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		hs.Shutdown(sctx)
+		inst.Shutdown(sctx)
 		return fmt.Errorf("storage failed: %w", err)
 	case <-ctx.Done():
 		log.Info("shutting down: finishing in-flight requests")
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := hs.Shutdown(sctx); err != nil {
+		if err := inst.Shutdown(sctx); err != nil {
 			log.Warn("shutdown", "error", err)
 		}
 	}
 	return nil
+}
+
+// announce logs what a user needs once the server is ready: where to point
+// a client and the explorer, the key, where the data lives, and what is
+// open to whom.
+func announce(log *slog.Logger, inst *instance.Instance, addr, key string, aad server.AAD, storageDesc []any) {
+	bound := inst.Addr().String()
+	endpoint := inst.Endpoint()
+	host, _, _ := net.SplitHostPort(addr)
+	ip := net.ParseIP(host)
+	loopbackOnly := host == "localhost" || ip != nil && ip.IsLoopback()
+	if host == "localhost" {
+		// Spelled as the user did: localhost is both 127.0.0.1 and ::1.
+		endpoint = "https://" + net.JoinHostPort("localhost", portOf(bound)) + "/"
+	}
+	keyDesc := "the emulator's well-known key: " + key
+	if key != server.EmulatorKey {
+		keyDesc = "the one given with --key or ORRERY_KEY"
+	}
+	args := []any{"addr", bound, "endpoint", endpoint + " (http:// too, same port)",
+		"explorer", endpoint + strings.TrimPrefix(explorer.Prefix, "/"),
+		"certificate", endpoint + strings.TrimPrefix(server.CertificatePath, "/"),
+		"key", keyDesc}
+	args = append(args, storageDesc...)
+	args = append(args, "version", version)
+	log.Info("orrery ready", args...)
+	if loopbackOnly {
+		log.Info("listening on this machine's loopback interface only: other machines and containers cannot connect; --addr :" + portOf(bound) + " (or ORRERY_ADDR) listens on every interface")
+	} else {
+		log.Info("listening on every interface given by --addr " + addr + ": anyone who can reach this port can connect")
+	}
+	if key == server.EmulatorKey {
+		log.Warn("the master key is the emulator's well-known key, which is public: anyone who can connect can read and write everything; set --key (or ORRERY_KEY) for anything but local development")
+	}
+	if aad.Mode == server.AADEmulator || aad.Mode == server.AADAuto && len(aad.Keys) == 0 && key == server.EmulatorKey {
+		log.Warn("Entra ID (AAD) tokens are accepted without verifying their signature, as the emulator does: any well-formed, unexpired JWT gets full data access; --aad off refuses them, --aad-jwks verifies them")
+	}
+}
+
+// portOf is the port of a host:port address.
+func portOf(hostport string) string {
+	_, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return hostport
+	}
+	return p
 }
 
 // aadConfig builds the Entra ID configuration from the serve flags.
@@ -365,26 +407,6 @@ func hostPort(a net.Addr) string {
 	return s
 }
 
-// cert prints the certificate a server serves: asked of the running server
-// at --endpoint, or read from --data when none answers. It creates nothing.
-func cert(args []string) error {
-	fs := flag.NewFlagSet("cert", flag.ContinueOnError)
-	endpoint := fs.String("endpoint", env("ORRERY_ADDR", "localhost:8081"), "address of a running server to ask (env ORRERY_ADDR)")
-	data := fs.String("data", env("ORRERY_DATA", "./orrery-data"), "data directory holding the certificate, read when no server answers (env ORRERY_DATA)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	pemBytes, askErr := servedCertificate(*endpoint)
-	if askErr != nil {
-		var err error
-		if pemBytes, err = server.ReadCertificate(*data); err != nil {
-			return fmt.Errorf("no server answered at %s (%v) and %s holds no certificate (%v)", *endpoint, askErr, *data, err)
-		}
-	}
-	_, err := os.Stdout.Write(pemBytes)
-	return err
-}
-
 // nonZero returns v, or instead when v is zero: a flag's zero means no
 // bound, which the engine's options spell as a negative value (their zero
 // is the default).
@@ -393,24 +415,6 @@ func nonZero[T int64 | time.Duration](v, instead T) T {
 		return instead
 	}
 	return v
-}
-
-// servedCertificate asks a server for its certificate chain, as PEM.
-func servedCertificate(endpoint string) ([]byte, error) {
-	hostport := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(endpoint, "https://"), "http://"), "/")
-	if _, _, err := net.SplitHostPort(hostport); err != nil {
-		hostport = net.JoinHostPort(hostport, "8081")
-	}
-	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 3 * time.Second}, "tcp", hostport, &tls.Config{InsecureSkipVerify: true})
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	var out []byte
-	for _, c := range conn.ConnectionState().PeerCertificates {
-		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})...)
-	}
-	return out, nil
 }
 
 // openPostgres opens the store at url, waiting with backoff while the

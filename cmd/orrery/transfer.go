@@ -34,7 +34,7 @@ type endpointFlags struct {
 }
 
 func (f *endpointFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.endpoint, "endpoint", env("ORRERY_ENDPOINT", "http://localhost:8081/"), "account endpoint: Orrery, the emulator or Azure (env ORRERY_ENDPOINT)")
+	endpointFlag(fs, &f.endpoint) // Orrery, the emulator or Azure
 	fs.StringVar(&f.key, "key", env("ORRERY_KEY", server.EmulatorKey), "account key (env ORRERY_KEY; default: the emulator's well-known key)")
 	fs.StringVar(&f.database, "database", "", "database (required)")
 	fs.StringVar(&f.container, "container", "", "container (required)")
@@ -98,6 +98,10 @@ func (f *endpointFlags) client() (*azcosmos.Client, error) {
 	if f.database == "" || f.container == "" {
 		return nil, errors.New("--database and --container are required")
 	}
+	endpoint, err := endpointURL(f.endpoint)
+	if err != nil {
+		return nil, err
+	}
 	cred, err := azcosmos.NewKeyCredential(f.key)
 	if err != nil {
 		return nil, fmt.Errorf("--key: %w", err)
@@ -125,7 +129,7 @@ func (f *endpointFlags) client() (*azcosmos.Client, error) {
 		transport.TLSClientConfig = tc
 		opts.Transport = &http.Client{Transport: transport}
 	}
-	return azcosmos.NewClientWithKey(f.endpoint, cred, opts)
+	return azcosmos.NewClientWithKey(endpoint, cred, opts)
 }
 
 // interruptible is a context that ends on SIGINT or SIGTERM, so that an

@@ -1,5 +1,3 @@
-// The README's JavaScript snippet: run with NODE_EXTRA_CA_CERTS=orrery.pem
-// so that Node trusts Orrery's certificate (orrery cert > orrery.pem).
 import { CosmosClient } from "@azure/cosmos";
 
 const client = new CosmosClient({
@@ -13,6 +11,6 @@ const { container } = await database.containers.createIfNotExists({
   id: "orders",
   partitionKey: { paths: ["/customer"] },
 });
-await container.items.create({ id: "1", customer: "alice", total: 12.5 });
+await container.items.upsert({ id: "1", customer: "alice", total: 12.5 });
 const { resource } = await container.item("1", "alice").read();
 console.log(JSON.stringify({ id: resource.id, customer: resource.customer, total: resource.total }));

@@ -6,12 +6,8 @@ package main
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net"
-	"net/http"
 
-	"github.com/orrery-db/orrery/engine"
+	"github.com/orrery-db/orrery/instance"
 	"github.com/orrery-db/orrery/server"
 	"github.com/orrery-db/orrery/storage/memory"
 )
@@ -23,39 +19,18 @@ type embedded struct {
 	close    func()
 }
 
-// startEmbedded starts Orrery on memory storage at a free loopback port.
+// startEmbedded starts Orrery on memory storage at a free loopback port,
+// as `orrery serve --memory` does.
 func startEmbedded(ctx context.Context) (*embedded, error) {
-	store := memory.New()
-	eng, err := engine.Open(ctx, store, engine.Options{})
+	inst, err := instance.Start(ctx, instance.Config{Store: memory.New()})
 	if err != nil {
-		store.Close()
 		return nil, err
 	}
-	srv, err := server.New(server.Config{
-		Engine: eng,
-		Keys:   server.Keys{Master: server.EmulatorKey},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		eng.Close()
-		store.Close()
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		eng.Close()
-		store.Close()
-		return nil, err
-	}
-	hs := &http.Server{Handler: srv}
-	go hs.Serve(ln)
 	return &embedded{
-		endpoint: "http://" + ln.Addr().String() + "/",
+		endpoint: inst.Endpoint(),
 		key:      server.EmulatorKey,
 		close: func() {
-			hs.Shutdown(context.Background())
-			eng.Close()
-			store.Close()
+			inst.Shutdown(context.Background())
 		},
 	}, nil
 }
