@@ -196,6 +196,9 @@ func (r *stormRun) snapshot() StormSnapshot {
 		}
 		s.Status = fmt.Sprintf("Finished in %s: %s sold, %s turned away, %s errors.", humanDuration(rep.Elapsed),
 			thousands(rep.Won), thousands(rep.Taken), thousands(rep.Failed))
+		if rep.Settled > 0 {
+			s.Status += fmt.Sprintf(" %s replies were lost after the write was sent; each buyer read back to learn whether its write had committed.", thousands(rep.Settled))
+		}
 		s.Latencies = fmt.Sprintf("Time from release to answer: median %s, 99th percentile %s, slowest %s.",
 			humanDuration(rep.P50), humanDuration(rep.P99), humanDuration(rep.Max))
 		s.OK = rep.OK()
