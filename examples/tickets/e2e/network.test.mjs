@@ -6,7 +6,10 @@
 // suites after this one.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { createRequire } from "node:module";
 import { base, launch, shot, submit, setSwitch, assertNoProblems } from "./site.mjs";
+
+const axePath = createRequire(import.meta.url).resolve("axe-core/axe.min.js");
 
 const SWITCH = "Lose buyers' replies and send them 429 storms";
 let context, page;
@@ -19,6 +22,16 @@ after(async () => {
   await context?.close();
   assertNoProblems();
 });
+
+/** Checks the page as it is with axe-core's WCAG 2.1 A and AA rules. */
+async function axe(what) {
+  await page.addScriptTag({ path: axePath });
+  const found = await page.evaluate(async () => {
+    const r = await window.axe.run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"] } });
+    return r.violations.map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join("; ")}`);
+  });
+  assert.deepEqual(found, [], `${what} has accessibility violations:\n${found.join("\n")}`);
+}
 
 /** Runs a storm of 100 buyers (one per seat) under a strategy and returns its verdict. */
 async function storm(strategy) {
@@ -44,6 +57,7 @@ test("network faults: the safe strategies settle lost replies and reconcile, the
   await page.locator("section.network summary").click();
   await page.getByText("The safe strategies choose their order id once").waitFor();
   await shot(page, "30-network-faults-on");
+  await axe("the storm page with network faults on and explained");
 
   for (const [strategy, name] of [["ETag conditional write", "etag"], ["Create-only seat id in a transactional batch", "batch"]]) {
     const r = await storm(strategy);
@@ -57,11 +71,13 @@ test("network faults: the safe strategies settle lost replies and reconcile, the
   assert.ok(!naive.good, `one naive buyer per seat under network faults: ${naive.verdict}`);
   assert.doesNotMatch(naive.verdict, /^Every seat sold exactly once/);
   await shot(page, "32-network-faults-storm-naive");
+  await axe("the naive storm's result under network faults");
 
   // The integrity page says the switch is on; switching off says so too.
   await page.goto(base + "/integrity");
   await page.locator("[data-network-note]").waitFor();
   await shot(page, "33-network-faults-integrity");
+  await axe("the integrity page with network faults on");
   await setSwitch(page, SWITCH, false);
   assert.equal(await page.locator("[data-network-note]").count(), 0);
 });
