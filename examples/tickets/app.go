@@ -30,6 +30,7 @@ type App struct {
 	activity  *Activity
 	events    []Event
 	switches  *Switches
+	network   *faultAdmin // the network faults switch's rules
 	runs      *runStore
 	storms    stormRunner
 	log       *slog.Logger
@@ -39,13 +40,26 @@ type App struct {
 	workers   sync.WaitGroup
 }
 
-// newApp opens the database, seeds the sample events that are missing, and
-// starts the background workers.
-func newApp(ctx context.Context, client *azcosmos.Client, log *slog.Logger) (*App, error) {
+// newApp connects to an endpoint with a key, opens the database, seeds the
+// sample events that are missing, and starts the background workers. The
+// buyers get an SDK client of their own, which names them in its user agent.
+func newApp(ctx context.Context, endpoint, key string, log *slog.Logger) (*App, error) {
 	// The activity log starts at the app's start, not at the moment its
 	// lease is created, so nothing done in between is missed.
 	started := time.Now().Add(-time.Second)
-	shop, err := openShop(ctx, client)
+	client, err := newClient(endpoint, key, "")
+	if err != nil {
+		return nil, err
+	}
+	buyers, err := newClient(endpoint, key, buyerAgent)
+	if err != nil {
+		return nil, err
+	}
+	network, err := newFaultAdmin(endpoint, key)
+	if err != nil {
+		return nil, err
+	}
+	shop, err := openShop(ctx, client, buyers)
 	if err != nil {
 		return nil, err
 	}
@@ -85,6 +99,7 @@ func newApp(ctx context.Context, client *azcosmos.Client, log *slog.Logger) (*Ap
 		activity: newActivity(200),
 		events:   sampleEvents(time.Now()),
 		switches: &Switches{},
+		network:  network,
 		runs:     newRunStore(64),
 		log:      log,
 		pages:    pg,

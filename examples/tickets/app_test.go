@@ -26,13 +26,9 @@ func startApp(t testing.TB) *testApp {
 		t.Fatalf("starting the embedded Orrery: %v", err)
 	}
 	t.Cleanup(emb.close)
-	client, err := newClient(emb.endpoint, emb.key)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	app, err := newApp(ctx, client, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	app, err := newApp(ctx, emb.endpoint, emb.key, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	if err != nil {
 		t.Fatalf("starting the app: %v", err)
 	}

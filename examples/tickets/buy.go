@@ -64,6 +64,9 @@ type Trace struct {
 	WriteEnd           time.Time
 	WriteStatus        int         // the write's status: 200/201 committed, 412 or 409 refused
 	WroteETag          azcore.ETag // the seat's ETag after this buyer's write, when it committed
+	// Sent is how many times the buyer sent its write; Settled how many
+	// of those lost their reply and were settled by reading back.
+	Sent, Settled int
 }
 
 // attempt is one buyer's purchase of one seat, split in two where a race
@@ -88,7 +91,7 @@ func (s *Shop) begin(ctx context.Context, st Strategy, eventID, code, userID str
 		return a // no read: the create-only id is the check
 	}
 	a.trace.ReadStart = time.Now()
-	seat, etag, err := s.readSeat(ctx, eventID, code)
+	seat, etag, err := s.readSeatAs(ctx, s.buyer, eventID, code)
 	a.trace.ReadEnd, a.trace.ReadETag, a.trace.ReadStatus = time.Now(), etag, seat.Status
 	switch {
 	case err != nil:
@@ -117,48 +120,93 @@ func (a *attempt) finish(ctx context.Context) Outcome {
 }
 
 // buyNaive is the bug: it trusts the read it made earlier. Two buyers who
-// both read "available" both write "sold", and both get a ticket.
+// both read "available" both write "sold", and both get a ticket. When a
+// write fails it tries the purchase again from the start, as code that
+// builds its documents inside its retry loop does: after a reply that was
+// lost although the write committed, the buyer buys the seat a second time.
 func (a *attempt) buyNaive(ctx context.Context) Outcome {
+	var err error
+	for try := range buyerAttempts {
+		if try > 0 {
+			pause(ctx, try)
+		}
+		var orderID string
+		if orderID, err = a.naiveOnce(ctx); err == nil {
+			a.wrote(http.StatusOK)
+			return *a.outcome(true, orderID, "Bought it: the seat looked free, so the write went through unchecked.")
+		}
+		if fateOf(err) == fateRefused {
+			break
+		}
+	}
+	return a.failed("The write failed", err)
+}
+
+// naiveOnce is one naive try: a fresh order and ticket, written one by one.
+func (a *attempt) naiveOnce(ctx context.Context) (string, error) {
 	order := a.newOrder()
 	ticket := a.newTicket(order.ID)
 	seat := a.seat
 	seat.Status, seat.Holder, seat.OrderID = statusSold, a.userID, order.ID
-	a.trace.WriteStart = time.Now()
-	resp, err := a.shop.tickets.UpsertItem(ctx, azcosmos.NewPartitionKeyString(a.eventID), mustJSON(seat), nil) // last write wins
+	if a.trace.WriteStart.IsZero() {
+		a.trace.WriteStart = time.Now()
+	}
+	a.trace.Sent++
+	pk := azcosmos.NewPartitionKeyString(a.eventID)
+	resp, err := a.shop.buyer.UpsertItem(ctx, pk, mustJSON(seat), nil) // last write wins
 	if err != nil {
-		return a.failed("The write failed", err)
+		return "", err
 	}
 	a.trace.WroteETag = resp.ETag
-	if err := a.shop.upsert(ctx, a.eventID, a.claim(order.ID)); err != nil {
-		return a.failed("The write failed", err)
+	if _, err := a.shop.buyer.UpsertItem(ctx, pk, mustJSON(a.claim(order.ID)), nil); err != nil {
+		return "", err
 	}
 	for _, doc := range []any{order, ticket} {
-		if err := a.shop.create(ctx, a.eventID, doc); err != nil {
-			return a.failed("The write failed", err)
+		if _, err := a.shop.buyer.CreateItem(ctx, pk, mustJSON(doc), nil); err != nil {
+			return "", err
 		}
 	}
-	a.wrote(http.StatusOK)
-	return *a.outcome(true, order.ID, "Bought it: the seat looked free, so the write went through unchecked.")
+	return order.ID, nil
 }
 
 // buyETag replaces the seat only if it is unchanged since it was read
 // (If-Match), in one batch with the order and the ticket: a buyer whose read
-// went stale gets 412 and nothing of the purchase is written.
+// went stale gets 412 and nothing of the purchase is written. The seat
+// names the order that bought it, and the order's id is chosen once, before
+// the first try: when a reply is lost, the buyer reads the seat back, and
+// its order on the seat says the purchase committed (settle).
 func (a *attempt) buyETag(ctx context.Context) Outcome {
 	order := a.newOrder()
 	ticket := a.newTicket(order.ID)
 	seat := a.seat
 	seat.Status, seat.Holder, seat.OrderID = statusSold, a.userID, order.ID
-	b := a.shop.tickets.NewTransactionalBatch(azcosmos.NewPartitionKeyString(a.eventID))
-	b.ReplaceItem(seat.ID, mustJSON(seat), &azcosmos.TransactionalBatchItemOptions{IfMatchETag: &a.etag})
-	b.UpsertItem(mustJSON(a.claim(order.ID)), nil)
-	b.CreateItem(mustJSON(order), nil)
-	b.CreateItem(mustJSON(ticket), nil)
-	err := a.write(ctx, b, 0)
+	send := func() error {
+		b := a.shop.buyer.NewTransactionalBatch(azcosmos.NewPartitionKeyString(a.eventID))
+		b.ReplaceItem(seat.ID, mustJSON(seat), &azcosmos.TransactionalBatchItemOptions{IfMatchETag: &a.etag})
+		b.UpsertItem(mustJSON(a.claim(order.ID)), nil)
+		b.CreateItem(mustJSON(order), nil)
+		b.CreateItem(mustJSON(ticket), nil)
+		return a.write(ctx, b, 0)
+	}
+	settle := func() (bool, error) {
+		now, etag, err := a.shop.readSeatAs(ctx, a.shop.buyer, a.eventID, a.code)
+		if err != nil {
+			return false, err
+		}
+		if now.OrderID == order.ID {
+			a.trace.WroteETag = etag
+			return true, nil
+		}
+		if etag == a.etag {
+			return false, errNotApplied // unchanged: the write did not commit
+		}
+		return false, nil // another buyer's sale
+	}
+	won, err := a.sendSettled(ctx, send, settle)
 	switch {
-	case err == nil:
-		return *a.outcome(true, order.ID, "Bought it: the seat was unchanged since it was read.")
-	case batchStatus(err) == http.StatusPreconditionFailed:
+	case won:
+		return *a.outcome(true, order.ID, "Bought it: the seat was unchanged since it was read."+a.settledNote("seat"))
+	case err == nil, batchStatus(err) == http.StatusPreconditionFailed:
 		return *a.outcome(false, "", "Taken by another buyer: the seat changed after it was read, so Cosmos refused the stale write (412 Precondition Failed).")
 	default:
 		return a.failed("The purchase failed", err)
@@ -168,31 +216,107 @@ func (a *attempt) buyETag(ctx context.Context) Outcome {
 // buyBatch does not read at all: it creates the seat's claim (its id is the
 // seat), the order and the ticket in one transactional batch, and marks the
 // seat sold. A second buyer's create of the same claim id gets 409 and the
-// whole batch rolls back.
+// whole batch rolls back. The claim names the order, chosen once: when a
+// reply is lost, the buyer reads the claim back to learn whether it is its
+// own (settle), instead of meeting its own claim's 409 and being told the
+// seat was taken.
 func (a *attempt) buyBatch(ctx context.Context) Outcome {
 	order := a.newOrder()
 	ticket := a.newTicket(order.ID)
-	b := a.shop.tickets.NewTransactionalBatch(azcosmos.NewPartitionKeyString(a.eventID))
-	b.CreateItem(mustJSON(a.claim(order.ID)), nil)
-	b.PatchItem(seatID(a.code), soldPatch(a.userID, order.ID), nil)
-	b.CreateItem(mustJSON(order), nil)
-	b.CreateItem(mustJSON(ticket), nil)
-	err := a.write(ctx, b, 1)
+	send := func() error {
+		b := a.shop.buyer.NewTransactionalBatch(azcosmos.NewPartitionKeyString(a.eventID))
+		b.CreateItem(mustJSON(a.claim(order.ID)), nil)
+		b.PatchItem(seatID(a.code), soldPatch(a.userID, order.ID), nil)
+		b.CreateItem(mustJSON(order), nil)
+		b.CreateItem(mustJSON(ticket), nil)
+		return a.write(ctx, b, 1)
+	}
+	settle := func() (bool, error) {
+		resp, err := readRetrying(ctx, a.shop.buyer, a.eventID, claimID(a.code))
+		if isStatus(err, http.StatusNotFound) {
+			return false, errNotApplied // no claim: the write did not commit
+		}
+		if err != nil {
+			return false, err
+		}
+		var c Claim
+		if err := json.Unmarshal(resp.Value, &c); err != nil {
+			return false, err
+		}
+		return c.OrderID == order.ID, nil
+	}
+	won, err := a.sendSettled(ctx, send, settle)
 	switch {
-	case err == nil:
-		return *a.outcome(true, order.ID, "Bought it: this buyer's claim on the seat was the first.")
-	case batchStatus(err) == http.StatusConflict:
+	case won:
+		return *a.outcome(true, order.ID, "Bought it: this buyer's claim on the seat was the first."+a.settledNote("seat's claim"))
+	case err == nil, batchStatus(err) == http.StatusConflict:
 		return *a.outcome(false, "", "Taken by another buyer: the seat's claim already existed, so the whole batch rolled back (409 Conflict).")
 	default:
 		return a.failed("The purchase failed", err)
 	}
 }
 
+// errNotApplied is a settle's finding that the write did not commit.
+var errNotApplied = errors.New("the write did not commit")
+
+// sendSettled sends a purchase's write until its fate is known. A write the
+// database refused (412, 409) is lost to another buyer: err says why. One
+// refused before it applied (429) is sent again as it was. One whose reply
+// was lost is settled: settle reads back what the write would have changed
+// and says whether this buyer's order is there (won), or errNotApplied when
+// nothing changed, and the same write is sent again. won false with err
+// nil is a settle that found another buyer's sale.
+func (a *attempt) sendSettled(ctx context.Context, send func() error, settle func() (bool, error)) (won bool, err error) {
+	for try := range buyerAttempts {
+		if try > 0 {
+			pause(ctx, try)
+		}
+		err = send()
+		if err == nil {
+			return true, nil
+		}
+		switch fateOf(err) {
+		case fateRefused:
+			return false, err
+		case fateNotApplied:
+			continue
+		}
+		a.trace.Settled++
+		won, serr := settle()
+		switch {
+		case errors.Is(serr, errNotApplied):
+			continue
+		case serr != nil:
+			return false, fmt.Errorf("the reply was lost and reading back failed too: %w", serr)
+		}
+		if won {
+			a.wrote(http.StatusOK)
+		}
+		return won, nil
+	}
+	return false, err
+}
+
+// settledNote says, after a purchase's message, how its lost replies were
+// settled; "" when none was lost.
+func (a *attempt) settledNote(what string) string {
+	switch a.trace.Settled {
+	case 0:
+		return ""
+	case 1:
+		return " Its reply was lost on the way; reading the " + what + " back found this buyer's order there, so it was not sent again."
+	}
+	return fmt.Sprintf(" %d replies were lost on the way; each time the buyer read the %s back before deciding to send again.", a.trace.Settled, what)
+}
+
 // write runs the purchase's batch and traces it: its status, and the
 // seat's new ETag (the result of operation seatOp) when it committed.
 func (a *attempt) write(ctx context.Context, b azcosmos.TransactionalBatch, seatOp int) error {
-	a.trace.WriteStart = time.Now()
-	resp, err := a.shop.executeBatch(ctx, b)
+	if a.trace.WriteStart.IsZero() {
+		a.trace.WriteStart = time.Now()
+	}
+	a.trace.Sent++
+	resp, err := a.shop.executeBatchOn(ctx, a.shop.buyer, b)
 	switch {
 	case err == nil:
 		if seatOp < len(resp.OperationResults) {

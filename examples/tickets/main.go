@@ -62,13 +62,12 @@ func run(args []string) error {
 	} else if *key == "" {
 		return fmt.Errorf("--endpoint %s needs the account's key: pass --key KEY or set COSMOS_KEY (in the Azure portal: the account's Keys page, primary or secondary key; the app creates its database and containers, so not a read-only key). Without --endpoint the app starts its own Orrery and needs no key", *endpoint)
 	}
-	client, err := newClient(*endpoint, *key)
-	if err != nil {
+	if _, err := newClient(*endpoint, *key, ""); err != nil {
 		return err
 	}
 	setup, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
-	app, err := newApp(setup, client, log)
+	app, err := newApp(setup, *endpoint, *key, log)
 	if err != nil {
 		return explainSetup(err, *endpoint)
 	}
@@ -88,8 +87,9 @@ func run(args []string) error {
 // setupTimeout bounds the start: creating the database and containers.
 const setupTimeout = time.Minute
 
-// newClient connects the SDK to an endpoint with a key.
-func newClient(endpoint, key string) (*azcosmos.Client, error) {
+// newClient connects the SDK to an endpoint with a key; agent, when not
+// empty, is added to its requests' user agent.
+func newClient(endpoint, key, agent string) (*azcosmos.Client, error) {
 	cred, err := azcosmos.NewKeyCredential(key)
 	if err != nil {
 		return nil, fmt.Errorf("--key is not an account key (a key is base64, 88 characters, from the account's Keys page): %v", err)
@@ -98,7 +98,7 @@ func newClient(endpoint, key string) (*azcosmos.Client, error) {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, fmt.Errorf("--endpoint %q is not a URL like https://ACCOUNT.documents.azure.com:443/", endpoint)
 	}
-	return azcosmos.NewClientWithKey(endpoint, cred, nil)
+	return azcosmos.NewClientWithKey(endpoint, cred, clientOptions(agent))
 }
 
 // explainSetup says what a failed start means and what to change, instead

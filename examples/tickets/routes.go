@@ -505,6 +505,18 @@ func (a *App) switchUser(w http.ResponseWriter, r *http.Request) {
 
 // flipSwitch turns a failure switch on or off.
 func (a *App) flipSwitch(w http.ResponseWriter, r *http.Request) {
+	if r.FormValue("switch") == "network" {
+		on := r.FormValue("on") == "1"
+		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+		defer cancel()
+		if err := a.network.set(ctx, on); err != nil {
+			a.fail(w, r, http.StatusBadGateway, "The network faults switch could not be flipped: "+err.Error())
+			return
+		}
+		a.switches.NetworkFaults.Store(on)
+		backTo(w, r, "/")
+		return
+	}
 	sw := a.switches.byName(r.FormValue("switch"))
 	if sw == nil {
 		a.fail(w, r, http.StatusBadRequest, "There is no such switch.")

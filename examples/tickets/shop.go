@@ -107,14 +107,18 @@ type eventDoc struct {
 type Shop struct {
 	db      *azcosmos.DatabaseClient
 	tickets *azcosmos.ContainerClient
+	// buyer is the tickets container through the buyers' own SDK client,
+	// whose user agent names them: the purchases' reads and writes go
+	// through it, so that the network faults switch reaches them only.
+	buyer *azcosmos.ContainerClient
 }
 
 // databaseName is the database the app creates.
 const databaseName = "cosmicticks"
 
 // openShop creates the database and the tickets container if they are
-// missing.
-func openShop(ctx context.Context, client *azcosmos.Client) (*Shop, error) {
+// missing. buyers is the buyers' SDK client (client itself when nil).
+func openShop(ctx context.Context, client, buyers *azcosmos.Client) (*Shop, error) {
 	if _, err := client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: databaseName}, nil); err != nil && !isStatus(err, http.StatusConflict) {
 		return nil, fmt.Errorf("creating database: %w", err)
 	}
@@ -125,6 +129,12 @@ func openShop(ctx context.Context, client *azcosmos.Client) (*Shop, error) {
 	s := &Shop{db: db}
 	if s.tickets, err = ensureContainer(ctx, db, "tickets", "/eventId", 0); err != nil {
 		return nil, err
+	}
+	s.buyer = s.tickets
+	if buyers != nil {
+		if s.buyer, err = buyers.NewContainer(databaseName, "tickets"); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -233,7 +243,13 @@ func (s *Shop) execute(ctx context.Context, b azcosmos.TransactionalBatch) error
 // executeBatch is execute that also returns the response of a batch that
 // committed (each operation's status and ETag).
 func (s *Shop) executeBatch(ctx context.Context, b azcosmos.TransactionalBatch) (azcosmos.TransactionalBatchResponse, error) {
-	resp, err := s.tickets.ExecuteTransactionalBatch(ctx, b, nil)
+	return s.executeBatchOn(ctx, s.tickets, b)
+}
+
+// executeBatchOn is executeBatch through a client of the container (the
+// app's or the buyers').
+func (s *Shop) executeBatchOn(ctx context.Context, c *azcosmos.ContainerClient, b azcosmos.TransactionalBatch) (azcosmos.TransactionalBatchResponse, error) {
+	resp, err := c.ExecuteTransactionalBatch(ctx, b, nil)
 	if err != nil {
 		return resp, err
 	}
@@ -259,7 +275,13 @@ func batchStatus(err error) int {
 
 // readSeat reads a seat and its ETag.
 func (s *Shop) readSeat(ctx context.Context, eventID, code string) (Seat, azcore.ETag, error) {
-	resp, err := s.tickets.ReadItem(ctx, azcosmos.NewPartitionKeyString(eventID), seatID(code), nil)
+	return s.readSeatAs(ctx, s.tickets, eventID, code)
+}
+
+// readSeatAs reads a seat through a client of the container, again while
+// the read fails with anything but 404 (readRetrying).
+func (s *Shop) readSeatAs(ctx context.Context, c *azcosmos.ContainerClient, eventID, code string) (Seat, azcore.ETag, error) {
+	resp, err := readRetrying(ctx, c, eventID, seatID(code))
 	if err != nil {
 		return Seat{}, "", err
 	}

@@ -18,13 +18,16 @@ var stormArena = Venue{
 // StormReport is the result of one storm: many buyers released at once on
 // few seats under one strategy.
 type StormReport struct {
-	Strategy  Strategy
-	Buyers    int
-	Seats     int
-	Won       int
-	Taken     int
-	Failed    int
-	Answered  int
+	Strategy Strategy
+	Buyers   int
+	Seats    int
+	Won      int
+	Taken    int
+	Failed   int
+	Answered int
+	// Settled counts the writes whose reply was lost and whose fate the
+	// buyer learned by reading back (network faults).
+	Settled   int
 	Integrity Integrity
 	P50, P99  time.Duration
 	Max       time.Duration
@@ -43,8 +46,8 @@ func (r StormReport) String() string {
 	if !r.OK() {
 		verdict = "FAILED"
 	}
-	return fmt.Sprintf("%-5s %d buyers, %d seats: %d sold, %d turned away, %d errors, %d answered; double sales %d; integrity %v; latency p50 %v p99 %v max %v; %v in all: %s",
-		r.Strategy, r.Buyers, r.Seats, r.Won, r.Taken, r.Failed, r.Answered, len(r.Integrity.DoubleSold), r.Integrity.OK(),
+	return fmt.Sprintf("%-5s %d buyers, %d seats: %d sold, %d turned away, %d errors, %d answered, %d lost replies settled; double sales %d; integrity %v; latency p50 %v p99 %v max %v; %v in all: %s",
+		r.Strategy, r.Buyers, r.Seats, r.Won, r.Taken, r.Failed, r.Answered, r.Settled, len(r.Integrity.DoubleSold), r.Integrity.OK(),
 		r.P50.Round(time.Millisecond), r.P99.Round(time.Millisecond), r.Max.Round(time.Millisecond), r.Elapsed.Round(time.Millisecond), verdict)
 }
 
@@ -99,6 +102,7 @@ func runStorm(ctx context.Context, shop *Shop, st Strategy, buyers int, progress
 			r.Taken++
 		}
 		lat = append(lat, o.Latency)
+		r.Settled += o.Trace.Settled
 	}
 	slices.Sort(lat)
 	r.P50, r.P99, r.Max = percentile(lat, 0.50), percentile(lat, 0.99), lat[len(lat)-1]

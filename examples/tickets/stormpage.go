@@ -33,6 +33,8 @@ type stormProgress struct {
 	answered, won atomic.Int64
 	taken, failed atomic.Int64
 	buckets       [len(stormBounds) + 1]atomic.Int64
+	// onAnswer, when set, hears every answer (the tests read them).
+	onAnswer func(Outcome)
 }
 
 // release records the moment the buyers were let go.
@@ -46,6 +48,9 @@ func (p *stormProgress) release(at time.Time) {
 func (p *stormProgress) answer(o Outcome) {
 	if p == nil {
 		return
+	}
+	if p.onAnswer != nil {
+		p.onAnswer(o)
 	}
 	switch {
 	case o.Won:
@@ -191,6 +196,9 @@ func (r *stormRun) snapshot() StormSnapshot {
 		}
 		s.Status = fmt.Sprintf("Finished in %s: %s sold, %s turned away, %s errors.", humanDuration(rep.Elapsed),
 			thousands(rep.Won), thousands(rep.Taken), thousands(rep.Failed))
+		if rep.Settled > 0 {
+			s.Status += fmt.Sprintf(" %s replies were lost after the write was sent; each buyer read back to learn whether its write had committed.", thousands(rep.Settled))
+		}
 		s.Latencies = fmt.Sprintf("Time from release to answer: median %s, 99th percentile %s, slowest %s.",
 			humanDuration(rep.P50), humanDuration(rep.P99), humanDuration(rep.Max))
 		s.OK = rep.OK()

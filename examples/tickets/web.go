@@ -97,6 +97,7 @@ type view struct {
 // switchView is the state of the failure switches.
 type switchView struct {
 	Payment, Ticketing, Messaging bool
+	Network                       bool
 }
 
 // render writes a page, or a plain error if the template fails.
@@ -112,6 +113,7 @@ func (a *App) render(w http.ResponseWriter, r *http.Request, status int, page, t
 			Payment:   a.switches.PaymentDeclines.Load(),
 			Ticketing: a.switches.TicketingDown.Load(),
 			Messaging: a.switches.MessagingDown.Load(),
+			Network:   a.switches.NetworkFaults.Load(),
 		},
 	}
 	var b strings.Builder

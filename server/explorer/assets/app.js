@@ -4,7 +4,8 @@
 // user-defined functions). All data comes from the REST API through
 // cosmos.js with the user's credential.
 
-import { Client, CosmosError, partitionKeyHeader, partitionKeyValues } from './cosmos.js';
+import { Client, CosmosError, faults, partitionKeyHeader, partitionKeyValues } from './cosmos.js';
+import { FAULT_TYPES, LOST_KINDS, describeCondition, describeLimits, describeResult, losesReply, ruleFromForm } from './faults.js';
 import { parseQueryMetrics } from './metrics.js';
 import { SYSTEM, connectionString, readChange, resultColumns, toCSV } from './format.js';
 
@@ -237,6 +238,7 @@ async function signIn(cred, remember) {
   $('#session').hidden = false;
   $('#session-label').textContent = { master: 'Master key', readonly: 'Read-only key', token: 'Resource token' }[cred.kind];
   $('#new-db').hidden = cred.kind !== 'master';
+  $('#show-faults').hidden = cred.kind !== 'master';
   await loadTree();
   if (tokenScope) openContainer(tokenScope.db, tokenScope.coll);
   else showHome();
@@ -1520,6 +1522,148 @@ function runForm(ctx, sp) {
   return form;
 }
 
+// ---- fault rules -------------------------------------------------------------
+
+/**
+ * showFaults shows the server's fault rules (/_admin/faults) in the order
+ * they are tried, with the requests each has faulted so far (refreshed
+ * every two seconds while the page is open), and adds and removes rules.
+ * The API takes the master key only; the page is offered to it alone.
+ */
+function showFaults() {
+  stopCurrent();
+  markOpen(null);
+  const msg = h('p', { class: 'editor-msg', role: 'status' });
+  const err = h('p', { class: 'error', role: 'alert' });
+  const list = h('div', { 'data-rules': '' }, h('p', { class: 'muted' }, 'Loading…'));
+  const add = h('button', { type: 'button', class: 'primary' }, 'Add rule');
+  const refresh = h('button', { type: 'button', class: 'ghost' }, 'Refresh');
+  const clear = h('button', { type: 'button', class: 'danger', disabled: true }, 'Remove all');
+  let shown = null;
+  let stopped = false;
+
+  function render(rules) {
+    const key = JSON.stringify(rules);
+    if (key === shown) return; // unchanged: keep focus and selection where they are
+    shown = key;
+    clear.disabled = rules.length === 0;
+    if (rules.length === 0) {
+      put(list, h('p', { class: 'muted', 'data-empty': '' }, 'No fault rule is installed: every request is served as usual.'));
+      return;
+    }
+    put(list, h('div', { class: 'table-scroll', tabindex: '0', role: 'region', 'aria-label': 'Fault rules table' },
+      h('table', { class: 'grid faults-grid' },
+        h('caption', { class: 'sr-only' }, 'Fault rules in the order they are tried, with the requests each has faulted'),
+        h('thead', {}, h('tr', {},
+          ...['Rule', 'Does', 'Applies to', 'Limits', 'Hits'].map((c) => h('th', { scope: 'col' }, c)),
+          h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'Actions')))),
+        h('tbody', {}, ...rules.map((r) => h('tr', { 'data-rule': r.id },
+          h('th', { scope: 'row', class: 'mono' }, r.id),
+          h('td', { 'data-label': 'Does' }, describeResult(r)),
+          h('td', { 'data-label': 'Applies to' }, describeCondition(r)),
+          h('td', { 'data-label': 'Limits' }, describeLimits(r)),
+          h('td', { 'data-label': 'Hits' }, h('span', { 'data-hits': '', class: 'num' }, String(r.hits ?? 0))),
+          h('td', { class: 'actions-cell' }, h('button', { type: 'button', class: 'ghost small', 'aria-label': `Remove rule ${r.id}`, onclick: () => remove(r.id) }, 'Remove'))))))));
+  }
+
+  async function load() {
+    try {
+      const res = await faults(client, 'GET');
+      if (stopped) return;
+      err.textContent = '';
+      render(res.body?.rules || []);
+    } catch (e) {
+      if (!stopped) err.textContent = describe(e);
+    }
+  }
+
+  async function remove(id) {
+    try {
+      await faults(client, 'DELETE', id);
+      msg.textContent = `Rule ${id} removed.`;
+    } catch (e) {
+      err.textContent = describe(e);
+    }
+    await load();
+  }
+
+  async function removeAll() {
+    const n = JSON.parse(shown || '[]').length;
+    await ask({
+      title: 'Remove every fault rule', ok: 'Remove all', danger: true,
+      body: [h('p', {}, `Remove all ${n} fault rules? Requests are then served as usual.`)],
+      onOk: async () => {
+        const res = await faults(client, 'DELETE');
+        msg.textContent = `${res.body?.removed ?? n} rules removed.`;
+      },
+    });
+    await load();
+  }
+
+  async function addRule() {
+    const id = h('input', { autocomplete: 'off', spellcheck: 'false', class: 'mono', placeholder: 'made up when empty' });
+    const type = h('select', {}, ...FAULT_TYPES.map(([t, what]) => h('option', { value: t }, `${t}: ${what}`)));
+    const lost = h('select', {}, ...LOST_KINDS.map(([k, what]) => h('option', { value: k }, what)));
+    const retryAfter = h('input', { inputmode: 'numeric', autocomplete: 'off', placeholder: '100' });
+    const delay = h('input', { inputmode: 'numeric', autocomplete: 'off' });
+    const ops = h('input', { autocomplete: 'off', spellcheck: 'false', placeholder: 'every operation' });
+    const db = h('input', { autocomplete: 'off', spellcheck: 'false' });
+    const coll = h('input', { autocomplete: 'off', spellcheck: 'false' });
+    const agent = h('input', { autocomplete: 'off', spellcheck: 'false' });
+    const times = h('input', { inputmode: 'numeric', autocomplete: 'off', placeholder: 'no limit' });
+    const percent = h('input', { inputmode: 'decimal', autocomplete: 'off', placeholder: '100' });
+    const lostField = field('Reply lost as', lost);
+    const retryField = field('Retry after (ms)', retryAfter, 'The x-ms-retry-after-ms the 429 carries; 100 ms when empty.');
+    const sync = () => {
+      lostField.hidden = !losesReply(type.value);
+      retryField.hidden = type.value !== 'TooManyRequests';
+    };
+    type.addEventListener('change', sync);
+    sync();
+    await ask({
+      title: 'Add a fault rule', ok: 'Add rule', wide: true,
+      body: [
+        h('p', { class: 'muted' }, 'The server answers the requests the rule applies to with its fault, for every SDK and tool at once. Rules are tried in order; the first that applies fires.'),
+        h('div', { class: 'row2' }, field('Rule id', id), field('Does', type)),
+        h('div', { class: 'row2' }, lostField, retryField, field('Delay (ms)', delay, 'Waited before the fault; for a response delay, the delay itself.')),
+        h('div', { class: 'row2' },
+          field('Operations', ops, 'Comma-separated, as the SDKs\' fault libraries name them: ReadItem, CreateItem, UpsertItem, ReplaceItem, PatchItem, BatchItem, QueryItem, ChangeFeedItem.'),
+          field('User agent contains', agent, 'Say "azsdk-js" to hit the JavaScript SDK only, or an application id.')),
+        h('div', { class: 'row2' }, field('Database', db), field('Container', coll)),
+        h('div', { class: 'row2' },
+          field('Times', times, 'How many requests it faults at most.'),
+          field('Share of requests (%)', percent, 'Of the requests it applies to; the others are served as usual.')),
+      ],
+      onOk: async () => {
+        const rule = ruleFromForm({
+          id: id.value, type: type.value, lost: lost.value, retryAfterMs: retryAfter.value, delayMs: delay.value,
+          operations: ops.value, database: db.value, container: coll.value, userAgent: agent.value,
+          times: times.value, percent: percent.value,
+        });
+        const res = await faults(client, 'POST', undefined, rule);
+        const added = res.body?.rules?.[0];
+        msg.textContent = `Rule ${added?.id ?? ''} added.`;
+      },
+    });
+    await load();
+  }
+
+  add.addEventListener('click', addRule);
+  refresh.addEventListener('click', load);
+  clear.addEventListener('click', removeAll);
+  put($('#content'),
+    h('section', { class: 'card faults', 'aria-labelledby': 'faults-title' },
+      h('div', { class: 'toolbar' }, h('h1', { id: 'faults-title' }, 'Fault rules'), h('span', { class: 'spacer' }), add, refresh, clear),
+      h('p', { class: 'muted' }, 'Failures this server injects on demand: 429 storms, timeouts, splits, writes that commit and whose reply is lost. Hits count the requests each rule has faulted.'),
+      err, list, msg));
+  const timer = setInterval(load, 2000);
+  stopCurrent = () => {
+    stopped = true;
+    clearInterval(timer);
+  };
+  load();
+}
+
 // ---- start -----------------------------------------------------------------
 
 function start() {
@@ -1530,6 +1674,7 @@ function start() {
     showLogin('Signed out.');
   });
   $('#show-connection').addEventListener('click', () => showHome());
+  $('#show-faults').addEventListener('click', () => showFaults());
   $('#new-db').addEventListener('click', newDatabase);
   syncKindFields();
   const saved = sessionStorage.getItem(STORE);

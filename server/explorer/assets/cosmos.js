@@ -87,13 +87,15 @@ export class Client {
    * request sends one signed request. segs are the path's segments, ids
    * unencoded. It resolves with the status, parsed body, headers, charge,
    * ETag and continuation, or rejects with a CosmosError (304 resolves).
+   * signAs, when given, are the segments the request is signed over, for
+   * paths outside the REST API's scheme (the server's /_admin/ calls).
    */
-  async request(method, segs, { headers = {}, body } = {}) {
+  async request(method, segs, { headers = {}, body, signAs } = {}) {
     const date = new Date().toUTCString();
     const h = new Headers(headers);
     h.set('x-ms-date', date);
     h.set('x-ms-version', API_VERSION);
-    h.set('Authorization', await this.authorization(method, segs, date));
+    h.set('Authorization', await this.authorization(method, signAs || segs, date));
     if (!h.has('Accept')) h.set('Accept', 'application/json');
     let payload = body;
     if (body !== undefined && typeof body !== 'string') payload = JSON.stringify(body);
@@ -128,6 +130,16 @@ export class Client {
       continuation: res.headers.get('x-ms-continuation'),
     };
   }
+}
+
+/**
+ * faults calls the server's fault rules API (/_admin/faults, or
+ * /_admin/faults/{id} when id is given), signed as resource type "faults"
+ * with the link "" or "faults/{id}", which the master key alone may call.
+ */
+export function faults(client, method, id, body) {
+  const segs = id ? ['faults', id] : ['faults'];
+  return client.request(method, ['_admin', ...segs], { body, signAs: segs });
 }
 
 /** partitionKeyHeader encodes partition key values for x-ms-documentdb-partitionkey. */

@@ -138,9 +138,11 @@ function scope(segs) {
 /**
  * rest sends one request to the server's REST API signed with a key (the
  * master key unless given), and returns its status, headers and parsed body.
+ * signAs are the segments it is signed over when not its path's (the
+ * server's /_admin/ calls).
  */
-export async function rest(method, segs, { body, headers = {}, signWith = key, base = endpoint } = {}) {
-  const [type, link] = scope(segs);
+export async function rest(method, segs, { body, headers = {}, signWith = key, base = endpoint, signAs } = {}) {
+  const [type, link] = scope(signAs || segs);
   const date = new Date().toUTCString();
   const payload = `${method.toLowerCase()}\n${type.toLowerCase()}\n${link}\n${date.toLowerCase()}\n\n`;
   const sig = createHmac('sha256', Buffer.from(signWith, 'base64')).update(payload).digest('base64');
