@@ -3,6 +3,7 @@ package pgtest
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,9 +27,16 @@ const StandbyName = "standby1"
 // synchronous_commit on, so that a COMMIT is acknowledged only once the
 // standby has the commit record on disk. The test kills the primary
 // (KillPrimary) and promotes the standby (Promote), as an operator would.
+//
+// The standby streams from the primary through a Proxy, the network
+// between them, which CutStandbyOff blocks: what the primary sends from
+// then on waits in the network, and is lost with the primary when it is
+// killed. A synchronous primary acknowledges no commit meanwhile; an
+// asynchronous one would, and would lose it.
 type HA struct {
 	Primary, Standby *Server
 	db               string
+	link             *Proxy
 }
 
 // NewHA starts the pair for t (skipping t when PostgreSQL is not
@@ -65,7 +73,9 @@ func NewHA(t testing.TB) *HA {
 	})
 	// The copy of the primary, with standby.signal and primary_conninfo
 	// written (-R), and the WAL of the copy's duration streamed along (-X).
-	if out, err := standby.run("pg_basebackup", "-h", "127.0.0.1", "-p", strconv.Itoa(primary.port), "-U", "postgres",
+	h.link = NewProxy(t, fmt.Sprintf("127.0.0.1:%d", primary.port))
+	_, linkPort, _ := net.SplitHostPort(h.link.Addr())
+	if out, err := standby.run("pg_basebackup", "-h", "127.0.0.1", "-p", linkPort, "-U", "postgres",
 		"-D", standby.data(), "-R", "-X", "stream", "--checkpoint=fast", "--no-sync"); err != nil {
 		t.Fatalf("pg_basebackup: %v\n%s", err, out)
 	}
@@ -113,11 +123,21 @@ func (h *HA) URL() string {
 func (h *HA) PrimaryURL() string { return h.Primary.s.baseURL + h.db }
 func (h *HA) StandbyURL() string { return h.Standby.s.baseURL + h.db }
 
+// CutStandbyOff blocks the network between the primary and the standby:
+// nothing the primary sends reaches the standby until the primary is
+// killed, and then never.
+func (h *HA) CutStandbyOff() { h.link.SetBlocked(true) }
+
 // KillPrimary kills every process of the primary at once with SIGKILL,
 // as the loss of its machine would: the postmaster, its backends, its WAL
-// sender. (pg_ctl starts the postmaster as the leader of a process group
-// of its own, which its children share.)
-func (h *HA) KillPrimary() error { return h.Primary.Kill() }
+// sender (pg_ctl starts the postmaster as the leader of a process group of
+// its own, which its children share). What was on its way to the standby
+// is lost with it.
+func (h *HA) KillPrimary() error {
+	err := h.Primary.Kill()
+	h.link.close()
+	return err
+}
 
 // Kill kills every process of the server at once with SIGKILL and waits
 // until its postmaster is gone.
