@@ -97,12 +97,18 @@ func TestFailoverToASynchronousStandbyLosesNoAcknowledgedWrite(t *testing.T) {
 
 	const writersPerGateway = 2
 	var afterPromotion [3 * writersPerGateway]atomic.Int64
+	// Each writer's session tokens, in the order it got them (through
+	// whichever gateway, before and after the promotion), never go back.
+	var sessionMu sync.Mutex
+	var sessionBack []string
+	var firstSession, lastSession uint64
 	var wg sync.WaitGroup
 	for w := range afterPromotion {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			g := w % len(f.conts)
+			var session uint64
 			for n := 0; ctx.Err() == nil && afterPromotion[w].Load() < 30; n++ {
 				// Each id is written once: a write refused is not retried
 				// (its outcome is unknown), so that the change feed shows
@@ -110,9 +116,20 @@ func TestFailoverToASynchronousStandbyLosesNoAcknowledgedWrite(t *testing.T) {
 				id := fmt.Sprintf("w%d-%d", w, n)
 				body := fmt.Sprintf(`{"id":%q,"pk":%q,"v":%d}`, id, pkOf(id), n)
 				wasPromoted := phase.Load() == 2
-				_, err := f.conts[g].UpsertItem(ctx, azcosmos.NewPartitionKeyString(pkOf(id)), []byte(body), nil)
+				resp, err := f.conts[g].UpsertItem(ctx, azcosmos.NewPartitionKeyString(pkOf(id)), []byte(body), nil)
 				if err == nil {
 					ack(id, n)
+					lsn := sessionLSN(resp.SessionToken)
+					sessionMu.Lock()
+					if lsn < session {
+						sessionBack = append(sessionBack, fmt.Sprintf("writer %d: session token %d after %d", w, lsn, session))
+					}
+					if firstSession == 0 || lsn < firstSession {
+						firstSession = lsn
+					}
+					lastSession = max(lastSession, lsn)
+					sessionMu.Unlock()
+					session = lsn
 					if wasPromoted {
 						afterPromotion[w].Add(1)
 					}
@@ -283,6 +300,9 @@ func TestFailoverToASynchronousStandbyLosesNoAcknowledgedWrite(t *testing.T) {
 		acks.checkAll(t, fmt.Sprintf("gateway %d", i), f.conts[i])
 	}
 	errs.check(t)
+	if len(sessionBack) > 0 {
+		t.Errorf("%d session tokens went back; first: %s", len(sessionBack), sessionBack[0])
+	}
 
 	// The change feed: each acknowledged item once, no item twice, _lsn
 	// rising in each partition.
@@ -331,6 +351,7 @@ func TestFailoverToASynchronousStandbyLosesNoAcknowledgedWrite(t *testing.T) {
 	if t.Failed() {
 		lost = "see the errors above"
 	}
+	t.Logf("session tokens from %d to %d (timeline %d to %d)", firstSession, lastSession, firstSession>>48, lastSession>>48)
 	t.Logf("%d writes acknowledged, %s; %d changes read from the feed; %d operations linearizable; %d expired items swept; "+
 		"writes refused for %v (kill to promotion %v, promotion to the first acknowledged write %v); errors by status: %v",
 		acks.len(), lost, len(feed), len(history), swept, refused.Round(time.Millisecond),
@@ -339,6 +360,17 @@ func TestFailoverToASynchronousStandbyLosesNoAcknowledgedWrite(t *testing.T) {
 }
 
 var hotKeys = []string{"hot0", "hot1"}
+
+// sessionLSN is the LSN of a session token (range:-1#lsn), 0 if it has
+// none.
+func sessionLSN(token *string) uint64 {
+	if token == nil {
+		return 0
+	}
+	_, lsn, _ := strings.Cut(*token, "#")
+	n, _ := strconv.ParseUint(lsn, 10, 64)
+	return n
+}
 
 // ttlSwept sums the gateways' orrery_ttl_swept_items_total.
 func (f *pgFleet) ttlSwept(t *testing.T) int {
