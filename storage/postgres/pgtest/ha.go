@@ -128,19 +128,19 @@ func (h *HA) StandbyURL() string { return h.Standby.s.baseURL + h.db }
 // killed, and then never.
 func (h *HA) CutStandbyOff() { h.link.SetBlocked(true) }
 
-// KillPrimary kills every process of the primary at once with SIGKILL,
-// as the loss of its machine would: the postmaster, its backends, its WAL
-// sender (pg_ctl starts the postmaster as the leader of a process group of
-// its own, which its children share). What was on its way to the standby
-// is lost with it.
+// KillPrimary kills every process of the primary with SIGKILL, as the
+// loss of its machine would: the postmaster, its backends, its WAL sender.
+// What was on its way to the standby is lost with it.
 func (h *HA) KillPrimary() error {
 	err := h.Primary.Kill()
 	h.link.close()
 	return err
 }
 
-// Kill kills every process of the server at once with SIGKILL and waits
-// until its postmaster is gone.
+// Kill kills every process of the server with SIGKILL and waits until its
+// postmaster is gone. The postmaster is stopped first, so that it starts
+// no process while its children are found (each leads a process group of
+// its own, so one signal to a group would not reach them).
 func (p *Server) Kill() error {
 	pidFile, err := os.ReadFile(filepath.Join(p.s.data(), "postmaster.pid"))
 	if err != nil {
@@ -150,19 +150,50 @@ func (p *Server) Kill() error {
 	if err != nil {
 		return fmt.Errorf("postmaster.pid: %v", err)
 	}
-	if pgid, err := syscall.Getpgid(pid); err != nil || pgid != pid {
-		return fmt.Errorf("the postmaster %d does not lead its process group (%d, %v)", pid, pgid, err)
-	}
-	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		return err
 	}
+	procs := append(children(pid), pid)
+	for _, c := range procs {
+		syscall.Kill(c, syscall.SIGKILL)
+	}
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil || strings.Contains(string(stat), ") Z ") {
+		alive := false
+		for _, c := range procs {
+			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c))
+			alive = alive || err == nil && !strings.Contains(string(stat), ") Z ")
+		}
+		if !alive {
 			return nil
 		}
 	}
-	return fmt.Errorf("the postmaster %d outlived SIGKILL", pid)
+	return fmt.Errorf("the server's processes %v outlived SIGKILL", procs)
+}
+
+// children lists the processes whose parent is pid.
+func children(pid int) []int {
+	var out []int
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		c, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+		rest := string(stat)
+		if i := strings.LastIndexByte(rest, ')'); i >= 0 {
+			rest = rest[i+1:]
+		}
+		fields := strings.Fields(rest)
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Promote makes the standby a primary (pg_ctl promote, waiting until it
