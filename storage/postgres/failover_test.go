@@ -22,8 +22,9 @@ import (
 // timeline is above every number of the old one; a change-feed reader's
 // continuation (a watermark) and a session token (a watermark) are then
 // never passed over by a later write. The store finds the promoted
-// standby through the multi-host URL, answering ErrUnavailable until then;
-// a duty held on the dead primary is lost and taken again on the new one.
+// standby through the multi-host URL, answering ErrUnavailable until then
+// (as it does on a standby reached directly, which takes no writes); a duty
+// held on the dead primary is lost and taken again on the new one.
 func TestSequenceAndWatermarkStayAboveEverythingBeforeAPromotion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two PostgreSQL servers")
@@ -88,6 +89,13 @@ func TestSequenceAndWatermarkStayAboveEverythingBeforeAPromotion(t *testing.T) {
 		t.Fatalf("watermark %d before the kill, want above %d and at least %d", before, highest, session)
 	}
 
+	// A store opened on the standby alone (a gateway started during a
+	// failover, or given a URL that reaches only the standby) is told to
+	// wait: the server is there but takes no writes yet.
+	if _, err := postgres.Open(ctx, ha.StandbyURL(), postgres.Options{}); !errors.Is(err, storage.ErrUnavailable) {
+		t.Fatalf("opening a store on the standby: %v, want ErrUnavailable", err)
+	}
+
 	if err := ha.KillPrimary(); err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +135,11 @@ func TestSequenceAndWatermarkStayAboveEverythingBeforeAPromotion(t *testing.T) {
 	if v, err := s.Get(ctx, []byte("acked")); err != nil || string(v) != "1" {
 		t.Errorf("the acknowledged write after the promotion: %q, %v", v, err)
 	}
+	onPromoted, err := postgres.Open(ctx, ha.StandbyURL(), postgres.Options{})
+	if err != nil {
+		t.Fatalf("opening a store on the promoted standby: %v", err)
+	}
+	onPromoted.Close()
 	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if _, release, err := s.Lead(lctx, "ttl"); err != nil {
