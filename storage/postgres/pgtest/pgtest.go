@@ -8,7 +8,8 @@
 // When the test runs as root, the server runs as the postgres user, as
 // PostgreSQL refuses to run as root. The shared server runs without fsync
 // or synchronous commits: a test database does not outlive its test. A test
-// that stops and starts its server (NewServer) gets one of its own.
+// that stops and starts its server (NewServer) gets one of its own, and a
+// test of a failover (NewHA) a primary with a synchronous streaming standby.
 package pgtest
 
 import (
