@@ -352,7 +352,7 @@ func TestFailoverToASynchronousStandbyLosesNoAcknowledgedWrite(t *testing.T) {
 		lost = "see the errors above"
 	}
 	t.Logf("session tokens from %d to %d (timeline %d to %d)", firstSession, lastSession, firstSession>>48, lastSession>>48)
-	t.Logf("%d writes acknowledged, %s; %d changes read from the feed; %d operations linearizable; %d expired items swept; "+
+	t.Logf("%d writes acknowledged, %s; %d changes read from the feed; %d operations checked by porcupine; %d expired items swept; "+
 		"writes refused for %v (kill to promotion %v, promotion to the first acknowledged write %v); errors by status: %v",
 		acks.len(), lost, len(feed), len(history), swept, refused.Round(time.Millisecond),
 		time.Duration(promotedAt.Load()-killedAt.Load()).Round(time.Millisecond),
