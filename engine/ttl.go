@@ -203,8 +203,12 @@ func (e *Engine) deleteExpired(ctx context.Context, c *Container, entries []expi
 			began := time.Now()
 			chunk := group[:min(len(group), sweepTxnItems)]
 			group = group[len(chunk):]
+			// Counted once the transaction has committed: a sweep whose
+			// commit fails (its database lost) deleted nothing.
+			n := 0
 			err := e.inPartition(ctx, c, pk, func(t *txn) error {
 				t.expiring = true
+				n = 0
 				for _, en := range chunk {
 					id, _, _ := c.splitItemKey(en.itemKey)
 					cur, err := t.getAny(ctx, id)
@@ -224,13 +228,14 @@ func (e *Engine) deleteExpired(ctx context.Context, c *Container, entries []expi
 					if err := t.remove(ctx, cur); err != nil {
 						return err
 					}
-					deleted++
+					n++
 				}
 				return nil
 			})
 			if err != nil {
 				return deleted, err
 			}
+			deleted += n
 			time.Sleep(min(sweepYield*time.Since(began), sweepMaxPause))
 		}
 	}

@@ -10,7 +10,12 @@
 // transaction's id (pg_current_xact_id, taken after its locks, so it is
 // greater than that of every earlier holder of a conflicting lock), and the
 // watermark is the oldest transaction id still running
-// (pg_snapshot_xmin(pg_current_snapshot())). A duty (Lead) is a session
+// (pg_snapshot_xmin(pg_current_snapshot())), both with the server's
+// timeline above the id (bits 48 and up): a standby promoted after its
+// primary died may give out again ids the primary had given to
+// transactions that rolled back, below a watermark read there, and the
+// timeline, raised by the promotion, keeps every later number above every
+// earlier one. A duty (Lead) is a session
 // advisory lock held on a connection of its own: if that connection dies,
 // the server frees the lock and another process takes the duty.
 //

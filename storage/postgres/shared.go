@@ -160,8 +160,20 @@ func queueGet(q *pgx.Batch, key []byte, value *[]byte) {
 	})
 }
 
-// sequenceSQL gives the transaction its id and returns it.
-const sequenceSQL = `SELECT pg_current_xact_id()::text::bigint`
+// timelineSQL is the server's timeline shifted above the transaction ids
+// (64-bit ids: 32 bits of epoch, 32 of id; 48 bits last 65,536 epochs):
+// the part of a sequence number or a watermark that a promotion raises.
+// The timeline is the first eight hexadecimal digits of the name of the
+// WAL file being written.
+const timelineSQL = `(('x' || substr(pg_walfile_name(pg_current_wal_insert_lsn()), 1, 8))::bit(32)::bigint << 48)`
+
+// sequenceSQL gives the transaction its id and returns it under the
+// timeline. A promoted standby may give out again the ids of transactions
+// that rolled back on the old primary (their WAL is not flushed at once,
+// and so may never reach the standby), ids below a watermark read there;
+// the timeline, one higher after each promotion, puts every number of the
+// new primary above them.
+const sequenceSQL = `SELECT ` + timelineSQL + ` | pg_current_xact_id()::text::bigint`
 
 // Sequence is the transaction's id, assigned at the first call.
 func (b *sharedBatch) Sequence(ctx context.Context) (uint64, error) {
@@ -351,7 +363,7 @@ func (s *Store) Watermark(ctx context.Context) (uint64, error) {
 
 // watermarkSQL reads the watermark: the oldest transaction id still
 // running, as of the statement's snapshot.
-const watermarkSQL = `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`
+const watermarkSQL = `SELECT ` + timelineSQL + ` | pg_snapshot_xmin(pg_current_snapshot())::text::bigint`
 
 // GetAll reads keys and the watermark in one statement, so in one
 // snapshot and one round trip.
@@ -366,9 +378,9 @@ func (s *Store) GetAll(ctx context.Context, keys [][]byte) ([][]byte, uint64, er
 	values := make([][]byte, len(keys))
 	var w int64
 	err := s.timed(ctx, func(ctx context.Context) error {
-		rows, err := s.pool.Query(ctx, `SELECT x.i, kv.k IS NOT NULL, kv.v,
-				pg_snapshot_xmin(pg_current_snapshot())::text::bigint
-			FROM unnest($1::bytea[]) WITH ORDINALITY AS x(k, i) LEFT JOIN orrery_kv kv ON kv.k = x.k`, keys)
+		rows, err := s.pool.Query(ctx, `SELECT x.i, kv.k IS NOT NULL, kv.v, w.w
+			FROM unnest($1::bytea[]) WITH ORDINALITY AS x(k, i) LEFT JOIN orrery_kv kv ON kv.k = x.k,
+				(`+watermarkSQL+`) AS w(w)`, keys)
 		if err != nil {
 			return err
 		}

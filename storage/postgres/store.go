@@ -273,6 +273,12 @@ func (s *Store) wrap(err error) error {
 func unreachable(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
+		if pgErr.Code == "25006" {
+			// read_only_sql_transaction: a server in recovery (a standby
+			// the URL reached, or a primary being demoted); the writable
+			// one is found at the next connection (target_session_attrs).
+			return true
+		}
 		switch pgErr.Code[:2] {
 		case "08", // connection exception
 			"53", // insufficient resources (too many connections, disk full)

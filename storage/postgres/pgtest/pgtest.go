@@ -8,7 +8,8 @@
 // When the test runs as root, the server runs as the postgres user, as
 // PostgreSQL refuses to run as root. The shared server runs without fsync
 // or synchronous commits: a test database does not outlive its test. A test
-// that stops and starts its server (NewServer) gets one of its own.
+// that stops and starts its server (NewServer) gets one of its own, and a
+// test of a failover (NewHA) a primary with a synchronous streaming standby.
 package pgtest
 
 import (
@@ -56,6 +57,11 @@ type server struct {
 // binDir finds the PostgreSQL server binaries.
 func binDir() (string, error) {
 	if p, err := exec.LookPath("pg_ctl"); err == nil {
+		// A link on PATH leads to the directory of all the binaries
+		// (pg_basebackup as well as initdb).
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		}
 		if _, err := os.Stat(filepath.Join(filepath.Dir(p), "initdb")); err == nil {
 			return filepath.Dir(p), nil
 		}
@@ -169,6 +175,24 @@ const (
 
 // start runs initdb and pg_ctl start in a new temporary directory.
 func start(mode durability) (*server, error) {
+	s, err := newServer()
+	if err != nil {
+		return nil, err
+	}
+	if out, err := s.run("initdb", "-D", s.data(), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync", "--locale=C"); err != nil {
+		os.RemoveAll(s.dir)
+		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
+	}
+	if err := s.launch(mode, ""); err != nil {
+		os.RemoveAll(s.dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+// newServer makes the temporary directory of a server not yet initialized,
+// owned by the postgres user when the test runs as root.
+func newServer() (*server, error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNotInstalled, err)
@@ -192,35 +216,39 @@ func start(mode durability) (*server, error) {
 			return nil, err
 		}
 	}
-	if out, err := s.run("initdb", "-D", s.data(), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync", "--locale=C"); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
-	}
+	return s, nil
+}
+
+// launch starts the server of an initialized data directory on a free
+// port, with the settings of mode and the server options extra.
+func (s *server) launch(mode durability, extra string) error {
 	var lastErr error
 	for range 5 {
 		port, err := freePort()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		s.opts = fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300", port, dir)
+		s.opts = fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300", port, s.dir)
 		switch mode {
 		case throwaway:
 			s.opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
 		case restartable:
 			s.opts += " -c fsync=off -c full_page_writes=off"
 		}
-		out, err := s.run("pg_ctl", "start", "-w", "-t", "60", "-D", s.data(), "-l", filepath.Join(dir, "log"), "-o", s.opts)
+		if extra != "" {
+			s.opts += " " + extra
+		}
+		out, err := s.run("pg_ctl", "start", "-w", "-t", "60", "-D", s.data(), "-l", filepath.Join(s.dir, "log"), "-o", s.opts)
 		if err == nil {
 			s.port = port
 			s.baseURL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/", port)
 			s.watchdog()
-			return s, nil
+			return nil
 		}
-		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+		log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
 		lastErr = fmt.Errorf("pg_ctl start: %v\n%s\n%s", err, out, log)
 	}
-	os.RemoveAll(dir)
-	return nil, lastErr
+	return lastErr
 }
 
 func (s *server) data() string { return filepath.Join(s.dir, "data") }
