@@ -14,6 +14,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/orrery-db/orrery/coord/internal/status"
 )
 
 // Batch is one page of changes from one lease's range, in the order the
@@ -568,21 +570,9 @@ func (p *Processor) process(ctx context.Context, pt *partition) {
 	}
 }
 
-// transient reports whether a call's failure may go away by trying again:
-// the service was busy, timed out or unavailable, its partition was moving
-// (410), or the transport failed (the outcome of a write is then unknown).
-func transient(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	switch s := statusOf(err); {
-	case s == 0:
-		return true
-	case s == http.StatusRequestTimeout, s == http.StatusGone, s == http.StatusTooManyRequests, s == 449, s >= 500:
-		return true
-	}
-	return false
-}
+// transient reports whether a call's failure may go away by trying again
+// (see coord/internal/status).
+func transient(err error) bool { return status.Transient(err) }
 
 func (p *Processor) report(lease string, err error) {
 	if p.opts.OnError != nil {

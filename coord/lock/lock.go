@@ -16,6 +16,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/orrery-db/orrery/coord/internal/status"
 )
 
 // PartitionKeyPath is the partition key path a lock container must have.
@@ -652,36 +654,15 @@ func (h *Lock) Release(ctx context.Context) error {
 	}
 }
 
-// statusOf is the HTTP status of a response error, 0 for other errors.
-func statusOf(err error) int {
-	var re *azcore.ResponseError
-	if errors.As(err, &re) {
-		return re.StatusCode
-	}
-	return 0
-}
+// statusOf is the HTTP status of a response error, 0 for other errors
+// (404/1002 counts as 503: see coord/internal/status).
+func statusOf(err error) int { return status.Of(err) }
 
 // retryable reports whether an error may go away by trying again: the lock
 // is held, a race was lost, the service is busy or its partition is moving,
 // or the transport failed.
 func retryable(err error) bool {
-	if errors.Is(err, ErrHeld) || errors.Is(err, errContended) {
-		return true
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	switch s := statusOf(err); {
-	case s == 0:
-		return true // transport error: the outcome is unknown, look again
-	case s == http.StatusRequestTimeout, s == http.StatusTooManyRequests, s == 449, s >= 500:
-		return true
-	case s == http.StatusGone:
-		// A split or a migration completing (410/1007, 1008): the SDK
-		// surfaces it; the partition serves again once it is done.
-		return true
-	}
-	return false
+	return errors.Is(err, ErrHeld) || errors.Is(err, errContended) || status.Transient(err)
 }
 
 func nonce() string {

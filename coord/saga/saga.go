@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
+	"github.com/orrery-db/orrery/coord/internal/status"
 	"github.com/orrery-db/orrery/coord/lock"
 )
 
@@ -745,21 +746,8 @@ func backoff(attempt int) time.Duration {
 }
 
 // transient reports whether a database call's failure may go away by
-// trying again: the service was busy, timed out or unavailable, its
-// partition was moving (410), or the transport failed (the outcome of a
-// write is then unknown).
-func transient(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	switch s := statusOf(err); {
-	case s == 0:
-		return true
-	case s == http.StatusRequestTimeout, s == http.StatusGone, s == http.StatusTooManyRequests, s == 449, s >= 500:
-		return true
-	}
-	return false
-}
+// trying again (see coord/internal/status).
+func transient(err error) bool { return status.Transient(err) }
 
 // retryTransient calls f until it succeeds, fails for good, or ctx ends,
 // waiting with backoff between tries that failed transiently.
@@ -775,13 +763,7 @@ func retryTransient(ctx context.Context, f func() error) error {
 	}
 }
 
-func statusOf(err error) int {
-	var re *azcore.ResponseError
-	if errors.As(err, &re) {
-		return re.StatusCode
-	}
-	return 0
-}
+func statusOf(err error) int { return status.Of(err) }
 
 // NewID returns a random saga id.
 func NewID() string {

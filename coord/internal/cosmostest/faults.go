@@ -68,6 +68,7 @@ var AllResults = []Result{
 	{Type: "PartitionIsGone"},
 	{Type: "PartitionIsSplitting"},
 	{Type: "PartitionIsMigrating"},
+	{Type: "ReadSessionNotAvailable"},
 	{Type: "ResponseDelay", Delay: "30ms"},
 	{Type: "ConnectionReset"},
 	{Type: "AppliedThenLost"},
