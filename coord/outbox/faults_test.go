@@ -20,9 +20,9 @@ import (
 // Orders are placed with their messages in the outbox, two relays publish
 // them to a consumer that applies each through its inbox, and every kind of
 // fault hits all of it at random (the producer's batches, the relays'
-// change feed, marks and leases, the consumer's batches), with a real split
-// of a container: each message is applied exactly once, and per partition
-// key in the order written.
+// change feed, marks and leases, the consumer's batches), a real split of
+// a container among them: each message is applied exactly once, and per
+// partition key in the order written.
 func TestEachMessageAppliedOnceInOrderUnderRandomFaults(t *testing.T) {
 	s := newShop(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
