@@ -12,6 +12,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/orrery-db/orrery/coord/internal/status"
 )
 
 // leaseVersionEPK marks a lease over an effective-partition-key range (the
@@ -205,13 +207,9 @@ type store struct {
 	mode   Mode
 }
 
-func statusOf(err error) int {
-	var re *azcore.ResponseError
-	if errors.As(err, &re) {
-		return re.StatusCode
-	}
-	return 0
-}
+// statusOf is the HTTP status of a response error, 0 for other errors
+// (404/1002 counts as 503: see coord/internal/status).
+func statusOf(err error) int { return status.Of(err) }
 
 func (s *store) pk(id string) azcosmos.PartitionKey { return azcosmos.NewPartitionKeyString(id) }
 

@@ -14,6 +14,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/orrery-db/orrery/coord/internal/status"
 )
 
 // Batch is one page of changes from one lease's range, in the order the
@@ -162,7 +164,7 @@ func (p *Processor) init(ctx context.Context) error {
 	if err := p.open(ctx); err != nil {
 		return err
 	}
-	created, err := bootstrap(ctx, p.st, p.feed, p.opts.PollInterval)
+	created, err := bootstrap(ctx, p.st, p.feed, p.opts.PollInterval, p.opts.Instance)
 	if err != nil {
 		return err
 	}
@@ -209,8 +211,20 @@ func (p *Processor) Run(ctx context.Context) error {
 	if p.handler == nil {
 		return errors.New("changefeed: this processor has no handler")
 	}
-	if err := p.init(ctx); err != nil {
-		return err
+	// A transient fault while starting (the service busy or unavailable,
+	// a partition moving, a lost reply) is retried, not returned: an
+	// instance that gives up at start leaves its share of the feed to the
+	// others, or to nobody.
+	for failures := 1; ; failures++ {
+		err := p.init(ctx)
+		if err == nil {
+			break
+		}
+		if !transient(err) || ctx.Err() != nil {
+			return err
+		}
+		p.report("", err)
+		p.backoff(ctx, failures)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -556,6 +570,10 @@ func (p *Processor) process(ctx context.Context, pt *partition) {
 	}
 }
 
+// transient reports whether a call's failure may go away by trying again
+// (see coord/internal/status).
+func transient(err error) bool { return status.Transient(err) }
+
 func (p *Processor) report(lease string, err error) {
 	if p.opts.OnError != nil {
 		p.opts.OnError(lease, err)
@@ -662,7 +680,11 @@ func (p *Processor) lagLoop(ctx context.Context) {
 // bootstrap creates the leases of a new store, one per feed range, under the
 // store's lock document, then marks the store initialized (.info), as the
 // .NET and Java processors do.
-func bootstrap(ctx context.Context, st *store, f *feed, poll time.Duration) (created bool, err error) {
+//
+// The lock names its owner (the instance, unique to it), so that a create
+// whose reply was lost, retried and refused, is recognized as this
+// instance's, also by a later call after a transient failure.
+func bootstrap(ctx context.Context, st *store, f *feed, poll time.Duration, owner string) (created bool, err error) {
 	info, lock := st.prefix+".info", st.prefix+".lock"
 	for {
 		if _, err := st.c.ReadItem(ctx, st.pk(info), info, nil); err == nil {
@@ -670,19 +692,29 @@ func bootstrap(ctx context.Context, st *store, f *feed, poll time.Duration) (cre
 		} else if statusOf(err) != http.StatusNotFound {
 			return false, fmt.Errorf("changefeed: reading the lease store: %w", err)
 		}
-		lockDoc, _ := json.Marshal(map[string]any{"id": lock, "partitionKey": lock, "ttl": 30})
+		lockDoc, _ := json.Marshal(map[string]any{"id": lock, "partitionKey": lock, "ttl": 30, "owner": owner})
 		resp, err := st.c.CreateItem(ctx, st.pk(lock), lockDoc, nil)
+		var lockETag azcore.ETag
 		if statusOf(err) == http.StatusConflict {
-			// Another instance is initializing; a lock older than its TTL is
-			// from a crashed one (in a container without TTL) and is removed.
-			if cur, rerr := st.c.ReadItem(ctx, st.pk(lock), lock, nil); rerr == nil {
-				var d struct {
-					TS int64 `json:"_ts"`
-				}
-				if json.Unmarshal(cur.Value, &d) == nil && time.Since(time.Unix(d.TS, 0)) > 30*time.Second {
+			// Another instance is initializing, or this one is and lost the
+			// reply; a lock older than its TTL is from a crashed one (in a
+			// container without TTL) and is removed.
+			cur, rerr := st.c.ReadItem(ctx, st.pk(lock), lock, nil)
+			var d struct {
+				TS    int64  `json:"_ts"`
+				Owner string `json:"owner"`
+			}
+			if rerr == nil && json.Unmarshal(cur.Value, &d) == nil {
+				if d.Owner == owner {
+					lockETag, err = cur.ETag, nil
+				} else if time.Since(time.Unix(d.TS, 0)) > 30*time.Second {
 					_, _ = st.c.DeleteItem(ctx, st.pk(lock), lock, &azcosmos.ItemOptions{IfMatchEtag: &cur.ETag})
 				}
 			}
+		} else if err == nil {
+			lockETag = resp.ETag
+		}
+		if statusOf(err) == http.StatusConflict || (err != nil && transient(err)) {
 			select {
 			case <-ctx.Done():
 				return false, ctx.Err()
@@ -693,7 +725,6 @@ func bootstrap(ctx context.Context, st *store, f *feed, poll time.Duration) (cre
 		if err != nil {
 			return false, fmt.Errorf("changefeed: locking the lease store: %w", err)
 		}
-		lockETag := resp.ETag
 		if err := createLeases(ctx, st, f); err != nil {
 			return false, err
 		}

@@ -16,6 +16,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/orrery-db/orrery/coord/internal/status"
 )
 
 // PartitionKeyPath is the partition key path a lock container must have.
@@ -430,7 +432,7 @@ func (l *Locker) start(name, owner string, o *Options, d *leaseDoc, etag azcore.
 func (l *Locker) adopt(ctx context.Context, name, owner string, o *Options, d *leaseDoc, etag azcore.ETag) (*Lock, error) {
 	h := l.handle(name, owner, o, d, etag, time.Now())
 	sent := time.Now()
-	if err := h.renew(ctx); err != nil {
+	if _, err := h.renew(ctx); err != nil {
 		if errors.Is(err, ErrLost) {
 			// It expired or changed hands between our read and renewal.
 			return nil, errContended
@@ -507,6 +509,12 @@ func (h *Lock) end(err error, lost bool) {
 func (h *Lock) renewLoop() {
 	defer close(h.done)
 	next := time.Now().Add(h.o.RenewEvery)
+	// unknown is when the first renewal whose outcome is unknown (its reply
+	// lost, a timeout, a 503) was sent, since the last one whose outcome is
+	// known. A later renewal that finds the lease rewritten by us learns
+	// that one of these applied, not which: the lease is then surely held
+	// only from the earliest of them.
+	var unknown time.Time
 	for {
 		h.mu.Lock()
 		valid := h.valid
@@ -528,12 +536,22 @@ func (h *Lock) renewLoop() {
 		}
 		ctx, cancel := context.WithDeadline(context.Background(), valid)
 		sent := time.Now()
-		err := h.renew(ctx)
+		if unknown.IsZero() {
+			unknown = sent
+		}
+		earlier, err := h.renew(ctx)
 		cancel()
 		switch {
 		case err == nil:
+			from := sent
+			if earlier {
+				// An earlier renewal applied though we never saw its reply:
+				// the time to live runs from when that one was sent.
+				from = unknown
+			}
+			unknown = time.Time{}
 			h.mu.Lock()
-			h.valid = sent.Add(h.o.safeTTL())
+			h.valid = from.Add(h.o.safeTTL())
 			h.mu.Unlock()
 			next = time.Now().Add(h.o.RenewEvery)
 		case errors.Is(err, ErrLost):
@@ -547,8 +565,11 @@ func (h *Lock) renewLoop() {
 }
 
 // renew rewrites the lease conditionally on its ETag, which restarts its
-// time to live. ErrLost when someone else holds it or it expired.
-func (h *Lock) renew(ctx context.Context) error {
+// time to live. ErrLost when someone else holds it or it expired. earlier
+// is true when this write was refused because the lease had been rewritten
+// by this holder already: an earlier renewal applied though its reply was
+// lost, and the time to live runs from that one.
+func (h *Lock) renew(ctx context.Context) (earlier bool, err error) {
 	h.mu.Lock()
 	d, etag := h.doc, h.etag
 	h.mu.Unlock()
@@ -564,30 +585,30 @@ func (h *Lock) renew(ctx context.Context) error {
 		h.mu.Lock()
 		h.doc, h.etag = d, r.ETag
 		h.mu.Unlock()
-		return nil
+		return false, nil
 	}
 	switch statusOf(err) {
 	case http.StatusNotFound:
-		return fmt.Errorf("%w: the lease of %q expired", ErrLost, h.name)
+		return false, fmt.Errorf("%w: the lease of %q expired", ErrLost, h.name)
 	case http.StatusPreconditionFailed:
 		// Either someone else's lease, or our own renewal whose reply was
 		// lost: read it to tell.
 		cur, cetag, rerr := h.l.readLease(ctx, h.name)
 		if rerr != nil {
-			return rerr
+			return false, rerr
 		}
 		if cur == nil {
-			return fmt.Errorf("%w: the lease of %q expired", ErrLost, h.name)
+			return false, fmt.Errorf("%w: the lease of %q expired", ErrLost, h.name)
 		}
 		if cur.Owner != h.owner {
-			return fmt.Errorf("%w: %q was taken over by %s (token %d)", ErrLost, h.name, cur.Owner, cur.Token)
+			return false, fmt.Errorf("%w: %q was taken over by %s (token %d)", ErrLost, h.name, cur.Owner, cur.Token)
 		}
 		h.mu.Lock()
 		h.doc, h.etag = *cur, cetag
 		h.mu.Unlock()
-		return nil
+		return true, nil
 	}
-	return err
+	return false, err
 }
 
 // Release stops renewal and deletes the lease if, and only if, it is still
@@ -633,31 +654,15 @@ func (h *Lock) Release(ctx context.Context) error {
 	}
 }
 
-// statusOf is the HTTP status of a response error, 0 for other errors.
-func statusOf(err error) int {
-	var re *azcore.ResponseError
-	if errors.As(err, &re) {
-		return re.StatusCode
-	}
-	return 0
-}
+// statusOf is the HTTP status of a response error, 0 for other errors
+// (404/1002 counts as 503: see coord/internal/status).
+func statusOf(err error) int { return status.Of(err) }
 
 // retryable reports whether an error may go away by trying again: the lock
-// is held, a race was lost, the service is busy, or the transport failed.
+// is held, a race was lost, the service is busy or its partition is moving,
+// or the transport failed.
 func retryable(err error) bool {
-	if errors.Is(err, ErrHeld) || errors.Is(err, errContended) {
-		return true
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	switch s := statusOf(err); {
-	case s == 0:
-		return true // transport error: the outcome is unknown, look again
-	case s == http.StatusRequestTimeout, s == http.StatusTooManyRequests, s == 449, s >= 500:
-		return true
-	}
-	return false
+	return errors.Is(err, ErrHeld) || errors.Is(err, errContended) || status.Transient(err)
 }
 
 func nonce() string {

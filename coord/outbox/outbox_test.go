@@ -37,6 +37,7 @@ func TestMain(m *testing.M) {
 // ("ledger", by customer), on a fresh server.
 type shop struct {
 	t      testing.TB
+	server *cosmostest.Server
 	client *azcosmos.Client
 	db     *azcosmos.DatabaseClient
 	orders *azcosmos.ContainerClient
@@ -52,7 +53,8 @@ type shop struct {
 
 func newShop(t testing.TB) *shop {
 	t.Helper()
-	c := cosmostest.Start(t).Client(t)
+	srv := cosmostest.Start(t)
+	c := srv.Client(t)
 	ctx := context.Background()
 	// A database of its own: the server may be shared (COORD_TEST_ENDPOINT).
 	name := fmt.Sprintf("shop-%d", time.Now().UnixNano())
@@ -68,7 +70,7 @@ func newShop(t testing.TB) *shop {
 		cc, _ := db.NewContainer(id)
 		return cc
 	}
-	s := &shop{t: t, client: c, db: db, orders: mk("orders", "/customer"), leases: mk("leases", "/id"), ledger: mk("ledger", "/customer"),
+	s := &shop{t: t, server: srv, client: c, db: db, orders: mk("orders", "/customer"), leases: mk("leases", "/id"), ledger: mk("ledger", "/customer"),
 		changed: make(chan struct{}, 1)}
 	var err error
 	if s.box, err = outbox.New(ctx, s.orders); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
+	"github.com/orrery-db/orrery/coord/internal/status"
 	"github.com/orrery-db/orrery/coord/lock"
 )
 
@@ -311,7 +312,16 @@ func (e *Executor) Start(ctx context.Context, id string, input any) (State, erro
 	}
 	st := State{ID: id, Saga: e.name, Status: Running, Input: raw, Completed: []string{}, Compensate: []string{}, Compensated: []string{}}
 	b, _ := json.Marshal(st)
-	if _, err := e.c.CreateItem(ctx, azcosmos.NewPartitionKeyString(id), b, nil); err != nil && statusOf(err) != http.StatusConflict {
+	// A create whose reply was lost may have applied: its retry is a 409,
+	// and the saga is there to resume.
+	err = retryTransient(ctx, func() error {
+		_, err := e.c.CreateItem(ctx, azcosmos.NewPartitionKeyString(id), b, nil)
+		if statusOf(err) == http.StatusConflict {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
 		return State{}, fmt.Errorf("saga: recording %q: %w", id, err)
 	}
 	return e.Resume(ctx, id)
@@ -381,7 +391,11 @@ func (e *Executor) TryResume(ctx context.Context, id string) (State, error) {
 
 func (e *Executor) driveHeld(ctx context.Context, h *lock.Lock, id string) (State, error) {
 	defer h.Release(context.WithoutCancel(ctx))
-	st, err := e.Get(ctx, id)
+	var st State
+	err := retryTransient(ctx, func() (err error) {
+		st, err = e.Get(ctx, id)
+		return err
+	})
 	if err != nil {
 		return State{}, err
 	}
@@ -685,37 +699,71 @@ func (e *Executor) write(ctx context.Context, cur, next State, owner string) (St
 			}
 			return next, nil
 		}
-		if statusOf(err) != http.StatusPreconditionFailed && statusOf(err) != 0 {
-			return cur, fmt.Errorf("saga: recording %q: %w", cur.ID, err)
-		}
 		if ctx.Err() != nil {
 			return cur, fmt.Errorf("%w: %v", ErrPreempted, ctx.Err())
 		}
-		// Refused or ambiguous: did our write apply?
+		if statusOf(err) != http.StatusPreconditionFailed && !transient(err) {
+			return cur, fmt.Errorf("saga: recording %q: %w", cur.ID, err)
+		}
+		// Refused or ambiguous (a lost reply, a timeout, a 503: the write
+		// may have applied): read the document to tell. Only the loss of
+		// the lease (ctx) or a refusal that is not transient ends this.
 		now, gerr := e.Get(ctx, cur.ID)
 		if gerr != nil {
-			if attempt < 5 {
+			if transient(gerr) && attempt < transitionAttempts {
+				if serr := sleep(ctx, backoff(attempt)); serr != nil {
+					return cur, fmt.Errorf("%w: %v", ErrPreempted, serr)
+				}
 				continue
 			}
-			return cur, gerr
+			return cur, fmt.Errorf("saga: recording %q: %w", cur.ID, gerr)
 		}
 		switch {
 		case now.Rev == next.Rev && now.Writer == owner:
 			return now, nil
-		case now.Rev == cur.Rev && now.ETag == cur.ETag && attempt < 5:
-			continue // it did not apply: try again
+		case now.Rev == cur.Rev && now.ETag == cur.ETag && attempt < transitionAttempts:
+			// It did not apply: try again.
+			if serr := sleep(ctx, backoff(attempt)); serr != nil {
+				return cur, fmt.Errorf("%w: %v", ErrPreempted, serr)
+			}
+			continue
+		case now.Rev == cur.Rev && now.ETag == cur.ETag:
+			return cur, fmt.Errorf("saga: recording %q: %w", cur.ID, err)
 		}
 		return now, fmt.Errorf("%w: %q moved to revision %d by %s", ErrPreempted, cur.ID, now.Rev, now.Writer)
 	}
 }
 
-func statusOf(err error) int {
-	var re *azcore.ResponseError
-	if errors.As(err, &re) {
-		return re.StatusCode
-	}
-	return 0
+// transitionAttempts bounds the tries of one write of the saga's state or
+// of a read that settles one; with backoff up to a second between them,
+// longer than any lease, whose loss ends the tries first.
+const transitionAttempts = 40
+
+// backoff is the wait after the attempt-th failed try of a database call:
+// 20 ms doubling up to 1 s, with jitter.
+func backoff(attempt int) time.Duration {
+	return RetryPolicy{Backoff: 20 * time.Millisecond, MaxBackoff: time.Second}.wait(attempt + 1)
 }
+
+// transient reports whether a database call's failure may go away by
+// trying again (see coord/internal/status).
+func transient(err error) bool { return status.Transient(err) }
+
+// retryTransient calls f until it succeeds, fails for good, or ctx ends,
+// waiting with backoff between tries that failed transiently.
+func retryTransient(ctx context.Context, f func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := f()
+		if err == nil || !transient(err) || attempt >= transitionAttempts || ctx.Err() != nil {
+			return err
+		}
+		if serr := sleep(ctx, backoff(attempt)); serr != nil {
+			return errors.Join(err, serr)
+		}
+	}
+}
+
+func statusOf(err error) int { return status.Of(err) }
 
 // NewID returns a random saga id.
 func NewID() string {
