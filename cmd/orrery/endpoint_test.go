@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"flag"
+	"strings"
+	"testing"
+)
 
 // cert, health, import and export take one --endpoint: a URL as serve
 // prints it, or host:port; a bare host is Orrery's port, a URL without a
@@ -28,5 +32,18 @@ func TestOneEndpointFlagTakesAURLOrHostPort(t *testing.T) {
 		if _, err := endpointURL(bad); err == nil {
 			t.Errorf("endpointURL(%q) accepted it", bad)
 		}
+	}
+}
+
+// --help names --endpoint's value URL: the flag package takes the first
+// back-quoted word of a usage as the value's name, so "as `orrery serve`
+// prints it" showed "-endpoint orrery serve" in every command's help.
+func TestEndpointFlagHelpNamesItsValueURL(t *testing.T) {
+	fs := flag.NewFlagSet("cert", flag.ContinueOnError)
+	var endpoint string
+	endpointFlag(fs, &endpoint)
+	name, usage := flag.UnquoteUsage(fs.Lookup("endpoint"))
+	if name != "URL" || !strings.Contains(usage, "orrery serve") || !strings.Contains(usage, "host:port") {
+		t.Fatalf("--endpoint's help shows %q: %q; want the value named URL, saying orrery serve prints it and host:port works", name, usage)
 	}
 }
