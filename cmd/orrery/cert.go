@@ -34,6 +34,15 @@ func endpointFlag(fs *flag.FlagSet, p *string) {
 		"the account endpoint: a `URL` as 'orrery serve' prints it, or host:port (env ORRERY_ENDPOINT)")
 }
 
+// setUsage makes fs's help start with how its command is called, then list
+// its flags.
+func setUsage(fs *flag.FlagSet, line string) {
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), line)
+		fs.PrintDefaults()
+	}
+}
+
 // endpointURL spells an --endpoint as a URL: host:port becomes
 // http://host:port/, a bare host http://host:8081/.
 func endpointURL(endpoint string) (string, error) {

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"flag"
+	"io"
+	"os"
 	"strings"
 	"testing"
 )
@@ -45,5 +48,37 @@ func TestEndpointFlagHelpNamesItsValueURL(t *testing.T) {
 	name, usage := flag.UnquoteUsage(fs.Lookup("endpoint"))
 	if name != "URL" || !strings.Contains(usage, "orrery serve") || !strings.Contains(usage, "host:port") {
 		t.Fatalf("--endpoint's help shows %q: %q; want the value named URL, saying orrery serve prints it and host:port works", name, usage)
+	}
+}
+
+// Every command's --help starts with how it is called, as cert's and
+// import's did, rather than the flag package's bare "Usage of export:".
+func TestEveryCommandsHelpSaysHowItIsCalled(t *testing.T) {
+	for _, c := range []struct {
+		run  func([]string) error
+		want string
+	}{
+		{cert, "Usage: orrery cert "},
+		{health, "Usage: orrery health "},
+		{importCmd, "Usage: orrery import "},
+		{exportCmd, "Usage: orrery export "},
+		{faultsAdd, "Usage: orrery faults add "},
+		{faultsList, "Usage: orrery faults list "},
+		{faultsClear, "Usage: orrery faults clear "},
+	} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stderr := os.Stderr
+		os.Stderr = w
+		err = c.run([]string{"-h"})
+		os.Stderr = stderr
+		w.Close()
+		out, _ := io.ReadAll(r)
+		r.Close()
+		if !errors.Is(err, flag.ErrHelp) || !strings.HasPrefix(string(out), c.want) || !strings.Contains(string(out), "-endpoint URL") {
+			t.Errorf("%s--help: %v\n%s", c.want, err, out)
+		}
 	}
 }
