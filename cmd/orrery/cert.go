@@ -31,7 +31,16 @@ const defaultEndpoint = "http://localhost:8081/"
 // answers on one port) or host:port, from ORRERY_ENDPOINT by default.
 func endpointFlag(fs *flag.FlagSet, p *string) {
 	fs.StringVar(p, "endpoint", env("ORRERY_ENDPOINT", defaultEndpoint),
-		"the account endpoint, as `orrery serve` prints it: a URL, or host:port (env ORRERY_ENDPOINT)")
+		"the account endpoint: a `URL` as 'orrery serve' prints it, or host:port (env ORRERY_ENDPOINT)")
+}
+
+// setUsage makes fs's help start with how its command is called, then list
+// its flags.
+func setUsage(fs *flag.FlagSet, line string) {
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), line)
+		fs.PrintDefaults()
+	}
 }
 
 // endpointURL spells an --endpoint as a URL: host:port becomes

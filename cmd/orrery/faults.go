@@ -154,6 +154,7 @@ func faultsAdd(args []string) error {
 	fs := flag.NewFlagSet("faults add", flag.ContinueOnError)
 	var af adminFlags
 	af.register(fs)
+	setUsage(fs, "Usage: orrery faults add [flags]   (a rule from the flags, or rules from --file)")
 	var r faults.Rule
 	var ops listFlag
 	file := fs.String("file", "", "a JSON file of rules (an array, one rule, or {\"rules\": [...]}) instead of the flags below")
@@ -226,6 +227,7 @@ func faultsList(args []string) error {
 	fs := flag.NewFlagSet("faults list", flag.ContinueOnError)
 	var af adminFlags
 	af.register(fs)
+	setUsage(fs, "Usage: orrery faults list [flags]   (the rules installed, with their hits)")
 	asJSON := fs.Bool("json", false, "print the rules as the API returns them")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -260,6 +262,7 @@ func faultsClear(args []string) error {
 	fs := flag.NewFlagSet("faults clear", flag.ContinueOnError)
 	var af adminFlags
 	af.register(fs)
+	setUsage(fs, "Usage: orrery faults clear [flags] [ID…]   (the rules named, or every rule)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

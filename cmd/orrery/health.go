@@ -19,6 +19,7 @@ func health(args []string) error {
 	var endpoint string
 	endpointFlag(fs, &endpoint)
 	timeout := fs.Duration("timeout", 5*time.Second, "time the server has to answer")
+	setUsage(fs, "Usage: orrery health [flags]   (exit 0 when the server at --endpoint is ready)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -331,6 +331,7 @@ func exportCmd(args []string) error {
 	query := fs.String("query", "", "export what this query selects (whole items); every item when empty")
 	out := fs.String("o", "-", "output file, written whole or not at all; - for standard output")
 	resume := fs.Bool("resume", false, "record progress in FILE.export-state and, when it exists, continue after the last finished page (needs -o; the file fills as pages come)")
+	setUsage(fs, "Usage: orrery export [flags]   (a container's items as JSON Lines or a JSON array)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -155,9 +156,14 @@ func TestTheImportBarCountsItems(t *testing.T) {
 		}
 	}
 	_ = bar.Finish()
-	for _, want := range []string{"importing (40/-, ", "| (150/300, ", " items/s)", "(300/300, "} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("the bar drew %q, without %q", out.String(), want)
+	// Which of two counts set 120 ms apart a draw shows depends on the
+	// spinner's ticker, which also draws (every 100 ms, throttled): on a
+	// loaded machine the draw of 40 can be skipped. Any draw after a count
+	// shows it or the next, and the second count is always drawn when the
+	// first was not.
+	for _, want := range []string{`importing \((40|41)/-, `, `\| \((150|151)/300, `, ` items/s\)`, `\(300/300, `} {
+		if !regexp.MustCompile(want).MatchString(out.String()) {
+			t.Errorf("the bar drew %q, without %s", out.String(), want)
 		}
 	}
 }
