@@ -47,6 +47,9 @@ func ParsePatch(body []byte) (*Patch, error) {
 	if len(body) == 0 || !json.Valid(body) {
 		return nil, BadRequest("The patch request body is not valid JSON.")
 	}
+	if perr := checkPayload(body); perr != nil {
+		return nil, perr
+	}
 	var wire struct {
 		Condition  *string          `json:"condition"`
 		Operations []PatchOperation `json:"operations"`
