@@ -147,6 +147,9 @@ func normalizeContainerProps(props map[string]any, prev *Container) (map[string]
 			return nil, BadRequest("The defaultTtl value must be a number.")
 		}
 	}
+	if err := validateIndexingPolicy(out["indexingPolicy"]); err != nil {
+		return nil, err
+	}
 	if _, ok := out["indexingPolicy"].(map[string]any); !ok {
 		out["indexingPolicy"] = map[string]any{
 			"indexingMode":  "consistent",

@@ -167,6 +167,9 @@ func (c *Container) parseItem(body []byte, req *ItemRequest) (*item, error) {
 		// refuses such bodies first; this covers seeds, imports and scripts.
 		return nil, BadRequest("The request payload is invalid: it is not valid UTF-8. Ensure to provide a valid request payload.")
 	}
+	if perr := checkPayload(body); perr != nil {
+		return nil, perr
+	}
 	obj, err := parseObject(body)
 	if err != nil {
 		return nil, BadRequest("The request body must be a JSON object.")

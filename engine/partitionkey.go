@@ -327,7 +327,12 @@ func validID(id string) *Error {
 	case id == "":
 		return BadRequest("The input content is invalid because the required property, id, is missing.")
 	case len(id) > 1023:
-		return BadRequest("The id exceeds the maximum length of 1023 bytes.")
+		// The service's words; its documented limit is 1,023 bytes.
+		shown := id
+		if len(shown) > 64 {
+			shown = strings.ToValidUTF8(shown[:60], "") + "..."
+		}
+		return BadRequest("The input name '%s' is invalid. Ensure to provide a unique non-empty string less than '1024' characters. (The id is %d bytes long; the limit is 1023 bytes.)", shown, len(id))
 	case !utf8.ValidString(id):
 		return BadRequest("The id is not valid UTF-8.")
 	case strings.ContainsAny(id, "/\\?#"):

@@ -47,6 +47,9 @@ func ParsePatch(body []byte) (*Patch, error) {
 	if len(body) == 0 || !json.Valid(body) {
 		return nil, BadRequest("The patch request body is not valid JSON.")
 	}
+	if perr := checkPayload(body); perr != nil {
+		return nil, perr
+	}
 	var wire struct {
 		Condition  *string          `json:"condition"`
 		Operations []PatchOperation `json:"operations"`
@@ -468,6 +471,9 @@ func (p *patcher) add(cur, by any) (any, *Error) {
 			if s := x + y; (s > x) == (y > 0) {
 				return json.Number(strconv.FormatInt(s, 10)), nil
 			}
+			// Two 64-bit integers whose sum is not one: as a double the
+			// sum would silently lose its last digits.
+			return nil, BadRequest("For Operation(%d): incrementing Node(%s) by %s overflows: the sum of %s and %s is outside the range of a 64-bit integer.", p.n, p.path, b, a, b)
 		}
 	}
 	x, err1 := strconv.ParseFloat(string(a), 64)

@@ -53,6 +53,8 @@ func TestApplyPatch(t *testing.T) {
 		{"remove past the array end", `[{"op":"remove","path":"/a/list/3"}]`, "", "Node(/a/list/3) to be removed is absent."},
 		{"move from a missing field", `[{"op":"move","from":"/nope","path":"/x"}]`, "", "Node(/nope) to be moved is absent."},
 		{"incr a string", `[{"op":"incr","path":"/s","value":1}]`, "", "Node(/s) is a string: incr can only add to a number."},
+		{"incr past the 64-bit integer range", `[{"op":"set","path":"/n","value":9223372036854775807},{"op":"incr","path":"/n","value":1}]`, "", "outside the range of a 64-bit integer"},
+		{"incr below the 64-bit integer range", `[{"op":"set","path":"/n","value":-9223372036854775807},{"op":"incr","path":"/n","value":-2}]`, "", "outside the range of a 64-bit integer"},
 		{"a path into a string", `[{"op":"set","path":"/s/x","value":1}]`, "", "Node(/s) is a string, not an object or array"},
 		{"no recursive creation", `[{"op":"add","path":"/no/such","value":1}]`, "", "Node(/no) is absent"},
 		{"add past the array end", `[{"op":"add","path":"/a/list/5","value":1}]`, "", "out of bounds"},

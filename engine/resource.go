@@ -47,6 +47,9 @@ func decodeObject(body []byte) (map[string]any, *Error) {
 	if !ok {
 		return nil, BadRequest("The request body must be a JSON object.")
 	}
+	if perr := checkPayload(body); perr != nil {
+		return nil, perr
+	}
 	return m, nil
 }
 

@@ -199,6 +199,7 @@ func Start(ctx context.Context, cfg Config) (inst *Instance, err error) {
 	if cfg.Certificate != nil {
 		ln = server.NewDualListener(ln, &tls.Config{Certificates: []tls.Certificate{*cfg.Certificate}, MinVersion: tls.VersionTLS12})
 	}
+	ln = inst.Server.Listener(ln)
 	inst.ln = ln
 	inst.hs = inst.Server.HTTPServer()
 	handler := inst.handler

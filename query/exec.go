@@ -3,7 +3,6 @@ package query
 import (
 	"container/heap"
 	"math"
-	"slices"
 	"sort"
 	"strconv"
 )
@@ -89,6 +88,7 @@ func (q *selectQuery) run(c *evalCtx, outer *env, roots rootIter, emit func(valu
 		return
 	}
 	var recs []record
+	dedupedEarly := false
 	if len(q.aggs) > 0 || len(q.groupBy) > 0 {
 		recs = q.runGroups(c, e, roots)
 	} else {
@@ -98,6 +98,12 @@ func (q *selectQuery) run(c *evalCtx, outer *env, roots rootIter, emit func(valu
 		rank := q.newRankRun(c)
 		if len(q.orderBy) > 0 && !q.distinct && lim.take() >= 0 && rank == nil {
 			top.bound = max(lim.offset, 0) + lim.take()
+		}
+		// Without ORDER BY, DISTINCT keeps each value once as it comes,
+		// not every row until the end.
+		var seenEarly map[string]bool
+		if q.distinct && len(q.orderBy) == 0 && rank == nil {
+			seenEarly, dedupedEarly = map[string]bool{}, true
 		}
 		roots(func(root value) bool {
 			e.root = root
@@ -109,6 +115,14 @@ func (q *selectQuery) run(c *evalCtx, outer *env, roots rootIter, emit func(valu
 				if !r.out.defined() || r.skip {
 					return c.err == nil // never emitted, never counted
 				}
+				if seenEarly != nil {
+					k := string(appendCanonical(nil, r.out))
+					if seenEarly[k] {
+						return c.err == nil
+					}
+					seenEarly[k] = true
+					c.charge(int64(len(k)) + 48)
+				}
 				if rank != nil {
 					r.rank = rank.raw(c, e)
 				}
@@ -118,6 +132,7 @@ func (q *selectQuery) run(c *evalCtx, outer *env, roots rootIter, emit func(valu
 						c.charge(recordSize(r))
 					}
 				} else {
+					r = detachRecord(r)
 					c.charge(recordSize(r))
 					recs = append(recs, r)
 				}
@@ -138,7 +153,7 @@ func (q *selectQuery) run(c *evalCtx, outer *env, roots rootIter, emit func(valu
 		sort.Slice(recs, func(i, j int) bool { return q.before(recs[i], recs[j]) })
 	}
 	var seen map[string]bool
-	if q.distinct {
+	if q.distinct && !dedupedEarly {
 		seen = map[string]bool{}
 	}
 	skip, left := max(lim.offset, 0), lim.take()
@@ -218,10 +233,10 @@ func (t *topRecords) add(r record) bool {
 	switch {
 	case t.bound == 0:
 	case len(t.recs) < t.bound:
-		heap.Push(t, r)
+		heap.Push(t, detachRecord(r))
 		return true
 	case t.q.before(r, t.recs[0]):
-		t.recs[0] = r
+		t.recs[0] = detachRecord(r)
 		heap.Fix(t, 0)
 	}
 	return false
@@ -391,12 +406,19 @@ func (q *selectQuery) runGroups(c *evalCtx, e *env, roots rootIter) []record {
 	var groups []*group
 	index := map[string]*group{}
 	newGroup := func() *group {
-		g := &group{vals: slices.Clone(e.vals), root: e.root, accs: make([]aggState, len(q.aggs))}
+		// A group keeps its first row's bindings for the projection:
+		// detached from the documents, so that it holds what is charged.
+		g := &group{vals: make([]value, len(e.vals)), root: detach(e.root), accs: make([]aggState, len(q.aggs))}
+		held := int64(64+sizeValue*(len(g.vals)+1)+96*len(g.accs)) + sizeOf(g.root)
+		for i, v := range e.vals {
+			g.vals[i] = detach(v)
+			held += sizeOf(g.vals[i])
+		}
 		for i, a := range q.aggs {
 			g.accs[i].fn = a.fn
 		}
 		groups = append(groups, g)
-		c.charge(int64(64 + sizeValue*(len(g.vals)+1) + 96*len(g.accs)))
+		c.charge(held)
 		return g
 	}
 	if len(q.groupBy) == 0 {
@@ -417,7 +439,7 @@ func (q *selectQuery) runGroups(c *evalCtx, e *env, roots rootIter) []record {
 				}
 				if g = index[string(key)]; g == nil {
 					g = newGroup()
-					g.key = q.groupBy[0].eval(c, e)
+					g.key = detach(q.groupBy[0].eval(c, e))
 					index[string(key)] = g
 					c.charge(int64(len(key)) + 48 + sizeOf(g.key))
 				}
@@ -486,15 +508,15 @@ func (a *aggState) add(v value) int64 {
 			return 0
 		}
 		if !a.best.defined() {
-			a.best = v
+			a.best = detach(v)
 			return 0
 		}
 		cmp := compareOrder(v, a.best)
 		if (a.fn == "MIN" && cmp < 0) || (a.fn == "MAX" && cmp > 0) {
-			a.best = v
+			a.best = detach(v)
 		}
 	case "MAKELIST":
-		a.list = append(a.list, v)
+		a.list = append(a.list, detach(v))
 		return sizeValue + sizeOf(v)
 	case "MAKESET":
 		if a.set == nil {
@@ -503,7 +525,7 @@ func (a *aggState) add(v value) int64 {
 		k := string(appendCanonical(nil, v))
 		if !a.set[k] {
 			a.set[k] = true
-			a.list = append(a.list, v)
+			a.list = append(a.list, detach(v))
 			return sizeValue + sizeOf(v) + int64(len(k)) + 48
 		}
 	}

@@ -3,6 +3,7 @@ package query
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -184,4 +185,47 @@ func (c *evalCtx) tick() bool {
 		}
 	}
 	return c.err == nil
+}
+
+// detach returns v with its own copy of every string, key, array and
+// object, so that keeping it (a row, a group, a DISTINCT value, an
+// aggregate's value) keeps alive only what sizeOf counts. Values read from a
+// document are substrings of the document's whole text: a kept string of a
+// few bytes would otherwise hold the whole document, which no charge counts.
+func detach(v value) value {
+	switch v.k {
+	case kString:
+		return strV(strings.Clone(v.str()))
+	case kArray:
+		src := v.array()
+		out := make([]value, len(src))
+		for i, el := range src {
+			out[i] = detach(el)
+		}
+		return arrV(out)
+	case kObject:
+		o := v.object()
+		d := &object{raw: strings.Clone(o.raw), keys: make([]string, len(o.keys)), vals: make([]value, len(o.vals))}
+		for i, k := range o.keys {
+			d.keys[i] = strings.Clone(k)
+		}
+		for i, el := range o.vals {
+			d.vals[i] = detach(el)
+		}
+		return objV(d)
+	}
+	return v
+}
+
+// detachRecord detaches what a kept record holds.
+func detachRecord(r record) record {
+	r.out = detach(r.out)
+	if len(r.keys) > 0 {
+		keys := make([]value, len(r.keys))
+		for i, k := range r.keys {
+			keys[i] = detach(k)
+		}
+		r.keys = keys
+	}
+	return r
 }

@@ -20,7 +20,9 @@ import (
 // fields take the defaults below.
 type Limits struct {
 	// HeaderTimeout is how long a client may take to send a request's
-	// headers (http.Server.ReadHeaderTimeout); default 30 s.
+	// headers, from its first byte; default 30 s. A request still sending
+	// them is answered 408 and disconnected (on Server.Listener; elsewhere
+	// http.Server.ReadHeaderTimeout cuts it a little later).
 	HeaderTimeout time.Duration
 	// BodyTimeout is how long a client may take to send a whole request,
 	// headers and body, counted from its first byte
@@ -96,8 +98,12 @@ func (l Limits) withDefaults() Limits {
 // TLSConfig or a BaseContext before serving.
 func (s *Server) HTTPServer() *http.Server {
 	return &http.Server{
-		Handler:           s,
-		ReadHeaderTimeout: s.limits.HeaderTimeout,
+		Handler: s,
+		// Served on Server.Listener, the connections answer late headers
+		// 408 at HeaderTimeout; this is the backstop for other listeners.
+		ReadHeaderTimeout: s.limits.HeaderTimeout + headerGrace,
+		ConnContext:       headerConnContext,
+		ConnState:         headerConnState,
 		ReadTimeout:       s.limits.BodyTimeout,
 		WriteTimeout:      s.limits.WriteTimeout,
 		IdleTimeout:       s.limits.IdleTimeout,

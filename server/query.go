@@ -25,6 +25,12 @@ func (r *request) querySpec() (*querySpec, map[string]json.RawMessage, error) {
 	if q.Query == "" {
 		return nil, nil, badRequest("The query body has no query text.")
 	}
+	// A parameter's value is read as an item's would be: a number beyond
+	// a double or a property named twice is refused, not read one way here
+	// and another by the client that sent it.
+	if err := engine.CheckPayload(r.body); err != nil {
+		return nil, nil, err
+	}
 	params := make(map[string]json.RawMessage, len(q.Parameters))
 	for _, p := range q.Parameters {
 		v := p.Value

@@ -106,6 +106,7 @@ type request struct {
 
 // ServeHTTP authenticates, routes and answers one request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	markHeadersDone(r)
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w}
 	activity := r.Header.Get("x-ms-activity-id")

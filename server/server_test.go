@@ -45,6 +45,7 @@ func newLimitedServer(t *testing.T, limits Limits) *rawClient {
 	}
 	hs := httptest.NewUnstartedServer(srv)
 	hs.Config = srv.HTTPServer()
+	hs.Listener = srv.Listener(hs.Listener)
 	hs.Start()
 	t.Cleanup(func() { hs.Close(); eng.Close(); store.Close() })
 	c := &rawClient{t: t, url: hs.URL, key: EmulatorKey}

@@ -940,3 +940,45 @@ func TestAResumedImportKeepsTheLastOfRepeatedIDs(t *testing.T) {
 		checkHolds(t, c, want)
 	}
 }
+
+// TestImportRefusesWhatParsersReadDifferently: records holding a number
+// beyond a double or a property named twice are each reported as a 400 with
+// their record number, and the import goes on with the rest, instead of
+// stopping at a 500 or storing a document each client reads its own way.
+func TestImportRefusesWhatParsersReadDifferently(t *testing.T) {
+	s := orrerytest.Start(t)
+	c := newContainer(t, s, "db", "c", "/pk")
+	input := strings.Join([]string{
+		`{"id":"ok1","pk":"a"}`,
+		`{"id":"inf","pk":"a","v":1e400}`,
+		`{"id":"neg","pk":"a","v":{"w":[-1e400]}}`,
+		`{"id":"digits","pk":"a","v":` + strings.Repeat("9", 400) + `}`,
+		`{"id":"d1","id":"d2","pk":"a"}`,
+		`{"id":"ok2","pk":"b","tiny":1e-400}`,
+	}, "\n")
+	var errs bytes.Buffer
+	sum, err := transfer.Import(context.Background(), c, strings.NewReader(input), transfer.ImportOptions{Mode: transfer.Upsert, Errors: &errs, Concurrency: 1})
+	if err != nil {
+		t.Fatalf("import: %v (errors: %s)", err, errs.String())
+	}
+	if sum.Written != 2 || sum.Failed != 4 {
+		t.Fatalf("summary: %s (errors: %s)", sum, errs.String())
+	}
+	for _, g := range sum.Failures {
+		if g.Cause != "400 BadRequest" {
+			t.Errorf("failures by cause: %q %d, want every failure a 400 BadRequest", g.Cause, g.Count)
+		}
+	}
+	var records []int64
+	for _, line := range strings.Split(strings.TrimSpace(errs.String()), "\n") {
+		var e struct{ Record int64 }
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatal(err)
+		}
+		records = append(records, e.Record)
+	}
+	slices.Sort(records)
+	if !slices.Equal(records, []int64{2, 3, 4, 5}) {
+		t.Fatalf("errors file names records %v: %s", records, errs.String())
+	}
+}
