@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -161,7 +162,7 @@ func (e *Engine) ReadChangeFeed(ctx context.Context, req *ChangeFeedRequest) (*C
 	}
 	var horizonKey func(c *Container) [][]byte
 	if req.Mode == AllVersionsAndDeletes {
-		horizonKey = func(c *Container) [][]byte { return [][]byte{versionHorizonKey(c.rid)} }
+		horizonKey = func(c *Container) [][]byte { return [][]byte{keys.VersionHorizon(c.rid)} }
 	}
 	// Writes acknowledged before this read must be in it, even behind an
 	// older transaction still open; a script can hold one for its budget.
@@ -282,7 +283,7 @@ func lsnRange(prefix []byte, from, upto uint64) (lower, upper []byte) {
 // reads the index a chunk at a time, then the chunk's items in scope in one
 // go (storage.GetMany).
 func (e *Engine) scanLatest(ctx context.Context, r storage.Reader, c *Container, scope *changeScope, from, upto uint64, since int64, page *changePage) error {
-	prefix := feedPrefix(c.rid)
+	prefix := keys.FeedPrefix(c.rid)
 	lower, upper := lsnRange(prefix, from, upto)
 	it, err := r.NewIterator(ctx, lower, upper, false)
 	if err != nil {
@@ -377,7 +378,7 @@ func lookupChunks(ctx context.Context, r storage.Reader, it storage.Iterator, in
 
 // scanVersions fills page from the all-versions-and-deletes log.
 func (e *Engine) scanVersions(ctx context.Context, r storage.Reader, c *Container, scope *changeScope, from, upto uint64, since int64, page *changePage) error {
-	prefix := versionPrefix(c.rid)
+	prefix := keys.VersionPrefix(c.rid)
 	lower, upper := lsnRange(prefix, from, upto)
 	it, err := r.NewIterator(ctx, lower, upper, false)
 	if err != nil {

@@ -152,6 +152,9 @@ type Engine struct {
 // writes and the request fails with an error wrapping the context's
 // (answered 408). A write whose commit had begun may have committed.
 func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, error) {
+	if err := upgradeLayout(ctx, store); err != nil {
+		return nil, err
+	}
 	seq, err := newSequencer(ctx, store)
 	if err != nil {
 		return nil, err

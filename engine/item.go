@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -126,7 +127,7 @@ func (e *Engine) ItemByRID(ctx context.Context, c *Container, rid string) (id st
 	if !ok || !bytes.Equal(b[:8], c.rid) {
 		return "", PartitionKey{}, NotFound(msgNotFound)
 	}
-	key, err := e.store.Get(ctx, ridKey(c.rid, b[8:]))
+	key, err := e.store.Get(ctx, keys.RIDKey(c.rid, b[8:]))
 	if errors.Is(err, storage.ErrNotFound) {
 		return "", PartitionKey{}, NotFound(msgNotFound)
 	}

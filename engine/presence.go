@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -149,7 +150,7 @@ func (e *Engine) buildPresence(ctx context.Context, collRID []byte, f *presenceF
 		return // never ready: every check reads the store
 	}
 	defer snap.Close()
-	prefix := itemContainerPrefix(collRID)
+	prefix := keys.ItemContainerPrefix(collRID)
 	it, err := snap.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), false)
 	if err != nil {
 		return // never ready: every check reads the store

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -274,7 +275,7 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 	if err != nil {
 		return nil, nil, queryError(err)
 	}
-	keys, berr := c.requestBounds(req.PartitionKeyRangeID, req.MinEPK, req.MaxEPK)
+	epks, berr := c.requestBounds(req.PartitionKeyRangeID, req.MinEPK, req.MaxEPK)
 	if berr != nil {
 		return nil, nil, berr
 	}
@@ -282,7 +283,7 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 	// partition selects nothing the scope does not: leave it to the
 	// evaluation, so the scope is read in creation order.
 	filters := plan.Filters
-	if !bytes.Equal(scope, itemContainerPrefix(c.rid)) {
+	if !bytes.Equal(scope, keys.ItemContainerPrefix(c.rid)) {
 		filters = c.withoutPartitionKeyFilters(filters)
 	}
 	ix, ixOK := c.chooseIndex(&query.Plan{Filters: filters})
@@ -300,7 +301,7 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 	}
 	var fingerprint string
 	if !plan.Streaming && cursors != nil {
-		fingerprint = queryFingerprint(c, scope, keys, req)
+		fingerprint = queryFingerprint(c, scope, epks, req)
 		if id := wholeTokenCursor(req.Continuation); id != "" {
 			if results, ok := cursors.get(id, fingerprint); ok {
 				m.CompileTime = time.Since(compile)
@@ -318,7 +319,7 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 		return nil, nil, queryError(err)
 	}
 	m.CompileTime = time.Since(compile)
-	src := source{scope: scope, bounds: keys, stats: m}
+	src := source{scope: scope, bounds: epks, stats: m}
 	switch {
 	case ixOK:
 		src.index = ix
@@ -333,7 +334,7 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 	} else {
 		var results []json.RawMessage
 		if oixOK {
-			results, err = e.topQuery(ctx, c, r, source{scope: scope, bounds: keys, index: oix, stats: m}, complete, x, plan)
+			results, err = e.topQuery(ctx, c, r, source{scope: scope, bounds: epks, index: oix, stats: m}, complete, x, plan)
 		} else {
 			results, err = e.wholeQuery(ctx, c, r, src, x)
 		}
@@ -690,7 +691,7 @@ func (e *Engine) streamQuery(ctx context.Context, c *Container, snap storage.Rea
 	if req.Continuation != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(req.Continuation)
 		if err != nil || json.Unmarshal(raw, &tok) != nil ||
-			!(src.contains(tok.Key) || sortsByRID && bytes.HasPrefix(tok.Key, ridPrefix(c.rid))) {
+			!(src.contains(tok.Key) || sortsByRID && bytes.HasPrefix(tok.Key, keys.RIDPrefix(c.rid))) {
 			return nil, BadRequest("The continuation token %q is invalid for this query.", req.Continuation)
 		}
 		start = tok.Key

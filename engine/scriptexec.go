@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/script"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -165,11 +166,11 @@ func (e *Engine) containerScripts(ctx context.Context, db, coll string, kind Scr
 		if err != nil {
 			return nil, nil, err
 		}
-		keys := [][]byte{metaCatalogVersion}
+		reads := [][]byte{keys.MetaCatalogVersion}
 		for _, id := range ids {
-			keys = append(keys, childKey(c.rid, string(kind), id))
+			reads = append(reads, keys.ChildKey(c.rid, string(kind), id))
 		}
-		values, _, err := e.shared.store.GetAll(ctx, keys)
+		values, _, err := e.shared.store.GetAll(ctx, reads)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -232,7 +233,7 @@ func (sc *scriptCollection) resolve(ctx context.Context, link string) (string, e
 		if !ok {
 			return "", NotFound(msgNotFound)
 		}
-		key, err := sc.t.b.Get(ctx, ridKey(c.rid, rid[8:]))
+		key, err := sc.t.b.Get(ctx, keys.RIDKey(c.rid, rid[8:]))
 		if errors.Is(err, storage.ErrNotFound) {
 			return "", NotFound(msgNotFound)
 		}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -42,7 +43,7 @@ type sequencer struct {
 func newSequencer(ctx context.Context, store storage.Store) (*sequencer, error) {
 	s := &sequencer{store: store, done: map[uint64]bool{}}
 	s.advanced.L = &s.mu
-	v, err := store.Get(ctx, metaSequence)
+	v, err := store.Get(ctx, keys.MetaSequence)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		s.next = 1
@@ -67,7 +68,7 @@ func (s *sequencer) allocate(ctx context.Context) (uint64, error) {
 	defer s.mu.Unlock()
 	if s.next >= s.reserved {
 		b := s.store.NewBatch()
-		if err := b.Set(metaSequence, binary.BigEndian.AppendUint64(nil, s.reserved+sequenceBlock)); err != nil {
+		if err := b.Set(keys.MetaSequence, binary.BigEndian.AppendUint64(nil, s.reserved+sequenceBlock)); err != nil {
 			b.Close()
 			return 0, err
 		}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -43,13 +44,6 @@ import (
 //
 // Without storage.Shared none of this runs: the in-process paths are as
 // they were.
-
-// metaCatalogVersion changes with every catalog change in shared mode.
-var metaCatalogVersion = []byte{prefixMeta, 'c', 'a', 't'}
-
-// catalogLockName is the store lock that catalog changes hold exclusively
-// and writes hold shared.
-var catalogLockName = []byte{prefixMeta, 'c', 'a', 't', 'l', 'o', 'c', 'k'}
 
 // sharedSeam is the engine's state for a shared store.
 type sharedSeam struct {
@@ -97,17 +91,9 @@ func newSharedSeam(store storage.Store) *sharedSeam {
 	return seam
 }
 
-// partitionLockName names the store lock of a logical partition.
-func partitionLockName(collRID, pkEnc []byte) []byte {
-	k := make([]byte, 0, 1+len(collRID)+len(pkEnc))
-	k = append(k, prefixItem)
-	k = append(k, collRID...)
-	return append(k, pkEnc...)
-}
-
 // catalogVersion reads the store's catalog version through r.
 func catalogVersion(ctx context.Context, r storage.Reader) ([]byte, error) {
-	v, err := r.Get(ctx, metaCatalogVersion)
+	v, err := r.Get(ctx, keys.MetaCatalogVersion)
 	if errors.Is(err, storage.ErrNotFound) {
 		return []byte{}, nil
 	}
@@ -238,7 +224,7 @@ func (e *Engine) readItemShared(ctx context.Context, req *ItemRequest) (*ItemRes
 			return nil, verr
 		}
 		key := p.itemKey(req.ID)
-		values, w, err := e.shared.store.GetAll(ctx, [][]byte{metaCatalogVersion, key})
+		values, w, err := e.shared.store.GetAll(ctx, [][]byte{keys.MetaCatalogVersion, key})
 		if err != nil {
 			return nil, err
 		}
@@ -346,7 +332,7 @@ func (e *Engine) reloadCatalogLocked(ctx context.Context, v []byte) error {
 	// bumps the version again) removes the mark.
 	for _, db := range e.dbs {
 		for _, c := range db.colls {
-			if _, err := e.store.Get(ctx, indexRebuildKey(c.rid)); err == nil {
+			if _, err := e.store.Get(ctx, keys.IndexRebuild(c.rid)); err == nil {
 				c.indexRetired.Store(true)
 			}
 		}
@@ -367,7 +353,7 @@ func (e *Engine) lockCatalog(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := b.Lock(ctx, catalogLockName, true); err != nil {
+	if err := b.Lock(ctx, keys.CatalogLock, true); err != nil {
 		b.Close()
 		return err
 	}
@@ -397,7 +383,7 @@ func (e *Engine) catalogBatch() (storage.Batch, error) {
 	}
 	v := randomBytes(16)
 	b := e.store.NewBatch()
-	if err := b.Set(metaCatalogVersion, v); err != nil {
+	if err := b.Set(keys.MetaCatalogVersion, v); err != nil {
 		b.Close()
 		return nil, err
 	}
@@ -437,11 +423,11 @@ func (e *Engine) beginShared(ctx context.Context, c *Container, p *partition, re
 	if err != nil {
 		return nil, nil, false, err
 	}
-	keys := append([][]byte{metaCatalogVersion}, reads...)
+	toRead := append([][]byte{keys.MetaCatalogVersion}, reads...)
 	values, err := b.Begin(ctx, []storage.LockRequest{
-		{Key: catalogLockName},
-		{Key: partitionLockName(c.rid, p.enc), Exclusive: true},
-	}, keys, true)
+		{Key: keys.CatalogLock},
+		{Key: keys.PartitionLock(c.rid, p.enc), Exclusive: true},
+	}, toRead, true)
 	if err != nil {
 		b.Close()
 		return nil, nil, false, err
@@ -726,11 +712,11 @@ func (e *Engine) itemsSnapshot(ctx context.Context, db, name string, extra func(
 		if err != nil {
 			return nil, nil, nil, 0, err
 		}
-		keys := [][]byte{metaCatalogVersion}
+		reads := [][]byte{keys.MetaCatalogVersion}
 		if extra != nil {
-			keys = append(keys, extra(c)...)
+			reads = append(reads, extra(c)...)
 		}
-		snap, values, w, err := e.shared.store.SnapshotAll(ctx, keys)
+		snap, values, w, err := e.shared.store.SnapshotAll(ctx, reads)
 		if err != nil {
 			return nil, nil, nil, 0, err
 		}
