@@ -172,10 +172,7 @@ func (e *Engine) ReadChangeFeed(ctx context.Context, req *ChangeFeedRequest) (*C
 	}
 	defer snap.Close()
 	watermark := sessionLSN(w)
-	session := watermark
-	if e.shared == nil {
-		session = 0
-	}
+	session := e.seam.snapshotSession(watermark)
 	if req.Mode == AllVersionsAndDeletes && c.changeLogRetention() == 0 {
 		return nil, BadRequest("The all versions and deletes change feed mode requires the container's changeFeedPolicy with a retentionDuration; container '%s' has none.", c.ID)
 	}

@@ -84,9 +84,11 @@ func (e *Engine) DeleteItem(ctx context.Context, req *ItemRequest) (*ItemResult,
 
 // ReadItem reads an item by id and partition key.
 func (e *Engine) ReadItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
-	if e.shared != nil {
-		return e.readItemShared(ctx, req)
-	}
+	return e.seam.readItem(ctx, req)
+}
+
+// readItemLocal is ReadItem on a store of this process alone.
+func (e *Engine) readItemLocal(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
 	c, err := e.Container(ctx, req.Database, req.Container)
 	if err != nil {
 		return nil, err

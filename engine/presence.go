@@ -168,10 +168,11 @@ func (e *Engine) buildPresence(ctx context.Context, collRID []byte, f *presenceF
 }
 
 // absent reports whether the item key was certainly never written.
-func (e *Engine) absent(c *Container, key []byte) bool {
-	if e.shared != nil {
-		return false // another gateway may have written it
-	}
+// On a shared store nothing is: another gateway may have written it.
+func (e *Engine) absent(c *Container, key []byte) bool { return e.seam.absent(c, key) }
+
+// absentHere is absent for an engine alone on its store.
+func (e *Engine) absentHere(c *Container, key []byte) bool {
 	f := e.presenceOf(c)
 	return f.ready.Load() && !f.mayContain(key)
 }

@@ -161,11 +161,10 @@ func (e *Engine) indexChunk(ctx context.Context, c *Container, lower, upper []by
 		if err := b.Delete(keys.IndexRebuild(c.rid)); err != nil {
 			return nil, n, err
 		}
-		if e.shared != nil {
-			// Other gateways reload the catalog, and query the index again.
-			if err := b.Set(keys.MetaCatalogVersion, randomBytes(16)); err != nil {
-				return nil, n, err
-			}
+		// Other gateways, on a shared store, reload the catalog and
+		// query the index again.
+		if err := e.seam.catalogChanged(b); err != nil {
+			return nil, n, err
 		}
 	}
 	return next, n, b.Commit(ctx)

@@ -148,19 +148,12 @@ func (e *Engine) containerScript(ctx context.Context, db, coll string, kind Scri
 // the catalog's version and the scripts' reads are one statement, as a
 // point read's are.
 func (e *Engine) containerScripts(ctx context.Context, db, coll string, kind ScriptKind, ids []string) (*Container, []map[string]any, error) {
+	return e.seam.containerScripts(ctx, db, coll, kind, ids)
+}
+
+// containerScriptsShared is containerScripts on a shared store.
+func (e *Engine) containerScriptsShared(ctx context.Context, db, coll string, kind ScriptKind, ids []string) (*Container, []map[string]any, error) {
 	props := make([]map[string]any, len(ids))
-	if e.shared == nil {
-		c, err := e.Container(ctx, db, coll)
-		if err != nil {
-			return nil, nil, err
-		}
-		for i, id := range ids {
-			if props[i], _, err = e.readScript(ctx, c, kind, id); err != nil {
-				return nil, nil, err
-			}
-		}
-		return c, props, nil
-	}
 	for {
 		c, version, err := e.cachedContainer(ctx, db, coll)
 		if err != nil {
@@ -507,13 +500,9 @@ func (e *Engine) runWithTriggers(ctx context.Context, c *Container, req *ItemReq
 		}
 		return nil
 	}
-	if e.shared != nil {
-		// The item is read with the locks (a pre-trigger that changes its
-		// id reads the new one itself).
-		err = e.inPartitionShared(ctx, c, pk, []string{opItemID(op)}, fn)
-	} else {
-		err = e.inPartition(ctx, c, pk, fn)
-	}
+	// On a shared store the item is read with the locks (a pre-trigger
+	// that changes its id reads the new one itself).
+	err = e.seam.inPartition(ctx, c, pk, []string{opItemID(op)}, fn)
 	if tx != nil {
 		session, begun = tx.session, true
 	}

@@ -45,8 +45,8 @@ import (
 // Without storage.Shared none of this runs: the in-process paths are as
 // they were.
 
-// sharedSeam is the engine's state for a shared store.
-type sharedSeam struct {
+// sharedState is the engine's state for a shared store.
+type sharedState struct {
 	store storage.Shared
 	// version is the catalog version the cache was loaded at.
 	version atomic.Pointer[[]byte]
@@ -68,7 +68,7 @@ type sharedSeam struct {
 
 // handedOut notes LSN n given to a write of this engine, which finishes
 // with done.
-func (s *sharedSeam) handedOut(n uint64) {
+func (s *sharedState) handedOut(n uint64) {
 	s.inflight.Add(1)
 	for {
 		old := s.newest.Load()
@@ -78,14 +78,14 @@ func (s *sharedSeam) handedOut(n uint64) {
 	}
 }
 
-func (s *sharedSeam) done() { s.inflight.Add(-1) }
+func (s *sharedState) done() { s.inflight.Add(-1) }
 
-func newSharedSeam(store storage.Store) *sharedSeam {
+func newSharedState(store storage.Store) *sharedState {
 	s, ok := store.(storage.Shared)
 	if !ok {
 		return nil
 	}
-	seam := &sharedSeam{store: s}
+	seam := &sharedState{store: s}
 	empty := []byte{}
 	seam.version.Store(&empty)
 	return seam
@@ -112,13 +112,9 @@ type catalogMutex struct {
 	e  *Engine // set by Open
 }
 
-func (m *catalogMutex) shared() bool { return m.e != nil && m.e.shared != nil }
-
 // RLock takes the cache for reading, reloading it first if it is stale.
 func (m *catalogMutex) RLock(ctx context.Context) {
-	if m.shared() {
-		m.e.refreshCatalog(ctx)
-	}
+	m.e.seam.refreshCatalog(ctx)
 	m.mu.RLock()
 }
 
@@ -129,10 +125,8 @@ func (m *catalogMutex) RLock(ctx context.Context) {
 // cache, so that such a request fails as a read of the store would,
 // instead of answering from a cache that may be stale.
 func (m *catalogMutex) RLockCurrent(ctx context.Context) error {
-	if m.shared() {
-		if err := m.e.refreshCatalog(ctx); err != nil {
-			return err
-		}
+	if err := m.e.seam.refreshCatalog(ctx); err != nil {
+		return err
 	}
 	m.mu.RLock()
 	return nil
@@ -164,10 +158,11 @@ func (e *Engine) CachedContainer(ctx context.Context, db, name string) (*Contain
 // cachedContainer is CachedContainer, with the catalog version the cache
 // was at when it answered (nil without a shared store).
 func (e *Engine) cachedContainer(ctx context.Context, db, name string) (*Container, []byte, error) {
-	if e.shared == nil {
-		c, err := e.Container(ctx, db, name)
-		return c, nil, err
-	}
+	return e.seam.cachedContainer(ctx, db, name)
+}
+
+// cachedContainerShared is cachedContainer on a shared store.
+func (e *Engine) cachedContainerShared(ctx context.Context, db, name string) (*Container, []byte, error) {
 	e.catMu.mu.RLock()
 	c, err := e.lookupContainer(db, name)
 	version := *e.shared.version.Load()
@@ -273,22 +268,10 @@ func (m *catalogMutex) RUnlock() { m.mu.RUnlock() }
 // Lock takes the cache, and the store's catalog lock, for a change. On a
 // shared store it fails with the store's error (or ctx's) when the catalog
 // lock cannot be taken; nothing is held then.
-func (m *catalogMutex) Lock(ctx context.Context) error {
-	if m.shared() {
-		return m.e.lockCatalog(ctx)
-	}
-	m.mu.Lock()
-	return nil
-}
+func (m *catalogMutex) Lock(ctx context.Context) error { return m.e.seam.lockCatalog(ctx) }
 
 // Unlock releases Lock.
-func (m *catalogMutex) Unlock() {
-	if m.shared() {
-		m.e.unlockCatalog()
-		return
-	}
-	m.mu.Unlock()
-}
+func (m *catalogMutex) Unlock() { m.e.seam.unlockCatalog() }
 
 // refreshCatalog reloads the catalog when the store's version differs from
 // the cache's. A store error leaves the cache as it is and is returned
@@ -377,10 +360,10 @@ func (e *Engine) unlockCatalog() {
 // catalogBatch starts a batch of catalog changes. On a shared store it
 // bumps the catalog version in the same batch. The caller holds catMu for
 // writing.
-func (e *Engine) catalogBatch() (storage.Batch, error) {
-	if e.shared == nil {
-		return e.store.NewBatch(), nil
-	}
+func (e *Engine) catalogBatch() (storage.Batch, error) { return e.seam.catalogBatch() }
+
+// catalogBatchShared is catalogBatch on a shared store.
+func (e *Engine) catalogBatchShared() (storage.Batch, error) {
 	v := randomBytes(16)
 	b := e.store.NewBatch()
 	if err := b.Set(keys.MetaCatalogVersion, v); err != nil {
@@ -394,7 +377,7 @@ func (e *Engine) catalogBatch() (storage.Batch, error) {
 // the caller under catMu) is at its version.
 type versionBatch struct {
 	storage.Batch
-	seam    *sharedSeam
+	seam    *sharedState
 	version []byte
 }
 
@@ -485,7 +468,7 @@ func (t *txn) forgetPrefetched(key []byte) {
 
 // sharedWatermark is the highest LSN at or below which every write has
 // finished, on every gateway.
-func (s *sharedSeam) watermark(ctx context.Context) uint64 {
+func (s *sharedState) watermark(ctx context.Context) uint64 {
 	w, err := s.store.Watermark(ctx)
 	if err != nil || w == 0 {
 		return 0
@@ -495,7 +478,7 @@ func (s *sharedSeam) watermark(ctx context.Context) uint64 {
 
 // settleShared waits, at most timeout, until the watermark covers every
 // write this engine has finished, and returns it.
-func (s *sharedSeam) settle(ctx context.Context, timeout time.Duration) uint64 {
+func (s *sharedState) settle(ctx context.Context, timeout time.Duration) uint64 {
 	target := s.finished.Load()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -632,7 +615,7 @@ type sequenceSource interface {
 // The number comes from the store without holding a connection: a
 // catalog change holds the catalog lock while writers wait for it holding
 // theirs, and must not wait for one of them.
-func (s *sharedSeam) allocate(ctx context.Context) (uint64, error) {
+func (s *sharedState) allocate(ctx context.Context) (uint64, error) {
 	if src, ok := s.store.(sequenceSource); ok {
 		n, err := src.NextSequence(ctx)
 		if err == nil {
@@ -654,7 +637,7 @@ func (s *sharedSeam) allocate(ctx context.Context) (uint64, error) {
 	return n, nil
 }
 
-func (s *sharedSeam) finish(n uint64) {
+func (s *sharedState) finish(n uint64) {
 	if b, ok := s.open.LoadAndDelete(n); ok {
 		b.(storage.SharedBatch).Close()
 	}
@@ -662,7 +645,7 @@ func (s *sharedSeam) finish(n uint64) {
 	s.noteFinished(n)
 }
 
-func (s *sharedSeam) noteFinished(n uint64) {
+func (s *sharedState) noteFinished(n uint64) {
 	for {
 		f := s.finished.Load()
 		if n <= f || s.finished.CompareAndSwap(f, n) {
@@ -686,26 +669,11 @@ func (s *sharedSeam) noteFinished(n uint64) {
 // settle, the snapshot is taken again, for at most settle, until its
 // watermark covers every write this engine has finished.
 func (e *Engine) itemsSnapshot(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (c *Container, snap storage.Snapshot, values [][]byte, watermark uint64, err error) {
-	if e.shared == nil {
-		if c, err = e.Container(ctx, db, name); err != nil {
-			return nil, nil, nil, 0, err
-		}
-		if settle > 0 {
-			// Settled before the snapshot, which then holds every write
-			// below the watermark.
-			watermark = e.seq.settle(ctx, settle) + 1
-		}
-		if snap, err = e.store.NewSnapshot(ctx); err != nil {
-			return nil, nil, nil, 0, err
-		}
-		if extra != nil {
-			if values, err = storage.GetMany(ctx, snap, extra(c)); err != nil {
-				snap.Close()
-				return nil, nil, nil, 0, err
-			}
-		}
-		return c, snap, values, watermark, nil
-	}
+	return e.seam.itemsSnapshot(ctx, db, name, extra, settle)
+}
+
+// itemsSnapshotShared is itemsSnapshot on a shared store.
+func (e *Engine) itemsSnapshotShared(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (c *Container, snap storage.Snapshot, values [][]byte, watermark uint64, err error) {
 	deadline := time.Now().Add(settle)
 	for {
 		c, version, err := e.cachedContainer(ctx, db, name)
@@ -740,4 +708,9 @@ func (e *Engine) itemsSnapshot(ctx context.Context, db, name string, extra func(
 		}
 		return c, snap, values[1:], w, nil
 	}
+}
+
+// pending is sequencer.pending on a shared store: this engine's LSNs only.
+func (s *sharedState) pending() (newest uint64, inflight int) {
+	return s.newest.Load(), int(s.inflight.Load())
 }

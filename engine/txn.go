@@ -55,9 +55,12 @@ type txn struct {
 // is rolled back) waits for the durability barrier instead, as point reads
 // do, after releasing the partition's lock.
 func (e *Engine) inPartition(ctx context.Context, c *Container, pk PartitionKey, fn func(t *txn) error) error {
-	if e.shared != nil {
-		return e.inPartitionShared(ctx, c, pk, nil, fn)
-	}
+	return e.seam.inPartition(ctx, c, pk, nil, fn)
+}
+
+// inPartitionLocal is inPartition for an engine alone on its store: the
+// partition's lock is a mutex of this process.
+func (e *Engine) inPartitionLocal(ctx context.Context, c *Container, pk PartitionKey, fn func(t *txn) error) error {
 	var p *partition
 	var mu *sync.Mutex
 	for {
@@ -233,9 +236,7 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 		return nil, err
 	}
 	ridBytes := binary.BigEndian.AppendUint64(nil, s.rid)
-	if t.e.shared == nil {
-		t.e.presenceOf(c).add(s.key)
-	}
+	t.e.seam.notePresent(c, s.key)
 	t.forgetPrefetched(s.key)
 	if err := t.b.Set(s.key, s.encode()); err != nil {
 		return nil, err
