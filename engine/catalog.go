@@ -354,8 +354,8 @@ func (e *Engine) DeleteDatabase(ctx context.Context, name string, ifMatch string
 	if err != nil {
 		return err
 	}
-	if ifMatch != "" && ifMatch != "*" && ifMatch != db.etag {
-		return PreconditionFailed(msgPrecondition)
+	if err := matchCatalogETag(ifMatch, db.etag); err != nil {
+		return err
 	}
 	b, berr := e.catalogBatch()
 	if berr != nil {
@@ -460,4 +460,17 @@ func validResourceID(id string) *Error {
 		return BadRequest("The resource id must not end with a space.")
 	}
 	return nil
+}
+
+// matchCatalogETag is the If-Match rule of every catalog resource (a
+// database, container, script, user, permission or offer): absent or "*"
+// matches any version, else only the resource's current _etag does (412).
+func matchCatalogETag(ifMatch string, etag any) error {
+	if ifMatch == "" || ifMatch == "*" {
+		return nil
+	}
+	if s, ok := etag.(string); ok && s == ifMatch {
+		return nil
+	}
+	return PreconditionFailed(msgPrecondition)
 }

@@ -268,8 +268,8 @@ func (e *Engine) replaceContainer(ctx context.Context, dbName, name string, prop
 	if id, _ := stringProp(props, "id"); id != prev.ID {
 		return nil, BadRequest("The id in the body (%q) must match the container's id (%q).", id, prev.ID)
 	}
-	if ifMatch != "" && ifMatch != "*" && ifMatch != prev.etag {
-		return nil, PreconditionFailed(msgPrecondition)
+	if err := matchCatalogETag(ifMatch, prev.etag); err != nil {
+		return nil, err
 	}
 	normalized, perr := normalizeContainerProps(maps.Clone(props), prev)
 	if perr != nil {
@@ -333,8 +333,8 @@ func (e *Engine) DeleteContainer(ctx context.Context, dbName, name string, ifMat
 	if err != nil {
 		return err
 	}
-	if ifMatch != "" && ifMatch != "*" && ifMatch != c.etag {
-		return PreconditionFailed(msgPrecondition)
+	if err := matchCatalogETag(ifMatch, c.etag); err != nil {
+		return err
 	}
 	b, berr := e.catalogBatch()
 	if berr != nil {

@@ -220,8 +220,8 @@ func (e *Engine) ReplaceOffer(ctx context.Context, rid string, body []byte, ifMa
 	if err := json.Unmarshal(e.offers[key], &cur); err != nil {
 		return nil, err
 	}
-	if ifMatch != "" && ifMatch != "*" && ifMatch != cur["_etag"] {
-		return nil, PreconditionFailed(msgPrecondition)
+	if err := matchCatalogETag(ifMatch, cur["_etag"]); err != nil {
+		return nil, err
 	}
 	if ifm, _ := stringProp(props, "_etag"); ifm != "" && ifm != cur["_etag"] {
 		return nil, PreconditionFailed(msgPrecondition)

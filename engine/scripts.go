@@ -260,8 +260,8 @@ func (e *Engine) ReplaceScript(ctx context.Context, db, coll string, kind Script
 	if newID != prev["id"] {
 		return nil, BadRequest("The id in the body (%q) must match the %s's id (%q).", newID, kind.singular(), prev["id"])
 	}
-	if ifMatch != "" && ifMatch != "*" && ifMatch != prev["_etag"] {
-		return nil, PreconditionFailed(msgPrecondition)
+	if err := matchCatalogETag(ifMatch, prev["_etag"]); err != nil {
+		return nil, err
 	}
 	return e.writeScript(ctx, c, kind, props, prev)
 }
@@ -280,8 +280,8 @@ func (e *Engine) DeleteScript(ctx context.Context, db, coll string, kind ScriptK
 	if err != nil {
 		return err
 	}
-	if ifMatch != "" && ifMatch != "*" && ifMatch != prev["_etag"] {
-		return PreconditionFailed(msgPrecondition)
+	if err := matchCatalogETag(ifMatch, prev["_etag"]); err != nil {
+		return err
 	}
 	b, err := e.catalogBatch()
 	if err != nil {

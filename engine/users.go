@@ -188,8 +188,8 @@ func (e *Engine) replacePrincipal(ctx context.Context, p principalParent, id str
 	if props["id"] != prev["id"] {
 		return nil, BadRequest("The id in the body (%q) must match the %s's id (%q).", props["id"], p.kind.name(), prev["id"])
 	}
-	if ifMatch != "" && ifMatch != "*" && ifMatch != prev["_etag"] {
-		return nil, PreconditionFailed(msgPrecondition)
+	if err := matchCatalogETag(ifMatch, prev["_etag"]); err != nil {
+		return nil, err
 	}
 	return e.writePrincipal(ctx, p, props, prev)
 }
@@ -306,8 +306,8 @@ func (e *Engine) DeleteUser(ctx context.Context, db, id, ifMatch string) error {
 	if err != nil {
 		return err
 	}
-	if ifMatch != "" && ifMatch != "*" && ifMatch != user["_etag"] {
-		return PreconditionFailed(msgPrecondition)
+	if err := matchCatalogETag(ifMatch, user["_etag"]); err != nil {
+		return err
 	}
 	b, err := e.catalogBatch()
 	if err != nil {
@@ -561,8 +561,8 @@ func (e *Engine) DeletePermission(ctx context.Context, db, user, id, ifMatch str
 	if rerr != nil {
 		return rerr
 	}
-	if ifMatch != "" && ifMatch != "*" && ifMatch != prev["_etag"] {
-		return PreconditionFailed(msgPrecondition)
+	if err := matchCatalogETag(ifMatch, prev["_etag"]); err != nil {
+		return err
 	}
 	b, err := e.catalogBatch()
 	if err != nil {
