@@ -321,19 +321,6 @@ func (e *Engine) pruneChangeLog(ctx context.Context, c *Container) (int, error) 
 	return pruned, nil
 }
 
-// changeLogHorizon returns the highest sequence number whose change records
-// may have been pruned (0 when none were).
-func changeLogHorizon(ctx context.Context, r storage.Reader, c *Container) (uint64, error) {
-	v, err := r.Get(ctx, keys.VersionHorizon(c.rid))
-	if errors.Is(err, storage.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	return decodeChangeLogHorizon(v)
-}
-
 // decodeChangeLogHorizon reads a stored change log horizon (nil: none).
 func decodeChangeLogHorizon(v []byte) (uint64, error) {
 	if v == nil {
