@@ -280,17 +280,13 @@ func (e *Engine) executeAtomic(ctx context.Context, req *BatchRequest) (_ *Batch
 		}
 		return nil
 	}
-	if e.shared != nil {
-		err = e.inPartitionShared(ctx, c, req.PartitionKey, batchItemIDs(req.Operations), fn)
-	} else {
-		err = e.inPartition(ctx, c, req.PartitionKey, fn)
-	}
-	if err != nil && tx == nil && e.shared != nil {
-		cur, cerr := e.Container(ctx, req.Database, req.Container)
+	err = e.seam.inPartition(ctx, c, req.PartitionKey, batchItemIDs(req.Operations), fn)
+	if err != nil && tx == nil {
+		moved, cerr := e.seam.containerMoved(ctx, req.Database, req.Container, c)
 		if cerr != nil {
 			return nil, false, cerr
 		}
-		if cur != c {
+		if moved {
 			return nil, true, nil
 		}
 	}

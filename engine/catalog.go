@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -93,7 +94,7 @@ func (d *Database) Resource() *Resource {
 
 // loadCatalog reads every database and container at start-up.
 func (e *Engine) loadCatalog(ctx context.Context) error {
-	it, err := e.store.NewIterator(ctx, []byte{prefixDatabase}, []byte{prefixDatabase + 1}, false)
+	it, err := e.store.NewIterator(ctx, []byte{keys.Database}, []byte{keys.Database + 1}, false)
 	if err != nil {
 		return err
 	}
@@ -114,7 +115,7 @@ func (e *Engine) loadCatalog(ctx context.Context) error {
 		return err
 	}
 	for _, db := range e.dbs {
-		p := containerPrefix(db.rid)
+		p := keys.ContainerPrefix(db.rid)
 		it, err := e.store.NewIterator(ctx, p, storage.PrefixEnd(p), false)
 		if err != nil {
 			return err
@@ -298,7 +299,7 @@ func (e *Engine) CreateDatabase(ctx context.Context, body []byte, throughput *Th
 		return nil, err
 	}
 	defer b.Close()
-	if err := b.Set(databaseKey(id), stored); err != nil {
+	if err := b.Set(keys.DatabaseKey(id), stored); err != nil {
 		return nil, err
 	}
 	var offerRID string
@@ -353,15 +354,15 @@ func (e *Engine) DeleteDatabase(ctx context.Context, name string, ifMatch string
 	if err != nil {
 		return err
 	}
-	if ifMatch != "" && ifMatch != "*" && ifMatch != db.etag {
-		return PreconditionFailed(msgPrecondition)
+	if err := matchCatalogETag(ifMatch, db.etag); err != nil {
+		return err
 	}
 	b, berr := e.catalogBatch()
 	if berr != nil {
 		return berr
 	}
 	defer b.Close()
-	if err := b.Delete(databaseKey(db.ID)); err != nil {
+	if err := b.Delete(keys.DatabaseKey(db.ID)); err != nil {
 		return err
 	}
 	for _, c := range db.colls {
@@ -374,7 +375,7 @@ func (e *Engine) DeleteDatabase(ctx context.Context, name string, ifMatch string
 	}
 	off := e.databaseOffer(db)
 	if off != "" {
-		if err := b.Delete(offerKey(off)); err != nil {
+		if err := b.Delete(keys.OfferKey(off)); err != nil {
 			return err
 		}
 	}
@@ -459,4 +460,17 @@ func validResourceID(id string) *Error {
 		return BadRequest("The resource id must not end with a space.")
 	}
 	return nil
+}
+
+// matchCatalogETag is the If-Match rule of every catalog resource (a
+// database, container, script, user, permission or offer): absent or "*"
+// matches any version, else only the resource's current _etag does (412).
+func matchCatalogETag(ifMatch string, etag any) error {
+	if ifMatch == "" || ifMatch == "*" {
+		return nil
+	}
+	if s, ok := etag.(string); ok && s == ifMatch {
+		return nil
+	}
+	return PreconditionFailed(msgPrecondition)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -161,7 +162,7 @@ func (e *Engine) ReadChangeFeed(ctx context.Context, req *ChangeFeedRequest) (*C
 	}
 	var horizonKey func(c *Container) [][]byte
 	if req.Mode == AllVersionsAndDeletes {
-		horizonKey = func(c *Container) [][]byte { return [][]byte{versionHorizonKey(c.rid)} }
+		horizonKey = func(c *Container) [][]byte { return [][]byte{keys.VersionHorizon(c.rid)} }
 	}
 	// Writes acknowledged before this read must be in it, even behind an
 	// older transaction still open; a script can hold one for its budget.
@@ -171,10 +172,7 @@ func (e *Engine) ReadChangeFeed(ctx context.Context, req *ChangeFeedRequest) (*C
 	}
 	defer snap.Close()
 	watermark := sessionLSN(w)
-	session := watermark
-	if e.shared == nil {
-		session = 0
-	}
+	session := e.seam.snapshotSession(watermark)
 	if req.Mode == AllVersionsAndDeletes && c.changeLogRetention() == 0 {
 		return nil, BadRequest("The all versions and deletes change feed mode requires the container's changeFeedPolicy with a retentionDuration; container '%s' has none.", c.ID)
 	}
@@ -282,7 +280,7 @@ func lsnRange(prefix []byte, from, upto uint64) (lower, upper []byte) {
 // reads the index a chunk at a time, then the chunk's items in scope in one
 // go (storage.GetMany).
 func (e *Engine) scanLatest(ctx context.Context, r storage.Reader, c *Container, scope *changeScope, from, upto uint64, since int64, page *changePage) error {
-	prefix := feedPrefix(c.rid)
+	prefix := keys.FeedPrefix(c.rid)
 	lower, upper := lsnRange(prefix, from, upto)
 	it, err := r.NewIterator(ctx, lower, upper, false)
 	if err != nil {
@@ -377,7 +375,7 @@ func lookupChunks(ctx context.Context, r storage.Reader, it storage.Iterator, in
 
 // scanVersions fills page from the all-versions-and-deletes log.
 func (e *Engine) scanVersions(ctx context.Context, r storage.Reader, c *Container, scope *changeScope, from, upto uint64, since int64, page *changePage) error {
-	prefix := versionPrefix(c.rid)
+	prefix := keys.VersionPrefix(c.rid)
 	lower, upper := lsnRange(prefix, from, upto)
 	it, err := r.NewIterator(ctx, lower, upper, false)
 	if err != nil {

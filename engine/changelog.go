@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/orrery-db/orrery/engine/internal/keys"
 )
 
 // changeOp is the kind of change an all-versions-and-deletes record describes.
@@ -131,7 +133,7 @@ func (t *txn) logChange(cur, prev *storedItem) error {
 
 func (t *txn) appendChange(r *changeRecord) error {
 	r.lsn = t.lsn
-	k := versionKey(t.p.c.rid, t.lsn, t.nlog)
+	k := keys.VersionKey(t.p.c.rid, t.lsn, t.nlog)
 	t.nlog++
 	return t.b.Set(k, r.encode())
 }
@@ -141,9 +143,9 @@ func (t *txn) appendChange(r *changeRecord) error {
 func (it *storedItem) expiryKey(collRID []byte) []byte {
 	rid := binary.BigEndian.AppendUint64(nil, it.rid)
 	if it.ttl > 0 {
-		return expiryKey(collRID, expiryByDeadline, it.ts+int64(it.ttl), rid)
+		return keys.ExpiryKey(collRID, keys.ExpiryByDeadline, it.ts+int64(it.ttl), rid)
 	}
-	return expiryKey(collRID, expiryByModified, it.ts, rid)
+	return keys.ExpiryKey(collRID, keys.ExpiryByModified, it.ts, rid)
 }
 
 // avadDocument renders a change record in the all-versions-and-deletes wire

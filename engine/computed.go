@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/query"
 )
 
@@ -106,7 +107,7 @@ func (c *Container) appendComputedIndexEntries(obj object, suffix []byte, out []
 		if !ok {
 			continue
 		}
-		k, err := appendRawIndexValue(indexPathPrefix(c.rid, "/"+escapeIndexName(cp.Name)), v)
+		k, err := appendRawIndexValue(keys.IndexPathPrefix(c.rid, "/"+escapeIndexName(cp.Name)), v)
 		if err != nil {
 			return nil, err
 		}

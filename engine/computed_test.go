@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/orrery-db/orrery/engine/internal/keys"
 )
 
 func queryAll(t *testing.T, e *Engine, q string) string {
@@ -55,7 +57,7 @@ func TestComputedPropertiesAreQueriedAndIndexedNotStored(t *testing.T) {
 	if !c.index.indexesComputed("cp_lower") || c.index.indexesComputed("cp_len") {
 		t.Fatal("only the explicitly included computed property is indexed")
 	}
-	prefix := indexPathPrefix(c.rid, "/cp_lower")
+	prefix := keys.IndexPathPrefix(c.rid, "/cp_lower")
 	keys, _, _ := collectKeys(ctx, e.store, prefix, append(append([]byte(nil), prefix...), 0xff), 100)
 	if len(keys) != 4 {
 		t.Fatalf("%d index entries under /cp_lower, want 4", len(keys))

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"sort"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -98,7 +99,7 @@ func (e *Engine) storeContainer(b storage.Batch, db *Database, rec containerReco
 	if err != nil {
 		return nil, err
 	}
-	if err := b.Set(containerKey(db.rid, c.ID), raw); err != nil {
+	if err := b.Set(keys.ContainerKey(db.rid, c.ID), raw); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -270,8 +271,8 @@ func (e *Engine) replaceContainer(ctx context.Context, dbName, name string, prop
 	if id, _ := stringProp(props, "id"); id != prev.ID {
 		return nil, BadRequest("The id in the body (%q) must match the container's id (%q).", id, prev.ID)
 	}
-	if ifMatch != "" && ifMatch != "*" && ifMatch != prev.etag {
-		return nil, PreconditionFailed(msgPrecondition)
+	if err := matchCatalogETag(ifMatch, prev.etag); err != nil {
+		return nil, err
 	}
 	normalized, perr := normalizeContainerProps(maps.Clone(props), prev)
 	if perr != nil {
@@ -301,7 +302,7 @@ func (e *Engine) replaceContainer(ctx context.Context, dbName, name string, prop
 		return nil, err
 	}
 	if reindex {
-		if err := b.Set(indexRebuildKey(c.rid), nil); err != nil {
+		if err := b.Set(keys.IndexRebuild(c.rid), nil); err != nil {
 			return nil, err
 		}
 	}
@@ -335,8 +336,8 @@ func (e *Engine) DeleteContainer(ctx context.Context, dbName, name string, ifMat
 	if err != nil {
 		return err
 	}
-	if ifMatch != "" && ifMatch != "*" && ifMatch != c.etag {
-		return PreconditionFailed(msgPrecondition)
+	if err := matchCatalogETag(ifMatch, c.etag); err != nil {
+		return err
 	}
 	b, berr := e.catalogBatch()
 	if berr != nil {
@@ -359,15 +360,15 @@ func (e *Engine) DeleteContainer(ctx context.Context, dbName, name string, ifMat
 // deleteContainerRecords deletes a container's catalog record, offer and
 // scripts into b.
 func (e *Engine) deleteContainerRecords(ctx context.Context, b storage.Batch, c *Container) error {
-	if err := b.Delete(containerKey(c.db.rid, c.ID)); err != nil {
+	if err := b.Delete(keys.ContainerKey(c.db.rid, c.ID)); err != nil {
 		return err
 	}
 	if c.offer != "" {
-		if err := b.Delete(offerKey(c.offer)); err != nil {
+		if err := b.Delete(keys.OfferKey(c.offer)); err != nil {
 			return err
 		}
 	}
-	return deleteRange(ctx, e.store, b, []byte{prefixChild}, c.rid)
+	return deleteRange(ctx, e.store, b, keys.ChildContainerPrefix(c.rid), nil)
 }
 
 // deleteRange records the deletion of every key under prefix+suffix into b.
@@ -398,8 +399,8 @@ func (e *Engine) purgeContainerData(collRID []byte) {
 		// A purge runs to its end, Close waiting for it: cut short, its
 		// leftovers would stay unreachable for good.
 		ctx := context.WithoutCancel(e.bgCtx)
-		for _, p := range [][]byte{itemContainerPrefix(collRID), feedPrefix(collRID), ridPrefix(collRID),
-			versionPrefix(collRID), expiryPrefix(collRID), indexPrefix(collRID), uniquePrefix(collRID), indexRebuildKey(collRID), orderPrefix(collRID)} {
+		for _, p := range [][]byte{keys.ItemContainerPrefix(collRID), keys.FeedPrefix(collRID), keys.RIDPrefix(collRID),
+			keys.VersionPrefix(collRID), keys.ExpiryPrefix(collRID), keys.IndexPrefix(collRID), keys.UniquePrefix(collRID), keys.IndexRebuild(collRID), keys.OrderPrefix(collRID)} {
 			if err := purgePrefix(ctx, e.store, p); err != nil {
 				e.log.Warn("purging a deleted container's data failed", "error", err)
 				return

@@ -91,7 +91,8 @@ const (
 type Engine struct {
 	store   storage.Store
 	opts    Options
-	seq     *sequencer
+	seq     lsnSource
+	seam    seam
 	durable *durability
 	// scripts runs server-side JavaScript; made on first use, since a
 	// runtime pool costs megabytes that a server without scripts never needs.
@@ -116,7 +117,7 @@ type Engine struct {
 	costlySlots chan struct{}
 
 	// shared is set when the store is a storage.Shared (see shared.go).
-	shared *sharedSeam
+	shared *sharedState
 
 	catMu  catalogMutex
 	dbs    map[string]*Database
@@ -152,14 +153,12 @@ type Engine struct {
 // writes and the request fails with an error wrapping the context's
 // (answered 408). A write whose commit had begun may have committed.
 func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, error) {
-	seq, err := newSequencer(ctx, store)
-	if err != nil {
+	if err := upgradeLayout(ctx, store); err != nil {
 		return nil, err
 	}
 	e := &Engine{
 		store:   store,
 		opts:    opts,
-		seq:     seq,
 		durable: newDurability(),
 		now:     opts.Now,
 		dbs:     map[string]*Database{},
@@ -175,13 +174,21 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, erro
 		e.log = slog.Default()
 	}
 	e.catMu.e = e
-	if e.shared = newSharedSeam(store); e.shared != nil {
-		seq.shared = e.shared
+	// The seam is chosen once, here: a store this process has alone, or
+	// one it shares with other engines.
+	if e.shared = newSharedState(store); e.shared != nil {
 		v, err := catalogVersion(ctx, store)
 		if err != nil {
 			return nil, err
 		}
 		e.shared.version.Store(&v)
+		e.seam, e.seq = sharedSeam{e}, e.shared
+	} else {
+		seq, err := newSequencer(ctx, store)
+		if err != nil {
+			return nil, err
+		}
+		e.seam, e.seq = localSeam{e}, seq
 	}
 	e.cursors = newCursorCache(e.now)
 	if n := opts.MaxCostlyQueries; n >= 0 {
@@ -214,11 +221,7 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, erro
 	}
 	if interval > 0 {
 		e.bg.Add(1)
-		if e.shared != nil {
-			go e.sharedSweepLoop(interval)
-		} else {
-			go e.sweepLoop(interval)
-		}
+		go e.seam.sweepLoop(interval)
 	}
 	return e, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -27,7 +28,6 @@ import (
 // evaluated in full on the candidates it yields), so a shared prefix only
 // makes more candidates, while a kilobyte of text would be written, and
 // compacted, a second time in every item's index.
-const prefixIndex byte = 'I'
 
 // maxIndexedString is how many bytes of a string value an index entry keeps.
 const maxIndexedString = 100
@@ -48,15 +48,6 @@ const (
 	ixArray  byte = 0x0A // arrays and objects are indexed by type only, so an
 	ixObject byte = 0x0B // ordered scan knows where they sort
 )
-
-// indexPathPrefix is the key prefix of every entry of one property path.
-func indexPathPrefix(collRID []byte, path string) []byte {
-	k := make([]byte, 0, 1+8+binary.MaxVarintLen32+len(path)+16)
-	k = append(k, prefixIndex)
-	k = append(k, collRID...)
-	k = binary.AppendUvarint(k, uint64(len(path)))
-	return append(k, path...)
-}
 
 // appendIndexValue appends the order-preserving encoding of a scalar; ok is
 // false for objects and arrays, which are not indexed as values.
@@ -252,7 +243,7 @@ func (c *Container) objectIndexEntries(obj object, itemKey []byte) ([][]byte, er
 			if !c.index.indexes(p) {
 				continue
 			}
-			k, err := appendRawIndexValue(indexPathPrefix(c.rid, p), raw)
+			k, err := appendRawIndexValue(keys.IndexPathPrefix(c.rid, p), raw)
 			if err != nil {
 				return err
 			}
@@ -345,7 +336,7 @@ func (c *Container) indexRanges(path []string, op query.FilterOp, values []json.
 	if c.index == nil || !c.index.indexes(p) || len(path) == 0 {
 		return nil, false
 	}
-	base := indexPathPrefix(c.rid, p)
+	base := keys.IndexPathPrefix(c.rid, p)
 	enc := func(raw json.RawMessage) ([]byte, bool) {
 		var v any
 		if json.Unmarshal(raw, &v) != nil {
@@ -453,10 +444,7 @@ func indexValueLen(b []byte) int {
 func (c *Container) indexedItemKey(entry []byte, base int) []byte {
 	rest := entry[base:]
 	suffix := rest[indexValueLen(rest):]
-	k := make([]byte, 0, 1+len(c.rid)+len(suffix))
-	k = append(k, prefixItem)
-	k = append(k, c.rid...)
-	return append(k, suffix...)
+	return keys.ItemKeyFromSuffix(c.rid, suffix)
 }
 
 // chooseIndex picks the most selective filter of a plan the index can serve:
@@ -475,7 +463,7 @@ func (c *Container) chooseIndex(plan *query.Plan) (*indexSource, bool) {
 			continue
 		}
 		if ranges, ok := c.indexRanges(f.Path, f.Op, f.Values); ok {
-			best = &indexSource{ranges: ranges, base: len(indexPathPrefix(c.rid, indexPath(f.Path))), filters: []query.Filter{f}}
+			best = &indexSource{ranges: ranges, base: len(keys.IndexPathPrefix(c.rid, indexPath(f.Path))), filters: []query.Filter{f}}
 			bestRank = r
 		}
 	}
@@ -506,7 +494,7 @@ func (c *Container) orderIndex(plan *query.Plan) (ix *indexSource, complete bool
 	if c.index == nil || c.indexRetired.Load() || !c.index.indexes(p) || len(key.Path) == 0 {
 		return nil, false, false
 	}
-	base := indexPathPrefix(c.rid, p)
+	base := keys.IndexPathPrefix(c.rid, p)
 	for _, f := range plan.Filters {
 		if slices.Equal(f.Path, key.Path) {
 			if ranges, ok := c.indexRanges(f.Path, f.Op, f.Values); ok {

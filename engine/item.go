@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -83,9 +84,11 @@ func (e *Engine) DeleteItem(ctx context.Context, req *ItemRequest) (*ItemResult,
 
 // ReadItem reads an item by id and partition key.
 func (e *Engine) ReadItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
-	if e.shared != nil {
-		return e.readItemShared(ctx, req)
-	}
+	return e.seam.readItem(ctx, req)
+}
+
+// readItemLocal is ReadItem on a store of this process alone.
+func (e *Engine) readItemLocal(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
 	c, err := e.Container(ctx, req.Database, req.Container)
 	if err != nil {
 		return nil, err
@@ -126,7 +129,7 @@ func (e *Engine) ItemByRID(ctx context.Context, c *Container, rid string) (id st
 	if !ok || !bytes.Equal(b[:8], c.rid) {
 		return "", PartitionKey{}, NotFound(msgNotFound)
 	}
-	key, err := e.store.Get(ctx, ridKey(c.rid, b[8:]))
+	key, err := e.store.Get(ctx, keys.RIDKey(c.rid, b[8:]))
 	if errors.Is(err, storage.ErrNotFound) {
 		return "", PartitionKey{}, NotFound(msgNotFound)
 	}

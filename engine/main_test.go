@@ -8,20 +8,27 @@ import (
 	"github.com/orrery-db/orrery/storage/postgres/pgtest"
 )
 
-// TestMain runs the engine's tests on memory storage and then, when
-// PostgreSQL is installed, once more with every test engine on a
-// PostgreSQL store of its own (newTestStore), so that the shared backend
-// is held to the engine's whole behaviour, not only to the shared-store
-// tests. The few tests about a single-process embedded store skip the
-// second pass and say why (skipOnPostgres).
-// ORRERY_TEST_STORAGE=memory or =postgres runs one of the two only;
+// TestMain runs the engine's tests on memory storage, then on shared
+// memory storage (memory.NewShared: the engine's shared seam, in process),
+// and then, when PostgreSQL is installed, once more with every test engine
+// on a PostgreSQL store of its own (newTestStore), so that both seams and
+// the shared backend are held to the engine's whole behaviour, not only to
+// the shared-store tests. The few tests about a single-process embedded
+// store skip the shared passes and say why (skipOnPostgres).
+// ORRERY_TEST_STORAGE=memory, =shared or =postgres runs one pass only;
 // ORRERY_REQUIRE_POSTGRES=1 fails the run when PostgreSQL is missing
 // instead of leaving the second pass out.
 func TestMain(m *testing.M) {
 	code := 0
 	mode := os.Getenv(storageEnv)
-	if mode != "postgres" {
+	if mode == "" || mode == "memory" {
 		code = m.Run()
+	}
+	if (mode == "" || mode == "shared") && code == 0 {
+		fmt.Println("engine: the suite again, on shared memory storage")
+		testOnShared = true
+		code = m.Run()
+		testOnShared = false
 	}
 	if mode == "" && code == 0 {
 		switch err := pgtest.Available(); {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"sort"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -135,14 +136,14 @@ func (e *Engine) putOffer(ctx context.Context, b storage.Batch, t *Throughput, o
 	if err != nil {
 		return "", nil, err
 	}
-	if err := b.Set(offerKey(rid), body); err != nil {
+	if err := b.Set(keys.OfferKey(rid), body); err != nil {
 		return "", nil, err
 	}
 	return rid, body, nil
 }
 
 func (e *Engine) loadOffers(ctx context.Context) error {
-	it, err := e.store.NewIterator(ctx, []byte{prefixOffer}, []byte{prefixOffer + 1}, false)
+	it, err := e.store.NewIterator(ctx, []byte{keys.Offer}, []byte{keys.Offer + 1}, false)
 	if err != nil {
 		return err
 	}
@@ -219,8 +220,8 @@ func (e *Engine) ReplaceOffer(ctx context.Context, rid string, body []byte, ifMa
 	if err := json.Unmarshal(e.offers[key], &cur); err != nil {
 		return nil, err
 	}
-	if ifMatch != "" && ifMatch != "*" && ifMatch != cur["_etag"] {
-		return nil, PreconditionFailed(msgPrecondition)
+	if err := matchCatalogETag(ifMatch, cur["_etag"]); err != nil {
+		return nil, err
 	}
 	if ifm, _ := stringProp(props, "_etag"); ifm != "" && ifm != cur["_etag"] {
 		return nil, PreconditionFailed(msgPrecondition)
@@ -261,7 +262,7 @@ func (e *Engine) ReplaceOffer(ctx context.Context, rid string, body []byte, ifMa
 		return nil, err
 	}
 	defer b.Close()
-	if err := b.Set(offerKey(key), out); err != nil {
+	if err := b.Set(keys.OfferKey(key), out); err != nil {
 		return nil, err
 	}
 	if err := b.Commit(ctx); err != nil {
@@ -349,7 +350,7 @@ func (e *Engine) giveDefaultOffer(ctx context.Context, db *Database, c *Containe
 	if err != nil {
 		return err
 	}
-	if err := b.Set(containerKey(db.rid, c.ID), raw); err != nil {
+	if err := b.Set(keys.ContainerKey(db.rid, c.ID), raw); err != nil {
 		return err
 	}
 	if err := b.Commit(ctx); err != nil {

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -26,11 +27,11 @@ func TestGatewaysOpeningAnOlderSharedStoreAtOnceGiveOneOfferPerContainer(t *test
 			}
 			c, _ := e.Container(ctx, "db", id)
 			b := store.NewBatch()
-			b.Delete(offerKey(c.offer))
+			b.Delete(keys.OfferKey(c.offer))
 			rec := c.record
 			rec.Offer = ""
 			raw, _ := json.Marshal(rec)
-			b.Set(containerKey(c.db.rid, c.ID), raw)
+			b.Set(keys.ContainerKey(c.db.rid, c.ID), raw)
 			if err := b.Commit(ctx); err != nil {
 				t.Fatal(err)
 			}

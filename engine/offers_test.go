@@ -3,6 +3,8 @@ package engine
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/orrery-db/orrery/engine/internal/keys"
 )
 
 func TestContainersGetTheDefaultOfferUnlessTheyShareTheDatabases(t *testing.T) {
@@ -42,11 +44,11 @@ func TestOpenGivesOfferlessContainersOfOlderStoresTheDefaultOffer(t *testing.T) 
 	c, _ := e.Container(ctx, "db", "c")
 	// Make the store look like an older build wrote it: no offer.
 	b := store.NewBatch()
-	b.Delete(offerKey(c.offer))
+	b.Delete(keys.OfferKey(c.offer))
 	rec := c.record
 	rec.Offer = ""
 	raw, _ := json.Marshal(rec)
-	b.Set(containerKey(c.db.rid, c.ID), raw)
+	b.Set(keys.ContainerKey(c.db.rid, c.ID), raw)
 	if err := b.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -65,12 +65,12 @@ func (e *Engine) itemOperationOnce(ctx context.Context, typ string, req *ItemReq
 	} else {
 		r, session, begun, err = e.runAloneSession(ctx, c, &BatchRequest{PartitionKey: req.PartitionKey, HasPartitionKey: req.HasPartitionKey}, op)
 	}
-	if err != nil && !begun && e.shared != nil {
-		cur, cerr := e.Container(ctx, req.Database, req.Container)
+	if err != nil && !begun {
+		moved, cerr := e.seam.containerMoved(ctx, req.Database, req.Container, c)
 		if cerr != nil {
 			return nil, false, cerr
 		}
-		if cur != c {
+		if moved {
 			return nil, true, nil
 		}
 	}
@@ -122,17 +122,13 @@ func (e *Engine) runAloneSession(ctx context.Context, c *Container, req *BatchRe
 		r, err = t.run(ctx, op)
 		return err
 	}
-	var err error
-	if e.shared != nil {
-		// The item the operation reads first comes with the locks.
-		id := op.ID
-		if op.item != nil {
-			id = op.item.id
-		}
-		err = e.inPartitionShared(ctx, c, pk, []string{id}, fn)
-	} else {
-		err = e.inPartition(ctx, c, pk, fn)
+	// On a shared store the item the operation reads first comes with
+	// the locks.
+	id := op.ID
+	if op.item != nil {
+		id = op.item.id
 	}
+	err := e.seam.inPartition(ctx, c, pk, []string{id}, fn)
 	if tx != nil {
 		session = tx.session
 	}

@@ -8,6 +8,7 @@ import (
 	"iter"
 	"slices"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -29,31 +30,16 @@ import (
 // written when the item is created, kept by replaces (neither its partition
 // nor its RID changes), removed with the item. That is one more key per
 // create and per delete, none per replace or patch.
-const prefixOrder byte = 'N'
-
-// orderPrefix is the prefix of a container's order keys.
-func orderPrefix(collRID []byte) []byte {
-	return append([]byte{prefixOrder}, collRID...)
-}
-
-// orderKey is the order key of the item with RID rid in the logical
-// partition whose item key prefix is partPrefix ('D'<coll rid><epk><pk>).
-func orderKey(partPrefix []byte, rid uint64) []byte {
-	k := make([]byte, 0, len(partPrefix)+8)
-	k = append(k, prefixOrder)
-	k = append(k, partPrefix[1:]...)
-	return binary.BigEndian.AppendUint64(k, rid)
-}
 
 // orderScope is the prefix of the keys that list, in creation order, the
 // items under an item key prefix (a container, a logical partition, or on a
 // hierarchical key a prefix of one): the RID index for a whole container,
 // else the order keys of the partitions under it.
 func (c *Container) orderScope(scope []byte) []byte {
-	if bytes.Equal(scope, itemContainerPrefix(c.rid)) {
-		return ridPrefix(c.rid)
+	if bytes.Equal(scope, keys.ItemContainerPrefix(c.rid)) {
+		return keys.RIDPrefix(c.rid)
 	}
-	return append([]byte{prefixOrder}, scope[1:]...)
+	return keys.OrderScope(scope)
 }
 
 // partialScope reports whether an item key prefix is a prefix of a
@@ -69,10 +55,10 @@ func (c *Container) partialScope(scope []byte) bool {
 // before creation order existed have none. Nothing may write c's items
 // meanwhile.
 func (e *Engine) rebuildOrder(ctx context.Context, c *Container) error {
-	if err := purgePrefix(ctx, e.store, orderPrefix(c.rid)); err != nil {
+	if err := purgePrefix(ctx, e.store, keys.OrderPrefix(c.rid)); err != nil {
 		return err
 	}
-	prefix := itemContainerPrefix(c.rid)
+	prefix := keys.ItemContainerPrefix(c.rid)
 	lower, upper := prefix, storage.PrefixEnd(prefix)
 	for {
 		next, err := e.orderChunk(ctx, c, lower, upper)
@@ -108,7 +94,7 @@ func (e *Engine) orderChunk(ctx context.Context, c *Container, lower, upper []by
 		if !ok {
 			return nil, fmt.Errorf("engine: malformed item key %x", key)
 		}
-		if err := b.Set(orderKey(key[:len(key)-len(id)], item.rid), key); err != nil {
+		if err := b.Set(keys.OrderKey(key[:len(key)-len(id)], item.rid), key); err != nil {
 			return nil, err
 		}
 	}
@@ -138,7 +124,7 @@ const (
 // first page.
 func (c *Container) creationOrdered(ctx context.Context, r storage.Reader, src source, start []byte, now int64) (iter.Seq2[candidate, error], bool, error) {
 	resuming := start != nil
-	if resuming && !bytes.HasPrefix(start, ridPrefix(c.rid)) {
+	if resuming && !bytes.HasPrefix(start, keys.RIDPrefix(c.rid)) {
 		return nil, false, nil
 	}
 	var cands []candidate
@@ -159,7 +145,7 @@ func (c *Container) creationOrdered(ctx context.Context, r storage.Reader, src s
 			item.key, item.doc = bytes.Clone(item.key), bytes.Clone(item.doc)
 			cand.item = &item
 		}
-		cand.pos = ridKey(c.rid, binary.BigEndian.AppendUint64(nil, cand.item.rid))
+		cand.pos = keys.RIDKey(c.rid, binary.BigEndian.AppendUint64(nil, cand.item.rid))
 		cands = append(cands, cand)
 	}
 	slices.SortFunc(cands, func(a, b candidate) int { return bytes.Compare(a.pos, b.pos) })

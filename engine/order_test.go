@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 	"github.com/orrery-db/orrery/storage/memory"
 	"github.com/orrery-db/orrery/storage/pebble"
@@ -72,7 +73,7 @@ func TestCreationOrderCostsOneKeyPerCreateAndDeleteNonePerReplace(t *testing.T) 
 	e, _ := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	c, _ := e.Container(ctx, "db", "c")
-	keys := func() []string { return keysUnder(t, e.store, orderPrefix(c.rid)) }
+	keys := func() []string { return keysUnder(t, e.store, keys.OrderPrefix(c.rid)) }
 	upsert(t, e, "c", `{"id":"a","pk":"p"}`)
 	one := keys()
 	if len(one) != 1 {
@@ -198,7 +199,7 @@ func TestIndexServedQueryFollowsCreationOrderWithinItsBound(t *testing.T) {
 func TestCreationOrderKeysRebuiltWhenUpgradingFromFormat2(t *testing.T) {
 	ctx := t.Context()
 	store, e, c := newFilledStore(t)
-	want := keysUnder(t, store, orderPrefix(c.rid))
+	want := keysUnder(t, store, keys.OrderPrefix(c.rid))
 	if len(want) != 1200 {
 		t.Fatalf("%d order keys before, want 1200", len(want))
 	}
@@ -210,16 +211,16 @@ func TestCreationOrderKeysRebuiltWhenUpgradingFromFormat2(t *testing.T) {
 	for _, k := range want {
 		b.Delete([]byte(k))
 	}
-	b.Set(metaIndexFormat, binary.BigEndian.AppendUint64(nil, 2))
+	b.Set(keys.MetaIndexFormat, binary.BigEndian.AppendUint64(nil, 2))
 	// Format 2's index is format 3's: the upgrade leaves it alone, so an
 	// entry only a rebuild would remove is still there after it.
-	marker := append(indexPathPrefix(c.rid, "/marker"), ixNull, 'z')
+	marker := append(keys.IndexPathPrefix(c.rid, "/marker"), ixNull, 'z')
 	b.Set(marker, nil)
 	e = commitAndReopen(t, store, b)
 	if _, err := store.Get(ctx, marker); err != nil {
 		t.Errorf("the upgrade from format 2 rebuilt the index: %v", err)
 	}
-	if got := keysUnder(t, store, orderPrefix(c.rid)); !slices.Equal(got, want) {
+	if got := keysUnder(t, store, keys.OrderPrefix(c.rid)); !slices.Equal(got, want) {
 		t.Errorf("after the upgrade: %d order keys, want %d", len(got), len(want))
 	}
 	if got := queryOrder(t, e, scoped, 50); !slices.Equal(got, wantIDs) || len(got) == 0 {

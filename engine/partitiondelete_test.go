@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -15,7 +16,7 @@ func deadlineEntries(t *testing.T, e *Engine) int {
 	ctx := t.Context()
 	t.Helper()
 	c, _ := e.Container(ctx, "db", "c")
-	prefix := expiryKindPrefix(c.rid, expiryByDeadline)
+	prefix := keys.ExpiryKindPrefix(c.rid, keys.ExpiryByDeadline)
 	keys, _, err := collectKeys(ctx, e.store, prefix, storage.PrefixEnd(prefix), 100000)
 	if err != nil {
 		t.Fatal(err)

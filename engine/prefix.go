@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/query"
 )
 
@@ -17,7 +18,7 @@ import (
 // a key prefix is a byte prefix of every item key beneath it.
 func (c *Container) queryScope(pk PartitionKey) ([]byte, *Error) {
 	if c.pk.Kind == "MultiHash" && len(pk) > 0 && len(pk) < len(c.pk.Paths) {
-		return append(itemContainerPrefix(c.rid), effectivePartitionKey(&c.pk, pk)...), nil
+		return append(keys.ItemContainerPrefix(c.rid), effectivePartitionKey(&c.pk, pk)...), nil
 	}
 	p, err := c.partition(pk)
 	if err != nil {

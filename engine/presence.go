@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -149,7 +150,7 @@ func (e *Engine) buildPresence(ctx context.Context, collRID []byte, f *presenceF
 		return // never ready: every check reads the store
 	}
 	defer snap.Close()
-	prefix := itemContainerPrefix(collRID)
+	prefix := keys.ItemContainerPrefix(collRID)
 	it, err := snap.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), false)
 	if err != nil {
 		return // never ready: every check reads the store
@@ -167,10 +168,11 @@ func (e *Engine) buildPresence(ctx context.Context, collRID []byte, f *presenceF
 }
 
 // absent reports whether the item key was certainly never written.
-func (e *Engine) absent(c *Container, key []byte) bool {
-	if e.shared != nil {
-		return false // another gateway may have written it
-	}
+// On a shared store nothing is: another gateway may have written it.
+func (e *Engine) absent(c *Container, key []byte) bool { return e.seam.absent(c, key) }
+
+// absentHere is absent for an engine alone on its store.
+func (e *Engine) absentHere(c *Container, key []byte) bool {
 	f := e.presenceOf(c)
 	return f.ready.Load() && !f.mayContain(key)
 }

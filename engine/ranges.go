@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -227,7 +228,7 @@ func (b epkBounds) containsEPK(epk []byte) bool {
 // bound is a key bound.
 func (c *Container) keyRange(scope []byte, b epkBounds) (lower, upper []byte) {
 	lower, upper = scope, storage.PrefixEnd(scope)
-	base := itemContainerPrefix(c.rid)
+	base := keys.ItemContainerPrefix(c.rid)
 	if b.min != nil {
 		if k := append(base[:len(base):len(base)], b.min...); bytes.Compare(k, lower) > 0 {
 			lower = k

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -25,7 +26,7 @@ const rebuildChunk = 500
 // rebuilds every container's index when the store's are in another format,
 // else those a crash left half rebuilt.
 func (e *Engine) upgradeIndexes(ctx context.Context) error {
-	v, err := e.store.Get(ctx, metaIndexFormat)
+	v, err := e.store.Get(ctx, keys.MetaIndexFormat)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return err
 	}
@@ -37,7 +38,7 @@ func (e *Engine) upgradeIndexes(ctx context.Context) error {
 	for _, db := range e.dbs {
 		for _, c := range db.colls {
 			if current {
-				_, err := e.store.Get(ctx, indexRebuildKey(c.rid))
+				_, err := e.store.Get(ctx, keys.IndexRebuild(c.rid))
 				if errors.Is(err, storage.ErrNotFound) {
 					continue
 				}
@@ -51,7 +52,7 @@ func (e *Engine) upgradeIndexes(ctx context.Context) error {
 				if stored == 2 {
 					// Format 2's index entries are format 3's: only the
 					// order keys were missing, unless a rebuild was cut short.
-					_, err := e.store.Get(ctx, indexRebuildKey(c.rid))
+					_, err := e.store.Get(ctx, keys.IndexRebuild(c.rid))
 					if errors.Is(err, storage.ErrNotFound) {
 						continue
 					}
@@ -72,7 +73,7 @@ func (e *Engine) upgradeIndexes(ctx context.Context) error {
 	}
 	b := e.store.NewBatch()
 	defer b.Close()
-	if err := b.Set(metaIndexFormat, binary.BigEndian.AppendUint64(nil, indexFormat)); err != nil {
+	if err := b.Set(keys.MetaIndexFormat, binary.BigEndian.AppendUint64(nil, indexFormat)); err != nil {
 		return err
 	}
 	return b.Commit(ctx)
@@ -83,7 +84,7 @@ func (e *Engine) upgradeIndexes(ctx context.Context) error {
 // where expiry entries have their kind (0 or 1). A length of 1 is the path
 // "/", so its entries go on with '/' where an expiry time has 0x00.
 func dropLegacyIndex(ctx context.Context, s storage.Store, collRID []byte) error {
-	p := expiryPrefix(collRID)
+	p := keys.ExpiryPrefix(collRID)
 	if err := purgeRange(ctx, s, append(slices.Clone(p), 2), storage.PrefixEnd(p)); err != nil {
 		return err
 	}
@@ -95,10 +96,10 @@ func dropLegacyIndex(ctx context.Context, s storage.Store, collRID []byte) error
 // indexing policy give, a chunk of items per batch. Nothing may write c's
 // items meanwhile, and no query may use c's index before it returns.
 func (e *Engine) rebuildIndex(ctx context.Context, c *Container) error {
-	if err := purgePrefix(ctx, e.store, indexPrefix(c.rid)); err != nil {
+	if err := purgePrefix(ctx, e.store, keys.IndexPrefix(c.rid)); err != nil {
 		return err
 	}
-	prefix := itemContainerPrefix(c.rid)
+	prefix := keys.ItemContainerPrefix(c.rid)
 	lower, upper := prefix, storage.PrefixEnd(prefix)
 	start, lastLog := time.Now(), time.Now()
 	items := 0
@@ -157,14 +158,13 @@ func (e *Engine) indexChunk(ctx context.Context, c *Container, lower, upper []by
 		return nil, n, err
 	}
 	if next == nil {
-		if err := b.Delete(indexRebuildKey(c.rid)); err != nil {
+		if err := b.Delete(keys.IndexRebuild(c.rid)); err != nil {
 			return nil, n, err
 		}
-		if e.shared != nil {
-			// Other gateways reload the catalog, and query the index again.
-			if err := b.Set(metaCatalogVersion, randomBytes(16)); err != nil {
-				return nil, n, err
-			}
+		// Other gateways, on a shared store, reload the catalog and
+		// query the index again.
+		if err := e.seam.catalogChanged(b); err != nil {
+			return nil, n, err
 		}
 	}
 	return next, n, b.Commit(ctx)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -109,8 +110,8 @@ func fillForRebuild(t *testing.T, e *Engine) *Container {
 func TestIndexUpgradeFromFormat1(t *testing.T) {
 	ctx := t.Context()
 	store, e, c := newFilledStore(t)
-	wantIndex := keysUnder(t, store, indexPrefix(c.rid))
-	wantExpiry := keysUnder(t, store, expiryPrefix(c.rid))
+	wantIndex := keysUnder(t, store, keys.IndexPrefix(c.rid))
+	wantExpiry := keysUnder(t, store, keys.ExpiryPrefix(c.rid))
 	if len(wantIndex) == 0 || len(wantExpiry) != 1200 {
 		t.Fatalf("%d index and %d expiry entries before", len(wantIndex), len(wantExpiry))
 	}
@@ -121,17 +122,17 @@ func TestIndexUpgradeFromFormat1(t *testing.T) {
 	b := store.NewBatch()
 	for _, k := range wantIndex {
 		b.Delete([]byte(k))
-		b.Set(append([]byte{prefixExpiry}, k[1:]...), nil)
+		b.Set(append([]byte{keys.Expiry}, k[1:]...), nil)
 	}
-	b.Delete(metaIndexFormat)
+	b.Delete(keys.MetaIndexFormat)
 	e = commitAndReopen(t, store, b)
-	if got := keysUnder(t, store, indexPrefix(c.rid)); !slices.Equal(got, wantIndex) {
+	if got := keysUnder(t, store, keys.IndexPrefix(c.rid)); !slices.Equal(got, wantIndex) {
 		t.Errorf("after the upgrade: %d index entries, want %d", len(got), len(wantIndex))
 	}
-	if got := keysUnder(t, store, expiryPrefix(c.rid)); !slices.Equal(got, wantExpiry) {
+	if got := keysUnder(t, store, keys.ExpiryPrefix(c.rid)); !slices.Equal(got, wantExpiry) {
 		t.Errorf("after the upgrade: %d entries under the expiry prefix, want its %d", len(got), len(wantExpiry))
 	}
-	if v, err := store.Get(ctx, metaIndexFormat); err != nil || binary.BigEndian.Uint64(v) != indexFormat {
+	if v, err := store.Get(ctx, keys.MetaIndexFormat); err != nil || binary.BigEndian.Uint64(v) != indexFormat {
 		t.Errorf("index format after the upgrade: %x %v", v, err)
 	}
 	if got := queryIDs(t, e, "c", `SELECT VALUE c.id FROM c WHERE c.n = 3`); !slices.Equal(got, wantIDs) || len(got) == 0 {
@@ -144,20 +145,20 @@ func TestIndexUpgradeFromFormat1(t *testing.T) {
 func TestIndexRebuildFinishedAtOpen(t *testing.T) {
 	ctx := t.Context()
 	store, e, c := newFilledStore(t)
-	want := keysUnder(t, store, indexPrefix(c.rid))
+	want := keysUnder(t, store, keys.IndexPrefix(c.rid))
 	e.Close()
 
 	b := store.NewBatch()
 	for _, k := range want[:len(want)/2] {
 		b.Delete([]byte(k))
 	}
-	b.Set(append(indexPathPrefix(c.rid, "/gone"), ixNull, 'z'), nil)
-	b.Set(indexRebuildKey(c.rid), nil)
+	b.Set(append(keys.IndexPathPrefix(c.rid, "/gone"), ixNull, 'z'), nil)
+	b.Set(keys.IndexRebuild(c.rid), nil)
 	commitAndReopen(t, store, b)
-	if got := keysUnder(t, store, indexPrefix(c.rid)); !slices.Equal(got, want) {
+	if got := keysUnder(t, store, keys.IndexPrefix(c.rid)); !slices.Equal(got, want) {
 		t.Errorf("after Open: %d index entries, want %d", len(got), len(want))
 	}
-	if _, err := store.Get(ctx, indexRebuildKey(c.rid)); err != storage.ErrNotFound {
+	if _, err := store.Get(ctx, keys.IndexRebuild(c.rid)); err != storage.ErrNotFound {
 		t.Errorf("the rebuild mark is still there: %v", err)
 	}
 }
@@ -175,7 +176,7 @@ func TestReplaceIndexingPolicyRebuildsIndex(t *testing.T) {
 		upsert(t, e, "c", fmt.Sprintf(`{"id":"w%d","pk":"p%d","a":%d,"b":%d}`, i, i%9, i%4, i%5))
 	}
 	before, _ := e.Container(ctx, "db", "c")
-	if n := len(keysUnder(t, e.store, indexPathPrefix(before.rid, "/b"))); n != 0 {
+	if n := len(keysUnder(t, e.store, keys.IndexPathPrefix(before.rid, "/b"))); n != 0 {
 		t.Fatalf("%d entries for /b before it is indexed", n)
 	}
 
@@ -227,11 +228,11 @@ func TestReplaceIndexingPolicyRebuildsIndex(t *testing.T) {
 	if _, ok := c.chooseIndex(mustPlan(t, `SELECT * FROM c WHERE c.b = 0`)); !ok {
 		t.Error("the query on /b does not use the rebuilt index")
 	}
-	got := keysUnder(t, e.store, indexPrefix(c.rid))
+	got := keysUnder(t, e.store, keys.IndexPrefix(c.rid))
 	if err := e.rebuildIndex(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if fresh := keysUnder(t, e.store, indexPrefix(c.rid)); !slices.Equal(got, fresh) {
+	if fresh := keysUnder(t, e.store, keys.IndexPrefix(c.rid)); !slices.Equal(got, fresh) {
 		t.Errorf("the index after the replaces (%d entries) differs from a fresh rebuild (%d)", len(got), len(fresh))
 	}
 	if !bytes.Equal(c.rid, before.rid) {

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/orrery-db/orrery/engine/internal/keys"
 )
 
 // The stored-record format of items: the record's header and its JSON, the
@@ -87,7 +89,7 @@ func (c *Container) partition(pk PartitionKey) (*partition, *Error) {
 		return nil, BadRequest("The partition key supplied has %d components, but the container's partition key definition has %d paths.", len(pk), len(c.pk.Paths))
 	}
 	enc := pk.encode()
-	return &partition{c: c, pk: pk, enc: enc, prefix: itemPartitionPrefix(c.rid, effectivePartitionKey(&c.pk, pk), enc)}, nil
+	return &partition{c: c, pk: pk, enc: enc, prefix: keys.ItemPartitionPrefix(c.rid, effectivePartitionKey(&c.pk, pk), enc)}, nil
 }
 
 // scope is the key prefix of the items a feed or query reads: the logical
@@ -95,7 +97,7 @@ func (c *Container) partition(pk PartitionKey) (*partition, *Error) {
 // the whole container.
 func (c *Container) scope(pk PartitionKey, hasPK bool) ([]byte, *Error) {
 	if !hasPK {
-		return itemContainerPrefix(c.rid), nil
+		return keys.ItemContainerPrefix(c.rid), nil
 	}
 	return c.queryScope(pk)
 }

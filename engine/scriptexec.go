@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/script"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -147,29 +148,22 @@ func (e *Engine) containerScript(ctx context.Context, db, coll string, kind Scri
 // the catalog's version and the scripts' reads are one statement, as a
 // point read's are.
 func (e *Engine) containerScripts(ctx context.Context, db, coll string, kind ScriptKind, ids []string) (*Container, []map[string]any, error) {
+	return e.seam.containerScripts(ctx, db, coll, kind, ids)
+}
+
+// containerScriptsShared is containerScripts on a shared store.
+func (e *Engine) containerScriptsShared(ctx context.Context, db, coll string, kind ScriptKind, ids []string) (*Container, []map[string]any, error) {
 	props := make([]map[string]any, len(ids))
-	if e.shared == nil {
-		c, err := e.Container(ctx, db, coll)
-		if err != nil {
-			return nil, nil, err
-		}
-		for i, id := range ids {
-			if props[i], _, err = e.readScript(ctx, c, kind, id); err != nil {
-				return nil, nil, err
-			}
-		}
-		return c, props, nil
-	}
 	for {
 		c, version, err := e.cachedContainer(ctx, db, coll)
 		if err != nil {
 			return nil, nil, err
 		}
-		keys := [][]byte{metaCatalogVersion}
+		reads := [][]byte{keys.MetaCatalogVersion}
 		for _, id := range ids {
-			keys = append(keys, childKey(c.rid, string(kind), id))
+			reads = append(reads, keys.ChildKey(c.rid, string(kind), id))
 		}
-		values, _, err := e.shared.store.GetAll(ctx, keys)
+		values, _, err := e.shared.store.GetAll(ctx, reads)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -232,7 +226,7 @@ func (sc *scriptCollection) resolve(ctx context.Context, link string) (string, e
 		if !ok {
 			return "", NotFound(msgNotFound)
 		}
-		key, err := sc.t.b.Get(ctx, ridKey(c.rid, rid[8:]))
+		key, err := sc.t.b.Get(ctx, keys.RIDKey(c.rid, rid[8:]))
 		if errors.Is(err, storage.ErrNotFound) {
 			return "", NotFound(msgNotFound)
 		}
@@ -506,13 +500,9 @@ func (e *Engine) runWithTriggers(ctx context.Context, c *Container, req *ItemReq
 		}
 		return nil
 	}
-	if e.shared != nil {
-		// The item is read with the locks (a pre-trigger that changes its
-		// id reads the new one itself).
-		err = e.inPartitionShared(ctx, c, pk, []string{opItemID(op)}, fn)
-	} else {
-		err = e.inPartition(ctx, c, pk, fn)
-	}
+	// On a shared store the item is read with the locks (a pre-trigger
+	// that changes its id reads the new one itself).
+	err = e.seam.inPartition(ctx, c, pk, []string{opItemID(op)}, fn)
 	if tx != nil {
 		session, begun = tx.session, true
 	}

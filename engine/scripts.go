@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/script"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -105,7 +106,7 @@ func (e *Engine) writeScript(ctx context.Context, c *Container, kind ScriptKind,
 		return nil, err
 	}
 	defer b.Close()
-	if err := b.Set(childKey(c.rid, string(kind), id), body); err != nil {
+	if err := b.Set(keys.ChildKey(c.rid, string(kind), id), body); err != nil {
 		return nil, err
 	}
 	if err := b.Commit(ctx); err != nil {
@@ -132,7 +133,7 @@ func (e *Engine) CreateScript(ctx context.Context, db, coll string, kind ScriptK
 	if lerr != nil {
 		return nil, lerr
 	}
-	if _, err := e.store.Get(ctx, childKey(c.rid, string(kind), props["id"].(string))); err == nil {
+	if _, err := e.store.Get(ctx, keys.ChildKey(c.rid, string(kind), props["id"].(string))); err == nil {
 		return nil, Conflict("A %s with id '%s' already exists. %s", kind.singular(), props["id"], msgConflict)
 	} else if !errors.Is(err, storage.ErrNotFound) {
 		return nil, err
@@ -152,7 +153,7 @@ func (k ScriptKind) singular() string {
 
 // readScript returns a script's stored props, by id or RID.
 func (e *Engine) readScript(ctx context.Context, c *Container, kind ScriptKind, id string) (map[string]any, []byte, error) {
-	raw, err := e.store.Get(ctx, childKey(c.rid, string(kind), id))
+	raw, err := e.store.Get(ctx, keys.ChildKey(c.rid, string(kind), id))
 	if errors.Is(err, storage.ErrNotFound) {
 		if _, isRID := decodeRID(id, 16); isRID {
 			list, lerr := e.listScripts(ctx, c, kind)
@@ -207,7 +208,7 @@ func scriptResource(props map[string]any, raw []byte) *Resource {
 }
 
 func (e *Engine) listScripts(ctx context.Context, c *Container, kind ScriptKind) ([]*Resource, error) {
-	p := childPrefix(c.rid, string(kind))
+	p := keys.ChildPrefix(c.rid, string(kind))
 	it, err := e.store.NewIterator(ctx, p, storage.PrefixEnd(p), false)
 	if err != nil {
 		return nil, err
@@ -259,8 +260,8 @@ func (e *Engine) ReplaceScript(ctx context.Context, db, coll string, kind Script
 	if newID != prev["id"] {
 		return nil, BadRequest("The id in the body (%q) must match the %s's id (%q).", newID, kind.singular(), prev["id"])
 	}
-	if ifMatch != "" && ifMatch != "*" && ifMatch != prev["_etag"] {
-		return nil, PreconditionFailed(msgPrecondition)
+	if err := matchCatalogETag(ifMatch, prev["_etag"]); err != nil {
+		return nil, err
 	}
 	return e.writeScript(ctx, c, kind, props, prev)
 }
@@ -279,15 +280,15 @@ func (e *Engine) DeleteScript(ctx context.Context, db, coll string, kind ScriptK
 	if err != nil {
 		return err
 	}
-	if ifMatch != "" && ifMatch != "*" && ifMatch != prev["_etag"] {
-		return PreconditionFailed(msgPrecondition)
+	if err := matchCatalogETag(ifMatch, prev["_etag"]); err != nil {
+		return err
 	}
 	b, err := e.catalogBatch()
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if err := b.Delete(childKey(c.rid, string(kind), prev["id"].(string))); err != nil {
+	if err := b.Delete(keys.ChildKey(c.rid, string(kind), prev["id"].(string))); err != nil {
 		return err
 	}
 	return b.Commit(ctx)

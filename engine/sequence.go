@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -23,11 +24,7 @@ const sequenceBlock = 1 << 16
 // the watermark, so an entry that commits late with a lower number is never
 // passed over.
 type sequencer struct {
-	store storage.Store
-	// shared, when the store is shared, hands out and tracks the numbers
-	// instead (see sharedAllocate).
-	shared *sharedSeam
-
+	store    storage.Store
 	mu       sync.Mutex
 	next     uint64   // next number to hand out
 	reserved uint64   // numbers below this are durably reserved
@@ -42,7 +39,7 @@ type sequencer struct {
 func newSequencer(ctx context.Context, store storage.Store) (*sequencer, error) {
 	s := &sequencer{store: store, done: map[uint64]bool{}}
 	s.advanced.L = &s.mu
-	v, err := store.Get(ctx, metaSequence)
+	v, err := store.Get(ctx, keys.MetaSequence)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		s.next = 1
@@ -60,14 +57,11 @@ func newSequencer(ctx context.Context, store storage.Store) (*sequencer, error) 
 
 // allocate returns the next LSN. The caller must call finish with it.
 func (s *sequencer) allocate(ctx context.Context) (uint64, error) {
-	if s.shared != nil {
-		return s.shared.allocate(ctx)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.next >= s.reserved {
 		b := s.store.NewBatch()
-		if err := b.Set(metaSequence, binary.BigEndian.AppendUint64(nil, s.reserved+sequenceBlock)); err != nil {
+		if err := b.Set(keys.MetaSequence, binary.BigEndian.AppendUint64(nil, s.reserved+sequenceBlock)); err != nil {
 			b.Close()
 			return 0, err
 		}
@@ -86,10 +80,6 @@ func (s *sequencer) allocate(ctx context.Context) (uint64, error) {
 
 // finish marks an LSN as committed or abandoned and advances the watermark.
 func (s *sequencer) finish(n uint64) {
-	if s.shared != nil {
-		s.shared.finish(n)
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.advanced.Broadcast()
@@ -113,9 +103,6 @@ func (s *sequencer) finish(n uint64) {
 // pending returns the highest LSN handed out and how many handed out are
 // not finished yet, for Stats.
 func (s *sequencer) pending() (newest uint64, inflight int) {
-	if s.shared != nil {
-		return s.shared.newest.Load(), int(s.shared.inflight.Load())
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// inflight keeps the finished numbers behind an open one until it
@@ -125,9 +112,6 @@ func (s *sequencer) pending() (newest uint64, inflight int) {
 
 // watermark is the highest LSN at or below which everything has finished.
 func (s *sequencer) watermark(ctx context.Context) uint64 {
-	if s.shared != nil {
-		return s.shared.watermark(ctx)
-	}
 	return s.published.Load()
 }
 
@@ -137,9 +121,6 @@ func (s *sequencer) watermark(ctx context.Context) uint64 {
 // older, longer transaction (a large batch, a stored procedure) is still open;
 // only such a transaction outlasting timeout leaves it behind the watermark.
 func (s *sequencer) settle(ctx context.Context, timeout time.Duration) uint64 {
-	if s.shared != nil {
-		return s.shared.settle(ctx, timeout)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	target := s.finished

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -44,15 +45,8 @@ import (
 // Without storage.Shared none of this runs: the in-process paths are as
 // they were.
 
-// metaCatalogVersion changes with every catalog change in shared mode.
-var metaCatalogVersion = []byte{prefixMeta, 'c', 'a', 't'}
-
-// catalogLockName is the store lock that catalog changes hold exclusively
-// and writes hold shared.
-var catalogLockName = []byte{prefixMeta, 'c', 'a', 't', 'l', 'o', 'c', 'k'}
-
-// sharedSeam is the engine's state for a shared store.
-type sharedSeam struct {
+// sharedState is the engine's state for a shared store.
+type sharedState struct {
 	store storage.Shared
 	// version is the catalog version the cache was loaded at.
 	version atomic.Pointer[[]byte]
@@ -74,7 +68,7 @@ type sharedSeam struct {
 
 // handedOut notes LSN n given to a write of this engine, which finishes
 // with done.
-func (s *sharedSeam) handedOut(n uint64) {
+func (s *sharedState) handedOut(n uint64) {
 	s.inflight.Add(1)
 	for {
 		old := s.newest.Load()
@@ -84,104 +78,30 @@ func (s *sharedSeam) handedOut(n uint64) {
 	}
 }
 
-func (s *sharedSeam) done() { s.inflight.Add(-1) }
+func (s *sharedState) done() { s.inflight.Add(-1) }
 
-func newSharedSeam(store storage.Store) *sharedSeam {
+func newSharedState(store storage.Store) *sharedState {
 	s, ok := store.(storage.Shared)
 	if !ok {
 		return nil
 	}
-	seam := &sharedSeam{store: s}
+	seam := &sharedState{store: s}
 	empty := []byte{}
 	seam.version.Store(&empty)
 	return seam
 }
 
-// partitionLockName names the store lock of a logical partition.
-func partitionLockName(collRID, pkEnc []byte) []byte {
-	k := make([]byte, 0, 1+len(collRID)+len(pkEnc))
-	k = append(k, prefixItem)
-	k = append(k, collRID...)
-	return append(k, pkEnc...)
-}
-
 // catalogVersion reads the store's catalog version through r.
 func catalogVersion(ctx context.Context, r storage.Reader) ([]byte, error) {
-	v, err := r.Get(ctx, metaCatalogVersion)
+	v, err := r.Get(ctx, keys.MetaCatalogVersion)
 	if errors.Is(err, storage.ErrNotFound) {
 		return []byte{}, nil
 	}
 	return v, err
 }
 
-// catalogMutex guards the catalog cache (Engine.catMu). Without a shared
-// store it is a sync.RWMutex and nothing more. On a shared store RLock
-// first reloads the catalog if another gateway changed it, and Lock first
-// takes the store's catalog lock (so that no writer of any gateway holds it
-// shared, and no other gateway changes the catalog) and reloads the catalog
-// if it moved; Unlock releases both. Every catalog reader and writer gets
-// this by taking catMu as before.
-type catalogMutex struct {
-	mu sync.RWMutex
-	e  *Engine // set by Open
-}
-
-func (m *catalogMutex) shared() bool { return m.e != nil && m.e.shared != nil }
-
-// RLock takes the cache for reading, reloading it first if it is stale.
-func (m *catalogMutex) RLock(ctx context.Context) {
-	if m.shared() {
-		m.e.refreshCatalog(ctx)
-	}
-	m.mu.RLock()
-}
-
-// RLockCurrent is RLock for a request that answers from the cache alone
-// (a read of a database, a container, an offer): on a shared store, when
-// the store's catalog version cannot be read (the store is unreachable) or
-// the catalog cannot be reloaded, it returns that error without taking the
-// cache, so that such a request fails as a read of the store would,
-// instead of answering from a cache that may be stale.
-func (m *catalogMutex) RLockCurrent(ctx context.Context) error {
-	if m.shared() {
-		if err := m.e.refreshCatalog(ctx); err != nil {
-			return err
-		}
-	}
-	m.mu.RLock()
-	return nil
-}
-
-// CatalogCurrent reports whether the catalog cache can be trusted now: nil
-// without a shared store, else the store's error when the catalog's
-// version cannot be read or the catalog cannot be reloaded.
-func (e *Engine) CatalogCurrent(ctx context.Context) error {
-	if err := e.catMu.RLockCurrent(ctx); err != nil {
-		return err
-	}
-	e.catMu.RUnlock()
-	return nil
-}
-
-// CachedContainer is Container without the store: on a shared store it
-// answers from the catalog cache when the cache knows the container, for a
-// caller whose next step checks the catalog version in the store itself
-// (an item read or write does, in its own round trip), and checks the
-// store as Container does when the cache does not know it (a container
-// just created on another gateway). Without a shared store it is
-// Container.
-func (e *Engine) CachedContainer(ctx context.Context, db, name string) (*Container, error) {
-	c, _, err := e.cachedContainer(ctx, db, name)
-	return c, err
-}
-
-// cachedContainer is CachedContainer, with the catalog version the cache
-// was at when it answered (nil without a shared store).
-func (e *Engine) cachedContainer(ctx context.Context, db, name string) (*Container, []byte, error) {
-	if e.shared == nil {
-		c, err := e.Container(ctx, db, name)
-		return c, nil, err
-	}
+// cachedContainerShared is cachedContainer on a shared store.
+func (e *Engine) cachedContainerShared(ctx context.Context, db, name string) (*Container, []byte, error) {
 	e.catMu.mu.RLock()
 	c, err := e.lookupContainer(db, name)
 	version := *e.shared.version.Load()
@@ -238,7 +158,7 @@ func (e *Engine) readItemShared(ctx context.Context, req *ItemRequest) (*ItemRes
 			return nil, verr
 		}
 		key := p.itemKey(req.ID)
-		values, w, err := e.shared.store.GetAll(ctx, [][]byte{metaCatalogVersion, key})
+		values, w, err := e.shared.store.GetAll(ctx, [][]byte{keys.MetaCatalogVersion, key})
 		if err != nil {
 			return nil, err
 		}
@@ -279,29 +199,6 @@ func sessionLSN(w uint64) uint64 {
 		return 0
 	}
 	return w - 1
-}
-
-// RUnlock releases RLock.
-func (m *catalogMutex) RUnlock() { m.mu.RUnlock() }
-
-// Lock takes the cache, and the store's catalog lock, for a change. On a
-// shared store it fails with the store's error (or ctx's) when the catalog
-// lock cannot be taken; nothing is held then.
-func (m *catalogMutex) Lock(ctx context.Context) error {
-	if m.shared() {
-		return m.e.lockCatalog(ctx)
-	}
-	m.mu.Lock()
-	return nil
-}
-
-// Unlock releases Lock.
-func (m *catalogMutex) Unlock() {
-	if m.shared() {
-		m.e.unlockCatalog()
-		return
-	}
-	m.mu.Unlock()
 }
 
 // refreshCatalog reloads the catalog when the store's version differs from
@@ -346,7 +243,7 @@ func (e *Engine) reloadCatalogLocked(ctx context.Context, v []byte) error {
 	// bumps the version again) removes the mark.
 	for _, db := range e.dbs {
 		for _, c := range db.colls {
-			if _, err := e.store.Get(ctx, indexRebuildKey(c.rid)); err == nil {
+			if _, err := e.store.Get(ctx, keys.IndexRebuild(c.rid)); err == nil {
 				c.indexRetired.Store(true)
 			}
 		}
@@ -367,7 +264,7 @@ func (e *Engine) lockCatalog(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := b.Lock(ctx, catalogLockName, true); err != nil {
+	if err := b.Lock(ctx, keys.CatalogLock, true); err != nil {
 		b.Close()
 		return err
 	}
@@ -388,16 +285,11 @@ func (e *Engine) unlockCatalog() {
 	e.catMu.mu.Unlock()
 }
 
-// catalogBatch starts a batch of catalog changes. On a shared store it
-// bumps the catalog version in the same batch. The caller holds catMu for
-// writing.
-func (e *Engine) catalogBatch() (storage.Batch, error) {
-	if e.shared == nil {
-		return e.store.NewBatch(), nil
-	}
+// catalogBatchShared is catalogBatch on a shared store.
+func (e *Engine) catalogBatchShared() (storage.Batch, error) {
 	v := randomBytes(16)
 	b := e.store.NewBatch()
-	if err := b.Set(metaCatalogVersion, v); err != nil {
+	if err := b.Set(keys.MetaCatalogVersion, v); err != nil {
 		b.Close()
 		return nil, err
 	}
@@ -408,7 +300,7 @@ func (e *Engine) catalogBatch() (storage.Batch, error) {
 // the caller under catMu) is at its version.
 type versionBatch struct {
 	storage.Batch
-	seam    *sharedSeam
+	seam    *sharedState
 	version []byte
 }
 
@@ -437,11 +329,11 @@ func (e *Engine) beginShared(ctx context.Context, c *Container, p *partition, re
 	if err != nil {
 		return nil, nil, false, err
 	}
-	keys := append([][]byte{metaCatalogVersion}, reads...)
+	toRead := append([][]byte{keys.MetaCatalogVersion}, reads...)
 	values, err := b.Begin(ctx, []storage.LockRequest{
-		{Key: catalogLockName},
-		{Key: partitionLockName(c.rid, p.enc), Exclusive: true},
-	}, keys, true)
+		{Key: keys.CatalogLock},
+		{Key: keys.PartitionLock(c.rid, p.enc), Exclusive: true},
+	}, toRead, true)
 	if err != nil {
 		b.Close()
 		return nil, nil, false, err
@@ -499,7 +391,7 @@ func (t *txn) forgetPrefetched(key []byte) {
 
 // sharedWatermark is the highest LSN at or below which every write has
 // finished, on every gateway.
-func (s *sharedSeam) watermark(ctx context.Context) uint64 {
+func (s *sharedState) watermark(ctx context.Context) uint64 {
 	w, err := s.store.Watermark(ctx)
 	if err != nil || w == 0 {
 		return 0
@@ -509,7 +401,7 @@ func (s *sharedSeam) watermark(ctx context.Context) uint64 {
 
 // settleShared waits, at most timeout, until the watermark covers every
 // write this engine has finished, and returns it.
-func (s *sharedSeam) settle(ctx context.Context, timeout time.Duration) uint64 {
+func (s *sharedState) settle(ctx context.Context, timeout time.Duration) uint64 {
 	target := s.finished.Load()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -646,7 +538,7 @@ type sequenceSource interface {
 // The number comes from the store without holding a connection: a
 // catalog change holds the catalog lock while writers wait for it holding
 // theirs, and must not wait for one of them.
-func (s *sharedSeam) allocate(ctx context.Context) (uint64, error) {
+func (s *sharedState) allocate(ctx context.Context) (uint64, error) {
 	if src, ok := s.store.(sequenceSource); ok {
 		n, err := src.NextSequence(ctx)
 		if err == nil {
@@ -668,7 +560,7 @@ func (s *sharedSeam) allocate(ctx context.Context) (uint64, error) {
 	return n, nil
 }
 
-func (s *sharedSeam) finish(n uint64) {
+func (s *sharedState) finish(n uint64) {
 	if b, ok := s.open.LoadAndDelete(n); ok {
 		b.(storage.SharedBatch).Close()
 	}
@@ -676,7 +568,7 @@ func (s *sharedSeam) finish(n uint64) {
 	s.noteFinished(n)
 }
 
-func (s *sharedSeam) noteFinished(n uint64) {
+func (s *sharedState) noteFinished(n uint64) {
 	for {
 		f := s.finished.Load()
 		if n <= f || s.finished.CompareAndSwap(f, n) {
@@ -685,52 +577,19 @@ func (s *sharedSeam) noteFinished(n uint64) {
 	}
 }
 
-// itemsSnapshot looks container db/name up and opens the snapshot that a
-// read of its items (a query page, a change-feed page) runs in, with the
-// store's watermark as of that snapshot (without a shared store: 0, or with
-// settle, one above the sequencer's settled watermark, read before the
-// snapshot is taken). On a
-// shared store the container comes from the cache and the round trip that
-// opens the snapshot checks the catalog version and reads the watermark
-// (Shared.SnapshotAll), along with the keys extra names for the container
-// (values[i] is extra's i-th key's value, nil when absent; without a
-// shared store they are read from the snapshot); if the version moved, the
-// catalog is reloaded and the container looked up again, so that a
-// container deleted or changed on another gateway is seen at once. With
-// settle, the snapshot is taken again, for at most settle, until its
-// watermark covers every write this engine has finished.
-func (e *Engine) itemsSnapshot(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (c *Container, snap storage.Snapshot, values [][]byte, watermark uint64, err error) {
-	if e.shared == nil {
-		if c, err = e.Container(ctx, db, name); err != nil {
-			return nil, nil, nil, 0, err
-		}
-		if settle > 0 {
-			// Settled before the snapshot, which then holds every write
-			// below the watermark.
-			watermark = e.seq.settle(ctx, settle) + 1
-		}
-		if snap, err = e.store.NewSnapshot(ctx); err != nil {
-			return nil, nil, nil, 0, err
-		}
-		if extra != nil {
-			if values, err = storage.GetMany(ctx, snap, extra(c)); err != nil {
-				snap.Close()
-				return nil, nil, nil, 0, err
-			}
-		}
-		return c, snap, values, watermark, nil
-	}
+// itemsSnapshotShared is itemsSnapshot on a shared store.
+func (e *Engine) itemsSnapshotShared(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (c *Container, snap storage.Snapshot, values [][]byte, watermark uint64, err error) {
 	deadline := time.Now().Add(settle)
 	for {
 		c, version, err := e.cachedContainer(ctx, db, name)
 		if err != nil {
 			return nil, nil, nil, 0, err
 		}
-		keys := [][]byte{metaCatalogVersion}
+		reads := [][]byte{keys.MetaCatalogVersion}
 		if extra != nil {
-			keys = append(keys, extra(c)...)
+			reads = append(reads, extra(c)...)
 		}
-		snap, values, w, err := e.shared.store.SnapshotAll(ctx, keys)
+		snap, values, w, err := e.shared.store.SnapshotAll(ctx, reads)
 		if err != nil {
 			return nil, nil, nil, 0, err
 		}
@@ -754,4 +613,9 @@ func (e *Engine) itemsSnapshot(ctx context.Context, db, name string, extra func(
 		}
 		return c, snap, values[1:], w, nil
 	}
+}
+
+// pending is sequencer.pending on a shared store: this engine's LSNs only.
+func (s *sharedState) pending() (newest uint64, inflight int) {
+	return s.newest.Load(), int(s.inflight.Load())
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 	"github.com/orrery-db/orrery/storage/postgres"
 	"github.com/orrery-db/orrery/storage/postgres/pgtest"
@@ -285,7 +286,7 @@ func TestSharedTTLSweepRunsUnderTheDuty(t *testing.T) {
 	now = now.Add(time.Minute)
 	mu.Unlock()
 	deadline := time.Now().Add(30 * time.Second)
-	for countKeys(t, store, []byte{prefixItem}) > 0 {
+	for countKeys(t, store, []byte{keys.Item}) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("expired items still stored 30 s after they expired")
 		}

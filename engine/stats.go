@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/script"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -235,7 +236,7 @@ func (e *Engine) Stats(ctx context.Context) (*Stats, error) {
 
 func (e *Engine) containerStats(ctx context.Context, r storage.Reader, c *Container, watermark uint64, now time.Time) (ContainerStats, error) {
 	cs := ContainerStats{Database: c.db.ID, Container: c.ID}
-	prefix := feedPrefix(c.rid)
+	prefix := keys.FeedPrefix(c.rid)
 	it, err := r.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), true)
 	if err != nil {
 		return cs, err
@@ -275,7 +276,7 @@ func (e *Engine) containerStats(ctx context.Context, r storage.Reader, c *Contai
 // feed with an LSN in (from, upto], and returns the age of the first (by its
 // item's _ts).
 func feedSpan(ctx context.Context, r storage.Reader, c *Container, from, upto uint64, now time.Time) (int, time.Duration, error) {
-	lower, upper := lsnRange(feedPrefix(c.rid), from, upto)
+	lower, upper := lsnRange(keys.FeedPrefix(c.rid), from, upto)
 	it, err := r.NewIterator(ctx, lower, upper, false)
 	if err != nil {
 		return 0, 0, err
@@ -305,16 +306,16 @@ func ttlBacklog(ctx context.Context, r storage.Reader, c *Container, now int64) 
 	kinds := []struct {
 		kind byte
 		upto int64
-	}{{expiryByDeadline, now}}
+	}{{keys.ExpiryByDeadline, now}}
 	if *c.ttl > 0 {
 		kinds = append(kinds, struct {
 			kind byte
 			upto int64
-		}{expiryByModified, now - *c.ttl})
+		}{keys.ExpiryByModified, now - *c.ttl})
 	}
 	n := 0
 	for _, k := range kinds {
-		prefix := expiryKindPrefix(c.rid, k.kind)
+		prefix := keys.ExpiryKindPrefix(c.rid, k.kind)
 		upper := binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), uint64(k.upto+1))
 		it, err := r.NewIterator(ctx, prefix, upper, false)
 		if err != nil {

@@ -11,12 +11,14 @@ import (
 	"github.com/orrery-db/orrery/storage/postgres/pgtest"
 )
 
-// storageEnv picks the store of the tests' engines: memory, postgres, or
-// (unset) both passes, one after the other (TestMain).
+// storageEnv picks the store of the tests' engines: memory, shared
+// (memory.NewShared), postgres, or (unset) every pass, one after the other
+// (TestMain).
 const storageEnv = "ORRERY_TEST_STORAGE"
 
-// testOnPostgres is set by TestMain for the PostgreSQL pass.
-var testOnPostgres bool
+// testOnPostgres is set by TestMain for the PostgreSQL pass, testOnShared
+// for the pass on shared memory storage.
+var testOnPostgres, testOnShared bool
 
 // newTestStore returns the store a test's engine runs on: memory storage
 // in the first pass, a PostgreSQL store on a database of the test's own in
@@ -24,6 +26,11 @@ var testOnPostgres bool
 // fine).
 func newTestStore(t testing.TB) storage.Store {
 	t.Helper()
+	if testOnShared {
+		s := memory.NewShared()
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
 	if !testOnPostgres {
 		s := memory.New()
 		t.Cleanup(func() { s.Close() })
@@ -42,7 +49,7 @@ func newTestStore(t testing.TB) storage.Store {
 // makes it a test of the single-process embedded store only.
 func skipOnPostgres(t testing.TB, why string) {
 	t.Helper()
-	if testOnPostgres {
+	if testOnPostgres || testOnShared {
 		t.Skipf("memory pass only: %s", why)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -39,7 +40,7 @@ func (e *Engine) storeClosed(ctx context.Context, err error) bool {
 	if !errors.Is(err, storage.ErrClosed) {
 		return false
 	}
-	_, err = e.store.Get(ctx, metaCatalogVersion)
+	_, err = e.store.Get(ctx, keys.MetaCatalogVersion)
 	return errors.Is(err, storage.ErrClosed)
 }
 
@@ -117,15 +118,15 @@ func (e *Engine) sweepContainer(ctx context.Context, c *Container) (int, error) 
 	kinds := []struct {
 		kind byte
 		upto int64 // index times at or below this have expired
-	}{{expiryByDeadline, now}}
+	}{{keys.ExpiryByDeadline, now}}
 	if *c.ttl > 0 {
 		kinds = append(kinds, struct {
 			kind byte
 			upto int64
-		}{expiryByModified, now - *c.ttl})
+		}{keys.ExpiryByModified, now - *c.ttl})
 	}
 	for _, k := range kinds {
-		prefix := expiryKindPrefix(c.rid, k.kind)
+		prefix := keys.ExpiryKindPrefix(c.rid, k.kind)
 		lower := prefix
 		upper := binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), uint64(k.upto+1))
 		for !e.stopping() {
@@ -268,8 +269,8 @@ func (e *Engine) pruneChangeLog(ctx context.Context, c *Container) (int, error) 
 	if c.changeLogRetention() == 0 {
 		cutoff = math.MaxInt64 // the policy was removed: no record is kept
 	}
-	prefix := versionPrefix(c.rid)
-	lower := versionKey(c.rid, 1, 0)
+	prefix := keys.VersionPrefix(c.rid)
+	lower := keys.VersionKey(c.rid, 1, 0)
 	upper := storage.PrefixEnd(prefix)
 	pruned := 0
 	for !e.stopping() {
@@ -308,7 +309,7 @@ func (e *Engine) pruneChangeLog(ctx context.Context, c *Container) (int, error) 
 		}
 		n := b.Count()
 		if n > 0 {
-			err = b.Set(versionHorizonKey(c.rid), binary.BigEndian.AppendUint64(nil, horizon))
+			err = b.Set(keys.VersionHorizon(c.rid), binary.BigEndian.AppendUint64(nil, horizon))
 			if err == nil {
 				err = b.Commit(ctx)
 			}
@@ -323,19 +324,6 @@ func (e *Engine) pruneChangeLog(ctx context.Context, c *Container) (int, error) 
 		}
 	}
 	return pruned, nil
-}
-
-// changeLogHorizon returns the highest sequence number whose change records
-// may have been pruned (0 when none were).
-func changeLogHorizon(ctx context.Context, r storage.Reader, c *Container) (uint64, error) {
-	v, err := r.Get(ctx, versionHorizonKey(c.rid))
-	if errors.Is(err, storage.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	return decodeChangeLogHorizon(v)
 }
 
 // decodeChangeLogHorizon reads a stored change log horizon (nil: none).

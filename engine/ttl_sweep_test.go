@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -195,7 +196,7 @@ func TestTTLSweepDoesNotStallWriters(t *testing.T) {
 	if r.swept != expiring {
 		t.Errorf("the sweep deleted %d items, want %d", r.swept, expiring)
 	}
-	if n := countPrefix(t, r.e, itemContainerPrefix(r.c.rid)); n > len(r.doneDuring)*500 {
+	if n := countPrefix(t, r.e, keys.ItemContainerPrefix(r.c.rid)); n > len(r.doneDuring)*500 {
 		t.Errorf("%d items left after the sweep, want at most the writers' %d", n, len(r.doneDuring)*500)
 	}
 	// An item's delete here writes its item, expiry and index entries and

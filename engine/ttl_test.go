@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -175,7 +176,7 @@ func TestSweeperRunsInBackgroundAndStopsOnClose(t *testing.T) {
 	c, _ := e.Container(ctx, "db", "c")
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		it, _ := e.store.NewIterator(ctx, itemContainerPrefix(c.rid), storage.PrefixEnd(itemContainerPrefix(c.rid)), false)
+		it, _ := e.store.NewIterator(ctx, keys.ItemContainerPrefix(c.rid), storage.PrefixEnd(keys.ItemContainerPrefix(c.rid)), false)
 		left := 0
 		for it.Next() {
 			left++
@@ -296,8 +297,8 @@ func countChangeRecords(t *testing.T, e *Engine, name string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := countPrefix(t, e, versionPrefix(c.rid))
-	if _, err := e.store.Get(ctx, versionHorizonKey(c.rid)); err == nil {
+	n := countPrefix(t, e, keys.VersionPrefix(c.rid))
+	if _, err := e.store.Get(ctx, keys.VersionHorizon(c.rid)); err == nil {
 		n--
 	}
 	return n

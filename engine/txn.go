@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -54,9 +55,12 @@ type txn struct {
 // is rolled back) waits for the durability barrier instead, as point reads
 // do, after releasing the partition's lock.
 func (e *Engine) inPartition(ctx context.Context, c *Container, pk PartitionKey, fn func(t *txn) error) error {
-	if e.shared != nil {
-		return e.inPartitionShared(ctx, c, pk, nil, fn)
-	}
+	return e.seam.inPartition(ctx, c, pk, nil, fn)
+}
+
+// inPartitionLocal is inPartition for an engine alone on its store: the
+// partition's lock is a mutex of this process.
+func (e *Engine) inPartitionLocal(ctx context.Context, c *Container, pk PartitionKey, fn func(t *txn) error) error {
 	var p *partition
 	var mu *sync.Mutex
 	for {
@@ -232,9 +236,7 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 		return nil, err
 	}
 	ridBytes := binary.BigEndian.AppendUint64(nil, s.rid)
-	if t.e.shared == nil {
-		t.e.presenceOf(c).add(s.key)
-	}
+	t.e.seam.notePresent(c, s.key)
 	t.forgetPrefetched(s.key)
 	if err := t.b.Set(s.key, s.encode()); err != nil {
 		return nil, err
@@ -245,19 +247,19 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 		return nil, err
 	}
 	if prev != nil {
-		if err := t.b.Delete(feedKey(c.rid, prev.lsn, ridBytes)); err != nil {
+		if err := t.b.Delete(keys.FeedKey(c.rid, prev.lsn, ridBytes)); err != nil {
 			return nil, err
 		}
 	}
-	if err := t.b.Set(feedKey(c.rid, s.lsn, ridBytes), s.key); err != nil {
+	if err := t.b.Set(keys.FeedKey(c.rid, s.lsn, ridBytes), s.key); err != nil {
 		return nil, err
 	}
 	if fresh {
-		if err := t.b.Set(ridKey(c.rid, ridBytes), s.key); err != nil {
+		if err := t.b.Set(keys.RIDKey(c.rid, ridBytes), s.key); err != nil {
 			return nil, err
 		}
 		if !t.e.noCreationOrder {
-			if err := t.b.Set(orderKey(t.p.prefix, s.rid), s.key); err != nil {
+			if err := t.b.Set(keys.OrderKey(t.p.prefix, s.rid), s.key); err != nil {
 				return nil, err
 			}
 		}
@@ -282,7 +284,7 @@ func (t *txn) remove(ctx context.Context, prev *storedItem) error {
 	}
 	ridBytes := binary.BigEndian.AppendUint64(nil, prev.rid)
 	t.forgetPrefetched(prev.key)
-	for _, k := range [][]byte{prev.key, feedKey(c.rid, prev.lsn, ridBytes), ridKey(c.rid, ridBytes), orderKey(t.p.prefix, prev.rid)} {
+	for _, k := range [][]byte{prev.key, keys.FeedKey(c.rid, prev.lsn, ridBytes), keys.RIDKey(c.rid, ridBytes), keys.OrderKey(t.p.prefix, prev.rid)} {
 		if err := t.b.Delete(k); err != nil {
 			return err
 		}

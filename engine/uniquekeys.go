@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -19,13 +20,11 @@ import (
 // the check and the write are one atomic step and concurrent writers of a
 // partition cannot both pass it:
 //
-//	U<coll rid 8><pk len uvarint><pk><key number 1><values> → item key
+//	Q<coll rid 8><pk len uvarint><pk><key number 1><values> → item key  (keys.Unique)
 //
 // As in the service, a missing value counts as null (so one item only may
 // lack a unique path), values compare as JSON values (1 and 1.0 are
 // equal; strings exactly, case included), and expired items do not count.
-
-const prefixUnique byte = 'U'
 
 // msgUniqueViolation is the service's message for a unique key conflict.
 const msgUniqueViolation = "Unique index constraint violation."
@@ -33,10 +32,6 @@ const msgUniqueViolation = "Unique index constraint violation."
 // uniqueKeyPolicy is the parsed uniqueKeyPolicy: each unique key's paths,
 // as property names from the root.
 type uniqueKeyPolicy [][][]string
-
-func uniquePrefix(collRID []byte) []byte {
-	return append([]byte{prefixUnique}, collRID...)
-}
 
 // parseUniqueKeyPolicy reads and checks a container's uniqueKeyPolicy
 // property (absent or null: none).
@@ -97,9 +92,7 @@ func uniqueKeyPath(path string) ([]string, bool) {
 // key of the container.
 func (t *txn) uniqueEntries(obj object) ([][]byte, error) {
 	c := t.p.c
-	base := uniquePrefix(c.rid)
-	base = binary.AppendUvarint(base, uint64(len(t.p.enc)))
-	base = append(base, t.p.enc...)
+	base := keys.UniquePartitionPrefix(c.rid, t.p.enc)
 	out := make([][]byte, 0, len(c.unique))
 	for i, key := range c.unique {
 		k := append(append([]byte(nil), base...), byte(i))

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -41,7 +42,7 @@ type principalParent struct {
 }
 
 func usersOf(db *Database) principalParent {
-	return principalParent{kind: kindUser, prefix: userPrefix(db.rid), rid: db.rid, self: "dbs/" + db.RID + "/users/"}
+	return principalParent{kind: kindUser, prefix: keys.UserPrefix(db.rid), rid: db.rid, self: "dbs/" + db.RID + "/users/"}
 }
 
 // permissionsOf returns the parent of a user's permissions; user is the
@@ -49,7 +50,7 @@ func usersOf(db *Database) principalParent {
 func permissionsOf(db *Database, user map[string]any) principalParent {
 	ridStr, _ := user["_rid"].(string)
 	rid, _ := decodeRID(ridStr, 8)
-	return principalParent{kind: kindPermission, prefix: permissionPrefix(rid), rid: rid,
+	return principalParent{kind: kindPermission, prefix: keys.PermissionPrefix(rid), rid: rid,
 		self: "dbs/" + db.RID + "/users/" + ridStr + "/permissions/"}
 }
 
@@ -85,7 +86,7 @@ func (p principalParent) read(ctx context.Context, r storage.Reader, id string) 
 	raw, err := r.Get(ctx, p.key(id))
 	if rid, isRID := decodeRID(id, p.ridLen()); errors.Is(err, storage.ErrNotFound) && isRID {
 		var key []byte
-		if key, err = r.Get(ctx, principalRIDKey(rid)); err == nil {
+		if key, err = r.Get(ctx, keys.PrincipalRIDKey(rid)); err == nil {
 			if !bytes.HasPrefix(key, p.prefix) {
 				err = storage.ErrNotFound
 			} else {
@@ -132,7 +133,7 @@ func (e *Engine) writePrincipal(ctx context.Context, p principalParent, props, p
 	}
 	if prev == nil {
 		ridBytes, _ := decodeRID(rid, p.ridLen())
-		if err := b.Set(principalRIDKey(ridBytes), p.key(id)); err != nil {
+		if err := b.Set(keys.PrincipalRIDKey(ridBytes), p.key(id)); err != nil {
 			return nil, err
 		}
 	}
@@ -150,7 +151,7 @@ func (e *Engine) newPrincipalRID(ctx context.Context, p principalParent, lsn uin
 	}
 	for {
 		rid := append(append([]byte(nil), p.rid...), randomBytes(4)...)
-		_, err := e.store.Get(ctx, principalRIDKey(rid))
+		_, err := e.store.Get(ctx, keys.PrincipalRIDKey(rid))
 		if errors.Is(err, storage.ErrNotFound) {
 			return encodeRID(rid), nil
 		}
@@ -187,8 +188,8 @@ func (e *Engine) replacePrincipal(ctx context.Context, p principalParent, id str
 	if props["id"] != prev["id"] {
 		return nil, BadRequest("The id in the body (%q) must match the %s's id (%q).", props["id"], p.kind.name(), prev["id"])
 	}
-	if ifMatch != "" && ifMatch != "*" && ifMatch != prev["_etag"] {
-		return nil, PreconditionFailed(msgPrecondition)
+	if err := matchCatalogETag(ifMatch, prev["_etag"]); err != nil {
+		return nil, err
 	}
 	return e.writePrincipal(ctx, p, props, prev)
 }
@@ -305,22 +306,22 @@ func (e *Engine) DeleteUser(ctx context.Context, db, id, ifMatch string) error {
 	if err != nil {
 		return err
 	}
-	if ifMatch != "" && ifMatch != "*" && ifMatch != user["_etag"] {
-		return PreconditionFailed(msgPrecondition)
+	if err := matchCatalogETag(ifMatch, user["_etag"]); err != nil {
+		return err
 	}
 	b, err := e.catalogBatch()
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if err := b.Delete(append(userPrefix(d.rid), user["id"].(string)...)); err != nil {
+	if err := b.Delete(keys.UserKey(d.rid, user["id"].(string))); err != nil {
 		return err
 	}
 	perms := permissionsOf(d, user)
 	if err := deleteRange(ctx, e.store, b, perms.prefix, nil); err != nil {
 		return err
 	}
-	if err := deleteRange(ctx, e.store, b, []byte{prefixPrincipalRID}, perms.rid); err != nil {
+	if err := deleteRange(ctx, e.store, b, []byte{keys.PrincipalRID}, perms.rid); err != nil {
 		return err
 	}
 	return b.Commit(ctx)
@@ -329,7 +330,7 @@ func (e *Engine) DeleteUser(ctx context.Context, db, id, ifMatch string) error {
 // deleteDatabasePrincipals records the deletion of a database's users and
 // permissions into b.
 func (e *Engine) deleteDatabasePrincipals(ctx context.Context, b storage.Batch, db *Database) error {
-	for _, prefix := range []byte{prefixUser, prefixPermission, prefixPrincipalRID} {
+	for _, prefix := range []byte{keys.User, keys.Permission, keys.PrincipalRID} {
 		if err := deleteRange(ctx, e.store, b, []byte{prefix}, db.rid); err != nil {
 			return err
 		}
@@ -560,8 +561,8 @@ func (e *Engine) DeletePermission(ctx context.Context, db, user, id, ifMatch str
 	if rerr != nil {
 		return rerr
 	}
-	if ifMatch != "" && ifMatch != "*" && ifMatch != prev["_etag"] {
-		return PreconditionFailed(msgPrecondition)
+	if err := matchCatalogETag(ifMatch, prev["_etag"]); err != nil {
+		return err
 	}
 	b, err := e.catalogBatch()
 	if err != nil {
@@ -572,7 +573,7 @@ func (e *Engine) DeletePermission(ctx context.Context, db, user, id, ifMatch str
 		return err
 	}
 	rid, _ := decodeRID(prev["_rid"].(string), perms.ridLen())
-	if err := b.Delete(principalRIDKey(rid)); err != nil {
+	if err := b.Delete(keys.PrincipalRIDKey(rid)); err != nil {
 		return err
 	}
 	return b.Commit(ctx)

@@ -3,6 +3,8 @@ package engine
 import (
 	"bytes"
 	"testing"
+
+	"github.com/orrery-db/orrery/engine/internal/keys"
 )
 
 func TestParseResourceLink(t *testing.T) {
@@ -71,7 +73,7 @@ func TestDeletingADatabaseDeletesItsUsersAndPermissions(t *testing.T) {
 	if _, err := e.PermissionByRID(ctx, p.RID); statusOf(err) != 404 {
 		t.Fatalf("PermissionByRID after the database was deleted: %v, want 404", err)
 	}
-	for _, prefix := range []byte{prefixUser, prefixPermission, prefixPrincipalRID} {
+	for _, prefix := range []byte{keys.User, keys.Permission, keys.PrincipalRID} {
 		it, err := e.store.NewIterator(ctx, []byte{prefix}, []byte{prefix + 1}, false)
 		if err != nil {
 			t.Fatal(err)

@@ -237,3 +237,20 @@ func BenchmarkPointReadWithResourceToken(b *testing.B) {
 		do(b, client, req, 200)
 	}
 }
+
+// TestUsersFeedBesideAUniqueKeyPolicy: a database whose container has a
+// unique key policy and an item lists its users, before and after one is
+// created (the feed once answered 500, the users' scan meeting the
+// container's unique-key entries).
+func TestUsersFeedBesideAUniqueKeyPolicy(t *testing.T) {
+	c := newTestServer(t)
+	c.must("POST", "/dbs/db/colls", `{"id":"u","partitionKey":{"paths":["/pk"]},"uniqueKeyPolicy":{"uniqueKeys":[{"paths":["/email"]}]}}`, nil, 201)
+	c.must("POST", "/dbs/db/colls/u/docs", `{"id":"1","pk":"p","email":"a@example.com"}`, map[string]string{"x-ms-documentdb-partitionkey": `["p"]`}, 201)
+	if list := c.must("GET", "/dbs/db/users", "", nil, 200); !strings.Contains(string(list.body), `"_count":0`) {
+		t.Fatalf("users feed before any user: %s", list.body)
+	}
+	c.must("POST", "/dbs/db/users", `{"id":"alice"}`, nil, 201)
+	if list := c.must("GET", "/dbs/db/users", "", nil, 200); !strings.Contains(string(list.body), `"_count":1`) {
+		t.Fatalf("users feed: %s", list.body)
+	}
+}
