@@ -27,6 +27,10 @@ type ObserveOptions struct {
 	MetricsKey string
 	// AccessLog, when set, gets one info line per request.
 	AccessLog *slog.Logger
+	// PprofKey, when set, serves Go's runtime profiles (net/http/pprof)
+	// under PprofPrefix to requests that carry it as a bearer token; the
+	// path is the API's (an unknown path) without it.
+	PprofKey string
 }
 
 // Observe wraps the server's handler with what an operator watches: an
@@ -56,6 +60,10 @@ func Observe(h http.Handler, opts ObserveOptions) (http.Handler, error) {
 		o.metrics = promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})
 		o.metricsAuth = "Bearer " + opts.MetricsKey
 	}
+	if opts.PprofKey != "" {
+		o.pprof = newPprofHandler()
+		o.pprofAuth = "Bearer " + opts.PprofKey
+	}
 	return o, nil
 }
 
@@ -70,6 +78,8 @@ type observer struct {
 	charge      *prometheus.CounterVec
 	metrics     http.Handler
 	metricsAuth string
+	pprof       http.Handler
+	pprofAuth   string
 }
 
 func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -80,6 +90,9 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		o.metrics.ServeHTTP(w, r)
+		return
+	}
+	if o.servePprof(w, r) {
 		return
 	}
 	start := time.Now()
