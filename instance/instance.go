@@ -70,7 +70,7 @@ type Config struct {
 	Pprof bool
 	// Trace makes a span of each request, continuing the caller's trace
 	// context, with the global OpenTelemetry tracer provider (set up by the
-	// caller). Metrics and AccessLog imply it.
+	// caller); without it a request pays nothing for tracing.
 	Trace bool
 }
 
@@ -157,7 +157,7 @@ func Start(ctx context.Context, cfg Config) (inst *Instance, err error) {
 	}
 	inst.handler = inst.Server
 	if cfg.Metrics != nil || cfg.AccessLog != nil || cfg.Trace || cfg.Pprof {
-		observe := server.ObserveOptions{AccessLog: cfg.AccessLog}
+		observe := server.ObserveOptions{AccessLog: cfg.AccessLog, Trace: cfg.Trace}
 		if cfg.Pprof {
 			observe.PprofKey = cfg.Keys.Master
 		}

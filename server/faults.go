@@ -149,6 +149,9 @@ func (s *Server) inject(outer http.ResponseWriter, rec *statusRecorder, r *reque
 		rec.ResponseWriter = lost
 		return false, func() {
 			rec.ResponseWriter = real
+			// What was written went to the lost writer: the status
+			// the client gets (and the access log shows) is lose's.
+			rec.status = 0
 			if ticket != nil {
 				ticket.Done(chargeOf(lost.h))
 			}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +55,12 @@ const benchItems = 1000
 //     cmd/server), in memory as cosmium-memory and on Badger as
 //     cosmium-badger.
 //
+// With ORRERY_BENCH_PROFILE set to a directory, the binary under test
+// serves --pprof and each kind's measurement writes there the server's CPU
+// profile over its first ORRERY_BENCH_PROFILE_SECONDS (default 5; give a
+// count that lasts longer, e.g. -benchtime 20000x) and its allocation
+// profiles before and after (compare them with go tool pprof -base).
+//
 // Run it with a time per kind of a few seconds (the CPU clock ticks every
 // 10 ms), e.g.
 //
@@ -71,15 +78,19 @@ func BenchmarkServer(b *testing.B) {
 		start func(b *testing.B) *benchProc
 	}
 	var targets []target
-	add := func(prefix, bin string) {
+	add := func(prefix, bin string, profile bool) {
 		for _, st := range stores {
 			st := strings.TrimSpace(st)
-			targets = append(targets, target{prefix + "-" + st, func(b *testing.B) *benchProc { return startOrrery(b, bin, st) }})
+			targets = append(targets, target{prefix + "-" + st, func(b *testing.B) *benchProc {
+				p := startOrrery(b, bin, st, profile)
+				p.name = prefix + "-" + st
+				return p
+			}})
 		}
 	}
-	add("orrery", bin)
+	add("orrery", bin, os.Getenv("ORRERY_BENCH_PROFILE") != "")
 	if base := os.Getenv("ORRERY_BENCH_BASE"); base != "" {
-		add("base", base)
+		add("base", base, false)
 	}
 	if cosmium := os.Getenv("ORRERY_BENCH_COSMIUM"); cosmium != "" {
 		targets = append(targets,
@@ -104,7 +115,9 @@ func envOr(name, def string) string {
 
 // benchProc is a server process under measurement.
 type benchProc struct {
+	name     string
 	cmd      *exec.Cmd
+	profiles string // where to write profiles; empty: none
 	endpoint string // https://host:port/
 	// pg, when set, is the PostgreSQL server the process stores in.
 	pg *pgtest.Server
@@ -128,21 +141,24 @@ func (p *benchProc) cpu(b *testing.B) float64 {
 // startOrrery starts bin serving on store (pebble, memory or postgres)
 // with its defaults otherwise: fsync, indexes, the change feed, metrics and
 // the access log on.
-func startOrrery(b *testing.B, bin, store string) *benchProc {
+func startOrrery(b *testing.B, bin, store string, profile bool) *benchProc {
 	b.Helper()
 	var args []string
+	if profile {
+		args = append(args, "--pprof")
+	}
 	var pg *pgtest.Server
 	switch store {
 	case "pebble":
-		args = []string{"--data", b.TempDir()}
+		args = append(args, "--data", b.TempDir())
 	case "memory":
-		args = []string{"--memory"}
+		args = append(args, "--memory")
 	case "postgres":
 		if err := pgtest.Available(); err != nil {
 			b.Skipf("PostgreSQL cannot be used: %v", err)
 		}
 		pg = pgtest.NewServer(b, pgtest.Options{Durable: true})
-		args = []string{"--postgres", pg.URL(b), "--postgres-pool", "16"}
+		args = append(args, "--postgres", pg.URL(b), "--postgres-pool", "16")
 	default:
 		b.Fatalf("ORRERY_BENCH_STORES: unknown store %q", store)
 	}
@@ -168,6 +184,9 @@ func startOrrery(b *testing.B, bin, store string) *benchProc {
 		io.Copy(io.Discard, stderr)
 	}()
 	p := &benchProc{cmd: cmd, pg: pg}
+	if profile {
+		p.profiles = os.Getenv("ORRERY_BENCH_PROFILE")
+	}
 	select {
 	case a := <-addr:
 		p.endpoint = "https://" + a + "/"
@@ -372,6 +391,20 @@ func measureKind(b *testing.B, p *benchProc, conts []*azcosmos.ContainerClient, 
 	if p.pg != nil {
 		pg0 = pgCPU(b, p.pg)
 	}
+	var profiled sync.WaitGroup
+	if p.profiles != "" {
+		prefix := filepath.Join(p.profiles, p.name+"-"+k.name)
+		p.fetchProfile(b, "allocs", prefix+".allocs0.pprof")
+		profiled.Add(1)
+		go func() {
+			defer profiled.Done()
+			p.fetchProfile(b, "profile?seconds="+envOr("ORRERY_BENCH_PROFILE_SECONDS", "5"), prefix+".cpu.pprof")
+		}()
+		defer func() {
+			profiled.Wait()
+			p.fetchProfile(b, "allocs", prefix+".allocs1.pprof")
+		}()
+	}
 	cpu0 := p.cpu(b)
 	var next, errs, conflicts atomic.Int64
 	var firstErr atomic.Value
@@ -410,5 +443,28 @@ func measureKind(b *testing.B, p *benchProc, conts []*azcosmos.ContainerClient, 
 	}
 	if err, _ := firstErr.Load().(error); err != nil {
 		b.Logf("%d of %d operations failed; the first: %v", errs.Load(), b.N, err)
+	}
+}
+
+// fetchProfile saves the server's profile (a path under /debug/pprof/) to
+// file.
+func (p *benchProc) fetchProfile(b *testing.B, profile, file string) {
+	req, _ := http.NewRequest("GET", p.endpoint+"debug/pprof/"+profile, nil)
+	req.Header.Set("Authorization", "Bearer "+server.EmulatorKey)
+	resp, err := benchHTTPClient().Do(req)
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s: %s", resp.Status, body)
+	}
+	if err == nil {
+		err = os.WriteFile(file, body, 0o644)
+	}
+	if err != nil {
+		b.Errorf("profile %s: %v", profile, err)
 	}
 }

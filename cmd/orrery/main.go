@@ -262,7 +262,7 @@ func serve(ctx context.Context, args []string) error {
 		Certificate:       &certificate,
 		Metrics:           registry,
 		MetricsAddr:       *metricsAddr,
-		Trace:             true,
+		Trace:             tracing,
 		Pprof:             *pprofOn,
 	}
 	if *accessLog {
