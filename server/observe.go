@@ -90,7 +90,7 @@ type observer struct {
 func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if o.metrics != nil && r.URL.Path == "/metrics" {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte(o.metricsAuth)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="orrery metrics"`)
+			w.Header().Set("Www-Authenticate", `Bearer realm="orrery metrics"`)
 			writeCosmosError(w, "", unauthorized("The metrics endpoint needs the master key as a bearer token (Authorization: Bearer <key>), or serve it on its own listener with --metrics-addr."))
 			return
 		}
@@ -129,7 +129,7 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case status == 0:
 		status = 200
 	}
-	charge, _ := strconv.ParseFloat(h.Get("x-ms-request-charge"), 64)
+	charge, _ := strconv.ParseFloat(h.Get("X-Ms-Request-Charge"), 64)
 	if span != nil && span.IsRecording() {
 		span.SetName(op)
 		span.SetAttributes(
@@ -138,9 +138,9 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			attribute.Int("http.response.status_code", status),
 			attribute.String("db.system.name", "azure.cosmosdb"),
 			attribute.String("db.operation.name", op),
-			attribute.String("azure.cosmosdb.response.sub_status_code", h.Get("x-ms-substatus")),
+			attribute.String("azure.cosmosdb.response.sub_status_code", h.Get("X-Ms-Substatus")),
 			attribute.Float64("azure.cosmosdb.operation.request_charge", charge),
-			attribute.String("azure.cosmosdb.activity_id", h.Get("x-ms-activity-id")),
+			attribute.String("azure.cosmosdb.activity_id", h.Get("X-Ms-Activity-Id")),
 		)
 		if status >= 500 {
 			span.SetStatus(codes.Error, strconv.Itoa(status))
@@ -157,14 +157,14 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if o.log != nil {
-		sub := h.Get("x-ms-substatus")
+		sub := h.Get("X-Ms-Substatus")
 		if sub == "" {
 			sub = "0"
 		}
 		attrs := make([]slog.Attr, 0, 10)
 		attrs = append(attrs, slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("op", op),
 			slog.Int("status", status), slog.String("substatus", sub), slog.Duration("duration", elapsed.Round(time.Microsecond)),
-			slog.Float64("charge", charge), slog.String("activity", h.Get("x-ms-activity-id")))
+			slog.Float64("charge", charge), slog.String("activity", h.Get("X-Ms-Activity-Id")))
 		if rec.fault != "" {
 			attrs = append(attrs, slog.String("fault", rec.fault))
 		}

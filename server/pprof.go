@@ -32,7 +32,7 @@ func (o *observer) servePprof(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte(o.pprofAuth)) != 1 {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="orrery pprof"`)
+		w.Header().Set("Www-Authenticate", `Bearer realm="orrery pprof"`)
 		writeCosmosError(w, "", unauthorized("The profiling endpoints need the master key as a bearer token (Authorization: Bearer <key>)."))
 		return true
 	}

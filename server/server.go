@@ -111,7 +111,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !outer {
 		rec = &statusRecorder{ResponseWriter: w}
 	}
-	activity := r.Header.Get("x-ms-activity-id")
+	activity := r.Header.Get("X-Ms-Activity-Id")
 	if activity == "" {
 		activity = newActivityID()
 	}
@@ -253,9 +253,9 @@ func splitPath(p string) []string {
 // isQuery reports whether a POST carries a query (or query plan request).
 func isQuery(h http.Header) bool {
 	return strings.HasPrefix(h.Get("Content-Type"), "application/query+json") ||
-		headerBool(h, "x-ms-documentdb-isquery") ||
-		headerBool(h, "x-ms-documentdb-query") ||
-		headerBool(h, "x-ms-cosmos-is-query-plan-request")
+		headerBool(h, "X-Ms-Documentdb-Isquery") ||
+		headerBool(h, "X-Ms-Documentdb-Query") ||
+		headerBool(h, "X-Ms-Cosmos-Is-Query-Plan-Request")
 }
 
 func headerBool(h http.Header, name string) bool {
