@@ -298,7 +298,7 @@ func runKinds(b *testing.B, p *benchProc) {
 	ctx := context.Background()
 	// Seed: benchItems items r0… and the hot item, written by all clients.
 	var wg sync.WaitGroup
-	var seedErr atomic.Value
+	var seedErr atomic.Pointer[error]
 	for w := range benchClients {
 		wg.Add(1)
 		go func() {
@@ -306,15 +306,15 @@ func runKinds(b *testing.B, p *benchProc) {
 			for i := w; i < benchItems; i += benchClients {
 				id := "r" + strconv.Itoa(i)
 				if _, err := conts[w].UpsertItem(ctx, azcosmos.NewPartitionKeyString(benchPK(i)), benchDoc(id, benchPK(i), i), nil); err != nil {
-					seedErr.Store(err)
+					seedErr.Store(&err)
 					return
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	if err, _ := seedErr.Load().(error); err != nil {
-		b.Fatal(err)
+	if err := seedErr.Load(); err != nil {
+		b.Fatal(*err)
 	}
 	hot := azcosmos.NewPartitionKeyString("hot")
 	if _, err := conts[0].UpsertItem(ctx, hot, []byte(`{"id":"hot","pk":"hot","n":0}`), nil); err != nil {
@@ -407,7 +407,7 @@ func measureKind(b *testing.B, p *benchProc, conts []*azcosmos.ContainerClient, 
 	}
 	cpu0 := p.cpu(b)
 	var next, errs, conflicts atomic.Int64
-	var firstErr atomic.Value
+	var firstErr atomic.Pointer[error]
 	var wg sync.WaitGroup
 	b.ResetTimer()
 	began := time.Now()
@@ -423,7 +423,7 @@ func measureKind(b *testing.B, p *benchProc, conts []*azcosmos.ContainerClient, 
 					conflicts.Add(1)
 				default:
 					errs.Add(1)
-					firstErr.CompareAndSwap(nil, err)
+					firstErr.CompareAndSwap(nil, &err)
 				}
 			}
 		}()
@@ -441,8 +441,8 @@ func measureKind(b *testing.B, p *benchProc, conts []*azcosmos.ContainerClient, 
 	if p.pg != nil {
 		b.ReportMetric((pgCPU(b, p.pg)-pg0)*1e6/float64(b.N), "pg-cpu-µs/op")
 	}
-	if err, _ := firstErr.Load().(error); err != nil {
-		b.Logf("%d of %d operations failed; the first: %v", errs.Load(), b.N, err)
+	if err := firstErr.Load(); err != nil {
+		b.Logf("%d of %d operations failed; the first: %v", errs.Load(), b.N, *err)
 	}
 }
 
