@@ -235,3 +235,22 @@ func TestProfilesNeedTheMasterKey(t *testing.T) {
 		t.Errorf("heap profile without PprofKey: %d %.200s, want no profile", status, body)
 	}
 }
+
+// TestTracingOffCostsARequestNothing: without ObserveOptions.Trace the
+// observer hands the server the request as it came (no trace context
+// extracted, no span, no copy of the request); with it, a context of its
+// own.
+func TestTracingOffCostsARequestNothing(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		var seen *http.Request
+		h, err := Observe(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen = r }), ObserveOptions{Trace: on})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := httptest.NewRequest("GET", "/dbs/db", nil)
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		if same := seen == r; same == on {
+			t.Errorf("Trace %v: the server got the caller's request: %v", on, same)
+		}
+	}
+}
