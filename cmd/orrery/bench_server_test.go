@@ -163,6 +163,7 @@ func startOrrery(b *testing.B, bin, store string, profile bool) *benchProc {
 		b.Fatalf("ORRERY_BENCH_STORES: unknown store %q", store)
 	}
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.SysProcAttr = benchChildAttr()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -212,6 +213,7 @@ func startCosmium(b *testing.B, bin string, badger bool) *benchProc {
 		args = append(args, "-DataStore", "badger", "-Persist", b.TempDir())
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = benchChildAttr()
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
