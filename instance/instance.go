@@ -64,9 +64,13 @@ type Config struct {
 	MetricsAddr string
 	// AccessLog, when set, gets one info line per request.
 	AccessLog *slog.Logger
+	// Pprof serves Go's runtime profiles (CPU, heap, allocations,
+	// goroutines, execution trace) at server.PprofPrefix on the main port,
+	// behind the master key as a bearer token.
+	Pprof bool
 	// Trace makes a span of each request, continuing the caller's trace
 	// context, with the global OpenTelemetry tracer provider (set up by the
-	// caller). Metrics and AccessLog imply it.
+	// caller); without it a request pays nothing for tracing.
 	Trace bool
 }
 
@@ -152,8 +156,11 @@ func Start(ctx context.Context, cfg Config) (inst *Instance, err error) {
 		}
 	}
 	inst.handler = inst.Server
-	if cfg.Metrics != nil || cfg.AccessLog != nil || cfg.Trace {
-		observe := server.ObserveOptions{AccessLog: cfg.AccessLog}
+	if cfg.Metrics != nil || cfg.AccessLog != nil || cfg.Trace || cfg.Pprof {
+		observe := server.ObserveOptions{AccessLog: cfg.AccessLog, Trace: cfg.Trace}
+		if cfg.Pprof {
+			observe.PprofKey = cfg.Keys.Master
+		}
 		if cfg.Metrics != nil {
 			collectors := []prometheus.Collector{server.NewEngineCollector(inst.Engine), server.NewFaultCollector(inst.Server)}
 			if c, ok := cfg.Store.(prometheus.Collector); ok {

@@ -340,7 +340,7 @@ func classify(r *http.Request, segs []string) (operation, target, error) {
 	case kind == "docs" && n == 5:
 		switch r.Method {
 		case http.MethodGet:
-			if r.Header.Get("A-IM") != "" {
+			if r.Header.Get("A-Im") != "" {
 				return pick("docs", "changefeed", true)
 			}
 			return pick("docs", "list", true)
@@ -351,7 +351,7 @@ func classify(r *http.Request, segs []string) (operation, target, error) {
 			case isQuery(r.Header):
 				return pick("docs", "query", true)
 			case headerBool(r.Header, "x-ms-cosmos-is-batch-request"):
-				if strings.EqualFold(strings.Trim(r.Header.Get("x-ms-cosmos-batch-atomic"), `"`), "false") {
+				if strings.EqualFold(strings.Trim(r.Header.Get("X-Ms-Cosmos-Batch-Atomic"), `"`), "false") {
 					return pick("docs", "bulk", true)
 				}
 				return pick("docs", "batch", true)

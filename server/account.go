@@ -31,8 +31,8 @@ func (s *Server) account(r *request) error {
 		"queryEngineConfiguration":     queryEngineConfiguration,
 	}
 	body, _ := json.Marshal(doc)
-	r.w.Header().Set("x-ms-max-media-storage-usage-mb", "10240")
-	r.w.Header().Set("x-ms-media-storage-usage-mb", "0")
+	r.w.Header().Set("X-Ms-Max-Media-Storage-Usage-Mb", "10240")
+	r.w.Header().Set("X-Ms-Media-Storage-Usage-Mb", "0")
 	r.writeJSON(http.StatusOK, body, "", 0)
 	return nil
 }

@@ -180,7 +180,7 @@ func (k *keyRing) authenticate(r *http.Request, segs []string, now time.Time) (c
 
 // verifyMasterSignature checks a master-key or read-only-key signature.
 func (k *keyRing) verifyMasterSignature(r *http.Request, segs []string, sig string, now time.Time) (access, *engine.Error) {
-	date := r.Header.Get("x-ms-date")
+	date := r.Header.Get("X-Ms-Date")
 	if date == "" {
 		date = r.Header.Get("Date")
 	}
@@ -211,9 +211,9 @@ func (k *keyRing) verifyMasterSignature(r *http.Request, segs []string, sig stri
 	var payloads []string
 	for _, rt := range rtypes {
 		for _, link := range links {
-			payloads = append(payloads, signingPayload(r.Method, rt, link, r.Header.Get("x-ms-date"), ""))
+			payloads = append(payloads, signingPayload(r.Method, rt, link, r.Header.Get("X-Ms-Date"), ""))
 			if d := r.Header.Get("Date"); d != "" {
-				payloads = append(payloads, signingPayload(r.Method, rt, link, r.Header.Get("x-ms-date"), d))
+				payloads = append(payloads, signingPayload(r.Method, rt, link, r.Header.Get("X-Ms-Date"), d))
 			}
 		}
 	}

@@ -22,9 +22,9 @@ func (s *Server) changeFeed(r *request) error {
 		return err
 	}
 	req := &engine.ChangeFeedRequest{Database: c.Database().ID, Container: c.ID,
-		MinEPK: r.Header.Get("x-ms-start-epk"), MaxEPK: r.Header.Get("x-ms-end-epk"),
+		MinEPK: r.Header.Get("X-Ms-Start-Epk"), MaxEPK: r.Header.Get("X-Ms-End-Epk"),
 		PartitionKeyRangeID: r.partitionKeyRangeID()}
-	switch aim := r.Header.Get("A-IM"); {
+	switch aim := r.Header.Get("A-Im"); {
 	case strings.EqualFold(aim, "Incremental Feed"):
 		req.Mode = engine.LatestVersion
 	case strings.EqualFold(aim, "Full-Fidelity Feed"):
@@ -64,7 +64,7 @@ func (s *Server) changeFeed(r *request) error {
 		r.writeJSON(http.StatusNotModified, nil, res.ETag, res.Charge)
 		return nil
 	}
-	r.w.Header().Set("etag", res.ETag)
+	r.w.Header().Set("Etag", res.ETag)
 	r.writeFeed(c.RID, "Documents", res.Items, "", res.Charge)
 	return nil
 }

@@ -36,13 +36,13 @@ func writeCosmosError(w http.ResponseWriter, activity string, e *engine.Error) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	if e.SubStatus != 0 {
-		h.Set("x-ms-substatus", strconv.Itoa(e.SubStatus))
+		h.Set("X-Ms-Substatus", strconv.Itoa(e.SubStatus))
 	}
-	if e.Status == http.StatusTooManyRequests && h.Get("x-ms-retry-after-ms") == "" {
-		h.Set("x-ms-retry-after-ms", "100")
+	if e.Status == http.StatusTooManyRequests && h.Get("X-Ms-Retry-After-Ms") == "" {
+		h.Set("X-Ms-Retry-After-Ms", "100")
 	}
-	if h.Get("x-ms-request-charge") == "" {
-		h.Set("x-ms-request-charge", "0")
+	if h.Get("X-Ms-Request-Charge") == "" {
+		h.Set("X-Ms-Request-Charge", "0")
 	}
 	code := e.Code
 	if code == "" {
@@ -58,6 +58,6 @@ func writeCosmosError(w http.ResponseWriter, activity string, e *engine.Error) {
 }
 
 // activityID is the activity id this response carries.
-func activityID(w http.ResponseWriter) string { return w.Header().Get("x-ms-activity-id") }
+func activityID(w http.ResponseWriter) string { return w.Header().Get("X-Ms-Activity-Id") }
 
 func badRequest(format string, args ...any) error { return engine.BadRequest(format, args...) }

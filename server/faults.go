@@ -87,7 +87,7 @@ func (s *Server) inject(outer http.ResponseWriter, rec *statusRecorder, r *reque
 			var wait time.Duration
 			if ticket, wait = s.throttle.Admit(r.Context(), c, id, epk, r.op.String()); wait > 0 {
 				markFault(outer, "throughput:"+string(faults.TooManyRequests))
-				rec.Header().Set("x-ms-retry-after-ms", strconv.FormatInt(wait.Milliseconds(), 10))
+				rec.Header().Set("X-Ms-Retry-After-Ms", strconv.FormatInt(wait.Milliseconds(), 10))
 				writeCosmosError(rec, activityID(rec), faultError(faults.TooManyRequests))
 				return true, nil
 			}
@@ -149,6 +149,9 @@ func (s *Server) inject(outer http.ResponseWriter, rec *statusRecorder, r *reque
 		rec.ResponseWriter = lost
 		return false, func() {
 			rec.ResponseWriter = real
+			// What was written went to the lost writer: the status
+			// the client gets (and the access log shows) is lose's.
+			rec.status = 0
 			if ticket != nil {
 				ticket.Done(chargeOf(lost.h))
 			}
@@ -168,7 +171,7 @@ func (s *Server) inject(outer http.ResponseWriter, rec *statusRecorder, r *reque
 	default:
 		e := faultError(res.Type)
 		if res.Type == faults.TooManyRequests {
-			rec.Header().Set("x-ms-retry-after-ms", strconv.FormatInt(time.Duration(res.RetryAfter).Milliseconds(), 10))
+			rec.Header().Set("X-Ms-Retry-After-Ms", strconv.FormatInt(time.Duration(res.RetryAfter).Milliseconds(), 10))
 		}
 		writeCosmosError(rec, activityID(rec), e)
 	}
@@ -177,7 +180,7 @@ func (s *Server) inject(outer http.ResponseWriter, rec *statusRecorder, r *reque
 
 // chargeOf reads the request charge a response carries.
 func chargeOf(h http.Header) float64 {
-	v, _ := strconv.ParseFloat(h.Get("x-ms-request-charge"), 64)
+	v, _ := strconv.ParseFloat(h.Get("X-Ms-Request-Charge"), 64)
 	return v
 }
 
@@ -191,7 +194,7 @@ func (s *Server) faultRequest(r *request) *faults.Request {
 		Operation:    r.op.String(),
 		Database:     r.t.db,
 		Container:    r.t.coll,
-		PartitionKey: r.Header.Get("x-ms-documentdb-partitionkey"),
+		PartitionKey: r.Header.Get("X-Ms-Documentdb-Partitionkey"),
 		ClientIP:     ip,
 		UserAgent:    r.UserAgent(),
 		Range: func() string {
@@ -238,7 +241,7 @@ func (s *Server) routeOf(r *request) (c *engine.Container, rangeID, epk string) 
 	if err != nil {
 		return nil, "", ""
 	}
-	epk = r.Header.Get("x-ms-start-epk")
+	epk = r.Header.Get("X-Ms-Start-Epk")
 	if pk, has, err := r.partitionKey(); err == nil && has {
 		def := c.PartitionKeyDefinition()
 		epk = engine.EPKHex(engine.EffectivePartitionKey(&def, pk))

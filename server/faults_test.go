@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -22,7 +21,7 @@ import (
 
 // faultServer serves a container c (partition key /pk) observed as orrery
 // serve observes it, with its access log in logs.
-func faultServer(t *testing.T) (*httptest.Server, *Server, *engine.Engine, *bytes.Buffer) {
+func faultServer(t *testing.T) (*httptest.Server, *Server, *engine.Engine, *syncBuffer) {
 	t.Helper()
 	ctx := t.Context()
 	store := memory.New()
@@ -34,7 +33,7 @@ func faultServer(t *testing.T) (*httptest.Server, *Server, *engine.Engine, *byte
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &bytes.Buffer{}
+	logs := &syncBuffer{}
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(NewFaultCollector(srv)); err != nil {
 		t.Fatal(err)
@@ -132,6 +131,11 @@ func TestAnAppliedThenLostWriteCommitsAndTheAccessLogAndMetricsNameTheRule(t *te
 	}
 	if _, err := eng.ReadItem(t.Context(), &engine.ItemRequest{Database: "db", Container: "c", ID: "a", PartitionKey: engine.StringKey("p"), HasPartitionKey: true}); err != nil {
 		t.Fatalf("the write whose reply was lost was not applied: %v", err)
+	}
+	// The client sees the reset before the handler returns and the
+	// access log line is written: wait for it.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), "fault=lost:AppliedThenLost") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
 	}
 	if !strings.Contains(logs.String(), "fault=lost:AppliedThenLost") || !strings.Contains(logs.String(), "status=0") {
 		t.Fatalf("the access log does not mark the dropped reply:\n%s", logs)

@@ -74,8 +74,8 @@ func (s *Server) readItemFeed(r *request) error {
 		return err
 	}
 	res, err := s.eng.ReadFeed(ctx, &engine.FeedRequest{Database: r.t.db, Container: r.t.coll, PartitionKey: pk, HasPartitionKey: hasPK,
-		MaxItems: n, Continuation: r.Header.Get("x-ms-continuation"), PartitionKeyRangeID: r.partitionKeyRangeID(),
-		MinEPK: r.Header.Get("x-ms-start-epk"), MaxEPK: r.Header.Get("x-ms-end-epk")})
+		MaxItems: n, Continuation: r.Header.Get("X-Ms-Continuation"), PartitionKeyRangeID: r.partitionKeyRangeID(),
+		MinEPK: r.Header.Get("X-Ms-Start-Epk"), MaxEPK: r.Header.Get("X-Ms-End-Epk")})
 	if err != nil {
 		return err
 	}
@@ -177,7 +177,9 @@ func (s *Server) setSessionLSN(r *request, lsn uint64) {
 		lsn = s.eng.SessionLSN(r.Context())
 	}
 	id := r.partitionKeyRangeID()
-	if _, err := strconv.ParseUint(id, 10, 32); err != nil {
+	if id == "" {
+		id = "0" // without the error ParseUint would allocate
+	} else if _, err := strconv.ParseUint(id, 10, 32); err != nil {
 		id = "0"
 	}
 	r.w.Header()["X-Ms-Session-Token"] = []string{id + ":-1#" + formatUint(lsn)}

@@ -27,6 +27,14 @@ type ObserveOptions struct {
 	MetricsKey string
 	// AccessLog, when set, gets one info line per request.
 	AccessLog *slog.Logger
+	// Trace makes a span of each request, continuing the caller's trace
+	// context, with the global OpenTelemetry tracer provider; without it
+	// a request pays nothing for tracing.
+	Trace bool
+	// PprofKey, when set, serves Go's runtime profiles (net/http/pprof)
+	// under PprofPrefix to requests that carry it as a bearer token; the
+	// path is the API's (an unknown path) without it.
+	PprofKey string
 }
 
 // Observe wraps the server's handler with what an operator watches: an
@@ -34,7 +42,7 @@ type ObserveOptions struct {
 // metrics endpoint. It fails when the metrics cannot be registered (say,
 // opts.Registerer has metrics of these names already).
 func Observe(h http.Handler, opts ObserveOptions) (http.Handler, error) {
-	o := &observer{next: h, log: opts.AccessLog}
+	o := &observer{next: h, log: opts.AccessLog, trace: opts.Trace}
 	if opts.Registerer != nil {
 		o.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "orrery_requests_total", Help: "Requests answered, by operation and status.",
@@ -56,6 +64,10 @@ func Observe(h http.Handler, opts ObserveOptions) (http.Handler, error) {
 		o.metrics = promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})
 		o.metricsAuth = "Bearer " + opts.MetricsKey
 	}
+	if opts.PprofKey != "" {
+		o.pprof = newPprofHandler()
+		o.pprofAuth = "Bearer " + opts.PprofKey
+	}
 	return o, nil
 }
 
@@ -65,32 +77,49 @@ var tracer = otel.Tracer("github.com/orrery-db/orrery/server")
 type observer struct {
 	next        http.Handler
 	log         *slog.Logger
+	trace       bool
 	requests    *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
 	charge      *prometheus.CounterVec
 	metrics     http.Handler
 	metricsAuth string
+	pprof       http.Handler
+	pprofAuth   string
 }
 
 func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if o.metrics != nil && r.URL.Path == "/metrics" {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte(o.metricsAuth)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="orrery metrics"`)
+			w.Header().Set("Www-Authenticate", `Bearer realm="orrery metrics"`)
 			writeCosmosError(w, "", unauthorized("The metrics endpoint needs the master key as a bearer token (Authorization: Bearer <key>), or serve it on its own listener with --metrics-addr."))
 			return
 		}
 		o.metrics.ServeHTTP(w, r)
 		return
 	}
+	if o.servePprof(w, r) {
+		return
+	}
 	start := time.Now()
-	op := operationOf(r)
-	// A span per request, continuing the caller's trace (traceparent); a
-	// no-op unless tracing was set up (cmd/orrery does, from OTEL_*).
-	ctx := otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-	ctx, span := tracer.Start(ctx, op, trace.WithSpanKind(trace.SpanKindServer))
 	rec := &statusRecorder{ResponseWriter: w}
-	o.next.ServeHTTP(rec, r.WithContext(ctx))
+	var span trace.Span
+	if o.trace {
+		// A span per request, continuing the caller's trace
+		// (traceparent), named once the server has classified it.
+		ctx := otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx, span = tracer.Start(ctx, "request", trace.WithSpanKind(trace.SpanKindServer))
+		r = r.WithContext(ctx)
+	}
+	o.next.ServeHTTP(rec, r)
 	elapsed := time.Since(start)
+	// The server classified the request (rec.op) unless it answered
+	// before: a health check, the certificate, an unknown path.
+	var op string
+	if rec.op != (operation{}) {
+		op = rec.op.String()
+	} else {
+		op = operationOf(r)
+	}
 	h := rec.Header()
 	status := rec.status
 	switch {
@@ -100,23 +129,26 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case status == 0:
 		status = 200
 	}
-	charge, _ := strconv.ParseFloat(h.Get("x-ms-request-charge"), 64)
-	if span.IsRecording() {
+	charge, _ := strconv.ParseFloat(h.Get("X-Ms-Request-Charge"), 64)
+	if span != nil && span.IsRecording() {
+		span.SetName(op)
 		span.SetAttributes(
 			attribute.String("http.request.method", r.Method),
 			attribute.String("url.path", r.URL.Path),
 			attribute.Int("http.response.status_code", status),
 			attribute.String("db.system.name", "azure.cosmosdb"),
 			attribute.String("db.operation.name", op),
-			attribute.String("azure.cosmosdb.response.sub_status_code", h.Get("x-ms-substatus")),
+			attribute.String("azure.cosmosdb.response.sub_status_code", h.Get("X-Ms-Substatus")),
 			attribute.Float64("azure.cosmosdb.operation.request_charge", charge),
-			attribute.String("azure.cosmosdb.activity_id", h.Get("x-ms-activity-id")),
+			attribute.String("azure.cosmosdb.activity_id", h.Get("X-Ms-Activity-Id")),
 		)
 		if status >= 500 {
 			span.SetStatus(codes.Error, strconv.Itoa(status))
 		}
 	}
-	span.End()
+	if span != nil {
+		span.End()
+	}
 	if o.requests != nil {
 		o.requests.WithLabelValues(op, strconv.Itoa(status)).Inc()
 		o.duration.WithLabelValues(op).Observe(elapsed.Seconds())
@@ -125,17 +157,18 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if o.log != nil {
-		sub := h.Get("x-ms-substatus")
+		sub := h.Get("X-Ms-Substatus")
 		if sub == "" {
 			sub = "0"
 		}
-		attrs := []any{"method", r.Method, "path", r.URL.Path, "op", op, "status", status,
-			"substatus", sub, "duration", elapsed.Round(time.Microsecond),
-			"charge", charge, "activity", h.Get("x-ms-activity-id")}
+		attrs := make([]slog.Attr, 0, 10)
+		attrs = append(attrs, slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("op", op),
+			slog.Int("status", status), slog.String("substatus", sub), slog.Duration("duration", elapsed.Round(time.Microsecond)),
+			slog.Float64("charge", charge), slog.String("activity", h.Get("X-Ms-Activity-Id")))
 		if rec.fault != "" {
-			attrs = append(attrs, "fault", rec.fault)
+			attrs = append(attrs, slog.String("fault", rec.fault))
 		}
-		o.log.Info("request", attrs...)
+		o.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -173,5 +174,83 @@ func TestObserveOnARegistryThatHasItsMetricsFails(t *testing.T) {
 	}
 	if _, err := Observe(h, ObserveOptions{Registerer: reg}); err == nil {
 		t.Fatal("a second Observe on one registry succeeded, want an error")
+	}
+}
+
+// TestProfilesNeedTheMasterKey: with PprofKey the runtime profiles answer
+// only to the master key as a bearer token; anyone else, a client signing
+// with the key as the SDKs do included, gets Cosmos's 401, and without
+// PprofKey there are no profiles at all.
+func TestProfilesNeedTheMasterKey(t *testing.T) {
+	store := memory.New()
+	eng, err := engine.Open(t.Context(), store, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Engine: eng, Keys: Keys{Master: EmulatorKey}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	with, err := Observe(srv, ObserveOptions{PprofKey: EmulatorKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := Observe(srv, ObserveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, hsOff := httptest.NewServer(with), httptest.NewServer(without)
+	t.Cleanup(func() { hs.Close(); hsOff.Close(); eng.Close(); store.Close() })
+	get := func(base, path, auth string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", base+path, nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	signed, err := Sign(EmulatorKey, "GET", "", "", time.Now().UTC().Format(http.TimeFormat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap?debug=1", "/debug/pprof/profile?seconds=1", "/debug/pprof/cmdline"} {
+		for _, auth := range []string{"", "Bearer wrong", EmulatorKey, signed} {
+			status, body := get(hs.URL, path, auth)
+			if status != 401 || !strings.Contains(body, `"code":"Unauthorized"`) {
+				t.Errorf("%s with Authorization %q: %d %s, want Cosmos's 401", path, auth, status, body)
+			}
+		}
+	}
+	status, body := get(hs.URL, "/debug/pprof/heap?debug=1", "Bearer "+EmulatorKey)
+	if status != 200 || !strings.Contains(body, "heap profile") {
+		t.Errorf("heap profile with the master key: %d %.200s", status, body)
+	}
+	if status, body := get(hsOff.URL, "/debug/pprof/heap?debug=1", "Bearer "+EmulatorKey); status == 200 || strings.Contains(body, "heap profile") {
+		t.Errorf("heap profile without PprofKey: %d %.200s, want no profile", status, body)
+	}
+}
+
+// TestTracingOffCostsARequestNothing: without ObserveOptions.Trace the
+// observer hands the server the request as it came (no trace context
+// extracted, no span, no copy of the request); with it, a context of its
+// own.
+func TestTracingOffCostsARequestNothing(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		var seen *http.Request
+		h, err := Observe(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen = r }), ObserveOptions{Trace: on})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := httptest.NewRequest("GET", "/dbs/db", nil)
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		if same := seen == r; same == on {
+			t.Errorf("Trace %v: the server got the caller's request: %v", on, same)
+		}
 	}
 }

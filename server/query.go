@@ -105,7 +105,7 @@ func (s *Server) queryItems(r *request) error {
 		return err
 	}
 	rangeID := r.partitionKeyRangeID()
-	scopedRange, minEPK, maxEPK := rangeID, r.Header.Get("x-ms-start-epk"), r.Header.Get("x-ms-end-epk")
+	scopedRange, minEPK, maxEPK := rangeID, r.Header.Get("X-Ms-Start-Epk"), r.Header.Get("X-Ms-End-Epk")
 	if rangeID != "" && !hasPK && strings.HasPrefix(spec.Query, wholeContainerMarker) {
 		// A pipeline following planFor: the range answers for the container.
 		if !c.HasPartitionKeyRange(rangeID) {
@@ -123,7 +123,7 @@ func (s *Server) queryItems(r *request) error {
 		Database: c.Database().ID, Container: c.ID, Query: spec.Query, Params: params,
 		PartitionKey: pk, HasPartitionKey: hasPK, SinglePartitionKeyRange: rangeID != "",
 		PartitionKeyRangeID: scopedRange, MinEPK: minEPK, MaxEPK: maxEPK,
-		MaxItems: n, Continuation: r.Header.Get("x-ms-continuation"),
+		MaxItems: n, Continuation: r.Header.Get("X-Ms-Continuation"),
 		IndexMetrics: wantsIndexMetrics(r),
 	})
 	if cur, cerr := s.eng.CachedContainer(ctx, c.Database().ID, c.ID); cerr == nil && cur != c {
@@ -160,7 +160,7 @@ func (s *Server) queryResources(r *request, rid, key string, list []*engine.Reso
 	if err != nil {
 		return err
 	}
-	res, err := engine.QueryResources(list, spec.Query, params, n, r.Header.Get("x-ms-continuation"))
+	res, err := engine.QueryResources(list, spec.Query, params, n, r.Header.Get("X-Ms-Continuation"))
 	if err != nil {
 		return err
 	}

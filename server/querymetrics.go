@@ -89,23 +89,23 @@ func indexUtilizationJSON(u *engine.IndexUtilization) []byte {
 // true, or URL-encoded JSON when x-ms-cosmos-populateindexmetrics-V2 is.
 func (r *request) setQueryMetricsHeaders(res *engine.QueryResult) {
 	h := r.w.Header()
-	if res.Metrics != nil && strings.EqualFold(r.Header.Get("x-ms-documentdb-populatequerymetrics"), "true") {
-		h.Set("x-ms-documentdb-query-metrics", queryMetricsHeader(res.Metrics))
+	if res.Metrics != nil && strings.EqualFold(r.Header.Get("X-Ms-Documentdb-Populatequerymetrics"), "true") {
+		h.Set("X-Ms-Documentdb-Query-Metrics", queryMetricsHeader(res.Metrics))
 	}
 	if res.IndexUtilization == nil {
 		return
 	}
 	doc := indexUtilizationJSON(res.IndexUtilization)
 	if wantsIndexMetricsV2(r) {
-		h.Set("x-ms-cosmos-index-utilization", strings.ReplaceAll(url.QueryEscape(string(doc)), "+", "%20"))
+		h.Set("X-Ms-Cosmos-Index-Utilization", strings.ReplaceAll(url.QueryEscape(string(doc)), "+", "%20"))
 	} else {
-		h.Set("x-ms-cosmos-index-utilization", base64.StdEncoding.EncodeToString(doc))
+		h.Set("X-Ms-Cosmos-Index-Utilization", base64.StdEncoding.EncodeToString(doc))
 	}
 }
 
 // wantsIndexMetrics reports whether the request asked for index metrics.
 func wantsIndexMetrics(r *request) bool {
-	return strings.EqualFold(r.Header.Get("x-ms-cosmos-populateindexmetrics"), "true") || wantsIndexMetricsV2(r)
+	return strings.EqualFold(r.Header.Get("X-Ms-Cosmos-Populateindexmetrics"), "true") || wantsIndexMetricsV2(r)
 }
 
 func wantsIndexMetricsV2(r *request) bool {

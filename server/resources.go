@@ -103,7 +103,7 @@ func (s *Server) readResourceFeed(r *request, key string, list []*engine.Resourc
 	if err != nil {
 		return err
 	}
-	res, err := engine.PageResources(list, n, r.Header.Get("x-ms-continuation"))
+	res, err := engine.PageResources(list, n, r.Header.Get("X-Ms-Continuation"))
 	if err != nil {
 		return err
 	}
@@ -194,8 +194,8 @@ func (s *Server) readOffer(r *request) error {
 // here takes effect at once, and the minimum is the service's (of the
 // autoscale maximum for an autoscale offer).
 func offerHeaders(r *request, res *engine.Resource) {
-	r.w.Header().Set("x-ms-offer-replace-pending", "false")
-	r.w.Header().Set("x-ms-cosmos-min-throughput", strconv.Itoa(engine.MinThroughput(res)))
+	r.w.Header().Set("X-Ms-Offer-Replace-Pending", "false")
+	r.w.Header().Set("X-Ms-Cosmos-Min-Throughput", strconv.Itoa(engine.MinThroughput(res)))
 }
 
 // replaceOffer serves PUT /offers/{rid}.

@@ -55,16 +55,16 @@ func (r *request) writeFeed(rid, key string, docs [][]byte, continuation string,
 	b = strconv.AppendInt(b, int64(len(docs)), 10)
 	b = append(b, '}')
 	h := r.w.Header()
-	h.Set("x-ms-item-count", strconv.Itoa(len(docs)))
+	h.Set("X-Ms-Item-Count", strconv.Itoa(len(docs)))
 	if continuation != "" {
-		h.Set("x-ms-continuation", continuation)
+		h.Set("X-Ms-Continuation", continuation)
 	}
 	r.writeJSON(http.StatusOK, b, "", charge)
 }
 
 // maxItemCount parses x-ms-max-item-count (0 when absent or -1).
 func (r *request) maxItemCount() (int, error) {
-	v := r.Header.Get("x-ms-max-item-count")
+	v := r.Header.Get("X-Ms-Max-Item-Count")
 	if v == "" {
 		return 0, nil
 	}
@@ -80,7 +80,7 @@ func (r *request) maxItemCount() (int, error) {
 
 // partitionKey parses x-ms-documentdb-partitionkey; ok is false when absent.
 func (r *request) partitionKey() (engine.PartitionKey, bool, error) {
-	v := r.Header.Get("x-ms-documentdb-partitionkey")
+	v := r.Header.Get("X-Ms-Documentdb-Partitionkey")
 	if v == "" {
 		return nil, false, nil
 	}
@@ -104,13 +104,13 @@ func (r *request) preferMinimal() bool {
 // throughput parses the offer headers of database and container creation.
 func (r *request) throughput() (*engine.Throughput, error) {
 	var t *engine.Throughput
-	if v := r.Header.Get("x-ms-offer-throughput"); v != "" {
+	if v := r.Header.Get("X-Ms-Offer-Throughput"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
 			return nil, badRequest("The offer throughput %q is invalid: it must be a whole number of RU/s.", v)
 		}
 		t = &engine.Throughput{Manual: n}
-	} else if v := r.Header.Get("x-ms-cosmos-offer-autopilot-settings"); v != "" {
+	} else if v := r.Header.Get("X-Ms-Cosmos-Offer-Autopilot-Settings"); v != "" {
 		var a struct {
 			MaxThroughput int `json:"maxThroughput"`
 		}

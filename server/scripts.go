@@ -94,7 +94,7 @@ func (s *Server) executeStoredProcedure(r *request) error {
 		return err
 	}
 	if res.Log != "" {
-		r.w.Header().Set("x-ms-documentdb-script-log-results", encodeURIComponent(res.Log))
+		r.w.Header().Set("X-Ms-Documentdb-Script-Log-Results", encodeURIComponent(res.Log))
 	}
 	s.setResultSession(r, res.SessionLSN)
 	body := res.Body
@@ -130,8 +130,19 @@ func encodeURIComponent(s string) string {
 // x-ms-documentdb-{pre|post}-trigger-include: comma-separated (Go) or one
 // header each (JavaScript).
 func (r *request) triggers(kind string) []string {
+	// The header's canonical name: looked up as is, with no allocation on
+	// the writes that name none.
+	var name string
+	switch kind {
+	case "pre":
+		name = "X-Ms-Documentdb-Pre-Trigger-Include"
+	case "post":
+		name = "X-Ms-Documentdb-Post-Trigger-Include"
+	default:
+		name = http.CanonicalHeaderKey("x-ms-documentdb-" + kind + "-trigger-include")
+	}
 	var out []string
-	for _, v := range r.Header.Values("x-ms-documentdb-" + kind + "-trigger-include") {
+	for _, v := range r.Header[name] {
 		for _, id := range strings.Split(v, ",") {
 			if id = strings.TrimSpace(id); id != "" {
 				out = append(out, id)

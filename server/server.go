@@ -2,8 +2,8 @@ package server
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -107,9 +107,12 @@ type request struct {
 // ServeHTTP authenticates, routes and answers one request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	markHeadersDone(r)
-	start := time.Now()
-	rec := &statusRecorder{ResponseWriter: w}
-	activity := r.Header.Get("x-ms-activity-id")
+	// Behind Observe, w is its recorder already: one serves both.
+	rec, outer := w.(*statusRecorder)
+	if !outer {
+		rec = &statusRecorder{ResponseWriter: w}
+	}
+	activity := r.Header.Get("X-Ms-Activity-Id")
 	if activity == "" {
 		activity = newActivityID()
 	}
@@ -124,8 +127,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeCosmosError(rec, activity, &engine.Error{Status: 500, Code: "InternalServerError", Message: "An unexpected error occurred while processing the request."})
 			}
 		}
-		s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start))
 	}()
+	if s.log.Enabled(r.Context(), slog.LevelDebug) {
+		start := time.Now()
+		defer func() {
+			s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start))
+		}()
+	}
 	if r.URL.Path == "/_health" {
 		rec.Header().Set("Content-Type", "application/json")
 		rec.WriteHeader(200)
@@ -172,6 +180,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(rec, r, cerr)
 		return
 	}
+	// The observer names the request by the operation classified here.
+	rec.op = op
 	req := &request{Request: r, w: rec, segs: segs, op: op, t: t}
 	rt, ok := operations[op]
 	if !ok || rt.serve == nil {
@@ -244,9 +254,9 @@ func splitPath(p string) []string {
 // isQuery reports whether a POST carries a query (or query plan request).
 func isQuery(h http.Header) bool {
 	return strings.HasPrefix(h.Get("Content-Type"), "application/query+json") ||
-		headerBool(h, "x-ms-documentdb-isquery") ||
-		headerBool(h, "x-ms-documentdb-query") ||
-		headerBool(h, "x-ms-cosmos-is-query-plan-request")
+		headerBool(h, "X-Ms-Documentdb-Isquery") ||
+		headerBool(h, "X-Ms-Documentdb-Query") ||
+		headerBool(h, "X-Ms-Cosmos-Is-Query-Plan-Request")
 }
 
 func headerBool(h http.Header, name string) bool {
@@ -262,6 +272,9 @@ type statusRecorder struct {
 	// dropped means the connection was dropped without an answer.
 	fault   string
 	dropped bool
+	// op is the request's operation once the server has classified it
+	// (the zero operation before).
+	op operation
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
@@ -286,7 +299,17 @@ func newActivityID() string {
 	binary.LittleEndian.PutUint64(b[8:], rand.Uint64())
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+	var out [36]byte
+	hex.Encode(out[0:8], b[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], b[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], b[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], b[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:36], b[10:])
+	return string(out[:])
 }
 
 func formatCharge(c float64) string { return strconv.FormatFloat(c, 'f', -1, 64) }

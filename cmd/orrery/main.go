@@ -127,6 +127,7 @@ func serve(ctx context.Context, args []string) error {
 	aadRoles := fs.String("aad-roles", env("ORRERY_AAD_ROLES", ""), "role assignments file: principals (oid) to Data Reader/Contributor over a scope (env ORRERY_AAD_ROLES)")
 	aadIssuer := fs.String("aad-issuer", env("ORRERY_AAD_ISSUER", ""), "accepted token issuers (iss), comma-separated; any when empty (env ORRERY_AAD_ISSUER)")
 	aadAudience := fs.String("aad-audience", env("ORRERY_AAD_AUDIENCE", ""), "accepted token audiences besides https://cosmos.azure.com, comma-separated; default: the scheme and host a request is addressed to (env ORRERY_AAD_AUDIENCE)")
+	pprofOn := fs.Bool("pprof", false, "serve Go's runtime profiles (net/http/pprof: CPU, heap, allocs, goroutine, trace) at /debug/pprof/ on the main port, to requests carrying the master key as a bearer token (Authorization: Bearer <key>)")
 	logLevel := fs.String("log-level", env("ORRERY_LOG_LEVEL", "info"), "log level: debug, info, warn or error")
 	faultsFile := fs.String("faults", env("ORRERY_FAULTS", ""), "JSON file of fault rules to install at start (env ORRERY_FAULTS); 'orrery faults' changes them while the server runs")
 	enforceThroughput := fs.Bool("enforce-throughput", false, "answer 429 to requests over their container's or shared database's provisioned RU/s, per physical partition, as the service does")
@@ -261,7 +262,8 @@ func serve(ctx context.Context, args []string) error {
 		Certificate:       &certificate,
 		Metrics:           registry,
 		MetricsAddr:       *metricsAddr,
-		Trace:             true,
+		Trace:             tracing,
+		Pprof:             *pprofOn,
 	}
 	if *accessLog {
 		cfg.AccessLog = log
