@@ -302,5 +302,6 @@ func (e *Engine) admitScript(parent context.Context, c *Container, pk PartitionK
 }
 
 // SessionLSN is the sequence number every committed write is at or below:
-// the global LSN of session tokens.
-func (e *Engine) SessionLSN(ctx context.Context) uint64 { return e.seq.watermark(ctx) }
+// the global LSN of session tokens. It fails when the store cannot tell
+// (a shared store it cannot reach: storage.ErrUnavailable).
+func (e *Engine) SessionLSN(ctx context.Context) (uint64, error) { return e.seq.watermark(ctx) }

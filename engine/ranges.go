@@ -276,7 +276,11 @@ func (e *Engine) SplitPartitionKeyRange(ctx context.Context, dbName, collName, i
 	}
 	version := set.Version + 1
 	parents := append(append([]string(nil), parent.Parents...), parent.ID)
-	lsn, ts := e.seq.watermark(ctx), e.now().Unix()
+	lsn, err := e.seq.watermark(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ts := e.now().Unix()
 	cut := formatEPKBoundary(mid)
 	children := []PartitionKeyRange{
 		{ID: strconv.Itoa(set.NextID), MinInclusive: parent.MinInclusive, MaxExclusive: cut, Parents: parents, Version: version, LSN: lsn, TS: ts},

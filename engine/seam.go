@@ -57,8 +57,10 @@ type lsnSource interface {
 	allocate(ctx context.Context) (uint64, error)
 	finish(n uint64)
 	pending() (newest uint64, inflight int)
-	watermark(ctx context.Context) uint64
-	settle(ctx context.Context, timeout time.Duration) uint64
+	// watermark and settle fail when the store cannot tell its watermark
+	// (a shared store unreachable): never 0 for an error.
+	watermark(ctx context.Context) (uint64, error)
+	settle(ctx context.Context, timeout time.Duration) (uint64, error)
 }
 
 // localSeam is the seam of an engine alone on its store: locks are
@@ -91,7 +93,11 @@ func (l localSeam) itemsSnapshot(ctx context.Context, db, name string, extra fun
 	if settle > 0 {
 		// Settled before the snapshot, which then holds every write
 		// below the watermark.
-		watermark = e.seq.settle(ctx, settle) + 1
+		w, err := e.seq.settle(ctx, settle)
+		if err != nil {
+			return nil, nil, nil, 0, err
+		}
+		watermark = w + 1
 	}
 	if snap, err = e.store.NewSnapshot(ctx); err != nil {
 		return nil, nil, nil, 0, err

@@ -111,8 +111,8 @@ func (s *sequencer) pending() (newest uint64, inflight int) {
 }
 
 // watermark is the highest LSN at or below which everything has finished.
-func (s *sequencer) watermark(ctx context.Context) uint64 {
-	return s.published.Load()
+func (s *sequencer) watermark(ctx context.Context) (uint64, error) {
+	return s.published.Load(), nil
 }
 
 // settle waits, at most timeout, until the watermark covers every LSN that
@@ -120,12 +120,12 @@ func (s *sequencer) watermark(ctx context.Context) uint64 {
 // acknowledged before a change-feed read is then visible to it even while an
 // older, longer transaction (a large batch, a stored procedure) is still open;
 // only such a transaction outlasting timeout leaves it behind the watermark.
-func (s *sequencer) settle(ctx context.Context, timeout time.Duration) uint64 {
+func (s *sequencer) settle(ctx context.Context, timeout time.Duration) (uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	target := s.finished
 	if s.published.Load() >= target {
-		return s.published.Load()
+		return s.published.Load(), nil
 	}
 	expired := false
 	t := time.AfterFunc(timeout, func() {
@@ -138,5 +138,5 @@ func (s *sequencer) settle(ctx context.Context, timeout time.Duration) uint64 {
 	for s.published.Load() < target && !expired {
 		s.advanced.Wait()
 	}
-	return s.published.Load()
+	return s.published.Load(), nil
 }

@@ -391,23 +391,29 @@ func (t *txn) forgetPrefetched(key []byte) {
 
 // sharedWatermark is the highest LSN at or below which every write has
 // finished, on every gateway.
-func (s *sharedState) watermark(ctx context.Context) uint64 {
+func (s *sharedState) watermark(ctx context.Context) (uint64, error) {
 	w, err := s.store.Watermark(ctx)
-	if err != nil || w == 0 {
-		return 0
+	if err != nil {
+		return 0, err
 	}
-	return w - 1
+	if w == 0 {
+		return 0, nil
+	}
+	return w - 1, nil
 }
 
 // settleShared waits, at most timeout, until the watermark covers every
 // write this engine has finished, and returns it.
-func (s *sharedState) settle(ctx context.Context, timeout time.Duration) uint64 {
+func (s *sharedState) settle(ctx context.Context, timeout time.Duration) (uint64, error) {
 	target := s.finished.Load()
 	deadline := time.Now().Add(timeout)
 	for {
-		w := s.watermark(ctx)
+		w, err := s.watermark(ctx)
+		if err != nil {
+			return 0, err
+		}
 		if w >= target || time.Now().After(deadline) || ctx.Err() != nil {
-			return w
+			return w, nil
 		}
 		time.Sleep(time.Millisecond)
 	}

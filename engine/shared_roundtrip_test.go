@@ -38,13 +38,17 @@ func itemRequest(ctx context.Context, e *Engine, op func() (*ItemResult, error))
 	res, err := op()
 	if err != nil {
 		if ce, ok := AsError(err); ok && (ce.Status == 404 || ce.Status == 409 || ce.Status == 412) && ce.SessionLSN == 0 {
-			e.SessionLSN(ctx)
+			if _, serr := e.SessionLSN(ctx); serr != nil {
+				return nil, 0, serr
+			}
 		}
 		return nil, 0, err
 	}
 	session := res.SessionLSN
 	if session == 0 {
-		session = e.SessionLSN(ctx)
+		if session, err = e.SessionLSN(ctx); err != nil {
+			return nil, 0, err
+		}
 	}
 	return res, session, nil
 }
@@ -66,7 +70,9 @@ func batchRequest(ctx context.Context, e *Engine, ops []string) (*BatchResult, u
 	}
 	session := res.SessionLSN
 	if session == 0 {
-		session = e.SessionLSN(ctx)
+		if session, err = e.SessionLSN(ctx); err != nil {
+			return nil, 0, err
+		}
 	}
 	return res, session, nil
 }

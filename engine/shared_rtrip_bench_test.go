@@ -188,19 +188,22 @@ func querySession(ctx context.Context, e *Engine, res *QueryResult) uint64 {
 	if res.SessionLSN != 0 {
 		return res.SessionLSN
 	}
-	return e.SessionLSN(ctx)
+	lsn, _ := e.SessionLSN(ctx)
+	return lsn
 }
 
 func readFeedSession(ctx context.Context, e *Engine, res *FeedResult) uint64 {
 	if res.SessionLSN != 0 {
 		return res.SessionLSN
 	}
-	return e.SessionLSN(ctx)
+	lsn, _ := e.SessionLSN(ctx)
+	return lsn
 }
 
 func feedSession(ctx context.Context, e *Engine, res *ChangeFeedResult) uint64 {
 	if res.SessionLSN != 0 {
 		return res.SessionLSN
 	}
-	return e.SessionLSN(ctx)
+	lsn, _ := e.SessionLSN(ctx)
+	return lsn
 }

@@ -197,7 +197,11 @@ func (e *Engine) Stats(ctx context.Context) (*Stats, error) {
 	st.NewestLSN, st.InFlight = e.seq.pending()
 	// The watermark after the pending figures: an LSN finished in between
 	// then shows as published, never as newer than the newest.
-	st.Watermark = e.seq.watermark(ctx)
+	w, err := e.seq.watermark(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st.Watermark = w
 	// On a shared store the other gateways' writes are known only through
 	// the watermark.
 	st.NewestLSN = max(st.NewestLSN, st.Watermark)

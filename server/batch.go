@@ -50,7 +50,9 @@ func (s *Server) batch(r *request) error {
 	if res.Failed {
 		status = http.StatusMultiStatus
 	}
-	s.setResultSession(r, res.SessionLSN)
+	if err := s.setResultSession(r, res.SessionLSN); err != nil {
+		return err
+	}
 	r.writeJSON(status, encodeBatchResults(ops, res.Results, r.preferMinimal()), "", res.Charge)
 	return nil
 }

@@ -59,7 +59,9 @@ func (s *Server) changeFeed(r *request) error {
 		c = cur
 		r.setContentPath(c)
 	}
-	s.setSessionLSN(r, res.SessionLSN)
+	if err := s.setSessionLSN(r, res.SessionLSN); err != nil {
+		return err
+	}
 	if res.NotModified {
 		r.writeJSON(http.StatusNotModified, nil, res.ETag, res.Charge)
 		return nil

@@ -84,7 +84,9 @@ func (s *Server) readItemFeed(r *request) error {
 		c = cur
 		r.setContentPath(c)
 	}
-	s.setSessionLSN(r, res.SessionLSN)
+	if err := s.setSessionLSN(r, res.SessionLSN); err != nil {
+		return err
+	}
 	r.writeFeed(c.RID, "Documents", res.Items, res.Continuation, res.Charge)
 	return nil
 }
@@ -140,7 +142,9 @@ func (s *Server) item(r *request) error {
 
 // writeItem writes an item result; writes under Prefer: return=minimal get no body.
 func (s *Server) writeItem(r *request, res *engine.ItemResult) error {
-	s.setResultSession(r, res.SessionLSN)
+	if err := s.setResultSession(r, res.SessionLSN); err != nil {
+		return err
+	}
 	body := res.Body
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.preferMinimal() {
 		body = nil
@@ -152,13 +156,13 @@ func (s *Server) writeItem(r *request, res *engine.ItemResult) error {
 // setResultSession sets the session token of a result (see setSessionLSN).
 // One that read it with its own work may have brought the cache up to
 // date: the container's path is then taken from the cache again.
-func (s *Server) setResultSession(r *request, lsn uint64) {
+func (s *Server) setResultSession(r *request, lsn uint64) error {
 	if lsn != 0 {
 		if c, err := s.eng.CachedContainer(r.Context(), r.t.db, r.t.coll); err == nil {
 			r.setContentPath(c)
 		}
 	}
-	s.setSessionLSN(r, lsn)
+	return s.setSessionLSN(r, lsn)
 }
 
 // setContentPath names the container in the headers the JavaScript SDK keys
@@ -171,10 +175,15 @@ func (r *request) setContentPath(c *engine.Container) {
 
 // setSessionLSN sets the session token: the request's partition key range
 // ("0" when it names none), one region, and lsn, a result's own (0: the
-// engine is asked for it).
-func (s *Server) setSessionLSN(r *request, lsn uint64) {
+// engine is asked for it). It fails when the store cannot tell its
+// watermark: the request is then answered with that error (503 when the
+// store is unreachable), never with a session token of 0.
+func (s *Server) setSessionLSN(r *request, lsn uint64) error {
 	if lsn == 0 {
-		lsn = s.eng.SessionLSN(r.Context())
+		var err error
+		if lsn, err = s.eng.SessionLSN(r.Context()); err != nil {
+			return err
+		}
 	}
 	id := r.partitionKeyRangeID()
 	if id == "" {
@@ -183,4 +192,5 @@ func (s *Server) setSessionLSN(r *request, lsn uint64) {
 		id = "0"
 	}
 	r.w.Header()["X-Ms-Session-Token"] = []string{id + ":-1#" + formatUint(lsn)}
+	return nil
 }

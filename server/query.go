@@ -143,7 +143,9 @@ func (s *Server) queryItems(r *request) error {
 	if err != nil {
 		return err
 	}
-	s.setSessionLSN(r, res.SessionLSN)
+	if err := s.setSessionLSN(r, res.SessionLSN); err != nil {
+		return err
+	}
 	r.setQueryMetricsHeaders(res)
 	r.writeFeed(c.RID, "Documents", rawItems(res.Items), res.Continuation, res.Charge)
 	return nil

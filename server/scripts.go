@@ -96,7 +96,9 @@ func (s *Server) executeStoredProcedure(r *request) error {
 	if res.Log != "" {
 		r.w.Header().Set("X-Ms-Documentdb-Script-Log-Results", encodeURIComponent(res.Log))
 	}
-	s.setResultSession(r, res.SessionLSN)
+	if err := s.setResultSession(r, res.SessionLSN); err != nil {
+		return err
+	}
 	body := res.Body
 	if body == nil {
 		body = []byte{}

@@ -234,7 +234,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				if e, ok := engine.AsError(err); ok {
 					lsn = e.SessionLSN
 				}
-				s.setResultSession(req, lsn)
+				if serr := s.setResultSession(req, lsn); serr != nil {
+					err = serr
+				}
 			}
 		}
 		writeError(rec, r, err)
