@@ -187,7 +187,7 @@ func TestReadOnlyKeyReadsButCannotWrite(t *testing.T) {
 	c.must("POST", "/dbs/db/colls/c/docs", `{"id":"1","pk":"a"}`, pk(`["a"]`), 201)
 	ro := &rawClient{t: t, url: c.url, key: readOnlyKey}
 	ro.must("GET", "/dbs/db/colls/c/docs/1", "", pk(`["a"]`), 200)
-	ro.must("POST", "/dbs/db/colls/c/docs", `{"query":"SELECT * FROM c"}`, map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true"}, 200)
+	ro.must("POST", "/dbs/db/colls/c/docs", `{"query":"SELECT * FROM c"}`, map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true", "x-ms-documentdb-query-enablecrosspartition": "true"}, 200)
 	r := ro.must("POST", "/dbs/db/colls/c/docs", `{"id":"2","pk":"a"}`, pk(`["a"]`), 403)
 	if !bytes.Contains(r.body, []byte(`"Forbidden"`)) {
 		t.Fatalf("body %s", r.body)
