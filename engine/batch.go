@@ -175,7 +175,7 @@ func parseBatchOperation(i int, w *wireBatchOperation) BatchOperation {
 			op.invalid = BadRequest("Batch operation %d (%s) has no id.", i, op.Type)
 			return op
 		}
-		if e := validID(op.ID); e != nil {
+		if e := validItemID(op.ID); e != nil {
 			op.invalid = e
 			return op
 		}

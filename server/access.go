@@ -326,6 +326,10 @@ func classify(r *http.Request, segs []string) (operation, target, error) {
 		return operation{}, t, err
 	}
 	if kind == "docs" && n > 6 {
+		if raw := splitPath(r.URL.EscapedPath()); len(raw) == 6 && strings.Contains(strings.ToUpper(raw[5]), "%2F") {
+			// An id holding '/', encoded by the client and decoded here.
+			return operation{}, t, checkItemID(strings.Join(segs[5:], "/"))
+		}
 		if err := unsupportedChild("docs", segs[6]); err != nil {
 			return operation{}, t, err
 		}
