@@ -72,6 +72,11 @@ type BatchRequest struct {
 	// fails with 403 without running.
 	Confined  bool
 	Partition PartitionKey
+	// StopOnError, for a bulk request, stops at the first operation that
+	// fails, in request order: every later one answers
+	// StatusFailedDependency without running (the client's
+	// x-ms-cosmos-batch-continue-on-error: false).
+	StopOnError bool
 }
 
 // outsidePartition is the 403 of an operation outside a confined request's
@@ -355,7 +360,16 @@ func (e *Engine) executeEach(ctx context.Context, c *Container, req *BatchReques
 		res.Results[i] = r
 	}
 	groups := bulkGroups(req)
-	if len(groups) <= 1 {
+	if req.StopOnError {
+		for i := range req.Operations {
+			if failed.Load() {
+				res.Results[i] = BatchOperationResult{Status: StatusFailedDependency,
+					Message: "The operation was not applied because an earlier operation of the bulk request failed and it asked not to continue on error."}
+				continue
+			}
+			run(i)
+		}
+	} else if len(groups) <= 1 {
 		for i := range req.Operations {
 			run(i)
 		}
