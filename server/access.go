@@ -94,6 +94,11 @@ var operations = map[operation]route{
 	{"colls", "delete"}:  {needWrite, reachContainer, (*Server).deleteContainer},
 
 	{"pkranges", "list"}: {needRead, reachMetadata, (*Server).partitionKeyRanges},
+
+	{"conflicts", "list"}:   {needRead, reachMetadata, (*Server).listConflicts},
+	{"conflicts", "query"}:  {needRead, reachMetadata, (*Server).listConflicts},
+	{"conflicts", "read"}:   {needRead, reachMetadata, (*Server).conflict},
+	{"conflicts", "delete"}: {needWrite, reachContainer, (*Server).conflict},
 	// Deleting every item of a partition is a write on that partition.
 	{"docs", "partitionkeydelete"}: {needWrite, reachPartition, (*Server).deleteAllItemsByPartitionKey},
 
@@ -341,6 +346,13 @@ func classify(r *http.Request, segs []string) (operation, target, error) {
 		return pick("docs", "partitionkeydelete", r.Method == http.MethodPost)
 	case kind == "pkranges" && n == 5:
 		return pick("pkranges", "list", r.Method == http.MethodGet)
+	case kind == "conflicts" && n == 5:
+		v, ok := feedVerb(r, false)
+		return pick("conflicts", v, ok && v != "create")
+	case kind == "conflicts":
+		t.id = segs[5]
+		v, ok := resourceVerb(r, "read", "delete")
+		return pick("conflicts", v, ok)
 	case kind == "docs" && n == 5:
 		switch r.Method {
 		case http.MethodGet:

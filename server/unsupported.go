@@ -36,9 +36,6 @@ func unsupported(what, why string) error {
 // that the service has and Orrery does not serve; nil for any other name.
 func unsupportedChild(parent, name string) error {
 	switch parent + "/" + name {
-	case "colls/conflicts":
-		return unsupported("the conflicts feed (/dbs/{db}/colls/{coll}/conflicts)",
-			"conflicts arise between regions that accept writes, and Orrery is one region; no conflict is ever recorded.")
 	case "docs/attachments":
 		return unsupported("attachments (/dbs/{db}/colls/{coll}/docs/{id}/attachments)",
 			"they are a legacy feature of the service; keep the data in the item or in blob storage.")

@@ -216,6 +216,15 @@ describe("containers", () => {
     assert.equal(headers["x-ms-documentdb-collection-lazy-indexing-progress"], undefined);
   });
 
+  test("the conflicts feed, as one write region serves it: empty, listed or queried", async () => {
+    const id = uniqueId("cf");
+    const { container } = await db.containers.create({ id, partitionKey: { paths: ["/pk"] } });
+    await container.items.create({ id: "x", pk: "p" });
+    assert.deepEqual((await container.conflicts.readAll().fetchAll()).resources, []);
+    assert.deepEqual((await container.conflicts.query("SELECT * FROM c").fetchNext()).resources, []);
+    assert.deepEqual((await container.conflicts.query("SELECT * FROM c", { forceQueryPlan: true }).fetchNext()).resources, []);
+  });
+
   test("list, query, replace, conflict and delete", async () => {
     const ids = [uniqueId("l1"), uniqueId("l2")].sort();
     for (const id of ids) {
