@@ -113,7 +113,9 @@ func TestGoSDKDatabaseAndContainerCRUD(t *testing.T) {
 	if got.UniqueKeyPolicy == nil || len(got.UniqueKeyPolicy.UniqueKeys) != 1 || got.UniqueKeyPolicy.UniqueKeys[0].Paths[0] != "/email" {
 		t.Errorf("uniqueKeyPolicy = %+v", got.UniqueKeyPolicy)
 	}
-	if got.IndexingPolicy == nil || len(got.IndexingPolicy.ExcludedPaths) != 1 || got.IndexingPolicy.ExcludedPaths[0].Path != "/big/*" {
+	// The service adds /"_etag"/? to the excluded paths it is given.
+	if got.IndexingPolicy == nil || len(got.IndexingPolicy.ExcludedPaths) != 2 || got.IndexingPolicy.ExcludedPaths[0].Path != "/big/*" ||
+		got.IndexingPolicy.ExcludedPaths[1].Path != `/"_etag"/?` {
 		t.Errorf("indexingPolicy = %+v", got.IndexingPolicy)
 	}
 	_, err = db.CreateContainer(ctx, props, nil)

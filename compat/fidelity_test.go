@@ -16,9 +16,10 @@ import (
 // TestGoSDKItemIDsAnswerAsTheServicesGateway: through the Go SDK, ids are
 // created, read, replaced and deleted with the statuses the service's
 // routing gateway answers (the SDK's own emulator tests record them): an id
-// ending with whitespace is created and then 401 for every request that
-// addresses it, one holding a tab, carriage return or line feed 400; leading
-// and inner whitespace and other allowed characters work.
+// ending with whitespace, or holding '/', '\', '#' or a percent-encoded
+// character, is created and then 401 for every request that addresses it,
+// one holding a tab, carriage return or line feed 400; leading and inner
+// whitespace, '?' and other allowed characters work.
 func TestGoSDKItemIDsAnswerAsTheServicesGateway(t *testing.T) {
 	s := orrerytest.Start(t)
 	c := newContainer(t, s, "db", "ids", "/pk")
@@ -37,6 +38,13 @@ func TestGoSDKItemIDsAnswerAsTheServicesGateway(t *testing.T) {
 		{"tab", "With\tTab", 201, 400, 400, 400, 400},
 		{"line feed", "With\nLineFeed", 201, 400, 400, 400, 400},
 		{"unicode", "WithUnicode鱀", 201, 200, 200, 204, 200},
+		{"ending with percent-encoded whitespace", "IdEndingWithPercentEncodedWhitespace%20", 201, 401, 401, 401, 401},
+		{"percent-encoded special character", "WithPercentEncodedSpecialChar%E9%B1%80", 201, 401, 401, 401, 401},
+		{"literal percent", "100%", 201, 200, 200, 204, 200},
+		{"question mark", "Disallowed?Chars", 201, 200, 200, 204, 200},
+		{"forward slash", "Disallowed/Chars", 201, 401, 401, 401, 401},
+		{"backslash", "Disallowed\\Chars", 201, 401, 401, 401, 401},
+		{"pound sign", "Disallowed#Chars", 201, 401, 401, 401, 401},
 	}
 	status := func(resp azcosmos.ItemResponse, err error) int {
 		var re *azcore.ResponseError

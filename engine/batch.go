@@ -72,6 +72,11 @@ type BatchRequest struct {
 	// fails with 403 without running.
 	Confined  bool
 	Partition PartitionKey
+	// StopOnError, for a bulk request, stops at the first operation that
+	// fails, in request order: every later one answers
+	// StatusFailedDependency without running (the client's
+	// x-ms-cosmos-batch-continue-on-error: false).
+	StopOnError bool
 }
 
 // outsidePartition is the 403 of an operation outside a confined request's
@@ -175,7 +180,7 @@ func parseBatchOperation(i int, w *wireBatchOperation) BatchOperation {
 			op.invalid = BadRequest("Batch operation %d (%s) has no id.", i, op.Type)
 			return op
 		}
-		if e := validID(op.ID); e != nil {
+		if e := validItemID(op.ID); e != nil {
 			op.invalid = e
 			return op
 		}
@@ -351,7 +356,16 @@ func (e *Engine) executeEach(ctx context.Context, c *Container, req *BatchReques
 		res.Results[i] = r
 	}
 	groups := bulkGroups(req)
-	if len(groups) <= 1 {
+	if req.StopOnError {
+		for i := range req.Operations {
+			if failed.Load() {
+				res.Results[i] = BatchOperationResult{Status: StatusFailedDependency,
+					Message: "The operation was not applied because an earlier operation of the bulk request failed and it asked not to continue on error."}
+				continue
+			}
+			run(i)
+		}
+	} else if len(groups) <= 1 {
 		for i := range req.Operations {
 			run(i)
 		}

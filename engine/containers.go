@@ -172,6 +172,7 @@ func normalizeContainerProps(props map[string]any, prev *Container) (map[string]
 		if _, ok := ip["excludedPaths"]; !ok {
 			ip["excludedPaths"] = []any{}
 		}
+		excludeETag(ip)
 	}
 	if _, err := parseComputedProperties(out, newIndexPolicy(out)); err != nil {
 		return nil, err

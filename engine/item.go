@@ -100,7 +100,7 @@ func (e *Engine) readItemLocal(ctx context.Context, req *ItemRequest) (*ItemResu
 	if perr != nil {
 		return nil, perr
 	}
-	if verr := validID(req.ID); verr != nil {
+	if verr := validItemID(req.ID); verr != nil {
 		return nil, verr
 	}
 	it, err := e.pointRead(ctx, c, p.itemKey(req.ID))
@@ -187,7 +187,7 @@ func (c *Container) parseItem(body []byte, req *ItemRequest) (*item, error) {
 	} else if json.Unmarshal(rawID, &it.id) != nil {
 		return nil, BadRequest("The id property must be a string.")
 	}
-	if e := validID(it.id); e != nil {
+	if e := validItemID(it.id); e != nil {
 		return nil, e
 	}
 	if raw, ok := obj.get("ttl"); ok && string(raw) != "null" {

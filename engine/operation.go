@@ -43,7 +43,7 @@ func (e *Engine) itemOperationOnce(ctx context.Context, typ string, req *ItemReq
 	op := &BatchOperation{Type: typ, ID: req.ID, Body: req.Body, IfMatch: req.IfMatch}
 	switch typ {
 	case BatchReplace, BatchDelete, BatchPatch:
-		if verr := validID(req.ID); verr != nil {
+		if verr := validItemID(req.ID); verr != nil {
 			return nil, false, verr
 		}
 	}

@@ -45,6 +45,16 @@ type QueryRequest struct {
 	UDF query.UDFResolver
 	// IndexMetrics asks for the result's IndexUtilization.
 	IndexMetrics bool
+	// CrossPartitionDisabled is set when the client did not enable
+	// cross-partition queries (x-ms-documentdb-query-enablecrosspartition
+	// absent or false): a query that names neither a partition key (in the
+	// request or its filter) nor a partition key range is refused with 400,
+	// as the service refuses it.
+	CrossPartitionDisabled bool
+	// fanOut: the query spans the container's partitions and the gateway
+	// serves it (no partition key, no partition key range): pages are cut
+	// as the service's gateway cuts them (see streamQuery).
+	fanOut bool
 }
 
 // QueryResult is one page of query results.
@@ -174,6 +184,11 @@ func (e *Engine) queryMemoryLimit() int64 {
 	}
 }
 
+// msgCrossPartitionDisabled is the service's answer to a query that spans
+// partitions from a client that did not enable cross-partition queries.
+const msgCrossPartitionDisabled = "Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, " +
+	"specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception."
+
 // msgCrossPartition is the service's answer to a cross-partition query that
 // its gateway cannot serve without a client-side query plan.
 const msgCrossPartition = "The provided cross partition query can not be directly served by the gateway. " +
@@ -222,9 +237,16 @@ func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResul
 			pinned := *req
 			pinned.PartitionKey, pinned.HasPartitionKey = pk, true
 			req = &pinned
+		} else if req.CrossPartitionDisabled && !req.SinglePartitionKeyRange {
+			return nil, &Error{Status: 400, Code: "BadRequest", Message: msgCrossPartitionDisabled}
 		} else if plan.NeedsQueryPlan && !req.SinglePartitionKeyRange && !e.opts.ServeCrossPartitionQueries {
 			return nil, &Error{Status: 400, SubStatus: SubStatusCrossPartitionQuery, Code: "BadRequest", Message: msgCrossPartition}
 		}
+	}
+	if !req.HasPartitionKey && !req.SinglePartitionKeyRange && req.PartitionKeyRangeID == "" {
+		spanning := *req
+		spanning.fanOut = true
+		req = &spanning
 	}
 	lower, perr := c.scope(req.PartitionKey, req.HasPartitionKey)
 	if perr != nil {
@@ -488,6 +510,9 @@ type streamToken struct {
 	// Skipped counts rows skipped for OFFSET; Produced counts rows returned.
 	Skipped  int `json:"o,omitempty"`
 	Produced int `json:"n,omitempty"`
+	// End marks the continuation of a full last page of a query that spans
+	// partitions: the next page is empty and has none.
+	End bool `json:"e,omitempty"`
 }
 
 // streamQuery evaluates a streaming query row by row, only as far as one
@@ -502,6 +527,9 @@ func (e *Engine) streamQuery(ctx context.Context, c *Container, snap storage.Rea
 	var start []byte
 	if req.Continuation != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(req.Continuation)
+		if err == nil && json.Unmarshal(raw, &tok) == nil && tok.End && req.fanOut {
+			return finishPage(&QueryResult{Items: []json.RawMessage{}}, 0), nil
+		}
 		if err != nil || json.Unmarshal(raw, &tok) != nil ||
 			!(src.contains(tok.Key) || sortsByRID && bytes.HasPrefix(tok.Key, keys.RIDPrefix(c.rid))) {
 			return nil, BadRequest("The continuation token %q is invalid for this query.", req.Continuation)
@@ -586,6 +614,13 @@ func (e *Engine) streamQuery(ctx context.Context, c *Container, snap storage.Rea
 		}
 		progressed = true
 		tok.Key, tok.Pos = nil, nil
+	}
+	if req.fanOut && len(res.Items) == size && (limit < 0 || tok.Produced < limit) {
+		// The service's gateway ends a full page of a query that spans
+		// partitions with a continuation, without looking for a next row:
+		// the page after it is empty and has none.
+		tok.End = true
+		res.Continuation = encodeToken(tok)
 	}
 	return finishPage(res, total), nil
 }

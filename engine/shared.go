@@ -154,7 +154,7 @@ func (e *Engine) readItemShared(ctx context.Context, req *ItemRequest) (*ItemRes
 			}
 			return nil, perr
 		}
-		if verr := validID(req.ID); verr != nil {
+		if verr := validItemID(req.ID); verr != nil {
 			return nil, verr
 		}
 		key := p.itemKey(req.ID)

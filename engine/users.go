@@ -131,6 +131,16 @@ func (e *Engine) writePrincipal(ctx context.Context, p principalParent, props, p
 	if err := b.Set(p.key(id), body); err != nil {
 		return nil, err
 	}
+	if prevID, _ := prev["id"].(string); prev != nil && prevID != id {
+		// A rename: the record moves to its new key, and its RID follows.
+		if err := b.Delete(p.key(prevID)); err != nil {
+			return nil, err
+		}
+		ridBytes, _ := decodeRID(rid, p.ridLen())
+		if err := b.Set(keys.PrincipalRIDKey(ridBytes), p.key(id)); err != nil {
+			return nil, err
+		}
+	}
 	if prev == nil {
 		ridBytes, _ := decodeRID(rid, p.ridLen())
 		if err := b.Set(keys.PrincipalRIDKey(ridBytes), p.key(id)); err != nil {
@@ -185,11 +195,17 @@ func (e *Engine) replacePrincipal(ctx context.Context, p principalParent, id str
 	if err != nil {
 		return nil, err
 	}
-	if props["id"] != prev["id"] {
-		return nil, BadRequest("The id in the body (%q) must match the %s's id (%q).", props["id"], p.kind.name(), prev["id"])
-	}
 	if err := matchCatalogETag(ifMatch, prev["_etag"]); err != nil {
 		return nil, err
+	}
+	if props["id"] != prev["id"] {
+		// The service renames a user or permission replaced with another
+		// id (its SDKs' suites rename them so); the RID stays.
+		if _, _, err := p.read(ctx, e.store, props["id"].(string)); err == nil {
+			return nil, Conflict("A %s with id '%s' already exists. %s", p.kind.name(), props["id"], msgConflict)
+		} else if StatusOf(err) != 404 {
+			return nil, err
+		}
 	}
 	return e.writePrincipal(ctx, p, props, prev)
 }
@@ -386,12 +402,11 @@ func decodePermission(body []byte) (map[string]any, error) {
 	}
 	stripSystem(props)
 	delete(props, "_token")
+	// The mode is kept as the client spelled it ("all", "All"), as the
+	// service keeps it; permissionOf reads it case-insensitively.
 	mode, _ := props["permissionMode"].(string)
 	switch {
-	case strings.EqualFold(mode, PermissionAll):
-		props["permissionMode"] = PermissionAll
-	case strings.EqualFold(mode, PermissionRead):
-		props["permissionMode"] = PermissionRead
+	case strings.EqualFold(mode, PermissionAll), strings.EqualFold(mode, PermissionRead):
 	default:
 		return nil, BadRequest("The permission mode %q is invalid: permissionMode must be All or Read.", mode)
 	}
@@ -418,6 +433,11 @@ func decodePermission(body []byte) (map[string]any, error) {
 func permissionOf(props map[string]any, raw []byte) (*Permission, error) {
 	p := &Permission{Resource: *scriptResource(props, raw)}
 	p.Mode, _ = props["permissionMode"].(string)
+	if strings.EqualFold(p.Mode, PermissionAll) {
+		p.Mode = PermissionAll
+	} else {
+		p.Mode = PermissionRead
+	}
 	link, _ := props["resource"].(string)
 	p.Link = strings.Trim(link, "/")
 	if pk, ok := props["resourcePartitionKey"]; ok && pk != nil {

@@ -94,6 +94,11 @@ var operations = map[operation]route{
 	{"colls", "delete"}:  {needWrite, reachContainer, (*Server).deleteContainer},
 
 	{"pkranges", "list"}: {needRead, reachMetadata, (*Server).partitionKeyRanges},
+
+	{"conflicts", "list"}:   {needRead, reachMetadata, (*Server).listConflicts},
+	{"conflicts", "query"}:  {needRead, reachMetadata, (*Server).listConflicts},
+	{"conflicts", "read"}:   {needRead, reachMetadata, (*Server).conflict},
+	{"conflicts", "delete"}: {needWrite, reachContainer, (*Server).conflict},
 	// Deleting every item of a partition is a write on that partition.
 	{"docs", "partitionkeydelete"}: {needWrite, reachPartition, (*Server).deleteAllItemsByPartitionKey},
 
@@ -326,6 +331,10 @@ func classify(r *http.Request, segs []string) (operation, target, error) {
 		return operation{}, t, err
 	}
 	if kind == "docs" && n > 6 {
+		if raw := splitPath(r.URL.EscapedPath()); len(raw) == 6 && strings.Contains(strings.ToUpper(raw[5]), "%2F") {
+			// An id holding '/', encoded by the client and decoded here.
+			return operation{}, t, checkItemID(strings.Join(segs[5:], "/"))
+		}
 		if err := unsupportedChild("docs", segs[6]); err != nil {
 			return operation{}, t, err
 		}
@@ -337,6 +346,13 @@ func classify(r *http.Request, segs []string) (operation, target, error) {
 		return pick("docs", "partitionkeydelete", r.Method == http.MethodPost)
 	case kind == "pkranges" && n == 5:
 		return pick("pkranges", "list", r.Method == http.MethodGet)
+	case kind == "conflicts" && n == 5:
+		v, ok := feedVerb(r, false)
+		return pick("conflicts", v, ok && v != "create")
+	case kind == "conflicts":
+		t.id = segs[5]
+		v, ok := resourceVerb(r, "read", "delete")
+		return pick("conflicts", v, ok)
 	case kind == "docs" && n == 5:
 		switch r.Method {
 		case http.MethodGet:

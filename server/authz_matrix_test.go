@@ -100,6 +100,10 @@ func authzMatrix() []matrixRow {
 		{"DELETE", "/dbs/db/colls/c", "", nil, 204, "MA", nil},
 		{"DELETE", "/dbs/{dbrid}/colls/{collrid}", "", hdr(hPK, pkA), 204, "MA", nil},
 		{"GET", "/dbs/db/colls/c/pkranges", "", nil, 200, "MKARP", nil},
+		{"GET", "/dbs/db/colls/c/conflicts", "", nil, 200, "MKARP", nil},
+		{"POST", "/dbs/db/colls/c/conflicts", anyQuery, q(), 200, "MKARP", nil},
+		{"GET", "/dbs/db/colls/c/conflicts/x", "", nil, 404, "MKARP", nil},
+		{"DELETE", "/dbs/db/colls/c/conflicts/x", "", nil, 404, "MA", nil},
 		{"POST", "/dbs/db/colls/c/operations/partitionkeydelete", "", hdr(hPK, pkA), 200, "MAP", nil},
 		{"POST", "/dbs/db/colls/c/operations/partitionkeydelete", "", hdr(hPK, pkB), 200, "MA", nil},
 
@@ -256,7 +260,7 @@ func TestEveryOperationHasAnAccessRow(t *testing.T) {
 	paths := []string{"/", "/offers", "/offers/x", "/offers/x/y", "/dbs", "/dbs/db", "/dbs/db/users", "/dbs/db/users/u",
 		"/dbs/db/users/u/permissions", "/dbs/db/users/u/permissions/p", "/dbs/db/users/u/x", "/dbs/db/users/u/permissions/p/x",
 		"/dbs/db/colls", "/dbs/db/colls/c", "/dbs/db/colls/c/docs", "/dbs/db/colls/c/docs/i", "/dbs/db/colls/c/docs/i/attachments",
-		"/dbs/db/colls/c/pkranges", "/dbs/db/colls/c/pkranges/0", "/dbs/db/colls/c/conflicts", "/dbs/db/x", "/x",
+		"/dbs/db/colls/c/pkranges", "/dbs/db/colls/c/pkranges/0", "/dbs/db/colls/c/conflicts", "/dbs/db/colls/c/conflicts/x", "/dbs/db/x", "/x",
 		"/dbs/db/colls/c/operations", "/dbs/db/colls/c/operations/partitionkeydelete", "/dbs/db/colls/c/operations/x",
 		"/_admin", "/_admin/faults", "/_admin/faults/r", "/_admin/faults/r/x", "/_admin/x"}
 	for _, k := range []string{"sprocs", "triggers", "udfs"} {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/orrery-db/orrery/engine"
 )
@@ -42,7 +43,8 @@ func (s *Server) batch(r *request) error {
 	}
 	res, err := s.eng.ExecuteBatch(ctx, &engine.BatchRequest{Database: r.t.db, Container: r.t.coll,
 		PartitionKey: pk, HasPartitionKey: hasPK, Operations: ops, Atomic: atomic,
-		Confined: r.grant.partitioned, Partition: r.grant.partition})
+		Confined: r.grant.partitioned, Partition: r.grant.partition,
+		StopOnError: !atomic && strings.EqualFold(strings.Trim(r.Header.Get("x-ms-cosmos-batch-continue-on-error"), `"`), "false")})
 	if err != nil {
 		return err
 	}

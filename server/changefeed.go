@@ -50,6 +50,12 @@ func (s *Server) changeFeed(r *request) error {
 			return badRequest("The If-Modified-Since header %q is not an HTTP date.", v)
 		}
 	}
+	if req.Mode == engine.AllVersionsAndDeletes && req.Continuation == "" && !req.FromNow && req.Since.IsZero() {
+		// The service keeps all versions and deletes for the container's
+		// retention period only, and refuses to start from the beginning.
+		return badRequest("The all versions and deletes change feed mode cannot start from the beginning: it keeps the changes of the container's " +
+			"changeFeedPolicy retention period only. Start from now or from a continuation token. You must read the change feed from within the retention period.")
+	}
 	res, err := s.eng.ReadChangeFeed(ctx, req)
 	if err != nil {
 		return err
@@ -61,6 +67,11 @@ func (s *Server) changeFeed(r *request) error {
 	}
 	if err := s.setSessionLSN(r, res.SessionLSN); err != nil {
 		return err
+	}
+	if id := r.partitionKeyRangeID(); id != "" {
+		// The service names the range a page came from; the JavaScript
+		// SDK's own suite reads it to see ranges iterated breadth first.
+		r.w.Header().Set("x-ms-documentdb-partitionkeyrangeid", id)
 	}
 	if res.NotModified {
 		r.writeJSON(http.StatusNotModified, nil, res.ETag, res.Charge)

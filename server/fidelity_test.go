@@ -41,10 +41,6 @@ func TestUnknownPathsAnswer400BeforeAuthentication(t *testing.T) {
 func TestUnsupportedResourcesAnswer400NamingThem(t *testing.T) {
 	c := newTestServer(t)
 	tests := []struct{ method, path, names string }{
-		{"GET", "/dbs/db/colls/c/conflicts", "conflicts feed"},
-		{"POST", "/dbs/db/colls/c/conflicts", "conflicts feed"},
-		{"GET", "/dbs/db/colls/c/conflicts/x", "conflicts feed"},
-		{"DELETE", "/dbs/db/colls/c/conflicts/x", "conflicts feed"},
 		{"GET", "/dbs/db/colls/c/docs/x/attachments", "attachments"},
 		{"GET", "/dbs/db/clientencryptionkeys", "client encryption keys"},
 	}
@@ -55,6 +51,29 @@ func TestUnsupportedResourcesAnswer400NamingThem(t *testing.T) {
 		}
 	}
 	// Unsigned, the same paths are refused as any other request.
+	c.must("GET", "/dbs/db/colls/c/docs/x/attachments", "", map[string]string{"Authorization": ""}, 401)
+}
+
+// The conflicts feed is served as an account with one write region serves
+// it: empty, listed or queried, and no conflict to read or delete.
+func TestConflictsFeedIsEmptyAsInOneWriteRegion(t *testing.T) {
+	c := newTestServer(t)
+	for _, r := range []response{
+		c.must("GET", "/dbs/db/colls/c/conflicts", "", nil, 200),
+		c.must("POST", "/dbs/db/colls/c/conflicts", `{"query":"SELECT * FROM c"}`, map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true"}, 200),
+	} {
+		var feed struct {
+			Conflicts []json.RawMessage
+			Count     int `json:"_count"`
+		}
+		if err := json.Unmarshal(r.body, &feed); err != nil || feed.Conflicts == nil || len(feed.Conflicts) != 0 || feed.Count != 0 {
+			t.Fatalf("conflicts feed: %s", r.body)
+		}
+	}
+	c.must("POST", "/dbs/db/colls/c/conflicts", `{"query":"SELECT FROM"}`, map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true"}, 400)
+	c.must("GET", "/dbs/db/colls/c/conflicts/x", "", nil, 404)
+	c.must("DELETE", "/dbs/db/colls/c/conflicts/x", "", nil, 404)
+	c.must("GET", "/dbs/db/colls/missing/conflicts", "", nil, 404)
 	c.must("GET", "/dbs/db/colls/c/conflicts", "", map[string]string{"Authorization": ""}, 401)
 }
 

@@ -110,7 +110,7 @@ func TestResourceTokenScope(t *testing.T) {
 	onlyA, _ := c.permissionToken("u", `{"id":"pka","permissionMode":"All","resource":"dbs/db/colls/other","resourcePartitionKey":["a"]}`, nil)
 	c.must("POST", "/dbs/db/colls/other/docs", `{"id":"1","pk":"b"}`, pk(`["b"]`), 201)
 
-	query := map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true"}
+	query := map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true", "x-ms-documentdb-query-enablecrosspartition": "true"}
 	for _, tc := range []struct {
 		name, method, path, body, token string
 		headers                         map[string]string

@@ -125,6 +125,9 @@ func (s *Server) queryItems(r *request) error {
 		PartitionKeyRangeID: scopedRange, MinEPK: minEPK, MaxEPK: maxEPK,
 		MaxItems: n, Continuation: r.Header.Get("X-Ms-Continuation"),
 		IndexMetrics: wantsIndexMetrics(r),
+		// The Go SDK leaves the header out when cross-partition queries
+		// are disabled; the service then refuses a query that spans them.
+		CrossPartitionDisabled: !headerBool(r.Header, "x-ms-documentdb-query-enablecrosspartition"),
 	})
 	if cur, cerr := s.eng.CachedContainer(ctx, c.Database().ID, c.ID); cerr == nil && cur != c {
 		// The page found the cache stale and reloaded it.

@@ -16,7 +16,7 @@ func TestCrossPartitionQueryRefusalCarriesThePlan(t *testing.T) {
 		json.Unmarshal([]byte(d), &doc)
 		c.must("POST", "/dbs/db/colls/c/docs", d, pk(`["`+doc.PK+`"]`), 201)
 	}
-	query := map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true"}
+	query := map[string]string{"Content-Type": "application/query+json", "x-ms-documentdb-isquery": "true", "x-ms-documentdb-query-enablecrosspartition": "true"}
 	cases := []struct {
 		name        string
 		query       string

@@ -118,6 +118,11 @@ func (s *Server) readContainer(r *request) error {
 	if err != nil {
 		return err
 	}
+	if headerBool(r.Header, "x-ms-documentdb-populatequotainfo") {
+		// A new indexing policy is applied before its replace returns: the
+		// index transformation is always complete.
+		r.w.Header().Set("x-ms-documentdb-collection-index-transformation-progress", "100")
+	}
 	return r.writeResource(res)
 }
 

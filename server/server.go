@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -148,6 +149,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		explorerHandler.ServeHTTP(rec, r)
 		return
 	}
+	foldQueryIntoPath(r.URL)
 	segs := splitPath(r.URL.Path)
 	if len(segs) == 0 && r.Header.Get("Authorization") == "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		// Someone looking, not an SDK (which signs every request).
@@ -251,6 +253,24 @@ func splitPath(p string) []string {
 		return nil
 	}
 	return strings.Split(p, "/")
+}
+
+// foldQueryIntoPath puts a '?' in a resource path back into the path. The
+// REST API has no query parameters, and the JavaScript SDK leaves a '?' in
+// an item id unencoded (encodeURI), signing the id whole: the service's
+// gateway reads "docs/a?b" as the item "a?b", and so does Orrery.
+func foldQueryIntoPath(u *url.URL) {
+	if (u.RawQuery == "" && !u.ForceQuery) || !strings.HasPrefix(u.Path, "/dbs/") {
+		return
+	}
+	q, err := url.PathUnescape(u.RawQuery)
+	if err != nil {
+		q = u.RawQuery
+	}
+	raw := u.EscapedPath() + "%3F" + url.PathEscape(q)
+	u.Path += "?" + q
+	u.RawPath = raw
+	u.RawQuery, u.ForceQuery = "", false
 }
 
 // isQuery reports whether a POST carries a query (or query plan request).

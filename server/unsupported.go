@@ -36,9 +36,6 @@ func unsupported(what, why string) error {
 // that the service has and Orrery does not serve; nil for any other name.
 func unsupportedChild(parent, name string) error {
 	switch parent + "/" + name {
-	case "colls/conflicts":
-		return unsupported("the conflicts feed (/dbs/{db}/colls/{coll}/conflicts)",
-			"conflicts arise between regions that accept writes, and Orrery is one region; no conflict is ever recorded.")
 	case "docs/attachments":
 		return unsupported("attachments (/dbs/{db}/colls/{coll}/docs/{id}/attachments)",
 			"they are a legacy feature of the service; keep the data in the item or in blob storage.")
@@ -53,8 +50,10 @@ func unsupportedChild(parent, name string) error {
 // addressed in the path (reads, replaces, patches, deletes), though it
 // creates such items: the service's own SDK test suites record, for its
 // routing gateway, 401 for an id ending with whitespace (the gateway trims
-// the path, and the signature no longer matches) and 400 for an id holding
-// a carriage return, line feed or tab.
+// the path, and the signature no longer matches), for an id holding '/', '\',
+// '#' or a percent-encoded character such as "%20" (the gateway decodes the
+// path once more than the client encoded it) and 400 for an id holding a
+// carriage return, line feed or tab.
 func checkItemID(id string) error {
 	if strings.ContainsAny(id, "\r\n\t") {
 		return badRequest("The item id %q holds a carriage return, line feed or tab: the service's gateway refuses such ids in request paths (400), though it creates items with them; query for the item instead.", id)
@@ -63,7 +62,27 @@ func checkItemID(id string) error {
 		return unauthorized(fmt.Sprintf("The item id %q ends with whitespace: the service's gateway trims it from the path and answers 401 "+
 			"to reads, replaces, patches and deletes of such an item (though it creates it), and so does Orrery. Use ids that do not end with whitespace; a query still finds this item.", id))
 	}
+	if strings.ContainsAny(id, "/\\#") || holdsPercentEscape(id) {
+		return unauthorized(fmt.Sprintf("The item id %q holds '/', '\\', '#' or a percent-encoded character: the service's gateway does not read such an id "+
+			"back from the path as the client signed it and answers 401 to reads, replaces, patches and deletes of such an item (though it creates it), and so does Orrery. "+
+			"Avoid these characters in ids; a query still finds this item.", id))
+	}
 	return nil
+}
+
+// holdsPercentEscape reports whether s holds a '%' followed by two hex
+// digits, which a second percent-decoding would change.
+func holdsPercentEscape(s string) bool {
+	for i := 0; i+2 < len(s); i++ {
+		if s[i] == '%' && isHex(s[i+1]) && isHex(s[i+2]) {
+			return true
+		}
+	}
+	return false
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // checkUTF8 refuses a body that is not valid UTF-8: the service answers 400,

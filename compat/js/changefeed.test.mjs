@@ -180,3 +180,50 @@ test("all versions and deletes: expiry by time to live is a delete flagged timeT
   assert.deepEqual(records.map((r) => `${r.metadata.operationType}:${r.current?.id ?? r.metadata.id}`), ["create:short", "create:forever", "delete:short"]);
   assert.equal(records[2].metadata.timeToLiveExpired, true);
 });
+
+test("all versions and deletes: refuses to start from the beginning, as the service does", async () => {
+  const container = await newContainer({ ...allVersions, throughput: 20000 });
+  await container.items.create({ id: "x", pk: "p" });
+  const [range] = await container.getFeedRanges();
+  for (const [what, from] of [
+    ["the container", ChangeFeedStartFrom.Beginning()],
+    ["a feed range", ChangeFeedStartFrom.Beginning(range)],
+    ["a partition key", ChangeFeedStartFrom.Beginning("p")],
+  ]) {
+    const iterator = container.items.getChangeFeedIterator({ changeFeedStartFrom: from, changeFeedMode: ChangeFeedMode.AllVersionsAndDeletes });
+    await assert.rejects(iterator.readNext(), (err) => {
+      assert.equal(err.code, 400, what);
+      assert.match(err.message, /You must read the change feed from within the retention period\./, what);
+      return true;
+    });
+  }
+  // From now it serves.
+  const now = container.items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Now(), changeFeedMode: ChangeFeedMode.AllVersionsAndDeletes });
+  assert.equal((await now.readNext()).statusCode, StatusCodes.NotModified);
+});
+
+test("latest version by feed range: each range its own changes, the container's ranges breadth first", async () => {
+  const container = await newContainer({ throughput: 30000 });
+  for (let i = 0; i < 30; i++) await container.items.create({ id: `i${i}`, pk: `p${i}` });
+  const ranges = await container.getFeedRanges();
+  assert.equal(ranges.length, 3);
+  const seen = new Set();
+  for (const range of ranges) {
+    const { items } = await drain(container.items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning(range) }));
+    assert.ok(items.length > 0, "every range holds some of 30 keys");
+    for (const it of items) {
+      assert.ok(!seen.has(it.id), `${it.id} in two ranges`);
+      seen.add(it.id);
+    }
+  }
+  assert.equal(seen.size, 30);
+
+  // Over the whole container, one page per range in turn.
+  const iterator = container.items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning(), maxItemCount: 1 });
+  const rangeIds = [];
+  for (let i = 0; i < 3; i++) {
+    const res = await iterator.readNext();
+    rangeIds.push(res.headers["x-ms-documentdb-partitionkeyrangeid"]);
+  }
+  assert.equal(new Set(rangeIds).size, 3, `pages from ranges ${rangeIds}`);
+});

@@ -58,10 +58,4 @@ describe("request fidelity", () => {
       assert.ok(err.message.includes(`${name} of Azure Cosmos DB that Orrery does not support`), err.message);
     }
   });
-
-  test("the conflicts feed is a 400 naming it", async () => {
-    const err = await expectCosmosError(() => container.conflicts.readAll().fetchAll());
-    assert.equal(err.code, 400);
-    assert.match(err.message, /conflicts feed/);
-  });
 });

@@ -150,7 +150,10 @@ describe("item CRUD", () => {
   });
 
   test("ids with spaces and other URL-sensitive characters", async (t) => {
-    const ids = ["with space", "  leading and trailing  ", "ünïcödé ✓", "plus+sign", "percent%20literal", "semi;colon&amp=1", "quote'\"mark"];
+    // A '%' before two hex digits ("%20") is 401 once the item is
+    // addressed, as the routing gateway answers (compat/fidelity_test.go);
+    // a '?' the SDK leaves unencoded in the path is read as part of the id.
+    const ids = ["with space", "  leading and trailing  ", "ünïcödé ✓", "plus+sign", "percent%literal", "100%", "question?mark", "semi;colon&amp=1", "quote'\"mark"];
     for (const raw of ids) {
       await t.test(JSON.stringify(raw), async () => {
         const id = `${raw}-${uniqueId("x")}`;

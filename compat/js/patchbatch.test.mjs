@@ -133,4 +133,39 @@ describe("bulk", () => {
     assert.equal(results[3].response?.statusCode, 200);
     assert.equal((await container.item(a, "a").read()).resource.n, 2);
   });
+
+  test("continueOnError false: the first failure stops the request, 424 for the rest, nothing after it written", async () => {
+    const dup = uniqueId("d");
+    const later = [uniqueId("l"), uniqueId("l"), uniqueId("l")];
+    const ops = [
+      { operationType: "Create", resourceBody: { id: dup, pk: "s" } },
+      { operationType: "Create", resourceBody: { id: dup, pk: "s" } },
+      ...later.map((id) => ({ operationType: "Create", resourceBody: { id, pk: "s" } })),
+    ];
+    const stopped = await container.items.bulk(ops, { continueOnError: false });
+    assert.deepEqual(stopped.map((r) => r.statusCode), [201, 409, 424, 424, 424]);
+    for (const id of later) {
+      assert.equal((await container.item(id, "s").read()).statusCode, 404);
+    }
+    // By default every operation runs.
+    const all = await container.items.bulk(ops.slice(1));
+    assert.deepEqual(all.map((r) => r.statusCode), [409, 201, 201, 201]);
+  });
+
+  test("hierarchical partition keys, more than 100 operations for one partition", async () => {
+    const { container: h } = await db.containers.create({
+      id: uniqueId("hier"),
+      partitionKey: { paths: ["/tenant", "/user"], kind: "MultiHash", version: 2 },
+    });
+    const ops = [];
+    for (let i = 0; i < 150; i++) {
+      ops.push({ operationType: "Create", partitionKey: ["t", "u"], resourceBody: { id: `i${i}`, tenant: "t", user: "u" } });
+    }
+    ops.push({ operationType: "Read", id: "i7", partitionKey: ["t", "u"] });
+    const results = await h.items.executeBulkOperations(ops);
+    assert.equal(results.filter((r) => r.response?.statusCode === 201).length, 150);
+    assert.equal(results[150].response?.statusCode, 200);
+    const { resources } = await h.items.query("SELECT VALUE COUNT(1) FROM c", { partitionKey: ["t", "u"] }).fetchAll();
+    assert.deepEqual(resources, [150]);
+  });
 });

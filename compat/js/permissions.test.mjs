@@ -55,6 +55,31 @@ describe("users and permissions", () => {
     assert.equal(gone.code, 404);
   });
 
+  test("a replace with another id renames a user or a permission, as the service does", async () => {
+    const { user: carol } = await database.users.create({ id: "carol" });
+    const { resource: perm } = await carol.permissions.create({ id: "p-old", permissionMode: PermissionMode.Read, resource: readable.url });
+    const renamedPerm = await carol.permission("p-old").replace({ id: "p-new", permissionMode: PermissionMode.All, resource: readable.url });
+    assert.equal(renamedPerm.resource.id, "p-new");
+    assert.equal(renamedPerm.resource._rid, perm._rid);
+    // The mode comes back as the client spelled it (the SDK's enum is
+    // lower case), and grants what it says.
+    assert.equal(renamedPerm.resource.permissionMode, PermissionMode.All);
+    assert.equal((await expectCosmosError(() => carol.permission("p-old").read())).code, 404);
+
+    const renamedUser = await database.user("carol").replace({ id: "carol 2" });
+    assert.equal(renamedUser.resource.id, "carol 2");
+    assert.equal((await expectCosmosError(() => database.user("carol").read())).code, 404);
+    // The permissions follow the user, and their tokens still work.
+    const { resource: moved } = await database.user("carol 2").permission("p-new").read();
+    assert.equal(moved._rid, perm._rid);
+    const scoped = newClientWith({ resourceTokens: { [readable.url]: moved._token } });
+    const { resource: item } = await scoped.database(database.id).container("readable").item("r1", "a").read();
+    assert.equal(item.n, 1);
+    // A rename onto an existing id is a conflict.
+    await database.users.create({ id: "erin" });
+    assert.equal((await expectCosmosError(() => database.user("erin").replace({ id: "carol 2" }))).code, 409);
+  });
+
   test("resource tokens grant what their permissions say", async () => {
     const { resource: readPerm } = await user.permissions.create({
       id: "read-readable",

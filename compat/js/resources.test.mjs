@@ -182,6 +182,49 @@ describe("containers", () => {
     }
   });
 
+  test("the service's indexing policy defaults: /\"_etag\"/? excluded, one included path", async (t) => {
+    const etag = { path: '/"_etag"/?' };
+    const cases = [
+      { name: "no policy", policy: undefined, excluded: [etag] },
+      { name: "an empty policy", policy: {}, excluded: [etag] },
+      { name: "included paths only", policy: { includedPaths: [{ path: "/*" }] }, excluded: [etag] },
+      {
+        name: "an excluded path of its own",
+        policy: { automatic: true, indexingMode: "consistent", includedPaths: [{ path: "/*" }], excludedPaths: [{ path: '/"systemMetadata"/*' }] },
+        excluded: [{ path: '/"systemMetadata"/*' }, etag],
+      },
+    ];
+    for (const c of cases) {
+      await t.test(c.name, async () => {
+        const id = uniqueId("ip");
+        const { resource } = await db.containers.create({ id, partitionKey: { paths: ["/pk"] }, indexingPolicy: c.policy });
+        assert.deepEqual(resource.indexingPolicy.excludedPaths, c.excluded);
+        assert.equal(resource.indexingPolicy.includedPaths.length, 1);
+        assert.equal(resource.indexingPolicy.includedPaths[0].path, "/*");
+        // Replaced as read, the policy keeps its shape.
+        const { resource: replaced } = await db.container(id).replace(resource);
+        assert.deepEqual(replaced.indexingPolicy.excludedPaths, c.excluded);
+      });
+    }
+  });
+
+  test("populateQuotaInfo: the index transformation progress, no lazy indexing progress", async () => {
+    const id = uniqueId("q");
+    await db.containers.create({ id, partitionKey: { paths: ["/pk"] } });
+    const { headers } = await db.container(id).read({ populateQuotaInfo: true });
+    assert.equal(headers["x-ms-documentdb-collection-index-transformation-progress"], "100");
+    assert.equal(headers["x-ms-documentdb-collection-lazy-indexing-progress"], undefined);
+  });
+
+  test("the conflicts feed, as one write region serves it: empty, listed or queried", async () => {
+    const id = uniqueId("cf");
+    const { container } = await db.containers.create({ id, partitionKey: { paths: ["/pk"] } });
+    await container.items.create({ id: "x", pk: "p" });
+    assert.deepEqual((await container.conflicts.readAll().fetchAll()).resources, []);
+    assert.deepEqual((await container.conflicts.query("SELECT * FROM c").fetchNext()).resources, []);
+    assert.deepEqual((await container.conflicts.query("SELECT * FROM c", { forceQueryPlan: true }).fetchNext()).resources, []);
+  });
+
   test("list, query, replace, conflict and delete", async () => {
     const ids = [uniqueId("l1"), uniqueId("l2")].sort();
     for (const id of ids) {

@@ -202,11 +202,9 @@ class Queries(OrreryTest):
         self.assertEqual(cm.exception.status_code, 400)
         self.assertIn("'ST_DISTANCE' is a spatial function of Azure Cosmos DB that Orrery does not support", str(cm.exception))
 
-    def test_the_conflicts_feed_is_400_naming_it(self):
-        with self.assertRaises(exceptions.CosmosHttpResponseError) as cm:
-            list(self.c.list_conflicts())
-        self.assertEqual(cm.exception.status_code, 400)
-        self.assertIn("conflicts feed", str(cm.exception))
+    def test_the_conflicts_feed_is_empty_as_in_one_write_region(self):
+        self.assertEqual(list(self.c.list_conflicts()), [])
+        self.assertEqual(list(self.c.query_conflicts("SELECT * FROM c")), [])
 
 
 class ChangeFeed(OrreryTest):
