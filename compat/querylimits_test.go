@@ -255,7 +255,11 @@ func TestQueryMemoryStaysBounded(t *testing.T) {
 			t.Errorf("status %d, want 400 or 429", st)
 		}
 	}
-	if growth > 3*pool {
+	// Three queries' garbage is collected by a collector that, on a
+	// machine whose cores other processes hold, runs late: a fourth pool
+	// of slack (one run beside a CPU hog reached 155 MB); unbounded, the
+	// three grew the heap by gigabytes.
+	if growth > 4*pool {
 		t.Errorf("heap grew by %d MB for queries sharing %d MB", growth>>20, pool>>20)
 	}
 
