@@ -2,13 +2,12 @@ package engine
 
 import (
 	"bytes"
-	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
-	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/orrery-db/orrery/engine/internal/epk"
 )
 
 // Limits on partition key values.
@@ -60,22 +59,9 @@ func (d *PartitionKeyDefinition) normalize() *Error {
 	return nil
 }
 
-// pkKind is the type of one partition key component.
-type pkKind byte
-
-// The type markers Cosmos uses when hashing partition key components.
-const (
-	pkUndefined pkKind = 0x00
-	pkNull      pkKind = 0x01
-	pkFalse     pkKind = 0x02
-	pkTrue      pkKind = 0x03
-	pkNumber    pkKind = 0x05
-	pkString    pkKind = 0x08
-)
-
 // PartitionKeyValue is one component of a partition key.
 type PartitionKeyValue struct {
-	kind pkKind
+	kind epk.Kind
 	str  string
 	num  float64
 }
@@ -86,7 +72,7 @@ type PartitionKeyValue struct {
 type PartitionKey []PartitionKeyValue
 
 // StringKey returns a single-component partition key holding s.
-func StringKey(s string) PartitionKey { return PartitionKey{{kind: pkString, str: s}} }
+func StringKey(s string) PartitionKey { return PartitionKey{{kind: epk.String, str: s}} }
 
 // ParsePartitionKeyHeader parses the JSON array the SDKs send in
 // x-ms-documentdb-partitionkey: strings, numbers, booleans, null, and {} for
@@ -136,10 +122,10 @@ func parsePartitionKeyComponent(r json.RawMessage) (PartitionKeyValue, *Error) {
 	switch x := v.(type) {
 	case map[string]any:
 		if len(x) == 0 {
-			return PartitionKeyValue{kind: pkUndefined}, nil
+			return PartitionKeyValue{kind: epk.Undefined}, nil
 		}
 	case nil:
-		return PartitionKeyValue{kind: pkNull}, nil
+		return PartitionKeyValue{kind: epk.Null}, nil
 	default:
 		return componentOf(v)
 	}
@@ -150,25 +136,25 @@ func parsePartitionKeyComponent(r json.RawMessage) (PartitionKeyValue, *Error) {
 func componentOf(v any) (PartitionKeyValue, *Error) {
 	switch x := v.(type) {
 	case nil:
-		return PartitionKeyValue{kind: pkNull}, nil
+		return PartitionKeyValue{kind: epk.Null}, nil
 	case bool:
 		if x {
-			return PartitionKeyValue{kind: pkTrue}, nil
+			return PartitionKeyValue{kind: epk.True}, nil
 		}
-		return PartitionKeyValue{kind: pkFalse}, nil
+		return PartitionKeyValue{kind: epk.False}, nil
 	case float64:
-		return PartitionKeyValue{kind: pkNumber, num: x}, nil
+		return PartitionKeyValue{kind: epk.Number, num: x}, nil
 	case json.Number:
 		f, err := x.Float64()
 		if err != nil {
 			return PartitionKeyValue{}, BadRequest("Partition key number %s is out of range.", x)
 		}
-		return PartitionKeyValue{kind: pkNumber, num: f}, nil
+		return PartitionKeyValue{kind: epk.Number, num: f}, nil
 	case string:
 		if len(x) > MaxPartitionKeyValueBytes {
 			return PartitionKeyValue{}, BadRequest("Partition key value exceeds the maximum size of %d bytes.", MaxPartitionKeyValueBytes)
 		}
-		return PartitionKeyValue{kind: pkString, str: x}, nil
+		return PartitionKeyValue{kind: epk.String, str: x}, nil
 	}
 	return PartitionKeyValue{}, BadRequest("The partition key value must be a string, number, boolean or null, not an object or array.")
 }
@@ -180,7 +166,7 @@ func extractPartitionKey(def *PartitionKeyDefinition, doc map[string]any) (Parti
 	for _, path := range def.Paths {
 		v, ok := lookupPath(doc, path)
 		if !ok {
-			pk = append(pk, PartitionKeyValue{kind: pkUndefined})
+			pk = append(pk, PartitionKeyValue{kind: epk.Undefined})
 			continue
 		}
 		c, err := componentOf(v)
@@ -224,7 +210,7 @@ func (pk PartitionKey) Equal(o PartitionKey) bool {
 // IsUndefined reports whether every component is undefined.
 func (pk PartitionKey) IsUndefined() bool {
 	for _, c := range pk {
-		if c.kind != pkUndefined {
+		if c.kind != epk.Undefined {
 			return false
 		}
 	}
@@ -243,17 +229,17 @@ func (pk PartitionKey) encode() []byte {
 			b.WriteByte(',')
 		}
 		switch c.kind {
-		case pkUndefined:
+		case epk.Undefined:
 			b.WriteString("{}")
-		case pkNull:
+		case epk.Null:
 			b.WriteString("null")
-		case pkTrue:
+		case epk.True:
 			b.WriteString("true")
-		case pkFalse:
+		case epk.False:
 			b.WriteString("false")
-		case pkNumber:
+		case epk.Number:
 			b.WriteString(strconv.FormatFloat(c.num, 'g', -1, 64))
-		case pkString:
+		case epk.String:
 			s, _ := json.Marshal(c.str)
 			b.Write(s)
 		}
@@ -267,27 +253,7 @@ func (pk PartitionKey) String() string { return string(pk.encode()) }
 
 // hashV2 is the 16-byte effective partition key of one component under hash
 // partitioning version 2.
-func (c PartitionKeyValue) hashV2() [16]byte {
-	buf := make([]byte, 0, 16+len(c.str))
-	buf = append(buf, byte(c.kind))
-	switch c.kind {
-	case pkString:
-		buf = append(buf, c.str...)
-		buf = append(buf, 0xFF)
-	case pkNumber:
-		buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(c.num))
-	}
-	h1, h2 := murmur3x64(buf)
-	var le [16]byte
-	binary.LittleEndian.PutUint64(le[:8], h1)
-	binary.LittleEndian.PutUint64(le[8:], h2)
-	var out [16]byte
-	for i := range le {
-		out[i] = le[15-i]
-	}
-	out[0] &= 0x3F
-	return out
-}
+func (c PartitionKeyValue) hashV2() [16]byte { return epk.Hash(c.kind, c.str, c.num) }
 
 // effectivePartitionKey is the binary EPK that orders items in storage: for
 // Hash, the hash of all components together; for MultiHash, one hash per
@@ -319,7 +285,7 @@ func effectivePartitionKey(def *PartitionKeyDefinition, pk PartitionKey) []byte 
 
 // EPKHex renders a binary effective partition key as the upper-case hex the
 // SDKs compare feed range boundaries with.
-func EPKHex(epk []byte) string { return strings.ToUpper(hex.EncodeToString(epk)) }
+func EPKHex(b []byte) string { return epk.Hex(b) }
 
 // validID checks an item or resource id.
 func validID(id string) *Error {

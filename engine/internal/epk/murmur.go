@@ -1,4 +1,4 @@
-package engine
+package epk
 
 import (
 	"encoding/binary"
