@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/orrery-db/orrery/storage/memory"
+
+	"github.com/orrery-db/orrery/engine/internal/rids"
 )
 
 func newMemEngine(t *testing.T) *Engine {
@@ -122,7 +124,7 @@ func TestDocumentKeepsPropertyOrderAndGetsSystemProperties(t *testing.T) {
 	}
 	var r string
 	json.Unmarshal(rid, &r)
-	if _, ok := decodeRID(r, 16); !ok {
+	if _, ok := rids.Decode(r, 16); !ok {
 		t.Fatalf("item _rid %q is not a 16-byte RID", r)
 	}
 }
