@@ -1,4 +1,4 @@
-package epk
+package pkey
 
 import (
 	"encoding/binary"
