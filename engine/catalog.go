@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -143,7 +144,7 @@ func (e *Engine) loadCatalog(ctx context.Context) error {
 func newDatabase(props map[string]any) (*Database, error) {
 	id, _ := stringProp(props, "id")
 	ridStr, _ := stringProp(props, "_rid")
-	rid, ok := decodeRID(ridStr, 4)
+	rid, ok := rids.Decode(ridStr, 4)
 	if !ok {
 		return nil, errors.New("engine: database record with a bad _rid")
 	}
@@ -159,7 +160,7 @@ func newContainer(db *Database, rec containerRecord) (*Container, error) {
 	props := rec.Props
 	id, _ := stringProp(props, "id")
 	ridStr, _ := stringProp(props, "_rid")
-	rid, ok := decodeRID(ridStr, 8)
+	rid, ok := rids.Decode(ridStr, 8)
 	if !ok {
 		return nil, errors.New("engine: container record with a bad _rid")
 	}
@@ -192,7 +193,7 @@ func (e *Engine) lookupDatabase(name string) (*Database, *Error) {
 	if db, ok := e.dbs[name]; ok {
 		return db, nil
 	}
-	if _, ok := decodeRID(name, 4); ok {
+	if _, ok := rids.Decode(name, 4); ok {
 		for _, db := range e.dbs {
 			if db.RID == name {
 				return db, nil
@@ -213,7 +214,7 @@ func (e *Engine) lookupContainer(dbName, name string) (*Container, *Error) {
 	if c, ok := db.colls[name]; ok {
 		return c, nil
 	}
-	if _, ok := decodeRID(name, 8); ok {
+	if _, ok := rids.Decode(name, 8); ok {
 		for _, c := range db.colls {
 			if c.RID == name {
 				return c, nil
@@ -266,12 +267,12 @@ func (e *Engine) CreateDatabase(ctx context.Context, body []byte, throughput *Th
 	}
 	var rid []byte
 	for {
-		rid = randomBytes(4)
-		if e.ridFree(encodeRID(rid), 4) {
+		rid = rids.Random(nil, 4)
+		if e.ridFree(rids.Encode(rid), 4) {
 			break
 		}
 	}
-	ridStr := encodeRID(rid)
+	ridStr := rids.Encode(rid)
 	lsn, err := e.seq.allocate(ctx)
 	if err != nil {
 		return nil, err

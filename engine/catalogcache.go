@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
 	"sync"
 	"time"
 
@@ -104,4 +105,13 @@ func (e *Engine) catalogBatch() (storage.Batch, error) { return e.seam.catalogBa
 // watermark covers every write this engine has finished.
 func (e *Engine) itemsSnapshot(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (c *Container, snap storage.Snapshot, values [][]byte, watermark uint64, err error) {
 	return e.seam.itemsSnapshot(ctx, db, name, extra, settle)
+}
+
+// randomBytes is n random bytes: a new catalog version on a shared store.
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic("engine: crypto/rand failed: " + err.Error())
+	}
+	return b
 }

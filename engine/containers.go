@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -33,10 +34,10 @@ func (e *Engine) CreateContainer(ctx context.Context, dbName string, body []byte
 		return nil, Conflict("Container '%s' already exists. %s", id, msgConflict)
 	}
 	var rid []byte
-	for rid == nil || !e.ridFree(encodeRID(rid), 8) {
-		rid = append(append([]byte(nil), db.rid...), randomBytes(4)...)
+	for rid == nil || !e.ridFree(rids.Encode(rid), 8) {
+		rid = rids.Random(db.rid, 4)
 	}
-	ridStr := encodeRID(rid)
+	ridStr := rids.Encode(rid)
 	lsn, err := e.seq.allocate(ctx)
 	if err != nil {
 		return nil, err

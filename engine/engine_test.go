@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/orrery-db/orrery/storage/memory"
+
+	"github.com/orrery-db/orrery/engine/internal/rids"
 )
 
 func newMemEngine(t *testing.T) *Engine {
@@ -123,7 +125,7 @@ func TestDocumentKeepsPropertyOrderAndGetsSystemProperties(t *testing.T) {
 	}
 	var r string
 	json.Unmarshal(rid, &r)
-	if _, ok := decodeRID(r, 16); !ok {
+	if _, ok := rids.Decode(r, 16); !ok {
 		t.Fatalf("item _rid %q is not a 16-byte RID", r)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -125,7 +126,7 @@ func readResult(it *storedItem, ifNoneMatch string, session uint64) *ItemResult 
 // that a request addressed by RID can be served like one addressed by name.
 // An unknown or malformed RID is 404, as a missing id is.
 func (e *Engine) ItemByRID(ctx context.Context, c *Container, rid string) (id string, pk PartitionKey, err error) {
-	b, ok := decodeRID(rid, 16)
+	b, ok := rids.Decode(rid, 16)
 	if !ok || !bytes.Equal(b[:8], c.rid) {
 		return "", PartitionKey{}, NotFound(msgNotFound)
 	}

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -118,7 +119,7 @@ type offerRecord map[string]any
 func (e *Engine) putOffer(ctx context.Context, b storage.Batch, t *Throughput, ownerRID, ownerSelf string) (string, []byte, error) {
 	var rid string
 	for rid == "" || e.offerRID(rid) != "" {
-		rid = encodeRID(randomBytes(3))
+		rid = rids.Encode(rids.Random(nil, 3))
 	}
 	content := offerContent(t)
 	lsn, err := e.seq.allocate(ctx)

@@ -1,20 +1,17 @@
 package engine
 
 import (
-	"bytes"
-	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
-	"math"
-	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/orrery-db/orrery/engine/internal/pkey"
 )
 
 // Limits on partition key values.
 const (
 	// MaxPartitionKeyValueBytes is the largest partition key component, in bytes.
-	MaxPartitionKeyValueBytes = 2048
+	MaxPartitionKeyValueBytes = pkey.MaxValueBytes
 	// MaxPartitionKeyPaths is the most levels a hierarchical key may have.
 	MaxPartitionKeyPaths = 3
 )
@@ -60,266 +57,58 @@ func (d *PartitionKeyDefinition) normalize() *Error {
 	return nil
 }
 
-// pkKind is the type of one partition key component.
-type pkKind byte
-
-// The type markers Cosmos uses when hashing partition key components.
-const (
-	pkUndefined pkKind = 0x00
-	pkNull      pkKind = 0x01
-	pkFalse     pkKind = 0x02
-	pkTrue      pkKind = 0x03
-	pkNumber    pkKind = 0x05
-	pkString    pkKind = 0x08
-)
-
-// PartitionKeyValue is one component of a partition key.
-type PartitionKeyValue struct {
-	kind pkKind
-	str  string
-	num  float64
-}
+// PartitionKeyValue is one component of a partition key (engine/internal/pkey).
+type PartitionKeyValue = pkey.Value
 
 // PartitionKey is a logical partition key: one component per path of the
 // container's definition. An empty PartitionKey addresses a legacy
 // non-partitioned container.
-type PartitionKey []PartitionKeyValue
+type PartitionKey = pkey.Key
 
 // StringKey returns a single-component partition key holding s.
-func StringKey(s string) PartitionKey { return PartitionKey{{kind: pkString, str: s}} }
+func StringKey(s string) PartitionKey { return pkey.StringKey(s) }
 
 // ParsePartitionKeyHeader parses the JSON array the SDKs send in
 // x-ms-documentdb-partitionkey: strings, numbers, booleans, null, and {} for
 // undefined.
 func ParsePartitionKeyHeader(h string) (PartitionKey, error) {
-	if s, ok := simpleStringKey(h); ok {
-		return StringKey(s), nil
-	}
-	var raw []json.RawMessage
-	if err := json.Unmarshal([]byte(h), &raw); err != nil {
-		return nil, BadRequest("The partition key header %q is not a JSON array: %v", h, err)
-	}
-	pk := make(PartitionKey, 0, len(raw))
-	for _, r := range raw {
-		v, err := parsePartitionKeyComponent(r)
-		if err != nil {
-			return nil, err
-		}
-		pk = append(pk, v)
+	pk, err := pkey.ParseHeader(h)
+	if err != nil {
+		return nil, badPartitionKey(err)
 	}
 	return pk, nil
 }
 
-// simpleStringKey recognizes the common header ["value"] whose string needs
-// no unescaping, without a JSON decoder.
-func simpleStringKey(h string) (string, bool) {
-	if len(h) < 4 || h[0] != '[' || h[1] != '"' || h[len(h)-2] != '"' || h[len(h)-1] != ']' {
-		return "", false
-	}
-	s := h[2 : len(h)-2]
-	if len(s) > MaxPartitionKeyValueBytes {
-		return "", false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c == '"' || c == '\\' || c < 0x20 || c >= 0x80 {
-			return "", false
-		}
-	}
-	return s, true
-}
+// badPartitionKey is a partition key the model refused, as the service
+// reports it.
+func badPartitionKey(err error) *Error { return BadRequest("%s", err.Error()) }
 
 func parsePartitionKeyComponent(r json.RawMessage) (PartitionKeyValue, *Error) {
-	var v any
-	if err := json.Unmarshal(r, &v); err != nil {
-		return PartitionKeyValue{}, BadRequest("Invalid partition key component %s: %v", r, err)
+	v, err := pkey.ParseValue(r)
+	if err != nil {
+		return PartitionKeyValue{}, badPartitionKey(err)
 	}
-	switch x := v.(type) {
-	case map[string]any:
-		if len(x) == 0 {
-			return PartitionKeyValue{kind: pkUndefined}, nil
-		}
-	case nil:
-		return PartitionKeyValue{kind: pkNull}, nil
-	default:
-		return componentOf(v)
-	}
-	return PartitionKeyValue{}, BadRequest("Partition key component %s must be a string, number, boolean, null or {} (undefined).", r)
-}
-
-// componentOf converts a decoded JSON value found at a partition key path.
-func componentOf(v any) (PartitionKeyValue, *Error) {
-	switch x := v.(type) {
-	case nil:
-		return PartitionKeyValue{kind: pkNull}, nil
-	case bool:
-		if x {
-			return PartitionKeyValue{kind: pkTrue}, nil
-		}
-		return PartitionKeyValue{kind: pkFalse}, nil
-	case float64:
-		return PartitionKeyValue{kind: pkNumber, num: x}, nil
-	case json.Number:
-		f, err := x.Float64()
-		if err != nil {
-			return PartitionKeyValue{}, BadRequest("Partition key number %s is out of range.", x)
-		}
-		return PartitionKeyValue{kind: pkNumber, num: f}, nil
-	case string:
-		if len(x) > MaxPartitionKeyValueBytes {
-			return PartitionKeyValue{}, BadRequest("Partition key value exceeds the maximum size of %d bytes.", MaxPartitionKeyValueBytes)
-		}
-		return PartitionKeyValue{kind: pkString, str: x}, nil
-	}
-	return PartitionKeyValue{}, BadRequest("The partition key value must be a string, number, boolean or null, not an object or array.")
+	return v, nil
 }
 
 // extractPartitionKey reads the partition key of a decoded document.
 // A missing property gives the undefined component.
 func extractPartitionKey(def *PartitionKeyDefinition, doc map[string]any) (PartitionKey, *Error) {
-	pk := make(PartitionKey, 0, len(def.Paths))
-	for _, path := range def.Paths {
-		v, ok := lookupPath(doc, path)
-		if !ok {
-			pk = append(pk, PartitionKeyValue{kind: pkUndefined})
-			continue
-		}
-		c, err := componentOf(v)
-		if err != nil {
-			return nil, err
-		}
-		pk = append(pk, c)
+	pk, err := pkey.Extract(def.Paths, doc)
+	if err != nil {
+		return nil, badPartitionKey(err)
 	}
 	return pk, nil
 }
 
-// lookupPath follows a partition key path such as /a/b through nested objects.
-func lookupPath(doc map[string]any, path string) (any, bool) {
-	var cur any = doc
-	for _, seg := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
-		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = m[seg]; !ok {
-			return nil, false
-		}
-	}
-	return cur, true
-}
-
-// Equal reports whether two partition keys are the same value.
-func (pk PartitionKey) Equal(o PartitionKey) bool {
-	if len(pk) != len(o) {
-		return false
-	}
-	for i := range pk {
-		if pk[i] != o[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// IsUndefined reports whether every component is undefined.
-func (pk PartitionKey) IsUndefined() bool {
-	for _, c := range pk {
-		if c.kind != pkUndefined {
-			return false
-		}
-	}
-	return true
-}
-
-// MarshalJSON writes the key as the SDKs send it: a JSON array, with {} for undefined.
-func (pk PartitionKey) MarshalJSON() ([]byte, error) { return pk.encode(), nil }
-
-// encode is the canonical JSON array form, used in storage keys.
-func (pk PartitionKey) encode() []byte {
-	var b bytes.Buffer
-	b.WriteByte('[')
-	for i, c := range pk {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		switch c.kind {
-		case pkUndefined:
-			b.WriteString("{}")
-		case pkNull:
-			b.WriteString("null")
-		case pkTrue:
-			b.WriteString("true")
-		case pkFalse:
-			b.WriteString("false")
-		case pkNumber:
-			b.WriteString(strconv.FormatFloat(c.num, 'g', -1, 64))
-		case pkString:
-			s, _ := json.Marshal(c.str)
-			b.Write(s)
-		}
-	}
-	b.WriteByte(']')
-	return b.Bytes()
-}
-
-// String returns the canonical JSON form.
-func (pk PartitionKey) String() string { return string(pk.encode()) }
-
-// hashV2 is the 16-byte effective partition key of one component under hash
-// partitioning version 2.
-func (c PartitionKeyValue) hashV2() [16]byte {
-	buf := make([]byte, 0, 16+len(c.str))
-	buf = append(buf, byte(c.kind))
-	switch c.kind {
-	case pkString:
-		buf = append(buf, c.str...)
-		buf = append(buf, 0xFF)
-	case pkNumber:
-		buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(c.num))
-	}
-	h1, h2 := murmur3x64(buf)
-	var le [16]byte
-	binary.LittleEndian.PutUint64(le[:8], h1)
-	binary.LittleEndian.PutUint64(le[8:], h2)
-	var out [16]byte
-	for i := range le {
-		out[i] = le[15-i]
-	}
-	out[0] &= 0x3F
-	return out
-}
-
-// effectivePartitionKey is the binary EPK that orders items in storage: for
-// Hash, the hash of all components together; for MultiHash, one hash per
-// component, concatenated (so a key prefix is an EPK prefix).
-func effectivePartitionKey(def *PartitionKeyDefinition, pk PartitionKey) []byte {
-	if len(pk) == 0 {
-		return nil
-	}
-	if def.Kind == "MultiHash" {
-		out := make([]byte, 0, 16*len(pk))
-		for _, c := range pk {
-			h := c.hashV2()
-			out = append(out, h[:]...)
-		}
-		return out
-	}
-	if len(pk) == 1 {
-		h := pk[0].hashV2()
-		return h[:]
-	}
-	// A Hash key has one path; more components cannot reach here after validation.
-	var buf []byte
-	for _, c := range pk {
-		h := c.hashV2()
-		buf = append(buf, h[:]...)
-	}
-	return buf
-}
+// effectivePartitionKey is the binary EPK that orders items in storage. The
+// definition's kind does not change it: a Hash key has one component, a
+// MultiHash key one hash per component, concatenated.
+func effectivePartitionKey(_ *PartitionKeyDefinition, pk PartitionKey) []byte { return pk.EPK() }
 
 // EPKHex renders a binary effective partition key as the upper-case hex the
 // SDKs compare feed range boundaries with.
-func EPKHex(epk []byte) string { return strings.ToUpper(hex.EncodeToString(epk)) }
+func EPKHex(b []byte) string { return pkey.Hex(b) }
 
 // validID checks an item or resource id.
 func validID(id string) *Error {

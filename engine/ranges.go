@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -151,7 +152,7 @@ func (c *Container) PartitionKeyRanges() ([]PartitionKeyRange, uint64) {
 // PartitionKeyRangeRID is the RID of one of the container's ranges.
 func (c *Container) PartitionKeyRangeRID(id string) string {
 	n, _ := strconv.ParseUint(id, 10, 32)
-	return encodeRID(childRID(c.rid, 2<<56|n))
+	return rids.Encode(rids.Child(c.rid, 2<<56|n))
 }
 
 // PartitionKeyRangeGone is the error for a request scoped to a range the

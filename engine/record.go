@@ -88,7 +88,7 @@ func (c *Container) partition(pk PartitionKey) (*partition, *Error) {
 	if len(pk) != len(c.pk.Paths) {
 		return nil, BadRequest("The partition key supplied has %d components, but the container's partition key definition has %d paths.", len(pk), len(c.pk.Paths))
 	}
-	enc := pk.encode()
+	enc := pk.Encode()
 	return &partition{c: c, pk: pk, enc: enc, prefix: keys.ItemPartitionPrefix(c.rid, effectivePartitionKey(&c.pk, pk), enc)}, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/engine/script"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -222,7 +223,7 @@ func (sc *scriptCollection) resolve(ctx context.Context, link string) (string, e
 	}
 	parent, last := link[:i], link[i+len("/docs/"):]
 	if parent == strings.Trim(c.Self(), "/") {
-		rid, ok := decodeRID(last, 16)
+		rid, ok := rids.Decode(last, 16)
 		if !ok {
 			return "", NotFound(msgNotFound)
 		}

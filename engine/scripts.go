@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/engine/script"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -91,7 +92,7 @@ func (e *Engine) writeScript(ctx context.Context, c *Container, kind ScriptKind,
 	id := props["id"].(string)
 	rid, _ := prev["_rid"].(string)
 	if rid == "" {
-		rid = encodeRID(childRID(c.rid, lsn<<16|0xFFFF))
+		rid = rids.Encode(rids.Child(c.rid, lsn<<16|0xFFFF))
 	}
 	props["_rid"] = rid
 	props["_self"] = c.Self() + string(kind) + "/" + rid + "/"
@@ -155,7 +156,7 @@ func (k ScriptKind) singular() string {
 func (e *Engine) readScript(ctx context.Context, c *Container, kind ScriptKind, id string) (map[string]any, []byte, error) {
 	raw, err := e.store.Get(ctx, keys.ChildKey(c.rid, string(kind), id))
 	if errors.Is(err, storage.ErrNotFound) {
-		if _, isRID := decodeRID(id, 16); isRID {
+		if _, isRID := rids.Decode(id, 16); isRID {
 			list, lerr := e.listScripts(ctx, c, kind)
 			if lerr != nil {
 				return nil, nil, lerr

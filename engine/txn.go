@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -216,7 +217,7 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	} else {
 		s.rid = prev.rid
 	}
-	rid := encodeRID(childRID(c.rid, s.rid))
+	rid := rids.Encode(rids.Child(c.rid, s.rid))
 	ts := field{"_ts", json.RawMessage(strconv.FormatInt(s.ts, 10))}
 	s.doc = it.obj.encode(
 		field{"_rid", quoteJSON(rid)},

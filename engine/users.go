@@ -3,12 +3,12 @@ package engine
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"strings"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -49,7 +49,7 @@ func usersOf(db *Database) principalParent {
 // user's stored props.
 func permissionsOf(db *Database, user map[string]any) principalParent {
 	ridStr, _ := user["_rid"].(string)
-	rid, _ := decodeRID(ridStr, 8)
+	rid, _ := rids.Decode(ridStr, 8)
 	return principalParent{kind: kindPermission, prefix: keys.PermissionPrefix(rid), rid: rid,
 		self: "dbs/" + db.RID + "/users/" + ridStr + "/permissions/"}
 }
@@ -84,7 +84,7 @@ func (p principalParent) key(id string) []byte {
 // read returns a record's props by id or RID.
 func (p principalParent) read(ctx context.Context, r storage.Reader, id string) (map[string]any, []byte, error) {
 	raw, err := r.Get(ctx, p.key(id))
-	if rid, isRID := decodeRID(id, p.ridLen()); errors.Is(err, storage.ErrNotFound) && isRID {
+	if rid, isRID := rids.Decode(id, p.ridLen()); errors.Is(err, storage.ErrNotFound) && isRID {
 		var key []byte
 		if key, err = r.Get(ctx, keys.PrincipalRIDKey(rid)); err == nil {
 			if !bytes.HasPrefix(key, p.prefix) {
@@ -142,7 +142,7 @@ func (e *Engine) writePrincipal(ctx context.Context, p principalParent, props, p
 		}
 	}
 	if prev == nil {
-		ridBytes, _ := decodeRID(rid, p.ridLen())
+		ridBytes, _ := rids.Decode(rid, p.ridLen())
 		if err := b.Set(keys.PrincipalRIDKey(ridBytes), p.key(id)); err != nil {
 			return nil, err
 		}
@@ -157,13 +157,13 @@ func (e *Engine) writePrincipal(ctx context.Context, p principalParent, props, p
 // holds catMu.
 func (e *Engine) newPrincipalRID(ctx context.Context, p principalParent, lsn uint64) (string, error) {
 	if p.kind == kindPermission {
-		return encodeRID(binary.BigEndian.AppendUint64(append([]byte(nil), p.rid...), lsn)), nil
+		return rids.Encode(rids.Child(p.rid, lsn)), nil
 	}
 	for {
-		rid := append(append([]byte(nil), p.rid...), randomBytes(4)...)
+		rid := rids.Random(p.rid, 4)
 		_, err := e.store.Get(ctx, keys.PrincipalRIDKey(rid))
 		if errors.Is(err, storage.ErrNotFound) {
-			return encodeRID(rid), nil
+			return rids.Encode(rid), nil
 		}
 		if err != nil {
 			return "", err
@@ -592,7 +592,7 @@ func (e *Engine) DeletePermission(ctx context.Context, db, user, id, ifMatch str
 	if err := b.Delete(perms.key(prev["id"].(string))); err != nil {
 		return err
 	}
-	rid, _ := decodeRID(prev["_rid"].(string), perms.ridLen())
+	rid, _ := rids.Decode(prev["_rid"].(string), perms.ridLen())
 	if err := b.Delete(keys.PrincipalRIDKey(rid)); err != nil {
 		return err
 	}
@@ -602,7 +602,7 @@ func (e *Engine) DeletePermission(ctx context.Context, db, user, id, ifMatch str
 // PermissionByRID finds a permission by its RID, which names its database
 // and user; NotFound when any of them is gone.
 func (e *Engine) PermissionByRID(ctx context.Context, rid string) (*Permission, error) {
-	b, ok := decodeRID(rid, 16)
+	b, ok := rids.Decode(rid, 16)
 	if !ok {
 		return nil, NotFound("'%s' is not the RID of a permission.", rid)
 	}
@@ -610,11 +610,11 @@ func (e *Engine) PermissionByRID(ctx context.Context, rid string) (*Permission, 
 		return nil, err
 	}
 	defer e.catMu.RUnlock()
-	d, err := e.lookupDatabase(encodeRID(b[:4]))
+	d, err := e.lookupDatabase(rids.Encode(b[:4]))
 	if err != nil {
 		return nil, err
 	}
-	props, raw, rerr := e.lookupUserPermission(ctx, d, encodeRID(b[:8]), rid)
+	props, raw, rerr := e.lookupUserPermission(ctx, d, rids.Encode(b[:8]), rid)
 	if rerr != nil {
 		return nil, rerr
 	}

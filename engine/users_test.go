@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/rids"
 )
 
 func TestParseResourceLink(t *testing.T) {
@@ -53,8 +54,8 @@ func TestDeletingADatabaseDeletesItsUsersAndPermissions(t *testing.T) {
 	if p.Mode != PermissionRead || p.Link != "dbs/pdb/colls/c" || !p.HasPartitionKey || !p.PartitionKey.Equal(StringKey("a")) {
 		t.Fatalf("permission %+v", p)
 	}
-	prid, _ := decodeRID(p.RID, 16)
-	urid, _ := decodeRID(user.RID, 8)
+	prid, _ := rids.Decode(p.RID, 16)
+	urid, _ := rids.Decode(user.RID, 8)
 	if !bytes.HasPrefix(prid, urid) {
 		t.Fatalf("permission RID %q does not extend user RID %q", p.RID, user.RID)
 	}

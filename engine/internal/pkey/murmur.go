@@ -1,4 +1,4 @@
-package engine
+package pkey
 
 import (
 	"encoding/binary"
