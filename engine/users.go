@@ -136,7 +136,7 @@ func (e *Engine) writePrincipal(ctx context.Context, p principalParent, props, p
 		if err := b.Delete(p.key(prevID)); err != nil {
 			return nil, err
 		}
-		ridBytes, _ := decodeRID(rid, p.ridLen())
+		ridBytes, _ := rids.Decode(rid, p.ridLen())
 		if err := b.Set(keys.PrincipalRIDKey(ridBytes), p.key(id)); err != nil {
 			return nil, err
 		}
