@@ -265,7 +265,8 @@ func TestHugeAllocationsFailTheScript(t *testing.T) {
 // TestRunawayScriptsStopNearTheCeiling runs the scripts of the compat
 // suite's hostile cases with a smaller ceiling: each must end with the
 // memory-limit error well within its time budget, the heap having grown by
-// no more than about twice the ceiling meanwhile.
+// no more than about twice the ceiling meanwhile (three times allowed, for
+// a loaded machine).
 func TestRunawayScriptsStopNearTheCeiling(t *testing.T) {
 	const limit = 32 << 20
 	const budget = 5 * time.Second
@@ -284,7 +285,11 @@ func TestRunawayScriptsStopNearTheCeiling(t *testing.T) {
 			if m.cpu > budget/2 && !raceEnabled {
 				t.Errorf("used %v of CPU (%v of wall time) of a budget of %v", m.cpu, m.elapsed, budget)
 			}
-			if m.peak > 2*limit+peakSlack {
+			// About twice the ceiling on an idle machine; the watchdog and
+			// the collector run late when other processes hold the cores
+			// (75 MiB in one run beside a CPU hog), hence three times.
+			// Unbounded, each of these grows the heap by a gigabyte.
+			if m.peak > 3*limit+peakSlack {
 				t.Errorf("the heap grew by %d MiB with a limit of %d MiB", m.peak>>20, limit>>20)
 			}
 		})
