@@ -33,20 +33,40 @@ func parseObject(b []byte) (object, error) {
 			return obj, nil
 		}
 		end := skipString(b, i)
-		var name string
-		if err := json.Unmarshal(b[i:end], &name); err != nil {
-			return nil, err
+		name, ok := plainName(b, i, end)
+		if !ok {
+			if err := json.Unmarshal(b[i:end], &name); err != nil {
+				return nil, err
+			}
 		}
 		i = skipSpace(b, end)
 		i++ // ':'
 		i = skipSpace(b, i)
 		vend := skipValue(b, i)
+		if obj == nil {
+			obj = make(object, 0, 8) // most objects have a few properties: one allocation
+		}
 		obj = append(obj, field{name: name, value: json.RawMessage(b[i:vend])})
 		i = skipSpace(b, vend)
 		if i < len(b) && b[i] == ',' {
 			i++
 		}
 	}
+}
+
+// plainName returns the property name b[i:end] when it is a string of
+// printable ASCII without escapes, which is its bytes between the quotes;
+// ok is false for anything else, which json.Unmarshal decodes.
+func plainName(b []byte, i, end int) (string, bool) {
+	if end-i < 2 || end > len(b) || b[i] != '"' || b[end-1] != '"' {
+		return "", false
+	}
+	for _, c := range b[i+1 : end-1] {
+		if c < 0x20 || c >= 0x7f || c == '\\' || c == '"' {
+			return "", false
+		}
+	}
+	return string(b[i+1 : end-1]), true
 }
 
 func skipSpace(b []byte, i int) int {
