@@ -141,11 +141,23 @@ func (o object) withoutSystem() object {
 
 // encode writes the object, followed by extra properties.
 func (o object) encode(extra ...field) []byte {
+	n := o.encodedLen() + object(extra).encodedLen()
+	return o.appendEncode(make([]byte, 0, n+128), extra...)
+}
+
+// encodedLen is about the length of the object's encoding (exact when its
+// names need no escapes).
+func (o object) encodedLen() int {
 	n := 2
 	for _, f := range o {
 		n += len(f.name) + len(f.value) + 4
 	}
-	buf := make([]byte, 0, n+128)
+	return n
+}
+
+// appendEncode appends the object's encoding, followed by extra properties,
+// to buf.
+func (o object) appendEncode(buf []byte, extra ...field) []byte {
 	buf = append(buf, '{')
 	first := true
 	write := func(f field) {
@@ -164,6 +176,20 @@ func (o object) encode(extra ...field) []byte {
 		write(f)
 	}
 	return append(buf, '}')
+}
+
+// plainJSONString reports whether b is a JSON string literal of printable
+// ASCII without escapes, which is what appendJSONString writes for it.
+func plainJSONString(b []byte) bool {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return false
+	}
+	for _, c := range b[1 : len(b)-1] {
+		if c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // appendJSONString appends s as a JSON string literal.

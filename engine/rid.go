@@ -15,6 +15,18 @@ func encodeRID(b []byte) string {
 	return strings.ReplaceAll(base64.StdEncoding.EncodeToString(b), "/", "-")
 }
 
+// appendRID appends encodeRID(b).
+func appendRID(dst, b []byte) []byte {
+	n := len(dst)
+	dst = base64.StdEncoding.AppendEncode(dst, b)
+	for i := n; i < len(dst); i++ {
+		if dst[i] == '/' {
+			dst[i] = '-'
+		}
+	}
+	return dst
+}
+
 // decodeRID decodes a RID; ok is false when s is not a RID of n bytes.
 func decodeRID(s string, n int) ([]byte, bool) {
 	b, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(s, "-", "/"))
