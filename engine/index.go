@@ -222,7 +222,11 @@ func (c *Container) objectIndexEntries(obj object, itemKey []byte) ([][]byte, er
 		return nil, nil
 	}
 	suffix := itemKey[1+len(c.rid):]
-	var out [][]byte
+	out := make([][]byte, 0, len(obj)+4)
+	// The entries are cut from shared chunks: one allocation for many keys.
+	// Each is capped at its end, so appending to one never writes into the
+	// next.
+	var chunk []byte
 	var walk func(obj object, path string) error
 	walk = func(obj object, path string) error {
 		for _, f := range obj {
@@ -243,11 +247,18 @@ func (c *Container) objectIndexEntries(obj object, itemKey []byte) ([][]byte, er
 			if !c.index.indexes(p) {
 				continue
 			}
-			k, err := appendRawIndexValue(keys.IndexPathPrefix(c.rid, p), raw)
+			// The longest entry: the prefix, a string value of
+			// maxIndexedString bytes all escaped and its end, the suffix.
+			if need := 1 + len(c.rid) + binary.MaxVarintLen32 + len(p) + 2*maxIndexedString + 3 + len(suffix); cap(chunk)-len(chunk) < need {
+				chunk = make([]byte, 0, max(need, 1024))
+			}
+			start := len(chunk)
+			k, err := appendRawIndexValue(keys.AppendIndexPathPrefix(chunk, c.rid, p), raw)
 			if err != nil {
 				return err
 			}
-			out = append(out, append(k, suffix...))
+			chunk = append(k, suffix...)
+			out = append(out, chunk[start:len(chunk):len(chunk)])
 		}
 		return nil
 	}
@@ -304,23 +315,38 @@ func (t *txn) reindex(key []byte, prevDoc []byte, doc object) error {
 			return err
 		}
 	}
-	keep := make(map[string]bool, len(cur))
-	for _, k := range cur {
-		keep[string(k)] = true
-	}
-	for _, k := range old {
-		if !keep[string(k)] {
-			if err := t.b.Delete(k); err != nil {
-				return err
-			}
+	// Both lists sorted, the entries only in old are deleted and those only
+	// in cur written; an entry in both is left as it is.
+	slices.SortFunc(old, bytes.Compare)
+	slices.SortFunc(cur, bytes.Compare)
+	j := 0
+	for i, k := range old {
+		if i > 0 && bytes.Equal(k, old[i-1]) {
+			continue
 		}
-		delete(keep, string(k))
+		for j < len(cur) && bytes.Compare(cur[j], k) < 0 {
+			j++
+		}
+		if j < len(cur) && bytes.Equal(cur[j], k) {
+			continue
+		}
+		if err := t.b.Delete(k); err != nil {
+			return err
+		}
 	}
-	for _, k := range cur {
-		if keep[string(k)] {
-			if err := t.b.Set(k, nil); err != nil {
-				return err
-			}
+	i := 0
+	for j, k := range cur {
+		if j > 0 && bytes.Equal(k, cur[j-1]) {
+			continue
+		}
+		for i < len(old) && bytes.Compare(old[i], k) < 0 {
+			i++
+		}
+		if i < len(old) && bytes.Equal(old[i], k) {
+			continue
+		}
+		if err := t.b.Set(k, nil); err != nil {
+			return err
 		}
 	}
 	return nil
