@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 )
 
 // field is one top-level property of a JSON object, in document order.
@@ -27,17 +28,40 @@ func parseObject(b []byte) (object, error) {
 	}
 	i++
 	var obj object
+	// The plain names of the first properties are copied out of b into one
+	// string at the end, not one string each.
+	type span struct{ at, start, end int }
+	var plain [16]span
+	np, total := 0, 0
 	for {
 		i = skipSpace(b, i)
 		if i < len(b) && b[i] == '}' {
+			if np > 0 {
+				var sb strings.Builder
+				sb.Grow(total)
+				for _, s := range plain[:np] {
+					sb.Write(b[s.start:s.end])
+				}
+				all, off := sb.String(), 0
+				for _, s := range plain[:np] {
+					obj[s.at].name = all[off : off+s.end-s.start]
+					off += s.end - s.start
+				}
+			}
 			return obj, nil
 		}
 		end := skipString(b, i)
-		name, ok := plainName(b, i, end)
-		if !ok {
-			if err := json.Unmarshal(b[i:end], &name); err != nil {
-				return nil, err
+		var name string
+		if isPlainName(b, i, end) {
+			if np < len(plain) {
+				plain[np] = span{len(obj), i + 1, end - 1}
+				np++
+				total += end - 1 - (i + 1)
+			} else {
+				name = string(b[i+1 : end-1])
 			}
+		} else if err := json.Unmarshal(b[i:end], &name); err != nil {
+			return nil, err
 		}
 		i = skipSpace(b, end)
 		i++ // ':'
@@ -54,19 +78,19 @@ func parseObject(b []byte) (object, error) {
 	}
 }
 
-// plainName returns the property name b[i:end] when it is a string of
+// isPlainName reports whether the property name b[i:end] is a string of
 // printable ASCII without escapes, which is its bytes between the quotes;
-// ok is false for anything else, which json.Unmarshal decodes.
-func plainName(b []byte, i, end int) (string, bool) {
+// anything else is decoded by json.Unmarshal.
+func isPlainName(b []byte, i, end int) bool {
 	if end-i < 2 || end > len(b) || b[i] != '"' || b[end-1] != '"' {
-		return "", false
+		return false
 	}
 	for _, c := range b[i+1 : end-1] {
 		if c < 0x20 || c >= 0x7f || c == '\\' || c == '"' {
-			return "", false
+			return false
 		}
 	}
-	return string(b[i+1 : end-1]), true
+	return true
 }
 
 func skipSpace(b []byte, i int) int {

@@ -9,8 +9,9 @@ import (
 )
 
 // TestParseObjectNamesDecodeAsJSONDoes: a property name read without
-// json.Unmarshal (plain ASCII) is the name encoding/json decodes, and names
-// with escapes or other characters are still decoded in full.
+// json.Unmarshal (plain ASCII) is the name encoding/json decodes, names
+// with escapes or other characters are still decoded in full, and each name
+// stays with its value, past the first sixteen too.
 func TestParseObjectNamesDecodeAsJSONDoes(t *testing.T) {
 	for _, body := range []string{
 		`{"id":"a","pk":1}`,
@@ -18,6 +19,7 @@ func TestParseObjectNamesDecodeAsJSONDoes(t *testing.T) {
 		`{"a\"b":1,"c\\d":2,"\u00e9t\u00e9":3,"ète":4,"\t":5,"\u0000":6,"":7,"~":8}`,
 		`{"\ud83d\ude00":1,"del` + "\x7f" + `":2}`,
 		`{}`,
+		manyProperties(40),
 	} {
 		obj, err := parseObject([]byte(body))
 		if err != nil {
@@ -31,11 +33,28 @@ func TestParseObjectNamesDecodeAsJSONDoes(t *testing.T) {
 			t.Fatalf("%s: %d properties, want %d", body, len(obj), len(want))
 		}
 		for _, f := range obj {
-			if _, ok := want[f.name]; !ok {
-				t.Errorf("%s: property %q is not one encoding/json decodes", body, f.name)
+			if v, ok := want[f.name]; !ok || string(v) != string(f.value) {
+				t.Errorf("%s: property %q is %s, encoding/json decodes %s", body, f.name, f.value, v)
 			}
 		}
 	}
+}
+
+// manyProperties is an object of n properties, plain names and escaped
+// ones in turn.
+func manyProperties(n int) string {
+	b := []byte("{")
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if i%3 == 2 {
+			b = fmt.Appendf(b, `"e\u0073%d":%d`, i, i)
+		} else {
+			b = fmt.Appendf(b, `"p%d":%d`, i, i)
+		}
+	}
+	return string(append(b, '}'))
 }
 
 // TestETagIsTheFormattedWrite: the ETag written without fmt is the one the
