@@ -242,14 +242,19 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	if !plainJSONString(self) {
 		self = quoteJSON(c.Self() + "docs/" + string(sys[1:ridEnd-1]) + "/")
 	}
-	// The record is the header and the document, in one buffer.
-	rec := it.obj.appendEncode(s.appendHeader(make([]byte, 0, itemHeaderLen+it.obj.encodedLen()+len(sys)+64)),
-		field{"_rid", json.RawMessage(sys[:ridEnd])},
-		field{"_self", self},
-		field{"_etag", json.RawMessage(sys[selfEnd:etagEnd])},
-		field{"_attachments", json.RawMessage(`"attachments/"`)},
-		ts,
-	)
+	// The record is the header and the document, in one buffer; the system
+	// properties follow the item's, as object.encode would write them.
+	rec := it.obj.appendEncode(s.appendHeader(make([]byte, 0, itemHeaderLen+it.obj.encodedLen()+len(sys)+64)))
+	rec = rec[:len(rec)-1] // '}'
+	if len(it.obj) > 0 {
+		rec = append(rec, ',')
+	}
+	rec = append(append(rec, `"_rid":`...), sys[:ridEnd]...)
+	rec = append(append(rec, `,"_self":`...), self...)
+	rec = append(append(rec, `,"_etag":`...), sys[selfEnd:etagEnd]...)
+	rec = append(rec, `,"_attachments":"attachments/"`...)
+	rec = append(append(rec, `,"_ts":`...), ts.value...)
+	rec = append(rec, '}')
 	s.doc = rec[itemHeaderLen:len(rec):len(rec)]
 	if len(s.doc) > MaxItemBytes {
 		return nil, TooLarge("%s: the item is %d bytes with its system properties, the limit is %d.", msgEntityTooLarge, len(s.doc), MaxItemBytes)
