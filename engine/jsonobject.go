@@ -33,6 +33,7 @@ func parseObject(b []byte) (object, error) {
 	type span struct{ at, start, end int }
 	var plain [16]span
 	np, total := 0, 0
+	var err error
 	for {
 		i = skipSpace(b, i)
 		if i < len(b) && b[i] == '}' {
@@ -51,7 +52,7 @@ func parseObject(b []byte) (object, error) {
 			return obj, nil
 		}
 		end := skipString(b, i)
-		var name string
+		name := ""
 		if isPlainName(b, i, end) {
 			if np < len(plain) {
 				plain[np] = span{len(obj), i + 1, end - 1}
@@ -60,7 +61,7 @@ func parseObject(b []byte) (object, error) {
 			} else {
 				name = string(b[i+1 : end-1])
 			}
-		} else if err := json.Unmarshal(b[i:end], &name); err != nil {
+		} else if name, err = unmarshalName(b[i:end]); err != nil {
 			return nil, err
 		}
 		i = skipSpace(b, end)
@@ -76,6 +77,14 @@ func parseObject(b []byte) (object, error) {
 			i++
 		}
 	}
+}
+
+// unmarshalName decodes a property name that is not plain: its own
+// variable escapes to json.Unmarshal, not parseObject's.
+func unmarshalName(b []byte) (string, error) {
+	var name string
+	err := json.Unmarshal(b, &name)
+	return name, err
 }
 
 // isPlainName reports whether the property name b[i:end] is a string of
