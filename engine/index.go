@@ -128,6 +128,9 @@ type indexPolicy struct {
 	none     bool
 	included []string
 	excluded []string
+	// all: every path but /_etag is indexed (the default policy: /* in,
+	// at most /"_etag"/? out), which the write path need not ask per path.
+	all bool
 }
 
 func newIndexPolicy(props map[string]any) *indexPolicy {
@@ -151,6 +154,8 @@ func newIndexPolicy(props map[string]any) *indexPolicy {
 	}
 	p.included = read("includedPaths")
 	p.excluded = read("excludedPaths")
+	p.all = slices.ContainsFunc(p.included, func(pat string) bool { return strings.ReplaceAll(pat, `"`, "") == "/*" }) &&
+		!slices.ContainsFunc(p.excluded, func(pat string) bool { return strings.ReplaceAll(pat, `"`, "") != "/_etag/?" })
 	return p
 }
 
@@ -227,13 +232,15 @@ func (c *Container) objectIndexEntries(obj object, itemKey []byte) ([][]byte, er
 	// Each is capped at its end, so appending to one never writes into the
 	// next.
 	var chunk []byte
-	var walk func(obj object, path string) error
-	walk = func(obj object, path string) error {
+	// The paths are appended into one buffer: a nested object's appends
+	// past its parent's path, which the parent reads only up to its length.
+	var walk func(obj object, path []byte) error
+	walk = func(obj object, path []byte) error {
 		for _, f := range obj {
-			if path == "" && (unindexedProperties[f.name] || c.computedByName(f.name) != nil) {
+			if len(path) == 0 && (unindexedProperties[f.name] || c.computedByName(f.name) != nil) {
 				continue // a computed property's name hides a persisted one
 			}
-			p := path + "/" + strings.ReplaceAll(strings.ReplaceAll(f.name, "~", "~0"), "/", "~1")
+			p := appendIndexName(append(path, '/'), f.name)
 			raw := f.value
 			if raw[0] == '{' {
 				sub, err := parseObject(raw)
@@ -244,7 +251,7 @@ func (c *Container) objectIndexEntries(obj object, itemKey []byte) ([][]byte, er
 					return err
 				}
 			}
-			if !c.index.indexes(p) {
+			if !c.index.all && !c.index.indexes(string(p)) || c.index.all && string(p) == "/_etag" {
 				continue
 			}
 			// The longest entry: the prefix, a string value of
@@ -262,10 +269,26 @@ func (c *Container) objectIndexEntries(obj object, itemKey []byte) ([][]byte, er
 		}
 		return nil
 	}
-	if err := walk(obj, ""); err != nil {
+	if err := walk(obj, make([]byte, 0, 64)); err != nil {
 		return nil, err
 	}
 	return c.appendComputedIndexEntries(obj, suffix, out)
+}
+
+// appendIndexName appends a property name as a path segment of the index:
+// '~' and '/' escaped as in JSON pointers (see indexPath).
+func appendIndexName(b []byte, name string) []byte {
+	for i := 0; i < len(name); i++ {
+		switch name[i] {
+		case '~':
+			b = append(b, '~', '0')
+		case '/':
+			b = append(b, '~', '1')
+		default:
+			b = append(b, name[i])
+		}
+	}
+	return b
 }
 
 // appendRawIndexValue appends the index encoding of a raw JSON value.

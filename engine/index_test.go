@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -209,5 +210,47 @@ func TestIndexAfterWritesIsAFreshRebuild(t *testing.T) {
 	}
 	if fresh := keysUnder(t, e.store, keys.IndexPrefix(c.rid)); !slices.Equal(got, fresh) {
 		t.Errorf("the index after the writes (%d entries) differs from a fresh rebuild (%d)", len(got), len(fresh))
+	}
+}
+
+// TestDefaultPolicyEntriesAreThoseItsPathsIndex: for a policy that indexes
+// every path (the default, with or without /"_etag"/? excluded), the write
+// path's entries, which skip asking the policy per path, are exactly those
+// of asking it; and a policy excluding a path is not taken for one that
+// indexes all.
+func TestDefaultPolicyEntriesAreThoseItsPathsIndex(t *testing.T) {
+	doc := []byte(`{"id":"1","pk":"p","a":1,"_etag":"x","n":{"_etag":2,"x~/y":"z","m":{"k":[1]}},"big":{"v":3},"s":"t"}`)
+	obj, err := parseObject(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := append(append([]byte{'D'}, make([]byte, 8)...), "suffix"...)
+	for _, policy := range []string{
+		`{}`,
+		`{"includedPaths":[{"path":"/*"}]}`,
+		`{"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/\"_etag\"/?"}]}`,
+		`{"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/big/*"}]}`,
+		`{"includedPaths":[{"path":"/a/?"}],"excludedPaths":[{"path":"/*"}]}`,
+	} {
+		var ip map[string]any
+		json.Unmarshal([]byte(policy), &ip)
+		c := &Container{rid: make([]byte, 8), index: newIndexPolicy(map[string]any{"indexingPolicy": ip})}
+		got, err := c.objectIndexEntries(obj, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(policy, "big") && c.index.all {
+			t.Errorf("%s: the policy is taken for one that indexes every path", policy)
+		}
+		asked := *c.index
+		asked.all = false
+		c.index = &asked
+		want, err := c.objectIndexEntries(obj, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.EqualFunc(got, want, bytes.Equal) {
+			t.Errorf("%s: %d entries, asking the policy per path gives %d", policy, len(got), len(want))
+		}
 	}
 }

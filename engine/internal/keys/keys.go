@@ -189,7 +189,7 @@ func IndexPathPrefix(collRID []byte, path string) []byte {
 }
 
 // AppendIndexPathPrefix appends IndexPathPrefix(collRID, path) to k.
-func AppendIndexPathPrefix(k, collRID []byte, path string) []byte {
+func AppendIndexPathPrefix[S ~string | ~[]byte](k, collRID []byte, path S) []byte {
 	k = append(k, Index)
 	k = append(k, collRID...)
 	k = binary.AppendUvarint(k, uint64(len(path)))
