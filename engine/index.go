@@ -128,6 +128,9 @@ type indexPolicy struct {
 	none     bool
 	included []string
 	excluded []string
+	// all: every path but /_etag is indexed (the default policy: /* in,
+	// at most /"_etag"/? out), which the write path need not ask per path.
+	all bool
 }
 
 func newIndexPolicy(props map[string]any) *indexPolicy {
@@ -151,6 +154,8 @@ func newIndexPolicy(props map[string]any) *indexPolicy {
 	}
 	p.included = read("includedPaths")
 	p.excluded = read("excludedPaths")
+	p.all = slices.ContainsFunc(p.included, func(pat string) bool { return strings.ReplaceAll(pat, `"`, "") == "/*" }) &&
+		!slices.ContainsFunc(p.excluded, func(pat string) bool { return strings.ReplaceAll(pat, `"`, "") != "/_etag/?" })
 	return p
 }
 
@@ -222,14 +227,20 @@ func (c *Container) objectIndexEntries(obj object, itemKey []byte) ([][]byte, er
 		return nil, nil
 	}
 	suffix := itemKey[1+len(c.rid):]
-	var out [][]byte
-	var walk func(obj object, path string) error
-	walk = func(obj object, path string) error {
+	out := make([][]byte, 0, len(obj)+4)
+	// The entries are cut from shared chunks: one allocation for many keys.
+	// Each is capped at its end, so appending to one never writes into the
+	// next.
+	var chunk []byte
+	// The paths are appended into one buffer: a nested object's appends
+	// past its parent's path, which the parent reads only up to its length.
+	var walk func(obj object, path []byte) error
+	walk = func(obj object, path []byte) error {
 		for _, f := range obj {
-			if path == "" && (unindexedProperties[f.name] || c.computedByName(f.name) != nil) {
+			if len(path) == 0 && (unindexedProperties[f.name] || c.computedByName(f.name) != nil) {
 				continue // a computed property's name hides a persisted one
 			}
-			p := path + "/" + strings.ReplaceAll(strings.ReplaceAll(f.name, "~", "~0"), "/", "~1")
+			p := appendIndexName(append(path, '/'), f.name)
 			raw := f.value
 			if raw[0] == '{' {
 				sub, err := parseObject(raw)
@@ -240,21 +251,44 @@ func (c *Container) objectIndexEntries(obj object, itemKey []byte) ([][]byte, er
 					return err
 				}
 			}
-			if !c.index.indexes(p) {
+			if !c.index.all && !c.index.indexes(string(p)) || c.index.all && string(p) == "/_etag" {
 				continue
 			}
-			k, err := appendRawIndexValue(keys.IndexPathPrefix(c.rid, p), raw)
+			// The longest entry: the prefix, a string value of
+			// maxIndexedString bytes all escaped and its end, the suffix.
+			if need := 1 + len(c.rid) + binary.MaxVarintLen32 + len(p) + 2*maxIndexedString + 3 + len(suffix); cap(chunk)-len(chunk) < need {
+				chunk = make([]byte, 0, max(need, 1024))
+			}
+			start := len(chunk)
+			k, err := appendRawIndexValue(keys.AppendIndexPathPrefix(chunk, c.rid, p), raw)
 			if err != nil {
 				return err
 			}
-			out = append(out, append(k, suffix...))
+			chunk = append(k, suffix...)
+			out = append(out, chunk[start:len(chunk):len(chunk)])
 		}
 		return nil
 	}
-	if err := walk(obj, ""); err != nil {
+	if err := walk(obj, make([]byte, 0, 64)); err != nil {
 		return nil, err
 	}
 	return c.appendComputedIndexEntries(obj, suffix, out)
+}
+
+// appendIndexName appends a property name as a path segment of the index:
+// '~' and '/' escaped as in JSON pointers (see indexPath).
+func appendIndexName(b []byte, name string) []byte {
+	for i := 0; i < len(name); i++ {
+		switch name[i] {
+		case '~':
+			b = append(b, '~', '0')
+		case '/':
+			b = append(b, '~', '1')
+		default:
+			b = append(b, name[i])
+		}
+	}
+	return b
 }
 
 // appendRawIndexValue appends the index encoding of a raw JSON value.
@@ -304,23 +338,38 @@ func (t *txn) reindex(key []byte, prevDoc []byte, doc object) error {
 			return err
 		}
 	}
-	keep := make(map[string]bool, len(cur))
-	for _, k := range cur {
-		keep[string(k)] = true
-	}
-	for _, k := range old {
-		if !keep[string(k)] {
-			if err := t.b.Delete(k); err != nil {
-				return err
-			}
+	// Both lists sorted, the entries only in old are deleted and those only
+	// in cur written; an entry in both is left as it is.
+	slices.SortFunc(old, bytes.Compare)
+	slices.SortFunc(cur, bytes.Compare)
+	j := 0
+	for i, k := range old {
+		if i > 0 && bytes.Equal(k, old[i-1]) {
+			continue
 		}
-		delete(keep, string(k))
+		for j < len(cur) && bytes.Compare(cur[j], k) < 0 {
+			j++
+		}
+		if j < len(cur) && bytes.Equal(cur[j], k) {
+			continue
+		}
+		if err := t.b.Delete(k); err != nil {
+			return err
+		}
 	}
-	for _, k := range cur {
-		if keep[string(k)] {
-			if err := t.b.Set(k, nil); err != nil {
-				return err
-			}
+	i := 0
+	for j, k := range cur {
+		if j > 0 && bytes.Equal(k, cur[j-1]) {
+			continue
+		}
+		for i < len(old) && bytes.Compare(old[i], k) < 0 {
+			i++
+		}
+		if i < len(old) && bytes.Equal(old[i], k) {
+			continue
+		}
+		if err := t.b.Set(k, nil); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/query"
 )
 
@@ -170,4 +172,85 @@ func orderValues(rows []string) []string {
 		}
 	}
 	return out
+}
+
+// TestIndexAfterWritesIsAFreshRebuild: after creates, replaces that keep,
+// change, add and drop properties (nested, long and escaped ones among
+// them) and deletes, the index holds exactly the entries a rebuild
+// from the items writes: no stale entry is left and none is missing.
+func TestIndexAfterWritesIsAFreshRebuild(t *testing.T) {
+	ctx := t.Context()
+	e := openTestEngine(t, newTestStore(t))
+	c, err := e.Container(ctx, "db", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	long := strings.Repeat("y", maxIndexedString+5)
+	values := []string{`1`, `2`, `"a"`, `"b\u0000"`, `"` + long + `"`, `null`, `true`, `[1,2]`, `{"x":1,"y":{"z":"q"}}`, `{"x":2}`}
+	for i := 0; i < 400; i++ {
+		id := rng.IntN(40)
+		pk := fmt.Sprintf("p%d", id%3)
+		doc := fmt.Sprintf(`{"id":"%d","pk":%q,"a":%s`, id, pk, values[rng.IntN(len(values))])
+		for _, f := range rng.Perm(5)[:rng.IntN(4)] {
+			doc += fmt.Sprintf(`,"f%d":%s`, f, values[rng.IntN(len(values))])
+		}
+		doc += "}"
+		if rng.IntN(8) == 0 {
+			e.DeleteItem(ctx, &ItemRequest{Database: "db", Container: "c", ID: fmt.Sprint(id), PartitionKey: StringKey(pk), HasPartitionKey: true})
+			continue
+		}
+		if _, err := e.UpsertItem(ctx, &ItemRequest{Database: "db", Container: "c", Body: []byte(doc)}); err != nil {
+			t.Fatal(doc, err)
+		}
+	}
+	got := keysUnder(t, e.store, keys.IndexPrefix(c.rid))
+	if err := e.rebuildIndex(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if fresh := keysUnder(t, e.store, keys.IndexPrefix(c.rid)); !slices.Equal(got, fresh) {
+		t.Errorf("the index after the writes (%d entries) differs from a fresh rebuild (%d)", len(got), len(fresh))
+	}
+}
+
+// TestDefaultPolicyEntriesAreThoseItsPathsIndex: for a policy that indexes
+// every path (the default, with or without /"_etag"/? excluded), the write
+// path's entries, which skip asking the policy per path, are exactly those
+// of asking it; and a policy excluding a path is not taken for one that
+// indexes all.
+func TestDefaultPolicyEntriesAreThoseItsPathsIndex(t *testing.T) {
+	doc := []byte(`{"id":"1","pk":"p","a":1,"_etag":"x","n":{"_etag":2,"x~/y":"z","m":{"k":[1]}},"big":{"v":3},"s":"t"}`)
+	obj, err := parseObject(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := append(append([]byte{'D'}, make([]byte, 8)...), "suffix"...)
+	for _, policy := range []string{
+		`{}`,
+		`{"includedPaths":[{"path":"/*"}]}`,
+		`{"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/\"_etag\"/?"}]}`,
+		`{"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/big/*"}]}`,
+		`{"includedPaths":[{"path":"/a/?"}],"excludedPaths":[{"path":"/*"}]}`,
+	} {
+		var ip map[string]any
+		json.Unmarshal([]byte(policy), &ip)
+		c := &Container{rid: make([]byte, 8), index: newIndexPolicy(map[string]any{"indexingPolicy": ip})}
+		got, err := c.objectIndexEntries(obj, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(policy, "big") && c.index.all {
+			t.Errorf("%s: the policy is taken for one that indexes every path", policy)
+		}
+		asked := *c.index
+		asked.all = false
+		c.index = &asked
+		want, err := c.objectIndexEntries(obj, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.EqualFunc(got, want, bytes.Equal) {
+			t.Errorf("%s: %d entries, asking the policy per path gives %d", policy, len(got), len(want))
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 )
 
 // field is one top-level property of a JSON object, in document order.
@@ -27,26 +28,78 @@ func parseObject(b []byte) (object, error) {
 	}
 	i++
 	var obj object
+	// The plain names of the first properties are copied out of b into one
+	// string at the end, not one string each.
+	type span struct{ at, start, end int }
+	var plain [16]span
+	np, total := 0, 0
+	var err error
 	for {
 		i = skipSpace(b, i)
 		if i < len(b) && b[i] == '}' {
+			if np > 0 {
+				var sb strings.Builder
+				sb.Grow(total)
+				for _, s := range plain[:np] {
+					sb.Write(b[s.start:s.end])
+				}
+				all, off := sb.String(), 0
+				for _, s := range plain[:np] {
+					obj[s.at].name = all[off : off+s.end-s.start]
+					off += s.end - s.start
+				}
+			}
 			return obj, nil
 		}
 		end := skipString(b, i)
-		var name string
-		if err := json.Unmarshal(b[i:end], &name); err != nil {
+		name := ""
+		if isPlainName(b, i, end) {
+			if np < len(plain) {
+				plain[np] = span{len(obj), i + 1, end - 1}
+				np++
+				total += end - 1 - (i + 1)
+			} else {
+				name = string(b[i+1 : end-1])
+			}
+		} else if name, err = unmarshalName(b[i:end]); err != nil {
 			return nil, err
 		}
 		i = skipSpace(b, end)
 		i++ // ':'
 		i = skipSpace(b, i)
 		vend := skipValue(b, i)
+		if obj == nil {
+			obj = make(object, 0, 8) // most objects have a few properties: one allocation
+		}
 		obj = append(obj, field{name: name, value: json.RawMessage(b[i:vend])})
 		i = skipSpace(b, vend)
 		if i < len(b) && b[i] == ',' {
 			i++
 		}
 	}
+}
+
+// unmarshalName decodes a property name that is not plain: its own
+// variable escapes to json.Unmarshal, not parseObject's.
+func unmarshalName(b []byte) (string, error) {
+	var name string
+	err := json.Unmarshal(b, &name)
+	return name, err
+}
+
+// isPlainName reports whether the property name b[i:end] is a string of
+// printable ASCII without escapes, which is its bytes between the quotes;
+// anything else is decoded by json.Unmarshal.
+func isPlainName(b []byte, i, end int) bool {
+	if end-i < 2 || end > len(b) || b[i] != '"' || b[end-1] != '"' {
+		return false
+	}
+	for _, c := range b[i+1 : end-1] {
+		if c < 0x20 || c >= 0x7f || c == '\\' || c == '"' {
+			return false
+		}
+	}
+	return true
 }
 
 func skipSpace(b []byte, i int) int {
@@ -121,11 +174,23 @@ func (o object) withoutSystem() object {
 
 // encode writes the object, followed by extra properties.
 func (o object) encode(extra ...field) []byte {
+	n := o.encodedLen() + object(extra).encodedLen()
+	return o.appendEncode(make([]byte, 0, n+128), extra...)
+}
+
+// encodedLen is about the length of the object's encoding (exact when its
+// names need no escapes).
+func (o object) encodedLen() int {
 	n := 2
 	for _, f := range o {
 		n += len(f.name) + len(f.value) + 4
 	}
-	buf := make([]byte, 0, n+128)
+	return n
+}
+
+// appendEncode appends the object's encoding, followed by extra properties,
+// to buf.
+func (o object) appendEncode(buf []byte, extra ...field) []byte {
 	buf = append(buf, '{')
 	first := true
 	write := func(f field) {
@@ -144,6 +209,20 @@ func (o object) encode(extra ...field) []byte {
 		write(f)
 	}
 	return append(buf, '}')
+}
+
+// plainJSONString reports whether b is a JSON string literal of printable
+// ASCII without escapes, which is what appendJSONString writes for it.
+func plainJSONString(b []byte) bool {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return false
+	}
+	for _, c := range b[1 : len(b)-1] {
+		if c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // appendJSONString appends s as a JSON string literal.

@@ -114,25 +114,35 @@ func (e *Engine) runAloneSession(ctx context.Context, c *Container, req *BatchRe
 	if req.Confined && !pk.Equal(req.Partition) {
 		return BatchOperationResult{}, 0, false, outsidePartition(pk, req.Partition)
 	}
-	var r BatchOperationResult
-	var tx *txn
-	fn := func(t *txn) error {
-		tx = t
-		var err error
-		r, err = t.run(ctx, op)
-		return err
-	}
 	// On a shared store the item the operation reads first comes with
 	// the locks.
-	id := op.ID
+	a := &aloneRun{ctx: ctx, op: op}
+	a.ids[0] = op.ID
 	if op.item != nil {
-		id = op.item.id
+		a.ids[0] = op.item.id
 	}
-	err := e.seam.inPartition(ctx, c, pk, []string{id}, fn)
-	if tx != nil {
-		session = tx.session
+	err := e.seam.inPartition(ctx, c, pk, a.ids[:], a.run)
+	if a.tx != nil {
+		session = a.tx.session
 	}
-	return r, session, tx != nil, err
+	return a.r, session, a.tx != nil, err
+}
+
+// aloneRun is one operation run by runAloneSession: what its transaction
+// needs and answers, in one allocation.
+type aloneRun struct {
+	ctx context.Context
+	op  *BatchOperation
+	ids [1]string
+	tx  *txn
+	r   BatchOperationResult
+}
+
+func (a *aloneRun) run(t *txn) error {
+	a.tx = t
+	var err error
+	a.r, err = t.run(a.ctx, a.op)
+	return err
 }
 
 // run executes one operation inside the transaction. Failures of the

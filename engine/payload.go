@@ -81,7 +81,8 @@ func checkNumber(n []byte) *Error {
 
 // checkObject checks the object at b[i] and returns the index just past it.
 func checkObject(b []byte, i int) (int, *Error) {
-	var names [][]byte
+	var first [16][]byte // the names of most objects, without an allocation
+	names := first[:0]
 	var seen map[string]struct{}
 	i = skipSpace(b, i+1)
 	if b[i] == '}' {

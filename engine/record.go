@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
 )
@@ -34,14 +33,17 @@ const (
 )
 
 func (it *storedItem) encode() []byte {
-	v := make([]byte, 0, itemHeaderLen+len(it.doc))
+	return append(it.appendHeader(make([]byte, 0, itemHeaderLen+len(it.doc))), it.doc...)
+}
+
+// appendHeader appends the record's header, which the JSON follows.
+func (it *storedItem) appendHeader(v []byte) []byte {
 	v = append(v, itemRecordVersion)
 	v = binary.BigEndian.AppendUint64(v, it.lsn)
 	v = binary.BigEndian.AppendUint64(v, uint64(it.ts))
 	v = binary.BigEndian.AppendUint32(v, uint32(it.ttl))
 	v = binary.BigEndian.AppendUint64(v, it.rid)
-	v = binary.BigEndian.AppendUint16(v, it.write)
-	return append(v, it.doc...)
+	return binary.BigEndian.AppendUint16(v, it.write)
 }
 
 func decodeItem(key, v []byte) (*storedItem, error) {
@@ -61,7 +63,34 @@ func decodeItem(key, v []byte) (*storedItem, error) {
 
 // etag is the item's current ETag: unique to this write of this item.
 func (it *storedItem) etag() string {
-	return fmt.Sprintf("\"%08x-%04x-%04x-0000-%012x\"", uint32(it.lsn>>32), uint16(it.rid), it.write, it.lsn&0xFFFFFFFFFFFF)
+	return string(it.appendETag(make([]byte, 0, etagLen)))
+}
+
+// etagLen is the length of an ETag, its quotes included.
+const etagLen = 1 + 8 + 1 + 4 + 1 + 4 + 1 + 4 + 1 + 12 + 1
+
+// appendETag appends the ETag, "%08x-%04x-%04x-0000-%012x" quoted, of the
+// write's LSN (high 32 bits, low 48 bits), the rid's low 16 bits and the
+// write's number in its transaction.
+func (it *storedItem) appendETag(b []byte) []byte {
+	b = append(b, '"')
+	b = appendHex(b, it.lsn>>32&0xFFFFFFFF, 8)
+	b = append(b, '-')
+	b = appendHex(b, it.rid&0xFFFF, 4)
+	b = append(b, '-')
+	b = appendHex(b, uint64(it.write), 4)
+	b = append(b, "-0000-"...)
+	b = appendHex(b, it.lsn&0xFFFFFFFFFFFF, 12)
+	return append(b, '"')
+}
+
+// appendHex appends v in lower-case hexadecimal, zero-padded to digits.
+func appendHex(b []byte, v uint64, digits int) []byte {
+	const hex = "0123456789abcdef"
+	for i := digits - 1; i >= 0; i-- {
+		b = append(b, hex[v>>(4*uint(i))&0xF])
+	}
+	return b
 }
 
 // expired reports whether the item's time to live has run out.

@@ -217,15 +217,46 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	} else {
 		s.rid = prev.rid
 	}
-	rid := rids.Encode(rids.Child(c.rid, s.rid))
-	ts := field{"_ts", json.RawMessage(strconv.FormatInt(s.ts, 10))}
-	s.doc = it.obj.encode(
-		field{"_rid", quoteJSON(rid)},
-		field{"_self", quoteJSON(c.Self() + "docs/" + rid + "/")},
-		field{"_etag", quoteJSON(s.etag())},
-		field{"_attachments", json.RawMessage(`"attachments/"`)},
-		ts,
-	)
+	// The system properties' values, written once into one buffer:
+	// "<rid>", "dbs/<db rid>/colls/<coll rid>/docs/<rid>/", "\"<etag>\"", <ts>.
+	var ridBuf [16]byte
+	sys := make([]byte, 0, 2*24+len(c.db.RID)+len(c.RID)+18+etagLen+4+20)
+	sys = append(sys, '"')
+	sys = rids.Append(sys, binary.BigEndian.AppendUint64(append(ridBuf[:0], c.rid...), s.rid))
+	sys = append(sys, '"')
+	ridEnd := len(sys)
+	sys = append(sys, `"dbs/`...)
+	sys = append(sys, c.db.RID...)
+	sys = append(sys, "/colls/"...)
+	sys = append(sys, c.RID...)
+	sys = append(sys, "/docs/"...)
+	sys = append(sys, sys[1:ridEnd-1]...)
+	sys = append(sys, `/"`...)
+	selfEnd := len(sys)
+	sys = append(sys, '"', '\\')
+	sys = s.appendETag(sys)
+	sys = append(sys[:len(sys)-1], '\\', '"', '"')
+	etagEnd := len(sys)
+	sys = strconv.AppendInt(sys, s.ts, 10)
+	ts := field{"_ts", json.RawMessage(sys[etagEnd:])}
+	self := json.RawMessage(sys[ridEnd:selfEnd])
+	if !plainJSONString(self) {
+		self = quoteJSON(c.Self() + "docs/" + string(sys[1:ridEnd-1]) + "/")
+	}
+	// The record is the header and the document, in one buffer; the system
+	// properties follow the item's, as object.encode would write them.
+	rec := it.obj.appendEncode(s.appendHeader(make([]byte, 0, itemHeaderLen+it.obj.encodedLen()+len(sys)+64)))
+	rec = rec[:len(rec)-1] // '}'
+	if len(it.obj) > 0 {
+		rec = append(rec, ',')
+	}
+	rec = append(append(rec, `"_rid":`...), sys[:ridEnd]...)
+	rec = append(append(rec, `,"_self":`...), self...)
+	rec = append(append(rec, `,"_etag":`...), sys[selfEnd:etagEnd]...)
+	rec = append(rec, `,"_attachments":"attachments/"`...)
+	rec = append(append(rec, `,"_ts":`...), ts.value...)
+	rec = append(rec, '}')
+	s.doc = rec[itemHeaderLen:len(rec):len(rec)]
 	if len(s.doc) > MaxItemBytes {
 		return nil, TooLarge("%s: the item is %d bytes with its system properties, the limit is %d.", msgEntityTooLarge, len(s.doc), MaxItemBytes)
 	}
@@ -239,7 +270,7 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	ridBytes := binary.BigEndian.AppendUint64(nil, s.rid)
 	t.e.seam.notePresent(c, s.key)
 	t.forgetPrefetched(s.key)
-	if err := t.b.Set(s.key, s.encode()); err != nil {
+	if err := t.b.Set(s.key, rec); err != nil {
 		return nil, err
 	}
 	// The stored document is the item's properties and the system ones, of

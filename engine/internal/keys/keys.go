@@ -185,7 +185,11 @@ func IndexPrefix(collRID []byte) []byte { return withRID(Index, collRID) }
 // IndexPathPrefix is the key prefix of every index entry of one property
 // path.
 func IndexPathPrefix(collRID []byte, path string) []byte {
-	k := make([]byte, 0, 1+8+binary.MaxVarintLen32+len(path)+16)
+	return AppendIndexPathPrefix(make([]byte, 0, 1+8+binary.MaxVarintLen32+len(path)+16), collRID, path)
+}
+
+// AppendIndexPathPrefix appends IndexPathPrefix(collRID, path) to k.
+func AppendIndexPathPrefix[S ~string | ~[]byte](k, collRID []byte, path S) []byte {
 	k = append(k, Index)
 	k = append(k, collRID...)
 	k = binary.AppendUvarint(k, uint64(len(path)))

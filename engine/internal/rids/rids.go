@@ -12,6 +12,18 @@ func Encode(b []byte) string {
 	return strings.ReplaceAll(base64.StdEncoding.EncodeToString(b), "/", "-")
 }
 
+// Append appends Encode(b) to dst.
+func Append(dst, b []byte) []byte {
+	n := len(dst)
+	dst = base64.StdEncoding.AppendEncode(dst, b)
+	for i := n; i < len(dst); i++ {
+		if dst[i] == '/' {
+			dst[i] = '-'
+		}
+	}
+	return dst
+}
+
 // Decode decodes a RID; ok is false when s is not a RID of n bytes.
 func Decode(s string, n int) ([]byte, bool) {
 	b, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(s, "-", "/"))

@@ -71,3 +71,11 @@ func TestRandomNestsAndLeavesItsParentAlone(t *testing.T) {
 		t.Errorf("an offer RID %q holds '/'", s)
 	}
 }
+
+func TestAppendWritesWhatEncodeReturns(t *testing.T) {
+	for _, b := range [][]byte{{}, {0xff, 0xff, 0xff}, {0xfb, 0xef, 0xbe, 1, 2, 3, 4, 5}, Child([]byte{0xfc, 0, 0, 0, 0xff, 0xff, 0xff, 0xff}, 1<<63)} {
+		if got, want := string(Append([]byte("x"), b)), "x"+Encode(b); got != want {
+			t.Errorf("Append(%x) = %q, want %q", b, got, want)
+		}
+	}
+}
