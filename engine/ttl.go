@@ -248,6 +248,10 @@ func (e *Engine) deleteExpired(ctx context.Context, c *Container, entries []expi
 // Cosmos, a container without one has no such feed, and none is logged.
 func (c *Container) changeLogRetention() time.Duration { return c.logRetention }
 
+// KeepsAllVersions reports whether the container keeps an all versions and
+// deletes change feed (a changeFeedPolicy with a retention).
+func (c *Container) KeepsAllVersions() bool { return c.logRetention > 0 }
+
 // changeLogRetentionOf reads changeLogRetention from container properties.
 func changeLogRetentionOf(props map[string]any) time.Duration {
 	if p, ok := props["changeFeedPolicy"].(map[string]any); ok {

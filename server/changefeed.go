@@ -50,9 +50,10 @@ func (s *Server) changeFeed(r *request) error {
 			return badRequest("The If-Modified-Since header %q is not an HTTP date.", v)
 		}
 	}
-	if req.Mode == engine.AllVersionsAndDeletes && req.Continuation == "" && !req.FromNow && req.Since.IsZero() {
+	if req.Mode == engine.AllVersionsAndDeletes && req.Continuation == "" && !req.FromNow && req.Since.IsZero() && c.KeepsAllVersions() {
 		// The service keeps all versions and deletes for the container's
-		// retention period only, and refuses to start from the beginning.
+		// retention period only, and refuses to start from the beginning
+		// (a container that keeps none is told so by the engine).
 		return badRequest("The all versions and deletes change feed mode cannot start from the beginning: it keeps the changes of the container's " +
 			"changeFeedPolicy retention period only. Start from now or from a continuation token. You must read the change feed from within the retention period.")
 	}
