@@ -187,3 +187,128 @@ func TestSearchPoliciesAreRefusedWithTheServicesMessages(t *testing.T) {
 		}
 	}
 }
+
+// searchFixture creates database db and container "search"
+// (searchContainerProps) and returns it.
+func searchFixture(t *testing.T, s *orrerytest.Server) *azcosmos.ContainerClient {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.Client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := s.Client.NewDatabase("db")
+	if _, err := db.CreateContainer(ctx, searchContainerProps("search"), nil); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := db.NewContainer("search")
+	return c
+}
+
+func createItems(t *testing.T, c *azcosmos.ContainerClient, items ...string) {
+	t.Helper()
+	for _, it := range items {
+		var m struct{ PK string }
+		if err := json.Unmarshal([]byte(it), &m); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.CreateItem(context.Background(), azcosmos.NewPartitionKeyString(m.PK), []byte(it), nil); err != nil {
+			t.Fatalf("%s: %v", it, err)
+		}
+	}
+}
+
+// queryPK runs q in one logical partition through the SDK and returns
+// every result.
+func queryPK(t *testing.T, c *azcosmos.ContainerClient, pk, q string, params ...azcosmos.QueryParameter) []string {
+	t.Helper()
+	var out []string
+	pager := c.NewQueryItemsPager(q, azcosmos.NewPartitionKeyString(pk), &azcosmos.QueryOptions{QueryParameters: params})
+	for pager.More() {
+		page, err := pager.NextPage(context.Background())
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		for _, it := range page.Items {
+			out = append(out, string(it))
+		}
+	}
+	return out
+}
+
+func TestGoSDKVectorSearchRanksByThePolicysDistanceFunction(t *testing.T) {
+	s := orrerytest.Start(t)
+	c := searchFixture(t, s)
+	createItems(t, c,
+		`{"id":"a","pk":"p","embedding":[1,0,0],"textEmbedding":[1,0,0]}`,
+		`{"id":"b","pk":"p","embedding":[0.6,0.8,0],"textEmbedding":[3,0,0]}`,
+		`{"id":"c","pk":"p","embedding":[-1,0,0],"textEmbedding":[2,1,0]}`,
+		`{"id":"d","pk":"p","embedding":[0,1,0],"textEmbedding":[0,0,1]}`,
+		`{"id":"far","pk":"q","embedding":[1,0,0],"textEmbedding":[9,9,9]}`)
+	// /embedding is cosine: the most similar first, scores the cosine.
+	got := queryPK(t, c, "p", `SELECT TOP 3 c.id, VectorDistance(c.embedding, [2,0,0]) AS score FROM c ORDER BY VectorDistance(c.embedding, [2,0,0])`)
+	if want := `{"id":"a","score":1},{"id":"b","score":0.6},{"id":"d","score":0}`; strings.Join(got, ",") != want {
+		t.Errorf("cosine: %v, want %s", got, want)
+	}
+	// /textEmbedding is dot product: the largest first, scores unnormalized.
+	got = queryPK(t, c, "p", `SELECT TOP 2 c.id, VectorDistance(c.textEmbedding, @v) AS score FROM c ORDER BY VectorDistance(c.textEmbedding, @v)`,
+		azcosmos.QueryParameter{Name: "@v", Value: []float64{2, 0, 0}})
+	if want := `{"id":"b","score":6},{"id":"c","score":4}`; strings.Join(got, ",") != want {
+		t.Errorf("dot product: %v, want %s", got, want)
+	}
+	// The fourth argument overrides the policy: Euclidean, closest first.
+	got = queryPK(t, c, "p", `SELECT TOP 2 VALUE c.id FROM c ORDER BY VectorDistance(c.textEmbedding, [2,1,0], false, {'distanceFunction':'euclidean'})`)
+	if want := `"c","a"`; strings.Join(got, ",") != want {
+		t.Errorf("euclidean: %v, want %s", got, want)
+	}
+	// Filters apply with the ranking, and the partition key scopes it.
+	got = queryPK(t, c, "p", `SELECT TOP 10 VALUE c.id FROM c WHERE c.id != "a" AND VectorDistance(c.embedding, [1,0,0]) > -0.5 ORDER BY VectorDistance(c.embedding, [1,0,0])`)
+	if want := `"b","d"`; strings.Join(got, ",") != want {
+		t.Errorf("filtered: %v, want %s", got, want)
+	}
+}
+
+func TestGoSDKFullTextSearchAnalyzesAndRanksOverTheContainer(t *testing.T) {
+	s := orrerytest.Start(t)
+	c := searchFixture(t, s)
+	createItems(t, c,
+		`{"id":"1","pk":"test","title":"Azure Cosmos DB Full Text Search","description":"Learn about the powerful full-text search capabilities in Azure Cosmos DB"}`,
+		`{"id":"2","pk":"test","title":"Not related","description":"An unrelated item that should not match the query"}`,
+		`{"id":"3","pk":"test","title":"Running shoes","description":"The runners ran in apples"}`)
+	got := queryPK(t, c, "test", `SELECT VALUE c.id FROM c WHERE FullTextContains(c.title, "search") OR FullTextContains(c.description, "search")`)
+	if strings.Join(got, ",") != `"1"` {
+		t.Errorf("FullTextContains: %v, want [\"1\"]", got)
+	}
+	// English stemming: "run" finds "Running", "apple" finds "apples";
+	// stop words are not terms.
+	got = queryPK(t, c, "test", `SELECT VALUE c.id FROM c WHERE FullTextContainsAll(c.title, "run", "shoe") AND FullTextContainsAny(c.description, "apple", "zebra")`)
+	if strings.Join(got, ",") != `"3"` {
+		t.Errorf("stemmed FullTextContainsAll/Any: %v, want [\"3\"]", got)
+	}
+	if got = queryPK(t, c, "test", `SELECT VALUE c.id FROM c WHERE FullTextContains(c.description, "the")`); len(got) != 0 {
+		t.Errorf("a stop word matched: %v", got)
+	}
+
+	// BM25's statistics are the container's: in partition "p" alone
+	// "alpha" and "beta" are equally rare and the first-created ties
+	// first; across the container "alpha" is common, so the item with
+	// "beta" ranks first.
+	createItems(t, c,
+		`{"id":"A","pk":"p","title":"alpha gamma"}`,
+		`{"id":"B","pk":"p","title":"beta gamma"}`)
+	for i := 0; i < 6; i++ {
+		createItems(t, c, `{"id":"x`+string(rune('0'+i))+`","pk":"other","title":"alpha delta"}`)
+	}
+	got = queryPK(t, c, "p", `SELECT TOP 2 VALUE c.id FROM c ORDER BY RANK FullTextScore(c.title, "alpha", "beta")`)
+	if strings.Join(got, ",") != `"B","A"` {
+		t.Errorf("ORDER BY RANK FullTextScore: %v, want B before A", got)
+	}
+	// RRF fuses the full-text rank with a vector rank.
+	createItems(t, c,
+		`{"id":"v1","pk":"h","title":"alpha","embedding":[0,1,0]}`,
+		`{"id":"v2","pk":"h","title":"beta","embedding":[1,0,0]}`,
+		`{"id":"v3","pk":"h","title":"gamma","embedding":[0.9,0.1,0]}`)
+	got = queryPK(t, c, "h", `SELECT TOP 3 VALUE c.id FROM c ORDER BY RANK RRF(FullTextScore(c.title, "beta"), VectorDistance(c.embedding, [1,0,0]))`)
+	if len(got) != 3 || got[0] != `"v2"` {
+		t.Errorf("RRF: %v, want v2 first (first in both ranks)", got)
+	}
+}
