@@ -155,3 +155,22 @@ func stringAt(doc []byte, segs []string) (string, bool) {
 	}
 	return s, true
 }
+
+// GatewayPlan returns the gateway's query plan for a vector or hybrid
+// search query on c (query.Query.Gateway: the non-streaming ORDER BY of
+// VectorDistance, or ORDER BY RANK's component queries), or nil when the
+// query is neither or cannot be parsed (the execution then answers its
+// error). skipOrderByRewrite gives the hybrid plan's newer form, for
+// clients that list the HybridSearchSkipOrderByRewrite query feature.
+func (c *Container) GatewayPlan(text string, params map[string]json.RawMessage, skipOrderByRewrite bool) *query.GatewayPlan {
+	q, err := c.parseQuery(text)
+	if err != nil {
+		return nil
+	}
+	sc := &searchContext{c: c}
+	gp, err := q.Gateway(params, query.GatewayOptions{Embedding: sc.Embedding, SkipOrderByRewrite: skipOrderByRewrite})
+	if err != nil {
+		return nil
+	}
+	return gp
+}
