@@ -2,6 +2,7 @@ package compat
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -310,5 +311,41 @@ func TestGoSDKFullTextSearchAnalyzesAndRanksOverTheContainer(t *testing.T) {
 	got = queryPK(t, c, "h", `SELECT TOP 3 VALUE c.id FROM c ORDER BY RANK RRF(FullTextScore(c.title, "beta"), VectorDistance(c.embedding, [1,0,0]))`)
 	if len(got) != 3 || got[0] != `"v2"` {
 		t.Errorf("RRF: %v, want v2 first (first in both ranks)", got)
+	}
+}
+
+func TestGoSDKIndexMetricsNameTheVectorAndFullTextIndexes(t *testing.T) {
+	s := orrerytest.Start(t)
+	c := searchFixture(t, s)
+	createItems(t, c, `{"id":"a","pk":"p","embedding":[1,0,0],"title":"red fox","body":"red"}`)
+	metrics := func(q string) (string, float64) {
+		t.Helper()
+		pager := c.NewQueryItemsPager(q, azcosmos.NewPartitionKeyString("p"), &azcosmos.QueryOptions{PopulateIndexMetrics: true})
+		page, err := pager.NextPage(context.Background())
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if page.IndexMetrics == nil {
+			t.Fatalf("%s: no index metrics", q)
+		}
+		raw, err := base64.StdEncoding.DecodeString(*page.IndexMetrics)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(raw), float64(page.RequestCharge)
+	}
+	m, charge := metrics(`SELECT TOP 1 c.id FROM c ORDER BY VectorDistance(c.embedding, [1,0,0])`)
+	if !strings.Contains(m, `"IndexSpec":"/embedding/*"`) || !strings.Contains(m, "VectorDistance(ROOT.embedding) flat") || !strings.Contains(m, `"UtilizedSingleIndexes":[{`) {
+		t.Errorf("vector search index metrics: %s", m)
+	}
+	if charge < 2 {
+		t.Errorf("vector search charged %v RU", charge)
+	}
+	m, _ = metrics(`SELECT TOP 1 c.id FROM c WHERE FullTextContains(c.body, "red") ORDER BY RANK FullTextScore(c.title, "red")`)
+	if !strings.Contains(m, "FullTextScore(ROOT.title) fullText") {
+		t.Errorf("an indexed full-text path is not named utilized: %s", m)
+	}
+	if !strings.Contains(m, `"PotentialSingleIndexes":[{"FilterExpression":"FullTextContains(ROOT.body)","IndexSpec":"/body/*"`) {
+		t.Errorf("a full-text path without an index is not named potential: %s", m)
 	}
 }

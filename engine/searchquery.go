@@ -8,6 +8,7 @@ import (
 
 	"github.com/orrery-db/orrery/engine/internal/fulltext"
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/vector"
 	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -26,14 +27,16 @@ type searchContext struct {
 	ctx context.Context
 	c   *Container
 	r   storage.Reader
-	mu  sync.Mutex
+	// m, when set, counts the documents the statistics read.
+	m  *QueryMetrics
+	mu sync.Mutex
 	// stats caches the statistics of each path and keyword list asked for.
 	stats map[string]query.FullTextStats
 }
 
 // searchContext returns the query.SearchContext of a query on c reading r.
-func (e *Engine) searchContext(ctx context.Context, c *Container, r storage.Reader) query.SearchContext {
-	return &searchContext{e: e, ctx: ctx, c: c, r: r}
+func (e *Engine) searchContext(ctx context.Context, c *Container, r storage.Reader, m *QueryMetrics) query.SearchContext {
+	return &searchContext{e: e, ctx: ctx, c: c, r: r, m: m}
 }
 
 func searchPath(path []string) string { return "/" + strings.Join(path, "/") }
@@ -91,7 +94,7 @@ func (s *searchContext) FullTextStats(path []string, keywords []string) (query.F
 	if st, ok := s.stats[key]; ok {
 		return st, true
 	}
-	st, err := s.e.fullTextStats(s.ctx, s.c, s.r, searchPath(path), keywords, s.analyzer(searchPath(path)))
+	st, err := s.e.fullTextStats(s.ctx, s.c, s.r, searchPath(path), keywords, s.analyzer(searchPath(path)), s.m)
 	if err != nil {
 		// The execution counts them over its own documents instead; a
 		// cancelled context stops it right after.
@@ -109,7 +112,10 @@ func (s *searchContext) FullTextStats(path []string, keywords []string) (query.F
 // many terms they hold in all, and how many contain each keyword (as a
 // phrase, as FullTextContains matches). It reads every item: the full-text
 // index's maintained counters would answer without.
-func (e *Engine) fullTextStats(ctx context.Context, c *Container, r storage.Reader, path string, keywords []string, an *fulltext.Analyzer) (query.FullTextStats, error) {
+//
+// The documents it reads count in m (when set) as documents the query
+// retrieved: they are what its request charge pays for.
+func (e *Engine) fullTextStats(ctx context.Context, c *Container, r storage.Reader, path string, keywords []string, an *fulltext.Analyzer, m *QueryMetrics) (query.FullTextStats, error) {
 	st := query.FullTextStats{Hits: make([]int64, len(keywords))}
 	kws := make([][]fulltext.Term, len(keywords))
 	for i, k := range keywords {
@@ -119,6 +125,10 @@ func (e *Engine) fullTextStats(ctx context.Context, c *Container, r storage.Read
 	for cand, err := range c.scan(ctx, r, source{scope: keys.ItemContainerPrefix(c.rid)}, nil, e.now().Unix()) {
 		if err != nil {
 			return query.FullTextStats{}, err
+		}
+		if m != nil {
+			m.RetrievedDocumentCount++
+			m.RetrievedDocumentSize += int64(len(cand.item.doc))
 		}
 		text, ok := stringAt(cand.item.doc, segs)
 		if !ok {
@@ -173,4 +183,61 @@ func (c *Container) GatewayPlan(text string, params map[string]json.RawMessage, 
 		return nil
 	}
 	return gp
+}
+
+// searchUtilization adds the vector and full-text searches of plan to u:
+// as utilized when the container has an index of their path (flat,
+// quantizedFlat or diskANN; a full-text index), as potential when it has
+// none. The filter text names the function and the index kind.
+func (c *Container) searchUtilization(plan *query.Plan, u *IndexUtilization) {
+	if u == nil {
+		return
+	}
+	sp := c.search
+	vectorUse := func(v *query.VectorSearch) {
+		if v == nil {
+			return
+		}
+		path := searchPath(v.Path)
+		use := IndexUse{Spec: path + "/*", Filter: "VectorDistance(ROOT." + strings.Join(v.Path, ".") + ")"}
+		if ix, ok := sp.vectorIndex(path); ok {
+			use.Filter += " " + ix.Config.Kind.String()
+			u.UtilizedSingle = append(u.UtilizedSingle, use)
+			return
+		}
+		u.PotentialSingle = append(u.PotentialSingle, use)
+	}
+	textUse := func(t *query.TextSearch) {
+		path := searchPath(t.Path)
+		use := IndexUse{Spec: path + "/*", Filter: t.Function + "(ROOT." + strings.Join(t.Path, ".") + ")"}
+		if x, ok := sp.fullTextPath(path); ok && x.Indexed {
+			use.Filter += " fullText"
+			u.UtilizedSingle = append(u.UtilizedSingle, use)
+			return
+		}
+		u.PotentialSingle = append(u.PotentialSingle, use)
+	}
+	vectorUse(plan.Vector)
+	for i := range plan.FullText {
+		textUse(&plan.FullText[i])
+	}
+	if plan.Rank != nil {
+		for _, rc := range plan.Rank.Components {
+			vectorUse(rc.Vector)
+		}
+	}
+}
+
+func (p *SearchPolicy) vectorIndex(path string) (vector.IndexPolicy, bool) {
+	if p == nil {
+		return vector.IndexPolicy{}, false
+	}
+	return p.Vector.Index(path)
+}
+
+func (p *SearchPolicy) fullTextPath(path string) (fulltext.Path, bool) {
+	if p == nil {
+		return fulltext.Path{}, false
+	}
+	return p.FullText.Path(path)
 }
