@@ -266,6 +266,9 @@ describe("full-text and hybrid search across partitions", () => {
       assert.equal(got.length, want.length, JSON.stringify(got));
       got.forEach((r, i) => assert.ok(close(scores.get(r.id), want[i]), `row ${i}: ${r.id} scores ${scores.get(r.id)}, want ${want[i]}`));
     }
+    // With a partition key the SDK's pipeline reads that partition only.
+    const inP1 = await pages(container, "SELECT TOP 20 c.id, c.pk FROM c ORDER BY RANK FullTextScore(c.text, 'swim', 'ocean')", { partitionKey: "p1" });
+    assert.deepEqual(inP1.map((r) => r.id).sort(), docs.filter((d) => d.pk === "p1").map((d) => d.id).sort());
     const all = await container.items.query("SELECT TOP 10 * FROM c ORDER BY RANK FullTextScore(c.text, ['swim', 'run'])").fetchAll();
     assert.ok(all.resources.length > 0 && all.resources.every((d) => d.text !== undefined));
   });
