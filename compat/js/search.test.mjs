@@ -191,6 +191,31 @@ describe("vector search across partitions", () => {
   });
 });
 
+describe("vector search in a container created without a partition key", () => {
+  test("euclidean closest first, dot product largest first, DISTINCT and OFFSET LIMIT", async () => {
+    const { container } = await db.containers.create({
+      id: "nopk",
+      vectorEmbeddingPolicy: {
+        vectorEmbeddings: [
+          { path: "/vector1", dataType: "float32", dimensions: 2, distanceFunction: "euclidean" },
+          { path: "/vector2", dataType: "float32", dimensions: 2, distanceFunction: "dotproduct" },
+        ],
+      },
+      indexingPolicy: { vectorIndexes: [{ path: "/vector1", type: "flat" }] },
+    });
+    for (const [id, v] of [["1", [0.056419, -0.021141]], ["2", [0.066419, -0.031141]], ["3", [0.076419, -0.041141]]]) {
+      await container.items.create({ id, vector1: v, vector2: v });
+    }
+    const q = "[0.056419, -0.021141]";
+    const ids = (rows) => rows.map((r) => r.Id).join(",");
+    let got = await pages(container, `SELECT TOP 10 c.id AS Id, VectorDistance(${q}, c.vector1, true, {distanceFunction:'euclidean'}) AS similarityScore FROM c ORDER BY VectorDistance(${q}, c.vector1, true, {distanceFunction:'euclidean'})`);
+    assert.equal(ids(got), "1,2,3");
+    assert.equal(got[0].similarityScore, 0);
+    got = await pages(container, `SELECT DISTINCT c.id AS Id, VectorDistance(${q}, c.vector2, true, {distanceFunction:'dotProduct'}) AS similarityScore FROM c ORDER BY VectorDistance(${q}, c.vector1, true, {distanceFunction:'dotProduct'}) OFFSET 0 LIMIT 2`);
+    assert.equal(ids(got), "3,2");
+  });
+});
+
 describe("full-text and hybrid search across partitions", () => {
   let container;
   // Words that are their own stems and no stop words, so that the English
