@@ -27,17 +27,22 @@ type searchContext struct {
 	ctx context.Context
 	c   *Container
 	r   storage.Reader
-	// m, when set, counts the documents the statistics read.
-	m  *QueryMetrics
-	mu sync.Mutex
+	mu  sync.Mutex
 	// stats caches the statistics of each path and keyword list asked for.
 	stats map[string]query.FullTextStats
 }
 
 // searchContext returns the query.SearchContext of a query on c reading r.
 func (e *Engine) searchContext(ctx context.Context, c *Container, r storage.Reader, m *QueryMetrics) query.SearchContext {
-	return &searchContext{e: e, ctx: ctx, c: c, r: r, m: m}
+	if m != nil {
+		ctx = context.WithValue(ctx, statsMetricsKey{}, m)
+	}
+	return &searchContext{e: e, ctx: ctx, c: c, r: r}
 }
+
+// statsMetricsKey carries, in the context of a query's search context, the
+// QueryMetrics the documents fullTextStats reads count in.
+type statsMetricsKey struct{}
 
 func searchPath(path []string) string { return "/" + strings.Join(path, "/") }
 
@@ -94,7 +99,7 @@ func (s *searchContext) FullTextStats(path []string, keywords []string) (query.F
 	if st, ok := s.stats[key]; ok {
 		return st, true
 	}
-	st, err := s.e.fullTextStats(s.ctx, s.c, s.r, searchPath(path), keywords, s.analyzer(searchPath(path)), s.m)
+	st, err := s.e.fullTextStats(s.ctx, s.c, s.r, searchPath(path), keywords, s.analyzer(searchPath(path)))
 	if err != nil {
 		// The execution counts them over its own documents instead; a
 		// cancelled context stops it right after.
@@ -113,9 +118,11 @@ func (s *searchContext) FullTextStats(path []string, keywords []string) (query.F
 // phrase, as FullTextContains matches). It reads every item: the full-text
 // index's maintained counters would answer without.
 //
-// The documents it reads count in m (when set) as documents the query
-// retrieved: they are what its request charge pays for.
-func (e *Engine) fullTextStats(ctx context.Context, c *Container, r storage.Reader, path string, keywords []string, an *fulltext.Analyzer, m *QueryMetrics) (query.FullTextStats, error) {
+// The documents it reads count as documents the query retrieved (in the
+// QueryMetrics ctx carries, see searchContext): they are what its request
+// charge pays for.
+func (e *Engine) fullTextStats(ctx context.Context, c *Container, r storage.Reader, path string, keywords []string, an *fulltext.Analyzer) (query.FullTextStats, error) {
+	m, _ := ctx.Value(statsMetricsKey{}).(*QueryMetrics)
 	st := query.FullTextStats{Hits: make([]int64, len(keywords))}
 	kws := make([][]fulltext.Term, len(keywords))
 	for i, k := range keywords {
@@ -185,41 +192,31 @@ func (c *Container) GatewayPlan(text string, params map[string]json.RawMessage, 
 	return gp
 }
 
-// searchUtilization adds the vector and full-text searches of plan to u:
-// as utilized when the container has an index of their path (flat,
-// quantizedFlat or diskANN; a full-text index), as potential when it has
-// none. The filter text names the function and the index kind.
+// searchUtilization adds to u the vector and full-text searches of plan
+// whose path has no index of their kind (no vector index, no full-text
+// index) as potential indexes, the function named in the filter text. An
+// index a search does use is named where it is used.
 func (c *Container) searchUtilization(plan *query.Plan, u *IndexUtilization) {
 	if u == nil {
 		return
 	}
 	sp := c.search
+	potential := func(path []string, function string) {
+		u.PotentialSingle = append(u.PotentialSingle, IndexUse{Spec: searchPath(path) + "/*", Filter: function + "(ROOT." + strings.Join(path, ".") + ")"})
+	}
 	vectorUse := func(v *query.VectorSearch) {
 		if v == nil {
 			return
 		}
-		path := searchPath(v.Path)
-		use := IndexUse{Spec: path + "/*", Filter: "VectorDistance(ROOT." + strings.Join(v.Path, ".") + ")"}
-		if ix, ok := sp.vectorIndex(path); ok {
-			use.Filter += " " + ix.Config.Kind.String()
-			u.UtilizedSingle = append(u.UtilizedSingle, use)
-			return
+		if _, ok := sp.vectorIndex(searchPath(v.Path)); !ok {
+			potential(v.Path, "VectorDistance")
 		}
-		u.PotentialSingle = append(u.PotentialSingle, use)
-	}
-	textUse := func(t *query.TextSearch) {
-		path := searchPath(t.Path)
-		use := IndexUse{Spec: path + "/*", Filter: t.Function + "(ROOT." + strings.Join(t.Path, ".") + ")"}
-		if x, ok := sp.fullTextPath(path); ok && x.Indexed {
-			use.Filter += " fullText"
-			u.UtilizedSingle = append(u.UtilizedSingle, use)
-			return
-		}
-		u.PotentialSingle = append(u.PotentialSingle, use)
 	}
 	vectorUse(plan.Vector)
-	for i := range plan.FullText {
-		textUse(&plan.FullText[i])
+	for _, t := range plan.FullText {
+		if x, ok := sp.fullTextPath(searchPath(t.Path)); !ok || !x.Indexed {
+			potential(t.Path, t.Function)
+		}
 	}
 	if plan.Rank != nil {
 		for _, rc := range plan.Rank.Components {
