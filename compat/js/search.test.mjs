@@ -216,6 +216,30 @@ describe("vector search in a container created without a partition key", () => {
   });
 });
 
+describe("vector search over hundreds of items, paged", () => {
+  test("LIMIT and TOP in the hundreds come back whole and in order, page by page from every range", async () => {
+    const { container } = await db.containers.create({
+      id: "many",
+      partitionKey: { paths: ["/pk"] },
+      throughput: 30000,
+      vectorEmbeddingPolicy: { vectorEmbeddings: [{ path: "/vector1", dataType: "float32", dimensions: 2, distanceFunction: "dotproduct" }] },
+      indexingPolicy: { vectorIndexes: [{ path: "/vector1", type: "flat" }] },
+    });
+    const n = 501;
+    const items = Array.from({ length: n }, (_, i) => ({ id: String(i), pk: `p${i % 13}`, vector1: [0.0001 * (i + 1), 0.0001 * (i + 1)] }));
+    for (let i = 0; i < n; i += 50) await Promise.all(items.slice(i, i + 50).map((d) => container.items.create(d)));
+    const order = "ORDER BY VectorDistance([0.0001, 0.0001], c.vector1, true, {distanceFunction:'dotProduct'})";
+    const check = (rows, want) => {
+      assert.equal(rows.length, want);
+      rows.forEach((r, i) => assert.equal(r.Id, String(n - 1 - i), `row ${i}`));
+    };
+    check(await pages(container, `SELECT c.id AS Id FROM c ${order} OFFSET 0 LIMIT 400`, { maxItemCount: 50 }), 400);
+    check(await pages(container, `SELECT DISTINCT TOP 300 c.id AS Id FROM c ${order}`), 300);
+    const skipped = await pages(container, `SELECT c.id AS Id FROM c ${order} OFFSET 100 LIMIT 50`);
+    assert.deepEqual(skipped.map((r) => r.Id), items.slice(n - 150, n - 100).reverse().map((d) => d.id));
+  });
+});
+
 describe("full-text and hybrid search across partitions", () => {
   let container;
   // Words that are their own stems and no stop words, so that the English
