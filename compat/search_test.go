@@ -349,3 +349,37 @@ func TestGoSDKIndexMetricsNameTheSearchIndexesAPathLacks(t *testing.T) {
 		t.Errorf("an indexed full-text path is named potential: %s", m)
 	}
 }
+
+func TestGoSDKFullTextAnalyzesEachPathInItsLanguage(t *testing.T) {
+	s := orrerytest.Start(t)
+	ctx := context.Background()
+	if _, err := s.Client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := s.Client.NewDatabase("db")
+	props := azcosmos.ContainerProperties{
+		ID:                     "langs",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}},
+		FullTextPolicy: &azcosmos.FullTextPolicy{DefaultLanguage: "en-US", FullTextPaths: []azcosmos.FullTextPath{
+			{Path: "/fr", Language: "fr-FR"}, {Path: "/en"},
+		}},
+	}
+	if _, err := db.CreateContainer(ctx, props, nil); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := db.NewContainer("langs")
+	createItems(t, c, `{"id":"1","pk":"p","fr":"les maisons du village","en":"les maisons du village"}`)
+	for _, tc := range []struct {
+		where string
+		match bool
+	}{
+		{`FullTextContains(c.fr, "maison")`, true}, // French stemming
+		{`FullTextContains(c.fr, "les")`, false},   // a French stop word
+		{`FullTextContains(c.en, "les")`, true},    // not an English one
+	} {
+		got := queryPK(t, c, "p", `SELECT VALUE c.id FROM c WHERE `+tc.where)
+		if (len(got) == 1) != tc.match {
+			t.Errorf("%s: %v, want a match %v", tc.where, got, tc.match)
+		}
+	}
+}
