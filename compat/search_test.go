@@ -383,3 +383,34 @@ func TestGoSDKFullTextAnalyzesEachPathInItsLanguage(t *testing.T) {
 		}
 	}
 }
+
+// The gateway's plan for a vector search goes to clients whose pipeline
+// lists the NonStreamingOrderBy feature; others get the plan that has the
+// server answer the query whole, which they can run.
+func TestTheVectorSearchPlanGoesToClientsThatRunIt(t *testing.T) {
+	s := orrerytest.Start(t)
+	searchFixture(t, s)
+	plan := func(features string) string {
+		t.Helper()
+		h := map[string]string{"x-ms-cosmos-is-query-plan-request": "True", "Content-Type": "application/query+json", "x-ms-documentdb-isquery": "True"}
+		if features != "" {
+			h["x-ms-cosmos-supported-query-features"] = features
+		}
+		link := "dbs/db/colls/search"
+		r := rawRequest(t, s, "POST", "/"+link+"/docs", "docs", link, []byte(`{"query":"SELECT TOP 5 c.id FROM c ORDER BY VectorDistance(c.textEmbedding, @v)","parameters":[{"name":"@v","value":[1,2,3]}]}`), h)
+		if r.status != http.StatusOK {
+			t.Fatalf("plan: %d %s", r.status, r.body)
+		}
+		return string(r.body)
+	}
+	got := plan("Aggregate,Distinct,MultipleOrderBy,OffsetAndLimit,OrderBy,Top,NonStreamingOrderBy,HybridSearch")
+	// dotproduct: the largest first.
+	for _, want := range []string{`"hasNonStreamingOrderBy":true`, `"orderBy":["Descending"]`, `"top":5`, `ORDER BY VectorDistance(c.textEmbedding, @v)`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the plan for a client that runs it lacks %s: %s", want, got)
+		}
+	}
+	if got := plan("Aggregate,Distinct,OrderBy,Top"); strings.Contains(got, `"hasNonStreamingOrderBy":true`) {
+		t.Errorf("a client without NonStreamingOrderBy got the non-streaming plan: %s", got)
+	}
+}
