@@ -27,17 +27,17 @@ type searchContext struct {
 	ctx context.Context
 	c   *Container
 	r   storage.Reader
-	mu  sync.Mutex
+	// m, when set, is where the documents the statistics read count:
+	// FullTextStats puts it in ctx the first time it is called.
+	m  *QueryMetrics
+	mu sync.Mutex
 	// stats caches the statistics of each path and keyword list asked for.
 	stats map[string]query.FullTextStats
 }
 
 // searchContext returns the query.SearchContext of a query on c reading r.
 func (e *Engine) searchContext(ctx context.Context, c *Container, r storage.Reader, m *QueryMetrics) query.SearchContext {
-	if m != nil {
-		ctx = context.WithValue(ctx, statsMetricsKey{}, m)
-	}
-	return &searchContext{e: e, ctx: ctx, c: c, r: r}
+	return &searchContext{e: e, ctx: ctx, c: c, r: r, m: m}
 }
 
 // statsMetricsKey carries, in the context of a query's search context, the
@@ -96,6 +96,9 @@ func (s *searchContext) FullTextStats(path []string, keywords []string) (query.F
 	key := searchPath(path) + "\x00" + strings.Join(keywords, "\x00")
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.m != nil {
+		s.ctx, s.m = context.WithValue(s.ctx, statsMetricsKey{}, s.m), nil
+	}
 	if st, ok := s.stats[key]; ok {
 		return st, true
 	}
