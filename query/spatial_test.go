@@ -210,3 +210,59 @@ func TestSpatialFunctionsFilterAndOrder(t *testing.T) {
 		t.Errorf("ORDER BY ST_DISTANCE: %v", err)
 	}
 }
+
+// The plan lists the spatial conjuncts an index can serve, and their
+// regions hold every geometry the functions can match.
+func TestPlanListsSpatialFilters(t *testing.T) {
+	q, err := Parse(`SELECT * FROM c WHERE c.kind = 'shop' AND ST_DISTANCE(c.loc, {'type':'Point','coordinates':[20.1,20]}) < 20000 AND ST_WITHIN(c.loc, @area) AND ST_INTERSECTS({'type':'Point','coordinates':[1,1]}, c.a.b) AND ST_WITHIN(@pt, c.zone)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	area := json.RawMessage(`{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,1],[0,0]]]}`)
+	p, err := q.Plan(map[string]json.RawMessage{"@area": area, "@pt": json.RawMessage(`{"type":"Point","coordinates":[5,5]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range p.Spatial {
+		got = append(got, strings.Join(f.Path, ".")+" "+f.Op.String())
+	}
+	if strings.Join(got, ", ") != "loc ST_DISTANCE, loc ST_WITHIN, a.b ST_INTERSECTS, zone ST_WITHIN" {
+		t.Fatalf("spatial filters: %v", got)
+	}
+	if p.Spatial[0].Distance != 20000 || p.Spatial[3].Op != SpatialContains {
+		t.Errorf("filters: %+v", p.Spatial)
+	}
+	// The distance region holds the points within 20 km, and not far ones.
+	box, ok := p.Spatial[0].Region()
+	if !ok {
+		t.Fatal("no region")
+	}
+	in := func(lon, lat float64) bool {
+		return lon >= box.West && lon <= box.East && lat >= box.South && lat <= box.North
+	}
+	for _, az := range []float64{0, 45, 90, 135, 180, 225, 270, 315} {
+		p := geodesicDirect(lonLat{20.1, 20}, az*deg, 19999)
+		if !in(p.lon, p.lat) {
+			t.Errorf("a point 19,999 m away at %v° lies outside %+v", az, box)
+		}
+	}
+	if in(20.1, 20.5) || in(21, 20) {
+		t.Errorf("the region %+v is wider than 20 km", box)
+	}
+	// A polygon around the north pole reaches it at every longitude; one
+	// across the antimeridian spans them all.
+	polar, _ := GeoBounds(json.RawMessage(`{"type":"Polygon","coordinates":[[[0,80],[90,80],[180,80],[-90,80],[0,80]]]}`))
+	if polar.North != 90 || polar.West != -180 || polar.East != 180 || polar.South > 80 {
+		t.Errorf("polar box: %+v", polar)
+	}
+	anti, _ := GeoBounds(json.RawMessage(`{"type":"Polygon","coordinates":[[[179,-1],[-179,-1],[-179,1],[179,1],[179,-1]]]}`))
+	if anti.West != -180 || anti.East != 180 {
+		t.Errorf("antimeridian box: %+v", anti)
+	}
+	// An edge along a parallel bulges toward the pole.
+	line, _ := GeoBounds(json.RawMessage(`{"type":"LineString","coordinates":[[0,60],[40,60]]}`))
+	if line.North < 61 {
+		t.Errorf("the edge's bulge is missing: %+v", line)
+	}
+}
