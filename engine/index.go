@@ -35,8 +35,9 @@ const maxIndexedString = 100
 // indexFormat is the version of the index layout; an engine opened on a store
 // written with another rebuilds every container's index (see rebuild.go).
 // Version 1 kept whole strings under the expiry index's prefix 'X'; version
-// 2 had no creation order keys (order.go).
-const indexFormat = 3
+// 2 had no creation order keys (order.go); version 3 no spatial entries
+// (spatial.go).
+const indexFormat = 4
 
 // Value type markers, in Cosmos's cross-type order.
 const (
