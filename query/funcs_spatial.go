@@ -1,39 +1,108 @@
 package query
 
+import "math"
+
 // The spatial functions over GeoJSON values with the service's geography
 // semantics (geodesy.go): a value that is not a GeoJSON Point, LineString,
 // Polygon or MultiPolygon, or one that is not valid, makes them undefined,
 // as an invalid geometry is undefined to the service's queries.
 
-// spatialArg reads a valid geometry argument.
-func spatialArg(a []value, i int) (*shape, bool) {
-	g, why, ok := parseGeometry(a[i])
-	if !ok || why != "" {
-		return nil, false
+// maxCachedShapes bounds the geometries a run keeps prepared: the
+// constant of a query is met first and stays; the documents' own fill the
+// rest.
+const maxCachedShapes = 32
+
+// spatialArg reads a valid geometry argument. A line or polygon is
+// prepared once per run (its validity check alone is quadratic in its
+// edges): a constant argument is met on every row.
+func spatialArg(c *evalCtx, a []value, i int) (*shape, bool) {
+	var key uint64
+	cache := false
+	if o := a[i].object(); o != nil {
+		if t := o.get("type"); t.k == kString && t.str() != "Point" {
+			cache, key = true, hashValue(fnvOffset, a[i])
+			if s, ok := c.shapes[key]; ok && equalValues(s.v, a[i]) {
+				return s.s, s.s != nil
+			}
+		}
 	}
-	return newShape(g), true
+	var s *shape
+	if g, why, ok := parseGeometry(a[i]); ok && why == "" {
+		s = newShape(g)
+	}
+	if cache && len(c.shapes) < maxCachedShapes {
+		if c.shapes == nil {
+			c.shapes = map[uint64]cachedShape{}
+		}
+		if _, taken := c.shapes[key]; !taken {
+			c.shapes[key] = cachedShape{a[i], s}
+		}
+	}
+	return s, s != nil
+}
+
+// cachedShape is a prepared geometry (nil: not a valid one) and the value
+// it was prepared from.
+type cachedShape struct {
+	v value
+	s *shape
+}
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// hashValue folds a value into an FNV-1a hash: numbers by their bits,
+// strings and property names by their bytes.
+func hashValue(h uint64, v value) uint64 {
+	h = (h ^ uint64(v.k)) * fnvPrime
+	switch v.k {
+	case kBool:
+		if v.b {
+			h = (h ^ 1) * fnvPrime
+		}
+	case kNumber:
+		h = (h ^ math.Float64bits(v.n)) * fnvPrime
+	case kString:
+		s := v.str()
+		for i := 0; i < len(s); i++ {
+			h = (h ^ uint64(s[i])) * fnvPrime
+		}
+	case kArray:
+		for _, e := range v.array() {
+			h = hashValue(h, e)
+		}
+	case kObject:
+		o := v.object()
+		for i, k := range o.keys {
+			h = hashValue(h, strV(k))
+			h = hashValue(h, o.vals[i])
+		}
+	}
+	return h
 }
 
 func init() {
-	register("ST_DISTANCE", 2, 2, func(_ *evalCtx, a []value) value {
-		x, ok1 := spatialArg(a, 0)
-		y, ok2 := spatialArg(a, 1)
+	register("ST_DISTANCE", 2, 2, func(c *evalCtx, a []value) value {
+		x, ok1 := spatialArg(c, a, 0)
+		y, ok2 := spatialArg(c, a, 1)
 		if !ok1 || !ok2 {
 			return undef
 		}
 		return numResult(distance(x, y))
 	})
-	register("ST_WITHIN", 2, 2, func(_ *evalCtx, a []value) value {
-		x, ok1 := spatialArg(a, 0)
-		y, ok2 := spatialArg(a, 1)
+	register("ST_WITHIN", 2, 2, func(c *evalCtx, a []value) value {
+		x, ok1 := spatialArg(c, a, 0)
+		y, ok2 := spatialArg(c, a, 1)
 		if !ok1 || !ok2 {
 			return undef
 		}
 		return boolV(within(x, y))
 	})
-	register("ST_INTERSECTS", 2, 2, func(_ *evalCtx, a []value) value {
-		x, ok1 := spatialArg(a, 0)
-		y, ok2 := spatialArg(a, 1)
+	register("ST_INTERSECTS", 2, 2, func(c *evalCtx, a []value) value {
+		x, ok1 := spatialArg(c, a, 0)
+		y, ok2 := spatialArg(c, a, 1)
 		if !ok1 || !ok2 {
 			return undef
 		}

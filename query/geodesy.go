@@ -233,6 +233,31 @@ func ringArea(ring []lonLat) float64 {
 	return s * authalicR * authalicR
 }
 
+// sphereRingArea is the area on the unit sphere of the region to the left
+// of a closed ring whose edges are great circle arcs (0 to 4π).
+func sphereRingArea(v []vec3) float64 {
+	if len(v) < 4 {
+		return 0
+	}
+	o := vec3{}
+	for _, p := range v[:len(v)-1] {
+		o = o.add(p)
+	}
+	if o.norm() > 0.1*float64(len(v)) {
+		o = o.normalize()
+	} else {
+		o = vec3{0, 0, 1}
+	}
+	s := 0.0
+	for i := 0; i+1 < len(v); i++ {
+		s += triangleArea(o, v[i], v[i+1])
+	}
+	if s < 0 {
+		s += 4 * math.Pi
+	}
+	return s
+}
+
 // earthArea is the area of the ellipsoid in square meters.
 var earthArea = 4 * math.Pi * authalicR * authalicR
 

@@ -168,7 +168,7 @@ func newRegion(rings [][]lonLat) region {
 	r.rings = append(r.rings, r.outer.v)
 	for _, h := range rings[1:] {
 		hr := newRingRegion(h)
-		if ringArea(h) > earthArea/2 {
+		if sphereRingArea(hr.v) > 2*math.Pi {
 			hr = newRingRegion(reversed(h))
 		}
 		r.holes = append(r.holes, hr)

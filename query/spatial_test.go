@@ -2,6 +2,7 @@ package query
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -118,6 +119,7 @@ func TestSTAreaIsTheEllipsoidsArea(t *testing.T) {
 func TestSTWithinAndIntersectsOnTheSphere(t *testing.T) {
 	pt := func(lon, lat string) string { return `{"type":"Point","coordinates":[` + lon + `,` + lat + `]}` }
 	holed := `{"type":"Polygon","coordinates":[[[0,0],[4,0],[4,4],[0,4],[0,0]],[[1,1],[1,3],[3,3],[3,1],[1,1]]]}`
+	holedCCW := `{"type":"Polygon","coordinates":[[[0,0],[4,0],[4,4],[0,4],[0,0]],[[1,1],[3,1],[3,3],[1,3],[1,1]]]}`
 	anti := `{"type":"Polygon","coordinates":[[[179,-1],[-179,-1],[-179,1],[179,1],[179,-1]]]}`
 	cw := `{"type":"Polygon","coordinates":[[[0,0],[0,1],[1,1],[1,0],[0,0]]]}`
 	multi := `{"type":"MultiPolygon","coordinates":[[[[0,0],[1,0],[1,1],[0,1],[0,0]]],[[[10,10],[11,10],[11,11],[10,11],[10,10]]]]}`
@@ -127,6 +129,8 @@ func TestSTWithinAndIntersectsOnTheSphere(t *testing.T) {
 	}{
 		{`ST_WITHIN(` + pt("0.5", "0.5") + `, ` + holed + `)`, "true"},
 		{`ST_WITHIN(` + pt("2", "2") + `, ` + holed + `)`, "false"}, // in the hole
+		{`ST_WITHIN(` + pt("2", "2") + `, ` + holedCCW + `)`, "false"}, // in a hole walked the other way
+		{`ST_WITHIN(` + pt("0.5", "0.5") + `, ` + holedCCW + `)`, "true"},
 		{`ST_WITHIN(` + pt("5", "2") + `, ` + holed + `)`, "false"},
 		{`ST_WITHIN(` + pt("179.5", "0") + `, ` + anti + `)`, "true"},
 		{`ST_WITHIN(` + pt("-179.5", "0.5") + `, ` + anti + `)`, "true"},
@@ -265,4 +269,41 @@ func TestPlanListsSpatialFilters(t *testing.T) {
 	if line.North < 61 {
 		t.Errorf("the edge's bulge is missing: %+v", line)
 	}
+}
+
+// BenchmarkSTDistanceFilter evaluates WHERE ST_DISTANCE(...) < r over
+// documents with points; BenchmarkSTWithinPolygon ST_WITHIN of a 64-vertex
+// polygon with a hole.
+func BenchmarkSTDistanceFilter(b *testing.B) {
+	benchSpatial(b, `SELECT VALUE c.id FROM c WHERE ST_DISTANCE(c.loc, {'type':'Point','coordinates':[20.1,20]}) < 200000`)
+}
+
+func BenchmarkSTWithinPolygon(b *testing.B) {
+	var ring, hole []string
+	for i := range 64 {
+		a := float64(i) / 64 * 2 * math.Pi
+		ring = append(ring, fmt.Sprintf("[%g,%g]", 20+3*math.Cos(a), 20+3*math.Sin(a)))
+		hole = append(hole, fmt.Sprintf("[%g,%g]", 20+math.Cos(-a), 20+math.Sin(-a)))
+	}
+	ring, hole = append(ring, ring[0]), append(hole, hole[0])
+	poly := `{'type':'Polygon','coordinates':[[` + strings.Join(ring, ",") + `],[` + strings.Join(hole, ",") + `]]}`
+	benchSpatial(b, `SELECT VALUE c.id FROM c WHERE ST_WITHIN(c.loc, `+poly+`)`)
+}
+
+func benchSpatial(b *testing.B, q string) {
+	docs := make([]string, 1000)
+	for i := range docs {
+		docs[i] = fmt.Sprintf(`{"id":"%d","loc":{"type":"Point","coordinates":[%g,%g]}}`, i, 15+float64(i%100)/10, 15+float64(i/100))
+	}
+	parsed, err := Parse(q)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := parsed.Execute(docsOf(docs...), Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/doc")
 }
