@@ -128,7 +128,7 @@ func TestSTWithinAndIntersectsOnTheSphere(t *testing.T) {
 		want string
 	}{
 		{`ST_WITHIN(` + pt("0.5", "0.5") + `, ` + holed + `)`, "true"},
-		{`ST_WITHIN(` + pt("2", "2") + `, ` + holed + `)`, "false"}, // in the hole
+		{`ST_WITHIN(` + pt("2", "2") + `, ` + holed + `)`, "false"},    // in the hole
 		{`ST_WITHIN(` + pt("2", "2") + `, ` + holedCCW + `)`, "false"}, // in a hole walked the other way
 		{`ST_WITHIN(` + pt("0.5", "0.5") + `, ` + holedCCW + `)`, "true"},
 		{`ST_WITHIN(` + pt("5", "2") + `, ` + holed + `)`, "false"},
