@@ -341,7 +341,7 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 			}
 		}
 	}
-	x, err := q.Prepare(query.Options{Params: req.Params, UDF: req.UDF, Now: e.now(),
+	x, err := q.Prepare(query.Options{Params: req.Params, UDF: req.UDF, Now: e.now(), PlanarSpatial: c.planarSpatial(),
 		Context: ctx, Deadline: bounds.deadline, MaxMemory: e.queryMemoryLimit(), Pool: e.queryPool, Heavy: bounds.heavy})
 	if err != nil {
 		return nil, nil, queryError(err)

@@ -125,7 +125,7 @@ func appendSpatialEntry(k, prefix []byte, cell geocell.ID, suffix []byte) []byte
 // appendSpatialIndexEntries appends the spatial index entries of a parsed
 // document.
 func (c *Container) appendSpatialIndexEntries(obj object, suffix []byte, out [][]byte) ([][]byte, error) {
-	if c.index == nil || c.index.spatial == nil {
+	if c.index == nil || c.index.spatial == nil || c.planarSpatial() {
 		return out, nil
 	}
 	var walk func(raw json.RawMessage, path string, depth int) error
@@ -180,10 +180,19 @@ func (c *Container) spatialUnder(path string) bool {
 	return false
 }
 
+// planarSpatial reports whether the container's geospatialConfig type is
+// Geometry: its spatial functions compute on the plane, and its geometries
+// are not in the index's cells of longitude and latitude (it scans).
+func (c *Container) planarSpatial() bool {
+	gc, _ := c.record.Props["geospatialConfig"].(map[string]any)
+	t, _ := gc["type"].(string)
+	return t == "Geometry"
+}
+
 // chooseSpatialIndex returns the spatial index entries that hold every item
 // a spatial filter of the plan can match, or false.
 func (c *Container) chooseSpatialIndex(plan *query.Plan) (*indexSource, []IndexUse, bool) {
-	if c.index == nil || c.index.none || c.index.spatial == nil || c.indexRetired.Load() {
+	if c.index == nil || c.index.none || c.index.spatial == nil || c.indexRetired.Load() || c.planarSpatial() {
 		return nil, nil, false
 	}
 	for _, f := range plan.Spatial {

@@ -241,3 +241,36 @@ func TestSpatialPolicyIsValidated(t *testing.T) {
 		t.Errorf("after the replace: %s", r.Body)
 	}
 }
+
+// A Geometry container's queries compute on the plane, in its coordinates'
+// units, over coordinates no longitude or latitude could hold.
+func TestGeometryContainerQueriesOnThePlane(t *testing.T) {
+	ctx := t.Context()
+	e, err := Open(ctx, newTestStore(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil)
+	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"plan","partitionKey":{"paths":["/pk"]},"geospatialConfig":{"type":"Geometry"},
+		"indexingPolicy":{"spatialIndexes":[{"path":"/at/?","types":["Point"],"boundingBox":{"xmin":0,"ymin":0,"xmax":1000,"ymax":1000}}]}}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	for i, xy := range [][2]int{{300, 400}, {600, 800}, {900, 120}} {
+		doc := fmt.Sprintf(`{"id":"%d","pk":"p","at":{"type":"Point","coordinates":[%d,%d]}}`, i, xy[0], xy[1])
+		if _, err := e.CreateItem(ctx, &ItemRequest{Database: "db", Container: "plan", Body: []byte(doc)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := e.QueryItems(ctx, &QueryRequest{Database: "db", Container: "plan", SinglePartitionKeyRange: true,
+		Query: "SELECT c.id, ST_DISTANCE(c.at, {'type':'Point','coordinates':[0,0]}) AS d FROM c WHERE ST_DISTANCE(c.at, {'type':'Point','coordinates':[0,0]}) < 950"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, it := range res.Items {
+		got = append(got, string(it))
+	}
+	if strings.Join(got, ",") != `{"id":"0","d":500},{"id":"2","d":907.9647570252932}` {
+		t.Errorf("on the plane: %v", got)
+	}
+}

@@ -34,6 +34,8 @@ type evalCtx struct {
 	// and polygons by a hash of their value (funcs_spatial.go); like stack,
 	// each copy starts without one.
 	shapes map[uint64]cachedShape
+	// planar: the spatial functions compute on the plane (Options).
+	planar bool
 
 	// ctx cancels the execution; deadline is its time budget (zero: none),
 	// and expired is set once a tick finds it past.

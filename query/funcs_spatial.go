@@ -12,10 +12,18 @@ import "math"
 // rest.
 const maxCachedShapes = 32
 
+// prepared is a valid geometry argument ready for the predicates: on the
+// sphere (s) or, in a run on the plane, there (p).
+type prepared struct {
+	g geometry
+	s *shape
+	p *planarShape
+}
+
 // spatialArg reads a valid geometry argument. A line or polygon is
 // prepared once per run (its validity check alone is quadratic in its
 // edges): a constant argument is met on every row.
-func spatialArg(c *evalCtx, a []value, i int) (*shape, bool) {
+func spatialArg(c *evalCtx, a []value, i int) (*prepared, bool) {
 	var key uint64
 	cache := false
 	if o := a[i].object(); o != nil {
@@ -26,9 +34,14 @@ func spatialArg(c *evalCtx, a []value, i int) (*shape, bool) {
 			}
 		}
 	}
-	var s *shape
-	if g, why, ok := parseGeometry(a[i]); ok && why == "" {
-		s = newShape(g)
+	var s *prepared
+	if g, why, ok := parseGeometryOn(a[i], c.planar); ok && why == "" {
+		s = &prepared{g: g}
+		if c.planar {
+			s.p = newPlanarShape(g)
+		} else {
+			s.s = newShape(g)
+		}
 	}
 	if cache && len(c.shapes) < maxCachedShapes {
 		if c.shapes == nil {
@@ -45,7 +58,7 @@ func spatialArg(c *evalCtx, a []value, i int) (*shape, bool) {
 // it was prepared from.
 type cachedShape struct {
 	v value
-	s *shape
+	s *prepared
 }
 
 const (
@@ -90,7 +103,10 @@ func init() {
 		if !ok1 || !ok2 {
 			return undef
 		}
-		return numResult(distance(x, y))
+		if c.planar {
+			return numResult(planarDistance(x.p, y.p))
+		}
+		return numResult(distance(x.s, y.s))
 	})
 	register("ST_WITHIN", 2, 2, func(c *evalCtx, a []value) value {
 		x, ok1 := spatialArg(c, a, 0)
@@ -98,7 +114,10 @@ func init() {
 		if !ok1 || !ok2 {
 			return undef
 		}
-		return boolV(within(x, y))
+		if c.planar {
+			return boolV(planarWithin(x.p, y.p))
+		}
+		return boolV(within(x.s, y.s))
 	})
 	register("ST_INTERSECTS", 2, 2, func(c *evalCtx, a []value) value {
 		x, ok1 := spatialArg(c, a, 0)
@@ -106,24 +125,30 @@ func init() {
 		if !ok1 || !ok2 {
 			return undef
 		}
-		return boolV(intersects(x, y))
+		if c.planar {
+			return boolV(planarIntersects(x.p, y.p))
+		}
+		return boolV(intersects(x.s, y.s))
 	})
-	register("ST_AREA", 1, 1, func(_ *evalCtx, a []value) value {
-		g, why, ok := parseGeometry(a[0])
-		if !ok || why != "" {
+	register("ST_AREA", 1, 1, func(c *evalCtx, a []value) value {
+		x, ok := spatialArg(c, a, 0)
+		if !ok {
 			return undef
 		}
-		return numResult(area(g))
+		if c.planar {
+			return numResult(planarArea(x.p))
+		}
+		return numResult(area(x.g))
 	})
-	register("ST_ISVALID", 1, 1, func(_ *evalCtx, a []value) value {
-		valid, _, ok := spatialValidity(a[0])
+	register("ST_ISVALID", 1, 1, func(c *evalCtx, a []value) value {
+		valid, _, ok := spatialValidity(a[0], c.planar)
 		if !ok {
 			return undef
 		}
 		return boolV(valid)
 	})
-	register("ST_ISVALIDDETAILED", 1, 1, func(_ *evalCtx, a []value) value {
-		valid, reason, ok := spatialValidity(a[0])
+	register("ST_ISVALIDDETAILED", 1, 1, func(c *evalCtx, a []value) value {
+		valid, reason, ok := spatialValidity(a[0], c.planar)
 		if !ok {
 			return undef
 		}
@@ -136,12 +161,12 @@ func init() {
 
 // spatialValidity says whether a value is a valid geometry and, if not,
 // why; ok is false for a value that is not an object.
-func spatialValidity(v value) (valid bool, reason string, ok bool) {
+func spatialValidity(v value, planar bool) (valid bool, reason string, ok bool) {
 	o := v.object()
 	if o == nil {
 		return false, "", false
 	}
-	_, why, known := parseGeometry(v)
+	_, why, known := parseGeometryOn(v, planar)
 	switch {
 	case !known:
 		t := o.get("type")

@@ -19,6 +19,12 @@ type geometry struct {
 // GeoJSON object of a supported type at all (the functions answer
 // undefined); reason, when not empty, says why a GeoJSON object is not valid.
 func parseGeometry(v value) (g geometry, reason string, ok bool) {
+	return parseGeometryOn(v, false)
+}
+
+// parseGeometryOn is parseGeometry on the sphere or, planar, on the plane
+// (where coordinates have no range).
+func parseGeometryOn(v value, planar bool) (g geometry, reason string, ok bool) {
 	o := v.object()
 	if o == nil {
 		return g, "", false
@@ -31,13 +37,13 @@ func parseGeometry(v value) (g geometry, reason string, ok bool) {
 	coords := o.get("coordinates")
 	switch g.kind {
 	case "Point":
-		p, why := parsePosition(coords)
+		p, why := parsePosition(coords, planar)
 		if why != "" {
 			return g, why, true
 		}
 		g.point = p
 	case "LineString":
-		line, why := parsePositions(coords)
+		line, why := parsePositions(coords, planar)
 		if why != "" {
 			return g, why, true
 		}
@@ -46,7 +52,7 @@ func parseGeometry(v value) (g geometry, reason string, ok bool) {
 		}
 		g.line = line
 	case "Polygon":
-		rings, why := parseRings(coords, "Polygon")
+		rings, why := parseRings(coords, "Polygon", planar)
 		if why != "" {
 			return g, why, true
 		}
@@ -56,7 +62,7 @@ func parseGeometry(v value) (g geometry, reason string, ok bool) {
 			return g, "The MultiPolygon input is not valid because its coordinates are not an array of polygons.", true
 		}
 		for _, pc := range coords.array() {
-			rings, why := parseRings(pc, "MultiPolygon")
+			rings, why := parseRings(pc, "MultiPolygon", planar)
 			if why != "" {
 				return g, why, true
 			}
@@ -73,7 +79,7 @@ func parseGeometry(v value) (g geometry, reason string, ok bool) {
 
 // parsePosition reads [longitude, latitude] (an altitude after them is
 // ignored).
-func parsePosition(v value) (lonLat, string) {
+func parsePosition(v value, planar bool) (lonLat, string) {
 	a := v.array()
 	if v.k != kArray || len(a) < 2 || a[0].k != kNumber || a[1].k != kNumber {
 		return lonLat{}, "A position must be an array of at least two numbers: a longitude and a latitude."
@@ -84,6 +90,9 @@ func parsePosition(v value) (lonLat, string) {
 		}
 	}
 	p := lonLat{a[0].n, a[1].n}
+	if planar {
+		return p, ""
+	}
 	if p.lat < -90 || p.lat > 90 {
 		return p, "Latitude values must be between -90 and 90 degrees."
 	}
@@ -93,13 +102,13 @@ func parsePosition(v value) (lonLat, string) {
 	return p, ""
 }
 
-func parsePositions(v value) ([]lonLat, string) {
+func parsePositions(v value, planar bool) ([]lonLat, string) {
 	if v.k != kArray {
 		return nil, "The coordinates must be an array of positions."
 	}
 	out := make([]lonLat, 0, v.l)
 	for _, e := range v.array() {
-		p, why := parsePosition(e)
+		p, why := parsePosition(e, planar)
 		if why != "" {
 			return nil, why
 		}
@@ -108,13 +117,13 @@ func parsePositions(v value) ([]lonLat, string) {
 	return out, ""
 }
 
-func parseRings(v value, kind string) ([][]lonLat, string) {
+func parseRings(v value, kind string, planar bool) ([][]lonLat, string) {
 	if v.k != kArray || v.l == 0 {
 		return nil, fmt.Sprintf("The %s input is not valid because it has no ring. A polygon must have at least one ring.", kind)
 	}
 	var rings [][]lonLat
 	for i, rv := range v.array() {
-		ring, why := parsePositions(rv)
+		ring, why := parsePositions(rv, planar)
 		if why != "" {
 			return nil, why
 		}
@@ -124,7 +133,7 @@ func parseRings(v value, kind string) ([][]lonLat, string) {
 		if !ring[0].equal(ring[len(ring)-1]) {
 			return nil, fmt.Sprintf("The %s input is not valid because the start and end points of the ring number %d are not the same. Each ring of a polygon must have the same start and end points.", kind, i+1)
 		}
-		if why := ringSelfIntersection(ring); why {
+		if planar && planarSelfIntersection(ring) || !planar && ringSelfIntersection(ring) {
 			return nil, fmt.Sprintf("The %s input is not valid because the ring number %d intersects itself or another ring.", kind, i+1)
 		}
 		rings = append(rings, ring)

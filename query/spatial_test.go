@@ -307,3 +307,44 @@ func benchSpatial(b *testing.B, q string) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/doc")
 }
+
+// In a Geometry container the functions compute on the plane: distances
+// and areas in the coordinates' units, coordinates without range, rings
+// bounding their region whichever way they are walked.
+func TestSpatialFunctionsOnThePlane(t *testing.T) {
+	planar := func(expr string) string {
+		t.Helper()
+		rows := run(t, "SELECT VALUE "+expr+" FROM c", []string{`{"id":"x"}`}, Options{PlanarSpatial: true})
+		if len(rows) == 0 {
+			return ""
+		}
+		return rows[0]
+	}
+	holed := `{"type":"Polygon","coordinates":[[[0,0],[400,0],[400,400],[0,400],[0,0]],[[100,100],[100,300],[300,300],[300,100],[100,100]]]}`
+	cw := `{"type":"Polygon","coordinates":[[[0,0],[0,10],[10,10],[10,0],[0,0]]]}`
+	tests := []struct{ expr, want string }{
+		{`ST_DISTANCE({"type":"Point","coordinates":[0,0]}, {"type":"Point","coordinates":[300,400]})`, "500"},
+		{`ST_DISTANCE({"type":"Point","coordinates":[500,200]}, ` + holed + `)`, "100"},
+		{`ST_DISTANCE({"type":"Point","coordinates":[200,200]}, ` + holed + `)`, "100"}, // in the hole
+		{`ST_DISTANCE({"type":"Point","coordinates":[50,50]}, ` + holed + `)`, "0"},
+		{`ST_AREA(` + holed + `)`, "120000"},
+		{`ST_AREA(` + cw + `)`, "100"},
+		{`ST_WITHIN({"type":"Point","coordinates":[5,5]}, ` + cw + `)`, "true"},
+		{`ST_WITHIN({"type":"Point","coordinates":[200,200]}, ` + holed + `)`, "false"},
+		{`ST_WITHIN({"type":"LineString","coordinates":[[10,10],[90,390]]}, ` + holed + `)`, "true"},
+		{`ST_WITHIN({"type":"LineString","coordinates":[[10,200],[390,200]]}, ` + holed + `)`, "false"},
+		{`ST_INTERSECTS({"type":"LineString","coordinates":[[-10,5],[5,5]]}, ` + cw + `)`, "true"},
+		{`ST_INTERSECTS({"type":"LineString","coordinates":[[150,150],[250,250]]}, ` + holed + `)`, "false"},
+		{`ST_ISVALID({"type":"Point","coordinates":[1000,-1000]})`, "true"},
+		{`ST_ISVALIDDETAILED({"type":"Polygon","coordinates":[[[0,0],[10,10],[10,0],[0,10],[0,0]]]})`, `{"valid":false,"reason":"The Polygon input is not valid because the ring number 1 intersects itself or another ring."}`},
+	}
+	for _, tc := range tests {
+		if got := planar(tc.expr); got != tc.want {
+			t.Errorf("%s = %s, want %s", tc.expr, got, tc.want)
+		}
+	}
+	// The same point is not valid on the sphere.
+	if got := scalar(t, `ST_ISVALID({"type":"Point","coordinates":[1000,-1000]})`); got != "false" {
+		t.Errorf("on the sphere: %s", got)
+	}
+}
