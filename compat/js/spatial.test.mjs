@@ -82,6 +82,27 @@ describe("spatial", () => {
     }
   });
 
+  test("a Geometry container's functions compute on the plane, in its coordinates' units", async () => {
+    const { container } = await database.containers.create({
+      id: uniqueId("plane"),
+      partitionKey: { paths: ["/id"] },
+      indexingPolicy: {
+        spatialIndexes: [{ path: "/at/?", types: ["Point", "Polygon"], boundingBox: { xmin: 0, ymin: 0, xmax: 1000, ymax: 1000 } }],
+      },
+      geospatialConfig: { type: "Geometry" },
+    });
+    await container.items.create({ id: "a", at: { type: "Point", coordinates: [300, 400] } });
+    await container.items.create({ id: "b", at: { type: "Point", coordinates: [600, 800] } });
+    const { resources } = await container.items
+      .query(
+        "SELECT c.id, ST_DISTANCE(c.at, {'type': 'Point', 'coordinates': [0, 0]}) AS d, " +
+          "ST_AREA({'type': 'Polygon', 'coordinates': [[[0, 0], [10, 0], [10, 10], [0, 10], [0, 0]]]}) AS area " +
+          "FROM c WHERE ST_WITHIN(c.at, {'type': 'Polygon', 'coordinates': [[[0, 0], [500, 0], [500, 500], [0, 500], [0, 0]]]})",
+      )
+      .fetchAll();
+    assert.deepEqual(resources, [{ id: "a", d: 500, area: 100 }]);
+  });
+
   describe("functions", () => {
     let container;
 
