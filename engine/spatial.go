@@ -125,7 +125,9 @@ func appendSpatialEntry(k, prefix []byte, cell geocell.ID, suffix []byte) []byte
 // appendSpatialIndexEntries appends the spatial index entries of a parsed
 // document.
 func (c *Container) appendSpatialIndexEntries(obj object, suffix []byte, out [][]byte) ([][]byte, error) {
-	if c.index == nil || c.index.spatial == nil || c.planarSpatial() {
+	// A Geometry container's entries are written too (its queries do not
+	// read them), so that a replace back to Geography finds them current.
+	if c.index == nil || c.index.spatial == nil {
 		return out, nil
 	}
 	var walk func(raw json.RawMessage, path string, depth int) error
@@ -201,8 +203,8 @@ func (c *Container) chooseSpatialIndex(plan *query.Plan) (*indexSource, []IndexU
 			continue
 		}
 		region, ok := f.Region()
-		if !ok {
-			continue
+		if !ok || (region.East-region.West)*(region.North-region.South) > 360*180/4 {
+			continue // a quarter of the map or more: a scan reads no more
 		}
 		prefix := keys.SpatialIndexPathPrefix(c.rid, path)
 		at := func(cell geocell.ID) []byte { return appendSpatialEntry(nil, prefix, cell, nil) }
