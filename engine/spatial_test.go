@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/orrery-db/orrery/engine/internal/keys"
 )
 
 // randomGeometry returns a GeoJSON geometry: mostly points, some small
@@ -272,5 +275,45 @@ func TestGeometryContainerQueriesOnThePlane(t *testing.T) {
 	}
 	if strings.Join(got, ",") != `{"id":"0","d":500},{"id":"2","d":907.9647570252932}` {
 		t.Errorf("on the plane: %v", got)
+	}
+}
+
+// TestSpatialEntriesWrittenByTheFormat4Upgrade: a store of index format 3
+// (before spatial entries) whose container already declared a spatial
+// index is rebuilt at Open, and its spatial queries find the items again.
+func TestSpatialEntriesWrittenByTheFormat4Upgrade(t *testing.T) {
+	ctx := t.Context()
+	store := newTestStore(t)
+	e, err := Open(ctx, store, Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil)
+	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"spatialIndexes":[{"path":"/loc/?","types":["Point"]}]}}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		upsert(t, e, "c", fmt.Sprintf(`{"id":"%d","pk":"p","loc":{"type":"Point","coordinates":[%d,%d]}}`, i, i, i))
+	}
+	c, _ := e.Container(ctx, "db", "c")
+	q := `SELECT VALUE c.id FROM c WHERE ST_DISTANCE(c.loc, {'type':'Point','coordinates':[3,3]}) < 100000`
+	want := queryIDs(t, e, "c", q)
+	spatial := keysUnder(t, store, append(keys.IndexPrefix(c.rid), 0))
+	if len(spatial) != 20 || !slices.Equal(want, []string{"3"}) {
+		t.Fatalf("%d spatial entries, query %v", len(spatial), want)
+	}
+	e.Close()
+	// As format 3 left it: no spatial entries.
+	b := store.NewBatch()
+	for _, k := range spatial {
+		b.Delete([]byte(k))
+	}
+	b.Set(keys.MetaIndexFormat, binary.BigEndian.AppendUint64(nil, 3))
+	e = commitAndReopen(t, store, b)
+	if got := keysUnder(t, store, append(keys.IndexPrefix(c.rid), 0)); !slices.Equal(got, spatial) {
+		t.Errorf("after the upgrade: %d spatial entries, want %d", len(got), len(spatial))
+	}
+	if got := queryIDs(t, e, "c", q); !slices.Equal(got, want) {
+		t.Errorf("after the upgrade: %v, want %v", got, want)
 	}
 }
