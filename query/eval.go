@@ -33,7 +33,8 @@ type evalCtx struct {
 	// shapes caches the prepared geometries of the spatial functions' lines
 	// and polygons by a hash of their value (funcs_spatial.go); like stack,
 	// each copy starts without one.
-	shapes map[uint64]cachedShape
+	shapes      map[uint64]cachedShape
+	shapePoints int
 	// planar: the spatial functions compute on the plane (Options).
 	planar bool
 

@@ -7,10 +7,13 @@ import "math"
 // Polygon or MultiPolygon, or one that is not valid, makes them undefined,
 // as an invalid geometry is undefined to the service's queries.
 
-// maxCachedShapes bounds the geometries a run keeps prepared: the
-// constant of a query is met first and stays; the documents' own fill the
-// rest.
-const maxCachedShapes = 32
+// maxCachedShapes and maxCachedPoints bound the geometries a run keeps
+// prepared: the constant of a query is met first and stays; the documents'
+// own fill the rest.
+const (
+	maxCachedShapes = 32
+	maxCachedPoints = 1 << 16
+)
 
 // prepared is a valid geometry argument ready for the predicates: on the
 // sphere (s) or, in a run on the plane, there (p).
@@ -43,15 +46,26 @@ func spatialArg(c *evalCtx, a []value, i int) (*prepared, bool) {
 			s.s = newShape(g)
 		}
 	}
-	if cache && len(c.shapes) < maxCachedShapes {
+	if cache && len(c.shapes) < maxCachedShapes && (s == nil || c.shapePoints+s.points() <= maxCachedPoints) {
 		if c.shapes == nil {
 			c.shapes = map[uint64]cachedShape{}
 		}
 		if _, taken := c.shapes[key]; !taken {
 			c.shapes[key] = cachedShape{a[i], s}
+			if s != nil {
+				c.shapePoints += s.points()
+			}
 		}
 	}
 	return s, s != nil
+}
+
+// points is how many vertices a prepared geometry holds.
+func (p *prepared) points() int {
+	if p.s != nil {
+		return len(p.s.points)
+	}
+	return len(p.p.points)
 }
 
 // cachedShape is a prepared geometry (nil: not a valid one) and the value
