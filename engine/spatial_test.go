@@ -153,7 +153,7 @@ func TestSpatialIndexIsUsedAndReported(t *testing.T) {
 	e.CreateContainer(ctx, "db", []byte(`{"id":"legacy","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"includedPaths":[{"path":"/\"Location\"/?","indexes":[{"kind":"Spatial","dataType":"Point"}]},{"path":"/"}]}}`), nil)
 	e.CreateContainer(ctx, "db", []byte(`{"id":"plain","partitionKey":{"paths":["/pk"]}}`), nil)
 	for i := range 50 {
-		doc := fmt.Sprintf(`{"id":"%d","pk":"p","Location":{"type":"Point","coordinates":[%d,%d]}}`, i, i, i%80)
+		doc := fmt.Sprintf(`{"id":"%d","pk":"p","n":%d,"Location":{"type":"Point","coordinates":[%d,%d]}}`, i, i, i, i%80)
 		for _, c := range []string{"legacy", "plain"} {
 			if _, err := e.CreateItem(ctx, &ItemRequest{Database: "db", Container: c, Body: []byte(doc)}); err != nil {
 				t.Fatal(err)
@@ -182,6 +182,11 @@ func TestSpatialIndexIsUsedAndReported(t *testing.T) {
 		if used != (tc.container == "legacy") {
 			t.Errorf("%s: utilized %+v", tc.container, res.IndexUtilization.UtilizedSingle)
 		}
+	}
+	// The legacy included path "/" indexes every property, as "/*" does.
+	res, err := e.QueryItems(ctx, &QueryRequest{Database: "db", Container: "legacy", Query: "SELECT c.id FROM c WHERE c.n = 7", SinglePartitionKeyRange: true})
+	if err != nil || len(res.Items) != 1 || res.Metrics.RetrievedDocumentCount != 1 {
+		t.Errorf("c.n = 7 under the path \"/\": %v, read %d documents", err, res.Metrics.RetrievedDocumentCount)
 	}
 }
 
