@@ -119,22 +119,6 @@ func TestGoSDKInvalidUTF8IsRefusedAndThePartitionStaysReadable(t *testing.T) {
 	}
 }
 
-// TestGoSDKQueriesNameTheServiceFunctionsOrreryLacks: a query calling a
-// spatial function is a 400 naming it.
-func TestGoSDKQueriesNameTheServiceFunctionsOrreryLacks(t *testing.T) {
-	s := orrerytest.Start(t)
-	c := newContainer(t, s, "db", "unsupported", "/pk")
-	ctx := context.Background()
-	for q, name := range map[string]string{
-		`SELECT * FROM c WHERE ST_DISTANCE(c.loc, {"type":"Point","coordinates":[0,0]}) < 30`: "'ST_DISTANCE' is a spatial function",
-		`SELECT VALUE ST_AREA(c.loc) FROM c`:                                                  "'ST_AREA' is a spatial function",
-	} {
-		pager := c.NewQueryItemsPager(q, azcosmos.NewPartitionKeyString("p"), nil)
-		_, err := pager.NextPage(ctx)
-		wantRefused(t, q, err, http.StatusBadRequest, name+" of Azure Cosmos DB that Orrery does not support")
-	}
-}
-
 // TestGoSDKItemErrorsCarrySessionActivityAndCharge: a 404, 409 or 412 of an
 // item operation carries the session token, activity id and request charge,
 // as the service's do.

@@ -152,6 +152,9 @@ func normalizeContainerProps(props map[string]any, prev *Container) (map[string]
 	if err := validateIndexingPolicy(out["indexingPolicy"]); err != nil {
 		return nil, err
 	}
+	if err := validateSpatialPolicy(out, prev); err != nil {
+		return nil, err
+	}
 	if _, ok := out["indexingPolicy"].(map[string]any); !ok {
 		out["indexingPolicy"] = map[string]any{
 			"indexingMode":  "consistent",

@@ -35,8 +35,9 @@ const maxIndexedString = 100
 // indexFormat is the version of the index layout; an engine opened on a store
 // written with another rebuilds every container's index (see rebuild.go).
 // Version 1 kept whole strings under the expiry index's prefix 'X'; version
-// 2 had no creation order keys (order.go).
-const indexFormat = 3
+// 2 had no creation order keys (order.go); version 3 no spatial entries
+// (spatial.go).
+const indexFormat = 4
 
 // Value type markers, in Cosmos's cross-type order.
 const (
@@ -131,6 +132,8 @@ type indexPolicy struct {
 	// all: every path but /_etag is indexed (the default policy: /* in,
 	// at most /"_etag"/? out), which the write path need not ask per path.
 	all bool
+	// spatial lists the paths with a spatial index (spatial.go); nil: none.
+	spatial *spatialPolicy
 }
 
 func newIndexPolicy(props map[string]any) *indexPolicy {
@@ -152,6 +155,7 @@ func newIndexPolicy(props map[string]any) *indexPolicy {
 		}
 		return out
 	}
+	p.spatial = newSpatialPolicy(ip)
 	p.included = read("includedPaths")
 	p.excluded = read("excludedPaths")
 	p.all = slices.ContainsFunc(p.included, func(pat string) bool { return strings.ReplaceAll(pat, `"`, "") == "/*" }) &&
@@ -161,13 +165,16 @@ func newIndexPolicy(props map[string]any) *indexPolicy {
 
 // equal reports whether two policies index the same paths.
 func (p *indexPolicy) equal(q *indexPolicy) bool {
-	return p.none == q.none && slices.Equal(p.included, q.included) && slices.Equal(p.excluded, q.excluded)
+	return p.none == q.none && slices.Equal(p.included, q.included) && slices.Equal(p.excluded, q.excluded) && p.spatial.equal(q.spatial)
 }
 
 // covers reports whether a policy path pattern ("/*", "/a/?", "/a/*",
 // "/\"_etag\"/?") matches the scalar at path.
 func patternCovers(pattern, path string) (bool, int) {
 	pattern = strings.ReplaceAll(pattern, `"`, "")
+	if pattern == "/" {
+		pattern = "/*" // the legacy form
+	}
 	switch {
 	case strings.HasSuffix(pattern, "/*"):
 		base := strings.TrimSuffix(pattern, "/*")
@@ -272,7 +279,11 @@ func (c *Container) objectIndexEntries(obj object, itemKey []byte) ([][]byte, er
 	if err := walk(obj, make([]byte, 0, 64)); err != nil {
 		return nil, err
 	}
-	return c.appendComputedIndexEntries(obj, suffix, out)
+	out, err := c.appendComputedIndexEntries(obj, suffix, out)
+	if err != nil {
+		return nil, err
+	}
+	return c.appendSpatialIndexEntries(obj, suffix, out)
 }
 
 // appendIndexName appends a property name as a path segment of the index:

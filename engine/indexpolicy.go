@@ -63,8 +63,8 @@ func badIndexPath(p string) int {
 	switch {
 	case !strings.HasPrefix(p, "/"):
 		return 0
-	case p == "/*" || p == "/?":
-		return -1
+	case p == "/*" || p == "/?" || p == "/":
+		return -1 // "/" is the legacy form of "/*"
 	case strings.HasSuffix(p, "/*") || strings.HasSuffix(p, "/?"):
 		return -1
 	}

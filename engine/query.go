@@ -308,6 +308,10 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 		filters = c.withoutPartitionKeyFilters(filters)
 	}
 	ix, ixOK := c.chooseIndex(&query.Plan{Filters: filters})
+	var spatialUse []IndexUse
+	if !ixOK {
+		ix, spatialUse, ixOK = c.chooseSpatialIndex(plan)
+	}
 	oix, complete, oixOK := c.orderIndex(plan)
 	var util *IndexUtilization
 	if req.IndexMetrics {
@@ -318,6 +322,9 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 			util = c.indexUtilization(plan, ix.filters, false)
 		default:
 			util = c.indexUtilization(plan, nil, false)
+		}
+		if ixOK && !(!plan.Streaming && oixOK) {
+			util.UtilizedSingle = append(util.UtilizedSingle, spatialUse...)
 		}
 	}
 	c.searchUtilization(plan, util)
@@ -335,7 +342,7 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 			}
 		}
 	}
-	x, err := q.Prepare(query.Options{Params: req.Params, UDF: req.UDF, Now: e.now(),
+	x, err := q.Prepare(query.Options{Params: req.Params, UDF: req.UDF, Now: e.now(), PlanarSpatial: c.planarSpatial(),
 		Context: ctx, Deadline: bounds.deadline, MaxMemory: e.queryMemoryLimit(), Pool: e.queryPool, Heavy: bounds.heavy,
 		Search: e.searchContext(ctx, c, r, m)})
 	if err != nil {

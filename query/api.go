@@ -62,6 +62,10 @@ type Options struct {
 	// once, leaving cores to cheap requests). Its error stops the execution
 	// and is returned.
 	Heavy func() error
+	// PlanarSpatial makes the spatial functions compute on the plane, as
+	// for a container whose geospatialConfig type is Geometry: distances
+	// and areas in the coordinates' units, no range on coordinates.
+	PlanarSpatial bool
 }
 
 // Docs is a source of raw JSON documents. The source's error, if any, ends
@@ -130,7 +134,7 @@ func (q *Query) Prepare(opts Options) (*Execution, error) {
 	}
 	x := &Execution{q: q, c: evalCtx{params: params, udf: opts.UDF, now: now.UTC(),
 		ctx: opts.Context, deadline: opts.Deadline, maxMemory: opts.MaxMemory, pool: opts.Pool,
-		matched: &matchCount{root: q.q}, search: opts.Search}}
+		matched: &matchCount{root: q.q}, search: opts.Search, planar: opts.PlanarSpatial}}
 	if opts.Heavy != nil {
 		x.c.heavy = &heavyGate{fn: opts.Heavy}
 	}

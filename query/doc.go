@@ -31,6 +31,13 @@
 // narrow the documents to candidates. Query.Gateway gives the query plan
 // the gateway hands the SDKs for vector and hybrid search.
 //
+// The spatial functions (ST_DISTANCE, ST_WITHIN, ST_INTERSECTS, ST_AREA,
+// ST_ISVALID, ST_ISVALIDDETAILED) take GeoJSON Points, LineStrings,
+// Polygons and MultiPolygons with the service's geography semantics:
+// geodesics and areas of the WGS-84 ellipsoid in meters, regions to the
+// left of their rings on the sphere (geodesy.go). Plan.Spatial tells the
+// engine which of its spatial indexes may narrow the documents.
+//
 // A Query is immutable and safe for concurrent use; so is an Execution.
 // Patch filter predicates ("FROM c WHERE ...") use ParseCondition and
 // Condition.Matches. Errors render in the service's JSON shape with

@@ -30,6 +30,13 @@ type evalCtx struct {
 	// stack holds function arguments during calls. It starts nil in every
 	// copy of a prepared context, so concurrent executions never share it.
 	stack []value
+	// shapes caches the prepared geometries of the spatial functions' lines
+	// and polygons by a hash of their value (funcs_spatial.go); like stack,
+	// each copy starts without one.
+	shapes      map[uint64]cachedShape
+	shapePoints int
+	// planar: the spatial functions compute on the plane (Options).
+	planar bool
 
 	// ctx cancels the execution; deadline is its time budget (zero: none),
 	// and expired is set once a tick finds it past.

@@ -44,6 +44,10 @@ type Plan struct {
 	// documents it is given; an index may narrow them to each component's
 	// best candidates, as the service does.
 	Rank *RankSearch
+	// Spatial lists the WHERE conjuncts a spatial index can serve
+	// (ST_DISTANCE(path, constant) < r, ST_WITHIN, ST_INTERSECTS): like
+	// Filters, each is implied by the WHERE clause.
+	Spatial []SpatialFilter
 }
 
 // VectorSearch is a VectorDistance between a document path and a constant.
@@ -163,6 +167,7 @@ func (q *Query) Plan(params map[string]json.RawMessage) (*Plan, error) {
 	}
 	if sq.where != nil {
 		p.Filters = a.conjuncts(sq.where, nil)
+		p.Spatial = a.spatialConjuncts(sq.where, nil)
 	}
 	a.search(p)
 	return p, nil

@@ -47,15 +47,4 @@ describe("request fidelity", () => {
     const missing = await expectCosmosError(() => container.scripts.storedProcedure("broken").read());
     assert.equal(missing.code, 404);
   });
-
-  test("a spatial function is a 400 naming it", async () => {
-    for (const [query, name] of [
-      ["SELECT * FROM c WHERE ST_WITHIN(c.loc, {'type':'Polygon','coordinates':[]})", "'ST_WITHIN' is a spatial function"],
-      ["SELECT VALUE ST_AREA(c.loc) FROM c", "'ST_AREA' is a spatial function"],
-    ]) {
-      const err = await expectCosmosError(() => container.items.query(query, { partitionKey: "p" }).fetchAll());
-      assert.equal(err.code, 400, query);
-      assert.ok(err.message.includes(`${name} of Azure Cosmos DB that Orrery does not support`), err.message);
-    }
-  });
 });

@@ -195,12 +195,19 @@ class Queries(OrreryTest):
         pages = self.c.query_items("SELECT * FROM c", partition_key="p0", max_item_count=2).by_page()
         self.assertEqual([len(list(p)) for p in pages], [2, 2])
 
-    def test_an_unsupported_service_function_is_400_naming_it(self):
-        with self.assertRaises(exceptions.CosmosHttpResponseError) as cm:
-            list(self.c.query_items("SELECT * FROM c WHERE ST_DISTANCE(c.loc, {'type':'Point','coordinates':[0,0]}) < 5",
-                                    partition_key="p0"))
-        self.assertEqual(cm.exception.status_code, 400)
-        self.assertIn("'ST_DISTANCE' is a spatial function of Azure Cosmos DB that Orrery does not support", str(cm.exception))
+    def test_spatial_functions_answer_with_the_service_geography(self):
+        self.c.upsert_item({"id": "geo", "pk": "p0", "loc": {"type": "Point", "coordinates": [20.0, 20.0]}})
+        try:
+            got = list(self.c.query_items(
+                "SELECT VALUE c.id FROM c WHERE ST_DISTANCE(c.loc, {'type':'Point','coordinates':[20.1,20]}) < 20000",
+                partition_key="p0"))
+            self.assertEqual(got, ["geo"])
+            meters = list(self.c.query_items(
+                "SELECT VALUE ST_DISTANCE({'type':'Point','coordinates':[0,0]}, {'type':'Point','coordinates':[1,0]}) FROM c WHERE c.id = 'geo'",
+                partition_key="p0"))
+            self.assertAlmostEqual(meters[0], 111319.49079327357, places=3)
+        finally:
+            self.c.delete_item("geo", partition_key="p0")
 
     def test_the_conflicts_feed_is_empty_as_in_one_write_region(self):
         self.assertEqual(list(self.c.list_conflicts()), [])

@@ -4,17 +4,18 @@ import "encoding/binary"
 
 // The first byte of each family of keys.
 const (
-	Meta         byte = 'M' // M<name>                                  → engine metadata
-	Database     byte = 'B' // B<db name>                               → database record
-	Container    byte = 'C' // C<db rid 4><coll name>                   → container record
-	Child        byte = 'S' // S<coll rid 8><type>0x00<id>              → script, trigger, udf
-	Offer        byte = 'O' // O<offer rid>                             → offer
-	Item         byte = 'D' // D<coll rid 8><epk><pk len 2><pk><id>     → item
-	Feed         byte = 'F' // F<coll rid 8><lsn 8><item rid 8>         → item key (latest version)
-	RID          byte = 'R' // R<coll rid 8><item rid 8>                → item key
-	Version      byte = 'V' // V<coll rid 8><lsn 8><n 4>                → change record (all versions and deletes)
-	Expiry       byte = 'X' // X<coll rid 8><kind 1><time 8><item rid 8> → item key (TTL sweep index)
-	Index        byte = 'I' // I<coll rid 8><path len><path><value><item key suffix> → nothing
+	Meta      byte = 'M' // M<name>                                  → engine metadata
+	Database  byte = 'B' // B<db name>                               → database record
+	Container byte = 'C' // C<db rid 4><coll name>                   → container record
+	Child     byte = 'S' // S<coll rid 8><type>0x00<id>              → script, trigger, udf
+	Offer     byte = 'O' // O<offer rid>                             → offer
+	Item      byte = 'D' // D<coll rid 8><epk><pk len 2><pk><id>     → item
+	Feed      byte = 'F' // F<coll rid 8><lsn 8><item rid 8>         → item key (latest version)
+	RID       byte = 'R' // R<coll rid 8><item rid 8>                → item key
+	Version   byte = 'V' // V<coll rid 8><lsn 8><n 4>                → change record (all versions and deletes)
+	Expiry    byte = 'X' // X<coll rid 8><kind 1><time 8><item rid 8> → item key (TTL sweep index)
+	Index     byte = 'I' // I<coll rid 8><path len><path><value><item key suffix> → nothing
+	//                         I<coll rid 8>0x00<path len><path><cell 9><item key suffix> → nothing (spatial)
 	Order        byte = 'N' // N<coll rid 8><epk><pk len 2><pk><item rid 8> → item key (creation order)
 	Unique       byte = 'Q' // Q<coll rid 8><pk len uvarint><pk><key number 1><values> → item key
 	User         byte = 'U' // U<db rid 4><user id>                     → user
@@ -192,6 +193,20 @@ func IndexPathPrefix(collRID []byte, path string) []byte {
 func AppendIndexPathPrefix[S ~string | ~[]byte](k, collRID []byte, path S) []byte {
 	k = append(k, Index)
 	k = append(k, collRID...)
+	k = binary.AppendUvarint(k, uint64(len(path)))
+	return append(k, path...)
+}
+
+// SpatialIndexPathPrefix is the key prefix of every spatial index entry
+// of one property path: the container's index family, then a zero byte
+// where a property entry has its path's length (never zero: paths start
+// with '/'), so that the two kinds never share a prefix and a container's
+// index prefix holds both.
+func SpatialIndexPathPrefix(collRID []byte, path string) []byte {
+	k := make([]byte, 0, 1+len(collRID)+1+binary.MaxVarintLen32+len(path)+24)
+	k = append(k, Index)
+	k = append(k, collRID...)
+	k = append(k, 0)
 	k = binary.AppendUvarint(k, uint64(len(path)))
 	return append(k, path...)
 }

@@ -2,6 +2,7 @@ package keys
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -99,6 +100,7 @@ func TestKeysStayInTheirFamily(t *testing.T) {
 		{VersionHorizon(r.coll), VersionPrefix(r.coll)},
 		{ExpiryKey(r.coll, ExpiryByDeadline, 5, r.item), ExpiryPrefix(r.coll)},
 		{IndexPathPrefix(r.coll, "/a"), IndexPrefix(r.coll)},
+		{SpatialIndexPathPrefix(r.coll, "/a"), IndexPrefix(r.coll)},
 		{OrderKey(ItemPartitionPrefix(r.coll, []byte{1}, pk), 3), OrderPrefix(r.coll)},
 		{OrderScope(ItemPartitionPrefix(r.coll, []byte{1}, pk)), OrderPrefix(r.coll)},
 		{UniquePartitionPrefix(r.coll, pk), UniquePrefix(r.coll)},
@@ -123,5 +125,27 @@ func TestLegacyUniqueOverlappedUsers(t *testing.T) {
 	}
 	if Unique == LegacyUnique {
 		t.Fatalf("unique-key entries still share byte %q with users", Unique)
+	}
+}
+
+// TestSpatialEntriesAreDisjointFromPropertyEntries: inside a container's
+// index family, the spatial entries of a path and the property entries of
+// any path never share a prefix, nor do two paths' spatial entries, under
+// every nesting of RIDs; so a scan of one never meets the other.
+func TestSpatialEntriesAreDisjointFromPropertyEntries(t *testing.T) {
+	paths := []string{"/", "/a", "/ab", "/a/b", "/\x00", "/" + strings.Repeat("x", 200), "/" + strings.Repeat("y", 127)}
+	for n, r := range nestings() {
+		for _, p := range paths {
+			sp := SpatialIndexPathPrefix(r.coll, p)
+			for _, q := range paths {
+				ip := IndexPathPrefix(r.coll, q)
+				if bytes.HasPrefix(sp, ip) || bytes.HasPrefix(ip, sp) {
+					t.Errorf("nesting %d: spatial entries of %q (%q) and property entries of %q (%q) overlap", n, p, sp, q, ip)
+				}
+				if sq := SpatialIndexPathPrefix(r.coll, q); p != q && (bytes.HasPrefix(sp, sq) || bytes.HasPrefix(sq, sp)) {
+					t.Errorf("nesting %d: spatial entries of %q and %q overlap", n, p, q)
+				}
+			}
+		}
 	}
 }

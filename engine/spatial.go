@@ -1,0 +1,340 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/orrery-db/orrery/engine/internal/geocell"
+	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/query"
+	"github.com/orrery-db/orrery/storage"
+)
+
+// The spatial index keeps, for every valid GeoJSON geometry at a path of
+// the indexing policy's spatialIndexes (or an included path with a legacy
+// index of kind Spatial), one entry per cell of its covering:
+//
+//	I<coll rid 8>0x00<path len uvarint><path><cell 9><item key suffix>
+//
+// where the cell is written as the property index writes a number, a type
+// byte then its 8 bytes, so that the entries' item keys are read the same
+// way. A point is under its deepest cell. One entry per geometry means a
+// scan meets each item once, at the price of a small shape across a large
+// cell's edge being listed under that large cell. The entries are written
+// in the item's batch, with its property entries (index.go).
+//
+// A query whose WHERE implies ST_DISTANCE(path, constant) < r, ST_WITHIN
+// or ST_INTERSECTS of the path and a constant (query.Plan.Spatial) reads
+// the entries of the cells that meet the region the constant and r span:
+// a range per cell of the region's covering for the items' cells inside
+// it, and one lookup per ancestor for the larger cells of large items.
+// The query is then evaluated in full on those candidates.
+
+// spatialQueryCells is how many cells at most cover a query's region (the
+// service's account configuration says maxSpatialQueryCells 12; Orrery's
+// cells are coarser).
+const spatialQueryCells = 16
+
+// spatialPolicy lists the path patterns ("/loc/?", "/loc/*") with a spatial
+// index.
+type spatialPolicy struct {
+	paths []string
+}
+
+// newSpatialPolicy reads the spatial indexes of an indexing policy.
+func newSpatialPolicy(ip map[string]any) *spatialPolicy {
+	p := &spatialPolicy{}
+	list, _ := ip["spatialIndexes"].([]any)
+	for _, e := range list {
+		if m, ok := e.(map[string]any); ok {
+			if s, ok := m["path"].(string); ok {
+				p.paths = append(p.paths, strings.ReplaceAll(s, `"`, ""))
+			}
+		}
+	}
+	inc, _ := ip["includedPaths"].([]any)
+	for _, e := range inc {
+		m, _ := e.(map[string]any)
+		s, ok := m["path"].(string)
+		if !ok {
+			continue
+		}
+		idx, _ := m["indexes"].([]any)
+		for _, x := range idx {
+			if k, _ := x.(map[string]any); k != nil && strings.EqualFold(stringOf(k["kind"]), "Spatial") {
+				p.paths = append(p.paths, strings.ReplaceAll(s, `"`, ""))
+				break
+			}
+		}
+	}
+	slices.Sort(p.paths)
+	p.paths = slices.Compact(p.paths)
+	if len(p.paths) == 0 {
+		return nil
+	}
+	return p
+}
+
+func stringOf(v any) string { s, _ := v.(string); return s }
+
+func (p *spatialPolicy) equal(q *spatialPolicy) bool {
+	if p == nil || q == nil {
+		return p == q
+	}
+	return slices.Equal(p.paths, q.paths)
+}
+
+// covers reports whether a spatial index holds the geometry at path.
+func (p *spatialPolicy) covers(path string) bool {
+	if p == nil {
+		return false
+	}
+	for _, pat := range p.paths {
+		if ok, _ := patternCovers(pat, path); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// spatialTerms returns the cell of a raw JSON geometry: the smallest that
+// holds its box. It is nil when the value is not a valid geometry (the
+// service does not index those either).
+func spatialTerms(raw json.RawMessage) []geocell.ID {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil
+	}
+	b, ok := query.GeoBounds(raw)
+	if !ok {
+		return nil
+	}
+	return geocell.Cover(geocell.Box(b), 1)
+}
+
+// appendSpatialEntry appends a spatial index entry.
+func appendSpatialEntry(k, prefix []byte, cell geocell.ID, suffix []byte) []byte {
+	k = append(k, prefix...)
+	k = append(k, ixNumber)
+	k = binary.BigEndian.AppendUint64(k, uint64(cell))
+	return append(k, suffix...)
+}
+
+// appendSpatialIndexEntries appends the spatial index entries of a parsed
+// document.
+func (c *Container) appendSpatialIndexEntries(obj object, suffix []byte, out [][]byte) ([][]byte, error) {
+	// A Geometry container's entries are written too (its queries do not
+	// read them), so that a replace back to Geography finds them current.
+	if c.index == nil || c.index.spatial == nil {
+		return out, nil
+	}
+	var walk func(raw json.RawMessage, path string, depth int) error
+	walk = func(raw json.RawMessage, path string, depth int) error {
+		if len(raw) == 0 || raw[0] != '{' {
+			return nil
+		}
+		if c.index.spatial.covers(path) {
+			prefix := keys.SpatialIndexPathPrefix(c.rid, path)
+			for _, cell := range spatialTerms(raw) {
+				out = append(out, appendSpatialEntry(nil, prefix, cell, suffix))
+			}
+		}
+		if depth >= 8 {
+			return nil
+		}
+		sub, err := parseObject(raw)
+		if err != nil {
+			return err
+		}
+		for _, f := range sub {
+			if !c.spatialUnder(path + "/" + string(appendIndexName(nil, f.name))) {
+				continue
+			}
+			if err := walk(f.value, path+"/"+string(appendIndexName(nil, f.name)), depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, f := range obj {
+		p := "/" + string(appendIndexName(nil, f.name))
+		if unindexedProperties[f.name] || !c.spatialUnder(p) {
+			continue
+		}
+		if err := walk(f.value, p, 1); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// spatialUnder reports whether a spatial index pattern covers path or a
+// path below it.
+func (c *Container) spatialUnder(path string) bool {
+	for _, pat := range c.index.spatial.paths {
+		base := strings.TrimSuffix(strings.TrimSuffix(pat, "/?"), "/*")
+		if base == "" || base == path || strings.HasPrefix(base, path+"/") || strings.HasPrefix(path, base+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// planarSpatial reports whether the container's geospatialConfig type is
+// Geometry: its spatial functions compute on the plane, and its geometries
+// are not in the index's cells of longitude and latitude (it scans).
+func (c *Container) planarSpatial() bool {
+	gc, _ := c.record.Props["geospatialConfig"].(map[string]any)
+	t, _ := gc["type"].(string)
+	return t == "Geometry"
+}
+
+// chooseSpatialIndex returns the spatial index entries that hold every item
+// a spatial filter of the plan can match, or false.
+func (c *Container) chooseSpatialIndex(plan *query.Plan) (*indexSource, []IndexUse, bool) {
+	if c.index == nil || c.index.none || c.index.spatial == nil || c.indexRetired.Load() || c.planarSpatial() {
+		return nil, nil, false
+	}
+	for _, f := range plan.Spatial {
+		path := indexPath(f.Path)
+		if !c.index.spatial.covers(path) {
+			continue
+		}
+		region, ok := f.Region()
+		if !ok || (region.East-region.West)*(region.North-region.South) > 360*180/4 {
+			continue // a quarter of the map or more: a scan reads no more
+		}
+		prefix := keys.SpatialIndexPathPrefix(c.rid, path)
+		at := func(cell geocell.ID) []byte { return appendSpatialEntry(nil, prefix, cell, nil) }
+		var ranges []keyRange
+		for _, cell := range geocell.Cover(geocell.Box(region), spatialQueryCells) {
+			lo, hi := cell.Range()
+			ranges = append(ranges, keyRange{at(lo), storage.PrefixEnd(at(hi))})
+			for _, a := range cell.Ancestors() {
+				ranges = append(ranges, keyRange{at(a), storage.PrefixEnd(at(a))})
+			}
+		}
+		ranges = mergeRanges(ranges)
+		return &indexSource{ranges: ranges, base: len(prefix)}, []IndexUse{{Spec: path + "/?", Filter: spatialFilterText(f)}}, true
+	}
+	return nil, nil, false
+}
+
+// mergeRanges sorts key ranges and joins those that overlap or touch.
+func mergeRanges(rs []keyRange) []keyRange {
+	slices.SortFunc(rs, func(a, b keyRange) int { return bytes.Compare(a.lower, b.lower) })
+	var out []keyRange
+	for _, r := range rs {
+		if n := len(out); n > 0 && bytes.Compare(r.lower, out[n-1].upper) <= 0 {
+			if bytes.Compare(r.upper, out[n-1].upper) > 0 {
+				out[n-1].upper = r.upper
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// spatialFilterText renders a spatial filter as the index metrics name it.
+func spatialFilterText(f query.SpatialFilter) string {
+	p := "ROOT." + strings.Join(f.Path, ".")
+	switch f.Op {
+	case query.SpatialDistance:
+		d, _ := json.Marshal(f.Distance)
+		return "(ST_DISTANCE(" + p + ", " + string(f.Geometry) + ") <= " + string(d) + ")"
+	case query.SpatialContains:
+		return "ST_WITHIN(" + string(f.Geometry) + ", " + p + ")"
+	}
+	return f.Op.String() + "(" + p + ", " + string(f.Geometry) + ")"
+}
+
+// validateSpatialPolicy refuses the spatial parts of a container the service
+// refuses: a geospatialConfig type other than Geography or Geometry, a
+// spatial index that is not {"path", "types"} with known types, a Geometry
+// container's index without a boundingBox or a Geography container's with
+// one. A replace that leaves geospatialConfig out keeps the container's.
+func validateSpatialPolicy(out map[string]any, prev *Container) *Error {
+	gc, ok := out["geospatialConfig"]
+	if (!ok || gc == nil) && prev != nil {
+		if old, ok := prev.record.Props["geospatialConfig"]; ok {
+			out["geospatialConfig"], gc = old, old
+		}
+	}
+	geoType := "Geography"
+	if gc != nil {
+		m, ok := gc.(map[string]any)
+		if !ok {
+			return BadRequest("The geospatialConfig must be a JSON object such as {\"type\": \"Geography\"}, not %s.", policyValue(gc))
+		}
+		t, _ := m["type"].(string)
+		switch {
+		case strings.EqualFold(t, "Geography"):
+			geoType = "Geography"
+		case strings.EqualFold(t, "Geometry"):
+			geoType = "Geometry"
+		default:
+			return BadRequest("The geospatialConfig type %s is invalid: it must be Geography or Geometry.", policyValue(m["type"]))
+		}
+		m["type"] = geoType
+	}
+	ip, _ := out["indexingPolicy"].(map[string]any)
+	raw, ok := ip["spatialIndexes"]
+	if !ok || raw == nil {
+		return nil
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		return BadRequest("The indexing policy's spatialIndexes must be a list of {\"path\", \"types\"} objects, not %s.", policyValue(raw))
+	}
+	for i, e := range list {
+		si, ok := e.(map[string]any)
+		if !ok {
+			return BadRequest("The indexing policy's spatialIndexes[%d] must be an object with a path and types, not %s.", i, policyValue(e))
+		}
+		p, ok := si["path"].(string)
+		if !ok {
+			return BadRequest("The spatial index path %s in spatialIndexes[%d] could not be accepted: it must be a string such as \"/location/?\".", policyValue(si["path"]), i)
+		}
+		if at := badIndexPath(p); at >= 0 {
+			return BadRequest("The spatial index path '%s' could not be accepted, failed near position %d. Please ensure that the path is a valid path. Common errors include invalid characters or absence of quotes around labels.", p, at)
+		}
+		if t, ok := si["types"]; ok && t != nil {
+			types, ok := t.([]any)
+			if !ok {
+				return BadRequest("The types of the spatial index on '%s' must be a list of Point, LineString, Polygon or MultiPolygon.", p)
+			}
+			for _, x := range types {
+				switch stringOf(x) {
+				case "Point", "LineString", "Polygon", "MultiPolygon":
+				default:
+					return BadRequest("The spatial type %s of the spatial index on '%s' is invalid: it must be Point, LineString, Polygon or MultiPolygon.", policyValue(x), p)
+				}
+			}
+		}
+		bb, has := si["boundingBox"]
+		has = has && bb != nil
+		switch {
+		case geoType == "Geometry" && !has:
+			return BadRequest("The spatial index on '%s' needs a boundingBox: a container whose geospatialConfig type is Geometry indexes its geometries within a bounding box {xmin, ymin, xmax, ymax}.", p)
+		case geoType == "Geography" && has:
+			return BadRequest("The spatial index on '%s' has a boundingBox, which a container whose geospatialConfig type is Geography does not take: only Geometry indexes are bounded.", p)
+		case has:
+			box, ok := bb.(map[string]any)
+			var v [4]float64
+			for j, name := range []string{"xmin", "ymin", "xmax", "ymax"} {
+				f, isNum := box[name].(float64)
+				if !ok || !isNum {
+					return BadRequest("The boundingBox of the spatial index on '%s' must give the numbers xmin, ymin, xmax and ymax.", p)
+				}
+				v[j] = f
+			}
+			if v[0] >= v[2] || v[1] >= v[3] {
+				return BadRequest("The boundingBox of the spatial index on '%s' is empty: xmin must be below xmax and ymin below ymax.", p)
+			}
+		}
+	}
+	return nil
+}
