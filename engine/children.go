@@ -238,10 +238,7 @@ func (e *Engine) writeChild(ctx context.Context, s childSet, props, prev map[str
 		}
 		rid = rids.Encode(b)
 	}
-	props["_rid"] = rid
-	props["_self"] = s.self + rid + "/"
-	props["_etag"] = formatETag(lsn, s.salt)
-	props["_ts"] = e.now().Unix()
+	e.stamp(props, rid, s.self+rid+"/", lsn, s.salt)
 	for k, v := range s.links {
 		props[k] = v
 	}
@@ -286,4 +283,13 @@ func (e *Engine) changeCatalog(ctx context.Context, fn func(b storage.Batch) err
 		return err
 	}
 	return b.Commit(ctx)
+}
+
+// stamp sets the system properties of a catalog resource written with
+// sequence number lsn: its RID, link, ETag (salted) and time.
+func (e *Engine) stamp(props map[string]any, rid, self string, lsn, salt uint64) {
+	props["_rid"] = rid
+	props["_self"] = self
+	props["_etag"] = formatETag(lsn, salt)
+	props["_ts"] = e.now().Unix()
 }
