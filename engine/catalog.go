@@ -364,6 +364,9 @@ func (e *Engine) DeleteDatabase(ctx context.Context, name string, ifMatch string
 		if err := e.deleteDatabasePrincipals(ctx, b, db); err != nil {
 			return err
 		}
+		if err := deleteRange(ctx, e.store, b, keys.EncryptionKeyPrefix(db.rid), nil); err != nil {
+			return err
+		}
 		if off != "" {
 			return b.Delete(keys.OfferKey(off))
 		}

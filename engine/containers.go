@@ -130,6 +130,9 @@ func normalizeContainerProps(props map[string]any, prev *Container) (map[string]
 		}
 	}
 	out["partitionKey"] = pk
+	if err := normalizeEncryptionPolicy(out, pk, prev); err != nil {
+		return nil, err
+	}
 	if v, ok := out["defaultTtl"]; ok {
 		switch n := v.(type) {
 		case nil:
