@@ -293,3 +293,26 @@ func (e *Engine) stamp(props map[string]any, rid, self string, lsn, salt uint64)
 	props["_etag"] = formatETag(lsn, salt)
 	props["_ts"] = e.now().Unix()
 }
+
+// inDatabase runs fn on database db (by name or RID) holding the catalog:
+// for a change when write is set, else for a read of the store as it is
+// now.
+func inDatabase[T any](ctx context.Context, e *Engine, db string, write bool, fn func(d *Database) (T, error)) (T, error) {
+	var zero T
+	if write {
+		if err := e.catMu.Lock(ctx); err != nil {
+			return zero, err
+		}
+		defer e.catMu.Unlock()
+	} else {
+		if err := e.catMu.RLockCurrent(ctx); err != nil {
+			return zero, err
+		}
+		defer e.catMu.RUnlock()
+	}
+	d, err := e.lookupDatabase(db)
+	if err != nil {
+		return zero, err
+	}
+	return fn(d)
+}

@@ -67,48 +67,30 @@ func (e *Engine) CreateClientEncryptionKey(ctx context.Context, db string, body 
 	if err != nil {
 		return nil, err
 	}
-	if err := e.catMu.Lock(ctx); err != nil {
-		return nil, err
-	}
-	defer e.catMu.Unlock()
-	d, lerr := e.lookupDatabase(db)
-	if lerr != nil {
-		return nil, lerr
-	}
-	res, _, err := e.createChild(ctx, encryptionKeysOf(d), props, false)
-	return res, err
+	return inDatabase(ctx, e, db, true, func(d *Database) (*Resource, error) {
+		res, _, err := e.createChild(ctx, encryptionKeysOf(d), props, false)
+		return res, err
+	})
 }
 
 // ReadClientEncryptionKey returns a client encryption key by id or RID.
 func (e *Engine) ReadClientEncryptionKey(ctx context.Context, db, id string) (*Resource, error) {
-	if err := e.catMu.RLockCurrent(ctx); err != nil {
-		return nil, err
-	}
-	defer e.catMu.RUnlock()
-	d, err := e.lookupDatabase(db)
-	if err != nil {
-		return nil, err
-	}
-	props, raw, rerr := encryptionKeysOf(d).read(ctx, e.store, id)
-	if rerr != nil {
-		return nil, rerr
-	}
-	return childResource(props, raw), nil
+	return inDatabase(ctx, e, db, false, func(d *Database) (*Resource, error) {
+		props, raw, err := encryptionKeysOf(d).read(ctx, e.store, id)
+		if err != nil {
+			return nil, err
+		}
+		return childResource(props, raw), nil
+	})
 }
 
 // ListClientEncryptionKeys returns a database's client encryption keys,
 // ordered by id.
 func (e *Engine) ListClientEncryptionKeys(ctx context.Context, db string) ([]*Resource, error) {
-	if err := e.catMu.RLockCurrent(ctx); err != nil {
-		return nil, err
-	}
-	defer e.catMu.RUnlock()
-	d, err := e.lookupDatabase(db)
-	if err != nil {
-		return nil, err
-	}
-	list, _, lerr := encryptionKeysOf(d).list(ctx, e.store)
-	return list, lerr
+	return inDatabase(ctx, e, db, false, func(d *Database) ([]*Resource, error) {
+		list, _, err := encryptionKeysOf(d).list(ctx, e.store)
+		return list, err
+	})
 }
 
 // ReplaceClientEncryptionKey replaces a client encryption key (a rewrap
@@ -118,15 +100,9 @@ func (e *Engine) ReplaceClientEncryptionKey(ctx context.Context, db, id string, 
 	if err != nil {
 		return nil, err
 	}
-	if err := e.catMu.Lock(ctx); err != nil {
-		return nil, err
-	}
-	defer e.catMu.Unlock()
-	d, lerr := e.lookupDatabase(db)
-	if lerr != nil {
-		return nil, lerr
-	}
-	return e.replaceChild(ctx, encryptionKeysOf(d), id, props, ifMatch)
+	return inDatabase(ctx, e, db, true, func(d *Database) (*Resource, error) {
+		return e.replaceChild(ctx, encryptionKeysOf(d), id, props, ifMatch)
+	})
 }
 
 // Encryption types of an encrypted path.

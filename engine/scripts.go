@@ -85,8 +85,8 @@ func scriptsOf(c *Container, kind ScriptKind) childSet {
 		newRID: func(_ context.Context, lsn uint64) ([]byte, error) { return rids.Child(c.rid, lsn<<16|0xFFFF), nil }}
 }
 
-// CreateScript creates a stored procedure, trigger or user-defined function.
-func (e *Engine) CreateScript(ctx context.Context, db, coll string, kind ScriptKind, body []byte) (*Resource, error) {
+// decodeScript parses and checks the body of a script's create or replace.
+func decodeScript(kind ScriptKind, body []byte) (map[string]any, error) {
 	props, _, perr := decodeResource(body)
 	if perr != nil {
 		return nil, perr
@@ -95,16 +95,34 @@ func (e *Engine) CreateScript(ctx context.Context, db, coll string, kind ScriptK
 	if err := validateScript(kind, props); err != nil {
 		return nil, err
 	}
+	return props, nil
+}
+
+// changeInContainer runs fn on container db/coll (by names or RIDs)
+// holding the catalog for a change.
+func changeInContainer[T any](ctx context.Context, e *Engine, db, coll string, fn func(c *Container) (T, error)) (T, error) {
+	var zero T
 	if err := e.catMu.Lock(ctx); err != nil {
-		return nil, err
+		return zero, err
 	}
 	defer e.catMu.Unlock()
-	c, lerr := e.lookupContainer(db, coll)
-	if lerr != nil {
-		return nil, lerr
+	c, err := e.lookupContainer(db, coll)
+	if err != nil {
+		return zero, err
 	}
-	res, _, err := e.createChild(ctx, scriptsOf(c, kind), props, false)
-	return res, err
+	return fn(c)
+}
+
+// CreateScript creates a stored procedure, trigger or user-defined function.
+func (e *Engine) CreateScript(ctx context.Context, db, coll string, kind ScriptKind, body []byte) (*Resource, error) {
+	props, err := decodeScript(kind, body)
+	if err != nil {
+		return nil, err
+	}
+	return changeInContainer(ctx, e, db, coll, func(c *Container) (*Resource, error) {
+		res, _, err := e.createChild(ctx, scriptsOf(c, kind), props, false)
+		return res, err
+	})
 }
 
 func (k ScriptKind) singular() string {
@@ -151,34 +169,19 @@ func (e *Engine) ListScripts(ctx context.Context, db, coll string, kind ScriptKi
 
 // ReplaceScript replaces a script's body (and a trigger's type and operation).
 func (e *Engine) ReplaceScript(ctx context.Context, db, coll string, kind ScriptKind, id string, body []byte, ifMatch string) (*Resource, error) {
-	props, _, perr := decodeResource(body)
-	if perr != nil {
-		return nil, perr
-	}
-	stripSystem(props)
-	if err := validateScript(kind, props); err != nil {
+	props, err := decodeScript(kind, body)
+	if err != nil {
 		return nil, err
 	}
-	if err := e.catMu.Lock(ctx); err != nil {
-		return nil, err
-	}
-	defer e.catMu.Unlock()
-	c, lerr := e.lookupContainer(db, coll)
-	if lerr != nil {
-		return nil, lerr
-	}
-	return e.replaceChild(ctx, scriptsOf(c, kind), id, props, ifMatch)
+	return changeInContainer(ctx, e, db, coll, func(c *Container) (*Resource, error) {
+		return e.replaceChild(ctx, scriptsOf(c, kind), id, props, ifMatch)
+	})
 }
 
 // DeleteScript deletes a script.
 func (e *Engine) DeleteScript(ctx context.Context, db, coll string, kind ScriptKind, id string, ifMatch string) error {
-	if err := e.catMu.Lock(ctx); err != nil {
-		return err
-	}
-	defer e.catMu.Unlock()
-	c, lerr := e.lookupContainer(db, coll)
-	if lerr != nil {
-		return lerr
-	}
-	return e.deleteChild(ctx, scriptsOf(c, kind), id, ifMatch, nil)
+	_, err := changeInContainer(ctx, e, db, coll, func(c *Container) (struct{}, error) {
+		return struct{}{}, e.deleteChild(ctx, scriptsOf(c, kind), id, ifMatch, nil)
+	})
+	return err
 }

@@ -44,20 +44,6 @@ func permissionsOf(db *Database, user map[string]any) childSet {
 		newRID: func(_ context.Context, lsn uint64) ([]byte, error) { return rids.Child(rid, lsn), nil }}
 }
 
-// lookupUser finds a database and one of its users' props, by names or
-// RIDs. The caller holds catMu.
-func (e *Engine) lookupUser(ctx context.Context, dbName, user string) (*Database, map[string]any, error) {
-	db, err := e.lookupDatabase(dbName)
-	if err != nil {
-		return nil, nil, err
-	}
-	props, _, rerr := e.usersOf(db).read(ctx, e.store, user)
-	if rerr != nil {
-		return nil, nil, rerr
-	}
-	return db, props, nil
-}
-
 // decodeUser parses the body of a user create or replace.
 func decodeUser(body []byte) (map[string]any, error) {
 	props, _, perr := decodeResource(body)
@@ -81,90 +67,65 @@ func (e *Engine) UpsertUser(ctx context.Context, db string, body []byte) (res *R
 	return e.putUser(ctx, db, body, true)
 }
 
-func (e *Engine) putUser(ctx context.Context, dbName string, body []byte, upsert bool) (*Resource, bool, error) {
+func (e *Engine) putUser(ctx context.Context, db string, body []byte, upsert bool) (*Resource, bool, error) {
 	props, err := decodeUser(body)
 	if err != nil {
 		return nil, false, err
 	}
-	if err := e.catMu.Lock(ctx); err != nil {
-		return nil, false, err
-	}
-	defer e.catMu.Unlock()
-	db, lerr := e.lookupDatabase(dbName)
-	if lerr != nil {
-		return nil, false, lerr
-	}
-	return e.createChild(ctx, e.usersOf(db), props, upsert)
+	created := false
+	res, err := inDatabase(ctx, e, db, true, func(d *Database) (res *Resource, err error) {
+		res, created, err = e.createChild(ctx, e.usersOf(d), props, upsert)
+		return res, err
+	})
+	return res, created, err
 }
 
 // ReadUser returns a user by id or RID.
 func (e *Engine) ReadUser(ctx context.Context, db, id string) (*Resource, error) {
-	if err := e.catMu.RLockCurrent(ctx); err != nil {
-		return nil, err
-	}
-	defer e.catMu.RUnlock()
-	d, err := e.lookupDatabase(db)
-	if err != nil {
-		return nil, err
-	}
-	props, raw, rerr := e.usersOf(d).read(ctx, e.store, id)
-	if rerr != nil {
-		return nil, rerr
-	}
-	return childResource(props, raw), nil
+	return inDatabase(ctx, e, db, false, func(d *Database) (*Resource, error) {
+		props, raw, err := e.usersOf(d).read(ctx, e.store, id)
+		if err != nil {
+			return nil, err
+		}
+		return childResource(props, raw), nil
+	})
 }
 
 // ListUsers returns a database's users, ordered by id.
 func (e *Engine) ListUsers(ctx context.Context, db string) ([]*Resource, error) {
-	if err := e.catMu.RLockCurrent(ctx); err != nil {
-		return nil, err
-	}
-	defer e.catMu.RUnlock()
-	d, err := e.lookupDatabase(db)
-	if err != nil {
-		return nil, err
-	}
-	list, _, lerr := e.usersOf(d).list(ctx, e.store)
-	return list, lerr
+	return inDatabase(ctx, e, db, false, func(d *Database) ([]*Resource, error) {
+		list, _, err := e.usersOf(d).list(ctx, e.store)
+		return list, err
+	})
 }
 
-// ReplaceUser replaces a user's properties (its id cannot change).
+// ReplaceUser replaces a user's properties; a body with another id renames
+// the user, as the service does (its RID stays).
 func (e *Engine) ReplaceUser(ctx context.Context, db, id string, body []byte, ifMatch string) (*Resource, error) {
 	props, err := decodeUser(body)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.catMu.Lock(ctx); err != nil {
-		return nil, err
-	}
-	defer e.catMu.Unlock()
-	d, lerr := e.lookupDatabase(db)
-	if lerr != nil {
-		return nil, lerr
-	}
-	return e.replaceChild(ctx, e.usersOf(d), id, props, ifMatch)
+	return inDatabase(ctx, e, db, true, func(d *Database) (*Resource, error) {
+		return e.replaceChild(ctx, e.usersOf(d), id, props, ifMatch)
+	})
 }
 
 // DeleteUser deletes a user and its permissions, which revokes every
 // resource token they issued.
 func (e *Engine) DeleteUser(ctx context.Context, db, id, ifMatch string) error {
-	if err := e.catMu.Lock(ctx); err != nil {
-		return err
-	}
-	defer e.catMu.Unlock()
-	d, err := e.lookupDatabase(db)
-	if err != nil {
-		return err
-	}
-	return e.deleteChild(ctx, e.usersOf(d), id, ifMatch, func(b storage.Batch, user map[string]any) error {
-		perms := permissionsOf(d, user)
-		if err := deleteRange(ctx, e.store, b, perms.prefix, nil); err != nil {
-			return err
-		}
-		// The user's RID starts its permissions' RIDs.
-		userRID, _ := rids.Decode(user["_rid"].(string), 8)
-		return deleteRange(ctx, e.store, b, []byte{keys.PrincipalRID}, userRID)
+	_, err := inDatabase(ctx, e, db, true, func(d *Database) (struct{}, error) {
+		return struct{}{}, e.deleteChild(ctx, e.usersOf(d), id, ifMatch, func(b storage.Batch, user map[string]any) error {
+			perms := permissionsOf(d, user)
+			if err := deleteRange(ctx, e.store, b, perms.prefix, nil); err != nil {
+				return err
+			}
+			// The user's RID starts its permissions' RIDs.
+			userRID, _ := rids.Decode(user["_rid"].(string), 8)
+			return deleteRange(ctx, e.store, b, []byte{keys.PrincipalRID}, userRID)
+		})
 	})
+	return err
 }
 
 // deleteDatabasePrincipals records the deletion of a database's users and
@@ -292,23 +253,32 @@ func (e *Engine) putPermission(ctx context.Context, db, user string, body []byte
 	if err != nil {
 		return nil, false, err
 	}
-	if err := e.catMu.Lock(ctx); err != nil {
-		return nil, false, err
-	}
-	defer e.catMu.Unlock()
-	d, u, lerr := e.lookupUser(ctx, db, user)
-	if lerr != nil {
-		return nil, false, lerr
-	}
-	if err := e.checkOnePermissionPerResource(ctx, permissionsOf(d, u), props); err != nil {
-		return nil, false, err
-	}
-	res, created, perr := e.createChild(ctx, permissionsOf(d, u), props, upsert)
-	if perr != nil {
-		return nil, false, perr
-	}
-	p, err := permissionOf(props, res.Body)
+	created := false
+	p, err := inUser(ctx, e, db, user, true, func(perms childSet) (*Permission, error) {
+		if err := e.checkOnePermissionPerResource(ctx, perms, props); err != nil {
+			return nil, err
+		}
+		res, c, err := e.createChild(ctx, perms, props, upsert)
+		if err != nil {
+			return nil, err
+		}
+		created = c
+		return permissionOf(props, res.Body)
+	})
 	return p, created, err
+}
+
+// inUser runs fn on the permissions of user (by id or RID) of database db,
+// holding the catalog as inDatabase does.
+func inUser[T any](ctx context.Context, e *Engine, db, user string, write bool, fn func(perms childSet) (T, error)) (T, error) {
+	return inDatabase(ctx, e, db, write, func(d *Database) (T, error) {
+		u, _, err := e.usersOf(d).read(ctx, e.store, user)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		return fn(permissionsOf(d, u))
+	})
 }
 
 // checkOnePermissionPerResource refuses a second permission of a user on
@@ -331,76 +301,54 @@ func (e *Engine) checkOnePermissionPerResource(ctx context.Context, perms childS
 
 // ReadPermission returns a user's permission by id or RID.
 func (e *Engine) ReadPermission(ctx context.Context, db, user, id string) (*Permission, error) {
-	if err := e.catMu.RLockCurrent(ctx); err != nil {
-		return nil, err
-	}
-	defer e.catMu.RUnlock()
-	d, u, err := e.lookupUser(ctx, db, user)
-	if err != nil {
-		return nil, err
-	}
-	props, raw, rerr := permissionsOf(d, u).read(ctx, e.store, id)
-	if rerr != nil {
-		return nil, rerr
-	}
-	return permissionOf(props, raw)
+	return inUser(ctx, e, db, user, false, func(perms childSet) (*Permission, error) {
+		props, raw, err := perms.read(ctx, e.store, id)
+		if err != nil {
+			return nil, err
+		}
+		return permissionOf(props, raw)
+	})
 }
 
 // ListPermissions returns a user's permissions, ordered by id.
 func (e *Engine) ListPermissions(ctx context.Context, db, user string) ([]*Permission, error) {
-	if err := e.catMu.RLockCurrent(ctx); err != nil {
-		return nil, err
-	}
-	defer e.catMu.RUnlock()
-	d, u, err := e.lookupUser(ctx, db, user)
-	if err != nil {
-		return nil, err
-	}
-	list, props, lerr := permissionsOf(d, u).list(ctx, e.store)
-	if lerr != nil {
-		return nil, lerr
-	}
-	out := make([]*Permission, len(list))
-	for i := range list {
-		if out[i], err = permissionOf(props[i], list[i].Body); err != nil {
+	return inUser(ctx, e, db, user, false, func(perms childSet) ([]*Permission, error) {
+		list, props, err := perms.list(ctx, e.store)
+		if err != nil {
 			return nil, err
 		}
-	}
-	return out, nil
+		out := make([]*Permission, len(list))
+		for i := range list {
+			if out[i], err = permissionOf(props[i], list[i].Body); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	})
 }
 
-// ReplacePermission replaces a permission's mode, resource and partition key.
+// ReplacePermission replaces a permission's mode, resource and partition
+// key; a body with another id renames it, as the service does.
 func (e *Engine) ReplacePermission(ctx context.Context, db, user, id string, body []byte, ifMatch string) (*Permission, error) {
 	props, err := decodePermission(body)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.catMu.Lock(ctx); err != nil {
-		return nil, err
-	}
-	defer e.catMu.Unlock()
-	d, u, lerr := e.lookupUser(ctx, db, user)
-	if lerr != nil {
-		return nil, lerr
-	}
-	res, rerr := e.replaceChild(ctx, permissionsOf(d, u), id, props, ifMatch)
-	if rerr != nil {
-		return nil, rerr
-	}
-	return permissionOf(props, res.Body)
+	return inUser(ctx, e, db, user, true, func(perms childSet) (*Permission, error) {
+		res, err := e.replaceChild(ctx, perms, id, props, ifMatch)
+		if err != nil {
+			return nil, err
+		}
+		return permissionOf(props, res.Body)
+	})
 }
 
 // DeletePermission deletes a permission, which revokes its resource tokens.
 func (e *Engine) DeletePermission(ctx context.Context, db, user, id, ifMatch string) error {
-	if err := e.catMu.Lock(ctx); err != nil {
-		return err
-	}
-	defer e.catMu.Unlock()
-	d, u, err := e.lookupUser(ctx, db, user)
-	if err != nil {
-		return err
-	}
-	return e.deleteChild(ctx, permissionsOf(d, u), id, ifMatch, nil)
+	_, err := inUser(ctx, e, db, user, true, func(perms childSet) (struct{}, error) {
+		return struct{}{}, e.deleteChild(ctx, perms, id, ifMatch, nil)
+	})
+	return err
 }
 
 // PermissionByRID finds a permission by its RID, which names its database
