@@ -315,15 +315,7 @@ func (e *Engine) CreateDatabase(ctx context.Context, body []byte, throughput *Th
 
 // ReadDatabase returns a database by name or RID.
 func (e *Engine) ReadDatabase(ctx context.Context, name string) (*Resource, error) {
-	if err := e.catMu.RLockCurrent(ctx); err != nil {
-		return nil, err
-	}
-	defer e.catMu.RUnlock()
-	db, err := e.lookupDatabase(name)
-	if err != nil {
-		return nil, err
-	}
-	return db.Resource(), nil
+	return inDatabase(ctx, e, name, false, func(d *Database) (*Resource, error) { return d.Resource(), nil })
 }
 
 // ListDatabases returns every database, ordered by id.

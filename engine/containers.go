@@ -217,20 +217,14 @@ func (e *Engine) ReadContainer(ctx context.Context, db, name string) (*Resource,
 
 // ListContainers returns the containers of a database, ordered by id.
 func (e *Engine) ListContainers(ctx context.Context, dbName string) ([]*Resource, error) {
-	if err := e.catMu.RLockCurrent(ctx); err != nil {
-		return nil, err
-	}
-	defer e.catMu.RUnlock()
-	db, err := e.lookupDatabase(dbName)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*Resource, 0, len(db.colls))
-	for _, c := range db.colls {
-		out = append(out, c.Resource())
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
+	return inDatabase(ctx, e, dbName, false, func(db *Database) ([]*Resource, error) {
+		out := make([]*Resource, 0, len(db.colls))
+		for _, c := range db.colls {
+			out = append(out, c.Resource())
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+		return out, nil
+	})
 }
 
 // ReplaceContainer replaces a container's properties. The partition key
