@@ -308,25 +308,48 @@ describe("encrypted items", () => {
   test("a client whose container was deleted and made again with another policy recovers", async () => {
     const other = encryptingClient();
     const name = uniqueId("recreated");
-    await database.containers.create({ id: name, partitionKey: { paths: ["/PK"] }, clientEncryptionPolicy: { includedPaths: [encrypted("/ssn", "ceka")], policyFormatVersion: 2 } });
+    const policies = [
+      { includedPaths: [encrypted("/ssn", "ceka")], policyFormatVersion: 2 },
+      policy,
+      { includedPaths: [encrypted("/salary", "cekb"), encrypted("/PK", "ceka")], policyFormatVersion: 2 },
+    ];
+    let generation = 0;
+    async function recreate() {
+      if (generation > 0) {
+        await database.container(name).delete();
+      }
+      await database.containers.create({ id: name, partitionKey: { paths: ["/PK"] }, clientEncryptionPolicy: policies[generation++ % policies.length] });
+    }
+    await recreate();
     const stale = other.database(database.id).container(name);
-    const first = person();
-    await stale.items.create(first);
-    await database.container(name).delete();
-    await database.containers.create({ id: name, partitionKey: { paths: ["/PK"] }, clientEncryptionPolicy: policy });
-    // The first write meets the new container (400/1024): the SDK reloads
-    // the policy and says so; the next is encrypted with the new policy.
-    const err = await expectCosmosError(() => stale.items.create(person()));
-    assert.match(err.message, /mismatch in Client Encryption Policy/);
-    const second = person();
-    await stale.items.create(second);
-    const read = await database.container(name).item(second.id, second.PK).read();
-    assert.equal(read.resource.salary, second.salary);
+    await stale.items.create(person("p"));
+    // Each kind of request meets the container made again (400/1024): the
+    // SDK reloads the policy and says so, and the next request is
+    // encrypted with the new policy.
+    const attempts = {
+      create: () => stale.items.create(person("p")),
+      query: () => stale.items.query("SELECT * FROM c").fetchAll(),
+      batch: () => stale.items.batch([{ operationType: "Create", resourceBody: person("p") }], "p"),
+      bulk: () => stale.items.bulk([{ operationType: "Create", resourceBody: person("p") }]),
+    };
+    for (const [kind, attempt] of Object.entries(attempts)) {
+      await recreate();
+      const err = await expectCosmosError(attempt);
+      assert.match(err.message, /mismatch in Client Encryption Policy/, `${kind}: ${err.message}`);
+      await attempt();
+    }
+    const last = person("p");
+    await stale.items.create(last);
+    const read = await database.container(name).item(last.id, last.PK).read();
+    assert.equal(read.resource.salary, last.salary);
     const raw = await plain.database(database.id).container(name).items.query({
       query: "SELECT * FROM c WHERE c.nonsensitive = @n",
-      parameters: [{ name: "@n", value: second.nonsensitive }],
+      parameters: [{ name: "@n", value: last.nonsensitive }],
     }).fetchAll();
-    assert.equal(typeof raw.resources[0].salary, "string", "the new policy's path was not encrypted");
+    const encryptedPaths = policies[(generation - 1) % policies.length].includedPaths.map((p) => p.path.slice(1));
+    for (const k of encryptedPaths) {
+      assert.notEqual(raw.resources[0][k], last[k], `${k} was not encrypted with the new policy`);
+    }
     other.dispose();
   });
 });
