@@ -154,7 +154,9 @@ func (e *Engine) createChild(ctx context.Context, s childSet, props map[string]a
 		res, err := e.writeChild(ctx, s, props, nil)
 		return res, true, err
 	}
-	prev, _, err := s.read(ctx, e.store, id)
+	// By id only: an id that is another child's RID names no child here.
+	raw, err := e.store.Get(ctx, s.key(id))
+	prev, _, err := storedProps(raw, err, s.kind, id)
 	if StatusOf(err) == 404 {
 		res, err := e.writeChild(ctx, s, props, nil)
 		return res, true, err
