@@ -282,10 +282,7 @@ func (e *Engine) CreateDatabase(ctx context.Context, body []byte, throughput *Th
 	}
 	defer e.seq.finish(lsn)
 	stripSystem(props)
-	props["_rid"] = ridStr
-	props["_self"] = "dbs/" + ridStr + "/"
-	props["_etag"] = formatETag(lsn, 0)
-	props["_ts"] = e.now().Unix()
+	e.stamp(props, ridStr, "dbs/"+ridStr+"/", lsn, 0)
 	props["_colls"] = "colls/"
 	props["_users"] = "users/"
 	stored, merr := json.Marshal(props)
@@ -298,22 +295,18 @@ func (e *Engine) CreateDatabase(ctx context.Context, body []byte, throughput *Th
 	if nerr != nil {
 		return nil, nerr
 	}
-	b, err := e.catalogBatch()
-	if err != nil {
-		return nil, err
-	}
-	defer b.Close()
-	if err := b.Set(keys.DatabaseKey(id), stored); err != nil {
-		return nil, err
-	}
 	var offerRID string
 	var offerBody []byte
-	if throughput != nil {
-		if offerRID, offerBody, err = e.putOffer(ctx, b, throughput, ridStr, "dbs/"+ridStr+"/"); err != nil {
-			return nil, err
+	err = e.changeCatalog(ctx, func(b storage.Batch) (err error) {
+		if err := b.Set(keys.DatabaseKey(id), stored); err != nil {
+			return err
 		}
-	}
-	if err := b.Commit(ctx); err != nil {
+		if throughput != nil {
+			offerRID, offerBody, err = e.putOffer(ctx, b, throughput, ridStr, "dbs/"+ridStr+"/")
+		}
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	if offerRID != "" {
@@ -325,15 +318,7 @@ func (e *Engine) CreateDatabase(ctx context.Context, body []byte, throughput *Th
 
 // ReadDatabase returns a database by name or RID.
 func (e *Engine) ReadDatabase(ctx context.Context, name string) (*Resource, error) {
-	if err := e.catMu.RLockCurrent(ctx); err != nil {
-		return nil, err
-	}
-	defer e.catMu.RUnlock()
-	db, err := e.lookupDatabase(name)
-	if err != nil {
-		return nil, err
-	}
-	return db.Resource(), nil
+	return inDatabase(ctx, e, name, false, func(d *Database) (*Resource, error) { return d.Resource(), nil })
 }
 
 // ListDatabases returns every database, ordered by id.
@@ -361,30 +346,29 @@ func (e *Engine) DeleteDatabase(ctx context.Context, name string, ifMatch string
 	if err := matchCatalogETag(ifMatch, db.etag); err != nil {
 		return err
 	}
-	b, berr := e.catalogBatch()
-	if berr != nil {
-		return berr
-	}
-	defer b.Close()
-	if err := b.Delete(keys.DatabaseKey(db.ID)); err != nil {
-		return err
-	}
-	for _, c := range db.colls {
-		if err := e.deleteContainerRecords(ctx, b, c); err != nil {
-			return err
-		}
-	}
-	if err := e.deleteDatabasePrincipals(ctx, b, db); err != nil {
-		return err
-	}
 	off := e.databaseOffer(db)
-	if off != "" {
-		if err := b.Delete(keys.OfferKey(off)); err != nil {
+	cerr := e.changeCatalog(ctx, func(b storage.Batch) error {
+		if err := b.Delete(keys.DatabaseKey(db.ID)); err != nil {
 			return err
 		}
-	}
-	if err := b.Commit(ctx); err != nil {
-		return err
+		for _, c := range db.colls {
+			if err := e.deleteContainerRecords(ctx, b, c); err != nil {
+				return err
+			}
+		}
+		if err := e.deleteDatabasePrincipals(ctx, b, db); err != nil {
+			return err
+		}
+		if err := deleteRange(ctx, e.store, b, keys.EncryptionKeyPrefix(db.rid), nil); err != nil {
+			return err
+		}
+		if off != "" {
+			return b.Delete(keys.OfferKey(off))
+		}
+		return nil
+	})
+	if cerr != nil {
+		return cerr
 	}
 	delete(e.offers, off)
 	for _, c := range db.colls {

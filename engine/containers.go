@@ -43,18 +43,10 @@ func (e *Engine) CreateContainer(ctx context.Context, dbName string, body []byte
 		return nil, err
 	}
 	defer e.seq.finish(lsn)
-	normalized["_rid"] = ridStr
-	normalized["_self"] = "dbs/" + db.RID + "/colls/" + ridStr + "/"
-	normalized["_etag"] = formatETag(lsn, 0)
-	normalized["_ts"] = e.now().Unix()
+	e.stamp(normalized, ridStr, "dbs/"+db.RID+"/colls/"+ridStr+"/", lsn, 0)
 	for _, k := range []string{"docs", "sprocs", "triggers", "udfs", "conflicts"} {
 		normalized["_"+k] = k + "/"
 	}
-	b, err := e.catalogBatch()
-	if err != nil {
-		return nil, err
-	}
-	defer b.Close()
 	rec := containerRecord{Props: normalized}
 	if n := e.rangeCount(throughput); n > 1 && hashV2(normalized) {
 		rec.Ranges = newRangeSet(n, e.now().Unix())
@@ -66,16 +58,17 @@ func (e *Engine) CreateContainer(ctx context.Context, dbName string, body []byte
 	if offered == nil && e.databaseOffer(db) == "" {
 		offered = &Throughput{Manual: DefaultThroughput}
 	}
-	if offered != nil {
-		if rec.Offer, offerBody, err = e.putOffer(ctx, b, offered, ridStr, normalized["_self"].(string)); err != nil {
-			return nil, err
+	var c *Container
+	err = e.changeCatalog(ctx, func(b storage.Batch) (err error) {
+		if offered != nil {
+			if rec.Offer, offerBody, err = e.putOffer(ctx, b, offered, ridStr, normalized["_self"].(string)); err != nil {
+				return err
+			}
 		}
-	}
-	c, err := e.storeContainer(b, db, rec)
+		c, err = e.storeContainer(b, db, rec)
+		return err
+	})
 	if err != nil {
-		return nil, err
-	}
-	if err := b.Commit(ctx); err != nil {
 		return nil, err
 	}
 	if rec.Offer != "" {
@@ -137,6 +130,9 @@ func normalizeContainerProps(props map[string]any, prev *Container) (map[string]
 		}
 	}
 	out["partitionKey"] = pk
+	if err := normalizeEncryptionPolicy(out, pk, prev); err != nil {
+		return nil, err
+	}
 	if v, ok := out["defaultTtl"]; ok {
 		switch n := v.(type) {
 		case nil:
@@ -227,20 +223,14 @@ func (e *Engine) ReadContainer(ctx context.Context, db, name string) (*Resource,
 
 // ListContainers returns the containers of a database, ordered by id.
 func (e *Engine) ListContainers(ctx context.Context, dbName string) ([]*Resource, error) {
-	if err := e.catMu.RLockCurrent(ctx); err != nil {
-		return nil, err
-	}
-	defer e.catMu.RUnlock()
-	db, err := e.lookupDatabase(dbName)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*Resource, 0, len(db.colls))
-	for _, c := range db.colls {
-		out = append(out, c.Resource())
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
+	return inDatabase(ctx, e, dbName, false, func(db *Database) ([]*Resource, error) {
+		out := make([]*Resource, 0, len(db.colls))
+		for _, c := range db.colls {
+			out = append(out, c.Resource())
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+		return out, nil
+	})
 }
 
 // ReplaceContainer replaces a container's properties. The partition key
@@ -300,21 +290,15 @@ func (e *Engine) replaceContainer(ctx context.Context, dbName, name string, prop
 	}
 	normalized["_etag"] = formatETag(lsn, 0)
 	normalized["_ts"] = e.now().Unix()
-	b, err := e.catalogBatch()
-	if err != nil {
-		return nil, err
-	}
-	defer b.Close()
-	c, err := e.storeContainer(b, prev.db, containerRecord{Props: normalized, Offer: prev.offer, Ranges: prev.record.Ranges})
-	if err != nil {
-		return nil, err
-	}
-	if reindex {
-		if err := b.Set(keys.IndexRebuild(c.rid), nil); err != nil {
-			return nil, err
+	var c *Container
+	err = e.changeCatalog(ctx, func(b storage.Batch) (err error) {
+		c, err = e.storeContainer(b, prev.db, containerRecord{Props: normalized, Offer: prev.offer, Ranges: prev.record.Ranges})
+		if err != nil || !reindex {
+			return err
 		}
-	}
-	if err := b.Commit(ctx); err != nil {
+		return b.Set(keys.IndexRebuild(c.rid), nil)
+	})
+	if err != nil {
 		return nil, err
 	}
 	if reindex {
@@ -347,15 +331,7 @@ func (e *Engine) DeleteContainer(ctx context.Context, dbName, name string, ifMat
 	if err := matchCatalogETag(ifMatch, c.etag); err != nil {
 		return err
 	}
-	b, berr := e.catalogBatch()
-	if berr != nil {
-		return berr
-	}
-	defer b.Close()
-	if err := e.deleteContainerRecords(ctx, b, c); err != nil {
-		return err
-	}
-	if err := b.Commit(ctx); err != nil {
+	if err := e.changeCatalog(ctx, func(b storage.Batch) error { return e.deleteContainerRecords(ctx, b, c) }); err != nil {
 		return err
 	}
 	delete(e.offers, c.offer)

@@ -258,15 +258,7 @@ func (e *Engine) ReplaceOffer(ctx context.Context, rid string, body []byte, ifMa
 	if err != nil {
 		return nil, err
 	}
-	b, err := e.catalogBatch()
-	if err != nil {
-		return nil, err
-	}
-	defer b.Close()
-	if err := b.Set(keys.OfferKey(key), out); err != nil {
-		return nil, err
-	}
-	if err := b.Commit(ctx); err != nil {
+	if err := e.changeCatalog(ctx, func(b storage.Batch) error { return b.Set(keys.OfferKey(key), out) }); err != nil {
 		return nil, err
 	}
 	e.offers[key] = out
@@ -336,25 +328,22 @@ func (e *Engine) ensureContainerOffers(ctx context.Context) error {
 // catalog record, in one batch. Only Open calls it, before the engine
 // serves, so c is updated in place.
 func (e *Engine) giveDefaultOffer(ctx context.Context, db *Database, c *Container) error {
-	b, err := e.catalogBatch()
+	var off string
+	var body []byte
+	err := e.changeCatalog(ctx, func(b storage.Batch) (err error) {
+		off, body, err = e.putOffer(ctx, b, &Throughput{Manual: DefaultThroughput}, c.RID, "dbs/"+db.RID+"/colls/"+c.RID+"/")
+		if err != nil {
+			return err
+		}
+		rec := c.record
+		rec.Offer = off
+		raw, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		return b.Set(keys.ContainerKey(db.rid, c.ID), raw)
+	})
 	if err != nil {
-		return err
-	}
-	defer b.Close()
-	off, body, err := e.putOffer(ctx, b, &Throughput{Manual: DefaultThroughput}, c.RID, "dbs/"+db.RID+"/colls/"+c.RID+"/")
-	if err != nil {
-		return err
-	}
-	rec := c.record
-	rec.Offer = off
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	if err := b.Set(keys.ContainerKey(db.rid, c.ID), raw); err != nil {
-		return err
-	}
-	if err := b.Commit(ctx); err != nil {
 		return err
 	}
 	e.offers[off] = body

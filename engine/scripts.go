@@ -2,14 +2,11 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"strings"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/engine/script"
-	"github.com/orrery-db/orrery/storage"
 )
 
 // ScriptKind is the kind of a container's server-side script, named as in
@@ -81,43 +78,15 @@ func validateScript(kind ScriptKind, props map[string]any) *Error {
 	return BadRequest("The trigger operation %q is invalid: it must be All, Create, Replace, Delete or Upsert.", op)
 }
 
-// writeScript stores a script's props (system properties added) under the
-// catalog lock. prev is the current version on a replace.
-func (e *Engine) writeScript(ctx context.Context, c *Container, kind ScriptKind, props map[string]any, prev map[string]any) (*Resource, error) {
-	lsn, err := e.seq.allocate(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer e.seq.finish(lsn)
-	id := props["id"].(string)
-	rid, _ := prev["_rid"].(string)
-	if rid == "" {
-		rid = rids.Encode(rids.Child(c.rid, lsn<<16|0xFFFF))
-	}
-	props["_rid"] = rid
-	props["_self"] = c.Self() + string(kind) + "/" + rid + "/"
-	props["_etag"] = formatETag(lsn, 0xFFFF)
-	props["_ts"] = e.now().Unix()
-	body, err := json.Marshal(props)
-	if err != nil {
-		return nil, err
-	}
-	b, err := e.catalogBatch()
-	if err != nil {
-		return nil, err
-	}
-	defer b.Close()
-	if err := b.Set(keys.ChildKey(c.rid, string(kind), id), body); err != nil {
-		return nil, err
-	}
-	if err := b.Commit(ctx); err != nil {
-		return nil, err
-	}
-	return &Resource{ID: id, RID: rid, Body: body, ETag: props["_etag"].(string)}, nil
+// scriptsOf returns the scripts of one kind of a container.
+func scriptsOf(c *Container, kind ScriptKind) childSet {
+	return childSet{kind: kind.singular(), prefix: keys.ChildPrefix(c.rid, string(kind)), self: c.Self() + string(kind) + "/",
+		ridLen: 16, salt: 0xFFFF,
+		newRID: func(_ context.Context, lsn uint64) ([]byte, error) { return rids.Child(c.rid, lsn<<16|0xFFFF), nil }}
 }
 
-// CreateScript creates a stored procedure, trigger or user-defined function.
-func (e *Engine) CreateScript(ctx context.Context, db, coll string, kind ScriptKind, body []byte) (*Resource, error) {
+// decodeScript parses and checks the body of a script's create or replace.
+func decodeScript(kind ScriptKind, body []byte) (map[string]any, error) {
 	props, _, perr := decodeResource(body)
 	if perr != nil {
 		return nil, perr
@@ -126,20 +95,34 @@ func (e *Engine) CreateScript(ctx context.Context, db, coll string, kind ScriptK
 	if err := validateScript(kind, props); err != nil {
 		return nil, err
 	}
+	return props, nil
+}
+
+// changeInContainer runs fn on container db/coll (by names or RIDs)
+// holding the catalog for a change.
+func changeInContainer[T any](ctx context.Context, e *Engine, db, coll string, fn func(c *Container) (T, error)) (T, error) {
+	var zero T
 	if err := e.catMu.Lock(ctx); err != nil {
-		return nil, err
+		return zero, err
 	}
 	defer e.catMu.Unlock()
-	c, lerr := e.lookupContainer(db, coll)
-	if lerr != nil {
-		return nil, lerr
+	c, err := e.lookupContainer(db, coll)
+	if err != nil {
+		return zero, err
 	}
-	if _, err := e.store.Get(ctx, keys.ChildKey(c.rid, string(kind), props["id"].(string))); err == nil {
-		return nil, Conflict("A %s with id '%s' already exists. %s", kind.singular(), props["id"], msgConflict)
-	} else if !errors.Is(err, storage.ErrNotFound) {
+	return fn(c)
+}
+
+// CreateScript creates a stored procedure, trigger or user-defined function.
+func (e *Engine) CreateScript(ctx context.Context, db, coll string, kind ScriptKind, body []byte) (*Resource, error) {
+	props, err := decodeScript(kind, body)
+	if err != nil {
 		return nil, err
 	}
-	return e.writeScript(ctx, c, kind, props, nil)
+	return changeInContainer(ctx, e, db, coll, func(c *Container) (*Resource, error) {
+		res, _, err := e.createChild(ctx, scriptsOf(c, kind), props, false)
+		return res, err
+	})
 }
 
 func (k ScriptKind) singular() string {
@@ -154,38 +137,7 @@ func (k ScriptKind) singular() string {
 
 // readScript returns a script's stored props, by id or RID.
 func (e *Engine) readScript(ctx context.Context, c *Container, kind ScriptKind, id string) (map[string]any, []byte, error) {
-	raw, err := e.store.Get(ctx, keys.ChildKey(c.rid, string(kind), id))
-	if errors.Is(err, storage.ErrNotFound) {
-		if _, isRID := rids.Decode(id, 16); isRID {
-			list, lerr := e.listScripts(ctx, c, kind)
-			if lerr != nil {
-				return nil, nil, lerr
-			}
-			for _, r := range list {
-				if r.RID == id {
-					raw, err = r.Body, nil
-				}
-			}
-		}
-	}
-	return storedProps(raw, err, kind.singular(), id)
-}
-
-// storedProps decodes a child resource's stored record, the outcome of
-// reading it (raw, err): storage.ErrNotFound becomes the 404 of a kind
-// (stored procedure, user...) named id.
-func storedProps(raw []byte, err error, kind, id string) (map[string]any, []byte, error) {
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil, NotFound("The %s '%s' does not exist. %s", kind, id, msgNotFound)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	var props map[string]any
-	if err := json.Unmarshal(raw, &props); err != nil {
-		return nil, nil, err
-	}
-	return props, raw, nil
+	return scriptsOf(c, kind).read(ctx, e.store, id)
 }
 
 // ReadScript returns a script by id or RID.
@@ -198,33 +150,12 @@ func (e *Engine) ReadScript(ctx context.Context, db, coll string, kind ScriptKin
 	if err != nil {
 		return nil, err
 	}
-	return scriptResource(props, raw), nil
-}
-
-func scriptResource(props map[string]any, raw []byte) *Resource {
-	id, _ := props["id"].(string)
-	rid, _ := props["_rid"].(string)
-	etag, _ := props["_etag"].(string)
-	return &Resource{ID: id, RID: rid, Body: raw, ETag: etag}
+	return childResource(props, raw), nil
 }
 
 func (e *Engine) listScripts(ctx context.Context, c *Container, kind ScriptKind) ([]*Resource, error) {
-	p := keys.ChildPrefix(c.rid, string(kind))
-	it, err := e.store.NewIterator(ctx, p, storage.PrefixEnd(p), false)
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
-	var out []*Resource
-	for it.Next() {
-		raw := append([]byte(nil), it.Value()...)
-		var props map[string]any
-		if err := json.Unmarshal(raw, &props); err != nil {
-			return nil, err
-		}
-		out = append(out, scriptResource(props, raw))
-	}
-	return out, it.Err()
+	list, _, err := scriptsOf(c, kind).list(ctx, e.store)
+	return list, err
 }
 
 // ListScripts returns a container's scripts of one kind, ordered by id.
@@ -238,59 +169,19 @@ func (e *Engine) ListScripts(ctx context.Context, db, coll string, kind ScriptKi
 
 // ReplaceScript replaces a script's body (and a trigger's type and operation).
 func (e *Engine) ReplaceScript(ctx context.Context, db, coll string, kind ScriptKind, id string, body []byte, ifMatch string) (*Resource, error) {
-	props, newID, perr := decodeResource(body)
-	if perr != nil {
-		return nil, perr
-	}
-	stripSystem(props)
-	if err := validateScript(kind, props); err != nil {
-		return nil, err
-	}
-	if err := e.catMu.Lock(ctx); err != nil {
-		return nil, err
-	}
-	defer e.catMu.Unlock()
-	c, lerr := e.lookupContainer(db, coll)
-	if lerr != nil {
-		return nil, lerr
-	}
-	prev, _, err := e.readScript(ctx, c, kind, id)
+	props, err := decodeScript(kind, body)
 	if err != nil {
 		return nil, err
 	}
-	if newID != prev["id"] {
-		return nil, BadRequest("The id in the body (%q) must match the %s's id (%q).", newID, kind.singular(), prev["id"])
-	}
-	if err := matchCatalogETag(ifMatch, prev["_etag"]); err != nil {
-		return nil, err
-	}
-	return e.writeScript(ctx, c, kind, props, prev)
+	return changeInContainer(ctx, e, db, coll, func(c *Container) (*Resource, error) {
+		return e.replaceChild(ctx, scriptsOf(c, kind), id, props, ifMatch)
+	})
 }
 
 // DeleteScript deletes a script.
 func (e *Engine) DeleteScript(ctx context.Context, db, coll string, kind ScriptKind, id string, ifMatch string) error {
-	if err := e.catMu.Lock(ctx); err != nil {
-		return err
-	}
-	defer e.catMu.Unlock()
-	c, lerr := e.lookupContainer(db, coll)
-	if lerr != nil {
-		return lerr
-	}
-	prev, _, err := e.readScript(ctx, c, kind, id)
-	if err != nil {
-		return err
-	}
-	if err := matchCatalogETag(ifMatch, prev["_etag"]); err != nil {
-		return err
-	}
-	b, err := e.catalogBatch()
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	if err := b.Delete(keys.ChildKey(c.rid, string(kind), prev["id"].(string))); err != nil {
-		return err
-	}
-	return b.Commit(ctx)
+	_, err := changeInContainer(ctx, e, db, coll, func(c *Container) (struct{}, error) {
+		return struct{}{}, e.deleteChild(ctx, scriptsOf(c, kind), id, ifMatch, nil)
+	})
+	return err
 }

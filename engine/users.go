@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,211 +16,32 @@ import (
 // its user's RID and 8 bytes from the sequence number that created it, so a
 // permission's RID names its database and user too.
 
-// principalKind says which of the two child resources a function handles.
-type principalKind int
-
-const (
-	kindUser principalKind = iota
-	kindPermission
-)
-
-func (k principalKind) name() string {
-	if k == kindUser {
-		return "user"
-	}
-	return "permission"
+func (e *Engine) usersOf(db *Database) childSet {
+	return childSet{kind: "user", prefix: keys.UserPrefix(db.rid), self: "dbs/" + db.RID + "/users/",
+		ridLen: 8, salt: 0xFFFE, links: map[string]string{"_permissions": "permissions/"}, ridIndex: true, renames: true,
+		newRID: func(ctx context.Context, _ uint64) ([]byte, error) {
+			for {
+				rid := rids.Random(db.rid, 4)
+				_, err := e.store.Get(ctx, keys.PrincipalRIDKey(rid))
+				if errors.Is(err, storage.ErrNotFound) {
+					return rid, nil
+				}
+				if err != nil {
+					return nil, err
+				}
+			}
+		}}
 }
 
-// principalParent is where users or permissions live: the key prefix of
-// their records, the RID of their parent and their _self prefix.
-type principalParent struct {
-	kind   principalKind
-	prefix []byte
-	rid    []byte
-	self   string
-}
-
-func usersOf(db *Database) principalParent {
-	return principalParent{kind: kindUser, prefix: keys.UserPrefix(db.rid), rid: db.rid, self: "dbs/" + db.RID + "/users/"}
-}
-
-// permissionsOf returns the parent of a user's permissions; user is the
-// user's stored props.
-func permissionsOf(db *Database, user map[string]any) principalParent {
+// permissionsOf returns the permissions of a user; user is the user's
+// stored props.
+func permissionsOf(db *Database, user map[string]any) childSet {
 	ridStr, _ := user["_rid"].(string)
 	rid, _ := rids.Decode(ridStr, 8)
-	return principalParent{kind: kindPermission, prefix: keys.PermissionPrefix(rid), rid: rid,
-		self: "dbs/" + db.RID + "/users/" + ridStr + "/permissions/"}
-}
-
-func (p principalParent) list(ctx context.Context, r storage.Reader) ([]*Resource, []map[string]any, error) {
-	it, err := r.NewIterator(ctx, p.prefix, storage.PrefixEnd(p.prefix), false)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer it.Close()
-	var out []*Resource
-	var props []map[string]any
-	for it.Next() {
-		raw := append([]byte(nil), it.Value()...)
-		var m map[string]any
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, nil, err
-		}
-		out = append(out, scriptResource(m, raw))
-		props = append(props, m)
-	}
-	return out, props, it.Err()
-}
-
-// ridLen is the length in bytes of the RIDs of the parent's children.
-func (p principalParent) ridLen() int { return len(p.rid) * 2 }
-
-func (p principalParent) key(id string) []byte {
-	return append(append([]byte(nil), p.prefix...), id...)
-}
-
-// read returns a record's props by id or RID.
-func (p principalParent) read(ctx context.Context, r storage.Reader, id string) (map[string]any, []byte, error) {
-	raw, err := r.Get(ctx, p.key(id))
-	if rid, isRID := rids.Decode(id, p.ridLen()); errors.Is(err, storage.ErrNotFound) && isRID {
-		var key []byte
-		if key, err = r.Get(ctx, keys.PrincipalRIDKey(rid)); err == nil {
-			if !bytes.HasPrefix(key, p.prefix) {
-				err = storage.ErrNotFound
-			} else {
-				raw, err = r.Get(ctx, key)
-			}
-		}
-	}
-	return storedProps(raw, err, p.kind.name(), id)
-}
-
-// write stores props (system properties added) under the catalog lock. prev
-// is the current version on a replace, nil on a create.
-func (e *Engine) writePrincipal(ctx context.Context, p principalParent, props, prev map[string]any) (*Resource, error) {
-	lsn, err := e.seq.allocate(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer e.seq.finish(lsn)
-	id := props["id"].(string)
-	rid, _ := prev["_rid"].(string)
-	if rid == "" {
-		if rid, err = e.newPrincipalRID(ctx, p, lsn); err != nil {
-			return nil, err
-		}
-	}
-	props["_rid"] = rid
-	props["_self"] = p.self + rid + "/"
-	props["_etag"] = formatETag(lsn, 0xFFFE)
-	props["_ts"] = e.now().Unix()
-	if p.kind == kindUser {
-		props["_permissions"] = "permissions/"
-	}
-	body, err := json.Marshal(props)
-	if err != nil {
-		return nil, err
-	}
-	b, err := e.catalogBatch()
-	if err != nil {
-		return nil, err
-	}
-	defer b.Close()
-	if err := b.Set(p.key(id), body); err != nil {
-		return nil, err
-	}
-	if prevID, _ := prev["id"].(string); prev != nil && prevID != id {
-		// A rename: the record moves to its new key, and its RID follows.
-		if err := b.Delete(p.key(prevID)); err != nil {
-			return nil, err
-		}
-		ridBytes, _ := rids.Decode(rid, p.ridLen())
-		if err := b.Set(keys.PrincipalRIDKey(ridBytes), p.key(id)); err != nil {
-			return nil, err
-		}
-	}
-	if prev == nil {
-		ridBytes, _ := rids.Decode(rid, p.ridLen())
-		if err := b.Set(keys.PrincipalRIDKey(ridBytes), p.key(id)); err != nil {
-			return nil, err
-		}
-	}
-	if err := b.Commit(ctx); err != nil {
-		return nil, err
-	}
-	return &Resource{ID: id, RID: rid, Body: body, ETag: props["_etag"].(string)}, nil
-}
-
-// newPrincipalRID makes the RID of a new user or permission. The caller
-// holds catMu.
-func (e *Engine) newPrincipalRID(ctx context.Context, p principalParent, lsn uint64) (string, error) {
-	if p.kind == kindPermission {
-		return rids.Encode(rids.Child(p.rid, lsn)), nil
-	}
-	for {
-		rid := rids.Random(p.rid, 4)
-		_, err := e.store.Get(ctx, keys.PrincipalRIDKey(rid))
-		if errors.Is(err, storage.ErrNotFound) {
-			return rids.Encode(rid), nil
-		}
-		if err != nil {
-			return "", err
-		}
-	}
-}
-
-// putPrincipal creates (or, when upsert, replaces) a user or permission. The
-// caller holds catMu.
-func (e *Engine) putPrincipal(ctx context.Context, p principalParent, props map[string]any, upsert bool) (*Resource, bool, error) {
-	prev, _, err := p.read(ctx, e.store, props["id"].(string))
-	switch {
-	case err == nil && !upsert:
-		return nil, false, Conflict("A %s with id '%s' already exists. %s", p.kind.name(), props["id"], msgConflict)
-	case err == nil:
-		res, werr := e.writePrincipal(ctx, p, props, prev)
-		return res, false, werr
-	case StatusOf(err) != 404:
-		return nil, false, err
-	}
-	res, werr := e.writePrincipal(ctx, p, props, nil)
-	return res, true, werr
-}
-
-// replacePrincipal replaces the user or permission id with props. The caller
-// holds catMu.
-func (e *Engine) replacePrincipal(ctx context.Context, p principalParent, id string, props map[string]any, ifMatch string) (*Resource, error) {
-	prev, _, err := p.read(ctx, e.store, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := matchCatalogETag(ifMatch, prev["_etag"]); err != nil {
-		return nil, err
-	}
-	if props["id"] != prev["id"] {
-		// The service renames a user or permission replaced with another
-		// id (its SDKs' suites rename them so); the RID stays.
-		if _, _, err := p.read(ctx, e.store, props["id"].(string)); err == nil {
-			return nil, Conflict("A %s with id '%s' already exists. %s", p.kind.name(), props["id"], msgConflict)
-		} else if StatusOf(err) != 404 {
-			return nil, err
-		}
-	}
-	return e.writePrincipal(ctx, p, props, prev)
-}
-
-// lookupUser finds a database and one of its users' props, by names or
-// RIDs. The caller holds catMu.
-func (e *Engine) lookupUser(ctx context.Context, dbName, user string) (*Database, map[string]any, error) {
-	db, err := e.lookupDatabase(dbName)
-	if err != nil {
-		return nil, nil, err
-	}
-	props, _, rerr := usersOf(db).read(ctx, e.store, user)
-	if rerr != nil {
-		return nil, nil, rerr
-	}
-	return db, props, nil
+	return childSet{kind: "permission", prefix: keys.PermissionPrefix(rid),
+		self:   "dbs/" + db.RID + "/users/" + ridStr + "/permissions/",
+		ridLen: 16, salt: 0xFFFE, ridIndex: true, renames: true,
+		newRID: func(_ context.Context, lsn uint64) ([]byte, error) { return rids.Child(rid, lsn), nil }}
 }
 
 // decodeUser parses the body of a user create or replace.
@@ -247,100 +67,65 @@ func (e *Engine) UpsertUser(ctx context.Context, db string, body []byte) (res *R
 	return e.putUser(ctx, db, body, true)
 }
 
-func (e *Engine) putUser(ctx context.Context, dbName string, body []byte, upsert bool) (*Resource, bool, error) {
+func (e *Engine) putUser(ctx context.Context, db string, body []byte, upsert bool) (*Resource, bool, error) {
 	props, err := decodeUser(body)
 	if err != nil {
 		return nil, false, err
 	}
-	if err := e.catMu.Lock(ctx); err != nil {
-		return nil, false, err
-	}
-	defer e.catMu.Unlock()
-	db, lerr := e.lookupDatabase(dbName)
-	if lerr != nil {
-		return nil, false, lerr
-	}
-	return e.putPrincipal(ctx, usersOf(db), props, upsert)
+	created := false
+	res, err := inDatabase(ctx, e, db, true, func(d *Database) (res *Resource, err error) {
+		res, created, err = e.createChild(ctx, e.usersOf(d), props, upsert)
+		return res, err
+	})
+	return res, created, err
 }
 
 // ReadUser returns a user by id or RID.
 func (e *Engine) ReadUser(ctx context.Context, db, id string) (*Resource, error) {
-	if err := e.catMu.RLockCurrent(ctx); err != nil {
-		return nil, err
-	}
-	defer e.catMu.RUnlock()
-	d, err := e.lookupDatabase(db)
-	if err != nil {
-		return nil, err
-	}
-	props, raw, rerr := usersOf(d).read(ctx, e.store, id)
-	if rerr != nil {
-		return nil, rerr
-	}
-	return scriptResource(props, raw), nil
+	return inDatabase(ctx, e, db, false, func(d *Database) (*Resource, error) {
+		props, raw, err := e.usersOf(d).read(ctx, e.store, id)
+		if err != nil {
+			return nil, err
+		}
+		return childResource(props, raw), nil
+	})
 }
 
 // ListUsers returns a database's users, ordered by id.
 func (e *Engine) ListUsers(ctx context.Context, db string) ([]*Resource, error) {
-	if err := e.catMu.RLockCurrent(ctx); err != nil {
-		return nil, err
-	}
-	defer e.catMu.RUnlock()
-	d, err := e.lookupDatabase(db)
-	if err != nil {
-		return nil, err
-	}
-	list, _, lerr := usersOf(d).list(ctx, e.store)
-	return list, lerr
+	return inDatabase(ctx, e, db, false, func(d *Database) ([]*Resource, error) {
+		list, _, err := e.usersOf(d).list(ctx, e.store)
+		return list, err
+	})
 }
 
-// ReplaceUser replaces a user's properties (its id cannot change).
+// ReplaceUser replaces a user's properties; a body with another id renames
+// the user, as the service does (its RID stays).
 func (e *Engine) ReplaceUser(ctx context.Context, db, id string, body []byte, ifMatch string) (*Resource, error) {
 	props, err := decodeUser(body)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.catMu.Lock(ctx); err != nil {
-		return nil, err
-	}
-	defer e.catMu.Unlock()
-	d, lerr := e.lookupDatabase(db)
-	if lerr != nil {
-		return nil, lerr
-	}
-	return e.replacePrincipal(ctx, usersOf(d), id, props, ifMatch)
+	return inDatabase(ctx, e, db, true, func(d *Database) (*Resource, error) {
+		return e.replaceChild(ctx, e.usersOf(d), id, props, ifMatch)
+	})
 }
 
 // DeleteUser deletes a user and its permissions, which revokes every
 // resource token they issued.
 func (e *Engine) DeleteUser(ctx context.Context, db, id, ifMatch string) error {
-	if err := e.catMu.Lock(ctx); err != nil {
-		return err
-	}
-	defer e.catMu.Unlock()
-	d, user, err := e.lookupUser(ctx, db, id)
-	if err != nil {
-		return err
-	}
-	if err := matchCatalogETag(ifMatch, user["_etag"]); err != nil {
-		return err
-	}
-	b, err := e.catalogBatch()
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	if err := b.Delete(keys.UserKey(d.rid, user["id"].(string))); err != nil {
-		return err
-	}
-	perms := permissionsOf(d, user)
-	if err := deleteRange(ctx, e.store, b, perms.prefix, nil); err != nil {
-		return err
-	}
-	if err := deleteRange(ctx, e.store, b, []byte{keys.PrincipalRID}, perms.rid); err != nil {
-		return err
-	}
-	return b.Commit(ctx)
+	_, err := inDatabase(ctx, e, db, true, func(d *Database) (struct{}, error) {
+		return struct{}{}, e.deleteChild(ctx, e.usersOf(d), id, ifMatch, func(b storage.Batch, user map[string]any) error {
+			perms := permissionsOf(d, user)
+			if err := deleteRange(ctx, e.store, b, perms.prefix, nil); err != nil {
+				return err
+			}
+			// The user's RID starts its permissions' RIDs.
+			userRID, _ := rids.Decode(user["_rid"].(string), 8)
+			return deleteRange(ctx, e.store, b, []byte{keys.PrincipalRID}, userRID)
+		})
+	})
+	return err
 }
 
 // deleteDatabasePrincipals records the deletion of a database's users and
@@ -431,7 +216,7 @@ func decodePermission(body []byte) (map[string]any, error) {
 
 // permissionOf returns a stored permission's typed view.
 func permissionOf(props map[string]any, raw []byte) (*Permission, error) {
-	p := &Permission{Resource: *scriptResource(props, raw)}
+	p := &Permission{Resource: *childResource(props, raw)}
 	p.Mode, _ = props["permissionMode"].(string)
 	if strings.EqualFold(p.Mode, PermissionAll) {
 		p.Mode = PermissionAll
@@ -468,29 +253,38 @@ func (e *Engine) putPermission(ctx context.Context, db, user string, body []byte
 	if err != nil {
 		return nil, false, err
 	}
-	if err := e.catMu.Lock(ctx); err != nil {
-		return nil, false, err
-	}
-	defer e.catMu.Unlock()
-	d, u, lerr := e.lookupUser(ctx, db, user)
-	if lerr != nil {
-		return nil, false, lerr
-	}
-	if err := e.checkOnePermissionPerResource(ctx, permissionsOf(d, u), props); err != nil {
-		return nil, false, err
-	}
-	res, created, perr := e.putPrincipal(ctx, permissionsOf(d, u), props, upsert)
-	if perr != nil {
-		return nil, false, perr
-	}
-	p, err := permissionOf(props, res.Body)
+	created := false
+	p, err := inUser(ctx, e, db, user, true, func(perms childSet) (*Permission, error) {
+		if err := e.checkOnePermissionPerResource(ctx, perms, props); err != nil {
+			return nil, err
+		}
+		res, c, err := e.createChild(ctx, perms, props, upsert)
+		if err != nil {
+			return nil, err
+		}
+		created = c
+		return permissionOf(props, res.Body)
+	})
 	return p, created, err
+}
+
+// inUser runs fn on the permissions of user (by id or RID) of database db,
+// holding the catalog as inDatabase does.
+func inUser[T any](ctx context.Context, e *Engine, db, user string, write bool, fn func(perms childSet) (T, error)) (T, error) {
+	return inDatabase(ctx, e, db, write, func(d *Database) (T, error) {
+		u, _, err := e.usersOf(d).read(ctx, e.store, user)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		return fn(permissionsOf(d, u))
+	})
 }
 
 // checkOnePermissionPerResource refuses a second permission of a user on
 // the same resource: a user holds at most one per resource. The caller
 // holds catMu.
-func (e *Engine) checkOnePermissionPerResource(ctx context.Context, perms principalParent, props map[string]any) error {
+func (e *Engine) checkOnePermissionPerResource(ctx context.Context, perms childSet, props map[string]any) error {
 	_, list, err := perms.list(ctx, e.store)
 	if err != nil {
 		return err
@@ -507,96 +301,54 @@ func (e *Engine) checkOnePermissionPerResource(ctx context.Context, perms princi
 
 // ReadPermission returns a user's permission by id or RID.
 func (e *Engine) ReadPermission(ctx context.Context, db, user, id string) (*Permission, error) {
-	if err := e.catMu.RLockCurrent(ctx); err != nil {
-		return nil, err
-	}
-	defer e.catMu.RUnlock()
-	d, u, err := e.lookupUser(ctx, db, user)
-	if err != nil {
-		return nil, err
-	}
-	props, raw, rerr := permissionsOf(d, u).read(ctx, e.store, id)
-	if rerr != nil {
-		return nil, rerr
-	}
-	return permissionOf(props, raw)
+	return inUser(ctx, e, db, user, false, func(perms childSet) (*Permission, error) {
+		props, raw, err := perms.read(ctx, e.store, id)
+		if err != nil {
+			return nil, err
+		}
+		return permissionOf(props, raw)
+	})
 }
 
 // ListPermissions returns a user's permissions, ordered by id.
 func (e *Engine) ListPermissions(ctx context.Context, db, user string) ([]*Permission, error) {
-	if err := e.catMu.RLockCurrent(ctx); err != nil {
-		return nil, err
-	}
-	defer e.catMu.RUnlock()
-	d, u, err := e.lookupUser(ctx, db, user)
-	if err != nil {
-		return nil, err
-	}
-	list, props, lerr := permissionsOf(d, u).list(ctx, e.store)
-	if lerr != nil {
-		return nil, lerr
-	}
-	out := make([]*Permission, len(list))
-	for i := range list {
-		if out[i], err = permissionOf(props[i], list[i].Body); err != nil {
+	return inUser(ctx, e, db, user, false, func(perms childSet) ([]*Permission, error) {
+		list, props, err := perms.list(ctx, e.store)
+		if err != nil {
 			return nil, err
 		}
-	}
-	return out, nil
+		out := make([]*Permission, len(list))
+		for i := range list {
+			if out[i], err = permissionOf(props[i], list[i].Body); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	})
 }
 
-// ReplacePermission replaces a permission's mode, resource and partition key.
+// ReplacePermission replaces a permission's mode, resource and partition
+// key; a body with another id renames it, as the service does.
 func (e *Engine) ReplacePermission(ctx context.Context, db, user, id string, body []byte, ifMatch string) (*Permission, error) {
 	props, err := decodePermission(body)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.catMu.Lock(ctx); err != nil {
-		return nil, err
-	}
-	defer e.catMu.Unlock()
-	d, u, lerr := e.lookupUser(ctx, db, user)
-	if lerr != nil {
-		return nil, lerr
-	}
-	res, rerr := e.replacePrincipal(ctx, permissionsOf(d, u), id, props, ifMatch)
-	if rerr != nil {
-		return nil, rerr
-	}
-	return permissionOf(props, res.Body)
+	return inUser(ctx, e, db, user, true, func(perms childSet) (*Permission, error) {
+		res, err := e.replaceChild(ctx, perms, id, props, ifMatch)
+		if err != nil {
+			return nil, err
+		}
+		return permissionOf(props, res.Body)
+	})
 }
 
 // DeletePermission deletes a permission, which revokes its resource tokens.
 func (e *Engine) DeletePermission(ctx context.Context, db, user, id, ifMatch string) error {
-	if err := e.catMu.Lock(ctx); err != nil {
-		return err
-	}
-	defer e.catMu.Unlock()
-	d, u, err := e.lookupUser(ctx, db, user)
-	if err != nil {
-		return err
-	}
-	perms := permissionsOf(d, u)
-	prev, _, rerr := perms.read(ctx, e.store, id)
-	if rerr != nil {
-		return rerr
-	}
-	if err := matchCatalogETag(ifMatch, prev["_etag"]); err != nil {
-		return err
-	}
-	b, err := e.catalogBatch()
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	if err := b.Delete(perms.key(prev["id"].(string))); err != nil {
-		return err
-	}
-	rid, _ := rids.Decode(prev["_rid"].(string), perms.ridLen())
-	if err := b.Delete(keys.PrincipalRIDKey(rid)); err != nil {
-		return err
-	}
-	return b.Commit(ctx)
+	_, err := inUser(ctx, e, db, user, true, func(perms childSet) (struct{}, error) {
+		return struct{}{}, e.deleteChild(ctx, perms, id, ifMatch, nil)
+	})
+	return err
 }
 
 // PermissionByRID finds a permission by its RID, which names its database
@@ -622,7 +374,7 @@ func (e *Engine) PermissionByRID(ctx context.Context, rid string) (*Permission, 
 }
 
 func (e *Engine) lookupUserPermission(ctx context.Context, d *Database, userRID, rid string) (map[string]any, []byte, error) {
-	u, _, err := usersOf(d).read(ctx, e.store, userRID)
+	u, _, err := e.usersOf(d).read(ctx, e.store, userRID)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -350,6 +350,8 @@ func rbacAction(op operation, rt route) string {
 		return base + "sqlDatabases/containers/items/*"
 	case "users", "permissions":
 		return base + "sqlDatabases/users/write"
+	case "clientencryptionkeys":
+		return base + "sqlDatabases/clientEncryptionKeys/write"
 	case "offers":
 		return base + "throughputSettings/write"
 	}
@@ -381,6 +383,11 @@ func (s *Server) authorizeAAD(r *request, rt route, p *aadPrincipal) (grant, *en
 		req := s.eng.ResolveLink(ctx, r.segs)
 		for _, a := range s.aad.roles[p.oid] {
 			scope := s.eng.ResolveLink(ctx, a.scope)
+			if rt.reach == reachDatabaseAny && len(scope) > 2 {
+				// A role anywhere in a database reads what any credential
+				// of the database reads.
+				scope = scope[:2]
+			}
 			// A role over a container reads the database above it too.
 			if linkCovers(scope, req) || linkCovers(req, scope) {
 				return grant{}, nil

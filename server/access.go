@@ -16,7 +16,7 @@ import (
 
 // operation is what a request does: a kind of resource and a verb.
 type operation struct {
-	kind string // account, dbs, colls, docs, pkranges, sprocs, triggers, udfs, users, permissions, offers
+	kind string // account, dbs, colls, docs, pkranges, sprocs, triggers, udfs, users, permissions, clientencryptionkeys, offers
 	verb string // read, list, query, queryplan, create, upsert, replace, patch, delete, execute, batch, bulk, changefeed
 }
 
@@ -53,6 +53,10 @@ const (
 	reachKeys
 	// reachDatabase: a database, or its feed of containers.
 	reachDatabase
+	// reachDatabaseAny: what any credential of a database reads (its
+	// client encryption keys), whatever in the database its permission is
+	// on.
+	reachDatabaseAny
 	// reachContainer: a container or its scripts: a token must cover it
 	// whole, not one partition or item of it.
 	reachContainer
@@ -153,6 +157,15 @@ var operations = map[operation]route{
 	{"permissions", "read"}:    {needMaster, reachKeys, (*Server).readPermission},
 	{"permissions", "replace"}: {needMaster, reachKeys, (*Server).replacePermission},
 	{"permissions", "delete"}:  {needMaster, reachKeys, (*Server).deletePermission},
+
+	// Any credential of the database reads its client encryption keys: a
+	// client granted one container decrypts with them. Writing them takes
+	// the account's keys.
+	{"clientencryptionkeys", "list"}:    {needRead, reachDatabaseAny, (*Server).listEncryptionKeys},
+	{"clientencryptionkeys", "query"}:   {needRead, reachDatabaseAny, (*Server).listEncryptionKeys},
+	{"clientencryptionkeys", "read"}:    {needRead, reachDatabaseAny, (*Server).readEncryptionKey},
+	{"clientencryptionkeys", "create"}:  {needWrite, reachKeys, (*Server).createEncryptionKey},
+	{"clientencryptionkeys", "replace"}: {needWrite, reachKeys, (*Server).replaceEncryptionKey},
 
 	{"offers", "list"}:    {needRead, reachKeys, (*Server).listOffers},
 	{"offers", "query"}:   {needRead, reachKeys, (*Server).queryOffers},
@@ -311,6 +324,19 @@ func classify(r *http.Request, segs []string) (operation, target, error) {
 		v, ok := resourceVerb(r, "read", "replace", "delete")
 		return pick("permissions", v, ok)
 	}
+	if segs[2] == "clientencryptionkeys" {
+		switch n {
+		case 3:
+			v, ok := feedVerb(r, false)
+			return pick("clientencryptionkeys", v, ok)
+		case 4:
+			// The service has no delete of a client encryption key.
+			t.id = segs[3]
+			v, ok := resourceVerb(r, "read", "replace")
+			return pick("clientencryptionkeys", v, ok)
+		}
+		return fail(http.StatusNotFound)
+	}
 	if segs[2] != "colls" {
 		if err := unsupportedChild("dbs", segs[2]); err != nil {
 			return operation{}, t, err
@@ -456,6 +482,15 @@ func (s *Server) authorizeToken(r *request, rt route, tok *resourceToken) (grant
 		return g, nil
 	case reachKeys:
 		return grant{}, insufficientPermissions(fmt.Sprintf("%s is served to the account's keys only, not to a resource token.", r.op))
+	case reachDatabaseAny:
+		permSegs, perr := engine.ParseResourceLink(perm.Link)
+		if perr != nil {
+			return grant{}, insufficientPermissions(perr.Message)
+		}
+		if !linkCovers(s.eng.ResolveLink(ctx, permSegs[:2]), s.eng.ResolveLink(ctx, r.segs)) {
+			return grant{}, insufficientPermissions(fmt.Sprintf("the permission %q is on %q, outside the database of %q.", perm.ID, perm.Link, strings.Join(r.segs, "/")))
+		}
+		return g, nil
 	case reachDatabase, reachContainer, reachMetadata, reachPartition, reachOperations:
 	default:
 		return grant{}, noAccessRow()

@@ -72,6 +72,7 @@ func newAuthzFixture(t testing.TB) *authzFixture {
 	must(eng.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil))
 	must(eng.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), &engine.Throughput{Manual: 400}))
 	must(eng.CreateContainer(ctx, "db", []byte(`{"id":"other","partitionKey":{"paths":["/pk"]}}`), nil))
+	must(eng.CreateClientEncryptionKey(ctx, "db", []byte(strings.Replace(testEncryptionKey, `"id":"cek"`, `"id":"k"`, 1))))
 	for _, it := range []struct{ coll, body string }{
 		{"c", `{"id":"a1","pk":"A","v":1}`}, {"c", `{"id":"b1","pk":"B","secret":"seen-only-in-B"}`}, {"other", `{"id":"o1","pk":"A"}`},
 	} {

@@ -141,6 +141,12 @@ func authzMatrix() []matrixRow {
 		{"POST", "/dbs/db/colls/c/sprocs/writer", `["s1","A"]`, hdr(hPK, pkA, "x-ms-cosmos-is-query-plan-request", "True"), 200, "MAP", nil},
 		{"POST", "/dbs/db/colls/c/sprocs/writer", `["s1","B"]`, hdr(hPK, pkB), 200, "MA", nil},
 
+		{"GET", "/dbs/db/clientencryptionkeys", "", nil, 200, "MKARPO", nil},
+		{"POST", "/dbs/db/clientencryptionkeys", anyQuery, q(), 200, "MKARPO", nil},
+		{"POST", "/dbs/db/clientencryptionkeys", strings.Replace(testEncryptionKey, `"id":"cek"`, `"id":"k2"`, 1), nil, 201, "M", nil},
+		{"GET", "/dbs/db/clientencryptionkeys/k", "", nil, 200, "MKARPO", nil},
+		{"PUT", "/dbs/db/clientencryptionkeys/k", strings.Replace(testEncryptionKey, `"id":"cek"`, `"id":"k"`, 1), nil, 200, "M", nil},
+
 		{"GET", "/dbs/db/users", "", nil, 200, "MK", nil},
 		{"POST", "/dbs/db/users", anyQuery, q(), 200, "MK", nil},
 		{"POST", "/dbs/db/users", `{"id":"v"}`, nil, 201, "M", nil},
@@ -262,6 +268,7 @@ func TestEveryOperationHasAnAccessRow(t *testing.T) {
 		"/dbs/db/colls", "/dbs/db/colls/c", "/dbs/db/colls/c/docs", "/dbs/db/colls/c/docs/i", "/dbs/db/colls/c/docs/i/attachments",
 		"/dbs/db/colls/c/pkranges", "/dbs/db/colls/c/pkranges/0", "/dbs/db/colls/c/conflicts", "/dbs/db/colls/c/conflicts/x", "/dbs/db/x", "/x",
 		"/dbs/db/colls/c/operations", "/dbs/db/colls/c/operations/partitionkeydelete", "/dbs/db/colls/c/operations/x",
+		"/dbs/db/clientencryptionkeys", "/dbs/db/clientencryptionkeys/k", "/dbs/db/clientencryptionkeys/k/x",
 		"/_admin", "/_admin/faults", "/_admin/faults/r", "/_admin/faults/r/x", "/_admin/x"}
 	for _, k := range []string{"sprocs", "triggers", "udfs"} {
 		paths = append(paths, "/dbs/db/colls/c/"+k, "/dbs/db/colls/c/"+k+"/s")

@@ -42,7 +42,6 @@ func TestUnsupportedResourcesAnswer400NamingThem(t *testing.T) {
 	c := newTestServer(t)
 	tests := []struct{ method, path, names string }{
 		{"GET", "/dbs/db/colls/c/docs/x/attachments", "attachments"},
-		{"GET", "/dbs/db/clientencryptionkeys", "client encryption keys"},
 	}
 	for _, tc := range tests {
 		r := c.must(tc.method, tc.path, "", pk(`["a"]`), 400)

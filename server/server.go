@@ -226,7 +226,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		req.body = body
 	}
-	if err := rt.serve(s, req); err != nil {
+	err := s.checkIntendedContainer(req)
+	if err == nil {
+		err = rt.serve(s, req)
+	}
+	if err != nil {
 		if op.kind == "docs" {
 			switch engine.StatusOf(err) {
 			case http.StatusNotFound, http.StatusConflict, http.StatusPreconditionFailed:

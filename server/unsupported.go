@@ -21,7 +21,7 @@ func (u *unknownPathError) Unwrap() error { return u.e }
 func unknownPath(r *http.Request) error {
 	return &unknownPathError{&engine.Error{Status: http.StatusBadRequest, Code: "BadRequest",
 		Message: fmt.Sprintf("The path %q names nothing in the Azure Cosmos DB for NoSQL REST API that Orrery serves: "+
-			"it serves /dbs, /dbs/{db}/colls, /dbs/{db}/users (and their permissions), /offers, and under a container docs, pkranges, sprocs, triggers and udfs.", r.URL.Path)}}
+			"it serves /dbs, /dbs/{db}/colls, /dbs/{db}/users (and their permissions), /dbs/{db}/clientencryptionkeys, /offers, and under a container docs, pkranges, sprocs, triggers and udfs.", r.URL.Path)}}
 }
 
 // unsupported answers a request for something the service has and Orrery
@@ -39,9 +39,6 @@ func unsupportedChild(parent, name string) error {
 	case "docs/attachments":
 		return unsupported("attachments (/dbs/{db}/colls/{coll}/docs/{id}/attachments)",
 			"they are a legacy feature of the service; keep the data in the item or in blob storage.")
-	case "dbs/clientencryptionkeys":
-		return unsupported("client encryption keys (/dbs/{db}/clientencryptionkeys)",
-			"Always Encrypted is not implemented.")
 	}
 	return nil
 }

@@ -15,12 +15,13 @@ const (
 	Version   byte = 'V' // V<coll rid 8><lsn 8><n 4>                → change record (all versions and deletes)
 	Expiry    byte = 'X' // X<coll rid 8><kind 1><time 8><item rid 8> → item key (TTL sweep index)
 	Index     byte = 'I' // I<coll rid 8><path len><path><value><item key suffix> → nothing
-	//                         I<coll rid 8>0x00<path len><path><cell 9><item key suffix> → nothing (spatial)
-	Order        byte = 'N' // N<coll rid 8><epk><pk len 2><pk><item rid 8> → item key (creation order)
-	Unique       byte = 'Q' // Q<coll rid 8><pk len uvarint><pk><key number 1><values> → item key
-	User         byte = 'U' // U<db rid 4><user id>                     → user
-	Permission   byte = 'P' // P<user rid 8><permission id>             → permission
-	PrincipalRID byte = 'G' // G<user or permission rid>                → the user's or permission's key
+	//                          I<coll rid 8>0x00<path len><path><cell 9><item key suffix> → nothing (spatial)
+	Order         byte = 'N' // N<coll rid 8><epk><pk len 2><pk><item rid 8> → item key (creation order)
+	Unique        byte = 'Q' // Q<coll rid 8><pk len uvarint><pk><key number 1><values> → item key
+	User          byte = 'U' // U<db rid 4><user id>                     → user
+	Permission    byte = 'P' // P<user rid 8><permission id>             → permission
+	PrincipalRID  byte = 'G' // G<user or permission rid>                → the user's or permission's key
+	EncryptionKey byte = 'K' // K<db rid 4><key id>                     → client encryption key
 )
 
 // LegacyUnique is the first byte of unique-key entries in layout format 1,
@@ -250,3 +251,6 @@ func PermissionPrefix(userRID []byte) []byte { return withRID(Permission, userRI
 
 // PrincipalRIDKey maps a user's or permission's RID to its record's key.
 func PrincipalRIDKey(rid []byte) []byte { return withRID(PrincipalRID, rid) }
+
+// EncryptionKeyPrefix prefixes a database's client encryption keys.
+func EncryptionKeyPrefix(dbRID []byte) []byte { return withRID(EncryptionKey, dbRID) }

@@ -42,6 +42,7 @@ var families = []family{
 	{"user", func(r rids) []byte { return UserPrefix(r.db) }},
 	{"permission", func(r rids) []byte { return PermissionPrefix(r.user) }},
 	{"principal rid", func(r rids) []byte { return PrincipalRIDKey(r.user) }},
+	{"client encryption key", func(r rids) []byte { return EncryptionKeyPrefix(r.db) }},
 }
 
 // nestings are RIDs as the engine makes them: a container's and a user's

@@ -1,0 +1,320 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/rids"
+	"github.com/orrery-db/orrery/storage"
+)
+
+// A catalog child is a resource stored as one JSON record under its
+// parent: the users of a database, the permissions of a user, the scripts
+// of a container, the client encryption keys of a database. Their create,
+// read, replace, delete and feed are written once, here; childSet holds
+// what differs between them, and each kind's file keeps only its
+// validation and its side effects.
+
+// childSet is the children of one kind under one parent.
+type childSet struct {
+	// kind names one child in messages ("user", "stored procedure").
+	kind string
+	// prefix is the key prefix of the records; a child's key is prefix+id.
+	prefix []byte
+	// self is the _self of the parent's feed of this kind: a child's _self
+	// is self + its RID + "/".
+	self string
+	// ridLen is the length in bytes of a child's RID.
+	ridLen int
+	// salt is the salt of a child's ETags (formatETag).
+	salt uint64
+	// links are the system properties a child carries that name its own
+	// children's feeds (a user's "_permissions": "permissions/").
+	links map[string]string
+	// ridIndex says a child's RID resolves through keys.PrincipalRIDKey;
+	// without it a read by RID scans the parent's children.
+	ridIndex bool
+	// renames says a replace with another id renames the child (the RID
+	// stays), as the service does for users and permissions; without it
+	// the ids must match (400).
+	renames bool
+	// newRID makes the RID of a child created with sequence number lsn.
+	// The caller holds catMu.
+	newRID func(ctx context.Context, lsn uint64) ([]byte, error)
+}
+
+func (s childSet) key(id string) []byte {
+	return append(append([]byte(nil), s.prefix...), id...)
+}
+
+// childResource is the resource of a stored child record.
+func childResource(props map[string]any, raw []byte) *Resource {
+	id, _ := props["id"].(string)
+	rid, _ := props["_rid"].(string)
+	etag, _ := props["_etag"].(string)
+	return &Resource{ID: id, RID: rid, Body: raw, ETag: etag}
+}
+
+// storedProps decodes a child resource's stored record, the outcome of
+// reading it (raw, err): storage.ErrNotFound becomes the 404 of a kind
+// (stored procedure, user...) named id.
+func storedProps(raw []byte, err error, kind, id string) (map[string]any, []byte, error) {
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil, NotFound("The %s '%s' does not exist. %s", kind, id, msgNotFound)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var props map[string]any
+	if err := json.Unmarshal(raw, &props); err != nil {
+		return nil, nil, err
+	}
+	return props, raw, nil
+}
+
+// list returns the children, ordered by id, with their decoded props.
+func (s childSet) list(ctx context.Context, r storage.Reader) ([]*Resource, []map[string]any, error) {
+	it, err := r.NewIterator(ctx, s.prefix, storage.PrefixEnd(s.prefix), false)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer it.Close()
+	var out []*Resource
+	var props []map[string]any
+	for it.Next() {
+		raw := append([]byte(nil), it.Value()...)
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, nil, err
+		}
+		out = append(out, childResource(m, raw))
+		props = append(props, m)
+	}
+	return out, props, it.Err()
+}
+
+// read returns a child's props and record by id, else by RID; 404 when
+// neither names one.
+func (s childSet) read(ctx context.Context, r storage.Reader, id string) (map[string]any, []byte, error) {
+	raw, err := r.Get(ctx, s.key(id))
+	if rid, isRID := rids.Decode(id, s.ridLen); errors.Is(err, storage.ErrNotFound) && isRID {
+		raw, err = s.readByRID(ctx, r, rid)
+	}
+	return storedProps(raw, err, s.kind, id)
+}
+
+func (s childSet) readByRID(ctx context.Context, r storage.Reader, rid []byte) ([]byte, error) {
+	if s.ridIndex {
+		key, err := r.Get(ctx, keys.PrincipalRIDKey(rid))
+		if err != nil {
+			return nil, err
+		}
+		if len(key) <= len(s.prefix) || string(key[:len(s.prefix)]) != string(s.prefix) {
+			return nil, storage.ErrNotFound
+		}
+		return r.Get(ctx, key)
+	}
+	list, _, err := s.list(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	want := rids.Encode(rid)
+	for _, c := range list {
+		if c.RID == want {
+			return c.Body, nil
+		}
+	}
+	return nil, storage.ErrNotFound
+}
+
+// exists reports whether a child has the id (not a RID).
+func (s childSet) exists(ctx context.Context, r storage.Reader, id string) (bool, error) {
+	_, err := r.Get(ctx, s.key(id))
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// createChild creates a child from props (validated, system properties
+// stripped), or, when upsert, replaces the one with its id; created tells
+// which. The caller holds catMu.
+func (e *Engine) createChild(ctx context.Context, s childSet, props map[string]any, upsert bool) (res *Resource, created bool, err error) {
+	id := props["id"].(string)
+	if !upsert {
+		taken, err := s.exists(ctx, e.store, id)
+		if err != nil {
+			return nil, false, err
+		}
+		if taken {
+			return nil, false, Conflict("A %s with id '%s' already exists. %s", s.kind, id, msgConflict)
+		}
+		res, err := e.writeChild(ctx, s, props, nil)
+		return res, true, err
+	}
+	// By id only: an id that is another child's RID names no child here.
+	raw, err := e.store.Get(ctx, s.key(id))
+	prev, _, err := storedProps(raw, err, s.kind, id)
+	if StatusOf(err) == 404 {
+		res, err := e.writeChild(ctx, s, props, nil)
+		return res, true, err
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	res, err = e.writeChild(ctx, s, props, prev)
+	return res, false, err
+}
+
+// replaceChild replaces child id with props under the If-Match rule; a
+// replace with another id renames it when the kind allows that. The caller
+// holds catMu.
+func (e *Engine) replaceChild(ctx context.Context, s childSet, id string, props map[string]any, ifMatch string) (*Resource, error) {
+	prev, _, err := s.read(ctx, e.store, id)
+	if err != nil {
+		return nil, err
+	}
+	newID := props["id"].(string)
+	if newID != prev["id"] && !s.renames {
+		return nil, BadRequest("The id in the body (%q) must match the %s's id (%q).", newID, s.kind, prev["id"])
+	}
+	if err := matchCatalogETag(ifMatch, prev["_etag"]); err != nil {
+		return nil, err
+	}
+	if newID != prev["id"] {
+		if taken, err := s.exists(ctx, e.store, newID); err != nil {
+			return nil, err
+		} else if taken {
+			return nil, Conflict("A %s with id '%s' already exists. %s", s.kind, newID, msgConflict)
+		}
+	}
+	return e.writeChild(ctx, s, props, prev)
+}
+
+// deleteChild deletes child id under the If-Match rule; also, when not nil,
+// adds the deletion's side effects (a user's permissions) to its batch. The
+// caller holds catMu.
+func (e *Engine) deleteChild(ctx context.Context, s childSet, id, ifMatch string, also func(b storage.Batch, prev map[string]any) error) error {
+	prev, _, err := s.read(ctx, e.store, id)
+	if err != nil {
+		return err
+	}
+	if err := matchCatalogETag(ifMatch, prev["_etag"]); err != nil {
+		return err
+	}
+	return e.changeCatalog(ctx, func(b storage.Batch) error {
+		if err := b.Delete(s.key(prev["id"].(string))); err != nil {
+			return err
+		}
+		if s.ridIndex {
+			rid, _ := rids.Decode(prev["_rid"].(string), s.ridLen)
+			if err := b.Delete(keys.PrincipalRIDKey(rid)); err != nil {
+				return err
+			}
+		}
+		if also != nil {
+			return also(b, prev)
+		}
+		return nil
+	})
+}
+
+// writeChild stores props with its system properties: a new RID on a
+// create (prev nil), prev's on a replace, and a new ETag and _ts. The
+// caller holds catMu.
+func (e *Engine) writeChild(ctx context.Context, s childSet, props, prev map[string]any) (*Resource, error) {
+	lsn, err := e.seq.allocate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer e.seq.finish(lsn)
+	id := props["id"].(string)
+	prevID, _ := prev["id"].(string)
+	rid, _ := prev["_rid"].(string)
+	if prev == nil {
+		b, err := s.newRID(ctx, lsn)
+		if err != nil {
+			return nil, err
+		}
+		rid = rids.Encode(b)
+	}
+	e.stamp(props, rid, s.self+rid+"/", lsn, s.salt)
+	for k, v := range s.links {
+		props[k] = v
+	}
+	body, err := json.Marshal(props)
+	if err != nil {
+		return nil, err
+	}
+	err = e.changeCatalog(ctx, func(b storage.Batch) error {
+		if err := b.Set(s.key(id), body); err != nil {
+			return err
+		}
+		renamed := prev != nil && prevID != id
+		if renamed {
+			// The record moves to its new key.
+			if err := b.Delete(s.key(prevID)); err != nil {
+				return err
+			}
+		}
+		if !s.ridIndex || prev != nil && !renamed {
+			return nil
+		}
+		// A new child, or a renamed one: its RID names its new key.
+		ridBytes, _ := rids.Decode(rid, s.ridLen)
+		return b.Set(keys.PrincipalRIDKey(ridBytes), s.key(id))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Resource{ID: id, RID: rid, Body: body, ETag: props["_etag"].(string)}, nil
+}
+
+// changeCatalog runs fn on one batch of catalog changes and commits it. On
+// a shared store the batch also moves the catalog version that every
+// gateway checks its cache against. The caller holds catMu for writing.
+func (e *Engine) changeCatalog(ctx context.Context, fn func(b storage.Batch) error) error {
+	b, err := e.catalogBatch()
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := fn(b); err != nil {
+		return err
+	}
+	return b.Commit(ctx)
+}
+
+// stamp sets the system properties of a catalog resource written with
+// sequence number lsn: its RID, link, ETag (salted) and time.
+func (e *Engine) stamp(props map[string]any, rid, self string, lsn, salt uint64) {
+	props["_rid"] = rid
+	props["_self"] = self
+	props["_etag"] = formatETag(lsn, salt)
+	props["_ts"] = e.now().Unix()
+}
+
+// inDatabase runs fn on database db (by name or RID) holding the catalog:
+// for a change when write is set, else for a read of the store as it is
+// now.
+func inDatabase[T any](ctx context.Context, e *Engine, db string, write bool, fn func(d *Database) (T, error)) (T, error) {
+	var zero T
+	if write {
+		if err := e.catMu.Lock(ctx); err != nil {
+			return zero, err
+		}
+		defer e.catMu.Unlock()
+	} else {
+		if err := e.catMu.RLockCurrent(ctx); err != nil {
+			return zero, err
+		}
+		defer e.catMu.RUnlock()
+	}
+	d, err := e.lookupDatabase(db)
+	if err != nil {
+		return zero, err
+	}
+	return fn(d)
+}
