@@ -52,6 +52,9 @@ type PartitionKeyRange struct {
 	LSN uint64 `json:"lsn,omitempty"`
 	// TS is when the range was made (Unix seconds).
 	TS int64 `json:"ts,omitempty"`
+	// Place is the database (of a store over several) the range's items
+	// live in (engine/placement.go).
+	Place int `json:"place,omitempty"`
 }
 
 // rangeSet is a container's current ranges, stored in its catalog record.
@@ -284,8 +287,8 @@ func (e *Engine) SplitPartitionKeyRange(ctx context.Context, dbName, collName, i
 	ts := e.now().Unix()
 	cut := formatEPKBoundary(mid)
 	children := []PartitionKeyRange{
-		{ID: strconv.Itoa(set.NextID), MinInclusive: parent.MinInclusive, MaxExclusive: cut, Parents: parents, Version: version, LSN: lsn, TS: ts},
-		{ID: strconv.Itoa(set.NextID + 1), MinInclusive: cut, MaxExclusive: parent.MaxExclusive, Parents: parents, Version: version, LSN: lsn, TS: ts},
+		{ID: strconv.Itoa(set.NextID), MinInclusive: parent.MinInclusive, MaxExclusive: cut, Parents: parents, Version: version, LSN: lsn, TS: ts, Place: parent.Place},
+		{ID: strconv.Itoa(set.NextID + 1), MinInclusive: cut, MaxExclusive: parent.MaxExclusive, Parents: parents, Version: version, LSN: lsn, TS: ts, Place: parent.Place},
 	}
 	next := &rangeSet{Version: version, NextID: set.NextID + 2}
 	for _, r := range set.Ranges {
