@@ -1,0 +1,334 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/orrery-db/orrery/server"
+	"github.com/orrery-db/orrery/storage/postgres/pgtest"
+)
+
+// Three gateways on two PostgreSQL databases act as one database: the
+// containers' partition key ranges are spread over both (items of each
+// land in one, and both hold some), the seeds' races come out exact
+// across gateways, and a gateway that has not seen a split learns it on
+// its next request.
+func TestRangesOverTwoDatabasesActAsOneAcrossGateways(t *testing.T) {
+	needPostgres(t)
+	urls := []string{pgtest.URL(t), pgtest.URL(t)}
+	f := startGateways(t, 3, "--postgres", urls[0], "--postgres", urls[1], "--postgres-pool", "8",
+		"--partition-key-ranges", "4", "--access-log=false")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	db, _ := f.clients[0].NewDatabase("db")
+	if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "r",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}, Version: 2}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	conts := make([]*azcosmos.ContainerClient, len(f.clients))
+	for i, c := range f.clients {
+		conts[i], _ = c.NewContainer("db", "r")
+	}
+
+	t.Run("ItemsLandOnBothDatabases", func(t *testing.T) {
+		const items = 120
+		for i := range items {
+			pk := fmt.Sprint("p", i)
+			if _, err := conts[i%3].CreateItem(ctx, azcosmos.NewPartitionKeyString(pk), fmt.Appendf(nil, `{"id":"i%d","pk":%q,"n":%d}`, i, pk, i), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var counts []int
+		for _, url := range urls {
+			counts = append(counts, itemRows(t, ctx, url))
+		}
+		if counts[0] == 0 || counts[1] == 0 || counts[0]+counts[1] != items {
+			t.Fatalf("item rows per database: %v, want %d spread over both", counts, items)
+		}
+		// A cross-partition query through every gateway fans out over
+		// both databases' ranges and sees every item once.
+		for g, c := range conts {
+			if got := queryCount(t, ctx, c, "SELECT VALUE c.id FROM c"); got != items {
+				t.Errorf("gateway %d counts %d items, want %d", g, got, items)
+			}
+		}
+		t.Logf("item rows per database: %v", counts)
+	})
+
+	t.Run("ETagCounterRaceEndsExact", func(t *testing.T) {
+		// Counters in several partitions, so on both databases; each
+		// incremented by writers on every gateway with read and
+		// replace-if-match, retried on 412.
+		const counters, writers, each = 4, 12, 25
+		for k := range counters {
+			pk := fmt.Sprint("hot", k)
+			if _, err := conts[0].UpsertItem(ctx, azcosmos.NewPartitionKeyString(pk), fmt.Appendf(nil, `{"id":"n","pk":%q,"n":0}`, pk), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Go(func() {
+				c := conts[w%3]
+				for i := range each {
+					pk := azcosmos.NewPartitionKeyString(fmt.Sprint("hot", (w+i)%counters))
+					for attempt := 0; ; attempt++ {
+						r, err := c.ReadItem(ctx, pk, "n", nil)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						var d map[string]any
+						json.Unmarshal(r.Value, &d)
+						d["n"] = d["n"].(float64) + 1
+						body, _ := json.Marshal(d)
+						if _, err = c.ReplaceItem(ctx, pk, "n", body, &azcosmos.ItemOptions{IfMatchEtag: &r.ETag}); err == nil {
+							break
+						}
+						if status(err) != http.StatusPreconditionFailed {
+							t.Error(err)
+							return
+						}
+						time.Sleep(time.Duration(attempt%8) * time.Millisecond)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for g, c := range conts {
+			total := 0.0
+			for k := range counters {
+				r, err := c.ReadItem(ctx, azcosmos.NewPartitionKeyString(fmt.Sprint("hot", k)), "n", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var d map[string]any
+				json.Unmarshal(r.Value, &d)
+				total += d["n"].(float64)
+			}
+			if total != writers*each {
+				t.Errorf("gateway %d reads the counters summing to %v after %d increments", g, total, writers*each)
+			}
+		}
+	})
+
+	t.Run("CreateRaceYieldsOneCreated", func(t *testing.T) {
+		for r := range 12 {
+			id, pkv := fmt.Sprint("x", r), fmt.Sprint("c", r)
+			statuses := make([]int, 6)
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := range statuses {
+				wg.Go(func() {
+					<-start
+					_, err := conts[i%3].CreateItem(ctx, azcosmos.NewPartitionKeyString(pkv), fmt.Appendf(nil, `{"id":%q,"pk":%q}`, id, pkv), nil)
+					statuses[i] = status(err)
+				})
+			}
+			close(start)
+			wg.Wait()
+			slices.Sort(statuses)
+			if want := []int{201, 409, 409, 409, 409, 409}; !slices.Equal(statuses, want) {
+				t.Fatalf("round %d: statuses %v, want %v", r, statuses, want)
+			}
+		}
+	})
+
+	t.Run("SeatRaceSellsEachSeatOnce", func(t *testing.T) {
+		for s := range 6 {
+			event := fmt.Sprint("e", s) // a partition each, over both databases
+			seat := "A1"
+			results := map[string]int{}
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := range 6 {
+				wg.Go(func() {
+					<-start
+					c := conts[i%3]
+					b := c.NewTransactionalBatch(azcosmos.NewPartitionKeyString(event))
+					b.CreateItem(fmt.Appendf(nil, `{"id":%q,"pk":%q,"buyer":%d}`, seat, event, i), nil)
+					b.CreateItem(fmt.Appendf(nil, `{"id":"order-%d","pk":%q}`, i, event), nil)
+					resp, err := c.ExecuteTransactionalBatch(ctx, b, nil)
+					r := "error"
+					switch {
+					case err != nil:
+						t.Error(err)
+					case resp.Success:
+						r = "sold"
+					default:
+						r = "rejected"
+					}
+					mu.Lock()
+					results[r]++
+					mu.Unlock()
+				})
+			}
+			close(start)
+			wg.Wait()
+			if results["sold"] != 1 || results["rejected"] != 5 {
+				t.Errorf("six buyers on three gateways race for %s/%s: %v, want one sold", event, seat, results)
+			}
+			if got := queryCount(t, ctx, conts[s%3], fmt.Sprintf("SELECT VALUE c.id FROM c WHERE c.pk = %q AND STARTSWITH(c.id, 'order-')", event)); got != 1 {
+				t.Errorf("orders in %s: %d, want the winner's only", event, got)
+			}
+		}
+	})
+
+	t.Run("GatewayWithAStaleRangeMapIsCorrected", func(t *testing.T) {
+		// Gateway 2 reads the ranges, gateway 0 splits one: gateway 2's
+		// next requests know it, with no restart and no wait.
+		before := pkRanges(t, ctx, f.gateways[2].endpoint, "db", "r")
+		if len(before) != 4 {
+			t.Fatalf("ranges before the split: %v, want 4", before)
+		}
+		splitRange(t, ctx, f.gateways[0].endpoint, "db", "r", "0")
+		after := pkRanges(t, ctx, f.gateways[2].endpoint, "db", "r")
+		if len(after) != 5 || slices.Contains(after, "0") {
+			t.Fatalf("gateway 2 lists ranges %v after gateway 0 split range 0, want 5 without 0", after)
+		}
+		if st, sub := rangeFeedStatus(t, ctx, f.gateways[1].endpoint, "db", "r", "0"); st != 410 || sub != "1002" {
+			t.Errorf("gateway 1 reads the change feed of the split range: %d/%s, want 410/1002", st, sub)
+		}
+		// Writes through every gateway after the split go where the
+		// items are read from, on whichever database.
+		rows := itemRows(t, ctx, urls[0]) + itemRows(t, ctx, urls[1])
+		for i := range 30 {
+			pk := fmt.Sprint("s", i)
+			if _, err := conts[(i+1)%3].UpsertItem(ctx, azcosmos.NewPartitionKeyString(pk), fmt.Appendf(nil, `{"id":"after","pk":%q}`, pk), nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conts[(i+2)%3].ReadItem(ctx, azcosmos.NewPartitionKeyString(pk), "after", nil); err != nil {
+				t.Fatalf("item %s written after the split: %v", pk, err)
+			}
+		}
+		if got := itemRows(t, ctx, urls[0]) + itemRows(t, ctx, urls[1]); got != rows+30 {
+			t.Errorf("item rows after 30 more: %d, want %d", got, rows+30)
+		}
+	})
+}
+
+// itemRows counts the item records (key family 'D') in the database at url.
+func itemRows(t *testing.T, ctx context.Context, url string) int {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM orrery_kv WHERE k >= $1 AND k < $2`, []byte("D"), []byte("E")).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// queryCount runs a query across partitions and counts the results.
+func queryCount(t *testing.T, ctx context.Context, c *azcosmos.ContainerClient, q string) int {
+	t.Helper()
+	pager := c.NewQueryItemsPager(q, azcosmos.NewPartitionKey(), nil)
+	total := 0
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += len(page.Items)
+	}
+	return total
+}
+
+// status is an SDK error's HTTP status, 201 for none.
+func status(err error) int {
+	var re *azcore.ResponseError
+	switch {
+	case err == nil:
+		return http.StatusCreated
+	case errors.As(err, &re):
+		return re.StatusCode
+	}
+	return -1
+}
+
+var insecure = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+
+// signed sends a request signed with the emulator's key.
+func signed(t *testing.T, ctx context.Context, method, url, resType, link string, header map[string]string) (int, http.Header, []byte) {
+	t.Helper()
+	date := time.Now().UTC().Format(http.TimeFormat)
+	auth, err := server.Sign(server.EmulatorKey, method, resType, link, date)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequestWithContext(ctx, method, url, nil)
+	req.Header.Set("x-ms-date", date)
+	req.Header.Set("x-ms-version", "2020-07-15")
+	req.Header.Set("Authorization", auth)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := insecure.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, body
+}
+
+// pkRanges lists a container's partition key range ids through endpoint.
+func pkRanges(t *testing.T, ctx context.Context, endpoint, db, coll string) []string {
+	t.Helper()
+	link := "dbs/" + db + "/colls/" + coll
+	st, _, body := signed(t, ctx, "GET", strings.TrimSuffix(endpoint, "/")+"/"+link+"/pkranges", "pkranges", link, nil)
+	if st != 200 {
+		t.Fatalf("pkranges: %d %s", st, body)
+	}
+	var feed struct {
+		Ranges []struct {
+			ID string `json:"id"`
+		} `json:"PartitionKeyRanges"`
+	}
+	if err := json.Unmarshal(body, &feed); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range feed.Ranges {
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
+// splitRange splits range id through endpoint's administrative call.
+func splitRange(t *testing.T, ctx context.Context, endpoint, db, coll, id string) {
+	t.Helper()
+	link := "dbs/" + db + "/colls/" + coll + "/pkranges/" + id
+	if st, _, body := signed(t, ctx, "POST", strings.TrimSuffix(endpoint, "/")+"/_admin/"+link+"/split", "pkranges", link, nil); st != 200 {
+		t.Fatalf("split of range %s: %d %s", id, st, body)
+	}
+}
+
+// rangeFeedStatus reads the change feed of one range through endpoint and
+// returns the status and substatus.
+func rangeFeedStatus(t *testing.T, ctx context.Context, endpoint, db, coll, id string) (int, string) {
+	t.Helper()
+	link := "dbs/" + db + "/colls/" + coll
+	st, h, _ := signed(t, ctx, "GET", strings.TrimSuffix(endpoint, "/")+"/"+link+"/docs", "docs", link, map[string]string{
+		"A-IM": "Incremental feed", "x-ms-documentdb-partitionkeyrangeid": id,
+	})
+	return st, h.Get("x-ms-substatus")
+}
