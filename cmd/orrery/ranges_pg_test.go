@@ -189,6 +189,63 @@ func TestRangesOverTwoDatabasesActAsOneAcrossGateways(t *testing.T) {
 		}
 	})
 
+	t.Run("ChangeFeedOfEachRangeSeesEachWriteOnce", func(t *testing.T) {
+		// One reader per range on gateway 1, following its continuation
+		// while writers create items through gateways 0 and 2: each item
+		// comes once, from the range that holds it, on either database.
+		ranges := pkRanges(t, ctx, f.gateways[1].endpoint, "db", "r")
+		etags := make([]string, len(ranges))
+		for i, id := range ranges {
+			_, etags[i] = rangeFeed(t, ctx, f.gateways[1].endpoint, "db", "r", id, "", true)
+		}
+		const writers, each = 8, 25
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			var wg sync.WaitGroup
+			for w := range writers {
+				wg.Go(func() {
+					for i := range each {
+						pk := fmt.Sprint("f", w, "-", i%5)
+						if _, err := conts[[]int{0, 2}[w%2]].CreateItem(ctx, azcosmos.NewPartitionKeyString(pk), fmt.Appendf(nil, `{"id":"feed-%d-%d","pk":%q}`, w, i, pk), nil); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+		}()
+		seen := map[string]int{}
+		for finished := false; ; {
+			select {
+			case <-done:
+				finished = true
+			default:
+			}
+			for i, id := range ranges {
+				var ids []string
+				ids, etags[i] = rangeFeed(t, ctx, f.gateways[1].endpoint, "db", "r", id, etags[i], false)
+				for _, d := range ids {
+					if strings.HasPrefix(d, "feed-") {
+						seen[d]++
+					}
+				}
+			}
+			if finished && len(seen) >= writers*each || ctx.Err() != nil {
+				break
+			}
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Errorf("item %s read %d times", id, n)
+			}
+		}
+		if len(seen) != writers*each {
+			t.Errorf("the range readers saw %d items, want %d", len(seen), writers*each)
+		}
+	})
+
 	t.Run("GatewayWithAStaleRangeMapIsCorrected", func(t *testing.T) {
 		// Gateway 2 reads the ranges, gateway 0 splits one: gateway 2's
 		// next requests know it, with no restart and no wait.
@@ -331,4 +388,39 @@ func rangeFeedStatus(t *testing.T, ctx context.Context, endpoint, db, coll, id s
 		"A-IM": "Incremental feed", "x-ms-documentdb-partitionkeyrangeid": id,
 	})
 	return st, h.Get("x-ms-substatus")
+}
+
+// rangeFeed reads one page of range id's change feed from continuation
+// etag ("" with fromNow: from now on) and returns the item ids and the
+// next continuation.
+func rangeFeed(t *testing.T, ctx context.Context, endpoint, db, coll, id, etag string, fromNow bool) ([]string, string) {
+	t.Helper()
+	link := "dbs/" + db + "/colls/" + coll
+	h := map[string]string{"A-IM": "Incremental feed", "x-ms-documentdb-partitionkeyrangeid": id, "x-ms-max-item-count": "100"}
+	if etag != "" {
+		h["If-None-Match"] = etag
+	} else if fromNow {
+		h["If-None-Match"] = "*"
+	}
+	st, hdr, body := signed(t, ctx, "GET", strings.TrimSuffix(endpoint, "/")+"/"+link+"/docs", "docs", link, h)
+	switch st {
+	case http.StatusNotModified:
+		return nil, hdr.Get("Etag")
+	case http.StatusOK:
+	default:
+		t.Fatalf("change feed of range %s: %d %s", id, st, body)
+	}
+	var page struct {
+		Documents []struct {
+			ID string `json:"id"`
+		}
+	}
+	if err := json.Unmarshal(body, &page); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, d := range page.Documents {
+		ids = append(ids, d.ID)
+	}
+	return ids, hdr.Get("Etag")
 }
