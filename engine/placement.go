@@ -2,9 +2,11 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"hash/fnv"
 	"sync"
+	"time"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
@@ -21,7 +23,9 @@ import (
 //
 // Placement: a container's range i goes to place (h+i) mod n, h a hash of
 // the container's RID, so that containers of one range spread too; a
-// split's children stay on their parent's place.
+// split's first child stays on its parent's place and the second moves to
+// the next place (moveRange), online: writers wait on the catalog lock
+// for the copy.
 //
 // The engine tells the store where keys live (placementRouter): the
 // catalog's families in place 0; the catalog version and lock everywhere
@@ -36,6 +40,7 @@ type placer interface {
 	Places() int
 	Place(i int) storage.Shared
 	SetRouter(placed.Router)
+	RaiseFloor(ctx context.Context, i int, above uint64) error
 }
 
 // placements is where each container's ranges live, by container RID:
@@ -109,12 +114,15 @@ func (p *placements) Key(key, value []byte) int {
 		return p.itemPlace(key)
 	case keys.Index:
 		return p.indexPlace(key)
-	case keys.Feed, keys.RID, keys.Expiry:
-		if value != nil && len(value) > 0 && value[0] == keys.Item {
+	case keys.Feed, keys.RID, keys.Expiry, keys.Unique:
+		if len(value) > 0 && value[0] == keys.Item {
 			return p.itemPlace(value)
 		}
 		return placed.Anywhere
-	case keys.Version, keys.Unique:
+	case keys.Version:
+		if rec, err := decodeChangeRecord(0, value); err == nil && value != nil {
+			return p.itemPlace(rec.itemKey)
+		}
 		return placed.Anywhere
 	}
 	return 0 // the catalog's families
@@ -259,4 +267,94 @@ func (s *sharedState) scopeWatermark(c *Container, snap storage.Snapshot, scope 
 // placeWatermark is what a snapshot of several places says of one.
 type placeWatermark interface {
 	PlaceWatermark(i int) uint64
+}
+
+// placeCount is the number of places of the store, 1 for most.
+func (e *Engine) placeCount() int {
+	if e.shared == nil || e.shared.placements == nil {
+		return 1
+	}
+	return e.shared.placements.n
+}
+
+// moveRange copies the keys of c's items whose effective partition key is
+// in b from place from to place to: the items and their order, index,
+// unique-key, feed, RID, expiry and change-log entries. It then raises the
+// new place's floor above the old place's watermark, so that the range's
+// change feed goes on rising there and a continuation of it stays valid.
+// The caller holds the catalog for a change (every place's catalog lock,
+// so no writer of any range is open) and flips the range's place in the
+// catalog before it calls finish, which deletes the old copy. A crash
+// between leaves a copy that reads pass over (it is not where the range
+// map says), and the space it holds.
+func (e *Engine) moveRange(ctx context.Context, c *Container, b epkBounds, from, to int) (finish func(context.Context) error, err error) {
+	began := time.Now()
+	src, dst := e.shared.placer.Place(from), e.shared.placer.Place(to)
+	copied, dropped := dst.NewBatch(), src.NewBatch()
+	defer func() {
+		if err != nil {
+			copied.Close()
+			dropped.Close()
+		}
+	}()
+	in := func(itemKey []byte) bool {
+		epk := c.itemEPK(itemKey)
+		return epk != nil && b.containsEPK(epk)
+	}
+	for _, prefix := range [][]byte{keys.ItemContainerPrefix(c.rid), keys.OrderPrefix(c.rid), keys.IndexPrefix(c.rid),
+		keys.UniquePrefix(c.rid), keys.FeedPrefix(c.rid), keys.RIDPrefix(c.rid), keys.ExpiryPrefix(c.rid), keys.VersionPrefix(c.rid)} {
+		it, err := src.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), false)
+		if err != nil {
+			return nil, err
+		}
+		for it.Next() {
+			k, v := it.Key(), it.Value()
+			var itemKey []byte
+			switch prefix[0] {
+			case keys.Item, keys.Order:
+				itemKey = k
+			case keys.Index:
+				if l, w := binary.Uvarint(k[9:]); w > 0 && 9+w+int(l) <= len(k) {
+					itemKey = c.indexedItemKey(k, 9+w+int(l))
+				}
+			case keys.Version:
+				if rec, err := decodeChangeRecord(0, v); err == nil {
+					itemKey = rec.itemKey
+				}
+			default:
+				itemKey = v
+			}
+			if itemKey == nil || !in(itemKey) {
+				continue
+			}
+			k = append([]byte(nil), k...)
+			if err := copied.Set(k, append([]byte(nil), v...)); err != nil {
+				it.Close()
+				return nil, err
+			}
+			if err := dropped.Delete(k); err != nil {
+				it.Close()
+				return nil, err
+			}
+		}
+		if err := it.Close(); err != nil {
+			return nil, err
+		}
+	}
+	n := copied.Count()
+	if err := copied.Commit(ctx); err != nil {
+		return nil, err
+	}
+	w, err := src.Watermark(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.shared.placer.RaiseFloor(ctx, to, w); err != nil {
+		return nil, err
+	}
+	e.log.Info("partition key range moved", "database", c.db.ID, "container", c.ID, "from", from, "to", to, "keys", n, "took", time.Since(began).Round(time.Millisecond))
+	return func(ctx context.Context) error {
+		defer dropped.Close()
+		return dropped.Commit(ctx)
+	}, nil
 }

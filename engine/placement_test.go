@@ -3,7 +3,11 @@ package engine
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
@@ -14,10 +18,12 @@ import (
 
 // On a store over two databases, each of a container's ranges lives in
 // one: an item, its index, feed, RID and order entries are all in its
-// range's place and nowhere else; both places hold ranges; a split's
-// children stay where their parent was, and a change-feed reader of each
-// range reads every item once.
+// range's place and nowhere else; both places hold ranges; a split keeps
+// its first child where its parent was and moves the second, items and
+// entries, to the other place; and a change-feed reader of each range
+// reads every item once.
 func TestEachRangesItemsAndEntriesLiveInItsPlaceOnly(t *testing.T) {
+	skipOnPostgres(t, "it makes its own two places in memory")
 	ctx := t.Context()
 	places := []*memory.SharedStore{memory.NewShared(), memory.NewShared()}
 	store := placed.New(places[0], places[1])
@@ -99,10 +105,10 @@ func TestEachRangesItemsAndEntriesLiveInItsPlaceOnly(t *testing.T) {
 	if c, err = e.Container(ctx, "db", "c"); err != nil {
 		t.Fatal(err)
 	}
-	for _, ch := range children {
+	for i, ch := range children {
 		r, _ := c.partitionKeyRange(ch.ID)
-		if r.Place != parent.Place {
-			t.Errorf("child %s of range %s placed in %d, its parent in %d", ch.ID, parent.ID, r.Place, parent.Place)
+		if want := (parent.Place + i) % 2; r.Place != want {
+			t.Errorf("child %d (%s) of range %s placed in %d, want %d (its parent's is %d)", i, ch.ID, parent.ID, r.Place, want, parent.Place)
 		}
 	}
 	write("b")
@@ -122,5 +128,148 @@ func TestEachRangesItemsAndEntriesLiveInItsPlaceOnly(t *testing.T) {
 		if n != 1 {
 			t.Errorf("item %s in the ranges' feeds %d times", id, n)
 		}
+	}
+}
+
+// A split that moves a range to the other database while 16 writers on two
+// gateways write to it loses and doubles nothing: every acknowledged write
+// is read back with its value through both gateways, each item is stored
+// once, and a change-feed reader of the parent range, following its
+// continuation into the children after the split's 410, reads every
+// acknowledged item exactly once.
+func TestARangeMovedUnderSixteenWritersLosesAndDoublesNothing(t *testing.T) {
+	skipOnPostgres(t, "it makes its own two places in memory")
+	ctx := t.Context()
+	a, b := memory.NewShared(), memory.NewShared()
+	stores := []*placed.Store{placed.New(a, b), placed.New(a.Open(), b.Open())}
+	var gws []*Engine
+	for _, s := range stores {
+		e, err := Open(ctx, s, Options{SweepInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close(); s.Close() })
+		gws = append(gws, e)
+	}
+	if _, err := gws[0].CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	createContainer(t, gws[0], `{"id":"c","partitionKey":{"paths":["/pk"],"version":2}}`)
+
+	// Writers write until stop: before the split, while it moves the
+	// range (they wait on the catalog lock), and after.
+	const writers, each = 16, 20
+	var mu sync.Mutex
+	acked := map[string]int{}
+	var written atomic.Int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			e := gws[w%2]
+			for i := 0; !stop.Load(); i++ {
+				id := fmt.Sprintf("w%d-%d", w, i)
+				body := fmt.Sprintf(`{"id":%q,"pk":"p%d","v":%d}`, id, (w*each+i)%40, i)
+				if _, err := e.UpsertItem(ctx, &ItemRequest{Database: "db", Container: "c", Body: []byte(body)}); err != nil {
+					t.Errorf("upsert %s: %v", id, err)
+					return
+				}
+				mu.Lock()
+				acked[id] = i
+				mu.Unlock()
+				written.Add(1)
+			}
+		})
+	}
+
+	// The reader, on the second gateway: range "0" until it is gone, then
+	// its children from its last continuation.
+	seen := map[string]int{}
+	read := func(rangeID, cont string) (string, error) {
+		for page := 0; page < 4 || stop.Load(); page++ {
+			res, err := gws[1].ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: "c", PartitionKeyRangeID: rangeID, Continuation: cont, MaxItems: 50})
+			if err != nil {
+				return cont, err
+			}
+			for _, d := range decodeDocs[feedDoc](t, res.Items) {
+				seen[d.ID]++
+			}
+			cont = res.ETag
+			if res.NotModified || len(res.Items) == 0 {
+				return cont, nil
+			}
+		}
+		return cont, nil
+	}
+	cont := ""
+	for written.Load() < writers*each/2 {
+		var err error
+		if cont, err = read("0", cont); err != nil {
+			t.Fatal(err)
+		}
+	}
+	children, err := gws[0].SplitPartitionKeyRange(ctx, "db", "c", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gone *Error
+	if _, err := read("0", cont); !errors.As(err, &gone) || gone.Status != 410 || gone.SubStatus != SubStatusPartitionKeyRangeGone {
+		t.Fatalf("the parent's feed after the split: %v, want 410/1002", err)
+	}
+	conts := []string{cont, cont}
+	after := written.Load() + writers*each
+	for done := false; !done; {
+		if written.Load() >= after || t.Failed() {
+			stop.Store(true)
+			wg.Wait()
+			done = true
+		}
+		for i, ch := range children {
+			if conts[i], err = read(ch.ID, conts[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i, ch := range children {
+		if _, err = read(ch.ID, conts[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d writes acknowledged", len(acked))
+	for id, v := range acked {
+		if n := seen[id]; n != 1 {
+			t.Errorf("the reader saw %s %d times", id, n)
+		}
+		for g, e := range gws {
+			var w, i int
+			fmt.Sscanf(id, "w%d-%d", &w, &i)
+			res, err := e.ReadItem(ctx, &ItemRequest{Database: "db", Container: "c", ID: id, PartitionKey: StringKey(fmt.Sprintf("p%d", (w*each+i)%40)), HasPartitionKey: true})
+			if err != nil {
+				t.Fatalf("gateway %d reads %s: %v", g, id, err)
+			}
+			var doc struct{ V int }
+			json.Unmarshal(res.Body, &doc)
+			if doc.V != v {
+				t.Fatalf("gateway %d reads %s at v=%d, acknowledged %d", g, id, doc.V, v)
+			}
+		}
+	}
+	c, _ := gws[0].Container(ctx, "db", "c")
+	stored := 0
+	for i, p := range []*memory.SharedStore{a, b} {
+		prefix := keys.ItemContainerPrefix(c.rid)
+		it, _ := p.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), false)
+		n := 0
+		for it.Next() {
+			n++
+		}
+		it.Close()
+		if r, _ := c.partitionKeyRange(children[1].ID); n == 0 {
+			t.Errorf("place %d holds no items; the moved child is in place %d", i, r.Place)
+		}
+		stored += n
+	}
+	if stored != len(acked) {
+		t.Errorf("%d items stored over both places, want %d", stored, len(acked))
 	}
 }

@@ -23,6 +23,7 @@ package placed
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -93,17 +94,30 @@ func (s *Store) Place(i int) storage.Shared { return s.views[i] }
 func (s *Store) route() Router { return s.router.Load().Router }
 
 // Place is one place of a Store: the place's own store, with its sequence
-// numbers and watermarks n·x+index.
+// numbers and watermarks numbered (x+floor)·n+index, where floor is the
+// place's floor (RaiseFloor), read in the same round trip as the number
+// or watermark it applies to.
 type Place struct {
 	storage.Shared
 	index, n uint64
 }
 
-func (p *Place) number(x uint64) uint64 {
+// floorKey holds a place's floor, big-endian. Its first byte is none of the
+// engine's key families (letters), and no Router is asked about it.
+var floorKey = []byte{0, 'f', 'l', 'o', 'o', 'r'}
+
+func decodeFloor(v []byte) uint64 {
+	if len(v) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
+func (p *Place) number(x, floor uint64) uint64 {
 	if x == 0 {
 		return 0
 	}
-	return x*p.n + p.index
+	return (x+floor)*p.n + p.index
 }
 
 func (p *Place) NewSharedBatch(ctx context.Context) (storage.SharedBatch, error) {
@@ -115,18 +129,26 @@ func (p *Place) NewSharedBatch(ctx context.Context) (storage.SharedBatch, error)
 }
 
 func (p *Place) Watermark(ctx context.Context) (uint64, error) {
-	w, err := p.Shared.Watermark(ctx)
-	return p.number(w), err
+	_, w, err := p.GetAll(ctx, nil)
+	return w, err
 }
 
+// GetAll reads the floor along with keys.
 func (p *Place) GetAll(ctx context.Context, keys [][]byte) ([][]byte, uint64, error) {
-	v, w, err := p.Shared.GetAll(ctx, keys)
-	return v, p.number(w), err
+	v, w, err := p.Shared.GetAll(ctx, append(keys[:len(keys):len(keys)], floorKey))
+	if err != nil {
+		return nil, 0, err
+	}
+	return v[:len(keys)], p.number(w, decodeFloor(v[len(keys)])), nil
 }
 
+// SnapshotAll reads the floor along with keys.
 func (p *Place) SnapshotAll(ctx context.Context, keys [][]byte) (storage.Snapshot, [][]byte, uint64, error) {
-	snap, v, w, err := p.Shared.SnapshotAll(ctx, keys)
-	return snap, v, p.number(w), err
+	snap, v, w, err := p.Shared.SnapshotAll(ctx, append(keys[:len(keys):len(keys)], floorKey))
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return snap, v[:len(keys)], p.number(w, decodeFloor(v[len(keys)])), nil
 }
 
 // sequenceSource is a store that hands out a sequence number without a
@@ -138,8 +160,12 @@ type sequenceSource interface {
 // NextSequence is the place's, when it has one; else a batch's.
 func (p *Place) NextSequence(ctx context.Context) (uint64, error) {
 	if src, ok := p.Shared.(sequenceSource); ok {
+		v, err := p.Shared.Get(ctx, floorKey)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return 0, err
+		}
 		n, err := src.NextSequence(ctx)
-		return p.number(n), err
+		return p.number(n, decodeFloor(v)), err
 	}
 	b, err := p.NewSharedBatch(ctx)
 	if err != nil {
@@ -149,19 +175,76 @@ func (p *Place) NextSequence(ctx context.Context) (uint64, error) {
 	return b.Sequence(ctx)
 }
 
+// RaiseFloor makes place i's numbers, from now on, greater than above
+// (a number of another place, whose keys move to this one). The caller
+// makes sure that no batch of place i is open meanwhile (the engine holds
+// every place's catalog lock).
+func (s *Store) RaiseFloor(ctx context.Context, i int, above uint64) error {
+	p := s.views[i]
+	v, w, err := p.Shared.GetAll(ctx, [][]byte{floorKey})
+	if err != nil {
+		return err
+	}
+	floor := decodeFloor(v[0])
+	if p.number(max(w, 1), floor) > above {
+		return nil
+	}
+	// (w+floor)·n+index > above, with w the lowest number to come.
+	floor = above/p.n + 1 - max(w, 1)
+	b := p.Shared.NewBatch()
+	defer b.Close()
+	if err := b.Set(floorKey, binary.BigEndian.AppendUint64(nil, floor)); err != nil {
+		return err
+	}
+	return b.Commit(ctx)
+}
+
 type placeBatch struct {
 	storage.SharedBatch
 	p *Place
+	// floor is the place's floor, read as the batch began (or first
+	// needed it): it cannot change while the batch is open.
+	floor     uint64
+	floorRead bool
+}
+
+func (b *placeBatch) readFloor(ctx context.Context) error {
+	if b.floorRead {
+		return nil
+	}
+	v, err := b.SharedBatch.Get(ctx, floorKey)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	b.floor, b.floorRead = decodeFloor(v), true
+	return nil
+}
+
+// Begin reads the floor along with keys.
+func (b *placeBatch) Begin(ctx context.Context, locks []storage.LockRequest, keys [][]byte, sequence bool) ([][]byte, error) {
+	v, err := b.SharedBatch.Begin(ctx, locks, append(keys[:len(keys):len(keys)], floorKey), sequence)
+	if err != nil {
+		return nil, err
+	}
+	b.floor, b.floorRead = decodeFloor(v[len(keys)]), true
+	return v[:len(keys)], nil
 }
 
 func (b *placeBatch) Sequence(ctx context.Context) (uint64, error) {
+	if err := b.readFloor(ctx); err != nil {
+		return 0, err
+	}
 	n, err := b.SharedBatch.Sequence(ctx)
-	return b.p.number(n), err
+	return b.p.number(n, b.floor), err
 }
 
 func (b *placeBatch) CommitWatermark(ctx context.Context) (uint64, error) {
+	if err := b.readFloor(ctx); err != nil {
+		b.SharedBatch.Close()
+		return 0, err
+	}
 	w, err := b.SharedBatch.CommitWatermark(ctx)
-	return b.p.number(w), err
+	return b.p.number(w, b.floor), err
 }
 
 // Get reads key where it lives.
@@ -178,9 +261,10 @@ func getRouted(ctx context.Context, r Router, key []byte, of func(int) storage.R
 	case Anywhere:
 		for i := range n {
 			v, err := of(i).Get(ctx, key)
-			if !errors.Is(err, storage.ErrNotFound) {
-				return v, err
+			if errors.Is(err, storage.ErrNotFound) || err == nil && !belongs(r, i, key, v) {
+				continue
 			}
+			return v, err
 		}
 		return nil, storage.ErrNotFound
 	default:
@@ -197,7 +281,7 @@ func iterateRouted(ctx context.Context, r Router, lower, upper []byte, reverse b
 	if i := r.Span(lower, upper); i >= 0 {
 		return of(i).NewIterator(ctx, lower, upper, reverse)
 	}
-	m := &merged{reverse: reverse}
+	m := &merged{reverse: reverse, r: r}
 	for i := range n {
 		it, err := of(i).NewIterator(ctx, lower, upper, reverse)
 		if err != nil {
@@ -231,7 +315,7 @@ func (s *Store) SnapshotAll(ctx context.Context, keys [][]byte) (storage.Snapsho
 func (s *Store) snapshotAll(ctx context.Context, keys [][]byte, all bool) (*Snapshot, [][]byte, uint64, error) {
 	n := len(s.places)
 	r := s.route()
-	perPlace, where := s.split(r, keys)
+	perPlace, where := s.split(r, keys, true)
 	snap := &Snapshot{s: s, r: r, snaps: make([]storage.Snapshot, n), watermarks: make([]uint64, n)}
 	got := make([][][]byte, n)
 	errs := make([]error, n)
@@ -252,7 +336,7 @@ func (s *Store) snapshotAll(ctx context.Context, keys [][]byte, all bool) (*Snap
 		snap.Close()
 		return nil, nil, 0, err
 	}
-	return snap, gather(keys, where, got), lowest(snap.watermarks), nil
+	return snap, gather(r, keys, where, got), lowest(snap.watermarks), nil
 }
 
 func lowest(ws []uint64) uint64 {
@@ -267,7 +351,11 @@ func lowest(ws []uint64) uint64 {
 
 // split sorts keys by the place to read them from: perPlace[i] are place
 // i's, and where[k] lists (place, position) pairs of key k.
-func (s *Store) split(r Router, keys [][]byte) (perPlace [][][]byte, where [][][2]int) {
+//
+// A key kept Everywhere is read from place 0, or with all from every
+// place (a read that goes to every place anyway: gather then tells a
+// change committed in some places and not yet in others).
+func (s *Store) split(r Router, keys [][]byte, all ...bool) (perPlace [][][]byte, where [][][2]int) {
 	n := len(s.places)
 	perPlace = make([][][]byte, n)
 	where = make([][][2]int, len(keys))
@@ -276,10 +364,10 @@ func (s *Store) split(r Router, keys [][]byte) (perPlace [][][]byte, where [][][
 			where[k] = append(where[k], [2]int{i, len(perPlace[i])})
 			perPlace[i] = append(perPlace[i], key)
 		}
-		switch i := r.Key(key, nil); i {
-		case Everywhere:
+		switch i := r.Key(key, nil); {
+		case i == Everywhere && len(all) == 0:
 			add(0)
-		case Anywhere:
+		case i < 0:
 			for i := range n {
 				add(i)
 			}
@@ -290,13 +378,38 @@ func (s *Store) split(r Router, keys [][]byte) (perPlace [][][]byte, where [][][
 	return perPlace, where
 }
 
+// belongs reports whether key, found in place i with value v, is the
+// place's by r: a copy a range move left behind in a place the key no
+// longer lives in is passed over.
+func belongs(r Router, i int, key, v []byte) bool {
+	p := r.Key(key, v)
+	return p < 0 || p == i
+}
+
+// Mixed is what a key kept Everywhere reads as when its copies differ: a
+// change of it has committed in some places and not yet in others. No
+// value written is equal to it.
+var Mixed = []byte{0, 'm', 'i', 'x', 'e', 'd'}
+
 // gather is the value of each key from the places' answers: the first
-// present.
-func gather(keys [][]byte, where [][][2]int, got [][][]byte) [][]byte {
+// present in a place it belongs to; for a key kept Everywhere read in
+// every place, the value they agree on, or Mixed.
+func gather(r Router, keys [][]byte, where [][][2]int, got [][][]byte) [][]byte {
 	values := make([][]byte, len(keys))
 	for k := range keys {
+		if len(where[k]) > 1 && r.Key(keys[k], nil) == Everywhere {
+			v0 := got[where[k][0][0]][where[k][0][1]]
+			values[k] = v0
+			for _, w := range where[k][1:] {
+				if v := got[w[0]][w[1]]; !bytes.Equal(v, v0) || (v == nil) != (v0 == nil) {
+					values[k] = Mixed
+					break
+				}
+			}
+			continue
+		}
 		for _, w := range where[k] {
-			if v := got[w[0]][w[1]]; v != nil {
+			if v := got[w[0]][w[1]]; v != nil && (len(where[k]) == 1 || belongs(r, w[0], keys[k], v)) {
 				values[k] = v
 				break
 			}
@@ -309,7 +422,8 @@ func gather(keys [][]byte, where [][][2]int, got [][][]byte) [][]byte {
 // places (one round trip each, side by side).
 func (s *Store) GetAll(ctx context.Context, keys [][]byte) ([][]byte, uint64, error) {
 	n := len(s.places)
-	perPlace, where := s.split(s.route(), keys)
+	r := s.route()
+	perPlace, where := s.split(r, keys, true)
 	got := make([][][]byte, n)
 	ws := make([]uint64, n)
 	errs := make([]error, n)
@@ -325,7 +439,7 @@ func (s *Store) GetAll(ctx context.Context, keys [][]byte) ([][]byte, uint64, er
 	if err := errors.Join(errs...); err != nil {
 		return nil, 0, err
 	}
-	return gather(keys, where, got), lowest(ws), nil
+	return gather(r, keys, where, got), lowest(ws), nil
 }
 
 // Watermark is the lowest of the places'.
@@ -603,7 +717,7 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 			return nil, err
 		}
 	}
-	return gather(keys, where, got), nil
+	return gather(r, keys, where, got), nil
 }
 
 func (b *sharedBatch) Commit(ctx context.Context) error {
@@ -656,7 +770,7 @@ func (s *Snapshot) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error)
 			return nil, err
 		}
 	}
-	return gather(keys, where, got), nil
+	return gather(s.r, keys, where, got), nil
 }
 
 func (s *Snapshot) Close() error {
@@ -678,8 +792,10 @@ func (f failed) NewIterator(context.Context, []byte, []byte, bool) (storage.Iter
 }
 
 // merged walks several iterators over disjoint places in key order; a key
-// in more than one (a copy Everywhere) comes once, from the lowest place.
+// in more than one (a copy Everywhere) comes once, from the lowest place,
+// and a key in a place it does not belong to (belongs) not at all.
 type merged struct {
+	r       Router
 	its     []storage.Iterator
 	valid   []bool
 	reverse bool
@@ -696,14 +812,14 @@ func (m *merged) Next() bool {
 	if !m.started {
 		m.started = true
 		m.valid = make([]bool, len(m.its))
-		for i, it := range m.its {
-			m.valid[i] = it.Next()
+		for i := range m.its {
+			m.advance(i)
 		}
 	} else if m.cur >= 0 {
 		m.key = append(m.key[:0], m.its[m.cur].Key()...)
 		for i, it := range m.its {
 			if m.valid[i] && bytes.Equal(it.Key(), m.key) {
-				m.valid[i] = it.Next()
+				m.advance(i)
 			}
 		}
 	}
@@ -726,6 +842,13 @@ func (m *merged) Next() bool {
 		}
 	}
 	return m.cur >= 0
+}
+
+// advance moves iterator i to its next key that belongs to place i.
+func (m *merged) advance(i int) {
+	it := m.its[i]
+	for m.valid[i] = it.Next(); m.valid[i] && !belongs(m.r, i, it.Key(), it.Value()); m.valid[i] = it.Next() {
+	}
 }
 
 func (m *merged) Key() []byte   { return m.its[m.cur].Key() }
