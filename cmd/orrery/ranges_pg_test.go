@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -277,6 +278,104 @@ func TestRangesOverTwoDatabasesActAsOneAcrossGateways(t *testing.T) {
 			t.Errorf("item rows after 30 more: %d, want %d", got, rows+30)
 		}
 	})
+
+	t.Run("SplitMovesARangeOnlineUnderSixteenWriters", func(t *testing.T) {
+		moveUnderWriters(t, ctx, f, conts, urls, "1")
+	})
+}
+
+// moveUnderWriters splits range id through gateway 0 while 16 writers
+// create items through the three gateways and a reader on gateway 1
+// follows the range's change feed: the split moves the second child to the
+// other database. Every acknowledged item is read back through every
+// gateway, stored once, and read by the feed reader once, which follows
+// the range into its children from its own continuation.
+func moveUnderWriters(t *testing.T, ctx context.Context, f *pgFleet, conts []*azcosmos.ContainerClient, urls []string, id string) {
+	rowsBefore := itemRows(t, ctx, urls[0]) + itemRows(t, ctx, urls[1])
+	_, cont := rangeFeed(t, ctx, f.gateways[1].endpoint, "db", "r", id, "", true)
+	var mu sync.Mutex
+	acked := map[string]string{}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			for i := 0; !stop.Load(); i++ {
+				item, pk := fmt.Sprintf("m%d-%d", w, i), fmt.Sprint("m", i%50)
+				if _, err := conts[w%3].CreateItem(ctx, azcosmos.NewPartitionKeyString(pk), fmt.Appendf(nil, `{"id":%q,"pk":%q}`, item, pk), nil); err != nil {
+					t.Errorf("create %s: %v", item, err)
+					return
+				}
+				mu.Lock()
+				acked[item] = pk
+				mu.Unlock()
+			}
+		})
+	}
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked)
+	}
+	seen := map[string]int{}
+	note := func(ids []string) {
+		for _, d := range ids {
+			if strings.HasPrefix(d, "m") {
+				seen[d]++
+			}
+		}
+	}
+	for count() < 150 && !t.Failed() {
+		var ids []string
+		ids, cont = rangeFeed(t, ctx, f.gateways[1].endpoint, "db", "r", id, cont, false)
+		note(ids)
+	}
+	atSplit := count()
+	began := time.Now()
+	children := splitRange(t, ctx, f.gateways[0].endpoint, "db", "r", id)
+	held := time.Since(began) // the split holds writers for at most its whole call
+	if st, sub := rangeFeedStatus(t, ctx, f.gateways[1].endpoint, "db", "r", id); st != 410 || sub != "1002" {
+		t.Errorf("the feed of the split range: %d/%s, want 410/1002", st, sub)
+	}
+	conts2 := []string{cont, cont}
+	for done := false; !done; {
+		if count() >= atSplit+300 || t.Failed() {
+			stop.Store(true)
+			wg.Wait()
+			done = true
+		}
+		for i, ch := range children {
+			for {
+				ids, next := rangeFeed(t, ctx, f.gateways[1].endpoint, "db", "r", ch, conts2[i], false)
+				note(ids)
+				conts2[i] = next
+				if len(ids) == 0 || !done {
+					break
+				}
+			}
+		}
+	}
+	// Every acknowledged item was in range id or elsewhere: the reader
+	// saw those of the range once, and no other.
+	inRange := 0
+	for item, pk := range acked {
+		if _, err := conts[len(item)%3].ReadItem(ctx, azcosmos.NewPartitionKeyString(pk), item, nil); err != nil {
+			t.Fatalf("acknowledged item %s: %v", item, err)
+		}
+		switch n := seen[item]; n {
+		case 0:
+		case 1:
+			inRange++
+		default:
+			t.Errorf("the reader saw %s %d times", item, n)
+		}
+	}
+	if inRange == 0 || len(seen) != inRange {
+		t.Errorf("the reader saw %d items, %d of them acknowledged", len(seen), inRange)
+	}
+	if got := itemRows(t, ctx, urls[0]) + itemRows(t, ctx, urls[1]); got != rowsBefore+len(acked) {
+		t.Errorf("item rows: %d, want %d before and %d acknowledged", got, rowsBefore, len(acked))
+	}
+	t.Logf("%d writes acknowledged (%d before the split), %d in the moved range's feed; the split took %v", len(acked), atSplit, inRange, held.Round(time.Millisecond))
 }
 
 // itemRows counts the item records (key family 'D') in the database at url.
@@ -370,13 +469,24 @@ func pkRanges(t *testing.T, ctx context.Context, endpoint, db, coll string) []st
 	return ids
 }
 
-// splitRange splits range id through endpoint's administrative call.
-func splitRange(t *testing.T, ctx context.Context, endpoint, db, coll, id string) {
+// splitRange splits range id through endpoint's administrative call and
+// returns the children's ids.
+func splitRange(t *testing.T, ctx context.Context, endpoint, db, coll, id string) []string {
 	t.Helper()
 	link := "dbs/" + db + "/colls/" + coll + "/pkranges/" + id
-	if st, _, body := signed(t, ctx, "POST", strings.TrimSuffix(endpoint, "/")+"/_admin/"+link+"/split", "pkranges", link, nil); st != 200 {
+	st, _, body := signed(t, ctx, "POST", strings.TrimSuffix(endpoint, "/")+"/_admin/"+link+"/split", "pkranges", link, nil)
+	if st != 200 {
 		t.Fatalf("split of range %s: %d %s", id, st, body)
 	}
+	var feed struct {
+		Ranges []struct {
+			ID string `json:"id"`
+		} `json:"PartitionKeyRanges"`
+	}
+	if err := json.Unmarshal(body, &feed); err != nil || len(feed.Ranges) != 2 {
+		t.Fatalf("split of range %s answered %s", id, body)
+	}
+	return []string{feed.Ranges[0].ID, feed.Ranges[1].ID}
 }
 
 // rangeFeedStatus reads the change feed of one range through endpoint and
