@@ -13,7 +13,7 @@ import (
 	"github.com/orrery-db/orrery/storage/postgres/pgtest"
 )
 
-// The helper every test of orrery serve on PostgreSQL starts its gateways
+// What every test of orrery serve on PostgreSQL starts its gateways
 // with: child processes of the built binary, a Go SDK client each.
 
 // needPostgres skips t in -short runs and where PostgreSQL cannot be used
