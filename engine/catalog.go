@@ -134,6 +134,7 @@ func (e *Engine) loadCatalog(ctx context.Context) error {
 				it.Close()
 				return err
 			}
+			e.notePlacement(c)
 			db.colls[c.ID] = c
 		}
 		if err := it.Close(); err != nil {

@@ -180,6 +180,12 @@ func (e *Engine) ReadChangeFeed(ctx context.Context, req *ChangeFeedRequest) (*C
 	if err != nil {
 		return nil, err
 	}
+	if w := e.shared.scopeWatermark(c, snap, scope); w != 0 {
+		// The scope lives in one place of several: that place's numbers
+		// and watermark are its sequence.
+		watermark = sessionLSN(w)
+		session = e.seam.snapshotSession(watermark)
+	}
 	if req.Continuation == "" && req.FromNow {
 		e.noteFeedRead(c, watermark)
 		return &ChangeFeedResult{NotModified: true, ETag: FormatChangeFeedETag(watermark), Charge: 1, SessionLSN: session}, nil

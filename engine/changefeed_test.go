@@ -178,6 +178,7 @@ func TestChangeFeedStartPoints(t *testing.T) {
 }
 
 func TestChangeFeedLatestVersionAndLSN(t *testing.T) {
+	skipOnPlaced(t, "the feed of a container on one place ends at that place's watermark, not the lowest of the places' the sequencer reports")
 	ctx := t.Context()
 	e, _ := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)

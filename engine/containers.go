@@ -51,6 +51,7 @@ func (e *Engine) CreateContainer(ctx context.Context, dbName string, body []byte
 	if n := e.rangeCount(throughput); n > 1 && hashV2(normalized) {
 		rec.Ranges = newRangeSet(n, e.now().Unix())
 	}
+	e.placeRanges(&rec, rid)
 	var offerBody []byte
 	// A container without throughput of its own gets the service's default
 	// offer, unless it shares its database's.
@@ -93,6 +94,7 @@ func (e *Engine) storeContainer(b storage.Batch, db *Database, rec containerReco
 	if err != nil {
 		return nil, err
 	}
+	e.notePlacement(c)
 	if err := b.Set(keys.ContainerKey(db.rid, c.ID), raw); err != nil {
 		return nil, err
 	}

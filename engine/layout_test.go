@@ -100,6 +100,7 @@ func downgradeLayout(t *testing.T, s storage.Store) {
 // the pass's store (memory, or PostgreSQL): Open moves the entries to
 // their own prefix, nothing lost, and records the format.
 func TestOldLayoutStoreIsRewrittenAtOpen(t *testing.T) {
+	skipOnPlaced(t, "a store of layout format 1 is one database; the rewrite writes its unique keys in place 0")
 	t.Run("pebble", func(t *testing.T) {
 		dir := t.TempDir()
 		open := func() storage.Store {

@@ -30,6 +30,12 @@ func TestMain(m *testing.M) {
 		code = m.Run()
 		testOnShared = false
 	}
+	if mode == "placed" && code == 0 {
+		fmt.Println("engine: the suite again, on two shared memory stores as two databases")
+		testOnShared, testOnPlaced = true, true
+		code = m.Run()
+		testOnShared, testOnPlaced = false, false
+	}
 	if mode == "" && code == 0 {
 		switch err := pgtest.Available(); {
 		case err == nil:

@@ -52,6 +52,9 @@ type PartitionKeyRange struct {
 	LSN uint64 `json:"lsn,omitempty"`
 	// TS is when the range was made (Unix seconds).
 	TS int64 `json:"ts,omitempty"`
+	// Place is the database (of a store over several) the range's items
+	// live in (engine/placement.go).
+	Place int `json:"place,omitempty"`
 }
 
 // rangeSet is a container's current ranges, stored in its catalog record.
@@ -284,8 +287,21 @@ func (e *Engine) SplitPartitionKeyRange(ctx context.Context, dbName, collName, i
 	ts := e.now().Unix()
 	cut := formatEPKBoundary(mid)
 	children := []PartitionKeyRange{
-		{ID: strconv.Itoa(set.NextID), MinInclusive: parent.MinInclusive, MaxExclusive: cut, Parents: parents, Version: version, LSN: lsn, TS: ts},
-		{ID: strconv.Itoa(set.NextID + 1), MinInclusive: cut, MaxExclusive: parent.MaxExclusive, Parents: parents, Version: version, LSN: lsn, TS: ts},
+		{ID: strconv.Itoa(set.NextID), MinInclusive: parent.MinInclusive, MaxExclusive: cut, Parents: parents, Version: version, LSN: lsn, TS: ts, Place: parent.Place},
+		{ID: strconv.Itoa(set.NextID + 1), MinInclusive: cut, MaxExclusive: parent.MaxExclusive, Parents: parents, Version: version, LSN: lsn, TS: ts, Place: parent.Place},
+	}
+	// On several databases the second child moves to the next one.
+	var finish func(context.Context) error
+	if n := e.placeCount(); n > 1 {
+		from := parent.Place % n
+		children[1].Place = (from + 1) % n
+		moving := epkBounds{min: mustEPKBound(cut)}
+		if parent.MaxExclusive != "FF" {
+			moving.max = mustEPKBound(parent.MaxExclusive)
+		}
+		if finish, err = e.moveRange(ctx, prev, moving, from, children[1].Place); err != nil {
+			return nil, err
+		}
 	}
 	next := &rangeSet{Version: version, NextID: set.NextID + 2}
 	for _, r := range set.Ranges {
@@ -309,12 +325,24 @@ func (e *Engine) SplitPartitionKeyRange(ctx context.Context, dbName, collName, i
 	if err := b.Commit(ctx); err != nil {
 		return nil, err
 	}
+	if finish != nil {
+		if err := finish(ctx); err != nil {
+			// The old copy stays, passed over by reads.
+			e.log.Warn("deleting a moved range's old copy failed", "error", err)
+		}
+	}
 	c.indexRetired.Store(prev.indexRetired.Load())
 	prev.db.colls[c.ID] = c
 	// Writers holding the previous snapshot start over with this one, so a
 	// later replace that retires it reaches them.
 	prev.retired.Store(true)
 	return children, nil
+}
+
+// mustEPKBound is a range boundary of the engine's own making as bytes.
+func mustEPKBound(s string) []byte {
+	b, _ := parseEPKBound(s, "boundary")
+	return b
 }
 
 // HasPartitionKeyRange reports whether id names one of the container's

@@ -64,6 +64,12 @@ type sharedState struct {
 	// other gateways' are not known here.
 	newest   atomic.Uint64
 	inflight atomic.Int64
+	// placer and placements: the store's places and where the ranges
+	// live, when it has several (engine/placement.go); finishedAt is
+	// finished per place (an LSN's place is the LSN mod the places).
+	placer     placer
+	placements *placements
+	finishedAt []atomic.Uint64
 }
 
 // handedOut notes LSN n given to a write of this engine, which finishes
@@ -86,6 +92,11 @@ func newSharedState(store storage.Store) *sharedState {
 		return nil
 	}
 	seam := &sharedState{store: s}
+	if p, ok := store.(placer); ok && p.Places() > 1 {
+		seam.placer, seam.placements = p, &placements{n: p.Places()}
+		seam.finishedAt = make([]atomic.Uint64, p.Places())
+		p.SetRouter(seam.placements)
+	}
 	empty := []byte{}
 	seam.version.Store(&empty)
 	return seam
@@ -158,7 +169,7 @@ func (e *Engine) readItemShared(ctx context.Context, req *ItemRequest) (*ItemRes
 			return nil, verr
 		}
 		key := p.itemKey(req.ID)
-		values, w, err := e.shared.store.GetAll(ctx, [][]byte{keys.MetaCatalogVersion, key})
+		values, w, err := e.shared.storeFor(c, p).GetAll(ctx, [][]byte{keys.MetaCatalogVersion, key})
 		if err != nil {
 			return nil, err
 		}
@@ -325,7 +336,7 @@ func (b *versionBatch) CommitPipelined(ctx context.Context) (func() error, error
 // costs the server a transaction id. stale reports that the catalog had
 // moved (it is reloaded; the caller looks c up again).
 func (e *Engine) beginShared(ctx context.Context, c *Container, p *partition, reads [][]byte) (b storage.SharedBatch, pre *prefetched, stale bool, err error) {
-	b, err = e.shared.store.NewSharedBatch(ctx)
+	b, err = e.shared.storeFor(c, p).NewSharedBatch(ctx)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -575,6 +586,15 @@ func (s *sharedState) finish(n uint64) {
 }
 
 func (s *sharedState) noteFinished(n uint64) {
+	if s.finishedAt != nil {
+		at := &s.finishedAt[n%uint64(len(s.finishedAt))]
+		for {
+			f := at.Load()
+			if n <= f || at.CompareAndSwap(f, n) {
+				break
+			}
+		}
+	}
 	for {
 		f := s.finished.Load()
 		if n <= f || s.finished.CompareAndSwap(f, n) {
@@ -610,7 +630,7 @@ func (e *Engine) itemsSnapshotShared(ctx context.Context, db, name string, extra
 			}
 			continue
 		}
-		if settle > 0 && sessionLSN(w) < e.shared.finished.Load() && time.Now().Before(deadline) {
+		if settle > 0 && !e.shared.covers(snap, w) && time.Now().Before(deadline) {
 			// An older transaction, on some gateway, is still open below
 			// a write this engine has acknowledged.
 			snap.Close()
@@ -624,4 +644,21 @@ func (e *Engine) itemsSnapshotShared(ctx context.Context, db, name string, extra
 // pending is sequencer.pending on a shared store: this engine's LSNs only.
 func (s *sharedState) pending() (newest uint64, inflight int) {
 	return s.newest.Load(), int(s.inflight.Load())
+}
+
+// covers reports whether a snapshot with watermark w covers every write
+// this engine has finished: on several places, each place's own
+// watermark covers what finished there (their numbers are not one
+// sequence, and the lowest of them would wait on an idle place).
+func (s *sharedState) covers(snap storage.Snapshot, w uint64) bool {
+	pw, ok := snap.(placeWatermark)
+	if s.finishedAt == nil || !ok {
+		return sessionLSN(w) >= s.finished.Load()
+	}
+	for i := range s.finishedAt {
+		if f := s.finishedAt[i].Load(); f != 0 && sessionLSN(pw.PlaceWatermark(i)) < f {
+			return false
+		}
+	}
+	return true
 }

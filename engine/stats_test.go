@@ -32,6 +32,7 @@ func containerStats(t *testing.T, e *Engine, coll string) (*Stats, ContainerStat
 // counted as unpublished, with the age of the oldest; once it finishes they
 // are published and the count is zero.
 func TestStatsUnpublishedChangesAreThoseAboveTheWatermark(t *testing.T) {
+	skipOnPlaced(t, "the stats count against the lowest watermark of the places")
 	e, clock := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
 	createContainer(t, e, `{"id":"quiet","partitionKey":{"paths":["/pk"]}}`)
@@ -67,6 +68,7 @@ func TestStatsUnpublishedChangesAreThoseAboveTheWatermark(t *testing.T) {
 // answered up to, and the age of the oldest of them; a container no reader
 // has read reports none.
 func TestStatsFeedLagCountsChangesNotYetRead(t *testing.T) {
+	skipOnPlaced(t, "the stats count against the lowest watermark of the places")
 	ctx := t.Context()
 	e, clock := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
@@ -279,6 +281,7 @@ func BenchmarkFeedReadBookkeeping(b *testing.B) {
 // TestStatsCountsStopAtTheCap: a count past StatsCountCap reads as the cap,
 // so that a scrape's cost stays bounded however far behind things are.
 func TestStatsCountsStopAtTheCap(t *testing.T) {
+	skipOnPlaced(t, "the stats count against the lowest watermark of the places")
 	ctx := t.Context()
 	e, clock := newTestEngine(t)
 	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":10}`)

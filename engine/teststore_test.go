@@ -7,6 +7,7 @@ import (
 
 	"github.com/orrery-db/orrery/storage"
 	"github.com/orrery-db/orrery/storage/memory"
+	"github.com/orrery-db/orrery/storage/placed"
 	"github.com/orrery-db/orrery/storage/postgres"
 	"github.com/orrery-db/orrery/storage/postgres/pgtest"
 )
@@ -20,12 +21,34 @@ const storageEnv = "ORRERY_TEST_STORAGE"
 // for the pass on shared memory storage.
 var testOnPostgres, testOnShared bool
 
+// testOnPlaced is set for the pass on a store over two places
+// (storage/placed over two shared memory stores): ranges on two
+// databases.
+var testOnPlaced bool
+
+// newPlacedTest is a store over two fresh shared memory places, and open,
+// which opens another handle on the same places.
+func newPlacedTest(t testing.TB) (storage.Shared, func() storage.Shared) {
+	a, b := memory.NewShared(), memory.NewShared()
+	s := placed.New(a, b)
+	t.Cleanup(func() { s.Close() })
+	return s, func() storage.Shared {
+		o := placed.New(a.Open(), b.Open())
+		t.Cleanup(func() { o.Close() })
+		return o
+	}
+}
+
 // newTestStore returns the store a test's engine runs on: memory storage
 // in the first pass, a PostgreSQL store on a database of the test's own in
 // the second. It is closed when the test ends (closing it earlier too is
 // fine).
 func newTestStore(t testing.TB) storage.Store {
 	t.Helper()
+	if testOnPlaced {
+		s, _ := newPlacedTest(t)
+		return s
+	}
 	if testOnShared {
 		s := memory.NewShared()
 		t.Cleanup(func() { s.Close() })
@@ -49,8 +72,17 @@ func newTestStore(t testing.TB) storage.Store {
 // makes it a test of the single-process embedded store only.
 func skipOnPostgres(t testing.TB, why string) {
 	t.Helper()
-	if testOnPostgres || testOnShared {
+	if testOnPostgres || testOnShared || testOnPlaced {
 		t.Skipf("memory pass only: %s", why)
+	}
+}
+
+// skipOnPlaced leaves a test out of the pass over two places; why says
+// what it assumes of one database's numbers.
+func skipOnPlaced(t testing.TB, why string) {
+	t.Helper()
+	if testOnPlaced {
+		t.Skipf("one database only: %s", why)
 	}
 }
 
@@ -172,6 +204,9 @@ func (b *countingSharedBatch) CommitPipelined(ctx context.Context) (func() error
 // closed when the test ends.
 func newTestShared(t testing.TB) (store storage.Shared, open func() storage.Shared) {
 	t.Helper()
+	if testOnPlaced {
+		return newPlacedTest(t)
+	}
 	if !testOnPostgres {
 		s := memory.NewShared()
 		t.Cleanup(func() { s.Close() })

@@ -38,12 +38,7 @@ import (
 //     failover, through whichever gateway answers, sees each change
 //     exactly once, in order (its _lsn rising) in each partition.
 func TestFailoverToASynchronousStandbyLosesNoAcknowledgedWrite(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs PostgreSQL servers and gateways as child processes")
-	}
-	if err := pgtest.Available(); err != nil {
-		pgtest.Skip(t, err)
-	}
+	needPostgres(t)
 	ha := pgtest.NewHA(t)
 	f := startGateways(t, 3, "--postgres", ha.URL(), "--postgres-pool", "8", "--postgres-timeout", "5s",
 		"--metrics-addr", "127.0.0.1:0", "--access-log=false")

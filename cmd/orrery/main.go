@@ -28,6 +28,7 @@ import (
 	"github.com/orrery-db/orrery/storage"
 	"github.com/orrery-db/orrery/storage/memory"
 	"github.com/orrery-db/orrery/storage/pebble"
+	"github.com/orrery-db/orrery/storage/placed"
 	"github.com/orrery-db/orrery/storage/postgres"
 )
 
@@ -101,7 +102,15 @@ func serve(ctx context.Context, args []string) error {
 	addr := fs.String("addr", env("ORRERY_ADDR", "localhost:8081"), "address to listen on, HTTPS and HTTP on the same port (env ORRERY_ADDR); localhost is this machine only (127.0.0.1 and ::1), :8081 every interface")
 	data := fs.String("data", env("ORRERY_DATA", "./orrery-data"), "data directory (env ORRERY_DATA)")
 	inMemory := fs.Bool("memory", false, "keep everything in memory: nothing is written to disk")
-	postgresURL := fs.String("postgres", env("ORRERY_POSTGRES", ""), "keep everything in this PostgreSQL database (a postgres:// URL); several servers on one database act as one (env ORRERY_POSTGRES)")
+	postgresURLs := postgresList(env("ORRERY_POSTGRES", ""))
+	postgresFromEnv := len(postgresURLs) > 0
+	fs.Func("postgres", "keep everything in this PostgreSQL database (a postgres:// URL, which may name a primary and its standbys); several servers on one database act as one. Repeated, the databases share the containers' partition key ranges: the catalog lives in the first, each range in one of them (env ORRERY_POSTGRES: one URL, or several separated by spaces)", func(v string) error {
+		if postgresFromEnv {
+			postgresURLs, postgresFromEnv = nil, false
+		}
+		postgresURLs = append(postgresURLs, v)
+		return nil
+	})
 	postgresPool := fs.Int("postgres-pool", 16, "connections to PostgreSQL at most, with --postgres")
 	postgresTimeout := fs.Duration("postgres-timeout", postgres.DefaultTimeout, "time PostgreSQL has to answer one round trip (a statement, a page, a commit, a connection); past it the request is answered 503, with --postgres")
 	key := fs.String("key", env("ORRERY_KEY", server.EmulatorKey), "master key, base64 (env ORRERY_KEY; default: the emulator's well-known key)")
@@ -152,19 +161,31 @@ func serve(ctx context.Context, args []string) error {
 	certDir := *data
 	var storageDesc []any // where the data lives, for the ready line
 	switch {
-	case *postgresURL != "" && *inMemory:
+	case len(postgresURLs) > 0 && *inMemory:
 		return errors.New("--postgres and --memory exclude each other")
-	case *postgresURL != "":
+	case len(postgresURLs) > 0:
 		if *postgresTimeout <= 0 {
 			return errors.New("--postgres-timeout must be positive")
 		}
-		log.Info("opening storage", "postgres", postgres.Addr(*postgresURL))
-		s, err := openPostgres(log, *postgresURL, postgres.Options{MaxConns: *postgresPool, Timeout: *postgresTimeout})
-		if err != nil {
-			return err
+		var places []storage.Shared
+		var addrs []string
+		for _, url := range postgresURLs {
+			log.Info("opening storage", "postgres", postgres.Addr(url))
+			s, err := openPostgres(log, url, postgres.Options{MaxConns: *postgresPool, Timeout: *postgresTimeout})
+			if err != nil {
+				for _, p := range places {
+					p.Close()
+				}
+				return err
+			}
+			places = append(places, s)
+			addrs = append(addrs, postgres.Addr(url))
 		}
-		store, certDir = s, ""
-		storageDesc = []any{"storage", "postgres", "data", postgres.Addr(*postgresURL)}
+		store, certDir = places[0], ""
+		if len(places) > 1 {
+			store = placed.New(places...)
+		}
+		storageDesc = []any{"storage", "postgres", "data", strings.Join(addrs, " ")}
 	case *inMemory:
 		store, certDir = memory.New(), ""
 		storageDesc = []any{"storage", "memory", "data", "none: gone when the server stops (--memory)"}
@@ -417,6 +438,22 @@ func nonZero[T int64 | time.Duration](v, instead T) T {
 		return instead
 	}
 	return v
+}
+
+// postgresList is the databases ORRERY_POSTGRES names: one URL (or
+// keyword/value string), or several postgres:// URLs separated by spaces.
+func postgresList(v string) []string {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil
+	}
+	fields := strings.Fields(v)
+	for _, f := range fields {
+		if !strings.HasPrefix(f, "postgres://") && !strings.HasPrefix(f, "postgresql://") {
+			return []string{v}
+		}
+	}
+	return fields
 }
 
 // openPostgres opens the store at url, waiting with backoff while the

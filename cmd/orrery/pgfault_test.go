@@ -21,103 +21,6 @@ import (
 	"github.com/orrery-db/orrery/storage/postgres/pgtest"
 )
 
-// pgFleet is a set of orrery gateways on one PostgreSQL database, each
-// with a Go SDK client that never retries (an error means "not
-// acknowledged").
-type pgFleet struct {
-	gateways []*child
-	conts    []*azcosmos.ContainerClient
-	clients  []*azcosmos.Client
-}
-
-func startFleet(t testing.TB, url string, n int) *pgFleet {
-	t.Helper()
-	return startGateways(t, n, "--postgres", url, "--postgres-pool", "8")
-}
-
-// startGateways starts n gateways with args and creates the container
-// db/c (partition key /pk) through the first.
-func startGateways(t testing.TB, n int, args ...string) *pgFleet {
-	t.Helper()
-	bin := buildBinary(t)
-	f := &pgFleet{}
-	for range n {
-		c := startChild(t, bin, args...)
-		t.Cleanup(c.kill)
-		f.gateways = append(f.gateways, c)
-		f.clients = append(f.clients, newClient(t, c.endpoint))
-	}
-	ctx := context.Background()
-	if _, err := f.clients[0].CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	db, _ := f.clients[0].NewDatabase("db")
-	if _, err := db.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "c",
-		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range f.clients {
-		cont, _ := c.NewContainer("db", "c")
-		f.conts = append(f.conts, cont)
-	}
-	return f
-}
-
-// alive reports whether gateway i's process is still running.
-func (f *pgFleet) alive(i int) bool {
-	return f.gateways[i].cmd.ProcessState == nil && f.gateways[i].cmd.Process.Signal(syscall.Signal(0)) == nil
-}
-
-// ackLog records acknowledged writes: item id → the value acknowledged.
-type ackLog struct {
-	mu    sync.Mutex
-	acked map[string]int
-}
-
-func (a *ackLog) add(id string, v int) {
-	a.mu.Lock()
-	a.acked[id] = v
-	a.mu.Unlock()
-}
-
-func (a *ackLog) len() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.acked)
-}
-
-// checkAll reads every acknowledged item through cont and fails t for any
-// that is missing or holds another value.
-func (a *ackLog) checkAll(t *testing.T, name string, cont *azcosmos.ContainerClient) {
-	t.Helper()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	ctx := context.Background()
-	missing := 0
-	for id, v := range a.acked {
-		resp, err := cont.ReadItem(ctx, azcosmos.NewPartitionKeyString(pkOf(id)), id, nil)
-		if err != nil {
-			missing++
-			if missing <= 5 {
-				t.Errorf("%s: acknowledged item %s (v=%d): %v", name, id, v, err)
-			}
-			continue
-		}
-		var doc struct {
-			V int `json:"v"`
-		}
-		if err := json.Unmarshal(resp.Value, &doc); err != nil || doc.V != v {
-			t.Errorf("%s: item %s holds %s, acknowledged v=%d", name, id, resp.Value, v)
-		}
-	}
-	if missing > 0 {
-		t.Errorf("%s: %d of %d acknowledged writes missing", name, missing, len(a.acked))
-	}
-}
-
-// pkOf spreads items over a few logical partitions.
-func pkOf(id string) string { return fmt.Sprintf("p%d", len(id)%3) }
-
 // isUnavailable reports whether err is a 503 in Cosmos's error format.
 func isUnavailable(err error) bool {
 	var re *azcore.ResponseError
@@ -128,12 +31,7 @@ func isUnavailable(err error) bool {
 // its clients retry on another gateway, and every write any gateway
 // acknowledged is read back, with its value, through every survivor.
 func TestSIGKILLOfAGatewayUnderLoadLosesNoAcknowledgedWrite(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs gateways as child processes")
-	}
-	if err := pgtest.Available(); err != nil {
-		pgtest.Skip(t, err)
-	}
+	needPostgres(t)
 	f := startFleet(t, pgtest.URL(t), 3)
 	acks := &ackLog{acked: map[string]int{}}
 	const writers = 6
@@ -196,9 +94,7 @@ func TestSIGKILLOfAGatewayUnderLoadLosesNoAcknowledgedWrite(t *testing.T) {
 // connection), the gateways reconnect on their own once it is back, and
 // nothing acknowledged is lost.
 func TestPostgresRestartUnderLoadAnswers503ThenRecoversLosingNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs gateways as child processes")
-	}
+	needPostgres(t)
 	pg := pgtest.NewServer(t, pgtest.Options{})
 	f := startFleet(t, pg.URL(t), 2)
 	acks := &ackLog{acked: map[string]int{}}
@@ -300,9 +196,7 @@ func TestPostgresRestartUnderLoadAnswers503ThenRecoversLosingNothing(t *testing.
 // offer feeds. Once PostgreSQL is back the same reads succeed, without a
 // restart of the gateway.
 func TestGatewayWithoutPostgresAnswersReads503NeverFromCache(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a gateway as a child process")
-	}
+	needPostgres(t)
 	pg := pgtest.NewServer(t, pgtest.Options{})
 	f := startFleet(t, pg.URL(t), 1)
 	ctx := context.Background()
@@ -375,9 +269,7 @@ func counts(cs []atomic.Int64) []int64 {
 // A gateway started while its PostgreSQL is down waits for it, saying so,
 // instead of exiting; once PostgreSQL starts it becomes ready and serves.
 func TestGatewayStartedBeforePostgresWaitsForItThenServes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a gateway as a child process")
-	}
+	needPostgres(t)
 	pg := pgtest.NewServer(t, pgtest.Options{})
 	url := pg.URL(t)
 	if err := pg.Stop("fast"); err != nil {
@@ -462,9 +354,7 @@ func TestGatewayStartedBeforePostgresWaitsForItThenServes(t *testing.T) {
 // --postgres-timeout, not when TCP gives up; once the partition heals it
 // serves again, with every acknowledged write.
 func TestSilentPostgresAnswers503WithinTheTimeoutThenRecovers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a gateway as a child process")
-	}
+	needPostgres(t)
 	raw := pgtest.URL(t)
 	proxy := pgtest.NewProxy(t, pgtest.Target(t, raw))
 	const timeout = time.Second

@@ -17,9 +17,7 @@ import (
 // creates the other serves at once, and a create of one id raced on both
 // succeeds once.
 func TestTwoServersOnOnePostgresDatabaseActAsOne(t *testing.T) {
-	if err := pgtest.Available(); err != nil {
-		pgtest.Skip(t, err)
-	}
+	needPostgres(t)
 	url := pgtest.URL(t)
 	bin := buildBinary(t)
 	a := startChild(t, bin, "--postgres", url, "--postgres-pool", "4")
