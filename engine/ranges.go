@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"math/big"
 	"strconv"
 	"strings"
@@ -322,4 +323,15 @@ func (e *Engine) SplitPartitionKeyRange(ctx context.Context, dbName, collName, i
 func (c *Container) HasPartitionKeyRange(id string) bool {
 	_, err := c.partitionKeyRange(id)
 	return err == nil
+}
+
+func parseEPKBound(h, name string) ([]byte, *Error) {
+	if h == "" {
+		return nil, nil
+	}
+	b, err := hex.DecodeString(h)
+	if err != nil {
+		return nil, BadRequest("The %s value %q is not a hexadecimal effective partition key.", name, h)
+	}
+	return b, nil
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/feed"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/script"
 	"github.com/orrery-db/orrery/storage"
@@ -280,7 +281,7 @@ func (e *Engine) containerStats(ctx context.Context, r storage.Reader, c *Contai
 // feed with an LSN in (from, upto], and returns the age of the first (by its
 // item's _ts).
 func feedSpan(ctx context.Context, r storage.Reader, c *Container, from, upto uint64, now time.Time) (int, time.Duration, error) {
-	lower, upper := lsnRange(keys.FeedPrefix(c.rid), from, upto)
+	lower, upper := feed.LSNRange(keys.FeedPrefix(c.rid), from, upto)
 	it, err := r.NewIterator(ctx, lower, upper, false)
 	if err != nil {
 		return 0, 0, err

@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/feed"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -291,13 +292,13 @@ func (e *Engine) pruneChangeLog(ctx context.Context, c *Container) (int, error) 
 				break
 			}
 			lsn := binary.BigEndian.Uint64(it.Key()[len(prefix):])
-			rec, err := decodeChangeRecord(lsn, it.Value())
+			rec, err := feed.DecodeRecord(lsn, it.Value())
 			if err != nil {
 				it.Close()
 				b.Close()
 				return pruned, err
 			}
-			if rec.crts >= cutoff {
+			if rec.Crts >= cutoff {
 				break
 			}
 			if err := b.Delete(append([]byte(nil), it.Key()...)); err != nil {
