@@ -163,7 +163,7 @@ func (e *Engine) ReadChangeFeed(ctx context.Context, req *ChangeFeedRequest) (*C
 		since = req.Since.Unix()
 	}
 	if req.Mode == AllVersionsAndDeletes {
-		horizon, err := decodeChangeLogHorizon(values[0])
+		horizon, err := feed.DecodeHorizon(values[0])
 		if err != nil {
 			return nil, err
 		}
