@@ -146,11 +146,11 @@ func (e *Engine) ReadChangeFeed(ctx context.Context, req *ChangeFeedRequest) (*C
 		return nil, err
 	}
 	if req.Continuation == "" && req.FromNow {
-		e.noteFeedRead(c, watermark)
+		e.feedReads.note(c, watermark)
 		return &ChangeFeedResult{NotModified: true, ETag: FormatChangeFeedETag(watermark), Charge: 1, SessionLSN: session}, nil
 	}
 	if from >= watermark {
-		e.noteFeedRead(c, min(from, watermark))
+		e.feedReads.note(c, min(from, watermark))
 		return &ChangeFeedResult{NotModified: true, ETag: FormatChangeFeedETag(from), Charge: 1, SessionLSN: session}, nil
 	}
 	size := req.MaxItems
@@ -190,7 +190,7 @@ func (e *Engine) ReadChangeFeed(ctx context.Context, req *ChangeFeedRequest) (*C
 	if err != nil {
 		return nil, err
 	}
-	e.noteFeedRead(c, page.Position)
+	e.feedReads.note(c, page.Position)
 	res := &ChangeFeedResult{Items: page.Items, ETag: FormatChangeFeedETag(page.Position),
 		Charge: 1 + float64(page.Bytes)/1024*0.1 + float64(page.Examined)/1000, SessionLSN: session}
 	res.NotModified = len(page.Items) == 0 && !page.Capped

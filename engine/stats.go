@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -167,10 +168,13 @@ func outcomeOf(err error) int {
 	return 1
 }
 
-// noteFeedRead records that a change-feed read of c was answered up to
-// position.
-func (e *Engine) noteFeedRead(c *Container, position uint64) {
-	p := e.feedPosition(c)
+// feedReads holds, by container RID, the furthest position a change-feed
+// read of the container answered, for its lag in Stats.
+type feedReads struct{ sync.Map }
+
+// note records that a change-feed read of c was answered up to position.
+func (f *feedReads) note(c *Container, position uint64) {
+	p := f.position(c)
 	for {
 		old := p.Load()
 		if old >= position || p.CompareAndSwap(old, position) {
@@ -179,13 +183,13 @@ func (e *Engine) noteFeedRead(c *Container, position uint64) {
 	}
 }
 
-// feedPosition returns c's change-feed read position, kept by RID so that
-// it outlives a replace of the container.
-func (e *Engine) feedPosition(c *Container) *atomic.Uint64 {
+// position returns c's change-feed read position, kept by RID so that it
+// outlives a replace of the container.
+func (f *feedReads) position(c *Container) *atomic.Uint64 {
 	if p := c.feedRead.Load(); p != nil {
 		return p
 	}
-	v, _ := e.feedReads.LoadOrStore(string(c.rid), new(atomic.Uint64))
+	v, _ := f.LoadOrStore(string(c.rid), new(atomic.Uint64))
 	p := v.(*atomic.Uint64)
 	c.feedRead.Store(p)
 	return p
