@@ -28,7 +28,8 @@ var benchStores = []struct {
 }
 
 // newFeedBenchEngine loads benchItems items of about 300 bytes into 64
-// logical partitions.
+// logical partitions, in a container that keeps all versions and deletes
+// (so both change feed modes read it).
 func newFeedBenchEngine(b *testing.B, store storage.Store) *Engine {
 	ctx := b.Context()
 	e, err := Open(ctx, store, Options{SweepInterval: -1})
@@ -39,7 +40,7 @@ func newFeedBenchEngine(b *testing.B, store storage.Store) *Engine {
 	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
 		b.Fatal(err)
 	}
-	createContainer(b, e, `{"id":"c","partitionKey":{"paths":["/pk"]}}`)
+	createContainer(b, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"changeFeedPolicy":{"retentionDuration":60}}`)
 	for i := range benchItems {
 		upsert(b, e, "c", fmt.Sprintf(`{"id":"i%d","pk":"p%d","payload":"%0256d"}`, i, i%64, i))
 	}

@@ -107,7 +107,7 @@ type Engine struct {
 	ttlSwept atomic.Uint64
 	// feedReads holds, by container RID, the furthest position a
 	// change-feed read was answered up to (*atomic.Uint64; Stats).
-	feedReads sync.Map
+	feedReads feedReads
 	log       *slog.Logger
 	now       func() time.Time
 	cursors   *cursorCache

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"fmt"
 
+	"github.com/orrery-db/orrery/engine/internal/feed"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -92,7 +93,7 @@ func (e *Engine) ReadFeed(ctx context.Context, req *FeedRequest) (*FeedResult, e
 	var last []byte
 	total := 0
 	inScope := func(key []byte) bool { return bytes.HasPrefix(key, scope) && bounds.containsEPK(c.itemEPK(key)) }
-	err = lookupChunks(ctx, snap, it, inScope, func(pos, key, v []byte) (bool, error) {
+	err = feed.LookupChunks(ctx, snap, it, inScope, func(pos, key, v []byte) (bool, error) {
 		if len(res.Items) == size {
 			res.Continuation = base64.RawURLEncoding.EncodeToString(last)
 			return false, nil

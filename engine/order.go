@@ -54,14 +54,14 @@ func (c *Container) partialScope(scope []byte) bool {
 // rebuildOrder writes the order key of every item of c: stores written
 // before creation order existed have none. Nothing may write c's items
 // meanwhile.
-func (e *Engine) rebuildOrder(ctx context.Context, c *Container) error {
-	if err := purgePrefix(ctx, e.store, keys.OrderPrefix(c.rid)); err != nil {
+func rebuildOrder(ctx context.Context, s storage.Store, c *Container) error {
+	if err := purgePrefix(ctx, s, keys.OrderPrefix(c.rid)); err != nil {
 		return err
 	}
 	prefix := keys.ItemContainerPrefix(c.rid)
 	lower, upper := prefix, storage.PrefixEnd(prefix)
 	for {
-		next, err := e.orderChunk(ctx, c, lower, upper)
+		next, err := orderChunk(ctx, s, c, lower, upper)
 		if err != nil || next == nil {
 			return err
 		}
@@ -71,13 +71,13 @@ func (e *Engine) rebuildOrder(ctx context.Context, c *Container) error {
 
 // orderChunk writes the order keys of up to rebuildChunk items from lower
 // on, and returns the key to go on from, nil after the last chunk.
-func (e *Engine) orderChunk(ctx context.Context, c *Container, lower, upper []byte) ([]byte, error) {
-	it, err := e.store.NewIterator(ctx, lower, upper, false)
+func orderChunk(ctx context.Context, s storage.Store, c *Container, lower, upper []byte) ([]byte, error) {
+	it, err := s.NewIterator(ctx, lower, upper, false)
 	if err != nil {
 		return nil, err
 	}
 	defer it.Close()
-	b := e.store.NewBatch()
+	b := s.NewBatch()
 	defer b.Close()
 	var next []byte
 	for n := 0; it.Next(); n++ {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/feed"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 	"github.com/orrery-db/orrery/storage/placed"
@@ -120,8 +121,8 @@ func (p *placements) Key(key, value []byte) int {
 		}
 		return placed.Anywhere
 	case keys.Version:
-		if rec, err := decodeChangeRecord(0, value); err == nil && value != nil {
-			return p.itemPlace(rec.itemKey)
+		if rec, err := feed.DecodeRecord(0, value); err == nil && value != nil {
+			return p.itemPlace(rec.ItemKey)
 		}
 		return placed.Anywhere
 	}
@@ -219,12 +220,12 @@ func (s *sharedState) storeFor(c *Container, p *partition) storage.Shared {
 
 // scopePlace is the one place a change-feed scope's items live in, or -1
 // when they span several.
-func (s *sharedState) scopePlace(c *Container, scope *changeScope) int {
+func (s *sharedState) scopePlace(c *Container, scope *feed.Scope) int {
 	if s.placements == nil {
 		return -1
 	}
-	if scope.prefix != nil {
-		return s.placements.itemPlace(scope.prefix)
+	if scope.Prefix != nil {
+		return s.placements.itemPlace(scope.Prefix)
 	}
 	place := -1
 	for _, r := range c.ranges().Ranges {
@@ -233,8 +234,8 @@ func (s *sharedState) scopePlace(c *Container, scope *changeScope) int {
 		if r.MaxExclusive != "FF" {
 			hi, _ = parseEPKBound(r.MaxExclusive, "max")
 		}
-		if scope.bounds.max != nil && lo != nil && bytes.Compare(lo, scope.bounds.max) >= 0 ||
-			scope.bounds.min != nil && hi != nil && bytes.Compare(hi, scope.bounds.min) <= 0 {
+		if scope.Max != nil && lo != nil && bytes.Compare(lo, scope.Max) >= 0 ||
+			scope.Min != nil && hi != nil && bytes.Compare(hi, scope.Min) <= 0 {
 			continue // no overlap
 		}
 		switch {
@@ -250,7 +251,7 @@ func (s *sharedState) scopePlace(c *Container, scope *changeScope) int {
 // scopeWatermark is the watermark of the one place a change-feed scope's
 // items live in, from the page's snapshot; 0 when the store has one place
 // or the scope spans several.
-func (s *sharedState) scopeWatermark(c *Container, snap storage.Snapshot, scope *changeScope) uint64 {
+func (s *sharedState) scopeWatermark(c *Container, snap storage.Snapshot, scope *feed.Scope) uint64 {
 	if s == nil || s.placements == nil {
 		return 0
 	}
@@ -318,8 +319,8 @@ func (e *Engine) moveRange(ctx context.Context, c *Container, b epkBounds, from,
 					itemKey = c.indexedItemKey(k, 9+w+int(l))
 				}
 			case keys.Version:
-				if rec, err := decodeChangeRecord(0, v); err == nil {
-					itemKey = rec.itemKey
+				if rec, err := feed.DecodeRecord(0, v); err == nil {
+					itemKey = rec.ItemKey
 				}
 			default:
 				itemKey = v

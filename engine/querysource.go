@@ -7,6 +7,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/feed"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -130,22 +131,6 @@ func (c *Container) yieldItem(m *QueryMetrics, t0 time.Time, pos, key, val []byt
 	return yield(candidate{pos: pos, item: s}, nil)
 }
 
-// lookupChunk is how many item keys a scan of index or order entries
-// collects before it reads their items in one go (storage.GetMany): one
-// at a time from a reader without storage.MultiGetter (a Get is cheap
-// there), else a few for the first chunk, so that a page that needs few
-// items reads few, then as many as a page of PostgreSQL's iterator.
-func lookupChunk(r storage.Reader, first bool) int {
-	switch _, many := r.(storage.MultiGetter); {
-	case !many:
-		return 1
-	case first:
-		return 32
-	default:
-		return 256
-	}
-}
-
 // scanKeys yields the items that the index or order entries of it name,
 // in the entries' order, reading them a chunk at a time; false means stop.
 func (c *Container) scanKeys(ctx context.Context, r storage.Reader, it storage.Iterator, src source, m *QueryMetrics, now int64, yield func(candidate, error) bool) bool {
@@ -153,7 +138,7 @@ func (c *Container) scanKeys(ctx context.Context, r storage.Reader, it storage.I
 	for first, more := true, true; more; first = false {
 		positions, keys = positions[:0], keys[:0]
 		t0 := time.Now()
-		for n := lookupChunk(r, first); len(keys) < n; {
+		for n := feed.ChunkSize(r, first); len(keys) < n; {
 			if !it.Next() {
 				more = false
 				break

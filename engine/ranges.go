@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"math/big"
 	"strconv"
 	"strings"
@@ -350,4 +351,15 @@ func mustEPKBound(s string) []byte {
 func (c *Container) HasPartitionKeyRange(id string) bool {
 	_, err := c.partitionKeyRange(id)
 	return err == nil
+}
+
+func parseEPKBound(h, name string) ([]byte, *Error) {
+	if h == "" {
+		return nil, nil
+	}
+	b, err := hex.DecodeString(h)
+	if err != nil {
+		return nil, BadRequest("The %s value %q is not a hexadecimal effective partition key.", name, h)
+	}
+	return b, nil
 }

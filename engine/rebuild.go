@@ -46,7 +46,7 @@ func (e *Engine) upgradeIndexes(ctx context.Context) error {
 					return err
 				}
 			} else {
-				if err := e.rebuildOrder(ctx, c); err != nil {
+				if err := rebuildOrder(ctx, e.store, c); err != nil {
 					return err
 				}
 				if stored == 2 {

@@ -5,9 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/feed"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/script"
 	"github.com/orrery-db/orrery/storage"
@@ -166,10 +168,13 @@ func outcomeOf(err error) int {
 	return 1
 }
 
-// noteFeedRead records that a change-feed read of c was answered up to
-// position.
-func (e *Engine) noteFeedRead(c *Container, position uint64) {
-	p := e.feedPosition(c)
+// feedReads holds, by container RID, the furthest position a change-feed
+// read of the container answered, for its lag in Stats.
+type feedReads struct{ sync.Map }
+
+// note records that a change-feed read of c was answered up to position.
+func (f *feedReads) note(c *Container, position uint64) {
+	p := f.position(c)
 	for {
 		old := p.Load()
 		if old >= position || p.CompareAndSwap(old, position) {
@@ -178,13 +183,13 @@ func (e *Engine) noteFeedRead(c *Container, position uint64) {
 	}
 }
 
-// feedPosition returns c's change-feed read position, kept by RID so that
-// it outlives a replace of the container.
-func (e *Engine) feedPosition(c *Container) *atomic.Uint64 {
+// position returns c's change-feed read position, kept by RID so that it
+// outlives a replace of the container.
+func (f *feedReads) position(c *Container) *atomic.Uint64 {
 	if p := c.feedRead.Load(); p != nil {
 		return p
 	}
-	v, _ := e.feedReads.LoadOrStore(string(c.rid), new(atomic.Uint64))
+	v, _ := f.LoadOrStore(string(c.rid), new(atomic.Uint64))
 	p := v.(*atomic.Uint64)
 	c.feedRead.Store(p)
 	return p
@@ -280,7 +285,7 @@ func (e *Engine) containerStats(ctx context.Context, r storage.Reader, c *Contai
 // feed with an LSN in (from, upto], and returns the age of the first (by its
 // item's _ts).
 func feedSpan(ctx context.Context, r storage.Reader, c *Container, from, upto uint64, now time.Time) (int, time.Duration, error) {
-	lower, upper := lsnRange(keys.FeedPrefix(c.rid), from, upto)
+	lower, upper := feed.LSNRange(keys.FeedPrefix(c.rid), from, upto)
 	it, err := r.NewIterator(ctx, lower, upper, false)
 	if err != nil {
 		return 0, 0, err

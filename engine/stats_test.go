@@ -249,7 +249,7 @@ func BenchmarkStats(b *testing.B) {
 }
 
 // BenchmarkFeedReadBookkeeping sets what a change-feed read pays to keep its
-// container's read position (noteFeedRead) beside the cheapest read there
+// container's read position (feedReads.note) beside the cheapest read there
 // is, a poll answered 304 at the watermark, in one run.
 func BenchmarkFeedReadBookkeeping(b *testing.B) {
 	ctx := b.Context()
@@ -273,7 +273,7 @@ func BenchmarkFeedReadBookkeeping(b *testing.B) {
 		n := uint64(0)
 		for b.Loop() {
 			n++
-			e.noteFeedRead(c, n)
+			e.feedReads.note(c, n)
 		}
 	})
 }

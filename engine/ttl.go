@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/feed"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -94,7 +95,7 @@ func (e *Engine) sweep(ctx context.Context) (int, error) {
 				return total, err
 			}
 		}
-		if _, err := e.pruneChangeLog(ctx, c); err != nil {
+		if _, err := feed.Prune(ctx, e.store, c.rid, c.changeLogCutoff(e.now()), e.stopping); err != nil {
 			return total, err
 		}
 	}
@@ -262,81 +263,12 @@ func changeLogRetentionOf(props map[string]any) time.Duration {
 	return 0
 }
 
-// pruneChangeLog deletes the container's all-versions-and-deletes records
-// older than its retention, a chunk at a time, and moves the container's
-// horizon past them in the same batch, so that a reader whose continuation
-// falls behind it is told so instead of silently missing records. Records
-// are never rewritten, so this needs no partition lock.
-func (e *Engine) pruneChangeLog(ctx context.Context, c *Container) (int, error) {
-	const chunk = 1000
-	cutoff := e.now().Add(-c.changeLogRetention()).Unix()
+// changeLogCutoff is the creation time (Unix seconds) before which the
+// container's all-versions-and-deletes records are past their retention:
+// all of them once the policy is removed.
+func (c *Container) changeLogCutoff(now time.Time) int64 {
 	if c.changeLogRetention() == 0 {
-		cutoff = math.MaxInt64 // the policy was removed: no record is kept
+		return math.MaxInt64
 	}
-	prefix := keys.VersionPrefix(c.rid)
-	lower := keys.VersionKey(c.rid, 1, 0)
-	upper := storage.PrefixEnd(prefix)
-	pruned := 0
-	for !e.stopping() {
-		it, err := e.store.NewIterator(ctx, lower, upper, false)
-		if err != nil {
-			return pruned, err
-		}
-		b := e.store.NewBatch()
-		var horizon uint64
-		reachedCutoff := true
-		for it.Next() {
-			if b.Count() == chunk {
-				reachedCutoff = false
-				break
-			}
-			lsn := binary.BigEndian.Uint64(it.Key()[len(prefix):])
-			rec, err := decodeChangeRecord(lsn, it.Value())
-			if err != nil {
-				it.Close()
-				b.Close()
-				return pruned, err
-			}
-			if rec.crts >= cutoff {
-				break
-			}
-			if err := b.Delete(append([]byte(nil), it.Key()...)); err != nil {
-				it.Close()
-				b.Close()
-				return pruned, err
-			}
-			horizon = lsn
-		}
-		if err := it.Close(); err != nil {
-			b.Close()
-			return pruned, err
-		}
-		n := b.Count()
-		if n > 0 {
-			err = b.Set(keys.VersionHorizon(c.rid), binary.BigEndian.AppendUint64(nil, horizon))
-			if err == nil {
-				err = b.Commit(ctx)
-			}
-		}
-		b.Close()
-		if err != nil {
-			return pruned, err
-		}
-		pruned += n
-		if n == 0 || reachedCutoff {
-			return pruned, nil
-		}
-	}
-	return pruned, nil
-}
-
-// decodeChangeLogHorizon reads a stored change log horizon (nil: none).
-func decodeChangeLogHorizon(v []byte) (uint64, error) {
-	if v == nil {
-		return 0, nil
-	}
-	if len(v) != 8 {
-		return 0, errors.New("engine: corrupt change log horizon")
-	}
-	return binary.BigEndian.Uint64(v), nil
+	return now.Add(-c.changeLogRetention()).Unix()
 }

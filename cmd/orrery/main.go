@@ -422,14 +422,6 @@ func splitList(s string) []string {
 	return out
 }
 
-func hostPort(a net.Addr) string {
-	s := a.String()
-	if strings.HasPrefix(s, "[::]:") || strings.HasPrefix(s, "0.0.0.0:") {
-		return "localhost:" + s[strings.LastIndex(s, ":")+1:]
-	}
-	return s
-}
-
 // nonZero returns v, or instead when v is zero: a flag's zero means no
 // bound, which the engine's options spell as a negative value (their zero
 // is the default).

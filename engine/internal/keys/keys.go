@@ -123,6 +123,33 @@ func ItemKeyFromSuffix(collRID, suffix []byte) []byte {
 	return append(k, suffix...)
 }
 
+// ItemEPK returns the effective partition key part, epkLen bytes, of an
+// item key of the container with RID collRID; nil when the key is shorter.
+func ItemEPK(collRID []byte, epkLen int, key []byte) []byte {
+	start := 1 + len(collRID)
+	end := start + epkLen
+	if len(key) < end {
+		return nil
+	}
+	return key[start:end]
+}
+
+// SplitItemKey returns the id and the encoded partition key of an item key
+// of the container with RID collRID, whose effective partition keys are
+// epkLen bytes long.
+func SplitItemKey(collRID []byte, epkLen int, key []byte) (id string, pkEnc []byte, ok bool) {
+	off := 1 + len(collRID) + epkLen
+	if len(key) < off+2 {
+		return "", nil, false
+	}
+	n := int(binary.BigEndian.Uint16(key[off:]))
+	off += 2
+	if len(key) < off+n {
+		return "", nil, false
+	}
+	return string(key[off+n:]), key[off : off+n], true
+}
+
 // FeedPrefix prefixes a container's latest-version feed entries.
 func FeedPrefix(collRID []byte) []byte { return withRID(Feed, collRID) }
 

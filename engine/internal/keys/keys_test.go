@@ -150,3 +150,28 @@ func TestSpatialEntriesAreDisjointFromPropertyEntries(t *testing.T) {
 		}
 	}
 }
+
+// TestItemKeySplitsIntoWhatBuiltIt: an item key made of a partition prefix
+// and an id gives back its effective partition key, encoded partition key
+// and id, and a truncated key is refused rather than misread.
+func TestItemKeySplitsIntoWhatBuiltIt(t *testing.T) {
+	coll := []byte{1, 2, 3, 4, 5, 6, 7, 8}
+	epk := bytes.Repeat([]byte{0xab}, 32)
+	pk := []byte(`["a",{}]`)
+	key := append(ItemPartitionPrefix(coll, epk, pk), "item-1"...)
+	if got := ItemEPK(coll, len(epk), key); !bytes.Equal(got, epk) {
+		t.Fatalf("ItemEPK = %x, want %x", got, epk)
+	}
+	id, enc, ok := SplitItemKey(coll, len(epk), key)
+	if !ok || id != "item-1" || !bytes.Equal(enc, pk) {
+		t.Fatalf("SplitItemKey = %q, %q, %v; want item-1, %q", id, enc, ok, pk)
+	}
+	for n := 0; n < 1+len(coll)+len(epk)+2+len(pk); n++ {
+		if _, _, ok := SplitItemKey(coll, len(epk), key[:n]); ok {
+			t.Fatalf("SplitItemKey accepted a key cut to %d bytes", n)
+		}
+	}
+	if ItemEPK(coll, len(epk), key[:len(coll)+len(epk)]) != nil {
+		t.Fatal("ItemEPK read past a short key")
+	}
+}
