@@ -15,13 +15,15 @@ import (
 type syncCountingFS struct {
 	vfs.FS
 	syncs *atomic.Int64
+	// delay, when set, is added to every sync, as a slower disk would.
+	delay time.Duration
 }
 
 func (fs syncCountingFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
 	if err != nil || !strings.HasSuffix(name, ".log") {
 		return f, err
 	}
-	return syncCountingFile{File: f, syncs: fs.syncs}, nil
+	return syncCountingFile{File: f, syncs: fs.syncs, delay: fs.delay}, nil
 }
 
 func (fs syncCountingFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
@@ -42,20 +44,28 @@ func (fs syncCountingFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opt
 type syncCountingFile struct {
 	vfs.File
 	syncs *atomic.Int64
+	delay time.Duration
+}
+
+func (f syncCountingFile) count() {
+	f.syncs.Add(1)
+	if f.delay > 0 {
+		time.Sleep(f.delay)
+	}
 }
 
 func (f syncCountingFile) Sync() error {
-	f.syncs.Add(1)
+	f.count()
 	return f.File.Sync()
 }
 
 func (f syncCountingFile) SyncData() error {
-	f.syncs.Add(1)
+	f.count()
 	return f.File.SyncData()
 }
 
 func (f syncCountingFile) SyncTo(length int64) (bool, error) {
-	f.syncs.Add(1)
+	f.count()
 	return f.File.SyncTo(length)
 }
 
@@ -74,15 +84,20 @@ func TestCommitSyncs(t *testing.T) {
 		name    string
 		noSync  bool
 		writers int
-		check   func(t *testing.T, syncs int64) error
+		// syncDelay slows every sync down, so that concurrent commits
+		// overlap however the machine schedules the writers (on a busy
+		// machine a fast disk's syncs may otherwise end before the next
+		// writer runs, and nothing would be there to share them).
+		syncDelay time.Duration
+		check     func(t *testing.T, syncs int64) error
 	}{
-		{"one writer syncs every commit", false, 1, func(t *testing.T, syncs int64) error {
+		{"one writer syncs every commit", false, 1, 0, func(t *testing.T, syncs int64) error {
 			if syncs < commits {
 				return fmt.Errorf("%d syncs for %d sequential commits, want at least one each", syncs, commits)
 			}
 			return nil
 		}},
-		{"concurrent writers share syncs", false, 32, func(t *testing.T, syncs int64) error {
+		{"concurrent writers share syncs", false, 32, 2 * time.Millisecond, func(t *testing.T, syncs int64) error {
 			if sequentialRate > fakeSyncRate {
 				t.Skipf("%.0f sequential synced commits/s: the file system does not sync", sequentialRate)
 			}
@@ -91,7 +106,7 @@ func TestCommitSyncs(t *testing.T) {
 			}
 			return nil
 		}},
-		{"NoSync does not sync commits", true, 1, func(t *testing.T, syncs int64) error {
+		{"NoSync does not sync commits", true, 1, 0, func(t *testing.T, syncs int64) error {
 			if syncs >= commits/2 {
 				return fmt.Errorf("%d syncs for %d commits without sync", syncs, commits)
 			}
@@ -101,7 +116,7 @@ func TestCommitSyncs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var syncs atomic.Int64
-			s, err := Open(t.TempDir(), Options{NoSync: tt.noSync, fs: syncCountingFS{FS: vfs.Default, syncs: &syncs}})
+			s, err := Open(t.TempDir(), Options{NoSync: tt.noSync, fs: syncCountingFS{FS: vfs.Default, syncs: &syncs, delay: tt.syncDelay}})
 			if err != nil {
 				t.Fatal(err)
 			}
