@@ -122,6 +122,9 @@ func (s *Server) readContainer(r *request) error {
 		// A new indexing policy is applied before its replace returns: the
 		// index transformation is always complete.
 		r.w.Header().Set("x-ms-documentdb-collection-index-transformation-progress", "100")
+		if err := s.writeQuotaHeaders(ctx, r); err != nil {
+			return err
+		}
 	}
 	return r.writeResource(res)
 }
