@@ -216,8 +216,9 @@ func (c *Container) parseItem(body []byte, req *ItemRequest) (*item, error) {
 	if perr != nil {
 		return nil, perr
 	}
+	pk = c.legacyKey(pk)
 	it.pk = pk
-	if req.HasPartitionKey && !req.PartitionKey.Equal(pk) {
+	if req.HasPartitionKey && !c.legacyKey(req.PartitionKey).Equal(pk) {
 		return nil, &Error{Status: 400, SubStatus: SubStatusPartitionKeyMismatch, Code: "BadRequest",
 			Message: "PartitionKey extracted from document doesn't match the one specified in the header. Header: " +
 				req.PartitionKey.String() + ", document: " + pk.String() + "."}
