@@ -183,6 +183,18 @@ describe("nested and default paths", () => {
 });
 
 describe("hierarchical partition keys", () => {
+  test("an item holding {} at a key path is in the undefined partition, as the SDK's NonePartitionKey names it", async () => {
+    const c = await newContainer({ paths: ["/a", "/b"], kind: PartitionKeyKind.MultiHash, version: 2 });
+    await c.items.create({ id: "half", a: 5, b: {} });
+    await c.items.create({ id: "none", a: {}, b: {} });
+    assert.equal((await c.item("half", [5, NonePartitionKeyValue]).read()).resource.id, "half");
+    assert.equal((await c.item("none", [NonePartitionKeyValue, NonePartitionKeyValue]).read()).resource.id, "none");
+    const [del] = await c.items.bulk([{ operationType: "Delete", id: "none", partitionKey: [{}, {}] }]);
+    assert.equal(del.statusCode, 204);
+    const err = await expectCosmosError(() => c.items.create({ id: "obj", a: { k: 1 }, b: 1 }, { partitionKey: [NonePartitionKeyValue, 1] }));
+    assert.equal(err.code, 400);
+  });
+
   let c;
   before(async () => {
     c = await newContainer({ paths: ["/tenant", "/user", "/session"], kind: PartitionKeyKind.MultiHash, version: 2 });
