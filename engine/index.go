@@ -131,11 +131,14 @@ type indexPolicy struct {
 	// all: every path but /_etag is indexed (the default policy: /* in,
 	// at most /"_etag"/? out), which the write path need not ask per path.
 	all bool
+	// composite are the composite indexes, which multi-property ORDER BY
+	// queries need (checkCompositeOrder).
+	composite [][]compositePath
 }
 
 func newIndexPolicy(props map[string]any) *indexPolicy {
 	ip, _ := props["indexingPolicy"].(map[string]any)
-	p := &indexPolicy{}
+	p := &indexPolicy{composite: compositeIndexes(props)}
 	if mode, _ := ip["indexingMode"].(string); strings.EqualFold(mode, "none") {
 		p.none = true
 		return p

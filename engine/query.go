@@ -296,6 +296,9 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 	if err != nil {
 		return nil, nil, queryError(err)
 	}
+	if err := c.checkCompositeOrder(plan); err != nil {
+		return nil, nil, err
+	}
 	epks, berr := c.requestBounds(req.PartitionKeyRangeID, req.MinEPK, req.MaxEPK)
 	if berr != nil {
 		return nil, nil, berr
