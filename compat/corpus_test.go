@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +23,50 @@ import (
 
 // corpusDir is the query package's golden conformance corpus.
 var corpusDir = filepath.Join("..", "query", "testdata", "corpus")
+
+// orderByKey matches one key of an ORDER BY on an alias's property path
+// (c.a.b DESC); orderByClause the keys of a query's last ORDER BY.
+var (
+	orderByClause = regexp.MustCompile(`(?i)ORDER BY\s+((?:\w+(?:\.\w+)+(?:\s+(?:ASC|DESC))?\s*,\s*)+\w+(?:\.\w+)+(?:\s+(?:ASC|DESC))?)`)
+	orderByKey    = regexp.MustCompile(`(?i)^\w+((?:\.\w+)+)(?:\s+(ASC|DESC))?$`)
+)
+
+// addCompositeIndexes gives c the composite indexes its cases' ORDER BYs on
+// several properties need, as a container on the service must have them.
+func addCompositeIndexes(t *testing.T, c *azcosmos.ContainerClient, cases []corpusCase) {
+	t.Helper()
+	var composites [][]azcosmos.CompositeIndex
+	for _, tc := range cases {
+		for _, m := range orderByClause.FindAllStringSubmatch(tc.Query, -1) {
+			var ci []azcosmos.CompositeIndex
+			for _, k := range strings.Split(m[1], ",") {
+				km := orderByKey.FindStringSubmatch(strings.TrimSpace(k))
+				order := azcosmos.CompositeIndexAscending
+				if strings.EqualFold(km[2], "DESC") {
+					order = azcosmos.CompositeIndexDescending
+				}
+				ci = append(ci, azcosmos.CompositeIndex{Path: strings.ReplaceAll(km[1], ".", "/"), Order: order})
+			}
+			composites = append(composites, ci)
+		}
+	}
+	if len(composites) == 0 {
+		return
+	}
+	ctx := context.Background()
+	resp, err := c.Read(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := *resp.ContainerProperties
+	if props.IndexingPolicy == nil {
+		props.IndexingPolicy = &azcosmos.IndexingPolicy{Automatic: true, IndexingMode: azcosmos.IndexingModeConsistent, IncludedPaths: []azcosmos.IncludedPath{{Path: "/*"}}}
+	}
+	props.IndexingPolicy.CompositeIndexes = composites
+	if _, err := c.Replace(ctx, props, nil); err != nil {
+		t.Fatalf("composite indexes %v: %v", composites, err)
+	}
+}
 
 // corpusFile is one golden file, in the format the query package's corpus
 // test reads: a document set and queries over it with their expected results
@@ -107,6 +152,7 @@ func TestGoSDKQueryCorpus(t *testing.T) {
 		}
 		name := strings.TrimSuffix(filepath.Base(file), ".json")
 		c := newContainer(t, s, "corpus", name, corpusPartitionPath)
+		addCompositeIndexes(t, c, cf.Cases)
 		for _, d := range cf.Docs {
 			var doc map[string]any
 			if err := json.Unmarshal(d, &doc); err != nil {

@@ -134,11 +134,14 @@ type indexPolicy struct {
 	all bool
 	// spatial lists the paths with a spatial index (spatial.go); nil: none.
 	spatial *spatialPolicy
+	// composite are the composite indexes, which multi-property ORDER BY
+	// queries need (checkCompositeOrder).
+	composite [][]compositePath
 }
 
 func newIndexPolicy(props map[string]any) *indexPolicy {
 	ip, _ := props["indexingPolicy"].(map[string]any)
-	p := &indexPolicy{}
+	p := &indexPolicy{composite: compositeIndexes(props)}
 	if mode, _ := ip["indexingMode"].(string); strings.EqualFold(mode, "none") {
 		p.none = true
 		return p

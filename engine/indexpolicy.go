@@ -9,7 +9,8 @@ import (
 // unknown indexingMode, an automatic that is not a boolean, included or
 // excluded paths that are not a list of {"path": "/.../*" or "/.../?"}. It
 // runs before the defaults are filled in; the vector, full-text, composite
-// and spatial parts are checked where they are read.
+// and spatial parts are checked where they are read. A path "/" (the first
+// policy format's root) is rewritten to "/*" in place.
 func validateIndexingPolicy(v any) *Error {
 	if v == nil {
 		return nil
@@ -46,6 +47,12 @@ func validateIndexingPolicy(v any) *Error {
 				return BadRequest("The indexing policy's %s[%d] must be an object with a path, not %s.", name, i, policyValue(e))
 			}
 			p, ok := entry["path"].(string)
+			if ok && p == "/" {
+				// The first policy format's root path: the service reads
+				// it as the root of the current format.
+				p = "/*"
+				entry["path"] = p
+			}
 			if !ok {
 				return BadRequest("The indexing path %s in %s[%d] could not be accepted: it must be a string such as \"/*\" or \"/name/?\".", policyValue(entry["path"]), name, i)
 			}

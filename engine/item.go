@@ -191,7 +191,9 @@ func (c *Container) parseItem(body []byte, req *ItemRequest) (*item, error) {
 	if e := validItemID(it.id); e != nil {
 		return nil, e
 	}
-	if raw, ok := obj.get("ttl"); ok && string(raw) != "null" {
+	if raw, ok := obj.get("ttl"); ok {
+		// null is no number of seconds: the service refuses it as it
+		// refuses 0 and -10.
 		n, perr := strconv.ParseFloat(string(raw), 64)
 		if perr != nil || n != math.Trunc(n) || n == 0 || n < -1 || n > math.MaxInt32 {
 			return nil, BadRequest("The ttl value %s is invalid: it must be -1 or a whole number of seconds from 1 to 2147483647.", raw)
@@ -216,8 +218,9 @@ func (c *Container) parseItem(body []byte, req *ItemRequest) (*item, error) {
 	if perr != nil {
 		return nil, perr
 	}
+	pk = c.legacyKey(pk)
 	it.pk = pk
-	if req.HasPartitionKey && !req.PartitionKey.Equal(pk) {
+	if req.HasPartitionKey && !c.legacyKey(req.PartitionKey).Equal(pk) {
 		return nil, &Error{Status: 400, SubStatus: SubStatusPartitionKeyMismatch, Code: "BadRequest",
 			Message: "PartitionKey extracted from document doesn't match the one specified in the header. Header: " +
 				req.PartitionKey.String() + ", document: " + pk.String() + "."}

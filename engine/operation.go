@@ -151,7 +151,7 @@ func (t *txn) run(ctx context.Context, op *BatchOperation) (BatchOperationResult
 	if op.invalid != nil {
 		return BatchOperationResult{}, op.invalid
 	}
-	if op.HasPartitionKey && !op.PartitionKey.Equal(t.p.pk) {
+	if op.HasPartitionKey && !t.p.c.legacyKey(op.PartitionKey).Equal(t.p.pk) {
 		return BatchOperationResult{}, &Error{Status: 400, SubStatus: SubStatusPartitionKeyMismatch, Code: "BadRequest",
 			Message: "The operation's partition key " + op.PartitionKey.String() + " differs from the batch's " + t.p.pk.String() + ": a transactional batch works on one logical partition."}
 	}

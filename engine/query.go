@@ -296,6 +296,9 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 	if err != nil {
 		return nil, nil, queryError(err)
 	}
+	if err := c.checkCompositeOrder(plan); err != nil {
+		return nil, nil, err
+	}
 	epks, berr := c.requestBounds(req.PartitionKeyRangeID, req.MinEPK, req.MaxEPK)
 	if berr != nil {
 		return nil, nil, berr
@@ -541,7 +544,7 @@ func (e *Engine) streamQuery(ctx context.Context, c *Container, snap storage.Rea
 		}
 		if err != nil || json.Unmarshal(raw, &tok) != nil ||
 			!(src.contains(tok.Key) || sortsByRID && bytes.HasPrefix(tok.Key, keys.RIDPrefix(c.rid))) {
-			return nil, BadRequest("The continuation token %q is invalid for this query.", req.Continuation)
+			return nil, BadRequest("Invalid Continuation Token: %q is not a continuation of this query. Re-run the query without it and iterate.", req.Continuation)
 		}
 		start = tok.Key
 	}
@@ -684,7 +687,7 @@ func pageWhole(results []json.RawMessage, maxItems int, continuation string, cur
 		offset, _, _ := strings.Cut(string(raw), ".")
 		n, cerr := strconv.Atoi(offset)
 		if err != nil || cerr != nil || n < 0 || n > len(results) {
-			return nil, BadRequest("The continuation token %q is invalid for this query.", continuation)
+			return nil, BadRequest("Invalid Continuation Token: %q is not a continuation of this query. Re-run the query without it and iterate.", continuation)
 		}
 		start = n
 	}
@@ -727,7 +730,7 @@ func PageResources(list []*Resource, maxItems int, continuation string) (*QueryR
 		raw, err := base64.RawURLEncoding.DecodeString(continuation)
 		after, ok := strings.CutPrefix(string(raw), "after:")
 		if err != nil || !ok {
-			return nil, BadRequest("The continuation token %q is invalid for this feed.", continuation)
+			return nil, BadRequest("Invalid Continuation Token: %q is not a continuation of this feed. Re-run it without it and iterate.", continuation)
 		}
 		start = sort.Search(len(list), func(i int) bool { return list[i].ID > after })
 	}

@@ -46,17 +46,19 @@ func validateScript(kind ScriptKind, props map[string]any) *Error {
 	if !ok {
 		return BadRequest("The script must have a body: a string holding a JavaScript function.")
 	}
-	// Compiled at create and replace, as the service does, so that a syntax
-	// error is answered here (400, with its line) and not at the first run.
+	// Procedures and functions are compiled at create and replace, as the
+	// service does, so that a syntax error is answered here (400, with its
+	// line) and not at the first run. A trigger's body is kept as sent and
+	// compiled when a write names it: the service accepts any text for it.
 	id, _ := props["id"].(string)
-	if err := script.Validate(id, body); err != nil {
-		e, _ := AsError(scriptError(err))
-		if e == nil {
-			e = BadRequest("%v", err)
-		}
-		return e
-	}
 	if kind != Triggers {
+		if err := script.Validate(id, body); err != nil {
+			e, _ := AsError(scriptError(err))
+			if e == nil {
+				e = BadRequest("%v", err)
+			}
+			return e
+		}
 		return nil
 	}
 	tt, _ := props["triggerType"].(string)

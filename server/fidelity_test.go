@@ -198,12 +198,21 @@ func TestItemErrorsCarrySessionTokenActivityAndCharge(t *testing.T) {
 	}
 }
 
-// A script with a syntax error is refused at create and replace with 400
-// naming the line, not stored to fail at its first run.
+// A procedure or function with a syntax error is refused at create and
+// replace with 400 naming the line, not stored to fail at its first run. A
+// trigger is stored as sent, as the service stores it, and its syntax error
+// is the 400 of the write that names it.
 func TestScriptSyntaxErrorsAreRefusedAtCreateAndReplace(t *testing.T) {
 	c := newTestServer(t)
 	broken := "function f() {\n  var x = ;\n}"
-	for _, kind := range []string{"sprocs", "udfs", "triggers"} {
+	trigger, _ := json.Marshal(map[string]string{"id": "t", "body": broken, "triggerType": "Pre", "triggerOperation": "All"})
+	c.must("POST", "/dbs/db/colls/c/triggers", string(trigger), nil, 201)
+	r := c.must("POST", "/dbs/db/colls/c/docs", `{"id":"d","pk":"p"}`, map[string]string{
+		"x-ms-documentdb-partitionkey": `["p"]`, "x-ms-documentdb-pre-trigger-include": "t"}, 400)
+	if _, msg := errorOf(t, r); !strings.Contains(msg, "at line 2, column 11") {
+		t.Fatalf("a write naming a broken trigger: %s", r.body)
+	}
+	for _, kind := range []string{"sprocs", "udfs"} {
 		body := func(id, src string) string {
 			b, _ := json.Marshal(map[string]string{"id": id, "body": src, "triggerType": "Pre", "triggerOperation": "All"})
 			return string(b)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 
@@ -87,12 +88,41 @@ func (s *Server) createContainer(r *request) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.eng.CreateContainer(ctx, r.t.db, r.body, t)
+	body, err := legacyContainerBody(r)
+	if err != nil {
+		return err
+	}
+	res, err := s.eng.CreateContainer(ctx, r.t.db, body, t)
 	if err != nil {
 		return err
 	}
 	r.writeJSON(http.StatusCreated, res.Body, res.ETag, 1)
 	return nil
+}
+
+// partitionedContainersVersion is the first API version whose containers
+// must name a partition key.
+const partitionedContainersVersion = "2018-12-31"
+
+// legacyContainerBody returns the body of a container create. A client on
+// an API version before 2018-12-31 that names no partition key creates a
+// non-partitioned container, as on the service: its definition is the
+// system key /_partitionKey, which the SDKs read to address its one
+// partition (the JS SDK with [], the others with the undefined key).
+func legacyContainerBody(r *request) ([]byte, error) {
+	v := r.Header.Get("X-Ms-Version")
+	if v == "" || v >= partitionedContainersVersion {
+		return r.body, nil
+	}
+	var props map[string]json.RawMessage
+	if err := json.Unmarshal(r.body, &props); err != nil {
+		return r.body, nil // the engine reports the malformed body
+	}
+	if pk, ok := props["partitionKey"]; ok && string(pk) != "null" {
+		return r.body, nil
+	}
+	props["partitionKey"] = json.RawMessage(`{"paths":["/_partitionKey"],"kind":"Hash","systemKey":true}`)
+	return json.Marshal(props)
 }
 
 // readResourceFeed answers a read feed (GET) of resources listed by id one
@@ -122,6 +152,9 @@ func (s *Server) readContainer(r *request) error {
 		// A new indexing policy is applied before its replace returns: the
 		// index transformation is always complete.
 		r.w.Header().Set("x-ms-documentdb-collection-index-transformation-progress", "100")
+		if err := s.writeQuotaHeaders(ctx, r); err != nil {
+			return err
+		}
 	}
 	return r.writeResource(res)
 }

@@ -3,7 +3,7 @@
 // /_partitionKey container and hierarchical (MultiHash) keys.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { PartitionKeyBuilder, PartitionKeyKind } from "@azure/cosmos";
+import { CosmosClient, HTTPMethod, PartitionKeyBuilder, PartitionKeyKind, ResourceType } from "@azure/cosmos";
 import { expectCosmosError, newClient, uniqueId } from "./orrery.mjs";
 
 // The SDK's NonePartitionKeyType: an empty object names the "absent" key
@@ -145,9 +145,56 @@ describe("nested and default paths", () => {
     const { resources } = await c.items.readAll().fetchAll();
     assert.deepEqual(resources.map((d) => d.id).sort(), [bare, keyed].sort());
   });
+
+  test("a client on an API version before 2018-12-31 creates a non-partitioned container, addressed with no key", async () => {
+    // A plugin as an old client: the container is created with no partition
+    // key on API version 2018-06-18.
+    const legacy = new CosmosClient({
+      endpoint: process.env.ORRERY_ENDPOINT,
+      key: process.env.ORRERY_KEY,
+      plugins: [{
+        on: "request",
+        plugin: (context, diagnosticNode, next) => {
+          if (context.resourceType === ResourceType.container && context.method === HTTPMethod.post) {
+            context.body = JSON.stringify({ id: JSON.parse(context.body).id });
+          }
+          context.headers["x-ms-version"] = "2018-06-18";
+          return next(context);
+        },
+      }],
+    });
+    const id = uniqueId("np");
+    await legacy.database(db.id).containers.create({ id, partitionKey: { paths: ["/pk"] } });
+    legacy.dispose();
+    const c = db.container(id);
+    const { resource } = await c.read();
+    assert.deepEqual(resource.partitionKey.paths, ["/_partitionKey"]);
+    assert.equal(resource.partitionKey.systemKey, true);
+    // The SDK reads systemKey and sends [] for every item of the container.
+    await c.items.create({ id: "a", v: 1 });
+    await c.items.upsert({ id: "b", v: 2 });
+    assert.equal((await c.item("a", undefined).read()).resource.v, 1);
+    assert.equal((await c.item("a", undefined).replace({ id: "a", v: 3 })).resource.v, 3);
+    assert.equal((await c.items.query("SELECT * FROM c").fetchAll()).resources.length, 2);
+    await c.item("a", undefined).delete();
+    assert.equal((await c.item("a", undefined).read()).statusCode, 404);
+    assert.equal((await c.item("b", NonePartitionKeyValue).read()).resource.v, 2);
+  });
 });
 
 describe("hierarchical partition keys", () => {
+  test("an item holding {} at a key path is in the undefined partition, as the SDK's NonePartitionKey names it", async () => {
+    const c = await newContainer({ paths: ["/a", "/b"], kind: PartitionKeyKind.MultiHash, version: 2 });
+    await c.items.create({ id: "half", a: 5, b: {} });
+    await c.items.create({ id: "none", a: {}, b: {} });
+    assert.equal((await c.item("half", [5, NonePartitionKeyValue]).read()).resource.id, "half");
+    assert.equal((await c.item("none", [NonePartitionKeyValue, NonePartitionKeyValue]).read()).resource.id, "none");
+    const [del] = await c.items.bulk([{ operationType: "Delete", id: "none", partitionKey: [{}, {}] }]);
+    assert.equal(del.statusCode, 204);
+    const err = await expectCosmosError(() => c.items.create({ id: "obj", a: { k: 1 }, b: 1 }, { partitionKey: [NonePartitionKeyValue, 1] }));
+    assert.equal(err.code, 400);
+  });
+
   let c;
   before(async () => {
     c = await newContainer({ paths: ["/tenant", "/user", "/session"], kind: PartitionKeyKind.MultiHash, version: 2 });

@@ -28,7 +28,13 @@ const docs = Array.from({ length: 48 }, (_, i) => ({
 
 before(async () => {
   ({ database: db } = await client.databases.create({ id: uniqueId("jsquery") }));
-  ({ container } = await db.containers.create({ id: "items", partitionKey: { paths: ["/pk"] } }));
+  // The composite index serves ORDER BY c.cat ASC, c.n DESC, as the
+  // service needs one for an ORDER BY on two properties.
+  ({ container } = await db.containers.create({
+    id: "items",
+    partitionKey: { paths: ["/pk"] },
+    indexingPolicy: { compositeIndexes: [[{ path: "/cat", order: "ascending" }, { path: "/n", order: "descending" }]] },
+  }));
   await Promise.all(docs.map((d) => container.items.create(d)));
 });
 after(async () => {
@@ -177,6 +183,16 @@ describe("cross-partition JOINs and parameters", () => {
       { query: "SELECT TOP @k VALUE c.n FROM c ORDER BY c.n", parameters: [{ name: "@k", value: 4 }] },
       docs.map((d) => d.n).sort((a, b) => a - b).slice(0, 4),
     );
+  });
+
+  test("a continuation token that is not one of the query's is a 400 naming an Invalid Continuation Token", async () => {
+    for (const options of [{}, { partitionKey: "east" }]) {
+      await assert.rejects(container.items.readAll({ maxItemCount: 2, continuationToken: "junk", ...options }).fetchNext(), (err) => {
+        assert.equal(err.code, 400);
+        assert.match(err.message, /Invalid Continuation Token/);
+        return true;
+      });
+    }
   });
 
   test("a streaming query needs no plan and pages across partitions", async () => {

@@ -107,3 +107,39 @@ describe("query metrics", () => {
     assert.deepEqual(u.PotentialSingleIndexes.map((e) => e.IndexSpec), ["/note/?"]);
   });
 });
+
+describe("composite indexes", () => {
+  test("an ORDER BY on two properties needs a composite index of them, in either direction, as on the service", async () => {
+    const { container: c } = await db.containers.create({
+      id: "composite",
+      partitionKey: { paths: ["/pk"] },
+      indexingPolicy: { compositeIndexes: [[{ path: "/key", order: "ascending" }, { path: "/field", order: "ascending" }]] },
+    });
+    for (const [id, key, field] of [["1", "1", "4"], ["2", "2", "3"], ["3", "2", "2"]]) {
+      await c.items.create({ id, pk: "p", key, field });
+    }
+    const ids = async (q) => (await c.items.query(q).fetchAll()).resources.map((d) => d.id);
+    assert.deepEqual(await ids("SELECT * FROM r ORDER BY r.key, r.field"), ["1", "3", "2"]);
+    assert.deepEqual(await ids("SELECT * FROM r ORDER BY r.key DESC, r.field DESC"), ["2", "3", "1"]);
+    for (const q of ["SELECT * FROM r ORDER BY r.key DESC, r.field ASC", "SELECT * FROM r ORDER BY r.field, r.key"]) {
+      await assert.rejects(c.items.query(q).fetchAll(), (err) => {
+        assert.equal(err.code, 400);
+        assert.match(err.message, /does not have a corresponding composite index that it can be served from/);
+        return true;
+      }, q);
+    }
+    // One property needs none; an aggregate's single row has no order to serve.
+    assert.deepEqual(await ids("SELECT * FROM r ORDER BY r.field"), ["3", "2", "1"]);
+    const { resources } = await c.items.query("SELECT VALUE COUNT(1) FROM r ORDER BY r.field, r.key").fetchAll();
+    assert.deepEqual(resources, [3]);
+  });
+
+  test("an included path \"/\" (the first policy format's root) is read as \"/*\"", async () => {
+    const { resource } = await db.containers.create({
+      id: "rootpath",
+      partitionKey: { paths: ["/pk"] },
+      indexingPolicy: { includedPaths: [{ path: "/", indexes: [{ kind: "Range", dataType: "Number" }] }] },
+    });
+    assert.equal(resource.indexingPolicy.includedPaths[0].path, "/*");
+  });
+});

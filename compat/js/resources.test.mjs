@@ -216,6 +216,27 @@ describe("containers", () => {
     assert.equal(headers["x-ms-documentdb-collection-lazy-indexing-progress"], undefined);
   });
 
+  test("populateQuotaInfo: the container's quota and what it uses, as the service lists them", async () => {
+    const id = uniqueId("q");
+    const { container } = await db.containers.create({ id, partitionKey: { paths: ["/pk"] } });
+    await container.items.create({ id: "a", pk: "p", text: "x".repeat(3000) });
+    await container.items.create({ id: "b", pk: "q" });
+    await container.scripts.storedProcedures.create({ id: "sp", body: "function () {}" });
+    const parse = (h) => Object.fromEntries(h.split(";").filter(Boolean).map((kv) => kv.split("=")).map(([k, v]) => [k, Number(v)]));
+    const { headers } = await container.read({ populateQuotaInfo: true });
+    const quota = parse(headers["x-ms-resource-quota"]);
+    assert.equal(quota.collectionSize, 10 * 1024 * 1024);
+    assert.equal(quota.storedProcedures, 100);
+    assert.equal(quota.documentsCount, -1);
+    const usage = parse(headers["x-ms-resource-usage"]);
+    assert.equal(usage.documentsCount, 2);
+    assert.equal(usage.storedProcedures, 1);
+    assert.equal(usage.triggers, 0);
+    assert.ok(usage.documentsSize >= 3, `documentsSize ${usage.documentsSize} KB holds the 3 KB item`);
+    const plain = await container.read();
+    assert.equal(plain.headers["x-ms-resource-quota"], undefined);
+  });
+
   test("the conflicts feed, as one write region serves it: empty, listed or queried", async () => {
     const id = uniqueId("cf");
     const { container } = await db.containers.create({ id, partitionKey: { paths: ["/pk"] } });

@@ -366,3 +366,21 @@ describe("script resources", () => {
     });
   }
 });
+
+describe("trigger bodies", () => {
+  test("a trigger's body is kept as sent and compiled only when a write names it", async () => {
+    const id = uniqueId("loose");
+    const { resource } = await orders.scripts.triggers.create({
+      id,
+      body: "serverScript() { var x = 10; }",
+      triggerType: TriggerType.Pre,
+      triggerOperation: TriggerOperation.All,
+    });
+    assert.equal(resource.body, "serverScript() { var x = 10; }");
+    const err = await expectCosmosError(() =>
+      orders.items.create({ id: uniqueId("t"), customerId: "tr" }, { preTriggerInclude: [id] }),
+    );
+    assert.equal(err.code, 400);
+    assert.match(err.message, /compiling Javascript/);
+  });
+});

@@ -45,3 +45,15 @@ test("defaultTtl and item ttl decide expiry", async () => {
     assert.equal(resources.length, c.survives ? 1 : 0, `${c.name}: readAll`);
   }
 });
+
+test("an item's ttl of null, 0 or below -1 is refused with 400, as the service refuses it", async () => {
+  const { container } = await db.containers.create({ id: uniqueId("ttlbad"), partitionKey: { paths: ["/pk"] }, defaultTtl: 5 });
+  for (const ttl of [null, 0, -10, 1.5]) {
+    await assert.rejects(container.items.create({ id: uniqueId("bad"), pk: "p", ttl }), (err) => {
+      assert.equal(err.code, 400, `ttl ${ttl}`);
+      return true;
+    });
+  }
+  const { resource } = await container.items.create({ id: uniqueId("ok"), pk: "p", ttl: -1 });
+  assert.equal(resource.ttl, -1);
+});

@@ -312,6 +312,10 @@
         getBody: function () { return host.getBody('response'); },
         setBody: function (v) { host.setBody('response', v); },
         appendBody: function (v) { host.appendBody(v); },
+        appendValue: function (name, v) {
+            if (name === 'Body') { host.appendBody(v); return; }
+            host.setValue('response', name, String(host.getValue('response', name)) + v);
+        },
         getValue: function (name) { return host.getValue('response', name); },
         setValue: function (name, v) { host.setValue('response', name, v); }
     };

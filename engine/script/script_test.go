@@ -328,6 +328,9 @@ func TestCollectionOperations(t *testing.T) {
 			var r = getContext().getResponse();
 			r.appendBody("ab"); r.appendBody(1); r.setBody(r.getBody() + "!");
 		}`, `"ab1!"`},
+		{"append value to the body", `function () {
+			for (var i = 0; i < 10; i++) getContext().getResponse().appendValue("Body", i);
+		}`, `"0123456789"`},
 		{"request body is the arguments", `function (x) {
 			getContext().getResponse().setBody(getContext().getRequest().getBody());
 		}`, `[]`},

@@ -140,6 +140,12 @@ func Extract(paths []string, doc map[string]any) (Key, error) {
 	pk := make(Key, 0, len(paths))
 	for _, path := range paths {
 		v, ok := lookupPath(doc, path)
+		if m, isObj := v.(map[string]any); isObj && len(m) == 0 {
+			// {} is how the SDKs write the undefined component (their
+			// NonePartitionKey): an item holding it at a key path is in
+			// the undefined partition, as on the service.
+			ok = false
+		}
 		if !ok {
 			pk = append(pk, Value{kind: Undefined})
 			continue

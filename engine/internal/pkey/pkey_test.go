@@ -135,7 +135,7 @@ func TestEncodeParsesBack(t *testing.T) {
 // nested paths with JSON Pointer escapes, gives undefined for a missing
 // property, and refuses an object.
 func TestExtractReadsNestedEscapedPaths(t *testing.T) {
-	doc := map[string]any{"a": map[string]any{"b/c": "x", "d~e": 3.0}, "o": map[string]any{}}
+	doc := map[string]any{"a": map[string]any{"b/c": "x", "d~e": 3.0}, "o": map[string]any{"k": 1.0}, "none": map[string]any{}}
 	pk, err := Extract([]string{"/a/b~1c", "/a/d~0e", "/missing"}, doc)
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +145,11 @@ func TestExtractReadsNestedEscapedPaths(t *testing.T) {
 	}
 	if _, err := Extract([]string{"/o"}, doc); err == nil {
 		t.Error("an object was taken as a partition key value")
+	}
+	// {} is the SDKs' undefined component (NonePartitionKey): an item
+	// holding it is in the undefined partition.
+	if pk, err := Extract([]string{"/none", "/a/b~1c"}, doc); err != nil || pk.String() != `[{},"x"]` {
+		t.Errorf("Extract of {} = %v, %v; want [{},\"x\"]", pk, err)
 	}
 	long := strings.Repeat("x", MaxValueBytes+1)
 	if _, err := Extract([]string{"/s"}, map[string]any{"s": long}); err == nil {
