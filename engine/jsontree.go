@@ -35,6 +35,11 @@ func (o *jsonObject) set(name string, v any) {
 		o.values[i] = v
 		return
 	}
+	if o.names == nil {
+		// Most objects have a few members: room for them at once, not
+		// four growths of each slice.
+		o.names, o.values = make([]string, 0, 8), make([]any, 0, 8)
+	}
 	o.names = append(o.names, name)
 	o.values = append(o.values, v)
 }
