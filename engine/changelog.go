@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/binary"
 
 	"github.com/orrery-db/orrery/engine/internal/feed"
@@ -15,9 +16,18 @@ import (
 // already expired is logged as deleted by TTL before cur is logged as created.
 func (t *txn) logChange(cur, prev *storedItem) error {
 	c := t.p.c
+	// A write within the second of the one it replaces, both with an
+	// expiry entry, keeps the entry it has: deleting and setting the same
+	// key to the same item key cost the store two entries for nothing.
+	sameExpiry := false
 	if prev != nil {
-		if err := t.b.Delete(prev.expiryKey(c.rid)); err != nil {
-			return err
+		pk := prev.expiryKey(c.rid)
+		sameExpiry = cur != nil && prev.ttl != -1 && cur.ttl != -1 && bytes.Equal(prev.key, cur.key) &&
+			bytes.Equal(pk, cur.expiryKey(c.rid))
+		if !sameExpiry {
+			if err := t.b.Delete(pk); err != nil {
+				return err
+			}
 		}
 	}
 	logged := c.changeLogRetention() > 0
@@ -48,7 +58,7 @@ func (t *txn) logChange(cur, prev *storedItem) error {
 			return err
 		}
 	}
-	if cur.ttl == -1 {
+	if cur.ttl == -1 || sameExpiry {
 		return nil
 	}
 	return t.b.Set(cur.expiryKey(c.rid), cur.key)

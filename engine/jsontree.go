@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"unicode/utf8"
 )
 
 // A JSON tree, decoded so that objects keep their properties in document
@@ -34,6 +35,11 @@ func (o *jsonObject) set(name string, v any) {
 		o.values[i] = v
 		return
 	}
+	if o.names == nil {
+		// Most objects have a few members: room for them at once, not
+		// four growths of each slice.
+		o.names, o.values = make([]string, 0, 8), make([]any, 0, 8)
+	}
 	o.names = append(o.names, name)
 	o.values = append(o.values, v)
 }
@@ -44,60 +50,90 @@ func (o *jsonObject) remove(i int) {
 	o.values = append(o.values[:i], o.values[i+1:]...)
 }
 
-// decodeTree decodes one JSON value.
+// decodeTree decodes one JSON value. It walks the bytes itself once they
+// are known valid: json.Decoder's Token allocated an error for every value
+// followed by a comma (its scanner's end of a top-level value), which made
+// a patch's tree cost about as much as the rest of the write.
 func decodeTree(b []byte) (any, error) {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	v, err := decodeTreeValue(d)
-	if err != nil {
-		return nil, err
+	if !json.Valid(b) {
+		return nil, errors.New("not a single valid JSON value")
 	}
-	if _, err := d.Token(); err == nil {
-		return nil, errors.New("trailing data after the JSON value")
-	}
-	return v, nil
+	v, _, err := treeValue(b, skipSpace(b, 0))
+	return v, err
 }
 
-func decodeTreeValue(d *json.Decoder) (any, error) {
-	tok, err := d.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			o := &jsonObject{}
-			for d.More() {
-				k, err := d.Token()
-				if err != nil {
-					return nil, err
-				}
-				v, err := decodeTreeValue(d)
-				if err != nil {
-					return nil, err
-				}
-				// A repeated name keeps the last value, as parseObject does.
-				o.set(k.(string), v)
-			}
-			_, err := d.Token()
-			return o, err
-		case '[':
-			a := []any{}
-			for d.More() {
-				v, err := decodeTreeValue(d)
-				if err != nil {
-					return nil, err
-				}
-				a = append(a, v)
-			}
-			_, err := d.Token()
-			return a, err
+// treeValue decodes the valid JSON value at b[i] and returns the index just
+// past it.
+func treeValue(b []byte, i int) (any, int, error) {
+	switch b[i] {
+	case '{':
+		o := &jsonObject{}
+		i = skipSpace(b, i+1)
+		if b[i] == '}' {
+			return o, i + 1, nil
 		}
-		return nil, errors.New("unexpected delimiter")
+		for {
+			end := skipString(b, i)
+			name, err := treeString(b[i:end])
+			if err != nil {
+				return nil, 0, err
+			}
+			i = skipSpace(b, skipSpace(b, end)+1) // ':'
+			v, vend, err := treeValue(b, i)
+			if err != nil {
+				return nil, 0, err
+			}
+			// A repeated name keeps the last value, as parseObject does.
+			o.set(name, v)
+			i = skipSpace(b, vend)
+			if b[i] == '}' {
+				return o, i + 1, nil
+			}
+			i = skipSpace(b, i+1) // ','
+		}
+	case '[':
+		a := []any{}
+		i = skipSpace(b, i+1)
+		if b[i] == ']' {
+			return a, i + 1, nil
+		}
+		for {
+			v, vend, err := treeValue(b, i)
+			if err != nil {
+				return nil, 0, err
+			}
+			a = append(a, v)
+			i = skipSpace(b, vend)
+			if b[i] == ']' {
+				return a, i + 1, nil
+			}
+			i = skipSpace(b, i+1) // ','
+		}
+	case '"':
+		end := skipString(b, i)
+		s, err := treeString(b[i:end])
+		return s, end, err
+	case 't':
+		return true, i + 4, nil
+	case 'f':
+		return false, i + 5, nil
+	case 'n':
+		return nil, i + 4, nil
 	default:
-		return t, nil
+		end := skipValue(b, i)
+		return json.Number(b[i:end]), end, nil
 	}
+}
+
+// treeString decodes a valid JSON string: its bytes between the quotes when
+// it has no escapes and is valid UTF-8, else as json.Unmarshal decodes it.
+func treeString(raw []byte) (string, error) {
+	if inner := raw[1 : len(raw)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner), nil
+	}
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err
 }
 
 // appendTree appends the JSON encoding of a tree.

@@ -152,5 +152,5 @@ func (c *Container) scope(pk PartitionKey, hasPK bool) ([]byte, *Error) {
 }
 
 func (p *partition) itemKey(id string) []byte {
-	return append(append([]byte(nil), p.prefix...), id...)
+	return append(append(make([]byte, 0, len(p.prefix)+len(id)), p.prefix...), id...)
 }

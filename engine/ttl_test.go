@@ -303,3 +303,48 @@ func countChangeRecords(t *testing.T, e *Engine, name string) int {
 	}
 	return n
 }
+
+// TestRewritesWithinASecondKeepOneExpiryEntry: an item rewritten within the
+// second of its last write keeps exactly one expiry entry while it may
+// expire and none once it may not, and the sweep removes it when it expires.
+func TestRewritesWithinASecondKeepOneExpiryEntry(t *testing.T) {
+	ctx := t.Context()
+	e, clock := newTestEngine(t)
+	createContainer(t, e, `{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":-1}`)
+	c, _ := e.Container(ctx, "db", "c")
+	entries := func() int {
+		t.Helper()
+		prefix := keys.ExpiryPrefix(c.rid)
+		it, err := e.store.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		n := 0
+		for it.Next() {
+			n++
+		}
+		return n
+	}
+	upsert(t, e, "c", `{"id":"a","pk":"p","ttl":2}`)
+	upsert(t, e, "c", `{"id":"a","pk":"p","ttl":2,"n":1}`)
+	if got := entries(); got != 1 {
+		t.Fatalf("after two writes of one item in one second: %d expiry entries, want 1", got)
+	}
+	upsert(t, e, "c", `{"id":"b","pk":"p","ttl":2}`)
+	upsert(t, e, "c", `{"id":"b","pk":"p","ttl":-1}`)
+	if got := entries(); got != 1 {
+		t.Fatalf("after b stopped expiring within its second: %d expiry entries, want a's alone", got)
+	}
+	clock.advance(3 * time.Second)
+	n, err := e.sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 || entries() != 0 {
+		t.Fatalf("the sweep deleted %d items and left %d expiry entries, want a deleted and none left", n, entries())
+	}
+	if _, err := e.ReadItem(ctx, &ItemRequest{Database: "db", Container: "c", ID: "b", PartitionKey: StringKey("p"), HasPartitionKey: true}); err != nil {
+		t.Fatalf("b, which never expires, after the sweep: %v", err)
+	}
+}

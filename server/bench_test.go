@@ -129,7 +129,8 @@ func BenchmarkBareHTTP(b *testing.B) {
 
 // BenchmarkObservedRequest is one request through the handler a server
 // serves, Observe's metrics and access log included, without the network:
-// a point read and an upsert of a 1 KB item in memory, with the headers the
+// a point read, an upsert and a replace of a 1 KB item and a patch incr
+// of a small one in memory, with the headers the
 // Go SDK sends. Its allocations per request are exact, and what the
 // server's layers (classification, authentication, metrics, access log,
 // activity id, session token) add to the engine's.
@@ -184,6 +185,26 @@ func BenchmarkObservedRequest(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			serve(b, r, nil, 200)
+		}
+	})
+	b.Run("replace", func(b *testing.B) {
+		r := request("PUT", "docs", "dbs/db/colls/c/docs/r", "/dbs/db/colls/c/docs/r", benchBody)
+		b.ReportAllocs()
+		for b.Loop() {
+			serve(b, r, benchBody, 200)
+		}
+	})
+	// patch: an incr of one small item, as BenchmarkServer's patch sends it.
+	hot := []byte(`{"id":"hot","pk":"p","n":0}`)
+	if _, err := eng.CreateItem(b.Context(), &engine.ItemRequest{Database: "db", Container: "c", Body: hot}); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("patch", func(b *testing.B) {
+		body := []byte(`{"operations":[{"op":"incr","path":"/n","value":1}]}`)
+		r := request("PATCH", "docs", "dbs/db/colls/c/docs/hot", "/dbs/db/colls/c/docs/hot", body)
+		b.ReportAllocs()
+		for b.Loop() {
+			serve(b, r, body, 200)
 		}
 	})
 }

@@ -19,16 +19,22 @@ var jsonContentType = []string{"application/json"}
 // writeJSON writes a successful JSON response.
 func (r *request) writeJSON(status int, body []byte, etag string, charge float64) {
 	h := r.w.Header()
+	// The values of the three headers set here share one allocation; each
+	// is capped so that an append to one cannot overwrite the next.
+	vals := make([]string, 3)
 	if etag != "" {
-		h["Etag"] = []string{etag}
+		vals[0] = etag
+		h["Etag"] = vals[0:1:1]
 	}
-	h["X-Ms-Request-Charge"] = []string{formatCharge(charge)}
+	vals[1] = formatCharge(charge)
+	h["X-Ms-Request-Charge"] = vals[1:2:2]
 	if body == nil {
 		r.w.WriteHeader(status)
 		return
 	}
 	h["Content-Type"] = jsonContentType
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	vals[2] = strconv.Itoa(len(body))
+	h["Content-Length"] = vals[2:3:3]
 	r.w.WriteHeader(status)
 	r.w.Write(body)
 }

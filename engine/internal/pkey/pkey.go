@@ -161,8 +161,14 @@ func Extract(paths []string, doc map[string]any) (Key, error) {
 
 // lookupPath follows a partition key path such as /a/b through nested objects.
 func lookupPath(doc map[string]any, path string) (any, bool) {
+	rest := strings.TrimPrefix(path, "/")
+	if !strings.ContainsAny(rest, "/~") {
+		// One plain segment, the usual key: no split to allocate.
+		v, ok := doc[rest]
+		return v, ok
+	}
 	var cur any = doc
-	for _, seg := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
+	for _, seg := range strings.Split(rest, "/") {
 		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
 		m, ok := cur.(map[string]any)
 		if !ok {

@@ -1,0 +1,54 @@
+package engine
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+// TestDecodedTreeWritesBackTheSameValue: a tree decoded and written back
+// means what the input meant, as encoding/json reads both, property order
+// kept, for escapes, non-ASCII text, numbers as written, nesting and
+// whitespace; invalid JSON is an error.
+func TestDecodedTreeWritesBackTheSameValue(t *testing.T) {
+	for _, in := range []string{
+		`{"id":"a","n":1,"f":-0.5e3,"big":123456789012345678901234567890,"t":true,"u":false,"z":null}`,
+		` { "s" : "tab\there \"q\" \\ \u00e9 é 漢字 \ud83d\ude00" , "a" : [ 1 , [ ] , { } , [ "x" , { "y" : [ null ] } ] ] } `,
+		`{"e\u0041":"escaped name","plain":"v","":"empty name"}`,
+		`[]`, `"just a string"`, `42`, `{}`,
+	} {
+		tree, err := decodeTree([]byte(in))
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		out := appendTree(nil, tree)
+		var want, got any
+		if err := json.Unmarshal([]byte(in), &want); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("%s wrote back invalid JSON %s: %v", in, out, err)
+		}
+		if !reflect.DeepEqual(want, got) {
+			t.Errorf("%s wrote back %s", in, out)
+		}
+	}
+	// Order kept, a repeated name keeps its last value where it first was.
+	tree, err := decodeTree([]byte(`{"b":1,"a":2,"b":3}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(appendTree(nil, tree)); got != `{"b":3,"a":2}` {
+		t.Errorf("got %s", got)
+	}
+	// Numbers stay as written.
+	tree, _ = decodeTree([]byte(`{"n":1.50,"m":1E2}`))
+	if got := string(appendTree(nil, tree)); got != `{"n":1.50,"m":1E2}` {
+		t.Errorf("got %s", got)
+	}
+	for _, bad := range []string{``, `{`, `{"a":}`, `[1,]`, `{"a":1}x`, `tru`} {
+		if _, err := decodeTree([]byte(bad)); err == nil {
+			t.Errorf("%q decoded without an error", bad)
+		}
+	}
+}
