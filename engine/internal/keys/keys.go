@@ -20,6 +20,7 @@ const (
 	User         byte = 'U' // U<db rid 4><user id>                     → user
 	Permission   byte = 'P' // P<user rid 8><permission id>             → permission
 	PrincipalRID byte = 'G' // G<user or permission rid>                → the user's or permission's key
+	Search       byte = 'H' // H<coll rid 8><kind 1><path len uvarint><path><rest> → search index state
 )
 
 // LegacyUnique is the first byte of unique-key entries in layout format 1,
@@ -235,3 +236,27 @@ func PermissionPrefix(userRID []byte) []byte { return withRID(Permission, userRI
 
 // PrincipalRIDKey maps a user's or permission's RID to its record's key.
 func PrincipalRIDKey(rid []byte) []byte { return withRID(PrincipalRID, rid) }
+
+// Kinds of search index: a search index's keys start with its container's
+// rid and its kind, then its path.
+const (
+	SearchVector   byte = 'v' // a vector index of one embedding path
+	SearchFullText byte = 't' // the full-text index of one text path
+	SearchMeta     byte = 'm' // the container's search meta (policy built)
+)
+
+// SearchPrefix prefixes every search index key of a container.
+func SearchPrefix(collRID []byte) []byte { return withRID(Search, collRID) }
+
+// SearchMetaKey holds what the container's search indexes were built for:
+// absent, they are rebuilt from the items.
+func SearchMetaKey(collRID []byte) []byte { return append(SearchPrefix(collRID), SearchMeta) }
+
+// SearchIndexPrefix prefixes the keyspace of one search index: kind is
+// SearchVector or SearchFullText, path the property path it indexes. The
+// index's own keys (package vector's and fulltext's) follow it.
+func SearchIndexPrefix(collRID []byte, kind byte, path string) []byte {
+	k := append(SearchPrefix(collRID), kind)
+	k = binary.AppendUvarint(k, uint64(len(path)))
+	return append(k, path...)
+}

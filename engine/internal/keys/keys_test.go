@@ -41,6 +41,10 @@ var families = []family{
 	{"user", func(r rids) []byte { return UserPrefix(r.db) }},
 	{"permission", func(r rids) []byte { return PermissionPrefix(r.user) }},
 	{"principal rid", func(r rids) []byte { return PrincipalRIDKey(r.user) }},
+	{"search meta", func(r rids) []byte { return SearchMetaKey(r.coll) }},
+	{"search vector /v", func(r rids) []byte { return SearchIndexPrefix(r.coll, SearchVector, "/v") }},
+	{"search vector /vv", func(r rids) []byte { return SearchIndexPrefix(r.coll, SearchVector, "/vv") }},
+	{"search full-text /v", func(r rids) []byte { return SearchIndexPrefix(r.coll, SearchFullText, "/v") }},
 }
 
 // nestings are RIDs as the engine makes them: a container's and a user's
@@ -106,6 +110,9 @@ func TestKeysStayInTheirFamily(t *testing.T) {
 		{PrincipalRIDKey(r.perm), PrincipalRIDKey(r.user)},
 		{DatabaseKey("db"), []byte{Database}},
 		{OfferKey("o"), []byte{Offer}},
+		{SearchMetaKey(r.coll), SearchPrefix(r.coll)},
+		{SearchIndexPrefix(r.coll, SearchVector, "/v"), SearchPrefix(r.coll)},
+		{SearchIndexPrefix(r.coll, SearchFullText, "/t"), SearchPrefix(r.coll)},
 	} {
 		if !bytes.HasPrefix(tc.key, tc.prefix) {
 			t.Errorf("key %q is outside its family %q", tc.key, tc.prefix)
