@@ -60,6 +60,8 @@ type Container struct {
 	feedRead atomic.Pointer[atomic.Uint64]
 	// computed are the container's computed properties (engine/computed.go).
 	computed []*query.ComputedProperty
+	// search are its vector and full-text policies (engine/searchpolicy.go).
+	search *SearchPolicy
 }
 
 // containerRecord is what is stored for a container: its properties as the
@@ -176,6 +178,7 @@ func newContainer(db *Database, rec containerRecord) (*Container, error) {
 	// check keeps no policy it cannot hold.
 	c.unique, _ = parseUniqueKeyPolicy(props["uniqueKeyPolicy"])
 	c.computed, _ = parseComputedProperties(props, c.index)
+	c.search, _ = parseSearchPolicy(props)
 	if v, ok := props["defaultTtl"].(float64); ok {
 		n := int64(v)
 		c.ttl = &n

@@ -178,6 +178,9 @@ func normalizeContainerProps(props map[string]any, prev *Container) (map[string]
 	if _, err := parseComputedProperties(out, newIndexPolicy(out)); err != nil {
 		return nil, err
 	}
+	if err := checkSearchPolicy(out, prev); err != nil {
+		return nil, err
+	}
 	if v, ok := out["uniqueKeyPolicy"]; !ok || v == nil {
 		out["uniqueKeyPolicy"] = map[string]any{"uniqueKeys": []any{}}
 		if prev != nil {

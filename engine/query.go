@@ -335,7 +335,8 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 		}
 	}
 	x, err := q.Prepare(query.Options{Params: req.Params, UDF: req.UDF, Now: e.now(),
-		Context: ctx, Deadline: bounds.deadline, MaxMemory: e.queryMemoryLimit(), Pool: e.queryPool, Heavy: bounds.heavy})
+		Context: ctx, Deadline: bounds.deadline, MaxMemory: e.queryMemoryLimit(), Pool: e.queryPool, Heavy: bounds.heavy,
+		Search: e.searchContext(ctx, c, r)})
 	if err != nil {
 		return nil, nil, queryError(err)
 	}
