@@ -161,11 +161,13 @@ func (e *Engine) vectorQuery(ctx context.Context, c *Container, r storage.Reader
 }
 
 // fullTextIndexStats returns the container-wide BM25 statistics of a
-// full-text indexed path for keywords, from its index; ok false when the path
-// has no full-text index (or the store is shared): the execution then counts
-// them over the documents it is given.
-func (e *Engine) fullTextIndexStats(ctx context.Context, c *Container, path []string, keywords []string) (query.FullTextStats, bool) {
-	if c.Search() == nil {
+// full-text indexed path for keywords, from its index's counters; ok false
+// when the path has no full-text index, the store is shared, or r is a
+// transaction (a stored procedure's query, whose own writes may hold the
+// index): the caller then counts them over the items. The index counts
+// every stored item, those expired but not yet swept too.
+func (e *Engine) fullTextIndexStats(ctx context.Context, c *Container, r storage.Reader, path []string, keywords []string) (query.FullTextStats, bool) {
+	if _, inTxn := r.(storage.Batch); inTxn || c.Search() == nil {
 		return query.FullTextStats{}, false
 	}
 	st, err := e.searchIndexesOf(c)

@@ -164,6 +164,20 @@ func checkSearchIndexesMatchItems(t *testing.T, e *Engine) {
 		t.Fatalf("full-text statistics %d documents, %d words, hits %v; the items give %d, %d, %v",
 			stats.Documents, stats.Words, stats.Hits, len(texts), words, hits)
 	}
+	// The statistics queries rank by come from the index, and equal those
+	// counted over the items (phrases included).
+	kws := append(slices.Clone(searchWords), "quick slow", "glass river")
+	fromIndex, ok := e.fullTextIndexStats(ctx, c, e.store, []string{"text"}, kws)
+	if !ok {
+		t.Fatal("the full-text index gave no statistics")
+	}
+	counted, err := e.fullTextStats(ctx, c, e.store, "/text", kws, an)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fromIndex.Documents != counted.Documents || fromIndex.Words != counted.Words || !slices.Equal(fromIndex.Hits, counted.Hits) {
+		t.Fatalf("BM25 statistics from the index %+v, counted over the items %+v", fromIndex, counted)
+	}
 }
 
 // TestSearchIndexesFollowEveryKindOfWrite: creates, replaces, upserts,
