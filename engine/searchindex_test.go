@@ -81,8 +81,13 @@ func searchItem(id, pk string, v []float64, text string, extra string) string {
 // the items holding each word.
 func checkSearchIndexesMatchItems(t *testing.T, e *Engine) {
 	t.Helper()
+	checkSearchIndexesMatchItemsIn(t, e, "db", "c", "v")
+}
+
+func checkSearchIndexesMatchItemsIn(t *testing.T, e *Engine, db, coll, vpath string) {
+	t.Helper()
 	ctx := t.Context()
-	c, cerr := e.lookupContainer("db", "c")
+	c, cerr := e.lookupContainer(db, coll)
 	if cerr != nil {
 		t.Fatal(cerr)
 	}
@@ -109,7 +114,7 @@ func checkSearchIndexesMatchItems(t *testing.T, e *Engine) {
 			t.Fatal(err)
 		}
 		k := string(it.Key()[len(prefix):])
-		if v := vectorAt(rawAt(s.doc, []string{"v"}), st.vecs[0].ix.Config()); v != nil {
+		if v := vectorAt(rawAt(s.doc, []string{vpath}), st.vecs[0].ix.Config()); v != nil {
 			vecs[k] = v
 		}
 		var text string
@@ -138,6 +143,9 @@ func checkSearchIndexesMatchItems(t *testing.T, e *Engine) {
 		if want := vector.Score(vi.ix.Config().Metric, q, v); math.Abs(want-r.Score) > 1e-4 {
 			t.Fatalf("item %q scores %v in the index, %v from its stored vector", r.Key, r.Score, want)
 		}
+	}
+	if len(st.texts) == 0 {
+		return
 	}
 	ti := st.texts[0]
 	stats, err := ti.ix.Stats(ctx, prefixedReader{e.store, ti.prefix}, searchWords)
