@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -140,8 +142,11 @@ func verifyVectorIndexes(t *testing.T, container *azcosmos.ContainerClient, pks 
 	for _, pk := range pks {
 		for _, path := range []string{"flat", "graph"} {
 			text := "SELECT TOP 1000 c.id, VectorDistance(c.%[1]s, @q%[2]s) AS s FROM c ORDER BY VectorDistance(c.%[1]s, @q%[2]s)"
-			indexed := vectorRows(t, container, pk, fmt.Sprintf(text, path, ""), q)
-			exact := vectorRows(t, container, pk, fmt.Sprintf(text, path, ", true"), q)
+			indexed, used := vectorRows(t, container, pk, fmt.Sprintf(text, path, ""), q)
+			exact, _ := vectorRows(t, container, pk, fmt.Sprintf(text, path, ", true"), q)
+			if !used {
+				t.Fatalf("partition %s: the %s vector index did not serve the query", pk, path)
+			}
 			if len(indexed) != len(exact) {
 				have := map[string]bool{}
 				for _, r := range indexed {
@@ -168,15 +173,25 @@ func verifyVectorIndexes(t *testing.T, container *azcosmos.ContainerClient, pks 
 	return total
 }
 
-func vectorRows(t *testing.T, container *azcosmos.ContainerClient, pk, text string, q []float64) []scoredRow {
+// vectorRows runs a query in one partition and reports whether its index
+// metrics name a vector index.
+func vectorRows(t *testing.T, container *azcosmos.ContainerClient, pk, text string, q []float64) ([]scoredRow, bool) {
 	t.Helper()
-	opts := &azcosmos.QueryOptions{QueryParameters: []azcosmos.QueryParameter{{Name: "@q", Value: q}}}
+	opts := &azcosmos.QueryOptions{PopulateIndexMetrics: true, QueryParameters: []azcosmos.QueryParameter{{Name: "@q", Value: q}}}
+	used := false
 	pager := container.NewQueryItemsPager(text, azcosmos.NewPartitionKeyString(pk), opts)
 	var rows []scoredRow
 	for pager.More() {
 		page, err := pager.NextPage(context.Background())
 		if err != nil {
 			t.Fatalf("%s: %v", text, err)
+		}
+		if page.IndexMetrics != nil {
+			doc := *page.IndexMetrics
+			if b, err := base64.StdEncoding.DecodeString(doc); err == nil {
+				doc = string(b)
+			}
+			used = used || strings.Contains(doc, "vector index")
 		}
 		for _, raw := range page.Items {
 			var r scoredRow
@@ -186,5 +201,5 @@ func vectorRows(t *testing.T, container *azcosmos.ContainerClient, pk, text stri
 			rows = append(rows, r)
 		}
 	}
-	return rows
+	return rows, used
 }
