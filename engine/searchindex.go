@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/orrery-db/orrery/engine/internal/fulltext"
 	"github.com/orrery-db/orrery/engine/internal/keys"
@@ -48,6 +50,9 @@ type searchState struct {
 	fp    string        // the policy they were built for
 	ready chan struct{} // closed once opened or built
 	err   error         // why opening failed (set before ready closes)
+	// retired is set once the indexes of another policy replace these: a
+	// writer that prepared them then lets go and looks again.
+	retired atomic.Bool
 
 	vecs  []*vectorIndex
 	texts []*textIndex
@@ -99,6 +104,15 @@ func (e *Engine) searchIndexesOf(c *Container) (*searchState, error) {
 	if e.shared != nil {
 		return nil, nil
 	}
+	if c.retired.Load() {
+		// A replace made another definition current: index by its
+		// policy (a deleted container's writes need no index).
+		next, err := e.successor(e.bgCtx, c)
+		if err != nil {
+			return nil, nil
+		}
+		c = next
+	}
 	fp := searchFingerprint(c)
 	e.search.mu.Lock()
 	st := e.search.byID[string(c.rid)]
@@ -107,15 +121,21 @@ func (e *Engine) searchIndexesOf(c *Container) (*searchState, error) {
 		return nil, nil
 	}
 	if st == nil || st.fp != fp {
+		old := st
 		st = &searchState{fp: fp, ready: make(chan struct{})}
 		if e.search.byID == nil {
 			e.search.byID = map[string]*searchState{}
 		}
 		e.search.byID[string(c.rid)] = st
 		e.search.mu.Unlock()
+		// The writers of the indexes replaced finish first, and none
+		// starts again on them: the rebuild's snapshot then holds every
+		// item they indexed, and nothing of theirs lands in its keyspace.
+		release := old.quiesce()
 		// The opening is the engine's: a client that goes away must not
 		// leave the indexes half built.
 		st.err = e.openSearchIndexes(e.bgCtx, c, st)
+		release()
 		if st.err != nil {
 			e.search.mu.Lock()
 			if e.search.byID[string(c.rid)] == st {
@@ -132,6 +152,26 @@ func (e *Engine) searchIndexesOf(c *Container) (*searchState, error) {
 		return nil, st.err
 	}
 	return st, nil
+}
+
+// quiesce waits for the transactions holding st's indexes (nil: none) to
+// finish, holds the indexes until release, and retires them.
+func (st *searchState) quiesce() (release func()) {
+	if st == nil {
+		return func() {}
+	}
+	<-st.ready
+	if st.err != nil {
+		return func() {}
+	}
+	sx := &searchTxn{}
+	if err := sx.begin(st, &vector.Batch{}); err != nil {
+		sx.abort()
+		st.retired.Store(true)
+		return func() {}
+	}
+	st.retired.Store(true)
+	return sx.abort
 }
 
 // dropSearchIndexes forgets a deleted container's indexes.
@@ -281,7 +321,7 @@ type searchTxn struct {
 }
 
 // begin prepares every index of st with w.
-func (sx *searchTxn) begin(st *searchState, w storage.Batch) error {
+func (sx *searchTxn) begin(st *searchState, w vector.Writer) error {
 	for _, v := range st.vecs {
 		p, err := v.ix.Prepare(prefixedWriter{w, v.prefix})
 		if err != nil {
@@ -368,8 +408,8 @@ func vectorAt(raw json.RawMessage, cfg vector.Config) []float32 {
 	if raw == nil {
 		return nil
 	}
-	var xs []float64
-	if json.Unmarshal(raw, &xs) != nil {
+	xs, ok := parseNumberArray(raw)
+	if !ok {
 		return nil
 	}
 	v, ok := vector.Normalize(cfg, xs)
@@ -413,16 +453,25 @@ func (t *txn) reindexSearch(key []byte, doc object) error {
 	if t.sb != nil || c.Search() == nil {
 		return nil
 	}
-	st, err := t.e.searchIndexesOf(c)
-	if st == nil || err != nil {
-		return err
-	}
 	if t.search == nil {
-		t.search = &searchTxn{}
-		if err := t.search.begin(st, t.b); err != nil {
-			return err
+		for {
+			st, err := t.e.searchIndexesOf(c)
+			if st == nil || err != nil {
+				return err
+			}
+			t.search, t.searchState = &searchTxn{}, st
+			if err := t.search.begin(st, t.b); err != nil {
+				return err
+			}
+			if !st.retired.Load() {
+				break
+			}
+			// A policy change replaced the indexes while this waited
+			// for them: index by the new ones.
+			t.search.abort()
 		}
 	}
+	st := t.searchState
 	var get valueGetter
 	if doc != nil {
 		get = objectGetter(doc)
@@ -505,3 +554,44 @@ func (emptyIterator) Key() []byte   { return nil }
 func (emptyIterator) Value() []byte { return nil }
 func (emptyIterator) Err() error    { return nil }
 func (emptyIterator) Close() error  { return nil }
+
+// parseNumberArray reads a JSON array of numbers (an embedding), without
+// encoding/json's reflection: on the write path of every item it is most of
+// what a vector index costs.
+func parseNumberArray(raw []byte) ([]float64, bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return nil, false
+	}
+	out := make([]float64, 0, bytes.Count(raw, []byte{','})+1)
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == ']' {
+		return out, skipSpace(raw, i+1) == len(raw)
+	}
+	for {
+		j := i
+		for j < len(raw) && (raw[j] == '-' || raw[j] == '+' || raw[j] == '.' || raw[j] == 'e' || raw[j] == 'E' || raw[j] >= '0' && raw[j] <= '9') {
+			j++
+		}
+		if j == i || !json.Valid(raw[i:j]) {
+			return nil, false
+		}
+		x, err := strconv.ParseFloat(string(raw[i:j]), 64)
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, x)
+		i = skipSpace(raw, j)
+		if i >= len(raw) {
+			return nil, false
+		}
+		switch raw[i] {
+		case ',':
+			i = skipSpace(raw, i+1)
+		case ']':
+			return out, skipSpace(raw, i+1) == len(raw)
+		default:
+			return nil, false
+		}
+	}
+}

@@ -40,8 +40,10 @@ type txn struct {
 	session uint64
 	// pre is the item a shared transaction read as it began.
 	pre *prefetched
-	// search is its pending search index changes (searchindex.go).
-	search *searchTxn
+	// search is its pending search index changes (searchindex.go), to
+	// the indexes of searchState.
+	search      *searchTxn
+	searchState *searchState
 }
 
 // inPartition runs fn as one transaction on a logical partition. The
