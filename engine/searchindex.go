@@ -459,11 +459,18 @@ func (t *txn) reindexSearch(key []byte, doc object) error {
 			if st == nil || err != nil {
 				return err
 			}
+			// What preparing writes is held until the indexes are known
+			// to be current: the records of retired ones must not reach
+			// the batch.
+			w := &heldWriter{}
 			t.search, t.searchState = &searchTxn{}, st
-			if err := t.search.begin(st, t.b); err != nil {
+			if err := t.search.begin(st, w); err != nil {
 				return err
 			}
 			if !st.retired.Load() {
+				if err := w.release(t.b); err != nil {
+					return err
+				}
 				break
 			}
 			// A policy change replaced the indexes while this waited
@@ -523,7 +530,7 @@ func (p prefixedReader) Scan(ctx context.Context, lower, upper []byte, fn func(k
 
 // prefixedWriter writes one index's keyspace into a storage batch.
 type prefixedWriter struct {
-	b      storage.Batch
+	b      vector.Writer
 	prefix []byte
 }
 
@@ -535,6 +542,36 @@ func (p prefixedWriter) Set(key, value []byte) error {
 // Delete implements vector.Writer and fulltext.Writer.
 func (p prefixedWriter) Delete(key []byte) error {
 	return p.b.Delete(prefixedReader{prefix: p.prefix}.key(key))
+}
+
+// heldWriter holds writes until release, then passes them on to b.
+type heldWriter struct {
+	held vector.Batch
+	b    storage.Batch
+}
+
+// Set implements vector.Writer.
+func (h *heldWriter) Set(key, value []byte) error {
+	if h.b != nil {
+		return h.b.Set(key, value)
+	}
+	return h.held.Set(key, value)
+}
+
+// Delete implements vector.Writer.
+func (h *heldWriter) Delete(key []byte) error {
+	if h.b != nil {
+		return h.b.Delete(key)
+	}
+	return h.held.Delete(key)
+}
+
+// release writes what was held to b, and what follows straight to it.
+func (h *heldWriter) release(b storage.Batch) error {
+	h.b = b
+	err := h.held.Apply(b)
+	h.held = vector.Batch{}
+	return err
 }
 
 // emptyReader is a keyspace with nothing in it: a rebuild opens its indexes

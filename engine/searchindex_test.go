@@ -490,3 +490,58 @@ func TestEmbeddingsParseAsJSONNumbers(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyChangeUnderWritesKeepsIndexesWhole: replaces of the full-text
+// policy while writers write rebuild the indexes without losing a write or
+// leaving the old indexes' records in the new ones' keyspace: afterwards,
+// and after the engine is opened again from its store, the indexes hold
+// exactly the items.
+func TestPolicyChangeUnderWritesKeepsIndexesWhole(t *testing.T) {
+	ctx := context.Background()
+	store := newTestStore(t)
+	e := openSearchEngine(t, store, Options{}, "diskANN", "")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 11))
+			pk := fmt.Sprintf("p%d", w)
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := fmt.Sprint(i % 30)
+				if i%4 == 3 {
+					e.DeleteItem(ctx, req(id, pk, ""))
+				} else {
+					e.UpsertItem(ctx, req("", pk, searchItem(id, pk, randomVector(r), randomText(r), "")))
+				}
+			}
+		}()
+	}
+	for i := range 6 {
+		lang := []string{"es-ES", "en-US"}[i%2]
+		body := strings.Replace(string(searchContainerBody("c", "diskANN", "")), `"language":"en-US"}]`, `"language":"`+lang+`"}]`, 1)
+		if _, err := e.ReplaceContainer(ctx, "db", "c", []byte(body), ""); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	checkSearchIndexesMatchItems(t, e)
+	if e.shared != nil {
+		return
+	}
+	e.Close()
+	e, err := Open(ctx, store, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	checkSearchIndexesMatchItems(t, e)
+}
