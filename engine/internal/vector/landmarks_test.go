@@ -41,3 +41,42 @@ func TestGraphSearchReachesEveryNodeJustPastTheLandmarkCount(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchAsksTheFilterOnlyForLikelyResults: a filter may read the item
+// (the engine's loads the document and evaluates the query's WHERE), so a
+// search asks it only about nodes that would make the top k, not about
+// every node it measures: with 4,000 nodes and k = 10, far fewer than the
+// nodes for every kind of index.
+func TestSearchAsksTheFilterOnlyForLikelyResults(t *testing.T) {
+	ctx := t.Context()
+	const n = 4000
+	for _, kind := range []Kind{Flat, QuantizedFlat, DiskANN} {
+		store := NewMemStore()
+		ix, err := Open(ctx, store, Config{Kind: kind, Dimensions: 16, Metric: Euclidean, MaxDegree: 16, SearchListSize: 32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(7, 7))
+		var changes []Change
+		for i := range n {
+			v := make([]float32, 16)
+			for j := range v {
+				v[j] = float32(r.NormFloat64())
+			}
+			changes = append(changes, Change{Key: []byte(fmt.Sprint(i)), Vector: v})
+		}
+		p, err := ix.Prepare(store, changes...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Commit()
+		asked := 0
+		got, err := ix.Search(ctx, make([]float32, 16), SearchOptions{K: 10, Reader: store, Filter: func([]byte) bool { asked++; return true }})
+		if err != nil || len(got) != 10 {
+			t.Fatalf("%v: %d results, %v", kind, len(got), err)
+		}
+		if asked > n/4 {
+			t.Errorf("%v: the filter was asked about %d of %d nodes for a top 10", kind, asked, n)
+		}
+	}
+}
