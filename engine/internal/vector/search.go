@@ -25,7 +25,7 @@ type SearchOptions struct {
 	// it admits, and looks further (a wider beam) until it has K of them or
 	// has seen the whole graph's reach. It is asked only about items that
 	// would make the K closest so far (it may be costly: the engine's reads
-	// the item), at most once per item and search.
+	// the item; a widened search may ask again about the same item).
 	Filter func(key []byte) bool
 	// Exact searches every vector exactly whatever the index's kind (the
 	// service's bruteForce argument).
