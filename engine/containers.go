@@ -306,6 +306,9 @@ func (e *Engine) replaceContainer(ctx context.Context, dbName, name string, prop
 	if err != nil {
 		return nil, err
 	}
+	if err := e.searchPolicyReplaced(b, prev, c); err != nil {
+		return nil, err
+	}
 	if reindex {
 		if err := b.Set(keys.IndexRebuild(c.rid), nil); err != nil {
 			return nil, err

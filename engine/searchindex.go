@@ -174,6 +174,24 @@ func (st *searchState) quiesce() (release func()) {
 	return sx.abort
 }
 
+// searchPolicyReplaced is called with the batch of a container replace: when
+// the search indexes change (say, the full-text ones are dropped, to be added
+// again later), their state is marked stale in the batch, so that no later
+// opening takes it for current, and the open ones are forgotten. The
+// indexes are rebuilt when next used.
+func (e *Engine) searchPolicyReplaced(b storage.Batch, prev, next *Container) error {
+	if searchFingerprint(prev) == searchFingerprint(next) {
+		return nil
+	}
+	if err := b.Delete(keys.SearchMetaKey(next.rid)); err != nil {
+		return err
+	}
+	if searchFingerprint(next) == "" {
+		e.dropSearchIndexes(next.rid)
+	}
+	return nil
+}
+
 // dropSearchIndexes forgets a deleted container's indexes.
 func (e *Engine) dropSearchIndexes(collRID []byte) {
 	e.search.mu.Lock()

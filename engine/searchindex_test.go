@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/fulltext"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/internal/vector"
 	"github.com/orrery-db/orrery/storage"
@@ -544,4 +545,64 @@ func TestPolicyChangeUnderWritesKeepsIndexesWhole(t *testing.T) {
 	}
 	defer e.Close()
 	checkSearchIndexesMatchItems(t, e)
+}
+
+// TestSearchIndexDroppedAndAddedAgainIsRebuilt: a full-text index removed
+// by a replace misses the writes made without it; added again, it is
+// rebuilt from the items, not taken back as it was (nor after a restart).
+func TestSearchIndexDroppedAndAddedAgainIsRebuilt(t *testing.T) {
+	ctx := t.Context()
+	store := newTestStore(t)
+	e, err := Open(ctx, store, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { e.Close() }()
+	e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil)
+	with := `{"id":"c","partitionKey":{"paths":["/pk"]},"fullTextPolicy":{"defaultLanguage":"en-US","fullTextPaths":[{"path":"/text","language":"en-US"}]},
+		"indexingPolicy":{"includedPaths":[{"path":"/*"}],"fullTextIndexes":[{"path":"/text"}]}}`
+	without := strings.Replace(with, `,"fullTextIndexes":[{"path":"/text"}]`, `,"fullTextIndexes":[]`, 1)
+	if _, err := e.CreateContainer(ctx, "db", []byte(with), nil); err != nil {
+		t.Fatal(err)
+	}
+	write := func(id, text string) {
+		t.Helper()
+		if _, err := e.UpsertItem(ctx, req("", "a", fmt.Sprintf(`{"id":%q,"pk":"a","text":%q}`, id, text))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stats := func() (fromIndex, counted string) {
+		t.Helper()
+		c, _ := e.lookupContainer("db", "c")
+		kws := []string{"river", "stone"}
+		st, ok := e.fullTextIndexStats(ctx, c, e.store, []string{"text"}, kws)
+		an, _ := fulltext.AnalyzerFor("en-US")
+		ct, err := e.fullTextStats(ctx, c, e.store, "/text", kws, an)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(ok, st), fmt.Sprint(true, ct)
+	}
+	write("1", "river stone")
+	if _, err := e.ReplaceContainer(ctx, "db", "c", []byte(without), ""); err != nil {
+		t.Fatal(err)
+	}
+	write("2", "stone stone")
+	write("1", "a river")
+	if _, err := e.ReplaceContainer(ctx, "db", "c", []byte(with), ""); err != nil {
+		t.Fatal(err)
+	}
+	if e.shared != nil {
+		return
+	}
+	if got, want := stats(); got != want {
+		t.Fatalf("after the index was added again: statistics %s from the index, %s counted", got, want)
+	}
+	e.Close()
+	if e, err = Open(ctx, store, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := stats(); got != want {
+		t.Fatalf("after a restart: statistics %s from the index, %s counted", got, want)
+	}
 }
