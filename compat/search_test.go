@@ -2,6 +2,7 @@ package compat
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -310,5 +311,106 @@ func TestGoSDKFullTextSearchAnalyzesAndRanksOverTheContainer(t *testing.T) {
 	got = queryPK(t, c, "h", `SELECT TOP 3 VALUE c.id FROM c ORDER BY RANK RRF(FullTextScore(c.title, "beta"), VectorDistance(c.embedding, [1,0,0]))`)
 	if len(got) != 3 || got[0] != `"v2"` {
 		t.Errorf("RRF: %v, want v2 first (first in both ranks)", got)
+	}
+}
+
+func TestGoSDKIndexMetricsNameTheSearchIndexesAPathLacks(t *testing.T) {
+	s := orrerytest.Start(t)
+	c := searchFixture(t, s)
+	createItems(t, c, `{"id":"a","pk":"p","embedding":[1,0,0],"other":[1,0],"title":"red fox","body":"red"}`)
+	metrics := func(q string) (string, float64) {
+		t.Helper()
+		pager := c.NewQueryItemsPager(q, azcosmos.NewPartitionKeyString("p"), &azcosmos.QueryOptions{PopulateIndexMetrics: true})
+		page, err := pager.NextPage(context.Background())
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if page.IndexMetrics == nil {
+			t.Fatalf("%s: no index metrics", q)
+		}
+		raw, err := base64.StdEncoding.DecodeString(*page.IndexMetrics)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(raw), float64(page.RequestCharge)
+	}
+	m, charge := metrics(`SELECT TOP 1 c.id FROM c ORDER BY VectorDistance(c.other, [1,0])`)
+	if !strings.Contains(m, `"PotentialSingleIndexes":[{"FilterExpression":"VectorDistance(ROOT.other)","IndexSpec":"/other/*"`) {
+		t.Errorf("a vector path without a vector index is not named potential: %s", m)
+	}
+	if charge < 2 {
+		t.Errorf("vector search charged %v RU", charge)
+	}
+	m, _ = metrics(`SELECT TOP 1 c.id FROM c WHERE FullTextContains(c.body, "red") ORDER BY RANK FullTextScore(c.title, "red")`)
+	if !strings.Contains(m, `"PotentialSingleIndexes":[{"FilterExpression":"FullTextContains(ROOT.body)","IndexSpec":"/body/*"`) {
+		t.Errorf("a full-text path without an index is not named potential: %s", m)
+	}
+	if strings.Contains(m, "ROOT.title") {
+		t.Errorf("an indexed full-text path is named potential: %s", m)
+	}
+}
+
+func TestGoSDKFullTextAnalyzesEachPathInItsLanguage(t *testing.T) {
+	s := orrerytest.Start(t)
+	ctx := context.Background()
+	if _, err := s.Client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := s.Client.NewDatabase("db")
+	props := azcosmos.ContainerProperties{
+		ID:                     "langs",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}},
+		FullTextPolicy: &azcosmos.FullTextPolicy{DefaultLanguage: "en-US", FullTextPaths: []azcosmos.FullTextPath{
+			{Path: "/fr", Language: "fr-FR"}, {Path: "/en"},
+		}},
+	}
+	if _, err := db.CreateContainer(ctx, props, nil); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := db.NewContainer("langs")
+	createItems(t, c, `{"id":"1","pk":"p","fr":"les maisons du village","en":"les maisons du village"}`)
+	for _, tc := range []struct {
+		where string
+		match bool
+	}{
+		{`FullTextContains(c.fr, "maison")`, true}, // French stemming
+		{`FullTextContains(c.fr, "les")`, false},   // a French stop word
+		{`FullTextContains(c.en, "les")`, true},    // not an English one
+	} {
+		got := queryPK(t, c, "p", `SELECT VALUE c.id FROM c WHERE `+tc.where)
+		if (len(got) == 1) != tc.match {
+			t.Errorf("%s: %v, want a match %v", tc.where, got, tc.match)
+		}
+	}
+}
+
+// The gateway's plan for a vector search goes to clients whose pipeline
+// lists the NonStreamingOrderBy feature; others get the plan that has the
+// server answer the query whole, which they can run.
+func TestTheVectorSearchPlanGoesToClientsThatRunIt(t *testing.T) {
+	s := orrerytest.Start(t)
+	searchFixture(t, s)
+	plan := func(features string) string {
+		t.Helper()
+		h := map[string]string{"x-ms-cosmos-is-query-plan-request": "True", "Content-Type": "application/query+json", "x-ms-documentdb-isquery": "True"}
+		if features != "" {
+			h["x-ms-cosmos-supported-query-features"] = features
+		}
+		link := "dbs/db/colls/search"
+		r := rawRequest(t, s, "POST", "/"+link+"/docs", "docs", link, []byte(`{"query":"SELECT TOP 5 c.id FROM c ORDER BY VectorDistance(c.textEmbedding, @v)","parameters":[{"name":"@v","value":[1,2,3]}]}`), h)
+		if r.status != http.StatusOK {
+			t.Fatalf("plan: %d %s", r.status, r.body)
+		}
+		return string(r.body)
+	}
+	got := plan("Aggregate,Distinct,MultipleOrderBy,OffsetAndLimit,OrderBy,Top,NonStreamingOrderBy,HybridSearch")
+	// dotproduct: the largest first.
+	for _, want := range []string{`"hasNonStreamingOrderBy":true`, `"orderBy":["Descending"]`, `"top":5`, `ORDER BY VectorDistance(c.textEmbedding, @v)`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the plan for a client that runs it lacks %s: %s", want, got)
+		}
+	}
+	if got := plan("Aggregate,Distinct,OrderBy,Top"); strings.Contains(got, `"hasNonStreamingOrderBy":true`) {
+		t.Errorf("a client without NonStreamingOrderBy got the non-streaming plan: %s", got)
 	}
 }

@@ -320,6 +320,7 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 			util = c.indexUtilization(plan, nil, false)
 		}
 	}
+	c.searchUtilization(plan, util)
 	var fingerprint string
 	if !plan.Streaming && cursors != nil {
 		fingerprint = queryFingerprint(c, scope, epks, req)
@@ -336,7 +337,7 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 	}
 	x, err := q.Prepare(query.Options{Params: req.Params, UDF: req.UDF, Now: e.now(),
 		Context: ctx, Deadline: bounds.deadline, MaxMemory: e.queryMemoryLimit(), Pool: e.queryPool, Heavy: bounds.heavy,
-		Search: e.searchContext(ctx, c, r)})
+		Search: e.searchContext(ctx, c, r, m)})
 	if err != nil {
 		return nil, nil, queryError(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/orrery-db/orrery/engine/internal/fulltext"
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/vector"
 	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -26,15 +27,22 @@ type searchContext struct {
 	ctx context.Context
 	c   *Container
 	r   storage.Reader
-	mu  sync.Mutex
+	// m, when set, is where the documents the statistics read count:
+	// FullTextStats puts it in ctx the first time it is called.
+	m  *QueryMetrics
+	mu sync.Mutex
 	// stats caches the statistics of each path and keyword list asked for.
 	stats map[string]query.FullTextStats
 }
 
 // searchContext returns the query.SearchContext of a query on c reading r.
-func (e *Engine) searchContext(ctx context.Context, c *Container, r storage.Reader) query.SearchContext {
-	return &searchContext{e: e, ctx: ctx, c: c, r: r}
+func (e *Engine) searchContext(ctx context.Context, c *Container, r storage.Reader, m *QueryMetrics) query.SearchContext {
+	return &searchContext{e: e, ctx: ctx, c: c, r: r, m: m}
 }
+
+// statsMetricsKey carries, in the context of a query's search context, the
+// QueryMetrics the documents fullTextStats reads count in.
+type statsMetricsKey struct{}
 
 func searchPath(path []string) string { return "/" + strings.Join(path, "/") }
 
@@ -88,6 +96,9 @@ func (s *searchContext) FullTextStats(path []string, keywords []string) (query.F
 	key := searchPath(path) + "\x00" + strings.Join(keywords, "\x00")
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.m != nil {
+		s.ctx, s.m = context.WithValue(s.ctx, statsMetricsKey{}, s.m), nil
+	}
 	if st, ok := s.stats[key]; ok {
 		return st, true
 	}
@@ -113,7 +124,12 @@ func (s *searchContext) FullTextStats(path []string, keywords []string) (query.F
 // many terms they hold in all, and how many contain each keyword (as a
 // phrase, as FullTextContains matches). It reads every item: the full-text
 // index's maintained counters would answer without.
+//
+// The documents it reads count as documents the query retrieved (in the
+// QueryMetrics ctx carries, see searchContext): they are what its request
+// charge pays for.
 func (e *Engine) fullTextStats(ctx context.Context, c *Container, r storage.Reader, path string, keywords []string, an *fulltext.Analyzer) (query.FullTextStats, error) {
+	m, _ := ctx.Value(statsMetricsKey{}).(*QueryMetrics)
 	st := query.FullTextStats{Hits: make([]int64, len(keywords))}
 	kws := make([][]fulltext.Term, len(keywords))
 	for i, k := range keywords {
@@ -123,6 +139,10 @@ func (e *Engine) fullTextStats(ctx context.Context, c *Container, r storage.Read
 	for cand, err := range c.scan(ctx, r, source{scope: keys.ItemContainerPrefix(c.rid)}, nil, e.now().Unix()) {
 		if err != nil {
 			return query.FullTextStats{}, err
+		}
+		if m != nil {
+			m.RetrievedDocumentCount++
+			m.RetrievedDocumentSize += int64(len(cand.item.doc))
 		}
 		text, ok := stringAt(cand.item.doc, segs)
 		if !ok {
@@ -158,4 +178,70 @@ func stringAt(doc []byte, segs []string) (string, bool) {
 		return "", false
 	}
 	return s, true
+}
+
+// GatewayPlan returns the gateway's query plan for a vector or hybrid
+// search query on c (query.Query.Gateway: the non-streaming ORDER BY of
+// VectorDistance, or ORDER BY RANK's component queries), or nil when the
+// query is neither or cannot be parsed (the execution then answers its
+// error). skipOrderByRewrite gives the hybrid plan's newer form, for
+// clients that list the HybridSearchSkipOrderByRewrite query feature.
+func (c *Container) GatewayPlan(text string, params map[string]json.RawMessage, skipOrderByRewrite bool) *query.GatewayPlan {
+	q, err := c.parseQuery(text)
+	if err != nil {
+		return nil
+	}
+	sc := &searchContext{c: c}
+	gp, err := q.Gateway(params, query.GatewayOptions{Embedding: sc.Embedding, SkipOrderByRewrite: skipOrderByRewrite})
+	if err != nil {
+		return nil
+	}
+	return gp
+}
+
+// searchUtilization adds to u the vector and full-text searches of plan
+// whose path has no index of their kind (no vector index, no full-text
+// index) as potential indexes, the function named in the filter text. An
+// index a search does use is named where it is used.
+func (c *Container) searchUtilization(plan *query.Plan, u *IndexUtilization) {
+	if u == nil {
+		return
+	}
+	sp := c.search
+	potential := func(path []string, function string) {
+		u.PotentialSingle = append(u.PotentialSingle, IndexUse{Spec: searchPath(path) + "/*", Filter: function + "(ROOT." + strings.Join(path, ".") + ")"})
+	}
+	vectorUse := func(v *query.VectorSearch) {
+		if v == nil {
+			return
+		}
+		if _, ok := sp.vectorIndex(searchPath(v.Path)); !ok {
+			potential(v.Path, "VectorDistance")
+		}
+	}
+	vectorUse(plan.Vector)
+	for _, t := range plan.FullText {
+		if x, ok := sp.fullTextPath(searchPath(t.Path)); !ok || !x.Indexed {
+			potential(t.Path, t.Function)
+		}
+	}
+	if plan.Rank != nil {
+		for _, rc := range plan.Rank.Components {
+			vectorUse(rc.Vector)
+		}
+	}
+}
+
+func (p *SearchPolicy) vectorIndex(path string) (vector.IndexPolicy, bool) {
+	if p == nil {
+		return vector.IndexPolicy{}, false
+	}
+	return p.Vector.Index(path)
+}
+
+func (p *SearchPolicy) fullTextPath(path string) (fulltext.Path, bool) {
+	if p == nil {
+		return fulltext.Path{}, false
+	}
+	return p.FullText.Path(path)
 }

@@ -242,7 +242,7 @@ func (g *gatewayWriter) hybrid(sq *selectQuery, p *Plan) (*GatewayPlan, error) {
 	top := 12 * (max(skip, 0) + max(take, 0))
 	type comp struct {
 		score, fallback string
-		desc, negated   bool
+		desc            bool
 	}
 	var cs []comp
 	var stats []string
@@ -262,7 +262,7 @@ func (g *gatewayWriter) hybrid(sq *selectQuery, p *Plan) (*GatewayPlan, error) {
 			if neg {
 				fallback = maxScore
 			}
-			cs = append(cs, comp{score: score, fallback: fallback, desc: !neg, negated: neg})
+			cs = append(cs, comp{score: score, fallback: fallback, desc: !neg})
 			continue
 		}
 		args := []string{g.expr(c.args[0]), g.expr(c.args[1])}
@@ -278,7 +278,7 @@ func (g *gatewayWriter) hybrid(sq *selectQuery, p *Plan) (*GatewayPlan, error) {
 		if !desc {
 			fallback = maxScore
 		}
-		cs = append(cs, comp{score: score, fallback: fallback, desc: desc, negated: neg})
+		cs = append(cs, comp{score: score, fallback: fallback, desc: desc})
 	}
 	natural := func(i int) bool {
 		c := comps[i]
@@ -291,7 +291,10 @@ func (g *gatewayWriter) hybrid(sq *selectQuery, p *Plan) (*GatewayPlan, error) {
 	for _, c := range cs {
 		s := "(" + c.score + " ?? " + c.fallback + ")"
 		scores = append(scores, s)
-		if c.negated {
+		// The newer form's client ranks every projected score highest
+		// first: a component ranked lowest first (a distance, or a
+		// negative weight) is projected negated.
+		if !c.desc {
 			s = "(-1 * " + s + ")"
 		}
 		scoresNegated = append(scoresNegated, s)
@@ -311,6 +314,9 @@ func (g *gatewayWriter) hybrid(sq *selectQuery, p *Plan) (*GatewayPlan, error) {
 		}
 		info.ComponentWeights = append(info.ComponentWeights, w)
 	}
+	// One component needs no fusion: its clients merge the ranges' answers
+	// by its ORDER BY, which only the older form gives them.
+	skipRewrite := g.opt.SkipOrderByRewrite && len(cs) > 1
 	for i, c := range cs {
 		suffix := ""
 		switch {
@@ -322,7 +328,7 @@ func (g *gatewayWriter) hybrid(sq *selectQuery, p *Plan) (*GatewayPlan, error) {
 		ci := queryInfo{DistinctType: "None"}
 		var b strings.Builder
 		b.WriteString("SELECT TOP " + strconv.Itoa(top) + " " + g.alias + "._rid, ")
-		if g.opt.SkipOrderByRewrite {
+		if skipRewrite {
 			b.WriteString(g.payload(sq) + " AS payload, [" + strings.Join(scoresNegated, ", ") + "] AS componentScores\nFROM " + g.alias + "\n")
 			if sq.where != nil {
 				b.WriteString("WHERE " + g.expr(sq.where) + "\n")

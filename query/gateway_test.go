@@ -169,3 +169,24 @@ func TestGatewayRewrittenQueriesRun(t *testing.T) {
 		}
 	}
 }
+
+// The newer hybrid form's clients rank every projected score highest
+// first: a Euclidean component is projected negated (closest first), and
+// one with a negative weight as it is. A single component keeps the older
+// form, whose ORDER BY lets the client merge the ranges' answers.
+func TestGatewayNewerHybridFormProjectsScoresHighestFirst(t *testing.T) {
+	emb := func(path []string) (Embedding, bool) {
+		return Embedding{DistanceFunction: "euclidean", DataType: "float32", Dimensions: 2}, true
+	}
+	g := gateway(t, `SELECT TOP 5 c.id FROM c ORDER BY RANK RRF(VectorDistance(c.a, [1, 0]), VectorDistance(c.b, [0, 1]), [1, -1])`, GatewayOptions{SkipOrderByRewrite: true, Embedding: emb})
+	h := decode(t, g.HybridSearchQueryInfo)
+	q := h["componentQueryInfos"].([]any)[0].(map[string]any)["rewrittenQuery"].(string)
+	if want := `[(-1 * (_VectorScore(c.a, [1, 0]) ?? 1.79769e+308)), (_VectorScore(c.b, [0, 1]) ?? -1.79769e+308)] AS componentScores`; !strings.Contains(q, want) {
+		t.Errorf("component scores: %q, want %q", q, want)
+	}
+	g = gateway(t, `SELECT TOP 5 c.id FROM c ORDER BY RANK FullTextScore(c.text, "red")`, GatewayOptions{SkipOrderByRewrite: true})
+	c0 := decode(t, g.HybridSearchQueryInfo)["componentQueryInfos"].([]any)[0].(map[string]any)
+	if c0["hasNonStreamingOrderBy"] != true || !strings.Contains(c0["rewrittenQuery"].(string), "orderByItems") {
+		t.Errorf("a single component: %v", c0)
+	}
+}

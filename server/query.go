@@ -58,7 +58,13 @@ const wholeContainerMarker = "-- orrery: whole container\n"
 // nothing: so the plan targets only the range holding the start of the key
 // space and rewrites the query with wholeContainerMarker, for which that
 // range answers for the whole container, complete and ordered.
-func planFor(c *engine.Container, q string) string {
+//
+// A vector or hybrid search query gets the gateway's plan instead
+// (searchPlan), which the SDKs' pipelines for them need.
+func planFor(c *engine.Container, q string, params map[string]json.RawMessage, features string) string {
+	if plan, ok := searchPlan(c, q, params, features); ok {
+		return plan
+	}
 	if ranges, _ := c.PartitionKeyRanges(); len(ranges) == 1 {
 		return passThroughPlan
 	}
@@ -68,17 +74,61 @@ func planFor(c *engine.Container, q string) string {
 		`"queryRanges":[{"min":"","max":"","isMinInclusive":true,"isMaxInclusive":true}]`, 1)
 }
 
+// supportedQueryFeatures is the header in which an SDK lists the query
+// plan features its pipeline handles.
+const supportedQueryFeatures = "X-Ms-Cosmos-Supported-Query-Features"
+
+// searchPlan returns the gateway's plan for a vector or hybrid search query
+// (the non-streaming ORDER BY of VectorDistance, or ORDER BY RANK), for an
+// SDK whose pipeline runs it: it sends the rewritten queries to every
+// partition key range and merges their answers, as it does with the
+// service. A client that does not list the NonStreamingOrderBy (or
+// HybridSearch) feature gets no such plan: the server then answers the
+// query whole, as it does any other.
+func searchPlan(c *engine.Container, q string, params map[string]json.RawMessage, features string) (string, bool) {
+	has := func(name string) bool {
+		for _, f := range strings.Split(features, ",") {
+			if strings.EqualFold(strings.TrimSpace(f), name) {
+				return true
+			}
+		}
+		return false
+	}
+	gp := c.GatewayPlan(q, params, has("HybridSearchSkipOrderByRewrite"))
+	if gp == nil {
+		return "", false
+	}
+	plan := struct {
+		Version               int             `json:"partitionedQueryExecutionInfoVersion"`
+		QueryInfo             json.RawMessage `json:"queryInfo,omitempty"`
+		HybridSearchQueryInfo json.RawMessage `json:"hybridSearchQueryInfo,omitempty"`
+		QueryRanges           json.RawMessage `json:"queryRanges"`
+	}{Version: 2, QueryInfo: gp.QueryInfo, HybridSearchQueryInfo: gp.HybridSearchQueryInfo,
+		QueryRanges: json.RawMessage(`[{"min":"","max":"FF","isMinInclusive":true,"isMaxInclusive":false}]`)}
+	switch {
+	case plan.QueryInfo != nil && !has("NonStreamingOrderBy"):
+		return "", false
+	case plan.HybridSearchQueryInfo != nil && !has("HybridSearch"):
+		return "", false
+	}
+	out, err := json.Marshal(plan)
+	if err != nil {
+		return "", false
+	}
+	return string(out), true
+}
+
 // queryPlan answers a query plan request on a container's items.
 func (s *Server) queryPlan(r *request) error {
 	c, err := s.containerOf(r)
 	if err != nil {
 		return err
 	}
-	spec, _, err := r.querySpec()
+	spec, params, err := r.querySpec()
 	if err != nil {
 		return err
 	}
-	r.writeJSON(http.StatusOK, []byte(planFor(c, spec.Query)), "", 1)
+	r.writeJSON(http.StatusOK, []byte(planFor(c, spec.Query, params, r.Header.Get(supportedQueryFeatures))), "", 1)
 	return nil
 }
 
@@ -140,7 +190,7 @@ func (s *Server) queryItems(r *request) error {
 		// carries one, and then re-sends the query to partition key range 0,
 		// which the engine serves.
 		withPlan := *e
-		withPlan.AdditionalErrorInfo = planFor(c, spec.Query)
+		withPlan.AdditionalErrorInfo = planFor(c, spec.Query, params, r.Header.Get(supportedQueryFeatures))
 		return &withPlan
 	}
 	if err != nil {

@@ -207,6 +207,95 @@ class Queries(OrreryTest):
         self.assertEqual(list(self.c.query_conflicts("SELECT * FROM c")), [])
 
 
+class Search(OrreryTest):
+    """Vector, full-text and hybrid search across three partition key ranges
+    (30,000 RU/s), through the SDK's non-streaming ORDER BY and hybrid
+    search pipelines; expected results are computed here."""
+
+    words = ["swim", "run", "bike", "ocean", "lake", "fast", "blue", "red", "hill", "road"]
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.c = cls.db.create_container(
+            "search", partition_key=PartitionKey(path="/pk"), offer_throughput=30000,
+            vector_embedding_policy={"vectorEmbeddings": [
+                {"path": "/v", "dataType": "float32", "dimensions": 2, "distanceFunction": "euclidean"},
+                {"path": "/w", "dataType": "float32", "dimensions": 2, "distanceFunction": "cosine"}]},
+            full_text_policy={"defaultLanguage": "en-US", "fullTextPaths": [{"path": "/text", "language": "en-US"}]},
+            indexing_policy={"vectorIndexes": [{"path": "/v", "type": "flat"}], "fullTextIndexes": [{"path": "/text"}]})
+        cls.docs = []
+        for i in range(40):
+            text = " ".join(cls.words[(i * 7 + k * k * 3 + k) % 10] for k in range(2 + i % 5))
+            d = {"id": "d%d" % i, "pk": "p%d" % (i % 6), "v": [0.1 * i, (i * 7) % 11 * 0.1], "w": [1 + i % 3, i % 5],
+                 "text": text}
+            cls.docs.append(d)
+            cls.c.create_item(d)
+
+    def test_the_policies_read_back_and_a_bad_one_is_400_with_the_services_message(self):
+        props = self.c.read()
+        self.assertEqual(props["vectorEmbeddingPolicy"]["vectorEmbeddings"][0]["distanceFunction"], "euclidean")
+        self.assertEqual(props["fullTextPolicy"]["fullTextPaths"], [{"path": "/text", "language": "en-US"}])
+        self.assertEqual(props["indexingPolicy"]["vectorIndexes"], [{"path": "/v", "type": "flat"}])
+        with self.assertRaises(exceptions.CosmosHttpResponseError) as cm:
+            self.db.create_container("bad", partition_key=PartitionKey(path="/pk"), vector_embedding_policy={
+                "vectorEmbeddings": [{"path": "/v", "dataType": "float64", "dimensions": 2, "distanceFunction": "cosine"}]})
+        self.assertEqual(cm.exception.status_code, 400)
+        self.assertIn("invalid DataType:float64", str(cm.exception))
+
+    def test_vector_search_ranks_every_partition_by_the_policys_distance_function(self):
+        q = [1.0, 0.5]
+        dist = lambda d: ((d["v"][0] - q[0]) ** 2 + (d["v"][1] - q[1]) ** 2) ** 0.5
+        got = list(self.c.query_items(
+            "SELECT TOP 6 c.id, VectorDistance(c.v, @q) AS score FROM c ORDER BY VectorDistance(c.v, @q)",
+            parameters=[{"name": "@q", "value": q}], enable_cross_partition_query=True, max_item_count=2))
+        want = sorted((dist(d) for d in self.docs))[:6]
+        self.assertEqual(len(got), 6)
+        for g, w in zip(got, want):
+            self.assertAlmostEqual(g["score"], w, places=9)
+        # A partition key and a filter narrow the candidates first.
+        got = list(self.c.query_items(
+            "SELECT TOP 3 VALUE c.id FROM c WHERE c.v[0] > 1 ORDER BY VectorDistance(c.v, [1.0, 0.5])", partition_key="p2"))
+        want = sorted((d for d in self.docs if d["pk"] == "p2" and d["v"][0] > 1), key=dist)[:3]
+        self.assertEqual(got, [d["id"] for d in want])
+
+    def test_full_text_contains_stems_and_rank_orders_by_bm25_over_the_container(self):
+        got = sorted(self.c.query_items("SELECT VALUE c.id FROM c WHERE FullTextContains(c.text, 'lakes')",
+                                        enable_cross_partition_query=True))
+        self.assertEqual(got, sorted(d["id"] for d in self.docs if "lake" in d["text"].split()))
+        import math
+        terms = [d["text"].split() for d in self.docs]
+        n, avg = len(terms), sum(len(t) for t in terms) / len(terms)
+        kws = ["swim", "ocean"]
+        idf = [math.log(1 + (n - h + 0.5) / (h + 0.5)) for h in (sum(1 for t in terms if k in t) for k in kws)]
+
+        def bm25(t):
+            s = 0.0
+            for k, w in zip(kws, idf):
+                f = t.count(k)
+                if f:
+                    s += w * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * len(t) / avg))
+            return s
+        scores = {d["id"]: bm25(t) for d, t in zip(self.docs, terms)}
+        got = list(self.c.query_items("SELECT TOP 8 VALUE c.id FROM c ORDER BY RANK FullTextScore(c.text, 'swim', 'ocean')",
+                                      enable_cross_partition_query=True))
+        want = sorted(scores.values(), reverse=True)[:8]
+        self.assertEqual(len(got), 8)
+        for g, w in zip(got, want):
+            self.assertAlmostEqual(scores[g], w, places=9)
+
+    def test_rrf_puts_the_item_best_in_every_rank_first(self):
+        self.c.create_item({"id": "best", "pk": "p9", "text": "swim swim", "v": [5, 5], "w": [0, 1]})
+        try:
+            got = list(self.c.query_items(
+                "SELECT TOP 3 VALUE c.id FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'swim'), VectorDistance(c.v, [5, 5]), [1, 2])",
+                enable_cross_partition_query=True))
+            self.assertEqual(len(got), 3)
+            self.assertEqual(got[0], "best")
+        finally:
+            self.c.delete_item("best", partition_key="p9")
+
+
 class ChangeFeed(OrreryTest):
     def test_from_the_beginning_in_order_and_from_a_continuation(self):
         c = self.container()
