@@ -295,8 +295,14 @@ func (e *Engine) replaceContainer(ctx context.Context, dbName, name string, prop
 	var c *Container
 	err = e.changeCatalog(ctx, func(b storage.Batch) (err error) {
 		c, err = e.storeContainer(b, prev.db, containerRecord{Props: normalized, Offer: prev.offer, Ranges: prev.record.Ranges})
-		if err != nil || !reindex {
+		if err != nil {
 			return err
+		}
+		if err := e.searchPolicyReplaced(b, prev, c); err != nil {
+			return err
+		}
+		if !reindex {
+			return nil
 		}
 		return b.Set(keys.IndexRebuild(c.rid), nil)
 	})
@@ -379,6 +385,7 @@ func deleteRange(ctx context.Context, r storage.Reader, b storage.Batch, prefix 
 func (e *Engine) purgeContainerData(collRID []byte) {
 	e.presence.Delete(string(collRID))
 	e.feedReads.Delete(string(collRID))
+	e.dropSearchIndexes(collRID)
 	e.bg.Add(1)
 	go func() {
 		defer e.bg.Done()
@@ -386,7 +393,7 @@ func (e *Engine) purgeContainerData(collRID []byte) {
 		// leftovers would stay unreachable for good.
 		ctx := context.WithoutCancel(e.bgCtx)
 		for _, p := range [][]byte{keys.ItemContainerPrefix(collRID), keys.FeedPrefix(collRID), keys.RIDPrefix(collRID),
-			keys.VersionPrefix(collRID), keys.ExpiryPrefix(collRID), keys.IndexPrefix(collRID), keys.UniquePrefix(collRID), keys.IndexRebuild(collRID), keys.OrderPrefix(collRID)} {
+			keys.VersionPrefix(collRID), keys.ExpiryPrefix(collRID), keys.IndexPrefix(collRID), keys.UniquePrefix(collRID), keys.IndexRebuild(collRID), keys.OrderPrefix(collRID), keys.SearchPrefix(collRID)} {
 			if err := purgePrefix(ctx, e.store, p); err != nil {
 				e.log.Warn("purging a deleted container's data failed", "error", err)
 				return

@@ -141,6 +141,9 @@ type Engine struct {
 	// key order, as before creation order: only the benchmark that
 	// measures what creation order costs sets it.
 	noCreationOrder bool
+
+	// search holds the containers' open search indexes (searchindex.go).
+	search searchIndexes
 }
 
 // Open loads the catalog from store and returns a ready engine. The caller

@@ -340,6 +340,9 @@ func appendRawIndexValue(k []byte, raw json.RawMessage) ([]byte, error) {
 // added. doc is parsed: the write path has it so.
 func (t *txn) reindex(key []byte, prevDoc []byte, doc object) error {
 	c := t.p.c
+	if err := t.reindexSearch(key, doc); err != nil {
+		return err
+	}
 	var old, cur [][]byte
 	var err error
 	if prevDoc != nil {

@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"hash/fnv"
 	"sync"
 	"time"
@@ -131,18 +130,11 @@ func (p *placements) Key(key, value []byte) int {
 
 // indexPlace is the place of an index entry: its item's.
 func (p *placements) indexPlace(key []byte) int {
-	if len(key) < 9 {
+	start, ok := keys.IndexEntryValueStart(key)
+	if !ok || start >= len(key) {
 		return placed.Anywhere
 	}
-	rest := key[9:]
-	n, w := binary.Uvarint(rest)
-	if w <= 0 || uint64(len(rest)-w) < n {
-		return placed.Anywhere
-	}
-	rest = rest[w+int(n):]
-	if len(rest) == 0 {
-		return placed.Anywhere
-	}
+	rest := key[start:]
 	suffix := rest[indexValueLen(rest):]
 	return p.itemPlace(keys.ItemKeyFromSuffix(key[1:9], suffix))
 }
@@ -315,8 +307,8 @@ func (e *Engine) moveRange(ctx context.Context, c *Container, b epkBounds, from,
 			case keys.Item, keys.Order:
 				itemKey = k
 			case keys.Index:
-				if l, w := binary.Uvarint(k[9:]); w > 0 && 9+w+int(l) <= len(k) {
-					itemKey = c.indexedItemKey(k, 9+w+int(l))
+				if start, ok := keys.IndexEntryValueStart(k); ok && start < len(k) {
+					itemKey = c.indexedItemKey(k, start)
 				}
 			case keys.Version:
 				if rec, err := feed.DecodeRecord(0, v); err == nil {

@@ -366,7 +366,9 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 		res, err = e.streamQuery(ctx, c, r, src, x, plan, req, bounds.deadline)
 	} else {
 		var results []json.RawMessage
-		if oixOK {
+		if vres, used, verr := e.vectorQuery(ctx, c, r, src, plan, x, &util); used {
+			results, err = vres, verr
+		} else if oixOK {
 			results, err = e.topQuery(ctx, c, r, source{scope: scope, bounds: epks, index: oix, stats: m}, complete, x, plan)
 		} else {
 			results, err = e.wholeQuery(ctx, c, r, src, x)

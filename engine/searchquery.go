@@ -102,7 +102,11 @@ func (s *searchContext) FullTextStats(path []string, keywords []string) (query.F
 	if st, ok := s.stats[key]; ok {
 		return st, true
 	}
-	st, err := s.e.fullTextStats(s.ctx, s.c, s.r, searchPath(path), keywords, s.analyzer(searchPath(path)))
+	st, ok := s.e.fullTextIndexStats(s.ctx, s.c, s.r, path, keywords)
+	var err error
+	if !ok {
+		st, err = s.e.fullTextStats(s.ctx, s.c, s.r, searchPath(path), keywords, s.analyzer(searchPath(path)))
+	}
 	if err != nil {
 		// The execution counts them over its own documents instead; a
 		// cancelled context stops it right after.

@@ -40,6 +40,10 @@ type txn struct {
 	session uint64
 	// pre is the item a shared transaction read as it began.
 	pre *prefetched
+	// search is its pending search index changes (searchindex.go), to
+	// the indexes of searchState.
+	search      *searchTxn
+	searchState *searchState
 }
 
 // inPartition runs fn as one transaction on a logical partition. The
@@ -99,6 +103,7 @@ func (e *Engine) inPartitionLocal(ctx context.Context, c *Container, pk Partitio
 			e.seq.finish(t.lsn)
 		}
 	}()
+	defer func() { t.search.abort() }()
 	if err := fn(t); err != nil {
 		return err
 	}
@@ -109,6 +114,7 @@ func (e *Engine) inPartitionLocal(ctx context.Context, c *Container, pk Partitio
 	if err != nil {
 		return err
 	}
+	t.search.commit()
 	e.durable.applied(t.lsn)
 	defer e.durable.durable(t.lsn)
 	mu.Unlock()

@@ -22,6 +22,7 @@ const (
 	Permission    byte = 'P' // P<user rid 8><permission id>             → permission
 	PrincipalRID  byte = 'G' // G<user or permission rid>                → the user's or permission's key
 	EncryptionKey byte = 'K' // K<db rid 4><key id>                     → client encryption key
+	Search        byte = 'H' // H<coll rid 8><kind 1><path len uvarint><path><rest> → search index state
 )
 
 // LegacyUnique is the first byte of unique-key entries in layout format 1,
@@ -281,3 +282,47 @@ func PrincipalRIDKey(rid []byte) []byte { return withRID(PrincipalRID, rid) }
 
 // EncryptionKeyPrefix prefixes a database's client encryption keys.
 func EncryptionKeyPrefix(dbRID []byte) []byte { return withRID(EncryptionKey, dbRID) }
+
+// Kinds of search index: a search index's keys start with its container's
+// rid and its kind, then its path.
+const (
+	SearchVector   byte = 'v' // a vector index of one embedding path
+	SearchFullText byte = 't' // the full-text index of one text path
+	SearchMeta     byte = 'm' // the container's search meta (policy built)
+)
+
+// SearchPrefix prefixes every search index key of a container.
+func SearchPrefix(collRID []byte) []byte { return withRID(Search, collRID) }
+
+// SearchMetaKey holds what the container's search indexes were built for:
+// absent, they are rebuilt from the items.
+func SearchMetaKey(collRID []byte) []byte { return append(SearchPrefix(collRID), SearchMeta) }
+
+// SearchIndexPrefix prefixes the keyspace of one search index: kind is
+// SearchVector or SearchFullText, path the property path it indexes. The
+// index's own keys (package vector's and fulltext's) follow it.
+func SearchIndexPrefix(collRID []byte, kind byte, path string) []byte {
+	k := append(SearchPrefix(collRID), kind)
+	k = binary.AppendUvarint(k, uint64(len(path)))
+	return append(k, path...)
+}
+
+// IndexEntryValueStart returns where the value of an index entry (property
+// or spatial) begins: after the family, the container's RID, the spatial
+// marker when there is one, and the path with its length. ok is false when
+// the key is too short to be an index entry.
+func IndexEntryValueStart(key []byte) (start int, ok bool) {
+	const base = 1 + 8
+	if len(key) < base+1 || key[0] != Index {
+		return 0, false
+	}
+	at := base
+	if key[at] == 0 { // a spatial entry: the marker, then the path
+		at++
+	}
+	n, w := binary.Uvarint(key[at:])
+	if w <= 0 || n == 0 || uint64(len(key)-at-w) < n {
+		return 0, false
+	}
+	return at + w + int(n), true
+}

@@ -43,6 +43,10 @@ var families = []family{
 	{"permission", func(r rids) []byte { return PermissionPrefix(r.user) }},
 	{"principal rid", func(r rids) []byte { return PrincipalRIDKey(r.user) }},
 	{"client encryption key", func(r rids) []byte { return EncryptionKeyPrefix(r.db) }},
+	{"search meta", func(r rids) []byte { return SearchMetaKey(r.coll) }},
+	{"search vector /v", func(r rids) []byte { return SearchIndexPrefix(r.coll, SearchVector, "/v") }},
+	{"search vector /vv", func(r rids) []byte { return SearchIndexPrefix(r.coll, SearchVector, "/vv") }},
+	{"search full-text /v", func(r rids) []byte { return SearchIndexPrefix(r.coll, SearchFullText, "/v") }},
 }
 
 // nestings are RIDs as the engine makes them: a container's and a user's
@@ -109,6 +113,9 @@ func TestKeysStayInTheirFamily(t *testing.T) {
 		{PrincipalRIDKey(r.perm), PrincipalRIDKey(r.user)},
 		{DatabaseKey("db"), []byte{Database}},
 		{OfferKey("o"), []byte{Offer}},
+		{SearchMetaKey(r.coll), SearchPrefix(r.coll)},
+		{SearchIndexPrefix(r.coll, SearchVector, "/v"), SearchPrefix(r.coll)},
+		{SearchIndexPrefix(r.coll, SearchFullText, "/t"), SearchPrefix(r.coll)},
 	} {
 		if !bytes.HasPrefix(tc.key, tc.prefix) {
 			t.Errorf("key %q is outside its family %q", tc.key, tc.prefix)
@@ -173,5 +180,28 @@ func TestItemKeySplitsIntoWhatBuiltIt(t *testing.T) {
 	}
 	if ItemEPK(coll, len(epk), key[:len(coll)+len(epk)]) != nil {
 		t.Fatal("ItemEPK read past a short key")
+	}
+}
+
+// TestIndexEntriesTellWhereTheirValueStarts: property and spatial entries
+// alike give the offset of their value, so code that places or moves an
+// entry with its item finds the item's key suffix after it.
+func TestIndexEntriesTellWhereTheirValueStarts(t *testing.T) {
+	coll := []byte{1, 2, 3, 4, 5, 6, 7, 8}
+	value := []byte{0x05, 1, 2, 3, 4, 5, 6, 7, 8}
+	for _, path := range []string{"/a", "/" + strings.Repeat("x", 200)} {
+		for name, prefix := range map[string][]byte{
+			"property": IndexPathPrefix(coll, path),
+			"spatial":  SpatialIndexPathPrefix(coll, path),
+		} {
+			key := append(append(append([]byte(nil), prefix...), value...), "suffix"...)
+			start, ok := IndexEntryValueStart(key)
+			if !ok || start != len(prefix) {
+				t.Errorf("%s entry of %q: value at %d, %v; want %d", name, path, start, ok, len(prefix))
+			}
+			if _, ok := IndexEntryValueStart(prefix[:len(prefix)-1]); ok {
+				t.Errorf("%s entry of %q cut short was read as an entry", name, path)
+			}
+		}
 	}
 }

@@ -23,7 +23,9 @@ type SearchOptions struct {
 	ListSize int
 	// Filter, when set, admits items by key; the search returns only items
 	// it admits, and looks further (a wider beam) until it has K of them or
-	// has seen the whole graph's reach.
+	// has seen the whole graph's reach. It is asked only about items that
+	// would make the K closest so far (it may be costly: the engine's reads
+	// the item; a widened search may ask again about the same item).
 	Filter func(key []byte) bool
 	// Exact searches every vector exactly whatever the index's kind (the
 	// service's bruteForce argument).
@@ -172,11 +174,13 @@ func (t *topK) sorted() []candidate {
 func (ix *Index) scan(q []float32, opt SearchOptions) []candidate {
 	t := topK{k: opt.K}
 	for id := range ix.keys {
-		if !ix.admits(uint32(id), opt.Filter) {
+		if !ix.usable(uint32(id)) {
 			continue
 		}
+		// The filter may read the item: only a node that would make the
+		// top k is asked.
 		d := ix.dist(q, ix.vec(uint32(id)))
-		if d < t.worst() {
+		if d < t.worst() && ix.admits(uint32(id), opt.Filter) {
 			t.offer(candidate{d: d, id: uint32(id)})
 		}
 	}
@@ -203,13 +207,17 @@ func (ix *Index) searchGraph(q []float32, opt SearchOptions) []candidate {
 	defer ix.putScratch(s)
 	for widened := false; ; widened = true {
 		t := topK{k: opt.K}
-		measured, admitted := 0, 0
+		measured, asked, admitted := 0, 0, 0
 		ix.walk(s, q, L, false, func(id uint32) float32 {
 			d := ix.dist(q, ix.vec(id))
 			measured++
-			if ix.admits(id, opt.Filter) {
-				admitted++
-				if d < t.worst() {
+			// The filter may read the item: only a node that would make
+			// the top k is asked, and the share it admits of those asked
+			// estimates its selectivity.
+			if d < t.worst() && ix.usable(id) {
+				asked++
+				if ix.admits(id, opt.Filter) {
+					admitted++
 					t.offer(candidate{d: d, id: id})
 				}
 			}
@@ -219,7 +227,7 @@ func (ix *Index) searchGraph(q []float32, opt SearchOptions) []candidate {
 		if opt.Filter == nil || widened || measured >= ix.live {
 			return t.sorted()
 		}
-		share := float64(admitted) / float64(max(measured, 1))
+		share := float64(admitted) / float64(max(asked, 1))
 		if share >= 0.9 {
 			return t.sorted()
 		}
@@ -255,11 +263,11 @@ func (ix *Index) searchCodes(ctx context.Context, q []float32, opt SearchOptions
 		t := topK{k: n}
 		m := ix.pq.m
 		for id := range ix.keys {
-			if !ix.admits(uint32(id), opt.Filter) {
+			if !ix.usable(uint32(id)) {
 				continue
 			}
 			d := adc(table, ix.codes[id*m:(id+1)*m])
-			if d < t.worst() {
+			if d < t.worst() && ix.admits(uint32(id), opt.Filter) {
 				t.offer(candidate{d: d, id: uint32(id)})
 			}
 		}
