@@ -199,6 +199,21 @@ func (c *Container) GatewayPlan(text string, params map[string]json.RawMessage, 
 	return gp
 }
 
+// GroupByPlan returns the gateway's query plan for a GROUP BY query on c
+// (query.Query.GroupByGateway), or nil when the query is no GROUP BY the
+// SDKs' pipelines can merge, or cannot be parsed.
+func (c *Container) GroupByPlan(text string, params map[string]json.RawMessage) *query.GatewayPlan {
+	q, err := c.parseQuery(text)
+	if err != nil {
+		return nil
+	}
+	gp, err := q.GroupByGateway(params)
+	if err != nil {
+		return nil
+	}
+	return gp
+}
+
 // searchUtilization adds to u the vector and full-text searches of plan
 // whose path has no index of their kind (no vector index, no full-text
 // index) as potential indexes, the function named in the filter text. An

@@ -65,6 +65,9 @@ func planFor(c *engine.Container, q string, params map[string]json.RawMessage, f
 	if plan, ok := searchPlan(c, q, params, features); ok {
 		return plan
 	}
+	if plan, ok := groupByPlan(c, q, params, features); ok {
+		return plan
+	}
 	if ranges, _ := c.PartitionKeyRanges(); len(ranges) == 1 {
 		return passThroughPlan
 	}
@@ -72,6 +75,45 @@ func planFor(c *engine.Container, q string, params map[string]json.RawMessage, f
 	plan := strings.Replace(passThroughPlan, `"rewrittenQuery":""`, `"rewrittenQuery":`+string(rewritten), 1)
 	return strings.Replace(plan, `"queryRanges":[{"min":"","max":"FF","isMinInclusive":true,"isMaxInclusive":false}]`,
 		`"queryRanges":[{"min":"","max":"","isMinInclusive":true,"isMaxInclusive":true}]`, 1)
+}
+
+// groupByPlan returns the gateway's plan for a GROUP BY query, for an SDK
+// whose pipeline lists the GroupBy feature: it sends the rewritten query to
+// every partition key range and merges the groups, so that groups whose
+// aggregates saw no value have the service's shape (the alias present,
+// without a value). Other clients, and GROUP BY shapes the plan does not
+// cover (engine.Container.GroupByPlan), get the plan of planFor, for which
+// the server answers the query whole.
+func groupByPlan(c *engine.Container, q string, params map[string]json.RawMessage, features string) (string, bool) {
+	if !hasQueryFeature(features, "GroupBy") {
+		return "", false
+	}
+	gp := c.GroupByPlan(q, params)
+	if gp == nil {
+		return "", false
+	}
+	plan := struct {
+		Version     int             `json:"partitionedQueryExecutionInfoVersion"`
+		QueryInfo   json.RawMessage `json:"queryInfo"`
+		QueryRanges json.RawMessage `json:"queryRanges"`
+	}{Version: 2, QueryInfo: gp.QueryInfo,
+		QueryRanges: json.RawMessage(`[{"min":"","max":"FF","isMinInclusive":true,"isMaxInclusive":false}]`)}
+	out, err := json.Marshal(plan)
+	if err != nil {
+		return "", false
+	}
+	return string(out), true
+}
+
+// hasQueryFeature reports whether the supported query features header
+// value lists name.
+func hasQueryFeature(features, name string) bool {
+	for _, f := range strings.Split(features, ",") {
+		if strings.EqualFold(strings.TrimSpace(f), name) {
+			return true
+		}
+	}
+	return false
 }
 
 // supportedQueryFeatures is the header in which an SDK lists the query
@@ -86,14 +128,7 @@ const supportedQueryFeatures = "X-Ms-Cosmos-Supported-Query-Features"
 // HybridSearch) feature gets no such plan: the server then answers the
 // query whole, as it does any other.
 func searchPlan(c *engine.Container, q string, params map[string]json.RawMessage, features string) (string, bool) {
-	has := func(name string) bool {
-		for _, f := range strings.Split(features, ",") {
-			if strings.EqualFold(strings.TrimSpace(f), name) {
-				return true
-			}
-		}
-		return false
-	}
+	has := func(name string) bool { return hasQueryFeature(features, name) }
 	gp := c.GatewayPlan(q, params, has("HybridSearchSkipOrderByRewrite"))
 	if gp == nil {
 		return "", false
