@@ -140,6 +140,40 @@ describe("GROUP BY through the SDK's pipeline", () => {
     assert.deepStrictEqual(got.sort(order), want.sort(order));
   });
 
+  test("an unnamed aggregate and a grouped expression keep the service's aliases", async () => {
+    const got = await query("SELECT UPPER(c.name) AS shout, COUNT(1) FROM c GROUP BY UPPER(c.name)");
+    const want = groupsOf(
+      (d) => d.name,
+      (m) => ({ shout: m[0].name.toUpperCase(), $1: m.length }),
+    );
+    const order = (a, b) => a.shout.localeCompare(b.shout);
+    assert.deepStrictEqual(got.sort(order), want.sort(order));
+  });
+
+  test("parameters reach the rewritten query", async () => {
+    const { resources } = await container.items
+      .query({ query: "SELECT c.team, MAX(c.age) AS hi FROM c WHERE c.age < @limit GROUP BY c.team", parameters: [{ name: "@limit", value: 15 }] })
+      .fetchAll();
+    const want = groupsOf(
+      (d) => d.team,
+      (m) => ({ team: m[0].team, hi: Math.max(...m.filter((d) => d.age < 15).map((d) => d.age)) }),
+    );
+    const order = (a, b) => a.team.localeCompare(b.team);
+    assert.deepStrictEqual(resources.sort(order), want.sort(order));
+  });
+
+  test("fetchNext pages end with every group once", async () => {
+    const it = container.items.query("SELECT c.age FROM c GROUP BY c.age", { maxItemCount: 2 });
+    const got = [];
+    let pages = 0;
+    while (it.hasMoreResults()) {
+      const { resources } = await it.fetchNext();
+      if (resources) got.push(...resources);
+      assert.ok(++pages < 1000, "fetchNext does not finish");
+    }
+    assert.deepStrictEqual(got.sort(byAge), groupsOf((d) => d.age, (m) => ({ age: m[0].age })).sort(byAge));
+  });
+
   test("VALUE GROUP BY still answers", async () => {
     const got = await query("SELECT VALUE c.team FROM c GROUP BY c.team");
     assert.deepStrictEqual(got.sort(), ["A", "B", "C", "D"]);
