@@ -195,6 +195,22 @@ class Queries(OrreryTest):
         pages = self.c.query_items("SELECT * FROM c", partition_key="p0", max_item_count=2).by_page()
         self.assertEqual([len(list(p)) for p in pages], [2, 2])
 
+    def test_group_by_over_several_ranges_answers_whole_for_a_client_without_the_group_by_feature(self):
+        # This SDK does not list GroupBy among its query features: the plan
+        # has the server answer the GROUP BY for the whole container.
+        c = self.db.create_container("g", partition_key=PartitionKey(path="/id"), offer_throughput=40000)
+        self.assertGreaterEqual(len(list(c.read_feed_ranges())), 3)
+        for i in range(40):
+            c.create_item({"id": "g%d" % i, "team": "ABCD"[i % 4], "age": 10 + (i * 7) % 9})
+        got = sorted(c.query_items("SELECT c.team, COUNT(1) AS n, MIN(c.age) AS lo, MAX(c.age) AS hi, SUM(c.age) AS s "
+                                   "FROM c GROUP BY c.team", enable_cross_partition_query=True, max_item_count=2),
+                     key=lambda r: r["team"])
+        want = []
+        for team in "ABCD":
+            ages = [10 + (i * 7) % 9 for i in range(40) if "ABCD"[i % 4] == team]
+            want.append({"team": team, "n": len(ages), "lo": min(ages), "hi": max(ages), "s": sum(ages)})
+        self.assertEqual(got, want)
+
     def test_spatial_functions_answer_with_the_service_geography(self):
         self.c.upsert_item({"id": "geo", "pk": "p0", "loc": {"type": "Point", "coordinates": [20.0, 20.0]}})
         try:
