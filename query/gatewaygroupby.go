@@ -10,11 +10,12 @@ import (
 // groupByAliasToAggregateType does, for those whose partial results the
 // SDKs' GROUP BY pipelines merge.
 var groupByAggregateTypes = map[string]string{
-	"COUNT": "Count",
-	"SUM":   "Sum",
-	"MIN":   "Min",
-	"MAX":   "Max",
-	"AVG":   "Average",
+	"COUNT":   "Count",
+	"COUNTIF": "CountIf",
+	"SUM":     "Sum",
+	"MIN":     "Min",
+	"MAX":     "Max",
+	"AVG":     "Average",
 }
 
 // groupByInfo is the gateway's QueryInfo for a GROUP BY query.
@@ -50,7 +51,7 @@ type groupByInfo struct {
 // It returns nil for other queries and for GROUP BY shapes whose rewrite
 // this package does not reproduce (SELECT VALUE, SELECT *, DISTINCT,
 // ORDER BY, TOP, OFFSET LIMIT, JOIN, aggregates inside expressions,
-// MAKELIST, MAKESET, COUNTIF): the caller then plans as before.
+// MAKELIST, MAKESET): the caller then plans as before.
 func (q *Query) GroupByGateway(params map[string]json.RawMessage) (*GatewayPlan, error) {
 	sq := q.q
 	if len(sq.groupBy) == 0 || sq.isValue || sq.star || sq.distinct || len(sq.orderBy) > 0 ||

@@ -51,10 +51,10 @@ func TestGroupByGatewayPlanCarriesPartialAggregates(t *testing.T) {
 // The rewritten query runs, and a group whose aggregate saw no value says
 // so: MIN's partial result has a count of 0 and no min.
 func TestGroupByGatewayRewrittenQueryRuns(t *testing.T) {
-	g := groupByGateway(t, `SELECT c.team, MIN(c.missing) AS lo, COUNT(1) AS n FROM c GROUP BY c.team`)
+	g := groupByGateway(t, `SELECT c.team, MIN(c.missing) AS lo, COUNT(1) AS n, COUNTIF(c.id = "a") AS a FROM c GROUP BY c.team`)
 	q := decode(t, g.QueryInfo)["rewrittenQuery"].(string)
 	rows := run(t, q, []string{`{"id":"a","team":"x"}`, `{"id":"b","team":"x"}`}, Options{})
-	want := `{"groupByItems":[{"item":"x"}],"payload":{"team":"x","lo":{"item":{"count":0}},"n":{"item":2}}}`
+	want := `{"groupByItems":[{"item":"x"}],"payload":{"team":"x","lo":{"item":{"count":0}},"n":{"item":2},"a":{"item":1}}}`
 	if len(rows) != 1 || rows[0] != want {
 		t.Fatalf("rows %v, want [%s]", rows, want)
 	}

@@ -86,6 +86,16 @@ describe("GROUP BY through the SDK's pipeline", () => {
     assert.deepStrictEqual(got.sort(byName), want.sort(byName));
   });
 
+  test("COUNTIF per group", async () => {
+    const got = await query("SELECT c.team, COUNTIF(c.age >= 15) AS older FROM c GROUP BY c.team");
+    const want = groupsOf(
+      (d) => d.team,
+      (m) => ({ team: m[0].team, older: m.filter((d) => d.age >= 15).length }),
+    );
+    const order = (a, b) => a.team.localeCompare(b.team);
+    assert.deepStrictEqual(got.sort(order), want.sort(order));
+  });
+
   test("several GROUP BY expressions", async () => {
     const got = await query("SELECT c.team, c.age, COUNT(1) AS n FROM c GROUP BY c.team, c.age");
     const want = groupsOf(
