@@ -2,14 +2,18 @@ package compat
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"runtime"
 	"runtime/metrics"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/orrery-db/orrery/engine"
 	"github.com/orrery-db/orrery/engine/script"
@@ -139,5 +143,94 @@ func TestScriptMemoryBudgetBoundsConcurrentHogs(t *testing.T) {
 	}
 	if stopped.Load() == 0 {
 		t.Error("no procedure was stopped for memory, though together they hold far beyond the budget")
+	}
+}
+
+// TestDoublingScriptsLeavePointReadsAnswered runs a procedure doubling a
+// string in four partitions at once, with the default limits, while readers
+// of other partitions read items through the SDK. Every doubling procedure
+// must end stopped with the memory-limit error (a 429 for a short slot
+// overrun, or for no slot freed in its budget, is retried as the SDKs retry
+// it), and every point read must be answered: runaway scripts share one
+// memory budget and at most half the cores, so they hold up no read.
+func TestDoublingScriptsLeavePointReadsAnswered(t *testing.T) {
+	const (
+		doublers = 4
+		readers  = 4
+	)
+	s := orrerytest.StartWith(t, orrerytest.Options{})
+	c := newContainer(t, s, "db", "items", "/pk")
+	for i := range readers {
+		pk := "r" + strconv.Itoa(i)
+		if _, err := c.CreateItem(context.Background(), azcosmos.NewPartitionKeyString(pk), mustJSON(t, map[string]string{"id": "item", "pk": pk}), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	createSproc(t, s, "db", "items", "double", `function double() {
+		var s = "0123456789abcdef";
+		for (;;) { s = s + s; }
+	}`)
+
+	stop := make(chan struct{})
+	var reads, failed atomic.Int64
+	var rg sync.WaitGroup
+	for i := range readers {
+		rg.Add(1)
+		go func() {
+			defer rg.Done()
+			key := azcosmos.NewPartitionKeyString("r" + strconv.Itoa(i))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				_, err := c.ReadItem(ctx, key, "item", nil)
+				cancel()
+				if err != nil {
+					if failed.Add(1) <= 5 {
+						t.Errorf("point read of r%d while strings double: %v", i, err)
+					}
+					continue
+				}
+				reads.Add(1)
+			}
+		}()
+	}
+
+	var wg sync.WaitGroup
+	var readsDuring atomic.Int64
+	for i := range doublers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pk := "d" + strconv.Itoa(i)
+			for attempt := 0; ; attempt++ {
+				before := reads.Load()
+				status, body := executeSproc(t, s, "db", "items", "double", pk)
+				if status == http.StatusTooManyRequests && attempt < 20 {
+					continue
+				}
+				var cosmosErr struct{ Code, Message string }
+				if err := json.Unmarshal(body, &cosmosErr); err != nil || status != http.StatusBadRequest ||
+					cosmosErr.Code != "BadRequest" || !strings.Contains(cosmosErr.Message, "memory limit") {
+					t.Errorf("doubling in %s: %d %s, want 400 BadRequest with the memory-limit error", pk, status, body)
+				}
+				readsDuring.Add(reads.Load() - before)
+				return
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	rg.Wait()
+	t.Logf("%d doubling procedures stopped; %d point reads answered meanwhile (%d during the runs that were stopped), %d failed",
+		doublers, reads.Load(), readsDuring.Load(), failed.Load())
+	if failed.Load() > 0 {
+		t.Errorf("%d point reads failed while strings doubled", failed.Load())
+	}
+	if readsDuring.Load() == 0 {
+		t.Error("no point read was answered while the doubling procedures ran")
 	}
 }
