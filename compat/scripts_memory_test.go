@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,24 +155,85 @@ func TestScriptMemoryBudgetBoundsConcurrentHogs(t *testing.T) {
 // it), and every point read must be answered: runaway scripts share one
 // memory budget and at most half the cores, so they hold up no read.
 func TestDoublingScriptsLeavePointReadsAnswered(t *testing.T) {
-	const (
-		doublers = 4
-		readers  = 4
-	)
+	const doublers, readers = 4, 4
 	s := orrerytest.StartWith(t, orrerytest.Options{})
 	c := newContainer(t, s, "db", "items", "/pk")
+	createSproc(t, s, "db", "items", "double", doublingSproc)
+	res := readWhileStringsDouble(t, s, c, doublers, readers)
+	t.Logf("%d doubling procedures stopped; %d point reads answered meanwhile (%d during the runs that were stopped), %d failed",
+		doublers, len(res.latencies), res.readsDuring, res.failed)
+	if res.failed > 0 {
+		t.Errorf("%d point reads failed while strings doubled", res.failed)
+	}
+	if res.readsDuring == 0 {
+		t.Error("no point read was answered while the doubling procedures ran")
+	}
+}
+
+// BenchmarkPointReadsWhileStringsDouble reports the point reads' latency
+// (median and 99th percentile) while four procedures double strings until
+// stopped at the memory limit, with the default limits.
+func BenchmarkPointReadsWhileStringsDouble(b *testing.B) {
+	const doublers, readers = 4, 4
+	s := orrerytest.StartWith(b, orrerytest.Options{})
+	ctx := context.Background()
+	if _, err := s.Client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+		b.Fatal(err)
+	}
+	d, err := s.Client.NewDatabase("db")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := d.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "items",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil); err != nil {
+		b.Fatal(err)
+	}
+	c, err := d.NewContainer("items")
+	if err != nil {
+		b.Fatal(err)
+	}
+	createSproc(b, s, "db", "items", "double", doublingSproc)
+	var all []time.Duration
+	for b.Loop() {
+		all = append(all, readWhileStringsDouble(b, s, c, doublers, readers).latencies...)
+	}
+	slices.Sort(all)
+	if len(all) > 0 {
+		b.ReportMetric(float64(all[len(all)/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99-ms")
+	}
+}
+
+// doublingSproc doubles a string until it is stopped.
+const doublingSproc = `function double() {
+	var s = "0123456789abcdef";
+	for (;;) { s = s + s; }
+}`
+
+// doublingResult is what readWhileStringsDouble saw.
+type doublingResult struct {
+	latencies   []time.Duration // of the reads answered
+	failed      int64           // reads failed
+	readsDuring int64           // reads answered while a doubling procedure ran, summed over them
+}
+
+// readWhileStringsDouble runs procedure double of db/items (doublingSproc)
+// in each of doublers partitions at once, each until it is answered with
+// something but 429 (retried as the SDKs retry it), and fails t unless each
+// was stopped with the memory-limit error; meanwhile readers read an item
+// each of other partitions through the SDK, one read after another.
+func readWhileStringsDouble(t testing.TB, s *orrerytest.Server, c *azcosmos.ContainerClient, doublers, readers int) doublingResult {
+	t.Helper()
 	for i := range readers {
 		pk := "r" + strconv.Itoa(i)
-		if _, err := c.CreateItem(context.Background(), azcosmos.NewPartitionKeyString(pk), mustJSON(t, map[string]string{"id": "item", "pk": pk}), nil); err != nil {
+		if _, err := c.UpsertItem(context.Background(), azcosmos.NewPartitionKeyString(pk), []byte(`{"id":"item","pk":"`+pk+`"}`), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	createSproc(t, s, "db", "items", "double", `function double() {
-		var s = "0123456789abcdef";
-		for (;;) { s = s + s; }
-	}`)
 
 	stop := make(chan struct{})
+	var mu sync.Mutex
+	var res doublingResult
 	var reads, failed atomic.Int64
 	var rg sync.WaitGroup
 	for i := range readers {
@@ -179,6 +241,12 @@ func TestDoublingScriptsLeavePointReadsAnswered(t *testing.T) {
 		go func() {
 			defer rg.Done()
 			key := azcosmos.NewPartitionKeyString("r" + strconv.Itoa(i))
+			var mine []time.Duration
+			defer func() {
+				mu.Lock()
+				res.latencies = append(res.latencies, mine...)
+				mu.Unlock()
+			}()
 			for {
 				select {
 				case <-stop:
@@ -186,6 +254,7 @@ func TestDoublingScriptsLeavePointReadsAnswered(t *testing.T) {
 				default:
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				start := time.Now()
 				_, err := c.ReadItem(ctx, key, "item", nil)
 				cancel()
 				if err != nil {
@@ -194,6 +263,7 @@ func TestDoublingScriptsLeavePointReadsAnswered(t *testing.T) {
 					}
 					continue
 				}
+				mine = append(mine, time.Since(start))
 				reads.Add(1)
 			}
 		}()
@@ -208,7 +278,11 @@ func TestDoublingScriptsLeavePointReadsAnswered(t *testing.T) {
 			pk := "d" + strconv.Itoa(i)
 			for attempt := 0; ; attempt++ {
 				before := reads.Load()
-				status, body := executeSproc(t, s, "db", "items", "double", pk)
+				status, body, err := executeSprocCtx(context.Background(), s, "db", "items", "double", pk)
+				if err != nil {
+					t.Errorf("doubling in %s: %v", pk, err)
+					return
+				}
 				if status == http.StatusTooManyRequests && attempt < 20 {
 					continue
 				}
@@ -225,12 +299,6 @@ func TestDoublingScriptsLeavePointReadsAnswered(t *testing.T) {
 	wg.Wait()
 	close(stop)
 	rg.Wait()
-	t.Logf("%d doubling procedures stopped; %d point reads answered meanwhile (%d during the runs that were stopped), %d failed",
-		doublers, reads.Load(), readsDuring.Load(), failed.Load())
-	if failed.Load() > 0 {
-		t.Errorf("%d point reads failed while strings doubled", failed.Load())
-	}
-	if readsDuring.Load() == 0 {
-		t.Error("no point read was answered while the doubling procedures ran")
-	}
+	res.failed, res.readsDuring = failed.Load(), readsDuring.Load()
+	return res
 }
