@@ -97,7 +97,39 @@ func (c *concatOps) concat(a, b goja.String) goja.Value {
 	if !c.g.mayMakeString(n) {
 		return goja.Undefined()
 	}
+	if n > concatChunk && isASCII(a) && isASCII(b) {
+		return concatChunked(a, b, int(n))
+	}
 	return a.Concat(b)
+}
+
+// concatChunk is the most characters one copy of a concatenation takes. A
+// copy cannot be preempted: one of 64 MiB holds up the collector's
+// stop-the-world phases, and so every request, for tens of milliseconds.
+// Longer strings are copied a chunk at a time.
+const concatChunk = 256 << 10
+
+// asciiType is the dynamic type of goja's one-byte strings.
+var asciiType = func() reflect.Type {
+	var b goja.StringBuilder
+	b.WriteUTF8String("a")
+	return reflect.TypeOf(b.String())
+}()
+
+func isASCII(s goja.String) bool { return reflect.TypeOf(s) == asciiType }
+
+// concatChunked is a + b of one-byte strings, n characters in all, copied
+// concatChunk characters at a time into a buffer allocated once (and not
+// cleared first).
+func concatChunked(a, b goja.String, n int) goja.String {
+	var sb goja.StringBuilder
+	sb.Grow(n)
+	for _, s := range [2]goja.String{a, b} {
+		for i, l := 0, s.Length(); i < l; i += concatChunk {
+			sb.WriteString(s.Substring(i, min(i+concatChunk, l)))
+		}
+	}
+	return sb.String()
 }
 
 // templateOp is an untagged template literal: its arguments alternate
