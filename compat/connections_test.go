@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,6 +33,12 @@ type manyConnectionsResult struct {
 // server meets conns handshakes at once.
 func readOverManyConnections(t testing.TB, s *orrerytest.Server, conns, reads int, retry policy.RetryOptions, pk, id string) manyConnectionsResult {
 	t.Helper()
+	// Both ends of every connection are this process's files (Go raises
+	// the soft limit to the hard one at start).
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Cur < uint64(2*conns+256) {
+		t.Skipf("%d connections need %d open files, and the limit is %d", conns, 2*conns+256, lim.Cur)
+	}
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(s.CertificatePEM) {
 		t.Fatal("no certificate to trust")
