@@ -124,12 +124,22 @@ func isASCII(s goja.String) bool { return reflect.TypeOf(s) == asciiType }
 func concatChunked(a, b goja.String, n int) goja.String {
 	var sb goja.StringBuilder
 	sb.Grow(n)
-	for _, s := range [2]goja.String{a, b} {
-		for i, l := 0, s.Length(); i < l; i += concatChunk {
-			sb.WriteString(s.Substring(i, min(i+concatChunk, l)))
-		}
-	}
+	writeChunked(&sb, a)
+	writeChunked(&sb, b)
 	return sb.String()
+}
+
+// writeChunked appends s to b, concatChunk characters at a time when s is a
+// long one-byte string.
+func writeChunked(b *goja.StringBuilder, s goja.String) {
+	l := s.Length()
+	if l <= concatChunk || !isASCII(s) {
+		b.WriteString(s)
+		return
+	}
+	for i := 0; i < l; i += concatChunk {
+		b.WriteString(s.Substring(i, min(i+concatChunk, l)))
+	}
 }
 
 // templateOp is an untagged template literal: its arguments alternate
@@ -157,7 +167,7 @@ func (c *concatOps) templateOp(call goja.FunctionCall) goja.Value {
 	var b goja.StringBuilder
 	b.Grow(int(total))
 	for _, p := range parts {
-		b.WriteString(p)
+		writeChunked(&b, p)
 	}
 	return b.String()
 }

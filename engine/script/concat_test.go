@@ -229,8 +229,9 @@ func TestLongConcatenationsKeepEveryCharacter(t *testing.T) {
 		var out = [];
 		[[300001, "abcdefg"], [700003, "xyz0123456789"], [300001, "aé€😀b"]].forEach(function (c) {
 			var a = make(c[0], c[1]), b = make(c[0] + 12345, c[1].split("").reverse().join(""));
-			var joined = a + b, expected = [a, b].join("");
-			out.push(joined.length, same(joined, expected), joined.slice(c[0] - 3, c[0] + 3) === expected.slice(c[0] - 3, c[0] + 3));
+			var joined = a + b, expected = [a, b].join(""), templated = ` + "`<${a}|${b}>`" + `;
+			out.push(joined.length, same(joined, expected), joined.slice(c[0] - 3, c[0] + 3) === expected.slice(c[0] - 3, c[0] + 3),
+				same(templated, ["<", a, "|", b, ">"].join("")));
 		});
 		getContext().getResponse().setBody(out);
 	}`
@@ -238,7 +239,7 @@ func TestLongConcatenationsKeepEveryCharacter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `[612347,true,true,1412351,true,true,612347,true,true]`; string(res.Body) != want {
+	if want := `[612347,true,true,true,1412351,true,true,true,612347,true,true,true]`; string(res.Body) != want {
 		t.Fatalf("got %s, want %s", res.Body, want)
 	}
 }
