@@ -26,7 +26,7 @@ func statusOf(t *testing.T, err error) int {
 	return re.StatusCode
 }
 
-func mustJSON(t *testing.T, v any) []byte {
+func mustJSON(t testing.TB, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {

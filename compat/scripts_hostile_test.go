@@ -28,7 +28,7 @@ import (
 // SDK has no script API, and retries a 408 on its own): path is the resource
 // path without the leading slash, rtype and link the resource type and link
 // it is signed for.
-func scriptRequest(t *testing.T, s *orrerytest.Server, method, path, rtype, link string, body []byte, headers map[string]string) (int, []byte) {
+func scriptRequest(t testing.TB, s *orrerytest.Server, method, path, rtype, link string, body []byte, headers map[string]string) (int, []byte) {
 	t.Helper()
 	date := time.Now().UTC().Format(http.TimeFormat)
 	auth, err := server.Sign(s.Key, method, rtype, link, date)
@@ -57,7 +57,7 @@ func scriptRequest(t *testing.T, s *orrerytest.Server, method, path, rtype, link
 
 // createScript registers a script of kind (sprocs, triggers or udfs) on
 // db/coll; def is its definition without the id.
-func createScript(t *testing.T, s *orrerytest.Server, db, coll, kind, id string, def map[string]string) {
+func createScript(t testing.TB, s *orrerytest.Server, db, coll, kind, id string, def map[string]string) {
 	t.Helper()
 	parent := "dbs/" + db + "/colls/" + coll
 	props := map[string]string{"id": id}
@@ -71,7 +71,7 @@ func createScript(t *testing.T, s *orrerytest.Server, db, coll, kind, id string,
 }
 
 // createSproc registers a stored procedure on db/coll.
-func createSproc(t *testing.T, s *orrerytest.Server, db, coll, id, body string) {
+func createSproc(t testing.TB, s *orrerytest.Server, db, coll, id, body string) {
 	t.Helper()
 	createScript(t, s, db, coll, "sprocs", id, map[string]string{"body": body})
 }

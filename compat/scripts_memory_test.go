@@ -2,14 +2,19 @@ package compat
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/orrery-db/orrery/engine"
 	"github.com/orrery-db/orrery/engine/script"
@@ -140,4 +145,160 @@ func TestScriptMemoryBudgetBoundsConcurrentHogs(t *testing.T) {
 	if stopped.Load() == 0 {
 		t.Error("no procedure was stopped for memory, though together they hold far beyond the budget")
 	}
+}
+
+// TestDoublingScriptsLeavePointReadsAnswered runs a procedure doubling a
+// string in four partitions at once, with the default limits, while readers
+// of other partitions read items through the SDK. Every doubling procedure
+// must end stopped with the memory-limit error (a 429 for a short slot
+// overrun, or for no slot freed in its budget, is retried as the SDKs retry
+// it), and every point read must be answered: runaway scripts share one
+// memory budget and at most half the cores, so they hold up no read.
+func TestDoublingScriptsLeavePointReadsAnswered(t *testing.T) {
+	const doublers, readers = 4, 4
+	s := orrerytest.StartWith(t, orrerytest.Options{})
+	c := newContainer(t, s, "db", "items", "/pk")
+	createSproc(t, s, "db", "items", "double", doublingSproc)
+	res := readWhileStringsDouble(t, s, c, doublers, readers)
+	t.Logf("%d doubling procedures stopped; %d point reads answered meanwhile (%d during the runs that were stopped), %d failed",
+		doublers, len(res.latencies), res.readsDuring, res.failed)
+	if res.failed > 0 {
+		t.Errorf("%d point reads failed while strings doubled", res.failed)
+	}
+	if res.readsDuring == 0 {
+		t.Error("no point read was answered while the doubling procedures ran")
+	}
+}
+
+// BenchmarkPointReadsWhileStringsDouble reports the point reads' latency
+// (median and 99th percentile) while four procedures double strings until
+// stopped at the memory limit, with the default limits.
+func BenchmarkPointReadsWhileStringsDouble(b *testing.B) {
+	const doublers, readers = 4, 4
+	s := orrerytest.StartWith(b, orrerytest.Options{})
+	ctx := context.Background()
+	if _, err := s.Client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+		b.Fatal(err)
+	}
+	d, err := s.Client.NewDatabase("db")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := d.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "items",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil); err != nil {
+		b.Fatal(err)
+	}
+	c, err := d.NewContainer("items")
+	if err != nil {
+		b.Fatal(err)
+	}
+	createSproc(b, s, "db", "items", "double", doublingSproc)
+	var all []time.Duration
+	for b.Loop() {
+		all = append(all, readWhileStringsDouble(b, s, c, doublers, readers).latencies...)
+	}
+	slices.Sort(all)
+	if len(all) > 0 {
+		b.ReportMetric(float64(all[len(all)/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99-ms")
+	}
+}
+
+// doublingSproc doubles a string until it is stopped.
+const doublingSproc = `function double() {
+	var s = "0123456789abcdef";
+	for (;;) { s = s + s; }
+}`
+
+// doublingResult is what readWhileStringsDouble saw.
+type doublingResult struct {
+	latencies   []time.Duration // of the reads answered
+	failed      int64           // reads failed
+	readsDuring int64           // reads answered while a doubling procedure ran, summed over them
+}
+
+// readWhileStringsDouble runs procedure double of db/items (doublingSproc)
+// in each of doublers partitions at once, each until it is answered with
+// something but 429 (retried as the SDKs retry it), and fails t unless each
+// was stopped with the memory-limit error; meanwhile readers read an item
+// each of other partitions through the SDK, one read after another.
+func readWhileStringsDouble(t testing.TB, s *orrerytest.Server, c *azcosmos.ContainerClient, doublers, readers int) doublingResult {
+	t.Helper()
+	for i := range readers {
+		pk := "r" + strconv.Itoa(i)
+		if _, err := c.UpsertItem(context.Background(), azcosmos.NewPartitionKeyString(pk), []byte(`{"id":"item","pk":"`+pk+`"}`), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	var res doublingResult
+	var reads, failed atomic.Int64
+	var rg sync.WaitGroup
+	for i := range readers {
+		rg.Add(1)
+		go func() {
+			defer rg.Done()
+			key := azcosmos.NewPartitionKeyString("r" + strconv.Itoa(i))
+			var mine []time.Duration
+			defer func() {
+				mu.Lock()
+				res.latencies = append(res.latencies, mine...)
+				mu.Unlock()
+			}()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				start := time.Now()
+				_, err := c.ReadItem(ctx, key, "item", nil)
+				cancel()
+				if err != nil {
+					if failed.Add(1) <= 5 {
+						t.Errorf("point read of r%d while strings double: %v", i, err)
+					}
+					continue
+				}
+				mine = append(mine, time.Since(start))
+				reads.Add(1)
+			}
+		}()
+	}
+
+	var wg sync.WaitGroup
+	var readsDuring atomic.Int64
+	for i := range doublers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pk := "d" + strconv.Itoa(i)
+			for attempt := 0; ; attempt++ {
+				before := reads.Load()
+				status, body, err := executeSprocCtx(context.Background(), s, "db", "items", "double", pk)
+				if err != nil {
+					t.Errorf("doubling in %s: %v", pk, err)
+					return
+				}
+				if status == http.StatusTooManyRequests && attempt < 20 {
+					continue
+				}
+				var cosmosErr struct{ Code, Message string }
+				if err := json.Unmarshal(body, &cosmosErr); err != nil || status != http.StatusBadRequest ||
+					cosmosErr.Code != "BadRequest" || !strings.Contains(cosmosErr.Message, "memory limit") {
+					t.Errorf("doubling in %s: %d %s, want 400 BadRequest with the memory-limit error", pk, status, body)
+				}
+				readsDuring.Add(reads.Load() - before)
+				return
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	rg.Wait()
+	res.failed, res.readsDuring = failed.Load(), readsDuring.Load()
+	return res
 }

@@ -97,7 +97,49 @@ func (c *concatOps) concat(a, b goja.String) goja.Value {
 	if !c.g.mayMakeString(n) {
 		return goja.Undefined()
 	}
+	if n > concatChunk && isASCII(a) && isASCII(b) {
+		return concatChunked(a, b, int(n))
+	}
 	return a.Concat(b)
+}
+
+// concatChunk is the most characters one copy of a concatenation takes. A
+// copy cannot be preempted: one of 64 MiB holds up the collector's
+// stop-the-world phases, and so every request, for tens of milliseconds.
+// Longer strings are copied a chunk at a time.
+const concatChunk = 256 << 10
+
+// asciiType is the dynamic type of goja's one-byte strings.
+var asciiType = func() reflect.Type {
+	var b goja.StringBuilder
+	b.WriteUTF8String("a")
+	return reflect.TypeOf(b.String())
+}()
+
+func isASCII(s goja.String) bool { return reflect.TypeOf(s) == asciiType }
+
+// concatChunked is a + b of one-byte strings, n characters in all, copied
+// concatChunk characters at a time into a buffer allocated once (and not
+// cleared first).
+func concatChunked(a, b goja.String, n int) goja.String {
+	var sb goja.StringBuilder
+	sb.Grow(n)
+	writeChunked(&sb, a)
+	writeChunked(&sb, b)
+	return sb.String()
+}
+
+// writeChunked appends s to b, concatChunk characters at a time when s is a
+// long one-byte string.
+func writeChunked(b *goja.StringBuilder, s goja.String) {
+	l := s.Length()
+	if l <= concatChunk || !isASCII(s) {
+		b.WriteString(s)
+		return
+	}
+	for i := 0; i < l; i += concatChunk {
+		b.WriteString(s.Substring(i, min(i+concatChunk, l)))
+	}
 }
 
 // templateOp is an untagged template literal: its arguments alternate
@@ -125,7 +167,7 @@ func (c *concatOps) templateOp(call goja.FunctionCall) goja.Value {
 	var b goja.StringBuilder
 	b.Grow(int(total))
 	for _, p := range parts {
-		b.WriteString(p)
+		writeChunked(&b, p)
 	}
 	return b.String()
 }

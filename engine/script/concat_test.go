@@ -209,3 +209,37 @@ func TestNativesAreOutOfReach(t *testing.T) {
 		t.Fatalf("got %s, want %s", res.Body, want)
 	}
 }
+
+// TestLongConcatenationsKeepEveryCharacter joins strings longer than one
+// copy's chunk, of one-byte characters and of others, with operands that
+// end mid-chunk, and checks every character of the results against the
+// same joins built from short parts.
+func TestLongConcatenationsKeepEveryCharacter(t *testing.T) {
+	rn := NewRunner(Limits{MaxMemory: 64 << 20, Timeout: time.Minute})
+	body := `function () {
+		function make(n, alphabet) {
+			var s = alphabet.repeat(Math.ceil(n / alphabet.length));
+			return s.slice(0, n);
+		}
+		function same(x, y) {
+			if (x.length !== y.length) return false;
+			for (var i = 0; i < x.length; i += 997) if (x.charCodeAt(i) !== y.charCodeAt(i)) return false;
+			return x.slice(-5000) === y.slice(-5000) && x.slice(0, 5000) === y.slice(0, 5000);
+		}
+		var out = [];
+		[[300001, "abcdefg"], [700003, "xyz0123456789"], [300001, "aé€😀b"]].forEach(function (c) {
+			var a = make(c[0], c[1]), b = make(c[0] + 12345, c[1].split("").reverse().join(""));
+			var joined = a + b, expected = [a, b].join(""), templated = ` + "`<${a}|${b}>`" + `;
+			out.push(joined.length, same(joined, expected), joined.slice(c[0] - 3, c[0] + 3) === expected.slice(c[0] - 3, c[0] + 3),
+				same(templated, ["<", a, "|", b, ">"].join("")));
+		});
+		getContext().getResponse().setBody(out);
+	}`
+	res, err := rn.Execute(context.Background(), Script{ID: "long", Body: body}, nil, newFakeCollection(), ExecuteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `[612347,true,true,true,1412351,true,true,true,612347,true,true,true]`; string(res.Body) != want {
+		t.Fatalf("got %s, want %s", res.Body, want)
+	}
+}
