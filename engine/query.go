@@ -363,6 +363,9 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 	}
 	var res *QueryResult
 	if plan.Streaming {
+		if err := e.narrowByFullText(ctx, c, r, &src, plan, util); err != nil {
+			return nil, nil, err
+		}
 		res, err = e.streamQuery(ctx, c, r, src, x, plan, req, bounds.deadline)
 	} else {
 		var results []json.RawMessage
@@ -370,7 +373,7 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 			results, err = vres, verr
 		} else if oixOK {
 			results, err = e.topQuery(ctx, c, r, source{scope: scope, bounds: epks, index: oix, stats: m}, complete, x, plan)
-		} else {
+		} else if err = e.narrowByFullText(ctx, c, r, &src, plan, util); err == nil {
 			results, err = e.wholeQuery(ctx, c, r, src, x)
 		}
 		if err == nil {

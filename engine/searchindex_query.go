@@ -3,8 +3,11 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -186,4 +189,236 @@ func (e *Engine) fullTextIndexStats(ctx context.Context, c *Container, r storage
 		return query.FullTextStats{Documents: s.Documents, Words: s.Words, Hits: s.Hits}, true
 	}
 	return query.FullTextStats{}, false
+}
+
+// textCandidates is what a query's required full-text conjuncts leave of
+// its scope: the keys of the items that can pass them, in key order.
+type textCandidates struct {
+	keys [][]byte
+}
+
+// fullTextCandidates narrows a query's candidates through the full-text
+// indexes of the paths of its required full-text conjuncts
+// (query.TextSearch.Required): FullTextContains takes the items holding its
+// keyword, FullTextContainsAll those holding all of its, FullTextContainsAny
+// those holding any, and several conjuncts the items all of them take. The
+// postings and the item keys are read from r, the query's snapshot, so the
+// candidates are the items of that snapshot that hold the keywords as the
+// execution matches them (the index analyzes as the execution does, and
+// keeps each term's positions: a phrase matches where its terms are adjacent
+// and in order); the execution still evaluates the whole query on each.
+//
+// nil when no conjunct has an index, in a transaction (a stored
+// procedure's query), on a shared store, or when the snapshot does not hold
+// the indexes whole for the container's policy (a rebuild not yet
+// finished when it was taken). The uses name the indexes for the index
+// metrics.
+func (e *Engine) fullTextCandidates(ctx context.Context, c *Container, r storage.Reader, src source, plan *query.Plan) (*textCandidates, []IndexUse, error) {
+	required := false
+	for _, t := range plan.FullText {
+		required = required || t.Required
+	}
+	if !required || src.index != nil {
+		return nil, nil, nil
+	}
+	if _, inTxn := r.(storage.Batch); inTxn || c.Search() == nil {
+		return nil, nil, nil
+	}
+	st, err := e.searchIndexesOf(c)
+	if err != nil || st == nil {
+		return nil, nil, err
+	}
+	built, err := r.Get(ctx, keys.SearchMetaKey(c.rid))
+	if errors.Is(err, storage.ErrNotFound) || err == nil && string(built) != st.fp {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	m := src.stats
+	if m == nil {
+		m = &QueryMetrics{}
+	}
+	t0 := time.Now()
+	var set map[string]bool // nil: not narrowed yet
+	var uses []IndexUse
+	for _, ts := range plan.FullText {
+		if !ts.Required {
+			continue
+		}
+		var ti *textIndex
+		for _, t := range st.texts {
+			if t.path == searchPath(ts.Path) {
+				ti = t
+			}
+		}
+		if ti == nil {
+			continue
+		}
+		rd := prefixedReader{r, ti.prefix}
+		var found map[string]bool
+		for i, kw := range ts.Keywords {
+			holding, err := ti.ix.Holding(ctx, rd, kw)
+			if err != nil {
+				return nil, nil, queryError(err)
+			}
+			m.IndexLookups += int64(len(holding))
+			these := make(map[string]bool, len(holding))
+			for _, k := range holding {
+				if ts.Function != "FullTextContainsAll" || i == 0 || found[string(k)] {
+					these[string(k)] = true
+				}
+			}
+			if i > 0 && ts.Function == "FullTextContainsAny" {
+				for k := range found {
+					these[k] = true
+				}
+			}
+			found = these
+		}
+		if set == nil {
+			set = found
+		} else {
+			for k := range set {
+				if !found[k] {
+					delete(set, k)
+				}
+			}
+		}
+		uses = append(uses, IndexUse{
+			Spec:   ti.path + " (full-text index)",
+			Filter: ts.Function + "(ROOT." + strings.Join(ts.Path, ".") + ", …)",
+		})
+	}
+	if set == nil {
+		return nil, nil, nil
+	}
+	tc := &textCandidates{keys: make([][]byte, 0, len(set))}
+	for suffix := range set {
+		key := keys.ItemKeyFromSuffix(c.rid, []byte(suffix))
+		if bytes.HasPrefix(key, src.scope) && src.bounds.containsEPK(c.itemEPK(key)) {
+			tc.keys = append(tc.keys, key)
+		}
+	}
+	slices.SortFunc(tc.keys, bytes.Compare)
+	m.IndexLookupTime += time.Since(t0)
+	return tc, uses, nil
+}
+
+// textChunk is how many candidates scanText reads at a time.
+const textChunk = 256
+
+// scanText is scan for a source narrowed by full-text candidates: it
+// yields the live candidates at the positions, and in the order, the
+// source's own scan would (item keys, or creation order keys when the
+// source has an order), from position start on. More candidates than
+// creation order sorts in memory (maxOrderedCandidates) are read by
+// scanning the order instead.
+func (c *Container) scanText(ctx context.Context, r storage.Reader, src source, start []byte, now int64, yield func(candidate, error) bool) {
+	m := src.stats
+	if m == nil {
+		m = &QueryMetrics{}
+	}
+	ks := src.text.keys
+	if src.order == nil {
+		if start != nil {
+			i, _ := slices.BinarySearchFunc(ks, start, bytes.Compare)
+			ks = ks[i:]
+		}
+		for len(ks) > 0 {
+			n := min(len(ks), textChunk)
+			t0 := time.Now()
+			values, err := storage.GetMany(ctx, r, ks[:n])
+			if err != nil {
+				yield(candidate{}, err)
+				return
+			}
+			for i, v := range values {
+				if v == nil {
+					continue
+				}
+				if !c.yieldItem(m, t0, ks[i], ks[i], v, now, yield) {
+					return
+				}
+				t0 = time.Now()
+			}
+			ks = ks[n:]
+		}
+		return
+	}
+	if len(ks) > maxOrderedCandidates {
+		whole := src
+		whole.text = nil
+		for cand, err := range c.scan(ctx, r, whole, start, now) {
+			if !yield(cand, err) || err != nil {
+				return
+			}
+		}
+		return
+	}
+	wholeContainer := bytes.Equal(src.order, keys.RIDPrefix(c.rid))
+	var cands []candidate
+	for len(ks) > 0 {
+		n := min(len(ks), textChunk)
+		t0 := time.Now()
+		values, err := storage.GetMany(ctx, r, ks[:n])
+		if err != nil {
+			yield(candidate{}, err)
+			return
+		}
+		for i, v := range values {
+			if v == nil {
+				continue
+			}
+			s, err := decodeItem(ks[i], v)
+			if err != nil {
+				yield(candidate{}, err)
+				return
+			}
+			m.DocumentLoadTime += time.Since(t0)
+			t0 = time.Now()
+			m.RetrievedDocumentCount++
+			m.RetrievedDocumentSize += int64(len(s.doc))
+			if c.expired(s, now) {
+				continue
+			}
+			var pos []byte
+			if wholeContainer {
+				pos = keys.RIDKey(c.rid, binary.BigEndian.AppendUint64(nil, s.rid))
+			} else {
+				id, _, ok := c.splitItemKey(ks[i])
+				if !ok {
+					yield(candidate{}, fmt.Errorf("engine: malformed item key %x", ks[i]))
+					return
+				}
+				pos = keys.OrderKey(ks[i][:len(ks[i])-len(id)], s.rid)
+			}
+			if !bytes.HasPrefix(pos, src.order) || start != nil && bytes.Compare(pos, start) < 0 {
+				continue
+			}
+			cands = append(cands, candidate{pos: pos, item: s})
+		}
+		ks = ks[n:]
+	}
+	slices.SortFunc(cands, func(a, b candidate) int { return bytes.Compare(a.pos, b.pos) })
+	for _, cand := range cands {
+		if !yield(cand, nil) {
+			return
+		}
+	}
+}
+
+// narrowByFullText restricts src to the candidates of the query's required
+// full-text conjuncts when an index serves them (fullTextCandidates), and
+// names the indexes in util.
+func (e *Engine) narrowByFullText(ctx context.Context, c *Container, r storage.Reader, src *source, plan *query.Plan, util *IndexUtilization) error {
+	tc, uses, err := e.fullTextCandidates(ctx, c, r, *src, plan)
+	if err != nil || tc == nil {
+		return err
+	}
+	src.text = tc
+	if util != nil {
+		util.UtilizedSingle = append(util.UtilizedSingle, uses...)
+	}
+	return nil
 }

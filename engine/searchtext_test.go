@@ -1,0 +1,238 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fullTextPairBody is a container with full-text paths /text (English) and
+// /de (German), indexed when indexed is true, and no vector policy.
+func fullTextPairBody(id string, indexed bool) []byte {
+	indexes := ""
+	if indexed {
+		indexes = `,"fullTextIndexes":[{"path":"/text"},{"path":"/de"}]`
+	}
+	return []byte(fmt.Sprintf(`{"id":%q,"partitionKey":{"paths":["/pk"]},"defaultTtl":-1,
+		"fullTextPolicy":{"defaultLanguage":"en-US","fullTextPaths":[{"path":"/text","language":"en-US"},{"path":"/de","language":"de-DE"}]},
+		"indexingPolicy":{"includedPaths":[{"path":"/*"}],"excludedPaths":[]%s}}`, id, indexes))
+}
+
+var germanWords = strings.Fields("der Hund läuft schnell über die Brücke Häuser Haus Kinder Kind spielen spielt laufen")
+
+func randomWords(r *rand.Rand, words []string, n int) string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = words[r.IntN(len(words))]
+	}
+	return strings.Join(out, " ")
+}
+
+// randomKeyword is a word or a phrase of two or three, as a SQL string.
+func randomKeyword(r *rand.Rand, words []string) string {
+	kw := randomWords(r, words, 1+r.IntN(3)/2*(1+r.IntN(2)))
+	if r.IntN(8) == 0 {
+		kw = "the" // a stop word: analyzes to nothing, matches nothing
+	}
+	b, _ := json.Marshal(kw)
+	return "'" + strings.ReplaceAll(string(b[1:len(b)-1]), "'", "\\'") + "'"
+}
+
+// randomTextCall is a full-text function call on /text or /de.
+func randomTextCall(r *rand.Rand) string {
+	path, words := "c.text", searchWords
+	if r.IntN(3) == 0 {
+		path, words = "c.de", germanWords
+	}
+	switch r.IntN(3) {
+	case 0:
+		return fmt.Sprintf("FullTextContains(%s, %s)", path, randomKeyword(r, words))
+	case 1:
+		return fmt.Sprintf("FullTextContainsAll(%s, %s, %s)", path, randomKeyword(r, words), randomKeyword(r, words))
+	default:
+		return fmt.Sprintf("FullTextContainsAny(%s, %s, %s)", path, randomKeyword(r, words), randomKeyword(r, words))
+	}
+}
+
+// randomTextWhere is a WHERE clause mixing full-text calls with AND, OR and
+// NOT; required reports whether a full-text call is a conjunct of it.
+func randomTextWhere(r *rand.Rand) (where string, required bool) {
+	a, b := randomTextCall(r), randomTextCall(r)
+	switch r.IntN(8) {
+	case 0:
+		return a, true
+	case 1:
+		return a + " AND " + b, true
+	case 2:
+		return a + " AND c.n > 3", true
+	case 3:
+		return a + " AND NOT " + b, true
+	case 4:
+		return a + " OR " + b, false
+	case 5:
+		return "NOT " + a, false
+	case 6:
+		return "(" + a + " OR c.n = 1) AND " + b, true
+	default:
+		return "(" + a + " AND c.n < 5) OR " + b, false
+	}
+}
+
+// textQueryAll runs a query to its end, a page of size at a time, and
+// returns its rows and whether a full-text index narrowed any page.
+func textQueryAll(t *testing.T, e *Engine, coll, text string, pk string, size int) ([]string, bool) {
+	t.Helper()
+	var rows []string
+	used := false
+	cont := ""
+	for {
+		q := &QueryRequest{Database: "db", Container: coll, Query: text, IndexMetrics: true, MaxItems: size, Continuation: cont, SinglePartitionKeyRange: true}
+		if pk != "" {
+			q.PartitionKey, q.HasPartitionKey, q.SinglePartitionKeyRange = StringKey(pk), true, false
+		}
+		res, err := e.QueryItems(t.Context(), q)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		for _, row := range res.Items {
+			rows = append(rows, string(row))
+		}
+		if res.IndexUtilization != nil {
+			for _, u := range res.IndexUtilization.UtilizedSingle {
+				used = used || strings.Contains(u.Spec, "full-text index")
+			}
+		}
+		if res.Continuation == "" {
+			return rows, used
+		}
+		cont = res.Continuation
+	}
+}
+
+// TestFullTextNarrowingAnswersAsExactEvaluation: queries whose WHERE holds
+// FullTextContains, FullTextContainsAll or FullTextContainsAny (words and
+// phrases, English and German, mixed with AND, OR and NOT, paged, scoped to
+// a partition or not, ordered or counted) answer on a container with
+// full-text indexes exactly as on the same items without them, before and
+// after replaces, deletes and TTL expiry (swept or not yet); the index
+// metrics name a full-text index only for a query with a full-text conjunct,
+// and do for every plain full-text filter.
+func TestFullTextNarrowingAnswersAsExactEvaluation(t *testing.T) {
+	ctx := t.Context()
+	now := time.Unix(1_700_000_000, 0)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	e, err := Open(ctx, newTestStore(t), Options{Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, coll := range []string{"indexed", "exact"} {
+		if _, err := e.CreateContainer(ctx, "db", fullTextPairBody(coll, coll == "indexed"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	n := 200
+	if testOnPostgres {
+		n = 80
+	}
+	item := func(i int) (string, string) {
+		pk := fmt.Sprintf("p%d", i%3)
+		text, _ := json.Marshal(randomWords(r, searchWords, 2+r.IntN(6)))
+		de, _ := json.Marshal(randomWords(r, germanWords, 2+r.IntN(6)))
+		body := fmt.Sprintf(`{"id":"%d","pk":%q,"n":%d,"text":%s,"de":%s`, i, pk, r.IntN(8), text, de)
+		switch r.IntN(10) {
+		case 0:
+			body += `,"ttl":5`
+		case 1:
+			body = fmt.Sprintf(`{"id":"%d","pk":%q,"n":%d,"text":7`, i, pk, r.IntN(8))
+		}
+		return pk, body + "}"
+	}
+	write := func(op string, i int) {
+		pk, body := item(i)
+		for _, coll := range []string{"indexed", "exact"} {
+			rq := &ItemRequest{Database: "db", Container: coll, ID: fmt.Sprint(i), PartitionKey: StringKey(pk), HasPartitionKey: true, Body: []byte(body)}
+			var err error
+			switch op {
+			case "create":
+				_, err = e.CreateItem(ctx, rq)
+			case "upsert":
+				_, err = e.UpsertItem(ctx, rq)
+			case "delete":
+				rq.Body = nil
+				_, err = e.DeleteItem(ctx, rq)
+				if statusOf(err) == 404 {
+					err = nil
+				}
+			}
+			if err != nil {
+				t.Fatalf("%s %d in %s: %v", op, i, coll, err)
+			}
+		}
+	}
+	for i := range n {
+		write("create", i)
+	}
+	compare := func(stage string) {
+		t.Helper()
+		for range 60 {
+			where, required := randomTextWhere(r)
+			shape := r.IntN(5)
+			var q string
+			switch shape {
+			case 0, 1:
+				q = "SELECT c.id FROM c WHERE " + where
+			case 2:
+				q = "SELECT c.id, c.n FROM c WHERE " + where + " ORDER BY c.n DESC"
+			case 3:
+				q = "SELECT VALUE COUNT(1) FROM c WHERE " + where
+			default:
+				q = "SELECT TOP 5 c.id FROM c WHERE " + where
+			}
+			pk := ""
+			if r.IntN(3) == 0 {
+				pk = fmt.Sprintf("p%d", r.IntN(3))
+			}
+			size := []int{3, 1000}[r.IntN(2)]
+			got, used := textQueryAll(t, e, "indexed", q, pk, size)
+			want, usedExact := textQueryAll(t, e, "exact", q, pk, size)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s: %s (partition %q): with the index %v, exactly %v", stage, q, pk, got, want)
+			}
+			if usedExact || used && !required {
+				t.Fatalf("%s: %s: a full-text index used without a full-text conjunct (exact container %v)", stage, q, usedExact)
+			}
+			if plain := shape <= 1 && required && !strings.Contains(where, "c.n"); plain && used != (e.shared == nil) {
+				t.Fatalf("%s: %s: full-text index used %v, on a shared store %v", stage, q, used, e.shared != nil)
+			}
+		}
+	}
+	compare("created")
+	for range n / 4 {
+		switch i := r.IntN(n + 20); r.IntN(3) {
+		case 0:
+			write("delete", i)
+		default:
+			write("upsert", i)
+		}
+	}
+	compare("replaced and deleted")
+	mu.Lock()
+	now = now.Add(time.Minute)
+	mu.Unlock()
+	compare("expired")
+	if _, err := e.sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	compare("swept")
+}
