@@ -374,7 +374,10 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 		} else if oixOK {
 			results, err = e.topQuery(ctx, c, r, source{scope: scope, bounds: epks, index: oix, stats: m}, complete, x, plan)
 		} else if err = e.narrowByFullText(ctx, c, r, &src, plan, util); err == nil {
-			results, err = e.wholeQuery(ctx, c, r, src, x)
+			var used bool
+			if results, used, err = e.rankQuery(ctx, c, r, src, plan, x, util); !used && err == nil {
+				results, err = e.wholeQuery(ctx, c, r, src, x)
+			}
 		}
 		if err == nil {
 			res, err = pageWhole(results, req.MaxItems, req.Continuation, cursors, fingerprint, "")

@@ -221,18 +221,8 @@ func (e *Engine) fullTextCandidates(ctx context.Context, c *Container, r storage
 	if !required || src.index != nil {
 		return nil, nil, nil
 	}
-	if _, inTxn := r.(storage.Batch); inTxn || c.Search() == nil {
-		return nil, nil, nil
-	}
-	st, err := e.searchIndexesOf(c)
+	st, err := e.snapshotSearchIndexes(ctx, c, r)
 	if err != nil || st == nil {
-		return nil, nil, err
-	}
-	built, err := r.Get(ctx, keys.SearchMetaKey(c.rid))
-	if errors.Is(err, storage.ErrNotFound) || err == nil && string(built) != st.fp {
-		return nil, nil, nil
-	}
-	if err != nil {
 		return nil, nil, err
 	}
 	m := src.stats
@@ -246,12 +236,7 @@ func (e *Engine) fullTextCandidates(ctx context.Context, c *Container, r storage
 		if !ts.Required {
 			continue
 		}
-		var ti *textIndex
-		for _, t := range st.texts {
-			if t.path == searchPath(ts.Path) {
-				ti = t
-			}
-		}
+		ti := st.textIndexAt(ts.Path)
 		if ti == nil {
 			continue
 		}
@@ -303,6 +288,122 @@ func (e *Engine) fullTextCandidates(ctx context.Context, c *Container, r storage
 	slices.SortFunc(tc.keys, bytes.Compare)
 	m.IndexLookupTime += time.Since(t0)
 	return tc, uses, nil
+}
+
+// snapshotSearchIndexes returns c's search indexes when the snapshot r
+// holds their state whole for c's current policy, so that reading their
+// postings from r answers for r's items; nil in a transaction (a stored
+// procedure's query), on a shared store, when c has none, or when r was
+// taken before a rebuild finished.
+func (e *Engine) snapshotSearchIndexes(ctx context.Context, c *Container, r storage.Reader) (*searchState, error) {
+	if _, inTxn := r.(storage.Batch); inTxn || c.Search() == nil {
+		return nil, nil
+	}
+	st, err := e.searchIndexesOf(c)
+	if err != nil || st == nil {
+		return nil, err
+	}
+	built, err := r.Get(ctx, keys.SearchMetaKey(c.rid))
+	if errors.Is(err, storage.ErrNotFound) || err == nil && string(built) != st.fp {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// textIndexAt returns st's full-text index of a path, nil when none.
+func (st *searchState) textIndexAt(path []string) *textIndex {
+	for _, t := range st.texts {
+		if t.path == searchPath(path) {
+			return t
+		}
+	}
+	return nil
+}
+
+// rankQuery answers a query ordered by RANK FullTextScore(path, keywords)
+// with TOP or LIMIT from the candidates the path's full-text index gives:
+// the items holding any of the keywords (within those of the required
+// full-text conjuncts, when src is narrowed by them). Those are exactly the
+// items that score above 0; the others score 0 and rank after them, so
+// when the candidates fill the page TOP/OFFSET/LIMIT ask for, the answer is
+// the one over every item (the statistics are the container's either way,
+// and ties keep creation order). used false means the query is to be
+// evaluated over the whole source: no such ORDER BY, RRF, no TOP or LIMIT,
+// an aggregate, GROUP BY or DISTINCT, no index at the path, or too few
+// candidates.
+func (e *Engine) rankQuery(ctx context.Context, c *Container, r storage.Reader, src source, plan *query.Plan, x *query.Execution, util *IndexUtilization) (results []json.RawMessage, used bool, err error) {
+	if plan.Rank == nil || len(plan.Rank.Components) != 1 || plan.Rank.Components[0].Text == nil ||
+		plan.Aggregates || plan.GroupBy || plan.Distinct || src.index != nil {
+		return nil, false, nil
+	}
+	want := plan.Top
+	if plan.Limit >= 0 && (want < 0 || plan.Limit < want) {
+		want = plan.Limit
+	}
+	if want <= 0 {
+		return nil, false, nil
+	}
+	ts := plan.Rank.Components[0].Text
+	st, err := e.snapshotSearchIndexes(ctx, c, r)
+	if err != nil || st == nil {
+		return nil, false, err
+	}
+	ti := st.textIndexAt(ts.Path)
+	if ti == nil {
+		return nil, false, nil
+	}
+	m := src.stats
+	if m == nil {
+		m = &QueryMetrics{}
+	}
+	t0 := time.Now()
+	any := map[string]bool{}
+	for _, kw := range ts.Keywords {
+		holding, err := ti.ix.Holding(ctx, prefixedReader{r, ti.prefix}, kw)
+		if err != nil {
+			return nil, true, queryError(err)
+		}
+		m.IndexLookups += int64(len(holding))
+		for _, k := range holding {
+			any[string(keys.ItemKeyFromSuffix(c.rid, k))] = true
+		}
+	}
+	tc := &textCandidates{}
+	if src.text != nil {
+		for _, k := range src.text.keys {
+			if any[string(k)] {
+				tc.keys = append(tc.keys, k)
+			}
+		}
+	} else {
+		for k := range any {
+			key := []byte(k)
+			if bytes.HasPrefix(key, src.scope) && src.bounds.containsEPK(c.itemEPK(key)) {
+				tc.keys = append(tc.keys, key)
+			}
+		}
+		slices.SortFunc(tc.keys, bytes.Compare)
+	}
+	m.IndexLookupTime += time.Since(t0)
+	narrowed := src
+	narrowed.text = tc
+	results, err = e.wholeQuery(ctx, c, r, narrowed, x)
+	if err != nil {
+		return nil, true, err
+	}
+	if len(results) < want {
+		return nil, false, nil
+	}
+	if util != nil {
+		util.UtilizedSingle = append(util.UtilizedSingle, IndexUse{
+			Spec:   ti.path + " (full-text index)",
+			Filter: "ORDER BY RANK FullTextScore(ROOT." + strings.Join(ts.Path, ".") + ", …)",
+		})
+	}
+	return results, true, nil
 }
 
 // textChunk is how many candidates scanText reads at a time.

@@ -85,10 +85,11 @@ func randomTextWhere(r *rand.Rand) (where string, required bool) {
 
 // textQueryAll runs a query to its end, a page of size at a time, and
 // returns its rows and whether a full-text index narrowed any page.
-func textQueryAll(t *testing.T, e *Engine, coll, text string, pk string, size int) ([]string, bool) {
+func textQueryAll(t *testing.T, e *Engine, coll, text string, pk string, size int) ([]string, bool, []string) {
 	t.Helper()
 	var rows []string
 	used := false
+	var filters []string
 	cont := ""
 	for {
 		q := &QueryRequest{Database: "db", Container: coll, Query: text, IndexMetrics: true, MaxItems: size, Continuation: cont, SinglePartitionKeyRange: true}
@@ -104,11 +105,14 @@ func textQueryAll(t *testing.T, e *Engine, coll, text string, pk string, size in
 		}
 		if res.IndexUtilization != nil {
 			for _, u := range res.IndexUtilization.UtilizedSingle {
-				used = used || strings.Contains(u.Spec, "full-text index")
+				if strings.Contains(u.Spec, "full-text index") {
+					used = true
+					filters = append(filters, u.Filter)
+				}
 			}
 		}
 		if res.Continuation == "" {
-			return rows, used
+			return rows, used, filters
 		}
 		cont = res.Continuation
 	}
@@ -123,6 +127,70 @@ func textQueryAll(t *testing.T, e *Engine, coll, text string, pk string, size in
 // metrics name a full-text index only for a query with a full-text conjunct,
 // and do for every plain full-text filter.
 func TestFullTextNarrowingAnswersAsExactEvaluation(t *testing.T) {
+	checkFullTextAgainstExact(t, true, "FullTextContains", func(r *rand.Rand) (string, bool, bool) {
+		where, required := randomTextWhere(r)
+		shape := r.IntN(5)
+		var q string
+		switch shape {
+		case 0, 1:
+			q = "SELECT c.id FROM c WHERE " + where
+		case 2:
+			q = "SELECT c.id, c.n FROM c WHERE " + where + " ORDER BY c.n DESC"
+		case 3:
+			q = "SELECT VALUE COUNT(1) FROM c WHERE " + where
+		default:
+			q = "SELECT TOP 5 c.id FROM c WHERE " + where
+		}
+		plain := shape <= 1 && required && !strings.Contains(where, "c.n")
+		return q, required, plain
+	})
+}
+
+// TestRankByFullTextScoreFromTheIndexAnswersAsExactEvaluation: ORDER BY
+// RANK FullTextScore with TOP or OFFSET/LIMIT, alone or under a WHERE with
+// full-text calls, answers on a container with full-text indexes exactly as
+// on the same items without them (the items holding none of the keywords
+// score 0 and come last, in creation order), before and after replaces,
+// deletes and TTL expiry (swept); RRF is not narrowed by its scores.
+func TestRankByFullTextScoreFromTheIndexAnswersAsExactEvaluation(t *testing.T) {
+	checkFullTextAgainstExact(t, false, "ORDER BY RANK", func(r *rand.Rand) (string, bool, bool) {
+		path, words := "c.text", searchWords
+		if r.IntN(3) == 0 {
+			path, words = "c.de", germanWords
+		}
+		score := fmt.Sprintf("FullTextScore(%s, %s, %s)", path, randomKeyword(r, words), randomKeyword(r, words))
+		if r.IntN(2) == 0 {
+			score = fmt.Sprintf("FullTextScore(%s, %s)", path, randomKeyword(r, words))
+		}
+		where, required := "", false
+		if r.IntN(3) == 0 {
+			where, required = randomTextWhere(r)
+			where = " WHERE " + where
+		}
+		switch r.IntN(4) {
+		case 0:
+			return fmt.Sprintf("SELECT TOP %d c.id FROM c%s ORDER BY RANK %s", 1+r.IntN(30), where, score), true, false
+		case 1:
+			return fmt.Sprintf("SELECT c.id FROM c%s ORDER BY RANK %s OFFSET %d LIMIT %d", where, score, r.IntN(20), 1+r.IntN(20)), true, false
+		case 2:
+			return fmt.Sprintf("SELECT c.id FROM c%s ORDER BY RANK %s", where, score), required, false
+		default:
+			return fmt.Sprintf("SELECT TOP 10 c.id FROM c%s ORDER BY RANK RRF(%s, %s)", where, score, score), required, false
+		}
+	})
+}
+
+// checkFullTextAgainstExact writes the same random items to a container
+// with full-text indexes and to one without, and asserts that the queries
+// gen makes answer alike on both, before and after replaces, deletes and
+// TTL expiry (swept or not yet), and that some query used a full-text
+// index for wantFilter (off a shared store). gen also says whether the query may use a
+// full-text index, and whether it must (off a shared store).
+//
+// unswept false leaves out the comparison while expired items await the
+// sweeper: the index's BM25 statistics count them (a documented
+// difference), which changes FullTextScore, not which items match.
+func checkFullTextAgainstExact(t *testing.T, unswept bool, wantFilter string, gen func(r *rand.Rand) (q string, mayUse, mustUse bool)) {
 	ctx := t.Context()
 	now := time.Unix(1_700_000_000, 0)
 	var mu sync.Mutex
@@ -183,36 +251,30 @@ func TestFullTextNarrowingAnswersAsExactEvaluation(t *testing.T) {
 	for i := range n {
 		write("create", i)
 	}
+	uses := 0
 	compare := func(stage string) {
 		t.Helper()
 		for range 60 {
-			where, required := randomTextWhere(r)
-			shape := r.IntN(5)
-			var q string
-			switch shape {
-			case 0, 1:
-				q = "SELECT c.id FROM c WHERE " + where
-			case 2:
-				q = "SELECT c.id, c.n FROM c WHERE " + where + " ORDER BY c.n DESC"
-			case 3:
-				q = "SELECT VALUE COUNT(1) FROM c WHERE " + where
-			default:
-				q = "SELECT TOP 5 c.id FROM c WHERE " + where
-			}
+			q, mayUse, mustUse := gen(r)
 			pk := ""
 			if r.IntN(3) == 0 {
 				pk = fmt.Sprintf("p%d", r.IntN(3))
 			}
 			size := []int{3, 1000}[r.IntN(2)]
-			got, used := textQueryAll(t, e, "indexed", q, pk, size)
-			want, usedExact := textQueryAll(t, e, "exact", q, pk, size)
+			got, used, filters := textQueryAll(t, e, "indexed", q, pk, size)
+			want, usedExact, _ := textQueryAll(t, e, "exact", q, pk, size)
+			for _, f := range filters {
+				if strings.Contains(f, wantFilter) {
+					uses++
+				}
+			}
 			if !slices.Equal(got, want) {
 				t.Fatalf("%s: %s (partition %q): with the index %v, exactly %v", stage, q, pk, got, want)
 			}
-			if usedExact || used && !required {
-				t.Fatalf("%s: %s: a full-text index used without a full-text conjunct (exact container %v)", stage, q, usedExact)
+			if usedExact || used && !mayUse {
+				t.Fatalf("%s: %s: a full-text index used where none may serve (exact container %v)", stage, q, usedExact)
 			}
-			if plain := shape <= 1 && required && !strings.Contains(where, "c.n"); plain && used != (e.shared == nil) {
+			if mustUse && used != (e.shared == nil) {
 				t.Fatalf("%s: %s: full-text index used %v, on a shared store %v", stage, q, used, e.shared != nil)
 			}
 		}
@@ -230,9 +292,14 @@ func TestFullTextNarrowingAnswersAsExactEvaluation(t *testing.T) {
 	mu.Lock()
 	now = now.Add(time.Minute)
 	mu.Unlock()
-	compare("expired")
+	if unswept {
+		compare("expired")
+	}
 	if _, err := e.sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	compare("swept")
+	if e.shared == nil && uses == 0 {
+		t.Fatalf("no query used a full-text index for %s", wantFilter)
+	}
 }
