@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/fulltext"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/internal/vector"
 	"github.com/orrery-db/orrery/query"
@@ -244,6 +245,9 @@ func (e *Engine) fullTextCandidates(ctx context.Context, c *Container, r storage
 		var found map[string]bool
 		for i, kw := range ts.Keywords {
 			holding, err := ti.ix.Holding(ctx, rd, kw)
+			if errors.Is(err, fulltext.ErrCorrupt) {
+				return nil, nil, nil // the state a rebuild replaces: read the items
+			}
 			if err != nil {
 				return nil, nil, queryError(err)
 			}
@@ -363,6 +367,9 @@ func (e *Engine) rankQuery(ctx context.Context, c *Container, r storage.Reader, 
 	any := map[string]bool{}
 	for _, kw := range ts.Keywords {
 		holding, err := ti.ix.Holding(ctx, prefixedReader{r, ti.prefix}, kw)
+		if errors.Is(err, fulltext.ErrCorrupt) {
+			return nil, false, nil // the state a rebuild replaces: read the items
+		}
 		if err != nil {
 			return nil, true, queryError(err)
 		}

@@ -123,7 +123,8 @@ func textQueryAll(t *testing.T, e *Engine, coll, text string, pk string, size in
 // phrases, English and German, mixed with AND, OR and NOT, paged, scoped to
 // a partition or not, ordered or counted) answer on a container with
 // full-text indexes exactly as on the same items without them, before and
-// after replaces, deletes and TTL expiry (swept or not yet); the index
+// after replaces, deletes, TTL expiry (swept or not yet) and a rebuild of
+// the indexes; the index
 // metrics name a full-text index only for a query with a full-text conjunct,
 // and do for every plain full-text filter.
 func TestFullTextNarrowingAnswersAsExactEvaluation(t *testing.T) {
@@ -183,7 +184,8 @@ func TestRankByFullTextScoreFromTheIndexAnswersAsExactEvaluation(t *testing.T) {
 // checkFullTextAgainstExact writes the same random items to a container
 // with full-text indexes and to one without, and asserts that the queries
 // gen makes answer alike on both, before and after replaces, deletes and
-// TTL expiry (swept or not yet), and that some query used a full-text
+// TTL expiry (swept or not yet) and a rebuild of the indexes (a policy
+// that drops them, then one that adds them again), and that some query used a full-text
 // index for wantFilter (off a shared store). gen also says whether the query may use a
 // full-text index, and whether it must (off a shared store).
 //
@@ -299,6 +301,13 @@ func checkFullTextAgainstExact(t *testing.T, unswept bool, wantFilter string, ge
 		t.Fatal(err)
 	}
 	compare("swept")
+	// The indexes dropped and added again: rebuilt from the items.
+	for _, indexed := range []bool{false, true} {
+		if _, err := e.ReplaceContainer(ctx, "db", "indexed", fullTextPairBody("indexed", indexed), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compare("rebuilt")
 	if e.shared == nil && uses == 0 {
 		t.Fatalf("no query used a full-text index for %s", wantFilter)
 	}
