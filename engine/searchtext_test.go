@@ -124,9 +124,8 @@ func textQueryAll(t *testing.T, e *Engine, coll, text string, pk string, size in
 // a partition or not, ordered or counted) answer on a container with
 // full-text indexes exactly as on the same items without them, before and
 // after replaces, deletes, TTL expiry (swept or not yet) and a rebuild of
-// the indexes; the index
-// metrics name a full-text index only for a query with a full-text conjunct,
-// and do for every plain full-text filter.
+// the indexes; the index metrics name a full-text index only for a query
+// with a full-text conjunct, and do for every plain full-text filter.
 func TestFullTextNarrowingAnswersAsExactEvaluation(t *testing.T) {
 	checkFullTextAgainstExact(t, true, "FullTextContains", func(r *rand.Rand) (string, bool, bool) {
 		where, required := randomTextWhere(r)
