@@ -363,7 +363,7 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 	}
 	var res *QueryResult
 	if plan.Streaming {
-		if err := e.narrowByFullText(ctx, c, r, &src, plan, util); err != nil {
+		if _, err := e.narrowByFullText(ctx, c, r, &src, plan, util); err != nil {
 			return nil, nil, err
 		}
 		res, err = e.streamQuery(ctx, c, r, src, x, plan, req, bounds.deadline)
@@ -373,9 +373,12 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 			results, err = vres, verr
 		} else if oixOK {
 			results, err = e.topQuery(ctx, c, r, source{scope: scope, bounds: epks, index: oix, stats: m}, complete, x, plan)
-		} else if err = e.narrowByFullText(ctx, c, r, &src, plan, util); err == nil {
+		} else if narrowed, nerr := e.narrowByFullText(ctx, c, r, &src, plan, util); nerr != nil {
+			err = nerr
+		} else {
 			var used bool
-			if results, used, err = e.rankQuery(ctx, c, r, src, plan, x, util); !used && err == nil {
+			whole := func(src source) ([]json.RawMessage, error) { return e.wholeQuery(ctx, c, r, src, x) }
+			if results, used, err = e.rankQuery(ctx, c, r, src, narrowed, plan, whole, util); !used && err == nil {
 				results, err = e.wholeQuery(ctx, c, r, src, x)
 			}
 		}

@@ -22,10 +22,11 @@ type source struct {
 	// the scope's items in creation order (see orderScope); nil: scan the
 	// items in key order.
 	order []byte
-	// text, when set and index is nil, holds every item of the scope that
-	// can pass the query's required full-text conjuncts (fullTextCandidates):
-	// the scan reads only those, in the order it would read them.
-	text *textCandidates
+	// narrowed, when set and index is nil, scans in place of the source:
+	// it reads only the items of the scope that can pass the query's
+	// required full-text conjuncts (fullTextCandidates), at the positions
+	// and in the order the source's own scan would read them.
+	narrowed func(ctx context.Context, r storage.Reader, src source, start []byte, now int64, yield func(candidate, error) bool)
 	// stats records what the scan reads and how long it takes; may be nil.
 	stats *QueryMetrics
 }
@@ -56,8 +57,8 @@ func (src source) contains(pos []byte) bool {
 // (nil: the beginning).
 func (c *Container) scan(ctx context.Context, r storage.Reader, src source, start []byte, now int64) iter.Seq2[candidate, error] {
 	return func(yield func(candidate, error) bool) {
-		if src.text != nil && src.index == nil {
-			c.scanText(ctx, r, src, start, now, yield)
+		if src.narrowed != nil && src.index == nil {
+			src.narrowed(ctx, r, src, start, now, yield)
 			return
 		}
 		lower, upper := c.keyRange(src.scope, src.bounds)

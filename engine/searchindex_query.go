@@ -320,7 +320,7 @@ func (e *Engine) snapshotSearchIndexes(ctx context.Context, c *Container, r stor
 // textIndexAt returns st's full-text index of a path, nil when none.
 func (st *searchState) textIndexAt(path []string) *textIndex {
 	for _, t := range st.texts {
-		if t.path == searchPath(path) {
+		if t.path == "/"+strings.Join(path, "/") {
 			return t
 		}
 	}
@@ -338,7 +338,9 @@ func (st *searchState) textIndexAt(path []string) *textIndex {
 // evaluated over the whole source: no such ORDER BY, RRF, no TOP or LIMIT,
 // an aggregate, GROUP BY or DISTINCT, no index at the path, or too few
 // candidates.
-func (e *Engine) rankQuery(ctx context.Context, c *Container, r storage.Reader, src source, plan *query.Plan, x *query.Execution, util *IndexUtilization) (results []json.RawMessage, used bool, err error) {
+//
+// eval evaluates the query over a source (wholeQuery).
+func (e *Engine) rankQuery(ctx context.Context, c *Container, r storage.Reader, src source, narrowed *textCandidates, plan *query.Plan, eval func(source) ([]json.RawMessage, error), util *IndexUtilization) (results []json.RawMessage, used bool, err error) {
 	if plan.Rank == nil || len(plan.Rank.Components) != 1 || plan.Rank.Components[0].Text == nil ||
 		plan.Aggregates || plan.GroupBy || plan.Distinct || src.index != nil {
 		return nil, false, nil
@@ -379,8 +381,8 @@ func (e *Engine) rankQuery(ctx context.Context, c *Container, r storage.Reader, 
 		}
 	}
 	tc := &textCandidates{}
-	if src.text != nil {
-		for _, k := range src.text.keys {
+	if narrowed != nil {
+		for _, k := range narrowed.keys {
 			if any[string(k)] {
 				tc.keys = append(tc.keys, k)
 			}
@@ -395,9 +397,9 @@ func (e *Engine) rankQuery(ctx context.Context, c *Container, r storage.Reader, 
 		slices.SortFunc(tc.keys, bytes.Compare)
 	}
 	m.IndexLookupTime += time.Since(t0)
-	narrowed := src
-	narrowed.text = tc
-	results, err = e.wholeQuery(ctx, c, r, narrowed, x)
+	ranked := src
+	ranked.narrowed = tc.scanner(c)
+	results, err = eval(ranked)
 	if err != nil {
 		return nil, true, err
 	}
@@ -416,18 +418,22 @@ func (e *Engine) rankQuery(ctx context.Context, c *Container, r storage.Reader, 
 // textChunk is how many candidates scanText reads at a time.
 const textChunk = 256
 
+// maxTextOrdered is the most candidates scanText sorts into creation order
+// in memory (as creationOrdered does, maxOrderedCandidates).
+const maxTextOrdered = 5000
+
 // scanText is scan for a source narrowed by full-text candidates: it
 // yields the live candidates at the positions, and in the order, the
 // source's own scan would (item keys, or creation order keys when the
 // source has an order), from position start on. More candidates than
-// creation order sorts in memory (maxOrderedCandidates) are read by
+// creation order sorts in memory (maxTextOrdered) are read by
 // scanning the order instead.
-func (c *Container) scanText(ctx context.Context, r storage.Reader, src source, start []byte, now int64, yield func(candidate, error) bool) {
+func (c *Container) scanText(ctx context.Context, r storage.Reader, src source, tc *textCandidates, start []byte, now int64, yield func(candidate, error) bool) {
 	m := src.stats
 	if m == nil {
 		m = &QueryMetrics{}
 	}
-	ks := src.text.keys
+	ks := tc.keys
 	if src.order == nil {
 		if start != nil {
 			i, _ := slices.BinarySearchFunc(ks, start, bytes.Compare)
@@ -454,9 +460,9 @@ func (c *Container) scanText(ctx context.Context, r storage.Reader, src source, 
 		}
 		return
 	}
-	if len(ks) > maxOrderedCandidates {
+	if len(ks) > maxTextOrdered {
 		whole := src
-		whole.text = nil
+		whole.narrowed = nil
 		for cand, err := range c.scan(ctx, r, whole, start, now) {
 			if !yield(cand, err) || err != nil {
 				return
@@ -519,14 +525,21 @@ func (c *Container) scanText(ctx context.Context, r storage.Reader, src source, 
 // narrowByFullText restricts src to the candidates of the query's required
 // full-text conjuncts when an index serves them (fullTextCandidates), and
 // names the indexes in util.
-func (e *Engine) narrowByFullText(ctx context.Context, c *Container, r storage.Reader, src *source, plan *query.Plan, util *IndexUtilization) error {
+func (e *Engine) narrowByFullText(ctx context.Context, c *Container, r storage.Reader, src *source, plan *query.Plan, util *IndexUtilization) (*textCandidates, error) {
 	tc, uses, err := e.fullTextCandidates(ctx, c, r, *src, plan)
 	if err != nil || tc == nil {
-		return err
+		return nil, err
 	}
-	src.text = tc
+	src.narrowed = tc.scanner(c)
 	if util != nil {
 		util.UtilizedSingle = append(util.UtilizedSingle, uses...)
 	}
-	return nil
+	return tc, nil
+}
+
+// scanner returns the scan of a source narrowed to tc (source.narrowed).
+func (tc *textCandidates) scanner(c *Container) func(context.Context, storage.Reader, source, []byte, int64, func(candidate, error) bool) {
+	return func(ctx context.Context, r storage.Reader, src source, start []byte, now int64, yield func(candidate, error) bool) {
+		c.scanText(ctx, r, src, tc, start, now, yield)
+	}
 }
