@@ -131,7 +131,7 @@ func (c *Container) creationOrdered(ctx context.Context, r storage.Reader, src s
 	held := 0
 	// The source read in its own key order (order keys would list a
 	// prefix's partitions one after another).
-	for cand, err := range c.scan(ctx, r, source{scope: src.scope, bounds: src.bounds, index: src.index, stats: src.stats}, nil, now) {
+	for cand, err := range c.scan(ctx, r, source{scope: src.scope, bounds: src.bounds, index: src.index, narrowed: src.narrowed, stats: src.stats}, nil, now) {
 		if err != nil {
 			return nil, false, err
 		}

@@ -363,6 +363,9 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 	}
 	var res *QueryResult
 	if plan.Streaming {
+		if _, err := e.narrowByFullText(ctx, c, r, &src, plan, util); err != nil {
+			return nil, nil, err
+		}
 		res, err = e.streamQuery(ctx, c, r, src, x, plan, req, bounds.deadline)
 	} else {
 		var results []json.RawMessage
@@ -370,8 +373,14 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 			results, err = vres, verr
 		} else if oixOK {
 			results, err = e.topQuery(ctx, c, r, source{scope: scope, bounds: epks, index: oix, stats: m}, complete, x, plan)
+		} else if narrowed, nerr := e.narrowByFullText(ctx, c, r, &src, plan, util); nerr != nil {
+			err = nerr
 		} else {
-			results, err = e.wholeQuery(ctx, c, r, src, x)
+			var used bool
+			whole := func(src source) ([]json.RawMessage, error) { return e.wholeQuery(ctx, c, r, src, x) }
+			if results, used, err = e.rankQuery(ctx, c, r, src, narrowed, plan, whole, util); !used && err == nil {
+				results, err = e.wholeQuery(ctx, c, r, src, x)
+			}
 		}
 		if err == nil {
 			res, err = pageWhole(results, req.MaxItems, req.Continuation, cursors, fingerprint, "")

@@ -22,6 +22,11 @@ type source struct {
 	// the scope's items in creation order (see orderScope); nil: scan the
 	// items in key order.
 	order []byte
+	// narrowed, when set and index is nil, scans in place of the source:
+	// it reads only the items of the scope that can pass the query's
+	// required full-text conjuncts (fullTextCandidates), at the positions
+	// and in the order the source's own scan would read them.
+	narrowed func(ctx context.Context, r storage.Reader, src source, start []byte, now int64, yield func(candidate, error) bool)
 	// stats records what the scan reads and how long it takes; may be nil.
 	stats *QueryMetrics
 }
@@ -52,6 +57,10 @@ func (src source) contains(pos []byte) bool {
 // (nil: the beginning).
 func (c *Container) scan(ctx context.Context, r storage.Reader, src source, start []byte, now int64) iter.Seq2[candidate, error] {
 	return func(yield func(candidate, error) bool) {
+		if src.narrowed != nil && src.index == nil {
+			src.narrowed(ctx, r, src, start, now, yield)
+			return
+		}
 		lower, upper := c.keyRange(src.scope, src.bounds)
 		if src.order != nil {
 			lower, upper = src.order, storage.PrefixEnd(src.order)

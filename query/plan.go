@@ -36,8 +36,8 @@ type Plan struct {
 	Vector *VectorSearch
 	// FullText lists the full-text functions called with a document path
 	// and constant keywords (FullTextContains, FullTextContainsAll,
-	// FullTextContainsAny in WHERE: a full-text index may pre-select
-	// candidates; FullTextScore: its statistics).
+	// FullTextContainsAny in WHERE; FullTextScore: its statistics). A
+	// full-text index may pre-select the candidates of those Required.
 	FullText []TextSearch
 	// Rank is set for ORDER BY RANK: its scoring components, in order, and
 	// RRF's weights (nil: all 1). The execution ranks exactly over the
@@ -74,6 +74,13 @@ type TextSearch struct {
 	Function string
 	Path     []string
 	Keywords []string
+	// Required is true for a FullTextContains, FullTextContainsAll or
+	// FullTextContainsAny that is a conjunct of the WHERE clause (not under
+	// OR, NOT or any other operator): every row the query returns has it
+	// true, so the items holding its keywords (all of them for
+	// FullTextContainsAll, any for FullTextContainsAny) are a superset of
+	// the query's. The execution still evaluates it on each candidate.
+	Required bool
 }
 
 // RankSearch is ORDER BY RANK's scoring: each component is a FullTextScore
@@ -182,6 +189,22 @@ func (a analyzer) search(p *Plan) {
 			p.Vector = v
 		}
 	}
+	required := map[*callExpr]bool{}
+	var conjuncts func(x expr)
+	conjuncts = func(x expr) {
+		switch n := x.(type) {
+		case *andExpr:
+			conjuncts(n.l)
+			conjuncts(n.r)
+		case *callExpr:
+			if n.search != nil && !n.udf {
+				required[n] = true
+			}
+		}
+	}
+	if sq.where != nil {
+		conjuncts(sq.where)
+	}
 	var walk func(x expr)
 	walk = func(x expr) {
 		call, ok := x.(*callExpr)
@@ -189,6 +212,7 @@ func (a analyzer) search(p *Plan) {
 			switch call.search.kind {
 			case skContains, skContainsAll, skContainsAny, skScore:
 				if t := a.textSearch(call); t != nil {
+					t.Required = required[call] && call.search.kind != skScore
 					p.FullText = append(p.FullText, *t)
 				}
 			}

@@ -632,3 +632,36 @@ func (ix *Index) Search(ctx context.Context, r Reader, keywords []string, k int,
 	}
 	return out, nil
 }
+
+// Holding returns the item keys of the documents holding the keyword (a
+// word or a phrase, as Contains matches it) as r sees them, in document
+// order. Unlike Contains it reads nothing of the index's memory but its
+// analyzer: given a snapshot of the store, its answer is the snapshot's,
+// whatever was committed since.
+func (ix *Index) Holding(ctx context.Context, r Reader, keyword string) ([][]byte, error) {
+	m, err := ix.matches(ctx, r, ix.an.Analyze(keyword))
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]uint32, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	out := make([][]byte, 0, len(ids))
+	for _, id := range ids {
+		v, err := r.Get(ctx, docKey(id))
+		if err != nil {
+			return nil, err
+		}
+		if v == nil {
+			return nil, fmt.Errorf("%w: a posting of document %d without its record", ErrCorrupt, id)
+		}
+		d, err := decodeDoc(v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d.key)
+	}
+	return out, nil
+}
