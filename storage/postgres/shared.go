@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -93,6 +95,39 @@ func (b *sharedBatch) Lock(ctx context.Context, key []byte, exclusive bool) erro
 	return b.exec(ctx, lockSQL(exclusive), []any{hashKey(key)})
 }
 
+// queueLocks queues the locks in one statement: PostgreSQL evaluates a
+// select list's functions one after another, left to right, so the locks
+// are taken in the order given, each after the one before it is held (one
+// statement instead of one per lock: each statement costs the gateway its
+// encoding, its bookkeeping in the pipeline and its result, and the server
+// a bind and an execute).
+func queueLocks(q *pgx.Batch, locks []storage.LockRequest) {
+	switch len(locks) {
+	case 0:
+		return
+	case 1:
+		q.Queue(lockSQL(locks[0].Exclusive), hashKey(locks[0].Key))
+		return
+	}
+	var sql strings.Builder
+	args := make([]any, len(locks))
+	sql.WriteString("SELECT ")
+	for i, l := range locks {
+		if i > 0 {
+			sql.WriteString(", ")
+		}
+		if l.Exclusive {
+			sql.WriteString("pg_advisory_xact_lock($")
+		} else {
+			sql.WriteString("pg_advisory_xact_lock_shared($")
+		}
+		sql.WriteString(strconv.Itoa(i + 1))
+		sql.WriteString(")")
+		args[i] = hashKey(l.Key)
+	}
+	q.Queue(sql.String(), args...)
+}
+
 func lockSQL(exclusive bool) string {
 	if exclusive {
 		return `SELECT pg_advisory_xact_lock($1)`
@@ -113,11 +148,10 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 	var many [][]byte // what one statement read of rest
 	var seq int64
 	err := b.send(ctx, func(q *pgx.Batch) {
-		for _, l := range locks {
-			q.Queue(lockSQL(l.Exclusive), hashKey(l.Key))
-		}
-		if len(rest) > 2 {
-			// Many keys (a transactional batch's items): one statement.
+		queueLocks(q, locks)
+		if len(rest) > 1 {
+			// Several keys (a write's item and its neighbours, a
+			// transactional batch's items): one statement.
 			many = make([][]byte, len(rest))
 			queueGetMany(q, rest, many)
 		} else {
