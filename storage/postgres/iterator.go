@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"runtime"
@@ -8,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orrery-db/orrery/storage"
@@ -296,11 +298,16 @@ const getManySQL = `SELECT k, v FROM orrery_kv WHERE k = ANY($1::bytea[])`
 // queueGetMany queues the read of keys into values (values[i] stays nil
 // for an absent key).
 func queueGetMany(q *pgx.Batch, keys, values [][]byte) {
-	q.Queue(getManySQL, keys).Query(func(rows pgx.Rows) error {
+	// A FlatArray encodes without reflection (a [][]byte goes through
+	// pgx's reflective slice plan, one allocation per element).
+	q.Queue(getManySQL, pgtype.FlatArray[[]byte](keys)).Query(func(rows pgx.Rows) error {
 		defer rows.Close()
-		at := make(map[string][]int, len(keys))
-		for i, k := range keys {
-			at[string(k)] = append(at[string(k)], i)
+		var at map[string][]int
+		if len(keys) > 8 {
+			at = make(map[string][]int, len(keys))
+			for i, k := range keys {
+				at[string(k)] = append(at[string(k)], i)
+			}
 		}
 		for rows.Next() {
 			var k, v []byte
@@ -309,6 +316,15 @@ func queueGetMany(q *pgx.Batch, keys, values [][]byte) {
 			}
 			if v == nil {
 				v = []byte{}
+			}
+			if at == nil {
+				// A few keys: compared one by one, no map.
+				for i, key := range keys {
+					if bytes.Equal(key, k) {
+						values[i] = v
+					}
+				}
+				continue
 			}
 			for _, i := range at[string(k)] {
 				values[i] = v

@@ -3,11 +3,14 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orrery-db/orrery/storage"
@@ -93,6 +96,57 @@ func (b *sharedBatch) Lock(ctx context.Context, key []byte, exclusive bool) erro
 	return b.exec(ctx, lockSQL(exclusive), []any{hashKey(key)})
 }
 
+// queueLocks queues the locks in one statement and, when seq is not nil,
+// the transaction's id after them in the same statement, into *seq:
+// PostgreSQL evaluates a select list's functions one after another, left
+// to right, so the locks are taken in the order given, each after the one
+// before it is held, and the id after the last (one statement instead of
+// one per lock and one for the id: each statement costs the gateway its
+// encoding, its bookkeeping in the pipeline and its result, and the server
+// a bind and an execute).
+func queueLocks(q *pgx.Batch, locks []storage.LockRequest, seq *int64) {
+	if len(locks) == 0 {
+		return
+	}
+	if len(locks) == 1 && seq == nil {
+		q.Queue(lockSQL(locks[0].Exclusive), hashKey(locks[0].Key))
+		return
+	}
+	var sql strings.Builder
+	args := make([]any, len(locks))
+	sql.WriteString("SELECT ")
+	for i, l := range locks {
+		if i > 0 {
+			sql.WriteString(", ")
+		}
+		if l.Exclusive {
+			sql.WriteString("pg_advisory_xact_lock($")
+		} else {
+			sql.WriteString("pg_advisory_xact_lock_shared($")
+		}
+		sql.WriteString(strconv.Itoa(i + 1))
+		sql.WriteString(")")
+		args[i] = hashKey(l.Key)
+	}
+	qq := q.Queue(sql.String()+sequenceColumn(seq), args...)
+	if seq != nil {
+		qq.QueryRow(func(row pgx.Row) error {
+			dest := make([]any, len(locks)+1) // nil: the locks' void columns are skipped
+			dest[len(locks)] = seq
+			return row.Scan(dest...)
+		})
+	}
+}
+
+// sequenceColumn is the select list's column that gives the transaction
+// its id, when seq asks for it.
+func sequenceColumn(seq *int64) string {
+	if seq == nil {
+		return ""
+	}
+	return ", " + sequenceExpr
+}
+
 func lockSQL(exclusive bool) string {
 	if exclusive {
 		return `SELECT pg_advisory_xact_lock($1)`
@@ -101,9 +155,10 @@ func lockSQL(exclusive bool) string {
 }
 
 // Begin sends the locks, the reads and the sequence's statement in one
-// round trip: the server takes the locks in order, waiting as it must, then
-// reads keys (read committed: as of after the locks), then gives the
-// transaction its id.
+// round trip: the server takes the locks in order, waiting as it must, and
+// gives the transaction its id (in the locks' statement, after them, when
+// there are locks), then reads keys (read committed: as of after the
+// locks).
 func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, keys [][]byte, sequence bool) ([][]byte, error) {
 	if b.pending == nil {
 		return nil, storage.ErrClosed
@@ -113,11 +168,14 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 	var many [][]byte // what one statement read of rest
 	var seq int64
 	err := b.send(ctx, func(q *pgx.Batch) {
-		for _, l := range locks {
-			q.Queue(lockSQL(l.Exclusive), hashKey(l.Key))
+		var seqAt *int64 // the id rides with the locks, after them
+		if sequence && b.seq == 0 && len(locks) > 0 {
+			seqAt = &seq
 		}
-		if len(rest) > 2 {
-			// Many keys (a transactional batch's items): one statement.
+		queueLocks(q, locks, seqAt)
+		if len(rest) > 1 {
+			// Several keys (a write's item and its neighbours, a
+			// transactional batch's items): one statement.
 			many = make([][]byte, len(rest))
 			queueGetMany(q, rest, many)
 		} else {
@@ -125,7 +183,7 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 				queueGet(q, key, &values[at[j]])
 			}
 		}
-		if sequence && b.seq == 0 {
+		if sequence && b.seq == 0 && seqAt == nil {
 			q.Queue(sequenceSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&seq) })
 		}
 	})
@@ -173,7 +231,9 @@ const timelineSQL = `(('x' || substr(pg_walfile_name(pg_current_wal_insert_lsn()
 // and so may never reach the standby), ids below a watermark read there;
 // the timeline, one higher after each promotion, puts every number of the
 // new primary above them.
-const sequenceSQL = `SELECT ` + timelineSQL + ` | pg_current_xact_id()::text::bigint`
+const sequenceSQL = `SELECT ` + sequenceExpr
+
+const sequenceExpr = timelineSQL + ` | pg_current_xact_id()::text::bigint`
 
 // Sequence is the transaction's id, assigned at the first call.
 func (b *sharedBatch) Sequence(ctx context.Context) (uint64, error) {
@@ -380,7 +440,7 @@ func (s *Store) GetAll(ctx context.Context, keys [][]byte) ([][]byte, uint64, er
 	err := s.timed(ctx, func(ctx context.Context) error {
 		rows, err := s.pool.Query(ctx, `SELECT x.i, kv.k IS NOT NULL, kv.v, w.w
 			FROM unnest($1::bytea[]) WITH ORDINALITY AS x(k, i) LEFT JOIN orrery_kv kv ON kv.k = x.k,
-				(`+watermarkSQL+`) AS w(w)`, keys)
+				(`+watermarkSQL+`) AS w(w)`, pgtype.FlatArray[[]byte](keys))
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,82 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/orrery-db/orrery/storage"
+	"github.com/orrery-db/orrery/storage/postgres"
+	"github.com/orrery-db/orrery/storage/postgres/pgtest"
+)
+
+// A write's first round trip (BEGIN, the catalog's shared lock, the
+// partition's exclusive one, the item's keys and the transaction id) is
+// three statements, BEGIN, the locks with the id, and one read of every
+// key: each statement costs the gateway's CPU its encoding and result and
+// PostgreSQL's a bind and an execute. The answers are those of one
+// statement each: the keys' values as of after the locks, an id above
+// every earlier transaction's.
+func TestWriteBeginIsThreeStatementsInOneRoundTrip(t *testing.T) {
+	ctx := t.Context()
+	raw := pgtest.URL(t)
+	proxy := pgtest.NewProxy(t, pgtest.Target(t, raw))
+	s, err := postgres.Open(context.Background(), proxy.URL(t, raw), postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	locks := []storage.LockRequest{{Key: []byte("catalog"), Exclusive: false}, {Key: []byte("partition"), Exclusive: true}}
+	var last uint64
+	fewest := 1 << 30
+	var fewestLog []string
+	for i := range 6 {
+		b, err := s.NewSharedBatch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() }) // a batch left open would hold the store's Close
+		proxy.StartLog()
+		values, err := b.Begin(ctx, locks, [][]byte{[]byte("item"), []byte("absent")}, true)
+		log := proxy.Log()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The first use of a statement on a connection prepares it (a
+		// round trip more); the fewest is what a write costs.
+		if len(log) == 1 && len(log[0].Statements) < fewest {
+			fewest, fewestLog = len(log[0].Statements), log[0].Statements
+		}
+		want := ""
+		if i > 0 {
+			want = fmt.Sprint(i - 1)
+		}
+		if i > 0 && string(values[0]) != want || i == 0 && values[0] != nil {
+			t.Fatalf("write %d read item %q, want %q", i, values[0], want)
+		}
+		if values[1] != nil {
+			t.Fatalf("write %d read an absent key as %q", i, values[1])
+		}
+		seq, err := b.Sequence(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seq <= last {
+			t.Fatalf("write %d has id %d, not above the previous one's %d", i, seq, last)
+		}
+		last = seq
+		if err := b.Set([]byte("item"), fmt.Append(nil, i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fewest == 1<<30 {
+		t.Fatal("no Begin took one round trip")
+	}
+	if fewest > 3 {
+		t.Errorf("a write's Begin sends %d statements, want at most 3:\n\t%s", fewest, strings.Join(fewestLog, "\n\t"))
+	}
+}
