@@ -493,6 +493,11 @@ func (c *Container) partition(pk PartitionKey) (*partition, *Error) {
 	return &partition{c: c, pk: pk, enc: enc, prefix: keys.ItemPartitionPrefix(c.rid, effectivePartitionKey(&c.pk, pk), enc)}, nil
 }
 
+// Search returns the container's parsed search policies, or nil when it
+// declares none (no embeddings, vector indexes, full-text paths or
+// full-text indexes).
+func (c *Container) Search() *SearchPolicy { return c.search }
+
 // nonPartitioned reports whether c is a legacy non-partitioned container:
 // created without a partition key by an API version before 2018-12-31, its
 // definition is the service's system key /_partitionKey.
