@@ -530,3 +530,14 @@ func (c *Container) scope(pk PartitionKey, hasPK bool) ([]byte, *Error) {
 func (p *partition) itemKey(id string) []byte {
 	return append(append(make([]byte, 0, len(p.prefix)+len(id)), p.prefix...), id...)
 }
+
+// deleteDatabasePrincipals records the deletion of a database's users and
+// permissions into b.
+func (e *Engine) deleteDatabasePrincipals(ctx context.Context, b storage.Batch, db *Database) error {
+	for _, prefix := range []byte{keys.User, keys.Permission, keys.PrincipalRID} {
+		if err := deleteRange(ctx, e.store, b, []byte{prefix}, db.rid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
