@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/presence"
 	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
@@ -54,7 +55,7 @@ type Container struct {
 	indexRetired atomic.Bool
 	// presence caches the container's presence filter, which the engine
 	// keeps by RID across replaces (see presenceOf).
-	presence atomic.Pointer[presenceFilter]
+	presence atomic.Pointer[presence.Filter]
 	// feedRead caches the container's change-feed read position, which the
 	// engine keeps by RID across replaces (see Engine.feedPosition).
 	feedRead atomic.Pointer[atomic.Uint64]
