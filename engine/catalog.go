@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/presence"
 	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
@@ -54,7 +55,7 @@ type Container struct {
 	indexRetired atomic.Bool
 	// presence caches the container's presence filter, which the engine
 	// keeps by RID across replaces (see presenceOf).
-	presence atomic.Pointer[presenceFilter]
+	presence atomic.Pointer[presence.Filter]
 	// feedRead caches the container's change-feed read position, which the
 	// engine keeps by RID across replaces (see Engine.feedPosition).
 	feedRead atomic.Pointer[atomic.Uint64]
@@ -462,4 +463,82 @@ func matchCatalogETag(ifMatch string, etag any) error {
 		return nil
 	}
 	return PreconditionFailed(msgPrecondition)
+}
+
+// expired reports whether the item's time to live has run out.
+func (c *Container) expired(it *storedItem, now int64) bool {
+	if c.ttl == nil {
+		return false
+	}
+	ttl := int64(it.ttl)
+	if ttl == 0 {
+		ttl = *c.ttl
+	}
+	return ttl > 0 && it.ts+ttl <= now
+}
+
+// partition is one logical partition of a container.
+type partition struct {
+	c      *Container
+	pk     PartitionKey
+	enc    []byte
+	prefix []byte
+}
+
+func (c *Container) partition(pk PartitionKey) (*partition, *Error) {
+	pk = c.legacyKey(pk)
+	if len(pk) != len(c.pk.Paths) && !c.nonPartitioned() {
+		return nil, BadRequest("The partition key supplied has %d components, but the container's partition key definition has %d paths.", len(pk), len(c.pk.Paths))
+	}
+	enc := pk.Encode()
+	return &partition{c: c, pk: pk, enc: enc, prefix: keys.ItemPartitionPrefix(c.rid, effectivePartitionKey(&c.pk, pk), enc)}, nil
+}
+
+// Search returns the container's parsed search policies, or nil when it
+// declares none (no embeddings, vector indexes, full-text paths or
+// full-text indexes).
+func (c *Container) Search() *SearchPolicy { return c.search }
+
+// nonPartitioned reports whether c is a legacy non-partitioned container:
+// created without a partition key by an API version before 2018-12-31, its
+// definition is the service's system key /_partitionKey.
+func (c *Container) nonPartitioned() bool {
+	return c.pk.SystemKey != nil && *c.pk.SystemKey && len(c.pk.Paths) == 1 && c.pk.Paths[0] == "/_partitionKey"
+}
+
+// legacyKey maps the key that addresses a legacy non-partitioned
+// container's one partition to the empty key its items are stored under:
+// the JS SDK sends [] for it, the others [{}] (the undefined key), and an
+// item without /_partitionKey extracts as undefined. Any other key is
+// returned as given.
+func (c *Container) legacyKey(pk PartitionKey) PartitionKey {
+	if c.nonPartitioned() && pk.IsUndefined() {
+		return PartitionKey{}
+	}
+	return pk
+}
+
+// scope is the key prefix of the items a feed or query reads: the logical
+// partition (or hierarchical key prefix) when a partition key is given, else
+// the whole container.
+func (c *Container) scope(pk PartitionKey, hasPK bool) ([]byte, *Error) {
+	if !hasPK {
+		return keys.ItemContainerPrefix(c.rid), nil
+	}
+	return c.queryScope(pk)
+}
+
+func (p *partition) itemKey(id string) []byte {
+	return append(append(make([]byte, 0, len(p.prefix)+len(id)), p.prefix...), id...)
+}
+
+// deleteDatabasePrincipals records the deletion of a database's users and
+// permissions into b.
+func (e *Engine) deleteDatabasePrincipals(ctx context.Context, b storage.Batch, db *Database) error {
+	for _, prefix := range []byte{keys.User, keys.Permission, keys.PrincipalRID} {
+		if err := deleteRange(ctx, e.store, b, []byte{prefix}, db.rid); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -179,7 +179,12 @@ func normalizeContainerProps(props map[string]any, prev *Container) (map[string]
 	if _, err := parseComputedProperties(out, newIndexPolicy(out)); err != nil {
 		return nil, err
 	}
-	if err := checkSearchPolicy(out, prev); err != nil {
+	var prevProps map[string]any
+	var prevSearch *SearchPolicy
+	if prev != nil {
+		prevProps, prevSearch = prev.record.Props, prev.search
+	}
+	if err := checkSearchPolicy(out, prevProps, prevSearch); err != nil {
 		return nil, err
 	}
 	if v, ok := out["uniqueKeyPolicy"]; !ok || v == nil {

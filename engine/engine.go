@@ -124,7 +124,7 @@ type Engine struct {
 	offers map[string][]byte
 
 	seed maphash.Seed
-	// presence holds each container's presenceFilter, by RID.
+	// presence holds each container's *presence.Filter, by RID.
 	presence sync.Map
 	locks    [lockStripes]sync.Mutex
 

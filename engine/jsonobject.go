@@ -237,3 +237,11 @@ func appendJSONString(buf []byte, s string) []byte {
 	buf = append(buf, s...)
 	return append(buf, '"')
 }
+
+// systemProperties are the properties the service owns on every resource;
+// a client's values for them are ignored.
+var systemProperties = map[string]bool{
+	"_rid": true, "_self": true, "_etag": true, "_ts": true, "_attachments": true, "_lsn": true,
+	"_colls": true, "_users": true, "_docs": true, "_sprocs": true, "_triggers": true,
+	"_udfs": true, "_conflicts": true,
+}

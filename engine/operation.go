@@ -241,3 +241,41 @@ func (t *txn) run(ctx context.Context, op *BatchOperation) (BatchOperationResult
 func writeResult(status int, s *storedItem) BatchOperationResult {
 	return BatchOperationResult{Status: status, Body: s.doc, ETag: s.etag(), Charge: writeCharge(len(s.doc))}
 }
+
+// patch applies p to the item id of the transaction's partition and returns
+// the stored record.
+func (t *txn) patch(ctx context.Context, id string, p *Patch, ifMatch string) (*storedItem, error) {
+	c := t.p.c
+	stale, err := t.getAny(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	cur := stale
+	if cur != nil && c.expired(cur, t.now.Unix()) {
+		cur = nil
+	}
+	if cur == nil {
+		return nil, NotFound(msgNotFound)
+	}
+	if err := checkIfMatch(ifMatch, cur); err != nil {
+		return nil, err
+	}
+	if p.Condition != nil {
+		ok, err := p.Condition.Matches(cur.doc, nil)
+		if err != nil {
+			return nil, BadRequest("The patch condition %q cannot be evaluated: %v", p.Condition.String(), err)
+		}
+		if !ok {
+			return nil, PreconditionFailed(msgPrecondition)
+		}
+	}
+	doc, perr := applyPatch(cur.doc, p.Operations, &c.pk)
+	if perr != nil {
+		return nil, perr
+	}
+	it, err := c.parseItem(doc, &ItemRequest{PartitionKey: t.p.pk, HasPartitionKey: true})
+	if err != nil {
+		return nil, err
+	}
+	return t.put(ctx, it, stale)
+}

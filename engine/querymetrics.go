@@ -2,7 +2,7 @@ package engine
 
 import (
 	"encoding/json"
-	"strings"
+
 	"time"
 
 	"github.com/orrery-db/orrery/query"
@@ -77,76 +77,4 @@ func (m *QueryMetrics) finish(start time.Time, items []json.RawMessage, x *query
 		m.IndexHitDocumentCount = min(x.Matched(), m.RetrievedDocumentCount)
 	}
 	m.VMExecutionTime = max(0, m.TotalExecutionTime-m.CompileTime-m.IndexLookupTime-m.DocumentLoadTime)
-}
-
-// indexUtilization describes the indexes a plan used (ix, order) and the
-// ones its filters and ORDER BY would have used but the container's
-// indexing policy lacks.
-func (c *Container) indexUtilization(plan *query.Plan, used []query.Filter, orderUsed bool) *IndexUtilization {
-	u := &IndexUtilization{UtilizedSingle: []IndexUse{}, PotentialSingle: []IndexUse{}, PotentialComposite: []CompositeIndexUse{}}
-	seen := map[string]bool{}
-	for _, f := range used {
-		spec := indexPath(f.Path) + "/?"
-		if !seen[spec] {
-			seen[spec] = true
-			u.UtilizedSingle = append(u.UtilizedSingle, IndexUse{Spec: spec, Filter: filterText(f)})
-		}
-	}
-	if orderUsed && len(plan.OrderBy) == 1 {
-		spec := indexPath(plan.OrderBy[0].Path) + "/?"
-		if !seen[spec] {
-			seen[spec] = true
-			u.UtilizedSingle = append(u.UtilizedSingle, IndexUse{Spec: spec, Filter: orderText(plan.OrderBy[0])})
-		}
-	}
-	indexed := func(path []string) bool {
-		return len(path) > 0 && c.index != nil && !c.indexRetired.Load() && c.index.indexes(indexPath(path))
-	}
-	for _, f := range plan.Filters {
-		spec := indexPath(f.Path) + "/?"
-		if !seen[spec] && !indexed(f.Path) {
-			seen[spec] = true
-			u.PotentialSingle = append(u.PotentialSingle, IndexUse{Spec: spec, Filter: filterText(f)})
-		}
-	}
-	switch {
-	case len(plan.OrderBy) == 1 && plan.OrderBy[0].Path != nil:
-		spec := indexPath(plan.OrderBy[0].Path) + "/?"
-		if !seen[spec] && !indexed(plan.OrderBy[0].Path) {
-			u.PotentialSingle = append(u.PotentialSingle, IndexUse{Spec: spec, Filter: orderText(plan.OrderBy[0])})
-		}
-	case len(plan.OrderBy) > 1:
-		// The service needs a composite index for an ORDER BY on several
-		// paths; Orrery has none and sorts instead.
-		var specs []string
-		for _, k := range plan.OrderBy {
-			if k.Path == nil {
-				specs = nil
-				break
-			}
-			specs = append(specs, orderText(k))
-		}
-		if specs != nil {
-			u.PotentialComposite = append(u.PotentialComposite, CompositeIndexUse{Specs: specs})
-		}
-	}
-	return u
-}
-
-// filterText renders a filter as the service's index metrics name it,
-// e.g. (ROOT.a = "x").
-func filterText(f query.Filter) string {
-	vals := make([]string, len(f.Values))
-	for i, v := range f.Values {
-		vals[i] = string(v)
-	}
-	return "(ROOT." + strings.Join(f.Path, ".") + " " + f.Op.String() + " " + strings.Join(vals, ", ") + ")"
-}
-
-func orderText(k query.OrderKey) string {
-	dir := "ASC"
-	if k.Descending {
-		dir = "DESC"
-	}
-	return indexPath(k.Path) + " " + dir
 }

@@ -3,13 +3,13 @@ package engine
 import (
 	"encoding/binary"
 	"errors"
-
-	"github.com/orrery-db/orrery/engine/internal/keys"
 )
 
-// The stored-record format of items: the record's header and its JSON, the
-// ETag a record answers with, its time to live, and the keys of a logical
-// partition's items.
+// The stored-record format of items: the record's header and its JSON and
+// the ETag a record answers with. It uses no other name of the engine, so
+// that every file may read records without tying itself into a cycle; a
+// container's logical partitions, their keys and an item's expiry are the
+// container's (catalog.go).
 
 // storedItem is an item as kept in storage: a fixed header, then its JSON.
 //
@@ -91,66 +91,4 @@ func appendHex(b []byte, v uint64, digits int) []byte {
 		b = append(b, hex[v>>(4*uint(i))&0xF])
 	}
 	return b
-}
-
-// expired reports whether the item's time to live has run out.
-func (c *Container) expired(it *storedItem, now int64) bool {
-	if c.ttl == nil {
-		return false
-	}
-	ttl := int64(it.ttl)
-	if ttl == 0 {
-		ttl = *c.ttl
-	}
-	return ttl > 0 && it.ts+ttl <= now
-}
-
-// partition is one logical partition of a container.
-type partition struct {
-	c      *Container
-	pk     PartitionKey
-	enc    []byte
-	prefix []byte
-}
-
-func (c *Container) partition(pk PartitionKey) (*partition, *Error) {
-	pk = c.legacyKey(pk)
-	if len(pk) != len(c.pk.Paths) && !c.nonPartitioned() {
-		return nil, BadRequest("The partition key supplied has %d components, but the container's partition key definition has %d paths.", len(pk), len(c.pk.Paths))
-	}
-	enc := pk.Encode()
-	return &partition{c: c, pk: pk, enc: enc, prefix: keys.ItemPartitionPrefix(c.rid, effectivePartitionKey(&c.pk, pk), enc)}, nil
-}
-
-// nonPartitioned reports whether c is a legacy non-partitioned container:
-// created without a partition key by an API version before 2018-12-31, its
-// definition is the service's system key /_partitionKey.
-func (c *Container) nonPartitioned() bool {
-	return c.pk.SystemKey != nil && *c.pk.SystemKey && len(c.pk.Paths) == 1 && c.pk.Paths[0] == "/_partitionKey"
-}
-
-// legacyKey maps the key that addresses a legacy non-partitioned
-// container's one partition to the empty key its items are stored under:
-// the JS SDK sends [] for it, the others [{}] (the undefined key), and an
-// item without /_partitionKey extracts as undefined. Any other key is
-// returned as given.
-func (c *Container) legacyKey(pk PartitionKey) PartitionKey {
-	if c.nonPartitioned() && pk.IsUndefined() {
-		return PartitionKey{}
-	}
-	return pk
-}
-
-// scope is the key prefix of the items a feed or query reads: the logical
-// partition (or hierarchical key prefix) when a partition key is given, else
-// the whole container.
-func (c *Container) scope(pk PartitionKey, hasPK bool) ([]byte, *Error) {
-	if !hasPK {
-		return keys.ItemContainerPrefix(c.rid), nil
-	}
-	return c.queryScope(pk)
-}
-
-func (p *partition) itemKey(id string) []byte {
-	return append(append(make([]byte, 0, len(p.prefix)+len(id)), p.prefix...), id...)
 }

@@ -21,14 +21,6 @@ func formatETag(lsn uint64, salt uint64) string {
 	return fmt.Sprintf("\"%08x-%04x-0000-0000-%012x\"", uint32(lsn>>32), uint16(salt), lsn&0xFFFFFFFFFFFF)
 }
 
-// systemProperties are the properties the service owns on every resource;
-// a client's values for them are ignored.
-var systemProperties = map[string]bool{
-	"_rid": true, "_self": true, "_etag": true, "_ts": true, "_attachments": true, "_lsn": true,
-	"_colls": true, "_users": true, "_docs": true, "_sprocs": true, "_triggers": true,
-	"_udfs": true, "_conflicts": true,
-}
-
 // decodeObject parses a request body that must be a JSON object.
 func decodeObject(body []byte) (map[string]any, *Error) {
 	if len(body) == 0 {

@@ -28,11 +28,6 @@ func (p *SearchPolicy) HasVector() bool { return p != nil && len(p.Vector.Embedd
 // HasFullText reports whether the policy declares any full-text path.
 func (p *SearchPolicy) HasFullText() bool { return p != nil && len(p.FullText.Paths) > 0 }
 
-// Search returns the container's parsed search policies, or nil when it
-// declares none (no embeddings, vector indexes, full-text paths or
-// full-text indexes).
-func (c *Container) Search() *SearchPolicy { return c.search }
-
 // parseSearchPolicy reads the search policies out of a container's
 // properties. It returns nil, nil when the container declares none.
 func parseSearchPolicy(props map[string]any) (*SearchPolicy, *Error) {
@@ -73,7 +68,8 @@ func parseSearchPolicy(props map[string]any) (*SearchPolicy, *Error) {
 }
 
 // checkSearchPolicy validates the search policies of a container body being
-// created (prev nil) or replacing prev, with the service's rules and
+// created (prevProps nil) or replacing a container whose body is prevProps
+// and whose parsed policies are prevSearch, with the service's rules and
 // messages: the embeddings and vector indexes a container has cannot
 // change on a replace (new ones may be added); its full-text policy and
 // indexes may.
@@ -81,12 +77,12 @@ func parseSearchPolicy(props map[string]any) (*SearchPolicy, *Error) {
 // A replace that leaves a policy out keeps the container's (as it does the
 // unique key policy): a client that does not know the policies must not
 // drop them by changing, say, the time to live.
-func checkSearchPolicy(props map[string]any, prev *Container) *Error {
-	if prev != nil {
-		keep(props, prev.record.Props, "vectorEmbeddingPolicy")
-		keep(props, prev.record.Props, "fullTextPolicy")
+func checkSearchPolicy(props, prevProps map[string]any, prevSearch *SearchPolicy) *Error {
+	if prevProps != nil {
+		keep(props, prevProps, "vectorEmbeddingPolicy")
+		keep(props, prevProps, "fullTextPolicy")
 		ip, _ := props["indexingPolicy"].(map[string]any)
-		prevIP, _ := prev.record.Props["indexingPolicy"].(map[string]any)
+		prevIP, _ := prevProps["indexingPolicy"].(map[string]any)
 		if ip != nil && prevIP != nil {
 			keep(ip, prevIP, "vectorIndexes")
 			keep(ip, prevIP, "fullTextIndexes")
@@ -96,14 +92,14 @@ func checkSearchPolicy(props map[string]any, prev *Container) *Error {
 	if err != nil {
 		return err
 	}
-	if prev == nil || prev.search == nil {
+	if prevSearch == nil {
 		return nil
 	}
 	next := &vector.Policy{}
 	if sp != nil {
 		next = sp.Vector
 	}
-	if err := vector.CheckReplace(prev.search.Vector, next); err != nil {
+	if err := vector.CheckReplace(prevSearch.Vector, next); err != nil {
 		return searchPolicyError(err)
 	}
 	return nil

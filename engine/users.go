@@ -128,17 +128,6 @@ func (e *Engine) DeleteUser(ctx context.Context, db, id, ifMatch string) error {
 	return err
 }
 
-// deleteDatabasePrincipals records the deletion of a database's users and
-// permissions into b.
-func (e *Engine) deleteDatabasePrincipals(ctx context.Context, b storage.Batch, db *Database) error {
-	for _, prefix := range []byte{keys.User, keys.Permission, keys.PrincipalRID} {
-		if err := deleteRange(ctx, e.store, b, []byte{prefix}, db.rid); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Permission modes.
 const (
 	PermissionAll  = "All"
