@@ -29,8 +29,8 @@ func goList(t *testing.T, args ...string) []string {
 // storage; the wiring (instance) opens no store; orrerytest links no
 // PostgreSQL; transfer reaches any endpoint through the SDK alone; the
 // engine's search leaves (vector, fulltext), its key layout (keys), its
-// partition key model (pkey), its RIDs (rids) and its spatial cells
-// (geocell) depend on no package of
+// partition key model (pkey), its RIDs (rids), its spatial cells
+// (geocell) and its JSON document model (jsondoc) depend on no package of
 // this module; coord depends on nothing of this
 // module, so that a service importing it downloads and compiles nothing of
 // the server.
@@ -102,18 +102,26 @@ func TestForbiddenImports(t *testing.T) {
 			deps:     []string{module + "/"},
 		},
 		{
-			// The change feed reads storage through its interfaces and
-			// keys through the key layout; it knows nothing of the
+			// The JSON document model is bytes and values only: it
+			// knows nothing of the engine, its storage, the query
+			// language or the other leaves.
+			patterns: []string{"./engine/internal/jsondoc"},
+			deps:     []string{module + "/"},
+		},
+		{
+			// The change feed reads storage through its interfaces,
+			// keys through the key layout and writes JSON with the
+			// document model; it knows nothing of the
 			// engine, which adapts it, nor of the query language.
 			patterns: []string{"./engine/internal/feed"},
 			deps:     []string{module + "/"},
-			allow:    []string{module + "/engine/internal/keys", module + "/storage"},
+			allow:    []string{module + "/engine/internal/keys", module + "/engine/internal/jsondoc", module + "/storage"},
 		},
 	}
 	// The rules must reach these packages: a pattern that matches nothing
 	// (a package moved or renamed) would otherwise pass in silence.
 	mustCover := map[string]bool{}
-	for _, p := range []string{"/engine", "/engine/script", "/engine/internal/vector", "/engine/internal/fulltext", "/engine/internal/keys", "/engine/internal/pkey", "/engine/internal/rids", "/engine/internal/geocell", "/engine/internal/feed", "/engine/internal/presence", "/query", "/storage", "/storage/memory", "/storage/pebble", "/storage/postgres", "/storage/placed", "/server", "/instance", "/orrerytest", "/transfer", "/faults", "/throughput"} {
+	for _, p := range []string{"/engine", "/engine/script", "/engine/internal/vector", "/engine/internal/fulltext", "/engine/internal/keys", "/engine/internal/pkey", "/engine/internal/rids", "/engine/internal/geocell", "/engine/internal/feed", "/engine/internal/presence", "/engine/internal/jsondoc", "/query", "/storage", "/storage/memory", "/storage/pebble", "/storage/postgres", "/storage/placed", "/server", "/instance", "/orrerytest", "/transfer", "/faults", "/throughput"} {
 		mustCover[module+p] = false
 	}
 	for _, r := range rules {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 )
 
 // Batch limits.
@@ -433,15 +435,15 @@ func bulkGroups(req *BatchRequest) [][]int {
 
 // bodyID is the id in an item's JSON body, if it has one that is a string.
 func bodyID(body []byte) (string, bool) {
-	obj, err := parseObject(body)
+	obj, err := jsondoc.Parse(body)
 	if err != nil {
 		return "", false
 	}
-	raw, ok := obj.get("id")
+	raw, ok := obj.Get("id")
 	if !ok {
 		return "", false
 	}
-	if id, ok := plainString(raw); ok {
+	if id, ok := jsondoc.PlainString(raw); ok {
 		return id, true
 	}
 	var id string

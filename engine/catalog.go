@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/internal/presence"
 	"github.com/orrery-db/orrery/engine/internal/rids"
@@ -415,7 +416,7 @@ func (e *Engine) ridFree(rid string, n int) bool {
 
 func stripSystem(props map[string]any) {
 	for k := range props {
-		if systemProperties[k] {
+		if jsondoc.IsSystem(k) {
 			delete(props, k)
 		}
 	}

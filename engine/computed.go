@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/query"
 )
@@ -91,14 +92,14 @@ func (c *Container) computedByName(name string) *query.ComputedProperty {
 
 // appendComputedIndexEntries adds the index entries of the indexed
 // computed properties of obj to out.
-func (c *Container) appendComputedIndexEntries(obj object, suffix []byte, out [][]byte) ([][]byte, error) {
+func (c *Container) appendComputedIndexEntries(obj jsondoc.Object, suffix []byte, out [][]byte) ([][]byte, error) {
 	var doc []byte
 	for _, cp := range c.computed {
 		if !cp.Indexed {
 			continue
 		}
 		if doc == nil {
-			doc = obj.encode()
+			doc = obj.Encode()
 		}
 		v, ok, err := cp.Evaluate(doc)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/orrery-db/orrery/storage/memory"
 
+	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/rids"
 )
 
@@ -107,19 +108,19 @@ func TestDocumentKeepsPropertyOrderAndGetsSystemProperties(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj, err := parseObject(res.Body)
+	obj, err := jsondoc.Parse(res.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
 	for _, f := range obj {
-		names = append(names, f.name)
+		names = append(names, f.Name)
 	}
 	want := []string{"z", "id", "pk", "a", "_rid", "_self", "_etag", "_attachments", "_ts"}
 	if fmt.Sprint(names) != fmt.Sprint(want) {
 		t.Fatalf("properties %v, want %v", names, want)
 	}
-	rid, _ := obj.get("_rid")
+	rid, _ := obj.Get("_rid")
 	if string(rid) == `"ignored"` {
 		t.Fatal("client-supplied _rid kept")
 	}
@@ -263,29 +264,6 @@ func TestSequenceNumbersGrowAcrossRestarts(t *testing.T) {
 	n2, _ := s2.allocate(ctx)
 	if n2 <= n1 {
 		t.Fatalf("after a restart LSN %d is not above %d", n2, n1)
-	}
-}
-
-func TestParseObject(t *testing.T) {
-	tests := []struct {
-		in   string
-		want string
-	}{
-		{`{}`, `{}`},
-		{` { "a" : 1 , "b":"x,}" ,"c":{"d":[1,{"e":"]"}]},"f":null,"g":true,"h":-1.5e3 } `, `{"a":1,"b":"x,}","c":{"d":[1,{"e":"]"}]},"f":null,"g":true,"h":-1.5e3}`},
-		{`{"esc\"aped":"\\\"","u":"\u00e9"}`, `{"esc\"aped":"\\\"","u":"\u00e9"}`},
-	}
-	for _, tt := range tests {
-		obj, err := parseObject([]byte(tt.in))
-		if err != nil {
-			t.Fatalf("%s: %v", tt.in, err)
-		}
-		if got := string(obj.encode()); got != tt.want {
-			t.Errorf("%s: got %s want %s", tt.in, got, tt.want)
-		}
-	}
-	if _, err := parseObject([]byte(`[1]`)); err == nil {
-		t.Error("an array parsed as an object")
 	}
 }
 

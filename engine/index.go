@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
@@ -224,7 +225,7 @@ func (c *Container) indexEntries(doc []byte, itemKey []byte) ([][]byte, error) {
 	if c.index == nil || c.index.none {
 		return nil, nil
 	}
-	obj, err := parseObject(doc)
+	obj, err := jsondoc.Parse(doc)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +233,7 @@ func (c *Container) indexEntries(doc []byte, itemKey []byte) ([][]byte, error) {
 }
 
 // objectIndexEntries is indexEntries of a parsed document.
-func (c *Container) objectIndexEntries(obj object, itemKey []byte) ([][]byte, error) {
+func (c *Container) objectIndexEntries(obj jsondoc.Object, itemKey []byte) ([][]byte, error) {
 	if c.index == nil || c.index.none {
 		return nil, nil
 	}
@@ -244,16 +245,16 @@ func (c *Container) objectIndexEntries(obj object, itemKey []byte) ([][]byte, er
 	var chunk []byte
 	// The paths are appended into one buffer: a nested object's appends
 	// past its parent's path, which the parent reads only up to its length.
-	var walk func(obj object, path []byte) error
-	walk = func(obj object, path []byte) error {
+	var walk func(obj jsondoc.Object, path []byte) error
+	walk = func(obj jsondoc.Object, path []byte) error {
 		for _, f := range obj {
-			if len(path) == 0 && (unindexedProperties[f.name] || c.computedByName(f.name) != nil) {
+			if len(path) == 0 && (unindexedProperties[f.Name] || c.computedByName(f.Name) != nil) {
 				continue // a computed property's name hides a persisted one
 			}
-			p := appendIndexName(append(path, '/'), f.name)
-			raw := f.value
+			p := appendIndexName(append(path, '/'), f.Name)
+			raw := f.Value
 			if raw[0] == '{' {
-				sub, err := parseObject(raw)
+				sub, err := jsondoc.Parse(raw)
 				if err != nil {
 					return err
 				}
@@ -338,7 +339,7 @@ func appendRawIndexValue(k []byte, raw json.RawMessage) ([]byte, error) {
 // reindex replaces an item's index entries in the transaction: the entries
 // of prevDoc (nil when new) are removed and those of doc (nil when deleted)
 // added. doc is parsed: the write path has it so.
-func (t *txn) reindex(key []byte, prevDoc []byte, doc object) error {
+func (t *txn) reindex(key []byte, prevDoc []byte, doc jsondoc.Object) error {
 	c := t.p.c
 	if err := t.reindexSearch(key, doc); err != nil {
 		return err

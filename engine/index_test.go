@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/query"
 )
@@ -220,7 +221,7 @@ func TestIndexAfterWritesIsAFreshRebuild(t *testing.T) {
 // indexes all.
 func TestDefaultPolicyEntriesAreThoseItsPathsIndex(t *testing.T) {
 	doc := []byte(`{"id":"1","pk":"p","a":1,"_etag":"x","n":{"_etag":2,"x~/y":"z","m":{"k":[1]}},"big":{"v":3},"s":"t"}`)
-	obj, err := parseObject(doc)
+	obj, err := jsondoc.Parse(doc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/storage"
@@ -150,7 +151,7 @@ func (e *Engine) ItemByRID(ctx context.Context, c *Container, rid string) (id st
 
 // item is a validated incoming item body.
 type item struct {
-	obj object
+	obj jsondoc.Object
 	id  string
 	pk  PartitionKey
 	ttl int32
@@ -174,16 +175,16 @@ func (c *Container) parseItem(body []byte, req *ItemRequest) (*item, error) {
 	if perr := checkPayload(body); perr != nil {
 		return nil, perr
 	}
-	obj, err := parseObject(body)
+	obj, err := jsondoc.Parse(body)
 	if err != nil {
 		return nil, BadRequest("The request body must be a JSON object.")
 	}
-	it := &item{obj: obj.withoutSystem()}
-	rawID, ok := obj.get("id")
+	it := &item{obj: obj.WithoutSystem()}
+	rawID, ok := obj.Get("id")
 	if !ok {
 		return nil, BadRequest("The input content is invalid because the required property, id, is missing.")
 	}
-	if id, ok := plainString(rawID); ok {
+	if id, ok := jsondoc.PlainString(rawID); ok {
 		it.id = id
 	} else if json.Unmarshal(rawID, &it.id) != nil {
 		return nil, BadRequest("The id property must be a string.")
@@ -191,7 +192,7 @@ func (c *Container) parseItem(body []byte, req *ItemRequest) (*item, error) {
 	if e := validItemID(it.id); e != nil {
 		return nil, e
 	}
-	if raw, ok := obj.get("ttl"); ok {
+	if raw, ok := obj.Get("ttl"); ok {
 		// null is no number of seconds: the service refuses it as it
 		// refuses 0 and -10.
 		n, perr := strconv.ParseFloat(string(raw), 64)
@@ -203,8 +204,8 @@ func (c *Container) parseItem(body []byte, req *ItemRequest) (*item, error) {
 	doc := map[string]any{}
 	for _, path := range c.pk.Paths {
 		name := firstSegment(path)
-		if raw, ok := obj.get(name); ok {
-			if s, ok := plainString(raw); ok {
+		if raw, ok := obj.Get(name); ok {
+			if s, ok := jsondoc.PlainString(raw); ok {
 				doc[name] = s
 				continue
 			}
@@ -226,16 +227,6 @@ func (c *Container) parseItem(body []byte, req *ItemRequest) (*item, error) {
 				req.PartitionKey.String() + ", document: " + pk.String() + "."}
 	}
 	return it, nil
-}
-
-// plainString returns the value of a JSON string without escapes, which is
-// its bytes between the quotes; ok is false for anything else. raw must be
-// valid JSON.
-func plainString(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 {
-		return "", false
-	}
-	return string(raw[1 : len(raw)-1]), true
 }
 
 func firstSegment(path string) string {

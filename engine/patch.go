@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/query"
 )
 
@@ -159,7 +160,7 @@ func protectedPath(n int, path string, segs []string, pk *PartitionKeyDefinition
 	if len(segs) == 1 && segs[0] == "id" {
 		return BadRequest("For Operation(%d): the id cannot be patched (path %s): create a new item and delete the old one.", n, path)
 	}
-	if systemProperties[segs[0]] {
+	if jsondoc.IsSystem(segs[0]) {
 		return BadRequest("For Operation(%d): the system property %s cannot be patched.", n, segs[0])
 	}
 	for _, kp := range pk.Paths {
@@ -187,11 +188,11 @@ func slicesEqual(a, b []string) bool {
 // document. It is pure: doc is not changed, and on an error nothing is
 // returned. Errors are 400s naming the failing operation.
 func applyPatch(doc []byte, ops []PatchOperation, pk *PartitionKeyDefinition) ([]byte, *Error) {
-	root, err := decodeTree(doc)
+	root, err := jsondoc.Decode(doc)
 	if err != nil {
 		return nil, BadRequest("The stored item is not valid JSON: %v", err)
 	}
-	if _, ok := root.(*jsonObject); !ok {
+	if _, ok := root.(*jsondoc.Members); !ok {
 		return nil, BadRequest("The stored item is not a JSON object.")
 	}
 	for i := range ops {
@@ -225,7 +226,7 @@ func applyPatch(doc []byte, ops []PatchOperation, pk *PartitionKeyDefinition) ([
 			}
 			value = v
 		} else if op.Value != nil {
-			v, verr := decodeTree(op.Value)
+			v, verr := jsondoc.Decode(op.Value)
 			if verr != nil {
 				return nil, BadRequest("For Operation(%d): the value is not valid JSON.", n)
 			}
@@ -236,7 +237,7 @@ func applyPatch(doc []byte, ops []PatchOperation, pk *PartitionKeyDefinition) ([
 			return nil, e
 		}
 	}
-	return appendTree(nil, root), nil
+	return jsondoc.AppendValue(nil, root), nil
 }
 
 // patcher applies one operation.
@@ -268,12 +269,12 @@ func (p *patcher) parent(root any, segs []string) (any, *Error) {
 	for i, s := range segs[:len(segs)-1] {
 		at := "/" + strings.Join(segs[:i+1], "/")
 		switch c := cur.(type) {
-		case *jsonObject:
-			j := c.index(s)
+		case *jsondoc.Members:
+			j := c.Index(s)
 			if j < 0 {
 				return nil, BadRequest("For Operation(%d): Node(%s) is absent: %s can only change a child of an existing object or array, it cannot create path %s recursively.", p.n, at, p.op, p.path)
 			}
-			cur = c.values[j]
+			cur = c.Values[j]
 		case []any:
 			j, e := p.index(s, len(c), false)
 			if e != nil {
@@ -314,9 +315,9 @@ func (p *patcher) get(root any, segs []string) (any, *Error) {
 	}
 	last := segs[len(segs)-1]
 	switch c := par.(type) {
-	case *jsonObject:
-		if j := c.index(last); j >= 0 {
-			return c.values[j], nil
+	case *jsondoc.Members:
+		if j := c.Index(last); j >= 0 {
+			return c.Values[j], nil
 		}
 		return nil, p.absent()
 	case []any:
@@ -353,12 +354,12 @@ func (p *patcher) remove(root any, segs []string) *Error {
 	}
 	last := segs[len(segs)-1]
 	switch c := par.(type) {
-	case *jsonObject:
-		j := c.index(last)
+	case *jsondoc.Members:
+		j := c.Index(last)
 		if j < 0 {
 			return p.absent()
 		}
-		c.remove(j)
+		c.Remove(j)
 		return nil
 	case []any:
 		j, e := p.index(last, len(c), false)
@@ -375,8 +376,8 @@ func (p *patcher) remove(root any, segs []string) *Error {
 func (p *patcher) setArray(root any, segs []string, a []any) {
 	par, _ := p.parent(root, segs)
 	switch c := par.(type) {
-	case *jsonObject:
-		c.set(segs[len(segs)-1], a)
+	case *jsondoc.Members:
+		c.Set(segs[len(segs)-1], a)
 	case []any:
 		j, _ := strconv.Atoi(segs[len(segs)-1])
 		c[j] = a
@@ -394,26 +395,26 @@ func (p *patcher) apply(root any, segs []string, value any) *Error {
 	}
 	last := segs[len(segs)-1]
 	switch c := par.(type) {
-	case *jsonObject:
-		j := c.index(last)
+	case *jsondoc.Members:
+		j := c.Index(last)
 		switch p.op {
 		case PatchAdd, PatchSet, PatchMove:
-			c.set(last, value)
+			c.Set(last, value)
 		case PatchReplace:
 			if j < 0 {
 				return p.absent()
 			}
-			c.values[j] = value
+			c.Values[j] = value
 		case PatchIncrement:
 			if j < 0 {
-				c.set(last, value)
+				c.Set(last, value)
 				return nil
 			}
-			sum, e := p.add(c.values[j], value)
+			sum, e := p.add(c.Values[j], value)
 			if e != nil {
 				return e
 			}
-			c.values[j] = sum
+			c.Values[j] = sum
 		}
 		return nil
 	case []any:

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/orrery-db/orrery/engine/internal/fulltext"
+	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/internal/vector"
 	"github.com/orrery-db/orrery/storage"
@@ -367,9 +368,9 @@ func docGetter(doc []byte) valueGetter {
 }
 
 // objectGetter reads paths of a parsed document (the write path has it so).
-func objectGetter(o object) valueGetter {
+func objectGetter(o jsondoc.Object) valueGetter {
 	return func(segs []string) json.RawMessage {
-		v, ok := o.get(segs[0])
+		v, ok := o.Get(segs[0])
 		if !ok {
 			return nil
 		}
@@ -466,7 +467,7 @@ func (sx *searchTxn) abort() {
 
 // reindexSearch changes the container's search indexes for one item write
 // (doc nil: a delete) in the transaction.
-func (t *txn) reindexSearch(key []byte, doc object) error {
+func (t *txn) reindexSearch(key []byte, doc jsondoc.Object) error {
 	c := t.p.c
 	if t.sb != nil || c.Search() == nil {
 		return nil
@@ -614,14 +615,14 @@ func (emptyIterator) Close() error  { return nil }
 // encoding/json's reflection: on the write path of every item it is most of
 // what a vector index costs.
 func parseNumberArray(raw []byte) ([]float64, bool) {
-	i := skipSpace(raw, 0)
+	i := jsondoc.SkipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '[' {
 		return nil, false
 	}
 	out := make([]float64, 0, bytes.Count(raw, []byte{','})+1)
-	i = skipSpace(raw, i+1)
+	i = jsondoc.SkipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == ']' {
-		return out, skipSpace(raw, i+1) == len(raw)
+		return out, jsondoc.SkipSpace(raw, i+1) == len(raw)
 	}
 	for {
 		j := i
@@ -636,15 +637,15 @@ func parseNumberArray(raw []byte) ([]float64, bool) {
 			return nil, false
 		}
 		out = append(out, x)
-		i = skipSpace(raw, j)
+		i = jsondoc.SkipSpace(raw, j)
 		if i >= len(raw) {
 			return nil, false
 		}
 		switch raw[i] {
 		case ',':
-			i = skipSpace(raw, i+1)
+			i = jsondoc.SkipSpace(raw, i+1)
 		case ']':
-			return out, skipSpace(raw, i+1) == len(raw)
+			return out, jsondoc.SkipSpace(raw, i+1) == len(raw)
 		default:
 			return nil, false
 		}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/orrery-db/orrery/engine/internal/fulltext"
+	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/internal/vector"
 	"github.com/orrery-db/orrery/query"
@@ -165,11 +166,11 @@ func stringAt(doc []byte, segs []string) (string, bool) {
 	raw := json.RawMessage(doc)
 	var ok bool
 	for _, name := range segs {
-		obj, err := parseObject(raw)
+		obj, err := jsondoc.Parse(raw)
 		if err != nil {
 			return "", false
 		}
-		if raw, ok = obj.get(name); !ok {
+		if raw, ok = obj.Get(name); !ok {
 			return "", false
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/orrery-db/orrery/engine/internal/geocell"
+	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
@@ -124,7 +125,7 @@ func appendSpatialEntry(k, prefix []byte, cell geocell.ID, suffix []byte) []byte
 
 // appendSpatialIndexEntries appends the spatial index entries of a parsed
 // document.
-func (c *Container) appendSpatialIndexEntries(obj object, suffix []byte, out [][]byte) ([][]byte, error) {
+func (c *Container) appendSpatialIndexEntries(obj jsondoc.Object, suffix []byte, out [][]byte) ([][]byte, error) {
 	// A Geometry container's entries are written too (its queries do not
 	// read them), so that a replace back to Geography finds them current.
 	if c.index == nil || c.index.spatial == nil {
@@ -144,26 +145,26 @@ func (c *Container) appendSpatialIndexEntries(obj object, suffix []byte, out [][
 		if depth >= 8 {
 			return nil
 		}
-		sub, err := parseObject(raw)
+		sub, err := jsondoc.Parse(raw)
 		if err != nil {
 			return err
 		}
 		for _, f := range sub {
-			if !c.spatialUnder(path + "/" + string(appendIndexName(nil, f.name))) {
+			if !c.spatialUnder(path + "/" + string(appendIndexName(nil, f.Name))) {
 				continue
 			}
-			if err := walk(f.value, path+"/"+string(appendIndexName(nil, f.name)), depth+1); err != nil {
+			if err := walk(f.Value, path+"/"+string(appendIndexName(nil, f.Name)), depth+1); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
 	for _, f := range obj {
-		p := "/" + string(appendIndexName(nil, f.name))
-		if unindexedProperties[f.name] || !c.spatialUnder(p) {
+		p := "/" + string(appendIndexName(nil, f.Name))
+		if unindexedProperties[f.Name] || !c.spatialUnder(p) {
 			continue
 		}
-		if err := walk(f.value, p, 1); err != nil {
+		if err := walk(f.Value, p, 1); err != nil {
 			return nil, err
 		}
 	}

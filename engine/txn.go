@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/storage"
@@ -244,14 +245,14 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	sys = append(sys[:len(sys)-1], '\\', '"', '"')
 	etagEnd := len(sys)
 	sys = strconv.AppendInt(sys, s.ts, 10)
-	ts := field{"_ts", json.RawMessage(sys[etagEnd:])}
+	ts := jsondoc.Field{Name: "_ts", Value: json.RawMessage(sys[etagEnd:])}
 	self := json.RawMessage(sys[ridEnd:selfEnd])
-	if !plainJSONString(self) {
-		self = quoteJSON(c.Self() + "docs/" + string(sys[1:ridEnd-1]) + "/")
+	if !jsondoc.IsPlainString(self) {
+		self = jsondoc.AppendString(nil, c.Self()+"docs/"+string(sys[1:ridEnd-1])+"/")
 	}
 	// The record is the header and the document, in one buffer; the system
 	// properties follow the item's, as object.encode would write them.
-	rec := it.obj.appendEncode(s.appendHeader(make([]byte, 0, itemHeaderLen+it.obj.encodedLen()+len(sys)+64)))
+	rec := it.obj.AppendEncode(s.appendHeader(make([]byte, 0, itemHeaderLen+it.obj.EncodedLen()+len(sys)+64)))
 	rec = rec[:len(rec)-1] // '}'
 	if len(it.obj) > 0 {
 		rec = append(rec, ',')
@@ -260,7 +261,7 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	rec = append(append(rec, `,"_self":`...), self...)
 	rec = append(append(rec, `,"_etag":`...), sys[selfEnd:etagEnd]...)
 	rec = append(rec, `,"_attachments":"attachments/"`...)
-	rec = append(append(rec, `,"_ts":`...), ts.value...)
+	rec = append(append(rec, `,"_ts":`...), ts.Value...)
 	rec = append(rec, '}')
 	s.doc = rec[itemHeaderLen:len(rec):len(rec)]
 	if len(s.doc) > MaxItemBytes {
@@ -328,8 +329,4 @@ func (t *txn) remove(ctx context.Context, prev *storedItem) error {
 		}
 	}
 	return t.logChange(nil, prev)
-}
-
-func quoteJSON(s string) json.RawMessage {
-	return appendJSONString(nil, s)
 }

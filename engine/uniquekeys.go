@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -90,7 +91,7 @@ func uniqueKeyPath(path string) ([]string, bool) {
 
 // uniqueEntries returns an item's unique-key index keys, one per unique
 // key of the container.
-func (t *txn) uniqueEntries(obj object) ([][]byte, error) {
+func (t *txn) uniqueEntries(obj jsondoc.Object) ([][]byte, error) {
 	c := t.p.c
 	base := keys.UniquePartitionPrefix(c.rid, t.p.enc)
 	out := make([][]byte, 0, len(c.unique))
@@ -111,10 +112,10 @@ func (t *txn) uniqueEntries(obj object) ([][]byte, error) {
 }
 
 // lookupObjectPath returns the raw value at path, nil when absent.
-func lookupObjectPath(obj object, path []string) (json.RawMessage, error) {
+func lookupObjectPath(obj jsondoc.Object, path []string) (json.RawMessage, error) {
 	cur := obj
 	for i, name := range path {
-		raw, ok := cur.get(name)
+		raw, ok := cur.Get(name)
 		if !ok {
 			return nil, nil
 		}
@@ -124,7 +125,7 @@ func lookupObjectPath(obj object, path []string) (json.RawMessage, error) {
 		if len(raw) == 0 || raw[0] != '{' {
 			return nil, nil
 		}
-		next, err := parseObject(raw)
+		next, err := jsondoc.Parse(raw)
 		if err != nil {
 			return nil, err
 		}
@@ -168,7 +169,7 @@ func appendUniqueValue(k []byte, raw json.RawMessage) ([]byte, error) {
 // (obj its new properties, prevDoc its previous document or nil), and
 // fails with 409 when another live item of the partition holds one of its
 // unique values.
-func (t *txn) putUnique(ctx context.Context, itemKey []byte, obj object, prevDoc []byte) error {
+func (t *txn) putUnique(ctx context.Context, itemKey []byte, obj jsondoc.Object, prevDoc []byte) error {
 	if len(t.p.c.unique) == 0 {
 		return nil
 	}
@@ -178,7 +179,7 @@ func (t *txn) putUnique(ctx context.Context, itemKey []byte, obj object, prevDoc
 	}
 	var old [][]byte
 	if prevDoc != nil {
-		prevObj, err := parseObject(prevDoc)
+		prevObj, err := jsondoc.Parse(prevDoc)
 		if err != nil {
 			return err
 		}
@@ -229,7 +230,7 @@ func (t *txn) removeUnique(ctx context.Context, itemKey, doc []byte) error {
 	if len(t.p.c.unique) == 0 {
 		return nil
 	}
-	obj, err := parseObject(doc)
+	obj, err := jsondoc.Parse(doc)
 	if err != nil {
 		return err
 	}

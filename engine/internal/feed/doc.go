@@ -13,8 +13,8 @@
 // it found and resumes from where the scan stopped.
 //
 // The package knows a container by its RID and partition key paths only
-// (Container), storage through the storage interfaces, and keys through
-// internal/keys. It never imports the engine: the engine decodes items,
-// decides expiry and scope, and wraps what this package returns in its
-// public requests and results.
+// (Container), storage through the storage interfaces, keys through
+// internal/keys and JSON strings through internal/jsondoc. It never
+// imports the engine: the engine decodes items, decides expiry and scope,
+// and wraps what this package returns in its public requests and results.
 package feed

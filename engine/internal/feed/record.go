@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 )
 
@@ -128,7 +129,7 @@ func (c Container) Document(r *Record) []byte {
 	if r.Op == Delete {
 		if id, pk, ok := keys.SplitItemKey(c.RID, c.epkLen(), r.ItemKey); ok {
 			b = append(b, `,"id":`...)
-			b = appendString(b, id)
+			b = jsondoc.AppendString(b, id)
 			b = append(b, `,"partitionKey":`...)
 			b = append(b, c.partitionKeyObject(pk)...)
 		}
@@ -154,22 +155,9 @@ func (c Container) partitionKeyObject(pkEnc []byte) []byte {
 		if len(b) > 1 {
 			b = append(b, ',')
 		}
-		b = appendString(b, strings.TrimPrefix(c.Paths[i], "/"))
+		b = jsondoc.AppendString(b, strings.TrimPrefix(c.Paths[i], "/"))
 		b = append(b, ':')
 		b = append(b, v...)
 	}
 	return append(b, '}')
-}
-
-// appendString appends s as a JSON string literal.
-func appendString(buf []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
-			q, _ := json.Marshal(s)
-			return append(buf, q...)
-		}
-	}
-	buf = append(buf, '"')
-	buf = append(buf, s...)
-	return append(buf, '"')
 }

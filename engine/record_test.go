@@ -10,55 +10,6 @@ import (
 	"github.com/orrery-db/orrery/engine/internal/rids"
 )
 
-// TestParseObjectNamesDecodeAsJSONDoes: a property name read without
-// json.Unmarshal (plain ASCII) is the name encoding/json decodes, names
-// with escapes or other characters are still decoded in full, and each name
-// stays with its value, past the first sixteen too.
-func TestParseObjectNamesDecodeAsJSONDoes(t *testing.T) {
-	for _, body := range []string{
-		`{"id":"a","pk":1}`,
-		`{ "a b" : 1 , "x~y/z": {"in":2} }`,
-		`{"a\"b":1,"c\\d":2,"\u00e9t\u00e9":3,"ète":4,"\t":5,"\u0000":6,"":7,"~":8}`,
-		`{"\ud83d\ude00":1,"del` + "\x7f" + `":2}`,
-		`{}`,
-		manyProperties(40),
-	} {
-		obj, err := parseObject([]byte(body))
-		if err != nil {
-			t.Fatalf("%s: %v", body, err)
-		}
-		var want map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(body), &want); err != nil {
-			t.Fatal(err)
-		}
-		if len(obj) != len(want) {
-			t.Fatalf("%s: %d properties, want %d", body, len(obj), len(want))
-		}
-		for _, f := range obj {
-			if v, ok := want[f.name]; !ok || string(v) != string(f.value) {
-				t.Errorf("%s: property %q is %s, encoding/json decodes %s", body, f.name, f.value, v)
-			}
-		}
-	}
-}
-
-// manyProperties is an object of n properties, plain names and escaped
-// ones in turn.
-func manyProperties(n int) string {
-	b := []byte("{")
-	for i := range n {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if i%3 == 2 {
-			b = fmt.Appendf(b, `"e\u0073%d":%d`, i, i)
-		} else {
-			b = fmt.Appendf(b, `"p%d":%d`, i, i)
-		}
-	}
-	return string(append(b, '}'))
-}
-
 // TestETagIsTheFormattedWrite: the ETag written without fmt is the one the
 // format "%08x-%04x-%04x-0000-%012x" gives, at the bounds of every field.
 func TestETagIsTheFormattedWrite(t *testing.T) {

@@ -1,4 +1,4 @@
-package engine
+package jsondoc
 
 import (
 	"encoding/json"
@@ -17,11 +17,11 @@ func TestDecodedTreeWritesBackTheSameValue(t *testing.T) {
 		`{"e\u0041":"escaped name","plain":"v","":"empty name"}`,
 		`[]`, `"just a string"`, `42`, `{}`,
 	} {
-		tree, err := decodeTree([]byte(in))
+		tree, err := Decode([]byte(in))
 		if err != nil {
 			t.Fatalf("%s: %v", in, err)
 		}
-		out := appendTree(nil, tree)
+		out := AppendValue(nil, tree)
 		var want, got any
 		if err := json.Unmarshal([]byte(in), &want); err != nil {
 			t.Fatal(err)
@@ -34,20 +34,20 @@ func TestDecodedTreeWritesBackTheSameValue(t *testing.T) {
 		}
 	}
 	// Order kept, a repeated name keeps its last value where it first was.
-	tree, err := decodeTree([]byte(`{"b":1,"a":2,"b":3}`))
+	tree, err := Decode([]byte(`{"b":1,"a":2,"b":3}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(appendTree(nil, tree)); got != `{"b":3,"a":2}` {
+	if got := string(AppendValue(nil, tree)); got != `{"b":3,"a":2}` {
 		t.Errorf("got %s", got)
 	}
 	// Numbers stay as written.
-	tree, _ = decodeTree([]byte(`{"n":1.50,"m":1E2}`))
-	if got := string(appendTree(nil, tree)); got != `{"n":1.50,"m":1E2}` {
+	tree, _ = Decode([]byte(`{"n":1.50,"m":1E2}`))
+	if got := string(AppendValue(nil, tree)); got != `{"n":1.50,"m":1E2}` {
 		t.Errorf("got %s", got)
 	}
 	for _, bad := range []string{``, `{`, `{"a":}`, `[1,]`, `{"a":1}x`, `tru`} {
-		if _, err := decodeTree([]byte(bad)); err == nil {
+		if _, err := Decode([]byte(bad)); err == nil {
 			t.Errorf("%q decoded without an error", bad)
 		}
 	}

@@ -1,0 +1,174 @@
+package jsondoc
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+)
+
+// Field is one top-level property of a JSON object, in document order.
+type Field struct {
+	Name  string
+	Value json.RawMessage
+}
+
+// Object is a JSON object kept as its properties in order, so that a document
+// reads back with its properties where the client put them.
+type Object []Field
+
+// ErrNotObject is Parse's error for JSON that is not an object.
+var ErrNotObject = errors.New("not a JSON object")
+
+// Parse splits a valid JSON object into its top-level properties. The
+// input must already have passed json.Valid. The values alias b.
+func Parse(b []byte) (Object, error) {
+	i := SkipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, ErrNotObject
+	}
+	i++
+	var obj Object
+	// The plain names of the first properties are copied out of b into one
+	// string at the end, not one string each.
+	type span struct{ at, start, end int }
+	var plain [16]span
+	np, total := 0, 0
+	var err error
+	for {
+		i = SkipSpace(b, i)
+		if i < len(b) && b[i] == '}' {
+			if np > 0 {
+				var sb strings.Builder
+				sb.Grow(total)
+				for _, s := range plain[:np] {
+					sb.Write(b[s.start:s.end])
+				}
+				all, off := sb.String(), 0
+				for _, s := range plain[:np] {
+					obj[s.at].Name = all[off : off+s.end-s.start]
+					off += s.end - s.start
+				}
+			}
+			return obj, nil
+		}
+		end := SkipString(b, i)
+		name := ""
+		if isPlainName(b, i, end) {
+			if np < len(plain) {
+				plain[np] = span{len(obj), i + 1, end - 1}
+				np++
+				total += end - 1 - (i + 1)
+			} else {
+				name = string(b[i+1 : end-1])
+			}
+		} else if name, err = unmarshalName(b[i:end]); err != nil {
+			return nil, err
+		}
+		i = SkipSpace(b, end)
+		i++ // ':'
+		i = SkipSpace(b, i)
+		vend := SkipValue(b, i)
+		if obj == nil {
+			obj = make(Object, 0, 8) // most objects have a few properties: one allocation
+		}
+		obj = append(obj, Field{Name: name, Value: json.RawMessage(b[i:vend])})
+		i = SkipSpace(b, vend)
+		if i < len(b) && b[i] == ',' {
+			i++
+		}
+	}
+}
+
+// unmarshalName decodes a property name that is not plain: its own
+// variable escapes to json.Unmarshal, not Parse's.
+func unmarshalName(b []byte) (string, error) {
+	var name string
+	err := json.Unmarshal(b, &name)
+	return name, err
+}
+
+// isPlainName reports whether the property name b[i:end] is a string of
+// printable ASCII without escapes, which is its bytes between the quotes;
+// anything else is decoded by json.Unmarshal.
+func isPlainName(b []byte, i, end int) bool {
+	if end-i < 2 || end > len(b) || b[i] != '"' || b[end-1] != '"' {
+		return false
+	}
+	for _, c := range b[i+1 : end-1] {
+		if c < 0x20 || c >= 0x7f || c == '\\' || c == '"' {
+			return false
+		}
+	}
+	return true
+}
+
+// Get returns the raw value of a property; of a repeated name, the last.
+func (o Object) Get(name string) (json.RawMessage, bool) {
+	for i := len(o) - 1; i >= 0; i-- {
+		if o[i].Name == name {
+			return o[i].Value, true
+		}
+	}
+	return nil, false
+}
+
+// WithoutSystem returns the properties whose names are not system
+// properties.
+func (o Object) WithoutSystem() Object {
+	out := make(Object, 0, len(o))
+	for _, f := range o {
+		if !systemProperties[f.Name] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Encode writes the object, followed by extra properties.
+func (o Object) Encode(extra ...Field) []byte {
+	n := o.EncodedLen() + Object(extra).EncodedLen()
+	return o.AppendEncode(make([]byte, 0, n+128), extra...)
+}
+
+// EncodedLen is about the length of the object's encoding (exact when its
+// names need no escapes).
+func (o Object) EncodedLen() int {
+	n := 2
+	for _, f := range o {
+		n += len(f.Name) + len(f.Value) + 4
+	}
+	return n
+}
+
+// AppendEncode appends the object's encoding, followed by extra properties,
+// to buf.
+func (o Object) AppendEncode(buf []byte, extra ...Field) []byte {
+	buf = append(buf, '{')
+	first := true
+	write := func(f Field) {
+		if !first {
+			buf = append(buf, ',')
+		}
+		first = false
+		buf = AppendString(buf, f.Name)
+		buf = append(buf, ':')
+		buf = append(buf, f.Value...)
+	}
+	for _, f := range o {
+		write(f)
+	}
+	for _, f := range extra {
+		write(f)
+	}
+	return append(buf, '}')
+}
+
+// IsSystem reports whether name is a system property: one the service owns
+// on every resource, whose value from a client is ignored.
+func IsSystem(name string) bool { return systemProperties[name] }
+
+var systemProperties = map[string]bool{
+	"_rid": true, "_self": true, "_etag": true, "_ts": true, "_attachments": true, "_lsn": true,
+	"_colls": true, "_users": true, "_docs": true, "_sprocs": true, "_triggers": true,
+	"_udfs": true, "_conflicts": true,
+}

@@ -1,0 +1,79 @@
+package jsondoc
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+)
+
+func TestParseObject(t *testing.T) {
+	tests := []struct {
+		in   string
+		want string
+	}{
+		{`{}`, `{}`},
+		{` { "a" : 1 , "b":"x,}" ,"c":{"d":[1,{"e":"]"}]},"f":null,"g":true,"h":-1.5e3 } `, `{"a":1,"b":"x,}","c":{"d":[1,{"e":"]"}]},"f":null,"g":true,"h":-1.5e3}`},
+		{`{"esc\"aped":"\\\"","u":"\u00e9"}`, `{"esc\"aped":"\\\"","u":"\u00e9"}`},
+	}
+	for _, tt := range tests {
+		obj, err := Parse([]byte(tt.in))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.in, err)
+		}
+		if got := string(obj.Encode()); got != tt.want {
+			t.Errorf("%s: got %s want %s", tt.in, got, tt.want)
+		}
+	}
+	if _, err := Parse([]byte(`[1]`)); err == nil {
+		t.Error("an array parsed as an object")
+	}
+}
+
+// TestParseObjectNamesDecodeAsJSONDoes: a property name read without
+// json.Unmarshal (plain ASCII) is the name encoding/json decodes, names
+// with escapes or other characters are still decoded in full, and each name
+// stays with its value, past the first sixteen too.
+func TestParseObjectNamesDecodeAsJSONDoes(t *testing.T) {
+	for _, body := range []string{
+		`{"id":"a","pk":1}`,
+		`{ "a b" : 1 , "x~y/z": {"in":2} }`,
+		`{"a\"b":1,"c\\d":2,"\u00e9t\u00e9":3,"ète":4,"\t":5,"\u0000":6,"":7,"~":8}`,
+		`{"\ud83d\ude00":1,"del` + "\x7f" + `":2}`,
+		`{}`,
+		manyProperties(40),
+	} {
+		obj, err := Parse([]byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		var want map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(body), &want); err != nil {
+			t.Fatal(err)
+		}
+		if len(obj) != len(want) {
+			t.Fatalf("%s: %d properties, want %d", body, len(obj), len(want))
+		}
+		for _, f := range obj {
+			if v, ok := want[f.Name]; !ok || string(v) != string(f.Value) {
+				t.Errorf("%s: property %q is %s, encoding/json decodes %s", body, f.Name, f.Value, v)
+			}
+		}
+	}
+}
+
+// manyProperties is an object of n properties, plain names and escaped
+// ones in turn.
+func manyProperties(n int) string {
+	b := []byte("{")
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if i%3 == 2 {
+			b = fmt.Appendf(b, `"e\u0073%d":%d`, i, i)
+		} else {
+			b = fmt.Appendf(b, `"p%d":%d`, i, i)
+		}
+	}
+	return string(append(b, '}'))
+}

@@ -1,0 +1,61 @@
+package jsondoc
+
+import (
+	"encoding/json"
+	"testing"
+	"unicode/utf8"
+)
+
+// TestAppendStringReadsBackAsTheString: every valid UTF-8 string written
+// by AppendString decodes to itself; printable ASCII is written as its bytes
+// between quotes, which is what IsPlainString and PlainString recognise,
+// and anything else as json.Marshal writes it.
+func TestAppendStringReadsBackAsTheString(t *testing.T) {
+	for _, s := range []string{"", "id-1", "a b~/c<&>", `q"uote`, `back\slash`, "tab\t", "\x00", "\x7f", "é漢字😀", "bad\xffutf8"} {
+		got := AppendString([]byte("x"), s)
+		if got[0] != 'x' {
+			t.Fatalf("%q: the buffer's start was overwritten", s)
+		}
+		lit := got[1:]
+		var back string
+		if err := json.Unmarshal(lit, &back); err != nil {
+			t.Fatalf("%q: wrote %s, not a JSON string: %v", s, lit, err)
+		}
+		marshaled, _ := json.Marshal(s)
+		plain := true
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+				plain = false
+			}
+		}
+		switch {
+		case plain && string(lit) != `"`+s+`"`:
+			t.Errorf("%q: wrote %s, want its bytes quoted", s, lit)
+		case !plain && string(lit) != string(marshaled):
+			t.Errorf("%q: wrote %s, json.Marshal writes %s", s, lit, marshaled)
+		case back != s && utf8.ValidString(s):
+			t.Errorf("%q: reads back as %q", s, back)
+		}
+		if IsPlainString(lit) != plain {
+			t.Errorf("%q: IsPlainString(%s) is %v", s, lit, !plain)
+		}
+		if v, ok := PlainString(lit); plain && (!ok || v != s) {
+			t.Errorf("%q: PlainString(%s) is %q, %v", s, lit, v, ok)
+		}
+	}
+}
+
+// TestSkipValueEndsWhereTheValueEnds: SkipValue stops just past each kind
+// of value, brackets and quotes inside strings included, and SkipSpace
+// past JSON whitespace only.
+func TestSkipValueEndsWhereTheValueEnds(t *testing.T) {
+	for _, v := range []string{`"a\"b]}"`, `{"a":["}",{"b":"\\"}]}`, `[1,[2],{"c":"]"}]`, `-1.5e3`, `true`, `null`} {
+		b := []byte(v + ` ,"next"`)
+		if end := SkipValue(b, 0); end != len(v) {
+			t.Errorf("%s: ends at %d, want %d", v, end, len(v))
+		}
+	}
+	if i := SkipSpace([]byte(" \t\r\n\v1"), 0); i != 4 {
+		t.Errorf("SkipSpace stopped at %d, want 4 (\\v is no JSON whitespace)", i)
+	}
+}

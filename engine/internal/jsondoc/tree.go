@@ -1,0 +1,175 @@
+package jsondoc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"unicode/utf8"
+)
+
+// The decoded form of a document: nil, bool, json.Number, string, []any
+// and *Members, objects keeping their members in document order. Patch
+// edits documents in this form and writes them back with every untouched
+// property where it was.
+
+// Members is a decoded JSON object: its members' names and values, in
+// document order.
+type Members struct {
+	Names  []string
+	Values []any
+}
+
+// Index returns the position of a member, or -1.
+func (o *Members) Index(name string) int {
+	for i, n := range o.Names {
+		if n == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Set creates or overwrites a member; a new member goes last.
+func (o *Members) Set(name string, v any) {
+	if i := o.Index(name); i >= 0 {
+		o.Values[i] = v
+		return
+	}
+	if o.Names == nil {
+		// Most objects have a few members: room for them at once, not
+		// four growths of each slice.
+		o.Names, o.Values = make([]string, 0, 8), make([]any, 0, 8)
+	}
+	o.Names = append(o.Names, name)
+	o.Values = append(o.Values, v)
+}
+
+// Remove deletes the member at position i.
+func (o *Members) Remove(i int) {
+	o.Names = append(o.Names[:i], o.Names[i+1:]...)
+	o.Values = append(o.Values[:i], o.Values[i+1:]...)
+}
+
+// Decode decodes one JSON value into the decoded form. It walks the bytes
+// itself once they are known valid: json.Decoder's Token allocated an
+// error for every value followed by a comma (its scanner's end of a
+// top-level value), which made a patch's tree cost about as much as the
+// rest of the write.
+func Decode(b []byte) (any, error) {
+	if !json.Valid(b) {
+		return nil, errors.New("not a single valid JSON value")
+	}
+	v, _, err := decodeValue(b, SkipSpace(b, 0))
+	return v, err
+}
+
+// decodeValue decodes the valid JSON value at b[i] and returns the index
+// just past it.
+func decodeValue(b []byte, i int) (any, int, error) {
+	switch b[i] {
+	case '{':
+		o := &Members{}
+		i = SkipSpace(b, i+1)
+		if b[i] == '}' {
+			return o, i + 1, nil
+		}
+		for {
+			end := SkipString(b, i)
+			name, err := decodeString(b[i:end])
+			if err != nil {
+				return nil, 0, err
+			}
+			i = SkipSpace(b, SkipSpace(b, end)+1) // ':'
+			v, vend, err := decodeValue(b, i)
+			if err != nil {
+				return nil, 0, err
+			}
+			// A repeated name keeps the last value, as Parse does.
+			o.Set(name, v)
+			i = SkipSpace(b, vend)
+			if b[i] == '}' {
+				return o, i + 1, nil
+			}
+			i = SkipSpace(b, i+1) // ','
+		}
+	case '[':
+		a := []any{}
+		i = SkipSpace(b, i+1)
+		if b[i] == ']' {
+			return a, i + 1, nil
+		}
+		for {
+			v, vend, err := decodeValue(b, i)
+			if err != nil {
+				return nil, 0, err
+			}
+			a = append(a, v)
+			i = SkipSpace(b, vend)
+			if b[i] == ']' {
+				return a, i + 1, nil
+			}
+			i = SkipSpace(b, i+1) // ','
+		}
+	case '"':
+		end := SkipString(b, i)
+		s, err := decodeString(b[i:end])
+		return s, end, err
+	case 't':
+		return true, i + 4, nil
+	case 'f':
+		return false, i + 5, nil
+	case 'n':
+		return nil, i + 4, nil
+	default:
+		end := SkipValue(b, i)
+		return json.Number(b[i:end]), end, nil
+	}
+}
+
+// decodeString decodes a valid JSON string: its bytes between the quotes
+// when it has no escapes and is valid UTF-8, else as json.Unmarshal decodes
+// it.
+func decodeString(raw []byte) (string, error) {
+	if inner := raw[1 : len(raw)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner), nil
+	}
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err
+}
+
+// AppendValue appends the JSON encoding of a decoded value.
+func AppendValue(buf []byte, v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return append(buf, "null"...)
+	case bool:
+		return strconv.AppendBool(buf, x)
+	case json.Number:
+		return append(buf, x...)
+	case string:
+		return AppendString(buf, x)
+	case []any:
+		buf = append(buf, '[')
+		for i, e := range x {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = AppendValue(buf, e)
+		}
+		return append(buf, ']')
+	case *Members:
+		buf = append(buf, '{')
+		for i, n := range x.Names {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = AppendString(buf, n)
+			buf = append(buf, ':')
+			buf = AppendValue(buf, x.Values[i])
+		}
+		return append(buf, '}')
+	}
+	panic("jsondoc: unexpected decoded value")
+}
