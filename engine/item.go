@@ -7,10 +7,12 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/pkey"
 	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -201,8 +203,33 @@ func (c *Container) parseItem(body []byte, req *ItemRequest) (*item, error) {
 		}
 		it.ttl = int32(n)
 	}
+	pk, perr := c.partitionKeyOf(obj)
+	if perr != nil {
+		return nil, perr
+	}
+	pk = c.legacyKey(pk)
+	it.pk = pk
+	if req.HasPartitionKey && !c.legacyKey(req.PartitionKey).Equal(pk) {
+		return nil, &Error{Status: 400, SubStatus: SubStatusPartitionKeyMismatch, Code: "BadRequest",
+			Message: "PartitionKey extracted from document doesn't match the one specified in the header. Header: " +
+				req.PartitionKey.String() + ", document: " + pk.String() + "."}
+	}
+	return it, nil
+}
+
+// partitionKeyOf reads an item's partition key from its properties.
+func (c *Container) partitionKeyOf(obj jsondoc.Object) (PartitionKey, *Error) {
+	if pk, ok := plainStringKey(c.pk.Paths, obj); ok {
+		return pk, nil
+	}
+	return decodedPartitionKey(&c.pk, obj)
+}
+
+// decodedPartitionKey reads a partition key from the decoded top-level
+// properties its paths start with.
+func decodedPartitionKey(def *PartitionKeyDefinition, obj jsondoc.Object) (PartitionKey, *Error) {
 	doc := map[string]any{}
-	for _, path := range c.pk.Paths {
+	for _, path := range def.Paths {
 		name := firstSegment(path)
 		if raw, ok := obj.Get(name); ok {
 			if s, ok := jsondoc.PlainString(raw); ok {
@@ -215,18 +242,31 @@ func (c *Container) parseItem(body []byte, req *ItemRequest) (*item, error) {
 			}
 		}
 	}
-	pk, perr := extractPartitionKey(&c.pk, doc)
-	if perr != nil {
-		return nil, perr
+	return extractPartitionKey(def, doc)
+}
+
+// plainStringKey is the partition key of the usual item, whose every key
+// path names a top-level property holding a string without escapes no
+// longer than a key value may be: that string, read from the raw
+// property without decoding it (extractPartitionKey would read the same).
+// ok is false, and nothing allocated, for any other item.
+func plainStringKey(paths []string, obj jsondoc.Object) (pk PartitionKey, ok bool) {
+	for _, path := range paths {
+		if strings.ContainsAny(path[1:], "/~") {
+			return nil, false
+		}
+		raw, ok := obj.Get(path[1:])
+		if !ok || len(raw) < 2 || raw[0] != '"' || len(raw)-2 > MaxPartitionKeyValueBytes || bytes.IndexByte(raw, '\\') >= 0 {
+			return nil, false
+		}
 	}
-	pk = c.legacyKey(pk)
-	it.pk = pk
-	if req.HasPartitionKey && !c.legacyKey(req.PartitionKey).Equal(pk) {
-		return nil, &Error{Status: 400, SubStatus: SubStatusPartitionKeyMismatch, Code: "BadRequest",
-			Message: "PartitionKey extracted from document doesn't match the one specified in the header. Header: " +
-				req.PartitionKey.String() + ", document: " + pk.String() + "."}
+	pk = make(PartitionKey, len(paths))
+	for i, path := range paths {
+		raw, _ := obj.Get(path[1:])
+		s, _ := jsondoc.PlainString(raw)
+		pk[i] = pkey.StringValue(s)
 	}
-	return it, nil
+	return pk, true
 }
 
 func firstSegment(path string) string {
