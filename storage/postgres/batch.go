@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/btree"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/orrery-db/orrery/storage"
 )
@@ -126,10 +125,10 @@ func (o *overlay) queueWrites(b *pgx.Batch) {
 	})
 	if len(setK) > 0 {
 		b.Queue(`INSERT INTO orrery_kv (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])
-			ON CONFLICT (k) DO UPDATE SET v = excluded.v`, pgtype.FlatArray[[]byte](setK), pgtype.FlatArray[[]byte](setV))
+			ON CONFLICT (k) DO UPDATE SET v = excluded.v`, byteaArray(setK), byteaArray(setV))
 	}
 	if len(delK) > 0 {
-		b.Queue(`DELETE FROM orrery_kv WHERE k = ANY($1::bytea[])`, pgtype.FlatArray[[]byte](delK))
+		b.Queue(`DELETE FROM orrery_kv WHERE k = ANY($1::bytea[])`, byteaArray(delK))
 	}
 }
 

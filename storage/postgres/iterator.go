@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orrery-db/orrery/storage"
@@ -298,9 +297,9 @@ const getManySQL = `SELECT k, v FROM orrery_kv WHERE k = ANY($1::bytea[])`
 // queueGetMany queues the read of keys into values (values[i] stays nil
 // for an absent key).
 func queueGetMany(q *pgx.Batch, keys, values [][]byte) {
-	// A FlatArray encodes without reflection (a [][]byte goes through
+	// A byteaArray encodes without reflection (a [][]byte goes through
 	// pgx's reflective slice plan, one allocation per element).
-	q.Queue(getManySQL, pgtype.FlatArray[[]byte](keys)).Query(func(rows pgx.Rows) error {
+	q.Queue(getManySQL, byteaArray(keys)).Query(func(rows pgx.Rows) error {
 		defer rows.Close()
 		var at map[string][]int
 		if len(keys) > 8 {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orrery-db/orrery/storage"
@@ -440,7 +439,7 @@ func (s *Store) GetAll(ctx context.Context, keys [][]byte) ([][]byte, uint64, er
 	err := s.timed(ctx, func(ctx context.Context) error {
 		rows, err := s.pool.Query(ctx, `SELECT x.i, kv.k IS NOT NULL, kv.v, w.w
 			FROM unnest($1::bytea[]) WITH ORDINALITY AS x(k, i) LEFT JOIN orrery_kv kv ON kv.k = x.k,
-				(`+watermarkSQL+`) AS w(w)`, pgtype.FlatArray[[]byte](keys))
+				(`+watermarkSQL+`) AS w(w)`, byteaArray(keys))
 		if err != nil {
 			return err
 		}

@@ -117,6 +117,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	dialer := &net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true,
 		Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3}}
 	cfg.ConnConfig.DialFunc = dialer.DialContext
+	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
+		registerTypes(conn.TypeMap())
+		return nil
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
