@@ -20,17 +20,27 @@ import (
 // round trip). Its writes wait in an overlay and go with the COMMIT.
 type sharedBatch struct {
 	store *Store
+	// conn is taken from the pool under the same timeout as the first
+	// round trip (one context and one watch of it, not two); slot is the
+	// batch's place among the holders of a connection, taken at
+	// NewSharedBatch and held until the batch ends.
 	conn  *pgxpool.Conn
+	slot  bool
 	begun bool
 	seq   uint64
 	overlay
 	closed bool
 }
 
-// NewSharedBatch starts a batch on a connection of its own.
+// NewSharedBatch starts a batch on a connection of its own, taken from the
+// pool with its first round trip.
 func (s *Store) NewSharedBatch(ctx context.Context) (storage.SharedBatch, error) {
 	if s.closed.Load() {
 		return nil, storage.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		// A free slot would otherwise win the select as often as not.
+		return nil, &callerGone{err: err}
 	}
 	select {
 	case s.slots <- struct{}{}:
@@ -39,16 +49,22 @@ func (s *Store) NewSharedBatch(ctx context.Context) (storage.SharedBatch, error)
 	case <-s.closeCtx.Done():
 		return nil, storage.ErrClosed
 	}
-	var conn *pgxpool.Conn
-	err := s.timed(ctx, func(ctx context.Context) (err error) {
-		conn, err = s.pool.Acquire(ctx)
-		return err
+	return &sharedBatch{store: s, slot: true, overlay: overlay{pending: newTree()}}, nil
+}
+
+// roundTrip sends q on the batch's connection, taking it from the pool
+// first if the batch has none yet, under one timeout.
+func (b *sharedBatch) roundTrip(ctx context.Context, q *pgx.Batch) error {
+	return b.store.timed(ctx, func(ctx context.Context) error {
+		if b.conn == nil {
+			conn, err := b.store.pool.Acquire(ctx)
+			if err != nil {
+				return err
+			}
+			b.conn = conn
+		}
+		return b.conn.SendBatch(ctx, q).Close()
 	})
-	if err != nil {
-		<-s.slots
-		return nil, s.wrap(err)
-	}
-	return &sharedBatch{store: s, conn: conn, overlay: overlay{pending: newTree()}}, nil
 }
 
 // exec runs one statement in the transaction, beginning it first if need
@@ -76,8 +92,8 @@ func (b *sharedBatch) send(ctx context.Context, queue func(q *pgx.Batch)) error 
 		q.Queue("BEGIN")
 	}
 	queue(&q)
-	err := b.store.timed(ctx, func(ctx context.Context) error { return b.conn.SendBatch(ctx, &q).Close() })
-	b.begun = true
+	err := b.roundTrip(ctx, &q)
+	b.begun = b.conn != nil
 	if errors.Is(err, storage.ErrUnavailable) {
 		return err
 	}
@@ -346,14 +362,14 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 		if watermark {
 			q.Queue(watermarkSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&w) })
 		}
-		err = b.store.timed(ctx, func(ctx context.Context) error { return b.conn.SendBatch(ctx, &q).Close() })
+		err = b.roundTrip(ctx, &q)
 		if err != nil && committed {
 			// The COMMIT went through; only the watermark is missing.
 			err, w = nil, 0
 		}
-		b.begun = err != nil // a failed COMMIT leaves an aborted transaction
+		b.begun = err != nil && b.conn != nil // a failed COMMIT leaves an aborted transaction
 	}
-	b.pending = nil
+	b.drop()
 	b.releaseConn()
 	return uint64(w), b.store.wrap(err)
 }
@@ -366,16 +382,18 @@ func (b *sharedBatch) CommitPipelined(ctx context.Context) (func() error, error)
 // releaseConn ends the transaction if one is open and gives back the
 // connection.
 func (b *sharedBatch) releaseConn() {
-	if b.conn == nil {
-		return
+	if b.conn != nil {
+		if b.begun {
+			b.store.rollback(b.conn)
+		} else {
+			b.conn.Release()
+		}
+		b.conn = nil
 	}
-	if b.begun {
-		b.store.rollback(b.conn)
-	} else {
-		b.conn.Release()
+	if b.slot {
+		b.slot = false
+		<-b.store.slots
 	}
-	b.conn = nil
-	<-b.store.slots
 }
 
 // Close rolls back an uncommitted batch, releasing its locks.
@@ -384,7 +402,7 @@ func (b *sharedBatch) Close() error {
 		return storage.ErrClosed
 	}
 	b.closed = true
-	b.pending = nil
+	b.drop()
 	b.releaseConn()
 	return nil
 }
@@ -574,8 +592,17 @@ func (l *lead) release() {
 // readPage reads a page of an iterator on the batch's connection: each page
 // sees the latest committed state (read committed), as the batch's reads do.
 func (b *sharedBatch) readPage(ctx context.Context, sql string, args []any) ([]entry, error) {
-	if b.conn == nil {
+	if !b.slot {
 		return nil, storage.ErrClosed
+	}
+	if b.conn == nil {
+		err := b.store.timed(ctx, func(ctx context.Context) (err error) {
+			b.conn, err = b.store.pool.Acquire(ctx)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	return b.store.readPage(ctx, b.conn, sql, args)
 }

@@ -518,7 +518,10 @@ type entry struct {
 
 func lessEntry(a, b entry) bool { return bytes.Compare(a.key, b.key) < 0 }
 
-func newTree() *btree.BTreeG[entry] { return btree.NewG(32, lessEntry) }
+// entryNodes is the nodes of finished batches' trees, for the next ones.
+var entryNodes = btree.NewFreeListG[entry](btree.DefaultFreeListSize)
+
+func newTree() *btree.BTreeG[entry] { return btree.NewWithFreeListG(32, lessEntry, entryNodes) }
 
 // hashKey maps a lock name to a one-part advisory-lock key. Two names that
 // collide share a lock, which only serializes more than needed.
