@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -101,4 +102,63 @@ func (encodeByteaArray) Encode(value any, buf []byte) ([]byte, error) {
 		buf = append(buf, e...)
 	}
 	return buf, nil
+}
+
+// rawColumns reports whether rows' columns (once rows.Next has returned
+// true: before, a failed statement has none) are of the types oids, in the
+// binary format, so that a reader can take their bytes from RawValues
+// instead of the driver's Scan (which plans each column's scan and boxes
+// each destination, for every result).
+func rawColumns(rows pgx.Rows, oids ...uint32) bool {
+	fields := rows.FieldDescriptions()
+	if len(fields) != len(oids) {
+		return false
+	}
+	for i, f := range fields {
+		if f.Format != pgtype.BinaryFormatCode || f.DataTypeOID != oids[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// rawInt8 decodes a bigint in the binary format; ok is false for NULL or
+// another length.
+func rawInt8(b []byte) (n int64, ok bool) {
+	if len(b) != 8 {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(b)), true
+}
+
+// errBadRow is a row that is not what the statement gives.
+var errBadRow = errors.New("postgres: an unexpected row in a result")
+
+// scanInt8 reads the one row of rows into *dst: its column col, a bigint
+// (the others, the locks' void results, are skipped). No row is
+// pgx.ErrNoRows.
+func scanInt8(rows pgx.Rows, col int, dst *int64) error {
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	fields := rows.FieldDescriptions()
+	if col < len(fields) && fields[col].Format == pgtype.BinaryFormatCode && fields[col].DataTypeOID == pgtype.Int8OID {
+		n, ok := rawInt8(rows.RawValues()[col])
+		if !ok {
+			return errBadRow
+		}
+		*dst = n
+	} else {
+		dest := make([]any, len(fields)) // nil: skipped
+		dest[col] = dst
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+	}
+	rows.Close()
+	return rows.Err()
 }

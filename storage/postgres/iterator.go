@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orrery-db/orrery/storage"
@@ -308,9 +309,17 @@ func queueGetMany(q *pgx.Batch, keys, values [][]byte) {
 				at[string(k)] = append(at[string(k)], i)
 			}
 		}
+		raw, first := false, true
 		for rows.Next() {
+			if first {
+				raw, first = rawColumns(rows, pgtype.ByteaOID, pgtype.ByteaOID), false
+			}
 			var k, v []byte
-			if err := rows.Scan(&k, &v); err != nil {
+			if raw {
+				// The key is only compared: no copy of it.
+				cols := rows.RawValues()
+				k, v = cols[0], bytes.Clone(cols[1])
+			} else if err := rows.Scan(&k, &v); err != nil {
 				return err
 			}
 			if v == nil {

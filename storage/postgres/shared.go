@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orrery-db/orrery/storage"
@@ -145,11 +147,7 @@ func queueLocks(q *pgx.Batch, locks []storage.LockRequest, seq *int64) {
 	}
 	qq := q.Queue(sql.String()+sequenceColumn(seq), args...)
 	if seq != nil {
-		qq.QueryRow(func(row pgx.Row) error {
-			dest := make([]any, len(locks)+1) // nil: the locks' void columns are skipped
-			dest[len(locks)] = seq
-			return row.Scan(dest...)
-		})
+		qq.Query(func(rows pgx.Rows) error { return scanInt8(rows, len(locks), seq) })
 	}
 }
 
@@ -199,7 +197,7 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 			}
 		}
 		if sequence && b.seq == 0 && seqAt == nil {
-			q.Queue(sequenceSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&seq) })
+			q.Queue(sequenceSQL).Query(func(rows pgx.Rows) error { return scanInt8(rows, 0, &seq) })
 		}
 	})
 	if err != nil {
@@ -360,7 +358,7 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 			committed = true // nothing to commit
 		}
 		if watermark {
-			q.Queue(watermarkSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&w) })
+			q.Queue(watermarkSQL).Query(func(rows pgx.Rows) error { return scanInt8(rows, 0, &w) })
 		}
 		err = b.roundTrip(ctx, &q)
 		if err != nil && committed {
@@ -462,12 +460,29 @@ func (s *Store) GetAll(ctx context.Context, keys [][]byte) ([][]byte, uint64, er
 			return err
 		}
 		defer rows.Close()
+		raw, first := false, true
 		for rows.Next() {
+			if first {
+				raw, first = rawColumns(rows, pgtype.Int8OID, pgtype.BoolOID, pgtype.ByteaOID, pgtype.Int8OID), false
+			}
 			var i int64
 			var found bool
 			var v []byte
-			if err := rows.Scan(&i, &found, &v, &w); err != nil {
+			if raw {
+				cols := rows.RawValues()
+				var ok bool
+				if i, ok = rawInt8(cols[0]); !ok || len(cols[1]) != 1 {
+					return errBadRow
+				}
+				if w, ok = rawInt8(cols[3]); !ok {
+					return errBadRow
+				}
+				found, v = cols[1][0] == 1, bytes.Clone(cols[2])
+			} else if err := rows.Scan(&i, &found, &v, &w); err != nil {
 				return err
+			}
+			if i < 1 || int(i) > len(values) {
+				return errBadRow
 			}
 			if found {
 				if v == nil {
