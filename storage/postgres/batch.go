@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/btree"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/orrery-db/orrery/storage"
 )
@@ -15,16 +14,21 @@ import (
 type overlay struct {
 	pending *btree.BTreeG[entry] // nil once committed or closed
 	count   int
+	deletes int // pending deletions among pending's entries
 }
 
 func (o *overlay) set(key, value []byte) error {
 	if o.pending == nil {
 		return storage.ErrClosed
 	}
-	if value == nil {
-		value = []byte{}
+	// One allocation holds the copies of both.
+	buf := make([]byte, len(key)+len(value))
+	copy(buf, key)
+	copy(buf[len(key):], value)
+	old, replaced := o.pending.ReplaceOrInsert(entry{key: buf[:len(key):len(key)], value: buf[len(key):]})
+	if replaced && old.deleted {
+		o.deletes--
 	}
-	o.pending.ReplaceOrInsert(entry{key: bytes.Clone(key), value: bytes.Clone(value)})
 	o.count++
 	return nil
 }
@@ -33,9 +37,21 @@ func (o *overlay) del(key []byte) error {
 	if o.pending == nil {
 		return storage.ErrClosed
 	}
-	o.pending.ReplaceOrInsert(entry{key: bytes.Clone(key), deleted: true})
+	old, replaced := o.pending.ReplaceOrInsert(entry{key: bytes.Clone(key), deleted: true})
+	if !replaced || !old.deleted {
+		o.deletes++
+	}
 	o.count++
 	return nil
+}
+
+// drop forgets the pending writes, giving the tree's nodes back for the
+// next batch.
+func (o *overlay) drop() {
+	if o.pending != nil {
+		o.pending.Clear(true)
+		o.pending = nil
+	}
 }
 
 // lookup returns the pending write of key, if any.
@@ -110,11 +126,17 @@ func (o *overlay) writesIn(lower, upper []byte) []storage.Write {
 	return out
 }
 
-// queueWrites adds the overlay's writes to b: one upsert of every set key
-// and one delete of every deleted key, each over arrays, keys in order (so
-// that concurrent transactions lock rows in the same order).
+// queueWrites adds the overlay's writes to b in one statement: an upsert
+// of every set key and a delete of every deleted key, each over arrays,
+// keys in order (so that concurrent transactions lock rows in the same
+// order); with both, the delete rides in the upsert's statement (a
+// data-modifying WITH, run to completion whatever the upsert reads; the
+// two touch different keys), one statement less to encode, bind and
+// answer.
 func (o *overlay) queueWrites(b *pgx.Batch) {
-	var setK, setV, delK [][]byte
+	sets := o.pending.Len() - o.deletes
+	setK, setV := make([][]byte, 0, sets), make([][]byte, 0, sets)
+	delK := make([][]byte, 0, o.deletes)
 	o.pending.Ascend(func(e entry) bool {
 		if e.deleted {
 			delK = append(delK, e.key)
@@ -124,12 +146,16 @@ func (o *overlay) queueWrites(b *pgx.Batch) {
 		}
 		return true
 	})
-	if len(setK) > 0 {
+	switch {
+	case len(setK) > 0 && len(delK) > 0:
+		b.Queue(`WITH d AS (DELETE FROM orrery_kv WHERE k = ANY($3::bytea[]))
+			INSERT INTO orrery_kv (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])
+			ON CONFLICT (k) DO UPDATE SET v = excluded.v`, byteaArray(setK), byteaArray(setV), byteaArray(delK))
+	case len(setK) > 0:
 		b.Queue(`INSERT INTO orrery_kv (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])
-			ON CONFLICT (k) DO UPDATE SET v = excluded.v`, pgtype.FlatArray[[]byte](setK), pgtype.FlatArray[[]byte](setV))
-	}
-	if len(delK) > 0 {
-		b.Queue(`DELETE FROM orrery_kv WHERE k = ANY($1::bytea[])`, pgtype.FlatArray[[]byte](delK))
+			ON CONFLICT (k) DO UPDATE SET v = excluded.v`, byteaArray(setK), byteaArray(setV))
+	case len(delK) > 0:
+		b.Queue(`DELETE FROM orrery_kv WHERE k = ANY($1::bytea[])`, byteaArray(delK))
 	}
 }
 
@@ -185,7 +211,7 @@ func (b *batch) Commit(ctx context.Context) error {
 			return b.store.wrap(err)
 		}
 	}
-	b.pending = nil
+	b.drop()
 	return nil
 }
 
@@ -201,6 +227,6 @@ func (b *batch) Close() error {
 		return storage.ErrClosed
 	}
 	b.closed = true
-	b.pending = nil
+	b.drop()
 	return nil
 }

@@ -298,9 +298,9 @@ const getManySQL = `SELECT k, v FROM orrery_kv WHERE k = ANY($1::bytea[])`
 // queueGetMany queues the read of keys into values (values[i] stays nil
 // for an absent key).
 func queueGetMany(q *pgx.Batch, keys, values [][]byte) {
-	// A FlatArray encodes without reflection (a [][]byte goes through
+	// A byteaArray encodes without reflection (a [][]byte goes through
 	// pgx's reflective slice plan, one allocation per element).
-	q.Queue(getManySQL, pgtype.FlatArray[[]byte](keys)).Query(func(rows pgx.Rows) error {
+	q.Queue(getManySQL, byteaArray(keys)).Query(func(rows pgx.Rows) error {
 		defer rows.Close()
 		var at map[string][]int
 		if len(keys) > 8 {
@@ -309,9 +309,17 @@ func queueGetMany(q *pgx.Batch, keys, values [][]byte) {
 				at[string(k)] = append(at[string(k)], i)
 			}
 		}
+		raw, first := false, true
 		for rows.Next() {
+			if first {
+				raw, first = rawColumns(rows, pgtype.ByteaOID, pgtype.ByteaOID), false
+			}
 			var k, v []byte
-			if err := rows.Scan(&k, &v); err != nil {
+			if raw {
+				// The key is only compared: no copy of it.
+				cols := rows.RawValues()
+				k, v = cols[0], bytes.Clone(cols[1])
+			} else if err := rows.Scan(&k, &v); err != nil {
 				return err
 			}
 			if v == nil {

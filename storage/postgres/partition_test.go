@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -197,5 +198,75 @@ func TestCancelledCallReturnsPromptlyNotAtTheTimeout(t *testing.T) {
 		if took > bound {
 			t.Errorf("%s cancelled on a silent server returned after %v, more than %v", op.name, took, bound)
 		}
+	}
+}
+
+// Close ends the round trips in flight: on a silent server, calls waiting
+// for an answer return storage.ErrClosed promptly after Close, far inside
+// the store's timeout.
+func TestCloseEndsTheRoundTripsInFlight(t *testing.T) {
+	live := t.Context()
+	raw := pgtest.URL(t)
+	proxy := pgtest.NewProxy(t, pgtest.Target(t, raw))
+	s, err := postgres.Open(live, proxy.URL(t, raw), postgres.Options{Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := s.NewBatch()
+	b.Set([]byte("acked"), []byte("v1"))
+	if err := b.Commit(live); err != nil {
+		t.Fatal(err)
+	}
+	proxy.SetBlocked(true)
+	defer proxy.SetBlocked(false)
+	ops := map[string]func() error{
+		"Get": func() error { _, err := s.Get(live, []byte("acked")); return err },
+		"Commit": func() error {
+			b := s.NewBatch()
+			defer b.Close()
+			b.Set([]byte("ambiguous"), []byte("v"))
+			return b.Commit(live)
+		},
+		"SharedBatch.Begin": func() error {
+			sb, err := s.NewSharedBatch(live)
+			if err != nil {
+				return err
+			}
+			defer sb.Close()
+			_, err = sb.Begin(live, []storage.LockRequest{{Key: []byte("k"), Exclusive: true}}, [][]byte{[]byte("acked")}, true)
+			return err
+		},
+		"GetAll": func() error { _, _, err := s.GetAll(live, [][]byte{[]byte("acked")}); return err },
+	}
+	errs := make(chan error, len(ops))
+	for name, op := range ops {
+		go func() {
+			if err := op(); !errors.Is(err, storage.ErrClosed) {
+				errs <- fmt.Errorf("%s on a silent server, then Close: %v, want storage.ErrClosed", name, err)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	time.Sleep(200 * time.Millisecond) // the calls are blocked on the server by then
+	bound := 10 * time.Second          // far inside the timeout, on a loaded machine
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	for range ops {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-timer.C:
+			t.Fatalf("calls in flight had not returned %v after Close", bound)
+		}
+	}
+	// Close itself waits for the driver's cleanup of the connections,
+	// which on a silent server gives up on its own clock.
+	if err := <-closed; err != nil {
+		t.Errorf("Close: %v", err)
 	}
 }

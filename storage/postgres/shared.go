@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strconv"
@@ -21,17 +22,27 @@ import (
 // round trip). Its writes wait in an overlay and go with the COMMIT.
 type sharedBatch struct {
 	store *Store
+	// conn is taken from the pool under the same timeout as the first
+	// round trip (one context and one watch of it, not two); slot is the
+	// batch's place among the holders of a connection, taken at
+	// NewSharedBatch and held until the batch ends.
 	conn  *pgxpool.Conn
+	slot  bool
 	begun bool
 	seq   uint64
 	overlay
 	closed bool
 }
 
-// NewSharedBatch starts a batch on a connection of its own.
+// NewSharedBatch starts a batch on a connection of its own, taken from the
+// pool with its first round trip.
 func (s *Store) NewSharedBatch(ctx context.Context) (storage.SharedBatch, error) {
 	if s.closed.Load() {
 		return nil, storage.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		// A free slot would otherwise win the select as often as not.
+		return nil, &callerGone{err: err}
 	}
 	select {
 	case s.slots <- struct{}{}:
@@ -40,16 +51,22 @@ func (s *Store) NewSharedBatch(ctx context.Context) (storage.SharedBatch, error)
 	case <-s.closeCtx.Done():
 		return nil, storage.ErrClosed
 	}
-	var conn *pgxpool.Conn
-	err := s.timed(ctx, func(ctx context.Context) (err error) {
-		conn, err = s.pool.Acquire(ctx)
-		return err
+	return &sharedBatch{store: s, slot: true, overlay: overlay{pending: newTree()}}, nil
+}
+
+// roundTrip sends q on the batch's connection, taking it from the pool
+// first if the batch has none yet, under one timeout.
+func (b *sharedBatch) roundTrip(ctx context.Context, q *pgx.Batch) error {
+	return b.store.timed(ctx, func(ctx context.Context) error {
+		if b.conn == nil {
+			conn, err := b.store.pool.Acquire(ctx)
+			if err != nil {
+				return err
+			}
+			b.conn = conn
+		}
+		return b.conn.SendBatch(ctx, q).Close()
 	})
-	if err != nil {
-		<-s.slots
-		return nil, s.wrap(err)
-	}
-	return &sharedBatch{store: s, conn: conn, overlay: overlay{pending: newTree()}}, nil
 }
 
 // exec runs one statement in the transaction, beginning it first if need
@@ -77,8 +94,8 @@ func (b *sharedBatch) send(ctx context.Context, queue func(q *pgx.Batch)) error 
 		q.Queue("BEGIN")
 	}
 	queue(&q)
-	err := b.store.timed(ctx, func(ctx context.Context) error { return b.conn.SendBatch(ctx, &q).Close() })
-	b.begun = true
+	err := b.roundTrip(ctx, &q)
+	b.begun = b.conn != nil
 	if errors.Is(err, storage.ErrUnavailable) {
 		return err
 	}
@@ -130,11 +147,7 @@ func queueLocks(q *pgx.Batch, locks []storage.LockRequest, seq *int64) {
 	}
 	qq := q.Queue(sql.String()+sequenceColumn(seq), args...)
 	if seq != nil {
-		qq.QueryRow(func(row pgx.Row) error {
-			dest := make([]any, len(locks)+1) // nil: the locks' void columns are skipped
-			dest[len(locks)] = seq
-			return row.Scan(dest...)
-		})
+		qq.Query(func(rows pgx.Rows) error { return scanInt8(rows, len(locks), seq) })
 	}
 }
 
@@ -184,7 +197,7 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 			}
 		}
 		if sequence && b.seq == 0 && seqAt == nil {
-			q.Queue(sequenceSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&seq) })
+			q.Queue(sequenceSQL).Query(func(rows pgx.Rows) error { return scanInt8(rows, 0, &seq) })
 		}
 	})
 	if err != nil {
@@ -345,16 +358,16 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 			committed = true // nothing to commit
 		}
 		if watermark {
-			q.Queue(watermarkSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&w) })
+			q.Queue(watermarkSQL).Query(func(rows pgx.Rows) error { return scanInt8(rows, 0, &w) })
 		}
-		err = b.store.timed(ctx, func(ctx context.Context) error { return b.conn.SendBatch(ctx, &q).Close() })
+		err = b.roundTrip(ctx, &q)
 		if err != nil && committed {
 			// The COMMIT went through; only the watermark is missing.
 			err, w = nil, 0
 		}
-		b.begun = err != nil // a failed COMMIT leaves an aborted transaction
+		b.begun = err != nil && b.conn != nil // a failed COMMIT leaves an aborted transaction
 	}
-	b.pending = nil
+	b.drop()
 	b.releaseConn()
 	return uint64(w), b.store.wrap(err)
 }
@@ -367,16 +380,18 @@ func (b *sharedBatch) CommitPipelined(ctx context.Context) (func() error, error)
 // releaseConn ends the transaction if one is open and gives back the
 // connection.
 func (b *sharedBatch) releaseConn() {
-	if b.conn == nil {
-		return
+	if b.conn != nil {
+		if b.begun {
+			b.store.rollback(b.conn)
+		} else {
+			b.conn.Release()
+		}
+		b.conn = nil
 	}
-	if b.begun {
-		b.store.rollback(b.conn)
-	} else {
-		b.conn.Release()
+	if b.slot {
+		b.slot = false
+		<-b.store.slots
 	}
-	b.conn = nil
-	<-b.store.slots
 }
 
 // Close rolls back an uncommitted batch, releasing its locks.
@@ -385,7 +400,7 @@ func (b *sharedBatch) Close() error {
 		return storage.ErrClosed
 	}
 	b.closed = true
-	b.pending = nil
+	b.drop()
 	b.releaseConn()
 	return nil
 }
@@ -440,17 +455,34 @@ func (s *Store) GetAll(ctx context.Context, keys [][]byte) ([][]byte, uint64, er
 	err := s.timed(ctx, func(ctx context.Context) error {
 		rows, err := s.pool.Query(ctx, `SELECT x.i, kv.k IS NOT NULL, kv.v, w.w
 			FROM unnest($1::bytea[]) WITH ORDINALITY AS x(k, i) LEFT JOIN orrery_kv kv ON kv.k = x.k,
-				(`+watermarkSQL+`) AS w(w)`, pgtype.FlatArray[[]byte](keys))
+				(`+watermarkSQL+`) AS w(w)`, byteaArray(keys))
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
+		raw, first := false, true
 		for rows.Next() {
+			if first {
+				raw, first = rawColumns(rows, pgtype.Int8OID, pgtype.BoolOID, pgtype.ByteaOID, pgtype.Int8OID), false
+			}
 			var i int64
 			var found bool
 			var v []byte
-			if err := rows.Scan(&i, &found, &v, &w); err != nil {
+			if raw {
+				cols := rows.RawValues()
+				var ok bool
+				if i, ok = rawInt8(cols[0]); !ok || len(cols[1]) != 1 {
+					return errBadRow
+				}
+				if w, ok = rawInt8(cols[3]); !ok {
+					return errBadRow
+				}
+				found, v = cols[1][0] == 1, bytes.Clone(cols[2])
+			} else if err := rows.Scan(&i, &found, &v, &w); err != nil {
 				return err
+			}
+			if i < 1 || int(i) > len(values) {
+				return errBadRow
 			}
 			if found {
 				if v == nil {
@@ -575,8 +607,17 @@ func (l *lead) release() {
 // readPage reads a page of an iterator on the batch's connection: each page
 // sees the latest committed state (read committed), as the batch's reads do.
 func (b *sharedBatch) readPage(ctx context.Context, sql string, args []any) ([]entry, error) {
-	if b.conn == nil {
+	if !b.slot {
 		return nil, storage.ErrClosed
+	}
+	if b.conn == nil {
+		err := b.store.timed(ctx, func(ctx context.Context) (err error) {
+			b.conn, err = b.store.pool.Acquire(ctx)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	return b.store.readPage(ctx, b.conn, sql, args)
 }

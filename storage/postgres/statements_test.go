@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -78,5 +79,74 @@ func TestWriteBeginIsThreeStatementsInOneRoundTrip(t *testing.T) {
 	}
 	if fewest > 3 {
 		t.Errorf("a write's Begin sends %d statements, want at most 3:\n\t%s", fewest, strings.Join(fewestLog, "\n\t"))
+	}
+}
+
+// A write's commit (its sets and deletes, the COMMIT and the watermark) is
+// three statements in one round trip, the sets and deletes one statement:
+// each statement more costs the gateway its encoding and result and
+// PostgreSQL a bind and an execute. Every set key then holds its value
+// and every deleted key is gone, whichever the batch wrote last.
+func TestWriteCommitIsThreeStatementsInOneRoundTrip(t *testing.T) {
+	ctx := t.Context()
+	raw := pgtest.URL(t)
+	proxy := pgtest.NewProxy(t, pgtest.Target(t, raw))
+	s, err := postgres.Open(context.Background(), proxy.URL(t, raw), postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	seed := s.NewBatch()
+	for _, k := range []string{"gone", "gone-then-set", "kept"} {
+		seed.Set([]byte(k), []byte("old"))
+	}
+	if err := seed.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fewest := 1 << 30
+	var fewestLog []string
+	for i := range 4 {
+		b, err := s.NewSharedBatch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		if _, err := b.Begin(ctx, []storage.LockRequest{{Key: []byte("partition"), Exclusive: true}}, [][]byte{[]byte("kept")}, true); err != nil {
+			t.Fatal(err)
+		}
+		b.Set([]byte("gone"), []byte("x"))
+		b.Delete([]byte("gone"))
+		b.Delete([]byte("gone-then-set"))
+		b.Set([]byte("gone-then-set"), fmt.Append(nil, i))
+		b.Set([]byte("new"), fmt.Append(nil, i))
+		b.Delete([]byte("never-there"))
+		proxy.StartLog()
+		if _, err := b.CommitWatermark(ctx); err != nil {
+			t.Fatal(err)
+		}
+		log := proxy.Log()
+		if len(log) == 1 && len(log[0].Statements) < fewest {
+			fewest, fewestLog = len(log[0].Statements), log[0].Statements
+		}
+		want := map[string]string{"gone": "", "gone-then-set": fmt.Sprint(i), "kept": "old", "new": fmt.Sprint(i), "never-there": ""}
+		for k, w := range want {
+			v, err := s.Get(ctx, []byte(k))
+			switch {
+			case w == "" && !errors.Is(err, storage.ErrNotFound):
+				t.Fatalf("write %d left %s as %q (%v), want it deleted", i, k, v, err)
+			case w != "" && (err != nil || string(v) != w):
+				t.Fatalf("write %d left %s as %q (%v), want %q", i, k, v, err, w)
+			}
+		}
+		if i == 0 {
+			seed := s.NewBatch()
+			seed.Set([]byte("gone"), []byte("old"))
+			if err := seed.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if fewest > 3 {
+		t.Errorf("a write's commit sends %d statements, want at most 3:\n\t%s", fewest, strings.Join(fewestLog, "\n\t"))
 	}
 }

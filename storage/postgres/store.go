@@ -78,6 +78,9 @@ type Store struct {
 	leads    map[*lead]struct{}
 	closeCtx context.Context
 	cancel   context.CancelFunc
+	// conns is the pool's connections, which Close interrupts.
+	connsMu sync.Mutex
+	conns   map[*pgx.Conn]struct{}
 	// slots bounds the connections that shared batches and snapshots hold
 	// for their lifetime, leaving the rest of the pool to the short reads
 	// (point reads, first pages, watermarks) that a holder may make while
@@ -117,14 +120,30 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	dialer := &net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true,
 		Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3}}
 	cfg.ConnConfig.DialFunc = dialer.DialContext
+	reserve := max(2, int(cfg.MaxConns)/4)
+	s := &Store{timeout: timeout, connCfg: cfg.ConnConfig.Copy(), leads: map[*lead]struct{}{},
+		conns: map[*pgx.Conn]struct{}{}, slots: make(chan struct{}, max(1, int(cfg.MaxConns)-reserve))}
+	s.closeCtx, s.cancel = context.WithCancel(context.Background())
+	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
+		registerTypes(conn.TypeMap())
+		s.connsMu.Lock()
+		defer s.connsMu.Unlock()
+		if s.closed.Load() {
+			return storage.ErrClosed
+		}
+		s.conns[conn] = struct{}{}
+		return nil
+	}
+	cfg.BeforeClose = func(conn *pgx.Conn) {
+		s.connsMu.Lock()
+		delete(s.conns, conn)
+		s.connsMu.Unlock()
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	reserve := max(2, int(cfg.MaxConns)/4)
-	s := &Store{pool: pool, timeout: timeout, connCfg: cfg.ConnConfig.Copy(), leads: map[*lead]struct{}{},
-		slots: make(chan struct{}, max(1, int(cfg.MaxConns)-reserve))}
-	s.closeCtx, s.cancel = context.WithCancel(context.Background())
+	s.pool = pool
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		if unreachable(err) {
@@ -200,7 +219,8 @@ func (s *Store) migrate(ctx context.Context) error {
 }
 
 // timed runs f, one round trip or a few, under a context derived from
-// parent that ends after the store's timeout. If the timeout ended it, the
+// parent that ends after the store's timeout (Close ends it too, by
+// failing its connection's reads and writes: see interrupt). If the timeout ended it, the
 // error is storage.ErrUnavailable: the server did not answer, and whatever
 // f sent may or may not have taken effect (for a commit, the caller answers
 // 503, an unknown outcome, and never acknowledges it). Other errors are
@@ -211,8 +231,6 @@ func (s *Store) timed(parent context.Context, f func(ctx context.Context) error)
 	}
 	ctx, cancel := context.WithTimeoutCause(parent, s.timeout, errNoAnswer)
 	defer cancel()
-	stop := context.AfterFunc(s.closeCtx, cancel)
-	defer stop()
 	err := f(ctx)
 	if err == nil || s.closed.Load() || errors.Is(err, storage.ErrNotFound) {
 		return err
@@ -501,8 +519,26 @@ func (s *Store) Close() error {
 		l.markLost()
 	}
 	s.cancel()
+	s.interrupt()
 	s.pool.Close()
 	return nil
+}
+
+// interrupt fails at once every read and write under way or to come on
+// the pool's connections, so that the round trips in flight (a write
+// waiting for a lock, a silent server) end now and give their
+// connections back, which pool.Close waits for. It is what a context
+// watched by every round trip would do, without that watch's cost on
+// each one (a registration with a context shared by every request).
+// AfterConnect refuses a connection once the store is closed, so none
+// escapes.
+func (s *Store) interrupt() {
+	s.connsMu.Lock()
+	defer s.connsMu.Unlock()
+	past := time.Unix(1, 0)
+	for c := range s.conns {
+		c.PgConn().Conn().SetDeadline(past)
+	}
 }
 
 // entry is a key and value; in a batch's overlay, deleted marks a pending
@@ -514,7 +550,10 @@ type entry struct {
 
 func lessEntry(a, b entry) bool { return bytes.Compare(a.key, b.key) < 0 }
 
-func newTree() *btree.BTreeG[entry] { return btree.NewG(32, lessEntry) }
+// entryNodes is the nodes of finished batches' trees, for the next ones.
+var entryNodes = btree.NewFreeListG[entry](btree.DefaultFreeListSize)
+
+func newTree() *btree.BTreeG[entry] { return btree.NewWithFreeListG(32, lessEntry, entryNodes) }
 
 // hashKey maps a lock name to a one-part advisory-lock key. Two names that
 // collide share a lock, which only serializes more than needed.
