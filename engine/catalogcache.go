@@ -102,7 +102,9 @@ func (e *Engine) catalogBatch() (storage.Batch, error) { return e.seam.catalogBa
 // catalog is reloaded and the container looked up again, so that a
 // container deleted or changed on another gateway is seen at once. With
 // settle, the snapshot is taken again, for at most settle, until its
-// watermark covers every write this engine has finished.
+// watermark covers every write this engine has finished and, where the
+// store's first snapshot tells it (storage.Ended), every write any gateway
+// had finished when the read began.
 func (e *Engine) itemsSnapshot(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (c *Container, snap storage.Snapshot, values [][]byte, watermark uint64, err error) {
 	return e.seam.itemsSnapshot(ctx, db, name, extra, settle)
 }

@@ -130,8 +130,9 @@ func (e *Engine) ReadChangeFeed(ctx context.Context, req *ChangeFeedRequest) (*C
 	if req.Mode == AllVersionsAndDeletes {
 		horizonKey = func(c *Container) [][]byte { return [][]byte{keys.VersionHorizon(c.rid)} }
 	}
-	// Writes acknowledged before this read must be in it, even behind an
-	// older transaction still open; a script can hold one for its budget.
+	// Writes acknowledged before this read must be in it, on whichever
+	// gateway they were made, even behind an older transaction still
+	// open; a script can hold one for its budget.
 	c, snap, values, w, err := e.itemsSnapshot(ctx, req.Database, req.Container, horizonKey, changeFeedSettle)
 	if err != nil {
 		return nil, err

@@ -22,6 +22,11 @@ import (
 //   - A write's sequence number (LSN) is its batch's Sequence, taken after
 //     the lock, and the change feed reads up to the store's Watermark, so
 //     no reader, on any gateway, passes over a write that commits late.
+//     A change-feed read waits, for a bounded time, until the watermark
+//     covers every write that had ended, on any gateway, when the read
+//     began (storage.Ended, told by its first snapshot): a write
+//     acknowledged on one gateway is in the next page read on another,
+//     though an older transaction was still open.
 //   - The presence filter is off: it knows only this process's writes, and
 //     would let a create miss an item another gateway wrote.
 //   - The catalog cache follows the store: every catalog change bumps a
@@ -70,6 +75,9 @@ type sharedState struct {
 	placer     placer
 	placements *placements
 	finishedAt []atomic.Uint64
+	// onSettleWait, when set (by tests), is called each time a
+	// change-feed read waits for the watermark to cover what it must show.
+	onSettleWait func()
 }
 
 // handedOut notes LSN n given to a write of this engine, which finishes
@@ -606,6 +614,12 @@ func (s *sharedState) noteFinished(n uint64) {
 // itemsSnapshotShared is itemsSnapshot on a shared store.
 func (e *Engine) itemsSnapshotShared(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (c *Container, snap storage.Snapshot, values [][]byte, watermark uint64, err error) {
 	deadline := time.Now().Add(settle)
+	// ended is the highest sequence number that had ended, on any
+	// gateway, when the first snapshot was taken: every write acknowledged
+	// before this read began is at or below it. Fixed at the first
+	// snapshot, so that writes committing meanwhile do not move it.
+	var ended uint64
+	first := true
 	for {
 		c, version, err := e.cachedContainer(ctx, db, name)
 		if err != nil {
@@ -630,10 +644,20 @@ func (e *Engine) itemsSnapshotShared(ctx context.Context, db, name string, extra
 			}
 			continue
 		}
-		if settle > 0 && !e.shared.covers(snap, w) && time.Now().Before(deadline) {
+		if settle > 0 && first {
+			first = false
+			if en, ok := snap.(storage.Ended); ok {
+				ended = en.Ended()
+			}
+		}
+		if settle > 0 && !e.shared.covers(snap, w, ended) && time.Now().Before(deadline) {
 			// An older transaction, on some gateway, is still open below
-			// a write this engine has acknowledged.
+			// a write acknowledged before this read, on this gateway or
+			// another.
 			snap.Close()
+			if h := e.shared.onSettleWait; h != nil {
+				h()
+			}
 			time.Sleep(time.Millisecond)
 			continue
 		}
@@ -647,13 +671,15 @@ func (s *sharedState) pending() (newest uint64, inflight int) {
 }
 
 // covers reports whether a snapshot with watermark w covers every write
-// this engine has finished: on several places, each place's own
-// watermark covers what finished there (their numbers are not one
-// sequence, and the lowest of them would wait on an idle place).
-func (s *sharedState) covers(snap storage.Snapshot, w uint64) bool {
+// this engine has finished, and every write any gateway had finished when
+// the read began (ended, of the store's first snapshot: storage.Ended): on
+// several places, each place's own watermark covers what this engine
+// finished there (their numbers are not one sequence, and the lowest of
+// them would wait on an idle place).
+func (s *sharedState) covers(snap storage.Snapshot, w, ended uint64) bool {
 	pw, ok := snap.(placeWatermark)
 	if s.finishedAt == nil || !ok {
-		return sessionLSN(w) >= s.finished.Load()
+		return sessionLSN(w) >= max(s.finished.Load(), ended)
 	}
 	for i := range s.finishedAt {
 		if f := s.finishedAt[i].Load(); f != 0 && sessionLSN(pw.PlaceWatermark(i)) < f {

@@ -181,6 +181,38 @@ func TestSharedChangeFeedOnOneGatewaySeesEveryWriteOfBoth(t *testing.T) {
 	})
 }
 
+// TestSharedChangeFeedShowsWritesAcknowledgedOnAnotherGateway: a write
+// acknowledged on gateway A is in the change feed that gateway B reads
+// next, though an older transaction (a slow writer's on A, holding its
+// sequence number) is still open when B's read begins, so that the
+// store's watermark is below A's write: B's read waits for the older
+// transaction, as a read on A does, instead of answering without A's
+// write. (B knows nothing of A's writes: it learns from its first
+// snapshot what had ended on any gateway, storage.Ended.)
+func TestSharedChangeFeedShowsWritesAcknowledgedOnAnotherGateway(t *testing.T) {
+	skipOnPlaced(t, "a read of one place waits only for what its own gateway finished there")
+	ctx := t.Context()
+	sharedPairs(t, func(t *testing.T, a, b *Engine) {
+		held, release := holdLSN(t, a, "c", "slow")
+		if _, err := a.CreateItem(ctx, req("", "p", `{"id":"1","pk":"p"}`)); err != nil {
+			t.Fatal(err)
+		}
+		waited := false
+		b.shared.onSettleWait = func() {
+			waited = true
+			release()
+		}
+		f, err := b.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: "c"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(f.Items) != 1 {
+			t.Fatalf("B's change feed has %d items (waited for the open transaction: %v), want the write A acknowledged while sequence number %d was open",
+				len(f.Items), waited, held)
+		}
+	})
+}
+
 func TestSharedCounterWithETagsOnBothGatewaysIsExact(t *testing.T) {
 	ctx := t.Context()
 	sharedPairs(t, func(t *testing.T, a, b *Engine) {

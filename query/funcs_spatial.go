@@ -129,7 +129,7 @@ func init() {
 			return undef
 		}
 		if c.planar {
-			return boolV(planarWithin(x.p, y.p))
+			return boolV(within(x.p, y.p))
 		}
 		return boolV(within(x.s, y.s))
 	})
@@ -140,7 +140,7 @@ func init() {
 			return undef
 		}
 		if c.planar {
-			return boolV(planarIntersects(x.p, y.p))
+			return boolV(intersects(x.p, y.p))
 		}
 		return boolV(intersects(x.s, y.s))
 	})

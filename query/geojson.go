@@ -215,14 +215,29 @@ func onRing(p vec3, ring []vec3) bool {
 	return false
 }
 
+// sphere is the surface of the geography functions: points on the unit
+// sphere, edges the shorter great-circle arcs, regions polygons whose holes
+// are the smaller sides of their rings (figure.go).
+type sphere struct{}
+
+func (sphere) same(p, q vec3) bool         { return p.angle(q) < 1.5e-10 }
+func (sphere) onEdge(p, a, b vec3) bool    { return onArc(p, a, b) }
+func (sphere) cross(a, b, c, d vec3) bool  { return crosses(a, b, c, d) }
+func (sphere) holds(r region, p vec3) bool { return r.contains(p) }
+func (sphere) rings(r region) [][]vec3     { return r.rings }
+
+func (sphere) holeInside(regions []region, p vec3) bool {
+	for _, r := range regions {
+		if r.contains(p) {
+			return !onRing(p, regions[0].outer.v)
+		}
+	}
+	return false
+}
+
 // shape is a geometry prepared for the predicates: its vertices, its edges
 // and its regions, on the unit sphere.
-type shape struct {
-	g       geometry
-	points  []vec3    // every vertex
-	edges   [][2]vec3 // every edge of lines and rings
-	regions []region
-}
+type shape = figure[vec3, region, sphere]
 
 func newShape(g geometry) *shape {
 	s := &shape{g: g}
@@ -249,119 +264,6 @@ func newShape(g geometry) *shape {
 		}
 	}
 	return s
-}
-
-// covers reports whether p lies in the shape (in a region, on a line, or
-// on the point).
-func (s *shape) covers(p vec3) bool {
-	switch s.g.kind {
-	case "Point":
-		return p.angle(s.points[0]) < 1.5e-10
-	case "LineString":
-		for _, e := range s.edges {
-			if onArc(p, e[0], e[1]) {
-				return true
-			}
-		}
-		return false
-	}
-	for _, r := range s.regions {
-		if r.contains(p) {
-			return true
-		}
-	}
-	return false
-}
-
-// edgesCross reports whether an edge of a crosses an edge of b.
-func edgesCross(a, b *shape) bool {
-	for _, e := range a.edges {
-		for _, f := range b.edges {
-			if crosses(e[0], e[1], f[0], f[1]) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// intersects is ST_INTERSECTS: the shapes share a point.
-func intersects(a, b *shape) bool {
-	for _, p := range a.points {
-		if b.covers(p) {
-			return true
-		}
-	}
-	for _, p := range b.points {
-		if a.covers(p) {
-			return true
-		}
-	}
-	return edgesCross(a, b)
-}
-
-// within is ST_WITHIN: every point of a lies in b.
-func within(a, b *shape) bool {
-	switch b.g.kind {
-	case "Point":
-		return a.g.kind == "Point" && b.covers(a.points[0])
-	case "LineString":
-		if a.g.kind == "Point" {
-			return b.covers(a.points[0])
-		}
-		if a.g.kind != "LineString" {
-			return false
-		}
-		for _, p := range a.points {
-			if !b.covers(p) {
-				return false
-			}
-		}
-		return true
-	}
-	if a.g.kind == "MultiPolygon" {
-		for _, rings := range a.g.polygons {
-			part := newShape(geometry{kind: "Polygon", polygons: [][][]lonLat{rings}})
-			if !within(part, b) {
-				return false
-			}
-		}
-		return true
-	}
-	// a within one of b's polygons: its vertices inside, no edge crossing
-	// that polygon's boundary, and none of its holes inside a's region.
-	for _, reg := range b.regions {
-		part := &shape{g: geometry{kind: "Polygon"}, regions: []region{reg}}
-		for _, ring := range reg.rings {
-			for i := 0; i+1 < len(ring); i++ {
-				part.points = append(part.points, ring[i])
-				part.edges = append(part.edges, [2]vec3{ring[i], ring[i+1]})
-			}
-		}
-		ok := true
-		for _, p := range a.points {
-			if !reg.contains(p) {
-				ok = false
-				break
-			}
-		}
-		if ok && edgesCross(a, part) {
-			ok = false
-		}
-		if ok && len(a.regions) > 0 {
-			for _, h := range reg.holes {
-				for _, p := range h.v {
-					if a.covers(p) && !onRing(p, a.regions[0].outer.v) {
-						ok = false
-					}
-				}
-			}
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
 }
 
 // distance is ST_DISTANCE in meters: 0 when the shapes meet, else the

@@ -38,16 +38,27 @@ func segmentDistance(p, a, b pt2) float64 {
 	return math.Hypot(p.x-(a.x+t*dx), p.y-(a.y+t*dy))
 }
 
-// planarShape is a geometry's vertices, segments and polygons on the plane.
-type planarShape struct {
-	kind     string
-	points   []pt2
-	edges    [][2]pt2
-	polygons [][][]pt2
+// plane is the surface of the spatial functions on the plane: points pt2,
+// edges straight segments, regions polygons (their rings, the boundary
+// first) whose rings bound them whichever way they are walked (figure.go).
+type plane struct{}
+
+func (plane) same(p, q pt2) bool             { return p == q }
+func (plane) onEdge(p, a, b pt2) bool        { return onSegment(p, a, b) }
+func (plane) cross(a, b, c, d pt2) bool      { return segmentsCross(a, b, c, d) }
+func (plane) holds(poly [][]pt2, p pt2) bool { return polygonHolds(poly, p) }
+func (plane) rings(poly [][]pt2) [][]pt2     { return poly }
+
+func (plane) holeInside(polys [][][]pt2, p pt2) bool {
+	in, edge := ringHolds(polys[0][0], p)
+	return in && !edge
 }
 
+// planarShape is a geometry's vertices, segments and polygons on the plane.
+type planarShape = figure[pt2, [][]pt2, plane]
+
 func newPlanarShape(g geometry) *planarShape {
-	s := &planarShape{kind: g.kind}
+	s := &planarShape{g: g}
 	switch g.kind {
 	case "Point":
 		s.points = []pt2{g.point.xy()}
@@ -72,7 +83,7 @@ func newPlanarShape(g geometry) *planarShape {
 				}
 				poly = append(poly, r)
 			}
-			s.polygons = append(s.polygons, poly)
+			s.regions = append(s.regions, poly)
 		}
 	}
 	return s
@@ -106,113 +117,9 @@ func polygonHolds(poly [][]pt2, p pt2) bool {
 	return true
 }
 
-func (s *planarShape) covers(p pt2) bool {
-	switch s.kind {
-	case "Point":
-		return s.points[0] == p
-	case "LineString":
-		for _, e := range s.edges {
-			if onSegment(p, e[0], e[1]) {
-				return true
-			}
-		}
-		return false
-	}
-	for _, poly := range s.polygons {
-		if polygonHolds(poly, p) {
-			return true
-		}
-	}
-	return false
-}
-
-func planarEdgesCross(a, b *planarShape) bool {
-	for _, e := range a.edges {
-		for _, f := range b.edges {
-			if segmentsCross(e[0], e[1], f[0], f[1]) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func planarIntersects(a, b *planarShape) bool {
-	for _, p := range a.points {
-		if b.covers(p) {
-			return true
-		}
-	}
-	for _, p := range b.points {
-		if a.covers(p) {
-			return true
-		}
-	}
-	return planarEdgesCross(a, b)
-}
-
-// planarWithin is ST_WITHIN on the plane: a's vertices in one of b's
-// polygons (or on b's line or point), no edge of a crossing its boundary,
-// and none of its holes inside a.
-func planarWithin(a, b *planarShape) bool {
-	switch b.kind {
-	case "Point":
-		return a.kind == "Point" && a.points[0] == b.points[0]
-	case "LineString":
-		if a.kind == "Polygon" || a.kind == "MultiPolygon" {
-			return false
-		}
-		for _, p := range a.points {
-			if !b.covers(p) {
-				return false
-			}
-		}
-		return true
-	}
-	if a.kind == "MultiPolygon" {
-		for _, poly := range a.polygons {
-			if !planarWithin(polygonShape(poly), b) {
-				return false
-			}
-		}
-		return true
-	}
-	for _, poly := range b.polygons {
-		part := polygonShape(poly)
-		ok := !planarEdgesCross(a, part)
-		for _, p := range a.points {
-			ok = ok && polygonHolds(poly, p)
-		}
-		if ok && len(a.polygons) > 0 {
-			for _, h := range poly[1:] {
-				for _, p := range h {
-					if in, edge := ringHolds(a.polygons[0][0], p); in && !edge {
-						ok = false
-					}
-				}
-			}
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
-}
-
-func polygonShape(poly [][]pt2) *planarShape {
-	s := &planarShape{kind: "Polygon", polygons: [][][]pt2{poly}}
-	for _, r := range poly {
-		for i := 1; i < len(r); i++ {
-			s.edges = append(s.edges, [2]pt2{r[i-1], r[i]})
-			s.points = append(s.points, r[i])
-		}
-	}
-	return s
-}
-
 // planarDistance is ST_DISTANCE on the plane.
 func planarDistance(a, b *planarShape) float64 {
-	if planarIntersects(a, b) {
+	if intersects(a, b) {
 		return 0
 	}
 	best := math.Inf(1)
@@ -245,7 +152,7 @@ func planarArea(s *planarShape) float64 {
 		return math.Abs(sum) / 2
 	}
 	total := 0.0
-	for _, poly := range s.polygons {
+	for _, poly := range s.regions {
 		a := ring(poly[0])
 		for _, h := range poly[1:] {
 			a -= ring(h)

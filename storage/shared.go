@@ -46,6 +46,19 @@ type Shared interface {
 	Lead(ctx context.Context, duty string) (lost <-chan struct{}, release func(), err error)
 }
 
+// Ended is implemented by a snapshot that a Shared store's SnapshotAll
+// opens when the store can tell, besides the snapshot's watermark, the
+// highest Sequence of a batch that had ended (committed or rolled back)
+// when the snapshot was taken: every batch whose commit was acknowledged,
+// by any process, before SnapshotAll was called has a Sequence at or
+// below it. The watermark may lag behind it while an older batch is still
+// open; a change-feed reader that waits until a later snapshot's watermark
+// is above it shows every write acknowledged before its read began, on
+// whichever process it was made.
+type Ended interface {
+	Ended() uint64
+}
+
 // SharedBatch is a Batch of a Shared store.
 type SharedBatch interface {
 	Batch

@@ -42,7 +42,9 @@ type App struct {
 
 // newApp connects to an endpoint with a key, opens the database, seeds the
 // sample events that are missing, and starts the background workers. The
-// buyers get an SDK client of their own, which names them in its user agent.
+// buyers get an SDK client of their own, which names them in its user agent,
+// made ready before the network faults switch can be turned on
+// (readyClient).
 func newApp(ctx context.Context, endpoint, key string, log *slog.Logger) (*App, error) {
 	// The activity log starts at the app's start, not at the moment its
 	// lease is created, so nothing done in between is missed.
@@ -51,7 +53,7 @@ func newApp(ctx context.Context, endpoint, key string, log *slog.Logger) (*App, 
 	if err != nil {
 		return nil, err
 	}
-	buyers, err := newClient(endpoint, key, buyerAgent)
+	buyers, err := readyClient(ctx, endpoint, key, buyerAgent)
 	if err != nil {
 		return nil, err
 	}

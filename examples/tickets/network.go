@@ -76,6 +76,39 @@ func clientOptions(agent string) *azcosmos.ClientOptions {
 	}}
 }
 
+// readyClient returns an SDK client whose first request has been answered.
+// Before its first request the SDK reads the account (its endpoint
+// manager's bootstrap); when that read fails, it keeps the error for five
+// minutes and fails every request of the client with it meanwhile, without
+// sending them. A buyers' client whose first request met the network faults
+// switch's 429 storm (four refusals in a row, the SDK's tries, one time in
+// 120) would fail every purchase of every buyer until then: so the app makes
+// its buyers' client ready at its start, before the switch can be turned
+// on, and makes a new client when that first request is refused all the
+// same (the rules of a switch left on by an earlier run of the app).
+func readyClient(ctx context.Context, endpoint, key, agent string) (*azcosmos.Client, error) {
+	for try := 1; ; try++ {
+		c, err := newClient(endpoint, key, agent)
+		if err != nil {
+			return nil, err
+		}
+		db, err := c.NewDatabase(databaseName)
+		if err != nil {
+			return nil, err
+		}
+		// Any answer from the database itself says the bootstrap is done:
+		// the database is made later, when this is the first start.
+		_, err = db.Read(ctx, nil)
+		if err == nil || isStatus(err, http.StatusNotFound) {
+			return c, nil
+		}
+		if !isStatus(err, http.StatusTooManyRequests) || try == buyerAttempts || ctx.Err() != nil {
+			return nil, err
+		}
+		pause(ctx, try)
+	}
+}
+
 // faultAdmin installs and removes the switch's rules through Orrery's
 // admin API.
 type faultAdmin struct {

@@ -1,11 +1,20 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
 	"net/url"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/orrery-db/orrery/faults"
 )
 
 // setNetworkFaults flips the network faults switch through the site's form.
@@ -118,20 +127,13 @@ func TestNaiveStrategyDoublesSalesUnderNetworkFaults(t *testing.T) {
 	c := newTestClient(t, ta)
 	setNetworkFaults(t, c, true)
 	const eventID = "nebula-nights"
-	seats := seatsOf(eventID, orionHall)[:40]
-	var wg sync.WaitGroup
-	for i, s := range seats {
-		wg.Go(func() {
-			ta.app.shop.begin(t.Context(), StrategyNaive, eventID, s.Code, fmt.Sprintf("naive-%02d", i)).finish(t.Context())
-		})
-	}
-	wg.Wait()
+	told := buyNaive(t, ta.app, eventID, 40)
 	in, err := checkIntegrity(t.Context(), ta.app.shop, eventID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if in.OK() {
-		t.Fatalf("40 naive purchases under network faults reconcile: %+v", in)
+		t.Fatalf("40 naive purchases under network faults reconcile: %+v; the buyers were told:%s", in, toldCounts(told))
 	}
 	self := false
 	for _, d := range in.DoubleSold {
@@ -143,5 +145,96 @@ func TestNaiveStrategyDoublesSalesUnderNetworkFaults(t *testing.T) {
 	_, body := c.get("/integrity")
 	if !strings.Contains(body, "Does not reconcile") {
 		t.Error("the integrity page shows every show reconciled")
+	}
+}
+
+// buyNaive has n buyers buy the event's first n seats at once, each its
+// own, with the naive strategy, and returns what each was told.
+func buyNaive(t *testing.T, app *App, eventID string, n int) []Outcome {
+	t.Helper()
+	seats := seatsOf(eventID, orionHall)[:n]
+	told := make([]Outcome, len(seats))
+	var wg sync.WaitGroup
+	for i, s := range seats {
+		wg.Go(func() {
+			told[i] = app.shop.begin(t.Context(), StrategyNaive, eventID, s.Code, fmt.Sprintf("naive-%02d", i)).finish(t.Context())
+		})
+	}
+	wg.Wait()
+	return told
+}
+
+// toldCounts lists how many buyers were told each message.
+func toldCounts(told []Outcome) string {
+	n := map[string]int{}
+	for _, o := range told {
+		n[o.Message]++
+	}
+	var b strings.Builder
+	for _, m := range slices.Sorted(maps.Keys(n)) {
+		fmt.Fprintf(&b, "\n\t%d: %s", n[m], m)
+	}
+	return b.String()
+}
+
+// refuseBuyersAccountReads installs a rule through the admin API that
+// answers 429 to the buyers' reads of the account (the read the SDK makes
+// before a client's first request), times times (0: every one).
+func refuseBuyersAccountReads(t *testing.T, admin *faultAdmin, times int64) {
+	t.Helper()
+	rule := faults.Rule{ID: "buyers-account-reads-refused",
+		Condition: faults.Condition{UserAgent: buyerAgent, Operations: []string{"MetadataReadDatabaseAccount"}},
+		Result:    faults.Result{Type: faults.TooManyRequests, RetryAfter: faults.Duration(5 * time.Millisecond)},
+		Times:     times}
+	if _, err := admin.call(t.Context(), http.MethodPost, "", map[string]any{"rules": []faults.Rule{rule}}, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBuyersClientIsReadyBeforeNetworkFaults: the buyers' SDK client has
+// made its first request by the time the app is up, so a 429 storm turned
+// on later never meets the account read the SDK makes before it. With
+// every buyers' account read refused from then on, 40 naive buyers still
+// read their seats and buy them. (The SDK keeps a refused first account
+// read for five minutes and fails every request of the client with it: a
+// storm that refused it would have every buyer fail without a write,
+// whatever the strategy.)
+func TestBuyersClientIsReadyBeforeNetworkFaults(t *testing.T) {
+	ta := startApp(t)
+	refuseBuyersAccountReads(t, ta.app.network, 0)
+	told := buyNaive(t, ta.app, "nebula-nights", 40)
+	for _, o := range told {
+		if !o.Won {
+			t.Fatalf("with the buyers' account reads refused after the app's start, the buyers were told:%s", toldCounts(told))
+		}
+	}
+}
+
+// TestBuyersClientIsReadyThoughItsFirstRequestIsRefused: an app started
+// while the buyers' account reads are refused (a network faults switch
+// left on by an earlier run) makes its buyers' client again until its
+// first request is answered, instead of keeping one that fails every
+// purchase for five minutes.
+func TestBuyersClientIsReadyThoughItsFirstRequestIsRefused(t *testing.T) {
+	emb, err := startEmbedded(t.Context())
+	if err != nil {
+		t.Fatalf("starting the embedded Orrery: %v", err)
+	}
+	t.Cleanup(emb.close)
+	admin, err := newFaultAdmin(emb.endpoint, emb.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As many refusals as the SDK's tries of one account read.
+	refuseBuyersAccountReads(t, admin, 4)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	app, err := newApp(ctx, emb.endpoint, emb.key, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	if err != nil {
+		t.Fatalf("starting the app: %v", err)
+	}
+	t.Cleanup(app.Close)
+	if told := buyNaive(t, app, "nebula-nights", 1); !told[0].Won {
+		t.Fatalf("a buyer of an app started while its buyers' account reads were refused was told:%s", toldCounts(told))
 	}
 }

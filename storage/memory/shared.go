@@ -31,6 +31,7 @@ type sharedState struct {
 	locks    map[string]*lockState
 	next     uint64              // the last sequence number given
 	inflight map[uint64]struct{} // sequence numbers of open batches
+	ended    uint64              // the highest sequence number of an ended batch
 	duties   map[string]chan struct{}
 }
 
@@ -282,6 +283,7 @@ func (b *sharedBatch) end() {
 	defer st.mu.Unlock()
 	if b.seq != 0 {
 		delete(st.inflight, b.seq)
+		st.ended = max(st.ended, b.seq)
 	}
 	for _, name := range b.held {
 		l := st.locks[name]
@@ -336,13 +338,20 @@ func (s *SharedStore) Watermark(ctx context.Context) (uint64, error) {
 }
 
 func (st *sharedState) watermark() uint64 {
+	w, _ := st.marks()
+	return w
+}
+
+// marks returns the watermark and the highest sequence number of a batch
+// that has ended, as of one moment.
+func (st *sharedState) marks() (watermark, ended uint64) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	w := st.next + 1
 	for seq := range st.inflight {
 		w = min(w, seq)
 	}
-	return w
+	return w, st.ended
 }
 
 // GetAll reads keys in one snapshot, then the watermark: taken just after
@@ -420,12 +429,13 @@ func (s *SharedStore) Sever() {
 
 // SnapshotAll reads the watermark, then opens a snapshot and reads keys in
 // it: every batch below a watermark read first has ended before the
-// snapshot is taken.
+// snapshot is taken. The snapshot tells the highest sequence number of a
+// batch that had ended when the watermark was read (storage.Ended).
 func (s *SharedStore) SnapshotAll(ctx context.Context, keys [][]byte) (storage.Snapshot, [][]byte, uint64, error) {
 	if s.closed.Load() {
 		return nil, nil, 0, storage.ErrClosed
 	}
-	w := s.st.watermark()
+	w, ended := s.st.marks()
 	snap, err := s.st.store.NewSnapshot(ctx)
 	if err != nil {
 		return nil, nil, 0, err
@@ -435,5 +445,14 @@ func (s *SharedStore) SnapshotAll(ctx context.Context, keys [][]byte) (storage.S
 		snap.Close()
 		return nil, nil, 0, err
 	}
-	return snap, values, w, nil
+	return endedSnapshot{Snapshot: snap, ended: ended}, values, w, nil
 }
+
+// endedSnapshot is a snapshot of SnapshotAll, which tells the highest
+// sequence number of a batch that had ended when it was taken.
+type endedSnapshot struct {
+	storage.Snapshot
+	ended uint64
+}
+
+func (s endedSnapshot) Ended() uint64 { return s.ended }

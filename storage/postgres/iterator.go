@@ -238,7 +238,16 @@ type snapshot struct {
 	begun bool  // the BEGIN has been sent
 	err   error // the error every read returns: storage.ErrClosed once closed
 	slot  bool  // it holds one of the store's slots
+	// ended is the highest transaction id that had ended when the
+	// snapshot was taken (SnapshotAll; see storage.Ended), under the
+	// timeline as the watermark is.
+	ended uint64
 }
+
+// Ended is the highest transaction id, under the server's timeline, that
+// had ended when SnapshotAll took the snapshot: one below the snapshot's
+// xmax (storage.Ended).
+func (s *snapshot) Ended() uint64 { return s.ended }
 
 // send runs the statements queue adds in the snapshot's transaction,
 // beginning it first if need be, in one round trip. The caller holds mu.

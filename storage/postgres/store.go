@@ -434,17 +434,18 @@ func (s *Store) acquireSnapshot(ctx context.Context) (*snapshot, error) {
 // SnapshotAll opens a snapshot whose transaction begins with the reads of
 // the watermark and of keys, all in one round trip: the watermark is the
 // snapshot's own (the oldest transaction running when it was taken), so
-// every transaction below it is in the snapshot.
+// every transaction below it is in the snapshot. The snapshot tells the
+// highest transaction id that had ended then too (storage.Ended).
 func (s *Store) SnapshotAll(ctx context.Context, keys [][]byte) (storage.Snapshot, [][]byte, uint64, error) {
 	snap, err := s.acquireSnapshot(ctx)
 	if err != nil {
 		return nil, nil, 0, err
 	}
 	values := make([][]byte, len(keys))
-	var w int64
+	var w, ended int64
 	snap.mu.Lock()
 	err = snap.send(ctx, func(q *pgx.Batch) {
-		q.Queue(watermarkSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&w) })
+		q.Queue(snapshotMarksSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&w, &ended) })
 		if len(keys) > 0 {
 			queueGetMany(q, keys, values)
 		}
@@ -454,8 +455,16 @@ func (s *Store) SnapshotAll(ctx context.Context, keys [][]byte) (storage.Snapsho
 		snap.Close()
 		return nil, nil, 0, s.wrap(err)
 	}
+	snap.ended = uint64(ended)
 	return snap, values, uint64(w), nil
 }
+
+// snapshotMarksSQL reads, as of the snapshot of the transaction it runs
+// first in, the watermark (the oldest transaction id still running) and
+// the highest transaction id that had ended (one below the snapshot's
+// xmax), both under the timeline.
+const snapshotMarksSQL = `SELECT t | pg_snapshot_xmin(s)::text::bigint, t | (pg_snapshot_xmax(s)::text::bigint - 1)
+	FROM (SELECT ` + timelineSQL + ` AS t, pg_current_snapshot() AS s) AS now`
 
 // newSnapshot opens a repeatable-read, read-only transaction on a
 // connection of its own, in one round trip with its first statement: the
