@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/indexpolicy"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/internal/presence"
 	"github.com/orrery-db/orrery/engine/internal/rids"
@@ -40,7 +41,7 @@ type Container struct {
 	body   []byte
 	etag   string
 	offer  string // RID of its offer, "" when none
-	index  *indexPolicy
+	index  *indexpolicy.Policy
 	unique uniqueKeyPolicy
 	record containerRecord
 	// logRetention is how long all-versions-and-deletes records are kept
@@ -173,7 +174,7 @@ func newContainer(db *Database, rec containerRecord) (*Container, error) {
 	if err := json.Unmarshal(raw, &pk); err != nil {
 		return nil, err
 	}
-	c := &Container{ID: id, RID: ridStr, rid: rid, db: db, pk: pk, offer: rec.Offer, record: rec, index: newIndexPolicy(props),
+	c := &Container{ID: id, RID: ridStr, rid: rid, db: db, pk: pk, offer: rec.Offer, record: rec, index: indexpolicy.New(props),
 		logRetention: changeLogRetentionOf(props)}
 	c.etag, _ = stringProp(props, "_etag")
 	// Checked when the container was created; a record older than that

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"sort"
 
+	"github.com/orrery-db/orrery/engine/internal/indexpolicy"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/storage"
@@ -176,7 +177,7 @@ func normalizeContainerProps(props map[string]any, prev *Container) (map[string]
 		}
 		excludeETag(ip)
 	}
-	if _, err := parseComputedProperties(out, newIndexPolicy(out)); err != nil {
+	if _, err := parseComputedProperties(out, indexpolicy.New(out)); err != nil {
 		return nil, err
 	}
 	var prevProps map[string]any
@@ -283,7 +284,7 @@ func (e *Engine) replaceContainer(ctx context.Context, dbName, name string, prop
 	if perr != nil {
 		return nil, perr
 	}
-	reindex := !newIndexPolicy(normalized).equal(prev.index) || computedChanged(normalized, prev)
+	reindex := !indexpolicy.New(normalized).Equal(prev.index) || computedChanged(normalized, prev)
 	if reindex && !locked {
 		return nil, errReindexNeedsLocks
 	}
