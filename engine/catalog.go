@@ -14,6 +14,7 @@ import (
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/internal/presence"
 	"github.com/orrery-db/orrery/engine/internal/rids"
+	"github.com/orrery-db/orrery/engine/internal/uniquepolicy"
 	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -42,7 +43,7 @@ type Container struct {
 	etag   string
 	offer  string // RID of its offer, "" when none
 	index  *indexpolicy.Policy
-	unique uniqueKeyPolicy
+	unique uniquepolicy.Policy
 	record containerRecord
 	// logRetention is how long all-versions-and-deletes records are kept
 	// (changeFeedPolicy.retentionDuration); 0: none are logged.
@@ -179,7 +180,7 @@ func newContainer(db *Database, rec containerRecord) (*Container, error) {
 	c.etag, _ = stringProp(props, "_etag")
 	// Checked when the container was created; a record older than that
 	// check keeps no policy it cannot hold.
-	c.unique, _ = parseUniqueKeyPolicy(props["uniqueKeyPolicy"])
+	c.unique, _ = uniquepolicy.Parse(props["uniqueKeyPolicy"])
 	c.computed, _ = parseComputedProperties(props, c.index)
 	c.search, _ = parseSearchPolicy(props)
 	if v, ok := props["defaultTtl"].(float64); ok {

@@ -10,6 +10,7 @@ import (
 	"github.com/orrery-db/orrery/engine/internal/indexpolicy"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/internal/rids"
+	"github.com/orrery-db/orrery/engine/internal/uniquepolicy"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -194,9 +195,9 @@ func normalizeContainerProps(props map[string]any, prev *Container) (map[string]
 			out["uniqueKeyPolicy"] = prev.record.Props["uniqueKeyPolicy"]
 		}
 	}
-	uk, uerr := parseUniqueKeyPolicy(out["uniqueKeyPolicy"])
+	uk, uerr := uniquepolicy.Parse(out["uniqueKeyPolicy"])
 	if uerr != nil {
-		return nil, uerr
+		return nil, BadRequest("%s", uerr.Error())
 	}
 	if prev != nil {
 		old, _ := json.Marshal(prev.unique)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"strings"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
@@ -28,65 +27,6 @@ import (
 
 // msgUniqueViolation is the service's message for a unique key conflict.
 const msgUniqueViolation = "Unique index constraint violation."
-
-// uniqueKeyPolicy is the parsed uniqueKeyPolicy: each unique key's paths,
-// as property names from the root.
-type uniqueKeyPolicy [][][]string
-
-// parseUniqueKeyPolicy reads and checks a container's uniqueKeyPolicy
-// property (absent or null: none).
-func parseUniqueKeyPolicy(v any) (uniqueKeyPolicy, *Error) {
-	if v == nil {
-		return nil, nil
-	}
-	raw, _ := json.Marshal(v)
-	var p struct {
-		UniqueKeys []struct {
-			Paths []string `json:"paths"`
-		} `json:"uniqueKeys"`
-	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, BadRequest("The uniqueKeyPolicy property is invalid: %v", err)
-	}
-	var out uniqueKeyPolicy
-	seen := map[string]bool{}
-	for i, uk := range p.UniqueKeys {
-		if len(uk.Paths) == 0 {
-			return nil, BadRequest("The unique key %d of the uniqueKeyPolicy has no paths.", i)
-		}
-		var key [][]string
-		for _, path := range uk.Paths {
-			segs, ok := uniqueKeyPath(path)
-			if !ok {
-				return nil, BadRequest("The unique key path %q is invalid: a unique key path names one property from the root, such as \"/email\" or \"/address/zipCode\", without wildcards or array indexes.", path)
-			}
-			if seen[path] {
-				return nil, BadRequest("The unique key path %q appears more than once in the uniqueKeyPolicy.", path)
-			}
-			seen[path] = true
-			key = append(key, segs)
-		}
-		out = append(out, key)
-	}
-	return out, nil
-}
-
-// uniqueKeyPath splits a path such as /a/b into its property names.
-func uniqueKeyPath(path string) ([]string, bool) {
-	if !strings.HasPrefix(path, "/") || len(path) < 2 || strings.ContainsAny(path, "*[]?") {
-		return nil, false
-	}
-	segs := strings.Split(path[1:], "/")
-	for i, s := range segs {
-		if s == "" {
-			return nil, false
-		}
-		if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
-			segs[i] = s[1 : len(s)-1]
-		}
-	}
-	return segs, true
-}
 
 // uniqueEntries returns an item's unique-key index keys, one per unique
 // key of the container.
