@@ -12,6 +12,7 @@ import (
 
 	"github.com/orrery-db/orrery/engine/internal/indexpolicy"
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/pkranges"
 	"github.com/orrery-db/orrery/engine/internal/presence"
 	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/engine/internal/uniquepolicy"
@@ -73,7 +74,7 @@ type containerRecord struct {
 	Props map[string]any `json:"props"`
 	Offer string         `json:"offer,omitempty"`
 	// Ranges are its partition key ranges; nil means one range, "0".
-	Ranges *rangeSet `json:"ranges,omitempty"`
+	Ranges *pkranges.Set `json:"ranges,omitempty"`
 }
 
 // Self is the container's RID-based link, with the trailing slash.

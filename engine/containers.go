@@ -9,6 +9,7 @@ import (
 
 	"github.com/orrery-db/orrery/engine/internal/indexpolicy"
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/pkranges"
 	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/engine/internal/uniquepolicy"
 	"github.com/orrery-db/orrery/storage"
@@ -51,7 +52,7 @@ func (e *Engine) CreateContainer(ctx context.Context, dbName string, body []byte
 	}
 	rec := containerRecord{Props: normalized}
 	if n := e.rangeCount(throughput); n > 1 && hashV2(normalized) {
-		rec.Ranges = newRangeSet(n, e.now().Unix())
+		rec.Ranges = pkranges.New(n, e.now().Unix())
 	}
 	e.placeRanges(&rec, rid)
 	var offerBody []byte

@@ -6,9 +6,9 @@ import (
 	"encoding/hex"
 	"math/big"
 	"strconv"
-	"strings"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/pkranges"
 	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -34,67 +34,9 @@ const maxInitialRanges = 256
 // request was split (or never existed); the SDKs refresh their routing.
 const SubStatusPartitionKeyRangeGone = 1002
 
-// PartitionKeyRange is one physical partition key range of a container: the
-// items whose effective partition key lies in [MinInclusive, MaxExclusive),
-// as upper-case hex ("" and "FF" are the ends of the key space).
-type PartitionKeyRange struct {
-	// ID is the range's id: "0", "1", …; a split's children get the next
-	// unused ones, so an id never comes back.
-	ID string `json:"id"`
-	// MinInclusive and MaxExclusive bound its effective partition keys.
-	MinInclusive string `json:"min"`
-	MaxExclusive string `json:"max"`
-	// Parents are the ids of the ranges this one descends from, oldest
-	// first, as the service lists them.
-	Parents []string `json:"parents,omitempty"`
-	// Version is the container's range version that made this range.
-	Version uint64 `json:"version"`
-	// LSN is the container sequence number when the range was made.
-	LSN uint64 `json:"lsn,omitempty"`
-	// TS is when the range was made (Unix seconds).
-	TS int64 `json:"ts,omitempty"`
-	// Place is the database (of a store over several) the range's items
-	// live in (engine/placement.go).
-	Place int `json:"place,omitempty"`
-}
-
-// rangeSet is a container's current ranges, stored in its catalog record.
-type rangeSet struct {
-	// Version counts the changes of the set: 1 at creation, one more per split.
-	Version uint64 `json:"version"`
-	// NextID is the id the next range made gets.
-	NextID int `json:"next"`
-	// Ranges are the current ranges in key order; together they cover the
-	// key space without gaps or overlaps.
-	Ranges []PartitionKeyRange `json:"ranges"`
-}
-
-// singleRange is the range set of a container created with one range (and
-// of containers stored before ranges were recorded).
-var singleRange = &rangeSet{Version: 1, NextID: 1, Ranges: []PartitionKeyRange{{ID: "0", MinInclusive: "", MaxExclusive: "FF", Version: 1}}}
-
-// epkSpace is the end of the effective partition keys hash partitioning V2
-// produces: their top two bits are clear, so every key is below 2^126.
-var epkSpace = new(big.Int).Lsh(big.NewInt(1), 126)
-
-// newRangeSet cuts the key space into n ranges of equal width.
-func newRangeSet(n int, ts int64) *rangeSet {
-	if n <= 1 {
-		return singleRange
-	}
-	set := &rangeSet{Version: 1, NextID: n}
-	lower := ""
-	for i := range n {
-		upper := "FF"
-		if i < n-1 {
-			b := new(big.Int).Mul(epkSpace, big.NewInt(int64(i+1)))
-			upper = formatEPKBoundary(b.Div(b, big.NewInt(int64(n))))
-		}
-		set.Ranges = append(set.Ranges, PartitionKeyRange{ID: strconv.Itoa(i), MinInclusive: lower, MaxExclusive: upper, Version: 1, TS: ts})
-		lower = upper
-	}
-	return set
-}
+// PartitionKeyRange is one physical partition key range of a container
+// (see engine/internal/pkranges).
+type PartitionKeyRange = pkranges.Range
 
 // rangeCount is how many ranges a container created with t gets.
 func (e *Engine) rangeCount(t *Throughput) int {
@@ -116,32 +58,10 @@ func hashV2(props map[string]any) bool {
 	return v == 2
 }
 
-// formatEPKBoundary renders a point of the key space as 32 hex digits.
-func formatEPKBoundary(v *big.Int) string {
-	s := strings.ToUpper(v.Text(16))
-	return strings.Repeat("0", max(32-len(s), 0)) + s
-}
-
-// parseEPKBoundary reads a range boundary as a point of the key space; the
-// upper end "FF" is the end of the V2 space.
-func parseEPKBoundary(s string, upper bool) (*big.Int, bool) {
-	switch {
-	case s == "":
-		return new(big.Int), true
-	case upper && strings.EqualFold(s, "FF"):
-		return new(big.Int).Set(epkSpace), true
-	}
-	if len(s) < 32 {
-		s += strings.Repeat("0", 32-len(s))
-	}
-	v, ok := new(big.Int).SetString(s[:32], 16)
-	return v, ok
-}
-
 // ranges returns the container's range set.
-func (c *Container) ranges() *rangeSet {
+func (c *Container) ranges() *pkranges.Set {
 	if c.record.Ranges == nil {
-		return singleRange
+		return pkranges.Single
 	}
 	return c.record.Ranges
 }
@@ -272,8 +192,8 @@ func (e *Engine) SplitPartitionKeyRange(ctx context.Context, dbName, collName, i
 	if !hashV2(prev.record.Props) {
 		return nil, BadRequest("Container '%s' uses hash partitioning version 1, whose effective partition keys the SDKs compute differently: it keeps one partition key range. Create it with partitionKey.version 2 to split it.", prev.ID)
 	}
-	lo, ok1 := parseEPKBoundary(parent.MinInclusive, false)
-	hi, ok2 := parseEPKBoundary(parent.MaxExclusive, true)
+	lo, ok1 := pkranges.ParseBoundary(parent.MinInclusive, false)
+	hi, ok2 := pkranges.ParseBoundary(parent.MaxExclusive, true)
 	mid := new(big.Int).Add(lo, hi)
 	mid.Rsh(mid, 1)
 	if !ok1 || !ok2 || mid.Cmp(lo) <= 0 || mid.Cmp(hi) >= 0 {
@@ -286,7 +206,7 @@ func (e *Engine) SplitPartitionKeyRange(ctx context.Context, dbName, collName, i
 		return nil, err
 	}
 	ts := e.now().Unix()
-	cut := formatEPKBoundary(mid)
+	cut := pkranges.FormatBoundary(mid)
 	children := []PartitionKeyRange{
 		{ID: strconv.Itoa(set.NextID), MinInclusive: parent.MinInclusive, MaxExclusive: cut, Parents: parents, Version: version, LSN: lsn, TS: ts, Place: parent.Place},
 		{ID: strconv.Itoa(set.NextID + 1), MinInclusive: cut, MaxExclusive: parent.MaxExclusive, Parents: parents, Version: version, LSN: lsn, TS: ts, Place: parent.Place},
@@ -304,7 +224,7 @@ func (e *Engine) SplitPartitionKeyRange(ctx context.Context, dbName, collName, i
 			return nil, err
 		}
 	}
-	next := &rangeSet{Version: version, NextID: set.NextID + 2}
+	next := &pkranges.Set{Version: version, NextID: set.NextID + 2}
 	for _, r := range set.Ranges {
 		if r.ID == id {
 			next.Ranges = append(next.Ranges, children...)
