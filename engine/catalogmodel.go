@@ -182,3 +182,17 @@ func (c *Container) queryScope(pk PartitionKey) ([]byte, *Error) {
 	}
 	return p.prefix, nil
 }
+
+// epkLen is the length of the effective partition key in the container's
+// item keys.
+func (c *Container) epkLen() int { return 16 * len(c.pk.Paths) }
+
+// itemEPK returns the effective partition key part of one of the container's
+// item keys.
+func (c *Container) itemEPK(key []byte) []byte { return keys.ItemEPK(c.rid, c.epkLen(), key) }
+
+// splitItemKey returns the id and the encoded partition key of one of the
+// container's item keys.
+func (c *Container) splitItemKey(key []byte) (id string, pkEnc []byte, ok bool) {
+	return keys.SplitItemKey(c.rid, c.epkLen(), key)
+}

@@ -371,22 +371,6 @@ func (e *Engine) deleteContainerRecords(ctx context.Context, b storage.Batch, c 
 	return deleteRange(ctx, e.store, b, keys.ChildContainerPrefix(c.rid), nil)
 }
 
-// deleteRange records the deletion of every key under prefix+suffix into b.
-func deleteRange(ctx context.Context, r storage.Reader, b storage.Batch, prefix []byte, suffix []byte) error {
-	p := append(append([]byte(nil), prefix...), suffix...)
-	it, err := r.NewIterator(ctx, p, storage.PrefixEnd(p), false)
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for it.Next() {
-		if err := b.Delete(append([]byte(nil), it.Key()...)); err != nil {
-			return err
-		}
-	}
-	return it.Err()
-}
-
 // purgeContainerData deletes a dropped container's items, feeds and indexes
 // in the background, in chunks, so a large container does not stall the
 // catalog. Its RID is never reused, so the leftovers are unreachable meanwhile.
@@ -408,43 +392,4 @@ func (e *Engine) purgeContainerData(collRID []byte) {
 			}
 		}
 	}()
-}
-
-func purgePrefix(ctx context.Context, s storage.Store, p []byte) error {
-	return purgeRange(ctx, s, p, storage.PrefixEnd(p))
-}
-
-// purgeRange deletes the keys from lower (inclusive) to upper (exclusive),
-// a committed chunk at a time.
-func purgeRange(ctx context.Context, s storage.Store, lower, upper []byte) error {
-	const chunk = 1000
-	for {
-		it, err := s.NewIterator(ctx, lower, upper, false)
-		if err != nil {
-			return err
-		}
-		b := s.NewBatch()
-		for it.Next() && b.Count() < chunk {
-			if err := b.Delete(append([]byte(nil), it.Key()...)); err != nil {
-				it.Close()
-				b.Close()
-				return err
-			}
-		}
-		if err := it.Close(); err != nil {
-			b.Close()
-			return err
-		}
-		n := b.Count()
-		if n > 0 {
-			if err := b.Commit(ctx); err != nil {
-				b.Close()
-				return err
-			}
-		}
-		b.Close()
-		if n < chunk {
-			return nil
-		}
-	}
 }
