@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -195,4 +196,33 @@ func (c *Container) itemEPK(key []byte) []byte { return keys.ItemEPK(c.rid, c.ep
 // container's item keys.
 func (c *Container) splitItemKey(key []byte) (id string, pkEnc []byte, ok bool) {
 	return keys.SplitItemKey(c.rid, c.epkLen(), key)
+}
+
+// changeLogRetention is how long the container's all-versions-and-deletes
+// records are kept: its changeFeedPolicy.retentionDuration (minutes). As in
+// Cosmos, a container without one has no such feed, and none is logged.
+func (c *Container) changeLogRetention() time.Duration { return c.logRetention }
+
+// KeepsAllVersions reports whether the container keeps an all versions and
+// deletes change feed (a changeFeedPolicy with a retention).
+func (c *Container) KeepsAllVersions() bool { return c.logRetention > 0 }
+
+// changeLogRetentionOf reads changeLogRetention from container properties.
+func changeLogRetentionOf(props map[string]any) time.Duration {
+	if p, ok := props["changeFeedPolicy"].(map[string]any); ok {
+		if m, ok := p["retentionDuration"].(float64); ok && m > 0 {
+			return time.Duration(m) * time.Minute
+		}
+	}
+	return 0
+}
+
+// changeLogCutoff is the creation time (Unix seconds) before which the
+// container's all-versions-and-deletes records are past their retention:
+// all of them once the policy is removed.
+func (c *Container) changeLogCutoff(now time.Time) int64 {
+	if c.changeLogRetention() == 0 {
+		return math.MaxInt64
+	}
+	return now.Add(-c.changeLogRetention()).Unix()
 }

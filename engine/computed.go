@@ -2,10 +2,8 @@ package engine
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/orrery-db/orrery/engine/internal/indexpolicy"
-	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/query"
 )
 
@@ -72,37 +70,6 @@ func (c *Container) computedByName(name string) *query.ComputedProperty {
 		}
 	}
 	return nil
-}
-
-// appendComputedIndexEntries adds the index entries of the indexed
-// computed properties of obj to out.
-func (c *Container) appendComputedIndexEntries(obj object, suffix []byte, out [][]byte) ([][]byte, error) {
-	var doc []byte
-	for _, cp := range c.computed {
-		if !cp.Indexed {
-			continue
-		}
-		if doc == nil {
-			doc = obj.encode()
-		}
-		v, ok, err := cp.Evaluate(doc)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
-		k, err := appendRawIndexValue(keys.IndexPathPrefix(c.rid, "/"+escapeIndexName(cp.Name)), v)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, append(k, suffix...))
-	}
-	return out, nil
-}
-
-func escapeIndexName(name string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(name, "~", "~0"), "/", "~1")
 }
 
 // parseQuery parses a query on c: references to its computed properties

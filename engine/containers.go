@@ -393,3 +393,13 @@ func (e *Engine) purgeContainerData(collRID []byte) {
 		}
 	}()
 }
+
+// rangeCount is how many ranges a container created with t gets.
+func (e *Engine) rangeCount(t *Throughput) int {
+	n := max(e.opts.PartitionKeyRanges, 1)
+	if t != nil {
+		ru := max(t.Manual, t.AutoscaleMax)
+		n = max(n, (ru+RUPerPartitionKeyRange-1)/RUPerPartitionKeyRange)
+	}
+	return min(n, maxInitialRanges)
+}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/orrery-db/orrery/engine/internal/indexpolicy"
 	"github.com/orrery-db/orrery/engine/internal/keys"
@@ -417,4 +418,35 @@ func (c *Container) orderIndex(plan *query.Plan) (ix *indexSource, complete bool
 	}
 	all := []keyRange{{base, storage.PrefixEnd(base)}}
 	return &indexSource{ranges: all, base: len(base), reverse: true}, false, true
+}
+
+// appendComputedIndexEntries adds the index entries of the indexed
+// computed properties of obj to out.
+func (c *Container) appendComputedIndexEntries(obj object, suffix []byte, out [][]byte) ([][]byte, error) {
+	var doc []byte
+	for _, cp := range c.computed {
+		if !cp.Indexed {
+			continue
+		}
+		if doc == nil {
+			doc = obj.encode()
+		}
+		v, ok, err := cp.Evaluate(doc)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		k, err := appendRawIndexValue(keys.IndexPathPrefix(c.rid, "/"+escapeIndexName(cp.Name)), v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, append(k, suffix...))
+	}
+	return out, nil
+}
+
+func escapeIndexName(name string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(name, "~", "~0"), "/", "~1")
 }

@@ -19,65 +19,6 @@ import (
 	"github.com/orrery-db/orrery/storage"
 )
 
-// QueryRequest is a SQL query over a container's items.
-type QueryRequest struct {
-	Database  string
-	Container string
-	Query     string
-	// Params maps parameter names to their JSON values.
-	Params map[string]json.RawMessage
-	// PartitionKey scopes the query to one logical partition when HasPartitionKey.
-	PartitionKey    PartitionKey
-	HasPartitionKey bool
-	// MaxItems is the page size; zero or less means the default.
-	MaxItems     int
-	Continuation string
-	// SinglePartitionKeyRange is true when the client scoped the query to one
-	// partition key range (x-ms-documentdb-partitionkeyrangeid), as query
-	// pipelines do after asking for a query plan.
-	SinglePartitionKeyRange bool
-	// PartitionKeyRangeID names that range: the query reads only its items
-	// (410/1002 when it was split). MinEPK and MaxEPK narrow the query to an
-	// effective partition key span (x-ms-start-epk, x-ms-end-epk).
-	PartitionKeyRangeID string
-	MinEPK, MaxEPK      string
-	// UDF resolves udf.name calls; nil when the container has none.
-	UDF query.UDFResolver
-	// IndexMetrics asks for the result's IndexUtilization.
-	IndexMetrics bool
-	// CrossPartitionDisabled is set when the client did not enable
-	// cross-partition queries (x-ms-documentdb-query-enablecrosspartition
-	// absent or false): a query that names neither a partition key (in the
-	// request or its filter) nor a partition key range is refused with 400,
-	// as the service refuses it.
-	CrossPartitionDisabled bool
-	// fanOut: the query spans the container's partitions and the gateway
-	// serves it (no partition key, no partition key range): pages are cut
-	// as the service's gateway cuts them (see streamQuery).
-	fanOut bool
-}
-
-// QueryResult is one page of query results.
-type QueryResult struct {
-	Items        []json.RawMessage
-	Continuation string
-	Charge       float64
-	// Metrics is what the page cost, measured; nil for resource queries.
-	Metrics *QueryMetrics
-	// IndexUtilization is set when the request asked for index metrics.
-	IndexUtilization *IndexUtilization
-	// SessionLSN is the session token's LSN, read with the page's snapshot
-	// on a shared store; 0 when the caller must ask SessionLSN.
-	SessionLSN uint64
-}
-
-// pageBounds are what one page of a query keeps to: the end of its time
-// budget (zero: none), and the wait for a costly query's slot (nil: none).
-type pageBounds struct {
-	deadline time.Time
-	heavy    func() error
-}
-
 // costlySlot is a page's claim on one of the slots that bound how many
 // costly queries run at once (Options.MaxCostlyQueries).
 type costlySlot struct {

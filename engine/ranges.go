@@ -18,33 +18,6 @@ import (
 // resumes from its parent's continuation as is: it reads the same positions,
 // restricted to its own keys.
 
-// RUPerPartitionKeyRange is the throughput one physical range serves, as the
-// service counts it: a container created with more gets more ranges.
-const RUPerPartitionKeyRange = 10000
-
-// maxInitialRanges bounds the ranges a container is created with.
-const maxInitialRanges = 256
-
-// rangeCount is how many ranges a container created with t gets.
-func (e *Engine) rangeCount(t *Throughput) int {
-	n := max(e.opts.PartitionKeyRanges, 1)
-	if t != nil {
-		ru := max(t.Manual, t.AutoscaleMax)
-		n = max(n, (ru+RUPerPartitionKeyRange-1)/RUPerPartitionKeyRange)
-	}
-	return min(n, maxInitialRanges)
-}
-
-// hashV2 reports whether container properties use hash partitioning V2. The
-// engine orders items by the V2 hash whatever the version, but clients route
-// by the version the container declares, and the SDKs' V1 hashes differ from
-// each other: so a V1 container keeps one range, where routing never matters.
-func hashV2(props map[string]any) bool {
-	pk, _ := props["partitionKey"].(map[string]any)
-	v, _ := pk["version"].(float64)
-	return v == 2
-}
-
 // SplitPartitionKeyRange splits one of a container's current ranges in two at
 // the middle of its key span and returns the two children. From then on the
 // parent's id answers 410/1002 to range-scoped requests, and the children,

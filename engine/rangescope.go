@@ -15,7 +15,15 @@ import (
 // ranges (engine/internal/pkranges holds the set), the 410 for a range
 // that is gone, and the bounds of effective partition keys a range and the
 // x-ms-start-epk/x-ms-end-epk headers put on a read, a query or a feed.
-// Splits and how many ranges a container gets are in ranges.go.
+// Splits are in ranges.go; how many ranges a new container gets, in
+// containers.go (rangeCount).
+
+// RUPerPartitionKeyRange is the throughput one physical range serves, as the
+// service counts it: a container created with more gets more ranges.
+const RUPerPartitionKeyRange = 10000
+
+// maxInitialRanges bounds the ranges a container is created with.
+const maxInitialRanges = 256
 
 // SubStatusPartitionKeyRangeGone: the partition key range of a range-scoped
 // request was split (or never existed); the SDKs refresh their routing.
@@ -159,4 +167,14 @@ func parseEPKBound(h, name string) ([]byte, *Error) {
 		return nil, BadRequest("The %s value %q is not a hexadecimal effective partition key.", name, h)
 	}
 	return b, nil
+}
+
+// hashV2 reports whether container properties use hash partitioning V2. The
+// engine orders items by the V2 hash whatever the version, but clients route
+// by the version the container declares, and the SDKs' V1 hashes differ from
+// each other: so a V1 container keeps one range, where routing never matters.
+func hashV2(props map[string]any) bool {
+	pk, _ := props["partitionKey"].(map[string]any)
+	v, _ := pk["version"].(float64)
+	return v == 2
 }
