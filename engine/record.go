@@ -10,8 +10,9 @@ import (
 // The stored-record format of items: the record's header and its JSON and
 // the ETag a record answers with. It uses no other name of the engine, so
 // that every file may read records without tying itself into a cycle; a
-// container's logical partitions, their keys and an item's expiry are the
-// container's (catalog.go).
+// container's logical partitions and their keys are the container's
+// (catalogmodel.go), the key of a record's expiry entry is the record's
+// (expiryKey).
 
 // storedItem is an item as kept in storage: a fixed header, then its JSON.
 //

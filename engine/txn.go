@@ -272,7 +272,7 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	if prev != nil {
 		prevDoc = prev.doc
 	}
-	if err := t.putUnique(ctx, s.key, it.obj, prevDoc); err != nil {
+	if err := (uniqueIndex{b: t.b, p: t.p, now: t.now}).putUnique(ctx, s.key, it.obj, prevDoc); err != nil {
 		return nil, err
 	}
 	ridBytes := binary.BigEndian.AppendUint64(nil, s.rid)
@@ -319,7 +319,7 @@ func (t *txn) remove(ctx context.Context, prev *storedItem) error {
 	if err := t.reindex(prev.key, prev.doc, nil); err != nil {
 		return err
 	}
-	if err := t.removeUnique(ctx, prev.key, prev.doc); err != nil {
+	if err := (uniqueIndex{b: t.b, p: t.p, now: t.now}).removeUnique(ctx, prev.key, prev.doc); err != nil {
 		return err
 	}
 	ridBytes := binary.BigEndian.AppendUint64(nil, prev.rid)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
@@ -28,9 +29,18 @@ import (
 // msgUniqueViolation is the service's message for a unique key conflict.
 const msgUniqueViolation = "Unique index constraint violation."
 
+// uniqueIndex is the unique-key entries of one logical partition as a
+// write transaction (txn.go) sees them: its batch, which reads its own
+// writes, its partition and its time.
+type uniqueIndex struct {
+	b   storage.Batch
+	p   *partition
+	now time.Time
+}
+
 // uniqueEntries returns an item's unique-key index keys, one per unique
 // key of the container.
-func (t *txn) uniqueEntries(obj object) ([][]byte, error) {
+func (t uniqueIndex) uniqueEntries(obj object) ([][]byte, error) {
 	c := t.p.c
 	base := keys.UniquePartitionPrefix(c.rid, t.p.enc)
 	out := make([][]byte, 0, len(c.unique))
@@ -108,7 +118,7 @@ func appendUniqueValue(k []byte, raw json.RawMessage) ([]byte, error) {
 // (obj its new properties, prevDoc its previous document or nil), and
 // fails with 409 when another live item of the partition holds one of its
 // unique values.
-func (t *txn) putUnique(ctx context.Context, itemKey []byte, obj object, prevDoc []byte) error {
+func (t uniqueIndex) putUnique(ctx context.Context, itemKey []byte, obj object, prevDoc []byte) error {
 	if len(t.p.c.unique) == 0 {
 		return nil
 	}
@@ -165,7 +175,7 @@ func (t *txn) putUnique(ctx context.Context, itemKey []byte, obj object, prevDoc
 }
 
 // removeUnique drops the unique-key entries of a deleted item.
-func (t *txn) removeUnique(ctx context.Context, itemKey, doc []byte) error {
+func (t uniqueIndex) removeUnique(ctx context.Context, itemKey, doc []byte) error {
 	if len(t.p.c.unique) == 0 {
 		return nil
 	}
@@ -187,7 +197,7 @@ func (t *txn) removeUnique(ctx context.Context, itemKey, doc []byte) error {
 
 // deleteUniqueOf deletes entry k if it still names itemKey (an expired
 // item's entry may have been taken over by a newer item).
-func (t *txn) deleteUniqueOf(ctx context.Context, k, itemKey []byte) error {
+func (t uniqueIndex) deleteUniqueOf(ctx context.Context, k, itemKey []byte) error {
 	owner, err := t.b.Get(ctx, k)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil
@@ -203,7 +213,7 @@ func (t *txn) deleteUniqueOf(ctx context.Context, k, itemKey []byte) error {
 
 // liveItemAt reports whether the item stored at key exists and has not
 // expired.
-func (t *txn) liveItemAt(ctx context.Context, key []byte) (bool, error) {
+func (t uniqueIndex) liveItemAt(ctx context.Context, key []byte) (bool, error) {
 	v, err := t.b.Get(ctx, key)
 	if errors.Is(err, storage.ErrNotFound) {
 		return false, nil
