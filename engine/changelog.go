@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"encoding/binary"
 
 	"github.com/orrery-db/orrery/engine/internal/feed"
 	"github.com/orrery-db/orrery/engine/internal/keys"
@@ -69,28 +68,4 @@ func (t *txn) appendChange(r *feed.Record) error {
 	k := keys.VersionKey(t.p.c.rid, t.lsn, t.nlog)
 	t.nlog++
 	return t.b.Set(k, r.Encode())
-}
-
-// expiryKey is the item's entry in the expiry index. Items with ttl -1 never
-// expire and have none, but deleting their (absent) key is harmless.
-func (it *storedItem) expiryKey(collRID []byte) []byte {
-	rid := binary.BigEndian.AppendUint64(nil, it.rid)
-	if it.ttl > 0 {
-		return keys.ExpiryKey(collRID, keys.ExpiryByDeadline, it.ts+int64(it.ttl), rid)
-	}
-	return keys.ExpiryKey(collRID, keys.ExpiryByModified, it.ts, rid)
-}
-
-// epkLen is the length of the effective partition key in the container's
-// item keys.
-func (c *Container) epkLen() int { return 16 * len(c.pk.Paths) }
-
-// itemEPK returns the effective partition key part of one of the container's
-// item keys.
-func (c *Container) itemEPK(key []byte) []byte { return keys.ItemEPK(c.rid, c.epkLen(), key) }
-
-// splitItemKey returns the id and the encoded partition key of one of the
-// container's item keys.
-func (c *Container) splitItemKey(key []byte) (id string, pkEnc []byte, ok bool) {
-	return keys.SplitItemKey(c.rid, c.epkLen(), key)
 }

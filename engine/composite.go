@@ -3,39 +3,13 @@ package engine
 import (
 	"strings"
 
+	"github.com/orrery-db/orrery/engine/internal/indexpolicy"
 	"github.com/orrery-db/orrery/query"
 )
 
 // msgNoCompositeIndex is the service's answer to an ORDER BY on several
 // properties that no composite index of the container serves.
 const msgNoCompositeIndex = "The order by query does not have a corresponding composite index that it can be served from."
-
-// compositeIndexes reads a container's indexingPolicy.compositeIndexes:
-// each index is its paths ("/a/b", quotes removed) with their orders
-// (true for descending).
-func compositeIndexes(props map[string]any) [][]compositePath {
-	ip, _ := props["indexingPolicy"].(map[string]any)
-	list, _ := ip["compositeIndexes"].([]any)
-	var out [][]compositePath
-	for _, e := range list {
-		paths, _ := e.([]any)
-		var ci []compositePath
-		for _, p := range paths {
-			m, _ := p.(map[string]any)
-			path, _ := m["path"].(string)
-			order, _ := m["order"].(string)
-			ci = append(ci, compositePath{path: strings.ReplaceAll(path, `"`, ""), desc: strings.EqualFold(order, "descending")})
-		}
-		out = append(out, ci)
-	}
-	return out
-}
-
-// compositePath is one path of a composite index.
-type compositePath struct {
-	path string
-	desc bool
-}
 
 // checkCompositeOrder refuses, as the service does, an ORDER BY on two or
 // more properties that no composite index serves: one whose paths are the
@@ -54,18 +28,18 @@ func (c *Container) checkCompositeOrder(plan *query.Plan) *Error {
 	if c.index == nil {
 		return nil
 	}
-	for _, ci := range c.index.composite {
+	for _, ci := range c.index.Composite {
 		if len(ci) < len(plan.OrderBy) {
 			continue
 		}
 		same, reversed := true, true
 		for i, k := range plan.OrderBy {
-			if ci[i].path != indexPath(k.Path) {
+			if ci[i].Path != indexpolicy.Path(k.Path) {
 				same, reversed = false, false
 				break
 			}
-			same = same && ci[i].desc == k.Descending
-			reversed = reversed && ci[i].desc != k.Descending
+			same = same && ci[i].Desc == k.Descending
+			reversed = reversed && ci[i].Desc != k.Descending
 		}
 		if same || reversed {
 			return nil
@@ -81,24 +55,24 @@ func (c *Container) indexUtilization(plan *query.Plan, used []query.Filter, orde
 	u := &IndexUtilization{UtilizedSingle: []IndexUse{}, PotentialSingle: []IndexUse{}, PotentialComposite: []CompositeIndexUse{}}
 	seen := map[string]bool{}
 	for _, f := range used {
-		spec := indexPath(f.Path) + "/?"
+		spec := indexpolicy.Path(f.Path) + "/?"
 		if !seen[spec] {
 			seen[spec] = true
 			u.UtilizedSingle = append(u.UtilizedSingle, IndexUse{Spec: spec, Filter: filterText(f)})
 		}
 	}
 	if orderUsed && len(plan.OrderBy) == 1 {
-		spec := indexPath(plan.OrderBy[0].Path) + "/?"
+		spec := indexpolicy.Path(plan.OrderBy[0].Path) + "/?"
 		if !seen[spec] {
 			seen[spec] = true
 			u.UtilizedSingle = append(u.UtilizedSingle, IndexUse{Spec: spec, Filter: orderText(plan.OrderBy[0])})
 		}
 	}
 	indexed := func(path []string) bool {
-		return len(path) > 0 && c.index != nil && !c.indexRetired.Load() && c.index.indexes(indexPath(path))
+		return len(path) > 0 && c.index != nil && !c.indexRetired.Load() && c.index.Indexes(indexpolicy.Path(path))
 	}
 	for _, f := range plan.Filters {
-		spec := indexPath(f.Path) + "/?"
+		spec := indexpolicy.Path(f.Path) + "/?"
 		if !seen[spec] && !indexed(f.Path) {
 			seen[spec] = true
 			u.PotentialSingle = append(u.PotentialSingle, IndexUse{Spec: spec, Filter: filterText(f)})
@@ -106,7 +80,7 @@ func (c *Container) indexUtilization(plan *query.Plan, used []query.Filter, orde
 	}
 	switch {
 	case len(plan.OrderBy) == 1 && plan.OrderBy[0].Path != nil:
-		spec := indexPath(plan.OrderBy[0].Path) + "/?"
+		spec := indexpolicy.Path(plan.OrderBy[0].Path) + "/?"
 		if !seen[spec] && !indexed(plan.OrderBy[0].Path) {
 			u.PotentialSingle = append(u.PotentialSingle, IndexUse{Spec: spec, Filter: orderText(plan.OrderBy[0])})
 		}
@@ -143,5 +117,5 @@ func orderText(k query.OrderKey) string {
 	if k.Descending {
 		dir = "DESC"
 	}
-	return indexPath(k.Path) + " " + dir
+	return indexpolicy.Path(k.Path) + " " + dir
 }

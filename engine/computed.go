@@ -2,10 +2,8 @@ package engine
 
 import (
 	"errors"
-	"strings"
 
-	"github.com/orrery-db/orrery/engine/internal/jsondoc"
-	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/indexpolicy"
 	"github.com/orrery-db/orrery/query"
 )
 
@@ -18,7 +16,7 @@ import (
 
 // parseComputedProperties reads and checks a container's computed
 // properties; ip is its indexing policy, which decides the indexed ones.
-func parseComputedProperties(props map[string]any, ip *indexPolicy) ([]*query.ComputedProperty, *Error) {
+func parseComputedProperties(props map[string]any, ip *indexpolicy.Policy) ([]*query.ComputedProperty, *Error) {
 	raw, ok := props["computedProperties"]
 	if !ok || raw == nil {
 		return nil, nil
@@ -51,7 +49,7 @@ func parseComputedProperties(props map[string]any, ip *indexPolicy) ([]*query.Co
 			}
 			return nil, BadRequest("%v", err)
 		}
-		cp.Indexed = ip.indexesComputed(name)
+		cp.Indexed = ip.IndexesComputed(name)
 		out = append(out, cp)
 	}
 	for _, cp := range out {
@@ -64,22 +62,6 @@ func parseComputedProperties(props map[string]any, ip *indexPolicy) ([]*query.Co
 	return out, nil
 }
 
-// indexesComputed reports whether the policy indexes the computed property
-// name: an included path names it explicitly, and no exclusion wins.
-func (p *indexPolicy) indexesComputed(name string) bool {
-	if p == nil || p.none {
-		return false
-	}
-	path := "/" + name
-	for _, pat := range p.included {
-		pat = strings.ReplaceAll(pat, `"`, "")
-		if pat == path+"/?" || pat == path+"/*" {
-			return p.indexes(path)
-		}
-	}
-	return false
-}
-
 // computedByName returns the container's computed property name, or nil.
 func (c *Container) computedByName(name string) *query.ComputedProperty {
 	for _, cp := range c.computed {
@@ -88,37 +70,6 @@ func (c *Container) computedByName(name string) *query.ComputedProperty {
 		}
 	}
 	return nil
-}
-
-// appendComputedIndexEntries adds the index entries of the indexed
-// computed properties of obj to out.
-func (c *Container) appendComputedIndexEntries(obj jsondoc.Object, suffix []byte, out [][]byte) ([][]byte, error) {
-	var doc []byte
-	for _, cp := range c.computed {
-		if !cp.Indexed {
-			continue
-		}
-		if doc == nil {
-			doc = obj.Encode()
-		}
-		v, ok, err := cp.Evaluate(doc)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
-		k, err := appendRawIndexValue(keys.IndexPathPrefix(c.rid, "/"+escapeIndexName(cp.Name)), v)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, append(k, suffix...))
-	}
-	return out, nil
-}
-
-func escapeIndexName(name string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(name, "~", "~0"), "/", "~1")
 }
 
 // parseQuery parses a query on c: references to its computed properties
@@ -141,7 +92,7 @@ func (c *Container) parseQuery(text string) (*query.Query, error) {
 // computedChanged reports whether a replace changes the computed
 // properties or which of them are indexed, which rebuilds the index.
 func computedChanged(props map[string]any, prev *Container) bool {
-	cur, err := parseComputedProperties(props, newIndexPolicy(props))
+	cur, err := parseComputedProperties(props, indexpolicy.New(props))
 	if err != nil || len(cur) != len(prev.computed) {
 		return true
 	}

@@ -54,7 +54,7 @@ func TestComputedPropertiesAreQueriedAndIndexedNotStored(t *testing.T) {
 	}
 	// The index holds the computed values: an index range on /cp_lower finds them.
 	c, _ := e.Container(ctx, "db", "c")
-	if !c.index.indexesComputed("cp_lower") || c.index.indexesComputed("cp_len") {
+	if !c.index.IndexesComputed("cp_lower") || c.index.IndexesComputed("cp_len") {
 		t.Fatal("only the explicitly included computed property is indexed")
 	}
 	prefix := keys.IndexPathPrefix(c.rid, "/cp_lower")

@@ -7,8 +7,11 @@ import (
 	"maps"
 	"sort"
 
+	"github.com/orrery-db/orrery/engine/internal/indexpolicy"
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/pkranges"
 	"github.com/orrery-db/orrery/engine/internal/rids"
+	"github.com/orrery-db/orrery/engine/internal/uniquepolicy"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -49,7 +52,7 @@ func (e *Engine) CreateContainer(ctx context.Context, dbName string, body []byte
 	}
 	rec := containerRecord{Props: normalized}
 	if n := e.rangeCount(throughput); n > 1 && hashV2(normalized) {
-		rec.Ranges = newRangeSet(n, e.now().Unix())
+		rec.Ranges = pkranges.New(n, e.now().Unix())
 	}
 	e.placeRanges(&rec, rid)
 	var offerBody []byte
@@ -176,7 +179,7 @@ func normalizeContainerProps(props map[string]any, prev *Container) (map[string]
 		}
 		excludeETag(ip)
 	}
-	if _, err := parseComputedProperties(out, newIndexPolicy(out)); err != nil {
+	if _, err := parseComputedProperties(out, indexpolicy.New(out)); err != nil {
 		return nil, err
 	}
 	var prevProps map[string]any
@@ -193,9 +196,9 @@ func normalizeContainerProps(props map[string]any, prev *Container) (map[string]
 			out["uniqueKeyPolicy"] = prev.record.Props["uniqueKeyPolicy"]
 		}
 	}
-	uk, uerr := parseUniqueKeyPolicy(out["uniqueKeyPolicy"])
+	uk, uerr := uniquepolicy.Parse(out["uniqueKeyPolicy"])
 	if uerr != nil {
-		return nil, uerr
+		return nil, BadRequest("%s", uerr.Error())
 	}
 	if prev != nil {
 		old, _ := json.Marshal(prev.unique)
@@ -283,7 +286,7 @@ func (e *Engine) replaceContainer(ctx context.Context, dbName, name string, prop
 	if perr != nil {
 		return nil, perr
 	}
-	reindex := !newIndexPolicy(normalized).equal(prev.index) || computedChanged(normalized, prev)
+	reindex := !indexpolicy.New(normalized).Equal(prev.index) || computedChanged(normalized, prev)
 	if reindex && !locked {
 		return nil, errReindexNeedsLocks
 	}
@@ -368,22 +371,6 @@ func (e *Engine) deleteContainerRecords(ctx context.Context, b storage.Batch, c 
 	return deleteRange(ctx, e.store, b, keys.ChildContainerPrefix(c.rid), nil)
 }
 
-// deleteRange records the deletion of every key under prefix+suffix into b.
-func deleteRange(ctx context.Context, r storage.Reader, b storage.Batch, prefix []byte, suffix []byte) error {
-	p := append(append([]byte(nil), prefix...), suffix...)
-	it, err := r.NewIterator(ctx, p, storage.PrefixEnd(p), false)
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for it.Next() {
-		if err := b.Delete(append([]byte(nil), it.Key()...)); err != nil {
-			return err
-		}
-	}
-	return it.Err()
-}
-
 // purgeContainerData deletes a dropped container's items, feeds and indexes
 // in the background, in chunks, so a large container does not stall the
 // catalog. Its RID is never reused, so the leftovers are unreachable meanwhile.
@@ -407,41 +394,12 @@ func (e *Engine) purgeContainerData(collRID []byte) {
 	}()
 }
 
-func purgePrefix(ctx context.Context, s storage.Store, p []byte) error {
-	return purgeRange(ctx, s, p, storage.PrefixEnd(p))
-}
-
-// purgeRange deletes the keys from lower (inclusive) to upper (exclusive),
-// a committed chunk at a time.
-func purgeRange(ctx context.Context, s storage.Store, lower, upper []byte) error {
-	const chunk = 1000
-	for {
-		it, err := s.NewIterator(ctx, lower, upper, false)
-		if err != nil {
-			return err
-		}
-		b := s.NewBatch()
-		for it.Next() && b.Count() < chunk {
-			if err := b.Delete(append([]byte(nil), it.Key()...)); err != nil {
-				it.Close()
-				b.Close()
-				return err
-			}
-		}
-		if err := it.Close(); err != nil {
-			b.Close()
-			return err
-		}
-		n := b.Count()
-		if n > 0 {
-			if err := b.Commit(ctx); err != nil {
-				b.Close()
-				return err
-			}
-		}
-		b.Close()
-		if n < chunk {
-			return nil
-		}
+// rangeCount is how many ranges a container created with t gets.
+func (e *Engine) rangeCount(t *Throughput) int {
+	n := max(e.opts.PartitionKeyRanges, 1)
+	if t != nil {
+		ru := max(t.Manual, t.AutoscaleMax)
+		n = max(n, (ru+RUPerPartitionKeyRange-1)/RUPerPartitionKeyRange)
 	}
+	return min(n, maxInitialRanges)
 }

@@ -75,6 +75,10 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// DefaultSweepInterval is how often the TTL sweeper looks for expired items
+// when Options.SweepInterval is zero.
+const DefaultSweepInterval = time.Second
+
 // Defaults of the query limits (see Options).
 const (
 	// DefaultQueryTimeBudget is the time one page of a query may run, the
@@ -144,89 +148,6 @@ type Engine struct {
 
 	// search holds the containers' open search indexes (searchindex.go).
 	search searchIndexes
-}
-
-// Open loads the catalog from store and returns a ready engine. The caller
-// keeps ownership of store and closes it after Close. ctx bounds the loading
-// (and an index upgrade it runs) only: the engine's background work runs
-// under a context of its own, which Close cancels.
-//
-// Every other method that reads or writes takes the request's context
-// first: once it ends, the store stops waiting for the request's reads and
-// writes and the request fails with an error wrapping the context's
-// (answered 408). A write whose commit had begun may have committed.
-func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, error) {
-	if err := upgradeLayout(ctx, store); err != nil {
-		return nil, err
-	}
-	e := &Engine{
-		store:   store,
-		opts:    opts,
-		durable: newDurability(),
-		now:     opts.Now,
-		dbs:     map[string]*Database{},
-		offers:  map[string][]byte{},
-		seed:    maphash.MakeSeed(),
-		stop:    make(chan struct{}),
-	}
-	e.bgCtx, e.cancelBg = context.WithCancel(context.Background())
-	if e.now == nil {
-		e.now = time.Now
-	}
-	if e.log = opts.Logger; e.log == nil {
-		e.log = slog.Default()
-	}
-	e.catMu.e = e
-	// The seam is chosen once, here: a store this process has alone, or
-	// one it shares with other engines.
-	if e.shared = newSharedState(store); e.shared != nil {
-		v, err := catalogVersion(ctx, store)
-		if err != nil {
-			return nil, err
-		}
-		e.shared.version.Store(&v)
-		e.seam, e.seq = sharedSeam{e}, e.shared
-	} else {
-		seq, err := newSequencer(ctx, store)
-		if err != nil {
-			return nil, err
-		}
-		e.seam, e.seq = localSeam{e}, seq
-	}
-	e.cursors = newCursorCache(e.now)
-	if n := opts.MaxCostlyQueries; n >= 0 {
-		if n == 0 {
-			n = max(1, runtime.GOMAXPROCS(0)/2)
-		}
-		e.costlySlots = make(chan struct{}, n)
-	}
-	switch {
-	case opts.QueryMemoryPool == 0:
-		e.queryPool = query.NewMemoryPool(DefaultQueryMemoryPool)
-	case opts.QueryMemoryPool > 0:
-		e.queryPool = query.NewMemoryPool(opts.QueryMemoryPool)
-	}
-	if err := e.loadCatalog(ctx); err != nil {
-		return nil, err
-	}
-	if err := e.loadOffers(ctx); err != nil {
-		return nil, err
-	}
-	if err := e.ensureContainerOffers(ctx); err != nil {
-		return nil, err
-	}
-	if err := e.upgradeIndexes(ctx); err != nil {
-		return nil, err
-	}
-	interval := opts.SweepInterval
-	if interval == 0 {
-		interval = DefaultSweepInterval
-	}
-	if interval > 0 {
-		e.bg.Add(1)
-		go e.seam.sweepLoop(interval)
-	}
-	return e, nil
 }
 
 // Close stops the TTL sweeper and waits for background work (sweeping,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -113,3 +114,43 @@ func StatusOf(err error) int {
 	}
 	return 500
 }
+
+// parseQuery parses a query, mapping syntax errors to 400.
+func parseQuery(text string) (*query.Query, error) {
+	q, err := query.Parse(text)
+	if err != nil {
+		var qe *query.Error
+		if errors.As(err, &qe) {
+			return nil, BadRequest("%s", qe.Error())
+		}
+		return nil, BadRequest("%v", err)
+	}
+	return q, nil
+}
+
+// queryError maps an execution error: an invalid query or one that needs
+// more memory than a query may hold to 400, a query that could not make
+// progress within its time budget or whose request was cancelled to 408,
+// a query refused for want of the memory all queries share to 429. A
+// storage failure stays as it is.
+func queryError(err error) error {
+	var qe *query.Error
+	switch {
+	case errors.As(err, &qe):
+		return BadRequest("%s", qe.Error())
+	case errors.Is(err, query.ErrTimeBudget):
+		return &Error{Status: 408, Code: "RequestTimeout", Message: msgQueryTimeBudget}
+	case errors.Is(err, query.ErrMemoryPool):
+		return &Error{Status: 429, Code: "TooManyRequests", Message: msgQueryMemoryPool}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return &Error{Status: 408, Code: "RequestTimeout", Message: "The request was cancelled while its query ran."}
+	}
+	return err
+}
+
+const (
+	msgQueryTimeBudget = "Request timed out: the query used up the time budget of one page without producing a result. " +
+		"Queries evaluated whole (ORDER BY, aggregates, GROUP BY, DISTINCT) must finish within one page's budget, " +
+		"and so must each row of a query; add filters, use fewer JOINs, or scope the query to a partition key."
+	msgQueryMemoryPool = "Request rate is large: the memory that running queries share is in use. Retry the query later."
+)

@@ -11,41 +11,6 @@ import (
 	"github.com/orrery-db/orrery/storage"
 )
 
-// DefaultPageSize is the page size of feeds when the client gives none.
-const DefaultPageSize = 100
-
-// MaxPageSize is the largest page a feed returns.
-const MaxPageSize = 1000
-
-// FeedRequest asks for a page of a container's items (read feed).
-type FeedRequest struct {
-	Database  string
-	Container string
-	// PartitionKey scopes the feed to one logical partition when HasPartitionKey.
-	PartitionKey    PartitionKey
-	HasPartitionKey bool
-	// MaxItems is the page size; zero or less means the default.
-	MaxItems int
-	// Continuation is the token of the previous page, "" for the first.
-	Continuation string
-	// PartitionKeyRangeID, MinEPK and MaxEPK scope the feed to one
-	// partition key range and to an effective partition key span in it, as
-	// for the change feed.
-	PartitionKeyRangeID string
-	MinEPK, MaxEPK      string
-}
-
-// FeedResult is one page of items.
-type FeedResult struct {
-	Items [][]byte
-	// Continuation is "" on the last page.
-	Continuation string
-	Charge       float64
-	// SessionLSN is the session token's LSN, read with the page's snapshot
-	// on a shared store; 0 when the caller must ask SessionLSN.
-	SessionLSN uint64
-}
-
 // ReadFeed returns a page of items in creation order, as the service lists
 // a physical partition's documents (see order.go). Like a query page, it
 // checks the catalog and reads its session token in the round trip that

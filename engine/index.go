@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/orrery-db/orrery/engine/internal/indexpolicy"
 	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/query"
@@ -113,107 +114,6 @@ func truncatedIndexValue(v []byte) bool {
 	return len(v) > 2 && v[0] == ixString && v[len(v)-2] == 0 && v[len(v)-1] == 2
 }
 
-// indexPath renders a property path as the index names it: its segments
-// joined by '/', with '~' and '/' escaped as in JSON pointers.
-func indexPath(segs []string) string {
-	var b strings.Builder
-	for _, s := range segs {
-		b.WriteByte('/')
-		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1"))
-	}
-	return b.String()
-}
-
-// indexPolicy decides which property paths a container indexes, from its
-// indexingPolicy: the most specific included or excluded path wins.
-type indexPolicy struct {
-	none     bool
-	included []string
-	excluded []string
-	// all: every path but /_etag is indexed (the default policy: /* in,
-	// at most /"_etag"/? out), which the write path need not ask per path.
-	all bool
-	// spatial lists the paths with a spatial index (spatial.go); nil: none.
-	spatial *spatialPolicy
-	// composite are the composite indexes, which multi-property ORDER BY
-	// queries need (checkCompositeOrder).
-	composite [][]compositePath
-}
-
-func newIndexPolicy(props map[string]any) *indexPolicy {
-	ip, _ := props["indexingPolicy"].(map[string]any)
-	p := &indexPolicy{composite: compositeIndexes(props)}
-	if mode, _ := ip["indexingMode"].(string); strings.EqualFold(mode, "none") {
-		p.none = true
-		return p
-	}
-	read := func(name string) []string {
-		var out []string
-		list, _ := ip[name].([]any)
-		for _, e := range list {
-			if m, ok := e.(map[string]any); ok {
-				if s, ok := m["path"].(string); ok {
-					out = append(out, s)
-				}
-			}
-		}
-		return out
-	}
-	p.spatial = newSpatialPolicy(ip)
-	p.included = read("includedPaths")
-	p.excluded = read("excludedPaths")
-	p.all = slices.ContainsFunc(p.included, func(pat string) bool { return strings.ReplaceAll(pat, `"`, "") == "/*" }) &&
-		!slices.ContainsFunc(p.excluded, func(pat string) bool { return strings.ReplaceAll(pat, `"`, "") != "/_etag/?" })
-	return p
-}
-
-// equal reports whether two policies index the same paths.
-func (p *indexPolicy) equal(q *indexPolicy) bool {
-	return p.none == q.none && slices.Equal(p.included, q.included) && slices.Equal(p.excluded, q.excluded) && p.spatial.equal(q.spatial)
-}
-
-// covers reports whether a policy path pattern ("/*", "/a/?", "/a/*",
-// "/\"_etag\"/?") matches the scalar at path.
-func patternCovers(pattern, path string) (bool, int) {
-	pattern = strings.ReplaceAll(pattern, `"`, "")
-	if pattern == "/" {
-		pattern = "/*" // the legacy form
-	}
-	switch {
-	case strings.HasSuffix(pattern, "/*"):
-		base := strings.TrimSuffix(pattern, "/*")
-		if base == "" || path == base || strings.HasPrefix(path, base+"/") {
-			return true, len(base)
-		}
-	case strings.HasSuffix(pattern, "/?"):
-		if path == strings.TrimSuffix(pattern, "/?") {
-			return true, len(pattern)
-		}
-	case pattern == path:
-		return true, len(pattern)
-	}
-	return false, -1
-}
-
-// indexes reports whether the scalar at path is indexed.
-func (p *indexPolicy) indexes(path string) bool {
-	if p == nil || p.none {
-		return false
-	}
-	best, in := -1, false
-	for _, pat := range p.included {
-		if ok, n := patternCovers(pat, path); ok && n > best {
-			best, in = n, true
-		}
-	}
-	for _, pat := range p.excluded {
-		if ok, n := patternCovers(pat, path); ok && n >= best {
-			best, in = n, false
-		}
-	}
-	return in
-}
-
 // unindexedProperties are system properties no query filters on.
 var unindexedProperties = map[string]bool{"_rid": true, "_self": true, "_etag": true, "_attachments": true}
 
@@ -222,7 +122,7 @@ var unindexedProperties = map[string]bool{"_rid": true, "_self": true, "_etag": 
 // and object. It walks the stored JSON without decoding it into maps: the
 // write path runs it for every version written and replaced.
 func (c *Container) indexEntries(doc []byte, itemKey []byte) ([][]byte, error) {
-	if c.index == nil || c.index.none {
+	if c.index == nil || c.index.None {
 		return nil, nil
 	}
 	obj, err := jsondoc.Parse(doc)
@@ -234,7 +134,7 @@ func (c *Container) indexEntries(doc []byte, itemKey []byte) ([][]byte, error) {
 
 // objectIndexEntries is indexEntries of a parsed document.
 func (c *Container) objectIndexEntries(obj jsondoc.Object, itemKey []byte) ([][]byte, error) {
-	if c.index == nil || c.index.none {
+	if c.index == nil || c.index.None {
 		return nil, nil
 	}
 	suffix := itemKey[1+len(c.rid):]
@@ -262,7 +162,7 @@ func (c *Container) objectIndexEntries(obj jsondoc.Object, itemKey []byte) ([][]
 					return err
 				}
 			}
-			if !c.index.all && !c.index.indexes(string(p)) || c.index.all && string(p) == "/_etag" {
+			if !c.index.All && !c.index.Indexes(string(p)) || c.index.All && string(p) == "/_etag" {
 				continue
 			}
 			// The longest entry: the prefix, a string value of
@@ -336,71 +236,14 @@ func appendRawIndexValue(k []byte, raw json.RawMessage) ([]byte, error) {
 	return appendIndexNumber(k, f), nil
 }
 
-// reindex replaces an item's index entries in the transaction: the entries
-// of prevDoc (nil when new) are removed and those of doc (nil when deleted)
-// added. doc is parsed: the write path has it so.
-func (t *txn) reindex(key []byte, prevDoc []byte, doc jsondoc.Object) error {
-	c := t.p.c
-	if err := t.reindexSearch(key, doc); err != nil {
-		return err
-	}
-	var old, cur [][]byte
-	var err error
-	if prevDoc != nil {
-		if old, err = c.indexEntries(prevDoc, key); err != nil {
-			return err
-		}
-	}
-	if doc != nil {
-		if cur, err = c.objectIndexEntries(doc, key); err != nil {
-			return err
-		}
-	}
-	// Both lists sorted, the entries only in old are deleted and those only
-	// in cur written; an entry in both is left as it is.
-	slices.SortFunc(old, bytes.Compare)
-	slices.SortFunc(cur, bytes.Compare)
-	j := 0
-	for i, k := range old {
-		if i > 0 && bytes.Equal(k, old[i-1]) {
-			continue
-		}
-		for j < len(cur) && bytes.Compare(cur[j], k) < 0 {
-			j++
-		}
-		if j < len(cur) && bytes.Equal(cur[j], k) {
-			continue
-		}
-		if err := t.b.Delete(k); err != nil {
-			return err
-		}
-	}
-	i := 0
-	for j, k := range cur {
-		if j > 0 && bytes.Equal(k, cur[j-1]) {
-			continue
-		}
-		for i < len(old) && bytes.Compare(old[i], k) < 0 {
-			i++
-		}
-		if i < len(old) && bytes.Equal(old[i], k) {
-			continue
-		}
-		if err := t.b.Set(k, nil); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // keyRange is a half-open range of storage keys.
 type keyRange struct{ lower, upper []byte }
 
 // indexRanges returns the index key ranges that hold the items matching a
 // filter on path, or ok false when the index cannot serve it.
 func (c *Container) indexRanges(path []string, op query.FilterOp, values []json.RawMessage) ([]keyRange, bool) {
-	p := indexPath(path)
-	if c.index == nil || !c.index.indexes(p) || len(path) == 0 {
+	p := indexpolicy.Path(path)
+	if c.index == nil || !c.index.Indexes(p) || len(path) == 0 {
 		return nil, false
 	}
 	base := keys.IndexPathPrefix(c.rid, p)
@@ -530,7 +373,7 @@ func (c *Container) chooseIndex(plan *query.Plan) (*indexSource, bool) {
 			continue
 		}
 		if ranges, ok := c.indexRanges(f.Path, f.Op, f.Values); ok {
-			best = &indexSource{ranges: ranges, base: len(keys.IndexPathPrefix(c.rid, indexPath(f.Path))), filters: []query.Filter{f}}
+			best = &indexSource{ranges: ranges, base: len(keys.IndexPathPrefix(c.rid, indexpolicy.Path(f.Path))), filters: []query.Filter{f}}
 			bestRank = r
 		}
 	}
@@ -557,8 +400,8 @@ func (c *Container) orderIndex(plan *query.Plan) (ix *indexSource, complete bool
 		return nil, false, false
 	}
 	key := plan.OrderBy[0]
-	p := indexPath(key.Path)
-	if c.index == nil || c.indexRetired.Load() || !c.index.indexes(p) || len(key.Path) == 0 {
+	p := indexpolicy.Path(key.Path)
+	if c.index == nil || c.indexRetired.Load() || !c.index.Indexes(p) || len(key.Path) == 0 {
 		return nil, false, false
 	}
 	base := keys.IndexPathPrefix(c.rid, p)
@@ -576,4 +419,35 @@ func (c *Container) orderIndex(plan *query.Plan) (ix *indexSource, complete bool
 	}
 	all := []keyRange{{base, storage.PrefixEnd(base)}}
 	return &indexSource{ranges: all, base: len(base), reverse: true}, false, true
+}
+
+// appendComputedIndexEntries adds the index entries of the indexed
+// computed properties of obj to out.
+func (c *Container) appendComputedIndexEntries(obj jsondoc.Object, suffix []byte, out [][]byte) ([][]byte, error) {
+	var doc []byte
+	for _, cp := range c.computed {
+		if !cp.Indexed {
+			continue
+		}
+		if doc == nil {
+			doc = obj.Encode()
+		}
+		v, ok, err := cp.Evaluate(doc)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		k, err := appendRawIndexValue(keys.IndexPathPrefix(c.rid, "/"+escapeIndexName(cp.Name)), v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, append(k, suffix...))
+	}
+	return out, nil
+}
+
+func escapeIndexName(name string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(name, "~", "~0"), "/", "~1")
 }

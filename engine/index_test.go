@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/orrery-db/orrery/engine/internal/indexpolicy"
 	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/query"
@@ -144,25 +145,6 @@ func TestIndexIsUsedForFilters(t *testing.T) {
 	}
 }
 
-func TestIndexingPolicyPaths(t *testing.T) {
-	p := newIndexPolicy(map[string]any{"indexingPolicy": map[string]any{
-		"includedPaths": []any{map[string]any{"path": "/*"}, map[string]any{"path": "/big/keep/?"}},
-		"excludedPaths": []any{map[string]any{"path": "/big/*"}, map[string]any{"path": "/\"_etag\"/?"}},
-	}})
-	for path, want := range map[string]bool{"/a": true, "/a/b": true, "/big": false, "/big/x": false, "/big/keep": true, "/_etag": false} {
-		if got := p.indexes(path); got != want {
-			t.Errorf("indexes(%s) = %v, want %v", path, got, want)
-		}
-	}
-	only := newIndexPolicy(map[string]any{"indexingPolicy": map[string]any{
-		"includedPaths": []any{map[string]any{"path": "/name/?"}},
-		"excludedPaths": []any{map[string]any{"path": "/*"}},
-	}})
-	if !only.indexes("/name") || only.indexes("/other") {
-		t.Error("include-one-path policy")
-	}
-}
-
 func orderValues(rows []string) []string {
 	out := make([]string, len(rows))
 	for i, r := range rows {
@@ -235,16 +217,16 @@ func TestDefaultPolicyEntriesAreThoseItsPathsIndex(t *testing.T) {
 	} {
 		var ip map[string]any
 		json.Unmarshal([]byte(policy), &ip)
-		c := &Container{rid: make([]byte, 8), index: newIndexPolicy(map[string]any{"indexingPolicy": ip})}
+		c := &Container{rid: make([]byte, 8), index: indexpolicy.New(map[string]any{"indexingPolicy": ip})}
 		got, err := c.objectIndexEntries(obj, key)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(policy, "big") && c.index.all {
+		if strings.Contains(policy, "big") && c.index.All {
 			t.Errorf("%s: the policy is taken for one that indexes every path", policy)
 		}
 		asked := *c.index
-		asked.all = false
+		asked.All = false
 		c.index = &asked
 		want, err := c.objectIndexEntries(obj, key)
 		if err != nil {

@@ -90,27 +90,6 @@ func throughputOf(content map[string]any) (*Throughput, error) {
 	return &Throughput{Manual: n}, nil
 }
 
-// wholeNumber reads a JSON number decoded with UseNumber (or as float64)
-// that is a whole number.
-func wholeNumber(v any) (int, bool) {
-	var f float64
-	switch n := v.(type) {
-	case json.Number:
-		var err error
-		if f, err = n.Float64(); err != nil {
-			return 0, false
-		}
-	case float64:
-		f = n
-	default:
-		return 0, false
-	}
-	if f != float64(int(f)) {
-		return 0, false
-	}
-	return int(f), true
-}
-
 // offerRecord is a throughput offer as the service returns it.
 type offerRecord map[string]any
 
@@ -141,18 +120,6 @@ func (e *Engine) putOffer(ctx context.Context, b storage.Batch, t *Throughput, o
 		return "", nil, err
 	}
 	return rid, body, nil
-}
-
-func (e *Engine) loadOffers(ctx context.Context) error {
-	it, err := e.store.NewIterator(ctx, []byte{keys.Offer}, []byte{keys.Offer + 1}, false)
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for it.Next() {
-		e.offers[string(it.Key()[1:])] = append([]byte(nil), it.Value()...)
-	}
-	return it.Err()
 }
 
 // databaseOffer returns the RID of a database's offer, "" when it has none.

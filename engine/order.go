@@ -12,6 +12,10 @@ import (
 	"github.com/orrery-db/orrery/storage"
 )
 
+// rebuildChunk is how many items one batch of a rebuild (the index's,
+// rebuild.go, or the creation order's) writes.
+const rebuildChunk = 500
+
 // Creation order. Without ORDER BY the service returns the documents of a
 // physical partition in resource-id order, which is the order they were
 // created in: a replace keeps an item's place, a delete and re-create moves

@@ -9,6 +9,7 @@ import (
 
 	"github.com/orrery-db/orrery/engine/internal/feed"
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/pkranges"
 	"github.com/orrery-db/orrery/storage"
 	"github.com/orrery-db/orrery/storage/placed"
 )
@@ -176,7 +177,7 @@ func (e *Engine) placeRanges(rec *containerRecord, rid []byte) {
 	}
 	set := rec.Ranges
 	if set == nil {
-		set = singleRange
+		set = pkranges.Single
 	}
 	next := *set
 	next.Ranges = append([]PartitionKeyRange(nil), set.Ranges...)

@@ -19,9 +19,6 @@ import (
 // batch removes the mark, so a rebuild a crash cut short is finished at the
 // next Open.
 
-// rebuildChunk is how many items one batch of a rebuild indexes.
-const rebuildChunk = 500
-
 // upgradeIndexes runs at Open, before the store is used otherwise: it
 // rebuilds every container's index when the store's are in another format,
 // else those a crash left half rebuilt.

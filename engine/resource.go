@@ -49,3 +49,24 @@ func stringProp(m map[string]any, name string) (string, bool) {
 	s, ok := m[name].(string)
 	return s, ok
 }
+
+// wholeNumber reads a JSON number decoded with UseNumber (or as float64)
+// that is a whole number.
+func wholeNumber(v any) (int, bool) {
+	var f float64
+	switch n := v.(type) {
+	case json.Number:
+		var err error
+		if f, err = n.Float64(); err != nil {
+			return 0, false
+		}
+	case float64:
+		f = n
+	default:
+		return 0, false
+	}
+	if f != float64(int(f)) {
+		return 0, false
+	}
+	return int(f), true
+}

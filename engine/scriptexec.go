@@ -509,3 +509,15 @@ func (e *Engine) runWithTriggers(ctx context.Context, c *Container, req *ItemReq
 	}
 	return r, session, begun, err
 }
+
+// scriptsOf returns the scripts of one kind of a container.
+func scriptsOf(c *Container, kind ScriptKind) childSet {
+	return childSet{kind: kind.singular(), prefix: keys.ChildPrefix(c.rid, string(kind)), self: c.Self() + string(kind) + "/",
+		ridLen: 16, salt: 0xFFFF,
+		newRID: func(_ context.Context, lsn uint64) ([]byte, error) { return rids.Child(c.rid, lsn<<16|0xFFFF), nil }}
+}
+
+// readScript returns a script's stored props, by id or RID.
+func (e *Engine) readScript(ctx context.Context, c *Container, kind ScriptKind, id string) (map[string]any, []byte, error) {
+	return scriptsOf(c, kind).read(ctx, e.store, id)
+}

@@ -4,41 +4,8 @@ import (
 	"context"
 	"strings"
 
-	"github.com/orrery-db/orrery/engine/internal/keys"
-	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/engine/script"
 )
-
-// ScriptKind is the kind of a container's server-side script, named as in
-// its resource path.
-type ScriptKind string
-
-// The script kinds.
-const (
-	StoredProcedures ScriptKind = "sprocs"
-	Triggers         ScriptKind = "triggers"
-	UserFunctions    ScriptKind = "udfs"
-)
-
-// FeedKey is the name of the array a feed of this kind is returned in.
-func (k ScriptKind) FeedKey() string {
-	switch k {
-	case StoredProcedures:
-		return "StoredProcedures"
-	case Triggers:
-		return "Triggers"
-	}
-	return "UserDefinedFunctions"
-}
-
-// ParseScriptKind maps a path segment to a script kind.
-func ParseScriptKind(seg string) (ScriptKind, bool) {
-	switch k := ScriptKind(seg); k {
-	case StoredProcedures, Triggers, UserFunctions:
-		return k, true
-	}
-	return "", false
-}
 
 // validateScript checks a script body and, for triggers, its type and operation.
 func validateScript(kind ScriptKind, props map[string]any) *Error {
@@ -80,13 +47,6 @@ func validateScript(kind ScriptKind, props map[string]any) *Error {
 	return BadRequest("The trigger operation %q is invalid: it must be All, Create, Replace, Delete or Upsert.", op)
 }
 
-// scriptsOf returns the scripts of one kind of a container.
-func scriptsOf(c *Container, kind ScriptKind) childSet {
-	return childSet{kind: kind.singular(), prefix: keys.ChildPrefix(c.rid, string(kind)), self: c.Self() + string(kind) + "/",
-		ridLen: 16, salt: 0xFFFF,
-		newRID: func(_ context.Context, lsn uint64) ([]byte, error) { return rids.Child(c.rid, lsn<<16|0xFFFF), nil }}
-}
-
 // decodeScript parses and checks the body of a script's create or replace.
 func decodeScript(kind ScriptKind, body []byte) (map[string]any, error) {
 	props, _, perr := decodeResource(body)
@@ -125,21 +85,6 @@ func (e *Engine) CreateScript(ctx context.Context, db, coll string, kind ScriptK
 		res, _, err := e.createChild(ctx, scriptsOf(c, kind), props, false)
 		return res, err
 	})
-}
-
-func (k ScriptKind) singular() string {
-	switch k {
-	case StoredProcedures:
-		return "stored procedure"
-	case Triggers:
-		return "trigger"
-	}
-	return "user-defined function"
-}
-
-// readScript returns a script's stored props, by id or RID.
-func (e *Engine) readScript(ctx context.Context, c *Container, kind ScriptKind, id string) (map[string]any, []byte, error) {
-	return scriptsOf(c, kind).read(ctx, e.store, id)
 }
 
 // ReadScript returns a script by id or RID.

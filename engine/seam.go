@@ -274,3 +274,26 @@ func (e *Engine) absentHere(c *Container, key []byte) bool {
 	f := e.presenceOf(c)
 	return f.Ready() && !f.MayContain(key)
 }
+
+// readItemLocal is ReadItem on a store of this process alone.
+func (e *Engine) readItemLocal(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
+	c, err := e.Container(ctx, req.Database, req.Container)
+	if err != nil {
+		return nil, err
+	}
+	if !req.HasPartitionKey {
+		return nil, errPartitionKeyRequired
+	}
+	p, perr := c.partition(req.PartitionKey)
+	if perr != nil {
+		return nil, perr
+	}
+	if verr := validItemID(req.ID); verr != nil {
+		return nil, verr
+	}
+	it, err := e.pointRead(ctx, c, p.itemKey(req.ID))
+	if err != nil {
+		return nil, err
+	}
+	return readResult(it, req.IfNoneMatch, 0), nil
+}

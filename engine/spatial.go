@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/orrery-db/orrery/engine/internal/geocell"
+	"github.com/orrery-db/orrery/engine/internal/indexpolicy"
 	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/query"
@@ -39,68 +40,6 @@ import (
 // cells are coarser).
 const spatialQueryCells = 16
 
-// spatialPolicy lists the path patterns ("/loc/?", "/loc/*") with a spatial
-// index.
-type spatialPolicy struct {
-	paths []string
-}
-
-// newSpatialPolicy reads the spatial indexes of an indexing policy.
-func newSpatialPolicy(ip map[string]any) *spatialPolicy {
-	p := &spatialPolicy{}
-	list, _ := ip["spatialIndexes"].([]any)
-	for _, e := range list {
-		if m, ok := e.(map[string]any); ok {
-			if s, ok := m["path"].(string); ok {
-				p.paths = append(p.paths, strings.ReplaceAll(s, `"`, ""))
-			}
-		}
-	}
-	inc, _ := ip["includedPaths"].([]any)
-	for _, e := range inc {
-		m, _ := e.(map[string]any)
-		s, ok := m["path"].(string)
-		if !ok {
-			continue
-		}
-		idx, _ := m["indexes"].([]any)
-		for _, x := range idx {
-			if k, _ := x.(map[string]any); k != nil && strings.EqualFold(stringOf(k["kind"]), "Spatial") {
-				p.paths = append(p.paths, strings.ReplaceAll(s, `"`, ""))
-				break
-			}
-		}
-	}
-	slices.Sort(p.paths)
-	p.paths = slices.Compact(p.paths)
-	if len(p.paths) == 0 {
-		return nil
-	}
-	return p
-}
-
-func stringOf(v any) string { s, _ := v.(string); return s }
-
-func (p *spatialPolicy) equal(q *spatialPolicy) bool {
-	if p == nil || q == nil {
-		return p == q
-	}
-	return slices.Equal(p.paths, q.paths)
-}
-
-// covers reports whether a spatial index holds the geometry at path.
-func (p *spatialPolicy) covers(path string) bool {
-	if p == nil {
-		return false
-	}
-	for _, pat := range p.paths {
-		if ok, _ := patternCovers(pat, path); ok {
-			return true
-		}
-	}
-	return false
-}
-
 // spatialTerms returns the cell of a raw JSON geometry: the smallest that
 // holds its box. It is nil when the value is not a valid geometry (the
 // service does not index those either).
@@ -128,7 +67,7 @@ func appendSpatialEntry(k, prefix []byte, cell geocell.ID, suffix []byte) []byte
 func (c *Container) appendSpatialIndexEntries(obj jsondoc.Object, suffix []byte, out [][]byte) ([][]byte, error) {
 	// A Geometry container's entries are written too (its queries do not
 	// read them), so that a replace back to Geography finds them current.
-	if c.index == nil || c.index.spatial == nil {
+	if c.index == nil || c.index.Spatial == nil {
 		return out, nil
 	}
 	var walk func(raw json.RawMessage, path string, depth int) error
@@ -136,7 +75,7 @@ func (c *Container) appendSpatialIndexEntries(obj jsondoc.Object, suffix []byte,
 		if len(raw) == 0 || raw[0] != '{' {
 			return nil
 		}
-		if c.index.spatial.covers(path) {
+		if c.index.Spatial.Covers(path) {
 			prefix := keys.SpatialIndexPathPrefix(c.rid, path)
 			for _, cell := range spatialTerms(raw) {
 				out = append(out, appendSpatialEntry(nil, prefix, cell, suffix))
@@ -174,7 +113,7 @@ func (c *Container) appendSpatialIndexEntries(obj jsondoc.Object, suffix []byte,
 // spatialUnder reports whether a spatial index pattern covers path or a
 // path below it.
 func (c *Container) spatialUnder(path string) bool {
-	for _, pat := range c.index.spatial.paths {
+	for _, pat := range c.index.Spatial.Paths {
 		base := strings.TrimSuffix(strings.TrimSuffix(pat, "/?"), "/*")
 		if base == "" || base == path || strings.HasPrefix(base, path+"/") || strings.HasPrefix(path, base+"/") {
 			return true
@@ -195,12 +134,12 @@ func (c *Container) planarSpatial() bool {
 // chooseSpatialIndex returns the spatial index entries that hold every item
 // a spatial filter of the plan can match, or false.
 func (c *Container) chooseSpatialIndex(plan *query.Plan) (*indexSource, []IndexUse, bool) {
-	if c.index == nil || c.index.none || c.index.spatial == nil || c.indexRetired.Load() || c.planarSpatial() {
+	if c.index == nil || c.index.None || c.index.Spatial == nil || c.indexRetired.Load() || c.planarSpatial() {
 		return nil, nil, false
 	}
 	for _, f := range plan.Spatial {
-		path := indexPath(f.Path)
-		if !c.index.spatial.covers(path) {
+		path := indexpolicy.Path(f.Path)
+		if !c.index.Spatial.Covers(path) {
 			continue
 		}
 		region, ok := f.Region()
@@ -308,7 +247,7 @@ func validateSpatialPolicy(out map[string]any, prev *Container) *Error {
 				return BadRequest("The types of the spatial index on '%s' must be a list of Point, LineString, Polygon or MultiPolygon.", p)
 			}
 			for _, x := range types {
-				switch stringOf(x) {
+				switch s, _ := x.(string); s {
 				case "Point", "LineString", "Polygon", "MultiPolygon":
 				default:
 					return BadRequest("The spatial type %s of the spatial index on '%s' is invalid: it must be Point, LineString, Polygon or MultiPolygon.", policyValue(x), p)

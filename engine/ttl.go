@@ -5,17 +5,12 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"math"
 	"time"
 
 	"github.com/orrery-db/orrery/engine/internal/feed"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/storage"
 )
-
-// DefaultSweepInterval is how often the TTL sweeper looks for expired items
-// when Options.SweepInterval is zero.
-const DefaultSweepInterval = time.Second
 
 const (
 	// sweepScanBatch is how many expiry index entries one scan collects
@@ -242,33 +237,4 @@ func (e *Engine) deleteExpired(ctx context.Context, c *Container, entries []expi
 		}
 	}
 	return deleted, nil
-}
-
-// changeLogRetention is how long the container's all-versions-and-deletes
-// records are kept: its changeFeedPolicy.retentionDuration (minutes). As in
-// Cosmos, a container without one has no such feed, and none is logged.
-func (c *Container) changeLogRetention() time.Duration { return c.logRetention }
-
-// KeepsAllVersions reports whether the container keeps an all versions and
-// deletes change feed (a changeFeedPolicy with a retention).
-func (c *Container) KeepsAllVersions() bool { return c.logRetention > 0 }
-
-// changeLogRetentionOf reads changeLogRetention from container properties.
-func changeLogRetentionOf(props map[string]any) time.Duration {
-	if p, ok := props["changeFeedPolicy"].(map[string]any); ok {
-		if m, ok := p["retentionDuration"].(float64); ok && m > 0 {
-			return time.Duration(m) * time.Minute
-		}
-	}
-	return 0
-}
-
-// changeLogCutoff is the creation time (Unix seconds) before which the
-// container's all-versions-and-deletes records are past their retention:
-// all of them once the policy is removed.
-func (c *Container) changeLogCutoff(now time.Time) int64 {
-	if c.changeLogRetention() == 0 {
-		return math.MaxInt64
-	}
-	return now.Add(-c.changeLogRetention()).Unix()
 }

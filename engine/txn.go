@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"hash/maphash"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -271,7 +273,7 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	if prev != nil {
 		prevDoc = prev.doc
 	}
-	if err := t.putUnique(ctx, s.key, it.obj, prevDoc); err != nil {
+	if err := (uniqueIndex{b: t.b, p: t.p, now: t.now}).putUnique(ctx, s.key, it.obj, prevDoc); err != nil {
 		return nil, err
 	}
 	ridBytes := binary.BigEndian.AppendUint64(nil, s.rid)
@@ -318,7 +320,7 @@ func (t *txn) remove(ctx context.Context, prev *storedItem) error {
 	if err := t.reindex(prev.key, prev.doc, nil); err != nil {
 		return err
 	}
-	if err := t.removeUnique(ctx, prev.key, prev.doc); err != nil {
+	if err := (uniqueIndex{b: t.b, p: t.p, now: t.now}).removeUnique(ctx, prev.key, prev.doc); err != nil {
 		return err
 	}
 	ridBytes := binary.BigEndian.AppendUint64(nil, prev.rid)
@@ -329,4 +331,61 @@ func (t *txn) remove(ctx context.Context, prev *storedItem) error {
 		}
 	}
 	return t.logChange(nil, prev)
+}
+
+// reindex replaces an item's index entries in the transaction: the entries
+// of prevDoc (nil when new) are removed and those of doc (nil when deleted)
+// added. doc is parsed: the write path has it so.
+func (t *txn) reindex(key []byte, prevDoc []byte, doc jsondoc.Object) error {
+	c := t.p.c
+	if err := t.reindexSearch(key, doc); err != nil {
+		return err
+	}
+	var old, cur [][]byte
+	var err error
+	if prevDoc != nil {
+		if old, err = c.indexEntries(prevDoc, key); err != nil {
+			return err
+		}
+	}
+	if doc != nil {
+		if cur, err = c.objectIndexEntries(doc, key); err != nil {
+			return err
+		}
+	}
+	// Both lists sorted, the entries only in old are deleted and those only
+	// in cur written; an entry in both is left as it is.
+	slices.SortFunc(old, bytes.Compare)
+	slices.SortFunc(cur, bytes.Compare)
+	j := 0
+	for i, k := range old {
+		if i > 0 && bytes.Equal(k, old[i-1]) {
+			continue
+		}
+		for j < len(cur) && bytes.Compare(cur[j], k) < 0 {
+			j++
+		}
+		if j < len(cur) && bytes.Equal(cur[j], k) {
+			continue
+		}
+		if err := t.b.Delete(k); err != nil {
+			return err
+		}
+	}
+	i := 0
+	for j, k := range cur {
+		if j > 0 && bytes.Equal(k, cur[j-1]) {
+			continue
+		}
+		for i < len(old) && bytes.Compare(old[i], k) < 0 {
+			i++
+		}
+		if i < len(old) && bytes.Equal(old[i], k) {
+			continue
+		}
+		if err := t.b.Set(k, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -7,7 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"strings"
+	"time"
 
 	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/keys"
@@ -30,68 +30,18 @@ import (
 // msgUniqueViolation is the service's message for a unique key conflict.
 const msgUniqueViolation = "Unique index constraint violation."
 
-// uniqueKeyPolicy is the parsed uniqueKeyPolicy: each unique key's paths,
-// as property names from the root.
-type uniqueKeyPolicy [][][]string
-
-// parseUniqueKeyPolicy reads and checks a container's uniqueKeyPolicy
-// property (absent or null: none).
-func parseUniqueKeyPolicy(v any) (uniqueKeyPolicy, *Error) {
-	if v == nil {
-		return nil, nil
-	}
-	raw, _ := json.Marshal(v)
-	var p struct {
-		UniqueKeys []struct {
-			Paths []string `json:"paths"`
-		} `json:"uniqueKeys"`
-	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, BadRequest("The uniqueKeyPolicy property is invalid: %v", err)
-	}
-	var out uniqueKeyPolicy
-	seen := map[string]bool{}
-	for i, uk := range p.UniqueKeys {
-		if len(uk.Paths) == 0 {
-			return nil, BadRequest("The unique key %d of the uniqueKeyPolicy has no paths.", i)
-		}
-		var key [][]string
-		for _, path := range uk.Paths {
-			segs, ok := uniqueKeyPath(path)
-			if !ok {
-				return nil, BadRequest("The unique key path %q is invalid: a unique key path names one property from the root, such as \"/email\" or \"/address/zipCode\", without wildcards or array indexes.", path)
-			}
-			if seen[path] {
-				return nil, BadRequest("The unique key path %q appears more than once in the uniqueKeyPolicy.", path)
-			}
-			seen[path] = true
-			key = append(key, segs)
-		}
-		out = append(out, key)
-	}
-	return out, nil
-}
-
-// uniqueKeyPath splits a path such as /a/b into its property names.
-func uniqueKeyPath(path string) ([]string, bool) {
-	if !strings.HasPrefix(path, "/") || len(path) < 2 || strings.ContainsAny(path, "*[]?") {
-		return nil, false
-	}
-	segs := strings.Split(path[1:], "/")
-	for i, s := range segs {
-		if s == "" {
-			return nil, false
-		}
-		if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
-			segs[i] = s[1 : len(s)-1]
-		}
-	}
-	return segs, true
+// uniqueIndex is the unique-key entries of one logical partition as a
+// write transaction (txn.go) sees them: its batch, which reads its own
+// writes, its partition and its time.
+type uniqueIndex struct {
+	b   storage.Batch
+	p   *partition
+	now time.Time
 }
 
 // uniqueEntries returns an item's unique-key index keys, one per unique
 // key of the container.
-func (t *txn) uniqueEntries(obj jsondoc.Object) ([][]byte, error) {
+func (t uniqueIndex) uniqueEntries(obj jsondoc.Object) ([][]byte, error) {
 	c := t.p.c
 	base := keys.UniquePartitionPrefix(c.rid, t.p.enc)
 	out := make([][]byte, 0, len(c.unique))
@@ -169,7 +119,7 @@ func appendUniqueValue(k []byte, raw json.RawMessage) ([]byte, error) {
 // (obj its new properties, prevDoc its previous document or nil), and
 // fails with 409 when another live item of the partition holds one of its
 // unique values.
-func (t *txn) putUnique(ctx context.Context, itemKey []byte, obj jsondoc.Object, prevDoc []byte) error {
+func (t uniqueIndex) putUnique(ctx context.Context, itemKey []byte, obj jsondoc.Object, prevDoc []byte) error {
 	if len(t.p.c.unique) == 0 {
 		return nil
 	}
@@ -226,7 +176,7 @@ func (t *txn) putUnique(ctx context.Context, itemKey []byte, obj jsondoc.Object,
 }
 
 // removeUnique drops the unique-key entries of a deleted item.
-func (t *txn) removeUnique(ctx context.Context, itemKey, doc []byte) error {
+func (t uniqueIndex) removeUnique(ctx context.Context, itemKey, doc []byte) error {
 	if len(t.p.c.unique) == 0 {
 		return nil
 	}
@@ -248,7 +198,7 @@ func (t *txn) removeUnique(ctx context.Context, itemKey, doc []byte) error {
 
 // deleteUniqueOf deletes entry k if it still names itemKey (an expired
 // item's entry may have been taken over by a newer item).
-func (t *txn) deleteUniqueOf(ctx context.Context, k, itemKey []byte) error {
+func (t uniqueIndex) deleteUniqueOf(ctx context.Context, k, itemKey []byte) error {
 	owner, err := t.b.Get(ctx, k)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil
@@ -264,7 +214,7 @@ func (t *txn) deleteUniqueOf(ctx context.Context, k, itemKey []byte) error {
 
 // liveItemAt reports whether the item stored at key exists and has not
 // expired.
-func (t *txn) liveItemAt(ctx context.Context, key []byte) (bool, error) {
+func (t uniqueIndex) liveItemAt(ctx context.Context, key []byte) (bool, error) {
 	v, err := t.b.Get(ctx, key)
 	if errors.Is(err, storage.ErrNotFound) {
 		return false, nil

@@ -1,0 +1,609 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/orrery-db/orrery/engine/internal/jsondoc"
+	"github.com/orrery-db/orrery/engine/internal/pkey"
+	"github.com/orrery-db/orrery/query"
+)
+
+// The facade's vocabulary: the requests and results of item operations,
+// batches, feeds and queries, and what reads a request's body (an item's,
+// parseItem; a batch's, ParseBatch) before any work. No engine state: the
+// work is in item.go, operation.go, batch.go, feed.go and query.go.
+
+// MaxItemBytes is the largest item, system properties included.
+const MaxItemBytes = 2 * 1024 * 1024
+
+// ItemRequest addresses an item operation.
+type ItemRequest struct {
+	Database  string
+	Container string
+	// ID is the item id of point operations on an existing item.
+	ID string
+	// PartitionKey is the x-ms-documentdb-partitionkey value; HasPartitionKey
+	// is false when the request had none.
+	PartitionKey    PartitionKey
+	HasPartitionKey bool
+	// Body is the item (create, upsert, replace).
+	Body []byte
+	// IfMatch makes a write conditional on the item's current ETag ("*": any).
+	IfMatch string
+	// IfNoneMatch on a read answers 304 when the ETag still matches.
+	IfNoneMatch string
+	// PreTriggers and PostTriggers name the triggers the write runs.
+	PreTriggers  []string
+	PostTriggers []string
+}
+
+// ItemResult is the outcome of an item operation.
+type ItemResult struct {
+	// Status is 200, 201, 204 or 304.
+	Status int
+	// Body is the item with its system properties (nil for deletes and 304).
+	Body []byte
+	ETag string
+	// Charge is the request charge in request units.
+	Charge float64
+	// SessionLSN is the LSN of the session token, when the operation read
+	// it from the store with its own work (a shared store); 0 otherwise,
+	// and the caller asks SessionLSN.
+	SessionLSN uint64
+}
+
+var errPartitionKeyRequired = BadRequest("PartitionKey value must be supplied for this operation: send the x-ms-documentdb-partitionkey header.")
+
+// readResult answers a point read of it: 304 when ifNoneMatch matches its
+// ETag, else the item; session is the session LSN the read brought.
+func readResult(it *storedItem, ifNoneMatch string, session uint64) *ItemResult {
+	etag := it.etag()
+	if ifNoneMatch != "" && (ifNoneMatch == "*" || ifNoneMatch == etag) {
+		return &ItemResult{Status: 304, ETag: etag, Charge: 1, SessionLSN: session}
+	}
+	return &ItemResult{Status: 200, Body: it.doc, ETag: etag, Charge: readCharge(len(it.doc)), SessionLSN: session}
+}
+
+// item is a validated incoming item body.
+type item struct {
+	obj jsondoc.Object
+	id  string
+	pk  PartitionKey
+	ttl int32
+}
+
+// parseItem validates a create/upsert/replace body against the container and
+// the request's partition key.
+func (c *Container) parseItem(body []byte, req *ItemRequest) (*item, error) {
+	if len(body) > MaxItemBytes {
+		return nil, TooLarge("%s: the item is %d bytes, the limit is %d.", msgEntityTooLarge, len(body), MaxItemBytes)
+	}
+	if len(body) == 0 || !json.Valid(body) {
+		return nil, BadRequest("The request body is not valid JSON.")
+	}
+	if !utf8.Valid(body) {
+		// json.Valid passes invalid UTF-8 inside strings; stored, it would
+		// break every SDK's read and query of the partition. The server
+		// refuses such bodies first; this covers seeds, imports and scripts.
+		return nil, BadRequest("The request payload is invalid: it is not valid UTF-8. Ensure to provide a valid request payload.")
+	}
+	if perr := checkPayload(body); perr != nil {
+		return nil, perr
+	}
+	obj, err := jsondoc.Parse(body)
+	if err != nil {
+		return nil, BadRequest("The request body must be a JSON object.")
+	}
+	it := &item{obj: obj.WithoutSystem()}
+	rawID, ok := obj.Get("id")
+	if !ok {
+		return nil, BadRequest("The input content is invalid because the required property, id, is missing.")
+	}
+	if id, ok := jsondoc.PlainString(rawID); ok {
+		it.id = id
+	} else if json.Unmarshal(rawID, &it.id) != nil {
+		return nil, BadRequest("The id property must be a string.")
+	}
+	if e := validItemID(it.id); e != nil {
+		return nil, e
+	}
+	if raw, ok := obj.Get("ttl"); ok {
+		// null is no number of seconds: the service refuses it as it
+		// refuses 0 and -10.
+		n, perr := strconv.ParseFloat(string(raw), 64)
+		if perr != nil || n != math.Trunc(n) || n == 0 || n < -1 || n > math.MaxInt32 {
+			return nil, BadRequest("The ttl value %s is invalid: it must be -1 or a whole number of seconds from 1 to 2147483647.", raw)
+		}
+		it.ttl = int32(n)
+	}
+	pk, perr := c.partitionKeyOf(obj)
+	if perr != nil {
+		return nil, perr
+	}
+	pk = c.legacyKey(pk)
+	it.pk = pk
+	if req.HasPartitionKey && !c.legacyKey(req.PartitionKey).Equal(pk) {
+		return nil, &Error{Status: 400, SubStatus: SubStatusPartitionKeyMismatch, Code: "BadRequest",
+			Message: "PartitionKey extracted from document doesn't match the one specified in the header. Header: " +
+				req.PartitionKey.String() + ", document: " + pk.String() + "."}
+	}
+	return it, nil
+}
+
+// partitionKeyOf reads an item's partition key from its properties.
+func (c *Container) partitionKeyOf(obj jsondoc.Object) (PartitionKey, *Error) {
+	if pk, ok := plainStringKey(c.pk.Paths, obj); ok {
+		return pk, nil
+	}
+	return decodedPartitionKey(&c.pk, obj)
+}
+
+// decodedPartitionKey reads a partition key from the decoded top-level
+// properties its paths start with.
+func decodedPartitionKey(def *PartitionKeyDefinition, obj jsondoc.Object) (PartitionKey, *Error) {
+	doc := map[string]any{}
+	for _, path := range def.Paths {
+		name := firstSegment(path)
+		if raw, ok := obj.Get(name); ok {
+			if s, ok := jsondoc.PlainString(raw); ok {
+				doc[name] = s
+				continue
+			}
+			var v any
+			if json.Unmarshal(raw, &v) == nil {
+				doc[name] = v
+			}
+		}
+	}
+	return extractPartitionKey(def, doc)
+}
+
+// plainStringKey is the partition key of the usual item, whose every key
+// path names a top-level property holding a string without escapes no
+// longer than a key value may be: that string, read from the raw
+// property without decoding it (extractPartitionKey would read the same).
+// ok is false, and nothing allocated, for any other item.
+func plainStringKey(paths []string, obj jsondoc.Object) (pk PartitionKey, ok bool) {
+	for _, path := range paths {
+		if strings.ContainsAny(path[1:], "/~") {
+			return nil, false
+		}
+		raw, ok := obj.Get(path[1:])
+		if !ok || len(raw) < 2 || raw[0] != '"' || len(raw)-2 > MaxPartitionKeyValueBytes || bytes.IndexByte(raw, '\\') >= 0 {
+			return nil, false
+		}
+	}
+	pk = make(PartitionKey, len(paths))
+	for i, path := range paths {
+		raw, _ := obj.Get(path[1:])
+		s, _ := jsondoc.PlainString(raw)
+		pk[i] = pkey.StringValue(s)
+	}
+	return pk, true
+}
+
+func firstSegment(path string) string {
+	s := path[1:]
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			s = s[:i]
+			break
+		}
+	}
+	return s
+}
+
+// checkIfMatch applies an If-Match precondition to the current item.
+func checkIfMatch(ifMatch string, cur *storedItem) error {
+	if ifMatch == "" {
+		return nil
+	}
+	if cur == nil {
+		return PreconditionFailed(msgPrecondition)
+	}
+	if ifMatch != "*" && ifMatch != cur.etag() {
+		return PreconditionFailed(msgETagMismatch)
+	}
+	return nil
+}
+
+// writeCharge approximates the request units of a write of n bytes.
+func writeCharge(n int) float64 { return 5.71 + float64(n/1024)*0.38 }
+
+// readCharge approximates the request units of a point read of n bytes.
+func readCharge(n int) float64 { return 1 + float64(n/1024)*0.1 }
+
+// Batch limits.
+const (
+	// MaxBatchOperations is the most operations one batch may carry.
+	MaxBatchOperations = 100
+	// MaxBatchBytes is the largest batch request body.
+	MaxBatchBytes = 2 * 1024 * 1024
+)
+
+// The batch operation types, as the wire spells them.
+const (
+	BatchCreate  = "Create"
+	BatchUpsert  = "Upsert"
+	BatchReplace = "Replace"
+	BatchPatch   = "Patch"
+	BatchRead    = "Read"
+	BatchDelete  = "Delete"
+)
+
+// StatusFailedDependency is the status of every operation of a failed atomic
+// batch but the one that failed it.
+const StatusFailedDependency = 424
+
+// BatchOperation is one operation of a batch.
+type BatchOperation struct {
+	// Type is one of BatchCreate ... BatchDelete.
+	Type string
+	// ID addresses Replace, Patch, Read and Delete.
+	ID string
+	// Body is the item (Create, Upsert, Replace) or the patch (Patch).
+	Body []byte
+	// IfMatch makes a write conditional on the item's ETag; IfNoneMatch on a
+	// read answers 304 when it still matches.
+	IfMatch     string
+	IfNoneMatch string
+	// PartitionKey is the operation's own partition key, when it names one
+	// (bulk requests do, and then carry no partition key header).
+	PartitionKey    PartitionKey
+	HasPartitionKey bool
+
+	invalid *Error // why the operation cannot run, found while parsing
+	patch   *Patch
+	item    *item // the body, when runAlone parsed it already
+}
+
+// BatchRequest is a transactional batch or a bulk request on a container.
+type BatchRequest struct {
+	Database  string
+	Container string
+	// PartitionKey is the batch's partition key (the header); an atomic batch
+	// must have one.
+	PartitionKey    PartitionKey
+	HasPartitionKey bool
+	Operations      []BatchOperation
+	// Atomic runs every operation in one transaction, all or nothing; when it
+	// is false each operation runs on its own (bulk).
+	Atomic bool
+	// Confined limits the request to one logical partition, Partition (the
+	// one its credential reaches): an atomic batch elsewhere is refused
+	// whole, and a bulk operation whose partition key resolves elsewhere
+	// fails with 403 without running.
+	Confined  bool
+	Partition PartitionKey
+	// StopOnError, for a bulk request, stops at the first operation that
+	// fails, in request order: every later one answers
+	// StatusFailedDependency without running (the client's
+	// x-ms-cosmos-batch-continue-on-error: false).
+	StopOnError bool
+}
+
+// outsidePartition is the 403 of an operation outside a confined request's
+// partition.
+func outsidePartition(pk, allowed PartitionKey) *Error {
+	return Forbidden("Insufficient permissions provided in the authorization header for the corresponding request: the operation's partition key %s is outside the partition key %s the credential covers.", pk, allowed)
+}
+
+// BatchOperationResult is the outcome of one operation.
+type BatchOperationResult struct {
+	Status    int
+	SubStatus int
+	// Body is the item (nil for deletes, 304s and failures).
+	Body []byte
+	ETag string
+	// Charge is the request charge in request units.
+	Charge float64
+	// Message explains a failure.
+	Message string
+}
+
+// BatchResult is the outcome of a batch: one result per operation, in order.
+type BatchResult struct {
+	Results []BatchOperationResult
+	// Failed is true when an operation failed: for an atomic batch, nothing
+	// was written.
+	Failed bool
+	Charge float64
+	// SessionLSN is the session token's LSN, read with the commit of an
+	// atomic batch that wrote on a shared store (0: ask SessionLSN).
+	SessionLSN uint64
+}
+
+// wireBatchOperation is an operation as the SDKs send it.
+type wireBatchOperation struct {
+	OperationType string          `json:"operationType"`
+	ID            *string         `json:"id"`
+	ResourceBody  json.RawMessage `json:"resourceBody"`
+	IfMatch       string          `json:"ifMatch"`
+	IfNoneMatch   string          `json:"ifNoneMatch"`
+	PartitionKey  *string         `json:"partitionKey"`
+
+	invalid *Error
+}
+
+// ParseBatch parses a batch request body, a JSON array of operations. A body
+// over MaxBatchBytes is a 413 and more than MaxBatchOperations a 400; an
+// operation that is itself malformed fails alone, when the batch runs.
+func ParseBatch(body []byte) ([]BatchOperation, error) {
+	if len(body) > MaxBatchBytes {
+		return nil, TooLarge("%s: the batch request is %d bytes, the limit is %d.", msgEntityTooLarge, len(body), MaxBatchBytes)
+	}
+	// One pass decodes a well-formed batch; when some operation is not an
+	// operation object, each is decoded alone so that only it fails.
+	var wire []wireBatchOperation
+	if json.Unmarshal(body, &wire) != nil {
+		var raws []json.RawMessage
+		if err := json.Unmarshal(body, &raws); err != nil {
+			return nil, BadRequest("The batch request body must be a JSON array of operations: %v", err)
+		}
+		wire = make([]wireBatchOperation, len(raws))
+		for i, raw := range raws {
+			if err := json.Unmarshal(raw, &wire[i]); err != nil {
+				wire[i] = wireBatchOperation{invalid: BadRequest("Batch operation %d is not a valid operation object: %v", i, err)}
+			}
+		}
+	}
+	if len(wire) == 0 {
+		return nil, BadRequest("The batch request has no operations.")
+	}
+	if len(wire) > MaxBatchOperations {
+		return nil, BadRequest("The batch request has %d operations: a batch can have at most %d.", len(wire), MaxBatchOperations)
+	}
+	ops := make([]BatchOperation, len(wire))
+	for i := range wire {
+		ops[i] = parseBatchOperation(i, &wire[i])
+	}
+	return ops, nil
+}
+
+func parseBatchOperation(i int, w *wireBatchOperation) BatchOperation {
+	if w.invalid != nil {
+		return BatchOperation{invalid: w.invalid}
+	}
+	op := BatchOperation{Body: w.ResourceBody, IfMatch: w.IfMatch, IfNoneMatch: w.IfNoneMatch}
+	for _, t := range []string{BatchCreate, BatchUpsert, BatchReplace, BatchPatch, BatchRead, BatchDelete} {
+		if strings.EqualFold(w.OperationType, t) {
+			op.Type = t
+		}
+	}
+	if op.Type == "" {
+		op.invalid = BadRequest("Batch operation %d has operationType %q: it must be Create, Upsert, Replace, Patch, Read or Delete.", i, w.OperationType)
+		return op
+	}
+	if w.ID != nil {
+		op.ID = *w.ID
+	}
+	switch op.Type {
+	case BatchReplace, BatchPatch, BatchRead, BatchDelete:
+		if w.ID == nil {
+			op.invalid = BadRequest("Batch operation %d (%s) has no id.", i, op.Type)
+			return op
+		}
+		if e := validItemID(op.ID); e != nil {
+			op.invalid = e
+			return op
+		}
+	}
+	switch op.Type {
+	case BatchCreate, BatchUpsert, BatchReplace, BatchPatch:
+		if len(bytes.TrimSpace(op.Body)) == 0 || string(op.Body) == "null" {
+			op.invalid = BadRequest("Batch operation %d (%s) has no resourceBody.", i, op.Type)
+			return op
+		}
+	}
+	if op.Type == BatchPatch {
+		p, err := ParsePatch(op.Body)
+		if err != nil {
+			op.invalid, _ = AsError(err)
+			return op
+		}
+		op.patch = p
+	}
+	if w.PartitionKey != nil {
+		pk, err := ParsePartitionKeyHeader(*w.PartitionKey)
+		if err != nil {
+			op.invalid, _ = AsError(err)
+			if op.invalid == nil {
+				op.invalid = BadRequest("Batch operation %d has an invalid partitionKey %q.", i, *w.PartitionKey)
+			}
+			return op
+		}
+		op.PartitionKey, op.HasPartitionKey = pk, true
+	}
+	return op
+}
+
+// batchItemIDs names the items a batch's operations read (see opItemID).
+func batchItemIDs(ops []BatchOperation) []string {
+	ids := make([]string, 0, len(ops))
+	for i := range ops {
+		if id := opItemID(&ops[i]); id != "" {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// opItemID names the item an operation reads: the id it addresses, or for a
+// create, upsert or replace the one in its body; "" when a body names none
+// that parses (the operation fails on it later).
+func opItemID(op *BatchOperation) string {
+	switch op.Type {
+	case BatchCreate, BatchUpsert, BatchReplace:
+		id, _ := bodyID(op.Body)
+		return id
+	}
+	return op.ID
+}
+
+func failedResult(e *Error) BatchOperationResult {
+	return BatchOperationResult{Status: e.Status, SubStatus: e.SubStatus, Message: e.Message, Charge: 1}
+}
+
+func (r *BatchResult) total() {
+	for _, o := range r.Results {
+		r.Charge += o.Charge
+	}
+}
+
+// bodyID is the id in an item's JSON body, if it has one that is a string.
+func bodyID(body []byte) (string, bool) {
+	obj, err := jsondoc.Parse(body)
+	if err != nil {
+		return "", false
+	}
+	raw, ok := obj.Get("id")
+	if !ok {
+		return "", false
+	}
+	if id, ok := jsondoc.PlainString(raw); ok {
+		return id, true
+	}
+	var id string
+	return id, json.Unmarshal(raw, &id) == nil
+}
+
+// DefaultPageSize is the page size of feeds when the client gives none.
+const DefaultPageSize = 100
+
+// MaxPageSize is the largest page a feed returns.
+const MaxPageSize = 1000
+
+// FeedRequest asks for a page of a container's items (read feed).
+type FeedRequest struct {
+	Database  string
+	Container string
+	// PartitionKey scopes the feed to one logical partition when HasPartitionKey.
+	PartitionKey    PartitionKey
+	HasPartitionKey bool
+	// MaxItems is the page size; zero or less means the default.
+	MaxItems int
+	// Continuation is the token of the previous page, "" for the first.
+	Continuation string
+	// PartitionKeyRangeID, MinEPK and MaxEPK scope the feed to one
+	// partition key range and to an effective partition key span in it, as
+	// for the change feed.
+	PartitionKeyRangeID string
+	MinEPK, MaxEPK      string
+}
+
+// FeedResult is one page of items.
+type FeedResult struct {
+	Items [][]byte
+	// Continuation is "" on the last page.
+	Continuation string
+	Charge       float64
+	// SessionLSN is the session token's LSN, read with the page's snapshot
+	// on a shared store; 0 when the caller must ask SessionLSN.
+	SessionLSN uint64
+}
+
+// QueryRequest is a SQL query over a container's items.
+type QueryRequest struct {
+	Database  string
+	Container string
+	Query     string
+	// Params maps parameter names to their JSON values.
+	Params map[string]json.RawMessage
+	// PartitionKey scopes the query to one logical partition when HasPartitionKey.
+	PartitionKey    PartitionKey
+	HasPartitionKey bool
+	// MaxItems is the page size; zero or less means the default.
+	MaxItems     int
+	Continuation string
+	// SinglePartitionKeyRange is true when the client scoped the query to one
+	// partition key range (x-ms-documentdb-partitionkeyrangeid), as query
+	// pipelines do after asking for a query plan.
+	SinglePartitionKeyRange bool
+	// PartitionKeyRangeID names that range: the query reads only its items
+	// (410/1002 when it was split). MinEPK and MaxEPK narrow the query to an
+	// effective partition key span (x-ms-start-epk, x-ms-end-epk).
+	PartitionKeyRangeID string
+	MinEPK, MaxEPK      string
+	// UDF resolves udf.name calls; nil when the container has none.
+	UDF query.UDFResolver
+	// IndexMetrics asks for the result's IndexUtilization.
+	IndexMetrics bool
+	// CrossPartitionDisabled is set when the client did not enable
+	// cross-partition queries (x-ms-documentdb-query-enablecrosspartition
+	// absent or false): a query that names neither a partition key (in the
+	// request or its filter) nor a partition key range is refused with 400,
+	// as the service refuses it.
+	CrossPartitionDisabled bool
+	// fanOut: the query spans the container's partitions and the gateway
+	// serves it (no partition key, no partition key range): pages are cut
+	// as the service's gateway cuts them (see streamQuery).
+	fanOut bool
+}
+
+// QueryResult is one page of query results.
+type QueryResult struct {
+	Items        []json.RawMessage
+	Continuation string
+	Charge       float64
+	// Metrics is what the page cost, measured; nil for resource queries.
+	Metrics *QueryMetrics
+	// IndexUtilization is set when the request asked for index metrics.
+	IndexUtilization *IndexUtilization
+	// SessionLSN is the session token's LSN, read with the page's snapshot
+	// on a shared store; 0 when the caller must ask SessionLSN.
+	SessionLSN uint64
+}
+
+// pageBounds are what one page of a query keeps to: the end of its time
+// budget (zero: none), and the wait for a costly query's slot (nil: none).
+type pageBounds struct {
+	deadline time.Time
+	heavy    func() error
+}
+
+// ScriptKind is the kind of a container's server-side script, named as in
+// its resource path.
+type ScriptKind string
+
+// The script kinds.
+const (
+	StoredProcedures ScriptKind = "sprocs"
+	Triggers         ScriptKind = "triggers"
+	UserFunctions    ScriptKind = "udfs"
+)
+
+// FeedKey is the name of the array a feed of this kind is returned in.
+func (k ScriptKind) FeedKey() string {
+	switch k {
+	case StoredProcedures:
+		return "StoredProcedures"
+	case Triggers:
+		return "Triggers"
+	}
+	return "UserDefinedFunctions"
+}
+
+// ParseScriptKind maps a path segment to a script kind.
+func ParseScriptKind(seg string) (ScriptKind, bool) {
+	switch k := ScriptKind(seg); k {
+	case StoredProcedures, Triggers, UserFunctions:
+		return k, true
+	}
+	return "", false
+}
+
+func (k ScriptKind) singular() string {
+	switch k {
+	case StoredProcedures:
+		return "stored procedure"
+	case Triggers:
+		return "trigger"
+	}
+	return "user-defined function"
+}
