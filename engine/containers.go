@@ -50,6 +50,8 @@ func (e *Engine) CreateContainer(ctx context.Context, dbName string, body []byte
 	rec := containerRecord{Props: normalized}
 	if n := e.rangeCount(throughput); n > 1 && hashV2(normalized) {
 		rec.Ranges = newRangeSet(n, e.now().Unix())
+	} else if n > 1 {
+		rec.Ranges = newRangeSetV1(n, e.now().Unix())
 	}
 	e.placeRanges(&rec, rid)
 	var offerBody []byte

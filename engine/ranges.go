@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"math"
 	"math/big"
 	"strconv"
 	"strings"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/pkey"
 	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -96,6 +98,26 @@ func newRangeSet(n int, ts int64) *rangeSet {
 	return set
 }
 
+// newRangeSetV1 cuts the key space of hash partitioning V1 into n ranges
+// as the service cuts it: the 32-bit hash space in n equal slices, range i
+// starting at the hash i·⌊(2³²−1)/n⌋ written as a V1 number.
+func newRangeSetV1(n int, ts int64) *rangeSet {
+	if n <= 1 {
+		return singleRange
+	}
+	set := &rangeSet{Version: 1, NextID: n}
+	lower, step := "", uint64(math.MaxUint32)/uint64(n)
+	for i := range n {
+		upper := "FF"
+		if i < n-1 {
+			upper = pkey.Hex(pkey.V1Boundary(uint32(step * uint64(i+1))))
+		}
+		set.Ranges = append(set.Ranges, PartitionKeyRange{ID: strconv.Itoa(i), MinInclusive: lower, MaxExclusive: upper, Version: 1, TS: ts})
+		lower = upper
+	}
+	return set
+}
+
 // rangeCount is how many ranges a container created with t gets.
 func (e *Engine) rangeCount(t *Throughput) int {
 	n := max(e.opts.PartitionKeyRanges, 1)
@@ -108,8 +130,10 @@ func (e *Engine) rangeCount(t *Throughput) int {
 
 // hashV2 reports whether container properties use hash partitioning V2. The
 // engine orders items by the V2 hash whatever the version, but clients route
-// by the version the container declares, and the SDKs' V1 hashes differ from
-// each other: so a V1 container keeps one range, where routing never matters.
+// by the version the container declares: a V1 container's ranges are cut in
+// the V1 space (newRangeSetV1) and an item belongs to the range holding its
+// V1 effective partition key (Container.rangeEPK), so a range-scoped read
+// filters the items it scans instead of narrowing the scan.
 func hashV2(props map[string]any) bool {
 	pk, _ := props["partitionKey"].(map[string]any)
 	v, _ := pk["version"].(float64)
@@ -228,11 +252,47 @@ func (b epkBounds) containsEPK(epk []byte) bool {
 	return b.max == nil || bytes.Compare(epk, b.max) < 0
 }
 
+// hashV1 reports whether the container's ranges are cut in the space of
+// hash partitioning V1, which is not the order of its item keys.
+func (c *Container) hashV1() bool { return c.pk.Version == 1 }
+
+// rangeEPK is the effective partition key that places the item with key
+// key in the container's ranges: the one in the key for hash partitioning
+// V2, the V1 one of its partition key otherwise (nil when the key is not
+// an item key).
+func (c *Container) rangeEPK(key []byte) []byte {
+	if !c.hashV1() {
+		return c.itemEPK(key)
+	}
+	_, pkEnc, ok := c.splitItemKey(key)
+	if !ok {
+		return nil
+	}
+	pk, err := pkey.ParseHeader(string(pkEnc))
+	if err != nil {
+		return nil
+	}
+	return pk.EPKV1()
+}
+
+// inBounds reports whether the item with key key is in bounds b.
+func (c *Container) inBounds(b epkBounds, key []byte) bool {
+	if b.unbounded() {
+		return true
+	}
+	epk := c.rangeEPK(key)
+	return epk != nil && b.containsEPK(epk)
+}
+
 // keyRange narrows the item key span [lower, upper) of scope to the bounds.
 // Item keys are the container prefix, the EPK, then the rest, so an EPK
-// bound is a key bound.
+// bound is a key bound; the bounds of a V1 container are not (its items
+// are filtered by inBounds instead).
 func (c *Container) keyRange(scope []byte, b epkBounds) (lower, upper []byte) {
 	lower, upper = scope, storage.PrefixEnd(scope)
+	if c.hashV1() {
+		return lower, upper
+	}
 	base := keys.ItemContainerPrefix(c.rid)
 	if b.min != nil {
 		if k := append(base[:len(base):len(base)], b.min...); bytes.Compare(k, lower) > 0 {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -107,15 +108,38 @@ func TestSplitHalvesARangeAndRetiresIt(t *testing.T) {
 	}
 }
 
-func TestVersion1ContainersKeepOneRange(t *testing.T) {
+func TestVersion1RangesAreCutInTheV1HashSpace(t *testing.T) {
 	ctx := t.Context()
 	e, _ := newTestEngine(t)
 	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"v1","partitionKey":{"paths":["/pk"],"version":1}}`), &Throughput{Manual: 40000}); err != nil {
 		t.Fatal(err)
 	}
 	c, _ := e.Container(ctx, "db", "v1")
-	if got := describeRanges(c); got != `[""-FF]` {
-		t.Errorf("V1 container with 40,000 RU/s: %s, want one range", got)
+	// The service's boundaries for four V1 ranges: the hashes i·1073741823.
+	if got := describeRanges(c); got != `[""-05C1CFFFFFFFF8 05C1CFFFFFFFF8-05C1DFFFFFFFF8 05C1DFFFFFFFF8-05C1E7FFFFFFFA 05C1E7FFFFFFFA-FF]` {
+		t.Errorf("V1 container with 40,000 RU/s: %s", got)
+	}
+	// Items are placed by their V1 keys: "sample3" hashes to 867163591, in
+	// the first range; "sample1" to 3951277692, in the last.
+	for _, pk := range []string{"sample1", "sample3"} {
+		if _, err := e.CreateItem(ctx, &ItemRequest{Database: "db", Container: "v1", Body: []byte(`{"id":"` + pk + `","pk":"` + pk + `"}`), PartitionKey: StringKey(pk), HasPartitionKey: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for rangeID, want := range map[string]string{"0": "sample3", "1": "", "2": "", "3": "sample1"} {
+		res, err := e.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: "v1", PartitionKeyRangeID: rangeID, MaxItems: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, it := range res.Items {
+			var doc struct{ ID string }
+			_ = json.Unmarshal(it, &doc)
+			ids = append(ids, doc.ID)
+		}
+		if strings.Join(ids, ",") != want {
+			t.Errorf("change feed of range %s: %v, want %q", rangeID, ids, want)
+		}
 	}
 	if _, err := e.SplitPartitionKeyRange(ctx, "db", "v1", "0"); err == nil {
 		t.Error("a V1 container's range split")
