@@ -18,8 +18,9 @@ import (
 // Partition key ranges. Items are stored in effective-partition-key order, so
 // a physical partition key range is a span of keys: ranges are metadata over
 // that key space, kept in the container's catalog record. A container starts
-// with one range per 10,000 RU/s of throughput (or Options.PartitionKeyRanges
-// when that is more), cut evenly over the space hash partitioning V2 uses; a
+// with as many ranges as the service gives its throughput (rangeCount; or
+// Options.PartitionKeyRanges when that is more), cut evenly over the space
+// of its hash partitioning version; a
 // split replaces one range by two children whose parents name it. The change
 // feed numbers every change of a container in one sequence, so a child range
 // resumes from its parent's continuation as is: it reads the same positions,
@@ -28,6 +29,13 @@ import (
 // RUPerPartitionKeyRange is the throughput one physical range serves, as the
 // service counts it: a container created with more gets more ranges.
 const RUPerPartitionKeyRange = 10000
+
+// ruPerNewManualRange is what the service provisions a physical partition
+// for when a container is created with more manual throughput than one
+// range serves: ⌈RU/s ÷ 6,000⌉ ranges, so that each has room to grow (the
+// JavaScript SDK's suite relies on it: its V1 container of 21,000 RU/s has
+// four ranges). Autoscale gets one range per 10,000 RU/s of its maximum.
+const ruPerNewManualRange = 6000
 
 // maxInitialRanges bounds the ranges a container is created with.
 const maxInitialRanges = 256
@@ -121,7 +129,11 @@ func newRangeSetV1(n int, ts int64) *rangeSet {
 // rangeCount is how many ranges a container created with t gets.
 func (e *Engine) rangeCount(t *Throughput) int {
 	n := max(e.opts.PartitionKeyRanges, 1)
-	if t != nil {
+	switch {
+	case t == nil:
+	case t.Manual > RUPerPartitionKeyRange:
+		n = max(n, (t.Manual+ruPerNewManualRange-1)/ruPerNewManualRange)
+	default:
 		ru := max(t.Manual, t.AutoscaleMax)
 		n = max(n, (ru+RUPerPartitionKeyRange-1)/RUPerPartitionKeyRange)
 	}

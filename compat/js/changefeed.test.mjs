@@ -203,7 +203,7 @@ test("all versions and deletes: refuses to start from the beginning, as the serv
 });
 
 test("latest version by feed range: each range its own changes, the container's ranges breadth first", async () => {
-  const container = await newContainer({ throughput: 30000 });
+  const container = await newContainer({ throughput: 18000 });
   for (let i = 0; i < 30; i++) await container.items.create({ id: `i${i}`, pk: `p${i}` });
   const ranges = await container.getFeedRanges();
   assert.equal(ranges.length, 3);
@@ -232,7 +232,7 @@ test("latest version by feed range on a V1 container: its ranges are cut in the 
   const { container } = await db.containers.create({
     id: uniqueId("feedv1"),
     partitionKey: { paths: ["/name"], version: PartitionKeyDefinitionVersion.V1 },
-    throughput: 40000,
+    throughput: 21000,
   });
   const names = ["sample1", "sample2", "sample3", "sample4"];
   for (let i = 0; i < 5; i++) for (const name of names) await container.items.create({ id: `${name}-${i}`, name });

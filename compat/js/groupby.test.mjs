@@ -26,8 +26,8 @@ const docs = Array.from({ length: 60 }, (_, i) => ({
 
 before(async () => {
   ({ database: db } = await client.databases.create({ id: uniqueId("jsgroupby") }));
-  // 40,000 RU/s: four partition key ranges, one per 10,000 RU/s.
-  ({ container } = await db.containers.create({ id: "people", partitionKey: { paths: ["/id"] }, throughput: 40000 }));
+  // 24,000 RU/s: four partition key ranges, one per 6,000 RU/s.
+  ({ container } = await db.containers.create({ id: "people", partitionKey: { paths: ["/id"] }, throughput: 24000 }));
   await Promise.all(docs.map((d) => container.items.create(d)));
 });
 after(async () => {
