@@ -95,7 +95,7 @@ func (c *Container) changeScope(req *ChangeFeedRequest) (*feed.Scope, error) {
 		}
 		s.Prefix = prefix
 	}
-	bounds, err := c.requestBounds(req.PartitionKeyRangeID, req.MinEPK, req.MaxEPK)
+	bounds, err := c.partitionBounds(req.HasPartitionKey, req.PartitionKeyRangeID, req.MinEPK, req.MaxEPK)
 	if err != nil {
 		return nil, err
 	}

@@ -63,7 +63,7 @@ func (e *Engine) ReadFeed(ctx context.Context, req *FeedRequest) (*FeedResult, e
 	if perr != nil {
 		return nil, perr
 	}
-	bounds, perr := c.requestBounds(req.PartitionKeyRangeID, req.MinEPK, req.MaxEPK)
+	bounds, perr := c.partitionBounds(req.HasPartitionKey, req.PartitionKeyRangeID, req.MinEPK, req.MaxEPK)
 	if perr != nil {
 		return nil, perr
 	}

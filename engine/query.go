@@ -299,7 +299,7 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 	if err := c.checkCompositeOrder(plan); err != nil {
 		return nil, nil, err
 	}
-	epks, berr := c.requestBounds(req.PartitionKeyRangeID, req.MinEPK, req.MaxEPK)
+	epks, berr := c.partitionBounds(!bytes.Equal(scope, keys.ItemContainerPrefix(c.rid)), req.PartitionKeyRangeID, req.MinEPK, req.MaxEPK)
 	if berr != nil {
 		return nil, nil, berr
 	}

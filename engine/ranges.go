@@ -251,6 +251,20 @@ func (c *Container) requestBounds(rangeID, minEPK, maxEPK string) (epkBounds, *E
 	return b, nil
 }
 
+// partitionBounds is requestBounds for a request that may be scoped to one
+// logical partition (scoped). For a V1 container such a request reads its
+// partition whichever range it names: the SDKs disagree on the V1 hashes of
+// some numbers (the Python SDK's of negative and large integers), so a range
+// an SDK picked for the key is checked to exist but does not filter the
+// partition's items.
+func (c *Container) partitionBounds(scoped bool, rangeID, minEPK, maxEPK string) (epkBounds, *Error) {
+	b, err := c.requestBounds(rangeID, minEPK, maxEPK)
+	if err == nil && scoped && c.hashV1() {
+		return epkBounds{}, nil
+	}
+	return b, err
+}
+
 // unbounded reports whether b lets every key through.
 func (b epkBounds) unbounded() bool { return b.min == nil && b.max == nil }
 
@@ -342,7 +356,7 @@ func (e *Engine) SplitPartitionKeyRange(ctx context.Context, dbName, collName, i
 		return nil, perr
 	}
 	if !hashV2(prev.record.Props) {
-		return nil, BadRequest("Container '%s' uses hash partitioning version 1, whose effective partition keys the SDKs compute differently: it keeps one partition key range. Create it with partitionKey.version 2 to split it.", prev.ID)
+		return nil, BadRequest("Container '%s' uses hash partitioning version 1: its partition key ranges are not split. Create it with partitionKey.version 2 to split its ranges.", prev.ID)
 	}
 	lo, ok1 := parseEPKBoundary(parent.MinInclusive, false)
 	hi, ok2 := parseEPKBoundary(parent.MaxExclusive, true)
