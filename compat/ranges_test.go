@@ -137,7 +137,8 @@ func TestGoSDKFeedRangesFollowThroughput(t *testing.T) {
 		{"m400", manual(400), 1},
 		{"m10000", manual(10000), 1},
 		{"m10100", manual(10100), 2}, // the service takes multiples of 100
-		{"m40000", manual(40000), 4},
+		{"m21000", manual(21000), 4}, // ⌈RU/s ÷ 6,000⌉ above 10,000
+		{"m40000", manual(40000), 7},
 		{"auto20000", &azcosmos.CreateContainerOptions{ThroughputProperties: &auto}, 2},
 	}
 	for _, tt := range tests {
@@ -173,9 +174,9 @@ func TestGoSDKFeedRangesFollowThroughput(t *testing.T) {
 		t.Fatalf("with PartitionKeyRanges 3: %d ranges", len(ranges))
 	}
 	checkCover(t, ranges)
-	if c4 := newRangedContainer(t, s3, "db", "big", manual(40000)); true {
+	if c4 := newRangedContainer(t, s3, "db", "big", manual(24000)); true {
 		if r, _ := c4.ReadFeedRanges(ctx, nil); len(r) != 4 {
-			t.Fatalf("40,000 RU/s with PartitionKeyRanges 3: %d ranges, want 4", len(r))
+			t.Fatalf("24,000 RU/s with PartitionKeyRanges 3: %d ranges, want 4", len(r))
 		}
 	}
 }
@@ -197,7 +198,7 @@ func readAllChangeFeed(t *testing.T, c *azcosmos.ContainerClient, fr azcosmos.Fe
 func TestGoSDKChangeFeedPerFeedRange(t *testing.T) {
 	s := orrerytest.Start(t)
 	ctx := context.Background()
-	tp := azcosmos.NewManualThroughputProperties(40000)
+	tp := azcosmos.NewManualThroughputProperties(24000)
 	c := newRangedContainer(t, s, "db", "feed", &azcosmos.CreateContainerOptions{ThroughputProperties: &tp})
 	const keys, perKey = 64, 3
 	for i := range keys * perKey {
@@ -725,7 +726,7 @@ func TestPartitionKeyRangesSurviveRestart(t *testing.T) {
 	var before []rangeDoc
 	t.Run("split", func(t *testing.T) {
 		s := orrerytest.StartWith(t, orrerytest.Options{Dir: dir})
-		tp := azcosmos.NewManualThroughputProperties(30000)
+		tp := azcosmos.NewManualThroughputProperties(18000)
 		newRangedContainer(t, s, "db", "c", &azcosmos.CreateContainerOptions{ThroughputProperties: &tp})
 		if _, err := s.SplitPartitionKeyRange(context.Background(), "db", "c", "1"); err != nil {
 			t.Fatal(err)

@@ -74,9 +74,13 @@ type ChangeFeedResult struct {
 func FormatChangeFeedETag(lsn uint64) string { return feed.FormatETag(lsn) }
 
 // EffectivePartitionKey returns the binary effective partition key of pk in a
-// container with partition key definition def: the hash that orders items and
-// that feed ranges (x-ms-start-epk, x-ms-end-epk) bound.
+// container with partition key definition def: the one that feed ranges
+// (x-ms-start-epk, x-ms-end-epk) and partition key ranges bound, which for
+// hash partitioning V1 is not the hash that orders items.
 func EffectivePartitionKey(def *PartitionKeyDefinition, pk PartitionKey) []byte {
+	if def.Version == 1 {
+		return pk.EPKV1()
+	}
 	return effectivePartitionKey(def, pk)
 }
 
@@ -91,12 +95,15 @@ func (c *Container) changeScope(req *ChangeFeedRequest) (*feed.Scope, error) {
 		}
 		s.Prefix = prefix
 	}
-	bounds, err := c.requestBounds(req.PartitionKeyRangeID, req.MinEPK, req.MaxEPK)
+	bounds, err := c.partitionBounds(req.HasPartitionKey, req.PartitionKeyRangeID, req.MinEPK, req.MaxEPK)
 	if err != nil {
 		return nil, err
 	}
 	if !bounds.unbounded() {
 		s.InRange = bounds.containsEPK
+		if c.hashV1() {
+			s.EPK = c.rangeEPK
+		}
 		s.Min, s.Max = bounds.min, bounds.max
 	}
 	return s, nil

@@ -53,6 +53,8 @@ func (e *Engine) CreateContainer(ctx context.Context, dbName string, body []byte
 	rec := containerRecord{Props: normalized}
 	if n := e.rangeCount(throughput); n > 1 && hashV2(normalized) {
 		rec.Ranges = pkranges.New(n, e.now().Unix())
+	} else if n > 1 {
+		rec.Ranges = newRangeSetV1(n, e.now().Unix())
 	}
 	e.placeRanges(&rec, rid)
 	var offerBody []byte
@@ -397,7 +399,11 @@ func (e *Engine) purgeContainerData(collRID []byte) {
 // rangeCount is how many ranges a container created with t gets.
 func (e *Engine) rangeCount(t *Throughput) int {
 	n := max(e.opts.PartitionKeyRanges, 1)
-	if t != nil {
+	switch {
+	case t == nil:
+	case t.Manual > RUPerPartitionKeyRange:
+		n = max(n, (t.Manual+ruPerNewManualRange-1)/ruPerNewManualRange)
+	default:
 		ru := max(t.Manual, t.AutoscaleMax)
 		n = max(n, (ru+RUPerPartitionKeyRange-1)/RUPerPartitionKeyRange)
 	}

@@ -28,7 +28,7 @@ func (e *Engine) ReadFeed(ctx context.Context, req *FeedRequest) (*FeedResult, e
 	if perr != nil {
 		return nil, perr
 	}
-	bounds, perr := c.requestBounds(req.PartitionKeyRangeID, req.MinEPK, req.MaxEPK)
+	bounds, perr := c.partitionBounds(req.HasPartitionKey, req.PartitionKeyRangeID, req.MinEPK, req.MaxEPK)
 	if perr != nil {
 		return nil, perr
 	}
@@ -57,7 +57,7 @@ func (e *Engine) ReadFeed(ctx context.Context, req *FeedRequest) (*FeedResult, e
 	res := &FeedResult{}
 	var last []byte
 	total := 0
-	inScope := func(key []byte) bool { return bytes.HasPrefix(key, scope) && bounds.containsEPK(c.itemEPK(key)) }
+	inScope := func(key []byte) bool { return bytes.HasPrefix(key, scope) && c.inBounds(bounds, key) }
 	err = feed.LookupChunks(ctx, snap, it, inScope, func(pos, key, v []byte) (bool, error) {
 		if len(res.Items) == size {
 			res.Continuation = base64.RawURLEncoding.EncodeToString(last)

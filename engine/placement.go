@@ -186,6 +186,11 @@ func (e *Engine) placeRanges(rec *containerRecord, rid []byte) {
 	start := int(h.Sum32() % uint32(e.shared.placements.n))
 	for i := range next.Ranges {
 		next.Ranges[i].Place = (start + i) % e.shared.placements.n
+		if !hashV2(rec.Props) {
+			// A V1 container's ranges are not spans of its item keys:
+			// they all live in one place.
+			next.Ranges[i].Place = start
+		}
 	}
 	rec.Ranges = &next
 }
@@ -291,10 +296,7 @@ func (e *Engine) moveRange(ctx context.Context, c *Container, b epkBounds, from,
 			dropped.Close()
 		}
 	}()
-	in := func(itemKey []byte) bool {
-		epk := c.itemEPK(itemKey)
-		return epk != nil && b.containsEPK(epk)
-	}
+	in := func(itemKey []byte) bool { return c.inBounds(b, itemKey) }
 	for _, prefix := range [][]byte{keys.ItemContainerPrefix(c.rid), keys.OrderPrefix(c.rid), keys.IndexPrefix(c.rid),
 		keys.UniquePrefix(c.rid), keys.FeedPrefix(c.rid), keys.RIDPrefix(c.rid), keys.ExpiryPrefix(c.rid), keys.VersionPrefix(c.rid)} {
 		it, err := src.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), false)

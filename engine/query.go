@@ -200,7 +200,7 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 	if err := c.checkCompositeOrder(plan); err != nil {
 		return nil, nil, err
 	}
-	epks, berr := c.requestBounds(req.PartitionKeyRangeID, req.MinEPK, req.MaxEPK)
+	epks, berr := c.partitionBounds(!bytes.Equal(scope, keys.ItemContainerPrefix(c.rid)), req.PartitionKeyRangeID, req.MinEPK, req.MaxEPK)
 	if berr != nil {
 		return nil, nil, berr
 	}
@@ -539,10 +539,15 @@ func (e *Engine) streamQuery(ctx context.Context, c *Container, snap storage.Rea
 		progressed = true
 		tok.Key, tok.Pos = nil, nil
 	}
-	if req.fanOut && len(res.Items) == size && (limit < 0 || tok.Produced < limit) {
+	if req.fanOut && len(res.Items) == size && (limit < 0 || tok.Produced < limit) && len(c.ranges().Ranges) == 1 {
 		// The service's gateway ends a full page of a query that spans
 		// partitions with a continuation, without looking for a next row:
-		// the page after it is empty and has none.
+		// the page after it is empty and has none. It serves such a query
+		// itself only for a container of one physical partition; with more
+		// it gives the SDKs the plan, and they page each range, never
+		// showing an empty last page: so a container of several ranges,
+		// whose spanning queries Orrery answers whole, ends its last page
+		// without a continuation.
 		tok.End = true
 		res.Continuation = encodeToken(tok)
 	}

@@ -160,7 +160,7 @@ func (c *Container) scanKeys(ctx context.Context, r storage.Reader, it storage.I
 			} else {
 				key = bytes.Clone(it.Value())
 			}
-			if !bytes.HasPrefix(key, src.scope) || !src.bounds.containsEPK(c.itemEPK(key)) {
+			if !bytes.HasPrefix(key, src.scope) || !c.inBounds(src.bounds, key) {
 				continue
 			}
 			positions = append(positions, bytes.Clone(pos))

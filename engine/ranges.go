@@ -2,17 +2,20 @@ package engine
 
 import (
 	"context"
+	"math"
 	"math/big"
 	"strconv"
 
+	"github.com/orrery-db/orrery/engine/internal/pkey"
 	"github.com/orrery-db/orrery/engine/internal/pkranges"
 )
 
 // Partition key ranges. Items are stored in effective-partition-key order, so
 // a physical partition key range is a span of keys: ranges are metadata over
 // that key space, kept in the container's catalog record. A container starts
-// with one range per 10,000 RU/s of throughput (or Options.PartitionKeyRanges
-// when that is more), cut evenly over the space hash partitioning V2 uses; a
+// with as many ranges as the service gives its throughput (rangeCount; or
+// Options.PartitionKeyRanges when that is more), cut evenly over the space
+// of its hash partitioning version; a
 // split replaces one range by two children whose parents name it. The change
 // feed numbers every change of a container in one sequence, so a child range
 // resumes from its parent's continuation as is: it reads the same positions,
@@ -38,7 +41,7 @@ func (e *Engine) SplitPartitionKeyRange(ctx context.Context, dbName, collName, i
 		return nil, perr
 	}
 	if !hashV2(prev.record.Props) {
-		return nil, BadRequest("Container '%s' uses hash partitioning version 1, whose effective partition keys the SDKs compute differently: it keeps one partition key range. Create it with partitionKey.version 2 to split it.", prev.ID)
+		return nil, BadRequest("Container '%s' uses hash partitioning version 1: its partition key ranges are not split. Create it with partitionKey.version 2 to split its ranges.", prev.ID)
 	}
 	lo, ok1 := pkranges.ParseBoundary(parent.MinInclusive, false)
 	hi, ok2 := pkranges.ParseBoundary(parent.MaxExclusive, true)
@@ -106,4 +109,24 @@ func (e *Engine) SplitPartitionKeyRange(ctx context.Context, dbName, collName, i
 	// later replace that retires it reaches them.
 	prev.retired.Store(true)
 	return children, nil
+}
+
+// newRangeSetV1 cuts the key space of hash partitioning V1 into n ranges
+// as the service cuts it: the 32-bit hash space in n equal slices, range i
+// starting at the hash i·⌊(2³²−1)/n⌋ written as a V1 number.
+func newRangeSetV1(n int, ts int64) *pkranges.Set {
+	if n <= 1 {
+		return pkranges.Single
+	}
+	set := &pkranges.Set{Version: 1, NextID: n}
+	lower, step := "", uint64(math.MaxUint32)/uint64(n)
+	for i := range n {
+		upper := "FF"
+		if i < n-1 {
+			upper = pkey.Hex(pkey.V1Boundary(uint32(step * uint64(i+1))))
+		}
+		set.Ranges = append(set.Ranges, PartitionKeyRange{ID: strconv.Itoa(i), MinInclusive: lower, MaxExclusive: upper, Version: 1, TS: ts})
+		lower = upper
+	}
+	return set
 }

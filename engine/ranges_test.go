@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,8 +17,11 @@ func TestInitialRangesCutTheKeySpaceEvenly(t *testing.T) {
 		{nil, `[""-FF]`},
 		{&Throughput{Manual: 400}, `[""-FF]`},
 		{&Throughput{Manual: 10000}, `[""-FF]`},
-		{&Throughput{Manual: 20000}, `[""-20000000000000000000000000000000 20000000000000000000000000000000-FF]`},
-		{&Throughput{Manual: 40000}, `[""-10000000000000000000000000000000 10000000000000000000000000000000-20000000000000000000000000000000 20000000000000000000000000000000-30000000000000000000000000000000 30000000000000000000000000000000-FF]`},
+		// Manual throughput above one range's 10,000 RU/s: ⌈RU/s ÷ 6,000⌉.
+		{&Throughput{Manual: 12000}, `[""-20000000000000000000000000000000 20000000000000000000000000000000-FF]`},
+		{&Throughput{Manual: 21000}, `[""-10000000000000000000000000000000 10000000000000000000000000000000-20000000000000000000000000000000 20000000000000000000000000000000-30000000000000000000000000000000 30000000000000000000000000000000-FF]`},
+		{&Throughput{Manual: 40000}, `[""-09249249249249249249249249249249 09249249249249249249249249249249-12492492492492492492492492492492 12492492492492492492492492492492-1B6DB6DB6DB6DB6DB6DB6DB6DB6DB6DB 1B6DB6DB6DB6DB6DB6DB6DB6DB6DB6DB-24924924924924924924924924924924 24924924924924924924924924924924-2DB6DB6DB6DB6DB6DB6DB6DB6DB6DB6D 2DB6DB6DB6DB6DB6DB6DB6DB6DB6DB6D-36DB6DB6DB6DB6DB6DB6DB6DB6DB6DB6 36DB6DB6DB6DB6DB6DB6DB6DB6DB6DB6-FF]`},
+		{&Throughput{AutoscaleMax: 20000}, `[""-20000000000000000000000000000000 20000000000000000000000000000000-FF]`},
 		{&Throughput{AutoscaleMax: 30000}, `[""-15555555555555555555555555555555 15555555555555555555555555555555-2AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA 2AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA-FF]`},
 	}
 	for i, tt := range tests {
@@ -51,7 +55,7 @@ func describeRanges(c *Container) string {
 func TestSplitHalvesARangeAndRetiresIt(t *testing.T) {
 	ctx := t.Context()
 	e, _ := newTestEngine(t)
-	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), &Throughput{Manual: 20000}); err != nil {
+	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), &Throughput{Manual: 12000}); err != nil {
 		t.Fatal(err)
 	}
 	children, err := e.SplitPartitionKeyRange(ctx, "db", "c", "1")
@@ -107,15 +111,44 @@ func TestSplitHalvesARangeAndRetiresIt(t *testing.T) {
 	}
 }
 
-func TestVersion1ContainersKeepOneRange(t *testing.T) {
+func TestVersion1RangesAreCutInTheV1HashSpace(t *testing.T) {
 	ctx := t.Context()
 	e, _ := newTestEngine(t)
-	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"v1","partitionKey":{"paths":["/pk"],"version":1}}`), &Throughput{Manual: 40000}); err != nil {
+	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"v1","partitionKey":{"paths":["/pk"],"version":1}}`), &Throughput{Manual: 21000}); err != nil {
 		t.Fatal(err)
 	}
 	c, _ := e.Container(ctx, "db", "v1")
-	if got := describeRanges(c); got != `[""-FF]` {
-		t.Errorf("V1 container with 40,000 RU/s: %s, want one range", got)
+	// The service's boundaries for four V1 ranges: the hashes i·1073741823.
+	if got := describeRanges(c); got != `[""-05C1CFFFFFFFF8 05C1CFFFFFFFF8-05C1DFFFFFFFF8 05C1DFFFFFFFF8-05C1E7FFFFFFFA 05C1E7FFFFFFFA-FF]` {
+		t.Errorf("V1 container with 21,000 RU/s: %s", got)
+	}
+	// Items are placed by their V1 keys: "sample3" hashes to 867163591, in
+	// the first range; "sample1" to 3951277692, in the last.
+	for _, pk := range []string{"sample1", "sample3"} {
+		if _, err := e.CreateItem(ctx, &ItemRequest{Database: "db", Container: "v1", Body: []byte(`{"id":"` + pk + `","pk":"` + pk + `"}`), PartitionKey: StringKey(pk), HasPartitionKey: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for rangeID, want := range map[string]string{"0": "sample3", "1": "", "2": "", "3": "sample1"} {
+		res, err := e.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: "v1", PartitionKeyRangeID: rangeID, MaxItems: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, it := range res.Items {
+			var doc struct{ ID string }
+			_ = json.Unmarshal(it, &doc)
+			ids = append(ids, doc.ID)
+		}
+		if strings.Join(ids, ",") != want {
+			t.Errorf("change feed of range %s: %v, want %q", rangeID, ids, want)
+		}
+	}
+	// Scoped to a partition key, a request reads that partition whichever
+	// range it names (the SDKs' V1 hashes of some numbers differ).
+	res, err := e.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: "v1", PartitionKeyRangeID: "0", PartitionKey: StringKey("sample1"), HasPartitionKey: true, MaxItems: 10})
+	if err != nil || len(res.Items) != 1 {
+		t.Errorf("change feed of sample1 through range 0: %v, %v", res, err)
 	}
 	if _, err := e.SplitPartitionKeyRange(ctx, "db", "v1", "0"); err == nil {
 		t.Error("a V1 container's range split")

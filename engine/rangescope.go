@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/pkey"
 	"github.com/orrery-db/orrery/engine/internal/pkranges"
 	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/storage"
@@ -24,6 +25,13 @@ const RUPerPartitionKeyRange = 10000
 
 // maxInitialRanges bounds the ranges a container is created with.
 const maxInitialRanges = 256
+
+// ruPerNewManualRange is what the service provisions a physical partition
+// for when a container is created with more manual throughput than one
+// range serves: ⌈RU/s ÷ 6,000⌉ ranges, so that each has room to grow (the
+// JavaScript SDK's suite relies on it: its V1 container of 21,000 RU/s has
+// four ranges). Autoscale gets one range per 10,000 RU/s of its maximum.
+const ruPerNewManualRange = 6000
 
 // SubStatusPartitionKeyRangeGone: the partition key range of a range-scoped
 // request was split (or never existed); the SDKs refresh their routing.
@@ -110,6 +118,20 @@ func (c *Container) requestBounds(rangeID, minEPK, maxEPK string) (epkBounds, *E
 	return b, nil
 }
 
+// partitionBounds is requestBounds for a request that may be scoped to one
+// logical partition (scoped). For a V1 container such a request reads its
+// partition whichever range it names: the SDKs disagree on the V1 hashes of
+// some numbers (the Python SDK's of negative and large integers), so a range
+// an SDK picked for the key is checked to exist but does not filter the
+// partition's items.
+func (c *Container) partitionBounds(scoped bool, rangeID, minEPK, maxEPK string) (epkBounds, *Error) {
+	b, err := c.requestBounds(rangeID, minEPK, maxEPK)
+	if err == nil && scoped && c.hashV1() {
+		return epkBounds{}, nil
+	}
+	return b, err
+}
+
 // unbounded reports whether b lets every key through.
 func (b epkBounds) unbounded() bool { return b.min == nil && b.max == nil }
 
@@ -123,11 +145,47 @@ func (b epkBounds) containsEPK(epk []byte) bool {
 	return b.max == nil || bytes.Compare(epk, b.max) < 0
 }
 
+// hashV1 reports whether the container's ranges are cut in the space of
+// hash partitioning V1, which is not the order of its item keys.
+func (c *Container) hashV1() bool { return c.pk.Version == 1 }
+
+// rangeEPK is the effective partition key that places the item with key
+// key in the container's ranges: the one in the key for hash partitioning
+// V2, the V1 one of its partition key otherwise (nil when the key is not
+// an item key).
+func (c *Container) rangeEPK(key []byte) []byte {
+	if !c.hashV1() {
+		return c.itemEPK(key)
+	}
+	_, pkEnc, ok := c.splitItemKey(key)
+	if !ok {
+		return nil
+	}
+	pk, err := pkey.ParseHeader(string(pkEnc))
+	if err != nil {
+		return nil
+	}
+	return pk.EPKV1()
+}
+
+// inBounds reports whether the item with key key is in bounds b.
+func (c *Container) inBounds(b epkBounds, key []byte) bool {
+	if b.unbounded() {
+		return true
+	}
+	epk := c.rangeEPK(key)
+	return epk != nil && b.containsEPK(epk)
+}
+
 // keyRange narrows the item key span [lower, upper) of scope to the bounds.
 // Item keys are the container prefix, the EPK, then the rest, so an EPK
-// bound is a key bound.
+// bound is a key bound; the bounds of a V1 container are not (its items
+// are filtered by inBounds instead).
 func (c *Container) keyRange(scope []byte, b epkBounds) (lower, upper []byte) {
 	lower, upper = scope, storage.PrefixEnd(scope)
+	if c.hashV1() {
+		return lower, upper
+	}
 	base := keys.ItemContainerPrefix(c.rid)
 	if b.min != nil {
 		if k := append(base[:len(base):len(base)], b.min...); bytes.Compare(k, lower) > 0 {
@@ -171,8 +229,10 @@ func parseEPKBound(h, name string) ([]byte, *Error) {
 
 // hashV2 reports whether container properties use hash partitioning V2. The
 // engine orders items by the V2 hash whatever the version, but clients route
-// by the version the container declares, and the SDKs' V1 hashes differ from
-// each other: so a V1 container keeps one range, where routing never matters.
+// by the version the container declares: a V1 container's ranges are cut in
+// the V1 space (newRangeSetV1) and an item belongs to the range holding its
+// V1 effective partition key (Container.rangeEPK), so a range-scoped read
+// filters the items it scans instead of narrowing the scan.
 func hashV2(props map[string]any) bool {
 	pk, _ := props["partitionKey"].(map[string]any)
 	v, _ := pk["version"].(float64)

@@ -95,7 +95,7 @@ func (e *Engine) vectorQuery(ctx context.Context, c *Container, r storage.Reader
 		}
 		key := keys.ItemKeyFromSuffix(c.rid, suffix)
 		admit := func() bool {
-			if !bytes.HasPrefix(key, src.scope) || !src.bounds.containsEPK(c.itemEPK(key)) {
+			if !bytes.HasPrefix(key, src.scope) || !c.inBounds(src.bounds, key) {
 				return false
 			}
 			t0 := time.Now()
@@ -285,7 +285,7 @@ func (e *Engine) fullTextCandidates(ctx context.Context, c *Container, r storage
 	tc := &textCandidates{keys: make([][]byte, 0, len(set))}
 	for suffix := range set {
 		key := keys.ItemKeyFromSuffix(c.rid, []byte(suffix))
-		if bytes.HasPrefix(key, src.scope) && src.bounds.containsEPK(c.itemEPK(key)) {
+		if bytes.HasPrefix(key, src.scope) && c.inBounds(src.bounds, key) {
 			tc.keys = append(tc.keys, key)
 		}
 	}
@@ -390,7 +390,7 @@ func (e *Engine) rankQuery(ctx context.Context, c *Container, r storage.Reader, 
 	} else {
 		for k := range any {
 			key := []byte(k)
-			if bytes.HasPrefix(key, src.scope) && src.bounds.containsEPK(c.itemEPK(key)) {
+			if bytes.HasPrefix(key, src.scope) && c.inBounds(src.bounds, key) {
 				tc.keys = append(tc.keys, key)
 			}
 		}

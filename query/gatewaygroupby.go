@@ -16,6 +16,10 @@ var groupByAggregateTypes = map[string]string{
 	"MIN":     "Min",
 	"MAX":     "Max",
 	"AVG":     "Average",
+	// Each range's list or set; the SDK concatenates the lists and
+	// unions the sets.
+	"MAKELIST": "MakeList",
+	"MAKESET":  "MakeSet",
 }
 
 // groupByInfo is the gateway's QueryInfo for a GROUP BY query.
@@ -45,13 +49,14 @@ type groupByInfo struct {
 // as the gateway writes it: {"item": COUNT(x)}, {"item": SUM(x)},
 // {"item": {"min": MIN(x), "count": COUNT(x)}} (so that a range whose group
 // saw no value says so), {"item": {"sum": SUM(x), "count": COUNT(x)}} for
-// AVG. The SDK merges the ranges' rows per group; an alias whose aggregate
+// AVG, {"item": MAKELIST(x)} and {"item": MAKESET(x)}. The SDK merges the ranges' rows per group; an alias whose aggregate
 // saw no value anywhere is then present with no value, as with the service.
 //
 // It returns nil for other queries and for GROUP BY shapes whose rewrite
 // this package does not reproduce (SELECT VALUE, SELECT *, DISTINCT,
-// ORDER BY, TOP, OFFSET LIMIT, JOIN, aggregates inside expressions,
-// MAKELIST, MAKESET): the caller then plans as before.
+// ORDER BY, TOP, OFFSET LIMIT, JOIN, aggregates inside expressions): the
+// caller then plans as before. A plan with MakeList or MakeSet is for an
+// SDK that lists the ListAndSetAggregate query feature.
 func (q *Query) GroupByGateway(params map[string]json.RawMessage) (*GatewayPlan, error) {
 	sq := q.q
 	if len(sq.groupBy) == 0 || sq.isValue || sq.star || sq.distinct || len(sq.orderBy) > 0 ||

@@ -89,7 +89,7 @@ func groupByPlan(c *engine.Container, q string, params map[string]json.RawMessag
 		return "", false
 	}
 	gp := c.GroupByPlan(q, params)
-	if gp == nil {
+	if gp == nil || !hasQueryFeature(features, "ListAndSetAggregate") && mergesListsOrSets(gp.QueryInfo) {
 		return "", false
 	}
 	plan := struct {
@@ -103,6 +103,21 @@ func groupByPlan(c *engine.Container, q string, params map[string]json.RawMessag
 		return "", false
 	}
 	return string(out), true
+}
+
+// mergesListsOrSets reports whether a GROUP BY plan has the SDK merge
+// MAKELIST or MAKESET results.
+func mergesListsOrSets(queryInfo json.RawMessage) bool {
+	var info struct {
+		Types map[string]*string `json:"groupByAliasToAggregateType"`
+	}
+	_ = json.Unmarshal(queryInfo, &info)
+	for _, t := range info.Types {
+		if t != nil && (*t == "MakeList" || *t == "MakeSet") {
+			return true
+		}
+	}
+	return false
 }
 
 // hasQueryFeature reports whether the supported query features header

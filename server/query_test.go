@@ -3,6 +3,9 @@ package server
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/orrery-db/orrery/engine"
+	"github.com/orrery-db/orrery/storage/memory"
 )
 
 // TestCrossPartitionQueryRefusalCarriesThePlan checks the service's answer to
@@ -75,5 +78,36 @@ func TestCrossPartitionQueryRefusalCarriesThePlan(t *testing.T) {
 				t.Fatalf("plan %s", eb.AdditionalErrorInfo)
 			}
 		})
+	}
+}
+
+// A GROUP BY with MAKELIST or MAKESET gets the gateway's GROUP BY plan only
+// for an SDK that lists ListAndSetAggregate among its query features: one
+// without would have no aggregator to merge the lists with.
+func TestGroupByPlanWithListsNeedsTheListAndSetFeature(t *testing.T) {
+	eng, err := engine.Open(t.Context(), memory.New(), engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	if _, err := eng.CreateDatabase(t.Context(), []byte(`{"id":"db"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.CreateContainer(t.Context(), "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), &engine.Throughput{Manual: 40000}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := eng.Container(t.Context(), "db", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const q = "SELECT c.team, MAKELIST(c.age) AS ages FROM c GROUP BY c.team"
+	if _, ok := groupByPlan(c, q, nil, "Aggregate,GroupBy,ListAndSetAggregate"); !ok {
+		t.Error("no GROUP BY plan for an SDK that merges lists")
+	}
+	if plan, ok := groupByPlan(c, q, nil, "Aggregate,GroupBy"); ok {
+		t.Errorf("a GROUP BY plan with MakeList for an SDK without ListAndSetAggregate: %s", plan)
+	}
+	if _, ok := groupByPlan(c, "SELECT c.team, COUNT(1) AS n FROM c GROUP BY c.team", nil, "Aggregate,GroupBy"); !ok {
+		t.Error("no GROUP BY plan for COUNT")
 	}
 }

@@ -91,16 +91,16 @@ func TestTheBudgetIsDividedOverTheContainersPhysicalPartitions(t *testing.T) {
 	eng, ctx := open(t)
 	clk := newClock()
 	e := New(eng, Options{Now: clk.now})
-	// 20,000 RU/s: two ranges of 10,000 each, as the service divides it.
-	c := container(t, eng, ctx, "db", "c", &engine.Throughput{Manual: 20000})
+	// 12,000 RU/s: two ranges of 6,000 each, as the service divides it.
+	c := container(t, eng, ctx, "db", "c", &engine.Throughput{Manual: 12000})
 	ranges, _ := c.PartitionKeyRanges()
 	if len(ranges) != 2 {
 		t.Fatalf("%d ranges, want 2", len(ranges))
 	}
 	n0, _ := spend(t, e, ctx, c, ranges[0].ID, 100)
 	n1, _ := spend(t, e, ctx, c, ranges[1].ID, 100)
-	if n0 < 100 || n0 > 101 || n1 < 100 || n1 > 101 {
-		t.Fatalf("admitted %d and %d requests of 100 RU, want 100 each (10,000 RU/s per range)", n0, n1)
+	if n0 < 60 || n0 > 61 || n1 < 60 || n1 > 61 {
+		t.Fatalf("admitted %d and %d requests of 100 RU, want 60 each (6,000 RU/s per range)", n0, n1)
 	}
 	// A request across the whole container needs every range's budget.
 	if _, w := e.Admit(ctx, c, "", "", "docs.query"); w == 0 {

@@ -5,7 +5,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
-import { ChangeFeedMode, ChangeFeedPolicy, ChangeFeedRetentionTimeSpan, ChangeFeedStartFrom, StatusCodes } from "@azure/cosmos";
+import { ChangeFeedMode, ChangeFeedPolicy, ChangeFeedRetentionTimeSpan, ChangeFeedStartFrom, PartitionKeyDefinitionVersion, StatusCodes } from "@azure/cosmos";
 import { newClient, uniqueId } from "./orrery.mjs";
 
 const client = newClient();
@@ -203,7 +203,7 @@ test("all versions and deletes: refuses to start from the beginning, as the serv
 });
 
 test("latest version by feed range: each range its own changes, the container's ranges breadth first", async () => {
-  const container = await newContainer({ throughput: 30000 });
+  const container = await newContainer({ throughput: 18000 });
   for (let i = 0; i < 30; i++) await container.items.create({ id: `i${i}`, pk: `p${i}` });
   const ranges = await container.getFeedRanges();
   assert.equal(ranges.length, 3);
@@ -226,4 +226,37 @@ test("latest version by feed range: each range its own changes, the container's 
     rangeIds.push(res.headers["x-ms-documentdb-partitionkeyrangeid"]);
   }
   assert.equal(new Set(rangeIds).size, 3, `pages from ranges ${rangeIds}`);
+});
+
+test("latest version by feed range on a V1 container: its ranges are cut in the V1 hash space, each item in the range of its V1 key", async () => {
+  const { container } = await db.containers.create({
+    id: uniqueId("feedv1"),
+    partitionKey: { paths: ["/name"], version: PartitionKeyDefinitionVersion.V1 },
+    throughput: 21000,
+  });
+  const names = ["sample1", "sample2", "sample3", "sample4"];
+  for (let i = 0; i < 5; i++) for (const name of names) await container.items.create({ id: `${name}-${i}`, name });
+  const ranges = await container.getFeedRanges();
+  // The service's four V1 ranges: the 32-bit hash space in equal slices.
+  assert.deepEqual(
+    ranges.map((r) => [r.minInclusive, r.maxExclusive]),
+    [["", "05C1CFFFFFFFF8"], ["05C1CFFFFFFFF8", "05C1DFFFFFFFF8"], ["05C1DFFFFFFFF8", "05C1E7FFFFFFFA"], ["05C1E7FFFFFFFA", "FF"]],
+  );
+  // V1 hashes: sample3 867163591 and sample2 1333683568 fall in the first
+  // two ranges, sample4 and sample1 (above 3.2e9) in the last.
+  const want = [["sample3"], ["sample2"], [], ["sample1", "sample4"]];
+  for (const [i, range] of ranges.entries()) {
+    const { items } = await drain(container.items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning(range) }));
+    assert.deepEqual([...new Set(items.map((it) => it.name))].sort(), want[i], `range ${i}`);
+    assert.equal(items.length, 5 * want[i].length, `range ${i}`);
+  }
+  // Routed by partition key, the SDK's V1 hash finds each item.
+  for (const name of names) {
+    const { resources } = await container.items.query("SELECT * FROM c", { partitionKey: name }).fetchAll();
+    assert.equal(resources.length, 5, name);
+    const { items } = await drain(container.items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning(name) }));
+    assert.equal(items.length, 5, name);
+  }
+  const { resources: all } = await container.items.query("SELECT VALUE COUNT(1) FROM c").fetchAll();
+  assert.deepEqual(all, [20]);
 });

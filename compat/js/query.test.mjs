@@ -200,6 +200,19 @@ describe("cross-partition JOINs and parameters", () => {
     await expectResults("SELECT VALUE c.id FROM c WHERE c.cat = 'green'", want, { unordered: true });
   });
 
+  test("over several ranges, the async iterator ends with the last full page, as the SDK's per-range pipeline ends", async () => {
+    const { container: wide } = await db.containers.create({ id: uniqueId("wide"), partitionKey: { paths: ["/id"] }, throughput: 24000 });
+    assert.ok((await wide.getFeedRanges()).length > 1);
+    for (let i = 0; i < 20; i++) await wide.items.create({ id: String(i) });
+    const pages = [];
+    for await (const { resources } of wide.items.query("SELECT * FROM root r", { maxItemCount: 2 }).getAsyncIterator()) {
+      pages.push(resources.length);
+    }
+    assert.equal(pages.reduce((a, b) => a + b, 0), 20);
+    assert.ok(!pages.includes(0), `pages ${pages}: no empty page after the last results`);
+    await wide.delete();
+  });
+
   test("with a partition key the query stays in its partition", async () => {
     const want = docs.filter((d) => d.pk === "east").sort(byNumber((d) => d.n)).map((d) => d.n);
     await expectResults("SELECT VALUE c.n FROM c ORDER BY c.n", want, { options: { partitionKey: "east" } });

@@ -32,6 +32,9 @@ type Scope struct {
 	// InRange reports whether an effective partition key is in the
 	// feed's range; nil means every one is.
 	InRange func(epk []byte) bool
+	// EPK is the effective partition key InRange tests for an item key;
+	// nil means the one in the key.
+	EPK func(itemKey []byte) []byte
 	// Min and Max are the effective partition key span InRange tests
 	// (Max exclusive), nil where the span is open; they let a caller that
 	// places ranges on several databases tell which ones a scope reaches.
@@ -43,7 +46,14 @@ func (s *Scope) Contains(itemKey []byte) bool {
 	if s.Prefix != nil && !bytes.HasPrefix(itemKey, s.Prefix) {
 		return false
 	}
-	return s.InRange == nil || s.InRange(s.C.ItemEPK(itemKey))
+	if s.InRange == nil {
+		return true
+	}
+	if s.EPK != nil {
+		epk := s.EPK(itemKey)
+		return epk != nil && s.InRange(epk)
+	}
+	return s.InRange(s.C.ItemEPK(itemKey))
 }
 
 // Page collects one page. A page ends only between sequence numbers:

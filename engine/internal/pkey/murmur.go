@@ -69,3 +69,38 @@ func fmix64(k uint64) uint64 {
 	k ^= k >> 33
 	return k
 }
+
+// murmur3x86 computes MurmurHash3 x86 32-bit with seed 0: the hash of
+// partition keys under hash partitioning version 1.
+func murmur3x86(data []byte) uint32 {
+	const c1, c2 = 0xcc9e2d51, 0x1b873593
+	var h uint32
+	n := len(data)
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		k := binary.LittleEndian.Uint32(data[i:])
+		k *= c1
+		k = bits.RotateLeft32(k, 15)
+		k *= c2
+		h ^= k
+		h = bits.RotateLeft32(h, 13)
+		h = h*5 + 0xe6546b64
+	}
+	if tail := data[i:]; len(tail) > 0 {
+		var k uint32
+		for j := len(tail) - 1; j >= 0; j-- {
+			k = k<<8 | uint32(tail[j])
+		}
+		k *= c1
+		k = bits.RotateLeft32(k, 15)
+		k *= c2
+		h ^= k
+	}
+	h ^= uint32(n)
+	h ^= h >> 16
+	h *= 0x85ebca6b
+	h ^= h >> 13
+	h *= 0xc2b2ae35
+	h ^= h >> 16
+	return h
+}
