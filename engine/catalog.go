@@ -7,6 +7,7 @@ import (
 	"errors"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -63,7 +64,25 @@ type Container struct {
 	computed []*query.ComputedProperty
 	// search are its vector and full-text policies (engine/searchpolicy.go).
 	search *SearchPolicy
+	// queries are the queries on its items parsed so far (see
+	// Container.cachedQuery): a replace that changes the computed
+	// properties makes another Container, with none.
+	queries queryCache
 }
+
+// queryCache keeps a container's parsed queries by their text: clients send
+// the same parameterized text again and again, and a query.Query is
+// immutable and safe for concurrent use. At most queryCacheEntries texts of
+// at most queryCacheMaxText bytes are kept; a full cache starts over.
+type queryCache struct {
+	mu sync.RWMutex
+	m  map[string]*query.Query
+}
+
+const (
+	queryCacheEntries = 256
+	queryCacheMaxText = 4 << 10
+)
 
 // containerRecord is what is stored for a container: its properties as the
 // client gave them (defaults filled, system properties included).

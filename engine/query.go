@@ -71,6 +71,29 @@ type QueryResult struct {
 	SessionLSN uint64
 }
 
+// cachedQuery is parseQuery on c, answered from c's cache of parsed queries
+// when it has text.
+func (c *Container) cachedQuery(text string) (*query.Query, error) {
+	qc := &c.queries
+	qc.mu.RLock()
+	q := qc.m[text]
+	qc.mu.RUnlock()
+	if q != nil {
+		return q, nil
+	}
+	q, err := c.parseQuery(text)
+	if err != nil || len(text) > queryCacheMaxText {
+		return q, err
+	}
+	qc.mu.Lock()
+	if qc.m == nil || len(qc.m) >= queryCacheEntries {
+		qc.m = make(map[string]*query.Query)
+	}
+	qc.m[text] = q
+	qc.mu.Unlock()
+	return q, nil
+}
+
 // parseQuery parses a query, mapping syntax errors to 400.
 func parseQuery(text string) (*query.Query, error) {
 	q, err := query.Parse(text)
@@ -222,7 +245,7 @@ func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResul
 	}
 	defer snap.Close()
 	if !req.HasPartitionKey {
-		q, err := c.parseQuery(req.Query)
+		q, err := c.cachedQuery(req.Query)
 		if err != nil {
 			return nil, err
 		}
@@ -288,7 +311,7 @@ func (e *Engine) queryIn(ctx context.Context, c *Container, r storage.Reader, sc
 // execution that evaluated the page, nil when a cursor served it.
 func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, scope []byte, req *QueryRequest, cursors *cursorCache, bounds pageBounds, m *QueryMetrics) (*QueryResult, *query.Execution, error) {
 	compile := time.Now()
-	q, err := c.parseQuery(req.Query)
+	q, err := c.cachedQuery(req.Query)
 	if err != nil {
 		return nil, nil, err
 	}
