@@ -64,6 +64,8 @@ type Container struct {
 	computed []*query.ComputedProperty
 	// search are its vector and full-text policies (engine/searchpolicy.go).
 	search *SearchPolicy
+	// altLink is AltLink, made once.
+	altLink string
 	// queries are the queries on its items parsed so far (see
 	// Container.cachedQuery): a replace that changes the computed
 	// properties makes another Container, with none.
@@ -97,7 +99,12 @@ type containerRecord struct {
 func (c *Container) Self() string { return "dbs/" + c.db.RID + "/colls/" + c.RID + "/" }
 
 // AltLink is the container's name-based link.
-func (c *Container) AltLink() string { return "dbs/" + c.db.ID + "/colls/" + c.ID }
+func (c *Container) AltLink() string {
+	if c.altLink != "" {
+		return c.altLink
+	}
+	return "dbs/" + c.db.ID + "/colls/" + c.ID
+}
 
 // PartitionKeyDefinition returns the container's partition key definition.
 func (c *Container) PartitionKeyDefinition() PartitionKeyDefinition { return c.pk }
@@ -195,6 +202,10 @@ func newContainer(db *Database, rec containerRecord) (*Container, error) {
 	c := &Container{ID: id, RID: ridStr, rid: rid, db: db, pk: pk, offer: rec.Offer, record: rec, index: newIndexPolicy(props),
 		logRetention: changeLogRetentionOf(props)}
 	c.etag, _ = stringProp(props, "_etag")
+	if db != nil {
+		// Every response about its items names it (X-Ms-Alt-Content-Path).
+		c.altLink = "dbs/" + db.ID + "/colls/" + id
+	}
 	// Checked when the container was created; a record older than that
 	// check keeps no policy it cannot hold.
 	c.unique, _ = parseUniqueKeyPolicy(props["uniqueKeyPolicy"])

@@ -94,6 +94,17 @@ func (c *Container) cachedQuery(text string) (*query.Query, error) {
 	return q, nil
 }
 
+// containsUDFCall reports whether text may call a user-defined function:
+// it has "udf." in any case (strings.ToLower would copy every query).
+func containsUDFCall(text string) bool {
+	for i := 0; i+4 <= len(text); i++ {
+		if text[i+3] == '.' && strings.EqualFold(text[i:i+3], "udf") {
+			return true
+		}
+	}
+	return false
+}
+
 // parseQuery parses a query, mapping syntax errors to 400.
 func parseQuery(text string) (*query.Query, error) {
 	q, err := query.Parse(text)
@@ -275,7 +286,7 @@ func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResul
 	if perr != nil {
 		return nil, perr
 	}
-	if req.UDF == nil && strings.Contains(strings.ToLower(req.Query), "udf.") {
+	if req.UDF == nil && containsUDFCall(req.Query) {
 		udfs := e.newUDFResolver(ctx, c)
 		defer udfs.close()
 		req.UDF = udfs
