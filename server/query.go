@@ -212,7 +212,7 @@ func (s *Server) queryItems(r *request) error {
 		IndexMetrics: wantsIndexMetrics(r),
 		// The Go SDK leaves the header out when cross-partition queries
 		// are disabled; the service then refuses a query that spans them.
-		CrossPartitionDisabled: !headerBool(r.Header, "x-ms-documentdb-query-enablecrosspartition"),
+		CrossPartitionDisabled: !headerBool(r.Header, "X-Ms-Documentdb-Query-Enablecrosspartition"),
 	})
 	if cur, cerr := s.eng.CachedContainer(ctx, c.Database().ID, c.ID); cerr == nil && cur != c {
 		// The page found the cache stale and reloaded it.
