@@ -135,12 +135,11 @@ func checkObject(b []byte, i int) (int, *Error) {
 }
 
 // CheckPayload is checkPayload for a body the server decodes itself (a
-// query's parameters): nil, or a 400 in the service's format. b that is not
-// valid JSON is left to the caller's own decoding.
+// query's parameters): nil, or a 400 in the service's format. b must be
+// valid JSON, as a body encoding/json has decoded without an error is (it
+// checks the whole input first): the caller's decoding has already scanned
+// it, and this does not scan it a third time.
 func CheckPayload(b []byte) error {
-	if !json.Valid(b) {
-		return nil
-	}
 	if err := checkPayload(b); err != nil {
 		return err
 	}

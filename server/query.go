@@ -27,7 +27,8 @@ func (r *request) querySpec() (*querySpec, map[string]json.RawMessage, error) {
 	}
 	// A parameter's value is read as an item's would be: a number beyond
 	// a double or a property named twice is refused, not read one way here
-	// and another by the client that sent it.
+	// and another by the client that sent it. (json.Unmarshal has checked
+	// that the body is valid JSON, as CheckPayload needs.)
 	if err := engine.CheckPayload(r.body); err != nil {
 		return nil, nil, err
 	}
