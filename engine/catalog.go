@@ -95,6 +95,10 @@ func newContainer(db *Database, rec containerRecord) (*Container, error) {
 	c := &Container{ID: id, RID: ridStr, rid: rid, db: db, pk: pk, offer: rec.Offer, record: rec, index: indexpolicy.New(props),
 		logRetention: changeLogRetentionOf(props)}
 	c.etag, _ = stringProp(props, "_etag")
+	if db != nil {
+		// Every response about its items names it (X-Ms-Alt-Content-Path).
+		c.altLink = "dbs/" + db.ID + "/colls/" + id
+	}
 	// Checked when the container was created; a record older than that
 	// check keeps no policy it cannot hold.
 	c.unique, _ = uniquepolicy.Parse(props["uniqueKeyPolicy"])

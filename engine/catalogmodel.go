@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -65,7 +66,27 @@ type Container struct {
 	computed []*query.ComputedProperty
 	// search are its vector and full-text policies (engine/searchpolicy.go).
 	search *SearchPolicy
+	// altLink is AltLink, made once.
+	altLink string
+	// queries are the queries on its items parsed so far (see
+	// Container.cachedQuery): a replace that changes the computed
+	// properties makes another Container, with none.
+	queries queryCache
 }
+
+// queryCache keeps a container's parsed queries by their text: clients send
+// the same parameterized text again and again, and a query.Query is
+// immutable and safe for concurrent use. At most queryCacheEntries texts of
+// at most queryCacheMaxText bytes are kept; a full cache starts over.
+type queryCache struct {
+	mu sync.RWMutex
+	m  map[string]*query.Query
+}
+
+const (
+	queryCacheEntries = 256
+	queryCacheMaxText = 4 << 10
+)
 
 // containerRecord is what is stored for a container: its properties as the
 // client gave them (defaults filled, system properties included).
@@ -80,7 +101,12 @@ type containerRecord struct {
 func (c *Container) Self() string { return "dbs/" + c.db.RID + "/colls/" + c.RID + "/" }
 
 // AltLink is the container's name-based link.
-func (c *Container) AltLink() string { return "dbs/" + c.db.ID + "/colls/" + c.ID }
+func (c *Container) AltLink() string {
+	if c.altLink != "" {
+		return c.altLink
+	}
+	return "dbs/" + c.db.ID + "/colls/" + c.ID
+}
 
 // PartitionKeyDefinition returns the container's partition key definition.
 func (c *Container) PartitionKeyDefinition() PartitionKeyDefinition { return c.pk }

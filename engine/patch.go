@@ -45,10 +45,11 @@ type Patch struct {
 // [...]}, or a bare array of operations. Errors are 400s.
 func ParsePatch(body []byte) (*Patch, error) {
 	body = bytes.TrimSpace(body)
-	if len(body) == 0 || !json.Valid(body) {
+	valid, perr := validPayload(body)
+	if len(body) == 0 || !valid {
 		return nil, BadRequest("The patch request body is not valid JSON.")
 	}
-	if perr := checkPayload(body); perr != nil {
+	if perr != nil {
 		return nil, perr
 	}
 	var wire struct {

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
-
 	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 )
 
@@ -17,14 +15,24 @@ func checkPayload(b []byte) *Error {
 }
 
 // CheckPayload is checkPayload for a body the server decodes itself (a
-// query's parameters): nil, or a 400 in the service's format. b that is not
-// valid JSON is left to the caller's own decoding.
+// query's parameters): nil, or a 400 in the service's format. b must be
+// valid JSON, as a body encoding/json has decoded without an error is (it
+// checks the whole input first): the caller's decoding has already scanned
+// it, and this does not scan it a third time.
 func CheckPayload(b []byte) error {
-	if !json.Valid(b) {
-		return nil
-	}
 	if err := checkPayload(b); err != nil {
 		return err
 	}
 	return nil
+}
+
+// validPayload is json.Valid and checkPayload in one scan of b (see
+// jsondoc.Validate): valid reports whether b is one JSON value, and, when
+// it is, perr is checkPayload's 400.
+func validPayload(b []byte) (valid bool, perr *Error) {
+	valid, err := jsondoc.Validate(b)
+	if err != nil {
+		return valid, BadRequest("%s", err.Error())
+	}
+	return valid, nil
 }

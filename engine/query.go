@@ -123,7 +123,7 @@ func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResul
 	}
 	defer snap.Close()
 	if !req.HasPartitionKey {
-		q, err := c.parseQuery(req.Query)
+		q, err := c.cachedQuery(req.Query)
 		if err != nil {
 			return nil, err
 		}
@@ -153,7 +153,7 @@ func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResul
 	if perr != nil {
 		return nil, perr
 	}
-	if req.UDF == nil && strings.Contains(strings.ToLower(req.Query), "udf.") {
+	if req.UDF == nil && containsUDFCall(req.Query) {
 		udfs := e.newUDFResolver(ctx, c)
 		defer udfs.close()
 		req.UDF = udfs
@@ -189,7 +189,7 @@ func (e *Engine) queryIn(ctx context.Context, c *Container, r storage.Reader, sc
 // execution that evaluated the page, nil when a cursor served it.
 func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, scope []byte, req *QueryRequest, cursors *cursorCache, bounds pageBounds, m *QueryMetrics) (*QueryResult, *query.Execution, error) {
 	compile := time.Now()
-	q, err := c.parseQuery(req.Query)
+	q, err := c.cachedQuery(req.Query)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -686,4 +686,38 @@ func QueryResources(list []*Resource, text string, params map[string]json.RawMes
 		return nil, queryError(err)
 	}
 	return pageWhole(results, maxItems, continuation, nil, "", "")
+}
+
+// cachedQuery is parseQuery on c, answered from c's cache of parsed queries
+// when it has text.
+func (c *Container) cachedQuery(text string) (*query.Query, error) {
+	qc := &c.queries
+	qc.mu.RLock()
+	q := qc.m[text]
+	qc.mu.RUnlock()
+	if q != nil {
+		return q, nil
+	}
+	q, err := c.parseQuery(text)
+	if err != nil || len(text) > queryCacheMaxText {
+		return q, err
+	}
+	qc.mu.Lock()
+	if qc.m == nil || len(qc.m) >= queryCacheEntries {
+		qc.m = make(map[string]*query.Query)
+	}
+	qc.m[text] = q
+	qc.mu.Unlock()
+	return q, nil
+}
+
+// containsUDFCall reports whether text may call a user-defined function:
+// it has "udf." in any case (strings.ToLower would copy every query).
+func containsUDFCall(text string) bool {
+	for i := 0; i+4 <= len(text); i++ {
+		if text[i+3] == '.' && strings.EqualFold(text[i:i+3], "udf") {
+			return true
+		}
+	}
+	return false
 }

@@ -84,7 +84,9 @@ func (c *Container) parseItem(body []byte, req *ItemRequest) (*item, error) {
 	if len(body) > MaxItemBytes {
 		return nil, TooLarge("%s: the item is %d bytes, the limit is %d.", msgEntityTooLarge, len(body), MaxItemBytes)
 	}
-	if len(body) == 0 || !json.Valid(body) {
+	// One scan: json.Valid's answer and checkPayload's.
+	valid, perr := validPayload(body)
+	if len(body) == 0 || !valid {
 		return nil, BadRequest("The request body is not valid JSON.")
 	}
 	if !utf8.Valid(body) {
@@ -93,7 +95,7 @@ func (c *Container) parseItem(body []byte, req *ItemRequest) (*item, error) {
 		// refuses such bodies first; this covers seeds, imports and scripts.
 		return nil, BadRequest("The request payload is invalid: it is not valid UTF-8. Ensure to provide a valid request payload.")
 	}
-	if perr := checkPayload(body); perr != nil {
+	if perr != nil {
 		return nil, perr
 	}
 	obj, err := jsondoc.Parse(body)

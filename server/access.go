@@ -208,7 +208,7 @@ func feedVerb(r *http.Request, upsertable bool) (string, bool) {
 		switch {
 		case isQuery(r.Header):
 			return "query", true
-		case upsertable && headerBool(r.Header, "x-ms-documentdb-is-upsert"):
+		case upsertable && headerBool(r.Header, "X-Ms-Documentdb-Is-Upsert"):
 			return "upsert", true
 		}
 		return "create", true
@@ -388,16 +388,16 @@ func classify(r *http.Request, segs []string) (operation, target, error) {
 			return pick("docs", "list", true)
 		case http.MethodPost:
 			switch {
-			case headerBool(r.Header, "x-ms-cosmos-is-query-plan-request"):
+			case headerBool(r.Header, "X-Ms-Cosmos-Is-Query-Plan-Request"):
 				return pick("docs", "queryplan", true)
 			case isQuery(r.Header):
 				return pick("docs", "query", true)
-			case headerBool(r.Header, "x-ms-cosmos-is-batch-request"):
+			case headerBool(r.Header, "X-Ms-Cosmos-Is-Batch-Request"):
 				if strings.EqualFold(strings.Trim(r.Header.Get("X-Ms-Cosmos-Batch-Atomic"), `"`), "false") {
 					return pick("docs", "bulk", true)
 				}
 				return pick("docs", "batch", true)
-			case headerBool(r.Header, "x-ms-documentdb-is-upsert"):
+			case headerBool(r.Header, "X-Ms-Documentdb-Is-Upsert"):
 				return pick("docs", "upsert", true)
 			}
 			return pick("docs", "create", true)

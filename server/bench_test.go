@@ -129,8 +129,8 @@ func BenchmarkBareHTTP(b *testing.B) {
 
 // BenchmarkObservedRequest is one request through the handler a server
 // serves, Observe's metrics and access log included, without the network:
-// a point read, an upsert and a replace of a 1 KB item and a patch incr
-// of a small one in memory, with the headers the
+// a point read, an upsert and a replace of a 1 KB item, a patch incr
+// of a small one and a query page within one partition in memory, with the headers the
 // Go SDK sends. Its allocations per request are exact, and what the
 // server's layers (classification, authentication, metrics, access log,
 // activity id, session token) add to the engine's.
@@ -202,6 +202,25 @@ func BenchmarkObservedRequest(b *testing.B) {
 	b.Run("patch", func(b *testing.B) {
 		body := []byte(`{"operations":[{"op":"incr","path":"/n","value":1}]}`)
 		r := request("PATCH", "docs", "dbs/db/colls/c/docs/hot", "/dbs/db/colls/c/docs/hot", body)
+		b.ReportAllocs()
+		for b.Loop() {
+			serve(b, r, body, 200)
+		}
+	})
+	// query: one page of a parameterized query within one partition, as
+	// BenchmarkServer's query sends it, over 100 items of which one matches.
+	for i := range 100 {
+		doc := fmt.Appendf(nil, `{"id":"q%d","pk":"p","n":%d}`, i, i)
+		if _, err := eng.CreateItem(b.Context(), &engine.ItemRequest{Database: "db", Container: "c", Body: doc}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("query", func(b *testing.B) {
+		body := []byte(`{"query":"SELECT * FROM c WHERE c.n = @n","parameters":[{"name":"@n","value":42}]}`)
+		r := request("POST", "docs", "dbs/db/colls/c", "/dbs/db/colls/c/docs", body)
+		r.Header.Set("Content-Type", "application/query+json")
+		r.Header.Set("X-Ms-Documentdb-Isquery", "True")
+		r.Header.Set("X-Ms-Documentdb-Populatequerymetrics", "true")
 		b.ReportAllocs()
 		for b.Loop() {
 			serve(b, r, body, 200)

@@ -72,7 +72,7 @@ func (s *Server) changeFeed(r *request) error {
 	if id := r.partitionKeyRangeID(); id != "" {
 		// The service names the range a page came from; the JavaScript
 		// SDK's own suite reads it to see ranges iterated breadth first.
-		r.w.Header().Set("x-ms-documentdb-partitionkeyrangeid", id)
+		r.w.Header().Set("X-Ms-Documentdb-Partitionkeyrangeid", id)
 	}
 	if res.NotModified {
 		r.writeJSON(http.StatusNotModified, nil, res.ETag, res.Charge)

@@ -66,7 +66,7 @@ const subStatusIncorrectContainerRID = 1024
 // with, and on this answer reloads the policy of the container that took
 // its name.
 func (s *Server) checkIntendedContainer(r *request) error {
-	want := r.Header.Get("x-ms-cosmos-intended-collection-rid")
+	want := r.Header.Get("X-Ms-Cosmos-Intended-Collection-Rid")
 	if want == "" || r.t.coll == "" {
 		return nil
 	}

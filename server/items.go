@@ -169,8 +169,9 @@ func (s *Server) setResultSession(r *request, lsn uint64) error {
 // its session tokens by.
 func (r *request) setContentPath(c *engine.Container) {
 	h := r.w.Header()
-	h["X-Ms-Content-Path"] = []string{c.RID}
-	h["X-Ms-Alt-Content-Path"] = []string{c.AltLink()}
+	v := []string{c.RID, c.AltLink()} // one allocation for both
+	h["X-Ms-Content-Path"] = v[0:1:1]
+	h["X-Ms-Alt-Content-Path"] = v[1:2:2]
 }
 
 // setSessionLSN sets the session token: the request's partition key range
@@ -191,6 +192,8 @@ func (s *Server) setSessionLSN(r *request, lsn uint64) error {
 	} else if _, err := strconv.ParseUint(id, 10, 32); err != nil {
 		id = "0"
 	}
-	r.w.Header()["X-Ms-Session-Token"] = []string{id + ":-1#" + formatUint(lsn)}
+	var buf [48]byte
+	token := strconv.AppendUint(append(append(buf[:0], id...), ":-1#"...), lsn, 10)
+	r.w.Header()["X-Ms-Session-Token"] = []string{string(token)}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -85,6 +86,61 @@ type observer struct {
 	metricsAuth string
 	pprof       http.Handler
 	pprofAuth   string
+	// series are the classified operations' names and metrics by status,
+	// looked up once each (see seriesOf).
+	seriesMu sync.RWMutex
+	series   map[seriesKey]*series
+}
+
+type seriesKey struct {
+	op     operation
+	status int
+}
+
+// series is what a request of one operation answered with one status is
+// counted in: the operation's name and, with metrics on, its metrics.
+type series struct {
+	op       string
+	requests prometheus.Counter
+	duration prometheus.Observer
+	// charge is made at the operation's first charge, as
+	// o.charge.WithLabelValues would make it.
+	chargeOnce sync.Once
+	charge     prometheus.Counter
+}
+
+// seriesOf returns the series of op answered with status, made at its
+// first request: the operation's name and its metrics' label lookups are
+// then paid once, not on every request.
+func (o *observer) seriesOf(op operation, status int) *series {
+	k := seriesKey{op, status}
+	o.seriesMu.RLock()
+	s := o.series[k]
+	o.seriesMu.RUnlock()
+	if s != nil {
+		return s
+	}
+	o.seriesMu.Lock()
+	defer o.seriesMu.Unlock()
+	if s = o.series[k]; s != nil {
+		return s
+	}
+	s = &series{op: op.String()}
+	if o.requests != nil {
+		s.requests = o.requests.WithLabelValues(s.op, strconv.Itoa(status))
+		s.duration = o.duration.WithLabelValues(s.op)
+	}
+	if o.series == nil {
+		o.series = make(map[seriesKey]*series)
+	}
+	o.series[k] = s
+	return s
+}
+
+// addCharge counts charge (> 0) in the operation's request units.
+func (s *series) addCharge(o *observer, charge float64) {
+	s.chargeOnce.Do(func() { s.charge = o.charge.WithLabelValues(s.op) })
+	s.charge.Add(charge)
 }
 
 func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -112,14 +168,6 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	o.next.ServeHTTP(rec, r)
 	elapsed := time.Since(start)
-	// The server classified the request (rec.op) unless it answered
-	// before: a health check, the certificate, an unknown path.
-	var op string
-	if rec.op != (operation{}) {
-		op = rec.op.String()
-	} else {
-		op = operationOf(r)
-	}
 	h := rec.Header()
 	status := rec.status
 	switch {
@@ -128,6 +176,16 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status = 0
 	case status == 0:
 		status = 200
+	}
+	// The server classified the request (rec.op) unless it answered
+	// before: a health check, the certificate, an unknown path.
+	var op string
+	var ser *series
+	if rec.op != (operation{}) {
+		ser = o.seriesOf(rec.op, status)
+		op = ser.op
+	} else {
+		op = operationOf(r)
 	}
 	charge, _ := strconv.ParseFloat(h.Get("X-Ms-Request-Charge"), 64)
 	if span != nil && span.IsRecording() {
@@ -149,7 +207,13 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if span != nil {
 		span.End()
 	}
-	if o.requests != nil {
+	if o.requests != nil && ser != nil {
+		ser.requests.Inc()
+		ser.duration.Observe(elapsed.Seconds())
+		if charge > 0 {
+			ser.addCharge(o, charge)
+		}
+	} else if o.requests != nil {
 		o.requests.WithLabelValues(op, strconv.Itoa(status)).Inc()
 		o.duration.WithLabelValues(op).Observe(elapsed.Seconds())
 		if charge > 0 {

@@ -27,7 +27,8 @@ func (r *request) querySpec() (*querySpec, map[string]json.RawMessage, error) {
 	}
 	// A parameter's value is read as an item's would be: a number beyond
 	// a double or a property named twice is refused, not read one way here
-	// and another by the client that sent it.
+	// and another by the client that sent it. (json.Unmarshal has checked
+	// that the body is valid JSON, as CheckPayload needs.)
 	if err := engine.CheckPayload(r.body); err != nil {
 		return nil, nil, err
 	}
@@ -227,7 +228,7 @@ func (s *Server) queryItems(r *request) error {
 		IndexMetrics: wantsIndexMetrics(r),
 		// The Go SDK leaves the header out when cross-partition queries
 		// are disabled; the service then refuses a query that spans them.
-		CrossPartitionDisabled: !headerBool(r.Header, "x-ms-documentdb-query-enablecrosspartition"),
+		CrossPartitionDisabled: !headerBool(r.Header, "X-Ms-Documentdb-Query-Enablecrosspartition"),
 	})
 	if cur, cerr := s.eng.CachedContainer(ctx, c.Database().ID, c.ID); cerr == nil && cur != c {
 		// The page found the cache stale and reloaded it.

@@ -109,5 +109,5 @@ func wantsIndexMetrics(r *request) bool {
 }
 
 func wantsIndexMetricsV2(r *request) bool {
-	return strings.EqualFold(r.Header.Get("x-ms-cosmos-populateindexmetrics-V2"), "true")
+	return strings.EqualFold(r.Header.Get("X-Ms-Cosmos-Populateindexmetrics-V2"), "true")
 }

@@ -49,9 +49,9 @@ func (s *Server) writeQuotaHeaders(ctx context.Context, r *request) error {
 	}
 	kb := (bytes + 1023) / 1024
 	h := r.w.Header()
-	h.Set("x-ms-resource-quota", fmt.Sprintf("functions=%d;storedProcedures=%d;triggers=%d;documentSize=%d;documentsSize=%d;documentsCount=-1;collectionSize=%d;",
+	h.Set("X-Ms-Resource-Quota", fmt.Sprintf("functions=%d;storedProcedures=%d;triggers=%d;documentSize=%d;documentsSize=%d;documentsCount=-1;collectionSize=%d;",
 		quotaFunctions, quotaStoredProcedures, quotaTriggers, engine.MaxItemBytes/1024, collectionSizeKB, collectionSizeKB))
-	h.Set("x-ms-resource-usage", fmt.Sprintf("functions=%d;storedProcedures=%d;triggers=%d;documentSize=0;documentsSize=%d;documentsCount=%d;collectionSize=%d;",
+	h.Set("X-Ms-Resource-Usage", fmt.Sprintf("functions=%d;storedProcedures=%d;triggers=%d;documentSize=0;documentsSize=%d;documentsCount=%d;collectionSize=%d;",
 		counts[engine.UserFunctions], counts[engine.StoredProcedures], counts[engine.Triggers], kb, docs, kb))
 	return nil
 }

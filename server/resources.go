@@ -148,10 +148,10 @@ func (s *Server) readContainer(r *request) error {
 	if err != nil {
 		return err
 	}
-	if headerBool(r.Header, "x-ms-documentdb-populatequotainfo") {
+	if headerBool(r.Header, "X-Ms-Documentdb-Populatequotainfo") {
 		// A new indexing policy is applied before its replace returns: the
 		// index transformation is always complete.
-		r.w.Header().Set("x-ms-documentdb-collection-index-transformation-progress", "100")
+		r.w.Header().Set("X-Ms-Documentdb-Collection-Index-Transformation-Progress", "100")
 		if err := s.writeQuotaHeaders(ctx, r); err != nil {
 			return err
 		}

@@ -88,7 +88,7 @@ func (s *Server) executeStoredProcedure(r *request) error {
 	}
 	res, err := s.eng.ExecuteStoredProcedure(r.Context(), &engine.ExecuteRequest{
 		Database: db, Container: coll, ID: id, PartitionKey: pk, HasPartitionKey: hasPK, Args: args,
-		EnableLogging: headerBool(r.Header, "x-ms-documentdb-script-enable-logging"),
+		EnableLogging: headerBool(r.Header, "X-Ms-Documentdb-Script-Enable-Logging"),
 	})
 	if err != nil {
 		return err

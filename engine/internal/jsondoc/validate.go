@@ -1,0 +1,251 @@
+package jsondoc
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// maxDepth is the deepest nesting of arrays and objects a payload
+// may have: encoding/json's limit, which json.Valid enforces.
+const maxDepth = 10000
+
+// Validate is json.Valid and Check in one scan of b: valid reports whether
+// b is one JSON value (json.Valid's answer, nesting limit included), and,
+// when it is, err is Check's refusal, or nil. The write paths called both,
+// each a full scan of every body.
+func Validate(b []byte) (valid bool, err error) {
+	p := validator{b: b}
+	i := p.value(p.space(0), 0)
+	if i < 0 || p.space(i) != len(b) {
+		return false, nil
+	}
+	return true, p.err
+}
+
+// validator checks a payload's syntax as encoding/json's scanner does and,
+// on the way, what Check refuses; err keeps the first such refusal,
+// the scan going on so that a body also invalid is reported as invalid.
+type validator struct {
+	b   []byte
+	err error
+}
+
+func (p *validator) space(i int) int {
+	b := p.b
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// value scans the value at b[i] and returns the index just past it, or -1
+// when it is not valid JSON.
+func (p *validator) value(i, depth int) int {
+	b := p.b
+	if i >= len(b) {
+		return -1
+	}
+	switch c := b[i]; {
+	case c == '{':
+		return p.object(i, depth+1)
+	case c == '[':
+		if depth+1 > maxDepth {
+			return -1
+		}
+		i = p.space(i + 1)
+		if i < len(b) && b[i] == ']' {
+			return i + 1
+		}
+		for {
+			if i = p.value(i, depth+1); i < 0 {
+				return -1
+			}
+			i = p.space(i)
+			if i >= len(b) {
+				return -1
+			}
+			switch b[i] {
+			case ']':
+				return i + 1
+			case ',':
+				i = p.space(i + 1)
+			default:
+				return -1
+			}
+		}
+	case c == '"':
+		return p.str(i)
+	case c == 't':
+		return p.literal(i, "true")
+	case c == 'f':
+		return p.literal(i, "false")
+	case c == 'n':
+		return p.literal(i, "null")
+	case c == '-' || '0' <= c && c <= '9':
+		end := p.number(i)
+		if end > 0 && p.err == nil {
+			p.err = checkNumber(b[i:end])
+		}
+		return end
+	}
+	return -1
+}
+
+func (p *validator) literal(i int, lit string) int {
+	if len(p.b)-i < len(lit) || string(p.b[i:i+len(lit)]) != lit {
+		return -1
+	}
+	return i + len(lit)
+}
+
+// number scans -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.
+func (p *validator) number(i int) int {
+	b := p.b
+	digits := func(i int) int {
+		j := i
+		for j < len(b) && '0' <= b[j] && b[j] <= '9' {
+			j++
+		}
+		if j == i {
+			return -1
+		}
+		return j
+	}
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	default:
+		if i = digits(i); i < 0 {
+			return -1
+		}
+	}
+	if i < len(b) && b[i] == '.' {
+		if i = digits(i + 1); i < 0 {
+			return -1
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i = digits(i); i < 0 {
+			return -1
+		}
+	}
+	return i
+}
+
+// str scans the string at b[i] == '"': no control characters, escapes
+// only \" \\ \/ \b \f \n \r \t and \uXXXX.
+func (p *validator) str(i int) int {
+	b := p.b
+	for i++; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1
+		case c < 0x20:
+			return -1
+		case c == '\\':
+			i++
+			if i >= len(b) {
+				return -1
+			}
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if len(b)-i <= 4 {
+					return -1
+				}
+				for _, h := range b[i+1 : i+5] {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+						return -1
+					}
+				}
+				i += 4
+			default:
+				return -1
+			}
+		}
+	}
+	return -1
+}
+
+// object scans the object at b[i] == '{', refusing (p.err) a property
+// named twice.
+func (p *validator) object(i, depth int) int {
+	if depth > maxDepth {
+		return -1
+	}
+	b := p.b
+	var first [16][]byte // the names of most objects, without an allocation
+	names := first[:0]
+	var seen map[string]struct{}
+	i = p.space(i + 1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return -1
+		}
+		end := p.str(i)
+		if end < 0 {
+			return -1
+		}
+		if p.err == nil {
+			name := b[i+1 : end-1]
+			if bytes.IndexByte(name, '\\') >= 0 {
+				var s string
+				if json.Unmarshal(b[i:end], &s) != nil {
+					return -1
+				}
+				name = []byte(s)
+			}
+			dup := false
+			if seen != nil {
+				_, dup = seen[string(name)]
+				seen[string(name)] = struct{}{}
+			} else {
+				for _, n := range names {
+					if bytes.Equal(n, name) {
+						dup = true
+						break
+					}
+				}
+				names = append(names, name)
+				if len(names) > 16 {
+					seen = make(map[string]struct{}, 2*len(names))
+					for _, n := range names {
+						seen[string(n)] = struct{}{}
+					}
+				}
+			}
+			if dup {
+				p.err = checkError("the property name %q appears more than once in one object.", name)
+			}
+		}
+		i = p.space(end)
+		if i >= len(b) || b[i] != ':' {
+			return -1
+		}
+		if i = p.value(p.space(i+1), depth); i < 0 {
+			return -1
+		}
+		i = p.space(i)
+		if i >= len(b) {
+			return -1
+		}
+		switch b[i] {
+		case '}':
+			return i + 1
+		case ',':
+			i = p.space(i + 1)
+		default:
+			return -1
+		}
+	}
+}
