@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/hex"
+	"math"
 	"strconv"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
@@ -237,4 +238,24 @@ func hashV2(props map[string]any) bool {
 	pk, _ := props["partitionKey"].(map[string]any)
 	v, _ := pk["version"].(float64)
 	return v == 2
+}
+
+// newRangeSetV1 cuts the key space of hash partitioning V1 into n ranges
+// as the service cuts it: the 32-bit hash space in n equal slices, range i
+// starting at the hash i·⌊(2³²−1)/n⌋ written as a V1 number.
+func newRangeSetV1(n int, ts int64) *pkranges.Set {
+	if n <= 1 {
+		return pkranges.Single
+	}
+	set := &pkranges.Set{Version: 1, NextID: n}
+	lower, step := "", uint64(math.MaxUint32)/uint64(n)
+	for i := range n {
+		upper := "FF"
+		if i < n-1 {
+			upper = pkey.Hex(pkey.V1Boundary(uint32(step * uint64(i+1))))
+		}
+		set.Ranges = append(set.Ranges, PartitionKeyRange{ID: strconv.Itoa(i), MinInclusive: lower, MaxExclusive: upper, Version: 1, TS: ts})
+		lower = upper
+	}
+	return set
 }
