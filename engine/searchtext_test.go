@@ -151,7 +151,7 @@ func TestFullTextNarrowingAnswersAsExactEvaluation(t *testing.T) {
 // full-text calls, answers on a container with full-text indexes exactly as
 // on the same items without them (the items holding none of the keywords
 // score 0 and come last, in creation order), before and after replaces,
-// deletes and TTL expiry (swept); RRF is not narrowed by its scores.
+// deletes and TTL expiry (swept); so does RRF of FullTextScores (rrfQuery).
 func TestRankByFullTextScoreFromTheIndexAnswersAsExactEvaluation(t *testing.T) {
 	checkFullTextAgainstExact(t, false, "ORDER BY RANK", func(r *rand.Rand) (string, bool, bool) {
 		path, words := "c.text", searchWords
@@ -175,7 +175,7 @@ func TestRankByFullTextScoreFromTheIndexAnswersAsExactEvaluation(t *testing.T) {
 		case 2:
 			return fmt.Sprintf("SELECT c.id FROM c%s ORDER BY RANK %s", where, score), required, false
 		default:
-			return fmt.Sprintf("SELECT TOP 10 c.id FROM c%s ORDER BY RANK RRF(%s, %s)", where, score, score), required, false
+			return fmt.Sprintf("SELECT TOP 10 c.id FROM c%s ORDER BY RANK RRF(%s, %s)", where, score, score), true, false
 		}
 	})
 }

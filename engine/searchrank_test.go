@@ -1,0 +1,250 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// hybridBody is a container with a float32 embedding of metric at /v
+// (searchDims dimensions) and an English full-text path /text, with a
+// flat vector index and a full-text index when indexed is true.
+func hybridBody(id, metric string, indexed bool) []byte {
+	indexes := ""
+	if indexed {
+		indexes = `,"vectorIndexes":[{"path":"/v","type":"flat"}],"fullTextIndexes":[{"path":"/text"}]`
+	}
+	return []byte(fmt.Sprintf(`{"id":%q,"partitionKey":{"paths":["/pk"]},"defaultTtl":-1,
+		"vectorEmbeddingPolicy":{"vectorEmbeddings":[{"path":"/v","dataType":"float32","dimensions":%d,"distanceFunction":%q}]},
+		"fullTextPolicy":{"defaultLanguage":"en-US","fullTextPaths":[{"path":"/text","language":"en-US"}]},
+		"indexingPolicy":{"includedPaths":[{"path":"/*"}],"excludedPaths":[{"path":"/v/*"}]%s}}`, id, searchDims, metric, indexes))
+}
+
+// hybridTopics are groups of words; an item about a topic has most of its
+// words from the group and its vector near the topic's centre, so that
+// its text and vector ranks agree, as they do in real hybrid search.
+var hybridTopics = [][]string{
+	strings.Fields("red green blue"),
+	strings.Fields("river mountain stone"),
+	strings.Fields("glass paper quick"),
+	strings.Fields("slow running jumps"),
+}
+
+func hybridCentre(topic int) []float64 {
+	v := make([]float64, searchDims)
+	v[topic] = 3
+	v[(topic+1)%searchDims] = 1
+	return v
+}
+
+// near is a point around centre, coarsely rounded so that some items tie.
+func near(r *rand.Rand, centre []float64, spread float64, step float64) []float64 {
+	v := make([]float64, len(centre))
+	for i := range v {
+		v[i] = float64(int((centre[i]+r.NormFloat64()*spread)/step)) * step
+	}
+	return v
+}
+
+// rrfQueryAll runs a query to its end, a page of size at a time, and
+// returns its rows and whether the indexes narrowed RRF (on the first page:
+// the next ones come from its results).
+func rrfQueryAll(t *testing.T, e *Engine, coll, text, pk string, size int) ([]string, bool) {
+	t.Helper()
+	var rows []string
+	used := false
+	cont := ""
+	for {
+		q := &QueryRequest{Database: "db", Container: coll, Query: text, IndexMetrics: true, MaxItems: size, Continuation: cont, SinglePartitionKeyRange: true}
+		if pk != "" {
+			q.PartitionKey, q.HasPartitionKey, q.SinglePartitionKeyRange = StringKey(pk), true, false
+		}
+		res, err := e.QueryItems(t.Context(), q)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		for _, row := range res.Items {
+			rows = append(rows, string(row))
+		}
+		if res.IndexUtilization != nil && cont == "" {
+			for _, u := range res.IndexUtilization.UtilizedSingle {
+				used = used || strings.Contains(u.Filter, "RANK RRF(")
+			}
+		}
+		if res.Continuation == "" {
+			return rows, used
+		}
+		cont = res.Continuation
+	}
+}
+
+// TestRRFFromTheIndexesAnswersAsExactEvaluation: ORDER BY RANK RRF of
+// FullTextScore and VectorDistance (cosine and Euclidean, with weights,
+// under WHERE clauses with or without full-text conjuncts, with TOP or
+// OFFSET/LIMIT, paged, scoped to a partition or not) answers on a container
+// with a flat vector index and a full-text index exactly as on the same
+// items without indexes, before and after replaces, deletes and TTL expiry;
+// and the indexes do narrow many of those queries (those whose text and
+// vector ranks agree), the rest being read whole.
+func TestRRFFromTheIndexesAnswersAsExactEvaluation(t *testing.T) {
+	for _, metric := range []string{"cosine", "euclidean"} {
+		t.Run(metric, func(t *testing.T) { checkRRFAgainstExact(t, metric) })
+	}
+}
+
+func checkRRFAgainstExact(t *testing.T, metric string) {
+	ctx := t.Context()
+	now := time.Unix(1_700_000_000, 0)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	e, err := Open(ctx, newTestStore(t), Options{Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, coll := range []string{"indexed", "exact"} {
+		if _, err := e.CreateContainer(ctx, "db", hybridBody(coll, metric, coll == "indexed"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := rand.New(rand.NewPCG(27, 60))
+	n := 400
+	if testOnPostgres {
+		n = 120
+	}
+	item := func(i int) (string, string) {
+		pk := fmt.Sprintf("p%d", i%3)
+		topic := r.IntN(len(hybridTopics))
+		words := make([]string, 2+r.IntN(6))
+		for k := range words {
+			if r.IntN(4) == 0 {
+				words[k] = searchWords[r.IntN(len(searchWords))]
+			} else {
+				words[k] = hybridTopics[topic][r.IntN(3)]
+			}
+		}
+		text, _ := json.Marshal(strings.Join(words, " "))
+		vec, _ := json.Marshal(near(r, hybridCentre(topic), 0.8, 0.25))
+		body := fmt.Sprintf(`{"id":"%d","pk":%q,"n":%d`, i, pk, r.IntN(8))
+		if r.IntN(10) != 0 {
+			body += `,"text":` + string(text)
+		}
+		if r.IntN(10) != 0 {
+			body += `,"v":` + string(vec)
+		}
+		if r.IntN(12) == 0 {
+			body += `,"ttl":5`
+		}
+		return pk, body + "}"
+	}
+	write := func(op string, i int) {
+		pk, body := item(i)
+		for _, coll := range []string{"indexed", "exact"} {
+			rq := &ItemRequest{Database: "db", Container: coll, ID: fmt.Sprint(i), PartitionKey: StringKey(pk), HasPartitionKey: true, Body: []byte(body)}
+			var err error
+			switch op {
+			case "upsert":
+				_, err = e.UpsertItem(ctx, rq)
+			case "delete":
+				rq.Body = nil
+				_, err = e.DeleteItem(ctx, rq)
+				if statusOf(err) == 404 {
+					err = nil
+				}
+			}
+			if err != nil {
+				t.Fatalf("%s %d in %s: %v", op, i, coll, err)
+			}
+		}
+	}
+	for i := range n {
+		write("upsert", i)
+	}
+	gen := func() string {
+		topic := r.IntN(len(hybridTopics))
+		kw := fmt.Sprintf("%q", hybridTopics[topic][r.IntN(3)])
+		if r.IntN(3) == 0 {
+			kw += fmt.Sprintf(", %q", hybridTopics[topic][r.IntN(3)])
+		}
+		if r.IntN(5) == 0 { // text and vector about different topics
+			topic = (topic + 1) % len(hybridTopics)
+		}
+		vec, _ := json.Marshal(near(r, hybridCentre(topic), 0.3, 0.1))
+		comps := fmt.Sprintf("FullTextScore(c.text, %s), VectorDistance(c.v, %s)", kw, vec)
+		switch r.IntN(6) {
+		case 0:
+			comps += ", [2, 1]"
+		case 1:
+			comps += ", [1, 0.5]"
+		case 2:
+			comps = fmt.Sprintf("VectorDistance(c.v, %s), %s", vec, comps)
+		}
+		where := ""
+		switch r.IntN(5) {
+		case 0:
+			where = " WHERE c.n > 2"
+		case 1:
+			where = fmt.Sprintf(" WHERE FullTextContains(c.text, %q)", hybridTopics[r.IntN(len(hybridTopics))][0])
+		}
+		if r.IntN(2) == 0 {
+			return fmt.Sprintf("SELECT TOP %d c.id FROM c%s ORDER BY RANK RRF(%s)", 1+r.IntN(12), where, comps)
+		}
+		return fmt.Sprintf("SELECT c.id FROM c%s ORDER BY RANK RRF(%s) OFFSET %d LIMIT %d", where, comps, r.IntN(6), 1+r.IntN(10))
+	}
+	narrowed, total := 0, 0
+	compare := func(stage string) {
+		t.Helper()
+		for range 40 {
+			q := gen()
+			pk := ""
+			if r.IntN(3) == 0 {
+				pk = fmt.Sprintf("p%d", r.IntN(3))
+			}
+			size := []int{2, 1000}[r.IntN(2)]
+			got, used := rrfQueryAll(t, e, "indexed", q, pk, size)
+			want, usedExact := rrfQueryAll(t, e, "exact", q, pk, size)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s: %s (partition %q): with the indexes %v, exactly %v", stage, q, pk, got, want)
+			}
+			if usedExact {
+				t.Fatalf("%s: %s: an index used on the container without", stage, q)
+			}
+			total++
+			if used {
+				narrowed++
+			}
+		}
+	}
+	compare("written")
+	for range n / 4 {
+		switch i := r.IntN(n + 20); r.IntN(3) {
+		case 0:
+			write("delete", i)
+		default:
+			write("upsert", i)
+		}
+	}
+	compare("replaced and deleted")
+	mu.Lock()
+	now = now.Add(time.Minute)
+	mu.Unlock()
+	if _, err := e.sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	compare("expired")
+	t.Logf("%d of %d queries narrowed by the indexes", narrowed, total)
+	if e.shared == nil && narrowed < total/4 {
+		t.Fatalf("only %d of %d queries narrowed by the indexes", narrowed, total)
+	}
+	if e.shared != nil && narrowed > 0 {
+		t.Fatalf("%d queries narrowed on a shared store", narrowed)
+	}
+}
