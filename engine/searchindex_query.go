@@ -194,7 +194,8 @@ func (a *admitter) read(suffix []byte) (bool, error) {
 // when the path has no full-text index, the store is shared, or r is a
 // transaction (a stored procedure's query, whose own writes may hold the
 // index): the caller then counts them over the items. The index counts
-// every stored item, those expired but not yet swept too.
+// every stored item: the items expired but not yet swept are taken off
+// again (withoutUnswept), as the items' own statistics leave them out.
 func (e *Engine) fullTextIndexStats(ctx context.Context, c *Container, r storage.Reader, path []string, keywords []string) (query.FullTextStats, bool) {
 	if _, inTxn := r.(storage.Batch); inTxn || c.Search() == nil {
 		return query.FullTextStats{}, false
@@ -212,9 +213,91 @@ func (e *Engine) fullTextIndexStats(ctx context.Context, c *Container, r storage
 		if err != nil {
 			return query.FullTextStats{}, false
 		}
-		return query.FullTextStats{Documents: s.Documents, Words: s.Words, Hits: s.Hits}, true
+		st := query.FullTextStats{Documents: s.Documents, Words: s.Words, Hits: s.Hits}
+		if err := e.withoutUnswept(ctx, c, t, keywords, &st); err != nil {
+			return query.FullTextStats{}, false
+		}
+		return st, true
 	}
 	return query.FullTextStats{}, false
+}
+
+// withoutUnswept takes off st what the items of c that have expired but
+// await the sweeper add to a full-text index's statistics: the index
+// counts them until the sweeper deletes them, reads and queries hide them
+// from the moment they expire. They are found through the expiry index,
+// as the sweeper finds them, so the cost is that of the items expired
+// since the last sweep. The counters and the expiry index are read apart
+// from each other: a sweep between the two leaves st off by what it swept
+// meanwhile.
+func (e *Engine) withoutUnswept(ctx context.Context, c *Container, t *textIndex, keywords []string, st *query.FullTextStats) error {
+	if c.ttl == nil {
+		return nil
+	}
+	now := e.now().Unix()
+	ranges := []struct {
+		kind byte
+		upto int64 // expiry times at or below this have passed
+	}{{keys.ExpiryByDeadline, now}}
+	if *c.ttl > 0 {
+		ranges = append(ranges, struct {
+			kind byte
+			upto int64
+		}{keys.ExpiryByModified, now - *c.ttl})
+	}
+	an := t.ix.Analyzer()
+	var kws [][]fulltext.Term
+	for _, k := range keywords {
+		kws = append(kws, an.Analyze(k))
+	}
+	seen := map[string]bool{}
+	for _, rg := range ranges {
+		prefix := keys.ExpiryKindPrefix(c.rid, rg.kind)
+		lower, upper := prefix, binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(rg.upto+1))
+		for lower != nil {
+			entries, next, err := collectExpiry(ctx, e.store, lower, upper)
+			if err != nil {
+				return err
+			}
+			lower = next
+			ks := make([][]byte, 0, len(entries))
+			for _, en := range entries {
+				if !seen[string(en.itemKey)] {
+					seen[string(en.itemKey)] = true
+					ks = append(ks, en.itemKey)
+				}
+			}
+			values, err := storage.GetMany(ctx, e.store, ks)
+			if err != nil {
+				return err
+			}
+			for i, v := range values {
+				if v == nil {
+					continue
+				}
+				s, err := decodeItem(ks[i], v)
+				if err != nil {
+					return err
+				}
+				if !c.expired(s, now) {
+					continue
+				}
+				text, ok := stringAt(s.doc, t.segs)
+				if !ok {
+					continue
+				}
+				terms := an.Analyze(text)
+				st.Documents--
+				st.Words -= int64(len(terms))
+				for j, kw := range kws {
+					if len(kw) > 0 && fulltext.Occurrences(terms, kw) > 0 {
+						st.Hits[j]--
+					}
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // textCandidates is what a query's required full-text conjuncts leave of

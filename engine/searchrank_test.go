@@ -88,7 +88,8 @@ func rrfQueryAll(t *testing.T, e *Engine, coll, text, pk string, size int) ([]st
 // under WHERE clauses with or without full-text conjuncts, with TOP or
 // OFFSET/LIMIT, paged, scoped to a partition or not) answers on a container
 // with a flat vector index and a full-text index exactly as on the same
-// items without indexes, before and after replaces, deletes and TTL expiry;
+// items without indexes, before and after replaces, deletes and TTL expiry
+// (swept or not yet);
 // and the indexes do narrow many of those queries (those whose text and
 // vector ranks agree), the rest being read whole.
 func TestRRFFromTheIndexesAnswersAsExactEvaluation(t *testing.T) {
@@ -236,10 +237,11 @@ func checkRRFAgainstExact(t *testing.T, metric string) {
 	mu.Lock()
 	now = now.Add(time.Minute)
 	mu.Unlock()
+	compare("expired")
 	if _, err := e.sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
-	compare("expired")
+	compare("swept")
 	t.Logf("%d of %d queries narrowed by the indexes", narrowed, total)
 	if e.shared == nil && narrowed < total/4 {
 		t.Fatalf("only %d of %d queries narrowed by the indexes", narrowed, total)
