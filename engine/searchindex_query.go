@@ -544,7 +544,8 @@ func (e *Engine) rankQuery(ctx context.Context, c *Container, r storage.Reader, 
 // proves the answer exact when the rows it returns all have true ranks and
 // the last of them fuses to more than any other row could. When it cannot,
 // d grows (4 times, from 4 times the rows asked for) while the vector
-// searches can find more, up to maxRRFDepth; then the whole source is read.
+// searches can find more, up to maxRRFDepth; then the whole source is read
+// (the documents the searches read are read once: the filter keeps them).
 // Components whose ranks are far apart (an item first by its text and
 // far down by its vector) need deep candidates, or the whole source.
 //
@@ -666,7 +667,7 @@ func (e *Engine) rrfQuery(ctx context.Context, c *Container, r storage.Reader, s
 	m.IndexLookupTime += time.Since(t0)
 	adm := e.newAdmitter(ctx, c, r, src, x)
 	want := max(plan.Offset, 0) + take
-	for d := max(4*want, 40); ; d *= 4 {
+	for d := min(max(4*want, 40), maxRRFDepth); ; d = min(4*d, maxRRFDepth) {
 		t0 := time.Now()
 		cand := maps.Clone(holding)
 		more := false
