@@ -251,48 +251,50 @@ func (e *Engine) withoutUnswept(ctx context.Context, c *Container, t *textIndex,
 		kws = append(kws, an.Analyze(k))
 	}
 	seen := map[string]bool{}
+	var expired [][]byte // item keys
 	for _, rg := range ranges {
 		prefix := keys.ExpiryKindPrefix(c.rid, rg.kind)
-		lower, upper := prefix, binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(rg.upto+1))
-		for lower != nil {
-			entries, next, err := collectExpiry(ctx, e.store, lower, upper)
+		it, err := e.store.NewIterator(ctx, prefix, binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(rg.upto+1)), false)
+		if err != nil {
+			return err
+		}
+		for it.Next() {
+			if k := it.Value(); !seen[string(k)] {
+				seen[string(k)] = true
+				expired = append(expired, bytes.Clone(k))
+			}
+		}
+		err = it.Err()
+		it.Close()
+		if err != nil {
+			return err
+		}
+	}
+	for len(expired) > 0 {
+		ks := expired[:min(len(expired), textChunk)]
+		expired = expired[len(ks):]
+		values, err := storage.GetMany(ctx, e.store, ks)
+		if err != nil {
+			return err
+		}
+		for i, v := range values {
+			if v == nil {
+				continue
+			}
+			s, err := decodeItem(ks[i], v)
 			if err != nil {
 				return err
 			}
-			lower = next
-			ks := make([][]byte, 0, len(entries))
-			for _, en := range entries {
-				if !seen[string(en.itemKey)] {
-					seen[string(en.itemKey)] = true
-					ks = append(ks, en.itemKey)
-				}
+			var text string
+			if !c.expired(s, now) || json.Unmarshal(rawAt(s.doc, t.segs), &text) != nil {
+				continue
 			}
-			values, err := storage.GetMany(ctx, e.store, ks)
-			if err != nil {
-				return err
-			}
-			for i, v := range values {
-				if v == nil {
-					continue
-				}
-				s, err := decodeItem(ks[i], v)
-				if err != nil {
-					return err
-				}
-				if !c.expired(s, now) {
-					continue
-				}
-				text, ok := stringAt(s.doc, t.segs)
-				if !ok {
-					continue
-				}
-				terms := an.Analyze(text)
-				st.Documents--
-				st.Words -= int64(len(terms))
-				for j, kw := range kws {
-					if len(kw) > 0 && fulltext.Occurrences(terms, kw) > 0 {
-						st.Hits[j]--
-					}
+			terms := an.Analyze(text)
+			st.Documents--
+			st.Words -= int64(len(terms))
+			for j, kw := range kws {
+				if len(kw) > 0 && fulltext.Occurrences(terms, kw) > 0 {
+					st.Hits[j]--
 				}
 			}
 		}
