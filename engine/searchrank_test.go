@@ -13,11 +13,11 @@ import (
 
 // hybridBody is a container with a float32 embedding of metric at /v
 // (searchDims dimensions) and an English full-text path /text, with a
-// flat vector index and a full-text index when indexed is true.
-func hybridBody(id, metric string, indexed bool) []byte {
+// vector index of kind and a full-text index when kind is not "".
+func hybridBody(id, metric, kind string) []byte {
 	indexes := ""
-	if indexed {
-		indexes = `,"vectorIndexes":[{"path":"/v","type":"flat"}],"fullTextIndexes":[{"path":"/text"}]`
+	if kind != "" {
+		indexes = `,"vectorIndexes":[{"path":"/v","type":"` + kind + `"}],"fullTextIndexes":[{"path":"/text"}]`
 	}
 	return []byte(fmt.Sprintf(`{"id":%q,"partitionKey":{"paths":["/pk"]},"defaultTtl":-1,
 		"vectorEmbeddingPolicy":{"vectorEmbeddings":[{"path":"/v","dataType":"float32","dimensions":%d,"distanceFunction":%q}]},
@@ -87,18 +87,22 @@ func rrfQueryAll(t *testing.T, e *Engine, coll, text, pk string, size int) ([]st
 // FullTextScore and VectorDistance (cosine and Euclidean, with weights,
 // under WHERE clauses with or without full-text conjuncts, with TOP or
 // OFFSET/LIMIT, paged, scoped to a partition or not) answers on a container
-// with a flat vector index and a full-text index exactly as on the same
+// with a flat vector index (or a diskANN one searched with bruteForce) and
+// a full-text index exactly as on the same
 // items without indexes, before and after replaces, deletes and TTL expiry
 // (swept or not yet);
 // and the indexes do narrow many of those queries (those whose text and
 // vector ranks agree), the rest being read whole.
 func TestRRFFromTheIndexesAnswersAsExactEvaluation(t *testing.T) {
-	for _, metric := range []string{"cosine", "euclidean"} {
-		t.Run(metric, func(t *testing.T) { checkRRFAgainstExact(t, metric) })
+	for _, c := range []struct{ metric, kind string }{{"cosine", "flat"}, {"euclidean", "flat"}, {"cosine", "diskANN"}} {
+		t.Run(c.metric+"-"+c.kind, func(t *testing.T) { checkRRFAgainstExact(t, c.metric, c.kind) })
 	}
 }
 
-func checkRRFAgainstExact(t *testing.T, metric string) {
+// checkRRFAgainstExact compares RRF queries on a container with a vector
+// index of kind and a full-text index to the same on one without; on
+// diskANN the queries ask for bruteForce (an exact search of the index).
+func checkRRFAgainstExact(t *testing.T, metric, kind string) {
 	ctx := t.Context()
 	now := time.Unix(1_700_000_000, 0)
 	var mu sync.Mutex
@@ -112,7 +116,11 @@ func checkRRFAgainstExact(t *testing.T, metric string) {
 		t.Fatal(err)
 	}
 	for _, coll := range []string{"indexed", "exact"} {
-		if _, err := e.CreateContainer(ctx, "db", hybridBody(coll, metric, coll == "indexed"), nil); err != nil {
+		k := kind
+		if coll == "exact" {
+			k = ""
+		}
+		if _, err := e.CreateContainer(ctx, "db", hybridBody(coll, metric, k), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -179,14 +187,18 @@ func checkRRFAgainstExact(t *testing.T, metric string) {
 			topic = (topic + 1) % len(hybridTopics)
 		}
 		vec, _ := json.Marshal(near(r, hybridCentre(topic), 0.3, 0.1))
-		comps := fmt.Sprintf("FullTextScore(c.text, %s), VectorDistance(c.v, %s)", kw, vec)
+		brute := ""
+		if kind != "flat" {
+			brute = ", true"
+		}
+		comps := fmt.Sprintf("FullTextScore(c.text, %s), VectorDistance(c.v, %s%s)", kw, vec, brute)
 		switch r.IntN(6) {
 		case 0:
 			comps += ", [2, 1]"
 		case 1:
 			comps += ", [1, 0.5]"
 		case 2:
-			comps = fmt.Sprintf("VectorDistance(c.v, %s), %s", vec, comps)
+			comps = fmt.Sprintf("VectorDistance(c.v, %s%s), %s", vec, brute, comps)
 		}
 		where := ""
 		switch r.IntN(5) {
