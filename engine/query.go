@@ -280,7 +280,9 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 			var used bool
 			whole := func(src source) ([]json.RawMessage, error) { return e.wholeQuery(ctx, c, r, src, x) }
 			if results, used, err = e.rankQuery(ctx, c, r, src, narrowed, plan, whole, util); !used && err == nil {
-				results, err = e.wholeQuery(ctx, c, r, src, x)
+				if results, used, err = e.rrfQuery(ctx, c, r, src, narrowed, plan, x, util); !used && err == nil {
+					results, err = e.wholeQuery(ctx, c, r, src, x)
+				}
 			}
 		}
 		if err == nil {
@@ -325,17 +327,26 @@ func queryFingerprint(c *Container, scope []byte, bounds epkBounds, req *QueryRe
 // order (index candidates too, within creationOrdered's bound), so that
 // ORDER BY ties and DISTINCT come in the service's order.
 func (e *Engine) wholeQuery(ctx context.Context, c *Container, snap storage.Reader, src source, x *query.Execution) ([]json.RawMessage, error) {
+	results, err := x.Execute(e.sourceDocs(ctx, c, snap, src))
+	if err != nil {
+		return nil, queryError(err)
+	}
+	return results, nil
+}
+
+// sourceDocs is wholeQuery's documents: the source's, in creation order.
+func (e *Engine) sourceDocs(ctx context.Context, c *Container, snap storage.Reader, src source) query.Docs {
 	candidates := c.scan(ctx, snap, src, nil, e.now().Unix())
 	if src.index != nil && !e.noCreationOrder {
 		ordered, ok, err := c.creationOrdered(ctx, snap, src, nil, e.now().Unix())
 		if err != nil {
-			return nil, err
+			return func(yield func([]byte, error) bool) { yield(nil, err) }
 		}
 		if ok {
 			candidates = ordered
 		}
 	}
-	docs := func(yield func([]byte, error) bool) {
+	return func(yield func([]byte, error) bool) {
 		for cand, err := range candidates {
 			if err != nil {
 				yield(nil, err)
@@ -346,11 +357,6 @@ func (e *Engine) wholeQuery(ctx context.Context, c *Container, snap storage.Read
 			}
 		}
 	}
-	results, err := x.Execute(docs)
-	if err != nil {
-		return nil, queryError(err)
-	}
-	return results, nil
 }
 
 // topQuery answers a top-N query ordered by one indexed path: it evaluates

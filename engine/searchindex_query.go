@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -78,60 +80,9 @@ func (e *Engine) vectorQuery(ctx context.Context, c *Container, r storage.Reader
 	if !ok {
 		return nil, false, nil
 	}
-	m := src.stats
-	if m == nil {
-		m = &QueryMetrics{}
-	}
-	now := e.now().Unix()
-	docs := map[string][]byte{}
-	seen := map[string]bool{}
-	var failed error
-	filter := func(suffix []byte) bool {
-		if failed != nil {
-			return false
-		}
-		if ok, done := seen[string(suffix)]; done {
-			return ok
-		}
-		key := keys.ItemKeyFromSuffix(c.rid, suffix)
-		admit := func() bool {
-			if !bytes.HasPrefix(key, src.scope) || !c.inBounds(src.bounds, key) {
-				return false
-			}
-			t0 := time.Now()
-			v, err := r.Get(ctx, key)
-			if errors.Is(err, storage.ErrNotFound) {
-				return false // written after the snapshot
-			}
-			if err != nil {
-				failed = err
-				return false
-			}
-			s, err := decodeItem(key, v)
-			m.DocumentLoadTime += time.Since(t0)
-			if err != nil {
-				failed = err
-				return false
-			}
-			m.RetrievedDocumentCount++
-			m.RetrievedDocumentSize += int64(len(s.doc))
-			if c.expired(s, now) {
-				return false
-			}
-			ok, err := x.Admits(s.doc)
-			if err != nil {
-				failed = err
-				return false
-			}
-			if ok {
-				docs[string(suffix)] = s.doc
-			}
-			return ok
-		}()
-		seen[string(suffix)] = admit
-		return admit
-	}
-	opt := vector.SearchOptions{K: k, Filter: filter, Reader: prefixedReader{e.store, vi.prefix}}
+	adm := e.newAdmitter(ctx, c, r, src, x)
+	m := adm.m
+	opt := vector.SearchOptions{K: k, Filter: adm.admit, Reader: prefixedReader{e.store, vi.prefix}}
 	if vs.SearchListSizeMultiplier > 0 {
 		opt.ListSize = vs.SearchListSizeMultiplier * k
 	}
@@ -139,7 +90,7 @@ func (e *Engine) vectorQuery(ctx context.Context, c *Container, r storage.Reader
 	found, err := vi.ix.Search(ctx, q, opt)
 	m.IndexLookupTime += time.Since(t0)
 	if err == nil {
-		err = failed
+		err = adm.failed
 	}
 	if err != nil {
 		return nil, true, queryError(err)
@@ -147,7 +98,7 @@ func (e *Engine) vectorQuery(ctx context.Context, c *Container, r storage.Reader
 	m.IndexLookups += int64(len(found))
 	results, err = x.Execute(func(yield func([]byte, error) bool) {
 		for _, f := range found {
-			if !yield(docs[string(f.Key)], nil) {
+			if !yield(adm.docs[string(f.Key)], nil) {
 				return
 			}
 		}
@@ -164,12 +115,87 @@ func (e *Engine) vectorQuery(ctx context.Context, c *Container, r storage.Reader
 	return results, true, nil
 }
 
+// admitter is the filter of an index search: it admits the items (by key
+// after the container's item prefix) of the query's scope, live, that pass
+// its WHERE clause, reading each from the query's snapshot once and keeping
+// the documents it admits. The first read or evaluation error stops it
+// admitting and is kept in failed.
+type admitter struct {
+	ctx    context.Context
+	c      *Container
+	r      storage.Reader
+	src    source
+	x      *query.Execution
+	m      *QueryMetrics
+	now    int64
+	docs   map[string][]byte
+	seen   map[string]bool
+	failed error
+}
+
+func (e *Engine) newAdmitter(ctx context.Context, c *Container, r storage.Reader, src source, x *query.Execution) *admitter {
+	m := src.stats
+	if m == nil {
+		m = &QueryMetrics{}
+	}
+	return &admitter{ctx: ctx, c: c, r: r, src: src, x: x, m: m, now: e.now().Unix(), docs: map[string][]byte{}, seen: map[string]bool{}}
+}
+
+// admit is the filter (vector.SearchOptions.Filter).
+func (a *admitter) admit(suffix []byte) bool {
+	if a.failed != nil {
+		return false
+	}
+	if ok, done := a.seen[string(suffix)]; done {
+		return ok
+	}
+	ok, err := a.read(suffix)
+	if err != nil {
+		a.failed = err
+		return false
+	}
+	a.seen[string(suffix)] = ok
+	return ok
+}
+
+func (a *admitter) read(suffix []byte) (bool, error) {
+	key := keys.ItemKeyFromSuffix(a.c.rid, suffix)
+	if !bytes.HasPrefix(key, a.src.scope) || !a.src.bounds.containsEPK(a.c.itemEPK(key)) {
+		return false, nil
+	}
+	t0 := time.Now()
+	v, err := a.r.Get(a.ctx, key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil // written after the snapshot
+	}
+	if err != nil {
+		return false, err
+	}
+	s, err := decodeItem(key, v)
+	a.m.DocumentLoadTime += time.Since(t0)
+	if err != nil {
+		return false, err
+	}
+	a.m.RetrievedDocumentCount++
+	a.m.RetrievedDocumentSize += int64(len(s.doc))
+	if a.c.expired(s, a.now) {
+		return false, nil
+	}
+	ok, err := a.x.Admits(s.doc)
+	if err != nil || !ok {
+		return false, err
+	}
+	a.docs[string(suffix)] = s.doc
+	return true, nil
+}
+
 // fullTextIndexStats returns the container-wide BM25 statistics of a
 // full-text indexed path for keywords, from its index's counters; ok false
 // when the path has no full-text index, the store is shared, or r is a
 // transaction (a stored procedure's query, whose own writes may hold the
 // index): the caller then counts them over the items. The index counts
-// every stored item, those expired but not yet swept too.
+// every stored item: the items expired but not yet swept are taken off
+// again (withoutUnswept), as the items' own statistics leave them out.
 func (e *Engine) fullTextIndexStats(ctx context.Context, c *Container, r storage.Reader, path []string, keywords []string) (query.FullTextStats, bool) {
 	if _, inTxn := r.(storage.Batch); inTxn || c.Search() == nil {
 		return query.FullTextStats{}, false
@@ -187,9 +213,93 @@ func (e *Engine) fullTextIndexStats(ctx context.Context, c *Container, r storage
 		if err != nil {
 			return query.FullTextStats{}, false
 		}
-		return query.FullTextStats{Documents: s.Documents, Words: s.Words, Hits: s.Hits}, true
+		st := query.FullTextStats{Documents: s.Documents, Words: s.Words, Hits: s.Hits}
+		if err := e.withoutUnswept(ctx, c, t, keywords, &st); err != nil {
+			return query.FullTextStats{}, false
+		}
+		return st, true
 	}
 	return query.FullTextStats{}, false
+}
+
+// withoutUnswept takes off st what the items of c that have expired but
+// await the sweeper add to a full-text index's statistics: the index
+// counts them until the sweeper deletes them, reads and queries hide them
+// from the moment they expire. They are found through the expiry index,
+// as the sweeper finds them, so the cost is that of the items expired
+// since the last sweep. The counters and the expiry index are read apart
+// from each other: a sweep between the two leaves st off by what it swept
+// meanwhile.
+func (e *Engine) withoutUnswept(ctx context.Context, c *Container, t *textIndex, keywords []string, st *query.FullTextStats) error {
+	if c.ttl == nil {
+		return nil
+	}
+	now := e.now().Unix()
+	ranges := []struct {
+		kind byte
+		upto int64 // expiry times at or below this have passed
+	}{{keys.ExpiryByDeadline, now}}
+	if *c.ttl > 0 {
+		ranges = append(ranges, struct {
+			kind byte
+			upto int64
+		}{keys.ExpiryByModified, now - *c.ttl})
+	}
+	an := t.ix.Analyzer()
+	var kws [][]fulltext.Term
+	for _, k := range keywords {
+		kws = append(kws, an.Analyze(k))
+	}
+	seen := map[string]bool{}
+	var expired [][]byte // item keys
+	for _, rg := range ranges {
+		prefix := keys.ExpiryKindPrefix(c.rid, rg.kind)
+		it, err := e.store.NewIterator(ctx, prefix, binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(rg.upto+1)), false)
+		if err != nil {
+			return err
+		}
+		for it.Next() {
+			if k := it.Value(); !seen[string(k)] {
+				seen[string(k)] = true
+				expired = append(expired, bytes.Clone(k))
+			}
+		}
+		err = it.Err()
+		it.Close()
+		if err != nil {
+			return err
+		}
+	}
+	for len(expired) > 0 {
+		ks := expired[:min(len(expired), textChunk)]
+		expired = expired[len(ks):]
+		values, err := storage.GetMany(ctx, e.store, ks)
+		if err != nil {
+			return err
+		}
+		for i, v := range values {
+			if v == nil {
+				continue
+			}
+			s, err := decodeItem(ks[i], v)
+			if err != nil {
+				return err
+			}
+			var text string
+			if !c.expired(s, now) || json.Unmarshal(rawAt(s.doc, t.segs), &text) != nil {
+				continue
+			}
+			terms := an.Analyze(text)
+			st.Documents--
+			st.Words -= int64(len(terms))
+			for j, kw := range kws {
+				if len(kw) > 0 && fulltext.Occurrences(terms, kw) > 0 {
+					st.Hits[j]--
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // textCandidates is what a query's required full-text conjuncts leave of
@@ -334,8 +444,9 @@ func (st *searchState) textIndexAt(path []string) *textIndex {
 // items that score above 0; the others score 0 and rank after them, so
 // when the candidates fill the page TOP/OFFSET/LIMIT ask for, the answer is
 // the one over every item (the statistics are the container's either way,
-// and ties keep creation order). used false means the query is to be
-// evaluated over the whole source: no such ORDER BY, RRF, no TOP or LIMIT,
+// and ties keep creation order). RRF of the one FullTextScore ranks alike,
+// with a positive weight. used false means the query is to be
+// evaluated over the whole source: no such ORDER BY, no TOP or LIMIT,
 // an aggregate, GROUP BY or DISTINCT, no index at the path, or too few
 // candidates.
 //
@@ -344,6 +455,9 @@ func (e *Engine) rankQuery(ctx context.Context, c *Container, r storage.Reader, 
 	if plan.Rank == nil || len(plan.Rank.Components) != 1 || plan.Rank.Components[0].Text == nil ||
 		plan.Aggregates || plan.GroupBy || plan.Distinct || src.index != nil {
 		return nil, false, nil
+	}
+	if w := plan.Rank.Weights; w != nil && w[0] <= 0 {
+		return nil, false, nil // RRF's reversed (or flat) order: the items scoring 0 first
 	}
 	want := plan.Top
 	if plan.Limit >= 0 && (want < 0 || plan.Limit < want) {
@@ -415,6 +529,244 @@ func (e *Engine) rankQuery(ctx context.Context, c *Container, r storage.Reader, 
 	return results, true, nil
 }
 
+// rrfQuery answers a query ordered by RANK RRF(...) of FullTextScore and
+// VectorDistance components, with TOP or LIMIT, from the candidates their
+// indexes give, when it can show that the answer is the one over the whole
+// source (query.Execution.ExecuteRanked); used false means the query is to
+// be evaluated over the whole source.
+//
+// The candidates are, for a FullTextScore, every item in scope holding one
+// of its keywords (the items scoring above 0: the others score 0, or have
+// no text); for a VectorDistance, the d closest items in scope that pass
+// the WHERE clause, from a search of its vector index with the filter
+// applied during the search. RRF ranks each row among all rows, so a
+// candidate's rank among the candidates is its true rank only where every
+// better row is a candidate, and a row beyond every component's candidates
+// may still fuse to as much as the ranks after them give: the execution
+// proves the answer exact when the rows it returns all have true ranks and
+// the last of them fuses to more than any other row could. When it cannot,
+// d grows (4 times, from 4 times the rows asked for) while the vector
+// searches can find more, up to maxRRFDepth; then the whole source is read
+// (the documents the searches read are read once: the filter keeps them).
+// Components whose ranks are far apart (an item first by its text and
+// far down by its vector) need deep candidates, or the whole source.
+//
+// The answer is exact when the vector searches are: a flat index, or
+// VectorDistance's bruteForce; a quantizedFlat or diskANN index gives
+// the approximate neighbours, as for ORDER BY VectorDistance, and the fused
+// answer is exact over what they find. The index scores in float32 while
+// the execution scores the items' JSON numbers, so a vector cut is moved
+// by a bound on that rounding (vectorCutTolerance). It is not narrowed
+// (the whole source is read) for a weight below 0 (the farthest first), a
+// dot product (its rounding has no bound from the scores), a data type
+// other than float32 (the index keeps rounded or validated vectors), a
+// component without an index or with keywords or a vector that are not
+// constants, and where rankQuery's conditions are not met (an aggregate,
+// GROUP BY, DISTINCT, a transaction, a shared store, a rebuild not
+// finished in the snapshot).
+func (e *Engine) rrfQuery(ctx context.Context, c *Container, r storage.Reader, src source, narrowed *textCandidates, plan *query.Plan, x *query.Execution, util *IndexUtilization) (results []json.RawMessage, used bool, err error) {
+	rk := plan.Rank
+	if rk == nil || !rk.Fused || plan.Aggregates || plan.GroupBy || plan.Distinct || src.index != nil {
+		return nil, false, nil
+	}
+	take := plan.Top
+	if plan.Limit >= 0 && (take < 0 || plan.Limit < take) {
+		take = plan.Limit
+	}
+	if take <= 0 {
+		return nil, false, nil
+	}
+	st, err := e.snapshotSearchIndexes(ctx, c, r)
+	if err != nil || st == nil {
+		return nil, false, err
+	}
+	m := src.stats
+	if m == nil {
+		m = &QueryMetrics{}
+	}
+	type vectorComp struct {
+		i      int
+		vi     *vectorIndex
+		vs     *query.VectorSearch
+		q      []float32
+		exact  bool
+		higher bool
+		qnorm  float64
+	}
+	cuts := make([]query.RankCut, len(rk.Components))
+	holding := map[string]bool{} // item keys
+	var vecs []vectorComp
+	var uses []IndexUse
+	t0 := time.Now()
+	for i, comp := range rk.Components {
+		w := 1.0
+		if rk.Weights != nil {
+			w = rk.Weights[i]
+		}
+		switch {
+		case w == 0:
+			continue
+		case w < 0:
+			return nil, false, nil
+		case comp.Text != nil:
+			ts := comp.Text
+			ti := st.textIndexAt(ts.Path)
+			if ti == nil {
+				return nil, false, nil
+			}
+			for _, kw := range ts.Keywords {
+				found, err := ti.ix.Holding(ctx, prefixedReader{r, ti.prefix}, kw)
+				if errors.Is(err, fulltext.ErrCorrupt) {
+					return nil, false, nil // the state a rebuild replaces: read the items
+				}
+				if err != nil {
+					return nil, true, queryError(err)
+				}
+				m.IndexLookups += int64(len(found))
+				for _, k := range found {
+					holding[string(keys.ItemKeyFromSuffix(c.rid, k))] = true
+				}
+			}
+			cuts[i] = query.RankCut{Narrowed: true, Score: 0, Floor: true}
+			uses = append(uses, IndexUse{Spec: ti.path + " (full-text index)",
+				Filter: "ORDER BY RANK RRF(FullTextScore(ROOT." + strings.Join(ts.Path, ".") + ", …))"})
+		case comp.Vector != nil:
+			vs := comp.Vector
+			vi := st.vectorIndexAt(vs.Path)
+			if vi == nil {
+				return nil, false, nil
+			}
+			cfg := vi.ix.Config()
+			if vs.DistanceFunction != "" {
+				if m, ok := vector.ParseMetric(vs.DistanceFunction); !ok || m != cfg.Metric {
+					return nil, false, nil
+				}
+			}
+			if vs.DataType != "" {
+				if t, ok := vector.ParseDataType(vs.DataType); !ok || t != cfg.DataType {
+					return nil, false, nil
+				}
+			}
+			if cfg.DataType != vector.Float32 || cfg.Metric == vector.DotProduct {
+				return nil, false, nil
+			}
+			q, ok := vector.Normalize(cfg, vs.Vector)
+			if !ok {
+				return nil, false, nil
+			}
+			qnorm := 0.0
+			for _, x := range vs.Vector {
+				qnorm += x * x
+			}
+			vecs = append(vecs, vectorComp{i: i, vi: vi, vs: vs, q: q, exact: vs.BruteForce || cfg.Kind == vector.Flat,
+				higher: cfg.Metric.HigherIsCloser(), qnorm: math.Sqrt(qnorm)})
+			uses = append(uses, IndexUse{Spec: vi.path + " (" + cfg.Kind.String() + " vector index)",
+				Filter: "ORDER BY RANK RRF(VectorDistance(ROOT." + strings.Join(vs.Path, ".") + ", …))"})
+		default:
+			return nil, false, nil
+		}
+	}
+	m.IndexLookupTime += time.Since(t0)
+	adm := e.newAdmitter(ctx, c, r, src, x)
+	want := max(plan.Offset, 0) + take
+	for d := min(max(4*want, 40), maxRRFDepth); ; d = min(4*d, maxRRFDepth) {
+		t0 := time.Now()
+		cand := maps.Clone(holding)
+		more := false
+		for _, vc := range vecs {
+			opt := vector.SearchOptions{K: d, Filter: adm.admit, Reader: prefixedReader{e.store, vc.vi.prefix}, Exact: vc.exact}
+			if vc.vs.SearchListSizeMultiplier > 0 {
+				opt.ListSize = vc.vs.SearchListSizeMultiplier * d
+			}
+			found, err := vc.vi.ix.Search(ctx, vc.q, opt)
+			if err == nil {
+				err = adm.failed
+			}
+			if err != nil {
+				return nil, true, queryError(err)
+			}
+			m.IndexLookups += int64(len(found))
+			for _, f := range found {
+				cand[string(keys.ItemKeyFromSuffix(c.rid, f.Key))] = true
+			}
+			if len(found) < d {
+				cuts[vc.i] = query.RankCut{Narrowed: true, All: true}
+				continue
+			}
+			more = true
+			s := found[d-1].Score
+			tol := vectorCutTolerance(vc.vi.ix.Config(), s, vc.qnorm)
+			if vc.higher {
+				s += tol
+			} else {
+				s -= tol
+			}
+			cuts[vc.i] = query.RankCut{Narrowed: true, Score: s}
+		}
+		tc := &textCandidates{}
+		for k := range cand {
+			key := []byte(k)
+			if narrowed != nil {
+				if _, ok := slices.BinarySearchFunc(narrowed.keys, key, bytes.Compare); !ok {
+					continue
+				}
+			} else if !bytes.HasPrefix(key, src.scope) || !c.inBounds(src.bounds, key) {
+				continue
+			}
+			tc.keys = append(tc.keys, key)
+		}
+		m.IndexLookupTime += time.Since(t0)
+		if len(tc.keys) > maxTextOrdered {
+			return nil, false, nil // about as much as the whole source
+		}
+		slices.SortFunc(tc.keys, bytes.Compare)
+		ranked := src
+		ranked.narrowed = tc.scanner(c)
+		results, exact, err := x.ExecuteRanked(e.sourceDocs(ctx, c, r, ranked), cuts)
+		if err != nil {
+			return nil, true, queryError(err)
+		}
+		if exact {
+			if util != nil {
+				util.UtilizedSingle = append(util.UtilizedSingle, uses...)
+			}
+			return results, true, nil
+		}
+		if !more || d >= maxRRFDepth {
+			return nil, false, nil
+		}
+	}
+}
+
+// maxRRFDepth is the most candidates rrfQuery asks a vector search for
+// before it reads the whole source instead.
+const maxRRFDepth = 4096
+
+// vectorCutTolerance bounds how far the index's float32 score of an item
+// (s, or any worse) can be from the one the execution computes from the
+// item's JSON numbers in float64: the inputs rounded to float32 and a sum
+// of dims products, each off by at most about dims units in the last
+// place of float32 (2^-24) of the sum of the products' magnitudes: at most
+// 1 for cosine (unit vectors), and for the Euclidean distance the distance
+// plus twice the query's norm. Twice that, and more, is the margin.
+func vectorCutTolerance(cfg vector.Config, s, qnorm float64) float64 {
+	unit := 4 * float64(cfg.Dimensions+8) / (1 << 24)
+	if cfg.Metric == vector.Euclidean {
+		return unit * (math.Abs(s) + 2*qnorm + 1)
+	}
+	return unit
+}
+
+// vectorIndexAt returns st's vector index of a path, nil when none.
+func (st *searchState) vectorIndexAt(path []string) *vectorIndex {
+	for _, v := range st.vecs {
+		if v.path == "/"+strings.Join(path, "/") {
+			return v
+		}
+	}
+	return nil
+}
+
 // textChunk is how many candidates scanText reads at a time.
 const textChunk = 256
 
@@ -439,25 +791,7 @@ func (c *Container) scanText(ctx context.Context, r storage.Reader, src source, 
 			i, _ := slices.BinarySearchFunc(ks, start, bytes.Compare)
 			ks = ks[i:]
 		}
-		for len(ks) > 0 {
-			n := min(len(ks), textChunk)
-			t0 := time.Now()
-			values, err := storage.GetMany(ctx, r, ks[:n])
-			if err != nil {
-				yield(candidate{}, err)
-				return
-			}
-			for i, v := range values {
-				if v == nil {
-					continue
-				}
-				if !c.yieldItem(m, t0, ks[i], ks[i], v, now, yield) {
-					return
-				}
-				t0 = time.Now()
-			}
-			ks = ks[n:]
-		}
+		c.readItems(ctx, r, ks, m, now, yield)
 		return
 	}
 	if len(ks) > maxTextOrdered {
@@ -472,47 +806,31 @@ func (c *Container) scanText(ctx context.Context, r storage.Reader, src source, 
 	}
 	wholeContainer := bytes.Equal(src.order, keys.RIDPrefix(c.rid))
 	var cands []candidate
-	for len(ks) > 0 {
-		n := min(len(ks), textChunk)
-		t0 := time.Now()
-		values, err := storage.GetMany(ctx, r, ks[:n])
+	failed := false
+	c.readItems(ctx, r, ks, m, now, func(cand candidate, err error) bool {
 		if err != nil {
-			yield(candidate{}, err)
-			return
+			failed = true
+			return yield(candidate{}, err) && false
 		}
-		for i, v := range values {
-			if v == nil {
-				continue
+		var pos []byte
+		if wholeContainer {
+			pos = keys.RIDKey(c.rid, binary.BigEndian.AppendUint64(nil, cand.item.rid))
+		} else {
+			key := cand.item.key
+			id, _, ok := c.splitItemKey(key)
+			if !ok {
+				failed = true
+				return yield(candidate{}, fmt.Errorf("engine: malformed item key %x", key)) && false
 			}
-			s, err := decodeItem(ks[i], v)
-			if err != nil {
-				yield(candidate{}, err)
-				return
-			}
-			m.DocumentLoadTime += time.Since(t0)
-			t0 = time.Now()
-			m.RetrievedDocumentCount++
-			m.RetrievedDocumentSize += int64(len(s.doc))
-			if c.expired(s, now) {
-				continue
-			}
-			var pos []byte
-			if wholeContainer {
-				pos = keys.RIDKey(c.rid, binary.BigEndian.AppendUint64(nil, s.rid))
-			} else {
-				id, _, ok := c.splitItemKey(ks[i])
-				if !ok {
-					yield(candidate{}, fmt.Errorf("engine: malformed item key %x", ks[i]))
-					return
-				}
-				pos = keys.OrderKey(ks[i][:len(ks[i])-len(id)], s.rid)
-			}
-			if !bytes.HasPrefix(pos, src.order) || start != nil && bytes.Compare(pos, start) < 0 {
-				continue
-			}
-			cands = append(cands, candidate{pos: pos, item: s})
+			pos = keys.OrderKey(key[:len(key)-len(id)], cand.item.rid)
 		}
-		ks = ks[n:]
+		if bytes.HasPrefix(pos, src.order) && (start == nil || bytes.Compare(pos, start) >= 0) {
+			cands = append(cands, candidate{pos: pos, item: cand.item})
+		}
+		return true
+	})
+	if failed {
+		return
 	}
 	slices.SortFunc(cands, func(a, b candidate) int { return bytes.Compare(a.pos, b.pos) })
 	for _, cand := range cands {
@@ -520,6 +838,32 @@ func (c *Container) scanText(ctx context.Context, r storage.Reader, src source, 
 			return
 		}
 	}
+}
+
+// readItems yields the live items of the keys ks (as yieldItem does, the
+// position the item key), reading textChunk of them at a time; false means
+// yield stopped it.
+func (c *Container) readItems(ctx context.Context, r storage.Reader, ks [][]byte, m *QueryMetrics, now int64, yield func(candidate, error) bool) bool {
+	for len(ks) > 0 {
+		n := min(len(ks), textChunk)
+		t0 := time.Now()
+		values, err := storage.GetMany(ctx, r, ks[:n])
+		if err != nil {
+			yield(candidate{}, err)
+			return false
+		}
+		for i, v := range values {
+			if v == nil {
+				continue
+			}
+			if !c.yieldItem(m, t0, ks[i], ks[i], v, now, yield) {
+				return false
+			}
+			t0 = time.Now()
+		}
+		ks = ks[n:]
+	}
+	return true
 }
 
 // narrowByFullText restricts src to the candidates of the query's required

@@ -127,7 +127,7 @@ func textQueryAll(t *testing.T, e *Engine, coll, text string, pk string, size in
 // the indexes; the index metrics name a full-text index only for a query
 // with a full-text conjunct, and do for every plain full-text filter.
 func TestFullTextNarrowingAnswersAsExactEvaluation(t *testing.T) {
-	checkFullTextAgainstExact(t, true, "FullTextContains", func(r *rand.Rand) (string, bool, bool) {
+	checkFullTextAgainstExact(t, "FullTextContains", func(r *rand.Rand) (string, bool, bool) {
 		where, required := randomTextWhere(r)
 		shape := r.IntN(5)
 		var q string
@@ -151,9 +151,10 @@ func TestFullTextNarrowingAnswersAsExactEvaluation(t *testing.T) {
 // full-text calls, answers on a container with full-text indexes exactly as
 // on the same items without them (the items holding none of the keywords
 // score 0 and come last, in creation order), before and after replaces,
-// deletes and TTL expiry (swept); RRF is not narrowed by its scores.
+// deletes and TTL expiry (swept or not yet: the statistics leave out the
+// expired items either way); so does RRF of FullTextScores (rrfQuery).
 func TestRankByFullTextScoreFromTheIndexAnswersAsExactEvaluation(t *testing.T) {
-	checkFullTextAgainstExact(t, false, "ORDER BY RANK", func(r *rand.Rand) (string, bool, bool) {
+	checkFullTextAgainstExact(t, "ORDER BY RANK", func(r *rand.Rand) (string, bool, bool) {
 		path, words := "c.text", searchWords
 		if r.IntN(3) == 0 {
 			path, words = "c.de", germanWords
@@ -175,7 +176,7 @@ func TestRankByFullTextScoreFromTheIndexAnswersAsExactEvaluation(t *testing.T) {
 		case 2:
 			return fmt.Sprintf("SELECT c.id FROM c%s ORDER BY RANK %s", where, score), required, false
 		default:
-			return fmt.Sprintf("SELECT TOP 10 c.id FROM c%s ORDER BY RANK RRF(%s, %s)", where, score, score), required, false
+			return fmt.Sprintf("SELECT TOP 10 c.id FROM c%s ORDER BY RANK RRF(%s, %s)", where, score, score), true, false
 		}
 	})
 }
@@ -186,12 +187,10 @@ func TestRankByFullTextScoreFromTheIndexAnswersAsExactEvaluation(t *testing.T) {
 // TTL expiry (swept or not yet) and a rebuild of the indexes (a policy
 // that drops them, then one that adds them again), and that some query used a full-text
 // index for wantFilter (off a shared store). gen also says whether the query may use a
-// full-text index, and whether it must (off a shared store).
-//
-// unswept false leaves out the comparison while expired items await the
-// sweeper: the index's BM25 statistics count them (a documented
-// difference), which changes FullTextScore, not which items match.
-func checkFullTextAgainstExact(t *testing.T, unswept bool, wantFilter string, gen func(r *rand.Rand) (q string, mayUse, mustUse bool)) {
+// full-text index, and whether it must (off a shared store). While expired
+// items await the sweeper, the BM25 statistics leave them out with the
+// index as without.
+func checkFullTextAgainstExact(t *testing.T, wantFilter string, gen func(r *rand.Rand) (q string, mayUse, mustUse bool)) {
 	ctx := t.Context()
 	now := time.Unix(1_700_000_000, 0)
 	var mu sync.Mutex
@@ -293,9 +292,7 @@ func checkFullTextAgainstExact(t *testing.T, unswept bool, wantFilter string, ge
 	mu.Lock()
 	now = now.Add(time.Minute)
 	mu.Unlock()
-	if unswept {
-		compare("expired")
-	}
+	compare("expired")
 	if _, err := e.sweep(ctx); err != nil {
 		t.Fatal(err)
 	}

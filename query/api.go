@@ -168,7 +168,28 @@ func (q *Query) Execute(docs Docs, opts Options) ([]json.RawMessage, error) {
 
 // Execute runs the prepared query over docs and returns every result.
 func (x *Execution) Execute(docs Docs) ([]json.RawMessage, error) {
-	c := x.c // each run has its own error state and memory account
+	return x.execute(x.c, docs) // each run has its own error state and memory account
+}
+
+// ExecuteRanked runs a query ordered by RANK RRF(...) with TOP or LIMIT
+// over some of its source's documents, the candidates an index gave for
+// each scoring component, and reports whether the answer is the one the
+// whole source gives: cuts[i] says which documents the candidates hold for
+// component i (see RankCut). RRF ranks a row among all rows, so a
+// candidate's rank among the candidates is the one among all rows only
+// where every row better than it is a candidate; exact is true when the
+// rows returned all have such ranks in every component, and the fused score
+// of the last one returned is above the most any other row, candidate or
+// not, could have. Otherwise the caller evaluates the whole source (or
+// asks again with more candidates).
+func (x *Execution) ExecuteRanked(docs Docs, cuts []RankCut) (results []json.RawMessage, exact bool, err error) {
+	c := x.c
+	c.rankCuts, c.rankExact = cuts, &exact
+	results, err = x.execute(c, docs)
+	return results, exact && err == nil, err
+}
+
+func (x *Execution) execute(c evalCtx, docs Docs) ([]json.RawMessage, error) {
 	c.startRun()
 	defer c.mem.release()
 	var out []json.RawMessage

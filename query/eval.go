@@ -62,6 +62,11 @@ type evalCtx struct {
 	// (nil until needed, so runs never share it).
 	search   SearchContext
 	keywords map[keywordKey][]Term
+	// rankCuts are what the documents of a narrowed ORDER BY RANK run hold
+	// of each component's best (ExecuteRanked); rankExact is set to
+	// whether its answer is the one over the whole source.
+	rankCuts  []RankCut
+	rankExact *bool
 }
 
 // matchCount is the number of rows an execution found to pass its WHERE.

@@ -143,7 +143,10 @@ func (q *selectQuery) run(c *evalCtx, outer *env, roots rootIter, emit func(valu
 			recs = top.recs
 		}
 		if rank != nil && c.err == nil {
-			rank.finish(recs)
+			exact := rank.finish(recs, c.rankCuts, max(lim.offset, 0), lim.take())
+			if c.rankExact != nil && outer == nil {
+				*c.rankExact = exact
+			}
 		}
 	}
 	if c.err != nil {

@@ -88,6 +88,9 @@ type TextSearch struct {
 type RankSearch struct {
 	Components []RankComponent
 	Weights    []float64
+	// Fused is true for RRF (even of one component): the order is by the
+	// fusion of each component's ranks, not by a score.
+	Fused bool
 }
 
 // RankComponent is one scoring function of ORDER BY RANK.
@@ -227,7 +230,7 @@ func (a analyzer) search(p *Plan) {
 		comps := []*callExpr{call}
 		r := &RankSearch{}
 		if call.search.kind == skRRF {
-			comps, r.Weights = call.search.components, call.search.weights
+			comps, r.Weights, r.Fused = call.search.components, call.search.weights, true
 		}
 		for _, c := range comps {
 			if c.search.kind == skScore {

@@ -139,8 +139,10 @@ func (rr *rankRun) raw(c *evalCtx, e *env) []rankRaw {
 }
 
 // finish scores every record and stores the negated score as its sort key
-// (ascending order is then best first; unscored rows last).
-func (rr *rankRun) finish(recs []record) {
+// (ascending order is then best first; unscored rows last). With cuts (a
+// narrowed run, ExecuteRanked) it reports whether the best offset+take
+// rows, in their order, are those of the whole source (exactTop).
+func (rr *rankRun) finish(recs []record, cuts []RankCut, offset, take int) bool {
 	n := len(recs)
 	scores := make([][]float64, len(rr.comps)) // NaN: undefined
 	for i, rc := range rr.comps {
@@ -158,23 +160,22 @@ func (rr *rankRun) finish(recs []record) {
 		}
 	}
 	final := make([]float64, n)
+	var ranks [][]int
 	if !rr.rrf {
 		copy(final, scores[0])
 	} else {
-		for i, rc := range rr.comps {
-			w := 1.0
-			if rr.weights != nil {
-				w = rr.weights[i]
-			}
-			higher := rc.fts || rc.metric.higherIsCloser()
-			if w < 0 {
-				higher, w = !higher, -w
-			}
-			ranks := denseRanks(scores[i], higher)
+		ranks = make([][]int, len(rr.comps))
+		for i := range rr.comps {
+			w, higher := rr.direction(i)
+			ranks[i] = denseRanks(scores[i], higher)
 			for j := range final {
-				final[j] += w / float64(rrfK+ranks[j])
+				final[j] += w / float64(rrfK+ranks[i][j])
 			}
 		}
+	}
+	exact := false
+	if cuts != nil && rr.rrf && take > 0 {
+		exact = rr.exactTop(recs, scores, ranks, final, cuts, offset+take)
 	}
 	for j := range recs {
 		if math.IsNaN(final[j]) {
@@ -184,6 +185,136 @@ func (rr *rankRun) finish(recs []record) {
 		}
 		recs[j].rank = nil
 	}
+	return exact
+}
+
+// direction returns RRF's weight of component i, made positive, and
+// whether its higher scores rank first (a negative weight reverses them).
+func (rr *rankRun) direction(i int) (w float64, higher bool) {
+	rc := rr.comps[i]
+	w = 1.0
+	if rr.weights != nil {
+		w = rr.weights[i]
+	}
+	higher = rc.fts || rc.metric.higherIsCloser()
+	if w < 0 {
+		higher, w = !higher, -w
+	}
+	return w, higher
+}
+
+// RankCut is what the documents of a narrowed ORDER BY RANK RRF(...) run
+// hold of one component's best (ExecuteRanked).
+type RankCut struct {
+	// Narrowed is false when they hold nothing known (the component was not
+	// narrowed): a component with a weight other than 0 then leaves the
+	// answer unproven.
+	Narrowed bool
+	// Score: every document of the source whose row scores strictly better
+	// than Score in the component (higher for FullTextScore and a
+	// similarity, lower for a distance) is among them.
+	Score float64
+	// All: every document of the source with a score in the component is
+	// among them (Score does not matter).
+	All bool
+	// Floor: no document of the source has a score worse than Score (as
+	// BM25 has none below 0).
+	Floor bool
+}
+
+// exactTop reports whether the best m records of a narrowed run, in their
+// order, are the best m of the whole source. A component's rank of a row
+// is 1 + the number of distinct scores better than its own among all rows
+// (denseRanks). When every row scoring better than a cut is among the
+// records, a record scoring at least the cut has the same rank among the
+// records as among all rows (it is known), and a row that is not a
+// record ranks after the distinct scores above the cut: its fused score is
+// at most tau. A record's rank among the records is never worse than among
+// all rows, so the fused score a narrowed run gives a record is at least
+// its true one, and exactly it when every component knows the record. The
+// answer is therefore the whole source's when the best m records are all
+// known and the m-th is above tau: no record after it can have more than it
+// shows, nor a row that is not a record more than tau (and the ties
+// between known records fall as over the whole source: by arrival, which
+// keeps the source's order).
+func (rr *rankRun) exactTop(recs []record, scores [][]float64, ranks [][]int, final []float64, cuts []RankCut, m int) bool {
+	n := len(recs)
+	if len(cuts) != len(rr.comps) || n < m {
+		return false
+	}
+	known := make([]bool, n)
+	for j := range known {
+		known[j] = true
+	}
+	tau := 0.0
+	for i, rc := range rr.comps {
+		w, higher := rr.direction(i)
+		raw := 1.0
+		if rr.weights != nil {
+			raw = rr.weights[i]
+		}
+		if raw == 0 {
+			continue // the component adds 0 to every row
+		}
+		cut := cuts[i]
+		if raw < 0 || !cut.Narrowed || rc.fts && rc.counting {
+			return false
+		}
+		atOrAbove := func(s float64) bool {
+			switch {
+			case math.IsNaN(s):
+				return false
+			case cut.All:
+				return true
+			case higher:
+				return s >= cut.Score
+			}
+			return s <= cut.Score
+		}
+		distinct := map[float64]bool{}
+		atCut, floor := false, cut.Floor
+		for j := range recs {
+			s := scores[i][j]
+			switch {
+			case atOrAbove(s):
+				distinct[s] = true
+				atCut = atCut || s == cut.Score
+			case !math.IsNaN(s):
+				floor = false // a score below the floor: it was wrong
+			}
+		}
+		// A row without a score ranks after every distinct score of the
+		// source: known when the records hold them all.
+		undefKnown := cut.All || floor && atCut
+		for j := range recs {
+			s := scores[i][j]
+			if !atOrAbove(s) && !(math.IsNaN(s) && undefKnown) {
+				known[j] = false
+			}
+		}
+		// A row that is not a record may score at the cut (not above it).
+		above := len(distinct)
+		if atCut && !cut.All {
+			above--
+		}
+		tau += w / float64(rrfK+above+1)
+	}
+	order := make([]int, n)
+	for j := range order {
+		order[j] = j
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		if final[order[a]] != final[order[b]] {
+			return final[order[a]] > final[order[b]]
+		}
+		return recs[order[a]].seq < recs[order[b]].seq
+	})
+	for _, j := range order[:m] {
+		if !known[j] {
+			return false
+		}
+	}
+	return final[order[m-1]] > tau
 }
 
 // denseRanks ranks the scores from 1, best first (higher or lower), equal
