@@ -221,6 +221,8 @@ func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResul
 		return nil, err
 	}
 	defer snap.Close()
+	// The search indexes of a shared store catch up with the snapshot.
+	ctx = e.withQuerySnapshot(ctx, watermark)
 	if !req.HasPartitionKey {
 		q, err := c.parseQuery(req.Query)
 		if err != nil {

@@ -35,14 +35,18 @@ import (
 // policy change, a store written before the indexes existed, a rebuild a
 // crash cut short: the meta record is written last).
 //
-// On a shared store (several gateways writing one PostgreSQL database) an
-// index's in-memory state could not follow the other gateways' writes, so
-// no index is kept there and every search is exact.
+// On a shared store (several gateways writing one PostgreSQL database) the
+// indexes' state is kept by each gateway in its memory instead, and caught
+// up with the store's change records before a query reads it
+// (searchshared.go).
 
 // searchIndexes is the engine's open search indexes, by container RID.
 type searchIndexes struct {
 	mu   sync.Mutex
 	byID map[string]*searchState
+	// samples are the shared store's watermarks the TTL sweep read, for
+	// pruning the change records (pruneSearchChanges).
+	samples []watermarkSample
 }
 
 // searchState is the open search indexes of one container's policy.
@@ -56,6 +60,10 @@ type searchState struct {
 
 	vecs  []*vectorIndex
 	texts []*textIndex
+
+	// shared is the indexes' catch-up state on a shared store, where their
+	// keyspaces are in this process's memory (mem); nil on a local store.
+	shared *sharedSearch
 }
 
 type vectorIndex struct {
@@ -63,6 +71,7 @@ type vectorIndex struct {
 	segs   []string
 	prefix []byte
 	ix     *vector.Index
+	mem    *vector.MemStore
 }
 
 type textIndex struct {
@@ -70,6 +79,25 @@ type textIndex struct {
 	segs   []string
 	prefix []byte
 	ix     *fulltext.Index
+	mem    *vector.MemStore
+}
+
+// state reads v's keyspace: r's keys under v's prefix, or v's own memory
+// on a shared store.
+func (v *vectorIndex) state(r storage.Reader) vector.Reader {
+	if v.mem != nil {
+		return v.mem
+	}
+	return prefixedReader{r, v.prefix}
+}
+
+// state reads t's keyspace: r's keys under t's prefix, or t's own memory
+// on a shared store.
+func (t *textIndex) state(r storage.Reader) fulltext.Reader {
+	if t.mem != nil {
+		return t.mem
+	}
+	return prefixedReader{r, t.prefix}
 }
 
 // searchFingerprint is what a container's search indexes are built for: the
@@ -99,9 +127,9 @@ func searchFingerprint(c *Container) string {
 func pathSegments(p string) []string { return strings.Split(strings.TrimPrefix(p, "/"), "/") }
 
 // searchIndexesOf returns c's open search indexes, opening or building them
-// first; nil when c has none or the store is shared.
+// first; nil when c has none or the store is over several places.
 func (e *Engine) searchIndexesOf(c *Container) (*searchState, error) {
-	if e.shared != nil {
+	if e.shared != nil && !e.sharedSearchOn() {
 		return nil, nil
 	}
 	if c.retired.Load() {
@@ -212,6 +240,9 @@ func (e *Engine) openSearchIndexes(ctx context.Context, c *Container, st *search
 			st.texts = append(st.texts, &textIndex{path: p.Path, segs: pathSegments(p.Path),
 				prefix: keys.SearchIndexPrefix(c.rid, keys.SearchFullText, p.Path)})
 		}
+	}
+	if e.shared != nil {
+		return e.loadSharedSearch(ctx, c, st)
 	}
 	built, err := e.store.Get(ctx, keys.SearchMetaKey(c.rid))
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
@@ -338,17 +369,26 @@ type searchTxn struct {
 	texts []*fulltext.Pending
 }
 
-// begin prepares every index of st with w.
+// begin prepares every index of st with w (on a shared store, with the
+// index's own memory).
 func (sx *searchTxn) begin(st *searchState, w vector.Writer) error {
 	for _, v := range st.vecs {
-		p, err := v.ix.Prepare(prefixedWriter{w, v.prefix})
+		var vw vector.Writer = prefixedWriter{w, v.prefix}
+		if v.mem != nil {
+			vw = v.mem
+		}
+		p, err := v.ix.Prepare(vw)
 		if err != nil {
 			return err
 		}
 		sx.vecs = append(sx.vecs, p)
 	}
 	for _, t := range st.texts {
-		p, err := t.ix.Prepare(prefixedWriter{w, t.prefix})
+		var tw fulltext.Writer = prefixedWriter{w, t.prefix}
+		if t.mem != nil {
+			tw = t.mem
+		}
+		p, err := t.ix.Prepare(tw)
 		if err != nil {
 			return err
 		}
@@ -468,8 +508,12 @@ func (sx *searchTxn) abort() {
 // (doc nil: a delete) in the transaction.
 func (t *txn) reindexSearch(key []byte, doc object) error {
 	c := t.p.c
-	if t.sb != nil || c.Search() == nil {
+	if c.Search() == nil {
 		return nil
+	}
+	if t.sb != nil {
+		// Each gateway's indexes catch up from the change records.
+		return t.recordSearchChange(key)
 	}
 	if t.search == nil {
 		for {

@@ -27,8 +27,10 @@ import (
 // instead: no vector index at the path, bruteForce asked for, no TOP or
 // LIMIT, an aggregate, GROUP BY or DISTINCT, a distance function or data
 // type other than the index's, the farthest asked for first, a query vector
-// of other dimensions, a query inside a transaction (a stored procedure), or
-// a shared store. When used, the index appears in util.
+// of other dimensions, or a query inside a transaction (a stored procedure).
+// On a shared store the items whose state in the index is not the
+// snapshot's (searchView) are left out of the search and evaluated from the
+// snapshot beside what it finds. When used, the index appears in util.
 func (e *Engine) vectorQuery(ctx context.Context, c *Container, r storage.Reader, src source, plan *query.Plan, x *query.Execution, util **IndexUtilization) (results []json.RawMessage, used bool, err error) {
 	vs := plan.Vector
 	if vs == nil || vs.BruteForce || plan.Aggregates || plan.GroupBy || plan.Distinct || len(plan.OrderBy) != 1 {
@@ -44,10 +46,11 @@ func (e *Engine) vectorQuery(ctx context.Context, c *Container, r storage.Reader
 	if _, inTxn := r.(storage.Batch); inTxn || c.Search() == nil {
 		return nil, false, nil
 	}
-	st, err := e.searchIndexesOf(c)
+	st, view, err := e.searchViewOf(ctx, c, r)
 	if err != nil || st == nil {
 		return nil, false, err
 	}
+	defer view.done()
 	path := "/" + strings.Join(vs.Path, "/")
 	var vi *vectorIndex
 	for _, v := range st.vecs {
@@ -86,7 +89,7 @@ func (e *Engine) vectorQuery(ctx context.Context, c *Container, r storage.Reader
 	docs := map[string][]byte{}
 	seen := map[string]bool{}
 	var failed error
-	filter := func(suffix []byte) bool {
+	admits := func(suffix []byte) bool {
 		if failed != nil {
 			return false
 		}
@@ -131,13 +134,20 @@ func (e *Engine) vectorQuery(ctx context.Context, c *Container, r storage.Reader
 		seen[string(suffix)] = admit
 		return admit
 	}
-	opt := vector.SearchOptions{K: k, Filter: filter, Reader: prefixedReader{e.store, vi.prefix}}
+	filter := func(suffix []byte) bool { return !view.isStale(suffix) && admits(suffix) }
+	opt := vector.SearchOptions{K: k, Filter: filter, Reader: vi.state(e.store)}
 	if vs.SearchListSizeMultiplier > 0 {
 		opt.ListSize = vs.SearchListSizeMultiplier * k
 	}
 	t0 := time.Now()
 	found, err := vi.ix.Search(ctx, q, opt)
 	m.IndexLookupTime += time.Since(t0)
+	for _, suffix := range view.staleKeys() {
+		if err == nil && admits(suffix) {
+			found = append(found, vector.Result{Key: suffix})
+		}
+	}
+	view.done()
 	if err == nil {
 		err = failed
 	}
@@ -169,13 +179,19 @@ func (e *Engine) vectorQuery(ctx context.Context, c *Container, r storage.Reader
 // when the path has no full-text index, the store is shared, or r is a
 // transaction (a stored procedure's query, whose own writes may hold the
 // index): the caller then counts them over the items. The index counts
-// every stored item, those expired but not yet swept too.
+// every stored item, those expired but not yet swept too. On a shared store
+// the index answers only when it holds every item as the query's snapshot
+// does (no item is stale: searchView).
 func (e *Engine) fullTextIndexStats(ctx context.Context, c *Container, r storage.Reader, path []string, keywords []string) (query.FullTextStats, bool) {
 	if _, inTxn := r.(storage.Batch); inTxn || c.Search() == nil {
 		return query.FullTextStats{}, false
 	}
-	st, err := e.searchIndexesOf(c)
+	st, view, err := e.searchViewOf(ctx, c, r)
 	if err != nil || st == nil {
+		return query.FullTextStats{}, false
+	}
+	defer view.done()
+	if len(view.stale) > 0 {
 		return query.FullTextStats{}, false
 	}
 	p := "/" + strings.Join(path, "/")
@@ -183,7 +199,7 @@ func (e *Engine) fullTextIndexStats(ctx context.Context, c *Container, r storage
 		if t.path != p {
 			continue
 		}
-		s, err := t.ix.Stats(ctx, prefixedReader{e.store, t.prefix}, keywords)
+		s, err := t.ix.Stats(ctx, t.state(e.store), keywords)
 		if err != nil {
 			return query.FullTextStats{}, false
 		}
@@ -209,8 +225,11 @@ type textCandidates struct {
 // keeps each term's positions: a phrase matches where its terms are adjacent
 // and in order); the execution still evaluates the whole query on each.
 //
+// On a shared store the postings are the gateway's indexes' (caught up with
+// the snapshot) and the items stale in them are candidates too.
+//
 // nil when no conjunct has an index, in a transaction (a stored
-// procedure's query), on a shared store, or when the snapshot does not hold
+// procedure's query), or when the snapshot does not hold
 // the indexes whole for the container's policy (a rebuild not yet
 // finished when it was taken). The uses name the indexes for the index
 // metrics.
@@ -222,10 +241,11 @@ func (e *Engine) fullTextCandidates(ctx context.Context, c *Container, r storage
 	if !required || src.index != nil {
 		return nil, nil, nil
 	}
-	st, err := e.snapshotSearchIndexes(ctx, c, r)
+	st, view, err := e.snapshotSearchIndexes(ctx, c, r)
 	if err != nil || st == nil {
 		return nil, nil, err
 	}
+	defer view.done()
 	m := src.stats
 	if m == nil {
 		m = &QueryMetrics{}
@@ -241,7 +261,7 @@ func (e *Engine) fullTextCandidates(ctx context.Context, c *Container, r storage
 		if ti == nil {
 			continue
 		}
-		rd := prefixedReader{r, ti.prefix}
+		rd := ti.state(r)
 		var found map[string]bool
 		for i, kw := range ts.Keywords {
 			holding, err := ti.ix.Holding(ctx, rd, kw)
@@ -282,6 +302,9 @@ func (e *Engine) fullTextCandidates(ctx context.Context, c *Container, r storage
 	if set == nil {
 		return nil, nil, nil
 	}
+	for s := range view.stale {
+		set[s] = true
+	}
 	tc := &textCandidates{keys: make([][]byte, 0, len(set))}
 	for suffix := range set {
 		key := keys.ItemKeyFromSuffix(c.rid, []byte(suffix))
@@ -296,25 +319,29 @@ func (e *Engine) fullTextCandidates(ctx context.Context, c *Container, r storage
 
 // snapshotSearchIndexes returns c's search indexes when the snapshot r
 // holds their state whole for c's current policy, so that reading their
-// postings from r answers for r's items; nil in a transaction (a stored
-// procedure's query), on a shared store, when c has none, or when r was
-// taken before a rebuild finished.
-func (e *Engine) snapshotSearchIndexes(ctx context.Context, c *Container, r storage.Reader) (*searchState, error) {
+// postings from r answers for r's items, with the view the query takes of
+// them (searchViewOf: on a shared store, the indexes are the gateway's,
+// caught up with r); nil in a transaction (a stored procedure's query),
+// when c has none, or when r was taken before a rebuild finished.
+func (e *Engine) snapshotSearchIndexes(ctx context.Context, c *Container, r storage.Reader) (*searchState, *searchView, error) {
 	if _, inTxn := r.(storage.Batch); inTxn || c.Search() == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
-	st, err := e.searchIndexesOf(c)
+	st, view, err := e.searchViewOf(ctx, c, r)
 	if err != nil || st == nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if st.shared != nil {
+		return st, view, nil
 	}
 	built, err := r.Get(ctx, keys.SearchMetaKey(c.rid))
 	if errors.Is(err, storage.ErrNotFound) || err == nil && string(built) != st.fp {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return st, nil
+	return st, view, nil
 }
 
 // textIndexAt returns st's full-text index of a path, nil when none.
@@ -353,10 +380,11 @@ func (e *Engine) rankQuery(ctx context.Context, c *Container, r storage.Reader, 
 		return nil, false, nil
 	}
 	ts := plan.Rank.Components[0].Text
-	st, err := e.snapshotSearchIndexes(ctx, c, r)
+	st, view, err := e.snapshotSearchIndexes(ctx, c, r)
 	if err != nil || st == nil {
 		return nil, false, err
 	}
+	defer view.done()
 	ti := st.textIndexAt(ts.Path)
 	if ti == nil {
 		return nil, false, nil
@@ -368,7 +396,7 @@ func (e *Engine) rankQuery(ctx context.Context, c *Container, r storage.Reader, 
 	t0 := time.Now()
 	any := map[string]bool{}
 	for _, kw := range ts.Keywords {
-		holding, err := ti.ix.Holding(ctx, prefixedReader{r, ti.prefix}, kw)
+		holding, err := ti.ix.Holding(ctx, ti.state(r), kw)
 		if errors.Is(err, fulltext.ErrCorrupt) {
 			return nil, false, nil // the state a rebuild replaces: read the items
 		}
@@ -380,6 +408,14 @@ func (e *Engine) rankQuery(ctx context.Context, c *Container, r storage.Reader, 
 			any[string(keys.ItemKeyFromSuffix(c.rid, k))] = true
 		}
 	}
+	stale, err := view.holding(ctx, c, r, ti, ts.Keywords)
+	if err != nil {
+		return nil, true, queryError(err)
+	}
+	for _, k := range stale {
+		any[string(k)] = true
+	}
+	view.done() // the evaluation may ask the indexes again
 	tc := &textCandidates{}
 	if narrowed != nil {
 		for _, k := range narrowed.keys {

@@ -99,6 +99,9 @@ func (e *Engine) sweep(ctx context.Context) (int, error) {
 			return total, err
 		}
 	}
+	if err := e.pruneSearchChanges(ctx, colls); err != nil {
+		return total, err
+	}
 	return total, nil
 }
 
