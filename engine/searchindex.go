@@ -417,15 +417,16 @@ func objectGetter(o object) valueGetter {
 	}
 }
 
-// rawAt returns the value at segs under the JSON value raw, nil when absent.
+// rawAt returns the value at segs under the JSON value raw, nil when absent
+// (read as the write path reads a parsed document: objectGetter).
 func rawAt(raw json.RawMessage, segs []string) json.RawMessage {
 	for _, s := range segs {
-		var m map[string]json.RawMessage
-		if json.Unmarshal(raw, &m) != nil {
+		o, err := parseObject(raw)
+		if err != nil {
 			return nil
 		}
 		var ok bool
-		if raw, ok = m[s]; !ok {
+		if raw, ok = o.get(s); !ok {
 			return nil
 		}
 	}

@@ -103,6 +103,9 @@ func checkSearchIndexesMatchItemsIn(t *testing.T, e *Engine, db, coll, vpath str
 		defer snap.Close()
 		ctx, r = e.withQuerySnapshot(ctx, w), snap
 	}
+	if _, err := e.searchIndexesOf(c); err != nil { // built, however long it takes
+		t.Fatal(err)
+	}
 	st, view, err := e.searchViewOf(ctx, c, r)
 	if err != nil {
 		t.Fatal(err)

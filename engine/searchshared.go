@@ -334,18 +334,22 @@ func (e *Engine) withQuerySnapshot(ctx context.Context, w uint64) context.Contex
 // indexes remember). The caller calls the view's done once its searches
 // are over.
 func (e *Engine) searchViewOf(ctx context.Context, c *Container, r storage.Reader) (*searchState, *searchView, error) {
-	st, err := e.searchIndexesOf(c)
-	if st == nil || err != nil {
-		return nil, nil, err
-	}
-	sh := st.shared
-	if sh == nil {
+	if !e.sharedSearchOn() {
+		st, err := e.searchIndexesOf(c)
+		if st == nil || err != nil {
+			return nil, nil, err
+		}
 		return st, &searchView{}, nil
 	}
 	q, _ := ctx.Value(sharedSearchQueryKey{}).(*sharedSearchQuery)
 	if q == nil {
 		return nil, nil, nil
 	}
+	st, err := e.searchIndexesWithin(ctx, c, searchBuildWait)
+	if st == nil || err != nil {
+		return nil, nil, err
+	}
+	sh := st.shared
 	q.mu.Lock()
 	caught := q.caught[st]
 	q.mu.Unlock()
@@ -375,6 +379,50 @@ func (e *Engine) searchViewOf(ctx context.Context, c *Container, r storage.Reade
 		}
 	}
 	return st, v, nil
+}
+
+// searchBuildWait is how long a query on a shared store waits for its
+// gateway to build a container's search indexes (the first use, a policy
+// change, a gateway idle past the change records) before it evaluates
+// exactly instead, the build going on.
+const searchBuildWait = time.Second
+
+// searchIndexesWithin is searchIndexesOf for a query: when the indexes are
+// not open yet it waits for them at most wait (or until ctx ends) and
+// returns nil if they are still being built.
+func (e *Engine) searchIndexesWithin(ctx context.Context, c *Container, wait time.Duration) (*searchState, error) {
+	if !c.retired.Load() {
+		e.search.mu.Lock()
+		st := e.search.byID[string(c.rid)]
+		e.search.mu.Unlock()
+		if st != nil && st.fp == searchFingerprint(c) {
+			select {
+			case <-st.ready:
+				if st.err == nil {
+					return st, nil
+				}
+			default:
+			}
+		}
+	}
+	var st *searchState
+	var err error
+	done := make(chan struct{})
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		defer close(done)
+		st, err = e.searchIndexesOf(c)
+	}()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return st, err
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	return nil, nil
 }
 
 // readerLock is a readers-writer lock that never makes a reader wait for a

@@ -78,6 +78,21 @@ func searchIndexUses(u *IndexUtilization) []string {
 	return out
 }
 
+// warmSearchIndexes builds the engines' search indexes of container c,
+// however long it takes (a query waits for them only so long).
+func warmSearchIndexes(t *testing.T, engines ...*Engine) {
+	t.Helper()
+	for _, e := range engines {
+		c, err := e.Container(t.Context(), "db", "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.searchIndexesOf(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // probeWord is a word no other item holds, one per probe.
 func probeWord(i int, tag string) string {
 	var b strings.Builder
@@ -158,6 +173,7 @@ func TestSharedSearchIndexesFollowTheOtherGatewaysWrites(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			warmSearchIndexes(t, a, b)
 			stop := noiseWriters(t, a, b)
 			defer stop()
 			probes := 24
@@ -247,6 +263,7 @@ func TestSharedSearchAnswersAsExactOverTheSameSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	warmSearchIndexes(t, a, b)
 	stop := noiseWriters(t, a, b)
 	defer stop()
 	rounds := 40
