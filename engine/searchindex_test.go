@@ -358,6 +358,7 @@ func TestFilteredVectorSearchKeepsRecall(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			warmSearchIndexes(t, e) // a query waits for a build only so long
 			var recall, queries float64
 			for range 10 {
 				qv, _ := json.Marshal(randomVector(r))

@@ -82,8 +82,13 @@ func searchIndexUses(u *IndexUtilization) []string {
 // however long it takes (a query waits for them only so long).
 func warmSearchIndexes(t *testing.T, engines ...*Engine) {
 	t.Helper()
+	warmSearchIndexesIn(t, "c", engines...)
+}
+
+func warmSearchIndexesIn(t *testing.T, coll string, engines ...*Engine) {
+	t.Helper()
 	for _, e := range engines {
-		c, err := e.Container(t.Context(), "db", "c")
+		c, err := e.Container(t.Context(), "db", coll)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -255,6 +255,7 @@ func checkFullTextAgainstExact(t *testing.T, unswept bool, wantFilter string, ge
 	uses := 0
 	compare := func(stage string) {
 		t.Helper()
+		warmSearchIndexesIn(t, "indexed", e) // a query waits for a build only so long
 		for range 60 {
 			q, mayUse, mustUse := gen(r)
 			pk := ""
