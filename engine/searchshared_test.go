@@ -329,3 +329,62 @@ func TestSharedSearchAnswersAsExactOverTheSameSnapshot(t *testing.T) {
 		t.Fatal("no query was answered by a search index")
 	}
 }
+
+// TestSharedSearchIndexesOlderThanThePrunedChangesAreRebuilt: when the
+// change records a gateway's indexes would catch up from have been pruned
+// (the gateway was idle past their retention), its next query rebuilds the
+// indexes from the items instead of missing those changes.
+func TestSharedSearchIndexesOlderThanThePrunedChangesAreRebuilt(t *testing.T) {
+	ctx := t.Context()
+	a, b := openSearchPair(t, "flat")
+	if !a.sharedSearchOn() {
+		t.Skip("no search indexes on a store over several places")
+	}
+	r := rand.New(rand.NewPCG(41, 42))
+	for i := range 20 {
+		if _, err := a.CreateItem(ctx, req("", "p", searchItem(fmt.Sprint(i), "p", randomVector(r), randomText(r), ""))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	warmSearchIndexes(t, a, b)
+	if ids, _ := searchQueryOn(t, b, `SELECT c.id FROM c WHERE FullTextContains(c.text, "zqlate")`); len(ids) != 0 {
+		t.Fatalf("before the write: %v", ids)
+	}
+	// Written on A, and its record pruned before B catches up.
+	v := randomVector(r)
+	if _, err := a.CreateItem(ctx, req("", "p", searchItem("late", "p", v, "zqlate", ""))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.DeleteItem(ctx, req("3", "p", "")); err != nil {
+		t.Fatal(err)
+	}
+	w, err := a.shared.store.Watermark(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := a.Container(ctx, "db", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.pruneSearchChangesOf(ctx, c, w); err != nil {
+		t.Fatal(err)
+	}
+	prefix := keys.SearchChangePrefix(c.rid)
+	it, err := a.store.NewIterator(ctx, prefix, keys.SearchChangeHorizon(c.rid), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for it.Next() {
+		t.Fatalf("a change record below the horizon is left: %x", it.Key())
+	}
+	it.Close()
+	ids, uses := searchQueryOn(t, b, `SELECT c.id FROM c WHERE FullTextContains(c.text, "zqlate")`)
+	if !slices.Equal(ids, []string{"late"}) || len(uses) == 0 {
+		t.Fatalf("after the prune, on the other gateway: %v (indexes used %v)", ids, uses)
+	}
+	vb, _ := json.Marshal(v)
+	if ids, _ := searchQueryOn(t, b, fmt.Sprintf("SELECT TOP 1 c.id FROM c ORDER BY VectorDistance(c.v, %s)", vb)); !slices.Equal(ids, []string{"late"}) {
+		t.Fatalf("after the prune, the vector's top 1 on the other gateway: %v", ids)
+	}
+	checkSearchIndexesMatchItems(t, b)
+}
