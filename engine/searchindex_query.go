@@ -176,8 +176,8 @@ func (e *Engine) vectorQuery(ctx context.Context, c *Container, r storage.Reader
 
 // fullTextIndexStats returns the container-wide BM25 statistics of a
 // full-text indexed path for keywords, from its index's counters; ok false
-// when the path has no full-text index, the store is shared, or r is a
-// transaction (a stored procedure's query, whose own writes may hold the
+// when the path has no full-text index, the store is over several places,
+// or r is a transaction (a stored procedure's query, whose own writes may hold the
 // index): the caller then counts them over the items. The index counts
 // every stored item, those expired but not yet swept too. On a shared store
 // the index answers only when it holds every item as the query's snapshot
