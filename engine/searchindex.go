@@ -192,6 +192,11 @@ func (st *searchState) quiesce() (release func()) {
 	if st.err != nil {
 		return func() {}
 	}
+	if st.shared != nil {
+		// No writer holds a gateway's indexes on a shared store.
+		st.retired.Store(true)
+		return func() {}
+	}
 	sx := &searchTxn{}
 	if err := sx.begin(st, &vector.Batch{}); err != nil {
 		sx.abort()

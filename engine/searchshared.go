@@ -493,11 +493,17 @@ func (e *Engine) pruneSearchChanges(ctx context.Context, colls []*Container) err
 	if !e.sharedSearchOn() {
 		return nil
 	}
+	now := time.Now()
+	e.search.mu.Lock()
+	due := len(e.search.samples) == 0 || now.Sub(e.search.samples[len(e.search.samples)-1].at) >= searchPruneEvery
+	e.search.mu.Unlock()
+	if !due {
+		return nil
+	}
 	w, err := e.shared.store.Watermark(ctx)
 	if err != nil {
 		return err
 	}
-	now := time.Now()
 	e.search.mu.Lock()
 	e.search.samples = append(e.search.samples, watermarkSample{now, w})
 	var cutoff uint64
@@ -521,6 +527,9 @@ func (e *Engine) pruneSearchChanges(ctx context.Context, colls []*Container) err
 	}
 	return nil
 }
+
+// searchPruneEvery is how often the TTL sweep prunes the change records.
+const searchPruneEvery = time.Minute
 
 // searchPruneChunk is how many change records one batch of a prune deletes.
 const searchPruneChunk = 1000
@@ -554,6 +563,10 @@ func (e *Engine) pruneSearchChangesOf(ctx context.Context, c *Container, cutoff 
 			return err
 		}
 		n := b.Count()
+		if n == 0 {
+			b.Close()
+			return nil
+		}
 		if err := b.Set(horizonKey, binary.BigEndian.AppendUint64(nil, cutoff)); err != nil {
 			b.Close()
 			return err
