@@ -128,7 +128,13 @@ type Engine struct {
 	presence sync.Map
 	locks    [lockStripes]sync.Mutex
 
-	bg        sync.WaitGroup
+	bg sync.WaitGroup
+	// searchPrune is the TTL sweep's record of watermarks, for pruning
+	// the search indexes' change records (pruneSearchChanges).
+	searchPrune struct {
+		mu      sync.Mutex
+		samples []watermarkSample
+	}
 	stop      chan struct{}
 	closeOnce sync.Once
 	// bgCtx is the context of background work (the TTL sweep, purges of

@@ -579,3 +579,12 @@ func (tc *textCandidates) scanner(c *Container) func(context.Context, storage.Re
 		c.scanText(ctx, r, src, tc, start, now, yield)
 	}
 }
+
+// withQuerySnapshot marks ctx as a query's over a snapshot taken at
+// watermark w, for the search indexes of a shared store.
+func (e *Engine) withQuerySnapshot(ctx context.Context, w uint64) context.Context {
+	if !e.sharedSearchOn() {
+		return ctx
+	}
+	return context.WithValue(ctx, sharedSearchQueryKey{}, &sharedSearchQuery{watermark: w, caught: map[*searchState]bool{}})
+}
