@@ -132,7 +132,13 @@ type Engine struct {
 	presence sync.Map
 	locks    [lockStripes]sync.Mutex
 
-	bg        sync.WaitGroup
+	bg sync.WaitGroup
+	// searchPrune is the TTL sweep's record of watermarks, for pruning
+	// the search indexes' change records (pruneSearchChanges).
+	searchPrune struct {
+		mu      sync.Mutex
+		samples []watermarkSample
+	}
 	stop      chan struct{}
 	closeOnce sync.Once
 	// bgCtx is the context of background work (the TTL sweep, purges of
@@ -229,3 +235,9 @@ func (e *Engine) admitScript(parent context.Context, c *Container, pk PartitionK
 // the global LSN of session tokens. It fails when the store cannot tell
 // (a shared store it cannot reach: storage.ErrUnavailable).
 func (e *Engine) SessionLSN(ctx context.Context) (uint64, error) { return e.seq.watermark(ctx) }
+
+// watermarkSample is a watermark and when it was read.
+type watermarkSample struct {
+	at time.Time
+	w  uint64
+}

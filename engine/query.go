@@ -122,6 +122,8 @@ func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResul
 		return nil, err
 	}
 	defer snap.Close()
+	// The search indexes of a shared store catch up with the snapshot.
+	ctx = e.withQuerySnapshot(ctx, watermark)
 	if !req.HasPartitionKey {
 		q, err := c.cachedQuery(req.Query)
 		if err != nil {
@@ -327,36 +329,11 @@ func queryFingerprint(c *Container, scope []byte, bounds epkBounds, req *QueryRe
 // order (index candidates too, within creationOrdered's bound), so that
 // ORDER BY ties and DISTINCT come in the service's order.
 func (e *Engine) wholeQuery(ctx context.Context, c *Container, snap storage.Reader, src source, x *query.Execution) ([]json.RawMessage, error) {
-	results, err := x.Execute(e.sourceDocs(ctx, c, snap, src))
+	results, err := x.Execute(sourceDocs(ctx, c, snap, src, e.now().Unix(), !e.noCreationOrder))
 	if err != nil {
 		return nil, queryError(err)
 	}
 	return results, nil
-}
-
-// sourceDocs is wholeQuery's documents: the source's, in creation order.
-func (e *Engine) sourceDocs(ctx context.Context, c *Container, snap storage.Reader, src source) query.Docs {
-	candidates := c.scan(ctx, snap, src, nil, e.now().Unix())
-	if src.index != nil && !e.noCreationOrder {
-		ordered, ok, err := c.creationOrdered(ctx, snap, src, nil, e.now().Unix())
-		if err != nil {
-			return func(yield func([]byte, error) bool) { yield(nil, err) }
-		}
-		if ok {
-			candidates = ordered
-		}
-	}
-	return func(yield func([]byte, error) bool) {
-		for cand, err := range candidates {
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if !yield(cand.item.doc, nil) {
-				return
-			}
-		}
-	}
 }
 
 // topQuery answers a top-N query ordered by one indexed path: it evaluates

@@ -29,8 +29,10 @@ import (
 // instead: no vector index at the path, bruteForce asked for, no TOP or
 // LIMIT, an aggregate, GROUP BY or DISTINCT, a distance function or data
 // type other than the index's, the farthest asked for first, a query vector
-// of other dimensions, a query inside a transaction (a stored procedure), or
-// a shared store. When used, the index appears in util.
+// of other dimensions, or a query inside a transaction (a stored procedure).
+// On a shared store the items whose state in the index is not the
+// snapshot's (searchView) are left out of the search and evaluated from the
+// snapshot beside what it finds. When used, the index appears in util.
 func (e *Engine) vectorQuery(ctx context.Context, c *Container, r storage.Reader, src source, plan *query.Plan, x *query.Execution, util **IndexUtilization) (results []json.RawMessage, used bool, err error) {
 	vs := plan.Vector
 	if vs == nil || vs.BruteForce || plan.Aggregates || plan.GroupBy || plan.Distinct || len(plan.OrderBy) != 1 {
@@ -46,10 +48,11 @@ func (e *Engine) vectorQuery(ctx context.Context, c *Container, r storage.Reader
 	if _, inTxn := r.(storage.Batch); inTxn || c.Search() == nil {
 		return nil, false, nil
 	}
-	st, err := e.searchIndexesOf(c)
+	st, view, err := e.searchViewOf(ctx, c, r)
 	if err != nil || st == nil {
 		return nil, false, err
 	}
+	defer view.done()
 	path := "/" + strings.Join(vs.Path, "/")
 	var vi *vectorIndex
 	for _, v := range st.vecs {
@@ -82,13 +85,21 @@ func (e *Engine) vectorQuery(ctx context.Context, c *Container, r storage.Reader
 	}
 	adm := e.newAdmitter(ctx, c, r, src, x)
 	m := adm.m
-	opt := vector.SearchOptions{K: k, Filter: adm.admit, Reader: prefixedReader{e.store, vi.prefix}}
+	admits := adm.admit
+	filter := func(suffix []byte) bool { return !view.isStale(suffix) && admits(suffix) }
+	opt := vector.SearchOptions{K: k, Filter: filter, Reader: vi.state(e.store)}
 	if vs.SearchListSizeMultiplier > 0 {
 		opt.ListSize = vs.SearchListSizeMultiplier * k
 	}
 	t0 := time.Now()
 	found, err := vi.ix.Search(ctx, q, opt)
 	m.IndexLookupTime += time.Since(t0)
+	for _, suffix := range view.staleKeys() {
+		if err == nil && admits(suffix) {
+			found = append(found, vector.Result{Key: suffix})
+		}
+	}
+	view.done()
 	if err == nil {
 		err = adm.failed
 	}
@@ -160,7 +171,7 @@ func (a *admitter) admit(suffix []byte) bool {
 
 func (a *admitter) read(suffix []byte) (bool, error) {
 	key := keys.ItemKeyFromSuffix(a.c.rid, suffix)
-	if !bytes.HasPrefix(key, a.src.scope) || !a.src.bounds.containsEPK(a.c.itemEPK(key)) {
+	if !bytes.HasPrefix(key, a.src.scope) || !a.c.inBounds(a.src.bounds, key) {
 		return false, nil
 	}
 	t0 := time.Now()
@@ -191,17 +202,23 @@ func (a *admitter) read(suffix []byte) (bool, error) {
 
 // fullTextIndexStats returns the container-wide BM25 statistics of a
 // full-text indexed path for keywords, from its index's counters; ok false
-// when the path has no full-text index, the store is shared, or r is a
-// transaction (a stored procedure's query, whose own writes may hold the
+// when the path has no full-text index, the store is over several places,
+// or r is a transaction (a stored procedure's query, whose own writes may hold the
 // index): the caller then counts them over the items. The index counts
 // every stored item: the items expired but not yet swept are taken off
-// again (withoutUnswept), as the items' own statistics leave them out.
+// again (withoutUnswept), as the items' own statistics leave them out. On a
+// shared store the index answers only when it holds every item as the
+// query's snapshot does (no item is stale: searchView).
 func (e *Engine) fullTextIndexStats(ctx context.Context, c *Container, r storage.Reader, path []string, keywords []string) (query.FullTextStats, bool) {
 	if _, inTxn := r.(storage.Batch); inTxn || c.Search() == nil {
 		return query.FullTextStats{}, false
 	}
-	st, err := e.searchIndexesOf(c)
+	st, view, err := e.searchViewOf(ctx, c, r)
 	if err != nil || st == nil {
+		return query.FullTextStats{}, false
+	}
+	defer view.done()
+	if len(view.stale) > 0 {
 		return query.FullTextStats{}, false
 	}
 	p := "/" + strings.Join(path, "/")
@@ -209,12 +226,12 @@ func (e *Engine) fullTextIndexStats(ctx context.Context, c *Container, r storage
 		if t.path != p {
 			continue
 		}
-		s, err := t.ix.Stats(ctx, prefixedReader{e.store, t.prefix}, keywords)
+		s, err := t.ix.Stats(ctx, t.state(e.store), keywords)
 		if err != nil {
 			return query.FullTextStats{}, false
 		}
 		st := query.FullTextStats{Documents: s.Documents, Words: s.Words, Hits: s.Hits}
-		if err := e.withoutUnswept(ctx, c, t, keywords, &st); err != nil {
+		if err := e.withoutUnswept(ctx, c, r, t, keywords, &st); err != nil {
 			return query.FullTextStats{}, false
 		}
 		return st, true
@@ -230,9 +247,17 @@ func (e *Engine) fullTextIndexStats(ctx context.Context, c *Container, r storage
 // since the last sweep. The counters and the expiry index are read apart
 // from each other: a sweep between the two leaves st off by what it swept
 // meanwhile.
-func (e *Engine) withoutUnswept(ctx context.Context, c *Container, t *textIndex, keywords []string, st *query.FullTextStats) error {
+func (e *Engine) withoutUnswept(ctx context.Context, c *Container, r storage.Reader, t *textIndex, keywords []string, st *query.FullTextStats) error {
 	if c.ttl == nil {
 		return nil
+	}
+	// The expiry index is read where the counters were: the store, or on a
+	// shared store the query's snapshot r, with which the gateway's
+	// in-memory index was caught up (a sweep committed since is in
+	// neither).
+	from := storage.Reader(e.store)
+	if t.mem != nil {
+		from = r
 	}
 	now := e.now().Unix()
 	ranges := []struct {
@@ -254,7 +279,7 @@ func (e *Engine) withoutUnswept(ctx context.Context, c *Container, t *textIndex,
 	var expired [][]byte // item keys
 	for _, rg := range ranges {
 		prefix := keys.ExpiryKindPrefix(c.rid, rg.kind)
-		it, err := e.store.NewIterator(ctx, prefix, binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(rg.upto+1)), false)
+		it, err := from.NewIterator(ctx, prefix, binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(rg.upto+1)), false)
 		if err != nil {
 			return err
 		}
@@ -273,7 +298,7 @@ func (e *Engine) withoutUnswept(ctx context.Context, c *Container, t *textIndex,
 	for len(expired) > 0 {
 		ks := expired[:min(len(expired), textChunk)]
 		expired = expired[len(ks):]
-		values, err := storage.GetMany(ctx, e.store, ks)
+		values, err := storage.GetMany(ctx, from, ks)
 		if err != nil {
 			return err
 		}
@@ -319,8 +344,11 @@ type textCandidates struct {
 // keeps each term's positions: a phrase matches where its terms are adjacent
 // and in order); the execution still evaluates the whole query on each.
 //
+// On a shared store the postings are the gateway's indexes' (caught up with
+// the snapshot) and the items stale in them are candidates too.
+//
 // nil when no conjunct has an index, in a transaction (a stored
-// procedure's query), on a shared store, or when the snapshot does not hold
+// procedure's query), or when the snapshot does not hold
 // the indexes whole for the container's policy (a rebuild not yet
 // finished when it was taken). The uses name the indexes for the index
 // metrics.
@@ -332,10 +360,11 @@ func (e *Engine) fullTextCandidates(ctx context.Context, c *Container, r storage
 	if !required || src.index != nil {
 		return nil, nil, nil
 	}
-	st, err := e.snapshotSearchIndexes(ctx, c, r)
+	st, view, err := e.snapshotSearchIndexes(ctx, c, r)
 	if err != nil || st == nil {
 		return nil, nil, err
 	}
+	defer view.done()
 	m := src.stats
 	if m == nil {
 		m = &QueryMetrics{}
@@ -351,7 +380,7 @@ func (e *Engine) fullTextCandidates(ctx context.Context, c *Container, r storage
 		if ti == nil {
 			continue
 		}
-		rd := prefixedReader{r, ti.prefix}
+		rd := ti.state(r)
 		var found map[string]bool
 		for i, kw := range ts.Keywords {
 			holding, err := ti.ix.Holding(ctx, rd, kw)
@@ -392,6 +421,9 @@ func (e *Engine) fullTextCandidates(ctx context.Context, c *Container, r storage
 	if set == nil {
 		return nil, nil, nil
 	}
+	for s := range view.stale {
+		set[s] = true
+	}
 	tc := &textCandidates{keys: make([][]byte, 0, len(set))}
 	for suffix := range set {
 		key := keys.ItemKeyFromSuffix(c.rid, []byte(suffix))
@@ -406,25 +438,29 @@ func (e *Engine) fullTextCandidates(ctx context.Context, c *Container, r storage
 
 // snapshotSearchIndexes returns c's search indexes when the snapshot r
 // holds their state whole for c's current policy, so that reading their
-// postings from r answers for r's items; nil in a transaction (a stored
-// procedure's query), on a shared store, when c has none, or when r was
-// taken before a rebuild finished.
-func (e *Engine) snapshotSearchIndexes(ctx context.Context, c *Container, r storage.Reader) (*searchState, error) {
+// postings from r answers for r's items, with the view the query takes of
+// them (searchViewOf: on a shared store, the indexes are the gateway's,
+// caught up with r); nil in a transaction (a stored procedure's query),
+// when c has none, or when r was taken before a rebuild finished.
+func (e *Engine) snapshotSearchIndexes(ctx context.Context, c *Container, r storage.Reader) (*searchState, *searchView, error) {
 	if _, inTxn := r.(storage.Batch); inTxn || c.Search() == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
-	st, err := e.searchIndexesOf(c)
+	st, view, err := e.searchViewOf(ctx, c, r)
 	if err != nil || st == nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if st.shared != nil {
+		return st, view, nil
 	}
 	built, err := r.Get(ctx, keys.SearchMetaKey(c.rid))
 	if errors.Is(err, storage.ErrNotFound) || err == nil && string(built) != st.fp {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return st, nil
+	return st, view, nil
 }
 
 // textIndexAt returns st's full-text index of a path, nil when none.
@@ -467,10 +503,11 @@ func (e *Engine) rankQuery(ctx context.Context, c *Container, r storage.Reader, 
 		return nil, false, nil
 	}
 	ts := plan.Rank.Components[0].Text
-	st, err := e.snapshotSearchIndexes(ctx, c, r)
+	st, view, err := e.snapshotSearchIndexes(ctx, c, r)
 	if err != nil || st == nil {
 		return nil, false, err
 	}
+	defer view.done()
 	ti := st.textIndexAt(ts.Path)
 	if ti == nil {
 		return nil, false, nil
@@ -482,7 +519,7 @@ func (e *Engine) rankQuery(ctx context.Context, c *Container, r storage.Reader, 
 	t0 := time.Now()
 	any := map[string]bool{}
 	for _, kw := range ts.Keywords {
-		holding, err := ti.ix.Holding(ctx, prefixedReader{r, ti.prefix}, kw)
+		holding, err := ti.ix.Holding(ctx, ti.state(r), kw)
 		if errors.Is(err, fulltext.ErrCorrupt) {
 			return nil, false, nil // the state a rebuild replaces: read the items
 		}
@@ -494,6 +531,14 @@ func (e *Engine) rankQuery(ctx context.Context, c *Container, r storage.Reader, 
 			any[string(keys.ItemKeyFromSuffix(c.rid, k))] = true
 		}
 	}
+	stale, err := view.holding(ctx, c, r, ti, ts.Keywords)
+	if err != nil {
+		return nil, true, queryError(err)
+	}
+	for _, k := range stale {
+		any[string(k)] = true
+	}
+	view.done() // the evaluation may ask the indexes again
 	tc := &textCandidates{}
 	if narrowed != nil {
 		for _, k := range narrowed.keys {
@@ -576,9 +621,18 @@ func (e *Engine) rrfQuery(ctx context.Context, c *Container, r storage.Reader, s
 	if take <= 0 {
 		return nil, false, nil
 	}
-	st, err := e.snapshotSearchIndexes(ctx, c, r)
+	st, view, err := e.snapshotSearchIndexes(ctx, c, r)
 	if err != nil || st == nil {
 		return nil, false, err
+	}
+	// The view is held until the answer is proven (a reader of the
+	// indexes never waits for a catch-up, so the evaluation may ask them
+	// again). Items whose index state is not the snapshot's (on a shared
+	// store) would break the proof's premise that the indexes rank every
+	// item as the snapshot holds it: then the whole source is ranked.
+	defer view.done()
+	if len(view.staleKeys()) > 0 {
+		return nil, false, nil
 	}
 	m := src.stats
 	if m == nil {
@@ -615,7 +669,7 @@ func (e *Engine) rrfQuery(ctx context.Context, c *Container, r storage.Reader, s
 				return nil, false, nil
 			}
 			for _, kw := range ts.Keywords {
-				found, err := ti.ix.Holding(ctx, prefixedReader{r, ti.prefix}, kw)
+				found, err := ti.ix.Holding(ctx, ti.state(r), kw)
 				if errors.Is(err, fulltext.ErrCorrupt) {
 					return nil, false, nil // the state a rebuild replaces: read the items
 				}
@@ -674,7 +728,7 @@ func (e *Engine) rrfQuery(ctx context.Context, c *Container, r storage.Reader, s
 		cand := maps.Clone(holding)
 		more := false
 		for _, vc := range vecs {
-			opt := vector.SearchOptions{K: d, Filter: adm.admit, Reader: prefixedReader{e.store, vc.vi.prefix}, Exact: vc.exact}
+			opt := vector.SearchOptions{K: d, Filter: adm.admit, Reader: vc.vi.state(e.store), Exact: vc.exact}
 			if vc.vs.SearchListSizeMultiplier > 0 {
 				opt.ListSize = vc.vs.SearchListSizeMultiplier * d
 			}
@@ -722,7 +776,7 @@ func (e *Engine) rrfQuery(ctx context.Context, c *Container, r storage.Reader, s
 		slices.SortFunc(tc.keys, bytes.Compare)
 		ranked := src
 		ranked.narrowed = tc.scanner(c)
-		results, exact, err := x.ExecuteRanked(e.sourceDocs(ctx, c, r, ranked), cuts)
+		results, exact, err := x.ExecuteRanked(sourceDocs(ctx, c, r, ranked, e.now().Unix(), !e.noCreationOrder), cuts)
 		if err != nil {
 			return nil, true, queryError(err)
 		}
@@ -886,4 +940,13 @@ func (tc *textCandidates) scanner(c *Container) func(context.Context, storage.Re
 	return func(ctx context.Context, r storage.Reader, src source, start []byte, now int64, yield func(candidate, error) bool) {
 		c.scanText(ctx, r, src, tc, start, now, yield)
 	}
+}
+
+// withQuerySnapshot marks ctx as a query's over a snapshot taken at
+// watermark w, for the search indexes of a shared store.
+func (e *Engine) withQuerySnapshot(ctx context.Context, w uint64) context.Context {
+	if !e.sharedSearchOn() {
+		return ctx
+	}
+	return context.WithValue(ctx, sharedSearchQueryKey{}, &sharedSearchQuery{watermark: w, caught: map[*searchState]bool{}})
 }

@@ -92,18 +92,36 @@ func checkSearchIndexesMatchItemsIn(t *testing.T, e *Engine, db, coll, vpath str
 	if cerr != nil {
 		t.Fatal(cerr)
 	}
-	st, err := e.searchIndexesOf(c)
+	// On a shared store the gateway's indexes are checked as a query sees
+	// them: caught up with a snapshot, against its items.
+	var r storage.Reader = e.store
+	if e.shared != nil {
+		snap, _, w, err := e.shared.store.SnapshotAll(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer snap.Close()
+		ctx, r = e.withQuerySnapshot(ctx, w), snap
+	}
+	if _, err := e.searchIndexesOf(c); err != nil { // built, however long it takes
+		t.Fatal(err)
+	}
+	st, view, err := e.searchViewOf(ctx, c, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.shared != nil {
+	if e.shared != nil && !e.sharedSearchOn() {
 		if st != nil {
-			t.Fatal("a shared store keeps search indexes: their memory cannot follow the other gateways")
+			t.Fatal("a store over several places keeps search indexes: their LSNs are not one order")
 		}
 		return
 	}
+	if st == nil {
+		t.Fatal("no search indexes")
+	}
+	defer view.done()
 	prefix := keys.ItemContainerPrefix(c.rid)
-	it, err := e.store.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), false)
+	it, err := r.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +147,7 @@ func checkSearchIndexesMatchItemsIn(t *testing.T, e *Engine, db, coll, vpath str
 	for i := range q {
 		q[i] = float32(i + 1)
 	}
-	got, err := vi.ix.Search(ctx, q, vector.SearchOptions{K: len(vecs) + 10, Exact: true, Reader: prefixedReader{e.store, vi.prefix}})
+	got, err := vi.ix.Search(ctx, q, vector.SearchOptions{K: len(vecs) + 10, Exact: true, Reader: vi.state(r)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +167,7 @@ func checkSearchIndexesMatchItemsIn(t *testing.T, e *Engine, db, coll, vpath str
 		return
 	}
 	ti := st.texts[0]
-	stats, err := ti.ix.Stats(ctx, prefixedReader{e.store, ti.prefix}, searchWords)
+	stats, err := ti.ix.Stats(ctx, ti.state(r), searchWords)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,11 +194,11 @@ func checkSearchIndexesMatchItemsIn(t *testing.T, e *Engine, db, coll, vpath str
 	// The statistics queries rank by come from the index, and equal those
 	// counted over the items (phrases included).
 	kws := append(slices.Clone(searchWords), "quick slow", "glass river")
-	fromIndex, ok := e.fullTextIndexStats(ctx, c, e.store, []string{"text"}, kws)
+	fromIndex, ok := e.fullTextIndexStats(ctx, c, r, []string{"text"}, kws)
 	if !ok {
 		t.Fatal("the full-text index gave no statistics")
 	}
-	counted, err := e.fullTextStats(ctx, c, e.store, "/text", kws, an)
+	counted, err := e.fullTextStats(ctx, c, r, "/text", kws, an)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,6 +358,7 @@ func TestFilteredVectorSearchKeepsRecall(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			warmSearchIndexes(t, e) // a query waits for a build only so long
 			var recall, queries float64
 			for range 10 {
 				qv, _ := json.Marshal(randomVector(r))
@@ -349,8 +368,8 @@ func TestFilteredVectorSearchKeepsRecall(t *testing.T) {
 				if usedExact {
 					t.Fatal("a bruteForce query used the vector index")
 				}
-				if used != (e.shared == nil) {
-					t.Fatalf("vector index used: %v, on a shared store: %v", used, e.shared != nil)
+				if used != (e.shared == nil || e.sharedSearchOn()) {
+					t.Fatalf("vector index used: %v, on a store over several places: %v", used, testOnPlaced)
 				}
 				if len(got) != 10 || len(exact) != 10 {
 					t.Fatalf("%d rows from the index, %d exact; want 10", len(got), len(exact))
@@ -442,7 +461,7 @@ func TestSearchIndexesRebuiltWhenThePolicyChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.shared == nil && st.texts[0].ix.Analyzer().Language() != "es-ES" {
+	if st != nil && st.texts[0].ix.Analyzer().Language() != "es-ES" {
 		t.Fatalf("after the replace the full-text index analyzes in %s", st.texts[0].ix.Analyzer().Language())
 	}
 	checkSearchIndexesMatchItems(t, e)

@@ -186,8 +186,8 @@ func TestRankByFullTextScoreFromTheIndexAnswersAsExactEvaluation(t *testing.T) {
 // gen makes answer alike on both, before and after replaces, deletes and
 // TTL expiry (swept or not yet) and a rebuild of the indexes (a policy
 // that drops them, then one that adds them again), and that some query used a full-text
-// index for wantFilter (off a shared store). gen also says whether the query may use a
-// full-text index, and whether it must (off a shared store). While expired
+// index for wantFilter (off a store over several places). gen also says whether the query may use a
+// full-text index, and whether it must (off a store over several places). While expired
 // items await the sweeper, the BM25 statistics leave them out with the
 // index as without.
 func checkFullTextAgainstExact(t *testing.T, wantFilter string, gen func(r *rand.Rand) (q string, mayUse, mustUse bool)) {
@@ -254,6 +254,7 @@ func checkFullTextAgainstExact(t *testing.T, wantFilter string, gen func(r *rand
 	uses := 0
 	compare := func(stage string) {
 		t.Helper()
+		warmSearchIndexesIn(t, "indexed", e) // a query waits for a build only so long
 		for range 60 {
 			q, mayUse, mustUse := gen(r)
 			pk := ""
@@ -274,8 +275,8 @@ func checkFullTextAgainstExact(t *testing.T, wantFilter string, gen func(r *rand
 			if usedExact || used && !mayUse {
 				t.Fatalf("%s: %s: a full-text index used where none may serve (exact container %v)", stage, q, usedExact)
 			}
-			if mustUse && used != (e.shared == nil) {
-				t.Fatalf("%s: %s: full-text index used %v, on a shared store %v", stage, q, used, e.shared != nil)
+			if mustUse && used != (e.shared == nil || e.sharedSearchOn()) {
+				t.Fatalf("%s: %s: full-text index used %v, on a store over several places %v", stage, q, used, testOnPlaced)
 			}
 		}
 	}
@@ -304,7 +305,7 @@ func checkFullTextAgainstExact(t *testing.T, wantFilter string, gen func(r *rand
 		}
 	}
 	compare("rebuilt")
-	if e.shared == nil && uses == 0 {
+	if (e.shared == nil || e.sharedSearchOn()) && uses == 0 {
 		t.Fatalf("no query used a full-text index for %s", wantFilter)
 	}
 }

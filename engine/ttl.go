@@ -94,6 +94,9 @@ func (e *Engine) sweep(ctx context.Context) (int, error) {
 			return total, err
 		}
 	}
+	if err := e.pruneSearchChanges(ctx, colls); err != nil {
+		return total, err
+	}
 	return total, nil
 }
 
@@ -237,4 +240,107 @@ func (e *Engine) deleteExpired(ctx context.Context, c *Container, entries []expi
 		}
 	}
 	return deleted, nil
+}
+
+// The change records of the search indexes on a shared store
+// (keys.SearchChangeKey, see searchindex.go) are pruned by the TTL sweep.
+
+// searchChangeRetention is how long the change records are kept.
+const searchChangeRetention = 10 * time.Minute
+
+// pruneSearchChanges deletes the change records older than
+// searchChangeRetention of colls: those below the newest watermark this
+// engine read that long ago (the TTL sweep calls it, on one gateway at a
+// time).
+func (e *Engine) pruneSearchChanges(ctx context.Context, colls []*Container) error {
+	shared, ok := e.store.(storage.Shared)
+	if p, several := e.store.(interface{ Places() int }); !ok || several && p.Places() > 1 {
+		return nil // no change records: no indexes kept (sharedSearchOn)
+	}
+	sp := &e.searchPrune
+	now := time.Now()
+	sp.mu.Lock()
+	due := len(sp.samples) == 0 || now.Sub(sp.samples[len(sp.samples)-1].at) >= searchPruneEvery
+	sp.mu.Unlock()
+	if !due {
+		return nil
+	}
+	w, err := shared.Watermark(ctx)
+	if err != nil {
+		return err
+	}
+	sp.mu.Lock()
+	sp.samples = append(sp.samples, watermarkSample{now, w})
+	var cutoff uint64
+	i := 0
+	for i < len(sp.samples) && now.Sub(sp.samples[i].at) >= searchChangeRetention {
+		cutoff = sp.samples[i].w
+		i++
+	}
+	sp.samples = sp.samples[i:]
+	sp.mu.Unlock()
+	if cutoff == 0 {
+		return nil
+	}
+	for _, c := range colls {
+		if c.Search() == nil {
+			continue
+		}
+		if err := e.pruneSearchChangesOf(ctx, c, cutoff); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// searchPruneEvery is how often the TTL sweep prunes the change records.
+const searchPruneEvery = time.Minute
+
+// searchPruneChunk is how many change records one batch of a prune deletes.
+const searchPruneChunk = 1000
+
+// pruneSearchChangesOf deletes c's change records numbered below cutoff,
+// moving the horizon to cutoff in each batch that deletes some.
+func (e *Engine) pruneSearchChangesOf(ctx context.Context, c *Container, cutoff uint64) error {
+	horizonKey := keys.SearchChangeHorizon(c.rid)
+	raw, err := e.store.Get(ctx, horizonKey)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	if len(raw) == 8 && binary.BigEndian.Uint64(raw) >= cutoff {
+		return nil
+	}
+	for ctx.Err() == nil {
+		it, err := e.store.NewIterator(ctx, keys.SearchChangeKey(c.rid, 0, nil), keys.SearchChangeKey(c.rid, cutoff, nil), false)
+		if err != nil {
+			return err
+		}
+		b := e.store.NewBatch()
+		for it.Next() && b.Count() < searchPruneChunk {
+			if err := b.Delete(bytes.Clone(it.Key())); err != nil {
+				it.Close()
+				b.Close()
+				return err
+			}
+		}
+		if err := it.Close(); err != nil {
+			b.Close()
+			return err
+		}
+		n := b.Count()
+		if n == 0 {
+			b.Close()
+			return nil
+		}
+		if err := b.Set(horizonKey, binary.BigEndian.AppendUint64(nil, cutoff)); err != nil {
+			b.Close()
+			return err
+		}
+		err = b.Commit(ctx)
+		b.Close()
+		if err != nil || n < searchPruneChunk {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,6 +1,9 @@
 package keys
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math"
+)
 
 // The first byte of each family of keys.
 const (
@@ -289,6 +292,7 @@ const (
 	SearchVector   byte = 'v' // a vector index of one embedding path
 	SearchFullText byte = 't' // the full-text index of one text path
 	SearchMeta     byte = 'm' // the container's search meta (policy built)
+	SearchChange   byte = 'c' // on a shared store: which items changed, by LSN
 )
 
 // SearchPrefix prefixes every search index key of a container.
@@ -297,6 +301,24 @@ func SearchPrefix(collRID []byte) []byte { return withRID(Search, collRID) }
 // SearchMetaKey holds what the container's search indexes were built for:
 // absent, they are rebuilt from the items.
 func SearchMetaKey(collRID []byte) []byte { return append(SearchPrefix(collRID), SearchMeta) }
+
+// SearchChangePrefix prefixes a container's search change records: on a
+// shared store every item write records the item's key under its LSN, and
+// each gateway's search indexes catch up from them.
+func SearchChangePrefix(collRID []byte) []byte { return append(SearchPrefix(collRID), SearchChange) }
+
+// SearchChangeKey is the record of a change, numbered lsn, of the item whose
+// key ends with suffix (its part after ItemContainerPrefix).
+func SearchChangeKey(collRID []byte, lsn uint64, suffix []byte) []byte {
+	k := binary.BigEndian.AppendUint64(SearchChangePrefix(collRID), lsn)
+	return append(k, suffix...)
+}
+
+// SearchChangeHorizon holds the LSN below which the change records have
+// been pruned; it sorts after every record.
+func SearchChangeHorizon(collRID []byte) []byte {
+	return binary.BigEndian.AppendUint64(SearchChangePrefix(collRID), math.MaxUint64)
+}
 
 // SearchIndexPrefix prefixes the keyspace of one search index: kind is
 // SearchVector or SearchFullText, path the property path it indexes. The

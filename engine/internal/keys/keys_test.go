@@ -47,6 +47,7 @@ var families = []family{
 	{"search vector /v", func(r rids) []byte { return SearchIndexPrefix(r.coll, SearchVector, "/v") }},
 	{"search vector /vv", func(r rids) []byte { return SearchIndexPrefix(r.coll, SearchVector, "/vv") }},
 	{"search full-text /v", func(r rids) []byte { return SearchIndexPrefix(r.coll, SearchFullText, "/v") }},
+	{"search changes", func(r rids) []byte { return SearchChangePrefix(r.coll) }},
 }
 
 // nestings are RIDs as the engine makes them: a container's and a user's
@@ -116,6 +117,9 @@ func TestKeysStayInTheirFamily(t *testing.T) {
 		{SearchMetaKey(r.coll), SearchPrefix(r.coll)},
 		{SearchIndexPrefix(r.coll, SearchVector, "/v"), SearchPrefix(r.coll)},
 		{SearchIndexPrefix(r.coll, SearchFullText, "/t"), SearchPrefix(r.coll)},
+		{SearchChangeKey(r.coll, 7, []byte("x")), SearchChangePrefix(r.coll)},
+		{SearchChangeHorizon(r.coll), SearchChangePrefix(r.coll)},
+		{SearchChangePrefix(r.coll), SearchPrefix(r.coll)},
 	} {
 		if !bytes.HasPrefix(tc.key, tc.prefix) {
 			t.Errorf("key %q is outside its family %q", tc.key, tc.prefix)
