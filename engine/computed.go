@@ -80,11 +80,7 @@ func (c *Container) parseQuery(text string) (*query.Query, error) {
 	}
 	q, err := query.ParseComputed(text, c.computed)
 	if err != nil {
-		var qe *query.Error
-		if errors.As(err, &qe) {
-			return nil, BadRequest("%s", qe.Error())
-		}
-		return nil, BadRequest("%v", err)
+		return nil, parseError(err)
 	}
 	return q, nil
 }

@@ -119,13 +119,18 @@ func StatusOf(err error) int {
 func parseQuery(text string) (*query.Query, error) {
 	q, err := query.Parse(text)
 	if err != nil {
-		var qe *query.Error
-		if errors.As(err, &qe) {
-			return nil, BadRequest("%s", qe.Error())
-		}
-		return nil, BadRequest("%v", err)
+		return nil, parseError(err)
 	}
 	return q, nil
+}
+
+// parseError is a query's syntax error as the 400 the service answers.
+func parseError(err error) error {
+	var qe *query.Error
+	if errors.As(err, &qe) {
+		return BadRequest("%s", qe.Error())
+	}
+	return BadRequest("%v", err)
 }
 
 // queryError maps an execution error: an invalid query or one that needs

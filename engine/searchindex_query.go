@@ -53,27 +53,12 @@ func (e *Engine) vectorQuery(ctx context.Context, c *Container, r storage.Reader
 		return nil, false, err
 	}
 	defer view.done()
-	path := "/" + strings.Join(vs.Path, "/")
-	var vi *vectorIndex
-	for _, v := range st.vecs {
-		if v.path == path {
-			vi = v
-		}
-	}
-	if vi == nil {
+	vi := st.vectorIndexAt(vs.Path)
+	cfg, ok := vi.serves(vs)
+	if !ok {
 		return nil, false, nil
 	}
-	cfg := vi.ix.Config()
-	if vs.DistanceFunction != "" {
-		if m, ok := vector.ParseMetric(vs.DistanceFunction); !ok || m != cfg.Metric {
-			return nil, false, nil
-		}
-	}
-	if vs.DataType != "" {
-		if t, ok := vector.ParseDataType(vs.DataType); !ok || t != cfg.DataType {
-			return nil, false, nil
-		}
-	}
+	path := vi.path
 	if vs.Explicit && vs.Descending != cfg.Metric.HigherIsCloser() {
 		return nil, false, nil // the farthest first: exact
 	}
@@ -687,19 +672,9 @@ func (e *Engine) rrfQuery(ctx context.Context, c *Container, r storage.Reader, s
 		case comp.Vector != nil:
 			vs := comp.Vector
 			vi := st.vectorIndexAt(vs.Path)
-			if vi == nil {
+			cfg, ok := vi.serves(vs)
+			if !ok {
 				return nil, false, nil
-			}
-			cfg := vi.ix.Config()
-			if vs.DistanceFunction != "" {
-				if m, ok := vector.ParseMetric(vs.DistanceFunction); !ok || m != cfg.Metric {
-					return nil, false, nil
-				}
-			}
-			if vs.DataType != "" {
-				if t, ok := vector.ParseDataType(vs.DataType); !ok || t != cfg.DataType {
-					return nil, false, nil
-				}
 			}
 			if cfg.DataType != vector.Float32 || cfg.Metric == vector.DotProduct {
 				return nil, false, nil
@@ -809,6 +784,27 @@ func vectorCutTolerance(cfg vector.Config, s, qnorm float64) float64 {
 		return unit * (math.Abs(s) + 2*qnorm + 1)
 	}
 	return unit
+}
+
+// serves returns vi's configuration when vi (nil: none) can answer the
+// vector search vs: the distance function and data type the query names,
+// if any, are the index's.
+func (vi *vectorIndex) serves(vs *query.VectorSearch) (vector.Config, bool) {
+	if vi == nil {
+		return vector.Config{}, false
+	}
+	cfg := vi.ix.Config()
+	if vs.DistanceFunction != "" {
+		if m, ok := vector.ParseMetric(vs.DistanceFunction); !ok || m != cfg.Metric {
+			return cfg, false
+		}
+	}
+	if vs.DataType != "" {
+		if t, ok := vector.ParseDataType(vs.DataType); !ok || t != cfg.DataType {
+			return cfg, false
+		}
+	}
+	return cfg, true
 }
 
 // vectorIndexAt returns st's vector index of a path, nil when none.
