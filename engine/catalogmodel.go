@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"bytes"
+	"encoding/binary"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -251,4 +253,20 @@ func (c *Container) changeLogCutoff(now time.Time) int64 {
 		return math.MaxInt64
 	}
 	return now.Add(-c.changeLogRetention()).Unix()
+}
+
+// expiredSpans are the key spans [lower, upper) of c's expiry index whose
+// entries name the items expired at now (c.ttl set): those with a deadline
+// at or before now, and, with a default time to live, those last modified
+// at or before now less it.
+func (c *Container) expiredSpans(now int64) [][2][]byte {
+	span := func(kind byte, upto int64) [2][]byte {
+		prefix := keys.ExpiryKindPrefix(c.rid, kind)
+		return [2][]byte{prefix, binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(upto+1))}
+	}
+	spans := [][2][]byte{span(keys.ExpiryByDeadline, now)}
+	if *c.ttl > 0 {
+		spans = append(spans, span(keys.ExpiryByModified, now-*c.ttl))
+	}
+	return spans
 }

@@ -245,16 +245,6 @@ func (e *Engine) withoutUnswept(ctx context.Context, c *Container, r storage.Rea
 		from = r
 	}
 	now := e.now().Unix()
-	ranges := []struct {
-		kind byte
-		upto int64 // expiry times at or below this have passed
-	}{{keys.ExpiryByDeadline, now}}
-	if *c.ttl > 0 {
-		ranges = append(ranges, struct {
-			kind byte
-			upto int64
-		}{keys.ExpiryByModified, now - *c.ttl})
-	}
 	an := t.ix.Analyzer()
 	var kws [][]fulltext.Term
 	for _, k := range keywords {
@@ -262,9 +252,8 @@ func (e *Engine) withoutUnswept(ctx context.Context, c *Container, r storage.Rea
 	}
 	seen := map[string]bool{}
 	var expired [][]byte // item keys
-	for _, rg := range ranges {
-		prefix := keys.ExpiryKindPrefix(c.rid, rg.kind)
-		it, err := from.NewIterator(ctx, prefix, binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(rg.upto+1)), false)
+	for _, span := range c.expiredSpans(now) {
+		it, err := from.NewIterator(ctx, span[0], span[1], false)
 		if err != nil {
 			return err
 		}

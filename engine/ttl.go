@@ -114,20 +114,8 @@ func (e *Engine) sweepContainer(ctx context.Context, c *Container) (int, error) 
 	now := e.now().Unix()
 	total := 0
 	lastLog := time.Now()
-	kinds := []struct {
-		kind byte
-		upto int64 // index times at or below this have expired
-	}{{keys.ExpiryByDeadline, now}}
-	if *c.ttl > 0 {
-		kinds = append(kinds, struct {
-			kind byte
-			upto int64
-		}{keys.ExpiryByModified, now - *c.ttl})
-	}
-	for _, k := range kinds {
-		prefix := keys.ExpiryKindPrefix(c.rid, k.kind)
-		lower := prefix
-		upper := binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), uint64(k.upto+1))
+	for _, span := range c.expiredSpans(now) {
+		lower, upper := span[0], span[1]
 		for !e.stopping() {
 			keys, next, err := collectExpiry(ctx, e.store, lower, upper)
 			if err != nil {
