@@ -68,6 +68,8 @@ type Index struct {
 	df    map[string]uint32 // documents holding each term
 	n     int64             // documents with text
 	words int64             // their terms in all
+	// bounds are each term's block-max bounds, by block (see Top).
+	bounds map[string][]blockBound
 }
 
 type doc struct {
@@ -122,6 +124,9 @@ func Open(ctx context.Context, r Reader, language string) (*Index, error) {
 		return nil
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := ix.loadBounds(ctx, r); err != nil {
 		return nil, err
 	}
 	return ix, nil
@@ -327,6 +332,7 @@ func (p *Pending) addDoc(id uint32, key []byte, text string) error {
 		if err := p.w.Set(postingKey(term, id), v); err != nil {
 			return err
 		}
+		ix.raiseBound(term, id, len(ps), d.length)
 	}
 	if err := p.w.Set(docKey(id), encodeDoc(d)); err != nil {
 		return err
@@ -427,12 +433,15 @@ type posting struct {
 	pos []int
 }
 
-// postings reads a term's postings from r.
-func postings(ctx context.Context, r Reader, term string) ([]posting, error) {
+// postingsIn reads a term's postings of the documents lo <= id < hi from r.
+func postingsIn(ctx context.Context, r Reader, term string, lo, hi uint64) ([]posting, error) {
 	var out []posting
 	prefix := postingPrefix(term)
-	upper := append(bytes.Clone(prefix[:len(prefix)-1]), 1)
-	err := r.Scan(ctx, prefix, upper, func(k, v []byte) error {
+	lower, upper := postingKey(term, uint32(lo)), append(bytes.Clone(prefix[:len(prefix)-1]), 1)
+	if hi <= math.MaxUint32 {
+		upper = postingKey(term, uint32(hi))
+	}
+	err := r.Scan(ctx, lower, upper, func(k, v []byte) error {
 		if len(k) != len(prefix)+4 {
 			return fmt.Errorf("%w: posting key", ErrCorrupt)
 		}
@@ -459,10 +468,15 @@ func postings(ctx context.Context, r Reader, term string) ([]posting, error) {
 // matches returns each document holding the keyword (its terms adjacent
 // and in order) with its count, by document id.
 func (ix *Index) matches(ctx context.Context, r Reader, keyword []Term) (map[uint32]int, error) {
+	return matchesIn(ctx, r, keyword, 0, math.MaxUint32+1)
+}
+
+// matchesIn is matches for the documents lo <= id < hi.
+func matchesIn(ctx context.Context, r Reader, keyword []Term, lo, hi uint64) (map[uint32]int, error) {
 	if len(keyword) == 0 {
 		return nil, nil
 	}
-	first, err := postings(ctx, r, keyword[0].Text)
+	first, err := postingsIn(ctx, r, keyword[0].Text, lo, hi)
 	if err != nil {
 		return nil, err
 	}
@@ -479,7 +493,7 @@ func (ix *Index) matches(ctx context.Context, r Reader, keyword []Term) (map[uin
 		starts[p.doc] = p.pos
 	}
 	for k := 1; k < len(keyword); k++ {
-		ps, err := postings(ctx, r, keyword[k].Text)
+		ps, err := postingsIn(ctx, r, keyword[k].Text, lo, hi)
 		if err != nil {
 			return nil, err
 		}
