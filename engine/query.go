@@ -280,8 +280,8 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 			err = nerr
 		} else {
 			var used bool
-			whole := func(src source) ([]json.RawMessage, error) { return e.wholeQuery(ctx, c, r, src, x) }
-			if results, used, err = e.rankQuery(ctx, c, r, src, narrowed, plan, whole, util); !used && err == nil {
+			whole := func(r storage.Reader, src source) ([]json.RawMessage, error) { return e.wholeQuery(ctx, c, r, src, x) }
+			if results, used, err = e.rankQuery(ctx, c, r, src, narrowed, plan, x, whole, util); !used && err == nil {
 				if results, used, err = e.rrfQuery(ctx, c, r, src, narrowed, plan, x, util); !used && err == nil {
 					results, err = e.wholeQuery(ctx, c, r, src, x)
 				}

@@ -461,7 +461,7 @@ func (st *searchState) textIndexAt(path []string) *textIndex {
 // candidates.
 //
 // eval evaluates the query over a source (wholeQuery).
-func (e *Engine) rankQuery(ctx context.Context, c *Container, r storage.Reader, src source, narrowed *textCandidates, plan *query.Plan, eval func(source) ([]json.RawMessage, error), util *IndexUtilization) (results []json.RawMessage, used bool, err error) {
+func (e *Engine) rankQuery(ctx context.Context, c *Container, r storage.Reader, src source, narrowed *textCandidates, plan *query.Plan, x *query.Execution, eval func(storage.Reader, source) ([]json.RawMessage, error), util *IndexUtilization) (results []json.RawMessage, used bool, err error) {
 	if plan.Rank == nil || len(plan.Rank.Components) != 1 || plan.Rank.Components[0].Text == nil ||
 		plan.Aggregates || plan.GroupBy || plan.Distinct || src.index != nil {
 		return nil, false, nil
@@ -491,14 +491,48 @@ func (e *Engine) rankQuery(ctx context.Context, c *Container, r storage.Reader, 
 		m = &QueryMetrics{}
 	}
 	t0 := time.Now()
+	rd := r
+	tc, top, used, err := e.rankTop(ctx, c, r, src, narrowed, x, ti, view, ts, want+max(plan.Offset, 0), m)
+	if err != nil {
+		return nil, true, err
+	}
+	if used {
+		rd = top
+	} else if tc, err = e.rankHolders(ctx, c, r, src, narrowed, ti, view, ts, m); tc == nil || err != nil {
+		return nil, err != nil, err
+	}
+	view.done() // the evaluation may ask the indexes again
+	m.IndexLookupTime += time.Since(t0)
+	ranked := src
+	ranked.narrowed = tc.scanner(c)
+	results, err = eval(rd, ranked)
+	if err != nil {
+		return nil, true, err
+	}
+	if len(results) < want {
+		return nil, false, nil
+	}
+	if util != nil {
+		util.UtilizedSingle = append(util.UtilizedSingle, IndexUse{
+			Spec:   ti.path + " (full-text index)",
+			Filter: "ORDER BY RANK FullTextScore(ROOT." + strings.Join(ts.Path, ".") + ", …)",
+		})
+	}
+	return results, true, nil
+}
+
+// rankHolders gives rankQuery every item in scope holding a keyword (within
+// narrowed's candidates) as its candidates; nil when the snapshot holds
+// the state a rebuild replaces.
+func (e *Engine) rankHolders(ctx context.Context, c *Container, r storage.Reader, src source, narrowed *textCandidates, ti *textIndex, view *searchView, ts *query.TextSearch, m *QueryMetrics) (*textCandidates, error) {
 	any := map[string]bool{}
 	for _, kw := range ts.Keywords {
 		holding, err := ti.ix.Holding(ctx, ti.state(r), kw)
 		if errors.Is(err, fulltext.ErrCorrupt) {
-			return nil, false, nil // the state a rebuild replaces: read the items
+			return nil, nil // the state a rebuild replaces: read the items
 		}
 		if err != nil {
-			return nil, true, queryError(err)
+			return nil, queryError(err)
 		}
 		m.IndexLookups += int64(len(holding))
 		for _, k := range holding {
@@ -507,12 +541,11 @@ func (e *Engine) rankQuery(ctx context.Context, c *Container, r storage.Reader, 
 	}
 	stale, err := view.holding(ctx, c, r, ti, ts.Keywords)
 	if err != nil {
-		return nil, true, queryError(err)
+		return nil, queryError(err)
 	}
 	for _, k := range stale {
 		any[string(k)] = true
 	}
-	view.done() // the evaluation may ask the indexes again
 	tc := &textCandidates{}
 	if narrowed != nil {
 		for _, k := range narrowed.keys {
@@ -529,23 +562,7 @@ func (e *Engine) rankQuery(ctx context.Context, c *Container, r storage.Reader, 
 		}
 		slices.SortFunc(tc.keys, bytes.Compare)
 	}
-	m.IndexLookupTime += time.Since(t0)
-	ranked := src
-	ranked.narrowed = tc.scanner(c)
-	results, err = eval(ranked)
-	if err != nil {
-		return nil, true, err
-	}
-	if len(results) < want {
-		return nil, false, nil
-	}
-	if util != nil {
-		util.UtilizedSingle = append(util.UtilizedSingle, IndexUse{
-			Spec:   ti.path + " (full-text index)",
-			Filter: "ORDER BY RANK FullTextScore(ROOT." + strings.Join(ts.Path, ".") + ", …)",
-		})
-	}
-	return results, true, nil
+	return tc, nil
 }
 
 // rrfQuery answers a query ordered by RANK RRF(...) of FullTextScore and

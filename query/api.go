@@ -166,6 +166,17 @@ func (q *Query) Execute(docs Docs, opts Options) ([]json.RawMessage, error) {
 	return x.Execute(docs)
 }
 
+// FullTextStats returns the BM25 statistics the execution ranks
+// FullTextScore(path, keywords) with: its SearchContext's (which the
+// engine's keeps for the query, so that both see the same). ok false when
+// the execution counts them over the documents it is given.
+func (x *Execution) FullTextStats(path []string, keywords []string) (FullTextStats, bool) {
+	if x.c.search == nil {
+		return FullTextStats{}, false
+	}
+	return x.c.search.FullTextStats(path, keywords)
+}
+
 // Execute runs the prepared query over docs and returns every result.
 func (x *Execution) Execute(docs Docs) ([]json.RawMessage, error) {
 	return x.execute(x.c, docs) // each run has its own error state and memory account

@@ -1,0 +1,152 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/orrery-db/orrery/engine/internal/fulltext"
+	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/query"
+	"github.com/orrery-db/orrery/storage"
+)
+
+// rankTop gives rankQuery the candidates of ORDER BY RANK
+// FullTextScore(...) from the full-text index's best-first walk
+// (fulltext.Index.Top), instead of every item holding a keyword: the
+// walk scores the holders from the postings, with the statistics the
+// execution ranks by, highest first, and hands each to a filter that reads
+// the item from r and keeps it when it is in the query's scope (and among
+// narrowed's candidates), live, and passes the WHERE clause; it stops once
+// need items passed and no holder left can score as much as the need-th.
+// The candidates are those items, every one tied with the need-th included,
+// so the execution's ranking of them (ties in creation order) is its
+// ranking of every holder. On a shared store the stale items are left out
+// of the walk and the stale holders are candidates besides.
+//
+// The items the filter kept are read once: the returned reader serves them
+// to the execution from memory. ok false when the walk cannot answer (the
+// statistics are counted by the execution, a posting beyond its bound, the
+// state a rebuild replaces): the caller takes every holder.
+func (e *Engine) rankTop(ctx context.Context, c *Container, r storage.Reader, src source, narrowed *textCandidates, x *query.Execution,
+	ti *textIndex, view *searchView, ts *query.TextSearch, need int, m *QueryMetrics) (tc *textCandidates, rd storage.Reader, ok bool, err error) {
+	if rankTopOff {
+		return nil, nil, false, nil
+	}
+	stats, ok := x.FullTextStats(ts.Path, ts.Keywords)
+	if !ok || stats.Documents <= 0 || len(stats.Hits) != len(ts.Keywords) {
+		return nil, nil, false, nil
+	}
+	var in map[string]bool
+	if narrowed != nil {
+		in = make(map[string]bool, len(narrowed.keys))
+		for _, k := range narrowed.keys {
+			in[string(k)] = true
+		}
+	}
+	inScope := func(key []byte) bool {
+		return bytes.HasPrefix(key, src.scope) && c.inBounds(src.bounds, key) && (in == nil || in[string(key)])
+	}
+	now := e.now().Unix()
+	kept := map[string][]byte{}
+	admit := func(suffix []byte) (bool, error) {
+		if view.isStale(suffix) {
+			return false, nil
+		}
+		key := keys.ItemKeyFromSuffix(c.rid, suffix)
+		if !inScope(key) {
+			return false, nil
+		}
+		v, err := r.Get(ctx, key)
+		if errors.Is(err, storage.ErrNotFound) {
+			return false, nil // written after the snapshot
+		}
+		if err != nil {
+			return false, err
+		}
+		s, err := decodeItem(key, v)
+		if err != nil {
+			return false, err
+		}
+		if !c.expired(s, now) {
+			if ok, err := x.Admits(s.doc); err != nil || ok {
+				if ok {
+					kept[string(key)] = v // counted when the execution reads it
+				}
+				return ok, err
+			}
+		}
+		m.RetrievedDocumentCount++
+		m.RetrievedDocumentSize += int64(len(s.doc))
+		return false, nil
+	}
+	found, rep, err := ti.ix.Top(ctx, ti.state(r), ts.Keywords, fulltext.TopOptions{
+		K: need, Stats: fulltext.Stats{Documents: stats.Documents, Words: stats.Words, Hits: stats.Hits}, Admit: admit})
+	m.IndexLookups += int64(rep.Scored)
+	if errors.Is(err, fulltext.ErrBound) || errors.Is(err, fulltext.ErrCorrupt) {
+		return nil, nil, false, nil
+	}
+	if err != nil {
+		return nil, nil, true, queryError(err)
+	}
+	tc = &textCandidates{keys: make([][]byte, 0, len(found))}
+	for _, f := range found {
+		tc.keys = append(tc.keys, keys.ItemKeyFromSuffix(c.rid, f.Key))
+	}
+	stale, err := view.holding(ctx, c, r, ti, ts.Keywords)
+	if err != nil {
+		return nil, nil, true, queryError(err)
+	}
+	for _, k := range stale {
+		if inScope(k) {
+			tc.keys = append(tc.keys, k)
+		}
+	}
+	slices.SortFunc(tc.keys, bytes.Compare)
+	return tc, keptReader{Reader: r, kept: kept}, true, nil
+}
+
+// rankTopOff turns the walk off: every holder is a candidate (the
+// benchmarks compare the two).
+var rankTopOff bool
+
+// keptReader is a snapshot with some of its items already read: it serves
+// those from memory.
+type keptReader struct {
+	storage.Reader
+	kept map[string][]byte
+}
+
+func (k keptReader) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if v, ok := k.kept[string(key)]; ok {
+		return bytes.Clone(v), nil
+	}
+	return k.Reader.Get(ctx, key)
+}
+
+// GetMany implements storage.MultiGetter: the kept items from memory, the
+// others from the snapshot in one go.
+func (k keptReader) GetMany(ctx context.Context, ks [][]byte) ([][]byte, error) {
+	out := make([][]byte, len(ks))
+	var rest [][]byte
+	var at []int
+	for i, key := range ks {
+		if v, ok := k.kept[string(key)]; ok {
+			out[i] = bytes.Clone(v)
+		} else {
+			rest = append(rest, key)
+			at = append(at, i)
+		}
+	}
+	if len(rest) > 0 {
+		vs, err := storage.GetMany(ctx, k.Reader, rest)
+		if err != nil {
+			return nil, err
+		}
+		for j, v := range vs {
+			out[at[j]] = v
+		}
+	}
+	return out, nil
+}

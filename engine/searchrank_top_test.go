@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestRankOfACommonWordReadsOnlyItsBestHolders: ORDER BY RANK
+// FullTextScore of a word every item holds, with TOP or OFFSET/LIMIT,
+// under filters on other fields, a partition key or full-text conjuncts,
+// answers on a container with a full-text index exactly as on the same
+// items without one (same rows, same order, ties in creation order), and
+// reads far fewer items than hold the word (the index's walk stops at the
+// best ones), before and after replaces and deletes.
+func TestRankOfACommonWordReadsOnlyItsBestHolders(t *testing.T) {
+	ctx := t.Context()
+	e, err := Open(ctx, newTestStore(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, coll := range []string{"indexed", "exact"} {
+		if _, err := e.CreateContainer(ctx, "db", fullTextPairBody(coll, coll == "indexed"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := rand.New(rand.NewPCG(27, 2))
+	n := 600
+	if testOnPostgres {
+		n = 200
+	}
+	put := func(i int) {
+		words := make([]string, 3+r.IntN(25))
+		for k := range words {
+			words[k] = searchWords[r.IntN(len(searchWords))]
+		}
+		words[0] = "common"
+		if r.IntN(30) == 0 {
+			words = append(words[:2], "common", "common")
+		}
+		text, _ := json.Marshal(strings.Join(words, " "))
+		pk := fmt.Sprintf("p%d", i%4)
+		body := fmt.Sprintf(`{"id":"%d","pk":%q,"n":%d,"text":%s}`, i, pk, r.IntN(10), text)
+		for _, coll := range []string{"indexed", "exact"} {
+			if _, err := e.UpsertItem(ctx, &ItemRequest{Database: "db", Container: coll, ID: fmt.Sprint(i), PartitionKey: StringKey(pk), HasPartitionKey: true, Body: []byte(body)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := range n {
+		put(i)
+	}
+	run := func(coll, q, pk string) ([]string, int64) {
+		req := &QueryRequest{Database: "db", Container: coll, Query: q, MaxItems: 1000, SinglePartitionKeyRange: true}
+		if pk != "" {
+			req.PartitionKey, req.HasPartitionKey, req.SinglePartitionKeyRange = StringKey(pk), true, false
+		}
+		res, err := e.QueryItems(ctx, req)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		var rows []string
+		for _, row := range res.Items {
+			rows = append(rows, string(row))
+		}
+		return rows, res.Metrics.RetrievedDocumentCount
+	}
+	check := func(round int) {
+		plain := fmt.Sprintf("SELECT TOP 10 c.id FROM c ORDER BY RANK FullTextScore(c.text, 'common')")
+		want, _ := run("exact", plain, "")
+		got, read := run("indexed", plain, "")
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: %s\n got %v\nwant %v", round, plain, got, want)
+		}
+		if read*4 > int64(n) {
+			t.Fatalf("round %d: %s read %d items of the %d holding the word", round, plain, read, n)
+		}
+		for range 40 {
+			kws := "'common'"
+			if r.IntN(3) == 0 {
+				kws += ", '" + searchWords[r.IntN(len(searchWords))] + "'"
+			}
+			if r.IntN(4) == 0 {
+				kws += ", 'common " + searchWords[r.IntN(len(searchWords))] + "'"
+			}
+			where := ""
+			switch r.IntN(4) {
+			case 1:
+				where = fmt.Sprintf(" WHERE c.n > %d", r.IntN(10))
+			case 2:
+				where = fmt.Sprintf(" WHERE FullTextContains(c.text, '%s')", searchWords[r.IntN(len(searchWords))])
+			case 3:
+				where = fmt.Sprintf(" WHERE c.n = %d AND FullTextContainsAny(c.text, '%s', 'quick')", r.IntN(10), searchWords[r.IntN(len(searchWords))])
+			}
+			q := fmt.Sprintf("SELECT TOP %d c.id, c.n FROM c%s ORDER BY RANK FullTextScore(c.text, %s)", 1+r.IntN(25), where, kws)
+			if r.IntN(3) == 0 {
+				q = fmt.Sprintf("SELECT c.id FROM c%s ORDER BY RANK FullTextScore(c.text, %s) OFFSET %d LIMIT %d", where, kws, r.IntN(15), 1+r.IntN(15))
+			}
+			pk := ""
+			if r.IntN(3) == 0 {
+				pk = fmt.Sprintf("p%d", r.IntN(4))
+			}
+			want, _ := run("exact", q, pk)
+			got, _ := run("indexed", q, pk)
+			if !slices.Equal(got, want) {
+				t.Fatalf("round %d: %s (partition %q)\n got %v\nwant %v", round, q, pk, got, want)
+			}
+		}
+	}
+	check(0)
+	for i := range n / 3 {
+		id := r.IntN(n)
+		if i%4 == 0 {
+			pk := fmt.Sprintf("p%d", id%4)
+			for _, coll := range []string{"indexed", "exact"} {
+				if _, err := e.DeleteItem(ctx, &ItemRequest{Database: "db", Container: coll, ID: fmt.Sprint(id), PartitionKey: StringKey(pk), HasPartitionKey: true}); err != nil && !strings.Contains(err.Error(), "NotFound") && !strings.Contains(err.Error(), "not found") {
+					t.Fatal(err)
+				}
+			}
+			continue
+		}
+		put(id)
+	}
+	check(1)
+}
