@@ -98,7 +98,9 @@ func BenchmarkFullTextSearch(b *testing.B) {
 	for t := range ix.df {
 		terms = append(terms, t)
 	}
-	sort.Slice(terms, func(i, j int) bool { return ix.df[terms[i]] > ix.df[terms[j]] || ix.df[terms[i]] == ix.df[terms[j]] && terms[i] < terms[j] })
+	sort.Slice(terms, func(i, j int) bool {
+		return ix.df[terms[i]] > ix.df[terms[j]] || ix.df[terms[i]] == ix.df[terms[j]] && terms[i] < terms[j]
+	})
 	var common [][]string
 	held := 0
 	for _, t := range terms[:20] {
