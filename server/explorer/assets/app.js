@@ -8,6 +8,7 @@ import { Client, CosmosError, faults, partitionKeyHeader, partitionKeyValues } f
 import { FAULT_TYPES, LOST_KINDS, describeCondition, describeLimits, describeResult, losesReply, ruleFromForm } from './faults.js';
 import { parseQueryMetrics } from './metrics.js';
 import { SYSTEM, connectionString, readChange, resultColumns, toCSV } from './format.js';
+import { SEARCH_FEATURES, WHOLE_CONTAINER, componentNames, fill, fuse, indexesUsed, isSearchQuery, mergeStats } from './search.js';
 
 const STORE = 'orrery-explorer-credential';
 
@@ -922,6 +923,7 @@ function queryTab(ctx, panel) {
   const run = h('button', { type: 'submit', class: 'primary' }, 'Run query');
   const error = h('p', { class: 'error', role: 'alert' });
   const stats = h('div', { class: 'stats', 'aria-live': 'polite' });
+  const scores = h('section', { class: 'scores', 'aria-label': 'Scores', hidden: true });
   const results = h('div', { class: 'results' });
   const more = h('button', { type: 'button', class: 'ghost', hidden: true }, 'Next page');
   const tableBtn = h('button', { type: 'button', class: 'ghost small', 'aria-pressed': 'true' }, 'Table');
@@ -978,11 +980,128 @@ function queryTab(ctx, panel) {
     if (pkv !== undefined) headers['x-ms-documentdb-partitionkey'] = partitionKeyHeader(pkv);
     else headers['x-ms-documentdb-partitionkeyrangeid'] = '0';
     if (continuation) headers['x-ms-continuation'] = continuation;
+    // A search query's page says which indexes served it.
+    if (isSearchQuery(spec.query)) headers['x-ms-cosmos-populateindexmetrics'] = 'True';
     const res = await client.request('POST', [...ctx.segs, 'docs'], { headers, body: spec });
     if (gen !== generation) return null; // a new run started meanwhile
     continuation = res.continuation;
     pageNo++;
     return res;
+  }
+
+  /**
+   * every runs one of a query plan's rewritten queries to its last page,
+   * over the whole container (whole: true, or no partition key given) or
+   * the partition asked for, and returns its rows.
+   */
+  async function every(query, whole) {
+    const pkv = whole ? undefined : partitionKeyOf(ctx.coll, pk.value);
+    const rows = [];
+    let cont = null;
+    do {
+      const headers = {
+        'Content-Type': 'application/query+json',
+        'x-ms-documentdb-isquery': 'True',
+        'x-ms-documentdb-query-enablecrosspartition': 'True',
+        'x-ms-max-item-count': '1000',
+      };
+      if (pkv !== undefined) headers['x-ms-documentdb-partitionkey'] = partitionKeyHeader(pkv);
+      else headers['x-ms-documentdb-partitionkeyrangeid'] = '0';
+      if (cont) headers['x-ms-continuation'] = cont;
+      const body = { query: (pkv === undefined ? WHOLE_CONTAINER : '') + query, parameters: spec.parameters };
+      const res = await client.request('POST', [...ctx.segs, 'docs'], { headers, body });
+      rows.push(...(res.body?.Documents || []));
+      cont = res.continuation;
+    } while (cont);
+    return rows;
+  }
+
+  /**
+   * searchScores runs a search query as the SDKs' pipelines do (see
+   * search.js) and returns {columns, rows: [{scores, payload}]}, ordered as
+   * they return it; null when the plan has no search to run.
+   */
+  async function searchScores() {
+    const headers = {
+      'Content-Type': 'application/query+json',
+      'x-ms-documentdb-isquery': 'True',
+      'x-ms-cosmos-is-query-plan-request': 'True',
+      'x-ms-cosmos-supported-query-features': SEARCH_FEATURES,
+      'x-ms-cosmos-query-version': '1.4',
+      'x-ms-documentdb-query-enablecrosspartition': 'True',
+    };
+    const plan = (await client.request('POST', [...ctx.segs, 'docs'], { headers, body: spec })).body || {};
+    const qi = plan.queryInfo;
+    if (qi?.hasNonStreamingOrderBy) {
+      const rows = await every(fill(qi.rewrittenQuery));
+      const skip = Math.max(qi.offset ?? 0, 0);
+      let take = rows.length;
+      if (qi.top != null && qi.top >= 0) take = qi.top;
+      if (qi.limit != null && qi.limit >= 0) take = Math.min(take, qi.limit);
+      return {
+        columns: (qi.orderByExpressions || []).map((e) => (/^VectorDistance/i.test(e) ? 'VectorDistance' : e)),
+        rows: rows.slice(skip, skip + take).map((r) => ({ scores: (r.orderByItems || []).map((o) => o.item), payload: r.payload })),
+      };
+    }
+    const hi = plan.hybridSearchQueryInfo;
+    if (!hi) return null;
+    const stats = hi.requiresGlobalStatistics ? mergeStats(await every(hi.globalStatisticsQuery, true)) : null;
+    const names = componentNames(spec.query);
+    const rows = [];
+    for (const ci of hi.componentQueryInfos || []) {
+      for (const r of await every(fill(ci.rewrittenQuery, stats))) {
+        // The older form nests the payload and the scores in payload.
+        rows.push(r.componentScores ? r : { _rid: r._rid, payload: r.payload?.payload, componentScores: r.payload?.componentScores || [] });
+      }
+    }
+    if ((hi.componentQueryInfos || []).length === 1) {
+      // One component: its scores, in the order its query returns them.
+      const skip = Math.max(hi.skip ?? 0, 0);
+      const take = hi.take ?? rows.length;
+      return { columns: [names[0] || 'Score'], rows: rows.slice(skip, skip + take).map((r) => ({ scores: [r.componentScores[0]], payload: r.payload })) };
+    }
+    return {
+      columns: ['RRF', ...(hi.componentQueryInfos || []).map((_, i) => names[i] || `Component ${i + 1}`)],
+      rows: fuse(rows, hi.componentWeights, hi.skip, hi.take).map((r) => ({ scores: [r.rrf, ...r.scores], payload: r.payload })),
+    };
+  }
+
+  /** showScores fills the scores section of a search query's first page. */
+  async function showScores(res) {
+    const gen = generation;
+    const used = indexesUsed(res.headers.get('x-ms-cosmos-index-utilization'));
+    scores.hidden = false;
+    put(scores,
+      h('h2', {}, 'Scores'),
+      h('p', { class: 'muted' }, 'Each result\'s score, ranked as the SDKs rank them (from the query plan\'s rewritten queries).'),
+      used.length
+        ? h('dl', { class: 'figures small', 'aria-label': 'Indexes used' },
+          ...used.map((u) => h('div', {}, h('dt', {}, 'Index used'), h('dd', { 'data-index': '' }, `${u.index}: ${u.filter}`))))
+        : h('p', { class: 'muted', 'data-index': '' }, 'No vector or full-text index served this query: every item of its scope was read.'),
+      h('p', { class: 'muted', role: 'status' }, 'Computing scores…'));
+    let found;
+    try {
+      found = await searchScores();
+    } catch (err) {
+      if (gen === generation) scores.lastChild.replaceWith(h('p', { class: 'error', role: 'alert' }, `The scores could not be computed: ${describe(err)}`));
+      return;
+    }
+    if (gen !== generation) return;
+    if (!found) {
+      scores.lastChild.replaceWith(h('p', { class: 'muted' }, 'The query plan has no search to score.'));
+      return;
+    }
+    const payloads = found.rows.map((r) => r.payload);
+    const cols = resultColumns(payloads);
+    scores.lastChild.replaceWith(h('div', { class: 'table-scroll', tabindex: '0', role: 'region', 'aria-label': 'Scores table' },
+      h('table', { class: 'grid' },
+        h('caption', { class: 'sr-only' }, 'Scores'),
+        h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, '#'), ...found.columns.map((c) => h('th', { scope: 'col' }, c)),
+          ...(cols || ['Value']).map((c) => h('th', { scope: 'col' }, c)))),
+        h('tbody', {}, ...found.rows.map((r, i) => h('tr', {},
+          h('td', {}, String(i + 1)),
+          ...r.scores.map((v) => h('td', { class: 'mono', 'data-score': '' }, String(v))),
+          ...(cols === null ? [h('td', {}, cellText(r.payload))] : cols.map((c) => h('td', {}, cellText(r.payload?.[c]))))))))));
   }
 
   /** clear removes every trace of the previous run: results, stats and paging. */
@@ -993,6 +1112,8 @@ function queryTab(ctx, panel) {
     pageNo = 0;
     results.replaceChildren();
     stats.replaceChildren();
+    scores.replaceChildren();
+    scores.hidden = true;
     more.hidden = true;
     resultBar.hidden = true;
   }
@@ -1032,6 +1153,7 @@ function queryTab(ctx, panel) {
       metrics.length ? h('details', { class: 'metrics' }, h('summary', {}, 'Query metrics'),
         h('dl', { class: 'figures small' }, ...metrics.map((m) => h('div', {}, h('dt', {}, m.label), h('dd', {}, `${m.value}${m.unit ? ' ' + m.unit : ''}`))))) : null);
     more.hidden = !continuation;
+    if (pageNo === 1 && isSearchQuery(spec.query)) showScores(res);
   }
 
   tableBtn.addEventListener('click', () => { view = 'table'; showResults(); });
@@ -1083,7 +1205,7 @@ function queryTab(ctx, panel) {
       more.disabled = false;
     }
   });
-  panel.append(form, error, stats, resultBar, results, more);
+  panel.append(form, error, stats, resultBar, results, more, scores);
 }
 
 // ---- change feed -----------------------------------------------------------

@@ -1,0 +1,147 @@
+// Browser tests of the explorer's scores for vector, full-text and hybrid
+// search: a container with a vector embedding policy, a full-text policy
+// and their indexes, queried from the Query tab with ORDER BY
+// VectorDistance, ORDER BY RANK FullTextScore and RRF. The scores shown
+// must be the ones the service's semantics give: VectorDistance as the
+// server projects it for the same query, BM25 (k1 = 1.2, b = 0.75) and RRF
+// (1 / (60 + rank) per component) computed here from the items.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { close, launch, newPage, openContainer, pk, rest, shots, signIn } from './helpers.mjs';
+
+before(launch);
+after(close);
+
+// Every text holds "comet" (so every item has a BM25 score) with its own
+// count and length, and every vector its own angle to the query's: no ties.
+const ITEMS = [
+  { id: 's1', pk: 'a', text: 'comet orbit', v: [1, 0, 0] },
+  { id: 's2', pk: 'b', text: 'comet comet dust moon', v: [0.9, 0.5, 0.1] },
+  { id: 's3', pk: 'a', text: 'comet star star star star moon', v: [0.2, 1, 0] },
+  { id: 's4', pk: 'b', text: 'comet comet comet nebula', v: [0, 0.3, 1] },
+  { id: 's5', pk: 'a', text: 'comet dust dust dust dust dust dust orbit', v: [0.7, 0.7, 0.7] },
+  { id: 's6', pk: 'b', text: 'comet moon moon', v: [1, 0.45, 0.05] },
+];
+const QVEC = [1, 0.5, 0];
+
+/** bm25 scores each item's text for one keyword, as the service does. */
+function bm25(keyword) {
+  const terms = ITEMS.map((it) => it.text.split(' '));
+  const n = terms.length;
+  const avgdl = terms.reduce((s, t) => s + t.length, 0) / n;
+  const df = terms.filter((t) => t.includes(keyword)).length;
+  const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5));
+  return new Map(ITEMS.map((it, i) => {
+    const tf = terms[i].filter((w) => w === keyword).length;
+    return [it.id, idf * tf * 2.2 / (tf + 1.2 * (1 - 0.75 + 0.75 * terms[i].length / avgdl))];
+  }));
+}
+
+function cosine(a, b) {
+  const dot = a.reduce((s, x, i) => s + x * b[i], 0);
+  return dot / Math.sqrt(a.reduce((s, x) => s + x * x, 0) * b.reduce((s, x) => s + x * x, 0));
+}
+
+/** rrf fuses score maps (each highest best) by rank. */
+function rrf(...maps) {
+  const out = new Map(ITEMS.map((it) => [it.id, 0]));
+  for (const m of maps) {
+    [...m.entries()].sort((x, y) => y[1] - x[1]).forEach(([id], i) => out.set(id, out.get(id) + 1 / (60 + i + 1)));
+  }
+  return out;
+}
+
+const close9 = (a, b) => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(b));
+
+/** runQuery runs a query in the Query tab and returns the scores table and the result ids. */
+async function runQuery(page, query) {
+  await page.getByRole('textbox', { name: 'Query', exact: true }).fill(query);
+  await page.getByRole('button', { name: 'Run query' }).click();
+  const table = page.getByRole('region', { name: 'Scores table' });
+  await table.waitFor();
+  const headers = await table.locator('thead th').allTextContents();
+  const rows = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+  const resultIds = await page.getByRole('table', { name: 'Query results' }).locator('tbody tr td:first-child').allTextContents();
+  const indexes = await page.locator('#panel-query [data-index]').allTextContents();
+  return { headers, rows, resultIds, indexes };
+}
+
+test('search queries show each result\'s score and the index that served it', async () => {
+  assert.equal((await rest('POST', ['dbs'], { body: { id: 'search' } })).status, 201);
+  const created = await rest('POST', ['dbs', 'search', 'colls'], {
+    body: {
+      id: 'docs',
+      partitionKey: { paths: ['/pk'], kind: 'Hash' },
+      vectorEmbeddingPolicy: { vectorEmbeddings: [{ path: '/v', dataType: 'float32', dimensions: 3, distanceFunction: 'cosine' }] },
+      fullTextPolicy: { defaultLanguage: 'en-US', fullTextPaths: [{ path: '/text', language: 'en-US' }] },
+      indexingPolicy: {
+        includedPaths: [{ path: '/*' }], excludedPaths: [{ path: '/v/*' }],
+        vectorIndexes: [{ path: '/v', type: 'flat' }], fullTextIndexes: [{ path: '/text' }],
+      },
+    },
+  });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  for (const it of ITEMS) {
+    assert.equal((await rest('POST', ['dbs', 'search', 'colls', 'docs', 'docs'], { body: it, headers: pk(it.pk) })).status, 201);
+  }
+
+  const { page, context, errors } = await newPage();
+  await signIn(page);
+  await openContainer(page, 'search', 'docs');
+  await page.getByRole('tab', { name: 'Query' }).click();
+
+  // ORDER BY VectorDistance: the scores are the ones the server projects
+  // for the same query (as an SDK reads them), highest similarity first.
+  const vq = `SELECT TOP 4 c.id FROM c ORDER BY VectorDistance(c.v, ${JSON.stringify(QVEC)})`;
+  const vec = await runQuery(page, vq);
+  assert.deepEqual(vec.headers, ['#', 'VectorDistance', 'id']);
+  const projected = await rest('POST', ['dbs', 'search', 'colls', 'docs', 'docs'], {
+    body: { query: `SELECT TOP 4 c.id, VectorDistance(c.v, ${JSON.stringify(QVEC)}) AS score FROM c ORDER BY VectorDistance(c.v, ${JSON.stringify(QVEC)})`, parameters: [] },
+    headers: { 'content-type': 'application/query+json', 'x-ms-documentdb-isquery': 'True', 'x-ms-documentdb-partitionkeyrangeid': '0', 'x-ms-documentdb-query-enablecrosspartition': 'True' },
+  });
+  assert.equal(projected.status, 200);
+  assert.deepEqual(vec.rows.map((r) => r[2]), projected.body.Documents.map((d) => d.id));
+  vec.rows.forEach((r, i) => {
+    assert.equal(r[0], String(i + 1));
+    assert.equal(Number(r[1]), projected.body.Documents[i].score, `${r[2]}'s VectorDistance`);
+    assert.ok(close9(Number(r[1]), cosine(ITEMS.find((it) => it.id === r[2]).v, QVEC)));
+  });
+  assert.deepEqual(vec.resultIds, vec.rows.map((r) => r[2]), 'the scores are in the order of the results');
+  assert.deepEqual(vec.indexes, ['/v (flat vector index): ORDER BY VectorDistance(c.v, …)']);
+  await shots(page, '30-search-vector-scores');
+
+  // ORDER BY RANK FullTextScore: BM25 over the container's statistics.
+  const ftq = "SELECT TOP 3 c.id FROM c ORDER BY RANK FullTextScore(c.text, 'comet')";
+  const ft = await runQuery(page, ftq);
+  assert.deepEqual(ft.headers, ['#', 'FullTextScore', 'id']);
+  const want = bm25('comet');
+  const best = [...want.entries()].sort((x, y) => y[1] - x[1]).slice(0, 3);
+  assert.deepEqual(ft.rows.map((r) => r[2]), best.map(([id]) => id));
+  ft.rows.forEach((r, i) => assert.ok(close9(Number(r[1]), best[i][1]), `${r[2]}: BM25 ${r[1]}, want ${best[i][1]}`));
+  assert.deepEqual(ft.resultIds, best.map(([id]) => id));
+  assert.ok(ft.indexes.some((t) => /\/text \(full-text index\)/.test(t)), `the full-text index is named: ${ft.indexes}`);
+
+  // RRF of both: the fused score and each component's.
+  const hq = `SELECT TOP 3 c.id FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'comet'), VectorDistance(c.v, ${JSON.stringify(QVEC)}))`;
+  const hy = await runQuery(page, hq);
+  assert.deepEqual(hy.headers, ['#', 'RRF', 'FullTextScore', 'VectorDistance', 'id']);
+  const sims = new Map(ITEMS.map((it) => [it.id, cosine(it.v, QVEC)]));
+  const fused = [...rrf(want, sims).entries()].sort((x, y) => y[1] - x[1]).slice(0, 3);
+  assert.deepEqual(hy.rows.map((r) => r[4]), fused.map(([id]) => id));
+  hy.rows.forEach((r, i) => {
+    assert.ok(close9(Number(r[1]), fused[i][1]), `${r[4]}: RRF ${r[1]}, want ${fused[i][1]}`);
+    assert.ok(close9(Number(r[2]), want.get(r[4])), `${r[4]}: BM25 ${r[2]}`);
+    assert.ok(close9(Number(r[3]), sims.get(r[4])), `${r[4]}: similarity ${r[3]}`);
+  });
+  assert.deepEqual(hy.resultIds, fused.map(([id]) => id), 'the server ranks as the scores say');
+  await shots(page, '31-search-hybrid-scores');
+
+  // A query without search shows no scores.
+  await page.getByRole('textbox', { name: 'Query', exact: true }).fill('SELECT c.id FROM c ORDER BY c.id');
+  await page.getByRole('button', { name: 'Run query' }).click();
+  await page.getByRole('table', { name: 'Query results' }).getByText('s6').waitFor();
+  assert.equal(await page.getByRole('region', { name: 'Scores table' }).count(), 0);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
