@@ -192,8 +192,8 @@ func (a *admitter) read(suffix []byte) (bool, error) {
 // index): the caller then counts them over the items. The index counts
 // every stored item: the items expired but not yet swept are taken off
 // again (withoutUnswept), as the items' own statistics leave them out. On a
-// shared store the index answers only when it holds every item as the
-// query's snapshot does (no item is stale: searchView).
+// shared store the items stale in the index (searchView) are counted as
+// the query's snapshot has them instead (staleTextStats).
 func (e *Engine) fullTextIndexStats(ctx context.Context, c *Container, r storage.Reader, path []string, keywords []string) (query.FullTextStats, bool) {
 	if _, inTxn := r.(storage.Batch); inTxn || c.Search() == nil {
 		return query.FullTextStats{}, false
@@ -203,19 +203,15 @@ func (e *Engine) fullTextIndexStats(ctx context.Context, c *Container, r storage
 		return query.FullTextStats{}, false
 	}
 	defer view.done()
-	if len(view.stale) > 0 {
-		return query.FullTextStats{}, false
-	}
 	p := "/" + strings.Join(path, "/")
 	for _, t := range st.texts {
 		if t.path != p {
 			continue
 		}
-		s, err := t.ix.Stats(ctx, t.state(e.store), keywords)
+		st, err := e.staleTextStats(ctx, c, r, t, view.staleKeys(), keywords)
 		if err != nil {
 			return query.FullTextStats{}, false
 		}
-		st := query.FullTextStats{Documents: s.Documents, Words: s.Words, Hits: s.Hits}
 		if err := e.withoutUnswept(ctx, c, r, t, keywords, &st); err != nil {
 			return query.FullTextStats{}, false
 		}

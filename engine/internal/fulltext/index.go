@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -553,8 +554,55 @@ func (ix *Index) Contains(ctx context.Context, r Reader, keyword string) ([]Matc
 // text, their terms in all, and how many documents hold each keyword (from
 // memory for a keyword of one term, from the postings for a phrase).
 func (ix *Index) Stats(ctx context.Context, r Reader, keywords []string) (Stats, error) {
+	return ix.StatsExcept(ctx, r, keywords, nil)
+}
+
+// StatsExcept is Stats with the documents of the item keys except left out
+// of the counts, read at the same moment: the caller counts those items'
+// texts as it has them (a query whose snapshot holds another state of them
+// than the index does).
+func (ix *Index) StatsExcept(ctx context.Context, r Reader, keywords []string, except [][]byte) (Stats, error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
+	st, err := ix.stats(ctx, r, keywords)
+	if err != nil || len(except) == 0 {
+		return st, err
+	}
+	kws := make([][]Term, len(keywords))
+	for i, kw := range keywords {
+		kws[i] = ix.an.Analyze(kw)
+	}
+	for _, k := range except {
+		id, ok := ix.byKey[string(k)]
+		if !ok || int(id) >= len(ix.docs) || ix.docs[id].key == nil {
+			continue
+		}
+		d := ix.docs[id]
+		st.Documents--
+		st.Words -= int64(d.length)
+		for i, kw := range kws {
+			held := false
+			switch len(kw) {
+			case 0:
+			case 1:
+				_, held = slices.BinarySearch(d.terms, kw[0].Text)
+			default:
+				m, err := matchesIn(ctx, r, kw, uint64(id), uint64(id)+1)
+				if err != nil {
+					return Stats{}, err
+				}
+				held = len(m) > 0
+			}
+			if held {
+				st.Hits[i]--
+			}
+		}
+	}
+	return st, nil
+}
+
+// stats is Stats; the caller holds ix.mu.
+func (ix *Index) stats(ctx context.Context, r Reader, keywords []string) (Stats, error) {
 	st := Stats{Documents: ix.n, Words: ix.words, Hits: make([]int64, len(keywords))}
 	for i, kw := range keywords {
 		terms := ix.an.Analyze(kw)

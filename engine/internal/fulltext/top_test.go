@@ -165,3 +165,54 @@ func TestTopOfACommonWordReadsFewBlocks(t *testing.T) {
 	}
 	t.Logf("read %d of %d blocks, scored %d of %d holders", rep.Read, rep.Blocks, rep.Scored, rep.Postings)
 }
+
+// StatsExcept counts as Stats would over the documents without the ones
+// left out (words and phrases, keys the index does not hold ignored).
+func TestStatsExceptLeavesTheDocumentsOut(t *testing.T) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(5, 9))
+	st := newMemStore()
+	ix, _ := Open(ctx, st, "en-US")
+	docs := map[string]string{}
+	for i := range 300 {
+		key := fmt.Sprintf("doc%03d", rng.IntN(200))
+		if i%7 == 0 {
+			delete(docs, key)
+			write(t, ix, st, Change{Key: []byte(key)})
+			continue
+		}
+		docs[key] = randomText(rng)
+		write(t, ix, st, Change{Key: []byte(key), Text: text(docs[key])})
+	}
+	kws := []string{"red", "lazy dog", "the", "running", "blue car"}
+	for range 20 {
+		var except [][]byte
+		rest := map[string]string{}
+		for k, d := range docs {
+			if rng.IntN(4) == 0 {
+				except = append(except, []byte(k))
+			} else {
+				rest[k] = d
+			}
+		}
+		except = append(except, []byte("never written"))
+		got, err := ix.StatsExcept(ctx, st, kws, except)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := Stats{Hits: make([]int64, len(kws))}
+		for _, d := range rest {
+			terms := ix.Analyzer().Analyze(d)
+			want.Documents++
+			want.Words += int64(len(terms))
+			for i, kw := range kws {
+				if a := ix.Analyzer().Analyze(kw); len(a) > 0 && Occurrences(terms, a) > 0 {
+					want.Hits[i]++
+				}
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("without %d documents: %v, want %v", len(except)-1, got, want)
+		}
+	}
+}
