@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // BenchmarkFullTextSearch indexes a corpus of real English text, the
@@ -142,7 +143,13 @@ func BenchmarkFullTextSearch(b *testing.B) {
 			b.ReportMetric(float64(scored)/float64(b.N), "scored/query")
 		})
 	}
-	b.Logf("%d documents indexed, %.0f/s", len(docs), float64(len(docs))/build.Seconds())
+	bounds, postings := 0, 0
+	for t, bs := range ix.bounds {
+		bounds += len(bs)
+		postings += int(ix.df[t])
+	}
+	b.Logf("%d documents indexed, %.0f/s; %d postings, %d block bounds of %d bytes", len(docs), float64(len(docs))/build.Seconds(),
+		postings, bounds, unsafe.Sizeof(blockBound{}))
 }
 
 // top10 is FullTextScore's top 10 through Top, ties in key order as
