@@ -137,6 +137,15 @@ test('search queries show each result\'s score and the index that served it', as
   assert.deepEqual(hy.resultIds, fused.map(([id]) => id), 'the server ranks as the scores say');
   await shots(page, '31-search-hybrid-scores');
 
+  // Scoped to one partition: the scores of its items only, the same ones.
+  await page.getByRole('textbox', { name: 'Partition key value' }).fill('a');
+  const inA = await runQuery(page, vq);
+  const aIds = ITEMS.filter((it) => it.pk === 'a').map((it) => it.id);
+  assert.deepEqual(inA.rows.map((r) => r[2]).sort(), aIds);
+  assert.deepEqual(inA.resultIds, inA.rows.map((r) => r[2]));
+  inA.rows.forEach((r) => assert.equal(Number(r[1]), Number(vec.rows.find((v) => v[2] === r[2])?.[1] ?? cosine(ITEMS.find((it) => it.id === r[2]).v, QVEC))));
+  await page.getByRole('textbox', { name: 'Partition key value' }).fill('');
+
   // A query without search shows no scores.
   await page.getByRole('textbox', { name: 'Query', exact: true }).fill('SELECT c.id FROM c ORDER BY c.id');
   await page.getByRole('button', { name: 'Run query' }).click();
