@@ -451,12 +451,14 @@ func (st *searchState) textIndexAt(path []string) *textIndex {
 // when the candidates fill the page TOP/OFFSET/LIMIT ask for, the answer is
 // the one over every item (the statistics are the container's either way,
 // and ties keep creation order). RRF of the one FullTextScore ranks alike,
-// with a positive weight. used false means the query is to be
-// evaluated over the whole source: no such ORDER BY, no TOP or LIMIT,
-// an aggregate, GROUP BY or DISTINCT, no index at the path, or too few
-// candidates.
+// with a positive weight. The candidates are narrowed further to the best
+// holders that pass the query's filter (rankTop: the index's best-first
+// walk), every holder when the walk cannot answer. used false means the
+// query is to be evaluated over the whole source: no such ORDER BY, no TOP
+// or LIMIT, an aggregate, GROUP BY or DISTINCT, no index at the path, or
+// too few candidates.
 //
-// eval evaluates the query over a source (wholeQuery).
+// eval evaluates the query over a source (wholeQuery) read from a reader.
 func (e *Engine) rankQuery(ctx context.Context, c *Container, r storage.Reader, src source, narrowed *textCandidates, plan *query.Plan, x *query.Execution, eval func(storage.Reader, source) ([]json.RawMessage, error), util *IndexUtilization) (results []json.RawMessage, used bool, err error) {
 	if plan.Rank == nil || len(plan.Rank.Components) != 1 || plan.Rank.Components[0].Text == nil ||
 		plan.Aggregates || plan.GroupBy || plan.Distinct || src.index != nil {

@@ -4,7 +4,9 @@
 // policy may name), an inverted index with positions (so a keyword of
 // several words matches as a phrase) and the statistics BM25 ranks by (how
 // many documents, their terms in all, how many contain each term), kept
-// incrementally as items are written. It also holds the policy model of
+// incrementally as items are written, and block-max bounds of each term's
+// scores with which Top finds FullTextScore's best documents without
+// scoring every one that holds a keyword. It also holds the policy model of
 // full-text search (fullTextPolicy, indexingPolicy.fullTextIndexes) and its
 // validation, with the service's rules and messages.
 //
