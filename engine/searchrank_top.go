@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/orrery-db/orrery/engine/internal/fulltext"
 	"github.com/orrery-db/orrery/engine/internal/keys"
@@ -25,8 +26,9 @@ import (
 // ranking of every holder. On a shared store the stale items are left out
 // of the walk and the stale holders are candidates besides.
 //
-// The items the filter kept are read once: the returned reader serves them
-// to the execution from memory. ok false when the walk cannot answer (the
+// The filter reads the items the walk hands it together (storage.GetMany),
+// and the items it kept are read once: the returned reader serves them to
+// the execution from memory. ok false when the walk cannot answer (the
 // statistics are counted by the execution, a posting beyond its bound, the
 // state a rebuild replaces): the caller takes every holder.
 func (e *Engine) rankTop(ctx context.Context, c *Container, r storage.Reader, src source, narrowed *textCandidates, x *query.Execution,
@@ -50,36 +52,52 @@ func (e *Engine) rankTop(ctx context.Context, c *Container, r storage.Reader, sr
 	}
 	now := e.now().Unix()
 	kept := map[string][]byte{}
-	admit := func(suffix []byte) (bool, error) {
-		if view.isStale(suffix) {
-			return false, nil
-		}
-		key := keys.ItemKeyFromSuffix(c.rid, suffix)
-		if !inScope(key) {
-			return false, nil
-		}
-		v, err := r.Get(ctx, key)
-		if errors.Is(err, storage.ErrNotFound) {
-			return false, nil // written after the snapshot
-		}
-		if err != nil {
-			return false, err
-		}
-		s, err := decodeItem(key, v)
-		if err != nil {
-			return false, err
-		}
-		if !c.expired(s, now) {
-			if ok, err := x.Admits(s.doc); err != nil || ok {
-				if ok {
-					kept[string(key)] = v // counted when the execution reads it
-				}
-				return ok, err
+	admit := func(suffixes [][]byte) ([]bool, error) {
+		ok := make([]bool, len(suffixes))
+		var itemKeys [][]byte
+		var at []int
+		for i, suffix := range suffixes {
+			if view.isStale(suffix) {
+				continue
+			}
+			if key := keys.ItemKeyFromSuffix(c.rid, suffix); inScope(key) {
+				itemKeys = append(itemKeys, key)
+				at = append(at, i)
 			}
 		}
-		m.RetrievedDocumentCount++
-		m.RetrievedDocumentSize += int64(len(s.doc))
-		return false, nil
+		if len(itemKeys) == 0 {
+			return ok, nil
+		}
+		t0 := time.Now()
+		values, err := storage.GetMany(ctx, r, itemKeys)
+		m.DocumentLoadTime += time.Since(t0)
+		if err != nil {
+			return nil, err
+		}
+		for j, v := range values {
+			if v == nil {
+				continue // written after the snapshot
+			}
+			key := itemKeys[j]
+			s, err := decodeItem(key, v)
+			if err != nil {
+				return nil, err
+			}
+			if !c.expired(s, now) {
+				pass, err := x.Admits(s.doc)
+				if err != nil {
+					return nil, err
+				}
+				if pass {
+					kept[string(key)] = v // counted when the execution reads it
+					ok[at[j]] = true
+					continue
+				}
+			}
+			m.RetrievedDocumentCount++
+			m.RetrievedDocumentSize += int64(len(s.doc))
+		}
+		return ok, nil
 	}
 	found, rep, err := ti.ix.Top(ctx, ti.state(r), ts.Keywords, fulltext.TopOptions{
 		K: need, Stats: fulltext.Stats{Documents: stats.Documents, Words: stats.Words, Hits: stats.Hits}, Admit: admit})

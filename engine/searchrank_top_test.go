@@ -133,7 +133,7 @@ func TestRankOfACommonWordReadsOnlyItsBestHolders(t *testing.T) {
 
 // BenchmarkRankCommonWord: TOP 10 ORDER BY RANK FullTextScore of a word a
 // third of 10,000 items hold (12 to 40 words each), alone and under a
-// filter half the items pass, with the index's best-first walk ("walk") and
+// filter half the items pass, or a tenth, with the index's best-first walk ("walk") and
 // with every holder read ("holders"); it reports the items each query reads.
 func BenchmarkRankCommonWord(b *testing.B) {
 	ctx := b.Context()
@@ -173,20 +173,31 @@ func BenchmarkRankCommonWord(b *testing.B) {
 	for _, q := range []struct{ name, text string }{
 		{"plain", "SELECT TOP 10 c.id FROM c ORDER BY RANK FullTextScore(c.text, 'common')"},
 		{"filtered", "SELECT TOP 10 c.id FROM c WHERE c.n % 2 = 0 ORDER BY RANK FullTextScore(c.text, 'common')"},
+		{"selective", "SELECT TOP 10 c.id FROM c WHERE c.n % 10 = 3 ORDER BY RANK FullTextScore(c.text, 'common')"},
 	} {
 		for _, mode := range []string{"holders", "walk"} {
 			b.Run(q.name+"/"+mode, func(b *testing.B) {
 				rankTopOff = mode == "holders"
 				defer func() { rankTopOff = false }()
-				docs := int64(0)
+				docs, timeouts := int64(0), 0
 				for i := 0; i < b.N; i++ {
 					res, err := e.QueryItems(ctx, &QueryRequest{Database: "db", Container: "c", Query: q.text, MaxItems: 100, SinglePartitionKeyRange: true})
-					if err != nil || len(res.Items) != 10 {
-						b.Fatalf("%v, %d rows", err, len(res.Items))
+					if statusOf(err) == 408 {
+						timeouts++ // past one page's time budget (PostgreSQL, reading every holder)
+						continue
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(res.Items) != 10 {
+						b.Fatalf("%d rows", len(res.Items))
 					}
 					docs += res.Metrics.RetrievedDocumentCount
 				}
-				b.ReportMetric(float64(docs)/float64(b.N), "documents/query")
+				if timeouts < b.N {
+					b.ReportMetric(float64(docs)/float64(b.N-timeouts), "documents/query")
+				}
+				b.ReportMetric(float64(timeouts), "timeouts")
 			})
 		}
 	}

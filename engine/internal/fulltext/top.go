@@ -132,10 +132,28 @@ type TopOptions struct {
 	// Stats are the statistics to score with: the ones the execution of the
 	// query ranks by, so that Top's order is the execution's.
 	Stats Stats
-	// Admit says whether a document (by item key) counts: the query's scope
-	// and filter. Top asks it highest score first, once for each document
-	// it hands out; nil admits all. An error stops Top.
-	Admit func(key []byte) (bool, error)
+	// Admit says which documents (by item key) count: the query's scope
+	// and filter; ok[i] is keys[i]'s answer. Top asks it highest score
+	// first, once for each document it hands out, several at a time (as
+	// many as it expects to need to reach K, from the share admitted so
+	// far; at most maxAdmitBatch) so that a caller reading the items reads
+	// them in few round trips; nil admits all. An error stops Top.
+	Admit func(keys [][]byte) (ok []bool, err error)
+}
+
+// maxAdmitBatch is the most documents Top hands Admit at once.
+const maxAdmitBatch = 256
+
+// admitBatch is how many documents to hand Admit next: enough to admit the
+// need missing at the share admitted so far (counting one more admitted
+// than seen, so that the first batch is need), or a full batch for the
+// ties of the k-th.
+func admitBatch(need, admitted, seen int) int {
+	if need <= 0 {
+		return maxAdmitBatch
+	}
+	n := int(math.Ceil(float64(need) * float64(seen+1) / float64(admitted+1)))
+	return min(max(n, 1), maxAdmitBatch)
 }
 
 // TopReport says what Top read.
@@ -221,25 +239,44 @@ func (ix *Index) Top(ctx context.Context, r Reader, keywords []string, opt TopOp
 	h := &scoredHeap{}
 	var out []Result
 	threshold := math.Inf(-1) // the k-th admitted score, once there is one
-	next := 0
+	next, seen := 0, 0        // seen: the documents handed to Admit
 	for {
 		nextUB := math.Inf(-1)
 		if next < len(blocks) {
 			nextUB = blocks[next].ub
 		}
 		if h.Len() > 0 && (*h)[0].score >= nextUB {
-			d := heap.Pop(h).(scored)
-			if len(out) >= opt.K && d.score < threshold-tieTolerance(threshold) {
-				break // every document not handed out scores below it
+			// The documents no unread block can outscore, best first.
+			var batch []scored
+			want := admitBatch(opt.K-len(out), len(out), seen)
+			for h.Len() > 0 && (*h)[0].score >= nextUB && len(batch) < want {
+				if len(out) >= opt.K && (*h)[0].score < threshold-tieTolerance(threshold) {
+					break
+				}
+				batch = append(batch, heap.Pop(h).(scored))
 			}
-			ok := true
+			if len(batch) == 0 {
+				break // every document not handed out scores below the k-th
+			}
+			seen += len(batch)
+			var ok []bool
 			if opt.Admit != nil {
+				keys := make([][]byte, len(batch))
+				for i, d := range batch {
+					keys[i] = d.key
+				}
 				var err error
-				if ok, err = opt.Admit(d.key); err != nil {
+				if ok, err = opt.Admit(keys); err != nil {
 					return nil, rep, err
 				}
+				if len(ok) != len(keys) {
+					return nil, rep, fmt.Errorf("fulltext: Admit answered %d of %d documents", len(ok), len(keys))
+				}
 			}
-			if ok {
+			for i, d := range batch {
+				if ok != nil && !ok[i] || len(out) >= opt.K && d.score < threshold-tieTolerance(threshold) {
+					continue
+				}
 				out = append(out, Result{Key: d.key, Score: d.score})
 				if len(out) == opt.K {
 					threshold = d.score

@@ -19,6 +19,29 @@ func admitByHash(frac float64) func(key []byte) (bool, error) {
 	}
 }
 
+// many is TopOptions.Admit of a filter of one key, which it asks once per
+// key (a key asked twice fails the test).
+func many(t *testing.T, one func([]byte) (bool, error)) func([][]byte) ([]bool, error) {
+	if one == nil {
+		return nil
+	}
+	asked := map[string]bool{}
+	return func(keys [][]byte) ([]bool, error) {
+		ok := make([]bool, len(keys))
+		for i, k := range keys {
+			if asked[string(k)] {
+				t.Fatalf("%s handed to Admit twice", k)
+			}
+			asked[string(k)] = true
+			var err error
+			if ok[i], err = one(k); err != nil {
+				return nil, err
+			}
+		}
+		return ok, nil
+	}
+}
+
 // checkTop compares Top's answer with the full evaluation: every admitted
 // holder scored (Search over all of them), ordered by score.
 func checkTop(t *testing.T, ix *Index, r Reader, kws []string, k int, admit func([]byte) (bool, error)) TopReport {
@@ -42,7 +65,7 @@ func checkTop(t *testing.T, ix *Index, r Reader, kws []string, k int, admit func
 	if st.Documents == 0 {
 		return TopReport{}
 	}
-	got, rep, err := ix.Top(ctx, r, kws, TopOptions{K: k, Stats: st, Admit: admit})
+	got, rep, err := ix.Top(ctx, r, kws, TopOptions{K: k, Stats: st, Admit: many(t, admit)})
 	if err != nil {
 		t.Fatalf("%v top %d: %v", kws, k, err)
 	}
