@@ -5,7 +5,7 @@
 // non-streaming ORDER BY's query returns each row's VectorDistance beside
 // its payload; a hybrid search's global statistics query and component
 // queries return each row's component scores (BM25, vector similarity),
-// which RRF fuses by rank. Pure helpers here; app.js sends the requests.
+// which RRF fuses by rank. Pure functions here; app.js sends the requests.
 
 /** isSearchQuery reports whether a query ranks by VectorDistance, FullTextScore or RRF. */
 export function isSearchQuery(query) {

@@ -1,4 +1,4 @@
-// Unit tests of the explorer's search helpers (assets/search.js): which
+// Unit tests of the explorer's search functions (assets/search.js): which
 // queries are searches, the plan's placeholders, the global statistics of
 // several answers, RRF's fusion by rank, and the index utilization header.
 
