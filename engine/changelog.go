@@ -10,7 +10,7 @@ import (
 // logChange records the side effects of one item write in the transaction's
 // batch: the all-versions-and-deletes record of the change (in containers
 // with a changeFeedPolicy; others have no such feed and pay for none), and
-// the item's entry in the expiry index. cur is the new version (nil for a delete) and
+// the item's entry in the expiry index (where its container keeps one). cur is the new version (nil for a delete) and
 // prev the stored version it replaces (nil for a create); a prev that had
 // already expired is logged as deleted by TTL before cur is logged as created.
 func (t *txn) logChange(cur, prev *storedItem) error {
@@ -18,11 +18,10 @@ func (t *txn) logChange(cur, prev *storedItem) error {
 	// A write within the second of the one it replaces, both with an
 	// expiry entry, keeps the entry it has: deleting and setting the same
 	// key to the same item key cost the store two entries for nothing.
+	ck := c.expiryKeyOf(cur)
 	sameExpiry := false
-	if prev != nil {
-		pk := prev.expiryKey(c.rid)
-		sameExpiry = cur != nil && prev.ttl != -1 && cur.ttl != -1 && bytes.Equal(prev.key, cur.key) &&
-			bytes.Equal(pk, cur.expiryKey(c.rid))
+	if pk := c.expiryKeyOf(prev); pk != nil {
+		sameExpiry = ck != nil && bytes.Equal(prev.key, cur.key) && bytes.Equal(pk, ck)
 		if !sameExpiry {
 			if err := t.b.Delete(pk); err != nil {
 				return err
@@ -57,10 +56,10 @@ func (t *txn) logChange(cur, prev *storedItem) error {
 			return err
 		}
 	}
-	if cur.ttl == -1 || sameExpiry {
+	if ck == nil || sameExpiry {
 		return nil
 	}
-	return t.b.Set(cur.expiryKey(c.rid), cur.key)
+	return t.b.Set(ck, cur.key)
 }
 
 func (t *txn) appendChange(r *feed.Record) error {

@@ -289,7 +289,10 @@ func (e *Engine) replaceContainer(ctx context.Context, dbName, name string, prop
 		return nil, perr
 	}
 	reindex := !indexpolicy.New(normalized).Equal(prev.index) || computedChanged(normalized, prev)
-	if reindex && !locked {
+	// A defaultTtl that changes what the expiry index keeps builds it again
+	// (expiry.go), as a new indexing policy rebuilds the index.
+	reexpire := expiryModeOf(defaultTTLOf(normalized)) != expiryModeOf(prev.ttl)
+	if (reindex || reexpire) && !locked {
 		return nil, errReindexNeedsLocks
 	}
 	lsn, err := e.seq.allocate(ctx)
@@ -311,6 +314,11 @@ func (e *Engine) replaceContainer(ctx context.Context, dbName, name string, prop
 		if err := e.searchPolicyReplaced(b, prev, c); err != nil {
 			return err
 		}
+		if reexpire {
+			if err := b.Set(keys.ExpiryRebuild(c.rid), nil); err != nil {
+				return err
+			}
+		}
 		if !reindex {
 			return nil
 		}
@@ -326,6 +334,13 @@ func (e *Engine) replaceContainer(ctx context.Context, dbName, name string, prop
 		if err = e.rebuildIndex(e.bgCtx, c); err != nil {
 			// The mark stays: the next Open finishes the rebuild.
 			c.indexRetired.Store(true)
+		}
+	}
+	if reexpire {
+		// Built by the engine as the index is: the mark stays when it
+		// fails, and the next Open builds it.
+		if xerr := e.rebuildExpiry(e.bgCtx, c); err == nil {
+			err = xerr
 		}
 	}
 	prev.db.colls[c.ID] = c
@@ -387,7 +402,7 @@ func (e *Engine) purgeContainerData(collRID []byte) {
 		// leftovers would stay unreachable for good.
 		ctx := context.WithoutCancel(e.bgCtx)
 		for _, p := range [][]byte{keys.ItemContainerPrefix(collRID), keys.FeedPrefix(collRID), keys.RIDPrefix(collRID),
-			keys.VersionPrefix(collRID), keys.ExpiryPrefix(collRID), keys.IndexPrefix(collRID), keys.UniquePrefix(collRID), keys.IndexRebuild(collRID), keys.OrderPrefix(collRID), keys.SearchPrefix(collRID)} {
+			keys.VersionPrefix(collRID), keys.ExpiryPrefix(collRID), keys.IndexPrefix(collRID), keys.UniquePrefix(collRID), keys.IndexRebuild(collRID), keys.ExpiryRebuild(collRID), keys.OrderPrefix(collRID), keys.SearchPrefix(collRID)} {
 			if err := purgePrefix(ctx, e.store, p); err != nil {
 				e.log.Warn("purging a deleted container's data failed", "error", err)
 				return

@@ -12,41 +12,43 @@ import (
 )
 
 // upgradeLayout runs first at Open: it rewrites a store whose keys are in
-// an older layout (keys.Format) into the current one, then records the
-// format. Format 1 kept unique-key entries under the users' byte, where a
-// scan of a database's users met its containers' entries; they move to
-// their own prefix. A user's record is a JSON object, a unique-key entry's
-// value an item key, so the two tell apart by their values. The rewrite is
+// a layout older than format 2 into format 2, records that, and returns
+// the format the store is in; the steps that need the catalog (format 3,
+// upgradeExpiry) come once it is loaded and record keys.Format. Format 1
+// kept unique-key entries under the users' byte, where a scan of a
+// database's users met its containers' entries; they move to their own
+// prefix. A user's record is a JSON object, a unique-key entry's value an
+// item key, so the two tell apart by their values. The rewrite is
 // idempotent: engines opening one shared store at once may both run it.
-func upgradeLayout(ctx context.Context, s storage.Store) error {
+func upgradeLayout(ctx context.Context, s storage.Store) (uint64, error) {
 	v, err := s.Get(ctx, keys.MetaFormat)
 	var stored uint64 = 1
 	switch {
 	case err == nil && len(v) == 8:
 		stored = binary.BigEndian.Uint64(v)
 	case err == nil:
-		return fmt.Errorf("engine: the store's key layout record is %d bytes long, want 8", len(v))
+		return 0, fmt.Errorf("engine: the store's key layout record is %d bytes long, want 8", len(v))
 	case !errors.Is(err, storage.ErrNotFound):
-		return err
-	}
-	if stored == keys.Format {
-		return nil
+		return 0, err
 	}
 	if stored > keys.Format {
-		return fmt.Errorf("engine: the store's keys are in layout %d, newer than this engine's %d", stored, keys.Format)
+		return 0, fmt.Errorf("engine: the store's keys are in layout %d, newer than this engine's %d", stored, keys.Format)
+	}
+	if stored >= 2 {
+		return stored, nil
 	}
 	lower, upper := []byte{keys.LegacyUnique}, []byte{keys.LegacyUnique + 1}
 	for lower != nil {
 		if lower, err = moveLegacyUniqueChunk(ctx, s, lower, upper); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	b := s.NewBatch()
 	defer b.Close()
-	if err := b.Set(keys.MetaFormat, binary.BigEndian.AppendUint64(nil, keys.Format)); err != nil {
-		return err
+	if err := b.Set(keys.MetaFormat, binary.BigEndian.AppendUint64(nil, 2)); err != nil {
+		return 0, err
 	}
-	return b.Commit(ctx)
+	return 2, b.Commit(ctx)
 }
 
 // legacyChunk is how many keys one batch of the layout upgrade reads.

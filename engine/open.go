@@ -27,7 +27,8 @@ import (
 // writes and the request fails with an error wrapping the context's
 // (answered 408). A write whose commit had begun may have committed.
 func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, error) {
-	if err := upgradeLayout(ctx, store); err != nil {
+	format, err := upgradeLayout(ctx, store)
+	if err != nil {
 		return nil, err
 	}
 	e := &Engine{
@@ -87,6 +88,9 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, erro
 		return nil, err
 	}
 	if err := e.upgradeIndexes(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.upgradeExpiry(ctx, format); err != nil {
 		return nil, err
 	}
 	interval := opts.SweepInterval

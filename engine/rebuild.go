@@ -179,3 +179,109 @@ func (e *Engine) lockAllPartitions() (unlock func()) {
 		}
 	}
 }
+
+// rebuildExpiry replaces c's expiry index with the entries its items and
+// defaultTtl give, a chunk of items per batch, the last of which removes
+// the container's keys.ExpiryRebuild mark. Nothing may write c's items
+// meanwhile.
+func (e *Engine) rebuildExpiry(ctx context.Context, c *Container) error {
+	if err := purgePrefix(ctx, e.store, keys.ExpiryPrefix(c.rid)); err != nil {
+		return err
+	}
+	prefix := keys.ItemContainerPrefix(c.rid)
+	lower, upper := prefix, storage.PrefixEnd(prefix)
+	if expiryModeOf(c.ttl) == expiryOff {
+		lower = upper // nothing to index: the last batch removes the mark
+	}
+	for {
+		next, err := e.expiryChunk(ctx, c, lower, upper)
+		if err != nil || next == nil {
+			return err
+		}
+		lower = next
+	}
+}
+
+// expiryChunk writes the expiry entries of up to rebuildChunk items from
+// lower on, and returns the key to go on from, nil after the last chunk
+// (whose batch also removes the container's mark).
+func (e *Engine) expiryChunk(ctx context.Context, c *Container, lower, upper []byte) (next []byte, err error) {
+	b := e.store.NewBatch()
+	defer b.Close()
+	if bytes.Compare(lower, upper) < 0 {
+		it, err := e.store.NewIterator(ctx, lower, upper, false)
+		if err != nil {
+			return nil, err
+		}
+		defer it.Close()
+		for n := 0; it.Next(); n++ {
+			if n == rebuildChunk {
+				next = bytes.Clone(it.Key())
+				break
+			}
+			item, err := decodeItem(it.Key(), it.Value())
+			if err != nil {
+				return nil, err
+			}
+			if k := c.expiryKeyOf(item); k != nil {
+				if err := b.Set(k, bytes.Clone(it.Key())); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if err := it.Err(); err != nil {
+			return nil, err
+		}
+	}
+	if next == nil {
+		if err := b.Delete(keys.ExpiryRebuild(c.rid)); err != nil {
+			return nil, err
+		}
+	}
+	return next, b.Commit(ctx)
+}
+
+// upgradeExpiry runs at Open once the catalog is loaded: in a store of a
+// layout before format 3, which kept an expiry entry for every item that
+// may expire, it drops the entries the containers' defaultTtl does not keep
+// (idempotent: engines opening one shared store at once may both run it)
+// and records the format; then it finishes the builds a crash cut short.
+func (e *Engine) upgradeExpiry(ctx context.Context, stored uint64) error {
+	for _, db := range e.dbs {
+		for _, c := range db.colls {
+			if stored < 3 {
+				var drop []byte
+				switch expiryModeOf(c.ttl) {
+				case expiryOff:
+					drop = keys.ExpiryPrefix(c.rid)
+				case expiryDeadlines:
+					drop = keys.ExpiryKindPrefix(c.rid, keys.ExpiryByModified)
+				}
+				if drop != nil {
+					if err := purgePrefix(ctx, e.store, drop); err != nil {
+						return err
+					}
+				}
+			}
+			_, err := e.store.Get(ctx, keys.ExpiryRebuild(c.rid))
+			if errors.Is(err, storage.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if err := e.rebuildExpiry(ctx, c); err != nil {
+				return err
+			}
+		}
+	}
+	if stored >= keys.Format {
+		return nil
+	}
+	b := e.store.NewBatch()
+	defer b.Close()
+	if err := b.Set(keys.MetaFormat, binary.BigEndian.AppendUint64(nil, keys.Format)); err != nil {
+		return err
+	}
+	return b.Commit(ctx)
+}

@@ -3,16 +3,14 @@ package engine
 import (
 	"encoding/binary"
 	"errors"
-
-	"github.com/orrery-db/orrery/engine/internal/keys"
 )
 
 // The stored-record format of items: the record's header and its JSON and
 // the ETag a record answers with. It uses no other name of the engine, so
 // that every file may read records without tying itself into a cycle; a
 // container's logical partitions and their keys are the container's
-// (catalogmodel.go), the key of a record's expiry entry is the record's
-// (expiryKey).
+// (catalogmodel.go), and so is the key of a record's expiry entry
+// (expiryKeyOf, expiry.go), which depends on the container's defaultTtl.
 
 // storedItem is an item as kept in storage: a fixed header, then its JSON.
 //
@@ -94,14 +92,4 @@ func appendHex(b []byte, v uint64, digits int) []byte {
 		b = append(b, hex[v>>(4*uint(i))&0xF])
 	}
 	return b
-}
-
-// expiryKey is the item's entry in the expiry index. Items with ttl -1 never
-// expire and have none, but deleting their (absent) key is harmless.
-func (it *storedItem) expiryKey(collRID []byte) []byte {
-	rid := binary.BigEndian.AppendUint64(nil, it.rid)
-	if it.ttl > 0 {
-		return keys.ExpiryKey(collRID, keys.ExpiryByDeadline, it.ts+int64(it.ttl), rid)
-	}
-	return keys.ExpiryKey(collRID, keys.ExpiryByModified, it.ts, rid)
 }

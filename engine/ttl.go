@@ -203,14 +203,17 @@ func (e *Engine) deleteExpired(ctx context.Context, c *Container, entries []expi
 					if err != nil {
 						return err
 					}
-					if cur == nil || !bytes.Equal(cur.expiryKey(c.rid), en.key) {
+					// The container's version the transaction writes by:
+					// a replace of its defaultTtl may have come between.
+					tc := t.p.c
+					if cur == nil || !bytes.Equal(tc.expiryKeyOf(cur), en.key) {
 						// A stale entry: the item was rewritten or removed.
 						if err := t.b.Delete(en.key); err != nil {
 							return err
 						}
 						continue
 					}
-					if !c.expired(cur, t.now.Unix()) {
+					if !tc.expired(cur, t.now.Unix()) {
 						continue
 					}
 					if err := t.remove(ctx, cur); err != nil {

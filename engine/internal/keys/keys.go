@@ -33,8 +33,11 @@ const (
 const LegacyUnique byte = 'U'
 
 // Format is the version of the key layout. Format 1 (stores without a
-// MetaFormat record) kept unique-key entries under User's byte.
-const Format = 2
+// MetaFormat record) kept unique-key entries under User's byte. Format 2
+// kept an expiry entry for every item that may ever expire, whatever its
+// container's time to live; format 3 keeps them only where the container's
+// defaultTtl makes the item expire (see engine/expiry.go).
+const Format = 3
 
 // Metadata records.
 var (
@@ -52,6 +55,12 @@ var (
 // indexing policy; it is removed by the rebuild's last batch.
 func IndexRebuild(collRID []byte) []byte {
 	return append([]byte{Meta, 'i', 'x', 'r'}, collRID...)
+}
+
+// ExpiryRebuild marks a container whose expiry index is being built or
+// dropped for a new defaultTtl; it is removed by the build's last batch.
+func ExpiryRebuild(collRID []byte) []byte {
+	return append([]byte{Meta, 'x', 'p', 'r'}, collRID...)
 }
 
 // CatalogLock is the store lock that catalog changes hold exclusively and

@@ -27,6 +27,7 @@ var families = []family{
 	{"meta/catalog version", func(rids) []byte { return MetaCatalogVersion }},
 	{"meta/format", func(rids) []byte { return MetaFormat }},
 	{"meta/index rebuild", func(r rids) []byte { return IndexRebuild(r.coll) }},
+	{"meta/expiry rebuild", func(r rids) []byte { return ExpiryRebuild(r.coll) }},
 	{"database", func(rids) []byte { return []byte{Database} }},
 	{"container", func(r rids) []byte { return ContainerPrefix(r.db) }},
 	{"script", func(r rids) []byte { return ChildContainerPrefix(r.coll) }},
