@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -33,12 +34,23 @@ func NewDualListener(ln net.Listener, cfg *tls.Config) *DualListener {
 }
 
 func (l *DualListener) acceptLoop() {
+	var pause time.Duration
 	for {
 		c, err := l.inner.Accept()
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if acceptCanResume(err) {
+				// Out of files (EMFILE/ENFILE), buffers, or a connection
+				// aborted before it was taken: the listener itself is fine.
+				// New connections wait in the kernel's accept queue (and
+				// beyond it retry their SYN) until a file is free, as with
+				// net/http's own accept loop; the server stays up.
+				pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+				select {
+				case <-time.After(pause):
+					continue
+				case <-l.done:
+					return
+				}
 			}
 			select {
 			case l.errs <- err:
@@ -46,8 +58,29 @@ func (l *DualListener) acceptLoop() {
 			}
 			return
 		}
+		pause = 0
 		go l.sniff(c)
 	}
+}
+
+// acceptCanResume reports whether a failed Accept leaves the listener usable:
+// a timeout, or one of the errors the system gives while it is short of
+// files, memory or buffers, or when a client gave up before its connection
+// was taken.
+func acceptCanResume(err error) bool {
+	if errors.Is(err, net.ErrClosed) {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.ECONNRESET, syscall.EINTR} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 func (l *DualListener) sniff(c net.Conn) {
