@@ -3,8 +3,10 @@ package server
 import (
 	"bufio"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"net"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -13,6 +15,15 @@ import (
 // sniffTimeout bounds how long a new connection may stay silent before its
 // first byte decides between TLS and plain HTTP.
 const sniffTimeout = 10 * time.Second
+
+// handshakeSlots bounds the TLS handshakes the server computes at once. When
+// thousands of clients connect together, unbounded handshakes share the
+// cores and all finish late, past the clients' handshake timeouts (10 s in
+// the SDKs' transports); bounded, they finish in turn and only the last ones
+// wait. A connection holds a slot from its whole ClientHello to the
+// server's first reply, which is the server's part of the work: a client
+// that sends slowly, or stalls after the server's reply, holds none.
+var handshakeSlots = max(4, 2*runtime.GOMAXPROCS(0))
 
 // DualListener serves HTTPS and plain HTTP on one port: it peeks at the first
 // byte of each connection, and a TLS handshake record (0x16) gets TLS.
@@ -23,12 +34,14 @@ type DualListener struct {
 	errs  chan error
 	done  chan struct{}
 	once  sync.Once
+	slots chan struct{} // handshakes being computed
 }
 
 // NewDualListener wraps ln. Connections are sniffed concurrently, so a client
 // that connects and says nothing does not hold up the others.
 func NewDualListener(ln net.Listener, cfg *tls.Config) *DualListener {
-	l := &DualListener{inner: ln, tls: cfg, conns: make(chan net.Conn), errs: make(chan error, 1), done: make(chan struct{})}
+	l := &DualListener{inner: ln, tls: cfg, conns: make(chan net.Conn), errs: make(chan error, 1), done: make(chan struct{}),
+		slots: make(chan struct{}, handshakeSlots)}
 	go l.acceptLoop()
 	return l
 }
@@ -84,22 +97,46 @@ func acceptCanResume(err error) bool {
 }
 
 func (l *DualListener) sniff(c net.Conn) {
-	c.SetReadDeadline(time.Now().Add(sniffTimeout))
+	deadline := time.Now().Add(sniffTimeout)
+	c.SetReadDeadline(deadline)
 	br := bufio.NewReader(c)
 	first, err := br.Peek(1)
-	c.SetReadDeadline(time.Time{})
 	if err != nil {
 		c.Close()
 		return
 	}
 	var conn net.Conn = &peekedConn{Conn: c, r: br}
 	if first[0] == 0x16 && l.tls != nil {
-		conn = tls.Server(conn, l.tls)
+		// The ClientHello record whole (as much of it as the buffer
+		// holds) before taking a slot; a short or broken one is the
+		// handshake's to refuse.
+		if hdr, err := br.Peek(5); err == nil {
+			br.Peek(min(5+int(binary.BigEndian.Uint16(hdr[3:5])), br.Size()))
+		}
+		c.SetReadDeadline(time.Time{})
+		wait := time.NewTimer(time.Until(deadline))
+		select {
+		case l.slots <- struct{}{}:
+			wait.Stop()
+		case <-wait.C:
+			// No slot within the time a client's first bytes get: the
+			// client sees its connection closed and retries, as after
+			// its own handshake timeout.
+			c.Close()
+			return
+		case <-l.done:
+			wait.Stop()
+			c.Close()
+			return
+		}
+		conn = tls.Server(&handshakeConn{peekedConn: conn.(*peekedConn), slots: l.slots}, l.tls)
+	} else {
+		c.SetReadDeadline(time.Time{})
 	}
 	select {
 	case l.conns <- conn:
 	case <-l.done:
-		c.Close()
+		conn.Close()
 	}
 }
 
@@ -131,3 +168,23 @@ type peekedConn struct {
 }
 
 func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// handshakeConn gives its handshake slot back at the server's first write
+// (its reply to the ClientHello, or an alert) or at close.
+type handshakeConn struct {
+	*peekedConn
+	slots chan struct{}
+	once  sync.Once
+}
+
+func (c *handshakeConn) release() { c.once.Do(func() { <-c.slots }) }
+
+func (c *handshakeConn) Write(p []byte) (int, error) {
+	c.release()
+	return c.peekedConn.Write(p)
+}
+
+func (c *handshakeConn) Close() error {
+	c.release()
+	return c.peekedConn.Close()
+}

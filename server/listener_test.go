@@ -3,10 +3,12 @@ package server
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -132,5 +134,79 @@ func TestDualListenerKeepsAcceptingAfterTheProcessRanOutOfFiles(t *testing.T) {
 	}
 	if n := ln.failures.Load(); n > 0 {
 		t.Errorf("%d of the EMFILE answers were never met", n)
+	}
+}
+
+// TestTLSHandshakesAreComputedAFewAtATimeAndAllComplete connects 24
+// clients at once to a listener allowed 2 handshakes at a time: the server's
+// part of a handshake (from the ClientHello to its reply) never runs for
+// more than 2 connections together, and every client still completes its
+// handshake and request. Unbounded, a crowd's handshakes share the cores and
+// finish late together, past the clients' handshake timeouts.
+func TestTLSHandshakesAreComputedAFewAtATimeAndAllComplete(t *testing.T) {
+	defer func(n int) { handshakeSlots = n }(handshakeSlots)
+	handshakeSlots = 2
+	const clients = 24
+	cert, pemBytes, err := LoadOrCreateCertificate(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	active, most := 0, 0
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}}
+	cfg.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		// Linger a moment, so that handshakes let through together are
+		// seen together.
+		mu.Lock()
+		active++
+		most = max(most, active)
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+		mu.Lock()
+		active--
+		mu.Unlock()
+		return nil, nil
+	}
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dual := NewDualListener(inner, cfg)
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })}
+	go hs.Serve(dual)
+	defer hs.Close()
+
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pemBytes)
+	url := "https://127.0.0.1:" + itoa(inner.Addr().(*net.TCPAddr).Port) + "/"
+	start := make(chan struct{})
+	errs := make(chan error, clients)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+			<-start
+			resp, err := c.Get(url)
+			if err != nil {
+				errs <- err
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if string(b) != "ok" {
+				errs <- errors.New("answered " + string(b))
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("a client of the crowd: %v", err)
+	}
+	if most > handshakeSlots {
+		t.Errorf("%d handshakes were computed at once; at most %d may be", most, handshakeSlots)
 	}
 }
