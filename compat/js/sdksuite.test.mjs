@@ -50,3 +50,53 @@ describe("partition key paths", () => {
     }
   });
 });
+
+describe("VectorDistance brute force over rows without a vector of the query's dimensions", () => {
+  let db;
+  let container;
+  before(async () => {
+    ({ database: db } = await client.databases.create({ id: uniqueId("jsvecbrute") }));
+    ({ container } = await db.containers.create({
+      id: "words",
+      partitionKey: { paths: ["/id"] },
+      throughput: 20000, // two ranges: the SDK merges the ranges' pages by their orderByItems
+      vectorEmbeddingPolicy: {
+        vectorEmbeddings: [{ path: "/vector1", dataType: "float32", dimensions: 3, distanceFunction: "euclidean" }],
+      },
+      indexingPolicy: { vectorIndexes: [{ path: "/vector1", type: "flat" }] },
+    }));
+    const rows = [
+      { id: "a", word: "near", embedding: [1, 0, 0] },
+      { id: "b", word: "middle", embedding: [0.7, 0.7, 0] },
+      { id: "c", word: "far", embedding: [-1, 0, 0] },
+      { id: "d", word: "short", embedding: [1, 0] }, // two dimensions: no distance
+    ];
+    for (const r of rows) await container.items.create(r);
+  });
+  after(async () => {
+    await db.delete();
+  });
+
+  const words = async (fn, bruteForce = true) => {
+    const { resources } = await container.items
+      .query(`SELECT c.word FROM c ORDER BY VectorDistance([1, 0, 0], c.embedding, ${bruteForce}, {distanceFunction:'${fn}'})`, {
+        allowUnboundedNonStreamingQueries: true,
+      })
+      .fetchAll();
+    return resources.map((r) => r.word);
+  };
+
+  test("by similarity (cosine, dot product) the row without a distance comes last", async () => {
+    assert.deepEqual(await words("Cosine"), ["near", "middle", "far", "short"]);
+    assert.deepEqual(await words("DotProduct"), ["near", "middle", "far", "short"]);
+  });
+
+  test("by distance (euclidean) the row without a distance comes first", async () => {
+    assert.deepEqual(await words("Euclidean"), ["short", "near", "middle", "far"]);
+  });
+
+  test("an index search (third argument false) leaves the row without a distance out", async () => {
+    assert.deepEqual(await words("Euclidean", false), ["near", "middle", "far"]);
+    assert.deepEqual(await words("Cosine", false), ["near", "middle", "far"]);
+  });
+});
