@@ -100,3 +100,29 @@ describe("VectorDistance brute force over rows without a vector of the query's d
     assert.deepEqual(await words("Cosine", false), ["near", "middle", "far"]);
   });
 });
+
+describe("ORDER BY RANK without TOP or LIMIT", () => {
+  let db;
+  let container;
+  before(async () => {
+    ({ database: db } = await client.databases.create({ id: uniqueId("jsrankall") }));
+    ({ container } = await db.containers.create({ id: "t", partitionKey: { paths: ["/id"] }, throughput: 25000 }));
+    const titles = ["John went home", "the United States", "John Smith in the United States", "nothing here", "John and John"];
+    for (let i = 0; i < titles.length; i++) await container.items.create({ id: String(i), index: i, title: titles[i] });
+  });
+  after(async () => {
+    await db.delete();
+  });
+
+  test("every matching row is ranked, as with a TOP that covers them all", async () => {
+    const ranked = "FROM c WHERE FullTextContains(c.title, 'John') ORDER BY RANK FullTextScore(c.title, ['John'])";
+    const options = { allowUnboundedNonStreamingQueries: true };
+    const all = (await container.items.query(`SELECT c.index ${ranked}`, options).fetchAll()).resources.map((r) => r.index);
+    const top = (await container.items.query(`SELECT TOP 10 c.index ${ranked}`, options).fetchAll()).resources.map((r) => r.index);
+    assert.equal(all.length, 3, `ranked without TOP: ${JSON.stringify(all)}`);
+    assert.deepEqual(all, top);
+    const rrf = "SELECT c.index FROM c ORDER BY RANK RRF(FullTextScore(c.title, ['John']), FullTextScore(c.title, ['States']))";
+    const fused = (await container.items.query(rrf, options).fetchAll()).resources.map((r) => r.index);
+    assert.deepEqual([...fused].sort(), [0, 1, 2, 3, 4], `RRF without TOP: ${JSON.stringify(fused)}`);
+  });
+});
