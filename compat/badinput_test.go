@@ -108,6 +108,12 @@ var badInputCases = []badRequestCase{
 	{"database: id of 256 characters", "POST", "dbs", "dbs", "", `{"id":"` + strings.Repeat("i", 256) + `"}`, nil, 400, "maximum length of 255"},
 	{"container: id of 256 characters", "POST", "dbs/db/colls", "colls", "dbs/db",
 		`{"id":"` + strings.Repeat("i", 256) + `","partitionKey":{"paths":["/pk"],"kind":"Hash"}}`, nil, 400, "maximum length of 255"},
+	{"container: partition key path with a space", "POST", "dbs/db/colls", "colls", "dbs/db",
+		`{"id":"pkspace","partitionKey":{"paths":["/id ds"],"kind":"Hash"}}`, nil, 400, "The partition key component definition path '/id ds' could not be accepted, failed near position 3"},
+	{"container: hierarchical partition key path without its leading /", "POST", "dbs/db/colls", "colls", "dbs/db",
+		`{"id":"pknoslash","partitionKey":{"paths":["id","/id2"],"kind":"MultiHash","version":2}}`, nil, 400, "Partition key paths must contain only valid characters"},
+	{"container: partition key path with a wildcard", "POST", "dbs/db/colls", "colls", "dbs/db",
+		`{"id":"pkstar","partitionKey":{"paths":["/a/*"],"kind":"Hash"}}`, nil, 400, "failed near position 3"},
 
 	containerCase("container: indexing policy with path 5 and mode weird", `{"includedPaths":[{"path":5}],"indexingMode":"weird"}`, 400, "The indexing mode 'weird' is invalid"),
 	containerCase("container: included path 5", `{"includedPaths":[{"path":5}]}`, 400, "The indexing path 5 in includedPaths[0] could not be accepted"),

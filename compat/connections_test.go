@@ -1,11 +1,19 @@
 package compat
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"io"
+	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -161,4 +169,115 @@ func BenchmarkTwoThousandTLSConnectionsAtOnce(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(failed)/float64(b.N), "failed-reads/op")
+}
+
+// TestAServerAtItsOpenFileLimitServesEveryClientInTurn runs `orrery serve`
+// in a process of its own allowed 160 open files (ulimit -n), far fewer
+// than the 400 SDK clients that then connect over TLS at once, three point
+// reads each, with the SDK's default retries. Past its limit the server's
+// accept fails with EMFILE; the clients it cannot take yet wait in the
+// kernel's accept queue (or time out their handshake and retry) and are
+// taken as others hang up. Every read must be answered and the server must
+// still answer a new client afterwards: a server that stopped accepting at
+// the first EMFILE stays up but serves no new connection ever again.
+func TestAServerAtItsOpenFileLimitServesEveryClientInTurn(t *testing.T) {
+	if os.Getenv(orrerytest.StorageEnv) == "postgres" {
+		t.Skip("the listener under a file limit does not depend on the storage: run once, on memory")
+	}
+	if testing.Short() {
+		t.Skip("builds and starts cmd/orrery")
+	}
+	const fileLimit, conns, reads = 160, 400, 3
+	bin := filepath.Join(t.TempDir(), "orrery")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/orrery").CombinedOutput(); err != nil {
+		t.Fatalf("go build ../cmd/orrery: %v\n%s", err, out)
+	}
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := probe.Addr().String()
+	probe.Close()
+	cmd := exec.Command("sh", "-c", `ulimit -n `+strconv.Itoa(fileLimit)+` && exec "$0" serve -memory -addr "$1" -log-level error`, bin, addr)
+	var serverLog bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &serverLog, &serverLog
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+
+	// The server's certificate, over plain HTTP on the same port.
+	var pem []byte
+	for i := 0; ; i++ {
+		resp, err := http.Get("http://" + addr + server.CertificatePath)
+		if err == nil {
+			pem, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err == nil && resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("orrery serve exited: %v\n%s", err, serverLog.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if i == 600 {
+			t.Fatalf("orrery serve did not answer at %s: %v\n%s", addr, err, serverLog.String())
+		}
+	}
+	s := &orrerytest.Server{Endpoint: "https://" + addr + "/", Key: server.EmulatorKey, CertificatePEM: pem}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	cred, err := azcosmos.NewKeyCredential(server.EmulatorKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup, err := azcosmos.NewClientWithKey(s.Endpoint, cred, &azcosmos.ClientOptions{ClientOptions: azcore.ClientOptions{
+		Transport: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := setup.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := setup.NewDatabase("db")
+	if _, err := d.CreateContainer(ctx, azcosmos.ContainerProperties{ID: "items",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := d.NewContainer("items")
+	if _, err := c.CreateItem(ctx, azcosmos.NewPartitionKeyString("p"), []byte(`{"id":"r","pk":"p"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+
+	res := readOverManyConnections(t, s, conns, reads, policy.RetryOptions{}, "p", "r")
+	t.Logf("%d TLS clients at once against a server allowed %d files: %d of %d reads answered, failures %v",
+		conns, fileLimit, res.reads, conns*reads, res.failures)
+	if res.reads != conns*reads {
+		t.Errorf("%d of %d reads failed: %v", conns*reads-int(res.reads), conns*reads, res.failures)
+	}
+	// Still serving: a new client after the crowd has gone.
+	after := readOverManyConnections(t, s, 1, 1, policy.RetryOptions{}, "p", "r")
+	if after.reads != 1 {
+		t.Errorf("a new client after the crowd was not served: %v", after.failures)
+	}
+	select {
+	case err := <-exited:
+		t.Fatalf("orrery serve exited: %v\n%s", err, serverLog.String())
+	default:
+	}
+	if b, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "VmHWM:") {
+				t.Logf("server's peak resident memory: %s", strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:")))
+			}
+		}
+	}
 }

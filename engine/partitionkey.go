@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/orrery-db/orrery/engine/internal/pkey"
@@ -33,8 +34,8 @@ func (d *PartitionKeyDefinition) normalize() *Error {
 		return BadRequest("The partition key definition can have at most %d paths.", MaxPartitionKeyPaths)
 	}
 	for _, p := range d.Paths {
-		if !strings.HasPrefix(p, "/") || len(p) < 2 || strings.HasSuffix(p, "/") {
-			return BadRequest("The partition key path %q is invalid: it must start with '/' and name a property.", p)
+		if at := badPartitionKeyPath(p); at >= 0 {
+			return BadRequest("The partition key component definition path '%s' could not be accepted, failed near position %d. Partition key paths must contain only valid characters and not contain a trailing slash or wildcard character.", p, at)
 		}
 	}
 	switch {
@@ -55,6 +56,51 @@ func (d *PartitionKeyDefinition) normalize() *Error {
 		return BadRequest("Hierarchical partition keys (MultiHash) require version 2.")
 	}
 	return nil
+}
+
+// badPartitionKeyPath returns where a partition key path goes wrong, or -1.
+// As in the service, a path is '/' and a property name, repeated: a name of
+// letters, digits and '_', or any text in double quotes (/"user-id"); no
+// empty name, no trailing slash, no wildcard.
+func badPartitionKeyPath(p string) int {
+	if !strings.HasPrefix(p, "/") {
+		return 0
+	}
+	for i := 0; i < len(p); {
+		i++ // past the '/'
+		if i == len(p) {
+			return i
+		}
+		if p[i] == '"' {
+			j := i + 1
+			for j < len(p) && p[j] != '"' {
+				if p[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if j >= len(p) || j == i+1 {
+				return min(j, len(p))
+			}
+			i = j + 1
+		} else {
+			start := i
+			for i < len(p) && p[i] != '/' {
+				r, size := utf8.DecodeRuneInString(p[i:])
+				if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' {
+					return i
+				}
+				i += size
+			}
+			if i == start {
+				return i
+			}
+		}
+		if i < len(p) && p[i] != '/' {
+			return i
+		}
+	}
+	return -1
 }
 
 // PartitionKeyValue is one component of a partition key (engine/internal/pkey).

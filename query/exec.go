@@ -260,11 +260,20 @@ func (q *selectQuery) record(c *evalCtx, e *env) record {
 			}
 			k := o.x.eval(c, e)
 			if sc := searchCallOf(o.x); sc != nil && (sc.kind == skVectorDistance || sc.kind == skVectorScore) {
-				// Only rows with a vector are ranked; written without ASC
-				// or DESC, the order is the closest first.
-				if k.k != kNumber {
+				// Written without ASC or DESC, the order is the closest
+				// first. Rows without a vector of the query's dimensions
+				// have no distance: an index search leaves them out, a
+				// brute-force search (third argument true) ranks them as
+				// the service does, as the least close (first by
+				// distance, last by similarity).
+				switch {
+				case k.k != kNumber && !sc.bruteForce:
 					r.skip = true
-				} else if !o.explicit && sc.metricFor(c).higherIsCloser() {
+				case k.k != kNumber:
+					if !o.explicit && sc.metricFor(c).higherIsCloser() {
+						k = strV("") // after every number: last
+					}
+				case !o.explicit && sc.metricFor(c).higherIsCloser():
 					k = numV(-k.n)
 				}
 			}

@@ -327,7 +327,13 @@ func (g *gatewayWriter) hybrid(sq *selectQuery, p *Plan) (*GatewayPlan, error) {
 		}
 		ci := queryInfo{DistinctType: "None"}
 		var b strings.Builder
-		b.WriteString("SELECT TOP " + strconv.Itoa(top) + " " + g.alias + "._rid, ")
+		if take < 0 {
+			// Neither TOP nor LIMIT: every matching row is ranked (the
+			// client allowed an unbounded non-streaming query).
+			b.WriteString("SELECT " + g.alias + "._rid, ")
+		} else {
+			b.WriteString("SELECT TOP " + strconv.Itoa(top) + " " + g.alias + "._rid, ")
+		}
 		if skipRewrite {
 			b.WriteString(g.payload(sq) + " AS payload, [" + strings.Join(scoresNegated, ", ") + "] AS componentScores\nFROM " + g.alias + "\n")
 			if sq.where != nil {
@@ -335,7 +341,9 @@ func (g *gatewayWriter) hybrid(sq *selectQuery, p *Plan) (*GatewayPlan, error) {
 			}
 			b.WriteString("ORDER BY " + c.score + suffix)
 		} else {
-			ci.Top = intPtr(top)
+			if take >= 0 {
+				ci.Top = intPtr(top)
+			}
 			ci.OrderBy = []string{direction(c.desc)}
 			ci.OrderByExpressions = []string{c.score}
 			ci.HasNonStreamingOrderBy = true

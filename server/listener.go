@@ -3,15 +3,27 @@ package server
 import (
 	"bufio"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"net"
+	"runtime"
 	"sync"
+	"syscall"
 	"time"
 )
 
 // sniffTimeout bounds how long a new connection may stay silent before its
 // first byte decides between TLS and plain HTTP.
 const sniffTimeout = 10 * time.Second
+
+// handshakeSlots bounds the TLS handshakes the server computes at once. When
+// thousands of clients connect together, unbounded handshakes share the
+// cores and all finish late, past the clients' handshake timeouts (10 s in
+// the SDKs' transports); bounded, they finish in turn and only the last ones
+// wait. A connection holds a slot from its whole ClientHello to the
+// server's first reply, which is the server's part of the work: a client
+// that sends slowly, or stalls after the server's reply, holds none.
+var handshakeSlots = max(4, 2*runtime.GOMAXPROCS(0))
 
 // DualListener serves HTTPS and plain HTTP on one port: it peeks at the first
 // byte of each connection, and a TLS handshake record (0x16) gets TLS.
@@ -22,23 +34,36 @@ type DualListener struct {
 	errs  chan error
 	done  chan struct{}
 	once  sync.Once
+	slots chan struct{} // handshakes being computed
 }
 
 // NewDualListener wraps ln. Connections are sniffed concurrently, so a client
 // that connects and says nothing does not hold up the others.
 func NewDualListener(ln net.Listener, cfg *tls.Config) *DualListener {
-	l := &DualListener{inner: ln, tls: cfg, conns: make(chan net.Conn), errs: make(chan error, 1), done: make(chan struct{})}
+	l := &DualListener{inner: ln, tls: cfg, conns: make(chan net.Conn), errs: make(chan error, 1), done: make(chan struct{}),
+		slots: make(chan struct{}, handshakeSlots)}
 	go l.acceptLoop()
 	return l
 }
 
 func (l *DualListener) acceptLoop() {
+	var pause time.Duration
 	for {
 		c, err := l.inner.Accept()
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if acceptCanResume(err) {
+				// Out of files (EMFILE/ENFILE), buffers, or a connection
+				// aborted before it was taken: the listener itself is fine.
+				// New connections wait in the kernel's accept queue (and
+				// beyond it retry their SYN) until a file is free, as with
+				// net/http's own accept loop; the server stays up.
+				pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+				select {
+				case <-time.After(pause):
+					continue
+				case <-l.done:
+					return
+				}
 			}
 			select {
 			case l.errs <- err:
@@ -46,27 +71,72 @@ func (l *DualListener) acceptLoop() {
 			}
 			return
 		}
+		pause = 0
 		go l.sniff(c)
 	}
 }
 
+// acceptCanResume reports whether a failed Accept leaves the listener usable:
+// a timeout, or one of the errors the system gives while it is short of
+// files, memory or buffers, or when a client gave up before its connection
+// was taken.
+func acceptCanResume(err error) bool {
+	if errors.Is(err, net.ErrClosed) {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.ECONNRESET, syscall.EINTR} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
 func (l *DualListener) sniff(c net.Conn) {
-	c.SetReadDeadline(time.Now().Add(sniffTimeout))
+	deadline := time.Now().Add(sniffTimeout)
+	c.SetReadDeadline(deadline)
 	br := bufio.NewReader(c)
 	first, err := br.Peek(1)
-	c.SetReadDeadline(time.Time{})
 	if err != nil {
 		c.Close()
 		return
 	}
 	var conn net.Conn = &peekedConn{Conn: c, r: br}
 	if first[0] == 0x16 && l.tls != nil {
-		conn = tls.Server(conn, l.tls)
+		// The ClientHello record whole (as much of it as the buffer
+		// holds) before taking a slot; a short or broken one is the
+		// handshake's to refuse.
+		if hdr, err := br.Peek(5); err == nil {
+			br.Peek(min(5+int(binary.BigEndian.Uint16(hdr[3:5])), br.Size()))
+		}
+		c.SetReadDeadline(time.Time{})
+		wait := time.NewTimer(time.Until(deadline))
+		select {
+		case l.slots <- struct{}{}:
+			wait.Stop()
+		case <-wait.C:
+			// No slot within the time a client's first bytes get: the
+			// client sees its connection closed and retries, as after
+			// its own handshake timeout.
+			c.Close()
+			return
+		case <-l.done:
+			wait.Stop()
+			c.Close()
+			return
+		}
+		conn = tls.Server(&handshakeConn{peekedConn: conn.(*peekedConn), slots: l.slots}, l.tls)
+	} else {
+		c.SetReadDeadline(time.Time{})
 	}
 	select {
 	case l.conns <- conn:
 	case <-l.done:
-		c.Close()
+		conn.Close()
 	}
 }
 
@@ -98,3 +168,23 @@ type peekedConn struct {
 }
 
 func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// handshakeConn gives its handshake slot back at the server's first write
+// (its reply to the ClientHello, or an alert) or at close.
+type handshakeConn struct {
+	*peekedConn
+	slots chan struct{}
+	once  sync.Once
+}
+
+func (c *handshakeConn) release() { c.once.Do(func() { <-c.slots }) }
+
+func (c *handshakeConn) Write(p []byte) (int, error) {
+	c.release()
+	return c.peekedConn.Write(p)
+}
+
+func (c *handshakeConn) Close() error {
+	c.release()
+	return c.peekedConn.Close()
+}
