@@ -211,3 +211,70 @@ func pgXID(b *testing.B, url string) float64 {
 	}
 	return float64(n)
 }
+
+// pgStatements resets PostgreSQL's statistics of statements
+// (pg_stat_statements, which ORRERY_BENCH_PG_STATEMENTS preloads) and
+// returns a function that logs them per operation: for each statement the
+// times it ran, the server's time in it (planning and execution, a lock's
+// wait included) and the rows it returned or wrote, what the server's CPU
+// per operation is spent on.
+func pgStatements(b *testing.B, url string) func() {
+	b.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
+		b.Fatal(err)
+	}
+	tuples := func() (t [5]int64) {
+		// Stale by up to a second (each backend's counters reach the
+		// view when it flushes them).
+		conn.QueryRow(ctx, `SELECT n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del, 0 FROM pg_stat_user_tables WHERE relname = 'orrery_kv'`).
+			Scan(&t[0], &t[1], &t[2], &t[3], &t[4])
+		return t
+	}
+	t0 := tuples()
+	return func() {
+		defer conn.Close(ctx)
+		time.Sleep(1100 * time.Millisecond)
+		t1 := tuples()
+		n := float64(b.N)
+		fmt.Fprintf(os.Stderr, "%s: orrery_kv rows per operation: %.2f inserted, %.2f updated (%.2f of them HOT), %.2f deleted\n", b.Name(),
+			float64(t1[0]-t0[0])/n, float64(t1[1]-t0[1])/n, float64(t1[2]-t0[2])/n, float64(t1[3]-t0[3])/n)
+		rows, err := conn.Query(ctx, `SELECT calls, total_exec_time + total_plan_time, rows, toplevel, regexp_replace(query, '\s+', ' ', 'g')
+			FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+			ORDER BY total_exec_time + total_plan_time DESC LIMIT 14`)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer rows.Close()
+		var out strings.Builder
+		fmt.Fprintf(&out, "PostgreSQL's statements over %d operations, per operation:\n%8s %9s %8s  %s\n", b.N, "calls", "µs", "rows", "statement")
+		for rows.Next() {
+			var calls, nrows int64
+			var ms float64
+			var top bool
+			var q string
+			if err := rows.Scan(&calls, &ms, &nrows, &top, &q); err != nil {
+				b.Error(err)
+				return
+			}
+			if !top {
+				q = "  (nested) " + q
+			}
+			if len(q) > 110 {
+				q = q[:110] + "…"
+			}
+			n := float64(b.N)
+			fmt.Fprintf(&out, "%8.2f %9.1f %8.2f  %s\n", float64(calls)/n, ms*1e3/n, float64(nrows)/n, q)
+		}
+		// On stderr: a benchmark's log is cut to its first lines.
+		fmt.Fprint(os.Stderr, b.Name()+": "+out.String())
+	}
+}

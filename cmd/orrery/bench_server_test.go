@@ -119,8 +119,10 @@ type benchProc struct {
 	cmd      *exec.Cmd
 	profiles string // where to write profiles; empty: none
 	endpoint string // https://host:port/
-	// pg, when set, is the PostgreSQL server the process stores in.
-	pg *pgtest.Server
+	// pg, when set, is the PostgreSQL server the process stores in, and
+	// pgURL its database.
+	pg    *pgtest.Server
+	pgURL string
 }
 
 func (p *benchProc) stop() {
@@ -148,6 +150,7 @@ func startOrrery(b *testing.B, bin, store string, profile bool) *benchProc {
 		args = append(args, "--pprof")
 	}
 	var pg *pgtest.Server
+	var pgURL string
 	switch store {
 	case "pebble":
 		args = append(args, "--data", b.TempDir())
@@ -157,8 +160,13 @@ func startOrrery(b *testing.B, bin, store string, profile bool) *benchProc {
 		if err := pgtest.Available(); err != nil {
 			b.Skipf("PostgreSQL cannot be used: %v", err)
 		}
-		pg = pgtest.NewServer(b, pgtest.Options{Durable: true})
-		args = append(args, "--postgres", pg.URL(b), "--postgres-pool", "16")
+		opts := pgtest.Options{Durable: true}
+		if os.Getenv("ORRERY_BENCH_PG_STATEMENTS") != "" {
+			opts.Settings = []string{"shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all"}
+		}
+		pg = pgtest.NewServer(b, opts)
+		pgURL = pg.URL(b)
+		args = append(args, "--postgres", pgURL, "--postgres-pool", "16")
 	default:
 		b.Fatalf("ORRERY_BENCH_STORES: unknown store %q", store)
 	}
@@ -184,7 +192,7 @@ func startOrrery(b *testing.B, bin, store string, profile bool) *benchProc {
 		// would, without looking at it.
 		io.Copy(io.Discard, stderr)
 	}()
-	p := &benchProc{cmd: cmd, pg: pg}
+	p := &benchProc{cmd: cmd, pg: pg, pgURL: pgURL}
 	if profile {
 		p.profiles = os.Getenv("ORRERY_BENCH_PROFILE")
 	}
@@ -392,6 +400,9 @@ func measureKind(b *testing.B, p *benchProc, conts []*azcosmos.ContainerClient, 
 	var pg0 float64
 	if p.pg != nil {
 		pg0 = pgCPU(b, p.pg)
+	}
+	if p.pg != nil && os.Getenv("ORRERY_BENCH_PG_STATEMENTS") != "" {
+		defer pgStatements(b, p.pgURL)()
 	}
 	var profiled sync.WaitGroup
 	if p.profiles != "" {
