@@ -158,6 +158,19 @@ func BenchmarkGateways(b *testing.B) {
 // have used: the postmaster, its children alive, and those it reaped.
 func pgCPU(b *testing.B, pg *pgtest.Server) float64 {
 	b.Helper()
+	total := 0.0
+	for _, v := range pgCPUByProcess(b, pg) {
+		total += v
+	}
+	return total
+}
+
+// pgCPUByProcess is pgCPU by kind of process: "backends" (the sessions
+// of clients), each background process by its title (walwriter,
+// checkpointer, autovacuum worker, ...), and "postmaster" (its own and
+// that of the children it reaped).
+func pgCPUByProcess(b *testing.B, pg *pgtest.Server) map[string]float64 {
+	b.Helper()
 	raw, err := os.ReadFile(filepath.Join(pg.Dir(), "data", "postmaster.pid"))
 	if err != nil {
 		b.Fatal(err)
@@ -180,19 +193,23 @@ func pgCPU(b *testing.B, pg *pgtest.Server) float64 {
 			v, _ := strconv.ParseFloat(f[i], 64)
 			sum += v
 		}
-		return sum
+		return sum / 100 // clock ticks
 	}
-	total := 0.0
+	by := map[string]float64{}
 	if f := fields(strconv.Itoa(pid)); len(f) > 14 {
-		total += ticks(f, 11, 12, 13, 14) // its own, and its reaped children's
+		by["postmaster"] += ticks(f, 11, 12, 13, 14) // its own, and its reaped children's
 	}
 	procs, _ := os.ReadDir("/proc")
 	for _, p := range procs {
 		if f := fields(p.Name()); len(f) > 12 && f[1] == strconv.Itoa(pid) {
-			total += ticks(f, 11, 12)
+			kind := "backends"
+			if title, err := os.ReadFile("/proc/" + p.Name() + "/cmdline"); err == nil && !bytes.Contains(title, []byte("(")) {
+				kind = strings.TrimSpace(strings.TrimPrefix(string(bytes.TrimRight(title, "\x00")), "postgres: "))
+			}
+			by[kind] += ticks(f, 11, 12)
 		}
 	}
-	return total / 100 // clock ticks
+	return by
 }
 
 // pgXID returns the next transaction id of url's server (and uses one):
@@ -218,7 +235,7 @@ func pgXID(b *testing.B, url string) float64 {
 // times it ran, the server's time in it (planning and execution, a lock's
 // wait included) and the rows it returned or wrote, what the server's CPU
 // per operation is spent on.
-func pgStatements(b *testing.B, url string) func() {
+func pgStatements(b *testing.B, pg *pgtest.Server, url string) func() {
 	b.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)
@@ -238,12 +255,21 @@ func pgStatements(b *testing.B, url string) func() {
 			Scan(&t[0], &t[1], &t[2], &t[3], &t[4])
 		return t
 	}
-	t0 := tuples()
+	t0, cpu0 := tuples(), pgCPUByProcess(b, pg)
 	return func() {
 		defer conn.Close(ctx)
+		cpu1 := pgCPUByProcess(b, pg)
 		time.Sleep(1100 * time.Millisecond)
 		t1 := tuples()
 		n := float64(b.N)
+		var split []string
+		for kind, v := range cpu1 {
+			if d := v - cpu0[kind]; d > 0 {
+				split = append(split, fmt.Sprintf("%s %.1f", kind, d*1e6/n))
+			}
+		}
+		slices.Sort(split)
+		fmt.Fprintf(os.Stderr, "%s: PostgreSQL's CPU µs per operation by process: %s\n", b.Name(), strings.Join(split, ", "))
 		fmt.Fprintf(os.Stderr, "%s: orrery_kv rows per operation: %.2f inserted, %.2f updated (%.2f of them HOT), %.2f deleted\n", b.Name(),
 			float64(t1[0]-t0[0])/n, float64(t1[1]-t0[1])/n, float64(t1[2]-t0[2])/n, float64(t1[3]-t0[3])/n)
 		rows, err := conn.Query(ctx, `SELECT calls, total_exec_time + total_plan_time, rows, toplevel, regexp_replace(query, '\s+', ' ', 'g')

@@ -402,7 +402,7 @@ func measureKind(b *testing.B, p *benchProc, conts []*azcosmos.ContainerClient, 
 		pg0 = pgCPU(b, p.pg)
 	}
 	if p.pg != nil && os.Getenv("ORRERY_BENCH_PG_STATEMENTS") != "" {
-		defer pgStatements(b, p.pgURL)()
+		defer pgStatements(b, p.pg, p.pgURL)()
 	}
 	var profiled sync.WaitGroup
 	if p.profiles != "" {
