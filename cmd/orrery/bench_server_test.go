@@ -47,7 +47,11 @@ const benchItems = 1000
 // It measures the binary built from this tree (or ORRERY_BENCH_BIN) on
 // each store of ORRERY_BENCH_STORES (default "pebble,memory"; "postgres"
 // adds PostgreSQL, whose own processes' CPU is reported as
-// pg-cpu-µs/op), and in the same run, when given:
+// pg-cpu-µs/op; with ORRERY_BENCH_PG_STATEMENTS set, each kind also
+// prints on stderr PostgreSQL's CPU per operation by process, its time per
+// operation in each statement (pg_stat_statements) and the rows each
+// operation inserted, updated and deleted), and in the same run, when
+// given:
 //
 //   - ORRERY_BENCH_BASE: another orrery binary (the previous release or
 //     commit), as base-<store>;
