@@ -58,15 +58,8 @@ func (s *Store) NewSharedBatch(ctx context.Context) (storage.SharedBatch, error)
 // connection, taking it from the pool first if the batch has none yet,
 // under one timeout.
 func (b *sharedBatch) roundTrip(ctx context.Context, queue func(t *trip)) error {
-	return b.store.timed(ctx, func(ctx context.Context) error {
-		if b.conn == nil {
-			conn, err := b.store.pool.Acquire(ctx)
-			if err != nil {
-				return err
-			}
-			b.conn = conn
-		}
-		t := trip{ctx: ctx, conn: b.conn.Conn()}
+	return b.store.onConn(ctx, &b.conn, func(ctx context.Context, c *pgx.Conn) error {
+		t := trip{ctx: ctx, conn: c}
 		queue(&t)
 		return t.send()
 	})
@@ -529,24 +522,23 @@ func (s *Store) GetAll(ctx context.Context, keys [][]byte) ([][]byte, uint64, er
 	if err != nil {
 		return nil, 0, err
 	}
-	err = s.timed(ctx, func(ctx context.Context) error {
-		conn, err := s.pool.Acquire(ctx)
-		if err != nil {
-			return err
-		}
-		defer conn.Release()
+	var conn *pgxpool.Conn
+	err = s.onConn(ctx, &conn, func(ctx context.Context, c *pgx.Conn) error {
 		// One statement: sent alone, in the connection's own buffers.
-		sd, err := conn.Conn().Prepare(ctx, getAllStatement.name, getAllStatement.sql)
+		sd, err := c.Prepare(ctx, getAllStatement.name, getAllStatement.sql)
 		if err != nil {
 			return err
 		}
-		rr := conn.Conn().PgConn().ExecStatement(ctx, sd, [][]byte{arr}, binaryFormat, binaryFormat)
+		rr := c.PgConn().ExecStatement(ctx, sd, [][]byte{arr}, binaryFormat, binaryFormat)
 		err = readGetAll(rr, values, &w)
 		if _, cerr := rr.Close(); err == nil {
 			err = cerr
 		}
 		return err
 	})
+	if conn != nil {
+		conn.Release()
+	}
 	if err != nil {
 		return nil, 0, s.wrap(err)
 	}
