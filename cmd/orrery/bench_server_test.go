@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,8 +51,9 @@ const benchItems = 1000
 // pg-cpu-µs/op; with ORRERY_BENCH_PG_STATEMENTS set, each kind also
 // prints on stderr PostgreSQL's CPU per operation by process, its time per
 // operation in each statement (pg_stat_statements) and the rows each
-// operation inserted, updated and deleted), and in the same run, when
-// given:
+// operation inserted, updated and deleted; with ORRERY_BENCH_PG_SOCKET
+// set, the gateway connects through PostgreSQL's Unix socket instead of
+// TCP), and in the same run, when given:
 //
 //   - ORRERY_BENCH_BASE: another orrery binary (the previous release or
 //     commit), as base-<store>;
@@ -170,6 +172,10 @@ func startOrrery(b *testing.B, bin, store string, profile bool) *benchProc {
 		}
 		pg = pgtest.NewServer(b, opts)
 		pgURL = pg.URL(b)
+		if os.Getenv("ORRERY_BENCH_PG_SOCKET") != "" {
+			// Through the server's Unix socket, not TCP on the loopback.
+			pgURL += "?host=" + url.QueryEscape(pg.Dir())
+		}
 		args = append(args, "--postgres", pgURL, "--postgres-pool", "16")
 	default:
 		b.Fatalf("ORRERY_BENCH_STORES: unknown store %q", store)
