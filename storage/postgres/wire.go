@@ -41,6 +41,9 @@ type trip struct {
 	batch pgconn.Batch
 	reads []func(*pgconn.ResultReader) error
 	err   error
+	// few holds reads for a round trip of a few statements (a write's
+	// has at most five) without a growing slice.
+	few [6]func(*pgconn.ResultReader) error
 }
 
 // queue adds st with params (each already in the binary format) and read,
@@ -57,6 +60,9 @@ func (t *trip) queue(st *statement, read func(*pgconn.ResultReader) error, param
 	}
 	// The Bind message copies params: the caller may reuse their memory.
 	t.batch.ExecStatement(sd, params, binaryFormat, binaryFormat)
+	if t.reads == nil {
+		t.reads = t.few[:0]
+	}
 	t.reads = append(t.reads, read)
 }
 
