@@ -159,8 +159,10 @@ func (o *overlay) tripWrites(t *trip) {
 	if sets > 0 {
 		buf, err = appendColumn(buf, o, sets, false, func(e entry) []byte { return e.key })
 		setK = buf
-		buf, err = appendColumn(buf, o, sets, false, func(e entry) []byte { return e.value })
-		setV = buf[len(setK):]
+		if err == nil {
+			buf, err = appendColumn(buf, o, sets, false, func(e entry) []byte { return e.value })
+			setV = buf[len(setK):]
+		}
 	}
 	if o.deletes > 0 && err == nil {
 		at := len(buf)
