@@ -158,6 +158,19 @@ func BenchmarkGateways(b *testing.B) {
 // have used: the postmaster, its children alive, and those it reaped.
 func pgCPU(b *testing.B, pg *pgtest.Server) float64 {
 	b.Helper()
+	total := 0.0
+	for _, v := range pgCPUByProcess(b, pg) {
+		total += v
+	}
+	return total
+}
+
+// pgCPUByProcess is pgCPU by kind of process: "backends" (the sessions
+// of clients), each background process by its title (walwriter,
+// checkpointer, autovacuum worker, ...), and "postmaster" (its own and
+// that of the children it reaped).
+func pgCPUByProcess(b *testing.B, pg *pgtest.Server) map[string]float64 {
+	b.Helper()
 	raw, err := os.ReadFile(filepath.Join(pg.Dir(), "data", "postmaster.pid"))
 	if err != nil {
 		b.Fatal(err)
@@ -180,19 +193,23 @@ func pgCPU(b *testing.B, pg *pgtest.Server) float64 {
 			v, _ := strconv.ParseFloat(f[i], 64)
 			sum += v
 		}
-		return sum
+		return sum / 100 // clock ticks
 	}
-	total := 0.0
+	by := map[string]float64{}
 	if f := fields(strconv.Itoa(pid)); len(f) > 14 {
-		total += ticks(f, 11, 12, 13, 14) // its own, and its reaped children's
+		by["postmaster"] += ticks(f, 11, 12, 13, 14) // its own, and its reaped children's
 	}
 	procs, _ := os.ReadDir("/proc")
 	for _, p := range procs {
 		if f := fields(p.Name()); len(f) > 12 && f[1] == strconv.Itoa(pid) {
-			total += ticks(f, 11, 12)
+			kind := "backends"
+			if title, err := os.ReadFile("/proc/" + p.Name() + "/cmdline"); err == nil && !bytes.Contains(title, []byte("(")) {
+				kind = strings.TrimSpace(strings.TrimPrefix(string(bytes.TrimRight(title, "\x00")), "postgres: "))
+			}
+			by[kind] += ticks(f, 11, 12)
 		}
 	}
-	return total / 100 // clock ticks
+	return by
 }
 
 // pgXID returns the next transaction id of url's server (and uses one):
@@ -210,4 +227,80 @@ func pgXID(b *testing.B, url string) float64 {
 		b.Fatal(err)
 	}
 	return float64(n)
+}
+
+// pgStatements resets PostgreSQL's statistics of statements
+// (pg_stat_statements, which ORRERY_BENCH_PG_STATEMENTS preloads) and
+// returns a function that logs them per operation: for each statement the
+// times it ran, the server's time in it (planning and execution, a lock's
+// wait included) and the rows it returned or wrote, what the server's CPU
+// per operation is spent on.
+func pgStatements(b *testing.B, pg *pgtest.Server, url string) func() {
+	b.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
+		b.Fatal(err)
+	}
+	tuples := func() (t [5]int64) {
+		// Stale by up to a second (each backend's counters reach the
+		// view when it flushes them).
+		conn.QueryRow(ctx, `SELECT n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del, 0 FROM pg_stat_user_tables WHERE relname = 'orrery_kv'`).
+			Scan(&t[0], &t[1], &t[2], &t[3], &t[4])
+		return t
+	}
+	t0, cpu0 := tuples(), pgCPUByProcess(b, pg)
+	return func() {
+		defer conn.Close(ctx)
+		cpu1 := pgCPUByProcess(b, pg)
+		time.Sleep(1100 * time.Millisecond)
+		t1 := tuples()
+		n := float64(b.N)
+		var split []string
+		for kind, v := range cpu1 {
+			if d := v - cpu0[kind]; d > 0 {
+				split = append(split, fmt.Sprintf("%s %.1f", kind, d*1e6/n))
+			}
+		}
+		slices.Sort(split)
+		fmt.Fprintf(os.Stderr, "%s: PostgreSQL's CPU µs per operation by process: %s\n", b.Name(), strings.Join(split, ", "))
+		fmt.Fprintf(os.Stderr, "%s: orrery_kv rows per operation: %.2f inserted, %.2f updated (%.2f of them HOT), %.2f deleted\n", b.Name(),
+			float64(t1[0]-t0[0])/n, float64(t1[1]-t0[1])/n, float64(t1[2]-t0[2])/n, float64(t1[3]-t0[3])/n)
+		rows, err := conn.Query(ctx, `SELECT calls, total_exec_time + total_plan_time, rows, toplevel, regexp_replace(query, '\s+', ' ', 'g')
+			FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+			ORDER BY total_exec_time + total_plan_time DESC LIMIT 14`)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer rows.Close()
+		var out strings.Builder
+		fmt.Fprintf(&out, "PostgreSQL's statements over %d operations, per operation:\n%8s %9s %8s  %s\n", b.N, "calls", "µs", "rows", "statement")
+		for rows.Next() {
+			var calls, nrows int64
+			var ms float64
+			var top bool
+			var q string
+			if err := rows.Scan(&calls, &ms, &nrows, &top, &q); err != nil {
+				b.Error(err)
+				return
+			}
+			if !top {
+				q = "  (nested) " + q
+			}
+			if len(q) > 110 {
+				q = q[:110] + "…"
+			}
+			n := float64(b.N)
+			fmt.Fprintf(&out, "%8.2f %9.1f %8.2f  %s\n", float64(calls)/n, ms*1e3/n, float64(nrows)/n, q)
+		}
+		// On stderr: a benchmark's log is cut to its first lines.
+		fmt.Fprint(os.Stderr, b.Name()+": "+out.String())
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,7 +48,12 @@ const benchItems = 1000
 // It measures the binary built from this tree (or ORRERY_BENCH_BIN) on
 // each store of ORRERY_BENCH_STORES (default "pebble,memory"; "postgres"
 // adds PostgreSQL, whose own processes' CPU is reported as
-// pg-cpu-µs/op), and in the same run, when given:
+// pg-cpu-µs/op; with ORRERY_BENCH_PG_STATEMENTS set, each kind also
+// prints on stderr PostgreSQL's CPU per operation by process, its time per
+// operation in each statement (pg_stat_statements) and the rows each
+// operation inserted, updated and deleted; with ORRERY_BENCH_PG_SOCKET
+// set, the gateway connects through PostgreSQL's Unix socket instead of
+// TCP), and in the same run, when given:
 //
 //   - ORRERY_BENCH_BASE: another orrery binary (the previous release or
 //     commit), as base-<store>;
@@ -119,8 +125,10 @@ type benchProc struct {
 	cmd      *exec.Cmd
 	profiles string // where to write profiles; empty: none
 	endpoint string // https://host:port/
-	// pg, when set, is the PostgreSQL server the process stores in.
-	pg *pgtest.Server
+	// pg, when set, is the PostgreSQL server the process stores in, and
+	// pgURL its database.
+	pg    *pgtest.Server
+	pgURL string
 }
 
 func (p *benchProc) stop() {
@@ -148,6 +156,7 @@ func startOrrery(b *testing.B, bin, store string, profile bool) *benchProc {
 		args = append(args, "--pprof")
 	}
 	var pg *pgtest.Server
+	var pgURL string
 	switch store {
 	case "pebble":
 		args = append(args, "--data", b.TempDir())
@@ -157,8 +166,17 @@ func startOrrery(b *testing.B, bin, store string, profile bool) *benchProc {
 		if err := pgtest.Available(); err != nil {
 			b.Skipf("PostgreSQL cannot be used: %v", err)
 		}
-		pg = pgtest.NewServer(b, pgtest.Options{Durable: true})
-		args = append(args, "--postgres", pg.URL(b), "--postgres-pool", "16")
+		opts := pgtest.Options{Durable: true}
+		if os.Getenv("ORRERY_BENCH_PG_STATEMENTS") != "" {
+			opts.Settings = []string{"shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all"}
+		}
+		pg = pgtest.NewServer(b, opts)
+		pgURL = pg.URL(b)
+		if os.Getenv("ORRERY_BENCH_PG_SOCKET") != "" {
+			// Through the server's Unix socket, not TCP on the loopback.
+			pgURL += "?host=" + url.QueryEscape(pg.Dir())
+		}
+		args = append(args, "--postgres", pgURL, "--postgres-pool", "16")
 	default:
 		b.Fatalf("ORRERY_BENCH_STORES: unknown store %q", store)
 	}
@@ -184,7 +202,7 @@ func startOrrery(b *testing.B, bin, store string, profile bool) *benchProc {
 		// would, without looking at it.
 		io.Copy(io.Discard, stderr)
 	}()
-	p := &benchProc{cmd: cmd, pg: pg}
+	p := &benchProc{cmd: cmd, pg: pg, pgURL: pgURL}
 	if profile {
 		p.profiles = os.Getenv("ORRERY_BENCH_PROFILE")
 	}
@@ -392,6 +410,9 @@ func measureKind(b *testing.B, p *benchProc, conts []*azcosmos.ContainerClient, 
 	var pg0 float64
 	if p.pg != nil {
 		pg0 = pgCPU(b, p.pg)
+	}
+	if p.pg != nil && os.Getenv("ORRERY_BENCH_PG_STATEMENTS") != "" {
+		defer pgStatements(b, p.pg, p.pgURL)()
 	}
 	var profiled sync.WaitGroup
 	if p.profiles != "" {

@@ -3,9 +3,11 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"math"
 
 	"github.com/google/btree"
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/orrery-db/orrery/storage"
 )
@@ -126,37 +128,86 @@ func (o *overlay) writesIn(lower, upper []byte) []storage.Write {
 	return out
 }
 
-// queueWrites adds the overlay's writes to b in one statement: an upsert
+// The statements of tripWrites.
+var (
+	writeBothStatement = newStatement(`WITH d AS (DELETE FROM orrery_kv WHERE k = ANY($3::bytea[]))
+			INSERT INTO orrery_kv (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])
+			ON CONFLICT (k) DO UPDATE SET v = excluded.v`)
+	writeSetsStatement = newStatement(`INSERT INTO orrery_kv (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])
+			ON CONFLICT (k) DO UPDATE SET v = excluded.v`)
+	writeDeletesStatement = newStatement(`DELETE FROM orrery_kv WHERE k = ANY($1::bytea[])`)
+)
+
+// tripWrites adds the overlay's writes to t in one statement: an upsert
 // of every set key and a delete of every deleted key, each over arrays,
 // keys in order (so that concurrent transactions lock rows in the same
 // order); with both, the delete rides in the upsert's statement (a
 // data-modifying WITH, run to completion whatever the upsert reads; the
 // two touch different keys), one statement less to encode, bind and
-// answer.
-func (o *overlay) queueWrites(b *pgx.Batch) {
+// answer. The arrays are encoded into one buffer, which the statement's
+// Bind copies.
+func (o *overlay) tripWrites(t *trip) {
 	sets := o.pending.Len() - o.deletes
-	setK, setV := make([][]byte, 0, sets), make([][]byte, 0, sets)
-	delK := make([][]byte, 0, o.deletes)
+	size := 3 * 20 // the arrays' headers
 	o.pending.Ascend(func(e entry) bool {
-		if e.deleted {
-			delK = append(delK, e.key)
-		} else {
-			setK = append(setK, e.key)
-			setV = append(setV, e.value)
-		}
+		size += 8 + len(e.key) + len(e.value)
 		return true
 	})
-	switch {
-	case len(setK) > 0 && len(delK) > 0:
-		b.Queue(`WITH d AS (DELETE FROM orrery_kv WHERE k = ANY($3::bytea[]))
-			INSERT INTO orrery_kv (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])
-			ON CONFLICT (k) DO UPDATE SET v = excluded.v`, byteaArray(setK), byteaArray(setV), byteaArray(delK))
-	case len(setK) > 0:
-		b.Queue(`INSERT INTO orrery_kv (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])
-			ON CONFLICT (k) DO UPDATE SET v = excluded.v`, byteaArray(setK), byteaArray(setV))
-	case len(delK) > 0:
-		b.Queue(`DELETE FROM orrery_kv WHERE k = ANY($1::bytea[])`, byteaArray(delK))
+	buf := make([]byte, 0, size)
+	var err error
+	var setK, setV, delK []byte
+	if sets > 0 {
+		buf, err = appendColumn(buf, o, sets, false, func(e entry) []byte { return e.key })
+		setK = buf
+		if err == nil {
+			buf, err = appendColumn(buf, o, sets, false, func(e entry) []byte { return e.value })
+			setV = buf[len(setK):]
+		}
 	}
+	if o.deletes > 0 && err == nil {
+		at := len(buf)
+		buf, err = appendColumn(buf, o, o.deletes, true, func(e entry) []byte { return e.key })
+		delK = buf[at:]
+	}
+	switch {
+	case err != nil:
+		t.err = err
+	case sets > 0 && o.deletes > 0:
+		t.queue(writeBothStatement, nil, setK, setV, delK)
+	case sets > 0:
+		t.queue(writeSetsStatement, nil, setK, setV)
+	case o.deletes > 0:
+		t.queue(writeDeletesStatement, nil, delK)
+	}
+}
+
+// appendColumn appends to buf, in the binary format of a bytea[], what
+// col takes of each of the overlay's n pending entries whose deleted is
+// deleted, in key order.
+func appendColumn(buf []byte, o *overlay, n int, deleted bool, col func(entry) []byte) ([]byte, error) {
+	if n > math.MaxInt32 {
+		return nil, errArrayTooLong
+	}
+	buf = binary.BigEndian.AppendUint32(buf, 1) // dimensions
+	buf = binary.BigEndian.AppendUint32(buf, 0) // no NULL
+	buf = binary.BigEndian.AppendUint32(buf, pgtype.ByteaOID)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(n))
+	buf = binary.BigEndian.AppendUint32(buf, 1) // lower bound
+	var err error
+	o.pending.Ascend(func(e entry) bool {
+		if e.deleted != deleted {
+			return true
+		}
+		v := col(e)
+		if len(v) > math.MaxInt32 {
+			err = errArrayTooLong
+			return false
+		}
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(v)))
+		buf = append(buf, v...)
+		return true
+	})
+	return buf, err
 }
 
 // batch is a storage.Batch: writes wait in an overlay and are sent at
@@ -201,12 +252,17 @@ func (b *batch) Commit(ctx context.Context) error {
 		return storage.ErrClosed
 	}
 	if b.pending.Len() > 0 {
-		var q pgx.Batch
-		q.Queue("BEGIN")
-		b.queueWrites(&q)
-		q.Queue("COMMIT")
 		if err := b.store.timed(ctx, func(ctx context.Context) error {
-			return b.store.pool.SendBatch(ctx, &q).Close()
+			conn, err := b.store.pool.Acquire(ctx)
+			if err != nil {
+				return err
+			}
+			defer conn.Release()
+			t := trip{ctx: ctx, conn: conn.Conn()}
+			t.queue(beginStatement, nil)
+			b.tripWrites(&t)
+			t.queue(commitStatement, nil)
+			return t.send()
 		}); err != nil {
 			return b.store.wrap(err)
 		}

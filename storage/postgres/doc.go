@@ -31,6 +31,12 @@
 // each, held until Close. A shared batch reads pages in its own
 // (read-committed) transaction.
 //
+// The statements of a point read and of a write's two round trips are
+// prepared once per connection and then sent by reference through the
+// driver's protocol layer, parameters and results in the binary format;
+// their timeout is kept by the connection's deadline, the caller's
+// context watched for a cancel.
+//
 // The schema is versioned (table orrery_meta); Open creates or migrates it
 // and refuses a database written by a newer version.
 //

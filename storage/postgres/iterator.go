@@ -311,13 +311,7 @@ func queueGetMany(q *pgx.Batch, keys, values [][]byte) {
 	// pgx's reflective slice plan, one allocation per element).
 	q.Queue(getManySQL, byteaArray(keys)).Query(func(rows pgx.Rows) error {
 		defer rows.Close()
-		var at map[string][]int
-		if len(keys) > 8 {
-			at = make(map[string][]int, len(keys))
-			for i, k := range keys {
-				at[string(k)] = append(at[string(k)], i)
-			}
-		}
+		p := newPlacer(keys)
 		raw, first := false, true
 		for rows.Next() {
 			if first {
@@ -334,21 +328,42 @@ func queueGetMany(q *pgx.Batch, keys, values [][]byte) {
 			if v == nil {
 				v = []byte{}
 			}
-			if at == nil {
-				// A few keys: compared one by one, no map.
-				for i, key := range keys {
-					if bytes.Equal(key, k) {
-						values[i] = v
-					}
-				}
-				continue
-			}
-			for _, i := range at[string(k)] {
-				values[i] = v
-			}
+			p.place(values, k, v)
 		}
 		return rows.Err()
 	})
+}
+
+// placer puts the rows of a read of keys where the keys are.
+type placer struct {
+	keys [][]byte
+	at   map[string][]int // nil for a few keys, compared one by one
+}
+
+func newPlacer(keys [][]byte) placer {
+	p := placer{keys: keys}
+	if len(keys) > 8 {
+		p.at = make(map[string][]int, len(keys))
+		for i, k := range keys {
+			p.at[string(k)] = append(p.at[string(k)], i)
+		}
+	}
+	return p
+}
+
+// place puts v, key k's value, at each of k's places in values.
+func (p placer) place(values [][]byte, k, v []byte) {
+	if p.at == nil {
+		for i, key := range p.keys {
+			if bytes.Equal(key, k) {
+				values[i] = v
+			}
+		}
+		return
+	}
+	for _, i := range p.at[string(k)] {
+		values[i] = v
+	}
 }
 
 // NewIterator iterates over the snapshot's keys in [lower, upper).

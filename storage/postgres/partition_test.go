@@ -78,6 +78,17 @@ func TestSilentServerAnswersUnavailableWithinTheTimeout(t *testing.T) {
 			return sb.Lock(context.Background(), []byte("k"), true)
 		}},
 		{"NextSequence", func() error { _, err := s.NextSequence(context.Background()); return err }},
+		{"GetAll", func() error { _, _, err := s.GetAll(context.Background(), [][]byte{[]byte("acked")}); return err }},
+		{"SharedBatch.CommitWatermark", func() error {
+			sb, err := s.NewSharedBatch(context.Background())
+			if err != nil {
+				return err
+			}
+			defer sb.Close()
+			sb.Set([]byte("ambiguous"), []byte("v"))
+			_, err = sb.CommitWatermark(context.Background())
+			return err
+		}},
 	}
 	for _, op := range ops {
 		start := time.Now()
@@ -179,6 +190,17 @@ func TestCancelledCallReturnsPromptlyNotAtTheTimeout(t *testing.T) {
 			return sb.Lock(ctx, []byte("k"), true)
 		}},
 		{"Watermark", func(ctx context.Context) error { _, err := s.Watermark(ctx); return err }},
+		{"GetAll", func(ctx context.Context) error { _, _, err := s.GetAll(ctx, [][]byte{[]byte("acked")}); return err }},
+		{"SharedBatch.CommitWatermark", func(ctx context.Context) error {
+			sb, err := s.NewSharedBatch(ctx)
+			if err != nil {
+				return err
+			}
+			defer sb.Close()
+			sb.Set([]byte("ambiguous"), []byte("v"))
+			_, err = sb.CommitWatermark(ctx)
+			return err
+		}},
 	}
 	const wait = 200 * time.Millisecond // the call is blocked on the server by then
 	bound := 10 * time.Second           // far inside the timeout, on a loaded machine

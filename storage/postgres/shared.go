@@ -1,8 +1,8 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"strconv"
 	"strings"
@@ -54,47 +54,33 @@ func (s *Store) NewSharedBatch(ctx context.Context) (storage.SharedBatch, error)
 	return &sharedBatch{store: s, slot: true, overlay: overlay{pending: newTree()}}, nil
 }
 
-// roundTrip sends q on the batch's connection, taking it from the pool
-// first if the batch has none yet, under one timeout.
-func (b *sharedBatch) roundTrip(ctx context.Context, q *pgx.Batch) error {
-	return b.store.timed(ctx, func(ctx context.Context) error {
-		if b.conn == nil {
-			conn, err := b.store.pool.Acquire(ctx)
-			if err != nil {
-				return err
-			}
-			b.conn = conn
-		}
-		return b.conn.SendBatch(ctx, q).Close()
-	})
-}
-
-// exec runs one statement in the transaction, beginning it first if need
-// be, in one round trip; scan, if not nil, reads the statement's one row.
-func (b *sharedBatch) exec(ctx context.Context, sql string, args []any, scan ...any) error {
-	return b.send(ctx, func(q *pgx.Batch) {
-		qq := q.Queue(sql, args...)
-		if len(scan) > 0 {
-			qq.QueryRow(func(row pgx.Row) error { return row.Scan(scan...) })
-		}
+// roundTrip sends the statements that queue adds on the batch's
+// connection, taking it from the pool first if the batch has none yet,
+// under one timeout.
+func (b *sharedBatch) roundTrip(ctx context.Context, queue func(t *trip)) error {
+	return b.store.onConn(ctx, &b.conn, func(ctx context.Context, c *pgx.Conn) error {
+		t := trip{ctx: ctx, conn: c}
+		queue(&t)
+		return t.send()
 	})
 }
 
 // send runs the statements that queue adds in the transaction, beginning it
 // first if need be, all in one round trip.
-func (b *sharedBatch) send(ctx context.Context, queue func(q *pgx.Batch)) error {
+func (b *sharedBatch) send(ctx context.Context, queue func(t *trip)) error {
 	if b.pending == nil {
 		return storage.ErrClosed
 	}
 	if b.store.closed.Load() {
 		return storage.ErrClosed
 	}
-	var q pgx.Batch
-	if !b.begun {
-		q.Queue("BEGIN")
-	}
-	queue(&q)
-	err := b.roundTrip(ctx, &q)
+	begun := b.begun
+	err := b.roundTrip(ctx, func(t *trip) {
+		if !begun {
+			t.queue(beginStatement, nil)
+		}
+		queue(t)
+	})
 	b.begun = b.conn != nil
 	if errors.Is(err, storage.ErrUnavailable) {
 		return err
@@ -110,8 +96,24 @@ func (b *sharedBatch) send(ctx context.Context, queue func(q *pgx.Batch)) error 
 
 // Lock takes a transaction-scoped advisory lock on a hash of key.
 func (b *sharedBatch) Lock(ctx context.Context, key []byte, exclusive bool) error {
-	return b.exec(ctx, lockSQL(exclusive), []any{hashKey(key)})
+	return b.send(ctx, func(t *trip) {
+		queueLocks(t, []storage.LockRequest{{Key: key, Exclusive: exclusive}}, nil)
+	})
 }
+
+var (
+	beginStatement     = newStatement(`BEGIN`)
+	commitStatement    = newStatement(`COMMIT`)
+	sequenceStatement  = newStatement(sequenceSQL)
+	watermarkStatement = newStatement(watermarkSQL)
+	getManyStatement   = newStatement(getManySQL)
+	getStatement       = newStatement(`SELECT v FROM orrery_kv WHERE k = $1`)
+)
+
+// lockStatements is the statements of queueLocks, by their locks' modes
+// (one letter each, S shared and X exclusive) and whether the id follows
+// (+).
+var lockStatements sync.Map // string -> *statement
 
 // queueLocks queues the locks in one statement and, when seq is not nil,
 // the transaction's id after them in the same statement, into *seq:
@@ -121,16 +123,42 @@ func (b *sharedBatch) Lock(ctx context.Context, key []byte, exclusive bool) erro
 // one per lock and one for the id: each statement costs the gateway its
 // encoding, its bookkeeping in the pipeline and its result, and the server
 // a bind and an execute).
-func queueLocks(q *pgx.Batch, locks []storage.LockRequest, seq *int64) {
+func queueLocks(t *trip, locks []storage.LockRequest, seq *int64) {
 	if len(locks) == 0 {
 		return
 	}
-	if len(locks) == 1 && seq == nil {
-		q.Queue(lockSQL(locks[0].Exclusive), hashKey(locks[0].Key))
-		return
+	var modes [16]byte
+	key := modes[:0]
+	for _, l := range locks {
+		if l.Exclusive {
+			key = append(key, 'X')
+		} else {
+			key = append(key, 'S')
+		}
 	}
+	if seq != nil {
+		key = append(key, '+')
+	}
+	st, ok := lockStatements.Load(string(key))
+	if !ok {
+		st, _ = lockStatements.LoadOrStore(string(key), newStatement(locksSQL(locks, seq != nil)))
+	}
+	params := make([][]byte, len(locks))
+	buf := make([]byte, 0, 8*len(locks))
+	for i, l := range locks {
+		buf = binary.BigEndian.AppendUint64(buf, uint64(hashKey(l.Key)))
+		params[i] = buf[8*i : 8*i+8]
+	}
+	var read func(*pgconn.ResultReader) error
+	if seq != nil {
+		read = readInt8(len(locks), seq)
+	}
+	t.queue(st.(*statement), read, params...)
+}
+
+// locksSQL is the statement of queueLocks.
+func locksSQL(locks []storage.LockRequest, seq bool) string {
 	var sql strings.Builder
-	args := make([]any, len(locks))
 	sql.WriteString("SELECT ")
 	for i, l := range locks {
 		if i > 0 {
@@ -143,28 +171,11 @@ func queueLocks(q *pgx.Batch, locks []storage.LockRequest, seq *int64) {
 		}
 		sql.WriteString(strconv.Itoa(i + 1))
 		sql.WriteString(")")
-		args[i] = hashKey(l.Key)
 	}
-	qq := q.Queue(sql.String()+sequenceColumn(seq), args...)
-	if seq != nil {
-		qq.Query(func(rows pgx.Rows) error { return scanInt8(rows, len(locks), seq) })
+	if seq {
+		sql.WriteString(", " + sequenceExpr)
 	}
-}
-
-// sequenceColumn is the select list's column that gives the transaction
-// its id, when seq asks for it.
-func sequenceColumn(seq *int64) string {
-	if seq == nil {
-		return ""
-	}
-	return ", " + sequenceExpr
-}
-
-func lockSQL(exclusive bool) string {
-	if exclusive {
-		return `SELECT pg_advisory_xact_lock($1)`
-	}
-	return `SELECT pg_advisory_xact_lock_shared($1)`
+	return sql.String()
 }
 
 // Begin sends the locks, the reads and the sequence's statement in one
@@ -180,24 +191,24 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 	rest, at := b.own(keys, values)
 	var many [][]byte // what one statement read of rest
 	var seq int64
-	err := b.send(ctx, func(q *pgx.Batch) {
+	err := b.send(ctx, func(t *trip) {
 		var seqAt *int64 // the id rides with the locks, after them
 		if sequence && b.seq == 0 && len(locks) > 0 {
 			seqAt = &seq
 		}
-		queueLocks(q, locks, seqAt)
+		queueLocks(t, locks, seqAt)
 		if len(rest) > 1 {
 			// Several keys (a write's item and its neighbours, a
 			// transactional batch's items): one statement.
 			many = make([][]byte, len(rest))
-			queueGetMany(q, rest, many)
+			tripGetMany(t, rest, many)
 		} else {
 			for j, key := range rest {
-				queueGet(q, key, &values[at[j]])
+				tripGet(t, key, &values[at[j]])
 			}
 		}
 		if sequence && b.seq == 0 && seqAt == nil {
-			q.Queue(sequenceSQL).Query(func(rows pgx.Rows) error { return scanInt8(rows, 0, &seq) })
+			t.queue(sequenceStatement, readInt8(0, &seq))
 		}
 	})
 	if err != nil {
@@ -212,23 +223,47 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 	return values, nil
 }
 
-// queueGet queues the read of key into *value (left nil when absent).
-func queueGet(q *pgx.Batch, key []byte, value *[]byte) {
-	q.Queue(`SELECT v FROM orrery_kv WHERE k = $1`, key).QueryRow(func(row pgx.Row) error {
-		var v []byte
-		err := row.Scan(&v)
-		if errors.Is(err, pgx.ErrNoRows) {
-			// Absent is an answer, not an error: an error would also make
-			// the driver forget the prepared statement (two more round
-			// trips at its next use).
-			return nil
+// tripGet queues the read of key into *value (left nil when absent).
+func tripGet(t *trip, key []byte, value *[]byte) {
+	t.queue(getStatement, func(rr *pgconn.ResultReader) error {
+		if !rr.NextRow() {
+			return nil // absent
 		}
-		if err == nil && v == nil {
-			v = []byte{}
+		if !fieldsAre(rr, pgtype.ByteaOID) {
+			return errBadRow
 		}
-		*value = v
-		return err
-	})
+		v := rr.Values()[0]
+		if v == nil {
+			return errBadRow
+		}
+		*value = append([]byte{}, v...)
+		return nil
+	}, key)
+}
+
+// tripGetMany queues the read of keys into values (values[i] stays nil
+// for an absent key).
+func tripGetMany(t *trip, keys, values [][]byte) {
+	arr, err := byteaArrayParam(keys)
+	if err != nil {
+		t.err = err
+		return
+	}
+	t.queue(getManyStatement, func(rr *pgconn.ResultReader) error {
+		p := newPlacer(keys)
+		for rr.NextRow() {
+			if !fieldsAre(rr, pgtype.ByteaOID, pgtype.ByteaOID) {
+				return errBadRow
+			}
+			cols := rr.Values()
+			if cols[1] == nil {
+				return errBadRow
+			}
+			// The key is only compared: no copy of it.
+			p.place(values, cols[0], append([]byte{}, cols[1]...))
+		}
+		return nil
+	}, arr)
 }
 
 // timelineSQL is the server's timeline shifted above the transaction ids
@@ -254,7 +289,7 @@ func (b *sharedBatch) Sequence(ctx context.Context) (uint64, error) {
 		return b.seq, nil
 	}
 	var seq int64
-	if err := b.exec(ctx, sequenceSQL, nil, &seq); err != nil {
+	if err := b.send(ctx, func(t *trip) { t.queue(sequenceStatement, readInt8(0, &seq)) }); err != nil {
 		return 0, err
 	}
 	b.seq = uint64(seq)
@@ -286,7 +321,7 @@ func (b *sharedBatch) GetMany(ctx context.Context, keys [][]byte) ([][]byte, err
 		return values, nil
 	}
 	got := make([][]byte, len(rest))
-	if err := b.send(ctx, func(q *pgx.Batch) { queueGetMany(q, rest, got) }); err != nil {
+	if err := b.send(ctx, func(t *trip) { tripGetMany(t, rest, got) }); err != nil {
 		return nil, err
 	}
 	for j, i := range at {
@@ -340,27 +375,31 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 	var w int64
 	committed := false
 	if b.begun || b.pending.Len() > 0 || watermark {
-		var q pgx.Batch
-		if b.begun || b.pending.Len() > 0 {
-			if !b.begun {
-				q.Queue("BEGIN")
-			}
-			b.queueWrites(&q)
-			q.Queue("COMMIT").Exec(func(ct pgconn.CommandTag) error {
-				if ct.String() != "COMMIT" {
-					// A transaction that had failed ends in a ROLLBACK.
-					return errRolledBack
+		err = b.roundTrip(ctx, func(t *trip) {
+			if b.begun || b.pending.Len() > 0 {
+				if !b.begun {
+					t.queue(beginStatement, nil)
 				}
-				committed = true
-				return nil
-			})
-		} else {
-			committed = true // nothing to commit
-		}
-		if watermark {
-			q.Queue(watermarkSQL).Query(func(rows pgx.Rows) error { return scanInt8(rows, 0, &w) })
-		}
-		err = b.roundTrip(ctx, &q)
+				b.tripWrites(t)
+				t.queue(commitStatement, func(rr *pgconn.ResultReader) error {
+					ct, err := rr.Close()
+					if err != nil {
+						return err
+					}
+					if ct.String() != "COMMIT" {
+						// A transaction that had failed ends in a ROLLBACK.
+						return errRolledBack
+					}
+					committed = true
+					return nil
+				})
+			} else {
+				committed = true // nothing to commit
+			}
+			if watermark {
+				t.queue(watermarkStatement, readInt8(0, &w))
+			}
+		})
 		if err != nil && committed {
 			// The COMMIT went through; only the watermark is missing.
 			err, w = nil, 0
@@ -440,6 +479,33 @@ func (s *Store) Watermark(ctx context.Context) (uint64, error) {
 // running, as of the statement's snapshot.
 const watermarkSQL = `SELECT ` + timelineSQL + ` | pg_snapshot_xmin(pg_current_snapshot())::text::bigint`
 
+// getAllStatement reads keys, each numbered by its place and with NULL for
+// an absent one, and the watermark.
+var getAllStatement = newStatement(`SELECT x.i, kv.v, w.w
+	FROM unnest($1::bytea[]) WITH ORDINALITY AS x(k, i) LEFT JOIN orrery_kv kv ON kv.k = x.k,
+		(` + watermarkSQL + `) AS w(w)`)
+
+// readGetAll reads getAllStatement's rows into values and *w.
+func readGetAll(rr *pgconn.ResultReader, values [][]byte, w *int64) error {
+	for rr.NextRow() {
+		if !fieldsAre(rr, pgtype.Int8OID, pgtype.ByteaOID, pgtype.Int8OID) {
+			return errBadRow
+		}
+		cols := rr.Values()
+		i, ok := rawInt8(cols[0])
+		if !ok || i < 1 || int(i) > len(values) {
+			return errBadRow
+		}
+		if *w, ok = rawInt8(cols[2]); !ok {
+			return errBadRow
+		}
+		if cols[1] != nil { // NULL: absent (v is NOT NULL)
+			values[i-1] = append([]byte{}, cols[1]...)
+		}
+	}
+	return nil
+}
+
 // GetAll reads keys and the watermark in one statement, so in one
 // snapshot and one round trip.
 func (s *Store) GetAll(ctx context.Context, keys [][]byte) ([][]byte, uint64, error) {
@@ -452,47 +518,27 @@ func (s *Store) GetAll(ctx context.Context, keys [][]byte) ([][]byte, uint64, er
 	}
 	values := make([][]byte, len(keys))
 	var w int64
-	err := s.timed(ctx, func(ctx context.Context) error {
-		rows, err := s.pool.Query(ctx, `SELECT x.i, kv.k IS NOT NULL, kv.v, w.w
-			FROM unnest($1::bytea[]) WITH ORDINALITY AS x(k, i) LEFT JOIN orrery_kv kv ON kv.k = x.k,
-				(`+watermarkSQL+`) AS w(w)`, byteaArray(keys))
+	arr, err := byteaArrayParam(keys)
+	if err != nil {
+		return nil, 0, err
+	}
+	var conn *pgxpool.Conn
+	err = s.onConn(ctx, &conn, func(ctx context.Context, c *pgx.Conn) error {
+		// One statement: sent alone, in the connection's own buffers.
+		sd, err := c.Prepare(ctx, getAllStatement.name, getAllStatement.sql)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		raw, first := false, true
-		for rows.Next() {
-			if first {
-				raw, first = rawColumns(rows, pgtype.Int8OID, pgtype.BoolOID, pgtype.ByteaOID, pgtype.Int8OID), false
-			}
-			var i int64
-			var found bool
-			var v []byte
-			if raw {
-				cols := rows.RawValues()
-				var ok bool
-				if i, ok = rawInt8(cols[0]); !ok || len(cols[1]) != 1 {
-					return errBadRow
-				}
-				if w, ok = rawInt8(cols[3]); !ok {
-					return errBadRow
-				}
-				found, v = cols[1][0] == 1, bytes.Clone(cols[2])
-			} else if err := rows.Scan(&i, &found, &v, &w); err != nil {
-				return err
-			}
-			if i < 1 || int(i) > len(values) {
-				return errBadRow
-			}
-			if found {
-				if v == nil {
-					v = []byte{}
-				}
-				values[i-1] = v
-			}
+		rr := c.PgConn().ExecStatement(ctx, sd, [][]byte{arr}, binaryFormat, binaryFormat)
+		err = readGetAll(rr, values, &w)
+		if _, cerr := rr.Close(); err == nil {
+			err = cerr
 		}
-		return rows.Err()
+		return err
 	})
+	if conn != nil {
+		conn.Release()
+	}
 	if err != nil {
 		return nil, 0, s.wrap(err)
 	}

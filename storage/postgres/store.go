@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,7 +80,9 @@ type Store struct {
 	closeCtx context.Context
 	cancel   context.CancelFunc
 	// conns is the pool's connections, which Close interrupts.
-	connsMu sync.Mutex
+	// Round trips that keep their timeout with their connection's deadline
+	// (onConn) set it under connsMu read-locked, interrupt under it locked.
+	connsMu sync.RWMutex
 	conns   map[*pgx.Conn]struct{}
 	// slots bounds the connections that shared batches and snapshots hold
 	// for their lifetime, leaving the rest of the pool to the short reads
@@ -115,6 +118,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = timeout
 	}
+	// The pool pings a connection idle for a while before handing it out:
+	// on a silent server the ping, too, ends within the timeout (onConn
+	// acquires under its caller's context).
+	cfg.PingTimeout = timeout
 	// Keepalive probes find a server gone silent while a connection idles
 	// in the pool or waits on a lock; the default waits minutes to probe.
 	dialer := &net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true,
@@ -232,16 +239,68 @@ func (s *Store) timed(parent context.Context, f func(ctx context.Context) error)
 	ctx, cancel := context.WithTimeoutCause(parent, s.timeout, errNoAnswer)
 	defer cancel()
 	err := f(ctx)
+	return s.outcome(parent, err, errors.Is(context.Cause(ctx), errNoAnswer))
+}
+
+// outcome is the error of a call under the store's timeout that returned
+// err: unchanged, or callerGone when parent ended, or
+// storage.ErrUnavailable when timedOut.
+func (s *Store) outcome(parent context.Context, err error, timedOut bool) error {
 	if err == nil || s.closed.Load() || errors.Is(err, storage.ErrNotFound) {
 		return err
 	}
 	if perr := parent.Err(); perr != nil {
 		return &callerGone{err: perr, during: err}
 	}
-	if errors.Is(context.Cause(ctx), errNoAnswer) {
+	if timedOut {
 		return fmt.Errorf("postgres: %w: %w within %v (%w)", storage.ErrUnavailable, errNoAnswer, s.timeout, err)
 	}
 	return err
+}
+
+// onConn is timed for the round trips of the paths every request takes
+// (a point read, a write's two round trips) on conn, which it takes from
+// the pool first when *conn is nil: the store's timeout is kept by the
+// connection's own deadline, set before f and cleared after, not by a
+// context of its own (a timer, a context and the driver's watch of it,
+// per round trip). f's context is parent, which the driver watches, so a
+// caller that goes away ends the round trip as before. The pool's wait
+// for a connection is bounded by the others' round trips, its dial by
+// the connect timeout and its ping by PingTimeout, all the store's
+// timeout.
+func (s *Store) onConn(parent context.Context, conn **pgxpool.Conn, f func(ctx context.Context, c *pgx.Conn) error) error {
+	if err := parent.Err(); err != nil {
+		return &callerGone{err: err}
+	}
+	if *conn == nil {
+		c, err := s.pool.Acquire(parent)
+		if err != nil {
+			return s.outcome(parent, err, false)
+		}
+		*conn = c
+	}
+	c := (*conn).Conn()
+	nc := c.PgConn().Conn()
+	if !s.setDeadline(nc, time.Now().Add(s.timeout)) {
+		return storage.ErrClosed
+	}
+	err := f(parent, c)
+	s.setDeadline(nc, time.Time{})
+	var netErr net.Error
+	timedOut := errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout()
+	return s.outcome(parent, err, timedOut)
+}
+
+// setDeadline sets nc's deadline unless the store is closed (Close's
+// interrupt, which set a deadline in the past, must not be undone).
+func (s *Store) setDeadline(nc net.Conn, t time.Time) bool {
+	s.connsMu.RLock()
+	defer s.connsMu.RUnlock()
+	if s.closed.Load() {
+		return false
+	}
+	nc.SetDeadline(t)
+	return true
 }
 
 // callerGone is the error of a call whose caller's context ended: it wraps

@@ -48,7 +48,7 @@ func NewHA(t testing.TB) *HA {
 	if err := Available(); err != nil {
 		Skip(t, err)
 	}
-	primary, err := start(restartable)
+	primary, err := start(restartable, "")
 	if err != nil {
 		t.Fatalf("starting the primary: %v", err)
 	}

@@ -153,7 +153,7 @@ func shared() (*server, error) {
 	defer mu.Unlock()
 	if !started {
 		started = true
-		srv, srvErr = start(throwaway)
+		srv, srvErr = start(throwaway, "")
 	}
 	return srv, srvErr
 }
@@ -174,7 +174,7 @@ const (
 )
 
 // start runs initdb and pg_ctl start in a new temporary directory.
-func start(mode durability) (*server, error) {
+func start(mode durability, extra string) (*server, error) {
 	s, err := newServer()
 	if err != nil {
 		return nil, err
@@ -183,7 +183,7 @@ func start(mode durability) (*server, error) {
 		os.RemoveAll(s.dir)
 		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
 	}
-	if err := s.launch(mode, ""); err != nil {
+	if err := s.launch(mode, extra); err != nil {
 		os.RemoveAll(s.dir)
 		return nil, err
 	}
@@ -333,6 +333,10 @@ type Options struct {
 	// synchronous_commit, full_page_writes on), for benchmarks that compare
 	// durable stores; tests leave them off.
 	Durable bool
+	// Settings are more server settings, name=value each (passed as -c
+	// name=value), e.g. shared_preload_libraries=pg_stat_statements for a
+	// benchmark that breaks the server's time down by statement.
+	Settings []string
 }
 
 // NewServer starts a server of t's own (skipping t when PostgreSQL is not
@@ -346,7 +350,11 @@ func NewServer(t testing.TB, opts Options) *Server {
 	if opts.Durable {
 		mode = durable
 	}
-	s, err := start(mode)
+	var extra []string
+	for _, set := range opts.Settings {
+		extra = append(extra, "-c "+set)
+	}
+	s, err := start(mode, strings.Join(extra, " "))
 	if err != nil {
 		t.Fatalf("starting PostgreSQL: %v", err)
 	}
