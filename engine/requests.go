@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -41,6 +42,47 @@ type ItemRequest struct {
 	// PreTriggers and PostTriggers name the triggers the write runs.
 	PreTriggers  []string
 	PostTriggers []string
+	// Resolved, when set, is Database/Container as the caller looked it
+	// up with ResolveContainer: the operation starts from it instead of
+	// looking the container up again. It is checked as a lookup of the
+	// engine's own would be: on a shared store the operation's round
+	// trip checks the catalog version it was resolved at, and a container
+	// replaced or deleted since is looked up again (404 when deleted).
+	Resolved ContainerRef
+}
+
+// ContainerRef is a container as the engine's catalog cache had it when a
+// request looked it up (ResolveContainer), with the catalog version it
+// was at on a shared store, for the request's operation to start from
+// (ItemRequest.Resolved). The zero ContainerRef names none.
+type ContainerRef struct {
+	c       *Container
+	version []byte
+}
+
+// Container is the container r names (nil for the zero ContainerRef).
+func (r ContainerRef) Container() *Container { return r.c }
+
+// ResolveContainer looks container db/name up as CachedContainer does, for
+// a request that reads the container itself (its RID, its links) and then
+// runs an item operation on it: passed as ItemRequest.Resolved, the
+// operation does not look it up again.
+func (e *Engine) ResolveContainer(ctx context.Context, db, name string) (ContainerRef, error) {
+	c, version, err := e.cachedContainer(ctx, db, name)
+	if err != nil {
+		return ContainerRef{}, err
+	}
+	return ContainerRef{c: c, version: version}, nil
+}
+
+// resolved is req.Resolved when it names req's container, else the zero
+// ContainerRef: a caller's reference to another container is ignored.
+func (req *ItemRequest) resolved() ContainerRef {
+	r := req.Resolved
+	if r.c == nil || r.c.ID != req.Container || r.c.Database().ID != req.Database {
+		return ContainerRef{}
+	}
+	return r
 }
 
 // ItemResult is the outcome of an item operation.
