@@ -159,6 +159,7 @@ func serve(ctx context.Context, args []string) error {
 	logOut := newBatchWriter(os.Stderr)
 	defer logOut.Close()
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	keepGCHeadroom(ctx)
 	slog.SetDefault(log)
 
 	var store storage.Store
