@@ -177,10 +177,8 @@ func (s *Server) setResultSession(r *request, lsn uint64) error {
 // setContentPath names the container in the headers the JavaScript SDK keys
 // its session tokens by.
 func (r *request) setContentPath(c *engine.Container) {
-	h := r.w.Header()
-	v := []string{c.RID, c.AltLink()} // one allocation for both
-	h["X-Ms-Content-Path"] = v[0:1:1]
-	h["X-Ms-Alt-Content-Path"] = v[1:2:2]
+	r.setHeader("X-Ms-Content-Path", hdrContentPath, c.RID)
+	r.setHeader("X-Ms-Alt-Content-Path", hdrAltContentPath, c.AltLink())
 }
 
 // setSessionLSN sets the session token: the request's partition key range
@@ -203,6 +201,6 @@ func (s *Server) setSessionLSN(r *request, lsn uint64) error {
 	}
 	var buf [48]byte
 	token := strconv.AppendUint(append(append(buf[:0], id...), ":-1#"...), lsn, 10)
-	r.w.Header()["X-Ms-Session-Token"] = []string{string(token)}
+	r.setHeader("X-Ms-Session-Token", hdrSessionToken, string(token))
 	return nil
 }
