@@ -141,7 +141,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h := w.Header()
 	// Canonical keys set directly: this runs on every request.
-	h["X-Ms-Activity-Id"] = []string{activity}
+	rec.activity[0] = activity
+	h["X-Ms-Activity-Id"] = rec.activity[:1:1]
 	h["X-Ms-Gatewayversion"] = gatewayVersionHeader
 	defer func() {
 		if p := recover(); p != nil {
@@ -323,6 +324,9 @@ type statusRecorder struct {
 	// op is the request's operation once the server has classified it
 	// (the zero operation before).
 	op operation
+	// activity holds the x-ms-activity-id header's value (no allocation
+	// of its own).
+	activity [1]string
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
