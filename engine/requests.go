@@ -78,8 +78,17 @@ func (e *Engine) ResolveContainer(ctx context.Context, db, name string) (Contain
 // resolved is req.Resolved when it names req's container, else the zero
 // ContainerRef: a caller's reference to another container is ignored.
 func (req *ItemRequest) resolved() ContainerRef {
-	r := req.Resolved
-	if r.c == nil || r.c.ID != req.Container || r.c.Database().ID != req.Database {
+	return req.Resolved.of(req.Database, req.Container)
+}
+
+// resolved is req.Resolved's container when it names req's, else nil.
+func (req *QueryRequest) resolved() *Container {
+	return req.Resolved.of(req.Database, req.Container).c
+}
+
+// of is r when it names container db/name, else the zero ContainerRef.
+func (r ContainerRef) of(db, name string) ContainerRef {
+	if r.c == nil || r.c.ID != name || r.c.Database().ID != db {
 		return ContainerRef{}
 	}
 	return r
@@ -550,6 +559,9 @@ type FeedResult struct {
 	// SessionLSN is the session token's LSN, read with the page's snapshot
 	// on a shared store; 0 when the caller must ask SessionLSN.
 	SessionLSN uint64
+	// Container is the container a client query's page read: the
+	// catalog cache's current one when the page found the cache stale.
+	Container *Container
 }
 
 // QueryRequest is a SQL query over a container's items.
@@ -578,6 +590,9 @@ type QueryRequest struct {
 	UDF query.UDFResolver
 	// IndexMetrics asks for the result's IndexUtilization.
 	IndexMetrics bool
+	// Resolved is as ItemRequest.Resolved: the container the caller
+	// looked up (ResolveContainer), for the page to start from.
+	Resolved ContainerRef
 	// CrossPartitionDisabled is set when the client did not enable
 	// cross-partition queries (x-ms-documentdb-query-enablecrosspartition
 	// absent or false): a query that names neither a partition key (in the
@@ -602,6 +617,9 @@ type QueryResult struct {
 	// SessionLSN is the session token's LSN, read with the page's snapshot
 	// on a shared store; 0 when the caller must ask SessionLSN.
 	SessionLSN uint64
+	// Container is the container a client query's page read: the
+	// catalog cache's current one when the page found the cache stale.
+	Container *Container
 }
 
 // pageBounds are what one page of a query keeps to: the end of its time

@@ -12,6 +12,12 @@ func resolvedReq(ref ContainerRef, id, pk, body string) *ItemRequest {
 	return r
 }
 
+// resolvedQuery is a query of partition pk of db/c, with the container as
+// ref resolved it.
+func resolvedQuery(ref ContainerRef, pk string) *QueryRequest {
+	return &QueryRequest{Database: "db", Container: "c", Query: "SELECT * FROM c", PartitionKey: StringKey(pk), HasPartitionKey: true, Resolved: ref}
+}
+
 // checkStaleRefIsLookedUpAgain: with ref resolved before c was deleted and
 // made again with another partition key path on other (the same engine, or
 // another gateway), e's operations answer as a lookup of their own would:
@@ -30,6 +36,9 @@ func checkStaleRefIsLookedUpAgain(t *testing.T, ctx context.Context, e, other *E
 	if _, err := e.ReplaceItem(ctx, resolvedReq(ref, "1", "p", `{"id":"1","pk":"p"}`)); statusOf(err) != 404 {
 		t.Fatalf("replace through a resolved container deleted since: %v, want 404", err)
 	}
+	if _, err := e.QueryItems(ctx, resolvedQuery(ref, "p")); statusOf(err) != 404 {
+		t.Fatalf("query through a resolved container deleted since: %v, want 404", err)
+	}
 	if _, err := other.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/k"]}}`), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -44,6 +53,13 @@ func checkStaleRefIsLookedUpAgain(t *testing.T, ctx context.Context, e, other *E
 	}
 	if res, err := other.ReadItem(ctx, req("3", "q", "")); err != nil || res.Status != 200 {
 		t.Fatalf("the upsert did not reach the new container: %v", err)
+	}
+	res, err := e.QueryItems(ctx, resolvedQuery(ref, "q"))
+	if err != nil || len(res.Items) != 2 {
+		t.Fatalf("query through a resolved container made again since: %v, want the new container's 2 items", err)
+	}
+	if res.Container == nil || res.Container == ref.Container() || res.Container.RID == ref.Container().RID {
+		t.Errorf("the query's result names the container it read as the deleted one")
 	}
 }
 
@@ -64,6 +80,9 @@ func TestItemOperationsOnAResolvedContainerAnswerAsALookupWould(t *testing.T) {
 	}
 	if res, err := e.ReadItem(ctx, resolvedReq(ref, "1", "p", "")); err != nil || res.Status != 200 {
 		t.Fatalf("read through the resolved container: %v", err)
+	}
+	if res, err := e.QueryItems(ctx, resolvedQuery(ref, "p")); err != nil || len(res.Items) != 1 || res.Container != ref.Container() {
+		t.Fatalf("query through the resolved container: %v", err)
 	}
 	// A reference to another container is not taken for this one.
 	other := resolvedReq(ref, "1", "p", "")
