@@ -13,28 +13,35 @@ import (
 // itemOperation runs the single-item write typ of req (a BatchCreate ...
 // BatchDelete) through runAlone.
 func (e *Engine) itemOperation(ctx context.Context, typ string, req *ItemRequest) (*ItemResult, error) {
+	resolved := req.resolved().c
 	for {
-		res, again, err := e.itemOperationOnce(ctx, typ, req)
+		res, again, err := e.itemOperationOnce(ctx, typ, req, resolved)
 		if !again {
 			return res, err
 		}
+		resolved = nil
 	}
 }
 
 // itemOperationOnce is itemOperation on the container as the catalog cache
-// has it now. On a shared store the cache is checked against the store by
+// has it now, or resolved (req.Resolved's) when set. On a shared store the cache is checked against the store by
 // the transaction, under its locks; a request refused before it began (a
 // body that does not fit the container's partition key, say) is refused
 // only if the cache is current, else again is true and the caller runs it
 // on the current container.
-func (e *Engine) itemOperationOnce(ctx context.Context, typ string, req *ItemRequest) (_ *ItemResult, again bool, _ error) {
+func (e *Engine) itemOperationOnce(ctx context.Context, typ string, req *ItemRequest, resolved *Container) (_ *ItemResult, again bool, _ error) {
 	triggers := len(req.PreTriggers)+len(req.PostTriggers) > 0
 	var c *Container
 	var pre, post []script.Script
 	var err error
-	if triggers {
+	switch {
+	case triggers:
 		c, pre, post, err = e.containerTriggers(ctx, req.Database, req.Container, req.PreTriggers, req.PostTriggers, triggerOperation(typ))
-	} else {
+	case resolved != nil && !resolved.retired.Load():
+		// Not replaced or deleted since it was resolved (if it is
+		// later, the transaction starts over with its successor).
+		c = resolved
+	default:
 		c, err = e.CachedContainer(ctx, req.Database, req.Container)
 	}
 	if err != nil {

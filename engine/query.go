@@ -117,7 +117,7 @@ func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResul
 	}
 	// On a shared store the snapshot's first round trip checks the
 	// catalog version and reads the session token (itemsSnapshot).
-	c, snap, _, watermark, err := e.itemsSnapshot(ctx, req.Database, req.Container, nil, 0)
+	c, snap, watermark, err := e.querySnapshot(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +166,24 @@ func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResul
 	}
 	e.durable.barrier()
 	res.SessionLSN = sessionLSN(watermark)
+	res.Container = c
 	return res, nil
+}
+
+// querySnapshot is itemsSnapshot for a query page: on an engine alone on
+// its store it starts from the container the request resolved
+// (QueryRequest.Resolved) unless it was replaced or deleted since; on a
+// shared store the snapshot's round trip checks the catalog as ever.
+func (e *Engine) querySnapshot(ctx context.Context, req *QueryRequest) (*Container, storage.Snapshot, uint64, error) {
+	if c := req.resolved(); c != nil && e.shared == nil && !c.retired.Load() {
+		snap, err := e.store.NewSnapshot(ctx)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		return c, snap, 0, nil
+	}
+	c, snap, _, watermark, err := e.itemsSnapshot(ctx, req.Database, req.Container, nil, 0)
+	return c, snap, watermark, err
 }
 
 // queryIn runs a query over the items under scope as r sees them: a snapshot

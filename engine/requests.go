@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -41,6 +42,56 @@ type ItemRequest struct {
 	// PreTriggers and PostTriggers name the triggers the write runs.
 	PreTriggers  []string
 	PostTriggers []string
+	// Resolved, when set, is Database/Container as the caller looked it
+	// up with ResolveContainer: the operation starts from it instead of
+	// looking the container up again. It is checked as a lookup of the
+	// engine's own would be: on a shared store the operation's round
+	// trip checks the catalog version it was resolved at, and a container
+	// replaced or deleted since is looked up again (404 when deleted).
+	Resolved ContainerRef
+}
+
+// ContainerRef is a container as the engine's catalog cache had it when a
+// request looked it up (ResolveContainer), with the catalog version it
+// was at on a shared store, for the request's operation to start from
+// (ItemRequest.Resolved). The zero ContainerRef names none.
+type ContainerRef struct {
+	c       *Container
+	version []byte
+}
+
+// Container is the container r names (nil for the zero ContainerRef).
+func (r ContainerRef) Container() *Container { return r.c }
+
+// ResolveContainer looks container db/name up as CachedContainer does, for
+// a request that reads the container itself (its RID, its links) and then
+// runs an item operation on it: passed as ItemRequest.Resolved, the
+// operation does not look it up again.
+func (e *Engine) ResolveContainer(ctx context.Context, db, name string) (ContainerRef, error) {
+	c, version, err := e.cachedContainer(ctx, db, name)
+	if err != nil {
+		return ContainerRef{}, err
+	}
+	return ContainerRef{c: c, version: version}, nil
+}
+
+// resolved is req.Resolved when it names req's container, else the zero
+// ContainerRef: a caller's reference to another container is ignored.
+func (req *ItemRequest) resolved() ContainerRef {
+	return req.Resolved.of(req.Database, req.Container)
+}
+
+// resolved is req.Resolved's container when it names req's, else nil.
+func (req *QueryRequest) resolved() *Container {
+	return req.Resolved.of(req.Database, req.Container).c
+}
+
+// of is r when it names container db/name, else the zero ContainerRef.
+func (r ContainerRef) of(db, name string) ContainerRef {
+	if r.c == nil || r.c.ID != name || r.c.Database().ID != db {
+		return ContainerRef{}
+	}
+	return r
 }
 
 // ItemResult is the outcome of an item operation.
@@ -508,6 +559,9 @@ type FeedResult struct {
 	// SessionLSN is the session token's LSN, read with the page's snapshot
 	// on a shared store; 0 when the caller must ask SessionLSN.
 	SessionLSN uint64
+	// Container is the container a client query's page read: the
+	// catalog cache's current one when the page found the cache stale.
+	Container *Container
 }
 
 // QueryRequest is a SQL query over a container's items.
@@ -536,6 +590,9 @@ type QueryRequest struct {
 	UDF query.UDFResolver
 	// IndexMetrics asks for the result's IndexUtilization.
 	IndexMetrics bool
+	// Resolved is as ItemRequest.Resolved: the container the caller
+	// looked up (ResolveContainer), for the page to start from.
+	Resolved ContainerRef
 	// CrossPartitionDisabled is set when the client did not enable
 	// cross-partition queries (x-ms-documentdb-query-enablecrosspartition
 	// absent or false): a query that names neither a partition key (in the
@@ -560,6 +617,9 @@ type QueryResult struct {
 	// SessionLSN is the session token's LSN, read with the page's snapshot
 	// on a shared store; 0 when the caller must ask SessionLSN.
 	SessionLSN uint64
+	// Container is the container a client query's page read: the
+	// catalog cache's current one when the page found the cache stale.
+	Container *Container
 }
 
 // pageBounds are what one page of a query keeps to: the end of its time

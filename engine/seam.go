@@ -277,9 +277,13 @@ func (e *Engine) absentHere(c *Container, key []byte) bool {
 
 // readItemLocal is ReadItem on a store of this process alone.
 func (e *Engine) readItemLocal(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
-	c, err := e.Container(ctx, req.Database, req.Container)
-	if err != nil {
-		return nil, err
+	c := req.resolved().c
+	if c == nil || c.retired.Load() {
+		// Not resolved, or replaced or deleted since.
+		var err error
+		if c, err = e.Container(ctx, req.Database, req.Container); err != nil {
+			return nil, err
+		}
 	}
 	if !req.HasPartitionKey {
 		return nil, errPartitionKeyRequired

@@ -152,8 +152,15 @@ func (e *Engine) catalogMoved(ctx context.Context, v []byte) error {
 // one the container was looked up at, the catalog is reloaded and the read
 // made again by the container's current rules.
 func (e *Engine) readItemShared(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
+	// A container the caller resolved is checked at the version it was
+	// resolved at, as a lookup here would be.
+	resolved := req.resolved()
 	for {
-		c, version, err := e.cachedContainer(ctx, req.Database, req.Container)
+		c, version, err := resolved.c, resolved.version, error(nil)
+		if c == nil {
+			c, version, err = e.cachedContainer(ctx, req.Database, req.Container)
+		}
+		resolved = ContainerRef{}
 		if err != nil {
 			return nil, err
 		}

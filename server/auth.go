@@ -6,12 +6,12 @@ import (
 	"encoding/base64"
 	"fmt"
 	"hash"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/orrery-db/orrery/engine"
 )
@@ -33,22 +33,55 @@ type keyRing struct {
 // signer computes HMAC-SHA256 signatures with one key, reusing hash states
 // (keying an HMAC costs as much as signing a short payload).
 type signer struct {
-	pool sync.Pool
+	pool sync.Pool // of *macState
+}
+
+// macState is a keyed hash with the buffers its payload and sum are
+// written to, reused so that a signature check allocates nothing.
+type macState struct {
+	h       hash.Hash
+	payload []byte
+	sum     []byte
 }
 
 func newSigner(key []byte) *signer {
 	s := &signer{}
-	s.pool.New = func() any { return hmac.New(sha256.New, key) }
+	s.pool.New = func() any {
+		return &macState{h: hmac.New(sha256.New, key), sum: make([]byte, 0, sha256.Size)}
+	}
 	return s
 }
 
-func (s *signer) sign(payload string) []byte {
-	m := s.pool.Get().(hash.Hash)
-	m.Reset()
-	io.WriteString(m, payload)
-	sum := m.Sum(nil)
+func (s *signer) get() *macState {
+	m := s.pool.Get().(*macState)
+	m.h.Reset()
+	return m
+}
+
+func (s *signer) put(m *macState) {
+	if cap(m.payload) > 4<<10 {
+		m.payload = nil
+	}
 	s.pool.Put(m)
+}
+
+func (s *signer) sign(payload string) []byte {
+	m := s.get()
+	m.payload = append(m.payload[:0], payload...)
+	m.h.Write(m.payload)
+	sum := m.h.Sum(nil)
+	s.put(m)
 	return sum
+}
+
+// signs reports whether sig is the signature of payload.
+func (s *signer) signs(sig, payload []byte) bool {
+	m := s.get()
+	m.h.Write(payload)
+	m.sum = m.h.Sum(m.sum[:0])
+	ok := hmac.Equal(sig, m.sum)
+	s.put(m)
+	return ok
 }
 
 func newKeyRing(k Keys) (*keyRing, error) {
@@ -156,7 +189,9 @@ func (k *keyRing) authenticate(r *http.Request, segs []string, now time.Time) (c
 	}
 	sig := decoded[sigAt+len("sig="):]
 	var typ string
-	for _, part := range strings.Split(decoded[:sigAt], "&") {
+	for rest := decoded[:sigAt]; rest != ""; {
+		var part string
+		part, rest, _ = strings.Cut(rest, "&")
 		if name, value, _ := strings.Cut(part, "="); name == "type" {
 			typ = value
 		}
@@ -208,30 +243,70 @@ func (k *keyRing) verifyMasterSignature(r *http.Request, segs []string, sig stri
 	if isContainerOperation(segs) {
 		rtypes = append(rtypes, "partitionkey") // the Python SDK signs the operation so
 	}
-	var payloads []string
+	xmsDate, httpDate := r.Header.Get("X-Ms-Date"), r.Header.Get("Date")
+	dates := []string{""}
+	if httpDate != "" {
+		dates = append(dates, httpDate)
+	}
+	// Each payload is built in the master key's hash state's buffer and
+	// checked against both keys.
+	m := k.master.get()
+	defer k.master.put(m)
 	for _, rt := range rtypes {
 		for _, link := range links {
-			payloads = append(payloads, signingPayload(r.Method, rt, link, r.Header.Get("X-Ms-Date"), ""))
-			if d := r.Header.Get("Date"); d != "" {
-				payloads = append(payloads, signingPayload(r.Method, rt, link, r.Header.Get("X-Ms-Date"), d))
+			for _, d := range dates {
+				m.payload = appendSigningPayload(m.payload[:0], r.Method, rt, link, xmsDate, d)
+				m.h.Reset()
+				m.h.Write(m.payload)
+				m.sum = m.h.Sum(m.sum[:0])
+				if hmac.Equal(got, m.sum) {
+					return accessAll, nil
+				}
+				if k.readOnly != nil && k.readOnly.signs(got, m.payload) {
+					return accessRead, nil
+				}
 			}
 		}
 	}
-	for _, p := range payloads {
-		if hmac.Equal(got, k.master.sign(p)) {
-			return accessAll, nil
-		}
-		if k.readOnly != nil && hmac.Equal(got, k.readOnly.sign(p)) {
-			return accessRead, nil
-		}
-	}
 	return accessNone, unauthorized("The input authorization token can't serve the request. The wrong key is being used or the expected payload is not built as per the protocol. Server used the following payload to sign: '" +
-		strings.ReplaceAll(payloads[0], "\n", "\\n") + "'")
+		strings.ReplaceAll(signingPayload(r.Method, rtypes[0], links[0], xmsDate, ""), "\n", "\\n") + "'")
 }
 
 func signingPayload(verb, rtype, rlink, xmsDate, date string) string {
-	return strings.ToLower(verb) + "\n" + strings.ToLower(rtype) + "\n" + rlink + "\n" +
-		strings.ToLower(xmsDate) + "\n" + strings.ToLower(date) + "\n"
+	return string(appendSigningPayload(nil, verb, rtype, rlink, xmsDate, date))
+}
+
+// appendSigningPayload appends to b the text a request's signature is the
+// HMAC of: the verb, resource type, x-ms-date and Date lower-cased.
+func appendSigningPayload(b []byte, verb, rtype, rlink, xmsDate, date string) []byte {
+	b = appendLower(b, verb)
+	b = append(b, '\n')
+	b = appendLower(b, rtype)
+	b = append(b, '\n')
+	b = append(b, rlink...)
+	b = append(b, '\n')
+	b = appendLower(b, xmsDate)
+	b = append(b, '\n')
+	b = appendLower(b, date)
+	return append(b, '\n')
+}
+
+// appendLower appends s lower-cased as strings.ToLower would: ASCII
+// letters byte by byte, any other letter through strings.ToLower.
+func appendLower(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return append(b, strings.ToLower(s)...)
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return b
 }
 
 // Sign returns the Authorization header value a client sends for a request,

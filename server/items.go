@@ -23,19 +23,27 @@ func (s *Server) containerOf(r *request) (*engine.Container, error) {
 // catalog against the store itself: from the engine's cache when it knows
 // the container (no round trip of its own on a shared store).
 func (s *Server) itemContainerOf(r *request) (*engine.Container, error) {
-	ctx := r.Context()
-	c, err := s.eng.CachedContainer(ctx, r.t.db, r.t.coll)
+	ref, err := s.itemContainerRef(r)
+	return ref.Container(), err
+}
+
+// itemContainerRef is itemContainerOf for a request whose item operation
+// is passed the container (engine.ItemRequest.Resolved): it is looked up
+// once.
+func (s *Server) itemContainerRef(r *request) (engine.ContainerRef, error) {
+	ref, err := s.eng.ResolveContainer(r.Context(), r.t.db, r.t.coll)
 	if err != nil {
-		return nil, err
+		return engine.ContainerRef{}, err
 	}
-	r.setContentPath(c)
-	return c, nil
+	r.setContentPath(ref.Container())
+	return ref, nil
 }
 
 // createItem serves POST /dbs/{db}/colls/{coll}/docs: create, or upsert.
 func (s *Server) createItem(r *request) error {
 	ctx := r.Context()
-	if _, err := s.itemContainerOf(r); err != nil {
+	ref, err := s.itemContainerRef(r)
+	if err != nil {
 		return err
 	}
 	pk, hasPK, err := r.partitionKey()
@@ -43,7 +51,7 @@ func (s *Server) createItem(r *request) error {
 		return err
 	}
 	req := &engine.ItemRequest{Database: r.t.db, Container: r.t.coll, PartitionKey: pk, HasPartitionKey: hasPK,
-		Body: r.body, IfMatch: r.ifMatch(), PreTriggers: r.triggers("pre"), PostTriggers: r.triggers("post")}
+		Body: r.body, IfMatch: r.ifMatch(), PreTriggers: r.triggers("pre"), PostTriggers: r.triggers("post"), Resolved: ref}
 	var res *engine.ItemResult
 	if r.op.verb == "upsert" {
 		res, err = s.eng.UpsertItem(ctx, req)
@@ -95,10 +103,11 @@ func (s *Server) readItemFeed(r *request) error {
 func (s *Server) item(r *request) error {
 	ctx := r.Context()
 	db, coll, id := r.t.db, r.t.coll, r.t.id
-	c, err := s.itemContainerOf(r)
+	ref, err := s.itemContainerRef(r)
 	if err != nil {
 		return err
 	}
+	c := ref.Container()
 	pk, hasPK, err := r.partitionKey()
 	if err != nil {
 		return err
@@ -117,7 +126,7 @@ func (s *Server) item(r *request) error {
 		id, pk, hasPK = ridID, ridPK, true
 	}
 	req := &engine.ItemRequest{Database: db, Container: coll, ID: id, PartitionKey: pk, HasPartitionKey: hasPK,
-		Body: r.body, IfMatch: r.ifMatch(), IfNoneMatch: r.ifNoneMatch()}
+		Body: r.body, IfMatch: r.ifMatch(), IfNoneMatch: r.ifNoneMatch(), Resolved: ref}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		req.PreTriggers, req.PostTriggers = r.triggers("pre"), r.triggers("post")
 	}
@@ -168,10 +177,8 @@ func (s *Server) setResultSession(r *request, lsn uint64) error {
 // setContentPath names the container in the headers the JavaScript SDK keys
 // its session tokens by.
 func (r *request) setContentPath(c *engine.Container) {
-	h := r.w.Header()
-	v := []string{c.RID, c.AltLink()} // one allocation for both
-	h["X-Ms-Content-Path"] = v[0:1:1]
-	h["X-Ms-Alt-Content-Path"] = v[1:2:2]
+	r.setHeader("X-Ms-Content-Path", hdrContentPath, c.RID)
+	r.setHeader("X-Ms-Alt-Content-Path", hdrAltContentPath, c.AltLink())
 }
 
 // setSessionLSN sets the session token: the request's partition key range
@@ -194,6 +201,6 @@ func (s *Server) setSessionLSN(r *request, lsn uint64) error {
 	}
 	var buf [48]byte
 	token := strconv.AppendUint(append(append(buf[:0], id...), ":-1#"...), lsn, 10)
-	r.w.Header()["X-Ms-Session-Token"] = []string{string(token)}
+	r.setHeader("X-Ms-Session-Token", hdrSessionToken, string(token))
 	return nil
 }

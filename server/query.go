@@ -189,10 +189,11 @@ func (s *Server) queryPlan(r *request) error {
 // reads the session token.
 func (s *Server) queryItems(r *request) error {
 	ctx := r.Context()
-	c, err := s.itemContainerOf(r)
+	ref, err := s.itemContainerRef(r)
 	if err != nil {
 		return err
 	}
+	c := ref.Container()
 	spec, params, err := r.querySpec()
 	if err != nil {
 		return err
@@ -214,6 +215,7 @@ func (s *Server) queryItems(r *request) error {
 			if c, err = s.containerOf(r); err != nil {
 				return err
 			}
+			ref = engine.ContainerRef{} // looked up again
 			if !c.HasPartitionKeyRange(rangeID) {
 				return engine.PartitionKeyRangeGone(rangeID)
 			}
@@ -229,8 +231,15 @@ func (s *Server) queryItems(r *request) error {
 		// The Go SDK leaves the header out when cross-partition queries
 		// are disabled; the service then refuses a query that spans them.
 		CrossPartitionDisabled: !headerBool(r.Header, "X-Ms-Documentdb-Query-Enablecrosspartition"),
+		Resolved:               ref,
 	})
-	if cur, cerr := s.eng.CachedContainer(ctx, c.Database().ID, c.ID); cerr == nil && cur != c {
+	cur := c
+	if err == nil && res.Container != nil {
+		cur = res.Container
+	} else if cc, cerr := s.eng.CachedContainer(ctx, c.Database().ID, c.ID); cerr == nil {
+		cur = cc
+	}
+	if cur != c {
 		// The page found the cache stale and reloaded it.
 		c = cur
 		r.setContentPath(c)

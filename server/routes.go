@@ -18,23 +18,16 @@ var jsonContentType = []string{"application/json"}
 
 // writeJSON writes a successful JSON response.
 func (r *request) writeJSON(status int, body []byte, etag string, charge float64) {
-	h := r.w.Header()
-	// The values of the three headers set here share one allocation; each
-	// is capped so that an append to one cannot overwrite the next.
-	vals := make([]string, 3)
 	if etag != "" {
-		vals[0] = etag
-		h["Etag"] = vals[0:1:1]
+		r.setHeader("Etag", hdrETag, etag)
 	}
-	vals[1] = formatCharge(charge)
-	h["X-Ms-Request-Charge"] = vals[1:2:2]
+	r.setHeader("X-Ms-Request-Charge", hdrCharge, formatCharge(charge))
 	if body == nil {
 		r.w.WriteHeader(status)
 		return
 	}
-	h["Content-Type"] = jsonContentType
-	vals[2] = strconv.Itoa(len(body))
-	h["Content-Length"] = vals[2:3:3]
+	r.w.Header()["Content-Type"] = jsonContentType
+	r.setHeader("Content-Length", hdrContentLength, strconv.Itoa(len(body)))
 	r.w.WriteHeader(status)
 	r.w.Write(body)
 }

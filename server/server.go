@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -103,6 +102,29 @@ type request struct {
 	op    operation
 	t     target
 	grant grant
+	// hdr holds the values of the response headers the request sets on
+	// every answer (see the hdr constants), so that they take no
+	// allocation of their own: each is set as a one-element slice of it,
+	// capped so that an append to one cannot overwrite the next.
+	hdr [hdrCount]string
+}
+
+// The response headers whose values live in request.hdr.
+const (
+	hdrContentPath = iota
+	hdrAltContentPath
+	hdrSessionToken
+	hdrETag
+	hdrCharge
+	hdrContentLength
+	hdrCount
+)
+
+// setHeader sets the response header name (canonical) to the one value v,
+// held in r.hdr[i].
+func (r *request) setHeader(name string, i int, v string) {
+	r.hdr[i] = v
+	r.w.Header()[name] = r.hdr[i : i+1 : i+1]
 }
 
 // ServeHTTP authenticates, routes and answers one request.
@@ -119,7 +141,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h := w.Header()
 	// Canonical keys set directly: this runs on every request.
-	h["X-Ms-Activity-Id"] = []string{activity}
+	rec.activity[0] = activity
+	h["X-Ms-Activity-Id"] = rec.activity[:1:1]
 	h["X-Ms-Gatewayversion"] = gatewayVersionHeader
 	defer func() {
 		if p := recover(); p != nil {
@@ -165,7 +188,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A path of no known shape is answered before authentication (see
 	// unknownPathError); everything else is classified after it.
 	op, t, cerr := classify(r, segs)
-	if up := (*unknownPathError)(nil); errors.As(cerr, &up) {
+	if up, ok := cerr.(*unknownPathError); ok { // classify returns it unwrapped
 		writeCosmosError(rec, activity, up.e)
 		return
 	}
@@ -301,6 +324,9 @@ type statusRecorder struct {
 	// op is the request's operation once the server has classified it
 	// (the zero operation before).
 	op operation
+	// activity holds the x-ms-activity-id header's value (no allocation
+	// of its own).
+	activity [1]string
 }
 
 func (r *statusRecorder) WriteHeader(code int) {

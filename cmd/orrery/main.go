@@ -154,7 +154,12 @@ func serve(ctx context.Context, args []string) error {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	// The log, the access log's line per request included, reaches stderr
+	// in batches (see batchWriter); serve writes what waits when it returns.
+	logOut := newBatchWriter(os.Stderr)
+	defer logOut.Close()
+	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	keepGCHeadroom(ctx)
 	slog.SetDefault(log)
 
 	var store storage.Store
