@@ -3,9 +3,6 @@ package engine
 import (
 	"bytes"
 	"context"
-	"errors"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
@@ -50,74 +47,59 @@ import (
 // Without storage.Shared none of this runs: the in-process paths are as
 // they were.
 
-// sharedState is the engine's state for a shared store.
-type sharedState struct {
-	store storage.Shared
-	// version is the catalog version the cache was loaded at.
-	version atomic.Pointer[[]byte]
-	// lock is the batch holding the store's catalog lock while catMu is
-	// held for writing (guarded by catMu).
-	lock storage.SharedBatch
-	// finished is the highest LSN this engine has finished, which a
-	// change-feed read waits for the watermark to cover.
-	finished atomic.Uint64
-	// open holds the batches of numbers allocated outside partitions, by
-	// number, until finish.
-	open sync.Map
-	// newest is the highest LSN this engine has handed out and inflight
-	// how many of its LSNs are handed out and not finished, for Stats: the
-	// other gateways' are not known here.
-	newest   atomic.Uint64
-	inflight atomic.Int64
-	// placer and placements: the store's places and where the ranges
-	// live, when it has several (engine/placement.go); finishedAt is
-	// finished per place (an LSN's place is the LSN mod the places).
-	placer     placer
-	placements *placements
-	finishedAt []atomic.Uint64
-	// onSettleWait, when set (by tests), is called each time a
-	// change-feed read waits for the watermark to cover what it must show.
-	onSettleWait func()
+// sharedSeam is the seam of an engine sharing its store with others: the
+// store holds the locks and hands out the LSNs, and every read checks the
+// catalog cache against the store's catalog version in its own round trip.
+type sharedSeam struct{ e *Engine }
+
+func (s sharedSeam) inPartition(ctx context.Context, c *Container, pk PartitionKey, ids []string, fn func(t *txn) error) error {
+	return s.e.inPartitionShared(ctx, c, pk, ids, fn)
 }
 
-// handedOut notes LSN n given to a write of this engine, which finishes
-// with done.
-func (s *sharedState) handedOut(n uint64) {
-	s.inflight.Add(1)
-	for {
-		old := s.newest.Load()
-		if n <= old || s.newest.CompareAndSwap(old, n) {
-			return
-		}
+func (s sharedSeam) containerMoved(ctx context.Context, db, coll string, c *Container) (bool, error) {
+	cur, err := s.e.Container(ctx, db, coll)
+	if err != nil {
+		return false, err
 	}
+	return cur != c, nil
 }
 
-func (s *sharedState) done() { s.inflight.Add(-1) }
-
-func newSharedState(store storage.Store) *sharedState {
-	s, ok := store.(storage.Shared)
-	if !ok {
-		return nil
-	}
-	seam := &sharedState{store: s}
-	if p, ok := store.(placer); ok && p.Places() > 1 {
-		seam.placer, seam.placements = p, &placements{n: p.Places()}
-		seam.finishedAt = make([]atomic.Uint64, p.Places())
-		p.SetRouter(seam.placements)
-	}
-	empty := []byte{}
-	seam.version.Store(&empty)
-	return seam
+func (s sharedSeam) readItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
+	return s.e.readItemShared(ctx, req)
 }
 
-// catalogVersion reads the store's catalog version through r.
-func catalogVersion(ctx context.Context, r storage.Reader) ([]byte, error) {
-	v, err := r.Get(ctx, keys.MetaCatalogVersion)
-	if errors.Is(err, storage.ErrNotFound) {
-		return []byte{}, nil
-	}
-	return v, err
+func (s sharedSeam) cachedContainer(ctx context.Context, db, name string) (*Container, []byte, error) {
+	return s.e.cachedContainerShared(ctx, db, name)
 }
+
+func (s sharedSeam) itemsSnapshot(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (*Container, storage.Snapshot, [][]byte, uint64, error) {
+	return s.e.itemsSnapshotShared(ctx, db, name, extra, settle)
+}
+
+func (s sharedSeam) containerScripts(ctx context.Context, db, coll string, kind ScriptKind, ids []string) (*Container, []map[string]any, error) {
+	return s.e.containerScriptsShared(ctx, db, coll, kind, ids)
+}
+
+func (sharedSeam) snapshotSession(watermark uint64) uint64 { return watermark }
+
+// absent is false: another gateway may have written the key.
+func (sharedSeam) absent(*Container, []byte) bool { return false }
+
+func (sharedSeam) notePresent(*Container, []byte) {}
+
+func (s sharedSeam) refreshCatalog(ctx context.Context) error { return s.e.refreshCatalog(ctx) }
+
+func (s sharedSeam) lockCatalog(ctx context.Context) error { return s.e.lockCatalog(ctx) }
+
+func (s sharedSeam) unlockCatalog() { s.e.unlockCatalog() }
+
+func (s sharedSeam) catalogBatch() (storage.Batch, error) { return s.e.catalogBatchShared() }
+
+func (sharedSeam) catalogChanged(b storage.Batch) error {
+	return b.Set(keys.MetaCatalogVersion, randomBytes(16))
+}
+
+func (s sharedSeam) sweepLoop(interval time.Duration) { s.e.sharedSweepLoop(interval) }
 
 // cachedContainerShared is cachedContainer on a shared store.
 func (e *Engine) cachedContainerShared(ctx context.Context, db, name string) (*Container, []byte, error) {
@@ -209,15 +191,6 @@ func (e *Engine) readItemShared(ctx context.Context, req *ItemRequest) (*ItemRes
 		}
 		return readResult(it, req.IfNoneMatch, session), nil
 	}
-}
-
-// sessionLSN is the session token's LSN for a store watermark w: the
-// highest LSN at or below which every write has finished (0: unknown).
-func sessionLSN(w uint64) uint64 {
-	if w == 0 {
-		return 0
-	}
-	return w - 1
 }
 
 // refreshCatalog reloads the catalog when the store's version differs from
@@ -315,26 +288,6 @@ func (e *Engine) catalogBatchShared() (storage.Batch, error) {
 	return &versionBatch{Batch: b, seam: e.shared, version: v}, nil
 }
 
-// versionBatch is a catalog batch: once committed, the cache (updated by
-// the caller under catMu) is at its version.
-type versionBatch struct {
-	storage.Batch
-	seam    *sharedState
-	version []byte
-}
-
-func (b *versionBatch) Commit(ctx context.Context) error {
-	if err := b.Batch.Commit(ctx); err != nil {
-		return err
-	}
-	b.seam.version.Store(&b.version)
-	return nil
-}
-
-func (b *versionBatch) CommitPipelined(ctx context.Context) (func() error, error) {
-	return storage.CommitDurable(ctx, b.Commit)
-}
-
 // beginShared starts a transaction on partition p of c in shared mode: the
 // catalog lock shared, the partition's lock exclusive, and a check that the
 // catalog has not moved under c, all in one round trip with the
@@ -379,63 +332,6 @@ func (e *Engine) beginShared(ctx context.Context, c *Container, p *partition, re
 		}
 	}
 	return b, pre, false, nil
-}
-
-// prefetched is the keys a shared transaction read as it began, under its
-// partition's lock, and their values (nil: absent), for its first read of
-// each: no other transaction can change an item of the partition before it
-// ends.
-type prefetched struct {
-	values map[string][]byte
-}
-
-// prefetchedValue returns the value key had as the transaction began, if
-// it was read then and the transaction has not written it since (put and
-// remove forget it: the batch's own write is the answer then).
-func (t *txn) prefetchedValue(key []byte) (value []byte, ok bool) {
-	if t.pre == nil {
-		return nil, false
-	}
-	value, ok = t.pre.values[string(key)]
-	return value, ok
-}
-
-// forgetPrefetched drops key's prefetched value, which the transaction's
-// write of key makes stale.
-func (t *txn) forgetPrefetched(key []byte) {
-	if t.pre != nil {
-		delete(t.pre.values, string(key))
-	}
-}
-
-// sharedWatermark is the highest LSN at or below which every write has
-// finished, on every gateway.
-func (s *sharedState) watermark(ctx context.Context) (uint64, error) {
-	w, err := s.store.Watermark(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if w == 0 {
-		return 0, nil
-	}
-	return w - 1, nil
-}
-
-// settleShared waits, at most timeout, until the watermark covers every
-// write this engine has finished, and returns it.
-func (s *sharedState) settle(ctx context.Context, timeout time.Duration) (uint64, error) {
-	target := s.finished.Load()
-	deadline := time.Now().Add(timeout)
-	for {
-		w, err := s.watermark(ctx)
-		if err != nil {
-			return 0, err
-		}
-		if w >= target || time.Now().After(deadline) || ctx.Err() != nil {
-			return w, nil
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // sharedSweepLoop runs the TTL sweep while this engine holds the duty
@@ -550,67 +446,6 @@ func (e *Engine) runShared(ctx context.Context, b storage.SharedBatch, p *partit
 	return nil
 }
 
-// sequenceSource is implemented by shared stores that hand out a sequence
-// number without a batch (storage/postgres: a transaction id taken by a
-// statement of its own, on no held connection).
-type sequenceSource interface {
-	NextSequence(ctx context.Context) (uint64, error)
-}
-
-// allocate hands out a number outside a partition transaction: catalog
-// changes, which number their ETags and RIDs with it and write no
-// change-feed entries, so the watermark may pass it before they commit.
-// The number comes from the store without holding a connection: a
-// catalog change holds the catalog lock while writers wait for it holding
-// theirs, and must not wait for one of them.
-func (s *sharedState) allocate(ctx context.Context) (uint64, error) {
-	if src, ok := s.store.(sequenceSource); ok {
-		n, err := src.NextSequence(ctx)
-		if err == nil {
-			s.handedOut(n)
-		}
-		return n, err
-	}
-	b, err := s.store.NewSharedBatch(ctx)
-	if err != nil {
-		return 0, err
-	}
-	n, err := b.Sequence(ctx)
-	if err != nil {
-		b.Close()
-		return 0, err
-	}
-	s.open.Store(n, b)
-	s.handedOut(n)
-	return n, nil
-}
-
-func (s *sharedState) finish(n uint64) {
-	if b, ok := s.open.LoadAndDelete(n); ok {
-		b.(storage.SharedBatch).Close()
-	}
-	s.done()
-	s.noteFinished(n)
-}
-
-func (s *sharedState) noteFinished(n uint64) {
-	if s.finishedAt != nil {
-		at := &s.finishedAt[n%uint64(len(s.finishedAt))]
-		for {
-			f := at.Load()
-			if n <= f || at.CompareAndSwap(f, n) {
-				break
-			}
-		}
-	}
-	for {
-		f := s.finished.Load()
-		if n <= f || s.finished.CompareAndSwap(f, n) {
-			return
-		}
-	}
-}
-
 // itemsSnapshotShared is itemsSnapshot on a shared store.
 func (e *Engine) itemsSnapshotShared(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (c *Container, snap storage.Snapshot, values [][]byte, watermark uint64, err error) {
 	deadline := time.Now().Add(settle)
@@ -663,28 +498,4 @@ func (e *Engine) itemsSnapshotShared(ctx context.Context, db, name string, extra
 		}
 		return c, snap, values[1:], w, nil
 	}
-}
-
-// pending is sequencer.pending on a shared store: this engine's LSNs only.
-func (s *sharedState) pending() (newest uint64, inflight int) {
-	return s.newest.Load(), int(s.inflight.Load())
-}
-
-// covers reports whether a snapshot with watermark w covers every write
-// this engine has finished, and every write any gateway had finished when
-// the read began (ended, of the store's first snapshot: storage.Ended): on
-// several places, each place's own watermark covers what this engine
-// finished there (their numbers are not one sequence, and the lowest of
-// them would wait on an idle place).
-func (s *sharedState) covers(snap storage.Snapshot, w, ended uint64) bool {
-	pw, ok := snap.(placeWatermark)
-	if s.finishedAt == nil || !ok {
-		return sessionLSN(w) >= max(s.finished.Load(), ended)
-	}
-	for i := range s.finishedAt {
-		if f := s.finishedAt[i].Load(); f != 0 && sessionLSN(pw.PlaceWatermark(i)) < f {
-			return false
-		}
-	}
-	return true
 }

@@ -6,12 +6,11 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"hash/maphash"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/feed"
 	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/internal/rids"
@@ -66,75 +65,6 @@ func (e *Engine) inPartition(ctx context.Context, c *Container, pk PartitionKey,
 	return e.seam.inPartition(ctx, c, pk, nil, fn)
 }
 
-// inPartitionLocal is inPartition for an engine alone on its store: the
-// partition's lock is a mutex of this process.
-func (e *Engine) inPartitionLocal(ctx context.Context, c *Container, pk PartitionKey, fn func(t *txn) error) error {
-	var p *partition
-	var mu *sync.Mutex
-	for {
-		pp, perr := c.partition(pk)
-		if perr != nil {
-			return perr
-		}
-		p = pp
-		mu = e.partitionLock(c.rid, p.enc)
-		mu.Lock()
-		if !c.retired.Load() {
-			break
-		}
-		// A replace of the container (say, of its indexing policy) came
-		// first: write by its rules.
-		mu.Unlock()
-		next, err := e.successor(ctx, c)
-		if err != nil {
-			return err
-		}
-		c = next
-	}
-	locked := true
-	defer func() {
-		if locked {
-			mu.Unlock()
-			e.durable.barrier()
-		}
-	}()
-	b := e.store.NewBatch()
-	defer b.Close()
-	t := &txn{e: e, p: p, b: b, now: e.now()}
-	defer func() {
-		if t.lsn != 0 {
-			e.seq.finish(t.lsn)
-		}
-	}()
-	defer func() { t.search.abort() }()
-	if err := fn(t); err != nil {
-		return err
-	}
-	if b.Count() == 0 {
-		return nil
-	}
-	wait, err := b.CommitPipelined(ctx)
-	if err != nil {
-		return err
-	}
-	t.search.commit()
-	e.durable.applied(t.lsn)
-	defer e.durable.durable(t.lsn)
-	mu.Unlock()
-	locked = false
-	return wait()
-}
-
-// partitionLock returns the mutex that serializes the writers of one logical
-// partition.
-func (e *Engine) partitionLock(collRID, pkEnc []byte) *sync.Mutex {
-	var h maphash.Hash
-	h.SetSeed(e.seed)
-	h.Write(collRID)
-	h.Write(pkEnc)
-	return &e.locks[h.Sum64()%lockStripes]
-}
-
 // get reads an item of the partition; nil when absent or expired.
 func (t *txn) get(ctx context.Context, id string) (*storedItem, error) {
 	it, err := t.getAny(ctx, id)
@@ -165,28 +95,6 @@ func (t *txn) getAny(ctx context.Context, id string) (*storedItem, error) {
 		return nil, err
 	}
 	return decodeItem(key, v)
-}
-
-// pointRead reads the record of the item key of c outside any transaction:
-// 404 when it is absent or expired. What it read, a write or a delete, is
-// durable before it returns.
-func (e *Engine) pointRead(ctx context.Context, c *Container, key []byte) (*storedItem, error) {
-	v, err := e.store.Get(ctx, key)
-	e.durable.barrier() // what was read, a write or a delete, must be durable
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, NotFound(msgNotFound)
-	}
-	if err != nil {
-		return nil, err
-	}
-	it, err := decodeItem(key, v)
-	if err != nil {
-		return nil, err
-	}
-	if c.expired(it, e.now().Unix()) {
-		return nil, NotFound(msgNotFound)
-	}
-	return it, nil
 }
 
 func (t *txn) allocate(ctx context.Context) error {
@@ -388,4 +296,94 @@ func (t *txn) reindex(key []byte, prevDoc []byte, doc jsondoc.Object) error {
 		}
 	}
 	return nil
+}
+
+// prefetched is the keys a shared transaction read as it began, under its
+// partition's lock, and their values (nil: absent), for its first read of
+// each: no other transaction can change an item of the partition before it
+// ends.
+type prefetched struct {
+	values map[string][]byte
+}
+
+// prefetchedValue returns the value key had as the transaction began, if
+// it was read then and the transaction has not written it since (put and
+// remove forget it: the batch's own write is the answer then).
+func (t *txn) prefetchedValue(key []byte) (value []byte, ok bool) {
+	if t.pre == nil {
+		return nil, false
+	}
+	value, ok = t.pre.values[string(key)]
+	return value, ok
+}
+
+// forgetPrefetched drops key's prefetched value, which the transaction's
+// write of key makes stale.
+func (t *txn) forgetPrefetched(key []byte) {
+	if t.pre != nil {
+		delete(t.pre.values, string(key))
+	}
+}
+
+// logChange records the side effects of one item write in the transaction's
+// batch: the all-versions-and-deletes record of the change (in containers
+// with a changeFeedPolicy; others have no such feed and pay for none), and
+// the item's entry in the expiry index. cur is the new version (nil for a delete) and
+// prev the stored version it replaces (nil for a create); a prev that had
+// already expired is logged as deleted by TTL before cur is logged as created.
+func (t *txn) logChange(cur, prev *storedItem) error {
+	c := t.p.c
+	// A write within the second of the one it replaces, both with an
+	// expiry entry, keeps the entry it has: deleting and setting the same
+	// key to the same item key cost the store two entries for nothing.
+	sameExpiry := false
+	if prev != nil {
+		pk := prev.expiryKey(c.rid)
+		sameExpiry = cur != nil && prev.ttl != -1 && cur.ttl != -1 && bytes.Equal(prev.key, cur.key) &&
+			bytes.Equal(pk, cur.expiryKey(c.rid))
+		if !sameExpiry {
+			if err := t.b.Delete(pk); err != nil {
+				return err
+			}
+		}
+	}
+	logged := c.changeLogRetention() > 0
+	if cur == nil {
+		if !logged {
+			return nil
+		}
+		return t.appendChange(&feed.Record{Op: feed.Delete, TTLExpired: t.expiring, Crts: t.now.Unix(),
+			PrevLSN: prev.lsn, ItemKey: prev.key, Doc: prev.doc})
+	}
+	op := feed.Replace
+	var prevLSN uint64
+	switch {
+	case !logged:
+	case prev == nil:
+		op = feed.Create
+	case c.expired(prev, t.now.Unix()):
+		op = feed.Create
+		if err := t.appendChange(&feed.Record{Op: feed.Delete, TTLExpired: true, Crts: t.now.Unix(),
+			PrevLSN: prev.lsn, ItemKey: prev.key, Doc: prev.doc}); err != nil {
+			return err
+		}
+	default:
+		prevLSN = prev.lsn
+	}
+	if logged {
+		if err := t.appendChange(&feed.Record{Op: op, Crts: cur.ts, PrevLSN: prevLSN, ItemKey: cur.key, Doc: cur.doc}); err != nil {
+			return err
+		}
+	}
+	if cur.ttl == -1 || sameExpiry {
+		return nil
+	}
+	return t.b.Set(cur.expiryKey(c.rid), cur.key)
+}
+
+func (t *txn) appendChange(r *feed.Record) error {
+	r.LSN = t.lsn
+	k := keys.VersionKey(t.p.c.rid, t.lsn, t.nlog)
+	t.nlog++
+	return t.b.Set(k, r.Encode())
 }
