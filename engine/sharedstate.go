@@ -1,13 +1,17 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"hash/fnv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/feed"
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/pkranges"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -222,4 +226,185 @@ func (s *sharedState) covers(snap storage.Snapshot, w, ended uint64) bool {
 		}
 	}
 	return true
+}
+
+// placeRanges gives a new container's ranges their places, when the store
+// has several.
+func (e *Engine) placeRanges(rec *containerRecord, rid []byte) {
+	if e.shared == nil || e.shared.placements == nil || e.shared.placements.n < 2 {
+		return
+	}
+	set := rec.Ranges
+	if set == nil {
+		set = pkranges.Single
+	}
+	next := *set
+	next.Ranges = append([]PartitionKeyRange(nil), set.Ranges...)
+	h := fnv.New32a()
+	h.Write(rid)
+	start := int(h.Sum32() % uint32(e.shared.placements.n))
+	for i := range next.Ranges {
+		next.Ranges[i].Place = (start + i) % e.shared.placements.n
+		if !hashV2(rec.Props) {
+			// A V1 container's ranges are not spans of its item keys:
+			// they all live in one place.
+			next.Ranges[i].Place = start
+		}
+	}
+	rec.Ranges = &next
+}
+
+// notePlacement records where c's ranges live, for the store's router.
+func (e *Engine) notePlacement(c *Container) {
+	if e.shared != nil && e.shared.placements != nil {
+		e.shared.placements.note(c)
+	}
+}
+
+// storeFor is the store a transaction or point read of partition p of c
+// runs on: its range's place, or the store.
+func (s *sharedState) storeFor(c *Container, p *partition) storage.Shared {
+	if s.placements == nil {
+		return s.store
+	}
+	v, ok := s.placements.by.Load(string(c.rid))
+	if !ok {
+		s.placements.note(c)
+		v, _ = s.placements.by.Load(string(c.rid))
+	}
+	return s.placer.Place(v.(*containerPlacement).placeOfEPK(c.itemEPK(p.prefix)))
+}
+
+// scopePlace is the one place a change-feed scope's items live in, or -1
+// when they span several.
+func (s *sharedState) scopePlace(c *Container, scope *feed.Scope) int {
+	if s.placements == nil {
+		return -1
+	}
+	if scope.Prefix != nil {
+		return s.placements.itemPlace(scope.Prefix)
+	}
+	place := -1
+	for _, r := range c.ranges().Ranges {
+		lo, _ := parseEPKBound(r.MinInclusive, "min")
+		var hi []byte
+		if r.MaxExclusive != "FF" {
+			hi, _ = parseEPKBound(r.MaxExclusive, "max")
+		}
+		if scope.Max != nil && lo != nil && bytes.Compare(lo, scope.Max) >= 0 ||
+			scope.Min != nil && hi != nil && bytes.Compare(hi, scope.Min) <= 0 {
+			continue // no overlap
+		}
+		switch {
+		case place < 0:
+			place = r.Place % s.placements.n
+		case place != r.Place%s.placements.n:
+			return -1
+		}
+	}
+	return place
+}
+
+// scopeWatermark is the watermark of the one place a change-feed scope's
+// items live in, from the page's snapshot; 0 when the store has one place
+// or the scope spans several.
+func (s *sharedState) scopeWatermark(c *Container, snap storage.Snapshot, scope *feed.Scope) uint64 {
+	if s == nil || s.placements == nil {
+		return 0
+	}
+	pw, ok := snap.(placeWatermark)
+	if !ok {
+		return 0
+	}
+	if i := s.scopePlace(c, scope); i >= 0 {
+		return pw.PlaceWatermark(i)
+	}
+	return 0
+}
+
+// placeCount is the number of places of the store, 1 for most.
+func (e *Engine) placeCount() int {
+	if e.shared == nil || e.shared.placements == nil {
+		return 1
+	}
+	return e.shared.placements.n
+}
+
+// moveRange copies the keys of c's items whose effective partition key is
+// in b from place from to place to: the items and their order, index,
+// unique-key, feed, RID, expiry and change-log entries. It then raises the
+// new place's floor above the old place's watermark, so that the range's
+// change feed goes on rising there and a continuation of it stays valid.
+// The caller holds the catalog for a change (every place's catalog lock,
+// so no writer of any range is open) and flips the range's place in the
+// catalog before it calls finish, which deletes the old copy. A crash
+// between leaves a copy that reads pass over (it is not where the range
+// map says), and the space it holds.
+func (e *Engine) moveRange(ctx context.Context, c *Container, b epkBounds, from, to int) (finish func(context.Context) error, err error) {
+	began := time.Now()
+	src, dst := e.shared.placer.Place(from), e.shared.placer.Place(to)
+	copied, dropped := dst.NewBatch(), src.NewBatch()
+	defer func() {
+		if err != nil {
+			copied.Close()
+			dropped.Close()
+		}
+	}()
+	in := func(itemKey []byte) bool { return c.inBounds(b, itemKey) }
+	for _, prefix := range [][]byte{keys.ItemContainerPrefix(c.rid), keys.OrderPrefix(c.rid), keys.IndexPrefix(c.rid),
+		keys.UniquePrefix(c.rid), keys.FeedPrefix(c.rid), keys.RIDPrefix(c.rid), keys.ExpiryPrefix(c.rid), keys.VersionPrefix(c.rid)} {
+		it, err := src.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), false)
+		if err != nil {
+			return nil, err
+		}
+		for it.Next() {
+			k, v := it.Key(), it.Value()
+			var itemKey []byte
+			switch prefix[0] {
+			case keys.Item, keys.Order:
+				itemKey = k
+			case keys.Index:
+				if start, ok := keys.IndexEntryValueStart(k); ok && start < len(k) {
+					itemKey = c.indexedItemKey(k, start)
+				}
+			case keys.Version:
+				if rec, err := feed.DecodeRecord(0, v); err == nil {
+					itemKey = rec.ItemKey
+				}
+			default:
+				itemKey = v
+			}
+			if itemKey == nil || !in(itemKey) {
+				continue
+			}
+			k = append([]byte(nil), k...)
+			if err := copied.Set(k, append([]byte(nil), v...)); err != nil {
+				it.Close()
+				return nil, err
+			}
+			if err := dropped.Delete(k); err != nil {
+				it.Close()
+				return nil, err
+			}
+		}
+		if err := it.Close(); err != nil {
+			return nil, err
+		}
+	}
+	n := copied.Count()
+	if err := copied.Commit(ctx); err != nil {
+		return nil, err
+	}
+	w, err := src.Watermark(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.shared.placer.RaiseFloor(ctx, to, w); err != nil {
+		return nil, err
+	}
+	e.log.Info("partition key range moved", "database", c.db.ID, "container", c.ID, "from", from, "to", to, "keys", n, "took", time.Since(began).Round(time.Millisecond))
+	return func(ctx context.Context) error {
+		defer dropped.Close()
+		return dropped.Commit(ctx)
+	}, nil
 }
