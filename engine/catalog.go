@@ -54,7 +54,7 @@ func (e *Engine) loadCatalog(ctx context.Context) error {
 				it.Close()
 				return err
 			}
-			e.notePlacement(c)
+			e.seam.notePlacement(c)
 			db.colls[c.ID] = c
 		}
 		if err := it.Close(); err != nil {

@@ -56,7 +56,7 @@ func (e *Engine) CreateContainer(ctx context.Context, dbName string, body []byte
 	} else if n > 1 {
 		rec.Ranges = newRangeSetV1(n, e.now().Unix())
 	}
-	e.placeRanges(&rec, rid)
+	e.seam.placeRanges(&rec, rid)
 	var offerBody []byte
 	// A container without throughput of its own gets the service's default
 	// offer, unless it shares its database's.
@@ -99,7 +99,7 @@ func (e *Engine) storeContainer(b storage.Batch, db *Database, rec containerReco
 	if err != nil {
 		return nil, err
 	}
-	e.notePlacement(c)
+	e.seam.notePlacement(c)
 	if err := b.Set(keys.ContainerKey(db.rid, c.ID), raw); err != nil {
 		return nil, err
 	}

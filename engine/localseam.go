@@ -99,6 +99,12 @@ func (localSeam) catalogChanged(storage.Batch) error { return nil }
 
 func (l localSeam) sweepLoop(interval time.Duration) { l.e.sweepLoop(interval) }
 
+func (localSeam) placeRanges(*containerRecord, []byte) {}
+
+func (localSeam) notePlacement(*Container) {}
+
+func (localSeam) placeCount() int { return 1 }
+
 // Every create must prove its id free in its logical partition, and on an
 // LSM store a read of a key that is not there still visits every memtable
 // and every level: it was a quarter of the CPU of a create. A presence

@@ -36,18 +36,21 @@ type seam interface {
 	// (the presence filter); notePresent records a key written.
 	absent(c *Container, key []byte) bool
 	notePresent(c *Container, key []byte)
-	// refreshCatalog reloads the catalog cache if the store's moved.
-	refreshCatalog(ctx context.Context) error
-	// lockCatalog and unlockCatalog take and release the catalog for a
-	// change (catMu.Lock, catMu.Unlock).
-	lockCatalog(ctx context.Context) error
-	unlockCatalog()
+	// catalogLocker: the catalog cache's reload and lock.
+	catalogLocker
 	// catalogBatch starts a batch of catalog changes; catalogChanged
 	// records in b that other engines must reload the catalog.
 	catalogBatch() (storage.Batch, error)
 	catalogChanged(b storage.Batch) error
 	// sweepLoop runs the TTL sweeper every interval until Close.
 	sweepLoop(interval time.Duration)
+	// placeRanges gives a new container's ranges their places, on a store
+	// of several (storage/placed); notePlacement records where c's ranges
+	// live, for the store's router; placeCount is how many places the
+	// store has, 1 for most.
+	placeRanges(rec *containerRecord, rid []byte)
+	notePlacement(c *Container)
+	placeCount() int
 }
 
 // lsnSource hands out LSNs and publishes the watermark: the sequencer of
@@ -61,7 +64,3 @@ type lsnSource interface {
 	watermark(ctx context.Context) (uint64, error)
 	settle(ctx context.Context, timeout time.Duration) (uint64, error)
 }
-
-// absent reports whether the item key was certainly never written.
-// On a shared store nothing is: another gateway may have written it.
-func (e *Engine) absent(c *Container, key []byte) bool { return e.seam.absent(c, key) }

@@ -101,6 +101,12 @@ func (sharedSeam) catalogChanged(b storage.Batch) error {
 
 func (s sharedSeam) sweepLoop(interval time.Duration) { s.e.sharedSweepLoop(interval) }
 
+func (s sharedSeam) placeRanges(rec *containerRecord, rid []byte) { s.e.shared.placeRanges(rec, rid) }
+
+func (s sharedSeam) notePlacement(c *Container) { s.e.shared.notePlacement(c) }
+
+func (s sharedSeam) placeCount() int { return s.e.shared.placeCount() }
+
 // cachedContainerShared is cachedContainer on a shared store.
 func (e *Engine) cachedContainerShared(ctx context.Context, db, name string) (*Container, []byte, error) {
 	e.catMu.mu.RLock()

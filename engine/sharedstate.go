@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"hash/fnv"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,12 +60,8 @@ func (s *sharedState) handedOut(n uint64) {
 
 func (s *sharedState) done() { s.inflight.Add(-1) }
 
-func newSharedState(store storage.Store) *sharedState {
-	s, ok := store.(storage.Shared)
-	if !ok {
-		return nil
-	}
-	seam := &sharedState{store: s}
+func newSharedState(store storage.Shared) *sharedState {
+	seam := &sharedState{store: store}
 	if p, ok := store.(placer); ok && p.Places() > 1 {
 		seam.placer, seam.placements = p, &placements{n: p.Places()}
 		seam.finishedAt = make([]atomic.Uint64, p.Places())
@@ -230,8 +227,8 @@ func (s *sharedState) covers(snap storage.Snapshot, w, ended uint64) bool {
 
 // placeRanges gives a new container's ranges their places, when the store
 // has several.
-func (e *Engine) placeRanges(rec *containerRecord, rid []byte) {
-	if e.shared == nil || e.shared.placements == nil || e.shared.placements.n < 2 {
+func (s *sharedState) placeRanges(rec *containerRecord, rid []byte) {
+	if s.placements == nil || s.placements.n < 2 {
 		return
 	}
 	set := rec.Ranges
@@ -242,9 +239,9 @@ func (e *Engine) placeRanges(rec *containerRecord, rid []byte) {
 	next.Ranges = append([]PartitionKeyRange(nil), set.Ranges...)
 	h := fnv.New32a()
 	h.Write(rid)
-	start := int(h.Sum32() % uint32(e.shared.placements.n))
+	start := int(h.Sum32() % uint32(s.placements.n))
 	for i := range next.Ranges {
-		next.Ranges[i].Place = (start + i) % e.shared.placements.n
+		next.Ranges[i].Place = (start + i) % s.placements.n
 		if !hashV2(rec.Props) {
 			// A V1 container's ranges are not spans of its item keys:
 			// they all live in one place.
@@ -255,9 +252,9 @@ func (e *Engine) placeRanges(rec *containerRecord, rid []byte) {
 }
 
 // notePlacement records where c's ranges live, for the store's router.
-func (e *Engine) notePlacement(c *Container) {
-	if e.shared != nil && e.shared.placements != nil {
-		e.shared.placements.note(c)
+func (s *sharedState) notePlacement(c *Container) {
+	if s.placements != nil {
+		s.placements.note(c)
 	}
 }
 
@@ -323,11 +320,11 @@ func (s *sharedState) scopeWatermark(c *Container, snap storage.Snapshot, scope 
 }
 
 // placeCount is the number of places of the store, 1 for most.
-func (e *Engine) placeCount() int {
-	if e.shared == nil || e.shared.placements == nil {
+func (s *sharedState) placeCount() int {
+	if s.placements == nil {
 		return 1
 	}
-	return e.shared.placements.n
+	return s.placements.n
 }
 
 // moveRange copies the keys of c's items whose effective partition key is
@@ -339,10 +336,10 @@ func (e *Engine) placeCount() int {
 // so no writer of any range is open) and flips the range's place in the
 // catalog before it calls finish, which deletes the old copy. A crash
 // between leaves a copy that reads pass over (it is not where the range
-// map says), and the space it holds.
-func (e *Engine) moveRange(ctx context.Context, c *Container, b epkBounds, from, to int) (finish func(context.Context) error, err error) {
+// map says), and the space it holds. The move is logged to log.
+func (s *sharedState) moveRange(ctx context.Context, c *Container, b epkBounds, from, to int, log *slog.Logger) (finish func(context.Context) error, err error) {
 	began := time.Now()
-	src, dst := e.shared.placer.Place(from), e.shared.placer.Place(to)
+	src, dst := s.placer.Place(from), s.placer.Place(to)
 	copied, dropped := dst.NewBatch(), src.NewBatch()
 	defer func() {
 		if err != nil {
@@ -399,10 +396,10 @@ func (e *Engine) moveRange(ctx context.Context, c *Container, b epkBounds, from,
 	if err != nil {
 		return nil, err
 	}
-	if err := e.shared.placer.RaiseFloor(ctx, to, w); err != nil {
+	if err := s.placer.RaiseFloor(ctx, to, w); err != nil {
 		return nil, err
 	}
-	e.log.Info("partition key range moved", "database", c.db.ID, "container", c.ID, "from", from, "to", to, "keys", n, "took", time.Since(began).Round(time.Millisecond))
+	log.Info("partition key range moved", "database", c.db.ID, "container", c.ID, "from", from, "to", to, "keys", n, "took", time.Since(began).Round(time.Millisecond))
 	return func(ctx context.Context) error {
 		defer dropped.Close()
 		return dropped.Commit(ctx)

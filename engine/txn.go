@@ -78,7 +78,7 @@ func (t *txn) get(ctx context.Context, id string) (*storedItem, error) {
 // the stale record).
 func (t *txn) getAny(ctx context.Context, id string) (*storedItem, error) {
 	key := t.p.itemKey(id)
-	if t.e.absent(t.p.c, key) {
+	if t.e.seam.absent(t.p.c, key) {
 		return nil, nil
 	}
 	if v, ok := t.prefetchedValue(key); ok {
