@@ -505,3 +505,44 @@ func (e *Engine) itemsSnapshotShared(ctx context.Context, db, name string, extra
 		return c, snap, values[1:], w, nil
 	}
 }
+
+// containerScriptsShared is containerScripts on a shared store.
+func (e *Engine) containerScriptsShared(ctx context.Context, db, coll string, kind ScriptKind, ids []string) (*Container, []map[string]any, error) {
+	props := make([]map[string]any, len(ids))
+	for {
+		c, version, err := e.cachedContainer(ctx, db, coll)
+		if err != nil {
+			return nil, nil, err
+		}
+		reads := [][]byte{keys.MetaCatalogVersion}
+		for _, id := range ids {
+			reads = append(reads, keys.ChildKey(c.rid, string(kind), id))
+		}
+		values, _, err := e.shared.store.GetAll(ctx, reads)
+		if err != nil {
+			return nil, nil, err
+		}
+		v := values[0]
+		if v == nil {
+			v = []byte{}
+		}
+		if !bytes.Equal(v, version) {
+			if err := e.catalogMoved(ctx, v); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		for i, id := range ids {
+			if values[1+i] == nil {
+				// Absent by id: the id may be the script's RID.
+				props[i], _, err = e.readScript(ctx, c, kind, id)
+			} else {
+				props[i], _, err = storedProps(values[1+i], nil, kind.singular(), id)
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+		}
+		return c, props, nil
+	}
+}
