@@ -179,6 +179,27 @@ func (e *Engine) successor(ctx context.Context, c *Container) (*Container, error
 	return next, nil
 }
 
+// onCurrent calls try with the partition pk of c and, while try reports
+// that it did not run because c was retired (a replace of the container
+// came first, here or on another gateway), with the partition of c's
+// successor: a write goes by its container's current rules.
+func (e *Engine) onCurrent(ctx context.Context, c *Container, pk PartitionKey, try func(c *Container, p *partition) (ran bool, err error)) error {
+	for {
+		p, perr := c.partition(pk)
+		if perr != nil {
+			return perr
+		}
+		if ran, err := try(c, p); ran {
+			return err
+		}
+		next, err := e.successor(ctx, c)
+		if err != nil {
+			return err
+		}
+		c = next
+	}
+}
+
 // allContainers returns every container of every database as the catalog
 // holds them now, for work that visits each (the TTL sweep, stats).
 func (e *Engine) allContainers(ctx context.Context) []*Container {

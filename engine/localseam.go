@@ -21,16 +21,8 @@ import (
 // is the catalog.
 type localSeam struct{ e *Engine }
 
-func (l localSeam) inPartition(ctx context.Context, c *Container, pk PartitionKey, _ []string, fn func(t *txn) error) error {
-	return l.e.inPartitionLocal(ctx, c, pk, fn)
-}
-
 func (localSeam) containerMoved(context.Context, string, string, *Container) (bool, error) {
 	return false, nil
-}
-
-func (l localSeam) readItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
-	return l.e.readItemLocal(ctx, req)
 }
 
 func (l localSeam) cachedContainer(ctx context.Context, db, name string) (*Container, []byte, error) {
@@ -79,8 +71,6 @@ func (l localSeam) containerScripts(ctx context.Context, db, coll string, kind S
 }
 
 func (localSeam) snapshotSession(uint64) uint64 { return 0 }
-
-func (l localSeam) absent(c *Container, key []byte) bool { return l.e.absentHere(c, key) }
 
 func (l localSeam) notePresent(c *Container, key []byte) { l.e.presenceOf(c).Add(key) }
 
@@ -169,14 +159,17 @@ func (e *Engine) buildPresence(ctx context.Context, collRID []byte, f *presence.
 	}
 }
 
-// absentHere is absent for an engine alone on its store.
-func (e *Engine) absentHere(c *Container, key []byte) bool {
+// absent reports whether the item key was certainly never written: the
+// presence filter says so once it is built.
+func (l localSeam) absent(c *Container, key []byte) bool {
+	e := l.e
 	f := e.presenceOf(c)
 	return f.Ready() && !f.MayContain(key)
 }
 
-// readItemLocal is ReadItem on a store of this process alone.
-func (e *Engine) readItemLocal(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
+// readItem is ReadItem on a store of this process alone.
+func (l localSeam) readItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
+	e := l.e
 	c, err := e.Container(ctx, req.Database, req.Container)
 	if err != nil {
 		return nil, err
@@ -191,37 +184,33 @@ func (e *Engine) readItemLocal(ctx context.Context, req *ItemRequest) (*ItemResu
 	if verr := validItemID(req.ID); verr != nil {
 		return nil, verr
 	}
-	it, err := e.pointRead(ctx, c, p.itemKey(req.ID))
+	it, err := l.pointRead(ctx, c, p.itemKey(req.ID))
 	if err != nil {
 		return nil, err
 	}
 	return readResult(it, req.IfNoneMatch, 0), nil
 }
 
-// inPartitionLocal is inPartition for an engine alone on its store: the
+// inPartition is the partition transaction for an engine alone on its store: the
 // partition's lock is a mutex of this process.
-func (e *Engine) inPartitionLocal(ctx context.Context, c *Container, pk PartitionKey, fn func(t *txn) error) error {
+func (l localSeam) inPartition(ctx context.Context, c *Container, pk PartitionKey, _ []string, fn func(t *txn) error) error {
+	e := l.e
 	var p *partition
 	var mu *sync.Mutex
-	for {
-		pp, perr := c.partition(pk)
-		if perr != nil {
-			return perr
+	err := e.onCurrent(ctx, c, pk, func(c *Container, pp *partition) (bool, error) {
+		mu = l.partitionLock(c.rid, pp.enc)
+		mu.Lock()
+		if c.retired.Load() {
+			// A replace of the container (say, of its indexing policy)
+			// came first: write by its rules.
+			mu.Unlock()
+			return false, nil
 		}
 		p = pp
-		mu = e.partitionLock(c.rid, p.enc)
-		mu.Lock()
-		if !c.retired.Load() {
-			break
-		}
-		// A replace of the container (say, of its indexing policy) came
-		// first: write by its rules.
-		mu.Unlock()
-		next, err := e.successor(ctx, c)
-		if err != nil {
-			return err
-		}
-		c = next
+		return true, nil
+	})
+	if err != nil {
+		return err
 	}
 	locked := true
 	defer func() {
@@ -259,7 +248,8 @@ func (e *Engine) inPartitionLocal(ctx context.Context, c *Container, pk Partitio
 
 // partitionLock returns the mutex that serializes the writers of one logical
 // partition.
-func (e *Engine) partitionLock(collRID, pkEnc []byte) *sync.Mutex {
+func (l localSeam) partitionLock(collRID, pkEnc []byte) *sync.Mutex {
+	e := l.e
 	var h maphash.Hash
 	h.SetSeed(e.seed)
 	h.Write(collRID)
@@ -270,7 +260,8 @@ func (e *Engine) partitionLock(collRID, pkEnc []byte) *sync.Mutex {
 // pointRead reads the record of the item key of c outside any transaction:
 // 404 when it is absent or expired. What it read, a write or a delete, is
 // durable before it returns.
-func (e *Engine) pointRead(ctx context.Context, c *Container, key []byte) (*storedItem, error) {
+func (l localSeam) pointRead(ctx context.Context, c *Container, key []byte) (*storedItem, error) {
+	e := l.e
 	v, err := e.store.Get(ctx, key)
 	e.durable.barrier() // what was read, a write or a delete, must be durable
 	if errors.Is(err, storage.ErrNotFound) {

@@ -52,32 +52,12 @@ import (
 // catalog cache against the store's catalog version in its own round trip.
 type sharedSeam struct{ e *Engine }
 
-func (s sharedSeam) inPartition(ctx context.Context, c *Container, pk PartitionKey, ids []string, fn func(t *txn) error) error {
-	return s.e.inPartitionShared(ctx, c, pk, ids, fn)
-}
-
 func (s sharedSeam) containerMoved(ctx context.Context, db, coll string, c *Container) (bool, error) {
 	cur, err := s.e.Container(ctx, db, coll)
 	if err != nil {
 		return false, err
 	}
 	return cur != c, nil
-}
-
-func (s sharedSeam) readItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
-	return s.e.readItemShared(ctx, req)
-}
-
-func (s sharedSeam) cachedContainer(ctx context.Context, db, name string) (*Container, []byte, error) {
-	return s.e.cachedContainerShared(ctx, db, name)
-}
-
-func (s sharedSeam) itemsSnapshot(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (*Container, storage.Snapshot, [][]byte, uint64, error) {
-	return s.e.itemsSnapshotShared(ctx, db, name, extra, settle)
-}
-
-func (s sharedSeam) containerScripts(ctx context.Context, db, coll string, kind ScriptKind, ids []string) (*Container, []map[string]any, error) {
-	return s.e.containerScriptsShared(ctx, db, coll, kind, ids)
 }
 
 func (sharedSeam) snapshotSession(watermark uint64) uint64 { return watermark }
@@ -87,19 +67,9 @@ func (sharedSeam) absent(*Container, []byte) bool { return false }
 
 func (sharedSeam) notePresent(*Container, []byte) {}
 
-func (s sharedSeam) refreshCatalog(ctx context.Context) error { return s.e.refreshCatalog(ctx) }
-
-func (s sharedSeam) lockCatalog(ctx context.Context) error { return s.e.lockCatalog(ctx) }
-
-func (s sharedSeam) unlockCatalog() { s.e.unlockCatalog() }
-
-func (s sharedSeam) catalogBatch() (storage.Batch, error) { return s.e.catalogBatchShared() }
-
 func (sharedSeam) catalogChanged(b storage.Batch) error {
 	return b.Set(keys.MetaCatalogVersion, randomBytes(16))
 }
-
-func (s sharedSeam) sweepLoop(interval time.Duration) { s.e.sharedSweepLoop(interval) }
 
 func (s sharedSeam) placeRanges(rec *containerRecord, rid []byte) { s.e.shared.placeRanges(rec, rid) }
 
@@ -107,8 +77,9 @@ func (s sharedSeam) notePlacement(c *Container) { s.e.shared.notePlacement(c) }
 
 func (s sharedSeam) placeCount() int { return s.e.shared.placeCount() }
 
-// cachedContainerShared is cachedContainer on a shared store.
-func (e *Engine) cachedContainerShared(ctx context.Context, db, name string) (*Container, []byte, error) {
+// cachedContainer is Engine.cachedContainer on a shared store.
+func (s sharedSeam) cachedContainer(ctx context.Context, db, name string) (*Container, []byte, error) {
+	e := s.e
 	e.catMu.mu.RLock()
 	c, err := e.lookupContainer(db, name)
 	version := *e.shared.version.Load()
@@ -129,17 +100,19 @@ func (e *Engine) cachedContainerShared(ctx context.Context, db, name string) (*C
 
 // catalogMoved reloads the catalog, which the store says is at version v,
 // unless the cache is there already.
-func (e *Engine) catalogMoved(ctx context.Context, v []byte) error {
+func (s sharedSeam) catalogMoved(ctx context.Context, v []byte) error {
+	e := s.e
 	e.catMu.mu.Lock()
 	defer e.catMu.mu.Unlock()
-	return e.reloadCatalogLocked(ctx, v)
+	return s.reloadCatalogLocked(ctx, v)
 }
 
-// readItemShared is ReadItem on a shared store: the item, the catalog
+// readItem is ReadItem on a shared store: the item, the catalog
 // version and the watermark in one round trip. If the version is not the
 // one the container was looked up at, the catalog is reloaded and the read
 // made again by the container's current rules.
-func (e *Engine) readItemShared(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
+func (s sharedSeam) readItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
+	e := s.e
 	for {
 		c, version, err := e.cachedContainer(ctx, req.Database, req.Container)
 		if err != nil {
@@ -174,7 +147,7 @@ func (e *Engine) readItemShared(ctx context.Context, req *ItemRequest) (*ItemRes
 			v = []byte{}
 		}
 		if !bytes.Equal(v, version) {
-			if err := e.catalogMoved(ctx, v); err != nil {
+			if err := s.catalogMoved(ctx, v); err != nil {
 				return nil, err
 			}
 			continue
@@ -203,7 +176,8 @@ func (e *Engine) readItemShared(ctx context.Context, req *ItemRequest) (*ItemRes
 // the cache's. A store error leaves the cache as it is and is returned
 // (RLock ignores it: its request then meets the store's error itself;
 // RLockCurrent returns it).
-func (e *Engine) refreshCatalog(ctx context.Context) error {
+func (s sharedSeam) refreshCatalog(ctx context.Context) error {
+	e := s.e
 	v, err := catalogVersion(ctx, e.store)
 	if err != nil {
 		return err
@@ -213,13 +187,14 @@ func (e *Engine) refreshCatalog(ctx context.Context) error {
 	}
 	e.catMu.mu.Lock()
 	defer e.catMu.mu.Unlock()
-	return e.reloadCatalogLocked(ctx, v)
+	return s.reloadCatalogLocked(ctx, v)
 }
 
 // reloadCatalogLocked reloads the catalog, which was at another version
 // than v. The caller holds catMu for writing. On failure the cache stays
 // as it was, at its old version, and the error is returned.
-func (e *Engine) reloadCatalogLocked(ctx context.Context, v []byte) error {
+func (s sharedSeam) reloadCatalogLocked(ctx context.Context, v []byte) error {
+	e := s.e
 	if bytes.Equal(v, *e.shared.version.Load()) {
 		return nil
 	}
@@ -257,7 +232,8 @@ func (e *Engine) reloadCatalogLocked(ctx context.Context, v []byte) error {
 }
 
 // lockCatalog is catMu.Lock on a shared store.
-func (e *Engine) lockCatalog(ctx context.Context) error {
+func (s sharedSeam) lockCatalog(ctx context.Context) error {
+	e := s.e
 	b, err := e.shared.store.NewSharedBatch(ctx)
 	if err != nil {
 		return err
@@ -269,13 +245,14 @@ func (e *Engine) lockCatalog(ctx context.Context) error {
 	e.catMu.mu.Lock()
 	e.shared.lock = b
 	if v, err := catalogVersion(ctx, b); err == nil {
-		e.reloadCatalogLocked(ctx, v)
+		s.reloadCatalogLocked(ctx, v)
 	}
 	return nil
 }
 
 // unlockCatalog releases what lockCatalog took.
-func (e *Engine) unlockCatalog() {
+func (s sharedSeam) unlockCatalog() {
+	e := s.e
 	if e.shared.lock != nil {
 		e.shared.lock.Close()
 		e.shared.lock = nil
@@ -283,8 +260,9 @@ func (e *Engine) unlockCatalog() {
 	e.catMu.mu.Unlock()
 }
 
-// catalogBatchShared is catalogBatch on a shared store.
-func (e *Engine) catalogBatchShared() (storage.Batch, error) {
+// catalogBatch is Engine.catalogBatch on a shared store.
+func (s sharedSeam) catalogBatch() (storage.Batch, error) {
+	e := s.e
 	v := randomBytes(16)
 	b := e.store.NewBatch()
 	if err := b.Set(keys.MetaCatalogVersion, v); err != nil {
@@ -302,7 +280,8 @@ func (e *Engine) catalogBatchShared() (storage.Batch, error) {
 // by a precondition, say) then has a number it does not use, which only
 // costs the server a transaction id. stale reports that the catalog had
 // moved (it is reloaded; the caller looks c up again).
-func (e *Engine) beginShared(ctx context.Context, c *Container, p *partition, reads [][]byte) (b storage.SharedBatch, pre *prefetched, stale bool, err error) {
+func (s sharedSeam) beginShared(ctx context.Context, c *Container, p *partition, reads [][]byte) (b storage.SharedBatch, pre *prefetched, stale bool, err error) {
+	e := s.e
 	b, err = e.shared.storeFor(c, p).NewSharedBatch(ctx)
 	if err != nil {
 		return nil, nil, false, err
@@ -322,7 +301,7 @@ func (e *Engine) beginShared(ctx context.Context, c *Container, p *partition, re
 	}
 	if !bytes.Equal(v, *e.shared.version.Load()) {
 		b.Close()
-		e.catalogMoved(ctx, v)
+		s.catalogMoved(ctx, v)
 		return nil, nil, true, nil
 	}
 	// The cache may have been reloaded, retiring c, after the caller
@@ -340,9 +319,10 @@ func (e *Engine) beginShared(ctx context.Context, c *Container, p *partition, re
 	return b, pre, false, nil
 }
 
-// sharedSweepLoop runs the TTL sweep while this engine holds the duty
+// sweepLoop runs the TTL sweep while this engine holds the duty
 // "ttl", taking it again whenever it is lost.
-func (e *Engine) sharedSweepLoop(interval time.Duration) {
+func (s sharedSeam) sweepLoop(interval time.Duration) {
+	e := s.e
 	defer e.bg.Done()
 	ctx := e.bgCtx
 	for !e.stopping() {
@@ -360,12 +340,13 @@ func (e *Engine) sharedSweepLoop(interval time.Duration) {
 			}
 			continue
 		}
-		e.sweepWhileLeading(ctx, interval, lost)
+		s.sweepWhileLeading(ctx, interval, lost)
 		release()
 	}
 }
 
-func (e *Engine) sweepWhileLeading(ctx context.Context, interval time.Duration, lost <-chan struct{}) {
+func (s sharedSeam) sweepWhileLeading(ctx context.Context, interval time.Duration, lost <-chan struct{}) {
+	e := s.e
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -384,50 +365,44 @@ func (e *Engine) sweepWhileLeading(ctx context.Context, interval time.Duration, 
 	}
 }
 
-// inPartitionShared is inPartition on a shared store: the transaction is a
+// inPartition is Engine.inPartition on a shared store: the transaction is a
 // shared batch holding the partition's lock (and the catalog's, shared)
 // until it commits, and its LSN is the batch's sequence number. ids names
 // the items the transaction reads: they are read as it begins, in the same
 // round trip.
-func (e *Engine) inPartitionShared(ctx context.Context, c *Container, pk PartitionKey, ids []string, fn func(t *txn) error) error {
-	for {
-		p, perr := c.partition(pk)
-		if perr != nil {
-			return perr
+func (s sharedSeam) inPartition(ctx context.Context, c *Container, pk PartitionKey, ids []string, fn func(t *txn) error) error {
+	// When the catalog moved (here or on another gateway), onCurrent
+	// writes by the container's current rules.
+	return s.e.onCurrent(ctx, c, pk, func(c *Container, p *partition) (bool, error) {
+		if c.retired.Load() {
+			return false, nil
 		}
-		if !c.retired.Load() {
-			reads := make([][]byte, 0, len(ids))
-			for _, id := range ids {
-				if id != "" {
-					reads = append(reads, p.itemKey(id))
-				}
-			}
-			b, pre, stale, err := e.beginShared(ctx, c, p, reads)
-			if err != nil {
-				return err
-			}
-			// The version check alone misses a c retired while this
-			// writer waited for the locks: a replace on this gateway, or
-			// a reload by another writer, that left the cache at the
-			// store's version. Both retire c before they let go.
-			if !stale && !c.retired.Load() {
-				return e.runShared(ctx, b, p, pre, fn)
-			}
-			if !stale {
-				b.Close()
+		reads := make([][]byte, 0, len(ids))
+		for _, id := range ids {
+			if id != "" {
+				reads = append(reads, p.itemKey(id))
 			}
 		}
-		// The catalog moved (here or on another gateway): write by the
-		// container's current rules.
-		next, err := e.successor(ctx, c)
+		b, pre, stale, err := s.beginShared(ctx, c, p, reads)
 		if err != nil {
-			return err
+			return true, err
 		}
-		c = next
-	}
+		// The version check alone misses a c retired while this
+		// writer waited for the locks: a replace on this gateway, or
+		// a reload by another writer, that left the cache at the
+		// store's version. Both retire c before they let go.
+		if !stale && !c.retired.Load() {
+			return true, s.runShared(ctx, b, p, pre, fn)
+		}
+		if !stale {
+			b.Close()
+		}
+		return false, nil
+	})
 }
 
-func (e *Engine) runShared(ctx context.Context, b storage.SharedBatch, p *partition, pre *prefetched, fn func(t *txn) error) error {
+func (s sharedSeam) runShared(ctx context.Context, b storage.SharedBatch, p *partition, pre *prefetched, fn func(t *txn) error) error {
+	e := s.e
 	defer b.Close()
 	t := &txn{e: e, p: p, b: b, sb: b, now: e.now(), pre: pre}
 	defer func() {
@@ -452,8 +427,9 @@ func (e *Engine) runShared(ctx context.Context, b storage.SharedBatch, p *partit
 	return nil
 }
 
-// itemsSnapshotShared is itemsSnapshot on a shared store.
-func (e *Engine) itemsSnapshotShared(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (c *Container, snap storage.Snapshot, values [][]byte, watermark uint64, err error) {
+// itemsSnapshot is Engine.itemsSnapshot on a shared store.
+func (s sharedSeam) itemsSnapshot(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (c *Container, snap storage.Snapshot, values [][]byte, watermark uint64, err error) {
+	e := s.e
 	deadline := time.Now().Add(settle)
 	// ended is the highest sequence number that had ended, on any
 	// gateway, when the first snapshot was taken: every write acknowledged
@@ -480,7 +456,7 @@ func (e *Engine) itemsSnapshotShared(ctx context.Context, db, name string, extra
 		}
 		if !bytes.Equal(v, version) {
 			snap.Close()
-			if err := e.catalogMoved(ctx, v); err != nil {
+			if err := s.catalogMoved(ctx, v); err != nil {
 				return nil, nil, nil, 0, err
 			}
 			continue
@@ -506,8 +482,9 @@ func (e *Engine) itemsSnapshotShared(ctx context.Context, db, name string, extra
 	}
 }
 
-// containerScriptsShared is containerScripts on a shared store.
-func (e *Engine) containerScriptsShared(ctx context.Context, db, coll string, kind ScriptKind, ids []string) (*Container, []map[string]any, error) {
+// containerScripts is Engine.containerScripts on a shared store.
+func (s sharedSeam) containerScripts(ctx context.Context, db, coll string, kind ScriptKind, ids []string) (*Container, []map[string]any, error) {
+	e := s.e
 	props := make([]map[string]any, len(ids))
 	for {
 		c, version, err := e.cachedContainer(ctx, db, coll)
@@ -527,7 +504,7 @@ func (e *Engine) containerScriptsShared(ctx context.Context, db, coll string, ki
 			v = []byte{}
 		}
 		if !bytes.Equal(v, version) {
-			if err := e.catalogMoved(ctx, v); err != nil {
+			if err := s.catalogMoved(ctx, v); err != nil {
 				return nil, nil, err
 			}
 			continue
