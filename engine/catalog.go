@@ -15,9 +15,27 @@ import (
 	"github.com/orrery-db/orrery/storage"
 )
 
+// catalog is the catalog cache: the databases with their containers, and
+// the offers, as loaded from the store, under their lock. It holds no
+// *Engine: what differs on a shared store comes through the seam's
+// catalogLocker (in catMu) and placementNoter.
+type catalog struct {
+	store  storage.Store
+	places placementNoter
+	catMu  catalogMutex
+	dbs    map[string]*Database
+	offers map[string][]byte
+}
+
+// placementNoter records where a container's ranges live, for a store of
+// several places (the seam's notePlacement).
+type placementNoter interface {
+	notePlacement(c *Container)
+}
+
 // loadCatalog reads every database and container at start-up.
-func (e *Engine) loadCatalog(ctx context.Context) error {
-	it, err := e.store.NewIterator(ctx, []byte{keys.Database}, []byte{keys.Database + 1}, false)
+func (cat *catalog) loadCatalog(ctx context.Context) error {
+	it, err := cat.store.NewIterator(ctx, []byte{keys.Database}, []byte{keys.Database + 1}, false)
 	if err != nil {
 		return err
 	}
@@ -32,14 +50,14 @@ func (e *Engine) loadCatalog(ctx context.Context) error {
 			it.Close()
 			return err
 		}
-		e.dbs[db.ID] = db
+		cat.dbs[db.ID] = db
 	}
 	if err := it.Close(); err != nil {
 		return err
 	}
-	for _, db := range e.dbs {
+	for _, db := range cat.dbs {
 		p := keys.ContainerPrefix(db.rid)
-		it, err := e.store.NewIterator(ctx, p, storage.PrefixEnd(p), false)
+		it, err := cat.store.NewIterator(ctx, p, storage.PrefixEnd(p), false)
 		if err != nil {
 			return err
 		}
@@ -54,7 +72,7 @@ func (e *Engine) loadCatalog(ctx context.Context) error {
 				it.Close()
 				return err
 			}
-			e.seam.notePlacement(c)
+			cat.places.notePlacement(c)
 			db.colls[c.ID] = c
 		}
 		if err := it.Close(); err != nil {
@@ -117,12 +135,12 @@ func newContainer(db *Database, rec containerRecord) (*Container, error) {
 }
 
 // lookupDatabase finds a database by name or RID. The caller holds catMu.
-func (e *Engine) lookupDatabase(name string) (*Database, *Error) {
-	if db, ok := e.dbs[name]; ok {
+func (cat *catalog) lookupDatabase(name string) (*Database, *Error) {
+	if db, ok := cat.dbs[name]; ok {
 		return db, nil
 	}
 	if _, ok := rids.Decode(name, 4); ok {
-		for _, db := range e.dbs {
+		for _, db := range cat.dbs {
 			if db.RID == name {
 				return db, nil
 			}
@@ -133,8 +151,8 @@ func (e *Engine) lookupDatabase(name string) (*Database, *Error) {
 
 // lookupContainer finds a container by database and container name or RID.
 // The caller holds catMu.
-func (e *Engine) lookupContainer(dbName, name string) (*Container, *Error) {
-	db, err := e.lookupDatabase(dbName)
+func (cat *catalog) lookupContainer(dbName, name string) (*Container, *Error) {
+	db, err := cat.lookupDatabase(dbName)
 	if err != nil {
 		err.SubStatus = SubStatusOwnerResourceNotFound
 		return nil, err
@@ -153,12 +171,12 @@ func (e *Engine) lookupContainer(dbName, name string) (*Container, *Error) {
 }
 
 // Container returns the current snapshot of a container, by name or RID.
-func (e *Engine) Container(ctx context.Context, db, name string) (*Container, error) {
-	if err := e.catMu.RLockCurrent(ctx); err != nil {
+func (cat *catalog) Container(ctx context.Context, db, name string) (*Container, error) {
+	if err := cat.catMu.RLockCurrent(ctx); err != nil {
 		return nil, err
 	}
-	defer e.catMu.RUnlock()
-	c, err := e.lookupContainer(db, name)
+	defer cat.catMu.RUnlock()
+	c, err := cat.lookupContainer(db, name)
 	if err != nil {
 		return nil, err
 	}
@@ -168,8 +186,8 @@ func (e *Engine) Container(ctx context.Context, db, name string) (*Container, er
 // successor is the catalog's current definition of retired container c,
 // which a writer that found c retired writes by instead; 404 when c was
 // deleted (a container made again under its name is another one).
-func (e *Engine) successor(ctx context.Context, c *Container) (*Container, error) {
-	next, err := e.Container(ctx, c.db.ID, c.ID)
+func (cat *catalog) successor(ctx context.Context, c *Container) (*Container, error) {
+	next, err := cat.Container(ctx, c.db.ID, c.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +201,7 @@ func (e *Engine) successor(ctx context.Context, c *Container) (*Container, error
 // that it did not run because c was retired (a replace of the container
 // came first, here or on another gateway), with the partition of c's
 // successor: a write goes by its container's current rules.
-func (e *Engine) onCurrent(ctx context.Context, c *Container, pk PartitionKey, try func(c *Container, p *partition) (ran bool, err error)) error {
+func (cat *catalog) onCurrent(ctx context.Context, c *Container, pk PartitionKey, try func(c *Container, p *partition) (ran bool, err error)) error {
 	for {
 		p, perr := c.partition(pk)
 		if perr != nil {
@@ -192,7 +210,7 @@ func (e *Engine) onCurrent(ctx context.Context, c *Container, pk PartitionKey, t
 		if ran, err := try(c, p); ran {
 			return err
 		}
-		next, err := e.successor(ctx, c)
+		next, err := cat.successor(ctx, c)
 		if err != nil {
 			return err
 		}
@@ -202,11 +220,11 @@ func (e *Engine) onCurrent(ctx context.Context, c *Container, pk PartitionKey, t
 
 // allContainers returns every container of every database as the catalog
 // holds them now, for work that visits each (the TTL sweep, stats).
-func (e *Engine) allContainers(ctx context.Context) []*Container {
-	e.catMu.RLock(ctx)
-	defer e.catMu.RUnlock()
+func (cat *catalog) allContainers(ctx context.Context) []*Container {
+	cat.catMu.RLock(ctx)
+	defer cat.catMu.RUnlock()
 	var colls []*Container
-	for _, db := range e.dbs {
+	for _, db := range cat.dbs {
 		for _, c := range db.colls {
 			colls = append(colls, c)
 		}
@@ -215,8 +233,8 @@ func (e *Engine) allContainers(ctx context.Context) []*Container {
 }
 
 // ridFree reports whether no database or container has the RID. The caller holds catMu.
-func (e *Engine) ridFree(rid string, n int) bool {
-	for _, db := range e.dbs {
+func (cat *catalog) ridFree(rid string, n int) bool {
+	for _, db := range cat.dbs {
 		if n == 4 && db.RID == rid {
 			return false
 		}
@@ -280,14 +298,14 @@ func matchCatalogETag(ifMatch string, etag any) error {
 	}
 	return PreconditionFailed(msgPrecondition)
 }
-func (e *Engine) loadOffers(ctx context.Context) error {
-	it, err := e.store.NewIterator(ctx, []byte{keys.Offer}, []byte{keys.Offer + 1}, false)
+func (cat *catalog) loadOffers(ctx context.Context) error {
+	it, err := cat.store.NewIterator(ctx, []byte{keys.Offer}, []byte{keys.Offer + 1}, false)
 	if err != nil {
 		return err
 	}
 	defer it.Close()
 	for it.Next() {
-		e.offers[string(it.Key()[1:])] = append([]byte(nil), it.Value()...)
+		cat.offers[string(it.Key()[1:])] = append([]byte(nil), it.Value()...)
 	}
 	return it.Err()
 }

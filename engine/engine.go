@@ -123,9 +123,9 @@ type Engine struct {
 	// shared is set when the store is a storage.Shared (see shared.go).
 	shared *sharedState
 
-	catMu  catalogMutex
-	dbs    map[string]*Database
-	offers map[string][]byte
+	// catalog is the catalog cache (catalog.go): catMu, dbs, offers and
+	// their lookups are the catalog's. Its store is this one.
+	catalog
 
 	seed maphash.Seed
 	// presence holds each container's *presence.Filter, by RID.

@@ -35,8 +35,7 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, erro
 		opts:    opts,
 		durable: newDurability(),
 		now:     opts.Now,
-		dbs:     map[string]*Database{},
-		offers:  map[string][]byte{},
+		catalog: catalog{store: store, dbs: map[string]*Database{}, offers: map[string][]byte{}},
 		seed:    maphash.MakeSeed(),
 		stop:    make(chan struct{}),
 	}
@@ -64,7 +63,7 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, erro
 		}
 		e.seam, e.seq = localSeam{e}, seq
 	}
-	e.catMu.seam = e.seam
+	e.catMu.seam, e.places = e.seam, e.seam
 	e.cursors = newCursorCache(e.now)
 	if n := opts.MaxCostlyQueries; n >= 0 {
 		if n == 0 {
