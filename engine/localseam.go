@@ -221,7 +221,7 @@ func (l localSeam) inPartition(ctx context.Context, c *Container, pk PartitionKe
 	}()
 	b := e.store.NewBatch()
 	defer b.Close()
-	t := &txn{e: e, p: p, b: b, now: e.now()}
+	t := &txn{e: e, presence: e.seam, lsns: e.seq, noCreationOrder: e.noCreationOrder, p: p, b: b, now: e.now()}
 	defer func() {
 		if t.lsn != 0 {
 			e.seq.finish(t.lsn)

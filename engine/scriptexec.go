@@ -84,7 +84,7 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest
 	var tx *txn
 	err = e.inPartition(ctx, c, pk, func(t *txn) error {
 		tx = t
-		coll := &scriptCollection{t: t}
+		coll := &scriptCollection{e: e, t: t}
 		var rerr error
 		res, rerr = e.scripts().Execute(ctx, sp, req.Args, coll, script.ExecuteOptions{EnableLogging: req.EnableLogging})
 		e.scriptRuns.count(kindProcedure, rerr)
@@ -124,6 +124,7 @@ func (e *Engine) containerScripts(ctx context.Context, db, coll string, kind Scr
 // scriptCollection is the logical partition a script runs in: every call
 // reads and writes through the script's transaction.
 type scriptCollection struct {
+	e *Engine
 	t *txn
 }
 
@@ -204,12 +205,12 @@ func (sc *scriptCollection) QueryDocuments(ctx context.Context, q script.Query, 
 	}
 	req := &QueryRequest{Query: q.Text, Params: params, MaxItems: size, Continuation: opts.Continuation}
 	if strings.Contains(strings.ToLower(q.Text), "udf.") {
-		udfs := t.e.newUDFResolver(ctx, t.p.c)
+		udfs := sc.e.newUDFResolver(ctx, t.p.c)
 		defer udfs.close()
 		req.UDF = udfs
 	}
 	// The procedure's own budget bounds its queries: ctx ends with it.
-	res, err := t.e.queryIn(ctx, t.p.c, t.b, t.p.prefix, req, nil, pageBounds{})
+	res, err := sc.e.queryIn(ctx, t.p.c, t.b, t.p.prefix, req, nil, pageBounds{})
 	if err != nil {
 		return script.Page{}, err
 	}
@@ -349,7 +350,7 @@ func (e *Engine) runWithTriggers(ctx context.Context, c *Container, req *ItemReq
 	var tx *txn
 	fn := func(t *txn) error {
 		tx = t
-		coll := &scriptCollection{t: t}
+		coll := &scriptCollection{e: e, t: t}
 		for _, trig := range pre {
 			body, err := e.scripts().RunPreTrigger(ctx, trig, script.Request{OperationType: operation, Body: op.Body}, coll)
 			e.scriptRuns.count(kindTrigger, err)

@@ -32,10 +32,8 @@ type seam interface {
 	// snapshotSession is the session LSN a read answers with, given the
 	// watermark its snapshot came with: 0 when the caller asks SessionLSN.
 	snapshotSession(watermark uint64) uint64
-	// absent reports whether an item key was certainly never written
-	// (the presence filter); notePresent records a key written.
-	absent(c *Container, key []byte) bool
-	notePresent(c *Container, key []byte)
+	// presenceSeam: whether an item key was certainly never written.
+	presenceSeam
 	// catalogLocker: the catalog cache's reload and lock.
 	catalogLocker
 	// catalogBatch starts a batch of catalog changes; catalogChanged
@@ -51,16 +49,4 @@ type seam interface {
 	placeRanges(rec *containerRecord, rid []byte)
 	notePlacement(c *Container)
 	placeCount() int
-}
-
-// lsnSource hands out LSNs and publishes the watermark: the sequencer of
-// a local store, the shared store's transaction ids on a shared one.
-type lsnSource interface {
-	allocate(ctx context.Context) (uint64, error)
-	finish(n uint64)
-	pending() (newest uint64, inflight int)
-	// watermark and settle fail when the store cannot tell its watermark
-	// (a shared store unreachable): never 0 for an error.
-	watermark(ctx context.Context) (uint64, error)
-	settle(ctx context.Context, timeout time.Duration) (uint64, error)
 }

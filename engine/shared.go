@@ -404,7 +404,7 @@ func (s sharedSeam) inPartition(ctx context.Context, c *Container, pk PartitionK
 func (s sharedSeam) runShared(ctx context.Context, b storage.SharedBatch, p *partition, pre *prefetched, fn func(t *txn) error) error {
 	e := s.e
 	defer b.Close()
-	t := &txn{e: e, p: p, b: b, sb: b, now: e.now(), pre: pre}
+	t := &txn{e: e, presence: e.seam, lsns: e.seq, noCreationOrder: e.noCreationOrder, p: p, b: b, sb: b, now: e.now(), pre: pre}
 	defer func() {
 		if t.lsn != 0 {
 			e.shared.done()

@@ -25,13 +25,19 @@ import (
 // txn is a write transaction on one logical partition: reads see its own
 // writes, and everything commits together or not at all.
 type txn struct {
-	e      *Engine
-	p      *partition
-	b      storage.Batch
-	now    time.Time
-	lsn    uint64
-	nrids  uint64
-	writes uint16
+	// e is what the search index asks of the engine (searchindex.go).
+	e searchHost
+	// presence is the seam's presence filter, lsns its LSN source, and
+	// noCreationOrder the engine's (Engine.noCreationOrder).
+	presence        presenceSeam
+	lsns            lsnSource
+	noCreationOrder bool
+	p               *partition
+	b               storage.Batch
+	now             time.Time
+	lsn             uint64
+	nrids           uint64
+	writes          uint16
 	// nlog numbers the change records the transaction writes.
 	nlog uint32
 	// expiring marks the deletes of the TTL sweeper.
@@ -48,6 +54,21 @@ type txn struct {
 	searchState *searchState
 }
 
+// presenceSeam is the seam's presence filter: absent reports whether an
+// item key was certainly never written, notePresent records a key written.
+type presenceSeam interface {
+	absent(c *Container, key []byte) bool
+	notePresent(c *Container, key []byte)
+}
+
+// searchHost is what a transaction's search index changes ask of the
+// engine: the container's open indexes, and whether a shared store's
+// gateways keep them.
+type searchHost interface {
+	searchIndexesOf(c *Container) (*searchState, error)
+	sharedSearchOn() bool
+}
+
 // get reads an item of the partition; nil when absent or expired.
 func (t *txn) get(ctx context.Context, id string) (*storedItem, error) {
 	it, err := t.getAny(ctx, id)
@@ -61,7 +82,7 @@ func (t *txn) get(ctx context.Context, id string) (*storedItem, error) {
 // the stale record).
 func (t *txn) getAny(ctx context.Context, id string) (*storedItem, error) {
 	key := t.p.itemKey(id)
-	if t.e.seam.absent(t.p.c, key) {
+	if t.presence.absent(t.p.c, key) {
 		return nil, nil
 	}
 	if v, ok := t.prefetchedValue(key); ok {
@@ -90,10 +111,10 @@ func (t *txn) allocate(ctx context.Context) error {
 			return err
 		}
 		t.lsn = lsn
-		t.e.shared.handedOut(lsn)
+		t.lsns.handedOut(lsn)
 		return nil
 	}
-	lsn, err := t.e.seq.allocate(ctx)
+	lsn, err := t.lsns.allocate(ctx)
 	if err != nil {
 		return err
 	}
@@ -168,7 +189,7 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 		return nil, err
 	}
 	ridBytes := binary.BigEndian.AppendUint64(nil, s.rid)
-	t.e.seam.notePresent(c, s.key)
+	t.presence.notePresent(c, s.key)
 	t.forgetPrefetched(s.key)
 	if err := t.b.Set(s.key, rec); err != nil {
 		return nil, err
@@ -190,7 +211,7 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 		if err := t.b.Set(keys.RIDKey(c.rid, ridBytes), s.key); err != nil {
 			return nil, err
 		}
-		if !t.e.noCreationOrder {
+		if !t.noCreationOrder {
 			if err := t.b.Set(keys.OrderKey(t.p.prefix, s.rid), s.key); err != nil {
 				return nil, err
 			}
