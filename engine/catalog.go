@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/orrery-db/orrery/engine/internal/indexpolicy"
 	"github.com/orrery-db/orrery/engine/internal/jsondoc"
@@ -18,20 +19,32 @@ import (
 // catalog is the catalog cache: the databases with their containers, and
 // the offers, as loaded from the store, under their lock. It holds no
 // *Engine: what differs on a shared store comes through the seam's
-// catalogLocker (in catMu) and placementNoter.
+// catalogLocker (in catMu) and catalogSeam. The generic create, replace
+// and delete of catalog resources with their one If-Match rule are its
+// too (children.go).
 type catalog struct {
-	store  storage.Store
-	places placementNoter
+	store storage.Store
+	seam  catalogSeam
+	// lsns numbers catalog changes (their ETags and RIDs); now stamps them.
+	lsns   lsnSource
+	now    func() time.Time
 	catMu  catalogMutex
 	dbs    map[string]*Database
 	offers map[string][]byte
 }
 
-// placementNoter records where a container's ranges live, for a store of
-// several places (the seam's notePlacement).
-type placementNoter interface {
+// catalogSeam is the seam's part in catalog changes: a batch of them
+// (which on a shared store bumps the catalog version), and where a
+// container's ranges live, for a store of several places.
+type catalogSeam interface {
+	catalogBatch() (storage.Batch, error)
 	notePlacement(c *Container)
 }
+
+// catalogBatch starts a batch of catalog changes. On a shared store it
+// bumps the catalog version in the same batch. The caller holds catMu for
+// writing.
+func (cat *catalog) catalogBatch() (storage.Batch, error) { return cat.seam.catalogBatch() }
 
 // loadCatalog reads every database and container at start-up.
 func (cat *catalog) loadCatalog(ctx context.Context) error {
@@ -72,7 +85,7 @@ func (cat *catalog) loadCatalog(ctx context.Context) error {
 				it.Close()
 				return err
 			}
-			cat.places.notePlacement(c)
+			cat.seam.notePlacement(c)
 			db.colls[c.ID] = c
 		}
 		if err := it.Close(); err != nil {

@@ -39,11 +39,6 @@ func (e *Engine) cachedContainer(ctx context.Context, db, name string) (*Contain
 	return e.seam.cachedContainer(ctx, db, name)
 }
 
-// catalogBatch starts a batch of catalog changes. On a shared store it
-// bumps the catalog version in the same batch. The caller holds catMu for
-// writing.
-func (e *Engine) catalogBatch() (storage.Batch, error) { return e.seam.catalogBatch() }
-
 // itemsSnapshot looks container db/name up and opens the snapshot that a
 // read of its items (a query page, a change-feed page) runs in, with the
 // store's watermark as of that snapshot (without a shared store: 0, or with

@@ -123,8 +123,9 @@ type Engine struct {
 	// shared is set when the store is a storage.Shared (see shared.go).
 	shared *sharedState
 
-	// catalog is the catalog cache (catalog.go): catMu, dbs, offers and
-	// their lookups are the catalog's. Its store is this one.
+	// catalog is the catalog cache (catalog.go): catMu, dbs, offers,
+	// their lookups and changes are the catalog's. Its store, seam, LSN
+	// source and clock are this engine's.
 	catalog
 
 	seed maphash.Seed
