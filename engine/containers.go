@@ -85,7 +85,7 @@ func (e *Engine) CreateContainer(ctx context.Context, dbName string, body []byte
 }
 
 // storeContainer writes a container record into b and returns its snapshot.
-func (e *Engine) storeContainer(b storage.Batch, db *Database, rec containerRecord) (*Container, error) {
+func (cat *catalog) storeContainer(b storage.Batch, db *Database, rec containerRecord) (*Container, error) {
 	raw, err := json.Marshal(rec)
 	if err != nil {
 		return nil, err
@@ -99,7 +99,7 @@ func (e *Engine) storeContainer(b storage.Batch, db *Database, rec containerReco
 	if err != nil {
 		return nil, err
 	}
-	e.seam.notePlacement(c)
+	cat.seam.notePlacement(c)
 	if err := b.Set(keys.ContainerKey(db.rid, c.ID), raw); err != nil {
 		return nil, err
 	}
@@ -361,7 +361,7 @@ func (e *Engine) DeleteContainer(ctx context.Context, dbName, name string, ifMat
 
 // deleteContainerRecords deletes a container's catalog record, offer and
 // scripts into b.
-func (e *Engine) deleteContainerRecords(ctx context.Context, b storage.Batch, c *Container) error {
+func (cat *catalog) deleteContainerRecords(ctx context.Context, b storage.Batch, c *Container) error {
 	if err := b.Delete(keys.ContainerKey(c.db.rid, c.ID)); err != nil {
 		return err
 	}
@@ -370,7 +370,7 @@ func (e *Engine) deleteContainerRecords(ctx context.Context, b storage.Batch, c 
 			return err
 		}
 	}
-	return deleteRange(ctx, e.store, b, keys.ChildContainerPrefix(c.rid), nil)
+	return deleteRange(ctx, cat.store, b, keys.ChildContainerPrefix(c.rid), nil)
 }
 
 // purgeContainerData deletes a dropped container's items, feeds and indexes
