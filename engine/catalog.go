@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/orrery-db/orrery/engine/internal/indexpolicy"
 	"github.com/orrery-db/orrery/engine/internal/jsondoc"
@@ -15,9 +16,39 @@ import (
 	"github.com/orrery-db/orrery/storage"
 )
 
+// catalog is the catalog cache: the databases with their containers, and
+// the offers, as loaded from the store, under their lock. It holds no
+// *Engine: what differs on a shared store comes through the seam's
+// catalogLocker (in catMu) and catalogSeam. The generic create, replace
+// and delete of catalog resources with their one If-Match rule are its
+// too (children.go).
+type catalog struct {
+	store storage.Store
+	seam  catalogSeam
+	// lsns numbers catalog changes (their ETags and RIDs); now stamps them.
+	lsns   lsnSource
+	now    func() time.Time
+	catMu  catalogMutex
+	dbs    map[string]*Database
+	offers map[string][]byte
+}
+
+// catalogSeam is the seam's part in catalog changes: a batch of them
+// (which on a shared store bumps the catalog version), and where a
+// container's ranges live, for a store of several places.
+type catalogSeam interface {
+	catalogBatch() (storage.Batch, error)
+	notePlacement(c *Container)
+}
+
+// catalogBatch starts a batch of catalog changes. On a shared store it
+// bumps the catalog version in the same batch. The caller holds catMu for
+// writing.
+func (cat *catalog) catalogBatch() (storage.Batch, error) { return cat.seam.catalogBatch() }
+
 // loadCatalog reads every database and container at start-up.
-func (e *Engine) loadCatalog(ctx context.Context) error {
-	it, err := e.store.NewIterator(ctx, []byte{keys.Database}, []byte{keys.Database + 1}, false)
+func (cat *catalog) loadCatalog(ctx context.Context) error {
+	it, err := cat.store.NewIterator(ctx, []byte{keys.Database}, []byte{keys.Database + 1}, false)
 	if err != nil {
 		return err
 	}
@@ -32,14 +63,14 @@ func (e *Engine) loadCatalog(ctx context.Context) error {
 			it.Close()
 			return err
 		}
-		e.dbs[db.ID] = db
+		cat.dbs[db.ID] = db
 	}
 	if err := it.Close(); err != nil {
 		return err
 	}
-	for _, db := range e.dbs {
+	for _, db := range cat.dbs {
 		p := keys.ContainerPrefix(db.rid)
-		it, err := e.store.NewIterator(ctx, p, storage.PrefixEnd(p), false)
+		it, err := cat.store.NewIterator(ctx, p, storage.PrefixEnd(p), false)
 		if err != nil {
 			return err
 		}
@@ -54,7 +85,7 @@ func (e *Engine) loadCatalog(ctx context.Context) error {
 				it.Close()
 				return err
 			}
-			e.notePlacement(c)
+			cat.seam.notePlacement(c)
 			db.colls[c.ID] = c
 		}
 		if err := it.Close(); err != nil {
@@ -117,12 +148,12 @@ func newContainer(db *Database, rec containerRecord) (*Container, error) {
 }
 
 // lookupDatabase finds a database by name or RID. The caller holds catMu.
-func (e *Engine) lookupDatabase(name string) (*Database, *Error) {
-	if db, ok := e.dbs[name]; ok {
+func (cat *catalog) lookupDatabase(name string) (*Database, *Error) {
+	if db, ok := cat.dbs[name]; ok {
 		return db, nil
 	}
 	if _, ok := rids.Decode(name, 4); ok {
-		for _, db := range e.dbs {
+		for _, db := range cat.dbs {
 			if db.RID == name {
 				return db, nil
 			}
@@ -133,8 +164,8 @@ func (e *Engine) lookupDatabase(name string) (*Database, *Error) {
 
 // lookupContainer finds a container by database and container name or RID.
 // The caller holds catMu.
-func (e *Engine) lookupContainer(dbName, name string) (*Container, *Error) {
-	db, err := e.lookupDatabase(dbName)
+func (cat *catalog) lookupContainer(dbName, name string) (*Container, *Error) {
+	db, err := cat.lookupDatabase(dbName)
 	if err != nil {
 		err.SubStatus = SubStatusOwnerResourceNotFound
 		return nil, err
@@ -153,12 +184,12 @@ func (e *Engine) lookupContainer(dbName, name string) (*Container, *Error) {
 }
 
 // Container returns the current snapshot of a container, by name or RID.
-func (e *Engine) Container(ctx context.Context, db, name string) (*Container, error) {
-	if err := e.catMu.RLockCurrent(ctx); err != nil {
+func (cat *catalog) Container(ctx context.Context, db, name string) (*Container, error) {
+	if err := cat.catMu.RLockCurrent(ctx); err != nil {
 		return nil, err
 	}
-	defer e.catMu.RUnlock()
-	c, err := e.lookupContainer(db, name)
+	defer cat.catMu.RUnlock()
+	c, err := cat.lookupContainer(db, name)
 	if err != nil {
 		return nil, err
 	}
@@ -168,8 +199,8 @@ func (e *Engine) Container(ctx context.Context, db, name string) (*Container, er
 // successor is the catalog's current definition of retired container c,
 // which a writer that found c retired writes by instead; 404 when c was
 // deleted (a container made again under its name is another one).
-func (e *Engine) successor(ctx context.Context, c *Container) (*Container, error) {
-	next, err := e.Container(ctx, c.db.ID, c.ID)
+func (cat *catalog) successor(ctx context.Context, c *Container) (*Container, error) {
+	next, err := cat.Container(ctx, c.db.ID, c.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -179,13 +210,34 @@ func (e *Engine) successor(ctx context.Context, c *Container) (*Container, error
 	return next, nil
 }
 
+// onCurrent calls try with the partition pk of c and, while try reports
+// that it did not run because c was retired (a replace of the container
+// came first, here or on another gateway), with the partition of c's
+// successor: a write goes by its container's current rules.
+func (cat *catalog) onCurrent(ctx context.Context, c *Container, pk PartitionKey, try func(c *Container, p *partition) (ran bool, err error)) error {
+	for {
+		p, perr := c.partition(pk)
+		if perr != nil {
+			return perr
+		}
+		if ran, err := try(c, p); ran {
+			return err
+		}
+		next, err := cat.successor(ctx, c)
+		if err != nil {
+			return err
+		}
+		c = next
+	}
+}
+
 // allContainers returns every container of every database as the catalog
 // holds them now, for work that visits each (the TTL sweep, stats).
-func (e *Engine) allContainers(ctx context.Context) []*Container {
-	e.catMu.RLock(ctx)
-	defer e.catMu.RUnlock()
+func (cat *catalog) allContainers(ctx context.Context) []*Container {
+	cat.catMu.RLock(ctx)
+	defer cat.catMu.RUnlock()
 	var colls []*Container
-	for _, db := range e.dbs {
+	for _, db := range cat.dbs {
 		for _, c := range db.colls {
 			colls = append(colls, c)
 		}
@@ -194,8 +246,8 @@ func (e *Engine) allContainers(ctx context.Context) []*Container {
 }
 
 // ridFree reports whether no database or container has the RID. The caller holds catMu.
-func (e *Engine) ridFree(rid string, n int) bool {
-	for _, db := range e.dbs {
+func (cat *catalog) ridFree(rid string, n int) bool {
+	for _, db := range cat.dbs {
 		if n == 4 && db.RID == rid {
 			return false
 		}
@@ -259,14 +311,14 @@ func matchCatalogETag(ifMatch string, etag any) error {
 	}
 	return PreconditionFailed(msgPrecondition)
 }
-func (e *Engine) loadOffers(ctx context.Context) error {
-	it, err := e.store.NewIterator(ctx, []byte{keys.Offer}, []byte{keys.Offer + 1}, false)
+func (cat *catalog) loadOffers(ctx context.Context) error {
+	it, err := cat.store.NewIterator(ctx, []byte{keys.Offer}, []byte{keys.Offer + 1}, false)
 	if err != nil {
 		return err
 	}
 	defer it.Close()
 	for it.Next() {
-		e.offers[string(it.Key()[1:])] = append([]byte(nil), it.Value()...)
+		cat.offers[string(it.Key()[1:])] = append([]byte(nil), it.Value()...)
 	}
 	return it.Err()
 }

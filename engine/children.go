@@ -19,38 +19,38 @@ import (
 // createChild creates a child from props (validated, system properties
 // stripped), or, when upsert, replaces the one with its id; created tells
 // which. The caller holds catMu.
-func (e *Engine) createChild(ctx context.Context, s childSet, props map[string]any, upsert bool) (res *Resource, created bool, err error) {
+func (cat *catalog) createChild(ctx context.Context, s childSet, props map[string]any, upsert bool) (res *Resource, created bool, err error) {
 	id := props["id"].(string)
 	if !upsert {
-		taken, err := s.exists(ctx, e.store, id)
+		taken, err := s.exists(ctx, cat.store, id)
 		if err != nil {
 			return nil, false, err
 		}
 		if taken {
 			return nil, false, Conflict("A %s with id '%s' already exists. %s", s.kind, id, msgConflict)
 		}
-		res, err := e.writeChild(ctx, s, props, nil)
+		res, err := cat.writeChild(ctx, s, props, nil)
 		return res, true, err
 	}
 	// By id only: an id that is another child's RID names no child here.
-	raw, err := e.store.Get(ctx, s.key(id))
+	raw, err := cat.store.Get(ctx, s.key(id))
 	prev, _, err := storedProps(raw, err, s.kind, id)
 	if StatusOf(err) == 404 {
-		res, err := e.writeChild(ctx, s, props, nil)
+		res, err := cat.writeChild(ctx, s, props, nil)
 		return res, true, err
 	}
 	if err != nil {
 		return nil, false, err
 	}
-	res, err = e.writeChild(ctx, s, props, prev)
+	res, err = cat.writeChild(ctx, s, props, prev)
 	return res, false, err
 }
 
 // replaceChild replaces child id with props under the If-Match rule; a
 // replace with another id renames it when the kind allows that. The caller
 // holds catMu.
-func (e *Engine) replaceChild(ctx context.Context, s childSet, id string, props map[string]any, ifMatch string) (*Resource, error) {
-	prev, _, err := s.read(ctx, e.store, id)
+func (cat *catalog) replaceChild(ctx context.Context, s childSet, id string, props map[string]any, ifMatch string) (*Resource, error) {
+	prev, _, err := s.read(ctx, cat.store, id)
 	if err != nil {
 		return nil, err
 	}
@@ -62,27 +62,27 @@ func (e *Engine) replaceChild(ctx context.Context, s childSet, id string, props 
 		return nil, err
 	}
 	if newID != prev["id"] {
-		if taken, err := s.exists(ctx, e.store, newID); err != nil {
+		if taken, err := s.exists(ctx, cat.store, newID); err != nil {
 			return nil, err
 		} else if taken {
 			return nil, Conflict("A %s with id '%s' already exists. %s", s.kind, newID, msgConflict)
 		}
 	}
-	return e.writeChild(ctx, s, props, prev)
+	return cat.writeChild(ctx, s, props, prev)
 }
 
 // deleteChild deletes child id under the If-Match rule; also, when not nil,
 // adds the deletion's side effects (a user's permissions) to its batch. The
 // caller holds catMu.
-func (e *Engine) deleteChild(ctx context.Context, s childSet, id, ifMatch string, also func(b storage.Batch, prev map[string]any) error) error {
-	prev, _, err := s.read(ctx, e.store, id)
+func (cat *catalog) deleteChild(ctx context.Context, s childSet, id, ifMatch string, also func(b storage.Batch, prev map[string]any) error) error {
+	prev, _, err := s.read(ctx, cat.store, id)
 	if err != nil {
 		return err
 	}
 	if err := matchCatalogETag(ifMatch, prev["_etag"]); err != nil {
 		return err
 	}
-	return e.changeCatalog(ctx, func(b storage.Batch) error {
+	return cat.changeCatalog(ctx, func(b storage.Batch) error {
 		if err := b.Delete(s.key(prev["id"].(string))); err != nil {
 			return err
 		}
@@ -102,12 +102,12 @@ func (e *Engine) deleteChild(ctx context.Context, s childSet, id, ifMatch string
 // writeChild stores props with its system properties: a new RID on a
 // create (prev nil), prev's on a replace, and a new ETag and _ts. The
 // caller holds catMu.
-func (e *Engine) writeChild(ctx context.Context, s childSet, props, prev map[string]any) (*Resource, error) {
-	lsn, err := e.seq.allocate(ctx)
+func (cat *catalog) writeChild(ctx context.Context, s childSet, props, prev map[string]any) (*Resource, error) {
+	lsn, err := cat.lsns.allocate(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer e.seq.finish(lsn)
+	defer cat.lsns.finish(lsn)
 	id := props["id"].(string)
 	prevID, _ := prev["id"].(string)
 	rid, _ := prev["_rid"].(string)
@@ -118,7 +118,7 @@ func (e *Engine) writeChild(ctx context.Context, s childSet, props, prev map[str
 		}
 		rid = rids.Encode(b)
 	}
-	e.stamp(props, rid, s.self+rid+"/", lsn, s.salt)
+	cat.stamp(props, rid, s.self+rid+"/", lsn, s.salt)
 	for k, v := range s.links {
 		props[k] = v
 	}
@@ -126,7 +126,7 @@ func (e *Engine) writeChild(ctx context.Context, s childSet, props, prev map[str
 	if err != nil {
 		return nil, err
 	}
-	err = e.changeCatalog(ctx, func(b storage.Batch) error {
+	err = cat.changeCatalog(ctx, func(b storage.Batch) error {
 		if err := b.Set(s.key(id), body); err != nil {
 			return err
 		}
@@ -153,8 +153,8 @@ func (e *Engine) writeChild(ctx context.Context, s childSet, props, prev map[str
 // changeCatalog runs fn on one batch of catalog changes and commits it. On
 // a shared store the batch also moves the catalog version that every
 // gateway checks its cache against. The caller holds catMu for writing.
-func (e *Engine) changeCatalog(ctx context.Context, fn func(b storage.Batch) error) error {
-	b, err := e.catalogBatch()
+func (cat *catalog) changeCatalog(ctx context.Context, fn func(b storage.Batch) error) error {
+	b, err := cat.catalogBatch()
 	if err != nil {
 		return err
 	}
@@ -167,11 +167,11 @@ func (e *Engine) changeCatalog(ctx context.Context, fn func(b storage.Batch) err
 
 // stamp sets the system properties of a catalog resource written with
 // sequence number lsn: its RID, link, ETag (salted) and time.
-func (e *Engine) stamp(props map[string]any, rid, self string, lsn, salt uint64) {
+func (cat *catalog) stamp(props map[string]any, rid, self string, lsn, salt uint64) {
 	props["_rid"] = rid
 	props["_self"] = self
 	props["_etag"] = formatETag(lsn, salt)
-	props["_ts"] = e.now().Unix()
+	props["_ts"] = cat.now().Unix()
 }
 
 // inDatabase runs fn on database db (by name or RID) holding the catalog:

@@ -56,7 +56,7 @@ func (e *Engine) CreateContainer(ctx context.Context, dbName string, body []byte
 	} else if n > 1 {
 		rec.Ranges = newRangeSetV1(n, e.now().Unix())
 	}
-	e.placeRanges(&rec, rid)
+	e.seam.placeRanges(&rec, rid)
 	var offerBody []byte
 	// A container without throughput of its own gets the service's default
 	// offer, unless it shares its database's.
@@ -85,7 +85,7 @@ func (e *Engine) CreateContainer(ctx context.Context, dbName string, body []byte
 }
 
 // storeContainer writes a container record into b and returns its snapshot.
-func (e *Engine) storeContainer(b storage.Batch, db *Database, rec containerRecord) (*Container, error) {
+func (cat *catalog) storeContainer(b storage.Batch, db *Database, rec containerRecord) (*Container, error) {
 	raw, err := json.Marshal(rec)
 	if err != nil {
 		return nil, err
@@ -99,7 +99,7 @@ func (e *Engine) storeContainer(b storage.Batch, db *Database, rec containerReco
 	if err != nil {
 		return nil, err
 	}
-	e.notePlacement(c)
+	cat.seam.notePlacement(c)
 	if err := b.Set(keys.ContainerKey(db.rid, c.ID), raw); err != nil {
 		return nil, err
 	}
@@ -376,7 +376,7 @@ func (e *Engine) DeleteContainer(ctx context.Context, dbName, name string, ifMat
 
 // deleteContainerRecords deletes a container's catalog record, offer and
 // scripts into b.
-func (e *Engine) deleteContainerRecords(ctx context.Context, b storage.Batch, c *Container) error {
+func (cat *catalog) deleteContainerRecords(ctx context.Context, b storage.Batch, c *Container) error {
 	if err := b.Delete(keys.ContainerKey(c.db.rid, c.ID)); err != nil {
 		return err
 	}
@@ -385,7 +385,7 @@ func (e *Engine) deleteContainerRecords(ctx context.Context, b storage.Batch, c 
 			return err
 		}
 	}
-	return deleteRange(ctx, e.store, b, keys.ChildContainerPrefix(c.rid), nil)
+	return deleteRange(ctx, cat.store, b, keys.ChildContainerPrefix(c.rid), nil)
 }
 
 // purgeContainerData deletes a dropped container's items, feeds and indexes

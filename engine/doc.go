@@ -5,7 +5,7 @@
 // into one storage transaction.
 //
 // The change feed (changefeed.go) reads the latest-version index and the
-// all-versions-and-deletes log (changelog.go) only up to the sequencer's
+// all-versions-and-deletes log (logChange, txn.go) only up to the sequencer's
 // watermark, so a write that commits late with a lower sequence number is
 // never passed over. Time to live hides expired items from every read at once;
 // a background sweeper (ttl.go) deletes them for real, paced so writers keep

@@ -123,9 +123,10 @@ type Engine struct {
 	// shared is set when the store is a storage.Shared (see shared.go).
 	shared *sharedState
 
-	catMu  catalogMutex
-	dbs    map[string]*Database
-	offers map[string][]byte
+	// catalog is the catalog cache (catalog.go): catMu, dbs, offers,
+	// their lookups and changes are the catalog's. Its store, seam, LSN
+	// source and clock are this engine's.
+	catalog
 
 	seed maphash.Seed
 	// presence holds each container's *presence.Filter, by RID.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/orrery-db/orrery/engine/script"
 	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -159,3 +160,33 @@ const (
 		"and so must each row of a query; add filters, use fewer JOINs, or scope the query to a partition key."
 	msgQueryMemoryPool = "Request rate is large: the memory that running queries share is in use. Retry the query later."
 )
+
+// scriptErrorCodes names, as the service does in an error body's code, the
+// statuses a script run can end with (script.Status*).
+var scriptErrorCodes = map[int]string{
+	script.StatusBadRequest:            "BadRequest",
+	script.StatusForbidden:             "Forbidden",
+	script.StatusNotFound:              "NotFound",
+	script.StatusRequestTimeout:        "RequestTimeout",
+	script.StatusConflict:              "Conflict",
+	script.StatusPreconditionFailed:    "PreconditionFailed",
+	script.StatusRequestEntityTooLarge: "RequestEntityTooLarge",
+	script.StatusRetryWith:             "RetryWith",
+	401:                                "Unauthorized",
+	429:                                "TooManyRequests",
+	503:                                "ServiceUnavailable",
+	script.StatusInternalServerError:   "InternalServerError",
+}
+
+// scriptError maps an error a script run returned to the engine's error.
+func scriptError(err error) error {
+	var se *script.Error
+	if errors.As(err, &se) {
+		code, ok := scriptErrorCodes[se.Status]
+		if !ok {
+			code = "InternalServerError"
+		}
+		return &Error{Status: se.Status, Code: code, Message: se.Message}
+	}
+	return err
+}

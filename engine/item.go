@@ -16,7 +16,7 @@ import (
 // operation as one transaction on its logical partition (inPartition, then
 // put or remove, txn.go), which writes the stored record (storedItem,
 // record.go). A point read reads the record outside any transaction
-// (pointRead, txn.go).
+// (pointRead, localseam.go).
 
 // CreateItem creates an item; 409 when its id exists in the logical partition.
 func (e *Engine) CreateItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {

@@ -95,22 +95,22 @@ type offerRecord map[string]any
 
 // putOffer writes a new offer for a database or container into b.
 // The caller holds catMu.
-func (e *Engine) putOffer(ctx context.Context, b storage.Batch, t *Throughput, ownerRID, ownerSelf string) (string, []byte, error) {
+func (cat *catalog) putOffer(ctx context.Context, b storage.Batch, t *Throughput, ownerRID, ownerSelf string) (string, []byte, error) {
 	var rid string
-	for rid == "" || e.offerRID(rid) != "" {
+	for rid == "" || cat.offerRID(rid) != "" {
 		rid = rids.Encode(rids.Random(nil, 3))
 	}
 	content := offerContent(t)
-	lsn, err := e.seq.allocate(ctx)
+	lsn, err := cat.lsns.allocate(ctx)
 	if err != nil {
 		return "", nil, err
 	}
-	defer e.seq.finish(lsn)
+	defer cat.lsns.finish(lsn)
 	off := offerRecord{
 		"id": rid, "_rid": rid, "_self": "offers/" + rid + "/",
 		"resource": ownerSelf, "offerResourceId": ownerRID,
 		"offerType": "Invalid", "offerVersion": "V2", "content": content,
-		"_etag": formatETag(lsn, 0), "_ts": e.now().Unix(),
+		"_etag": formatETag(lsn, 0), "_ts": cat.now().Unix(),
 	}
 	body, err := json.Marshal(off)
 	if err != nil {
@@ -124,8 +124,8 @@ func (e *Engine) putOffer(ctx context.Context, b storage.Batch, t *Throughput, o
 
 // databaseOffer returns the RID of a database's offer, "" when it has none.
 // The caller holds catMu.
-func (e *Engine) databaseOffer(db *Database) string {
-	for rid, body := range e.offers {
+func (cat *catalog) databaseOffer(db *Database) string {
+	for rid, body := range cat.offers {
 		var o struct {
 			OfferResourceID string `json:"offerResourceId"`
 		}
@@ -235,11 +235,11 @@ func (e *Engine) ReplaceOffer(ctx context.Context, rid string, body []byte, ifMa
 // offerRID finds the offer a link names: exactly, else ignoring case (clients
 // sign offer links lower-cased, and offer RIDs are kept unique ignoring case).
 // The caller holds catMu.
-func (e *Engine) offerRID(rid string) string {
-	if _, ok := e.offers[rid]; ok {
+func (cat *catalog) offerRID(rid string) string {
+	if _, ok := cat.offers[rid]; ok {
 		return rid
 	}
-	for r := range e.offers {
+	for r := range cat.offers {
 		if equalFoldASCII(r, rid) {
 			return r
 		}
@@ -270,20 +270,20 @@ func equalFoldASCII(a, b string) bool {
 // in a database without shared throughput, the default offer the service
 // provisions: stores written by builds before containers always had one
 // lack it. Run once at Open, before the engine serves.
-func (e *Engine) ensureContainerOffers(ctx context.Context) error {
-	if err := e.catMu.Lock(ctx); err != nil {
+func (cat *catalog) ensureContainerOffers(ctx context.Context) error {
+	if err := cat.catMu.Lock(ctx); err != nil {
 		return err
 	}
-	defer e.catMu.Unlock()
-	for _, db := range e.dbs {
-		if e.databaseOffer(db) != "" {
+	defer cat.catMu.Unlock()
+	for _, db := range cat.dbs {
+		if cat.databaseOffer(db) != "" {
 			continue
 		}
 		for _, c := range db.colls {
 			if c.offer != "" {
 				continue
 			}
-			if err := e.giveDefaultOffer(ctx, db, c); err != nil {
+			if err := cat.giveDefaultOffer(ctx, db, c); err != nil {
 				return err
 			}
 		}
@@ -294,11 +294,11 @@ func (e *Engine) ensureContainerOffers(ctx context.Context) error {
 // giveDefaultOffer stores a default offer for c and records it in c's
 // catalog record, in one batch. Only Open calls it, before the engine
 // serves, so c is updated in place.
-func (e *Engine) giveDefaultOffer(ctx context.Context, db *Database, c *Container) error {
+func (cat *catalog) giveDefaultOffer(ctx context.Context, db *Database, c *Container) error {
 	var off string
 	var body []byte
-	err := e.changeCatalog(ctx, func(b storage.Batch) (err error) {
-		off, body, err = e.putOffer(ctx, b, &Throughput{Manual: DefaultThroughput}, c.RID, "dbs/"+db.RID+"/colls/"+c.RID+"/")
+	err := cat.changeCatalog(ctx, func(b storage.Batch) (err error) {
+		off, body, err = cat.putOffer(ctx, b, &Throughput{Manual: DefaultThroughput}, c.RID, "dbs/"+db.RID+"/colls/"+c.RID+"/")
 		if err != nil {
 			return err
 		}
@@ -313,7 +313,7 @@ func (e *Engine) giveDefaultOffer(ctx context.Context, db *Database, c *Containe
 	if err != nil {
 		return err
 	}
-	e.offers[off] = body
+	cat.offers[off] = body
 	c.offer, c.record.Offer = off, off
 	return nil
 }

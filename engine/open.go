@@ -36,8 +36,7 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, erro
 		opts:    opts,
 		durable: newDurability(),
 		now:     opts.Now,
-		dbs:     map[string]*Database{},
-		offers:  map[string][]byte{},
+		catalog: catalog{store: store, dbs: map[string]*Database{}, offers: map[string][]byte{}},
 		seed:    maphash.MakeSeed(),
 		stop:    make(chan struct{}),
 	}
@@ -48,10 +47,10 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, erro
 	if e.log = opts.Logger; e.log == nil {
 		e.log = slog.Default()
 	}
-	e.catMu.e = e
 	// The seam is chosen once, here: a store this process has alone, or
 	// one it shares with other engines.
-	if e.shared = newSharedState(store); e.shared != nil {
+	if shared, ok := store.(storage.Shared); ok {
+		e.shared = newSharedState(shared)
 		v, err := catalogVersion(ctx, store)
 		if err != nil {
 			return nil, err
@@ -65,6 +64,7 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, erro
 		}
 		e.seam, e.seq = localSeam{e}, seq
 	}
+	e.catMu.seam, e.catalog.seam, e.catalog.lsns, e.catalog.now = e.seam, e.seam, e.seq, e.now
 	e.cursors = newCursorCache(e.now)
 	if n := opts.MaxCostlyQueries; n >= 0 {
 		if n == 0 {

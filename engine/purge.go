@@ -33,7 +33,17 @@ func purgePrefix(ctx context.Context, s storage.Store, p []byte) error {
 // purgeRange deletes the keys from lower (inclusive) to upper (exclusive),
 // a committed chunk at a time.
 func purgeRange(ctx context.Context, s storage.Store, lower, upper []byte) error {
-	const chunk = 1000
+	return deleteChunks(ctx, s, lower, upper, purgeChunk, nil)
+}
+
+// purgeChunk is how many keys one batch of a purge deletes.
+const purgeChunk = 1000
+
+// deleteChunks deletes the keys from lower (inclusive) to upper
+// (exclusive), at most chunk in each committed batch, until a batch finds
+// fewer. withChunk, when set, is called with each batch that deletes some
+// before it commits, to write with it (a prune's new horizon).
+func deleteChunks(ctx context.Context, s storage.Store, lower, upper []byte, chunk int, withChunk func(b storage.Batch) error) error {
 	for {
 		it, err := s.NewIterator(ctx, lower, upper, false)
 		if err != nil {
@@ -52,15 +62,20 @@ func purgeRange(ctx context.Context, s storage.Store, lower, upper []byte) error
 			return err
 		}
 		n := b.Count()
-		if n > 0 {
-			if err := b.Commit(ctx); err != nil {
+		if n == 0 {
+			b.Close()
+			return nil
+		}
+		if withChunk != nil {
+			if err := withChunk(b); err != nil {
 				b.Close()
 				return err
 			}
 		}
+		err = b.Commit(ctx)
 		b.Close()
-		if n < chunk {
-			return nil
+		if err != nil || n < chunk {
+			return err
 		}
 	}
 }

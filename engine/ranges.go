@@ -62,14 +62,14 @@ func (e *Engine) SplitPartitionKeyRange(ctx context.Context, dbName, collName, i
 	}
 	// On several databases the second child moves to the next one.
 	var finish func(context.Context) error
-	if n := e.placeCount(); n > 1 {
+	if n := e.seam.placeCount(); n > 1 {
 		from := parent.Place % n
 		children[1].Place = (from + 1) % n
 		moving := epkBounds{min: mustEPKBound(cut)}
 		if parent.MaxExclusive != "FF" {
 			moving.max = mustEPKBound(parent.MaxExclusive)
 		}
-		if finish, err = e.moveRange(ctx, prev, moving, from, children[1].Place); err != nil {
+		if finish, err = e.shared.moveRange(ctx, prev, moving, from, children[1].Place, e.log); err != nil {
 			return nil, err
 		}
 	}

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,36 +24,6 @@ var tracer = otel.Tracer("github.com/orrery-db/orrery/engine")
 
 // StatusCode is the error's HTTP status; scripts see it as err.number.
 func (e *Error) StatusCode() int { return e.Status }
-
-// scriptErrorCodes names, as the service does in an error body's code, the
-// statuses a script run can end with (script.Status*).
-var scriptErrorCodes = map[int]string{
-	script.StatusBadRequest:            "BadRequest",
-	script.StatusForbidden:             "Forbidden",
-	script.StatusNotFound:              "NotFound",
-	script.StatusRequestTimeout:        "RequestTimeout",
-	script.StatusConflict:              "Conflict",
-	script.StatusPreconditionFailed:    "PreconditionFailed",
-	script.StatusRequestEntityTooLarge: "RequestEntityTooLarge",
-	script.StatusRetryWith:             "RetryWith",
-	401:                                "Unauthorized",
-	429:                                "TooManyRequests",
-	503:                                "ServiceUnavailable",
-	script.StatusInternalServerError:   "InternalServerError",
-}
-
-// scriptError maps an error a script run returned to the engine's error.
-func scriptError(err error) error {
-	var se *script.Error
-	if errors.As(err, &se) {
-		code, ok := scriptErrorCodes[se.Status]
-		if !ok {
-			code = "InternalServerError"
-		}
-		return &Error{Status: se.Status, Code: code, Message: se.Message}
-	}
-	return err
-}
 
 // ExecuteRequest runs a stored procedure.
 type ExecuteRequest struct {
@@ -115,7 +84,7 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest
 	var tx *txn
 	err = e.inPartition(ctx, c, pk, func(t *txn) error {
 		tx = t
-		coll := &scriptCollection{t: t}
+		coll := &scriptCollection{e: e, t: t}
 		var rerr error
 		res, rerr = e.scripts().Execute(ctx, sp, req.Args, coll, script.ExecuteOptions{EnableLogging: req.EnableLogging})
 		e.scriptRuns.count(kindProcedure, rerr)
@@ -152,57 +121,10 @@ func (e *Engine) containerScripts(ctx context.Context, db, coll string, kind Scr
 	return e.seam.containerScripts(ctx, db, coll, kind, ids)
 }
 
-// containerScriptsShared is containerScripts on a shared store.
-func (e *Engine) containerScriptsShared(ctx context.Context, db, coll string, kind ScriptKind, ids []string) (*Container, []map[string]any, error) {
-	props := make([]map[string]any, len(ids))
-	for {
-		c, version, err := e.cachedContainer(ctx, db, coll)
-		if err != nil {
-			return nil, nil, err
-		}
-		reads := [][]byte{keys.MetaCatalogVersion}
-		for _, id := range ids {
-			reads = append(reads, keys.ChildKey(c.rid, string(kind), id))
-		}
-		values, _, err := e.shared.store.GetAll(ctx, reads)
-		if err != nil {
-			return nil, nil, err
-		}
-		v := values[0]
-		if v == nil {
-			v = []byte{}
-		}
-		if !bytes.Equal(v, version) {
-			if err := e.catalogMoved(ctx, v); err != nil {
-				return nil, nil, err
-			}
-			continue
-		}
-		for i, id := range ids {
-			if values[1+i] == nil {
-				// Absent by id: the id may be the script's RID.
-				props[i], _, err = e.readScript(ctx, c, kind, id)
-			} else {
-				props[i], _, err = storedProps(values[1+i], nil, kind.singular(), id)
-			}
-			if err != nil {
-				return nil, nil, err
-			}
-		}
-		return c, props, nil
-	}
-}
-
-func scriptOf(props map[string]any) script.Script {
-	id, _ := props["id"].(string)
-	body, _ := props["body"].(string)
-	etag, _ := props["_etag"].(string)
-	return script.Script{ID: id, Body: body, ETag: etag}
-}
-
 // scriptCollection is the logical partition a script runs in: every call
 // reads and writes through the script's transaction.
 type scriptCollection struct {
+	e *Engine
 	t *txn
 }
 
@@ -283,12 +205,12 @@ func (sc *scriptCollection) QueryDocuments(ctx context.Context, q script.Query, 
 	}
 	req := &QueryRequest{Query: q.Text, Params: params, MaxItems: size, Continuation: opts.Continuation}
 	if strings.Contains(strings.ToLower(q.Text), "udf.") {
-		udfs := t.e.newUDFResolver(ctx, t.p.c)
+		udfs := sc.e.newUDFResolver(ctx, t.p.c)
 		defer udfs.close()
 		req.UDF = udfs
 	}
 	// The procedure's own budget bounds its queries: ctx ends with it.
-	res, err := t.e.queryIn(ctx, t.p.c, t.b, t.p.prefix, req, nil, pageBounds{})
+	res, err := sc.e.queryIn(ctx, t.p.c, t.b, t.p.prefix, req, nil, pageBounds{})
 	if err != nil {
 		return script.Page{}, err
 	}
@@ -343,53 +265,6 @@ func (sc *scriptCollection) DeleteDocument(ctx context.Context, link string, opt
 	}
 	_, err = sc.run(ctx, &BatchOperation{Type: BatchDelete, ID: id, IfMatch: opts.IfMatch})
 	return err
-}
-
-// udfResolver calls a container's user-defined functions for one query.
-type udfResolver struct {
-	e *Engine
-	c *Container
-	// ctx cancels the calls: the stored procedure's, for its queries.
-	ctx     context.Context
-	session *script.UDFSession
-	udfs    map[string]script.UDF
-}
-
-func (e *Engine) newUDFResolver(ctx context.Context, c *Container) *udfResolver {
-	return &udfResolver{e: e, c: c, ctx: ctx, udfs: map[string]script.UDF{}}
-}
-
-// Call calls udf.name with JSON arguments.
-func (u *udfResolver) Call(name string, args []json.RawMessage) (json.RawMessage, error) {
-	fn, ok := u.udfs[name]
-	if !ok {
-		props, _, err := u.e.readScript(u.ctx, u.c, UserFunctions, name)
-		if StatusOf(err) == 404 {
-			// The query package's wording for a UDF it cannot resolve.
-			return nil, BadRequest("Unknown function 'udf.%s'. The container has no user-defined function with that id.", name)
-		}
-		if err != nil {
-			return nil, err
-		}
-		fn = scriptOf(props)
-		u.udfs[name] = fn
-	}
-	if u.session == nil {
-		s, err := u.e.scripts().NewUDFSession(u.ctx)
-		if err != nil {
-			return nil, scriptError(err)
-		}
-		u.session = s
-	}
-	out, err := u.session.Call(fn, args)
-	u.e.scriptRuns.count(kindUDF, err)
-	return out, scriptError(err)
-}
-
-func (u *udfResolver) close() {
-	if u.session != nil {
-		u.session.Close()
-	}
 }
 
 // containerTriggers looks up a container and loads the triggers a write
@@ -475,7 +350,7 @@ func (e *Engine) runWithTriggers(ctx context.Context, c *Container, req *ItemReq
 	var tx *txn
 	fn := func(t *txn) error {
 		tx = t
-		coll := &scriptCollection{t: t}
+		coll := &scriptCollection{e: e, t: t}
 		for _, trig := range pre {
 			body, err := e.scripts().RunPreTrigger(ctx, trig, script.Request{OperationType: operation, Body: op.Body}, coll)
 			e.scriptRuns.count(kindTrigger, err)
@@ -508,16 +383,4 @@ func (e *Engine) runWithTriggers(ctx context.Context, c *Container, req *ItemReq
 		session, begun = tx.session, true
 	}
 	return r, session, begun, err
-}
-
-// scriptsOf returns the scripts of one kind of a container.
-func scriptsOf(c *Container, kind ScriptKind) childSet {
-	return childSet{kind: kind.singular(), prefix: keys.ChildPrefix(c.rid, string(kind)), self: c.Self() + string(kind) + "/",
-		ridLen: 16, salt: 0xFFFF,
-		newRID: func(_ context.Context, lsn uint64) ([]byte, error) { return rids.Child(c.rid, lsn<<16|0xFFFF), nil }}
-}
-
-// readScript returns a script's stored props, by id or RID.
-func (e *Engine) readScript(ctx context.Context, c *Container, kind ScriptKind, id string) (map[string]any, []byte, error) {
-	return scriptsOf(c, kind).read(ctx, e.store, id)
 }

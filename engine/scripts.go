@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 
+	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/engine/script"
 )
 
@@ -131,4 +133,23 @@ func (e *Engine) DeleteScript(ctx context.Context, db, coll string, kind ScriptK
 		return struct{}{}, e.deleteChild(ctx, scriptsOf(c, kind), id, ifMatch, nil)
 	})
 	return err
+}
+
+// scriptsOf returns the scripts of one kind of a container.
+func scriptsOf(c *Container, kind ScriptKind) childSet {
+	return childSet{kind: kind.singular(), prefix: keys.ChildPrefix(c.rid, string(kind)), self: c.Self() + string(kind) + "/",
+		ridLen: 16, salt: 0xFFFF,
+		newRID: func(_ context.Context, lsn uint64) ([]byte, error) { return rids.Child(c.rid, lsn<<16|0xFFFF), nil }}
+}
+
+// readScript returns a script's stored props, by id or RID.
+func (e *Engine) readScript(ctx context.Context, c *Container, kind ScriptKind, id string) (map[string]any, []byte, error) {
+	return scriptsOf(c, kind).read(ctx, e.store, id)
+}
+
+func scriptOf(props map[string]any) script.Script {
+	id, _ := props["id"].(string)
+	body, _ := props["body"].(string)
+	etag, _ := props["_etag"].(string)
+	return script.Script{ID: id, Body: body, ETag: etag}
 }

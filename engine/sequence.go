@@ -140,3 +140,22 @@ func (s *sequencer) settle(ctx context.Context, timeout time.Duration) (uint64, 
 	}
 	return s.published.Load(), nil
 }
+
+// lsnSource hands out LSNs and publishes the watermark: the sequencer of
+// a local store, the shared store's transaction ids on a shared one.
+type lsnSource interface {
+	allocate(ctx context.Context) (uint64, error)
+	finish(n uint64)
+	// handedOut notes n, which a transaction took from its shared batch
+	// (SharedBatch.Sequence) rather than from allocate, as this engine's.
+	handedOut(n uint64)
+	pending() (newest uint64, inflight int)
+	// watermark and settle fail when the store cannot tell its watermark
+	// (a shared store unreachable): never 0 for an error.
+	watermark(ctx context.Context) (uint64, error)
+	settle(ctx context.Context, timeout time.Duration) (uint64, error)
+}
+
+// handedOut is never called on a local store: its transactions take their
+// numbers from allocate.
+func (s *sequencer) handedOut(uint64) {}

@@ -3,9 +3,6 @@ package engine
 import (
 	"bytes"
 	"context"
-	"errors"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
@@ -50,77 +47,39 @@ import (
 // Without storage.Shared none of this runs: the in-process paths are as
 // they were.
 
-// sharedState is the engine's state for a shared store.
-type sharedState struct {
-	store storage.Shared
-	// version is the catalog version the cache was loaded at.
-	version atomic.Pointer[[]byte]
-	// lock is the batch holding the store's catalog lock while catMu is
-	// held for writing (guarded by catMu).
-	lock storage.SharedBatch
-	// finished is the highest LSN this engine has finished, which a
-	// change-feed read waits for the watermark to cover.
-	finished atomic.Uint64
-	// open holds the batches of numbers allocated outside partitions, by
-	// number, until finish.
-	open sync.Map
-	// newest is the highest LSN this engine has handed out and inflight
-	// how many of its LSNs are handed out and not finished, for Stats: the
-	// other gateways' are not known here.
-	newest   atomic.Uint64
-	inflight atomic.Int64
-	// placer and placements: the store's places and where the ranges
-	// live, when it has several (engine/placement.go); finishedAt is
-	// finished per place (an LSN's place is the LSN mod the places).
-	placer     placer
-	placements *placements
-	finishedAt []atomic.Uint64
-	// onSettleWait, when set (by tests), is called each time a
-	// change-feed read waits for the watermark to cover what it must show.
-	onSettleWait func()
+// sharedSeam is the seam of an engine sharing its store with others: the
+// store holds the locks and hands out the LSNs, and every read checks the
+// catalog cache against the store's catalog version in its own round trip.
+type sharedSeam struct{ e *Engine }
+
+func (s sharedSeam) containerMoved(ctx context.Context, db, coll string, c *Container) (bool, error) {
+	cur, err := s.e.Container(ctx, db, coll)
+	if err != nil {
+		return false, err
+	}
+	return cur != c, nil
 }
 
-// handedOut notes LSN n given to a write of this engine, which finishes
-// with done.
-func (s *sharedState) handedOut(n uint64) {
-	s.inflight.Add(1)
-	for {
-		old := s.newest.Load()
-		if n <= old || s.newest.CompareAndSwap(old, n) {
-			return
-		}
-	}
+func (sharedSeam) snapshotSession(watermark uint64) uint64 { return watermark }
+
+// absent is false: another gateway may have written the key.
+func (sharedSeam) absent(*Container, []byte) bool { return false }
+
+func (sharedSeam) notePresent(*Container, []byte) {}
+
+func (sharedSeam) catalogChanged(b storage.Batch) error {
+	return b.Set(keys.MetaCatalogVersion, randomBytes(16))
 }
 
-func (s *sharedState) done() { s.inflight.Add(-1) }
+func (s sharedSeam) placeRanges(rec *containerRecord, rid []byte) { s.e.shared.placeRanges(rec, rid) }
 
-func newSharedState(store storage.Store) *sharedState {
-	s, ok := store.(storage.Shared)
-	if !ok {
-		return nil
-	}
-	seam := &sharedState{store: s}
-	if p, ok := store.(placer); ok && p.Places() > 1 {
-		seam.placer, seam.placements = p, &placements{n: p.Places()}
-		seam.finishedAt = make([]atomic.Uint64, p.Places())
-		p.SetRouter(seam.placements)
-	}
-	empty := []byte{}
-	seam.version.Store(&empty)
-	return seam
-}
+func (s sharedSeam) notePlacement(c *Container) { s.e.shared.notePlacement(c) }
 
-// catalogVersion reads the store's catalog version through r.
-func catalogVersion(ctx context.Context, r storage.Reader) ([]byte, error) {
-	v, err := r.Get(ctx, keys.MetaCatalogVersion)
-	if errors.Is(err, storage.ErrNotFound) {
-		return []byte{}, nil
-	}
-	return v, err
-}
+func (s sharedSeam) placeCount() int { return s.e.shared.placeCount() }
 
-// cachedContainerShared is cachedContainer on a shared store.
-func (e *Engine) cachedContainerShared(ctx context.Context, db, name string) (*Container, []byte, error) {
+// cachedContainer is Engine.cachedContainer on a shared store.
+func (s sharedSeam) cachedContainer(ctx context.Context, db, name string) (*Container, []byte, error) {
+	e := s.e
 	e.catMu.mu.RLock()
 	c, err := e.lookupContainer(db, name)
 	version := *e.shared.version.Load()
@@ -141,17 +100,19 @@ func (e *Engine) cachedContainerShared(ctx context.Context, db, name string) (*C
 
 // catalogMoved reloads the catalog, which the store says is at version v,
 // unless the cache is there already.
-func (e *Engine) catalogMoved(ctx context.Context, v []byte) error {
+func (s sharedSeam) catalogMoved(ctx context.Context, v []byte) error {
+	e := s.e
 	e.catMu.mu.Lock()
 	defer e.catMu.mu.Unlock()
-	return e.reloadCatalogLocked(ctx, v)
+	return s.reloadCatalogLocked(ctx, v)
 }
 
-// readItemShared is ReadItem on a shared store: the item, the catalog
+// readItem is ReadItem on a shared store: the item, the catalog
 // version and the watermark in one round trip. If the version is not the
 // one the container was looked up at, the catalog is reloaded and the read
 // made again by the container's current rules.
-func (e *Engine) readItemShared(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
+func (s sharedSeam) readItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
+	e := s.e
 	// A container the caller resolved is checked at the version it was
 	// resolved at, as a lookup here would be.
 	resolved := req.resolved()
@@ -193,7 +154,7 @@ func (e *Engine) readItemShared(ctx context.Context, req *ItemRequest) (*ItemRes
 			v = []byte{}
 		}
 		if !bytes.Equal(v, version) {
-			if err := e.catalogMoved(ctx, v); err != nil {
+			if err := s.catalogMoved(ctx, v); err != nil {
 				return nil, err
 			}
 			continue
@@ -218,20 +179,12 @@ func (e *Engine) readItemShared(ctx context.Context, req *ItemRequest) (*ItemRes
 	}
 }
 
-// sessionLSN is the session token's LSN for a store watermark w: the
-// highest LSN at or below which every write has finished (0: unknown).
-func sessionLSN(w uint64) uint64 {
-	if w == 0 {
-		return 0
-	}
-	return w - 1
-}
-
 // refreshCatalog reloads the catalog when the store's version differs from
 // the cache's. A store error leaves the cache as it is and is returned
 // (RLock ignores it: its request then meets the store's error itself;
 // RLockCurrent returns it).
-func (e *Engine) refreshCatalog(ctx context.Context) error {
+func (s sharedSeam) refreshCatalog(ctx context.Context) error {
+	e := s.e
 	v, err := catalogVersion(ctx, e.store)
 	if err != nil {
 		return err
@@ -241,13 +194,14 @@ func (e *Engine) refreshCatalog(ctx context.Context) error {
 	}
 	e.catMu.mu.Lock()
 	defer e.catMu.mu.Unlock()
-	return e.reloadCatalogLocked(ctx, v)
+	return s.reloadCatalogLocked(ctx, v)
 }
 
 // reloadCatalogLocked reloads the catalog, which was at another version
 // than v. The caller holds catMu for writing. On failure the cache stays
 // as it was, at its old version, and the error is returned.
-func (e *Engine) reloadCatalogLocked(ctx context.Context, v []byte) error {
+func (s sharedSeam) reloadCatalogLocked(ctx context.Context, v []byte) error {
+	e := s.e
 	if bytes.Equal(v, *e.shared.version.Load()) {
 		return nil
 	}
@@ -285,7 +239,8 @@ func (e *Engine) reloadCatalogLocked(ctx context.Context, v []byte) error {
 }
 
 // lockCatalog is catMu.Lock on a shared store.
-func (e *Engine) lockCatalog(ctx context.Context) error {
+func (s sharedSeam) lockCatalog(ctx context.Context) error {
+	e := s.e
 	b, err := e.shared.store.NewSharedBatch(ctx)
 	if err != nil {
 		return err
@@ -297,13 +252,14 @@ func (e *Engine) lockCatalog(ctx context.Context) error {
 	e.catMu.mu.Lock()
 	e.shared.lock = b
 	if v, err := catalogVersion(ctx, b); err == nil {
-		e.reloadCatalogLocked(ctx, v)
+		s.reloadCatalogLocked(ctx, v)
 	}
 	return nil
 }
 
 // unlockCatalog releases what lockCatalog took.
-func (e *Engine) unlockCatalog() {
+func (s sharedSeam) unlockCatalog() {
+	e := s.e
 	if e.shared.lock != nil {
 		e.shared.lock.Close()
 		e.shared.lock = nil
@@ -311,8 +267,9 @@ func (e *Engine) unlockCatalog() {
 	e.catMu.mu.Unlock()
 }
 
-// catalogBatchShared is catalogBatch on a shared store.
-func (e *Engine) catalogBatchShared() (storage.Batch, error) {
+// catalogBatch is Engine.catalogBatch on a shared store.
+func (s sharedSeam) catalogBatch() (storage.Batch, error) {
+	e := s.e
 	v := randomBytes(16)
 	b := e.store.NewBatch()
 	if err := b.Set(keys.MetaCatalogVersion, v); err != nil {
@@ -320,26 +277,6 @@ func (e *Engine) catalogBatchShared() (storage.Batch, error) {
 		return nil, err
 	}
 	return &versionBatch{Batch: b, seam: e.shared, version: v}, nil
-}
-
-// versionBatch is a catalog batch: once committed, the cache (updated by
-// the caller under catMu) is at its version.
-type versionBatch struct {
-	storage.Batch
-	seam    *sharedState
-	version []byte
-}
-
-func (b *versionBatch) Commit(ctx context.Context) error {
-	if err := b.Batch.Commit(ctx); err != nil {
-		return err
-	}
-	b.seam.version.Store(&b.version)
-	return nil
-}
-
-func (b *versionBatch) CommitPipelined(ctx context.Context) (func() error, error) {
-	return storage.CommitDurable(ctx, b.Commit)
 }
 
 // beginShared starts a transaction on partition p of c in shared mode: the
@@ -350,7 +287,8 @@ func (b *versionBatch) CommitPipelined(ctx context.Context) (func() error, error
 // by a precondition, say) then has a number it does not use, which only
 // costs the server a transaction id. stale reports that the catalog had
 // moved (it is reloaded; the caller looks c up again).
-func (e *Engine) beginShared(ctx context.Context, c *Container, p *partition, reads [][]byte) (b storage.SharedBatch, pre *prefetched, stale bool, err error) {
+func (s sharedSeam) beginShared(ctx context.Context, c *Container, p *partition, reads [][]byte) (b storage.SharedBatch, pre *prefetched, stale bool, err error) {
+	e := s.e
 	b, err = e.shared.storeFor(c, p).NewSharedBatch(ctx)
 	if err != nil {
 		return nil, nil, false, err
@@ -370,7 +308,7 @@ func (e *Engine) beginShared(ctx context.Context, c *Container, p *partition, re
 	}
 	if !bytes.Equal(v, *e.shared.version.Load()) {
 		b.Close()
-		e.catalogMoved(ctx, v)
+		s.catalogMoved(ctx, v)
 		return nil, nil, true, nil
 	}
 	// The cache may have been reloaded, retiring c, after the caller
@@ -388,66 +326,10 @@ func (e *Engine) beginShared(ctx context.Context, c *Container, p *partition, re
 	return b, pre, false, nil
 }
 
-// prefetched is the keys a shared transaction read as it began, under its
-// partition's lock, and their values (nil: absent), for its first read of
-// each: no other transaction can change an item of the partition before it
-// ends.
-type prefetched struct {
-	values map[string][]byte
-}
-
-// prefetchedValue returns the value key had as the transaction began, if
-// it was read then and the transaction has not written it since (put and
-// remove forget it: the batch's own write is the answer then).
-func (t *txn) prefetchedValue(key []byte) (value []byte, ok bool) {
-	if t.pre == nil {
-		return nil, false
-	}
-	value, ok = t.pre.values[string(key)]
-	return value, ok
-}
-
-// forgetPrefetched drops key's prefetched value, which the transaction's
-// write of key makes stale.
-func (t *txn) forgetPrefetched(key []byte) {
-	if t.pre != nil {
-		delete(t.pre.values, string(key))
-	}
-}
-
-// sharedWatermark is the highest LSN at or below which every write has
-// finished, on every gateway.
-func (s *sharedState) watermark(ctx context.Context) (uint64, error) {
-	w, err := s.store.Watermark(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if w == 0 {
-		return 0, nil
-	}
-	return w - 1, nil
-}
-
-// settleShared waits, at most timeout, until the watermark covers every
-// write this engine has finished, and returns it.
-func (s *sharedState) settle(ctx context.Context, timeout time.Duration) (uint64, error) {
-	target := s.finished.Load()
-	deadline := time.Now().Add(timeout)
-	for {
-		w, err := s.watermark(ctx)
-		if err != nil {
-			return 0, err
-		}
-		if w >= target || time.Now().After(deadline) || ctx.Err() != nil {
-			return w, nil
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// sharedSweepLoop runs the TTL sweep while this engine holds the duty
+// sweepLoop runs the TTL sweep while this engine holds the duty
 // "ttl", taking it again whenever it is lost.
-func (e *Engine) sharedSweepLoop(interval time.Duration) {
+func (s sharedSeam) sweepLoop(interval time.Duration) {
+	e := s.e
 	defer e.bg.Done()
 	ctx := e.bgCtx
 	for !e.stopping() {
@@ -465,12 +347,13 @@ func (e *Engine) sharedSweepLoop(interval time.Duration) {
 			}
 			continue
 		}
-		e.sweepWhileLeading(ctx, interval, lost)
+		s.sweepWhileLeading(ctx, interval, lost)
 		release()
 	}
 }
 
-func (e *Engine) sweepWhileLeading(ctx context.Context, interval time.Duration, lost <-chan struct{}) {
+func (s sharedSeam) sweepWhileLeading(ctx context.Context, interval time.Duration, lost <-chan struct{}) {
+	e := s.e
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -489,52 +372,46 @@ func (e *Engine) sweepWhileLeading(ctx context.Context, interval time.Duration, 
 	}
 }
 
-// inPartitionShared is inPartition on a shared store: the transaction is a
+// inPartition is Engine.inPartition on a shared store: the transaction is a
 // shared batch holding the partition's lock (and the catalog's, shared)
 // until it commits, and its LSN is the batch's sequence number. ids names
 // the items the transaction reads: they are read as it begins, in the same
 // round trip.
-func (e *Engine) inPartitionShared(ctx context.Context, c *Container, pk PartitionKey, ids []string, fn func(t *txn) error) error {
-	for {
-		p, perr := c.partition(pk)
-		if perr != nil {
-			return perr
+func (s sharedSeam) inPartition(ctx context.Context, c *Container, pk PartitionKey, ids []string, fn func(t *txn) error) error {
+	// When the catalog moved (here or on another gateway), onCurrent
+	// writes by the container's current rules.
+	return s.e.onCurrent(ctx, c, pk, func(c *Container, p *partition) (bool, error) {
+		if c.retired.Load() {
+			return false, nil
 		}
-		if !c.retired.Load() {
-			reads := make([][]byte, 0, len(ids))
-			for _, id := range ids {
-				if id != "" {
-					reads = append(reads, p.itemKey(id))
-				}
-			}
-			b, pre, stale, err := e.beginShared(ctx, c, p, reads)
-			if err != nil {
-				return err
-			}
-			// The version check alone misses a c retired while this
-			// writer waited for the locks: a replace on this gateway, or
-			// a reload by another writer, that left the cache at the
-			// store's version. Both retire c before they let go.
-			if !stale && !c.retired.Load() {
-				return e.runShared(ctx, b, p, pre, fn)
-			}
-			if !stale {
-				b.Close()
+		reads := make([][]byte, 0, len(ids))
+		for _, id := range ids {
+			if id != "" {
+				reads = append(reads, p.itemKey(id))
 			}
 		}
-		// The catalog moved (here or on another gateway): write by the
-		// container's current rules.
-		next, err := e.successor(ctx, c)
+		b, pre, stale, err := s.beginShared(ctx, c, p, reads)
 		if err != nil {
-			return err
+			return true, err
 		}
-		c = next
-	}
+		// The version check alone misses a c retired while this
+		// writer waited for the locks: a replace on this gateway, or
+		// a reload by another writer, that left the cache at the
+		// store's version. Both retire c before they let go.
+		if !stale && !c.retired.Load() {
+			return true, s.runShared(ctx, b, p, pre, fn)
+		}
+		if !stale {
+			b.Close()
+		}
+		return false, nil
+	})
 }
 
-func (e *Engine) runShared(ctx context.Context, b storage.SharedBatch, p *partition, pre *prefetched, fn func(t *txn) error) error {
+func (s sharedSeam) runShared(ctx context.Context, b storage.SharedBatch, p *partition, pre *prefetched, fn func(t *txn) error) error {
+	e := s.e
 	defer b.Close()
-	t := &txn{e: e, p: p, b: b, sb: b, now: e.now(), pre: pre}
+	t := &txn{e: e, presence: e.seam, lsns: e.seq, noCreationOrder: e.noCreationOrder, p: p, b: b, sb: b, now: e.now(), pre: pre}
 	defer func() {
 		if t.lsn != 0 {
 			e.shared.done()
@@ -557,69 +434,9 @@ func (e *Engine) runShared(ctx context.Context, b storage.SharedBatch, p *partit
 	return nil
 }
 
-// sequenceSource is implemented by shared stores that hand out a sequence
-// number without a batch (storage/postgres: a transaction id taken by a
-// statement of its own, on no held connection).
-type sequenceSource interface {
-	NextSequence(ctx context.Context) (uint64, error)
-}
-
-// allocate hands out a number outside a partition transaction: catalog
-// changes, which number their ETags and RIDs with it and write no
-// change-feed entries, so the watermark may pass it before they commit.
-// The number comes from the store without holding a connection: a
-// catalog change holds the catalog lock while writers wait for it holding
-// theirs, and must not wait for one of them.
-func (s *sharedState) allocate(ctx context.Context) (uint64, error) {
-	if src, ok := s.store.(sequenceSource); ok {
-		n, err := src.NextSequence(ctx)
-		if err == nil {
-			s.handedOut(n)
-		}
-		return n, err
-	}
-	b, err := s.store.NewSharedBatch(ctx)
-	if err != nil {
-		return 0, err
-	}
-	n, err := b.Sequence(ctx)
-	if err != nil {
-		b.Close()
-		return 0, err
-	}
-	s.open.Store(n, b)
-	s.handedOut(n)
-	return n, nil
-}
-
-func (s *sharedState) finish(n uint64) {
-	if b, ok := s.open.LoadAndDelete(n); ok {
-		b.(storage.SharedBatch).Close()
-	}
-	s.done()
-	s.noteFinished(n)
-}
-
-func (s *sharedState) noteFinished(n uint64) {
-	if s.finishedAt != nil {
-		at := &s.finishedAt[n%uint64(len(s.finishedAt))]
-		for {
-			f := at.Load()
-			if n <= f || at.CompareAndSwap(f, n) {
-				break
-			}
-		}
-	}
-	for {
-		f := s.finished.Load()
-		if n <= f || s.finished.CompareAndSwap(f, n) {
-			return
-		}
-	}
-}
-
-// itemsSnapshotShared is itemsSnapshot on a shared store.
-func (e *Engine) itemsSnapshotShared(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (c *Container, snap storage.Snapshot, values [][]byte, watermark uint64, err error) {
+// itemsSnapshot is Engine.itemsSnapshot on a shared store.
+func (s sharedSeam) itemsSnapshot(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (c *Container, snap storage.Snapshot, values [][]byte, watermark uint64, err error) {
+	e := s.e
 	deadline := time.Now().Add(settle)
 	// ended is the highest sequence number that had ended, on any
 	// gateway, when the first snapshot was taken: every write acknowledged
@@ -646,7 +463,7 @@ func (e *Engine) itemsSnapshotShared(ctx context.Context, db, name string, extra
 		}
 		if !bytes.Equal(v, version) {
 			snap.Close()
-			if err := e.catalogMoved(ctx, v); err != nil {
+			if err := s.catalogMoved(ctx, v); err != nil {
 				return nil, nil, nil, 0, err
 			}
 			continue
@@ -672,26 +489,44 @@ func (e *Engine) itemsSnapshotShared(ctx context.Context, db, name string, extra
 	}
 }
 
-// pending is sequencer.pending on a shared store: this engine's LSNs only.
-func (s *sharedState) pending() (newest uint64, inflight int) {
-	return s.newest.Load(), int(s.inflight.Load())
-}
-
-// covers reports whether a snapshot with watermark w covers every write
-// this engine has finished, and every write any gateway had finished when
-// the read began (ended, of the store's first snapshot: storage.Ended): on
-// several places, each place's own watermark covers what this engine
-// finished there (their numbers are not one sequence, and the lowest of
-// them would wait on an idle place).
-func (s *sharedState) covers(snap storage.Snapshot, w, ended uint64) bool {
-	pw, ok := snap.(placeWatermark)
-	if s.finishedAt == nil || !ok {
-		return sessionLSN(w) >= max(s.finished.Load(), ended)
-	}
-	for i := range s.finishedAt {
-		if f := s.finishedAt[i].Load(); f != 0 && sessionLSN(pw.PlaceWatermark(i)) < f {
-			return false
+// containerScripts is Engine.containerScripts on a shared store.
+func (s sharedSeam) containerScripts(ctx context.Context, db, coll string, kind ScriptKind, ids []string) (*Container, []map[string]any, error) {
+	e := s.e
+	props := make([]map[string]any, len(ids))
+	for {
+		c, version, err := e.cachedContainer(ctx, db, coll)
+		if err != nil {
+			return nil, nil, err
 		}
+		reads := [][]byte{keys.MetaCatalogVersion}
+		for _, id := range ids {
+			reads = append(reads, keys.ChildKey(c.rid, string(kind), id))
+		}
+		values, _, err := e.shared.store.GetAll(ctx, reads)
+		if err != nil {
+			return nil, nil, err
+		}
+		v := values[0]
+		if v == nil {
+			v = []byte{}
+		}
+		if !bytes.Equal(v, version) {
+			if err := s.catalogMoved(ctx, v); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		for i, id := range ids {
+			if values[1+i] == nil {
+				// Absent by id: the id may be the script's RID.
+				props[i], _, err = e.readScript(ctx, c, kind, id)
+			} else {
+				props[i], _, err = storedProps(values[1+i], nil, kind.singular(), id)
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+		}
+		return c, props, nil
 	}
-	return true
 }

@@ -301,37 +301,10 @@ func (e *Engine) pruneSearchChangesOf(ctx context.Context, c *Container, cutoff 
 	if len(raw) == 8 && binary.BigEndian.Uint64(raw) >= cutoff {
 		return nil
 	}
-	for ctx.Err() == nil {
-		it, err := e.store.NewIterator(ctx, keys.SearchChangeKey(c.rid, 0, nil), keys.SearchChangeKey(c.rid, cutoff, nil), false)
-		if err != nil {
-			return err
-		}
-		b := e.store.NewBatch()
-		for it.Next() && b.Count() < searchPruneChunk {
-			if err := b.Delete(bytes.Clone(it.Key())); err != nil {
-				it.Close()
-				b.Close()
-				return err
-			}
-		}
-		if err := it.Close(); err != nil {
-			b.Close()
-			return err
-		}
-		n := b.Count()
-		if n == 0 {
-			b.Close()
-			return nil
-		}
-		if err := b.Set(horizonKey, binary.BigEndian.AppendUint64(nil, cutoff)); err != nil {
-			b.Close()
-			return err
-		}
-		err = b.Commit(ctx)
-		b.Close()
-		if err != nil || n < searchPruneChunk {
-			return err
-		}
+	if ctx.Err() != nil {
+		return nil
 	}
-	return nil
+	horizon := binary.BigEndian.AppendUint64(nil, cutoff)
+	return deleteChunks(ctx, e.store, keys.SearchChangeKey(c.rid, 0, nil), keys.SearchChangeKey(c.rid, cutoff, nil), searchPruneChunk,
+		func(b storage.Batch) error { return b.Set(horizonKey, horizon) })
 }

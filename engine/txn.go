@@ -6,12 +6,11 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"hash/maphash"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/internal/feed"
 	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/internal/rids"
@@ -26,13 +25,19 @@ import (
 // txn is a write transaction on one logical partition: reads see its own
 // writes, and everything commits together or not at all.
 type txn struct {
-	e      *Engine
-	p      *partition
-	b      storage.Batch
-	now    time.Time
-	lsn    uint64
-	nrids  uint64
-	writes uint16
+	// e is what the search index asks of the engine (searchindex.go).
+	e searchHost
+	// presence is the seam's presence filter, lsns its LSN source, and
+	// noCreationOrder the engine's (Engine.noCreationOrder).
+	presence        presenceSeam
+	lsns            lsnSource
+	noCreationOrder bool
+	p               *partition
+	b               storage.Batch
+	now             time.Time
+	lsn             uint64
+	nrids           uint64
+	writes          uint16
 	// nlog numbers the change records the transaction writes.
 	nlog uint32
 	// expiring marks the deletes of the TTL sweeper.
@@ -49,90 +54,19 @@ type txn struct {
 	searchState *searchState
 }
 
-// inPartition runs fn as one transaction on a logical partition. The
-// partition's write lock is held while fn reads and decides and until the
-// commit is applied, not across the fsync: the next writer of a hot
-// partition builds on the applied state while this one waits for its own
-// fsync, and is acknowledged only after it (the log is ordered).
-//
-// fn may have read writes that are applied but not yet durable, and what it
-// read goes back to the client: in a batch's Read results, a stored
-// procedure's body, even the message of an error it threw. A transaction
-// that commits is answered after its own fsync, which makes everything it
-// read durable too; one that writes nothing (it only read, or it failed and
-// is rolled back) waits for the durability barrier instead, as point reads
-// do, after releasing the partition's lock.
-func (e *Engine) inPartition(ctx context.Context, c *Container, pk PartitionKey, fn func(t *txn) error) error {
-	return e.seam.inPartition(ctx, c, pk, nil, fn)
+// presenceSeam is the seam's presence filter: absent reports whether an
+// item key was certainly never written, notePresent records a key written.
+type presenceSeam interface {
+	absent(c *Container, key []byte) bool
+	notePresent(c *Container, key []byte)
 }
 
-// inPartitionLocal is inPartition for an engine alone on its store: the
-// partition's lock is a mutex of this process.
-func (e *Engine) inPartitionLocal(ctx context.Context, c *Container, pk PartitionKey, fn func(t *txn) error) error {
-	var p *partition
-	var mu *sync.Mutex
-	for {
-		pp, perr := c.partition(pk)
-		if perr != nil {
-			return perr
-		}
-		p = pp
-		mu = e.partitionLock(c.rid, p.enc)
-		mu.Lock()
-		if !c.retired.Load() {
-			break
-		}
-		// A replace of the container (say, of its indexing policy) came
-		// first: write by its rules.
-		mu.Unlock()
-		next, err := e.successor(ctx, c)
-		if err != nil {
-			return err
-		}
-		c = next
-	}
-	locked := true
-	defer func() {
-		if locked {
-			mu.Unlock()
-			e.durable.barrier()
-		}
-	}()
-	b := e.store.NewBatch()
-	defer b.Close()
-	t := &txn{e: e, p: p, b: b, now: e.now()}
-	defer func() {
-		if t.lsn != 0 {
-			e.seq.finish(t.lsn)
-		}
-	}()
-	defer func() { t.search.abort() }()
-	if err := fn(t); err != nil {
-		return err
-	}
-	if b.Count() == 0 {
-		return nil
-	}
-	wait, err := b.CommitPipelined(ctx)
-	if err != nil {
-		return err
-	}
-	t.search.commit()
-	e.durable.applied(t.lsn)
-	defer e.durable.durable(t.lsn)
-	mu.Unlock()
-	locked = false
-	return wait()
-}
-
-// partitionLock returns the mutex that serializes the writers of one logical
-// partition.
-func (e *Engine) partitionLock(collRID, pkEnc []byte) *sync.Mutex {
-	var h maphash.Hash
-	h.SetSeed(e.seed)
-	h.Write(collRID)
-	h.Write(pkEnc)
-	return &e.locks[h.Sum64()%lockStripes]
+// searchHost is what a transaction's search index changes ask of the
+// engine: the container's open indexes, and whether a shared store's
+// gateways keep them.
+type searchHost interface {
+	searchIndexesOf(c *Container) (*searchState, error)
+	sharedSearchOn() bool
 }
 
 // get reads an item of the partition; nil when absent or expired.
@@ -148,7 +82,7 @@ func (t *txn) get(ctx context.Context, id string) (*storedItem, error) {
 // the stale record).
 func (t *txn) getAny(ctx context.Context, id string) (*storedItem, error) {
 	key := t.p.itemKey(id)
-	if t.e.absent(t.p.c, key) {
+	if t.presence.absent(t.p.c, key) {
 		return nil, nil
 	}
 	if v, ok := t.prefetchedValue(key); ok {
@@ -167,28 +101,6 @@ func (t *txn) getAny(ctx context.Context, id string) (*storedItem, error) {
 	return decodeItem(key, v)
 }
 
-// pointRead reads the record of the item key of c outside any transaction:
-// 404 when it is absent or expired. What it read, a write or a delete, is
-// durable before it returns.
-func (e *Engine) pointRead(ctx context.Context, c *Container, key []byte) (*storedItem, error) {
-	v, err := e.store.Get(ctx, key)
-	e.durable.barrier() // what was read, a write or a delete, must be durable
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, NotFound(msgNotFound)
-	}
-	if err != nil {
-		return nil, err
-	}
-	it, err := decodeItem(key, v)
-	if err != nil {
-		return nil, err
-	}
-	if c.expired(it, e.now().Unix()) {
-		return nil, NotFound(msgNotFound)
-	}
-	return it, nil
-}
-
 func (t *txn) allocate(ctx context.Context) error {
 	if t.lsn != 0 {
 		return nil
@@ -199,10 +111,10 @@ func (t *txn) allocate(ctx context.Context) error {
 			return err
 		}
 		t.lsn = lsn
-		t.e.shared.handedOut(lsn)
+		t.lsns.handedOut(lsn)
 		return nil
 	}
-	lsn, err := t.e.seq.allocate(ctx)
+	lsn, err := t.lsns.allocate(ctx)
 	if err != nil {
 		return err
 	}
@@ -277,7 +189,7 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 		return nil, err
 	}
 	ridBytes := binary.BigEndian.AppendUint64(nil, s.rid)
-	t.e.seam.notePresent(c, s.key)
+	t.presence.notePresent(c, s.key)
 	t.forgetPrefetched(s.key)
 	if err := t.b.Set(s.key, rec); err != nil {
 		return nil, err
@@ -299,7 +211,7 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 		if err := t.b.Set(keys.RIDKey(c.rid, ridBytes), s.key); err != nil {
 			return nil, err
 		}
-		if !t.e.noCreationOrder {
+		if !t.noCreationOrder {
 			if err := t.b.Set(keys.OrderKey(t.p.prefix, s.rid), s.key); err != nil {
 				return nil, err
 			}
@@ -388,4 +300,93 @@ func (t *txn) reindex(key []byte, prevDoc []byte, doc jsondoc.Object) error {
 		}
 	}
 	return nil
+}
+
+// prefetched is the keys a shared transaction read as it began, under its
+// partition's lock, and their values (nil: absent), for its first read of
+// each: no other transaction can change an item of the partition before it
+// ends.
+type prefetched struct {
+	values map[string][]byte
+}
+
+// prefetchedValue returns the value key had as the transaction began, if
+// it was read then and the transaction has not written it since (put and
+// remove forget it: the batch's own write is the answer then).
+func (t *txn) prefetchedValue(key []byte) (value []byte, ok bool) {
+	if t.pre == nil {
+		return nil, false
+	}
+	value, ok = t.pre.values[string(key)]
+	return value, ok
+}
+
+// forgetPrefetched drops key's prefetched value, which the transaction's
+// write of key makes stale.
+func (t *txn) forgetPrefetched(key []byte) {
+	if t.pre != nil {
+		delete(t.pre.values, string(key))
+	}
+}
+
+// logChange records the side effects of one item write in the transaction's
+// batch: the all-versions-and-deletes record of the change (in containers
+// with a changeFeedPolicy; others have no such feed and pay for none), and
+// the item's entry in the expiry index (where its container keeps one). cur is the new version (nil for a delete) and
+// prev the stored version it replaces (nil for a create); a prev that had
+// already expired is logged as deleted by TTL before cur is logged as created.
+func (t *txn) logChange(cur, prev *storedItem) error {
+	c := t.p.c
+	// A write within the second of the one it replaces, both with an
+	// expiry entry, keeps the entry it has: deleting and setting the same
+	// key to the same item key cost the store two entries for nothing.
+	ck := c.expiryKeyOf(cur)
+	sameExpiry := false
+	if pk := c.expiryKeyOf(prev); pk != nil {
+		sameExpiry = ck != nil && bytes.Equal(prev.key, cur.key) && bytes.Equal(pk, ck)
+		if !sameExpiry {
+			if err := t.b.Delete(pk); err != nil {
+				return err
+			}
+		}
+	}
+	logged := c.changeLogRetention() > 0
+	if cur == nil {
+		if !logged {
+			return nil
+		}
+		return t.appendChange(&feed.Record{Op: feed.Delete, TTLExpired: t.expiring, Crts: t.now.Unix(),
+			PrevLSN: prev.lsn, ItemKey: prev.key, Doc: prev.doc})
+	}
+	op := feed.Replace
+	var prevLSN uint64
+	switch {
+	case !logged:
+	case prev == nil:
+		op = feed.Create
+	case c.expired(prev, t.now.Unix()):
+		op = feed.Create
+		if err := t.appendChange(&feed.Record{Op: feed.Delete, TTLExpired: true, Crts: t.now.Unix(),
+			PrevLSN: prev.lsn, ItemKey: prev.key, Doc: prev.doc}); err != nil {
+			return err
+		}
+	default:
+		prevLSN = prev.lsn
+	}
+	if logged {
+		if err := t.appendChange(&feed.Record{Op: op, Crts: cur.ts, PrevLSN: prevLSN, ItemKey: cur.key, Doc: cur.doc}); err != nil {
+			return err
+		}
+	}
+	if ck == nil || sameExpiry {
+		return nil
+	}
+	return t.b.Set(ck, cur.key)
+}
+
+func (t *txn) appendChange(r *feed.Record) error {
+	r.LSN = t.lsn
+	k := keys.VersionKey(t.p.c.rid, t.lsn, t.nlog)
+	t.nlog++
+	return t.b.Set(k, r.Encode())
 }

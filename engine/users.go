@@ -16,13 +16,13 @@ import (
 // its user's RID and 8 bytes from the sequence number that created it, so a
 // permission's RID names its database and user too.
 
-func (e *Engine) usersOf(db *Database) childSet {
+func (cat *catalog) usersOf(db *Database) childSet {
 	return childSet{kind: "user", prefix: keys.UserPrefix(db.rid), self: "dbs/" + db.RID + "/users/",
 		ridLen: 8, salt: 0xFFFE, links: map[string]string{"_permissions": "permissions/"}, ridIndex: true, renames: true,
 		newRID: func(ctx context.Context, _ uint64) ([]byte, error) {
 			for {
 				rid := rids.Random(db.rid, 4)
-				_, err := e.store.Get(ctx, keys.PrincipalRIDKey(rid))
+				_, err := cat.store.Get(ctx, keys.PrincipalRIDKey(rid))
 				if errors.Is(err, storage.ErrNotFound) {
 					return rid, nil
 				}
@@ -273,8 +273,8 @@ func inUser[T any](ctx context.Context, e *Engine, db, user string, write bool, 
 // checkOnePermissionPerResource refuses a second permission of a user on
 // the same resource: a user holds at most one per resource. The caller
 // holds catMu.
-func (e *Engine) checkOnePermissionPerResource(ctx context.Context, perms childSet, props map[string]any) error {
-	_, list, err := perms.list(ctx, e.store)
+func (cat *catalog) checkOnePermissionPerResource(ctx context.Context, perms childSet, props map[string]any) error {
+	_, list, err := perms.list(ctx, cat.store)
 	if err != nil {
 		return err
 	}
@@ -362,12 +362,12 @@ func (e *Engine) PermissionByRID(ctx context.Context, rid string) (*Permission, 
 	return permissionOf(props, raw)
 }
 
-func (e *Engine) lookupUserPermission(ctx context.Context, d *Database, userRID, rid string) (map[string]any, []byte, error) {
-	u, _, err := e.usersOf(d).read(ctx, e.store, userRID)
+func (cat *catalog) lookupUserPermission(ctx context.Context, d *Database, userRID, rid string) (map[string]any, []byte, error) {
+	u, _, err := cat.usersOf(d).read(ctx, cat.store, userRID)
 	if err != nil {
 		return nil, nil, err
 	}
-	return permissionsOf(d, u).read(ctx, e.store, rid)
+	return permissionsOf(d, u).read(ctx, cat.store, rid)
 }
 
 // ResolveLink maps the database and container names of a resource path

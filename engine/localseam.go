@@ -1,0 +1,285 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"hash/maphash"
+	"sync"
+	"time"
+
+	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/presence"
+	"github.com/orrery-db/orrery/storage"
+)
+
+// The local seam: an engine alone on its store (Pebble, memory). The
+// partition transaction under a mutex of this process, the presence
+// filter, point reads answered from the store and the durability barrier.
+
+// localSeam is the seam of an engine alone on its store: locks are
+// mutexes of this process, LSNs come from the sequencer, the catalog cache
+// is the catalog.
+type localSeam struct{ e *Engine }
+
+func (localSeam) containerMoved(context.Context, string, string, *Container) (bool, error) {
+	return false, nil
+}
+
+func (l localSeam) cachedContainer(ctx context.Context, db, name string) (*Container, []byte, error) {
+	c, err := l.e.Container(ctx, db, name)
+	return c, nil, err
+}
+
+func (l localSeam) itemsSnapshot(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (c *Container, snap storage.Snapshot, values [][]byte, watermark uint64, err error) {
+	e := l.e
+	if c, err = e.Container(ctx, db, name); err != nil {
+		return nil, nil, nil, 0, err
+	}
+	if settle > 0 {
+		// Settled before the snapshot, which then holds every write
+		// below the watermark.
+		w, err := e.seq.settle(ctx, settle)
+		if err != nil {
+			return nil, nil, nil, 0, err
+		}
+		watermark = w + 1
+	}
+	if snap, err = e.store.NewSnapshot(ctx); err != nil {
+		return nil, nil, nil, 0, err
+	}
+	if extra != nil {
+		if values, err = storage.GetMany(ctx, snap, extra(c)); err != nil {
+			snap.Close()
+			return nil, nil, nil, 0, err
+		}
+	}
+	return c, snap, values, watermark, nil
+}
+
+func (l localSeam) containerScripts(ctx context.Context, db, coll string, kind ScriptKind, ids []string) (*Container, []map[string]any, error) {
+	c, err := l.e.Container(ctx, db, coll)
+	if err != nil {
+		return nil, nil, err
+	}
+	props := make([]map[string]any, len(ids))
+	for i, id := range ids {
+		if props[i], _, err = l.e.readScript(ctx, c, kind, id); err != nil {
+			return nil, nil, err
+		}
+	}
+	return c, props, nil
+}
+
+func (localSeam) snapshotSession(uint64) uint64 { return 0 }
+
+func (l localSeam) notePresent(c *Container, key []byte) { l.e.presenceOf(c).Add(key) }
+
+func (localSeam) refreshCatalog(context.Context) error { return nil }
+
+func (l localSeam) lockCatalog(context.Context) error {
+	l.e.catMu.mu.Lock()
+	return nil
+}
+
+func (l localSeam) unlockCatalog() { l.e.catMu.mu.Unlock() }
+
+func (l localSeam) catalogBatch() (storage.Batch, error) { return l.e.store.NewBatch(), nil }
+
+func (localSeam) catalogChanged(storage.Batch) error { return nil }
+
+func (l localSeam) sweepLoop(interval time.Duration) { l.e.sweepLoop(interval) }
+
+func (localSeam) placeRanges(*containerRecord, []byte) {}
+
+func (localSeam) notePlacement(*Container) {}
+
+func (localSeam) placeCount() int { return 1 }
+
+// Every create must prove its id free in its logical partition, and on an
+// LSM store a read of a key that is not there still visits every memtable
+// and every level: it was a quarter of the CPU of a create. A presence
+// filter is a Bloom filter, per container, of every item key ever written:
+// when it says a key was never written, the read is skipped. It never
+// forgets a key (deletes are not removed), so "absent" is always true; a
+// "maybe" costs the read it would have cost anyway.
+//
+// A container's filter (engine/internal/presence) is made at its first item write after Open and
+// filled in the background from a snapshot of its items; until then every
+// check reads the store. Writers add the keys they write from the moment the
+// filter exists, so none written meanwhile is missed (see buildPresence).
+
+// presenceOf returns the container's presence filter, making it (and
+// starting its build) when there is none.
+func (e *Engine) presenceOf(c *Container) *presence.Filter {
+	if pf := c.presence.Load(); pf != nil {
+		return pf
+	}
+	f, loaded := e.presence.LoadOrStore(string(c.rid), presence.New())
+	pf := f.(*presence.Filter)
+	c.presence.Store(pf)
+	if !loaded {
+		e.bg.Add(1)
+		go func() {
+			defer e.bg.Done()
+			e.buildPresence(e.bgCtx, c.rid, pf)
+		}()
+	}
+	return pf
+}
+
+// buildPresence adds every item key of the container to f and marks it
+// ready. Writers add their keys from the moment f is published; a writer
+// that looked before holds its partition lock until its write is applied,
+// so taking and releasing every lock once, after publishing, waits for the
+// last of them, and the snapshot taken then holds their writes.
+func (e *Engine) buildPresence(ctx context.Context, collRID []byte, f *presence.Filter) {
+	for i := range e.locks {
+		e.locks[i].Lock()
+		e.locks[i].Unlock()
+	}
+	snap, err := e.store.NewSnapshot(ctx)
+	if err != nil {
+		return // never ready: every check reads the store
+	}
+	defer snap.Close()
+	prefix := keys.ItemContainerPrefix(collRID)
+	it, err := snap.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), false)
+	if err != nil {
+		return // never ready: every check reads the store
+	}
+	defer it.Close()
+	for n := 0; it.Next(); n++ {
+		if n%4096 == 0 && e.stopping() {
+			return
+		}
+		f.Add(it.Key())
+	}
+	if it.Err() == nil {
+		f.SetReady()
+	}
+}
+
+// absent reports whether the item key was certainly never written: the
+// presence filter says so once it is built.
+func (l localSeam) absent(c *Container, key []byte) bool {
+	e := l.e
+	f := e.presenceOf(c)
+	return f.Ready() && !f.MayContain(key)
+}
+
+// readItem is ReadItem on a store of this process alone.
+func (l localSeam) readItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
+	e := l.e
+	c := req.resolved().c
+	if c == nil || c.retired.Load() {
+		// Not resolved, or replaced or deleted since.
+		var err error
+		if c, err = e.Container(ctx, req.Database, req.Container); err != nil {
+			return nil, err
+		}
+	}
+	if !req.HasPartitionKey {
+		return nil, errPartitionKeyRequired
+	}
+	p, perr := c.partition(req.PartitionKey)
+	if perr != nil {
+		return nil, perr
+	}
+	if verr := validItemID(req.ID); verr != nil {
+		return nil, verr
+	}
+	it, err := l.pointRead(ctx, c, p.itemKey(req.ID))
+	if err != nil {
+		return nil, err
+	}
+	return readResult(it, req.IfNoneMatch, 0), nil
+}
+
+// inPartition is the partition transaction for an engine alone on its store: the
+// partition's lock is a mutex of this process.
+func (l localSeam) inPartition(ctx context.Context, c *Container, pk PartitionKey, _ []string, fn func(t *txn) error) error {
+	e := l.e
+	var p *partition
+	var mu *sync.Mutex
+	err := e.onCurrent(ctx, c, pk, func(c *Container, pp *partition) (bool, error) {
+		mu = l.partitionLock(c.rid, pp.enc)
+		mu.Lock()
+		if c.retired.Load() {
+			// A replace of the container (say, of its indexing policy)
+			// came first: write by its rules.
+			mu.Unlock()
+			return false, nil
+		}
+		p = pp
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	locked := true
+	defer func() {
+		if locked {
+			mu.Unlock()
+			e.durable.barrier()
+		}
+	}()
+	b := e.store.NewBatch()
+	defer b.Close()
+	t := &txn{e: e, presence: e.seam, lsns: e.seq, noCreationOrder: e.noCreationOrder, p: p, b: b, now: e.now()}
+	defer func() {
+		if t.lsn != 0 {
+			e.seq.finish(t.lsn)
+		}
+	}()
+	defer func() { t.search.abort() }()
+	if err := fn(t); err != nil {
+		return err
+	}
+	if b.Count() == 0 {
+		return nil
+	}
+	wait, err := b.CommitPipelined(ctx)
+	if err != nil {
+		return err
+	}
+	t.search.commit()
+	e.durable.applied(t.lsn)
+	defer e.durable.durable(t.lsn)
+	mu.Unlock()
+	locked = false
+	return wait()
+}
+
+// partitionLock returns the mutex that serializes the writers of one logical
+// partition.
+func (l localSeam) partitionLock(collRID, pkEnc []byte) *sync.Mutex {
+	e := l.e
+	var h maphash.Hash
+	h.SetSeed(e.seed)
+	h.Write(collRID)
+	h.Write(pkEnc)
+	return &e.locks[h.Sum64()%lockStripes]
+}
+
+// pointRead reads the record of the item key of c outside any transaction:
+// 404 when it is absent or expired. What it read, a write or a delete, is
+// durable before it returns.
+func (l localSeam) pointRead(ctx context.Context, c *Container, key []byte) (*storedItem, error) {
+	e := l.e
+	v, err := e.store.Get(ctx, key)
+	e.durable.barrier() // what was read, a write or a delete, must be durable
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, NotFound(msgNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	it, err := decodeItem(key, v)
+	if err != nil {
+		return nil, err
+	}
+	if c.expired(it, e.now().Unix()) {
+		return nil, NotFound(msgNotFound)
+	}
+	return it, nil
+}
