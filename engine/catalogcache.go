@@ -33,6 +33,18 @@ func (e *Engine) CachedContainer(ctx context.Context, db, name string) (*Contain
 	return c, err
 }
 
+// ResolveContainer looks container db/name up as CachedContainer does, for
+// a request that reads the container itself (its RID, its links) and then
+// runs an item operation on it: passed as ItemRequest.Resolved, the
+// operation does not look it up again.
+func (e *Engine) ResolveContainer(ctx context.Context, db, name string) (ContainerRef, error) {
+	c, version, err := e.cachedContainer(ctx, db, name)
+	if err != nil {
+		return ContainerRef{}, err
+	}
+	return ContainerRef{c: c, version: version}, nil
+}
+
 // cachedContainer is CachedContainer, with the catalog version the cache
 // was at when it answered (nil without a shared store).
 func (e *Engine) cachedContainer(ctx context.Context, db, name string) (*Container, []byte, error) {

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -62,18 +61,6 @@ type ContainerRef struct {
 
 // Container is the container r names (nil for the zero ContainerRef).
 func (r ContainerRef) Container() *Container { return r.c }
-
-// ResolveContainer looks container db/name up as CachedContainer does, for
-// a request that reads the container itself (its RID, its links) and then
-// runs an item operation on it: passed as ItemRequest.Resolved, the
-// operation does not look it up again.
-func (e *Engine) ResolveContainer(ctx context.Context, db, name string) (ContainerRef, error) {
-	c, version, err := e.cachedContainer(ctx, db, name)
-	if err != nil {
-		return ContainerRef{}, err
-	}
-	return ContainerRef{c: c, version: version}, nil
-}
 
 // resolved is req.Resolved when it names req's container, else the zero
 // ContainerRef: a caller's reference to another container is ignored.
