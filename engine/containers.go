@@ -308,7 +308,7 @@ func (e *Engine) replaceContainer(ctx context.Context, dbName, name string, prop
 		if err != nil {
 			return err
 		}
-		if err := e.searchPolicyReplaced(b, prev, c); err != nil {
+		if err := e.search.policyReplaced(b, prev, c); err != nil {
 			return err
 		}
 		if !reindex {
@@ -379,7 +379,7 @@ func (e *Engine) deleteContainerRecords(ctx context.Context, b storage.Batch, c 
 func (e *Engine) purgeContainerData(collRID []byte) {
 	e.presence.Delete(string(collRID))
 	e.feedReads.Delete(string(collRID))
-	e.dropSearchIndexes(collRID)
+	e.search.drop(collRID)
 	e.bg.Add(1)
 	go func() {
 		defer e.bg.Done()

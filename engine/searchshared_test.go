@@ -92,7 +92,7 @@ func warmSearchIndexesIn(t *testing.T, coll string, engines ...*Engine) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.searchIndexesOf(c); err != nil {
+		if _, err := e.search.of(c); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -169,7 +169,7 @@ func TestSharedSearchIndexesFollowTheOtherGatewaysWrites(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			ctx := t.Context()
 			a, b := openSearchPair(t, kind)
-			indexed := a.sharedSearchOn()
+			indexed := a.search.kept()
 			r := rand.New(rand.NewPCG(21, 22))
 			// Items enough that a top 3 is a choice.
 			for i := range 40 {
@@ -282,7 +282,7 @@ func TestSharedSearchAnswersAsExactOverTheSameSnapshot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		qctx := e.withQuerySnapshot(ctx, w)
+		qctx := e.search.withQuerySnapshot(ctx, w)
 		if i%3 != 0 {
 			// Another query, on a later snapshot, catches the indexes up
 			// past this one's.
@@ -325,7 +325,7 @@ func TestSharedSearchAnswersAsExactOverTheSameSnapshot(t *testing.T) {
 		snap.Close()
 	}
 	stop()
-	if a.sharedSearchOn() && served == 0 {
+	if a.search.kept() && served == 0 {
 		t.Fatal("no query was answered by a search index")
 	}
 }
@@ -337,7 +337,7 @@ func TestSharedSearchAnswersAsExactOverTheSameSnapshot(t *testing.T) {
 func TestSharedSearchIndexesOlderThanThePrunedChangesAreRebuilt(t *testing.T) {
 	ctx := t.Context()
 	a, b := openSearchPair(t, "flat")
-	if !a.sharedSearchOn() {
+	if !a.search.kept() {
 		t.Skip("no search indexes on a store over several places")
 	}
 	r := rand.New(rand.NewPCG(41, 42))

@@ -15,6 +15,7 @@ import (
 	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/internal/rids"
+	"github.com/orrery-db/orrery/engine/internal/searchindex"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -43,10 +44,8 @@ type txn struct {
 	session uint64
 	// pre is the item a shared transaction read as it began.
 	pre *prefetched
-	// search is its pending search index changes (searchindex.go), to
-	// the indexes of searchState.
-	search      *searchTxn
-	searchState *searchState
+	// search is its pending search index changes (searchindex.go).
+	search searchindex.Write
 }
 
 // inPartition runs fn as one transaction on a logical partition. The
@@ -106,7 +105,7 @@ func (e *Engine) inPartitionLocal(ctx context.Context, c *Container, pk Partitio
 			e.seq.finish(t.lsn)
 		}
 	}()
-	defer func() { t.search.abort() }()
+	defer func() { t.search.Abort() }()
 	if err := fn(t); err != nil {
 		return err
 	}
@@ -117,7 +116,7 @@ func (e *Engine) inPartitionLocal(ctx context.Context, c *Container, pk Partitio
 	if err != nil {
 		return err
 	}
-	t.search.commit()
+	t.search.Commit()
 	e.durable.applied(t.lsn)
 	defer e.durable.durable(t.lsn)
 	mu.Unlock()
@@ -338,7 +337,7 @@ func (t *txn) remove(ctx context.Context, prev *storedItem) error {
 // added. doc is parsed: the write path has it so.
 func (t *txn) reindex(key []byte, prevDoc []byte, doc jsondoc.Object) error {
 	c := t.p.c
-	if err := t.reindexSearch(key, doc); err != nil {
+	if err := t.e.search.reindex(&t.search, c, t.b, t.lsn, key, doc); err != nil {
 		return err
 	}
 	var old, cur [][]byte
