@@ -1,7 +1,6 @@
 package searchindex
 
 import (
-	"bytes"
 	"context"
 	"errors"
 
@@ -54,56 +53,12 @@ func (l *local) rebuild(ctx context.Context, spec Spec, st *State) error {
 		return err
 	}
 	defer snap.Close()
-	prefix := keys.ItemContainerPrefix(spec.RID)
-	it, err := snap.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), false)
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	type entry struct {
-		key []byte
-		doc []byte
-	}
-	var chunk []entry
-	flush := func() error {
-		if len(chunk) == 0 {
-			return nil
-		}
+	err = scanItems(ctx, l.s.opts.Decode, st.spec.RID, snap, func(chunk []item) error {
 		b := store.NewBatch()
 		defer b.Close()
-		sx := &Txn{}
-		defer sx.Abort()
-		if err := sx.Begin(st, b); err != nil {
-			return err
-		}
-		for _, en := range chunk {
-			if err := sx.Add(st, en.key[len(prefix):], DocGetter(en.doc)); err != nil {
-				return err
-			}
-		}
-		if err := b.Commit(ctx); err != nil {
-			return err
-		}
-		sx.Commit()
-		chunk = chunk[:0]
-		return nil
-	}
-	for it.Next() {
-		doc, err := l.s.opts.Decode(it.Key(), it.Value())
-		if err != nil {
-			return err
-		}
-		chunk = append(chunk, entry{bytes.Clone(it.Key()), bytes.Clone(doc)})
-		if len(chunk) == RebuildChunk {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-	}
-	if err := it.Err(); err != nil {
-		return err
-	}
-	if err := flush(); err != nil {
+		return indexChunk(st, b, chunk, func() error { return b.Commit(ctx) })
+	})
+	if err != nil {
 		return err
 	}
 	b := store.NewBatch()
@@ -180,35 +135,3 @@ func (l *local) whole(ctx context.Context, st *State, r storage.Reader) (bool, e
 }
 
 func (l *local) withQuery(ctx context.Context, _ uint64) context.Context { return ctx }
-
-// make makes st's indexes for spec, not loaded, each with the keyspace
-// space gives it for its prefix.
-func (st *State) make(spec Spec, space func(prefix []byte) keyspace) {
-	for _, v := range spec.Vectors {
-		st.Vectors = append(st.Vectors, &VectorIndex{Path: v.Path, segs: pathSegments(v.Path),
-			space: space(keys.SearchIndexPrefix(spec.RID, keys.SearchVector, v.Path))})
-	}
-	for _, t := range spec.Texts {
-		st.Texts = append(st.Texts, &TextIndex{Path: t.Path, segs: pathSegments(t.Path),
-			space: space(keys.SearchIndexPrefix(spec.RID, keys.SearchFullText, t.Path))})
-	}
-}
-
-// load loads every index of st from its keyspace as r has it.
-func (st *State) load(ctx context.Context, r storage.Reader) error {
-	for i, v := range st.Vectors {
-		ix, err := vector.Open(ctx, v.space.reader(r), st.spec.Vectors[i].Config)
-		if err != nil {
-			return err
-		}
-		v.Index = ix
-	}
-	for i, t := range st.Texts {
-		ix, err := fulltext.Open(ctx, t.space.reader(r), st.spec.Texts[i].Language)
-		if err != nil {
-			return err
-		}
-		t.Index = ix
-	}
-	return nil
-}

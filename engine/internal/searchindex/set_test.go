@@ -132,14 +132,16 @@ func TestIndexesKeptByWritesAnswerAsARebuildFromTheItems(t *testing.T) {
 	var bg sync.WaitGroup
 	c := testContainer{rid: []byte{1, 2, 3, 4}}
 	s := newTestSet(store, Local, &bg)
-	for i := range 40 {
-		writeItem(t, s, store, c, fmt.Sprintf("k%02d", i), testDoc(i))
+	// More items than one chunk of a rebuild indexes.
+	n := 2*RebuildChunk + 40
+	for i := range n {
+		writeItem(t, s, store, c, fmt.Sprintf("k%03d", i), testDoc(i))
 	}
-	for i := 0; i < 40; i += 3 {
-		writeItem(t, s, store, c, fmt.Sprintf("k%02d", i), nil)
+	for i := 0; i < n; i += 3 {
+		writeItem(t, s, store, c, fmt.Sprintf("k%03d", i), nil)
 	}
-	for i := 1; i < 40; i += 5 {
-		writeItem(t, s, store, c, fmt.Sprintf("k%02d", i), testDoc(i+100))
+	for i := 1; i < n; i += 5 {
+		writeItem(t, s, store, c, fmt.Sprintf("k%03d", i), testDoc(i+100))
 	}
 	st, err := s.Of(c)
 	if err != nil {
@@ -185,17 +187,17 @@ func TestSharedIndexesCatchUpWithAQuerySnapshot(t *testing.T) {
 	defer bg.Wait()
 	c := testContainer{rid: []byte{1, 2, 3, 5}}
 	a, b := newTestSet(store, Shared, &bg), newTestSet(store, Shared, &bg)
-	for i := range 10 {
-		writeItem(t, a, store, c, fmt.Sprintf("k%02d", i), testDoc(i))
+	for i := range RebuildChunk + 10 { // built in more than one chunk
+		writeItem(t, a, store, c, fmt.Sprintf("k%03d", i), testDoc(i))
 	}
 	if _, err := b.Of(c); err != nil { // b's indexes are built now
 		t.Fatal(err)
 	}
-	for i := 10; i < 30; i++ {
-		writeItem(t, a, store, c, fmt.Sprintf("k%02d", i), testDoc(i))
+	for i := RebuildChunk + 10; i < RebuildChunk+30; i++ {
+		writeItem(t, a, store, c, fmt.Sprintf("k%03d", i), testDoc(i))
 	}
-	for i := 0; i < 30; i += 4 {
-		writeItem(t, a, store, c, fmt.Sprintf("k%02d", i), nil)
+	for i := 0; i < RebuildChunk+30; i += 4 {
+		writeItem(t, a, store, c, fmt.Sprintf("k%03d", i), nil)
 	}
 	snap, _, w, err := store.SnapshotAll(ctx, nil)
 	if err != nil {

@@ -88,30 +88,12 @@ func (sh *shared) load(ctx context.Context, st *State) error {
 		return err
 	}
 	defer snap.Close()
-	prefix := keys.ItemContainerPrefix(st.spec.RID)
-	it, err := snap.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), false)
+	err = scanItems(ctx, sh.s.opts.Decode, st.spec.RID, snap, func(chunk []item) error {
+		return indexChunk(st, nil, chunk, nil)
+	})
 	if err != nil {
 		return err
 	}
-	defer it.Close()
-	sx := &Txn{}
-	defer func() { sx.Commit() }()
-	if err := sx.Begin(st, nil); err != nil {
-		return err
-	}
-	for it.Next() {
-		doc, err := sh.s.opts.Decode(it.Key(), it.Value())
-		if err != nil {
-			return err
-		}
-		if err := sx.Add(st, bytes.Clone(it.Key()[len(prefix):]), DocGetter(bytes.Clone(doc))); err != nil {
-			return err
-		}
-	}
-	if err := it.Err(); err != nil {
-		return err
-	}
-	sx.Commit()
 	if st.caught == nil {
 		st.caught = &catchUp{}
 	}
