@@ -159,6 +159,19 @@ func (s *searchIndexes) policyReplaced(b storage.Batch, prev, next *Container) e
 // drop forgets a deleted container's indexes.
 func (s *searchIndexes) drop(collRID []byte) { s.set.Drop(collRID) }
 
+// forgetDeleted forgets the indexes of the containers dbs, a catalog just
+// reloaded, no longer holds: another gateway deleted them (and maybe
+// created another of the same name, whose RID is new).
+func (s *searchIndexes) forgetDeleted(dbs map[string]*Database) {
+	live := map[string]bool{}
+	for _, db := range dbs {
+		for _, c := range db.colls {
+			live[string(c.rid)] = true
+		}
+	}
+	s.set.Retain(func(rid []byte) bool { return live[string(rid)] })
+}
+
 // reindex changes c's search indexes for one item write (doc nil: a
 // delete) in the transaction of b, numbered lsn; w is the transaction's
 // pending changes.

@@ -388,3 +388,66 @@ func TestSharedSearchIndexesOlderThanThePrunedChangesAreRebuilt(t *testing.T) {
 	}
 	checkSearchIndexesMatchItems(t, b)
 }
+
+// TestSharedSearchIndexesOfAContainerDeletedOnAnotherGatewayAreDropped: a
+// gateway's in-memory indexes of a container another gateway deletes, or
+// deletes and creates again, are let go once its catalog reload notices,
+// and the container of the same name created again is searched through
+// indexes of its own.
+func TestSharedSearchIndexesOfAContainerDeletedOnAnotherGatewayAreDropped(t *testing.T) {
+	for _, recreate := range []bool{false, true} {
+		t.Run(fmt.Sprint("recreated=", recreate), func(t *testing.T) {
+			ctx := t.Context()
+			a, b := openSearchPair(t, "flat")
+			if !b.search.kept() {
+				t.Skip("a store over several places keeps no search index")
+			}
+			r := rand.New(rand.NewPCG(31, 32))
+			for i := range 10 {
+				if _, err := a.CreateItem(ctx, req("", "p", searchItem(fmt.Sprint("old", i), "p", randomVector(r), randomText(r), ""))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			warmSearchIndexes(t, b)
+			old, err := b.Container(ctx, "db", "c")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !b.search.set.Holds(old.rid) {
+				t.Fatal("the gateway holds no indexes of the container it searched")
+			}
+			if err := a.DeleteContainer(ctx, "db", "c", ""); err != nil {
+				t.Fatal(err)
+			}
+			v := randomVector(r)
+			if recreate {
+				if _, err := a.CreateContainer(ctx, "db", searchContainerBody("c", "flat", ""), nil); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := a.CreateItem(ctx, req("", "p", searchItem("new", "p", v, "a new text", ""))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Any request of the gateway's checks the catalog's version.
+			if _, err := b.ListContainers(ctx, "db"); err != nil {
+				t.Fatal(err)
+			}
+			if b.search.set.Holds(old.rid) {
+				t.Fatal("the gateway still holds the indexes of the container deleted on the other")
+			}
+			if !recreate {
+				return
+			}
+			vb, _ := json.Marshal(v)
+			ids, uses := searchQueryOn(t, b, fmt.Sprintf("SELECT TOP 3 c.id FROM c ORDER BY VectorDistance(c.v, %s)", vb))
+			if !slices.Equal(ids, []string{"new"}) {
+				t.Fatalf("the container created again answers %v", ids)
+			}
+			warmSearchIndexes(t, b)
+			ids, uses = searchQueryOn(t, b, fmt.Sprintf("SELECT TOP 3 c.id FROM c ORDER BY VectorDistance(c.v, %s)", vb))
+			if !slices.Equal(ids, []string{"new"}) || len(uses) == 0 {
+				t.Fatalf("the container created again answers %v through %v", ids, uses)
+			}
+		})
+	}
+}

@@ -273,6 +273,7 @@ func (e *Engine) reloadCatalogLocked(ctx context.Context, v []byte) error {
 			c.retired.Store(true)
 		}
 	}
+	e.search.forgetDeleted(e.dbs)
 	e.shared.version.Store(&v)
 	return nil
 }

@@ -349,6 +349,26 @@ func (s *Set) Drop(rid []byte) {
 	s.mu.Unlock()
 }
 
+// Retain forgets the indexes of the containers live says are gone (a
+// catalog reload no longer holds them: deleted, or deleted and created
+// again under a new RID, by another gateway).
+func (s *Set) Retain(live func(rid []byte) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for rid := range s.byID {
+		if !live([]byte(rid)) {
+			delete(s.byID, rid)
+		}
+	}
+}
+
+// Holds reports whether the Set holds indexes of the container of rid.
+func (s *Set) Holds(rid []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byID[string(rid)] != nil
+}
+
 // Reindex changes c's search indexes for one item write in the storage
 // transaction of b, numbered lsn: suffix is the item key's part after the
 // container's item prefix, get reads the item's new document (nil: the
