@@ -101,7 +101,11 @@ func searchSpec(c *Container) searchindex.Spec {
 	if sp := c.Search(); sp != nil {
 		if sp.Vector != nil {
 			for _, ix := range sp.Vector.Indexes {
-				spec.Vectors = append(spec.Vectors, searchindex.VectorSpec{Path: ix.Path, Config: ix.Config})
+				vs := searchindex.VectorSpec{Path: ix.Path, Config: ix.Config}
+				if len(ix.ShardKey) > 0 {
+					vs.ShardKey = ix.ShardKey[0]
+				}
+				spec.Vectors = append(spec.Vectors, vs)
 			}
 		}
 		if sp.FullText != nil {

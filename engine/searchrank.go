@@ -264,11 +264,11 @@ func (s *searchIndexes) rrfQuery(ctx context.Context, c *Container, r storage.Re
 		cand := maps.Clone(holding)
 		more := false
 		for _, vc := range vecs {
-			opt := vector.SearchOptions{K: d, Filter: adm.admit, Reader: vc.vi.State(s.store), Exact: vc.exact}
+			opt := vector.SearchOptions{K: d, Filter: adm.admit, Exact: vc.exact}
 			if vc.vs.SearchListSizeMultiplier > 0 {
 				opt.ListSize = vc.vs.SearchListSizeMultiplier * d
 			}
-			found, err := vc.vi.Index.Search(ctx, vc.q, opt)
+			found, err := vc.vi.Search(ctx, vc.q, opt, s.store, shardValues(vc.vi, plan))
 			if err == nil {
 				err = adm.failed
 			}
@@ -285,7 +285,7 @@ func (s *searchIndexes) rrfQuery(ctx context.Context, c *Container, r storage.Re
 			}
 			more = true
 			s := found[d-1].Score
-			tol := vectorCutTolerance(vc.vi.Index.Config(), s, vc.qnorm)
+			tol := vectorCutTolerance(vc.vi.Config(), s, vc.qnorm)
 			if vc.higher {
 				s += tol
 			} else {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,12 +69,12 @@ func (s *searchIndexes) vectorQuery(ctx context.Context, c *Container, r storage
 	m := adm.m
 	admits := adm.admit
 	filter := func(suffix []byte) bool { return !view.IsStale(suffix) && admits(suffix) }
-	opt := vector.SearchOptions{K: k, Filter: filter, Reader: vi.State(s.store)}
+	opt := vector.SearchOptions{K: k, Filter: filter}
 	if vs.SearchListSizeMultiplier > 0 {
 		opt.ListSize = vs.SearchListSizeMultiplier * k
 	}
 	t0 := time.Now()
-	found, err := vi.Index.Search(ctx, q, opt)
+	found, err := vi.Search(ctx, q, opt, s.store, shardValues(vi, plan))
 	m.IndexLookupTime += time.Since(t0)
 	for _, suffix := range view.StaleKeys() {
 		if err == nil && admits(suffix) {
@@ -196,6 +197,22 @@ func vectorCutTolerance(cfg vector.Config, s, qnorm float64) float64 {
 	return unit
 }
 
+// shardValues returns the values of vi's shard key a query's WHERE clause
+// allows (an equality or IN on the shard key's path), nil when vi has no
+// shard key or the query pins none: then every shard is searched.
+func shardValues(vi *searchindex.VectorIndex, plan *query.Plan) []json.RawMessage {
+	key := vi.ShardKey()
+	if key == nil {
+		return nil
+	}
+	for _, f := range plan.Filters {
+		if (f.Op == query.FilterEq || f.Op == query.FilterIn) && slices.Equal(f.Path, key) {
+			return f.Values
+		}
+	}
+	return nil
+}
+
 // vectorServes returns vi's configuration when vi (nil: none) can answer the
 // vector search vs: the distance function and data type the query names,
 // if any, are the index's.
@@ -203,7 +220,7 @@ func vectorServes(vi *searchindex.VectorIndex, vs *query.VectorSearch) (vector.C
 	if vi == nil {
 		return vector.Config{}, false
 	}
-	cfg := vi.Index.Config()
+	cfg := vi.Config()
 	if vs.DistanceFunction != "" {
 		if m, ok := vector.ParseMetric(vs.DistanceFunction); !ok || m != cfg.Metric {
 			return cfg, false

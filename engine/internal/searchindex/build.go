@@ -18,8 +18,12 @@ import (
 // space gives it for its prefix.
 func (st *State) make(spec Spec, space func(prefix []byte) keyspace) {
 	for _, v := range spec.Vectors {
-		st.Vectors = append(st.Vectors, &VectorIndex{Path: v.Path, segs: pathSegments(v.Path),
-			space: space(keys.SearchIndexPrefix(spec.RID, keys.SearchVector, v.Path))})
+		prefix := keys.SearchIndexPrefix(spec.RID, keys.SearchVector, v.Path)
+		vi := &VectorIndex{Path: v.Path, segs: pathSegments(v.Path), cfg: v.Config, space: space(prefix)}
+		if v.ShardKey != "" {
+			vi.shards = newShards(v.Config, v.ShardKey, prefix, space)
+		}
+		st.Vectors = append(st.Vectors, vi)
 	}
 	for _, t := range spec.Texts {
 		st.Texts = append(st.Texts, &TextIndex{Path: t.Path, segs: pathSegments(t.Path),
@@ -30,11 +34,25 @@ func (st *State) make(spec Spec, space func(prefix []byte) keyspace) {
 // load loads every index of st from its keyspace as r has it.
 func (st *State) load(ctx context.Context, r storage.Reader) error {
 	for i, v := range st.Vectors {
+		if v.shards != nil {
+			// An empty index gives the configuration, defaults filled in.
+			probe, err := vector.Open(ctx, prefixedReader{emptyReader{}, nil}, st.spec.Vectors[i].Config)
+			if err != nil {
+				return err
+			}
+			v.cfg = probe.Config()
+			v.shards.cfg = v.cfg
+			if err := v.shards.load(ctx, r); err != nil {
+				return err
+			}
+			continue
+		}
 		ix, err := vector.Open(ctx, v.space.reader(r), st.spec.Vectors[i].Config)
 		if err != nil {
 			return err
 		}
 		v.Index = ix
+		v.cfg = ix.Config()
 	}
 	for i, t := range st.Texts {
 		ix, err := fulltext.Open(ctx, t.space.reader(r), st.spec.Texts[i].Language)

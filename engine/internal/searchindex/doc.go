@@ -4,6 +4,10 @@
 // (engine/internal/fulltext) per path of indexingPolicy.fullTextIndexes,
 // which also keeps the path's BM25 statistics.
 //
+// A vector index with a shard key (vectorIndexShardKey) is one index per
+// value of the shard key's path (shards.go); VectorIndex.Search searches
+// the shards of the values a query pins, or all of them.
+//
 // A Set holds the open indexes of every container, by container RID, for
 // the policy they were built for (Spec.Fingerprint). How they are kept is
 // chosen once, when the Set is made (Options.Mode):

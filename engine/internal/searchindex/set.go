@@ -3,6 +3,7 @@ package searchindex
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -79,6 +80,8 @@ type Spec struct {
 type VectorSpec struct {
 	Path   string
 	Config vector.Config
+	// ShardKey is the path of its vectorIndexShardKey, "" when none.
+	ShardKey string
 }
 
 // TextSpec is one full-text index of a container.
@@ -91,7 +94,11 @@ type TextSpec struct {
 func Fingerprint(vs []VectorSpec, ts []TextSpec) string {
 	var b strings.Builder
 	for _, v := range vs {
-		fmt.Fprintf(&b, "v%q %+v\n", v.Path, v.Config)
+		if v.ShardKey == "" {
+			fmt.Fprintf(&b, "v%q %+v\n", v.Path, v.Config)
+		} else {
+			fmt.Fprintf(&b, "v%q %+v shard%q\n", v.Path, v.Config, v.ShardKey)
+		}
 	}
 	for _, t := range ts {
 		fmt.Fprintf(&b, "t%q %s\n", t.Path, t.Language)
@@ -162,10 +169,13 @@ type State struct {
 
 // VectorIndex is one open vector index.
 type VectorIndex struct {
-	Path  string
-	segs  []string
-	Index *vector.Index
-	space keyspace
+	Path string
+	segs []string
+	cfg  vector.Config
+	// Index is the index, nil when it has a shard key (shards).
+	Index  *vector.Index
+	space  keyspace
+	shards *shards
 }
 
 // TextIndex is one open full-text index.
@@ -180,8 +190,46 @@ type TextIndex struct {
 func (t *TextIndex) Segments() []string { return t.segs }
 
 // State reads v's keyspace as r has it (or as this process's memory does
-// in Shared mode).
+// in Shared mode); not for an index with a shard key.
 func (v *VectorIndex) State(r storage.Reader) vector.Reader { return v.space.reader(r) }
+
+// Config returns v's configuration.
+func (v *VectorIndex) Config() vector.Config { return v.cfg }
+
+// ShardKey returns the path of v's shard key, nil when it has none.
+func (v *VectorIndex) ShardKey() []string {
+	if v.shards == nil {
+		return nil
+	}
+	return v.shards.segs
+}
+
+// Len returns how many items v holds.
+func (v *VectorIndex) Len() int {
+	if v.shards != nil {
+		return v.shards.len()
+	}
+	return v.Index.Len()
+}
+
+// Search returns the opt.K items of v closest to q that pass opt.Filter,
+// with v's keyspace as r has it: of every shard, or, when values is not
+// nil and v has a shard key, of the shards of values only (the shard
+// key's values a query's WHERE clause allows).
+func (v *VectorIndex) Search(ctx context.Context, q []float32, opt vector.SearchOptions, r storage.Reader, values []json.RawMessage) ([]vector.Result, error) {
+	if v.shards == nil {
+		opt.Reader = v.space.reader(r)
+		return v.Index.Search(ctx, q, opt)
+	}
+	var encs []string
+	if values != nil {
+		encs = make([]string, len(values))
+		for i, raw := range values {
+			encs[i] = shardEncoding(raw)
+		}
+	}
+	return v.shards.search(ctx, q, opt, r, encs)
+}
 
 // State reads t's keyspace as r has it (or as this process's memory does
 // in Shared mode).

@@ -2,6 +2,7 @@ package searchindex
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -16,10 +17,13 @@ import (
 
 // testContainer is a container of one vector index at /v and one
 // full-text index at /text; its item records are the documents themselves.
-type testContainer struct{ rid []byte }
+type testContainer struct {
+	rid   []byte
+	shard string // the vector index's shard key path, "" for none
+}
 
 func (c testContainer) Spec() Spec {
-	vs := []VectorSpec{{Path: "/v", Config: vector.Config{Kind: vector.Flat, Dimensions: 3, DataType: vector.Float32, Metric: vector.Euclidean}}}
+	vs := []VectorSpec{{Path: "/v", Config: vector.Config{Kind: vector.Flat, Dimensions: 3, DataType: vector.Float32, Metric: vector.Euclidean}, ShardKey: c.shard}}
 	ts := []TextSpec{{Path: "/text", Language: "en-US"}}
 	return Spec{RID: c.rid, Name: "c", Fingerprint: Fingerprint(vs, ts), Vectors: vs, Texts: ts}
 }
@@ -99,7 +103,7 @@ func writeItem(t *testing.T, s *Set, store storage.Store, c testContainer, suffi
 }
 
 func testDoc(i int) []byte {
-	return fmt.Appendf(nil, `{"v":[%d,%d,1],"text":"river %s stone"}`, i, i%7, []string{"glass", "quick", "slow"}[i%3])
+	return fmt.Appendf(nil, `{"v":[%d,%d,1],"text":"river %s stone","tenant":"t%d"}`, i, i%7, []string{"glass", "quick", "slow"}[i%3], i%4)
 }
 
 // indexAnswers is what st's indexes answer, read as r has them: every
@@ -107,9 +111,21 @@ func testDoc(i int) []byte {
 func indexAnswers(t *testing.T, st *State, r storage.Reader) string {
 	t.Helper()
 	vi := st.VectorAt([]string{"v"})
-	found, err := vi.Index.Search(t.Context(), []float32{3, 2, 1}, vector.SearchOptions{K: 1000, Exact: true, Reader: vi.State(r)})
+	found, err := vi.Search(t.Context(), []float32{3, 2, 1}, vector.SearchOptions{K: 1000, Exact: true}, r, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// As many as the index holds, and those of the shard of tenant t1
+	// when it has shards.
+	pinned, err := vi.Search(t.Context(), []float32{3, 2, 1}, vector.SearchOptions{K: 1000, Exact: true}, r, []json.RawMessage{json.RawMessage(`"t1"`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != vi.Len() {
+		t.Fatalf("the vector index finds %d items and holds %d", len(found), vi.Len())
+	}
+	if vi.ShardKey() != nil && (len(pinned) == 0 || len(pinned) >= len(found)) {
+		t.Fatalf("the shard of t1 holds %d of the %d items", len(pinned), len(found))
 	}
 	ti := st.TextAt([]string{"text"})
 	stats, err := ti.Index.Stats(t.Context(), ti.State(r), []string{"glass", "quick", "river"})
@@ -120,6 +136,10 @@ func indexAnswers(t *testing.T, st *State, r storage.Reader) string {
 	for _, f := range found {
 		out += fmt.Sprintf("%s %.4f\n", f.Key, f.Score)
 	}
+	out += "pinned to t1:\n"
+	for _, f := range pinned {
+		out += fmt.Sprintf("%s %.4f\n", f.Key, f.Score)
+	}
 	return out
 }
 
@@ -127,10 +147,16 @@ func indexAnswers(t *testing.T, st *State, r storage.Reader) string {
 // indexes changed in the items' transactions, opened again from their
 // state, answer as the indexes a rebuild from the items gives.
 func TestIndexesKeptByWritesAnswerAsARebuildFromTheItems(t *testing.T) {
+	for _, shard := range []string{"", "/tenant"} {
+		t.Run("shard="+shard, func(t *testing.T) { testKeptAnswersAsRebuilt(t, shard) })
+	}
+}
+
+func testKeptAnswersAsRebuilt(t *testing.T, shard string) {
 	ctx := t.Context()
 	store := memory.New()
 	var bg sync.WaitGroup
-	c := testContainer{rid: []byte{1, 2, 3, 4}}
+	c := testContainer{rid: []byte{1, 2, 3, 4}, shard: shard}
 	s := newTestSet(store, Local, &bg)
 	// More items than one chunk of a rebuild indexes.
 	n := 2*RebuildChunk + 40
@@ -181,11 +207,17 @@ func TestIndexesKeptByWritesAnswerAsARebuildFromTheItems(t *testing.T) {
 // indexes, built before another gateway's writes, answer a query as
 // indexes built from its snapshot's items do.
 func TestSharedIndexesCatchUpWithAQuerySnapshot(t *testing.T) {
+	for _, shard := range []string{"", "/tenant"} {
+		t.Run("shard="+shard, func(t *testing.T) { testSharedCatchUp(t, shard) })
+	}
+}
+
+func testSharedCatchUp(t *testing.T, shard string) {
 	ctx := t.Context()
 	store := memory.NewShared()
 	var bg sync.WaitGroup
 	defer bg.Wait()
-	c := testContainer{rid: []byte{1, 2, 3, 5}}
+	c := testContainer{rid: []byte{1, 2, 3, 5}, shard: shard}
 	a, b := newTestSet(store, Shared, &bg), newTestSet(store, Shared, &bg)
 	for i := range RebuildChunk + 10 { // built in more than one chunk
 		writeItem(t, a, store, c, fmt.Sprintf("k%03d", i), testDoc(i))
@@ -198,6 +230,9 @@ func TestSharedIndexesCatchUpWithAQuerySnapshot(t *testing.T) {
 	}
 	for i := 0; i < RebuildChunk+30; i += 4 {
 		writeItem(t, a, store, c, fmt.Sprintf("k%03d", i), nil)
+	}
+	for i := 1; i < RebuildChunk+30; i += 6 { // to another tenant
+		writeItem(t, a, store, c, fmt.Sprintf("k%03d", i), testDoc(i+101))
 	}
 	snap, _, w, err := store.SnapshotAll(ctx, nil)
 	if err != nil {

@@ -67,7 +67,7 @@ type catchUp struct {
 func (sh *shared) kept() bool { return true }
 
 func (sh *shared) open(ctx context.Context, spec Spec, st *State) error {
-	st.make(spec, func([]byte) keyspace { return nil })
+	st.make(spec, func([]byte) keyspace { return inMemory{vector.NewMemStore()} })
 	return sh.load(ctx, st)
 }
 
@@ -80,7 +80,8 @@ func (sh *shared) load(ctx context.Context, st *State) error {
 	for _, t := range st.Texts {
 		t.space = inMemory{vector.NewMemStore()}
 	}
-	if err := st.load(ctx, nil); err != nil {
+	// The keyspaces are in memory, new: nothing to read.
+	if err := st.load(ctx, emptyReader{}); err != nil {
 		return err
 	}
 	snap, _, w, err := sh.s.opts.Store.(storage.Shared).SnapshotAll(ctx, nil)

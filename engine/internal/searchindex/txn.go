@@ -18,19 +18,24 @@ const RebuildChunk = 256
 // (always in the same order, so that two transactions never wait for each
 // other's indexes), and committed or aborted with the transaction.
 type Txn struct {
-	vecs  []*vector.Pending
-	texts []*fulltext.Pending
+	vecs   []*vector.Pending // nil for an index with a shard key
+	shards []*shardTxn       // nil for one without
+	texts  []*fulltext.Pending
 }
 
 // Begin prepares every index of st with w (in Shared mode, with the
 // index's own memory).
 func (sx *Txn) Begin(st *State, w vector.Writer) error {
 	for _, v := range st.Vectors {
+		if v.shards != nil {
+			sx.vecs, sx.shards = append(sx.vecs, nil), append(sx.shards, v.shards.begin(w))
+			continue
+		}
 		p, err := v.Index.Prepare(v.space.writer(w))
 		if err != nil {
 			return err
 		}
-		sx.vecs = append(sx.vecs, p)
+		sx.vecs, sx.shards = append(sx.vecs, p), append(sx.shards, nil)
 	}
 	for _, t := range st.Texts {
 		p, err := t.Index.Prepare(t.space.writer(w))
@@ -49,7 +54,17 @@ func (sx *Txn) Add(st *State, key []byte, get Getter) error {
 	for i, v := range st.Vectors {
 		ch := vector.Change{Key: key}
 		if get != nil {
-			ch.Vector = VectorAt(get(v.segs), v.Index.Config())
+			ch.Vector = VectorAt(get(v.segs), v.cfg)
+		}
+		if v.shards != nil {
+			enc := ""
+			if get != nil {
+				enc = shardEncoding(get(v.shards.segs))
+			}
+			if err := sx.shards[i].add(key, ch.Vector, enc); err != nil {
+				return err
+			}
+			continue
 		}
 		if err := sx.vecs[i].Add(ch); err != nil {
 			return err
@@ -76,7 +91,11 @@ func (sx *Txn) Commit() {
 	if sx == nil {
 		return
 	}
-	for _, p := range sx.vecs {
+	for i, p := range sx.vecs {
+		if p == nil {
+			sx.shards[i].commit()
+			continue
+		}
 		p.Commit()
 	}
 	for _, p := range sx.texts {
@@ -93,6 +112,10 @@ func (sx *Txn) Abort() {
 		sx.texts[i].Abort()
 	}
 	for i := len(sx.vecs) - 1; i >= 0; i-- {
+		if sx.vecs[i] == nil {
+			sx.shards[i].abort()
+			continue
+		}
 		sx.vecs[i].Abort()
 	}
 }
