@@ -45,7 +45,7 @@ import (
 const appliedKept = 4096
 
 // errBehind reports indexes older than the change records' horizon.
-var errBehind = errors.New("engine: the search indexes are older than the change records kept")
+var errBehind = errors.New("searchindex: the search indexes are older than the change records kept")
 
 // shared keeps the indexes in this process's memory.
 type shared struct{ s *Set }
