@@ -311,7 +311,7 @@ func (e *Engine) replaceContainer(ctx context.Context, dbName, name string, prop
 		if err != nil {
 			return err
 		}
-		if err := e.searchPolicyReplaced(b, prev, c); err != nil {
+		if err := e.search.policyReplaced(b, prev, c); err != nil {
 			return err
 		}
 		if reexpire {
@@ -394,7 +394,7 @@ func (cat *catalog) deleteContainerRecords(ctx context.Context, b storage.Batch,
 func (e *Engine) purgeContainerData(collRID []byte) {
 	e.presence.Delete(string(collRID))
 	e.feedReads.Delete(string(collRID))
-	e.dropSearchIndexes(collRID)
+	e.search.drop(collRID)
 	e.bg.Add(1)
 	go func() {
 		defer e.bg.Done()

@@ -19,7 +19,7 @@ import (
 // maxArrowsBack is the most arrows between the engine's files that may
 // point back up. Each part moved out into a leaf under engine/internal
 // lowers it; lower it with them, never raise it.
-const maxArrowsBack = 8
+const maxArrowsBack = 2
 
 // TestFilesPointBackUpNoMoreThanTheCeiling keeps the engine's files from
 // growing more tangled. An arrow A → B means the file A uses a name (type,

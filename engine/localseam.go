@@ -30,6 +30,8 @@ func (l localSeam) cachedContainer(ctx context.Context, db, name string) (*Conta
 	return c, nil, err
 }
 
+func (localSeam) current(c *Container) bool { return !c.retired.Load() }
+
 func (l localSeam) itemsSnapshot(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (c *Container, snap storage.Snapshot, values [][]byte, watermark uint64, err error) {
 	e := l.e
 	if c, err = e.Container(ctx, db, name); err != nil {
@@ -225,13 +227,13 @@ func (l localSeam) inPartition(ctx context.Context, c *Container, pk PartitionKe
 	}()
 	b := e.store.NewBatch()
 	defer b.Close()
-	t := &txn{e: e, presence: e.seam, lsns: e.seq, noCreationOrder: e.noCreationOrder, p: p, b: b, now: e.now()}
+	t := &txn{indexes: &e.search, presence: e.seam, lsns: e.seq, noCreationOrder: e.noCreationOrder, p: p, b: b, now: e.now()}
 	defer func() {
 		if t.lsn != 0 {
 			e.seq.finish(t.lsn)
 		}
 	}()
-	defer func() { t.search.abort() }()
+	defer func() { t.search.Abort() }()
 	if err := fn(t); err != nil {
 		return err
 	}
@@ -242,7 +244,7 @@ func (l localSeam) inPartition(ctx context.Context, c *Container, pk PartitionKe
 	if err != nil {
 		return err
 	}
-	t.search.commit()
+	t.search.Commit()
 	e.durable.applied(t.lsn)
 	defer e.durable.durable(t.lsn)
 	mu.Unlock()

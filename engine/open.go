@@ -65,6 +65,7 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, erro
 		e.seam, e.seq = localSeam{e}, seq
 	}
 	e.catMu.seam, e.catalog.seam, e.catalog.lsns, e.catalog.now = e.seam, e.seam, e.seq, e.now
+	e.search = newSearchIndexes(e.bgCtx, &e.bg, store, e.log, e.now, func(c *Container) (*Container, error) { return e.successor(e.bgCtx, c) })
 	e.cursors = newCursorCache(e.now)
 	if n := opts.MaxCostlyQueries; n >= 0 {
 		if n == 0 {

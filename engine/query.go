@@ -123,7 +123,7 @@ func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResul
 	}
 	defer snap.Close()
 	// The search indexes of a shared store catch up with the snapshot.
-	ctx = e.withQuerySnapshot(ctx, watermark)
+	ctx = e.search.withQuerySnapshot(ctx, watermark)
 	if !req.HasPartitionKey {
 		q, err := c.cachedQuery(req.Query)
 		if err != nil {
@@ -175,7 +175,7 @@ func (e *Engine) QueryItems(ctx context.Context, req *QueryRequest) (*QueryResul
 // (QueryRequest.Resolved) unless it was replaced or deleted since; on a
 // shared store the snapshot's round trip checks the catalog as ever.
 func (e *Engine) querySnapshot(ctx context.Context, req *QueryRequest) (*Container, storage.Snapshot, uint64, error) {
-	if c := req.resolved(); c != nil && e.shared == nil && !c.retired.Load() {
+	if c := req.resolved(); c != nil && e.seam.current(c) {
 		snap, err := e.store.NewSnapshot(ctx)
 		if err != nil {
 			return nil, nil, 0, err
@@ -267,7 +267,7 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 	}
 	x, err := q.Prepare(query.Options{Params: req.Params, UDF: req.UDF, Now: e.now(), PlanarSpatial: c.planarSpatial(),
 		Context: ctx, Deadline: bounds.deadline, MaxMemory: e.queryMemoryLimit(), Pool: e.queryPool, Heavy: bounds.heavy,
-		Search: e.searchContext(ctx, c, r, m)})
+		Search: e.search.searchContext(ctx, c, r, m)})
 	if err != nil {
 		return nil, nil, queryError(err)
 	}
@@ -283,23 +283,23 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 	}
 	var res *QueryResult
 	if plan.Streaming {
-		if _, err := e.narrowByFullText(ctx, c, r, &src, plan, util); err != nil {
+		if _, err := e.search.narrowByFullText(ctx, c, r, &src, plan, util); err != nil {
 			return nil, nil, err
 		}
 		res, err = e.streamQuery(ctx, c, r, src, x, plan, req, bounds.deadline)
 	} else {
 		var results []json.RawMessage
-		if vres, used, verr := e.vectorQuery(ctx, c, r, src, plan, x, &util); used {
+		if vres, used, verr := e.search.vectorQuery(ctx, c, r, src, plan, x, &util); used {
 			results, err = vres, verr
 		} else if oixOK {
 			results, err = e.topQuery(ctx, c, r, source{scope: scope, bounds: epks, index: oix, stats: m}, complete, x, plan)
-		} else if narrowed, nerr := e.narrowByFullText(ctx, c, r, &src, plan, util); nerr != nil {
+		} else if narrowed, nerr := e.search.narrowByFullText(ctx, c, r, &src, plan, util); nerr != nil {
 			err = nerr
 		} else {
 			var used bool
 			whole := func(r storage.Reader, src source) ([]json.RawMessage, error) { return e.wholeQuery(ctx, c, r, src, x) }
-			if results, used, err = e.rankQuery(ctx, c, r, src, narrowed, plan, x, whole, util); !used && err == nil {
-				if results, used, err = e.rrfQuery(ctx, c, r, src, narrowed, plan, x, util); !used && err == nil {
+			if results, used, err = e.search.rankQuery(ctx, c, r, src, narrowed, plan, x, whole, util); !used && err == nil {
+				if results, used, err = e.search.rrfQuery(ctx, c, r, src, narrowed, plan, x, util, !e.noCreationOrder); !used && err == nil {
 					results, err = e.wholeQuery(ctx, c, r, src, x)
 				}
 			}

@@ -29,6 +29,11 @@ type seam interface {
 	itemsSnapshot(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (*Container, storage.Snapshot, [][]byte, uint64, error)
 	// containerScripts is Engine.containerScripts.
 	containerScripts(ctx context.Context, db, coll string, kind ScriptKind, ids []string) (*Container, []map[string]any, error)
+	// current reports whether a container a request resolved may be
+	// read without looking it up again: on a local store, unless it was
+	// replaced or deleted since; never on a shared one, whose snapshot's
+	// round trip checks the catalog version.
+	current(c *Container) bool
 	// snapshotSession is the session LSN a read answers with, given the
 	// watermark its snapshot came with: 0 when the caller asks SessionLSN.
 	snapshotSession(watermark uint64) uint64

@@ -14,6 +14,7 @@ import (
 
 	"github.com/orrery-db/orrery/engine/internal/fulltext"
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/searchindex"
 	"github.com/orrery-db/orrery/engine/internal/vector"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -101,16 +102,16 @@ func checkSearchIndexesMatchItemsIn(t *testing.T, e *Engine, db, coll, vpath str
 			t.Fatal(err)
 		}
 		defer snap.Close()
-		ctx, r = e.withQuerySnapshot(ctx, w), snap
+		ctx, r = e.search.withQuerySnapshot(ctx, w), snap
 	}
-	if _, err := e.searchIndexesOf(c); err != nil { // built, however long it takes
+	if _, err := e.search.of(c); err != nil { // built, however long it takes
 		t.Fatal(err)
 	}
-	st, view, err := e.searchViewOf(ctx, c, r)
+	st, view, err := e.search.viewOf(ctx, c, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.shared != nil && !e.sharedSearchOn() {
+	if !e.search.kept() {
 		if st != nil {
 			t.Fatal("a store over several places keeps search indexes: their LSNs are not one order")
 		}
@@ -119,7 +120,7 @@ func checkSearchIndexesMatchItemsIn(t *testing.T, e *Engine, db, coll, vpath str
 	if st == nil {
 		t.Fatal("no search indexes")
 	}
-	defer view.done()
+	defer view.Done()
 	prefix := keys.ItemContainerPrefix(c.rid)
 	it, err := r.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), false)
 	if err != nil {
@@ -133,45 +134,45 @@ func checkSearchIndexesMatchItemsIn(t *testing.T, e *Engine, db, coll, vpath str
 			t.Fatal(err)
 		}
 		k := string(it.Key()[len(prefix):])
-		if v := vectorAt(rawAt(s.doc, []string{vpath}), st.vecs[0].ix.Config()); v != nil {
+		if v := searchindex.VectorAt(searchindex.RawAt(s.doc, []string{vpath}), st.Vectors[0].Index.Config()); v != nil {
 			vecs[k] = v
 		}
 		var text string
-		if raw := rawAt(s.doc, []string{"text"}); raw != nil && json.Unmarshal(raw, &text) == nil {
+		if raw := searchindex.RawAt(s.doc, []string{"text"}); raw != nil && json.Unmarshal(raw, &text) == nil {
 			texts[k] = text
 		}
 	}
 	it.Close()
-	vi := st.vecs[0]
+	vi := st.Vectors[0]
 	q := make([]float32, searchDims)
 	for i := range q {
 		q[i] = float32(i + 1)
 	}
-	got, err := vi.ix.Search(ctx, q, vector.SearchOptions{K: len(vecs) + 10, Exact: true, Reader: vi.state(r)})
+	got, err := vi.Index.Search(ctx, q, vector.SearchOptions{K: len(vecs) + 10, Exact: true, Reader: vi.State(r)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != len(vecs) || vi.ix.Len() != len(vecs) {
-		t.Fatalf("the vector index holds %d items (Len %d), the store %d with a vector", len(got), vi.ix.Len(), len(vecs))
+	if len(got) != len(vecs) || vi.Index.Len() != len(vecs) {
+		t.Fatalf("the vector index holds %d items (Len %d), the store %d with a vector", len(got), vi.Index.Len(), len(vecs))
 	}
 	for _, r := range got {
 		v, ok := vecs[string(r.Key)]
 		if !ok {
 			t.Fatalf("the vector index holds %q, which has no vector in the store", r.Key)
 		}
-		if want := vector.Score(vi.ix.Config().Metric, q, v); math.Abs(want-r.Score) > 1e-4 {
+		if want := vector.Score(vi.Index.Config().Metric, q, v); math.Abs(want-r.Score) > 1e-4 {
 			t.Fatalf("item %q scores %v in the index, %v from its stored vector", r.Key, r.Score, want)
 		}
 	}
-	if len(st.texts) == 0 {
+	if len(st.Texts) == 0 {
 		return
 	}
-	ti := st.texts[0]
-	stats, err := ti.ix.Stats(ctx, ti.state(r), searchWords)
+	ti := st.Texts[0]
+	stats, err := ti.Index.Stats(ctx, ti.State(r), searchWords)
 	if err != nil {
 		t.Fatal(err)
 	}
-	an := ti.ix.Analyzer()
+	an := ti.Index.Analyzer()
 	var words int64
 	hits := make([]int64, len(searchWords))
 	for _, text := range texts {
@@ -194,11 +195,11 @@ func checkSearchIndexesMatchItemsIn(t *testing.T, e *Engine, db, coll, vpath str
 	// The statistics queries rank by come from the index, and equal those
 	// counted over the items (phrases included).
 	kws := append(slices.Clone(searchWords), "quick slow", "glass river")
-	fromIndex, ok := e.fullTextIndexStats(ctx, c, r, []string{"text"}, kws)
+	fromIndex, ok := e.search.fullTextIndexStats(ctx, c, r, []string{"text"}, kws)
 	if !ok {
 		t.Fatal("the full-text index gave no statistics")
 	}
-	counted, err := e.fullTextStats(ctx, c, r, "/text", kws, an)
+	counted, err := e.search.fullTextStats(ctx, c, r, "/text", kws, an)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +369,7 @@ func TestFilteredVectorSearchKeepsRecall(t *testing.T) {
 				if usedExact {
 					t.Fatal("a bruteForce query used the vector index")
 				}
-				if used != (e.shared == nil || e.sharedSearchOn()) {
+				if used != (e.search.kept()) {
 					t.Fatalf("vector index used: %v, on a store over several places: %v", used, testOnPlaced)
 				}
 				if len(got) != 10 || len(exact) != 10 {
@@ -457,12 +458,12 @@ func TestSearchIndexesRebuiltWhenThePolicyChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, _ := e.lookupContainer("db", "c")
-	st, err := e.searchIndexesOf(c)
+	st, err := e.search.of(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st != nil && st.texts[0].ix.Analyzer().Language() != "es-ES" {
-		t.Fatalf("after the replace the full-text index analyzes in %s", st.texts[0].ix.Analyzer().Language())
+	if st != nil && st.Texts[0].Index.Analyzer().Language() != "es-ES" {
+		t.Fatalf("after the replace the full-text index analyzes in %s", st.Texts[0].Index.Analyzer().Language())
 	}
 	checkSearchIndexesMatchItems(t, e)
 	if _, err := e.CreateItem(ctx, req("", "a", searchItem("9", "a", make([]float64, searchDims), "perros", ""))); err != nil {
@@ -496,19 +497,6 @@ func TestConcurrentWritersKeepSearchIndexesWhole(t *testing.T) {
 	}
 	wg.Wait()
 	checkSearchIndexesMatchItems(t, e)
-}
-
-// TestEmbeddingsParseAsJSONNumbers: the write path's reader of embeddings
-// takes exactly the JSON arrays of numbers encoding/json takes.
-func TestEmbeddingsParseAsJSONNumbers(t *testing.T) {
-	for _, raw := range []string{`[]`, `[1]`, ` [ 1 , -2.5e3 ,0.25 ] `, `[1,]`, `[,1]`, `[1 2]`, `[01]`, `[1.]`, `[+1]`, `["1"]`, `[1,[2]]`, `[1e400]`, `{}`, `1`, `[1]x`, `[-]`, `[1e5, 2E-3]`, `[`, `[-0]`, `[1e+2]`} {
-		var want []float64
-		wantOK := json.Unmarshal([]byte(raw), &want) == nil
-		got, ok := parseNumberArray([]byte(raw))
-		if ok != wantOK || ok && !slices.Equal(got, want) {
-			t.Errorf("%s: %v %v, encoding/json %v %v", raw, got, ok, want, wantOK)
-		}
-	}
 }
 
 // TestPolicyChangeUnderWritesKeepsIndexesWhole: replaces of the full-text
@@ -594,9 +582,9 @@ func TestSearchIndexDroppedAndAddedAgainIsRebuilt(t *testing.T) {
 		t.Helper()
 		c, _ := e.lookupContainer("db", "c")
 		kws := []string{"river", "stone"}
-		st, ok := e.fullTextIndexStats(ctx, c, e.store, []string{"text"}, kws)
+		st, ok := e.search.fullTextIndexStats(ctx, c, e.store, []string{"text"}, kws)
 		an, _ := fulltext.AnalyzerFor("en-US")
-		ct, err := e.fullTextStats(ctx, c, e.store, "/text", kws, an)
+		ct, err := e.search.fullTextStats(ctx, c, e.store, "/text", kws, an)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,7 +24,7 @@ var defaultFullText = &fulltext.Policy{DefaultLanguage: fulltext.DefaultLanguage
 // statistics over the whole container as the query's snapshot sees it,
 // whatever partition or range the query is scoped to.
 type searchContext struct {
-	e   *Engine
+	s   *searchIndexes
 	ctx context.Context
 	c   *Container
 	r   storage.Reader
@@ -37,8 +37,8 @@ type searchContext struct {
 }
 
 // searchContext returns the query.SearchContext of a query on c reading r.
-func (e *Engine) searchContext(ctx context.Context, c *Container, r storage.Reader, m *QueryMetrics) query.SearchContext {
-	return &searchContext{e: e, ctx: ctx, c: c, r: r, m: m}
+func (s *searchIndexes) searchContext(ctx context.Context, c *Container, r storage.Reader, m *QueryMetrics) query.SearchContext {
+	return &searchContext{s: s, ctx: ctx, c: c, r: r, m: m}
 }
 
 // statsMetricsKey carries, in the context of a query's search context, the
@@ -103,10 +103,10 @@ func (s *searchContext) FullTextStats(path []string, keywords []string) (query.F
 	if st, ok := s.stats[key]; ok {
 		return st, true
 	}
-	st, ok := s.e.fullTextIndexStats(s.ctx, s.c, s.r, path, keywords)
+	st, ok := s.s.fullTextIndexStats(s.ctx, s.c, s.r, path, keywords)
 	var err error
 	if !ok {
-		st, err = s.e.fullTextStats(s.ctx, s.c, s.r, searchPath(path), keywords, s.analyzer(searchPath(path)))
+		st, err = s.s.fullTextStats(s.ctx, s.c, s.r, searchPath(path), keywords, s.analyzer(searchPath(path)))
 	}
 	if err != nil {
 		// The execution counts them over its own documents instead; a
@@ -129,7 +129,7 @@ func (s *searchContext) FullTextStats(path []string, keywords []string) (query.F
 // The documents it reads count as documents the query retrieved (in the
 // QueryMetrics ctx carries, see searchContext): they are what its request
 // charge pays for.
-func (e *Engine) fullTextStats(ctx context.Context, c *Container, r storage.Reader, path string, keywords []string, an *fulltext.Analyzer) (query.FullTextStats, error) {
+func (s *searchIndexes) fullTextStats(ctx context.Context, c *Container, r storage.Reader, path string, keywords []string, an *fulltext.Analyzer) (query.FullTextStats, error) {
 	m, _ := ctx.Value(statsMetricsKey{}).(*QueryMetrics)
 	st := query.FullTextStats{Hits: make([]int64, len(keywords))}
 	kws := make([][]fulltext.Term, len(keywords))
@@ -137,7 +137,7 @@ func (e *Engine) fullTextStats(ctx context.Context, c *Container, r storage.Read
 		kws[i] = an.Analyze(k)
 	}
 	segs := strings.Split(path[1:], "/")
-	for cand, err := range c.scan(ctx, r, source{scope: keys.ItemContainerPrefix(c.rid)}, nil, e.now().Unix()) {
+	for cand, err := range c.scan(ctx, r, source{scope: keys.ItemContainerPrefix(c.rid)}, nil, s.now().Unix()) {
 		if err != nil {
 			return query.FullTextStats{}, err
 		}

@@ -257,8 +257,8 @@ func checkRRFAgainstExact(t *testing.T, metric, kind string) {
 	}
 	compare("swept")
 	t.Logf("%d of %d queries narrowed by the indexes", narrowed, total)
-	// A store over several places keeps no search index (sharedSearchOn).
-	indexed := e.shared == nil || e.sharedSearchOn()
+	// A store over several places keeps no search index (searchindex.Off).
+	indexed := e.search.kept()
 	if indexed && narrowed < total/4 {
 		t.Fatalf("only %d of %d queries narrowed by the indexes", narrowed, total)
 	}

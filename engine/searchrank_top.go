@@ -9,6 +9,7 @@ import (
 
 	"github.com/orrery-db/orrery/engine/internal/fulltext"
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/searchindex"
 	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -31,8 +32,8 @@ import (
 // the execution from memory. ok false when the walk cannot answer (the
 // statistics are counted by the execution, a posting beyond its bound, the
 // state a rebuild replaces): the caller takes every holder.
-func (e *Engine) rankTop(ctx context.Context, c *Container, r storage.Reader, src source, narrowed *textCandidates, x *query.Execution,
-	ti *textIndex, view *searchView, ts *query.TextSearch, need int, m *QueryMetrics) (tc *textCandidates, rd storage.Reader, ok bool, err error) {
+func (s *searchIndexes) rankTop(ctx context.Context, c *Container, r storage.Reader, src source, narrowed *textCandidates, x *query.Execution,
+	ti *searchindex.TextIndex, view *searchindex.View, ts *query.TextSearch, need int, m *QueryMetrics) (tc *textCandidates, rd storage.Reader, ok bool, err error) {
 	if rankTopOff {
 		return nil, nil, false, nil
 	}
@@ -50,14 +51,14 @@ func (e *Engine) rankTop(ctx context.Context, c *Container, r storage.Reader, sr
 	inScope := func(key []byte) bool {
 		return bytes.HasPrefix(key, src.scope) && c.inBounds(src.bounds, key) && (in == nil || in[string(key)])
 	}
-	now := e.now().Unix()
+	now := s.now().Unix()
 	kept := map[string][]byte{}
 	admit := func(suffixes [][]byte) ([]bool, error) {
 		ok := make([]bool, len(suffixes))
 		var itemKeys [][]byte
 		var at []int
 		for i, suffix := range suffixes {
-			if view.isStale(suffix) {
+			if view.IsStale(suffix) {
 				continue
 			}
 			if key := keys.ItemKeyFromSuffix(c.rid, suffix); inScope(key) {
@@ -99,7 +100,7 @@ func (e *Engine) rankTop(ctx context.Context, c *Container, r storage.Reader, sr
 		}
 		return ok, nil
 	}
-	found, rep, err := ti.ix.Top(ctx, ti.state(r), ts.Keywords, fulltext.TopOptions{
+	found, rep, err := ti.Index.Top(ctx, ti.State(r), ts.Keywords, fulltext.TopOptions{
 		K: need, Stats: fulltext.Stats{Documents: stats.Documents, Words: stats.Words, Hits: stats.Hits}, Admit: admit})
 	m.IndexLookups += int64(rep.Scored)
 	if errors.Is(err, fulltext.ErrBound) || errors.Is(err, fulltext.ErrCorrupt) {
@@ -112,7 +113,7 @@ func (e *Engine) rankTop(ctx context.Context, c *Container, r storage.Reader, sr
 	for _, f := range found {
 		tc.keys = append(tc.keys, keys.ItemKeyFromSuffix(c.rid, f.Key))
 	}
-	stale, err := view.holding(ctx, c, r, ti, ts.Keywords)
+	stale, err := staleHolding(ctx, view, c, r, ti, ts.Keywords)
 	if err != nil {
 		return nil, nil, true, queryError(err)
 	}

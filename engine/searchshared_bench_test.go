@@ -27,7 +27,7 @@ const sharedSearchBenchItems = 10_000
 // hold (rare). The items
 // are written through gateway A, the queries run on gateway B, whose
 // indexes are built from the store first (reported as build-ms; a query
-// waits searchBuildWait for them, and evaluates exactly meanwhile).
+// waits searchindex.BuildWait for them, and evaluates exactly meanwhile).
 func BenchmarkSharedSearchTop10(b *testing.B) {
 	if err := pgtest.Available(); err != nil {
 		b.Skip(err)
@@ -112,7 +112,7 @@ func BenchmarkSharedSearchTop10(b *testing.B) {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	if _, err := g.searchIndexesOf(c); err != nil {
+	if _, err := g.search.of(c); err != nil {
 		b.Fatal(err)
 	}
 	build := time.Since(start)

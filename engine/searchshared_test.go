@@ -92,7 +92,7 @@ func warmSearchIndexesIn(t *testing.T, coll string, engines ...*Engine) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.searchIndexesOf(c); err != nil {
+		if _, err := e.search.of(c); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -169,7 +169,7 @@ func TestSharedSearchIndexesFollowTheOtherGatewaysWrites(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			ctx := t.Context()
 			a, b := openSearchPair(t, kind)
-			indexed := a.sharedSearchOn()
+			indexed := a.search.kept()
 			r := rand.New(rand.NewPCG(21, 22))
 			// Items enough that a top 3 is a choice.
 			for i := range 40 {
@@ -282,7 +282,7 @@ func TestSharedSearchAnswersAsExactOverTheSameSnapshot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		qctx := e.withQuerySnapshot(ctx, w)
+		qctx := e.search.withQuerySnapshot(ctx, w)
 		if i%3 != 0 {
 			// Another query, on a later snapshot, catches the indexes up
 			// past this one's.
@@ -325,7 +325,7 @@ func TestSharedSearchAnswersAsExactOverTheSameSnapshot(t *testing.T) {
 		snap.Close()
 	}
 	stop()
-	if a.sharedSearchOn() && served == 0 {
+	if a.search.kept() && served == 0 {
 		t.Fatal("no query was answered by a search index")
 	}
 }
@@ -337,7 +337,7 @@ func TestSharedSearchAnswersAsExactOverTheSameSnapshot(t *testing.T) {
 func TestSharedSearchIndexesOlderThanThePrunedChangesAreRebuilt(t *testing.T) {
 	ctx := t.Context()
 	a, b := openSearchPair(t, "flat")
-	if !a.sharedSearchOn() {
+	if !a.search.kept() {
 		t.Skip("no search indexes on a store over several places")
 	}
 	r := rand.New(rand.NewPCG(41, 42))
@@ -387,4 +387,67 @@ func TestSharedSearchIndexesOlderThanThePrunedChangesAreRebuilt(t *testing.T) {
 		t.Fatalf("after the prune, the vector's top 1 on the other gateway: %v", ids)
 	}
 	checkSearchIndexesMatchItems(t, b)
+}
+
+// TestSharedSearchIndexesOfAContainerDeletedOnAnotherGatewayAreDropped: a
+// gateway's in-memory indexes of a container another gateway deletes, or
+// deletes and creates again, are let go once its catalog reload notices,
+// and the container of the same name created again is searched through
+// indexes of its own.
+func TestSharedSearchIndexesOfAContainerDeletedOnAnotherGatewayAreDropped(t *testing.T) {
+	for _, recreate := range []bool{false, true} {
+		t.Run(fmt.Sprint("recreated=", recreate), func(t *testing.T) {
+			ctx := t.Context()
+			a, b := openSearchPair(t, "flat")
+			if !b.search.kept() {
+				t.Skip("a store over several places keeps no search index")
+			}
+			r := rand.New(rand.NewPCG(31, 32))
+			for i := range 10 {
+				if _, err := a.CreateItem(ctx, req("", "p", searchItem(fmt.Sprint("old", i), "p", randomVector(r), randomText(r), ""))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			warmSearchIndexes(t, b)
+			old, err := b.Container(ctx, "db", "c")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !b.search.set.Holds(old.rid) {
+				t.Fatal("the gateway holds no indexes of the container it searched")
+			}
+			if err := a.DeleteContainer(ctx, "db", "c", ""); err != nil {
+				t.Fatal(err)
+			}
+			v := randomVector(r)
+			if recreate {
+				if _, err := a.CreateContainer(ctx, "db", searchContainerBody("c", "flat", ""), nil); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := a.CreateItem(ctx, req("", "p", searchItem("new", "p", v, "a new text", ""))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Any request of the gateway's checks the catalog's version.
+			if _, err := b.ListContainers(ctx, "db"); err != nil {
+				t.Fatal(err)
+			}
+			if b.search.set.Holds(old.rid) {
+				t.Fatal("the gateway still holds the indexes of the container deleted on the other")
+			}
+			if !recreate {
+				return
+			}
+			vb, _ := json.Marshal(v)
+			ids, uses := searchQueryOn(t, b, fmt.Sprintf("SELECT TOP 3 c.id FROM c ORDER BY VectorDistance(c.v, %s)", vb))
+			if !slices.Equal(ids, []string{"new"}) {
+				t.Fatalf("the container created again answers %v", ids)
+			}
+			warmSearchIndexes(t, b)
+			ids, uses = searchQueryOn(t, b, fmt.Sprintf("SELECT TOP 3 c.id FROM c ORDER BY VectorDistance(c.v, %s)", vb))
+			if !slices.Equal(ids, []string{"new"}) || len(uses) == 0 {
+				t.Fatalf("the container created again answers %v through %v", ids, uses)
+			}
+		})
+	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/orrery-db/orrery/engine/internal/fulltext"
 	"github.com/orrery-db/orrery/engine/internal/keys"
+	"github.com/orrery-db/orrery/engine/internal/searchindex"
 	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -17,23 +18,23 @@ import (
 // (fulltext.Index.StatsExcept), with their texts as r has them counted
 // instead, so that a query with stale items reads the stale items, not the
 // whole container.
-func (e *Engine) staleTextStats(ctx context.Context, c *Container, r storage.Reader, t *textIndex, stale [][]byte, keywords []string) (query.FullTextStats, error) {
-	s, err := t.ix.StatsExcept(ctx, t.state(e.store), keywords, stale)
+func (s *searchIndexes) staleTextStats(ctx context.Context, c *Container, r storage.Reader, t *searchindex.TextIndex, stale [][]byte, keywords []string) (query.FullTextStats, error) {
+	counts, err := t.Index.StatsExcept(ctx, t.State(s.store), keywords, stale)
 	if err != nil {
 		return query.FullTextStats{}, err
 	}
-	st := query.FullTextStats{Documents: s.Documents, Words: s.Words, Hits: s.Hits}
+	st := query.FullTextStats{Documents: counts.Documents, Words: counts.Words, Hits: counts.Hits}
 	if len(stale) == 0 {
 		return st, nil
 	}
-	an := t.ix.Analyzer()
+	an := t.Index.Analyzer()
 	kws := make([][]fulltext.Term, len(keywords))
 	for i, k := range keywords {
 		kws[i] = an.Analyze(k)
 	}
 	itemKeys := make([][]byte, len(stale))
-	for i, s := range stale {
-		itemKeys[i] = keys.ItemKeyFromSuffix(c.rid, s)
+	for i, sfx := range stale {
+		itemKeys[i] = keys.ItemKeyFromSuffix(c.rid, sfx)
 	}
 	values, err := storage.GetMany(ctx, r, itemKeys)
 	if err != nil {
@@ -47,10 +48,10 @@ func (e *Engine) staleTextStats(ctx context.Context, c *Container, r storage.Rea
 		if err != nil {
 			return query.FullTextStats{}, err
 		}
-		// The text the index would hold for the item (searchTxn.add), the
+		// The text the index would hold for the item (searchindex's Write), the
 		// expired items included: withoutUnswept takes those off after.
 		var text string
-		if raw := rawAt(it.doc, t.segs); raw == nil || json.Unmarshal(raw, &text) != nil {
+		if raw := searchindex.RawAt(it.doc, t.Segments()); raw == nil || json.Unmarshal(raw, &text) != nil {
 			continue
 		}
 		terms := an.Analyze(text)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/orrery-db/orrery/engine/internal/fulltext"
+	"github.com/orrery-db/orrery/engine/internal/searchindex"
 )
 
 // TestSharedBM25StatisticsCountStaleItemsAsTheSnapshotHasThem: on a shared
@@ -19,7 +20,7 @@ import (
 func TestSharedBM25StatisticsCountStaleItemsAsTheSnapshotHasThem(t *testing.T) {
 	ctx := t.Context()
 	a, b := openSearchPair(t, "flat")
-	if !a.sharedSearchOn() {
+	if searchMode(a.store) != searchindex.Shared {
 		t.Skip("search indexes follow a shared store only")
 	}
 	r := rand.New(rand.NewPCG(27, 3))
@@ -47,23 +48,23 @@ func TestSharedBM25StatisticsCountStaleItemsAsTheSnapshotHasThem(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		qctx := e.withQuerySnapshot(ctx, w)
+		qctx := e.search.withQuerySnapshot(ctx, w)
 		time.Sleep(5 * time.Millisecond)
 		searchQueryOn(t, e, "SELECT TOP 1 c.id FROM c WHERE FullTextContains(c.text, 'red') ORDER BY VectorDistance(c.v, [1,2,3,4,5,6,7,8])")
-		_, view, err := e.searchViewOf(qctx, c, snap)
+		_, view, err := e.search.viewOf(qctx, c, snap)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if view != nil && len(view.stale) > 0 {
+		if view != nil && view.Stale() > 0 {
 			withStale++
 		}
-		view.done()
+		view.Done()
 		kws := []string{searchWords[r.IntN(len(searchWords))], searchWords[r.IntN(len(searchWords))] + " " + searchWords[r.IntN(len(searchWords))], "the"}
-		got, ok := e.fullTextIndexStats(qctx, c, snap, []string{"text"}, kws)
+		got, ok := e.search.fullTextIndexStats(qctx, c, snap, []string{"text"}, kws)
 		if !ok {
 			t.Fatalf("round %d: the full-text index gave no statistics", i)
 		}
-		want, err := e.fullTextStats(qctx, c, snap, "/text", kws, an)
+		want, err := e.search.fullTextStats(qctx, c, snap, "/text", kws, an)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -275,7 +275,7 @@ func checkFullTextAgainstExact(t *testing.T, wantFilter string, gen func(r *rand
 			if usedExact || used && !mayUse {
 				t.Fatalf("%s: %s: a full-text index used where none may serve (exact container %v)", stage, q, usedExact)
 			}
-			if mustUse && used != (e.shared == nil || e.sharedSearchOn()) {
+			if mustUse && used != (e.search.kept()) {
 				t.Fatalf("%s: %s: full-text index used %v, on a store over several places %v", stage, q, used, testOnPlaced)
 			}
 		}
@@ -305,7 +305,7 @@ func checkFullTextAgainstExact(t *testing.T, wantFilter string, gen func(r *rand
 		}
 	}
 	compare("rebuilt")
-	if (e.shared == nil || e.sharedSearchOn()) && uses == 0 {
+	if (e.search.kept()) && uses == 0 {
 		t.Fatalf("no query used a full-text index for %s", wantFilter)
 	}
 }

@@ -234,6 +234,7 @@ func (s sharedSeam) reloadCatalogLocked(ctx context.Context, v []byte) error {
 			c.retired.Store(true)
 		}
 	}
+	e.search.forgetDeleted(e.dbs)
 	e.shared.version.Store(&v)
 	return nil
 }
@@ -411,7 +412,7 @@ func (s sharedSeam) inPartition(ctx context.Context, c *Container, pk PartitionK
 func (s sharedSeam) runShared(ctx context.Context, b storage.SharedBatch, p *partition, pre *prefetched, fn func(t *txn) error) error {
 	e := s.e
 	defer b.Close()
-	t := &txn{e: e, presence: e.seam, lsns: e.seq, noCreationOrder: e.noCreationOrder, p: p, b: b, sb: b, now: e.now(), pre: pre}
+	t := &txn{indexes: &e.search, presence: e.seam, lsns: e.seq, noCreationOrder: e.noCreationOrder, p: p, b: b, sb: b, now: e.now(), pre: pre}
 	defer func() {
 		if t.lsn != 0 {
 			e.shared.done()
@@ -435,6 +436,8 @@ func (s sharedSeam) runShared(ctx context.Context, b storage.SharedBatch, p *par
 }
 
 // itemsSnapshot is Engine.itemsSnapshot on a shared store.
+func (sharedSeam) current(*Container) bool { return false }
+
 func (s sharedSeam) itemsSnapshot(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (c *Container, snap storage.Snapshot, values [][]byte, watermark uint64, err error) {
 	e := s.e
 	deadline := time.Now().Add(settle)

@@ -14,6 +14,7 @@ import (
 	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/internal/rids"
+	"github.com/orrery-db/orrery/engine/internal/searchindex"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -25,8 +26,8 @@ import (
 // txn is a write transaction on one logical partition: reads see its own
 // writes, and everything commits together or not at all.
 type txn struct {
-	// e is what the search index asks of the engine (searchindex.go).
-	e searchHost
+	// indexes is the engine's search indexes (searchindex.go).
+	indexes *searchIndexes
 	// presence is the seam's presence filter, lsns its LSN source, and
 	// noCreationOrder the engine's (Engine.noCreationOrder).
 	presence        presenceSeam
@@ -48,10 +49,8 @@ type txn struct {
 	session uint64
 	// pre is the item a shared transaction read as it began.
 	pre *prefetched
-	// search is its pending search index changes (searchindex.go), to
-	// the indexes of searchState.
-	search      *searchTxn
-	searchState *searchState
+	// search is its pending search index changes (searchindex.go).
+	search searchindex.Write
 }
 
 // presenceSeam is the seam's presence filter: absent reports whether an
@@ -59,14 +58,6 @@ type txn struct {
 type presenceSeam interface {
 	absent(c *Container, key []byte) bool
 	notePresent(c *Container, key []byte)
-}
-
-// searchHost is what a transaction's search index changes ask of the
-// engine: the container's open indexes, and whether a shared store's
-// gateways keep them.
-type searchHost interface {
-	searchIndexesOf(c *Container) (*searchState, error)
-	sharedSearchOn() bool
 }
 
 // get reads an item of the partition; nil when absent or expired.
@@ -250,7 +241,7 @@ func (t *txn) remove(ctx context.Context, prev *storedItem) error {
 // added. doc is parsed: the write path has it so.
 func (t *txn) reindex(key []byte, prevDoc []byte, doc jsondoc.Object) error {
 	c := t.p.c
-	if err := t.reindexSearch(key, doc); err != nil {
+	if err := t.indexes.reindex(&t.search, c, t.b, t.lsn, key, doc); err != nil {
 		return err
 	}
 	var old, cur [][]byte

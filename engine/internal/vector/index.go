@@ -196,6 +196,16 @@ func (ix *Index) Len() int {
 	return ix.live
 }
 
+// Keys calls fn with the key of every item the index holds (a copy fn may
+// keep), in no order.
+func (ix *Index) Keys(fn func(key []byte)) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	for k := range ix.ids {
+		fn([]byte(k))
+	}
+}
+
 // holdsVectors reports whether the index keeps its vectors in memory: all
 // but a trained quantizedFlat, which keeps codes.
 func (ix *Index) holdsVectors() bool { return ix.cfg.Kind != QuantizedFlat || ix.pq == nil }
