@@ -79,7 +79,9 @@ func TestRankOfACommonWordReadsOnlyItsBestHolders(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("round %d: %s\n got %v\nwant %v", round, plain, got, want)
 		}
-		if read*4 > int64(n) {
+		// A store over several places keeps no search indexes: every item
+		// is read there, and only the answer is compared.
+		if !testOnPlaced && read*4 > int64(n) {
 			t.Fatalf("round %d: %s read %d items of the %d holding the word", round, plain, read, n)
 		}
 		for range 40 {
