@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -110,7 +111,12 @@ func (encodeByteaArray) Encode(value any, buf []byte) ([]byte, error) {
 // instead of the driver's Scan (which plans each column's scan and boxes
 // each destination, for every result).
 func rawColumns(rows pgx.Rows, oids ...uint32) bool {
-	fields := rows.FieldDescriptions()
+	return binaryColumns(rows.FieldDescriptions(), oids)
+}
+
+// binaryColumns reports whether fields are of the types oids, in the binary
+// format.
+func binaryColumns(fields []pgconn.FieldDescription, oids []uint32) bool {
 	if len(fields) != len(oids) {
 		return false
 	}

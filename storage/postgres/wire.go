@@ -107,16 +107,7 @@ func byteaArrayParam(a [][]byte) ([]byte, error) {
 // fieldsAre reports whether rr's columns are of the types oids, in the
 // binary format.
 func fieldsAre(rr *pgconn.ResultReader, oids ...uint32) bool {
-	fields := rr.FieldDescriptions()
-	if len(fields) != len(oids) {
-		return false
-	}
-	for i, f := range fields {
-		if f.Format != pgtype.BinaryFormatCode || f.DataTypeOID != oids[i] {
-			return false
-		}
-	}
-	return true
+	return binaryColumns(rr.FieldDescriptions(), oids)
 }
 
 // readInt8 reads the one row of a result into *dst: its column col, a

@@ -164,6 +164,19 @@ func encodeDoc(d doc) []byte {
 	return b
 }
 
+// readDoc reads the record of document id, which a posting names: its
+// absence is corruption.
+func readDoc(ctx context.Context, r Reader, id uint32) (doc, error) {
+	v, err := r.Get(ctx, docKey(id))
+	if err != nil {
+		return doc{}, err
+	}
+	if v == nil {
+		return doc{}, fmt.Errorf("%w: a posting of document %d without its record", ErrCorrupt, id)
+	}
+	return decodeDoc(v)
+}
+
 func decodeDoc(v []byte) (doc, error) {
 	r := reader{b: v}
 	var d doc
@@ -712,14 +725,7 @@ func (ix *Index) Holding(ctx context.Context, r Reader, keyword string) ([][]byt
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	out := make([][]byte, 0, len(ids))
 	for _, id := range ids {
-		v, err := r.Get(ctx, docKey(id))
-		if err != nil {
-			return nil, err
-		}
-		if v == nil {
-			return nil, fmt.Errorf("%w: a posting of document %d without its record", ErrCorrupt, id)
-		}
-		d, err := decodeDoc(v)
+		d, err := readDoc(ctx, r, id)
 		if err != nil {
 			return nil, err
 		}

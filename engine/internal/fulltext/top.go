@@ -353,14 +353,7 @@ func (ix *Index) scoreBlock(ctx context.Context, r Reader, kws [][]Term, idf []f
 	}
 	out := make([]scored, 0, len(tfs))
 	for id, tf := range tfs {
-		v, err := r.Get(ctx, docKey(id))
-		if err != nil {
-			return nil, err
-		}
-		if v == nil {
-			return nil, fmt.Errorf("%w: a posting of document %d without its record", ErrCorrupt, id)
-		}
-		d, err := decodeDoc(v)
+		d, err := readDoc(ctx, r, id)
 		if err != nil {
 			return nil, err
 		}
