@@ -228,9 +228,25 @@ func (s *searchIndexes) withQuerySnapshot(ctx context.Context, w uint64) context
 // keywords in the text at ti's path as r has them (FullTextContainsAny's
 // match): the stale items a ranking by FullTextScore takes as candidates.
 func staleHolding(ctx context.Context, v *searchindex.View, c *Container, r storage.Reader, ti *searchindex.TextIndex, keywords []string) ([][]byte, error) {
-	suffixes := v.StaleKeys()
+	var out [][]byte
+	err := staleTexts(ctx, c, r, ti, v.StaleKeys(), keywords, func(key []byte, terms []fulltext.Term, kws [][]fulltext.Term) {
+		for _, kw := range kws {
+			if len(kw) > 0 && fulltext.Occurrences(terms, kw) > 0 {
+				out = append(out, key)
+				break
+			}
+		}
+	})
+	return out, err
+}
+
+// staleTexts hands fn each stale item (by its key suffix) that r holds
+// with a text at ti's path: its key, the text's terms as ti's analyzer
+// makes them (the text the index would hold for the item, expired items
+// included), and the keywords' terms.
+func staleTexts(ctx context.Context, c *Container, r storage.Reader, ti *searchindex.TextIndex, suffixes [][]byte, keywords []string, fn func(key []byte, terms []fulltext.Term, kws [][]fulltext.Term)) error {
 	if len(suffixes) == 0 {
-		return nil, nil
+		return nil
 	}
 	an := ti.Index.Analyzer()
 	kws := make([][]fulltext.Term, len(keywords))
@@ -243,28 +259,21 @@ func staleHolding(ctx context.Context, v *searchindex.View, c *Container, r stor
 	}
 	values, err := storage.GetMany(ctx, r, itemKeys)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var out [][]byte
 	for i, raw := range values {
 		if raw == nil {
 			continue
 		}
 		s, err := decodeItem(itemKeys[i], raw)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		var text string
 		if raw := searchindex.RawAt(s.doc, ti.Segments()); raw == nil || json.Unmarshal(raw, &text) != nil {
 			continue
 		}
-		terms := an.Analyze(text)
-		for _, kw := range kws {
-			if len(kw) > 0 && fulltext.Occurrences(terms, kw) > 0 {
-				out = append(out, itemKeys[i])
-				break
-			}
-		}
+		fn(itemKeys[i], an.Analyze(text), kws)
 	}
-	return out, nil
+	return nil
 }

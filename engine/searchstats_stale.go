@@ -2,10 +2,8 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/orrery-db/orrery/engine/internal/fulltext"
-	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/internal/searchindex"
 	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
@@ -24,37 +22,9 @@ func (s *searchIndexes) staleTextStats(ctx context.Context, c *Container, r stor
 		return query.FullTextStats{}, err
 	}
 	st := query.FullTextStats{Documents: counts.Documents, Words: counts.Words, Hits: counts.Hits}
-	if len(stale) == 0 {
-		return st, nil
-	}
-	an := t.Index.Analyzer()
-	kws := make([][]fulltext.Term, len(keywords))
-	for i, k := range keywords {
-		kws[i] = an.Analyze(k)
-	}
-	itemKeys := make([][]byte, len(stale))
-	for i, sfx := range stale {
-		itemKeys[i] = keys.ItemKeyFromSuffix(c.rid, sfx)
-	}
-	values, err := storage.GetMany(ctx, r, itemKeys)
-	if err != nil {
-		return query.FullTextStats{}, err
-	}
-	for i, v := range values {
-		if v == nil {
-			continue
-		}
-		it, err := decodeItem(itemKeys[i], v)
-		if err != nil {
-			return query.FullTextStats{}, err
-		}
-		// The text the index would hold for the item (searchindex's Write), the
-		// expired items included: withoutUnswept takes those off after.
-		var text string
-		if raw := searchindex.RawAt(it.doc, t.Segments()); raw == nil || json.Unmarshal(raw, &text) != nil {
-			continue
-		}
-		terms := an.Analyze(text)
+	// The expired items are counted too: withoutUnswept takes those off
+	// after.
+	err = staleTexts(ctx, c, r, t, stale, keywords, func(_ []byte, terms []fulltext.Term, kws [][]fulltext.Term) {
 		st.Documents++
 		st.Words += int64(len(terms))
 		for j, kw := range kws {
@@ -62,6 +32,9 @@ func (s *searchIndexes) staleTextStats(ctx context.Context, c *Container, r stor
 				st.Hits[j]++
 			}
 		}
+	})
+	if err != nil {
+		return query.FullTextStats{}, err
 	}
 	return st, nil
 }
