@@ -89,7 +89,7 @@ func (l localSeam) catalogBatch() (storage.Batch, error) { return l.e.store.NewB
 
 func (localSeam) catalogChanged(storage.Batch) error { return nil }
 
-func (l localSeam) sweepLoop(interval time.Duration) { l.e.sweepLoop(interval) }
+func (l localSeam) sweepLoop(interval time.Duration) { l.e.sweeper.sweepLoop(interval) }
 
 func (localSeam) placeRanges(*containerRecord, []byte) {}
 
@@ -151,7 +151,7 @@ func (e *Engine) buildPresence(ctx context.Context, collRID []byte, f *presence.
 	}
 	defer it.Close()
 	for n := 0; it.Next(); n++ {
-		if n%4096 == 0 && e.stopping() {
+		if n%4096 == 0 && e.stop.closed() {
 			return
 		}
 		f.Add(it.Key())
