@@ -132,6 +132,8 @@ type Engine struct {
 	locks    [lockStripes]sync.Mutex
 
 	bg sync.WaitGroup
+	// rebuilder builds indexes again from the items (rebuild.go).
+	rebuilder rebuilder
 	// sweeper is the TTL sweep (ttl.go).
 	sweeper   *sweeper
 	stop      stopSignal
