@@ -392,7 +392,7 @@ func (cat *catalog) deleteContainerRecords(ctx context.Context, b storage.Batch,
 // in the background, in chunks, so a large container does not stall the
 // catalog. Its RID is never reused, so the leftovers are unreachable meanwhile.
 func (e *Engine) purgeContainerData(collRID []byte) {
-	e.presence.Delete(string(collRID))
+	e.presence.drop(collRID)
 	e.feedReads.Delete(string(collRID))
 	e.search.drop(collRID)
 	e.bg.Add(1)

@@ -127,8 +127,8 @@ type Engine struct {
 	catalog
 
 	seed maphash.Seed
-	// presence holds each container's *presence.Filter, by RID.
-	presence sync.Map
+	// presence holds each container's presence filter (presence.go).
+	presence presenceFilters
 	locks    [lockStripes]sync.Mutex
 
 	bg sync.WaitGroup

@@ -66,6 +66,7 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, erro
 	}
 	e.catMu.seam, e.catalog.seam, e.catalog.lsns, e.catalog.now = e.seam, e.seam, e.seq, e.now
 	e.sweeper = &sweeper{store: store, catalog: &e.catalog, seam: e.seam, log: e.log, now: e.now, stop: e.stop, ctx: e.bgCtx, bg: &e.bg}
+	e.presence = presenceFilters{store: store, locks: e.locks[:], stop: e.stop, ctx: e.bgCtx, bg: &e.bg}
 	e.rebuilder = rebuilder{store: store, catalog: &e.catalog, seam: e.seam, log: e.log, locks: e.locks[:]}
 	e.search = newSearchIndexes(e.bgCtx, &e.bg, store, e.log, e.now, func(c *Container) (*Container, error) { return e.successor(e.bgCtx, c) })
 	e.cursors = newCursorCache(e.now)
