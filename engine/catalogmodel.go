@@ -59,7 +59,7 @@ type Container struct {
 	// then scan instead. Read after taking the query's snapshot.
 	indexRetired atomic.Bool
 	// presence caches the container's presence filter, which the engine
-	// keeps by RID across replaces (see presenceOf).
+	// keeps by RID across replaces (see presenceFilters.of).
 	presence atomic.Pointer[presence.Filter]
 	// feedRead caches the container's change-feed read position, which the
 	// engine keeps by RID across replaces (see Engine.feedPosition).

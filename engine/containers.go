@@ -268,7 +268,7 @@ func (e *Engine) replaceContainer(ctx context.Context, dbName, name string, prop
 	if locked {
 		// Partition locks before the catalog lock: writers take them in the
 		// other order never (their catalog lookups come before).
-		defer e.lockAllPartitions()()
+		defer e.rebuilder.lockAllPartitions()()
 	}
 	if err := e.catMu.Lock(ctx); err != nil {
 		return nil, err
@@ -331,7 +331,7 @@ func (e *Engine) replaceContainer(ctx context.Context, dbName, name string, prop
 		prev.indexRetired.Store(true)
 		// The rebuild is the engine's: a client that goes away must not
 		// leave the index half rebuilt until the next Open.
-		if err = e.rebuildIndex(e.bgCtx, c); err != nil {
+		if err = e.rebuilder.rebuildIndex(e.bgCtx, c); err != nil {
 			// The mark stays: the next Open finishes the rebuild.
 			c.indexRetired.Store(true)
 		}
@@ -339,7 +339,7 @@ func (e *Engine) replaceContainer(ctx context.Context, dbName, name string, prop
 	if reexpire {
 		// Built by the engine as the index is: the mark stays when it
 		// fails, and the next Open builds it.
-		if xerr := e.rebuildExpiry(e.bgCtx, c); err == nil {
+		if xerr := e.rebuilder.rebuildExpiry(e.bgCtx, c); err == nil {
 			err = xerr
 		}
 	}
@@ -392,7 +392,7 @@ func (cat *catalog) deleteContainerRecords(ctx context.Context, b storage.Batch,
 // in the background, in chunks, so a large container does not stall the
 // catalog. Its RID is never reused, so the leftovers are unreachable meanwhile.
 func (e *Engine) purgeContainerData(collRID []byte) {
-	e.presence.Delete(string(collRID))
+	e.presence.drop(collRID)
 	e.feedReads.Delete(string(collRID))
 	e.search.drop(collRID)
 	e.bg.Add(1)

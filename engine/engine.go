@@ -107,8 +107,6 @@ type Engine struct {
 	scriptsStarted atomic.Bool
 	// scriptRuns counts script runs by kind and outcome (Stats).
 	scriptRuns scriptCounters
-	// ttlSwept counts the items the TTL sweeper deleted (Stats).
-	ttlSwept atomic.Uint64
 	// feedReads holds, by container RID, the furthest position a
 	// change-feed read was answered up to (*atomic.Uint64; Stats).
 	feedReads feedReads
@@ -129,18 +127,16 @@ type Engine struct {
 	catalog
 
 	seed maphash.Seed
-	// presence holds each container's *presence.Filter, by RID.
-	presence sync.Map
+	// presence holds each container's presence filter (presence.go).
+	presence presenceFilters
 	locks    [lockStripes]sync.Mutex
 
 	bg sync.WaitGroup
-	// searchPrune is the TTL sweep's record of watermarks, for pruning
-	// the search indexes' change records (pruneSearchChanges).
-	searchPrune struct {
-		mu      sync.Mutex
-		samples []watermarkSample
-	}
-	stop      chan struct{}
+	// rebuilder builds indexes again from the items (rebuild.go).
+	rebuilder rebuilder
+	// sweeper is the TTL sweep (ttl.go).
+	sweeper   *sweeper
+	stop      stopSignal
 	closeOnce sync.Once
 	// bgCtx is the context of background work (the TTL sweep, purges of
 	// deleted containers, presence builds, index rebuilds a request
@@ -236,9 +232,3 @@ func (e *Engine) admitScript(parent context.Context, c *Container, pk PartitionK
 // the global LSN of session tokens. It fails when the store cannot tell
 // (a shared store it cannot reach: storage.ErrUnavailable).
 func (e *Engine) SessionLSN(ctx context.Context) (uint64, error) { return e.seq.watermark(ctx) }
-
-// watermarkSample is a watermark and when it was read.
-type watermarkSample struct {
-	at time.Time
-	w  uint64
-}

@@ -55,18 +55,18 @@ func TestTurningTTLOnBuildsTheExpiryIndex(t *testing.T) {
 	setTTL("60")
 	entries(4, "defaultTtl 60")
 	clock.advance(time.Duration(start+20-clock.now().Unix())*time.Second - time.Nanosecond)
-	if n, err := e.sweep(ctx); n != 0 || err != nil {
+	if n, err := e.sweeper.sweep(ctx); n != 0 || err != nil {
 		t.Fatalf("a second before the first deadline the sweep deleted %d items (%v)", n, err)
 	}
 	clock.advance(time.Second)
-	if n, err := e.sweep(ctx); n != 1 || err != nil {
+	if n, err := e.sweeper.sweep(ctx); n != 1 || err != nil {
 		t.Fatalf("at the own ttl's deadline the sweep deleted %d items (%v), want 1", n, err)
 	}
 	entries(3, "after the first sweep")
 	setTTL("")
 	entries(0, "TTL off again")
 	clock.advance(time.Hour)
-	if n, err := e.sweep(ctx); n != 0 || err != nil {
+	if n, err := e.sweeper.sweep(ctx); n != 0 || err != nil {
 		t.Fatalf("TTL off: the sweep deleted %d items (%v)", n, err)
 	}
 	if _, err := e.ReadItem(ctx, &ItemRequest{Database: "db", Container: "c", ID: "i0", PartitionKey: StringKey("p0"), HasPartitionKey: true}); err != nil {
@@ -77,7 +77,7 @@ func TestTurningTTLOnBuildsTheExpiryIndex(t *testing.T) {
 	}
 	setTTL("60")
 	entries(3, "defaultTtl 60 again")
-	if n, err := e.sweep(ctx); n != 3 || err != nil {
+	if n, err := e.sweeper.sweep(ctx); n != 3 || err != nil {
 		t.Fatalf("a 60 s default an hour after the writes: the sweep deleted %d items (%v), want 3", n, err)
 	}
 	if _, err := e.ReadItem(ctx, &ItemRequest{Database: "db", Container: "c", ID: "never", PartitionKey: StringKey("p"), HasPartitionKey: true}); err != nil {
@@ -137,7 +137,7 @@ func TestExpiryBuildCutShortIsFinishedAtOpen(t *testing.T) {
 		t.Error("the build's mark is left after Open")
 	}
 	clock.advance(10 * time.Second)
-	if n, err := e.sweep(ctx); n != 5 || err != nil {
+	if n, err := e.sweeper.sweep(ctx); n != 5 || err != nil {
 		t.Errorf("10 s later the sweep deleted %d items (%v), want 5", n, err)
 	}
 }
@@ -276,7 +276,7 @@ func checkUpgradedExpiry(t *testing.T, s storage.Store, clock *testClock) {
 		c, _ := e.Container(ctx, "db", tc.id)
 		n, err := 0, error(nil) // the sweep passes containers without TTL
 		if c.ttl != nil {
-			n, err = e.sweepContainer(ctx, c)
+			n, err = e.sweeper.sweepContainer(ctx, c)
 		}
 		if err != nil || n != tc.swept {
 			t.Errorf("%s: 30 s later the sweep deleted %d items (%v), want %d", tc.id, n, err, tc.swept)

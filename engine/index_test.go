@@ -188,7 +188,7 @@ func TestIndexAfterWritesIsAFreshRebuild(t *testing.T) {
 		}
 	}
 	got := keysUnder(t, e.store, keys.IndexPrefix(c.rid))
-	if err := e.rebuildIndex(ctx, c); err != nil {
+	if err := e.rebuilder.rebuildIndex(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	if fresh := keysUnder(t, e.store, keys.IndexPrefix(c.rid)); !slices.Equal(got, fresh) {

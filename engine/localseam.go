@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/orrery-db/orrery/engine/internal/keys"
-	"github.com/orrery-db/orrery/engine/internal/presence"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -74,7 +72,7 @@ func (l localSeam) containerScripts(ctx context.Context, db, coll string, kind S
 
 func (localSeam) snapshotSession(uint64) uint64 { return 0 }
 
-func (l localSeam) notePresent(c *Container, key []byte) { l.e.presenceOf(c).Add(key) }
+func (l localSeam) notePresent(c *Container, key []byte) { l.e.presence.of(c).Add(key) }
 
 func (localSeam) refreshCatalog(context.Context) error { return nil }
 
@@ -89,7 +87,7 @@ func (l localSeam) catalogBatch() (storage.Batch, error) { return l.e.store.NewB
 
 func (localSeam) catalogChanged(storage.Batch) error { return nil }
 
-func (l localSeam) sweepLoop(interval time.Duration) { l.e.sweepLoop(interval) }
+func (l localSeam) sweepLoop(interval time.Duration) { l.e.sweeper.sweepLoop(interval) }
 
 func (localSeam) placeRanges(*containerRecord, []byte) {}
 
@@ -97,75 +95,10 @@ func (localSeam) notePlacement(*Container) {}
 
 func (localSeam) placeCount() int { return 1 }
 
-// Every create must prove its id free in its logical partition, and on an
-// LSM store a read of a key that is not there still visits every memtable
-// and every level: it was a quarter of the CPU of a create. A presence
-// filter is a Bloom filter, per container, of every item key ever written:
-// when it says a key was never written, the read is skipped. It never
-// forgets a key (deletes are not removed), so "absent" is always true; a
-// "maybe" costs the read it would have cost anyway.
-//
-// A container's filter (engine/internal/presence) is made at its first item write after Open and
-// filled in the background from a snapshot of its items; until then every
-// check reads the store. Writers add the keys they write from the moment the
-// filter exists, so none written meanwhile is missed (see buildPresence).
-
-// presenceOf returns the container's presence filter, making it (and
-// starting its build) when there is none.
-func (e *Engine) presenceOf(c *Container) *presence.Filter {
-	if pf := c.presence.Load(); pf != nil {
-		return pf
-	}
-	f, loaded := e.presence.LoadOrStore(string(c.rid), presence.New())
-	pf := f.(*presence.Filter)
-	c.presence.Store(pf)
-	if !loaded {
-		e.bg.Add(1)
-		go func() {
-			defer e.bg.Done()
-			e.buildPresence(e.bgCtx, c.rid, pf)
-		}()
-	}
-	return pf
-}
-
-// buildPresence adds every item key of the container to f and marks it
-// ready. Writers add their keys from the moment f is published; a writer
-// that looked before holds its partition lock until its write is applied,
-// so taking and releasing every lock once, after publishing, waits for the
-// last of them, and the snapshot taken then holds their writes.
-func (e *Engine) buildPresence(ctx context.Context, collRID []byte, f *presence.Filter) {
-	for i := range e.locks {
-		e.locks[i].Lock()
-		e.locks[i].Unlock()
-	}
-	snap, err := e.store.NewSnapshot(ctx)
-	if err != nil {
-		return // never ready: every check reads the store
-	}
-	defer snap.Close()
-	prefix := keys.ItemContainerPrefix(collRID)
-	it, err := snap.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), false)
-	if err != nil {
-		return // never ready: every check reads the store
-	}
-	defer it.Close()
-	for n := 0; it.Next(); n++ {
-		if n%4096 == 0 && e.stopping() {
-			return
-		}
-		f.Add(it.Key())
-	}
-	if it.Err() == nil {
-		f.SetReady()
-	}
-}
-
 // absent reports whether the item key was certainly never written: the
 // presence filter says so once it is built.
 func (l localSeam) absent(c *Container, key []byte) bool {
-	e := l.e
-	f := e.presenceOf(c)
+	f := l.e.presence.of(c)
 	return f.Ready() && !f.MayContain(key)
 }
 

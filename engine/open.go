@@ -38,7 +38,7 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, erro
 		now:     opts.Now,
 		catalog: catalog{store: store, dbs: map[string]*Database{}, offers: map[string][]byte{}},
 		seed:    maphash.MakeSeed(),
-		stop:    make(chan struct{}),
+		stop:    make(stopSignal),
 	}
 	e.bgCtx, e.cancelBg = context.WithCancel(context.Background())
 	if e.now == nil {
@@ -65,6 +65,9 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, erro
 		e.seam, e.seq = localSeam{e}, seq
 	}
 	e.catMu.seam, e.catalog.seam, e.catalog.lsns, e.catalog.now = e.seam, e.seam, e.seq, e.now
+	e.sweeper = &sweeper{store: store, catalog: &e.catalog, seam: e.seam, log: e.log, now: e.now, stop: e.stop, ctx: e.bgCtx, bg: &e.bg}
+	e.presence = presenceFilters{store: store, locks: e.locks[:], stop: e.stop, ctx: e.bgCtx, bg: &e.bg}
+	e.rebuilder = rebuilder{store: store, catalog: &e.catalog, seam: e.seam, log: e.log, locks: e.locks[:]}
 	e.search = newSearchIndexes(e.bgCtx, &e.bg, store, e.log, e.now, func(c *Container) (*Container, error) { return e.successor(e.bgCtx, c) })
 	e.cursors = newCursorCache(e.now)
 	if n := opts.MaxCostlyQueries; n >= 0 {
@@ -88,10 +91,10 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, erro
 	if err := e.ensureContainerOffers(ctx); err != nil {
 		return nil, err
 	}
-	if err := e.upgradeIndexes(ctx); err != nil {
+	if err := e.rebuilder.upgradeIndexes(ctx); err != nil {
 		return nil, err
 	}
-	if err := e.upgradeExpiry(ctx, format); err != nil {
+	if err := e.rebuilder.upgradeExpiry(ctx, format); err != nil {
 		return nil, err
 	}
 	interval := opts.SweepInterval

@@ -67,7 +67,7 @@ func TestCreatesRaceThePresenceBuild(t *testing.T) {
 			t.Fatalf("round %d: %d created and %d conflicts, want every one of the %d old ids to conflict", round, nc, nx, wantConflicts)
 		}
 		deadline := time.Now().Add(10 * time.Second)
-		for f := e.presenceOf(mustContainerNamed(t, e, "c")); !f.Ready(); {
+		for f := e.presence.of(mustContainerNamed(t, e, "c")); !f.Ready(); {
 			if time.Now().After(deadline) {
 				t.Fatal("the presence filter is not ready after 10 s")
 			}

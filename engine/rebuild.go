@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
@@ -19,11 +21,26 @@ import (
 // batch removes the mark, so a rebuild a crash cut short is finished at the
 // next Open.
 
+// rebuilder builds indexes again from a container's items: the index and
+// the expiry index, at Open (an upgrade, or a rebuild a crash cut short)
+// and after a replace of a container. It holds what it needs: the store,
+// the catalog (to visit every container at Open), the seam (to tell other
+// gateways), the partition locks and the logger.
+type rebuilder struct {
+	store   storage.Store
+	catalog *catalog
+	seam    seam
+	log     *slog.Logger
+	// locks are the engine's partition write locks (Engine.locks, not
+	// a copy): lockAllPartitions takes them all.
+	locks []sync.Mutex
+}
+
 // upgradeIndexes runs at Open, before the store is used otherwise: it
 // rebuilds every container's index when the store's are in another format,
 // else those a crash left half rebuilt.
-func (e *Engine) upgradeIndexes(ctx context.Context) error {
-	v, err := e.store.Get(ctx, keys.MetaIndexFormat)
+func (r *rebuilder) upgradeIndexes(ctx context.Context) error {
+	v, err := r.store.Get(ctx, keys.MetaIndexFormat)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return err
 	}
@@ -32,10 +49,10 @@ func (e *Engine) upgradeIndexes(ctx context.Context) error {
 		stored = binary.BigEndian.Uint64(v)
 	}
 	current := stored == indexFormat
-	for _, db := range e.dbs {
+	for _, db := range r.catalog.dbs {
 		for _, c := range db.colls {
 			if current {
-				_, err := e.store.Get(ctx, keys.IndexRebuild(c.rid))
+				_, err := r.store.Get(ctx, keys.IndexRebuild(c.rid))
 				if errors.Is(err, storage.ErrNotFound) {
 					continue
 				}
@@ -43,24 +60,24 @@ func (e *Engine) upgradeIndexes(ctx context.Context) error {
 					return err
 				}
 			} else {
-				if err := rebuildOrder(ctx, e.store, c); err != nil {
+				if err := rebuildOrder(ctx, r.store, c); err != nil {
 					return err
 				}
 				if stored == 2 {
 					// Format 2's index entries are format 3's: only the
 					// order keys were missing, unless a rebuild was cut short.
-					_, err := e.store.Get(ctx, keys.IndexRebuild(c.rid))
+					_, err := r.store.Get(ctx, keys.IndexRebuild(c.rid))
 					if errors.Is(err, storage.ErrNotFound) {
 						continue
 					}
 					if err != nil {
 						return err
 					}
-				} else if err := dropLegacyIndex(ctx, e.store, c.rid); err != nil {
+				} else if err := dropLegacyIndex(ctx, r.store, c.rid); err != nil {
 					return err
 				}
 			}
-			if err := e.rebuildIndex(ctx, c); err != nil {
+			if err := r.rebuildIndex(ctx, c); err != nil {
 				return err
 			}
 		}
@@ -68,7 +85,7 @@ func (e *Engine) upgradeIndexes(ctx context.Context) error {
 	if current {
 		return nil
 	}
-	b := e.store.NewBatch()
+	b := r.store.NewBatch()
 	defer b.Close()
 	if err := b.Set(keys.MetaIndexFormat, binary.BigEndian.AppendUint64(nil, indexFormat)); err != nil {
 		return err
@@ -92,8 +109,8 @@ func dropLegacyIndex(ctx context.Context, s storage.Store, collRID []byte) error
 // rebuildIndex replaces every index entry of c with those its items and
 // indexing policy give, a chunk of items per batch. Nothing may write c's
 // items meanwhile, and no query may use c's index before it returns.
-func (e *Engine) rebuildIndex(ctx context.Context, c *Container) error {
-	if err := purgePrefix(ctx, e.store, keys.IndexPrefix(c.rid)); err != nil {
+func (r *rebuilder) rebuildIndex(ctx context.Context, c *Container) error {
+	if err := purgePrefix(ctx, r.store, keys.IndexPrefix(c.rid)); err != nil {
 		return err
 	}
 	prefix := keys.ItemContainerPrefix(c.rid)
@@ -101,17 +118,17 @@ func (e *Engine) rebuildIndex(ctx context.Context, c *Container) error {
 	start, lastLog := time.Now(), time.Now()
 	items := 0
 	for chunks := 1; ; chunks++ {
-		next, n, err := e.indexChunk(ctx, c, lower, upper)
+		next, n, err := r.indexChunk(ctx, c, lower, upper)
 		items += n
 		if err != nil || next == nil {
 			if err == nil && chunks > 1 {
-				e.log.Info("index rebuilt", "database", c.db.ID, "container", c.ID, "items", items, "took", time.Since(start).Round(time.Millisecond))
+				r.log.Info("index rebuilt", "database", c.db.ID, "container", c.ID, "items", items, "took", time.Since(start).Round(time.Millisecond))
 			}
 			return err
 		}
 		if time.Since(lastLog) > rebuildLogEvery {
 			lastLog = time.Now()
-			e.log.Info("rebuilding index", "database", c.db.ID, "container", c.ID, "items so far", items)
+			r.log.Info("rebuilding index", "database", c.db.ID, "container", c.ID, "items so far", items)
 		}
 		lower = next
 	}
@@ -123,13 +140,13 @@ const rebuildLogEvery = 5 * time.Second
 // indexChunk indexes up to rebuildChunk items from lower on, and returns the
 // key to go on from, nil after the last chunk (whose batch also removes the
 // container's rebuild mark), and how many items it indexed.
-func (e *Engine) indexChunk(ctx context.Context, c *Container, lower, upper []byte) (next []byte, n int, err error) {
-	it, err := e.store.NewIterator(ctx, lower, upper, false)
+func (r *rebuilder) indexChunk(ctx context.Context, c *Container, lower, upper []byte) (next []byte, n int, err error) {
+	it, err := r.store.NewIterator(ctx, lower, upper, false)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer it.Close()
-	b := e.store.NewBatch()
+	b := r.store.NewBatch()
 	defer b.Close()
 	for ; it.Next(); n++ {
 		if n == rebuildChunk {
@@ -160,7 +177,7 @@ func (e *Engine) indexChunk(ctx context.Context, c *Container, lower, upper []by
 		}
 		// Other gateways, on a shared store, reload the catalog and
 		// query the index again.
-		if err := e.seam.catalogChanged(b); err != nil {
+		if err := r.seam.catalogChanged(b); err != nil {
 			return nil, n, err
 		}
 	}
@@ -169,13 +186,13 @@ func (e *Engine) indexChunk(ctx context.Context, c *Container, lower, upper []by
 
 // lockAllPartitions takes every partition write lock, in order, so that no
 // item is written until the returned function releases them.
-func (e *Engine) lockAllPartitions() (unlock func()) {
-	for i := range e.locks {
-		e.locks[i].Lock()
+func (r *rebuilder) lockAllPartitions() (unlock func()) {
+	for i := range r.locks {
+		r.locks[i].Lock()
 	}
 	return func() {
-		for i := range e.locks {
-			e.locks[i].Unlock()
+		for i := range r.locks {
+			r.locks[i].Unlock()
 		}
 	}
 }
@@ -184,8 +201,8 @@ func (e *Engine) lockAllPartitions() (unlock func()) {
 // defaultTtl give, a chunk of items per batch, the last of which removes
 // the container's keys.ExpiryRebuild mark. Nothing may write c's items
 // meanwhile.
-func (e *Engine) rebuildExpiry(ctx context.Context, c *Container) error {
-	if err := purgePrefix(ctx, e.store, keys.ExpiryPrefix(c.rid)); err != nil {
+func (r *rebuilder) rebuildExpiry(ctx context.Context, c *Container) error {
+	if err := purgePrefix(ctx, r.store, keys.ExpiryPrefix(c.rid)); err != nil {
 		return err
 	}
 	prefix := keys.ItemContainerPrefix(c.rid)
@@ -194,7 +211,7 @@ func (e *Engine) rebuildExpiry(ctx context.Context, c *Container) error {
 		lower = upper // nothing to index: the last batch removes the mark
 	}
 	for {
-		next, err := e.expiryChunk(ctx, c, lower, upper)
+		next, err := r.expiryChunk(ctx, c, lower, upper)
 		if err != nil || next == nil {
 			return err
 		}
@@ -205,11 +222,11 @@ func (e *Engine) rebuildExpiry(ctx context.Context, c *Container) error {
 // expiryChunk writes the expiry entries of up to rebuildChunk items from
 // lower on, and returns the key to go on from, nil after the last chunk
 // (whose batch also removes the container's mark).
-func (e *Engine) expiryChunk(ctx context.Context, c *Container, lower, upper []byte) (next []byte, err error) {
-	b := e.store.NewBatch()
+func (r *rebuilder) expiryChunk(ctx context.Context, c *Container, lower, upper []byte) (next []byte, err error) {
+	b := r.store.NewBatch()
 	defer b.Close()
 	if bytes.Compare(lower, upper) < 0 {
-		it, err := e.store.NewIterator(ctx, lower, upper, false)
+		it, err := r.store.NewIterator(ctx, lower, upper, false)
 		if err != nil {
 			return nil, err
 		}
@@ -246,8 +263,8 @@ func (e *Engine) expiryChunk(ctx context.Context, c *Container, lower, upper []b
 // may expire, it drops the entries the containers' defaultTtl does not keep
 // (idempotent: engines opening one shared store at once may both run it)
 // and records the format; then it finishes the builds a crash cut short.
-func (e *Engine) upgradeExpiry(ctx context.Context, stored uint64) error {
-	for _, db := range e.dbs {
+func (r *rebuilder) upgradeExpiry(ctx context.Context, stored uint64) error {
+	for _, db := range r.catalog.dbs {
 		for _, c := range db.colls {
 			if stored < 3 {
 				var drop []byte
@@ -258,19 +275,19 @@ func (e *Engine) upgradeExpiry(ctx context.Context, stored uint64) error {
 					drop = keys.ExpiryKindPrefix(c.rid, keys.ExpiryByModified)
 				}
 				if drop != nil {
-					if err := purgePrefix(ctx, e.store, drop); err != nil {
+					if err := purgePrefix(ctx, r.store, drop); err != nil {
 						return err
 					}
 				}
 			}
-			_, err := e.store.Get(ctx, keys.ExpiryRebuild(c.rid))
+			_, err := r.store.Get(ctx, keys.ExpiryRebuild(c.rid))
 			if errors.Is(err, storage.ErrNotFound) {
 				continue
 			}
 			if err != nil {
 				return err
 			}
-			if err := e.rebuildExpiry(ctx, c); err != nil {
+			if err := r.rebuildExpiry(ctx, c); err != nil {
 				return err
 			}
 		}
@@ -278,7 +295,7 @@ func (e *Engine) upgradeExpiry(ctx context.Context, stored uint64) error {
 	if stored >= keys.Format {
 		return nil
 	}
-	b := e.store.NewBatch()
+	b := r.store.NewBatch()
 	defer b.Close()
 	if err := b.Set(keys.MetaFormat, binary.BigEndian.AppendUint64(nil, keys.Format)); err != nil {
 		return err

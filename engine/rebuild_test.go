@@ -229,7 +229,7 @@ func TestReplaceIndexingPolicyRebuildsIndex(t *testing.T) {
 		t.Error("the query on /b does not use the rebuilt index")
 	}
 	got := keysUnder(t, e.store, keys.IndexPrefix(c.rid))
-	if err := e.rebuildIndex(ctx, c); err != nil {
+	if err := e.rebuilder.rebuildIndex(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	if fresh := keysUnder(t, e.store, keys.IndexPrefix(c.rid)); !slices.Equal(got, fresh) {

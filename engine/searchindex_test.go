@@ -261,7 +261,7 @@ func TestSearchIndexesFollowEveryKindOfWrite(t *testing.T) {
 			mu.Lock()
 			now = now.Add(time.Minute)
 			mu.Unlock()
-			if n, err := e.sweep(ctx); err != nil || n == 0 {
+			if n, err := e.sweeper.sweep(ctx); err != nil || n == 0 {
 				t.Fatalf("sweep: %d deleted, %v", n, err)
 			}
 			checkSearchIndexesMatchItems(t, e)

@@ -252,7 +252,7 @@ func checkRRFAgainstExact(t *testing.T, metric, kind string) {
 	now = now.Add(time.Minute)
 	mu.Unlock()
 	compare("expired")
-	if _, err := e.sweep(ctx); err != nil {
+	if _, err := e.sweeper.sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	compare("swept")

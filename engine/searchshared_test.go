@@ -366,7 +366,7 @@ func TestSharedSearchIndexesOlderThanThePrunedChangesAreRebuilt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.pruneSearchChangesOf(ctx, c, w); err != nil {
+	if err := a.sweeper.pruneSearchChangesOf(ctx, c, w); err != nil {
 		t.Fatal(err)
 	}
 	prefix := keys.SearchChangePrefix(c.rid)

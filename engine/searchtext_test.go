@@ -294,7 +294,7 @@ func checkFullTextAgainstExact(t *testing.T, wantFilter string, gen func(r *rand
 	now = now.Add(time.Minute)
 	mu.Unlock()
 	compare("expired")
-	if _, err := e.sweep(ctx); err != nil {
+	if _, err := e.sweeper.sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	compare("swept")

@@ -333,10 +333,10 @@ func (s sharedSeam) sweepLoop(interval time.Duration) {
 	e := s.e
 	defer e.bg.Done()
 	ctx := e.bgCtx
-	for !e.stopping() {
+	for !e.stop.closed() {
 		lost, release, err := e.shared.store.Lead(ctx, "ttl")
 		if err != nil {
-			if e.stopping() || e.storeClosed(ctx, err) {
+			if e.stop.closed() || e.sweeper.storeClosed(ctx, err) {
 				// A closed store does not open again: nothing to sweep.
 				return
 			}
@@ -364,7 +364,7 @@ func (s sharedSeam) sweepWhileLeading(ctx context.Context, interval time.Duratio
 		case <-lost:
 			return
 		case <-tick.C:
-			if _, err := e.sweep(ctx); err != nil && e.storeClosed(ctx, err) {
+			if _, err := e.sweeper.sweep(ctx); err != nil && e.sweeper.storeClosed(ctx, err) {
 				return // then Lead fails with it too, and the loop ends
 			} else if err != nil && ctx.Err() == nil { // Close ends a sweep: no failure
 				e.log.Warn("the TTL sweep failed", "error", err)

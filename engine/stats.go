@@ -90,7 +90,7 @@ type ScriptRunCount struct {
 // Stats returns the engine's figures now; see Stats. Its cost is a few
 // seeks per container and at most StatsCountCap keys per counted figure.
 func (e *Engine) Stats(ctx context.Context) (*Stats, error) {
-	st := &Stats{TTLSwept: e.ttlSwept.Load()}
+	st := &Stats{TTLSwept: e.sweeper.swept.Load()}
 	st.NewestLSN, st.InFlight = e.seq.pending()
 	// The watermark after the pending figures: an LSN finished in between
 	// then shows as published, never as newer than the newest.

@@ -138,7 +138,7 @@ func TestStatsTTLBacklogCountsExpiredItemsUntilSwept(t *testing.T) {
 	if _, off := containerStats(t, e, "off"); off.TTL || off.TTLBacklog != 0 {
 		t.Errorf("a container without TTL: %+v", off)
 	}
-	if _, err := e.sweep(ctx); err != nil {
+	if _, err := e.sweeper.sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if st, cs = containerStats(t, e, "c"); cs.TTLBacklog != 0 || st.TTLSwept != 6 {
@@ -194,7 +194,7 @@ func TestLongWorkLogsWhatItDid(t *testing.T) {
 		t.Errorf("no line says the index of %d items was rebuilt:\n%s", items, logs)
 	}
 	clock.advance(61 * time.Second)
-	if n, err := e.sweep(ctx); err != nil || n != items {
+	if n, err := e.sweeper.sweep(ctx); err != nil || n != items {
 		t.Fatalf("the sweep deleted %d items (%v), want %d", n, err, items)
 	}
 	swept := regexp.MustCompile(`msg="TTL sweep" database=db container=big "expired items deleted"=(\d+) took=`)

@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/orrery-db/orrery/engine/internal/feed"
@@ -29,44 +32,78 @@ const (
 	sweepMaxPause = time.Millisecond
 )
 
+// stopSignal is closed by Close: background work ends when it is.
+type stopSignal chan struct{}
+
+// closed reports whether Close has been called.
+func (s stopSignal) closed() bool {
+	select {
+	case <-s:
+		return true
+	default:
+		return false
+	}
+}
+
+// sweeper is the TTL sweep: it deletes expired items and prunes the change
+// log and the search indexes' change records. It holds what it needs: the
+// store, the catalog (to visit every container), the seam (for partition
+// transactions), the clock, the logger and Close's signal.
+type sweeper struct {
+	store   storage.Store
+	catalog *catalog
+	seam    seam
+	log     *slog.Logger
+	now     func() time.Time
+	stop    stopSignal
+	// ctx is the context of background work (Engine.bgCtx) and bg its
+	// wait group: the sweep loop runs under them.
+	ctx context.Context
+	bg  *sync.WaitGroup
+	// swept counts the items the sweeper deleted (Stats).
+	swept atomic.Uint64
+	// searchPrune is the record of watermarks, for pruning the search
+	// indexes' change records (pruneSearchChanges).
+	searchPrune struct {
+		mu      sync.Mutex
+		samples []watermarkSample
+	}
+}
+
+// watermarkSample is a watermark and when it was read.
+type watermarkSample struct {
+	at time.Time
+	w  uint64
+}
+
 // storeClosed reports whether err, a sweep's, is the engine's store being
 // closed (not only a batch used after its end, say), which ends the
 // sweeper: a closed store does not open again.
-func (e *Engine) storeClosed(ctx context.Context, err error) bool {
+func (s *sweeper) storeClosed(ctx context.Context, err error) bool {
 	if !errors.Is(err, storage.ErrClosed) {
 		return false
 	}
-	_, err = e.store.Get(ctx, keys.MetaCatalogVersion)
+	_, err = s.store.Get(ctx, keys.MetaCatalogVersion)
 	return errors.Is(err, storage.ErrClosed)
 }
 
 // sweepLoop runs the TTL sweeper until stop is closed.
-func (e *Engine) sweepLoop(interval time.Duration) {
-	defer e.bg.Done()
-	ctx := e.bgCtx
+func (s *sweeper) sweepLoop(interval time.Duration) {
+	defer s.bg.Done()
+	ctx := s.ctx
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {
-		case <-e.stop:
+		case <-s.stop:
 			return
 		case <-tick.C:
-			if _, err := e.sweep(ctx); err != nil && e.storeClosed(ctx, err) {
+			if _, err := s.sweep(ctx); err != nil && s.storeClosed(ctx, err) {
 				return // a closed store does not open again
 			} else if err != nil && ctx.Err() == nil { // Close ends a sweep: no failure
-				e.log.Warn("the TTL sweep failed", "error", err)
+				s.log.Warn("the TTL sweep failed", "error", err)
 			}
 		}
-	}
-}
-
-// stopping reports whether Close has been called.
-func (e *Engine) stopping() bool {
-	select {
-	case <-e.stop:
-		return true
-	default:
-		return false
 	}
 }
 
@@ -75,26 +112,26 @@ func (e *Engine) stopping() bool {
 // items it deleted. Reads, queries and the latest-version feed hide expired
 // items already; the sweep frees their space and logs their deletes (with
 // timeToLiveExpired) in the all-versions-and-deletes feed.
-func (e *Engine) sweep(ctx context.Context) (int, error) {
-	colls := e.allContainers(ctx)
+func (s *sweeper) sweep(ctx context.Context) (int, error) {
+	colls := s.catalog.allContainers(ctx)
 	total := 0
 	for _, c := range colls {
 		if c.ttl != nil {
 			start := time.Now()
-			n, err := e.sweepContainer(ctx, c)
+			n, err := s.sweepContainer(ctx, c)
 			total += n
 			if n >= sweepLogThreshold {
-				e.log.Info("TTL sweep", "database", c.db.ID, "container", c.ID, "expired items deleted", n, "took", time.Since(start).Round(time.Millisecond))
+				s.log.Info("TTL sweep", "database", c.db.ID, "container", c.ID, "expired items deleted", n, "took", time.Since(start).Round(time.Millisecond))
 			}
 			if err != nil {
 				return total, err
 			}
 		}
-		if _, err := feed.Prune(ctx, e.store, c.rid, c.changeLogCutoff(e.now()), e.stopping); err != nil {
+		if _, err := feed.Prune(ctx, s.store, c.rid, c.changeLogCutoff(s.now()), s.stop.closed); err != nil {
 			return total, err
 		}
 	}
-	if err := e.pruneSearchChanges(ctx, colls); err != nil {
+	if err := s.pruneSearchChanges(ctx, colls); err != nil {
 		return total, err
 	}
 	return total, nil
@@ -110,26 +147,26 @@ const sweepLogEvery = 5 * time.Second
 
 // sweepContainer deletes a container's expired items, a batch of index
 // entries at a time.
-func (e *Engine) sweepContainer(ctx context.Context, c *Container) (int, error) {
-	now := e.now().Unix()
+func (s *sweeper) sweepContainer(ctx context.Context, c *Container) (int, error) {
+	now := s.now().Unix()
 	total := 0
 	lastLog := time.Now()
 	for _, span := range c.expiredSpans(now) {
 		lower, upper := span[0], span[1]
-		for !e.stopping() {
-			keys, next, err := collectExpiry(ctx, e.store, lower, upper)
+		for !s.stop.closed() {
+			keys, next, err := collectExpiry(ctx, s.store, lower, upper)
 			if err != nil {
 				return total, err
 			}
-			n, err := e.deleteExpired(ctx, c, keys)
+			n, err := s.deleteExpired(ctx, c, keys)
 			total += n
-			e.ttlSwept.Add(uint64(n))
+			s.swept.Add(uint64(n))
 			if err != nil {
 				return total, err
 			}
 			if time.Since(lastLog) > sweepLogEvery {
 				lastLog = time.Now()
-				e.log.Info("TTL sweep in progress", "database", c.db.ID, "container", c.ID, "expired items deleted so far", total)
+				s.log.Info("TTL sweep in progress", "database", c.db.ID, "container", c.ID, "expired items deleted so far", total)
 			}
 			if next == nil {
 				break
@@ -164,7 +201,7 @@ func collectExpiry(ctx context.Context, r storage.Reader, lower, upper []byte) (
 
 // deleteExpired deletes the items of entries that have expired, grouped by
 // logical partition, in short transactions.
-func (e *Engine) deleteExpired(ctx context.Context, c *Container, entries []expiryEntry) (int, error) {
+func (s *sweeper) deleteExpired(ctx context.Context, c *Container, entries []expiryEntry) (int, error) {
 	groups := map[string][]expiryEntry{}
 	var order []string
 	for _, en := range entries {
@@ -185,7 +222,7 @@ func (e *Engine) deleteExpired(ctx context.Context, c *Container, entries []expi
 		}
 		group := groups[pkEnc]
 		for len(group) > 0 {
-			if e.stopping() {
+			if s.stop.closed() {
 				return deleted, nil
 			}
 			began := time.Now()
@@ -194,7 +231,7 @@ func (e *Engine) deleteExpired(ctx context.Context, c *Container, entries []expi
 			// Counted once the transaction has committed: a sweep whose
 			// commit fails (its database lost) deleted nothing.
 			n := 0
-			err := e.inPartition(ctx, c, pk, func(t *txn) error {
+			err := s.seam.inPartition(ctx, c, pk, nil, func(t *txn) error {
 				t.expiring = true
 				n = 0
 				for _, en := range chunk {
@@ -243,12 +280,12 @@ const searchChangeRetention = 10 * time.Minute
 // searchChangeRetention of colls: those below the newest watermark this
 // engine read that long ago (the TTL sweep calls it, on one gateway at a
 // time).
-func (e *Engine) pruneSearchChanges(ctx context.Context, colls []*Container) error {
-	shared, ok := e.store.(storage.Shared)
-	if p, several := e.store.(interface{ Places() int }); !ok || several && p.Places() > 1 {
+func (s *sweeper) pruneSearchChanges(ctx context.Context, colls []*Container) error {
+	shared, ok := s.store.(storage.Shared)
+	if p, several := s.store.(interface{ Places() int }); !ok || several && p.Places() > 1 {
 		return nil // no change records: no indexes kept (sharedSearchOn)
 	}
-	sp := &e.searchPrune
+	sp := &s.searchPrune
 	now := time.Now()
 	sp.mu.Lock()
 	due := len(sp.samples) == 0 || now.Sub(sp.samples[len(sp.samples)-1].at) >= searchPruneEvery
@@ -277,7 +314,7 @@ func (e *Engine) pruneSearchChanges(ctx context.Context, colls []*Container) err
 		if c.Search() == nil {
 			continue
 		}
-		if err := e.pruneSearchChangesOf(ctx, c, cutoff); err != nil {
+		if err := s.pruneSearchChangesOf(ctx, c, cutoff); err != nil {
 			return err
 		}
 	}
@@ -292,9 +329,9 @@ const searchPruneChunk = 1000
 
 // pruneSearchChangesOf deletes c's change records numbered below cutoff,
 // moving the horizon to cutoff in each batch that deletes some.
-func (e *Engine) pruneSearchChangesOf(ctx context.Context, c *Container, cutoff uint64) error {
+func (s *sweeper) pruneSearchChangesOf(ctx context.Context, c *Container, cutoff uint64) error {
 	horizonKey := keys.SearchChangeHorizon(c.rid)
-	raw, err := e.store.Get(ctx, horizonKey)
+	raw, err := s.store.Get(ctx, horizonKey)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return err
 	}
@@ -305,6 +342,6 @@ func (e *Engine) pruneSearchChangesOf(ctx context.Context, c *Container, cutoff 
 		return nil
 	}
 	horizon := binary.BigEndian.AppendUint64(nil, cutoff)
-	return deleteChunks(ctx, e.store, keys.SearchChangeKey(c.rid, 0, nil), keys.SearchChangeKey(c.rid, cutoff, nil), searchPruneChunk,
+	return deleteChunks(ctx, s.store, keys.SearchChangeKey(c.rid, 0, nil), keys.SearchChangeKey(c.rid, cutoff, nil), searchPruneChunk,
 		func(b storage.Batch) error { return b.Set(horizonKey, horizon) })
 }

@@ -142,7 +142,7 @@ func sweepUnderWriters(tb testing.TB, expiring int) sweepRun {
 	r.sweepStart = time.Now()
 	store.recording.Store(true)
 	clock.advance(61 * time.Second)
-	r.swept, err = e.sweep(ctx)
+	r.swept, err = e.sweeper.sweep(ctx)
 	store.recording.Store(false)
 	if err != nil {
 		tb.Fatal(err)

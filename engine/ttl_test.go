@@ -84,7 +84,7 @@ func TestTTLExpiryIsImmediateAndSwept(t *testing.T) {
 					t.Errorf("%d s after the write: visible in read/query/feed/change feed = %v, want %v", s, got, want)
 				}
 			}
-			n, err := e.sweep(ctx)
+			n, err := e.sweeper.sweep(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,7 +134,7 @@ func TestTTLRewriteOfExpiredItemLogsDeleteThenCreate(t *testing.T) {
 	if fmt.Sprint(ops) != "[create delete create]" || !*recs[1].Metadata.TimeToLiveExpired {
 		t.Errorf("records %s, want create, delete by TTL, create", docs)
 	}
-	if n, _ := e.sweep(ctx); n != 0 {
+	if n, _ := e.sweeper.sweep(ctx); n != 0 {
 		t.Errorf("the sweep deleted %d items, want 0: the item was rewritten", n)
 	}
 }
@@ -147,13 +147,13 @@ func TestTTLChangingDefaultAppliesToExistingItems(t *testing.T) {
 		upsert(t, e, "c", fmt.Sprintf(`{"id":"i%d","pk":"p%d"}`, i, i%3))
 	}
 	clock.advance(time.Minute)
-	if n, _ := e.sweep(ctx); n != 0 {
+	if n, _ := e.sweeper.sweep(ctx); n != 0 {
 		t.Fatalf("TTL off: swept %d", n)
 	}
 	if _, err := e.ReplaceContainer(ctx, "db", "c", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":30}`), ""); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := e.sweep(ctx); n != 10 {
+	if n, _ := e.sweeper.sweep(ctx); n != 10 {
 		t.Errorf("after turning on a 30 s default a minute later, swept %d, want 10", n)
 	}
 }
@@ -221,7 +221,7 @@ func TestChangeLogRetention(t *testing.T) {
 			firstToken := FormatChangeFeedETag(1)
 			clock.advance(tt.retention - time.Second)
 			upsert(t, e, coll, `{"id":"new","pk":"p0"}`)
-			if _, err := e.sweep(ctx); err != nil {
+			if _, err := e.sweeper.sweep(ctx); err != nil {
 				t.Fatal(err)
 			}
 			docs, _ := readAll(t, e, ChangeFeedRequest{Database: "db", Container: coll, Mode: AllVersionsAndDeletes})
@@ -229,7 +229,7 @@ func TestChangeLogRetention(t *testing.T) {
 				t.Fatalf("within the retention: %d records, want 1501", len(docs))
 			}
 			clock.advance(2 * time.Second)
-			if _, err := e.sweep(ctx); err != nil {
+			if _, err := e.sweeper.sweep(ctx); err != nil {
 				t.Fatal(err)
 			}
 			docs, _ = readAll(t, e, ChangeFeedRequest{Database: "db", Container: coll, Mode: AllVersionsAndDeletes})
@@ -280,7 +280,7 @@ func TestChangeLogNeedsPolicy(t *testing.T) {
 	if _, err := e.ReplaceContainer(ctx, "db", "logged", []byte(`{"id":"logged","partitionKey":{"paths":["/pk"]}}`), ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.sweep(ctx); err != nil {
+	if _, err := e.sweeper.sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := countChangeRecords(t, e, "logged"); n != 0 {
@@ -337,7 +337,7 @@ func TestRewritesWithinASecondKeepOneExpiryEntry(t *testing.T) {
 		t.Fatalf("after b stopped expiring within its second: %d expiry entries, want a's alone", got)
 	}
 	clock.advance(3 * time.Second)
-	n, err := e.sweep(ctx)
+	n, err := e.sweeper.sweep(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
