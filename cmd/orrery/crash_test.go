@@ -296,11 +296,15 @@ func TestStartupAndShutdown(t *testing.T) {
 	}
 	if rss, err := residentKB(c.cmd.Process.Pid); err == nil {
 		t.Logf("RSS after start and one write: %d KB", rss)
-		// 40 MB before the PostgreSQL driver (--postgres), whose packages
-		// add about 4 MB at start, used or not (36.5 MB without, 41.4 with,
-		// measured in one run).
-		if rss >= 45*1024 {
-			t.Errorf("idle RSS %d KB, want under 45 MB", rss)
+		// A bound on what start-up keeps, not a measurement: 36.5 MB
+		// without the PostgreSQL driver's packages, 41.4 with them when it
+		// was set at 45 MB; 45.6–45.9 MB since the search, bulk and
+		// encryption leaves grew the binary's touched pages (measured on
+		// the code before and after this bound moved), and 46.4 MB in one
+		// run beside a CPU hog. Twice a start's growth of the last rounds
+		// above that.
+		if rss >= 50*1024 {
+			t.Errorf("idle RSS %d KB, want under 50 MB", rss)
 		}
 	}
 	c.cmd.Process.Signal(syscall.SIGTERM)
