@@ -33,10 +33,6 @@ const (
 	itemHeaderLen     = 1 + 8 + 8 + 4 + 8 + 2
 )
 
-func (it *storedItem) encode() []byte {
-	return append(it.appendHeader(make([]byte, 0, itemHeaderLen+len(it.doc))), it.doc...)
-}
-
 // appendHeader appends the record's header, which the JSON follows.
 func (it *storedItem) appendHeader(v []byte) []byte {
 	v = append(v, itemRecordVersion)

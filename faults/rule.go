@@ -385,20 +385,6 @@ func ParseOperation(s string) (ops []string, canonical string, err error) {
 	return nil, "", fmt.Errorf("unknown operation %q: use one of %s, or an operation name as the metrics label it (docs.read)", s, strings.Join(names, ", "))
 }
 
-// OperationKind names an Orrery operation ("docs.read") as the SDKs'
-// libraries do ("ReadItem"), or returns it as is when they have no name.
-func OperationKind(op string) string {
-	for _, o := range operations {
-		if len(o.ops) == 1 && o.ops[0] == op {
-			return o.name
-		}
-	}
-	if op == "docs.batch" || op == "docs.bulk" {
-		return "BatchItem"
-	}
-	return op
-}
-
 // String describes the rule in one line, for logs and the CLI.
 func (r *Rule) String() string {
 	var b strings.Builder

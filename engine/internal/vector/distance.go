@@ -91,26 +91,3 @@ func Score(m Metric, a, b []float32) float64 {
 	}
 	return float64(dot(a, b)) / (na * nb)
 }
-
-// ScoreFloat64 is Score over float64 components, computed in float64: the
-// exact path of query evaluation uses it for vectors read from documents.
-func ScoreFloat64(m Metric, a, b []float64) float64 {
-	var d, na, nb, l float64
-	for i := range a {
-		d += a[i] * b[i]
-		na += a[i] * a[i]
-		nb += b[i] * b[i]
-		x := a[i] - b[i]
-		l += x * x
-	}
-	switch m {
-	case DotProduct:
-		return d
-	case Euclidean:
-		return math.Sqrt(l)
-	}
-	if na == 0 || nb == 0 {
-		return 0
-	}
-	return d / (math.Sqrt(na) * math.Sqrt(nb))
-}
