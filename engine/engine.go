@@ -151,6 +151,8 @@ type Engine struct {
 
 	// search holds the containers' open search indexes (searchindex.go).
 	search searchIndexes
+	// purger deletes what a dropped container leaves (containerpurge.go).
+	purger containerPurger
 }
 
 // Close stops the TTL sweeper and waits for background work (sweeping,

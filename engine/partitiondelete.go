@@ -91,7 +91,7 @@ func (e *Engine) deleteItemKeys(ctx context.Context, c *Container, keys [][]byte
 			return deleted, err
 		}
 		n := 0
-		err = e.inPartition(ctx, c, pk, func(t *txn) error {
+		err = e.seam.inPartition(ctx, c, pk, nil, func(t *txn) error {
 			n = 0
 			for _, k := range group {
 				id, _, _ := c.splitItemKey(k)

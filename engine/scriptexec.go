@@ -82,7 +82,7 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest
 	span.AddEvent("admitted")
 	var res script.Result
 	var tx *txn
-	err = e.inPartition(ctx, c, pk, func(t *txn) error {
+	err = e.seam.inPartition(ctx, c, pk, nil, func(t *txn) error {
 		tx = t
 		coll := &scriptCollection{e: e, t: t}
 		var rerr error
