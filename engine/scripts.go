@@ -144,9 +144,9 @@ func readScript(ctx context.Context, r storage.Reader, c *Container, kind Script
 	return scriptsOf(c, kind).read(ctx, r, id)
 }
 
-func scriptOf(props map[string]any) script.Script {
-	id, _ := props["id"].(string)
-	body, _ := props["body"].(string)
-	etag, _ := props["_etag"].(string)
-	return script.Script{ID: id, Body: body, ETag: etag}
+// ExecuteStoredProcedure runs a stored procedure in one logical partition,
+// as one transaction: all its writes commit together, or none does when it
+// throws, runs out of time or memory.
+func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest) (*ExecuteResult, error) {
+	return e.scripts.executeProcedure(ctx, req)
 }

@@ -41,14 +41,14 @@ func (u *udfResolver) Call(name string, args []json.RawMessage) (json.RawMessage
 		u.udfs[name] = fn
 	}
 	if u.session == nil {
-		s, err := u.e.scripts().NewUDFSession(u.ctx)
+		s, err := u.e.scripts.runner().NewUDFSession(u.ctx)
 		if err != nil {
 			return nil, scriptError(err)
 		}
 		u.session = s
 	}
 	out, err := u.session.Call(fn, args)
-	u.e.scriptRuns.count(kindUDF, err)
+	u.e.scripts.runs.count(kindUDF, err)
 	return out, scriptError(err)
 }
 
