@@ -11,11 +11,11 @@ import (
 )
 
 // The public entry points of item operations. A write reads top to bottom
-// through four files: an entry point here hands the request to itemOperation
-// (operation.go), which validates the body (parseItem, requests.go) and runs the
-// operation as one transaction on its logical partition (inPartition, then
-// put or remove, txn.go), which writes the stored record (storedItem,
-// record.go). A point read reads the record outside any transaction
+// through four files: an entry point here hands the request to the item
+// writer (itemWriter.operation, operation.go), which validates the body
+// (parseItem, requests.go) and runs the operation as one transaction on its
+// logical partition (the seam's inPartition, then put or remove, txn.go),
+// which writes the stored record (storedItem, record.go). A point read reads the record outside any transaction
 // (pointRead, localseam.go).
 
 // CreateItem creates an item; 409 when its id exists in the logical partition.

@@ -56,7 +56,7 @@ type seam interface {
 	// (storage.Ended), every write any gateway had finished when the read
 	// began.
 	itemsSnapshot(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (*Container, storage.Snapshot, [][]byte, uint64, error)
-	// containerScripts is Engine.containerScripts.
+	// containerScripts is scriptHost.containerScripts.
 	containerScripts(ctx context.Context, db, coll string, kind ScriptKind, ids []string) (*Container, []map[string]any, error)
 	// current reports whether a container a request resolved may be
 	// read without looking it up again: on a local store, unless it was

@@ -493,7 +493,7 @@ func (s sharedSeam) itemsSnapshot(ctx context.Context, db, name string, extra fu
 	}
 }
 
-// containerScripts is Engine.containerScripts on a shared store.
+// containerScripts is scriptHost.containerScripts on a shared store.
 func (s sharedSeam) containerScripts(ctx context.Context, db, coll string, kind ScriptKind, ids []string) (*Container, []map[string]any, error) {
 	e := s.e
 	props := make([]map[string]any, len(ids))
