@@ -23,7 +23,7 @@ func (e *Engine) ExecuteBatch(ctx context.Context, req *BatchRequest) (*BatchRes
 		if err != nil {
 			return nil, err
 		}
-		return e.executeEach(ctx, c, req), nil
+		return e.items.executeEach(ctx, c, req), nil
 	}
 	if !req.HasPartitionKey {
 		return nil, errPartitionKeyRequired
@@ -32,7 +32,7 @@ func (e *Engine) ExecuteBatch(ctx context.Context, req *BatchRequest) (*BatchRes
 		return nil, outsidePartition(req.PartitionKey, req.Partition)
 	}
 	for {
-		res, again, err := e.executeAtomic(ctx, req)
+		res, again, err := e.items.executeAtomic(ctx, req)
 		if !again {
 			return res, err
 		}
@@ -46,8 +46,8 @@ func (e *Engine) ExecuteBatch(ctx context.Context, req *BatchRequest) (*BatchRes
 // the cached container's partition key) is refused only if the cache is
 // current, else again is true and the caller runs it on the current
 // container.
-func (e *Engine) executeAtomic(ctx context.Context, req *BatchRequest) (_ *BatchResult, again bool, _ error) {
-	c, err := e.CachedContainer(ctx, req.Database, req.Container)
+func (w itemWriter) executeAtomic(ctx context.Context, req *BatchRequest) (_ *BatchResult, again bool, _ error) {
+	c, _, err := w.seam.cachedContainer(ctx, req.Database, req.Container)
 	if err != nil {
 		return nil, false, err
 	}
@@ -78,9 +78,9 @@ func (e *Engine) executeAtomic(ctx context.Context, req *BatchRequest) (_ *Batch
 		}
 		return nil
 	}
-	err = e.seam.inPartition(ctx, c, req.PartitionKey, batchItemIDs(req.Operations), fn)
+	err = w.seam.inPartition(ctx, c, req.PartitionKey, batchItemIDs(req.Operations), fn)
 	if err != nil && tx == nil {
-		moved, cerr := e.seam.containerMoved(ctx, req.Database, req.Container, c)
+		moved, cerr := w.seam.containerMoved(ctx, req.Database, req.Container, c)
 		if cerr != nil {
 			return nil, false, cerr
 		}
@@ -99,12 +99,12 @@ func (e *Engine) executeAtomic(ctx context.Context, req *BatchRequest) (_ *Batch
 }
 
 // executeEach runs every operation of a bulk request in its own transaction.
-func (e *Engine) executeEach(ctx context.Context, c *Container, req *BatchRequest) *BatchResult {
+func (w itemWriter) executeEach(ctx context.Context, c *Container, req *BatchRequest) *BatchResult {
 	res := &BatchResult{Results: make([]BatchOperationResult, len(req.Operations))}
 	var failed atomic.Bool
 	run := func(i int) {
 		op := &req.Operations[i]
-		r, err := e.runAlone(ctx, c, req, op)
+		r, err := w.runAlone(ctx, c, req, op)
 		if err != nil {
 			ce, ok := AsError(err)
 			if !ok {

@@ -177,20 +177,20 @@ func (cat *catalog) stamp(props map[string]any, rid, self string, lsn, salt uint
 // inDatabase runs fn on database db (by name or RID) holding the catalog:
 // for a change when write is set, else for a read of the store as it is
 // now.
-func inDatabase[T any](ctx context.Context, e *Engine, db string, write bool, fn func(d *Database) (T, error)) (T, error) {
+func inDatabase[T any](ctx context.Context, cat *catalog, db string, write bool, fn func(d *Database) (T, error)) (T, error) {
 	var zero T
 	if write {
-		if err := e.catMu.Lock(ctx); err != nil {
+		if err := cat.catMu.Lock(ctx); err != nil {
 			return zero, err
 		}
-		defer e.catMu.Unlock()
+		defer cat.catMu.Unlock()
 	} else {
-		if err := e.catMu.RLockCurrent(ctx); err != nil {
+		if err := cat.catMu.RLockCurrent(ctx); err != nil {
 			return zero, err
 		}
-		defer e.catMu.RUnlock()
+		defer cat.catMu.RUnlock()
 	}
-	d, err := e.lookupDatabase(db)
+	d, err := cat.lookupDatabase(db)
 	if err != nil {
 		return zero, err
 	}

@@ -51,7 +51,7 @@ func (e *Engine) CreateContainer(ctx context.Context, dbName string, body []byte
 		normalized["_"+k] = k + "/"
 	}
 	rec := containerRecord{Props: normalized}
-	if n := e.rangeCount(throughput); n > 1 && hashV2(normalized) {
+	if n := initialRangeCount(e.opts.PartitionKeyRanges, throughput); n > 1 && hashV2(normalized) {
 		rec.Ranges = pkranges.New(n, e.now().Unix())
 	} else if n > 1 {
 		rec.Ranges = newRangeSetV1(n, e.now().Unix())
@@ -235,7 +235,7 @@ func (e *Engine) ReadContainer(ctx context.Context, db, name string) (*Resource,
 
 // ListContainers returns the containers of a database, ordered by id.
 func (e *Engine) ListContainers(ctx context.Context, dbName string) ([]*Resource, error) {
-	return inDatabase(ctx, e, dbName, false, func(db *Database) ([]*Resource, error) {
+	return inDatabase(ctx, &e.catalog, dbName, false, func(db *Database) ([]*Resource, error) {
 		out := make([]*Resource, 0, len(db.colls))
 		for _, c := range db.colls {
 			out = append(out, c.Resource())
@@ -253,9 +253,10 @@ func (e *Engine) ReplaceContainer(ctx context.Context, dbName, name string, body
 	if perr != nil {
 		return nil, perr
 	}
-	res, err := e.replaceContainer(ctx, dbName, name, props, ifMatch, false)
+	r := containerReplace{catalog: &e.catalog, rebuilder: &e.rebuilder, search: &e.search, bgCtx: e.bgCtx}
+	res, err := r.replace(ctx, dbName, name, props, ifMatch, false)
 	if err == errReindexNeedsLocks {
-		res, err = e.replaceContainer(ctx, dbName, name, props, ifMatch, true)
+		res, err = r.replace(ctx, dbName, name, props, ifMatch, true)
 	}
 	return res, err
 }
@@ -264,17 +265,30 @@ func (e *Engine) ReplaceContainer(ctx context.Context, dbName, name string, body
 // partition lock, which a change of indexing policy needs.
 var errReindexNeedsLocks = errors.New("engine: the replace changes the indexing policy")
 
-func (e *Engine) replaceContainer(ctx context.Context, dbName, name string, props map[string]any, ifMatch string, locked bool) (*Resource, error) {
+// containerReplace replaces a container's definition: its catalog record,
+// the search indexes its policy names, and the rebuilds of its index and
+// item expiry that a new indexing policy or defaultTtl needs. It holds the
+// parts it changes, not the engine.
+type containerReplace struct {
+	catalog   *catalog
+	rebuilder *rebuilder
+	search    *searchIndexes
+	// bgCtx is the engine's background context: the rebuilds are the
+	// engine's, not the request's.
+	bgCtx context.Context
+}
+
+func (r containerReplace) replace(ctx context.Context, dbName, name string, props map[string]any, ifMatch string, locked bool) (*Resource, error) {
 	if locked {
 		// Partition locks before the catalog lock: writers take them in the
 		// other order never (their catalog lookups come before).
-		defer e.rebuilder.lockAllPartitions()()
+		defer r.rebuilder.lockAllPartitions()()
 	}
-	if err := e.catMu.Lock(ctx); err != nil {
+	if err := r.catalog.catMu.Lock(ctx); err != nil {
 		return nil, err
 	}
-	defer e.catMu.Unlock()
-	prev, lerr := e.lookupContainer(dbName, name)
+	defer r.catalog.catMu.Unlock()
+	prev, lerr := r.catalog.lookupContainer(dbName, name)
 	if lerr != nil {
 		return nil, lerr
 	}
@@ -295,23 +309,23 @@ func (e *Engine) replaceContainer(ctx context.Context, dbName, name string, prop
 	if (reindex || reexpire) && !locked {
 		return nil, errReindexNeedsLocks
 	}
-	lsn, err := e.seq.allocate(ctx)
+	lsn, err := r.catalog.lsns.allocate(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer e.seq.finish(lsn)
+	defer r.catalog.lsns.finish(lsn)
 	for _, k := range []string{"_rid", "_self", "_docs", "_sprocs", "_triggers", "_udfs", "_conflicts"} {
 		normalized[k] = prev.record.Props[k]
 	}
 	normalized["_etag"] = formatETag(lsn, 0)
-	normalized["_ts"] = e.now().Unix()
+	normalized["_ts"] = r.catalog.now().Unix()
 	var c *Container
-	err = e.changeCatalog(ctx, func(b storage.Batch) (err error) {
-		c, err = e.storeContainer(b, prev.db, containerRecord{Props: normalized, Offer: prev.offer, Ranges: prev.record.Ranges})
+	err = r.catalog.changeCatalog(ctx, func(b storage.Batch) (err error) {
+		c, err = r.catalog.storeContainer(b, prev.db, containerRecord{Props: normalized, Offer: prev.offer, Ranges: prev.record.Ranges})
 		if err != nil {
 			return err
 		}
-		if err := e.search.policyReplaced(b, prev, c); err != nil {
+		if err := r.search.policyReplaced(b, prev, c); err != nil {
 			return err
 		}
 		if reexpire {
@@ -331,7 +345,7 @@ func (e *Engine) replaceContainer(ctx context.Context, dbName, name string, prop
 		prev.indexRetired.Store(true)
 		// The rebuild is the engine's: a client that goes away must not
 		// leave the index half rebuilt until the next Open.
-		if err = e.rebuilder.rebuildIndex(e.bgCtx, c); err != nil {
+		if err = r.rebuilder.rebuildIndex(r.bgCtx, c); err != nil {
 			// The mark stays: the next Open finishes the rebuild.
 			c.indexRetired.Store(true)
 		}
@@ -339,7 +353,7 @@ func (e *Engine) replaceContainer(ctx context.Context, dbName, name string, prop
 	if reexpire {
 		// Built by the engine as the index is: the mark stays when it
 		// fails, and the next Open builds it.
-		if xerr := e.rebuilder.rebuildExpiry(e.bgCtx, c); err == nil {
+		if xerr := r.rebuilder.rebuildExpiry(r.bgCtx, c); err == nil {
 			err = xerr
 		}
 	}
@@ -370,7 +384,7 @@ func (e *Engine) DeleteContainer(ctx context.Context, dbName, name string, ifMat
 	delete(e.offers, c.offer)
 	delete(c.db.colls, c.ID)
 	c.retired.Store(true)
-	e.purgeContainerData(c.rid)
+	e.purger.purge(c.rid)
 	return nil
 }
 
@@ -388,32 +402,10 @@ func (cat *catalog) deleteContainerRecords(ctx context.Context, b storage.Batch,
 	return deleteRange(ctx, cat.store, b, keys.ChildContainerPrefix(c.rid), nil)
 }
 
-// purgeContainerData deletes a dropped container's items, feeds and indexes
-// in the background, in chunks, so a large container does not stall the
-// catalog. Its RID is never reused, so the leftovers are unreachable meanwhile.
-func (e *Engine) purgeContainerData(collRID []byte) {
-	e.presence.drop(collRID)
-	e.feedReads.Delete(string(collRID))
-	e.search.drop(collRID)
-	e.bg.Add(1)
-	go func() {
-		defer e.bg.Done()
-		// A purge runs to its end, Close waiting for it: cut short, its
-		// leftovers would stay unreachable for good.
-		ctx := context.WithoutCancel(e.bgCtx)
-		for _, p := range [][]byte{keys.ItemContainerPrefix(collRID), keys.FeedPrefix(collRID), keys.RIDPrefix(collRID),
-			keys.VersionPrefix(collRID), keys.ExpiryPrefix(collRID), keys.IndexPrefix(collRID), keys.UniquePrefix(collRID), keys.IndexRebuild(collRID), keys.ExpiryRebuild(collRID), keys.OrderPrefix(collRID), keys.SearchPrefix(collRID)} {
-			if err := purgePrefix(ctx, e.store, p); err != nil {
-				e.log.Warn("purging a deleted container's data failed", "error", err)
-				return
-			}
-		}
-	}()
-}
-
-// rangeCount is how many ranges a container created with t gets.
-func (e *Engine) rangeCount(t *Throughput) int {
-	n := max(e.opts.PartitionKeyRanges, 1)
+// initialRangeCount is how many ranges a container created with t gets,
+// at least atLeast (Options.PartitionKeyRanges).
+func initialRangeCount(atLeast int, t *Throughput) int {
+	n := max(atLeast, 1)
 	switch {
 	case t == nil:
 	case t.Manual > RUPerPartitionKeyRange:

@@ -51,7 +51,7 @@ func (s *scriptCounters) count(kind int, err error) {
 	s[kind][outcomeOf(err)].Add(1)
 }
 
-// refused records a run of kind that admitScript turned away with err: no
+// refused records a run of kind that scriptHost.admit turned away with err: no
 // slot freed up (429), or the request went away while it waited.
 func (s *scriptCounters) refused(kind int, err error) {
 	switch StatusOf(err) {
@@ -62,7 +62,7 @@ func (s *scriptCounters) refused(kind int, err error) {
 	}
 }
 
-// refusedOutcome names the outcome of a run admitScript refused with err.
+// refusedOutcome names the outcome of a run scriptHost.admit refused with err.
 func refusedOutcome(err error) string {
 	if StatusOf(err) == 408 {
 		return ScriptOutcomeCancelled

@@ -78,7 +78,7 @@ func (e *Engine) CreateDatabase(ctx context.Context, body []byte, throughput *Th
 
 // ReadDatabase returns a database by name or RID.
 func (e *Engine) ReadDatabase(ctx context.Context, name string) (*Resource, error) {
-	return inDatabase(ctx, e, name, false, func(d *Database) (*Resource, error) { return d.Resource(), nil })
+	return inDatabase(ctx, &e.catalog, name, false, func(d *Database) (*Resource, error) { return d.Resource(), nil })
 }
 
 // ListDatabases returns every database, ordered by id.
@@ -137,16 +137,16 @@ func (e *Engine) DeleteDatabase(ctx context.Context, name string, ifMatch string
 	delete(e.dbs, db.ID)
 	for _, c := range db.colls {
 		c.retired.Store(true)
-		e.purgeContainerData(c.rid)
+		e.purger.purge(c.rid)
 	}
 	return nil
 }
 
 // deleteDatabasePrincipals records the deletion of a database's users and
 // permissions into b.
-func (e *Engine) deleteDatabasePrincipals(ctx context.Context, b storage.Batch, db *Database) error {
+func (cat *catalog) deleteDatabasePrincipals(ctx context.Context, b storage.Batch, db *Database) error {
 	for _, prefix := range []byte{keys.User, keys.Permission, keys.PrincipalRID} {
-		if err := deleteRange(ctx, e.store, b, []byte{prefix}, db.rid); err != nil {
+		if err := deleteRange(ctx, cat.store, b, []byte{prefix}, db.rid); err != nil {
 			return err
 		}
 	}

@@ -61,7 +61,7 @@ func (e *Engine) CreateClientEncryptionKey(ctx context.Context, db string, body 
 	if err != nil {
 		return nil, err
 	}
-	return inDatabase(ctx, e, db, true, func(d *Database) (*Resource, error) {
+	return inDatabase(ctx, &e.catalog, db, true, func(d *Database) (*Resource, error) {
 		res, _, err := e.createChild(ctx, encryptionKeysOf(d), props, false)
 		return res, err
 	})
@@ -69,7 +69,7 @@ func (e *Engine) CreateClientEncryptionKey(ctx context.Context, db string, body 
 
 // ReadClientEncryptionKey returns a client encryption key by id or RID.
 func (e *Engine) ReadClientEncryptionKey(ctx context.Context, db, id string) (*Resource, error) {
-	return inDatabase(ctx, e, db, false, func(d *Database) (*Resource, error) {
+	return inDatabase(ctx, &e.catalog, db, false, func(d *Database) (*Resource, error) {
 		props, raw, err := encryptionKeysOf(d).read(ctx, e.store, id)
 		if err != nil {
 			return nil, err
@@ -81,7 +81,7 @@ func (e *Engine) ReadClientEncryptionKey(ctx context.Context, db, id string) (*R
 // ListClientEncryptionKeys returns a database's client encryption keys,
 // ordered by id.
 func (e *Engine) ListClientEncryptionKeys(ctx context.Context, db string) ([]*Resource, error) {
-	return inDatabase(ctx, e, db, false, func(d *Database) ([]*Resource, error) {
+	return inDatabase(ctx, &e.catalog, db, false, func(d *Database) ([]*Resource, error) {
 		list, _, err := encryptionKeysOf(d).list(ctx, e.store)
 		return list, err
 	})
@@ -94,7 +94,7 @@ func (e *Engine) ReplaceClientEncryptionKey(ctx context.Context, db, id string, 
 	if err != nil {
 		return nil, err
 	}
-	return inDatabase(ctx, e, db, true, func(d *Database) (*Resource, error) {
+	return inDatabase(ctx, &e.catalog, db, true, func(d *Database) (*Resource, error) {
 		return e.replaceChild(ctx, encryptionKeysOf(d), id, props, ifMatch)
 	})
 }

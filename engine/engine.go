@@ -2,12 +2,9 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"hash/maphash"
 	"log/slog"
-	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/orrery-db/orrery/engine/script"
@@ -98,15 +95,10 @@ type Engine struct {
 	seq     lsnSource
 	seam    seam
 	durable *durability
-	// scripts runs server-side JavaScript; made on first use, since a
-	// runtime pool costs megabytes that a server without scripts never needs.
-	scriptsOnce sync.Once
-	scriptsRun  *script.Runner
-	scriptGate  *scriptGate
-	// scriptsStarted is set once scriptsRun and scriptGate are made.
-	scriptsStarted atomic.Bool
-	// scriptRuns counts script runs by kind and outcome (Stats).
-	scriptRuns scriptCounters
+	// scripts runs stored procedures, triggers and UDFs (scriptexec.go).
+	scripts *scriptHost
+	// items runs item writes alone and in batches (operation.go).
+	items itemWriter
 	// feedReads holds, by container RID, the furthest position a
 	// change-feed read was answered up to (*atomic.Uint64; Stats).
 	feedReads feedReads
@@ -151,6 +143,8 @@ type Engine struct {
 
 	// search holds the containers' open search indexes (searchindex.go).
 	search searchIndexes
+	// purger deletes what a dropped container leaves (containerpurge.go).
+	purger containerPurger
 }
 
 // Close stops the TTL sweeper and waits for background work (sweeping,
@@ -164,21 +158,6 @@ func (e *Engine) Close() error {
 	return nil
 }
 
-// scripts returns the script runner, starting it on first use.
-func (e *Engine) scripts() *script.Runner {
-	e.scriptsOnce.Do(func() {
-		e.scriptsRun = script.NewRunner(e.opts.ScriptLimits)
-		n := e.opts.MaxConcurrentScripts
-		if n <= 0 {
-			n = max(1, runtime.GOMAXPROCS(0)/2)
-		}
-		timeout := e.scriptsRun.Limits().Timeout
-		e.scriptGate = newScriptGate(n, max(1, n/2), min(scriptQuantum, timeout/2), timeout)
-		e.scriptsStarted.Store(true)
-	})
-	return e.scriptsRun
-}
-
 // ScriptStats is how many stored procedures and triggers run and wait for a
 // slot at one moment.
 type ScriptStats struct {
@@ -189,43 +168,8 @@ type ScriptStats struct {
 // ScriptStats reports how many stored procedures and triggers run and wait
 // for a slot now, for metrics and tests.
 func (e *Engine) ScriptStats() ScriptStats {
-	e.scripts()
-	running, waiting := e.scriptGate.stats()
+	running, waiting := e.scripts.stats()
 	return ScriptStats{Running: running, Waiting: waiting}
-}
-
-// scriptQuantum is how long a script may run in a short slot.
-const scriptQuantum = 50 * time.Millisecond
-
-// admitScript waits for a slot to run a stored procedure or trigger in the
-// logical partition pk of c, its turn among the partitions waiting. The
-// wait counts against the script's time budget: the returned context ends
-// with it. release takes the error the run ended with.
-func (e *Engine) admitScript(parent context.Context, c *Container, pk PartitionKey) (ctx context.Context, release func(error), err error) {
-	budget := e.scripts().Limits().Timeout
-	p, perr := c.partition(pk)
-	if perr != nil {
-		return nil, nil, perr
-	}
-	key := string(c.rid) + string(p.enc)
-	ctx, cancel := context.WithTimeoutCause(parent, budget,
-		fmt.Errorf("the script exceeded its time budget of %v, counting its wait for a slot", budget))
-	s, aerr := e.scriptGate.acquire(ctx, key)
-	if aerr != nil {
-		cancel()
-		if parent.Err() != nil {
-			return nil, nil, &Error{Status: 408, Code: "RequestTimeout", Message: "The request was cancelled while waiting for a script slot."}
-		}
-		return nil, nil, &Error{Status: 429, Code: "TooManyRequests",
-			Message: fmt.Sprintf("Too many scripts are running: no slot for this one freed up within its time budget (%v). Retry later.", budget)}
-	}
-	if s.short {
-		ctx = script.WithQuantum(ctx, e.scriptGate.quantum)
-	}
-	return ctx, func(err error) {
-		e.scriptGate.release(s, s.short && StatusOf(err) == 429)
-		cancel()
-	}, nil
 }
 
 // SessionLSN is the sequence number every committed write is at or below:

@@ -41,9 +41,10 @@ func TestFilesPointBackUpNoMoreThanTheCeiling(t *testing.T) {
 	}
 }
 
-// engineFileArrows type-checks the package's non-test files and returns
-// every arrow between two of its files and those of them in a cycle.
-func engineFileArrows(t *testing.T) (arrows, back [][2]string) {
+// typeCheckEngine type-checks the package's non-test files: the package,
+// its files' names in the order go list gives them, and what each name
+// used refers to.
+func typeCheckEngine(t *testing.T) (fset *token.FileSet, pkg *types.Package, names []string, info *types.Info) {
 	t.Helper()
 	out, err := exec.Command("go", "list", "-json", "-export", "-deps", ".").Output()
 	if err != nil {
@@ -72,7 +73,7 @@ func engineFileArrows(t *testing.T) (arrows, back [][2]string) {
 		exports[p.ImportPath] = p.Export
 		self = p // the package named comes last
 	}
-	fset := token.NewFileSet()
+	fset = token.NewFileSet()
 	var files []*ast.File
 	for _, name := range self.GoFiles {
 		f, err := parser.ParseFile(fset, filepath.Join(self.Dir, name), nil, parser.SkipObjectResolution)
@@ -84,11 +85,19 @@ func engineFileArrows(t *testing.T) (arrows, back [][2]string) {
 	conf := types.Config{Importer: importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
 		return os.Open(exports[path])
 	})}
-	info := &types.Info{Uses: map[*ast.Ident]types.Object{}, Selections: map[*ast.SelectorExpr]*types.Selection{}}
-	pkg, err := conf.Check(self.ImportPath, fset, files, info)
+	info = &types.Info{Uses: map[*ast.Ident]types.Object{}, Selections: map[*ast.SelectorExpr]*types.Selection{}}
+	pkg, err = conf.Check(self.ImportPath, fset, files, info)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return fset, pkg, self.GoFiles, info
+}
+
+// engineFileArrows type-checks the package's non-test files and returns
+// every arrow between two of its files and those of them in a cycle.
+func engineFileArrows(t *testing.T) (arrows, back [][2]string) {
+	t.Helper()
+	fset, pkg, goFiles, info := typeCheckEngine(t)
 	fileOf := func(pos token.Pos) string { return filepath.Base(fset.Position(pos).Filename) }
 	edges := map[string]map[string]bool{}
 	add := func(from token.Pos, obj types.Object) {
@@ -112,10 +121,7 @@ func engineFileArrows(t *testing.T) (arrows, back [][2]string) {
 	}
 	// Tarjan's strongly connected components: an arrow points back up
 	// when both its ends are in one component.
-	var names []string
-	for _, name := range self.GoFiles {
-		names = append(names, name)
-	}
+	names := append([]string(nil), goFiles...)
 	sort.Strings(names)
 	index, low, comp := map[string]int{}, map[string]int{}, map[string]int{}
 	onStack := map[string]bool{}

@@ -11,31 +11,31 @@ import (
 )
 
 // The public entry points of item operations. A write reads top to bottom
-// through four files: an entry point here hands the request to itemOperation
-// (operation.go), which validates the body (parseItem, requests.go) and runs the
-// operation as one transaction on its logical partition (inPartition, then
-// put or remove, txn.go), which writes the stored record (storedItem,
-// record.go). A point read reads the record outside any transaction
+// through four files: an entry point here hands the request to the item
+// writer (itemWriter.operation, operation.go), which validates the body
+// (parseItem, requests.go) and runs the operation as one transaction on its
+// logical partition (the seam's inPartition, then put or remove, txn.go),
+// which writes the stored record (storedItem, record.go). A point read reads the record outside any transaction
 // (pointRead, localseam.go).
 
 // CreateItem creates an item; 409 when its id exists in the logical partition.
 func (e *Engine) CreateItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
-	return e.itemOperation(ctx, BatchCreate, req)
+	return e.items.operation(ctx, BatchCreate, req)
 }
 
 // UpsertItem creates the item or replaces it (honouring If-Match when given).
 func (e *Engine) UpsertItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
-	return e.itemOperation(ctx, BatchUpsert, req)
+	return e.items.operation(ctx, BatchUpsert, req)
 }
 
 // ReplaceItem replaces an existing item; 404 when absent, 412 on a stale If-Match.
 func (e *Engine) ReplaceItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
-	return e.itemOperation(ctx, BatchReplace, req)
+	return e.items.operation(ctx, BatchReplace, req)
 }
 
 // DeleteItem deletes an item; 404 when absent, 412 on a stale If-Match.
 func (e *Engine) DeleteItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
-	return e.itemOperation(ctx, BatchDelete, req)
+	return e.items.operation(ctx, BatchDelete, req)
 }
 
 // ReadItem reads an item by id and partition key.

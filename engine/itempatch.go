@@ -7,5 +7,5 @@ import "context"
 // the patch's condition is false on the current item, 400 when an operation
 // cannot apply; on any error nothing changes. The result is the whole new item.
 func (e *Engine) PatchItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
-	return e.itemOperation(ctx, BatchPatch, req)
+	return e.items.operation(ctx, BatchPatch, req)
 }

@@ -63,7 +63,7 @@ func (l localSeam) containerScripts(ctx context.Context, db, coll string, kind S
 	}
 	props := make([]map[string]any, len(ids))
 	for i, id := range ids {
-		if props[i], _, err = l.e.readScript(ctx, c, kind, id); err != nil {
+		if props[i], _, err = readScript(ctx, l.e.store, c, kind, id); err != nil {
 			return nil, nil, err
 		}
 	}

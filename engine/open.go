@@ -69,6 +69,9 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, erro
 	e.presence = presenceFilters{store: store, locks: e.locks[:], stop: e.stop, ctx: e.bgCtx, bg: &e.bg}
 	e.rebuilder = rebuilder{store: store, catalog: &e.catalog, seam: e.seam, log: e.log, locks: e.locks[:]}
 	e.search = newSearchIndexes(e.bgCtx, &e.bg, store, e.log, e.now, func(c *Container) (*Container, error) { return e.successor(e.bgCtx, c) })
+	e.purger = containerPurger{store: store, log: e.log, presence: &e.presence, feedReads: &e.feedReads, search: &e.search, ctx: e.bgCtx, bg: &e.bg}
+	e.scripts = &scriptHost{limits: opts.ScriptLimits, maxConcurrent: opts.MaxConcurrentScripts, seam: e.seam, queries: procedureQueries{e}}
+	e.items = itemWriter{seam: e.seam, scripts: e.scripts}
 	e.cursors = newCursorCache(e.now)
 	if n := opts.MaxCostlyQueries; n >= 0 {
 		if n == 0 {

@@ -10,12 +10,21 @@ import (
 // or delete runs the same operation, in a transaction of its own, that a
 // batch runs among others in one transaction.
 
-// itemOperation runs the single-item write typ of req (a BatchCreate ...
+// itemWriter runs item writes: one alone (with its triggers, if any), the
+// operations of a batch, the deletes of a partition key. It holds the seam,
+// for the container's lookup and the partition transaction, and the script
+// host, for triggers; not the engine.
+type itemWriter struct {
+	seam    seam
+	scripts *scriptHost
+}
+
+// operation runs the single-item write typ of req (a BatchCreate ...
 // BatchDelete) through runAlone.
-func (e *Engine) itemOperation(ctx context.Context, typ string, req *ItemRequest) (*ItemResult, error) {
+func (w itemWriter) operation(ctx context.Context, typ string, req *ItemRequest) (*ItemResult, error) {
 	resolved := req.resolved().c
 	for {
-		res, again, err := e.itemOperationOnce(ctx, typ, req, resolved)
+		res, again, err := w.operationOnce(ctx, typ, req, resolved)
 		if !again {
 			return res, err
 		}
@@ -23,26 +32,26 @@ func (e *Engine) itemOperation(ctx context.Context, typ string, req *ItemRequest
 	}
 }
 
-// itemOperationOnce is itemOperation on the container as the catalog cache
+// operationOnce is operation on the container as the catalog cache
 // has it now, or resolved (req.Resolved's) when set. On a shared store the cache is checked against the store by
 // the transaction, under its locks; a request refused before it began (a
 // body that does not fit the container's partition key, say) is refused
 // only if the cache is current, else again is true and the caller runs it
 // on the current container.
-func (e *Engine) itemOperationOnce(ctx context.Context, typ string, req *ItemRequest, resolved *Container) (_ *ItemResult, again bool, _ error) {
+func (w itemWriter) operationOnce(ctx context.Context, typ string, req *ItemRequest, resolved *Container) (_ *ItemResult, again bool, _ error) {
 	triggers := len(req.PreTriggers)+len(req.PostTriggers) > 0
 	var c *Container
 	var pre, post []script.Script
 	var err error
 	switch {
 	case triggers:
-		c, pre, post, err = e.containerTriggers(ctx, req.Database, req.Container, req.PreTriggers, req.PostTriggers, triggerOperation(typ))
+		c, pre, post, err = w.scripts.containerTriggers(ctx, req.Database, req.Container, req.PreTriggers, req.PostTriggers, triggerOperation(typ))
 	case resolved != nil && !resolved.retired.Load():
 		// Not replaced or deleted since it was resolved (if it is
 		// later, the transaction starts over with its successor).
 		c = resolved
 	default:
-		c, err = e.CachedContainer(ctx, req.Database, req.Container)
+		c, _, err = w.seam.cachedContainer(ctx, req.Database, req.Container)
 	}
 	if err != nil {
 		return nil, false, err
@@ -68,12 +77,12 @@ func (e *Engine) itemOperationOnce(ctx context.Context, typ string, req *ItemReq
 	var session uint64
 	var begun bool
 	if triggers {
-		r, session, begun, err = e.runWithTriggers(ctx, c, req, op, pre, post)
+		r, session, begun, err = w.scripts.runWithTriggers(ctx, c, req, op, pre, post)
 	} else {
-		r, session, begun, err = e.runAloneSession(ctx, c, &BatchRequest{PartitionKey: req.PartitionKey, HasPartitionKey: req.HasPartitionKey}, op)
+		r, session, begun, err = w.runAloneSession(ctx, c, &BatchRequest{PartitionKey: req.PartitionKey, HasPartitionKey: req.HasPartitionKey}, op)
 	}
 	if err != nil && !begun {
-		moved, cerr := e.seam.containerMoved(ctx, req.Database, req.Container, c)
+		moved, cerr := w.seam.containerMoved(ctx, req.Database, req.Container, c)
 		if cerr != nil {
 			return nil, false, cerr
 		}
@@ -89,15 +98,15 @@ func (e *Engine) itemOperationOnce(ctx context.Context, typ string, req *ItemReq
 
 // runAlone runs one operation in its own transaction, on the operation's
 // partition key, else the request's, else (for writes of an item) the body's.
-func (e *Engine) runAlone(ctx context.Context, c *Container, req *BatchRequest, op *BatchOperation) (BatchOperationResult, error) {
-	r, _, _, err := e.runAloneSession(ctx, c, req, op)
+func (w itemWriter) runAlone(ctx context.Context, c *Container, req *BatchRequest, op *BatchOperation) (BatchOperationResult, error) {
+	r, _, _, err := w.runAloneSession(ctx, c, req, op)
 	return r, err
 }
 
 // runAloneSession is runAlone, and the session LSN its commit read (see
 // ItemResult.SessionLSN); begun reports that the operation ran in a
 // transaction (it was not refused before).
-func (e *Engine) runAloneSession(ctx context.Context, c *Container, req *BatchRequest, op *BatchOperation) (_ BatchOperationResult, session uint64, begun bool, _ error) {
+func (w itemWriter) runAloneSession(ctx context.Context, c *Container, req *BatchRequest, op *BatchOperation) (_ BatchOperationResult, session uint64, begun bool, _ error) {
 	if op.invalid != nil {
 		return BatchOperationResult{}, 0, false, op.invalid
 	}
@@ -128,7 +137,7 @@ func (e *Engine) runAloneSession(ctx context.Context, c *Container, req *BatchRe
 	if op.item != nil {
 		a.ids[0] = op.item.id
 	}
-	err := e.seam.inPartition(ctx, c, pk, a.ids[:], a.run)
+	err := w.seam.inPartition(ctx, c, pk, a.ids[:], a.run)
 	if a.tx != nil {
 		session = a.tx.session
 	}

@@ -38,7 +38,7 @@ func (e *Engine) DeleteAllItemsByPartitionKey(ctx context.Context, dbName, collN
 		if err != nil {
 			return deleted, err
 		}
-		n, err := e.deleteItemKeys(ctx, c, keys)
+		n, err := e.items.deleteKeys(ctx, c, keys)
 		deleted += n
 		if err != nil {
 			return deleted, err
@@ -67,9 +67,9 @@ func collectKeys(ctx context.Context, r storage.Reader, lower, upper []byte, n i
 	return keys, nil, it.Err()
 }
 
-// deleteItemKeys deletes the items at keys (in key order, so grouped by
+// deleteKeys deletes the items at keys (in key order, so grouped by
 // logical partition), one transaction per partition.
-func (e *Engine) deleteItemKeys(ctx context.Context, c *Container, keys [][]byte) (int, error) {
+func (w itemWriter) deleteKeys(ctx context.Context, c *Container, keys [][]byte) (int, error) {
 	deleted := 0
 	for len(keys) > 0 {
 		_, pkEnc, ok := c.splitItemKey(keys[0])
@@ -91,7 +91,7 @@ func (e *Engine) deleteItemKeys(ctx context.Context, c *Container, keys [][]byte
 			return deleted, err
 		}
 		n := 0
-		err = e.inPartition(ctx, c, pk, func(t *txn) error {
+		err = w.seam.inPartition(ctx, c, pk, nil, func(t *txn) error {
 			n = 0
 			for _, k := range group {
 				id, _, _ := c.splitItemKey(k)

@@ -182,7 +182,7 @@ func (e *Engine) querySnapshot(ctx context.Context, req *QueryRequest) (*Contain
 		}
 		return c, snap, 0, nil
 	}
-	c, snap, _, watermark, err := e.itemsSnapshot(ctx, req.Database, req.Container, nil, 0)
+	c, snap, _, watermark, err := e.seam.itemsSnapshot(ctx, req.Database, req.Container, nil, 0)
 	return c, snap, watermark, err
 }
 

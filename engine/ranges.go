@@ -11,10 +11,10 @@ import (
 // Partition key ranges. Items are stored in effective-partition-key order, so
 // a physical partition key range is a span of keys: ranges are metadata over
 // that key space, kept in the container's catalog record. A container starts
-// with as many ranges as the service gives its throughput (rangeCount; or
-// Options.PartitionKeyRanges when that is more), cut evenly over the space
-// of its hash partitioning version; a
-// split replaces one range by two children whose parents name it. The change
+// with as many ranges as the service gives its throughput
+// (initialRangeCount; or Options.PartitionKeyRanges when that is more), cut
+// evenly over the space of its hash partitioning version; a split replaces
+// one range by two children whose parents name it. The change
 // feed numbers every change of a container in one sequence, so a child range
 // resumes from its parent's continuation as is: it reads the same positions,
 // restricted to its own keys.

@@ -18,7 +18,7 @@ import (
 // that is gone, and the bounds of effective partition keys a range and the
 // x-ms-start-epk/x-ms-end-epk headers put on a read, a query or a feed.
 // Splits are in ranges.go; how many ranges a new container gets, in
-// containers.go (rangeCount).
+// containers.go (initialRangeCount).
 
 // RUPerPartitionKeyRange is the throughput one physical range serves, as the
 // service counts it: a container created with more gets more ranges.

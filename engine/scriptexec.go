@@ -4,8 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -51,11 +56,93 @@ type ExecuteResult struct {
 	SessionLSN uint64
 }
 
-// ExecuteStoredProcedure runs a stored procedure in one logical partition,
-// as one transaction: all its writes commit together, or none does when it
-// throws, runs out of time or memory.
-func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest) (*ExecuteResult, error) {
-	c, props, err := e.containerScript(ctx, req.Database, req.Container, StoredProcedures, req.ID)
+// scriptHost runs server-side JavaScript: stored procedures and triggers in
+// their partition's transaction, admitted by the script gate, and the
+// runtime UDFs run on. It holds the seam (for the partition transaction and
+// the scripts' reads) and the queries a script makes, not the engine.
+type scriptHost struct {
+	limits script.Limits
+	// maxConcurrent is Options.MaxConcurrentScripts.
+	maxConcurrent int
+	seam          seam
+	queries       scriptQueries
+	// The runner and the gate are made on first use, since a runtime pool
+	// costs megabytes that a server without scripts never needs.
+	once sync.Once
+	run  *script.Runner
+	gate *scriptGate
+	// started is set once run and gate are made.
+	started atomic.Bool
+	// runs counts script runs by kind and outcome (Stats).
+	runs scriptCounters
+}
+
+// scriptQueries is the engine's query work as a script reaches it: a query
+// run over the partition's items as the script's transaction sees them (r,
+// under scope), which may call the container's user-defined functions.
+type scriptQueries interface {
+	queryInPartition(ctx context.Context, c *Container, r storage.Reader, scope []byte, req *QueryRequest) (*QueryResult, error)
+}
+
+// runner returns the script runner, starting it on first use.
+func (h *scriptHost) runner() *script.Runner {
+	h.once.Do(func() {
+		h.run = script.NewRunner(h.limits)
+		n := h.maxConcurrent
+		if n <= 0 {
+			n = max(1, runtime.GOMAXPROCS(0)/2)
+		}
+		timeout := h.run.Limits().Timeout
+		h.gate = newScriptGate(n, max(1, n/2), min(scriptQuantum, timeout/2), timeout)
+		h.started.Store(true)
+	})
+	return h.run
+}
+
+// stats is how many stored procedures and triggers run and wait for a
+// slot now.
+func (h *scriptHost) stats() (running, waiting int) {
+	h.runner()
+	return h.gate.stats()
+}
+
+// scriptQuantum is how long a script may run in a short slot.
+const scriptQuantum = 50 * time.Millisecond
+
+// admit waits for a slot to run a stored procedure or trigger in the
+// logical partition pk of c, its turn among the partitions waiting. The
+// wait counts against the script's time budget: the returned context ends
+// with it. release takes the error the run ended with.
+func (h *scriptHost) admit(parent context.Context, c *Container, pk PartitionKey) (ctx context.Context, release func(error), err error) {
+	budget := h.runner().Limits().Timeout
+	p, perr := c.partition(pk)
+	if perr != nil {
+		return nil, nil, perr
+	}
+	key := string(c.rid) + string(p.enc)
+	ctx, cancel := context.WithTimeoutCause(parent, budget,
+		fmt.Errorf("the script exceeded its time budget of %v, counting its wait for a slot", budget))
+	s, aerr := h.gate.acquire(ctx, key)
+	if aerr != nil {
+		cancel()
+		if parent.Err() != nil {
+			return nil, nil, &Error{Status: 408, Code: "RequestTimeout", Message: "The request was cancelled while waiting for a script slot."}
+		}
+		return nil, nil, &Error{Status: 429, Code: "TooManyRequests",
+			Message: fmt.Sprintf("Too many scripts are running: no slot for this one freed up within its time budget (%v). Retry later.", budget)}
+	}
+	if s.short {
+		ctx = script.WithQuantum(ctx, h.gate.quantum)
+	}
+	return ctx, func(err error) {
+		h.gate.release(s, s.short && StatusOf(err) == 429)
+		cancel()
+	}, nil
+}
+
+// executeProcedure is ExecuteStoredProcedure.
+func (h *scriptHost) executeProcedure(ctx context.Context, req *ExecuteRequest) (*ExecuteResult, error) {
+	c, props, err := h.containerScript(ctx, req.Database, req.Container, StoredProcedures, req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -72,9 +159,9 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest
 		attribute.String("db.namespace", c.db.ID), attribute.String("db.collection.name", c.ID),
 		attribute.String("orrery.script.id", req.ID)))
 	defer span.End()
-	ctx, release, err := e.admitScript(ctx, c, pk)
+	ctx, release, err := h.admit(ctx, c, pk)
 	if err != nil {
-		e.scriptRuns.refused(kindProcedure, err)
+		h.runs.refused(kindProcedure, err)
 		span.SetAttributes(attribute.String("orrery.script.outcome", refusedOutcome(err)))
 		span.SetStatus(codes.Error, err.Error())
 		return nil, err
@@ -82,12 +169,12 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest
 	span.AddEvent("admitted")
 	var res script.Result
 	var tx *txn
-	err = e.inPartition(ctx, c, pk, func(t *txn) error {
+	err = h.seam.inPartition(ctx, c, pk, nil, func(t *txn) error {
 		tx = t
-		coll := &scriptCollection{e: e, t: t}
+		coll := &scriptCollection{queries: h.queries, t: t}
 		var rerr error
-		res, rerr = e.scripts().Execute(ctx, sp, req.Args, coll, script.ExecuteOptions{EnableLogging: req.EnableLogging})
-		e.scriptRuns.count(kindProcedure, rerr)
+		res, rerr = h.runner().Execute(ctx, sp, req.Args, coll, script.ExecuteOptions{EnableLogging: req.EnableLogging})
+		h.runs.count(kindProcedure, rerr)
 		span.SetAttributes(attribute.String("orrery.script.outcome", scriptOutcomes[outcomeOf(rerr)]))
 		return scriptError(rerr)
 	})
@@ -105,8 +192,8 @@ func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest
 
 // containerScript looks up a container and reads one of its scripts (see
 // containerScripts).
-func (e *Engine) containerScript(ctx context.Context, db, coll string, kind ScriptKind, id string) (*Container, map[string]any, error) {
-	c, props, err := e.containerScripts(ctx, db, coll, kind, []string{id})
+func (h *scriptHost) containerScript(ctx context.Context, db, coll string, kind ScriptKind, id string) (*Container, map[string]any, error) {
+	c, props, err := h.containerScripts(ctx, db, coll, kind, []string{id})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -117,15 +204,15 @@ func (e *Engine) containerScript(ctx context.Context, db, coll string, kind Scri
 // one is missing. On a shared store the cached container's check against
 // the catalog's version and the scripts' reads are one statement, as a
 // point read's are.
-func (e *Engine) containerScripts(ctx context.Context, db, coll string, kind ScriptKind, ids []string) (*Container, []map[string]any, error) {
-	return e.seam.containerScripts(ctx, db, coll, kind, ids)
+func (h *scriptHost) containerScripts(ctx context.Context, db, coll string, kind ScriptKind, ids []string) (*Container, []map[string]any, error) {
+	return h.seam.containerScripts(ctx, db, coll, kind, ids)
 }
 
 // scriptCollection is the logical partition a script runs in: every call
 // reads and writes through the script's transaction.
 type scriptCollection struct {
-	e *Engine
-	t *txn
+	queries scriptQueries
+	t       *txn
 }
 
 // SelfLink is the container's RID link.
@@ -204,13 +291,8 @@ func (sc *scriptCollection) QueryDocuments(ctx context.Context, q script.Query, 
 		size = MaxPageSize
 	}
 	req := &QueryRequest{Query: q.Text, Params: params, MaxItems: size, Continuation: opts.Continuation}
-	if strings.Contains(strings.ToLower(q.Text), "udf.") {
-		udfs := sc.e.newUDFResolver(ctx, t.p.c)
-		defer udfs.close()
-		req.UDF = udfs
-	}
 	// The procedure's own budget bounds its queries: ctx ends with it.
-	res, err := sc.e.queryIn(ctx, t.p.c, t.b, t.p.prefix, req, nil, pageBounds{})
+	res, err := sc.queries.queryInPartition(ctx, t.p.c, t.b, t.p.prefix, req)
 	if err != nil {
 		return script.Page{}, err
 	}
@@ -270,7 +352,7 @@ func (sc *scriptCollection) DeleteDocument(ctx context.Context, link string, opt
 // containerTriggers looks up a container and loads the triggers a write
 // names, checking each exists, has the right type and applies to the
 // operation (see containerScripts).
-func (e *Engine) containerTriggers(ctx context.Context, db, coll string, preIDs, postIDs []string, operation string) (c *Container, pre, post []script.Script, err error) {
+func (h *scriptHost) containerTriggers(ctx context.Context, db, coll string, preIDs, postIDs []string, operation string) (c *Container, pre, post []script.Script, err error) {
 	trim := func(ids []string) []string {
 		var out []string
 		for _, id := range ids {
@@ -281,7 +363,7 @@ func (e *Engine) containerTriggers(ctx context.Context, db, coll string, preIDs,
 		return out
 	}
 	preIDs, postIDs = trim(preIDs), trim(postIDs)
-	c, props, err := e.containerScripts(ctx, db, coll, Triggers, append(slices.Clip(preIDs), postIDs...))
+	c, props, err := h.containerScripts(ctx, db, coll, Triggers, append(slices.Clip(preIDs), postIDs...))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -328,7 +410,7 @@ func triggerOperation(typ string) string {
 // write more, and a throw in either aborts everything. On a shared store
 // the item the request names is read with the transaction's locks; session
 // is the LSN its commit read, begun reports that the transaction began.
-func (e *Engine) runWithTriggers(ctx context.Context, c *Container, req *ItemRequest, op *BatchOperation, pre, post []script.Script) (r BatchOperationResult, session uint64, begun bool, err error) {
+func (h *scriptHost) runWithTriggers(ctx context.Context, c *Container, req *ItemRequest, op *BatchOperation, pre, post []script.Script) (r BatchOperationResult, session uint64, begun bool, err error) {
 	operation := triggerOperation(op.Type)
 	pk, hasPK := req.PartitionKey, req.HasPartitionKey
 	if !hasPK && op.Body != nil {
@@ -341,19 +423,19 @@ func (e *Engine) runWithTriggers(ctx context.Context, c *Container, req *ItemReq
 	if !hasPK {
 		return r, 0, false, errPartitionKeyRequired
 	}
-	ctx, release, err := e.admitScript(ctx, c, pk)
+	ctx, release, err := h.admit(ctx, c, pk)
 	if err != nil {
-		e.scriptRuns.refused(kindTrigger, err)
+		h.runs.refused(kindTrigger, err)
 		return r, 0, false, err
 	}
 	defer func() { release(err) }()
 	var tx *txn
 	fn := func(t *txn) error {
 		tx = t
-		coll := &scriptCollection{e: e, t: t}
+		coll := &scriptCollection{queries: h.queries, t: t}
 		for _, trig := range pre {
-			body, err := e.scripts().RunPreTrigger(ctx, trig, script.Request{OperationType: operation, Body: op.Body}, coll)
-			e.scriptRuns.count(kindTrigger, err)
+			body, err := h.runner().RunPreTrigger(ctx, trig, script.Request{OperationType: operation, Body: op.Body}, coll)
+			h.runs.count(kindTrigger, err)
 			if err != nil {
 				return scriptError(err)
 			}
@@ -365,8 +447,8 @@ func (e *Engine) runWithTriggers(ctx context.Context, c *Container, req *ItemReq
 			return err
 		}
 		for _, trig := range post {
-			body, err := e.scripts().RunPostTrigger(ctx, trig, script.Request{OperationType: operation, Body: op.Body}, r.Body, coll)
-			e.scriptRuns.count(kindTrigger, err)
+			body, err := h.runner().RunPostTrigger(ctx, trig, script.Request{OperationType: operation, Body: op.Body}, r.Body, coll)
+			h.runs.count(kindTrigger, err)
 			if err != nil {
 				return scriptError(err)
 			}
@@ -378,9 +460,17 @@ func (e *Engine) runWithTriggers(ctx context.Context, c *Container, req *ItemReq
 	}
 	// On a shared store the item is read with the locks (a pre-trigger
 	// that changes its id reads the new one itself).
-	err = e.seam.inPartition(ctx, c, pk, []string{opItemID(op)}, fn)
+	err = h.seam.inPartition(ctx, c, pk, []string{opItemID(op)}, fn)
 	if tx != nil {
 		session, begun = tx.session, true
 	}
 	return r, session, begun, err
+}
+
+// scriptOf is the script a stored script resource holds.
+func scriptOf(props map[string]any) script.Script {
+	id, _ := props["id"].(string)
+	body, _ := props["body"].(string)
+	etag, _ := props["_etag"].(string)
+	return script.Script{ID: id, Body: body, ETag: etag}
 }

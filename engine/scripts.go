@@ -7,6 +7,7 @@ import (
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/engine/script"
+	"github.com/orrery-db/orrery/storage"
 )
 
 // validateScript checks a script body and, for triggers, its type and operation.
@@ -64,13 +65,13 @@ func decodeScript(kind ScriptKind, body []byte) (map[string]any, error) {
 
 // changeInContainer runs fn on container db/coll (by names or RIDs)
 // holding the catalog for a change.
-func changeInContainer[T any](ctx context.Context, e *Engine, db, coll string, fn func(c *Container) (T, error)) (T, error) {
+func changeInContainer[T any](ctx context.Context, cat *catalog, db, coll string, fn func(c *Container) (T, error)) (T, error) {
 	var zero T
-	if err := e.catMu.Lock(ctx); err != nil {
+	if err := cat.catMu.Lock(ctx); err != nil {
 		return zero, err
 	}
-	defer e.catMu.Unlock()
-	c, err := e.lookupContainer(db, coll)
+	defer cat.catMu.Unlock()
+	c, err := cat.lookupContainer(db, coll)
 	if err != nil {
 		return zero, err
 	}
@@ -83,7 +84,7 @@ func (e *Engine) CreateScript(ctx context.Context, db, coll string, kind ScriptK
 	if err != nil {
 		return nil, err
 	}
-	return changeInContainer(ctx, e, db, coll, func(c *Container) (*Resource, error) {
+	return changeInContainer(ctx, &e.catalog, db, coll, func(c *Container) (*Resource, error) {
 		res, _, err := e.createChild(ctx, scriptsOf(c, kind), props, false)
 		return res, err
 	})
@@ -95,16 +96,11 @@ func (e *Engine) ReadScript(ctx context.Context, db, coll string, kind ScriptKin
 	if err != nil {
 		return nil, err
 	}
-	props, raw, err := e.readScript(ctx, c, kind, id)
+	props, raw, err := readScript(ctx, e.store, c, kind, id)
 	if err != nil {
 		return nil, err
 	}
 	return childResource(props, raw), nil
-}
-
-func (e *Engine) listScripts(ctx context.Context, c *Container, kind ScriptKind) ([]*Resource, error) {
-	list, _, err := scriptsOf(c, kind).list(ctx, e.store)
-	return list, err
 }
 
 // ListScripts returns a container's scripts of one kind, ordered by id.
@@ -113,7 +109,8 @@ func (e *Engine) ListScripts(ctx context.Context, db, coll string, kind ScriptKi
 	if err != nil {
 		return nil, err
 	}
-	return e.listScripts(ctx, c, kind)
+	list, _, err := scriptsOf(c, kind).list(ctx, e.store)
+	return list, err
 }
 
 // ReplaceScript replaces a script's body (and a trigger's type and operation).
@@ -122,14 +119,14 @@ func (e *Engine) ReplaceScript(ctx context.Context, db, coll string, kind Script
 	if err != nil {
 		return nil, err
 	}
-	return changeInContainer(ctx, e, db, coll, func(c *Container) (*Resource, error) {
+	return changeInContainer(ctx, &e.catalog, db, coll, func(c *Container) (*Resource, error) {
 		return e.replaceChild(ctx, scriptsOf(c, kind), id, props, ifMatch)
 	})
 }
 
 // DeleteScript deletes a script.
 func (e *Engine) DeleteScript(ctx context.Context, db, coll string, kind ScriptKind, id string, ifMatch string) error {
-	_, err := changeInContainer(ctx, e, db, coll, func(c *Container) (struct{}, error) {
+	_, err := changeInContainer(ctx, &e.catalog, db, coll, func(c *Container) (struct{}, error) {
 		return struct{}{}, e.deleteChild(ctx, scriptsOf(c, kind), id, ifMatch, nil)
 	})
 	return err
@@ -143,13 +140,13 @@ func scriptsOf(c *Container, kind ScriptKind) childSet {
 }
 
 // readScript returns a script's stored props, by id or RID.
-func (e *Engine) readScript(ctx context.Context, c *Container, kind ScriptKind, id string) (map[string]any, []byte, error) {
-	return scriptsOf(c, kind).read(ctx, e.store, id)
+func readScript(ctx context.Context, r storage.Reader, c *Container, kind ScriptKind, id string) (map[string]any, []byte, error) {
+	return scriptsOf(c, kind).read(ctx, r, id)
 }
 
-func scriptOf(props map[string]any) script.Script {
-	id, _ := props["id"].(string)
-	body, _ := props["body"].(string)
-	etag, _ := props["_etag"].(string)
-	return script.Script{ID: id, Body: body, ETag: etag}
+// ExecuteStoredProcedure runs a stored procedure in one logical partition,
+// as one transaction: all its writes commit together, or none does when it
+// throws, runs out of time or memory.
+func (e *Engine) ExecuteStoredProcedure(ctx context.Context, req *ExecuteRequest) (*ExecuteResult, error) {
+	return e.scripts.executeProcedure(ctx, req)
 }

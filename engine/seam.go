@@ -15,6 +15,19 @@ type seam interface {
 	// inPartition runs fn in a transaction of the logical partition pk of
 	// c, holding the partition's write lock. ids names items fn reads
 	// first: a shared store reads them with the locks, in one round trip.
+	// The lock is held while fn reads and decides and until the commit is
+	// applied, not across the fsync: the next writer of a hot partition
+	// builds on the applied state while this one waits for its own fsync,
+	// and is acknowledged only after it (the log is ordered).
+	//
+	// fn may have read writes that are applied but not yet durable, and
+	// what it read goes back to the client: in a batch's Read results, a
+	// stored procedure's body, even the message of an error it threw. A
+	// transaction that commits is answered after its own fsync, which
+	// makes everything it read durable too; one that writes nothing (it
+	// only read, or it failed and is rolled back) waits for the durability
+	// barrier instead, as point reads do, after releasing the partition's
+	// lock.
 	inPartition(ctx context.Context, c *Container, pk PartitionKey, ids []string, fn func(t *txn) error) error
 	// containerMoved reports, after a partition transaction failed before
 	// it began, whether db/coll is no longer c (replaced or deleted on
@@ -25,9 +38,25 @@ type seam interface {
 	// cachedContainer is CachedContainer with the catalog version the
 	// cache answered at (nil on a local store).
 	cachedContainer(ctx context.Context, db, name string) (*Container, []byte, error)
-	// itemsSnapshot is Engine.itemsSnapshot.
+	// itemsSnapshot looks container db/name up and opens the snapshot
+	// that a read of its items (a query page, a change-feed page) runs in,
+	// with the store's watermark as of that snapshot (without a shared
+	// store: 0, or with settle, one above the sequencer's settled
+	// watermark, read before the snapshot is taken). On a shared store the
+	// container comes from the cache and the round trip that opens the
+	// snapshot checks the catalog version and reads the watermark
+	// (Shared.SnapshotAll), along with the keys extra names for the
+	// container (values[i] is extra's i-th key's value, nil when absent;
+	// without a shared store they are read from the snapshot); if the
+	// version moved, the catalog is reloaded and the container looked up
+	// again, so that a container deleted or changed on another gateway is
+	// seen at once. With settle, the snapshot is taken again, for at most
+	// settle, until its watermark covers every write this engine has
+	// finished and, where the store's first snapshot tells it
+	// (storage.Ended), every write any gateway had finished when the read
+	// began.
 	itemsSnapshot(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (*Container, storage.Snapshot, [][]byte, uint64, error)
-	// containerScripts is Engine.containerScripts.
+	// containerScripts is scriptHost.containerScripts.
 	containerScripts(ctx context.Context, db, coll string, kind ScriptKind, ids []string) (*Container, []map[string]any, error)
 	// current reports whether a container a request resolved may be
 	// read without looking it up again: on a local store, unless it was

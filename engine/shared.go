@@ -77,7 +77,8 @@ func (s sharedSeam) notePlacement(c *Container) { s.e.shared.notePlacement(c) }
 
 func (s sharedSeam) placeCount() int { return s.e.shared.placeCount() }
 
-// cachedContainer is Engine.cachedContainer on a shared store.
+// cachedContainer is CachedContainer on a shared store, with the catalog
+// version the cache was at when it answered.
 func (s sharedSeam) cachedContainer(ctx context.Context, db, name string) (*Container, []byte, error) {
 	e := s.e
 	e.catMu.mu.RLock()
@@ -119,7 +120,7 @@ func (s sharedSeam) readItem(ctx context.Context, req *ItemRequest) (*ItemResult
 	for {
 		c, version, err := resolved.c, resolved.version, error(nil)
 		if c == nil {
-			c, version, err = e.cachedContainer(ctx, req.Database, req.Container)
+			c, version, err = s.cachedContainer(ctx, req.Database, req.Container)
 		}
 		resolved = ContainerRef{}
 		if err != nil {
@@ -373,7 +374,7 @@ func (s sharedSeam) sweepWhileLeading(ctx context.Context, interval time.Duratio
 	}
 }
 
-// inPartition is Engine.inPartition on a shared store: the transaction is a
+// inPartition is the partition transaction on a shared store: it is a
 // shared batch holding the partition's lock (and the catalog's, shared)
 // until it commits, and its LSN is the batch's sequence number. ids names
 // the items the transaction reads: they are read as it begins, in the same
@@ -435,7 +436,7 @@ func (s sharedSeam) runShared(ctx context.Context, b storage.SharedBatch, p *par
 	return nil
 }
 
-// itemsSnapshot is Engine.itemsSnapshot on a shared store.
+// itemsSnapshot is the seam's itemsSnapshot on a shared store.
 func (sharedSeam) current(*Container) bool { return false }
 
 func (s sharedSeam) itemsSnapshot(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (c *Container, snap storage.Snapshot, values [][]byte, watermark uint64, err error) {
@@ -448,7 +449,7 @@ func (s sharedSeam) itemsSnapshot(ctx context.Context, db, name string, extra fu
 	var ended uint64
 	first := true
 	for {
-		c, version, err := e.cachedContainer(ctx, db, name)
+		c, version, err := s.cachedContainer(ctx, db, name)
 		if err != nil {
 			return nil, nil, nil, 0, err
 		}
@@ -492,12 +493,12 @@ func (s sharedSeam) itemsSnapshot(ctx context.Context, db, name string, extra fu
 	}
 }
 
-// containerScripts is Engine.containerScripts on a shared store.
+// containerScripts is scriptHost.containerScripts on a shared store.
 func (s sharedSeam) containerScripts(ctx context.Context, db, coll string, kind ScriptKind, ids []string) (*Container, []map[string]any, error) {
 	e := s.e
 	props := make([]map[string]any, len(ids))
 	for {
-		c, version, err := e.cachedContainer(ctx, db, coll)
+		c, version, err := s.cachedContainer(ctx, db, coll)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -522,7 +523,7 @@ func (s sharedSeam) containerScripts(ctx context.Context, db, coll string, kind 
 		for i, id := range ids {
 			if values[1+i] == nil {
 				// Absent by id: the id may be the script's RID.
-				props[i], _, err = e.readScript(ctx, c, kind, id)
+				props[i], _, err = readScript(ctx, e.store, c, kind, id)
 			} else {
 				props[i], _, err = storedProps(values[1+i], nil, kind.singular(), id)
 			}

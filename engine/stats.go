@@ -102,12 +102,12 @@ func (e *Engine) Stats(ctx context.Context) (*Stats, error) {
 	// On a shared store the other gateways' writes are known only through
 	// the watermark.
 	st.NewestLSN = max(st.NewestLSN, st.Watermark)
-	if e.scriptsStarted.Load() {
-		st.ScriptsRunning, st.ScriptsWaiting = e.scriptGate.stats()
+	if e.scripts.started.Load() {
+		st.ScriptsRunning, st.ScriptsWaiting = e.scripts.gate.stats()
 	}
-	for k := range e.scriptRuns {
-		for o := range e.scriptRuns[k] {
-			if n := e.scriptRuns[k][o].Load(); n > 0 {
+	for k := range e.scripts.runs {
+		for o := range e.scripts.runs[k] {
+			if n := e.scripts.runs[k][o].Load(); n > 0 {
 				st.ScriptRuns = append(st.ScriptRuns, ScriptRunCount{Kind: scriptKinds[k], Outcome: scriptOutcomes[o], Count: n})
 			}
 		}

@@ -109,7 +109,7 @@ func holdLSN(t testing.TB, e *Engine, coll, pk string) (lsn uint64, release func
 	ended := make(chan error, 1)
 	free := make(chan struct{})
 	go func() {
-		ended <- e.inPartition(ctx, c, StringKey(pk), func(tx *txn) error {
+		ended <- e.seam.inPartition(ctx, c, StringKey(pk), nil, func(tx *txn) error {
 			if err := tx.allocate(ctx); err != nil {
 				return err
 			}

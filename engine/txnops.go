@@ -140,20 +140,3 @@ func (t *txn) patch(ctx context.Context, id string, p *Patch, ifMatch string) (*
 	}
 	return t.put(ctx, it, stale)
 }
-
-// inPartition runs fn as one transaction on a logical partition. The
-// partition's write lock is held while fn reads and decides and until the
-// commit is applied, not across the fsync: the next writer of a hot
-// partition builds on the applied state while this one waits for its own
-// fsync, and is acknowledged only after it (the log is ordered).
-//
-// fn may have read writes that are applied but not yet durable, and what it
-// read goes back to the client: in a batch's Read results, a stored
-// procedure's body, even the message of an error it threw. A transaction
-// that commits is answered after its own fsync, which makes everything it
-// read durable too; one that writes nothing (it only read, or it failed and
-// is rolled back) waits for the durability barrier instead, as point reads
-// do, after releasing the partition's lock.
-func (e *Engine) inPartition(ctx context.Context, c *Container, pk PartitionKey, fn func(t *txn) error) error {
-	return e.seam.inPartition(ctx, c, pk, nil, fn)
-}

@@ -29,7 +29,7 @@ func (e *Engine) newUDFResolver(ctx context.Context, c *Container) *udfResolver 
 func (u *udfResolver) Call(name string, args []json.RawMessage) (json.RawMessage, error) {
 	fn, ok := u.udfs[name]
 	if !ok {
-		props, _, err := u.e.readScript(u.ctx, u.c, UserFunctions, name)
+		props, _, err := readScript(u.ctx, u.e.store, u.c, UserFunctions, name)
 		if StatusOf(err) == 404 {
 			// The query package's wording for a UDF it cannot resolve.
 			return nil, BadRequest("Unknown function 'udf.%s'. The container has no user-defined function with that id.", name)
@@ -41,14 +41,14 @@ func (u *udfResolver) Call(name string, args []json.RawMessage) (json.RawMessage
 		u.udfs[name] = fn
 	}
 	if u.session == nil {
-		s, err := u.e.scripts().NewUDFSession(u.ctx)
+		s, err := u.e.scripts.runner().NewUDFSession(u.ctx)
 		if err != nil {
 			return nil, scriptError(err)
 		}
 		u.session = s
 	}
 	out, err := u.session.Call(fn, args)
-	u.e.scriptRuns.count(kindUDF, err)
+	u.e.scripts.runs.count(kindUDF, err)
 	return out, scriptError(err)
 }
 

@@ -67,14 +67,16 @@ func (e *Engine) UpsertUser(ctx context.Context, db string, body []byte) (res *R
 	return e.putUser(ctx, db, body, true)
 }
 
-func (e *Engine) putUser(ctx context.Context, db string, body []byte, upsert bool) (*Resource, bool, error) {
+// putUser creates a user in database db, or with upsert replaces the one
+// with the same id; created tells which.
+func (cat *catalog) putUser(ctx context.Context, db string, body []byte, upsert bool) (*Resource, bool, error) {
 	props, err := decodeUser(body)
 	if err != nil {
 		return nil, false, err
 	}
 	created := false
-	res, err := inDatabase(ctx, e, db, true, func(d *Database) (res *Resource, err error) {
-		res, created, err = e.createChild(ctx, e.usersOf(d), props, upsert)
+	res, err := inDatabase(ctx, cat, db, true, func(d *Database) (res *Resource, err error) {
+		res, created, err = cat.createChild(ctx, cat.usersOf(d), props, upsert)
 		return res, err
 	})
 	return res, created, err
@@ -82,7 +84,7 @@ func (e *Engine) putUser(ctx context.Context, db string, body []byte, upsert boo
 
 // ReadUser returns a user by id or RID.
 func (e *Engine) ReadUser(ctx context.Context, db, id string) (*Resource, error) {
-	return inDatabase(ctx, e, db, false, func(d *Database) (*Resource, error) {
+	return inDatabase(ctx, &e.catalog, db, false, func(d *Database) (*Resource, error) {
 		props, raw, err := e.usersOf(d).read(ctx, e.store, id)
 		if err != nil {
 			return nil, err
@@ -93,7 +95,7 @@ func (e *Engine) ReadUser(ctx context.Context, db, id string) (*Resource, error)
 
 // ListUsers returns a database's users, ordered by id.
 func (e *Engine) ListUsers(ctx context.Context, db string) ([]*Resource, error) {
-	return inDatabase(ctx, e, db, false, func(d *Database) ([]*Resource, error) {
+	return inDatabase(ctx, &e.catalog, db, false, func(d *Database) ([]*Resource, error) {
 		list, _, err := e.usersOf(d).list(ctx, e.store)
 		return list, err
 	})
@@ -106,7 +108,7 @@ func (e *Engine) ReplaceUser(ctx context.Context, db, id string, body []byte, if
 	if err != nil {
 		return nil, err
 	}
-	return inDatabase(ctx, e, db, true, func(d *Database) (*Resource, error) {
+	return inDatabase(ctx, &e.catalog, db, true, func(d *Database) (*Resource, error) {
 		return e.replaceChild(ctx, e.usersOf(d), id, props, ifMatch)
 	})
 }
@@ -114,7 +116,7 @@ func (e *Engine) ReplaceUser(ctx context.Context, db, id string, body []byte, if
 // DeleteUser deletes a user and its permissions, which revokes every
 // resource token they issued.
 func (e *Engine) DeleteUser(ctx context.Context, db, id, ifMatch string) error {
-	_, err := inDatabase(ctx, e, db, true, func(d *Database) (struct{}, error) {
+	_, err := inDatabase(ctx, &e.catalog, db, true, func(d *Database) (struct{}, error) {
 		return struct{}{}, e.deleteChild(ctx, e.usersOf(d), id, ifMatch, func(b storage.Batch, user map[string]any) error {
 			perms := permissionsOf(d, user)
 			if err := deleteRange(ctx, e.store, b, perms.prefix, nil); err != nil {
@@ -237,17 +239,20 @@ func (e *Engine) UpsertPermission(ctx context.Context, db, user string, body []b
 	return e.putPermission(ctx, db, user, body, true)
 }
 
-func (e *Engine) putPermission(ctx context.Context, db, user string, body []byte, upsert bool) (*Permission, bool, error) {
+// putPermission creates a permission of user, or with upsert replaces the
+// one with the same id; created tells which. A user holds one permission
+// per resource.
+func (cat *catalog) putPermission(ctx context.Context, db, user string, body []byte, upsert bool) (*Permission, bool, error) {
 	props, err := decodePermission(body)
 	if err != nil {
 		return nil, false, err
 	}
 	created := false
-	p, err := inUser(ctx, e, db, user, true, func(perms childSet) (*Permission, error) {
-		if err := e.checkOnePermissionPerResource(ctx, perms, props); err != nil {
+	p, err := inUser(ctx, cat, db, user, true, func(perms childSet) (*Permission, error) {
+		if err := cat.checkOnePermissionPerResource(ctx, perms, props); err != nil {
 			return nil, err
 		}
-		res, c, err := e.createChild(ctx, perms, props, upsert)
+		res, c, err := cat.createChild(ctx, perms, props, upsert)
 		if err != nil {
 			return nil, err
 		}
@@ -259,9 +264,9 @@ func (e *Engine) putPermission(ctx context.Context, db, user string, body []byte
 
 // inUser runs fn on the permissions of user (by id or RID) of database db,
 // holding the catalog as inDatabase does.
-func inUser[T any](ctx context.Context, e *Engine, db, user string, write bool, fn func(perms childSet) (T, error)) (T, error) {
-	return inDatabase(ctx, e, db, write, func(d *Database) (T, error) {
-		u, _, err := e.usersOf(d).read(ctx, e.store, user)
+func inUser[T any](ctx context.Context, cat *catalog, db, user string, write bool, fn func(perms childSet) (T, error)) (T, error) {
+	return inDatabase(ctx, cat, db, write, func(d *Database) (T, error) {
+		u, _, err := cat.usersOf(d).read(ctx, cat.store, user)
 		if err != nil {
 			var zero T
 			return zero, err
@@ -290,7 +295,7 @@ func (cat *catalog) checkOnePermissionPerResource(ctx context.Context, perms chi
 
 // ReadPermission returns a user's permission by id or RID.
 func (e *Engine) ReadPermission(ctx context.Context, db, user, id string) (*Permission, error) {
-	return inUser(ctx, e, db, user, false, func(perms childSet) (*Permission, error) {
+	return inUser(ctx, &e.catalog, db, user, false, func(perms childSet) (*Permission, error) {
 		props, raw, err := perms.read(ctx, e.store, id)
 		if err != nil {
 			return nil, err
@@ -301,7 +306,7 @@ func (e *Engine) ReadPermission(ctx context.Context, db, user, id string) (*Perm
 
 // ListPermissions returns a user's permissions, ordered by id.
 func (e *Engine) ListPermissions(ctx context.Context, db, user string) ([]*Permission, error) {
-	return inUser(ctx, e, db, user, false, func(perms childSet) ([]*Permission, error) {
+	return inUser(ctx, &e.catalog, db, user, false, func(perms childSet) ([]*Permission, error) {
 		list, props, err := perms.list(ctx, e.store)
 		if err != nil {
 			return nil, err
@@ -323,7 +328,7 @@ func (e *Engine) ReplacePermission(ctx context.Context, db, user, id string, bod
 	if err != nil {
 		return nil, err
 	}
-	return inUser(ctx, e, db, user, true, func(perms childSet) (*Permission, error) {
+	return inUser(ctx, &e.catalog, db, user, true, func(perms childSet) (*Permission, error) {
 		res, err := e.replaceChild(ctx, perms, id, props, ifMatch)
 		if err != nil {
 			return nil, err
@@ -334,7 +339,7 @@ func (e *Engine) ReplacePermission(ctx context.Context, db, user, id string, bod
 
 // DeletePermission deletes a permission, which revokes its resource tokens.
 func (e *Engine) DeletePermission(ctx context.Context, db, user, id, ifMatch string) error {
-	_, err := inUser(ctx, e, db, user, true, func(perms childSet) (struct{}, error) {
+	_, err := inUser(ctx, &e.catalog, db, user, true, func(perms childSet) (struct{}, error) {
 		return struct{}{}, e.deleteChild(ctx, perms, id, ifMatch, nil)
 	})
 	return err
