@@ -31,9 +31,10 @@ import (
 // and the items it kept are read once: the returned reader serves them to
 // the execution from memory. ok false when the walk cannot answer (the
 // statistics are counted by the execution, a posting beyond its bound, the
-// state a rebuild replaces): the caller takes every holder.
+// state a rebuild replaces, more than budget items read when budget is
+// above 0): the caller takes every holder.
 func (s *searchIndexes) rankTop(ctx context.Context, c *Container, r storage.Reader, src source, narrowed *textCandidates, x *query.Execution,
-	ti *searchindex.TextIndex, view *searchindex.View, ts *query.TextSearch, need int, m *QueryMetrics) (tc *textCandidates, rd storage.Reader, ok bool, err error) {
+	ti *searchindex.TextIndex, view *searchindex.View, ts *query.TextSearch, need, budget int, m *QueryMetrics) (tc *textCandidates, rd storage.Reader, ok bool, err error) {
 	if rankTopOff {
 		return nil, nil, false, nil
 	}
@@ -53,6 +54,7 @@ func (s *searchIndexes) rankTop(ctx context.Context, c *Container, r storage.Rea
 	}
 	now := s.now().Unix()
 	kept := map[string][]byte{}
+	read := 0
 	admit := func(suffixes [][]byte) ([]bool, error) {
 		ok := make([]bool, len(suffixes))
 		var itemKeys [][]byte
@@ -68,6 +70,9 @@ func (s *searchIndexes) rankTop(ctx context.Context, c *Container, r storage.Rea
 		}
 		if len(itemKeys) == 0 {
 			return ok, nil
+		}
+		if read += len(itemKeys); budget > 0 && read > budget {
+			return nil, errOverBudget
 		}
 		t0 := time.Now()
 		values, err := storage.GetMany(ctx, r, itemKeys)
@@ -103,7 +108,13 @@ func (s *searchIndexes) rankTop(ctx context.Context, c *Container, r storage.Rea
 	found, rep, err := ti.Index.Top(ctx, ti.State(r), ts.Keywords, fulltext.TopOptions{
 		K: need, Stats: fulltext.Stats{Documents: stats.Documents, Words: stats.Words, Hits: stats.Hits}, Admit: admit})
 	m.IndexLookups += int64(rep.Scored)
-	if errors.Is(err, fulltext.ErrBound) || errors.Is(err, fulltext.ErrCorrupt) {
+	if errors.Is(err, errOverBudget) {
+		for _, v := range kept { // read, and not to be read again
+			m.RetrievedDocumentCount++
+			m.RetrievedDocumentSize += int64(len(v))
+		}
+	}
+	if errors.Is(err, fulltext.ErrBound) || errors.Is(err, fulltext.ErrCorrupt) || errors.Is(err, errOverBudget) {
 		return nil, nil, false, nil
 	}
 	if err != nil {
@@ -124,6 +135,39 @@ func (s *searchIndexes) rankTop(ctx context.Context, c *Container, r storage.Rea
 	}
 	slices.SortFunc(tc.keys, bytes.Compare)
 	return tc, keptReader{Reader: r, kept: kept}, true, nil
+}
+
+// errOverBudget stops a walk that has read more items than its budget.
+var errOverBudget = errors.New("engine: the best-first walk read more items than its budget")
+
+// maxRangeBudget bounds how many entries rangeBudget counts: a walk that
+// may read that many items is allowed whatever the range index holds.
+const maxRangeBudget = 50000
+
+// rangeBudget counts the items of the scope a range index source lists
+// (src.index's entries, keys only: no item is read), up to
+// maxRangeBudget: what ranking its candidates would read.
+func (c *Container) rangeBudget(ctx context.Context, r storage.Reader, src source, m *QueryMetrics) (int, error) {
+	n := 0
+	for _, rg := range src.index.ranges {
+		it, err := r.NewIterator(ctx, rg.lower, rg.upper, false)
+		if err != nil {
+			return 0, err
+		}
+		for n < maxRangeBudget && it.Next() {
+			m.IndexLookups++
+			key := c.indexedItemKey(it.Key(), src.index.base)
+			if bytes.HasPrefix(key, src.scope) && c.inBounds(src.bounds, key) {
+				n++
+			}
+		}
+		err = it.Err()
+		it.Close()
+		if err != nil || n >= maxRangeBudget {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // rankTopOff turns the walk off: every holder is a candidate (the

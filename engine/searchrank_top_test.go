@@ -204,3 +204,87 @@ func BenchmarkRankCommonWord(b *testing.B) {
 		}
 	}
 }
+
+// TestRankUnderARangeFilterReadsOnlyItsBestHolders: ORDER BY RANK
+// FullTextScore with TOP under a WHERE clause a range index serves (a
+// comparison or an equality on an indexed path, alone or with a partition
+// key or a full-text conjunct) answers as on the same items without a
+// full-text index, and when most items pass the filter reads a few of the
+// items holding the word, not every item the range index lists.
+func TestRankUnderARangeFilterReadsOnlyItsBestHolders(t *testing.T) {
+	ctx := t.Context()
+	e := openSeededSearch(t, Options{}, fullTextPairBody("indexed", true), fullTextPairBody("exact", false))
+	r := rand.New(rand.NewPCG(27, 7))
+	n := 600
+	if testOnPostgres {
+		n = 200
+	}
+	for i := range n {
+		words := make([]string, 3+r.IntN(25))
+		for k := range words {
+			words[k] = searchWords[r.IntN(len(searchWords))]
+		}
+		words[0] = "common"
+		text, _ := json.Marshal(strings.Join(words, " "))
+		pk := fmt.Sprintf("p%d", i%4)
+		body := fmt.Sprintf(`{"id":"%d","pk":%q,"n":%d,"text":%s}`, i, pk, r.IntN(10), text)
+		for _, coll := range []string{"indexed", "exact"} {
+			if _, err := e.UpsertItem(ctx, &ItemRequest{Database: "db", Container: coll, ID: fmt.Sprint(i), PartitionKey: StringKey(pk), HasPartitionKey: true, Body: []byte(body)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	run := func(coll, q, pk string) ([]string, int64) {
+		req := &QueryRequest{Database: "db", Container: coll, Query: q, MaxItems: 1000, SinglePartitionKeyRange: true}
+		if pk != "" {
+			req.PartitionKey, req.HasPartitionKey, req.SinglePartitionKeyRange = StringKey(pk), true, false
+		}
+		res, err := e.QueryItems(ctx, req)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		var rows []string
+		for _, row := range res.Items {
+			rows = append(rows, string(row))
+		}
+		return rows, res.Metrics.RetrievedDocumentCount
+	}
+	wide := "SELECT TOP 10 c.id, c.n FROM c WHERE c.n >= 2 ORDER BY RANK FullTextScore(c.text, 'common')"
+	want, _ := run("exact", wide, "")
+	got, read := run("indexed", wide, "")
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s\n got %v\nwant %v", wide, got, want)
+	}
+	t.Logf("%s read %d items", wide, read)
+	if !testOnPlaced && read*4 > int64(n) {
+		t.Fatalf("%s read %d items of the %d holding the word (about %d pass the filter)", wide, read, n, n*8/10)
+	}
+	for range 40 {
+		where := fmt.Sprintf("c.n >= %d", r.IntN(10))
+		switch r.IntN(4) {
+		case 1:
+			where = fmt.Sprintf("c.n = %d", r.IntN(10))
+		case 2:
+			where = fmt.Sprintf("c.n IN (%d, %d) AND FullTextContains(c.text, '%s')", r.IntN(10), r.IntN(10), searchWords[r.IntN(len(searchWords))])
+		case 3:
+			where = fmt.Sprintf("c.n < %d AND c.id != '3'", 1+r.IntN(9))
+		}
+		kws := "'common'"
+		if r.IntN(3) == 0 {
+			kws += ", '" + searchWords[r.IntN(len(searchWords))] + "'"
+		}
+		q := fmt.Sprintf("SELECT TOP %d c.id, c.n FROM c WHERE %s ORDER BY RANK FullTextScore(c.text, %s)", 1+r.IntN(25), where, kws)
+		if r.IntN(3) == 0 {
+			q = fmt.Sprintf("SELECT c.id FROM c WHERE %s ORDER BY RANK FullTextScore(c.text, %s) OFFSET %d LIMIT %d", where, kws, r.IntN(15), 1+r.IntN(15))
+		}
+		pk := ""
+		if r.IntN(3) == 0 {
+			pk = fmt.Sprintf("p%d", r.IntN(4))
+		}
+		want, _ := run("exact", q, pk)
+		got, _ := run("indexed", q, pk)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s (partition %q)\n got %v\nwant %v", q, pk, got, want)
+		}
+	}
+}
