@@ -18,19 +18,7 @@ import (
 // best ones), before and after replaces and deletes.
 func TestRankOfACommonWordReadsOnlyItsBestHolders(t *testing.T) {
 	ctx := t.Context()
-	e, err := Open(ctx, newTestStore(t), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, coll := range []string{"indexed", "exact"} {
-		if _, err := e.CreateContainer(ctx, "db", fullTextPairBody(coll, coll == "indexed"), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e := openSeededSearch(t, Options{}, fullTextPairBody("indexed", true), fullTextPairBody("exact", false))
 	r := rand.New(rand.NewPCG(27, 2))
 	n := 600
 	if testOnPostgres {
@@ -57,21 +45,7 @@ func TestRankOfACommonWordReadsOnlyItsBestHolders(t *testing.T) {
 	for i := range n {
 		put(i)
 	}
-	run := func(coll, q, pk string) ([]string, int64) {
-		req := &QueryRequest{Database: "db", Container: coll, Query: q, MaxItems: 1000, SinglePartitionKeyRange: true}
-		if pk != "" {
-			req.PartitionKey, req.HasPartitionKey, req.SinglePartitionKeyRange = StringKey(pk), true, false
-		}
-		res, err := e.QueryItems(ctx, req)
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		var rows []string
-		for _, row := range res.Items {
-			rows = append(rows, string(row))
-		}
-		return rows, res.Metrics.RetrievedDocumentCount
-	}
+	run := func(coll, q, pk string) ([]string, int64) { return queryRowsRead(t, e, coll, q, pk) }
 	check := func(round int) {
 		plain := fmt.Sprintf("SELECT TOP 10 c.id FROM c ORDER BY RANK FullTextScore(c.text, 'common')")
 		want, _ := run("exact", plain, "")
@@ -139,17 +113,7 @@ func TestRankOfACommonWordReadsOnlyItsBestHolders(t *testing.T) {
 // with every holder read ("holders"); it reports the items each query reads.
 func BenchmarkRankCommonWord(b *testing.B) {
 	ctx := b.Context()
-	e, err := Open(ctx, newTestStore(b), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { e.Close() })
-	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := e.CreateContainer(ctx, "db", fullTextPairBody("c", true), nil); err != nil {
-		b.Fatal(err)
-	}
+	e := openSeededSearch(b, Options{}, fullTextPairBody("c", true))
 	r := rand.New(rand.NewPCG(10, 27))
 	vocab := make([]string, 2000)
 	for i := range vocab {
@@ -234,21 +198,7 @@ func TestRankUnderARangeFilterReadsOnlyItsBestHolders(t *testing.T) {
 			}
 		}
 	}
-	run := func(coll, q, pk string) ([]string, int64) {
-		req := &QueryRequest{Database: "db", Container: coll, Query: q, MaxItems: 1000, SinglePartitionKeyRange: true}
-		if pk != "" {
-			req.PartitionKey, req.HasPartitionKey, req.SinglePartitionKeyRange = StringKey(pk), true, false
-		}
-		res, err := e.QueryItems(ctx, req)
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		var rows []string
-		for _, row := range res.Items {
-			rows = append(rows, string(row))
-		}
-		return rows, res.Metrics.RetrievedDocumentCount
-	}
+	run := func(coll, q, pk string) ([]string, int64) { return queryRowsRead(t, e, coll, q, pk) }
 	wide := "SELECT TOP 10 c.id, c.n FROM c WHERE c.n >= 2 ORDER BY RANK FullTextScore(c.text, 'common')"
 	want, _ := run("exact", wide, "")
 	got, read := run("indexed", wide, "")

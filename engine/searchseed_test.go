@@ -36,3 +36,23 @@ func fixedClock() (now func() time.Time, advance func(time.Duration)) {
 	return func() time.Time { mu.Lock(); defer mu.Unlock(); return t },
 		func(d time.Duration) { mu.Lock(); defer mu.Unlock(); t = t.Add(d) }
 }
+
+// queryRowsRead runs a query on the container coll of "db" (within the
+// partition pk, or over every range when pk is empty) and returns its rows
+// and how many items it read.
+func queryRowsRead(t *testing.T, e *Engine, coll, q, pk string) ([]string, int64) {
+	t.Helper()
+	req := &QueryRequest{Database: "db", Container: coll, Query: q, MaxItems: 1000, SinglePartitionKeyRange: true}
+	if pk != "" {
+		req.PartitionKey, req.HasPartitionKey, req.SinglePartitionKeyRange = StringKey(pk), true, false
+	}
+	res, err := e.QueryItems(t.Context(), req)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	var rows []string
+	for _, row := range res.Items {
+		rows = append(rows, string(row))
+	}
+	return rows, res.Metrics.RetrievedDocumentCount
+}
