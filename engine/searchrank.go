@@ -38,10 +38,11 @@ import (
 // the index answers) is ranked by the walk too, when the walk reads fewer
 // items than the range index's candidates: the walk's filter evaluates
 // the whole WHERE clause on each holder, so the range index's entries are
-// only counted (rangeBudget), and the walk gives up once it has read as
-// many items as they list; then, or when the walk cannot answer, the
-// range index's candidates are ranked (used false). ordered tells whether
-// ties keep creation order (the source's order when no index serves it).
+// only counted (rangeCount, as far as the walk reads), and the walk gives
+// up once it has read more items than they list; then, or when the walk
+// cannot answer, the range index's candidates are ranked (used false).
+// ordered tells whether ties keep creation order (the source's order when
+// no index serves it).
 //
 // eval evaluates the query over a source (wholeQuery) read from a reader.
 func (s *searchIndexes) rankQuery(ctx context.Context, c *Container, r storage.Reader, src source, narrowed *textCandidates, plan *query.Plan, x *query.Execution, eval func(storage.Reader, source) ([]json.RawMessage, error), util *IndexUtilization, ordered bool) (results []json.RawMessage, used bool, err error) {
@@ -75,13 +76,11 @@ func (s *searchIndexes) rankQuery(ctx context.Context, c *Container, r storage.R
 	}
 	t0 := time.Now()
 	need := want + max(plan.Offset, 0)
-	budget := 0 // items the walk may read; 0: no bound
+	var budget *rangeCount // what the walk may read; nil: no bound
 	if src.index != nil {
-		if budget, err = c.rangeBudget(ctx, r, src, m); err != nil {
-			return nil, true, err
-		}
-		if budget <= need {
-			return nil, false, nil // the range index's candidates are as few
+		budget = &rangeCount{c: c, r: r, src: src, m: m}
+		if more, err := budget.atLeast(ctx, need+1); err != nil || !more {
+			return nil, err != nil, err // the range index's candidates are as few
 		}
 	}
 	rd := r
