@@ -390,6 +390,45 @@ func TestGoSDKFullTextAnalyzesEachPathInItsLanguage(t *testing.T) {
 	}
 }
 
+// A path's language given as the Windows locale id "1033", as the JS SDK's
+// suite creates it and the service takes it, is en-US: the container is
+// created, reads back with the language as given, and the path is
+// analyzed in English.
+func TestGoSDKFullTextPathLanguageMayBeAnLCID(t *testing.T) {
+	s := orrerytest.Start(t)
+	ctx := context.Background()
+	if _, err := s.Client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: "db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := s.Client.NewDatabase("db")
+	want := &azcosmos.FullTextPolicy{DefaultLanguage: "en-US", FullTextPaths: []azcosmos.FullTextPath{
+		{Path: "/text1", Language: "1033"}, {Path: "/text2", Language: "en-US"},
+	}}
+	props := azcosmos.ContainerProperties{
+		ID:                     "lcid",
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{"/pk"}},
+		FullTextPolicy:         want,
+		IndexingPolicy: &azcosmos.IndexingPolicy{
+			Automatic: true, IndexingMode: azcosmos.IndexingModeConsistent,
+			IncludedPaths:   []azcosmos.IncludedPath{{Path: "/*"}},
+			FullTextIndexes: []azcosmos.FullTextIndex{{Path: "/text1"}, {Path: "/text2"}},
+		},
+	}
+	resp, err := db.CreateContainer(ctx, props, nil)
+	if err != nil {
+		t.Fatalf("a path's language as LCID 1033: %v", err)
+	}
+	js := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	if got := resp.ContainerProperties.FullTextPolicy; js(got) != js(want) {
+		t.Fatalf("fullTextPolicy %s, want it as given: %s", js(got), js(want))
+	}
+	c, _ := db.NewContainer("lcid")
+	createItems(t, c, `{"id":"1","pk":"p","text1":"the swimmers were swimming"}`)
+	if got := queryPK(t, c, "p", `SELECT VALUE c.id FROM c WHERE FullTextContains(c.text1, "swim")`); len(got) != 1 {
+		t.Fatalf("English stemming on the 1033 path: %v", got)
+	}
+}
+
 // The gateway's plan for a vector search goes to clients whose pipeline
 // lists the NonStreamingOrderBy feature; others get the plan that has the
 // server answer the query whole, which they can run.

@@ -298,7 +298,7 @@ func (e *Engine) runQuery(ctx context.Context, c *Container, r storage.Reader, s
 		} else {
 			var used bool
 			whole := func(r storage.Reader, src source) ([]json.RawMessage, error) { return e.wholeQuery(ctx, c, r, src, x) }
-			if results, used, err = e.search.rankQuery(ctx, c, r, src, narrowed, plan, x, whole, util); !used && err == nil {
+			if results, used, err = e.search.rankQuery(ctx, c, r, src, narrowed, plan, x, whole, util, !e.noCreationOrder); !used && err == nil {
 				if results, used, err = e.search.rrfQuery(ctx, c, r, src, narrowed, plan, x, util, !e.noCreationOrder); !used && err == nil {
 					results, err = e.wholeQuery(ctx, c, r, src, x)
 				}

@@ -34,10 +34,20 @@ import (
 // or LIMIT, an aggregate, GROUP BY or DISTINCT, no index at the path, or
 // too few candidates.
 //
+// A source a range index serves (src.index: the WHERE clause has a filter
+// the index answers) is ranked by the walk too, when the walk reads fewer
+// items than the range index's candidates: the walk's filter evaluates
+// the whole WHERE clause on each holder, so the range index's entries are
+// only counted (rangeCount, as far as the walk reads), and the walk gives
+// up once it has read more items than they list; then, or when the walk
+// cannot answer, the range index's candidates are ranked (used false).
+// ordered tells whether ties keep creation order (the source's order when
+// no index serves it).
+//
 // eval evaluates the query over a source (wholeQuery) read from a reader.
-func (s *searchIndexes) rankQuery(ctx context.Context, c *Container, r storage.Reader, src source, narrowed *textCandidates, plan *query.Plan, x *query.Execution, eval func(storage.Reader, source) ([]json.RawMessage, error), util *IndexUtilization) (results []json.RawMessage, used bool, err error) {
+func (s *searchIndexes) rankQuery(ctx context.Context, c *Container, r storage.Reader, src source, narrowed *textCandidates, plan *query.Plan, x *query.Execution, eval func(storage.Reader, source) ([]json.RawMessage, error), util *IndexUtilization, ordered bool) (results []json.RawMessage, used bool, err error) {
 	if plan.Rank == nil || len(plan.Rank.Components) != 1 || plan.Rank.Components[0].Text == nil ||
-		plan.Aggregates || plan.GroupBy || plan.Distinct || src.index != nil {
+		plan.Aggregates || plan.GroupBy || plan.Distinct {
 		return nil, false, nil
 	}
 	if w := plan.Rank.Weights; w != nil && w[0] <= 0 {
@@ -65,19 +75,37 @@ func (s *searchIndexes) rankQuery(ctx context.Context, c *Container, r storage.R
 		m = &QueryMetrics{}
 	}
 	t0 := time.Now()
+	need := want + max(plan.Offset, 0)
+	var budget *rangeCount // what the walk may read; nil: no bound
+	if src.index != nil {
+		budget = &rangeCount{c: c, r: r, src: src, m: m}
+		if more, err := budget.atLeast(ctx, need+1); err != nil || !more {
+			return nil, err != nil, err // the range index's candidates are as few
+		}
+	}
 	rd := r
-	tc, top, used, err := s.rankTop(ctx, c, r, src, narrowed, x, ti, view, ts, want+max(plan.Offset, 0), m)
+	tc, top, used, err := s.rankTop(ctx, c, r, src, narrowed, x, ti, view, ts, need, budget, m)
 	if err != nil {
 		return nil, true, err
 	}
 	if used {
 		rd = top
+	} else if src.index != nil {
+		return nil, false, nil
 	} else if tc, err = rankHolders(ctx, c, r, src, narrowed, ti, view, ts, m); tc == nil || err != nil {
 		return nil, err != nil, err
 	}
 	view.Done() // the evaluation may ask the indexes again
 	m.IndexLookupTime += time.Since(t0)
 	ranked := src
+	if src.index != nil {
+		// The candidates replace the range index's: read in creation order,
+		// as the source's own scan would read the scope.
+		ranked.index = nil
+		if ordered {
+			ranked.order = c.orderScope(src.scope)
+		}
+	}
 	ranked.narrowed = tc.scanner(c)
 	results, err = eval(rd, ranked)
 	if err != nil {

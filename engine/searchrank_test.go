@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -106,26 +105,8 @@ func TestRRFFromTheIndexesAnswersAsExactEvaluation(t *testing.T) {
 // diskANN the queries ask for bruteForce (an exact search of the index).
 func checkRRFAgainstExact(t *testing.T, metric, kind string) {
 	ctx := t.Context()
-	now := time.Unix(1_700_000_000, 0)
-	var mu sync.Mutex
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	e, err := Open(ctx, newTestStore(t), Options{Now: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, coll := range []string{"indexed", "exact"} {
-		k := kind
-		if coll == "exact" {
-			k = ""
-		}
-		if _, err := e.CreateContainer(ctx, "db", hybridBody(coll, metric, k), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	clock, advance := fixedClock()
+	e := openSeededSearch(t, Options{Now: clock}, hybridBody("indexed", metric, kind), hybridBody("exact", metric, ""))
 	r := rand.New(rand.NewPCG(27, 60))
 	n := 400
 	if testOnPostgres {
@@ -248,9 +229,7 @@ func checkRRFAgainstExact(t *testing.T, metric, kind string) {
 		}
 	}
 	compare("replaced and deleted")
-	mu.Lock()
-	now = now.Add(time.Minute)
-	mu.Unlock()
+	advance(time.Minute)
 	compare("expired")
 	if _, err := e.sweeper.sweep(ctx); err != nil {
 		t.Fatal(err)

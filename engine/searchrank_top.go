@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -31,9 +32,10 @@ import (
 // and the items it kept are read once: the returned reader serves them to
 // the execution from memory. ok false when the walk cannot answer (the
 // statistics are counted by the execution, a posting beyond its bound, the
-// state a rebuild replaces): the caller takes every holder.
+// state a rebuild replaces, more items read than budget counts when it is
+// not nil): the caller takes every holder.
 func (s *searchIndexes) rankTop(ctx context.Context, c *Container, r storage.Reader, src source, narrowed *textCandidates, x *query.Execution,
-	ti *searchindex.TextIndex, view *searchindex.View, ts *query.TextSearch, need int, m *QueryMetrics) (tc *textCandidates, rd storage.Reader, ok bool, err error) {
+	ti *searchindex.TextIndex, view *searchindex.View, ts *query.TextSearch, need int, budget *rangeCount, m *QueryMetrics) (tc *textCandidates, rd storage.Reader, ok bool, err error) {
 	if rankTopOff {
 		return nil, nil, false, nil
 	}
@@ -53,6 +55,7 @@ func (s *searchIndexes) rankTop(ctx context.Context, c *Container, r storage.Rea
 	}
 	now := s.now().Unix()
 	kept := map[string][]byte{}
+	read := 0
 	admit := func(suffixes [][]byte) ([]bool, error) {
 		ok := make([]bool, len(suffixes))
 		var itemKeys [][]byte
@@ -68,6 +71,11 @@ func (s *searchIndexes) rankTop(ctx context.Context, c *Container, r storage.Rea
 		}
 		if len(itemKeys) == 0 {
 			return ok, nil
+		}
+		if read += len(itemKeys); budget != nil {
+			if more, err := budget.atLeast(ctx, read); err != nil || !more {
+				return nil, cmp.Or(err, errOverBudget)
+			}
 		}
 		t0 := time.Now()
 		values, err := storage.GetMany(ctx, r, itemKeys)
@@ -103,7 +111,13 @@ func (s *searchIndexes) rankTop(ctx context.Context, c *Container, r storage.Rea
 	found, rep, err := ti.Index.Top(ctx, ti.State(r), ts.Keywords, fulltext.TopOptions{
 		K: need, Stats: fulltext.Stats{Documents: stats.Documents, Words: stats.Words, Hits: stats.Hits}, Admit: admit})
 	m.IndexLookups += int64(rep.Scored)
-	if errors.Is(err, fulltext.ErrBound) || errors.Is(err, fulltext.ErrCorrupt) {
+	if errors.Is(err, errOverBudget) {
+		for _, v := range kept { // read, and not to be read again
+			m.RetrievedDocumentCount++
+			m.RetrievedDocumentSize += int64(len(v))
+		}
+	}
+	if errors.Is(err, fulltext.ErrBound) || errors.Is(err, fulltext.ErrCorrupt) || errors.Is(err, errOverBudget) {
 		return nil, nil, false, nil
 	}
 	if err != nil {
@@ -124,6 +138,61 @@ func (s *searchIndexes) rankTop(ctx context.Context, c *Container, r storage.Rea
 	}
 	slices.SortFunc(tc.keys, bytes.Compare)
 	return tc, keptReader{Reader: r, kept: kept}, true, nil
+}
+
+// errOverBudget stops a walk that has read more items than its budget.
+var errOverBudget = errors.New("engine: the best-first walk read more items than its budget")
+
+// rangeCount counts, as far as asked, the items of the scope that a range
+// index source lists (its entries' keys; no item is read): what ranking its
+// candidates would read. It counts in steps, each from where the last
+// stopped with an iterator of its own, so that a walk reading few items
+// counts few entries.
+type rangeCount struct {
+	c     *Container
+	r     storage.Reader
+	src   source
+	m     *QueryMetrics
+	rg    int    // the range counting is in
+	after []byte // the last entry counted in it; nil: none yet
+	n     int
+}
+
+// atLeast reports whether the source lists at least k items.
+func (rc *rangeCount) atLeast(ctx context.Context, k int) (bool, error) {
+	want := max(k, 2*rc.n)
+	ranges := rc.src.index.ranges
+	for rc.n < want && rc.rg < len(ranges) {
+		lower := ranges[rc.rg].lower
+		if rc.after != nil {
+			lower = append(bytes.Clone(rc.after), 0)
+		}
+		it, err := rc.r.NewIterator(ctx, lower, ranges[rc.rg].upper, false)
+		if err != nil {
+			return false, err
+		}
+		done := true
+		for it.Next() {
+			rc.m.IndexLookups++
+			key := rc.c.indexedItemKey(it.Key(), rc.src.index.base)
+			if bytes.HasPrefix(key, rc.src.scope) && rc.c.inBounds(rc.src.bounds, key) {
+				rc.n++
+			}
+			if rc.n >= want {
+				rc.after, done = bytes.Clone(it.Key()), false
+				break
+			}
+		}
+		err = it.Err()
+		it.Close()
+		if err != nil {
+			return false, err
+		}
+		if done {
+			rc.rg, rc.after = rc.rg+1, nil
+		}
+	}
+	return rc.n >= k, nil
 }
 
 // rankTopOff turns the walk off: every holder is a candidate (the

@@ -18,19 +18,7 @@ import (
 // best ones), before and after replaces and deletes.
 func TestRankOfACommonWordReadsOnlyItsBestHolders(t *testing.T) {
 	ctx := t.Context()
-	e, err := Open(ctx, newTestStore(t), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, coll := range []string{"indexed", "exact"} {
-		if _, err := e.CreateContainer(ctx, "db", fullTextPairBody(coll, coll == "indexed"), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e := openSeededSearch(t, Options{}, fullTextPairBody("indexed", true), fullTextPairBody("exact", false))
 	r := rand.New(rand.NewPCG(27, 2))
 	n := 600
 	if testOnPostgres {
@@ -57,21 +45,7 @@ func TestRankOfACommonWordReadsOnlyItsBestHolders(t *testing.T) {
 	for i := range n {
 		put(i)
 	}
-	run := func(coll, q, pk string) ([]string, int64) {
-		req := &QueryRequest{Database: "db", Container: coll, Query: q, MaxItems: 1000, SinglePartitionKeyRange: true}
-		if pk != "" {
-			req.PartitionKey, req.HasPartitionKey, req.SinglePartitionKeyRange = StringKey(pk), true, false
-		}
-		res, err := e.QueryItems(ctx, req)
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		var rows []string
-		for _, row := range res.Items {
-			rows = append(rows, string(row))
-		}
-		return rows, res.Metrics.RetrievedDocumentCount
-	}
+	run := func(coll, q, pk string) ([]string, int64) { return queryRowsRead(t, e, coll, q, pk) }
 	check := func(round int) {
 		plain := fmt.Sprintf("SELECT TOP 10 c.id FROM c ORDER BY RANK FullTextScore(c.text, 'common')")
 		want, _ := run("exact", plain, "")
@@ -135,21 +109,12 @@ func TestRankOfACommonWordReadsOnlyItsBestHolders(t *testing.T) {
 
 // BenchmarkRankCommonWord: TOP 10 ORDER BY RANK FullTextScore of a word a
 // third of 10,000 items hold (12 to 40 words each), alone and under a
-// filter half the items pass, or a tenth, with the index's best-first walk ("walk") and
+// filter half the items pass, or a tenth, or under a range index's filter
+// most pass, with the index's best-first walk ("walk") and
 // with every holder read ("holders"); it reports the items each query reads.
 func BenchmarkRankCommonWord(b *testing.B) {
 	ctx := b.Context()
-	e, err := Open(ctx, newTestStore(b), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { e.Close() })
-	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := e.CreateContainer(ctx, "db", fullTextPairBody("c", true), nil); err != nil {
-		b.Fatal(err)
-	}
+	e := openSeededSearch(b, Options{}, fullTextPairBody("c", true))
 	r := rand.New(rand.NewPCG(10, 27))
 	vocab := make([]string, 2000)
 	for i := range vocab {
@@ -176,6 +141,7 @@ func BenchmarkRankCommonWord(b *testing.B) {
 		{"plain", "SELECT TOP 10 c.id FROM c ORDER BY RANK FullTextScore(c.text, 'common')"},
 		{"filtered", "SELECT TOP 10 c.id FROM c WHERE c.n % 2 = 0 ORDER BY RANK FullTextScore(c.text, 'common')"},
 		{"selective", "SELECT TOP 10 c.id FROM c WHERE c.n % 10 = 3 ORDER BY RANK FullTextScore(c.text, 'common')"},
+		{"ranged", "SELECT TOP 10 c.id FROM c WHERE c.n >= 2 ORDER BY RANK FullTextScore(c.text, 'common')"},
 	} {
 		for _, mode := range []string{"holders", "walk"} {
 			b.Run(q.name+"/"+mode, func(b *testing.B) {
@@ -201,6 +167,90 @@ func BenchmarkRankCommonWord(b *testing.B) {
 				}
 				b.ReportMetric(float64(timeouts), "timeouts")
 			})
+		}
+	}
+}
+
+// TestRankUnderARangeFilterReadsOnlyItsBestHolders: ORDER BY RANK
+// FullTextScore with TOP under a WHERE clause a range index serves (a
+// comparison or an equality on an indexed path, alone or with a partition
+// key or a full-text conjunct) answers as on the same items without a
+// full-text index; when most items pass the filter it reads a few of the
+// items holding the word, not every item the range index lists, and when
+// few pass it reads at most twice what the range index lists.
+func TestRankUnderARangeFilterReadsOnlyItsBestHolders(t *testing.T) {
+	ctx := t.Context()
+	e := openSeededSearch(t, Options{}, fullTextPairBody("indexed", true), fullTextPairBody("exact", false))
+	r := rand.New(rand.NewPCG(27, 7))
+	n := 600
+	if testOnPostgres {
+		n = 200
+	}
+	passing := make([]int64, 10) // items by their n
+	for i := range n {
+		words := make([]string, 3+r.IntN(25))
+		for k := range words {
+			words[k] = searchWords[r.IntN(len(searchWords))]
+		}
+		words[0] = "common"
+		text, _ := json.Marshal(strings.Join(words, " "))
+		pk := fmt.Sprintf("p%d", i%4)
+		v := r.IntN(10)
+		passing[v]++
+		body := fmt.Sprintf(`{"id":"%d","pk":%q,"n":%d,"text":%s}`, i, pk, v, text)
+		for _, coll := range []string{"indexed", "exact"} {
+			if _, err := e.UpsertItem(ctx, &ItemRequest{Database: "db", Container: coll, ID: fmt.Sprint(i), PartitionKey: StringKey(pk), HasPartitionKey: true, Body: []byte(body)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	run := func(coll, q, pk string) ([]string, int64) { return queryRowsRead(t, e, coll, q, pk) }
+	wide := "SELECT TOP 10 c.id, c.n FROM c WHERE c.n >= 2 ORDER BY RANK FullTextScore(c.text, 'common')"
+	want, _ := run("exact", wide, "")
+	got, read := run("indexed", wide, "")
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s\n got %v\nwant %v", wide, got, want)
+	}
+	// A filter few items pass: the walk gives up about when it has read as
+	// many items as the range index lists, which are then ranked.
+	narrow := "SELECT TOP 10 c.id, c.n FROM c WHERE c.n = 3 ORDER BY RANK FullTextScore(c.text, 'common')"
+	want, _ = run("exact", narrow, "")
+	got, read = run("indexed", narrow, "")
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s\n got %v\nwant %v", narrow, got, want)
+	}
+	if !testOnPlaced && read > 2*passing[3] {
+		t.Fatalf("%s read %d items, %d pass the filter", narrow, read, passing[3])
+	}
+	if !testOnPlaced && read*4 > int64(n) {
+		t.Fatalf("%s read %d items of the %d holding the word (about %d pass the filter)", wide, read, n, n*8/10)
+	}
+	for range 40 {
+		where := fmt.Sprintf("c.n >= %d", r.IntN(10))
+		switch r.IntN(4) {
+		case 1:
+			where = fmt.Sprintf("c.n = %d", r.IntN(10))
+		case 2:
+			where = fmt.Sprintf("c.n IN (%d, %d) AND FullTextContains(c.text, '%s')", r.IntN(10), r.IntN(10), searchWords[r.IntN(len(searchWords))])
+		case 3:
+			where = fmt.Sprintf("c.n < %d AND c.id != '3'", 1+r.IntN(9))
+		}
+		kws := "'common'"
+		if r.IntN(3) == 0 {
+			kws += ", '" + searchWords[r.IntN(len(searchWords))] + "'"
+		}
+		q := fmt.Sprintf("SELECT TOP %d c.id, c.n FROM c WHERE %s ORDER BY RANK FullTextScore(c.text, %s)", 1+r.IntN(25), where, kws)
+		if r.IntN(3) == 0 {
+			q = fmt.Sprintf("SELECT c.id FROM c WHERE %s ORDER BY RANK FullTextScore(c.text, %s) OFFSET %d LIMIT %d", where, kws, r.IntN(15), 1+r.IntN(15))
+		}
+		pk := ""
+		if r.IntN(3) == 0 {
+			pk = fmt.Sprintf("p%d", r.IntN(4))
+		}
+		want, _ := run("exact", q, pk)
+		got, _ := run("indexed", q, pk)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s (partition %q)\n got %v\nwant %v", q, pk, got, want)
 		}
 	}
 }

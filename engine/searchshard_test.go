@@ -35,17 +35,7 @@ func TestVectorSearchFilteredOnTheShardKeySearchesOnlyItsShard(t *testing.T) {
 	for _, sharded := range []bool{true, false} {
 		t.Run(fmt.Sprint("sharded=", sharded), func(t *testing.T) {
 			ctx := t.Context()
-			e, err := Open(ctx, newTestStore(t), Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { e.Close() })
-			if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := e.CreateContainer(ctx, "db", shardedSearchBody("quantizedFlat", sharded), nil); err != nil {
-				t.Fatal(err)
-			}
+			e := openSeededSearch(t, Options{}, shardedSearchBody("quantizedFlat", sharded))
 			r := rand.New(rand.NewPCG(41, 42))
 			q := make([]float64, searchDims)
 			for i := range q {

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -192,22 +191,8 @@ func TestRankByFullTextScoreFromTheIndexAnswersAsExactEvaluation(t *testing.T) {
 // index as without.
 func checkFullTextAgainstExact(t *testing.T, wantFilter string, gen func(r *rand.Rand) (q string, mayUse, mustUse bool)) {
 	ctx := t.Context()
-	now := time.Unix(1_700_000_000, 0)
-	var mu sync.Mutex
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	e, err := Open(ctx, newTestStore(t), Options{Now: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, coll := range []string{"indexed", "exact"} {
-		if _, err := e.CreateContainer(ctx, "db", fullTextPairBody(coll, coll == "indexed"), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	clock, advance := fixedClock()
+	e := openSeededSearch(t, Options{Now: clock}, fullTextPairBody("indexed", true), fullTextPairBody("exact", false))
 	r := rand.New(rand.NewPCG(11, 12))
 	n := 200
 	if testOnPostgres {
@@ -290,9 +275,7 @@ func checkFullTextAgainstExact(t *testing.T, wantFilter string, gen func(r *rand
 		}
 	}
 	compare("replaced and deleted")
-	mu.Lock()
-	now = now.Add(time.Minute)
-	mu.Unlock()
+	advance(time.Minute)
 	compare("expired")
 	if _, err := e.sweeper.sweep(ctx); err != nil {
 		t.Fatal(err)

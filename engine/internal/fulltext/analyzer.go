@@ -16,15 +16,37 @@ import (
 )
 
 // Languages are the languages a full-text policy may name, as the service
-// spells them, with the bleve analyzer of each.
-var Languages = []struct{ Code, analyzer string }{
-	{"en-US", en.AnalyzerName},
-	{"fr-FR", fr.AnalyzerName},
-	{"de-DE", de.AnalyzerName},
-	{"it-IT", it.AnalyzerName},
-	{"pt-BR", pt.AnalyzerName},
-	{"pt-PT", pt.AnalyzerName},
-	{"es-ES", es.AnalyzerName},
+// spells them, with the bleve analyzer of each and the Windows locale ids
+// (LCIDs, decimal) that name the same language: the service takes a
+// path's language given as "1033" for en-US, and keeps it as given.
+var Languages = []struct {
+	Code     string
+	analyzer string
+	LCIDs    []string
+}{
+	{"en-US", en.AnalyzerName, []string{"1033"}},
+	{"fr-FR", fr.AnalyzerName, []string{"1036"}},
+	{"de-DE", de.AnalyzerName, []string{"1031"}},
+	{"it-IT", it.AnalyzerName, []string{"1040"}},
+	{"pt-BR", pt.AnalyzerName, []string{"1046"}},
+	{"pt-PT", pt.AnalyzerName, []string{"2070"}},
+	{"es-ES", es.AnalyzerName, []string{"3082", "1034"}}, // modern and traditional sort
+}
+
+// canonical returns the language code a policy's language names (a code in
+// any case, or one of its LCIDs) as the service spells it.
+func canonical(lang string) (string, bool) {
+	for _, l := range Languages {
+		if strings.EqualFold(l.Code, lang) {
+			return l.Code, true
+		}
+		for _, id := range l.LCIDs {
+			if id == lang {
+				return l.Code, true
+			}
+		}
+	}
+	return "", false
 }
 
 // DefaultLanguage is the language of a policy that names none.
@@ -61,13 +83,15 @@ var (
 )
 
 // AnalyzerFor returns the analyzer of a language code (case-insensitive:
-// "en-US", "fr-fr"), or an error naming the supported ones.
+// "en-US", "fr-fr", or an LCID: "1033"), or an error naming the supported
+// ones.
 func AnalyzerFor(lang string) (*Analyzer, error) {
 	if lang == "" {
 		lang = DefaultLanguage
 	}
+	code, _ := canonical(lang)
 	for _, l := range Languages {
-		if !strings.EqualFold(l.Code, lang) {
+		if l.Code != code {
 			continue
 		}
 		analyzersMu.Lock()

@@ -131,12 +131,11 @@ func ParsePolicy(policy, indexes json.RawMessage) (*Policy, error) {
 	return p, nil
 }
 
-// language checks a language code and returns it as the service spells it.
+// language checks a language code (or LCID) and returns the code as the
+// service spells it.
 func language(code string) (string, error) {
-	for _, l := range Languages {
-		if strings.EqualFold(l.Code, code) {
-			return l.Code, nil
-		}
+	if c, ok := canonical(code); ok {
+		return c, nil
 	}
 	return "", policyErr("The Full Text Policy contains an unsupported language %s. Supported languages are: %s", code, supportedList())
 }

@@ -49,3 +49,23 @@ func TestPolicyRefusesWithTheServicesMessages(t *testing.T) {
 		}
 	}
 }
+
+// A path's language given as a Windows locale id, as the service takes
+// "1033" for en-US, names that language; an id of no supported language is
+// refused as an unknown code is.
+func TestPolicyTakesALanguageGivenAsItsLCID(t *testing.T) {
+	p, err := ParsePolicy(json.RawMessage(`{"defaultLanguage":"en-US","fullTextPaths":[{"path":"/a","language":"1033"},{"path":"/b","language":"1036"},{"path":"/c","language":"3082"}]}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Language("/a") != "en-US" || p.Language("/b") != "fr-FR" || p.Language("/c") != "es-ES" {
+		t.Fatalf("languages %+v", p.Paths)
+	}
+	if a, err := AnalyzerFor("1033"); err != nil || a.Language() != "en-US" {
+		t.Fatalf("AnalyzerFor(1033): %v %v", a, err)
+	}
+	_, err = ParsePolicy(json.RawMessage(`{"defaultLanguage":"en-US","fullTextPaths":[{"path":"/a","language":"1041"}]}`), nil)
+	if pe, ok := err.(*PolicyError); !ok || !strings.Contains(pe.Message, "unsupported language 1041") {
+		t.Fatalf("LCID 1041 (ja-JP): %v", err)
+	}
+}
