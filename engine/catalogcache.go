@@ -2,9 +2,6 @@ package engine
 
 import (
 	"context"
-	"time"
-
-	"github.com/orrery-db/orrery/storage"
 )
 
 // The catalog cache's lock and the lookups that go through the seam: what
@@ -49,24 +46,4 @@ func (e *Engine) ResolveContainer(ctx context.Context, db, name string) (Contain
 // was at when it answered (nil without a shared store).
 func (e *Engine) cachedContainer(ctx context.Context, db, name string) (*Container, []byte, error) {
 	return e.seam.cachedContainer(ctx, db, name)
-}
-
-// itemsSnapshot looks container db/name up and opens the snapshot that a
-// read of its items (a query page, a change-feed page) runs in, with the
-// store's watermark as of that snapshot (without a shared store: 0, or with
-// settle, one above the sequencer's settled watermark, read before the
-// snapshot is taken). On a
-// shared store the container comes from the cache and the round trip that
-// opens the snapshot checks the catalog version and reads the watermark
-// (Shared.SnapshotAll), along with the keys extra names for the container
-// (values[i] is extra's i-th key's value, nil when absent; without a
-// shared store they are read from the snapshot); if the version moved, the
-// catalog is reloaded and the container looked up again, so that a
-// container deleted or changed on another gateway is seen at once. With
-// settle, the snapshot is taken again, for at most settle, until its
-// watermark covers every write this engine has finished and, where the
-// store's first snapshot tells it (storage.Ended), every write any gateway
-// had finished when the read began.
-func (e *Engine) itemsSnapshot(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (c *Container, snap storage.Snapshot, values [][]byte, watermark uint64, err error) {
-	return e.seam.itemsSnapshot(ctx, db, name, extra, settle)
 }

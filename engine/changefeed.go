@@ -140,7 +140,7 @@ func (e *Engine) ReadChangeFeed(ctx context.Context, req *ChangeFeedRequest) (*C
 	// Writes acknowledged before this read must be in it, on whichever
 	// gateway they were made, even behind an older transaction still
 	// open; a script can hold one for its budget.
-	c, snap, values, w, err := e.itemsSnapshot(ctx, req.Database, req.Container, horizonKey, changeFeedSettle)
+	c, snap, values, w, err := e.seam.itemsSnapshot(ctx, req.Database, req.Container, horizonKey, changeFeedSettle)
 	if err != nil {
 		return nil, err
 	}

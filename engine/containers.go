@@ -51,7 +51,7 @@ func (e *Engine) CreateContainer(ctx context.Context, dbName string, body []byte
 		normalized["_"+k] = k + "/"
 	}
 	rec := containerRecord{Props: normalized}
-	if n := e.rangeCount(throughput); n > 1 && hashV2(normalized) {
+	if n := rangeCount(e.opts.PartitionKeyRanges, throughput); n > 1 && hashV2(normalized) {
 		rec.Ranges = pkranges.New(n, e.now().Unix())
 	} else if n > 1 {
 		rec.Ranges = newRangeSetV1(n, e.now().Unix())
@@ -411,9 +411,10 @@ func (e *Engine) purgeContainerData(collRID []byte) {
 	}()
 }
 
-// rangeCount is how many ranges a container created with t gets.
-func (e *Engine) rangeCount(t *Throughput) int {
-	n := max(e.opts.PartitionKeyRanges, 1)
+// rangeCount is how many ranges a container created with t gets, at least
+// minimum (Options.PartitionKeyRanges).
+func rangeCount(minimum int, t *Throughput) int {
+	n := max(minimum, 1)
 	switch {
 	case t == nil:
 	case t.Manual > RUPerPartitionKeyRange:

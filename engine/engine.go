@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/orrery-db/orrery/engine/script"
-	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -112,11 +111,8 @@ type Engine struct {
 	feedReads feedReads
 	log       *slog.Logger
 	now       func() time.Time
-	cursors   *cursorCache
-	// queryPool is the memory all queries share; nil: unbounded.
-	queryPool *query.MemoryPool
-	// costlySlots admits costly queries; nil: no bound.
-	costlySlots chan struct{}
+	// queries runs the queries (queryrunner.go).
+	queries *queryRunner
 
 	// shared is set when the store is a storage.Shared (see shared.go).
 	shared *sharedState

@@ -19,7 +19,7 @@ import (
 func (e *Engine) ReadFeed(ctx context.Context, req *FeedRequest) (*FeedResult, error) {
 	// The order keys and the items they point to are read from one
 	// snapshot, so a concurrent delete cannot leave a key without its item.
-	c, snap, _, watermark, err := e.itemsSnapshot(ctx, req.Database, req.Container, nil, 0)
+	c, snap, _, watermark, err := e.seam.itemsSnapshot(ctx, req.Database, req.Container, nil, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/script"
 	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -69,18 +70,30 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, erro
 	e.presence = presenceFilters{store: store, locks: e.locks[:], stop: e.stop, ctx: e.bgCtx, bg: &e.bg}
 	e.rebuilder = rebuilder{store: store, catalog: &e.catalog, seam: e.seam, log: e.log, locks: e.locks[:]}
 	e.search = newSearchIndexes(e.bgCtx, &e.bg, store, e.log, e.now, func(c *Container) (*Container, error) { return e.successor(e.bgCtx, c) })
-	e.cursors = newCursorCache(e.now)
+	e.queries = &queryRunner{store: store, seam: e.seam, search: &e.search, durable: e.durable, now: e.now,
+		udfs: udfRuntime{read: func(ctx context.Context, c *Container, id string) (script.UDF, error) {
+			props, _, err := e.readScript(ctx, c, UserFunctions, id)
+			return scriptOf(props), err
+		}, runner: e.scripts, runs: &e.scriptRuns},
+		cursors: newCursorCache(e.now), budget: opts.QueryTimeBudget, maxMemory: opts.QueryMemoryLimit,
+		serveCrossPartition: opts.ServeCrossPartitionQueries}
+	if e.queries.budget == 0 {
+		e.queries.budget = DefaultQueryTimeBudget
+	}
+	if e.queries.maxMemory == 0 {
+		e.queries.maxMemory = DefaultQueryMemoryLimit
+	}
 	if n := opts.MaxCostlyQueries; n >= 0 {
 		if n == 0 {
 			n = max(1, runtime.GOMAXPROCS(0)/2)
 		}
-		e.costlySlots = make(chan struct{}, n)
+		e.queries.costlySlots = make(chan struct{}, n)
 	}
 	switch {
 	case opts.QueryMemoryPool == 0:
-		e.queryPool = query.NewMemoryPool(DefaultQueryMemoryPool)
+		e.queries.pool = query.NewMemoryPool(DefaultQueryMemoryPool)
 	case opts.QueryMemoryPool > 0:
-		e.queryPool = query.NewMemoryPool(opts.QueryMemoryPool)
+		e.queries.pool = query.NewMemoryPool(opts.QueryMemoryPool)
 	}
 	if err := e.loadCatalog(ctx); err != nil {
 		return nil, err

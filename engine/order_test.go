@@ -253,7 +253,7 @@ func BenchmarkCreationOrderWriteCost(b *testing.B) {
 		b.Run(st.name+"/create", func(b *testing.B) {
 			with := openTestEngine(b, st.open(b))
 			without := openTestEngine(b, st.open(b))
-			without.noCreationOrder = true
+			without.noCreationOrder, without.queries.noCreationOrder = true, true
 			var tWith, tWithout time.Duration
 			round := func(e *Engine, from, n int) time.Duration {
 				start := time.Now()
@@ -279,7 +279,7 @@ func BenchmarkCreationOrderWriteCost(b *testing.B) {
 		b.Run(st.name+"/scan", func(b *testing.B) {
 			with := openTestEngine(b, st.open(b))
 			without := openTestEngine(b, st.open(b))
-			without.noCreationOrder = true
+			without.noCreationOrder, without.queries.noCreationOrder = true, true
 			for _, e := range []*Engine{with, without} {
 				for i := range 1000 {
 					if _, err := e.CreateItem(ctx, &ItemRequest{Database: "db", Container: "c", Body: benchBody(strconv.Itoa(i), "p"),

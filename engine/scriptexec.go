@@ -205,12 +205,12 @@ func (sc *scriptCollection) QueryDocuments(ctx context.Context, q script.Query, 
 	}
 	req := &QueryRequest{Query: q.Text, Params: params, MaxItems: size, Continuation: opts.Continuation}
 	if strings.Contains(strings.ToLower(q.Text), "udf.") {
-		udfs := sc.e.newUDFResolver(ctx, t.p.c)
+		udfs := sc.e.queries.udfs.resolver(ctx, t.p.c)
 		defer udfs.close()
 		req.UDF = udfs
 	}
 	// The procedure's own budget bounds its queries: ctx ends with it.
-	res, err := sc.e.queryIn(ctx, t.p.c, t.b, t.p.prefix, req, nil, pageBounds{})
+	res, err := sc.e.queries.queryIn(ctx, t.p.c, t.b, t.p.prefix, req, nil, pageBounds{})
 	if err != nil {
 		return script.Page{}, err
 	}

@@ -44,7 +44,7 @@ func TestSharedBM25StatisticsCountStaleItemsAsTheSnapshotHasThem(t *testing.T) {
 	withStale := 0
 	for i := range rounds {
 		e := []*Engine{a, b}[i%2]
-		c, snap, _, w, err := e.itemsSnapshot(ctx, "db", "c", nil, 0)
+		c, snap, _, w, err := e.seam.itemsSnapshot(ctx, "db", "c", nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -435,7 +435,7 @@ func (s sharedSeam) runShared(ctx context.Context, b storage.SharedBatch, p *par
 	return nil
 }
 
-// itemsSnapshot is Engine.itemsSnapshot on a shared store.
+// itemsSnapshot is seam.itemsSnapshot on a shared store.
 func (sharedSeam) current(*Container) bool { return false }
 
 func (s sharedSeam) itemsSnapshot(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (c *Container, snap storage.Snapshot, values [][]byte, watermark uint64, err error) {
