@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"hash/maphash"
 	"log/slog"
 	"runtime"
 	"sync"
@@ -122,7 +121,6 @@ type Engine struct {
 	// source and clock are this engine's.
 	catalog
 
-	seed maphash.Seed
 	// presence holds each container's presence filter (presence.go).
 	presence presenceFilters
 	locks    [lockStripes]sync.Mutex

@@ -38,7 +38,6 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, erro
 		durable: newDurability(),
 		now:     opts.Now,
 		catalog: catalog{store: store, dbs: map[string]*Database{}, offers: map[string][]byte{}},
-		seed:    maphash.MakeSeed(),
 		stop:    make(stopSignal),
 	}
 	e.bgCtx, e.cancelBg = context.WithCancel(context.Background())
@@ -50,6 +49,7 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, erro
 	}
 	// The seam is chosen once, here: a store this process has alone, or
 	// one it shares with other engines.
+	var local *localSeam
 	if shared, ok := store.(storage.Shared); ok {
 		e.shared = newSharedState(shared)
 		v, err := catalogVersion(ctx, store)
@@ -63,10 +63,15 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, erro
 		if err != nil {
 			return nil, err
 		}
-		e.seam, e.seq = localSeam{e}, seq
+		local = &localSeam{store: store, catalog: &e.catalog, seq: seq, durable: e.durable, now: e.now,
+			presence: &e.presence, search: &e.search, locks: e.locks[:], seed: maphash.MakeSeed()}
+		e.seam, e.seq = local, seq
 	}
 	e.catMu.seam, e.catalog.seam, e.catalog.lsns, e.catalog.now = e.seam, e.seam, e.seq, e.now
 	e.sweeper = &sweeper{store: store, catalog: &e.catalog, seam: e.seam, log: e.log, now: e.now, stop: e.stop, ctx: e.bgCtx, bg: &e.bg}
+	if local != nil {
+		local.sweeper = e.sweeper // the sweeper partitions through the seam
+	}
 	e.presence = presenceFilters{store: store, locks: e.locks[:], stop: e.stop, ctx: e.bgCtx, bg: &e.bg}
 	e.rebuilder = rebuilder{store: store, catalog: &e.catalog, seam: e.seam, log: e.log, locks: e.locks[:]}
 	e.search = newSearchIndexes(e.bgCtx, &e.bg, store, e.log, e.now, func(c *Container) (*Container, error) { return e.successor(e.bgCtx, c) })
