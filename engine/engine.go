@@ -138,11 +138,6 @@ type Engine struct {
 	bgCtx    context.Context
 	cancelBg context.CancelFunc
 
-	// noCreationOrder makes creates write no order key and scans read in
-	// key order, as before creation order: only the benchmark that
-	// measures what creation order costs sets it.
-	noCreationOrder bool
-
 	// search holds the containers' open search indexes (searchindex.go).
 	search searchIndexes
 }

@@ -34,7 +34,8 @@ type localSeam struct {
 	seed  maphash.Seed
 	// sweeper is the TTL sweep, which runs through this seam.
 	sweeper *sweeper
-	// noCreationOrder is Engine.noCreationOrder, for the transactions.
+	// noCreationOrder makes the transactions write no order key (only the
+	// benchmark of creation order sets it: withoutCreationOrder).
 	noCreationOrder bool
 }
 

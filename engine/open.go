@@ -47,9 +47,11 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, erro
 	if e.log = opts.Logger; e.log == nil {
 		e.log = slog.Default()
 	}
+	// The TTL sweeper runs through the seam, and the seam runs it: it gets
+	// its seam below, once chosen.
+	e.sweeper = &sweeper{store: store, catalog: &e.catalog, log: e.log, now: e.now, stop: e.stop, ctx: e.bgCtx, bg: &e.bg}
 	// The seam is chosen once, here: a store this process has alone, or
 	// one it shares with other engines.
-	var local *localSeam
 	if shared, ok := store.(storage.Shared); ok {
 		e.shared = newSharedState(shared)
 		v, err := catalogVersion(ctx, store)
@@ -57,21 +59,20 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, erro
 			return nil, err
 		}
 		e.shared.version.Store(&v)
-		e.seam, e.seq = sharedSeam{e}, e.shared
+		sh := &sharedSeam{store: store, state: e.shared, catalog: &e.catalog, search: &e.search, log: e.log, now: e.now,
+			sweeper: e.sweeper, stop: e.stop, ctx: e.bgCtx, bg: &e.bg}
+		e.seam, e.seq = sh, e.shared
 	} else {
 		seq, err := newSequencer(ctx, store)
 		if err != nil {
 			return nil, err
 		}
-		local = &localSeam{store: store, catalog: &e.catalog, seq: seq, durable: e.durable, now: e.now,
-			presence: &e.presence, search: &e.search, locks: e.locks[:], seed: maphash.MakeSeed()}
+		local := &localSeam{store: store, catalog: &e.catalog, seq: seq, durable: e.durable, now: e.now,
+			presence: &e.presence, search: &e.search, sweeper: e.sweeper, locks: e.locks[:], seed: maphash.MakeSeed()}
 		e.seam, e.seq = local, seq
 	}
 	e.catMu.seam, e.catalog.seam, e.catalog.lsns, e.catalog.now = e.seam, e.seam, e.seq, e.now
-	e.sweeper = &sweeper{store: store, catalog: &e.catalog, seam: e.seam, log: e.log, now: e.now, stop: e.stop, ctx: e.bgCtx, bg: &e.bg}
-	if local != nil {
-		local.sweeper = e.sweeper // the sweeper partitions through the seam
-	}
+	e.sweeper.seam = e.seam
 	e.presence = presenceFilters{store: store, locks: e.locks[:], stop: e.stop, ctx: e.bgCtx, bg: &e.bg}
 	e.rebuilder = rebuilder{store: store, catalog: &e.catalog, seam: e.seam, log: e.log, locks: e.locks[:]}
 	e.search = newSearchIndexes(e.bgCtx, &e.bg, store, e.log, e.now, func(c *Container) (*Container, error) { return e.successor(e.bgCtx, c) })

@@ -48,8 +48,8 @@ type queryRunner struct {
 	costlySlots chan struct{}
 	// serveCrossPartition is Options.ServeCrossPartitionQueries.
 	serveCrossPartition bool
-	// noCreationOrder reads scans in key order, as the engine's writes
-	// keep none (Engine.noCreationOrder).
+	// noCreationOrder reads scans in key order, as before creation order
+	// (only the benchmark of creation order sets it: withoutCreationOrder).
 	noCreationOrder bool
 }
 
