@@ -68,13 +68,13 @@ func TestWholeQueryPagesComeFromOneEvaluation(t *testing.T) {
 			return strings.Join(p, ",")
 		}, "3,4,5"},
 		{"the last page drops the cursor", func(t *testing.T) string {
-			e.cursors = newCursorCache(e.now)
+			e.queries.cursors = newCursorCache(e.now)
 			_, cont := page(ordered, "")
-			kept := e.cursors.len()
+			kept := e.queries.cursors.len()
 			for cont != "" {
 				_, cont = page(ordered, cont)
 			}
-			return fmt.Sprintf("%d then %d", kept, e.cursors.len())
+			return fmt.Sprintf("%d then %d", kept, e.queries.cursors.len())
 		}, "1 then 0"},
 	}
 	for _, tc := range cases {

@@ -2,13 +2,11 @@ package engine
 
 import (
 	"context"
-	"hash/maphash"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/orrery-db/orrery/engine/script"
-	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -104,11 +102,8 @@ type Engine struct {
 	feedReads feedReads
 	log       *slog.Logger
 	now       func() time.Time
-	cursors   *cursorCache
-	// queryPool is the memory all queries share; nil: unbounded.
-	queryPool *query.MemoryPool
-	// costlySlots admits costly queries; nil: no bound.
-	costlySlots chan struct{}
+	// queries runs the queries (queryrunner.go).
+	queries *queryRunner
 
 	// shared is set when the store is a storage.Shared (see shared.go).
 	shared *sharedState
@@ -118,7 +113,6 @@ type Engine struct {
 	// source and clock are this engine's.
 	catalog
 
-	seed maphash.Seed
 	// presence holds each container's presence filter (presence.go).
 	presence presenceFilters
 	locks    [lockStripes]sync.Mutex
@@ -135,11 +129,6 @@ type Engine struct {
 	// started): no client's cancel ends it, Close does.
 	bgCtx    context.Context
 	cancelBg context.CancelFunc
-
-	// noCreationOrder makes creates write no order key and scans read in
-	// key order, as before creation order: only the benchmark that
-	// measures what creation order costs sets it.
-	noCreationOrder bool
 
 	// search holds the containers' open search indexes (searchindex.go).
 	search searchIndexes

@@ -11,16 +11,8 @@ import (
 // still declare. The engine's work belongs to its parts (the catalog, the
 // seam, the item writer, the script host, the rebuilder, the sweeper, the
 // search indexes...), each holding the narrow things it needs; *Engine
-// keeps the public API, which delegates to them. What is left is the query
-// execution, not yet a part of its own:
-//
-//	query.go  queryDeadline, queryMemoryLimit, querySnapshot, queryIn,
-//	          runQuery, wholeQuery, topQuery, streamQuery
-//	stats.go  containerStats
-//	udf.go    newUDFResolver
-//
-// Lower it as they move; never raise it.
-const maxEngineUnexportedMethods = 10
+// keeps the public API, which delegates to them. None is left: keep it so.
+const maxEngineUnexportedMethods = 0
 
 // TestEngineMethodsAreOnlyThePublicAPI keeps work off *Engine: a method
 // that is not part of the public API belongs on the part that owns that

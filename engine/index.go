@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/orrery-db/orrery/engine/internal/geocell"
 	"github.com/orrery-db/orrery/engine/internal/indexpolicy"
 	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/keys"
@@ -38,7 +39,7 @@ const maxIndexedString = 100
 // written with another rebuilds every container's index (see rebuild.go).
 // Version 1 kept whole strings under the expiry index's prefix 'X'; version
 // 2 had no creation order keys (order.go); version 3 no spatial entries
-// (spatial.go).
+// (appendSpatialIndexEntries).
 const indexFormat = 4
 
 // Value type markers, in Cosmos's cross-type order.
@@ -450,4 +451,88 @@ func (c *Container) appendComputedIndexEntries(obj jsondoc.Object, suffix []byte
 
 func escapeIndexName(name string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(name, "~", "~0"), "/", "~1")
+}
+
+// The spatial index's entries (their layout and queries: spatial.go).
+
+// spatialTerms returns the cell of a raw JSON geometry: the smallest that
+// holds its box. It is nil when the value is not a valid geometry (the
+// service does not index those either).
+func spatialTerms(raw json.RawMessage) []geocell.ID {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil
+	}
+	b, ok := query.GeoBounds(raw)
+	if !ok {
+		return nil
+	}
+	return geocell.Cover(geocell.Box(b), 1)
+}
+
+// appendSpatialEntry appends a spatial index entry.
+func appendSpatialEntry(k, prefix []byte, cell geocell.ID, suffix []byte) []byte {
+	k = append(k, prefix...)
+	k = append(k, ixNumber)
+	k = binary.BigEndian.AppendUint64(k, uint64(cell))
+	return append(k, suffix...)
+}
+
+// appendSpatialIndexEntries appends the spatial index entries of a parsed
+// document.
+func (c *Container) appendSpatialIndexEntries(obj jsondoc.Object, suffix []byte, out [][]byte) ([][]byte, error) {
+	// A Geometry container's entries are written too (its queries do not
+	// read them), so that a replace back to Geography finds them current.
+	if c.index == nil || c.index.Spatial == nil {
+		return out, nil
+	}
+	var walk func(raw json.RawMessage, path string, depth int) error
+	walk = func(raw json.RawMessage, path string, depth int) error {
+		if len(raw) == 0 || raw[0] != '{' {
+			return nil
+		}
+		if c.index.Spatial.Covers(path) {
+			prefix := keys.SpatialIndexPathPrefix(c.rid, path)
+			for _, cell := range spatialTerms(raw) {
+				out = append(out, appendSpatialEntry(nil, prefix, cell, suffix))
+			}
+		}
+		if depth >= 8 {
+			return nil
+		}
+		sub, err := jsondoc.Parse(raw)
+		if err != nil {
+			return err
+		}
+		for _, f := range sub {
+			if !c.spatialUnder(path + "/" + string(appendIndexName(nil, f.Name))) {
+				continue
+			}
+			if err := walk(f.Value, path+"/"+string(appendIndexName(nil, f.Name)), depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, f := range obj {
+		p := "/" + string(appendIndexName(nil, f.Name))
+		if unindexedProperties[f.Name] || !c.spatialUnder(p) {
+			continue
+		}
+		if err := walk(f.Value, p, 1); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// spatialUnder reports whether a spatial index pattern covers path or a
+// path below it.
+func (c *Container) spatialUnder(path string) bool {
+	for _, pat := range c.index.Spatial.Paths {
+		base := strings.TrimSuffix(strings.TrimSuffix(pat, "/?"), "/*")
+		if base == "" || base == path || strings.HasPrefix(base, path+"/") || strings.HasPrefix(path, base+"/") {
+			return true
+		}
+	}
+	return false
 }

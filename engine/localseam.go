@@ -16,35 +16,54 @@ import (
 
 // localSeam is the seam of an engine alone on its store: locks are
 // mutexes of this process, LSNs come from the sequencer, the catalog cache
-// is the catalog.
-type localSeam struct{ e *Engine }
+// is the catalog. It holds the parts it uses, not the engine; Open builds
+// it.
+type localSeam struct {
+	store   storage.Store
+	catalog *catalog
+	seq     lsnSource
+	durable *durability
+	now     func() time.Time
+	// presence is the containers' presence filters, search their search
+	// indexes (the engine's, not copies).
+	presence *presenceFilters
+	search   *searchIndexes
+	// locks are the engine's partition write locks (Engine.locks, not a
+	// copy), picked by a hash of the partition under seed.
+	locks []sync.Mutex
+	seed  maphash.Seed
+	// sweeper is the TTL sweep, which runs through this seam.
+	sweeper *sweeper
+	// noCreationOrder makes the transactions write no order key (only the
+	// benchmark of creation order sets it: withoutCreationOrder).
+	noCreationOrder bool
+}
 
-func (localSeam) containerMoved(context.Context, string, string, *Container) (bool, error) {
+func (*localSeam) containerMoved(context.Context, string, string, *Container) (bool, error) {
 	return false, nil
 }
 
-func (l localSeam) cachedContainer(ctx context.Context, db, name string) (*Container, []byte, error) {
-	c, err := l.e.Container(ctx, db, name)
+func (l *localSeam) cachedContainer(ctx context.Context, db, name string) (*Container, []byte, error) {
+	c, err := l.catalog.Container(ctx, db, name)
 	return c, nil, err
 }
 
-func (localSeam) current(c *Container) bool { return !c.retired.Load() }
+func (*localSeam) current(c *Container) bool { return !c.retired.Load() }
 
-func (l localSeam) itemsSnapshot(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (c *Container, snap storage.Snapshot, values [][]byte, watermark uint64, err error) {
-	e := l.e
-	if c, err = e.Container(ctx, db, name); err != nil {
+func (l *localSeam) itemsSnapshot(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (c *Container, snap storage.Snapshot, values [][]byte, watermark uint64, err error) {
+	if c, err = l.catalog.Container(ctx, db, name); err != nil {
 		return nil, nil, nil, 0, err
 	}
 	if settle > 0 {
 		// Settled before the snapshot, which then holds every write
 		// below the watermark.
-		w, err := e.seq.settle(ctx, settle)
+		w, err := l.seq.settle(ctx, settle)
 		if err != nil {
 			return nil, nil, nil, 0, err
 		}
 		watermark = w + 1
 	}
-	if snap, err = e.store.NewSnapshot(ctx); err != nil {
+	if snap, err = l.store.NewSnapshot(ctx); err != nil {
 		return nil, nil, nil, 0, err
 	}
 	if extra != nil {
@@ -56,60 +75,59 @@ func (l localSeam) itemsSnapshot(ctx context.Context, db, name string, extra fun
 	return c, snap, values, watermark, nil
 }
 
-func (l localSeam) containerScripts(ctx context.Context, db, coll string, kind ScriptKind, ids []string) (*Container, []map[string]any, error) {
-	c, err := l.e.Container(ctx, db, coll)
+func (l *localSeam) containerScripts(ctx context.Context, db, coll string, kind ScriptKind, ids []string) (*Container, []map[string]any, error) {
+	c, err := l.catalog.Container(ctx, db, coll)
 	if err != nil {
 		return nil, nil, err
 	}
 	props := make([]map[string]any, len(ids))
 	for i, id := range ids {
-		if props[i], _, err = readScript(ctx, l.e.store, c, kind, id); err != nil {
+		if props[i], _, err = readScript(ctx, l.store, c, kind, id); err != nil {
 			return nil, nil, err
 		}
 	}
 	return c, props, nil
 }
 
-func (localSeam) snapshotSession(uint64) uint64 { return 0 }
+func (*localSeam) snapshotSession(uint64) uint64 { return 0 }
 
-func (l localSeam) notePresent(c *Container, key []byte) { l.e.presence.of(c).Add(key) }
+func (l *localSeam) notePresent(c *Container, key []byte) { l.presence.of(c).Add(key) }
 
-func (localSeam) refreshCatalog(context.Context) error { return nil }
+func (*localSeam) refreshCatalog(context.Context) error { return nil }
 
-func (l localSeam) lockCatalog(context.Context) error {
-	l.e.catMu.mu.Lock()
+func (l *localSeam) lockCatalog(context.Context) error {
+	l.catalog.catMu.mu.Lock()
 	return nil
 }
 
-func (l localSeam) unlockCatalog() { l.e.catMu.mu.Unlock() }
+func (l *localSeam) unlockCatalog() { l.catalog.catMu.mu.Unlock() }
 
-func (l localSeam) catalogBatch() (storage.Batch, error) { return l.e.store.NewBatch(), nil }
+func (l *localSeam) catalogBatch() (storage.Batch, error) { return l.store.NewBatch(), nil }
 
-func (localSeam) catalogChanged(storage.Batch) error { return nil }
+func (*localSeam) catalogChanged(storage.Batch) error { return nil }
 
-func (l localSeam) sweepLoop(interval time.Duration) { l.e.sweeper.sweepLoop(interval) }
+func (l *localSeam) sweepLoop(interval time.Duration) { l.sweeper.sweepLoop(interval) }
 
-func (localSeam) placeRanges(*containerRecord, []byte) {}
+func (*localSeam) placeRanges(*containerRecord, []byte) {}
 
-func (localSeam) notePlacement(*Container) {}
+func (*localSeam) notePlacement(*Container) {}
 
-func (localSeam) placeCount() int { return 1 }
+func (*localSeam) placeCount() int { return 1 }
 
 // absent reports whether the item key was certainly never written: the
 // presence filter says so once it is built.
-func (l localSeam) absent(c *Container, key []byte) bool {
-	f := l.e.presence.of(c)
+func (l *localSeam) absent(c *Container, key []byte) bool {
+	f := l.presence.of(c)
 	return f.Ready() && !f.MayContain(key)
 }
 
 // readItem is ReadItem on a store of this process alone.
-func (l localSeam) readItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
-	e := l.e
+func (l *localSeam) readItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
 	c := req.resolved().c
 	if c == nil || c.retired.Load() {
 		// Not resolved, or replaced or deleted since.
 		var err error
-		if c, err = e.Container(ctx, req.Database, req.Container); err != nil {
+		if c, err = l.catalog.Container(ctx, req.Database, req.Container); err != nil {
 			return nil, err
 		}
 	}
@@ -132,11 +150,10 @@ func (l localSeam) readItem(ctx context.Context, req *ItemRequest) (*ItemResult,
 
 // inPartition is the partition transaction for an engine alone on its store: the
 // partition's lock is a mutex of this process.
-func (l localSeam) inPartition(ctx context.Context, c *Container, pk PartitionKey, _ []string, fn func(t *txn) error) error {
-	e := l.e
+func (l *localSeam) inPartition(ctx context.Context, c *Container, pk PartitionKey, _ []string, fn func(t *txn) error) error {
 	var p *partition
 	var mu *sync.Mutex
-	err := e.onCurrent(ctx, c, pk, func(c *Container, pp *partition) (bool, error) {
+	err := l.catalog.onCurrent(ctx, c, pk, func(c *Container, pp *partition) (bool, error) {
 		mu = l.partitionLock(c.rid, pp.enc)
 		mu.Lock()
 		if c.retired.Load() {
@@ -155,15 +172,15 @@ func (l localSeam) inPartition(ctx context.Context, c *Container, pk PartitionKe
 	defer func() {
 		if locked {
 			mu.Unlock()
-			e.durable.barrier()
+			l.durable.barrier()
 		}
 	}()
-	b := e.store.NewBatch()
+	b := l.store.NewBatch()
 	defer b.Close()
-	t := &txn{indexes: &e.search, presence: e.seam, lsns: e.seq, noCreationOrder: e.noCreationOrder, p: p, b: b, now: e.now()}
+	t := &txn{indexes: l.search, presence: l, lsns: l.seq, noCreationOrder: l.noCreationOrder, p: p, b: b, now: l.now()}
 	defer func() {
 		if t.lsn != 0 {
-			e.seq.finish(t.lsn)
+			l.seq.finish(t.lsn)
 		}
 	}()
 	defer func() { t.search.Abort() }()
@@ -178,8 +195,8 @@ func (l localSeam) inPartition(ctx context.Context, c *Container, pk PartitionKe
 		return err
 	}
 	t.search.Commit()
-	e.durable.applied(t.lsn)
-	defer e.durable.durable(t.lsn)
+	l.durable.applied(t.lsn)
+	defer l.durable.durable(t.lsn)
 	mu.Unlock()
 	locked = false
 	return wait()
@@ -187,22 +204,20 @@ func (l localSeam) inPartition(ctx context.Context, c *Container, pk PartitionKe
 
 // partitionLock returns the mutex that serializes the writers of one logical
 // partition.
-func (l localSeam) partitionLock(collRID, pkEnc []byte) *sync.Mutex {
-	e := l.e
+func (l *localSeam) partitionLock(collRID, pkEnc []byte) *sync.Mutex {
 	var h maphash.Hash
-	h.SetSeed(e.seed)
+	h.SetSeed(l.seed)
 	h.Write(collRID)
 	h.Write(pkEnc)
-	return &e.locks[h.Sum64()%lockStripes]
+	return &l.locks[h.Sum64()%uint64(len(l.locks))]
 }
 
 // pointRead reads the record of the item key of c outside any transaction:
 // 404 when it is absent or expired. What it read, a write or a delete, is
 // durable before it returns.
-func (l localSeam) pointRead(ctx context.Context, c *Container, key []byte) (*storedItem, error) {
-	e := l.e
-	v, err := e.store.Get(ctx, key)
-	e.durable.barrier() // what was read, a write or a delete, must be durable
+func (l *localSeam) pointRead(ctx context.Context, c *Container, key []byte) (*storedItem, error) {
+	v, err := l.store.Get(ctx, key)
+	l.durable.barrier() // what was read, a write or a delete, must be durable
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, NotFound(msgNotFound)
 	}
@@ -213,7 +228,7 @@ func (l localSeam) pointRead(ctx context.Context, c *Container, key []byte) (*st
 	if err != nil {
 		return nil, err
 	}
-	if c.expired(it, e.now().Unix()) {
+	if c.expired(it, l.now().Unix()) {
 		return nil, NotFound(msgNotFound)
 	}
 	return it, nil

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/orrery-db/orrery/engine/script"
 	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
 )
@@ -37,7 +38,6 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, erro
 		durable: newDurability(),
 		now:     opts.Now,
 		catalog: catalog{store: store, dbs: map[string]*Database{}, offers: map[string][]byte{}},
-		seed:    maphash.MakeSeed(),
 		stop:    make(stopSignal),
 	}
 	e.bgCtx, e.cancelBg = context.WithCancel(context.Background())
@@ -47,6 +47,9 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, erro
 	if e.log = opts.Logger; e.log == nil {
 		e.log = slog.Default()
 	}
+	// The TTL sweeper runs through the seam, and the seam runs it: it gets
+	// its seam below, once chosen.
+	e.sweeper = &sweeper{store: store, catalog: &e.catalog, log: e.log, now: e.now, stop: e.stop, ctx: e.bgCtx, bg: &e.bg}
 	// The seam is chosen once, here: a store this process has alone, or
 	// one it shares with other engines.
 	if shared, ok := store.(storage.Shared); ok {
@@ -56,34 +59,51 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Engine, erro
 			return nil, err
 		}
 		e.shared.version.Store(&v)
-		e.seam, e.seq = sharedSeam{e}, e.shared
+		sh := &sharedSeam{store: store, state: e.shared, catalog: &e.catalog, search: &e.search, log: e.log, now: e.now,
+			sweeper: e.sweeper, stop: e.stop, ctx: e.bgCtx, bg: &e.bg}
+		e.seam, e.seq = sh, e.shared
 	} else {
 		seq, err := newSequencer(ctx, store)
 		if err != nil {
 			return nil, err
 		}
-		e.seam, e.seq = localSeam{e}, seq
+		local := &localSeam{store: store, catalog: &e.catalog, seq: seq, durable: e.durable, now: e.now,
+			presence: &e.presence, search: &e.search, sweeper: e.sweeper, locks: e.locks[:], seed: maphash.MakeSeed()}
+		e.seam, e.seq = local, seq
 	}
 	e.catMu.seam, e.catalog.seam, e.catalog.lsns, e.catalog.now = e.seam, e.seam, e.seq, e.now
-	e.sweeper = &sweeper{store: store, catalog: &e.catalog, seam: e.seam, log: e.log, now: e.now, stop: e.stop, ctx: e.bgCtx, bg: &e.bg}
+	e.sweeper.seam = e.seam
 	e.presence = presenceFilters{store: store, locks: e.locks[:], stop: e.stop, ctx: e.bgCtx, bg: &e.bg}
 	e.rebuilder = rebuilder{store: store, catalog: &e.catalog, seam: e.seam, log: e.log, locks: e.locks[:]}
 	e.search = newSearchIndexes(e.bgCtx, &e.bg, store, e.log, e.now, func(c *Container) (*Container, error) { return e.successor(e.bgCtx, c) })
 	e.purger = containerPurger{store: store, log: e.log, presence: &e.presence, feedReads: &e.feedReads, search: &e.search, ctx: e.bgCtx, bg: &e.bg}
-	e.scripts = &scriptHost{limits: opts.ScriptLimits, maxConcurrent: opts.MaxConcurrentScripts, seam: e.seam, queries: procedureQueries{e}}
+	e.scripts = &scriptHost{limits: opts.ScriptLimits, maxConcurrent: opts.MaxConcurrentScripts, seam: e.seam}
 	e.items = itemWriter{seam: e.seam, scripts: e.scripts}
-	e.cursors = newCursorCache(e.now)
+	e.queries = &queryRunner{store: store, seam: e.seam, search: &e.search, durable: e.durable, now: e.now,
+		udfs: udfRuntime{read: func(ctx context.Context, c *Container, id string) (script.UDF, error) {
+			props, _, err := readScript(ctx, store, c, UserFunctions, id)
+			return scriptOf(props), err
+		}, runner: e.scripts.runner, runs: &e.scripts.runs},
+		cursors: newCursorCache(e.now), budget: opts.QueryTimeBudget, maxMemory: opts.QueryMemoryLimit,
+		serveCrossPartition: opts.ServeCrossPartitionQueries}
+	if e.queries.budget == 0 {
+		e.queries.budget = DefaultQueryTimeBudget
+	}
+	if e.queries.maxMemory == 0 {
+		e.queries.maxMemory = DefaultQueryMemoryLimit
+	}
+	e.scripts.queries = procedureQueries{e.queries}
 	if n := opts.MaxCostlyQueries; n >= 0 {
 		if n == 0 {
 			n = max(1, runtime.GOMAXPROCS(0)/2)
 		}
-		e.costlySlots = make(chan struct{}, n)
+		e.queries.costlySlots = make(chan struct{}, n)
 	}
 	switch {
 	case opts.QueryMemoryPool == 0:
-		e.queryPool = query.NewMemoryPool(DefaultQueryMemoryPool)
+		e.queries.pool = query.NewMemoryPool(DefaultQueryMemoryPool)
 	case opts.QueryMemoryPool > 0:
-		e.queryPool = query.NewMemoryPool(opts.QueryMemoryPool)
+		e.queries.pool = query.NewMemoryPool(opts.QueryMemoryPool)
 	}
 	if err := e.loadCatalog(ctx); err != nil {
 		return nil, err

@@ -18,7 +18,7 @@ import (
 func TestQueryStopsWhenCancelled(t *testing.T) {
 	ctx := t.Context()
 	e := newMemEngine(t)
-	e.opts.QueryTimeBudget = -1
+	e.queries.budget = -1
 	nums := make([]string, 1000)
 	for i := range nums {
 		nums[i] = fmt.Sprint(i)
@@ -56,7 +56,7 @@ func TestQueryStopsWhenCancelled(t *testing.T) {
 func TestStreamingPageEndsAtItsBudget(t *testing.T) {
 	ctx := t.Context()
 	e := newMemEngine(t)
-	e.opts.QueryTimeBudget = time.Nanosecond
+	e.queries.budget = time.Nanosecond
 	for _, id := range []string{"x", "y"} {
 		if _, err := e.CreateItem(ctx, req(id, "a", `{"id":"`+id+`","pk":"a","arr":[1,2,3]}`)); err != nil {
 			t.Fatal(err)
@@ -96,8 +96,8 @@ func TestStreamingPageEndsAtItsBudget(t *testing.T) {
 func TestCostlyQueriesWaitForASlot(t *testing.T) {
 	ctx := t.Context()
 	e := newMemEngine(t)
-	e.opts.QueryTimeBudget = 200 * time.Millisecond
-	e.costlySlots = make(chan struct{}, 1)
+	e.queries.budget = 200 * time.Millisecond
+	e.queries.costlySlots = make(chan struct{}, 1)
 	nums := make([]string, 1000)
 	for i := range nums {
 		nums[i] = fmt.Sprint(i)
@@ -110,7 +110,7 @@ func TestCostlyQueriesWaitForASlot(t *testing.T) {
 			PartitionKey: StringKey("a"), HasPartitionKey: true, Continuation: cont})
 	}
 	const costly = "SELECT VALUE COUNT(1) FROM c JOIN a IN c.arr JOIN b IN c.arr"
-	e.costlySlots <- struct{}{} // a runaway query holds the slot
+	e.queries.costlySlots <- struct{}{} // a runaway query holds the slot
 	if res, err := query("SELECT VALUE c.id FROM c WHERE c.id = 'x'", ""); err != nil || len(res.Items) != 1 {
 		t.Fatalf("cheap query: %v, %v", res, err)
 	}
@@ -121,8 +121,8 @@ func TestCostlyQueriesWaitForASlot(t *testing.T) {
 	if err != nil || len(res.Items) == 0 || len(res.Items) == 1000 || res.Continuation == "" {
 		t.Fatalf("costly streaming query without a slot: %d items, continuation %q, %v; want a partial page", len(res.Items), res.Continuation, err)
 	}
-	<-e.costlySlots
-	e.opts.QueryTimeBudget = time.Minute // for a loaded machine
+	<-e.queries.costlySlots
+	e.queries.budget = time.Minute // for a loaded machine
 	got := len(res.Items)
 	for cont := res.Continuation; cont != ""; {
 		res, err := query("SELECT VALUE a FROM c JOIN a IN c.arr JOIN b IN c.arr WHERE b = 0", cont)
@@ -138,7 +138,7 @@ func TestCostlyQueriesWaitForASlot(t *testing.T) {
 	if res, err := query(costly, ""); err != nil || string(res.Items[0]) != "1000000" {
 		t.Errorf("costly query with the slot free: %v, %v", res, err)
 	}
-	if len(e.costlySlots) != 0 {
+	if len(e.queries.costlySlots) != 0 {
 		t.Error("a slot is still held after the queries")
 	}
 }
@@ -160,16 +160,16 @@ func TestQueryMemoryAnswers(t *testing.T) {
 			Query: "SELECT a, b FROM c JOIN a IN c.arr JOIN b IN c.arr ORDER BY a", PartitionKey: StringKey("a"), HasPartitionKey: true})
 		return err
 	}
-	e.opts.QueryMemoryLimit = 1 << 20
+	e.queries.maxMemory = 1 << 20
 	if err := run(); statusOf(err) != 400 || !strings.Contains(err.Error(), "Query exceeded the maximum allowed memory usage of 1 MB") {
 		t.Errorf("past the query's limit: %v, want 400 with the memory error", err)
 	}
-	e.opts.QueryMemoryLimit = -1
-	e.queryPool = query.NewMemoryPool(1 << 20)
+	e.queries.maxMemory = -1
+	e.queries.pool = query.NewMemoryPool(1 << 20)
 	if err := run(); statusOf(err) != 429 {
 		t.Errorf("the shared memory taken: %v, want 429", err)
 	}
-	e.queryPool = nil
+	e.queries.pool = nil
 	if err := run(); err != nil {
 		t.Errorf("unbounded: %v", err)
 	}

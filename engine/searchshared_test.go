@@ -291,7 +291,7 @@ func TestSharedSearchAnswersAsExactOverTheSameSnapshot(t *testing.T) {
 		}
 		run := func(text string) ([]string, []string) {
 			t.Helper()
-			res, err := e.queryIn(qctx, c, snap, keys.ItemContainerPrefix(c.rid), &QueryRequest{Database: "db", Container: "c", Query: text, SinglePartitionKeyRange: true, IndexMetrics: true, MaxItems: 1000}, nil, pageBounds{})
+			res, err := e.queries.queryIn(qctx, c, snap, keys.ItemContainerPrefix(c.rid), &QueryRequest{Database: "db", Container: "c", Query: text, SinglePartitionKeyRange: true, IndexMetrics: true, MaxItems: 1000}, nil, pageBounds{})
 			if err != nil {
 				t.Fatalf("%s: %v", text, err)
 			}

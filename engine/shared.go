@@ -3,6 +3,8 @@ package engine
 import (
 	"bytes"
 	"context"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
@@ -50,61 +52,81 @@ import (
 // sharedSeam is the seam of an engine sharing its store with others: the
 // store holds the locks and hands out the LSNs, and every read checks the
 // catalog cache against the store's catalog version in its own round trip.
-type sharedSeam struct{ e *Engine }
+//
+// It holds the parts it uses, not the engine; Open builds it.
+type sharedSeam struct {
+	store storage.Store
+	// state is what the engine keeps of the shared store: its LSNs,
+	// watermark, catalog version and places (sharedstate.go).
+	state   *sharedState
+	catalog *catalog
+	// search is the containers' search indexes (the engine's).
+	search *searchIndexes
+	// sweeper is the TTL sweep, which runs through this seam.
+	sweeper *sweeper
+	log     *slog.Logger
+	now     func() time.Time
+	// stop, ctx and bg are Close's signal and the background work's
+	// context and wait group (the engine's).
+	stop stopSignal
+	ctx  context.Context
+	bg   *sync.WaitGroup
+	// noCreationOrder makes the transactions write no order key (only the
+	// benchmark of creation order sets it: withoutCreationOrder).
+	noCreationOrder bool
+}
 
-func (s sharedSeam) containerMoved(ctx context.Context, db, coll string, c *Container) (bool, error) {
-	cur, err := s.e.Container(ctx, db, coll)
+func (s *sharedSeam) containerMoved(ctx context.Context, db, coll string, c *Container) (bool, error) {
+	cur, err := s.catalog.Container(ctx, db, coll)
 	if err != nil {
 		return false, err
 	}
 	return cur != c, nil
 }
 
-func (sharedSeam) snapshotSession(watermark uint64) uint64 { return watermark }
+func (*sharedSeam) snapshotSession(watermark uint64) uint64 { return watermark }
 
 // absent is false: another gateway may have written the key.
-func (sharedSeam) absent(*Container, []byte) bool { return false }
+func (*sharedSeam) absent(*Container, []byte) bool { return false }
 
-func (sharedSeam) notePresent(*Container, []byte) {}
+func (*sharedSeam) notePresent(*Container, []byte) {}
 
-func (sharedSeam) catalogChanged(b storage.Batch) error {
+func (*sharedSeam) catalogChanged(b storage.Batch) error {
 	return b.Set(keys.MetaCatalogVersion, randomBytes(16))
 }
 
-func (s sharedSeam) placeRanges(rec *containerRecord, rid []byte) { s.e.shared.placeRanges(rec, rid) }
+func (s *sharedSeam) placeRanges(rec *containerRecord, rid []byte) { s.state.placeRanges(rec, rid) }
 
-func (s sharedSeam) notePlacement(c *Container) { s.e.shared.notePlacement(c) }
+func (s *sharedSeam) notePlacement(c *Container) { s.state.notePlacement(c) }
 
-func (s sharedSeam) placeCount() int { return s.e.shared.placeCount() }
+func (s *sharedSeam) placeCount() int { return s.state.placeCount() }
 
 // cachedContainer is CachedContainer on a shared store, with the catalog
 // version the cache was at when it answered.
-func (s sharedSeam) cachedContainer(ctx context.Context, db, name string) (*Container, []byte, error) {
-	e := s.e
-	e.catMu.mu.RLock()
-	c, err := e.lookupContainer(db, name)
-	version := *e.shared.version.Load()
-	e.catMu.mu.RUnlock()
+func (s *sharedSeam) cachedContainer(ctx context.Context, db, name string) (*Container, []byte, error) {
+	s.catalog.catMu.mu.RLock()
+	c, err := s.catalog.lookupContainer(db, name)
+	version := *s.state.version.Load()
+	s.catalog.catMu.mu.RUnlock()
 	if err == nil {
 		return c, version, nil
 	}
-	if err := e.catMu.RLockCurrent(ctx); err != nil {
+	if err := s.catalog.catMu.RLockCurrent(ctx); err != nil {
 		return nil, nil, err
 	}
-	defer e.catMu.RUnlock()
-	c, err = e.lookupContainer(db, name)
+	defer s.catalog.catMu.RUnlock()
+	c, err = s.catalog.lookupContainer(db, name)
 	if err != nil {
 		return nil, nil, err
 	}
-	return c, *e.shared.version.Load(), nil
+	return c, *s.state.version.Load(), nil
 }
 
 // catalogMoved reloads the catalog, which the store says is at version v,
 // unless the cache is there already.
-func (s sharedSeam) catalogMoved(ctx context.Context, v []byte) error {
-	e := s.e
-	e.catMu.mu.Lock()
-	defer e.catMu.mu.Unlock()
+func (s *sharedSeam) catalogMoved(ctx context.Context, v []byte) error {
+	s.catalog.catMu.mu.Lock()
+	defer s.catalog.catMu.mu.Unlock()
 	return s.reloadCatalogLocked(ctx, v)
 }
 
@@ -112,8 +134,7 @@ func (s sharedSeam) catalogMoved(ctx context.Context, v []byte) error {
 // version and the watermark in one round trip. If the version is not the
 // one the container was looked up at, the catalog is reloaded and the read
 // made again by the container's current rules.
-func (s sharedSeam) readItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
-	e := s.e
+func (s *sharedSeam) readItem(ctx context.Context, req *ItemRequest) (*ItemResult, error) {
 	// A container the caller resolved is checked at the version it was
 	// resolved at, as a lookup here would be.
 	resolved := req.resolved()
@@ -133,7 +154,7 @@ func (s sharedSeam) readItem(ctx context.Context, req *ItemRequest) (*ItemResult
 		if perr != nil {
 			// Refused by the cached container's partition key: only if
 			// the cache is current.
-			cur, err := e.Container(ctx, req.Database, req.Container)
+			cur, err := s.catalog.Container(ctx, req.Database, req.Container)
 			if err != nil {
 				return nil, err
 			}
@@ -146,7 +167,7 @@ func (s sharedSeam) readItem(ctx context.Context, req *ItemRequest) (*ItemResult
 			return nil, verr
 		}
 		key := p.itemKey(req.ID)
-		values, w, err := e.shared.storeFor(c, p).GetAll(ctx, [][]byte{keys.MetaCatalogVersion, key})
+		values, w, err := s.state.storeFor(c, p).GetAll(ctx, [][]byte{keys.MetaCatalogVersion, key})
 		if err != nil {
 			return nil, err
 		}
@@ -173,7 +194,7 @@ func (s sharedSeam) readItem(ctx context.Context, req *ItemRequest) (*ItemResult
 		if err != nil {
 			return nil, err
 		}
-		if c.expired(it, e.now().Unix()) {
+		if c.expired(it, s.now().Unix()) {
 			return nil, notFound()
 		}
 		return readResult(it, req.IfNoneMatch, session), nil
@@ -184,47 +205,45 @@ func (s sharedSeam) readItem(ctx context.Context, req *ItemRequest) (*ItemResult
 // the cache's. A store error leaves the cache as it is and is returned
 // (RLock ignores it: its request then meets the store's error itself;
 // RLockCurrent returns it).
-func (s sharedSeam) refreshCatalog(ctx context.Context) error {
-	e := s.e
-	v, err := catalogVersion(ctx, e.store)
+func (s *sharedSeam) refreshCatalog(ctx context.Context) error {
+	v, err := catalogVersion(ctx, s.store)
 	if err != nil {
 		return err
 	}
-	if bytes.Equal(v, *e.shared.version.Load()) {
+	if bytes.Equal(v, *s.state.version.Load()) {
 		return nil
 	}
-	e.catMu.mu.Lock()
-	defer e.catMu.mu.Unlock()
+	s.catalog.catMu.mu.Lock()
+	defer s.catalog.catMu.mu.Unlock()
 	return s.reloadCatalogLocked(ctx, v)
 }
 
 // reloadCatalogLocked reloads the catalog, which was at another version
 // than v. The caller holds catMu for writing. On failure the cache stays
 // as it was, at its old version, and the error is returned.
-func (s sharedSeam) reloadCatalogLocked(ctx context.Context, v []byte) error {
-	e := s.e
-	if bytes.Equal(v, *e.shared.version.Load()) {
+func (s *sharedSeam) reloadCatalogLocked(ctx context.Context, v []byte) error {
+	if bytes.Equal(v, *s.state.version.Load()) {
 		return nil
 	}
-	old, oldOffers := e.dbs, e.offers
-	e.dbs, e.offers = map[string]*Database{}, map[string][]byte{}
-	err := e.loadCatalog(ctx)
+	old, oldOffers := s.catalog.dbs, s.catalog.offers
+	s.catalog.dbs, s.catalog.offers = map[string]*Database{}, map[string][]byte{}
+	err := s.catalog.loadCatalog(ctx)
 	if err == nil {
-		err = e.loadOffers(ctx)
+		err = s.catalog.loadOffers(ctx)
 	}
 	if err != nil {
 		if ctx.Err() == nil { // a request that went away is no failure of the store
-			e.log.Warn("reloading the catalog failed", "error", err)
+			s.log.Warn("reloading the catalog failed", "error", err)
 		}
-		e.dbs, e.offers = old, oldOffers
+		s.catalog.dbs, s.catalog.offers = old, oldOffers
 		return err
 	}
 	// A container whose index another gateway is rebuilding for a new
 	// policy is queried by scanning until the rebuild's last batch (which
 	// bumps the version again) removes the mark.
-	for _, db := range e.dbs {
+	for _, db := range s.catalog.dbs {
 		for _, c := range db.colls {
-			if _, err := e.store.Get(ctx, keys.IndexRebuild(c.rid)); err == nil {
+			if _, err := s.store.Get(ctx, keys.IndexRebuild(c.rid)); err == nil {
 				c.indexRetired.Store(true)
 			}
 		}
@@ -235,15 +254,14 @@ func (s sharedSeam) reloadCatalogLocked(ctx context.Context, v []byte) error {
 			c.retired.Store(true)
 		}
 	}
-	e.search.forgetDeleted(e.dbs)
-	e.shared.version.Store(&v)
+	s.search.forgetDeleted(s.catalog.dbs)
+	s.state.version.Store(&v)
 	return nil
 }
 
 // lockCatalog is catMu.Lock on a shared store.
-func (s sharedSeam) lockCatalog(ctx context.Context) error {
-	e := s.e
-	b, err := e.shared.store.NewSharedBatch(ctx)
+func (s *sharedSeam) lockCatalog(ctx context.Context) error {
+	b, err := s.state.store.NewSharedBatch(ctx)
 	if err != nil {
 		return err
 	}
@@ -251,8 +269,8 @@ func (s sharedSeam) lockCatalog(ctx context.Context) error {
 		b.Close()
 		return err
 	}
-	e.catMu.mu.Lock()
-	e.shared.lock = b
+	s.catalog.catMu.mu.Lock()
+	s.state.lock = b
 	if v, err := catalogVersion(ctx, b); err == nil {
 		s.reloadCatalogLocked(ctx, v)
 	}
@@ -260,25 +278,23 @@ func (s sharedSeam) lockCatalog(ctx context.Context) error {
 }
 
 // unlockCatalog releases what lockCatalog took.
-func (s sharedSeam) unlockCatalog() {
-	e := s.e
-	if e.shared.lock != nil {
-		e.shared.lock.Close()
-		e.shared.lock = nil
+func (s *sharedSeam) unlockCatalog() {
+	if s.state.lock != nil {
+		s.state.lock.Close()
+		s.state.lock = nil
 	}
-	e.catMu.mu.Unlock()
+	s.catalog.catMu.mu.Unlock()
 }
 
 // catalogBatch is Engine.catalogBatch on a shared store.
-func (s sharedSeam) catalogBatch() (storage.Batch, error) {
-	e := s.e
+func (s *sharedSeam) catalogBatch() (storage.Batch, error) {
 	v := randomBytes(16)
-	b := e.store.NewBatch()
+	b := s.store.NewBatch()
 	if err := b.Set(keys.MetaCatalogVersion, v); err != nil {
 		b.Close()
 		return nil, err
 	}
-	return &versionBatch{Batch: b, seam: e.shared, version: v}, nil
+	return &versionBatch{Batch: b, seam: s.state, version: v}, nil
 }
 
 // beginShared starts a transaction on partition p of c in shared mode: the
@@ -289,9 +305,8 @@ func (s sharedSeam) catalogBatch() (storage.Batch, error) {
 // by a precondition, say) then has a number it does not use, which only
 // costs the server a transaction id. stale reports that the catalog had
 // moved (it is reloaded; the caller looks c up again).
-func (s sharedSeam) beginShared(ctx context.Context, c *Container, p *partition, reads [][]byte) (b storage.SharedBatch, pre *prefetched, stale bool, err error) {
-	e := s.e
-	b, err = e.shared.storeFor(c, p).NewSharedBatch(ctx)
+func (s *sharedSeam) beginShared(ctx context.Context, c *Container, p *partition, reads [][]byte) (b storage.SharedBatch, pre *prefetched, stale bool, err error) {
+	b, err = s.state.storeFor(c, p).NewSharedBatch(ctx)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -308,7 +323,7 @@ func (s sharedSeam) beginShared(ctx context.Context, c *Container, p *partition,
 	if v == nil {
 		v = []byte{}
 	}
-	if !bytes.Equal(v, *e.shared.version.Load()) {
+	if !bytes.Equal(v, *s.state.version.Load()) {
 		b.Close()
 		s.catalogMoved(ctx, v)
 		return nil, nil, true, nil
@@ -330,20 +345,19 @@ func (s sharedSeam) beginShared(ctx context.Context, c *Container, p *partition,
 
 // sweepLoop runs the TTL sweep while this engine holds the duty
 // "ttl", taking it again whenever it is lost.
-func (s sharedSeam) sweepLoop(interval time.Duration) {
-	e := s.e
-	defer e.bg.Done()
-	ctx := e.bgCtx
-	for !e.stop.closed() {
-		lost, release, err := e.shared.store.Lead(ctx, "ttl")
+func (s *sharedSeam) sweepLoop(interval time.Duration) {
+	defer s.bg.Done()
+	ctx := s.ctx
+	for !s.stop.closed() {
+		lost, release, err := s.state.store.Lead(ctx, "ttl")
 		if err != nil {
-			if e.stop.closed() || e.sweeper.storeClosed(ctx, err) {
+			if s.stop.closed() || s.sweeper.storeClosed(ctx, err) {
 				// A closed store does not open again: nothing to sweep.
 				return
 			}
-			e.log.Warn("taking the TTL sweep duty failed", "error", err)
+			s.log.Warn("taking the TTL sweep duty failed", "error", err)
 			select {
-			case <-e.stop:
+			case <-s.stop:
 				return
 			case <-time.After(time.Second):
 			}
@@ -354,21 +368,20 @@ func (s sharedSeam) sweepLoop(interval time.Duration) {
 	}
 }
 
-func (s sharedSeam) sweepWhileLeading(ctx context.Context, interval time.Duration, lost <-chan struct{}) {
-	e := s.e
+func (s *sharedSeam) sweepWhileLeading(ctx context.Context, interval time.Duration, lost <-chan struct{}) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {
-		case <-e.stop:
+		case <-s.stop:
 			return
 		case <-lost:
 			return
 		case <-tick.C:
-			if _, err := e.sweeper.sweep(ctx); err != nil && e.sweeper.storeClosed(ctx, err) {
+			if _, err := s.sweeper.sweep(ctx); err != nil && s.sweeper.storeClosed(ctx, err) {
 				return // then Lead fails with it too, and the loop ends
 			} else if err != nil && ctx.Err() == nil { // Close ends a sweep: no failure
-				e.log.Warn("the TTL sweep failed", "error", err)
+				s.log.Warn("the TTL sweep failed", "error", err)
 			}
 		}
 	}
@@ -379,10 +392,10 @@ func (s sharedSeam) sweepWhileLeading(ctx context.Context, interval time.Duratio
 // until it commits, and its LSN is the batch's sequence number. ids names
 // the items the transaction reads: they are read as it begins, in the same
 // round trip.
-func (s sharedSeam) inPartition(ctx context.Context, c *Container, pk PartitionKey, ids []string, fn func(t *txn) error) error {
+func (s *sharedSeam) inPartition(ctx context.Context, c *Container, pk PartitionKey, ids []string, fn func(t *txn) error) error {
 	// When the catalog moved (here or on another gateway), onCurrent
 	// writes by the container's current rules.
-	return s.e.onCurrent(ctx, c, pk, func(c *Container, p *partition) (bool, error) {
+	return s.catalog.onCurrent(ctx, c, pk, func(c *Container, p *partition) (bool, error) {
 		if c.retired.Load() {
 			return false, nil
 		}
@@ -410,13 +423,12 @@ func (s sharedSeam) inPartition(ctx context.Context, c *Container, pk PartitionK
 	})
 }
 
-func (s sharedSeam) runShared(ctx context.Context, b storage.SharedBatch, p *partition, pre *prefetched, fn func(t *txn) error) error {
-	e := s.e
+func (s *sharedSeam) runShared(ctx context.Context, b storage.SharedBatch, p *partition, pre *prefetched, fn func(t *txn) error) error {
 	defer b.Close()
-	t := &txn{indexes: &e.search, presence: e.seam, lsns: e.seq, noCreationOrder: e.noCreationOrder, p: p, b: b, sb: b, now: e.now(), pre: pre}
+	t := &txn{indexes: s.search, presence: s, lsns: s.state, noCreationOrder: s.noCreationOrder, p: p, b: b, sb: b, now: s.now(), pre: pre}
 	defer func() {
 		if t.lsn != 0 {
-			e.shared.done()
+			s.state.done()
 		}
 	}()
 	if err := fn(t); err != nil {
@@ -431,16 +443,16 @@ func (s sharedSeam) runShared(ctx context.Context, b storage.SharedBatch, p *par
 	}
 	t.session = sessionLSN(w)
 	if t.lsn != 0 {
-		e.shared.noteFinished(t.lsn)
+		s.state.noteFinished(t.lsn)
 	}
 	return nil
 }
 
-// itemsSnapshot is the seam's itemsSnapshot on a shared store.
-func (sharedSeam) current(*Container) bool { return false }
+// current is the seam's current on a shared store: never.
+func (*sharedSeam) current(*Container) bool { return false }
 
-func (s sharedSeam) itemsSnapshot(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (c *Container, snap storage.Snapshot, values [][]byte, watermark uint64, err error) {
-	e := s.e
+// itemsSnapshot is seam.itemsSnapshot on a shared store.
+func (s *sharedSeam) itemsSnapshot(ctx context.Context, db, name string, extra func(c *Container) [][]byte, settle time.Duration) (c *Container, snap storage.Snapshot, values [][]byte, watermark uint64, err error) {
 	deadline := time.Now().Add(settle)
 	// ended is the highest sequence number that had ended, on any
 	// gateway, when the first snapshot was taken: every write acknowledged
@@ -457,7 +469,7 @@ func (s sharedSeam) itemsSnapshot(ctx context.Context, db, name string, extra fu
 		if extra != nil {
 			reads = append(reads, extra(c)...)
 		}
-		snap, values, w, err := e.shared.store.SnapshotAll(ctx, reads)
+		snap, values, w, err := s.state.store.SnapshotAll(ctx, reads)
 		if err != nil {
 			return nil, nil, nil, 0, err
 		}
@@ -478,12 +490,12 @@ func (s sharedSeam) itemsSnapshot(ctx context.Context, db, name string, extra fu
 				ended = en.Ended()
 			}
 		}
-		if settle > 0 && !e.shared.covers(snap, w, ended) && time.Now().Before(deadline) {
+		if settle > 0 && !s.state.covers(snap, w, ended) && time.Now().Before(deadline) {
 			// An older transaction, on some gateway, is still open below
 			// a write acknowledged before this read, on this gateway or
 			// another.
 			snap.Close()
-			if h := e.shared.onSettleWait; h != nil {
+			if h := s.state.onSettleWait; h != nil {
 				h()
 			}
 			time.Sleep(time.Millisecond)
@@ -494,8 +506,7 @@ func (s sharedSeam) itemsSnapshot(ctx context.Context, db, name string, extra fu
 }
 
 // containerScripts is scriptHost.containerScripts on a shared store.
-func (s sharedSeam) containerScripts(ctx context.Context, db, coll string, kind ScriptKind, ids []string) (*Container, []map[string]any, error) {
-	e := s.e
+func (s *sharedSeam) containerScripts(ctx context.Context, db, coll string, kind ScriptKind, ids []string) (*Container, []map[string]any, error) {
 	props := make([]map[string]any, len(ids))
 	for {
 		c, version, err := s.cachedContainer(ctx, db, coll)
@@ -506,7 +517,7 @@ func (s sharedSeam) containerScripts(ctx context.Context, db, coll string, kind 
 		for _, id := range ids {
 			reads = append(reads, keys.ChildKey(c.rid, string(kind), id))
 		}
-		values, _, err := e.shared.store.GetAll(ctx, reads)
+		values, _, err := s.state.store.GetAll(ctx, reads)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -523,7 +534,7 @@ func (s sharedSeam) containerScripts(ctx context.Context, db, coll string, kind 
 		for i, id := range ids {
 			if values[1+i] == nil {
 				// Absent by id: the id may be the script's RID.
-				props[i], _, err = readScript(ctx, e.store, c, kind, id)
+				props[i], _, err = readScript(ctx, s.store, c, kind, id)
 			} else {
 				props[i], _, err = storedProps(values[1+i], nil, kind.singular(), id)
 			}

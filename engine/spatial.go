@@ -2,14 +2,12 @@ package engine
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"slices"
 	"strings"
 
 	"github.com/orrery-db/orrery/engine/internal/geocell"
 	"github.com/orrery-db/orrery/engine/internal/indexpolicy"
-	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/query"
 	"github.com/orrery-db/orrery/storage"
@@ -26,7 +24,8 @@ import (
 // way. A point is under its deepest cell. One entry per geometry means a
 // scan meets each item once, at the price of a small shape across a large
 // cell's edge being listed under that large cell. The entries are written
-// in the item's batch, with its property entries (index.go).
+// in the item's batch, with its property entries, by index.go (below
+// this file: the queries here read what index.go writes).
 //
 // A query whose WHERE implies ST_DISTANCE(path, constant) < r, ST_WITHIN
 // or ST_INTERSECTS of the path and a constant (query.Plan.Spatial) reads
@@ -39,88 +38,6 @@ import (
 // service's account configuration says maxSpatialQueryCells 12; Orrery's
 // cells are coarser).
 const spatialQueryCells = 16
-
-// spatialTerms returns the cell of a raw JSON geometry: the smallest that
-// holds its box. It is nil when the value is not a valid geometry (the
-// service does not index those either).
-func spatialTerms(raw json.RawMessage) []geocell.ID {
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil
-	}
-	b, ok := query.GeoBounds(raw)
-	if !ok {
-		return nil
-	}
-	return geocell.Cover(geocell.Box(b), 1)
-}
-
-// appendSpatialEntry appends a spatial index entry.
-func appendSpatialEntry(k, prefix []byte, cell geocell.ID, suffix []byte) []byte {
-	k = append(k, prefix...)
-	k = append(k, ixNumber)
-	k = binary.BigEndian.AppendUint64(k, uint64(cell))
-	return append(k, suffix...)
-}
-
-// appendSpatialIndexEntries appends the spatial index entries of a parsed
-// document.
-func (c *Container) appendSpatialIndexEntries(obj jsondoc.Object, suffix []byte, out [][]byte) ([][]byte, error) {
-	// A Geometry container's entries are written too (its queries do not
-	// read them), so that a replace back to Geography finds them current.
-	if c.index == nil || c.index.Spatial == nil {
-		return out, nil
-	}
-	var walk func(raw json.RawMessage, path string, depth int) error
-	walk = func(raw json.RawMessage, path string, depth int) error {
-		if len(raw) == 0 || raw[0] != '{' {
-			return nil
-		}
-		if c.index.Spatial.Covers(path) {
-			prefix := keys.SpatialIndexPathPrefix(c.rid, path)
-			for _, cell := range spatialTerms(raw) {
-				out = append(out, appendSpatialEntry(nil, prefix, cell, suffix))
-			}
-		}
-		if depth >= 8 {
-			return nil
-		}
-		sub, err := jsondoc.Parse(raw)
-		if err != nil {
-			return err
-		}
-		for _, f := range sub {
-			if !c.spatialUnder(path + "/" + string(appendIndexName(nil, f.Name))) {
-				continue
-			}
-			if err := walk(f.Value, path+"/"+string(appendIndexName(nil, f.Name)), depth+1); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	for _, f := range obj {
-		p := "/" + string(appendIndexName(nil, f.Name))
-		if unindexedProperties[f.Name] || !c.spatialUnder(p) {
-			continue
-		}
-		if err := walk(f.Value, p, 1); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// spatialUnder reports whether a spatial index pattern covers path or a
-// path below it.
-func (c *Container) spatialUnder(path string) bool {
-	for _, pat := range c.index.Spatial.Paths {
-		base := strings.TrimSuffix(strings.TrimSuffix(pat, "/?"), "/*")
-		if base == "" || base == path || strings.HasPrefix(base, path+"/") || strings.HasPrefix(path, base+"/") {
-			return true
-		}
-	}
-	return false
-}
 
 // planarSpatial reports whether the container's geospatialConfig type is
 // Geometry: its spatial functions compute on the plane, and its geometries

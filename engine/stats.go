@@ -126,7 +126,7 @@ func (e *Engine) Stats(ctx context.Context) (*Stats, error) {
 	defer snap.Close()
 	now := e.now()
 	for _, c := range colls {
-		cs, err := e.containerStats(ctx, snap, c, st.Watermark, now)
+		cs, err := containerStatsOf(ctx, snap, c, st.Watermark, now, &e.feedReads)
 		if err != nil {
 			return nil, err
 		}
@@ -135,7 +135,9 @@ func (e *Engine) Stats(ctx context.Context) (*Stats, error) {
 	return st, nil
 }
 
-func (e *Engine) containerStats(ctx context.Context, r storage.Reader, c *Container, watermark uint64, now time.Time) (ContainerStats, error) {
+// containerStatsOf are c's figures as r sees them, at watermark and now,
+// with the change-feed reads answered so far (reads).
+func containerStatsOf(ctx context.Context, r storage.Reader, c *Container, watermark uint64, now time.Time, reads *feedReads) (ContainerStats, error) {
 	cs := ContainerStats{Database: c.db.ID, Container: c.ID}
 	prefix := keys.FeedPrefix(c.rid)
 	it, err := r.NewIterator(ctx, prefix, storage.PrefixEnd(prefix), true)
@@ -155,7 +157,7 @@ func (e *Engine) containerStats(ctx context.Context, r storage.Reader, c *Contai
 			return cs, err
 		}
 	}
-	if v, ok := e.feedReads.Load(string(c.rid)); ok {
+	if v, ok := reads.Load(string(c.rid)); ok {
 		cs.FeedRead = true
 		cs.FeedPosition = v.(*atomic.Uint64).Load()
 		if cs.FeedPosition < watermark {

@@ -29,7 +29,7 @@ type txn struct {
 	// indexes is the engine's search indexes (searchindex.go).
 	indexes *searchIndexes
 	// presence is the seam's presence filter, lsns its LSN source, and
-	// noCreationOrder the engine's (Engine.noCreationOrder).
+	// noCreationOrder the seam's (withoutCreationOrder).
 	presence        presenceSeam
 	lsns            lsnSource
 	noCreationOrder bool

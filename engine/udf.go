@@ -11,25 +11,39 @@ import (
 // scripts and run on the script runtime (queries, and queries inside a
 // stored procedure).
 
+// udfRuntime is what a query's user-defined functions need: their stored
+// bodies, the script runtime and the counters of script runs. Open gives
+// it; it holds no engine.
+type udfRuntime struct {
+	// read returns the user-defined function id of c from the store.
+	read func(ctx context.Context, c *Container, id string) (script.UDF, error)
+	// runner is the script runtime, started on first use.
+	runner func() *script.Runner
+	runs   *scriptCounters
+}
+
 // udfResolver calls a container's user-defined functions for one query.
 type udfResolver struct {
-	e *Engine
-	c *Container
+	rt udfRuntime
+	c  *Container
 	// ctx cancels the calls: the stored procedure's, for its queries.
 	ctx     context.Context
 	session *script.UDFSession
 	udfs    map[string]script.UDF
 }
 
-func (e *Engine) newUDFResolver(ctx context.Context, c *Container) *udfResolver {
-	return &udfResolver{e: e, c: c, ctx: ctx, udfs: map[string]script.UDF{}}
+// resolver returns the resolver of c's user-defined functions for one
+// query, whose calls end with ctx.
+func (rt udfRuntime) resolver(ctx context.Context, c *Container) *udfResolver {
+	return &udfResolver{rt: rt, c: c, ctx: ctx, udfs: map[string]script.UDF{}}
 }
 
 // Call calls udf.name with JSON arguments.
 func (u *udfResolver) Call(name string, args []json.RawMessage) (json.RawMessage, error) {
 	fn, ok := u.udfs[name]
 	if !ok {
-		props, _, err := readScript(u.ctx, u.e.store, u.c, UserFunctions, name)
+		var err error
+		fn, err = u.rt.read(u.ctx, u.c, name)
 		if StatusOf(err) == 404 {
 			// The query package's wording for a UDF it cannot resolve.
 			return nil, BadRequest("Unknown function 'udf.%s'. The container has no user-defined function with that id.", name)
@@ -37,18 +51,17 @@ func (u *udfResolver) Call(name string, args []json.RawMessage) (json.RawMessage
 		if err != nil {
 			return nil, err
 		}
-		fn = scriptOf(props)
 		u.udfs[name] = fn
 	}
 	if u.session == nil {
-		s, err := u.e.scripts.runner().NewUDFSession(u.ctx)
+		s, err := u.rt.runner().NewUDFSession(u.ctx)
 		if err != nil {
 			return nil, scriptError(err)
 		}
 		u.session = s
 	}
 	out, err := u.session.Call(fn, args)
-	u.e.scripts.runs.count(kindUDF, err)
+	u.rt.runs.count(kindUDF, err)
 	return out, scriptError(err)
 }
 
