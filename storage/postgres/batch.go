@@ -17,14 +17,40 @@ type overlay struct {
 	pending *btree.BTreeG[entry] // nil once committed or closed
 	count   int
 	deletes int // pending deletions among pending's entries
+	// slab holds the copies of the keys and values written, one after
+	// another: a write of an item (its record and ~12 keys) copies into
+	// one or two allocations, not one per key. A full slab is left to the
+	// entries that point into it, never written again, so what an
+	// iterator was given stays as it was.
+	slab []byte
+}
+
+// slabFirst is the size of a batch's first slab (an item's write of a
+// few hundred bytes and its keys fit), slabMax that of its largest.
+const (
+	slabFirst = 2 << 10
+	slabMax   = 32 << 10
+)
+
+// hold returns n bytes of the slab for a copy; a copy over half a first
+// slab gets an allocation of its own.
+func (o *overlay) hold(n int) []byte {
+	if n > slabFirst/2 {
+		return make([]byte, n)
+	}
+	if cap(o.slab)-len(o.slab) < n {
+		o.slab = make([]byte, 0, min(max(2*cap(o.slab), slabFirst), slabMax))
+	}
+	at := len(o.slab)
+	o.slab = o.slab[:at+n]
+	return o.slab[at : at+n : at+n]
 }
 
 func (o *overlay) set(key, value []byte) error {
 	if o.pending == nil {
 		return storage.ErrClosed
 	}
-	// One allocation holds the copies of both.
-	buf := make([]byte, len(key)+len(value))
+	buf := o.hold(len(key) + len(value))
 	copy(buf, key)
 	copy(buf[len(key):], value)
 	old, replaced := o.pending.ReplaceOrInsert(entry{key: buf[:len(key):len(key)], value: buf[len(key):]})
@@ -39,7 +65,9 @@ func (o *overlay) del(key []byte) error {
 	if o.pending == nil {
 		return storage.ErrClosed
 	}
-	old, replaced := o.pending.ReplaceOrInsert(entry{key: bytes.Clone(key), deleted: true})
+	k := o.hold(len(key))
+	copy(k, key)
+	old, replaced := o.pending.ReplaceOrInsert(entry{key: k, deleted: true})
 	if !replaced || !old.deleted {
 		o.deletes++
 	}
@@ -54,6 +82,7 @@ func (o *overlay) drop() {
 		o.pending.Clear(true)
 		o.pending = nil
 	}
+	o.slab = nil
 }
 
 // lookup returns the pending write of key, if any.

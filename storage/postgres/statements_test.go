@@ -150,3 +150,100 @@ func TestWriteCommitIsThreeStatementsInOneRoundTrip(t *testing.T) {
 		t.Errorf("a write's commit sends %d statements, want at most 3:\n\t%s", fewest, strings.Join(fewestLog, "\n\t"))
 	}
 }
+
+// A point read's statement and a write's read of its keys are planned once
+// per connection, not at every execution (left to choose, PostgreSQL keeps
+// the custom plan of a statement over an array parameter: the plan for the
+// array given always looks cheaper than one for any array), and the plan,
+// made here on a small table, reads by the primary key's index, so that it
+// stays right as the table grows.
+func TestPointAndKeyReadsArePlannedOncePerConnectionByTheKey(t *testing.T) {
+	ctx := t.Context()
+	s, err := postgres.Open(context.Background(), pgtest.URL(t), postgres.Options{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	k1, k2 := []byte("plan/1"), []byte("plan/2")
+	b := s.NewBatch()
+	if err := b.Set(k1, []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		if _, _, err := s.GetAll(ctx, [][]byte{k1, k2}); err != nil {
+			t.Fatal(err)
+		}
+		sb, err := s.NewSharedBatch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sb.Begin(ctx, nil, [][]byte{k1, k2}, false); err != nil {
+			t.Fatal(err)
+		}
+		sb.Close()
+	}
+	conns := s.Pool().AcquireAllIdle(ctx)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	seen := map[string]int64{}
+	for _, c := range conns {
+		rows, err := c.Query(ctx, `SELECT name, statement, generic_plans, custom_plans FROM pg_prepared_statements
+			WHERE statement LIKE '%orrery_kv%' AND statement NOT LIKE '%pg_prepared_statements%'
+				AND (statement LIKE '%ORDINALITY%' OR statement LIKE '%= ANY%')`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type prepared struct {
+			name, sql       string
+			generic, custom int64
+		}
+		var stmts []prepared
+		for rows.Next() {
+			var p prepared
+			if err := rows.Scan(&p.name, &p.sql, &p.generic, &p.custom); err != nil {
+				t.Fatal(err)
+			}
+			stmts = append(stmts, p)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range stmts {
+			kind := "key read"
+			if strings.Contains(p.sql, "ORDINALITY") {
+				kind = "point read"
+			}
+			seen[kind] += p.generic + p.custom
+			if p.custom > 0 {
+				t.Errorf("%s: %d executions planned each time (%d planned once): %s", kind, p.custom, p.generic, p.sql)
+			}
+			var plan strings.Builder
+			rows, err := c.Query(ctx, fmt.Sprintf(`EXPLAIN EXECUTE %s('{}')`, p.name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var line string
+				if err := rows.Scan(&line); err != nil {
+					t.Fatal(err)
+				}
+				plan.WriteString(line + "\n")
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(plan.String(), "orrery_kv_pkey") || strings.Contains(plan.String(), "Seq Scan") {
+				t.Errorf("%s's plan does not read by the primary key:\n%s", kind, plan.String())
+			}
+		}
+	}
+	if seen["point read"] < 20 || seen["key read"] < 20 {
+		t.Fatalf("executions found: %v, want 20 of each", seen)
+	}
+}
