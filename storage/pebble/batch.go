@@ -9,11 +9,20 @@ import (
 	"github.com/orrery-db/orrery/storage"
 )
 
-// batch is a storage.Batch on an indexed Pebble batch. Like every
-// storage.Batch, it is used by one goroutine at a time.
+// batch is a storage.Batch on a Pebble batch. Like every storage.Batch, it
+// is used by one goroutine at a time.
+//
+// It starts as a plain batch and becomes an indexed one (which reads its
+// own writes) only when it is read after a write or iterated: a write that
+// reads before it writes (an item write reads the current record, then sets
+// a dozen keys) then pays for no index, whose skiplist insertions and
+// merged reads cost more than its reads of the store. A read of a batch
+// with no writes yet reads the store: the batch's view is the store's then.
 type batch struct {
-	store     *Store
-	b         *pebbledb.Batch // nil when the store was closed at NewBatch
+	store *Store
+	b     *pebbledb.Batch // nil when the store was closed at NewBatch
+	// indexed: b is an indexed batch.
+	indexed   bool
 	committed bool
 	closed    bool
 	// abandoned: a commit or sync of b was left inside a failed Pebble, so
@@ -66,7 +75,27 @@ func (b *batch) Get(ctx context.Context, key []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer b.store.release()
+	if !b.indexed {
+		if b.b.Empty() {
+			return getCopy(b.store.db, key)
+		}
+		if err := b.index(); err != nil {
+			return nil, err
+		}
+	}
 	return getCopy(b.b, key)
+}
+
+// index turns b into an indexed batch holding the same writes.
+func (b *batch) index() error {
+	ib := b.store.db.NewIndexedBatch()
+	if err := ib.Apply(b.b, nil); err != nil {
+		ib.Close()
+		return fmt.Errorf("storage/pebble: indexing batch: %w", err)
+	}
+	plain := b.b
+	b.b, b.indexed = ib, true
+	return plain.Close()
 }
 
 // NewIterator iterates over the batch's view of [lower, upper): the store's
@@ -79,6 +108,11 @@ func (b *batch) NewIterator(ctx context.Context, lower, upper []byte, reverse bo
 		return nil, err
 	}
 	defer b.store.release()
+	if !b.indexed {
+		if err := b.index(); err != nil {
+			return nil, err
+		}
+	}
 	return newIterator(b.b, lower, upper, reverse)
 }
 

@@ -312,14 +312,14 @@ func (s *Store) NewIterator(ctx context.Context, lower, upper []byte, reverse bo
 	return newIterator(s.db, lower, upper, reverse)
 }
 
-// NewBatch starts an indexed batch, which reads its own writes over the
-// store's latest committed state.
+// NewBatch starts a batch, which reads its own writes over the store's
+// latest committed state (indexed when it first needs to be: see batch).
 func (s *Store) NewBatch() storage.Batch {
 	if err := s.acquire(); err != nil {
 		return &batch{store: s} // every use but Close fails with storage.ErrClosed
 	}
 	defer s.release()
-	return &batch{store: s, b: s.db.NewIndexedBatch()}
+	return &batch{store: s, b: s.db.NewBatch()}
 }
 
 // NewSnapshot returns a consistent view of the store as it is now.
