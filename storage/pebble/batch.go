@@ -28,6 +28,10 @@ type batch struct {
 	// abandoned: a commit or sync of b was left inside a failed Pebble, so
 	// b must not be closed.
 	abandoned bool
+	// syncing receives the fsync's outcome of a pipelined commit until
+	// waitSync has it (then nil, and syncErr is it).
+	syncing chan error
+	syncErr error
 }
 
 // usable reports storage.ErrClosed once the batch is committed or closed,
@@ -141,6 +145,10 @@ func (b *batch) Commit(ctx context.Context) error {
 
 // CommitPipelined applies the batch to the memtable, visible at once, and
 // returns a wait for its fsync (pebble's ApplyNoSyncWait and SyncWait).
+//
+// Both run on one goroutine, the apply and then the wait for the fsync
+// (a call into Pebble may wait behind a writer parked by Fatalf: see
+// orFail), so a write starts one goroutine, not one for each.
 func (b *batch) CommitPipelined(ctx context.Context) (func() error, error) {
 	if err := usable(ctx, b.usable); err != nil {
 		return nil, err
@@ -155,7 +163,16 @@ func (b *batch) CommitPipelined(ctx context.Context) (func() error, error) {
 		return nil, err
 	}
 	defer b.store.release()
-	err, abandoned := b.store.orFail(func() error { return b.store.db.ApplyNoSyncWait(b.b, b.store.write) })
+	pb := b.b
+	applied, synced := make(chan error, 1), make(chan error, 1)
+	go func() {
+		err := b.store.db.ApplyNoSyncWait(pb, b.store.write)
+		applied <- err
+		if err == nil {
+			synced <- pb.SyncWait()
+		}
+	}()
+	err, abandoned := b.store.await(applied)
 	if abandoned {
 		b.abandoned = true
 		return nil, err
@@ -164,18 +181,26 @@ func (b *batch) CommitPipelined(ctx context.Context) (func() error, error) {
 		return nil, b.store.failWith("commit", err)
 	}
 	b.committed = true
-	pb := b.b
-	return func() error {
-		err, abandoned := b.store.orFail(pb.SyncWait)
-		if abandoned {
-			b.abandoned = true
-			return err
-		}
-		if err != nil {
-			return b.store.failWith("sync", err)
-		}
-		return nil
-	}, nil
+	b.syncing = synced
+	return b.waitSync, nil
+}
+
+// waitSync waits for the fsync of a pipelined commit.
+func (b *batch) waitSync() error {
+	if b.syncing == nil {
+		return b.syncErr
+	}
+	err, abandoned := b.store.await(b.syncing)
+	if abandoned {
+		b.abandoned = true
+		return err
+	}
+	b.syncing = nil
+	if err != nil {
+		err = b.store.failWith("sync", err)
+	}
+	b.syncErr = err
+	return err
 }
 
 // usable is ctx's error when it is done, else check's (which may be the
@@ -194,6 +219,11 @@ func (b *batch) Close() error {
 		return storage.ErrClosed
 	}
 	b.closed = true
+	if b.syncing != nil && !b.abandoned {
+		// A pipelined commit's fsync still under way: Pebble's batch is
+		// released only after it.
+		b.waitSync()
+	}
 	if b.b == nil || b.abandoned {
 		b.b = nil
 		return nil

@@ -246,6 +246,12 @@ func (s *Store) orFail(op func() error) (err error, abandoned bool) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- op() }()
+	return s.await(done)
+}
+
+// await returns the error op's goroutine sends on done, or the store's
+// failure as soon as the store fails (abandoned is true then: see orFail).
+func (s *Store) await(done <-chan error) (err error, abandoned bool) {
 	select {
 	case err := <-done:
 		return err, false
