@@ -189,7 +189,9 @@ func slicesEqual(a, b []string) bool {
 // document. It is pure: doc is not changed, and on an error nothing is
 // returned. Errors are 400s naming the failing operation.
 func applyPatch(doc []byte, ops []PatchOperation, pk *PartitionKeyDefinition) ([]byte, *Error) {
-	root, err := jsondoc.Decode(doc)
+	// The stored item decoded only along the operations' paths: the rest
+	// is written back as it is stored.
+	root, err := jsondoc.DecodeLazy(doc)
 	if err != nil {
 		return nil, BadRequest("The stored item is not valid JSON: %v", err)
 	}
@@ -249,6 +251,9 @@ type patcher struct {
 }
 
 func kindOf(v any) string {
+	if r, ok := v.(jsondoc.Raw); ok {
+		v, _ = jsondoc.Expand(r)
+	}
 	switch v.(type) {
 	case nil:
 		return "null"
@@ -275,18 +280,37 @@ func (p *patcher) parent(root any, segs []string) (any, *Error) {
 			if j < 0 {
 				return nil, BadRequest("For Operation(%d): Node(%s) is absent: %s can only change a child of an existing object or array, it cannot create path %s recursively.", p.n, at, p.op, p.path)
 			}
-			cur = c.Values[j]
+			v, e := expand(c.Values[j])
+			if e != nil {
+				return nil, e
+			}
+			c.Values[j], cur = v, v
 		case []any:
 			j, e := p.index(s, len(c), false)
 			if e != nil {
 				return nil, e
 			}
-			cur = c[j]
+			v, e := expand(c[j])
+			if e != nil {
+				return nil, e
+			}
+			c[j], cur = v, v
 		default:
 			return nil, p.notContainer(segs[:i], cur)
 		}
 	}
 	return cur, nil
+}
+
+// expand decodes a value of the stored item that a path goes into (see
+// jsondoc.Raw); the stored item is valid JSON, so it fails only on a store
+// that is not.
+func expand(v any) (any, *Error) {
+	x, err := jsondoc.Expand(v)
+	if err != nil {
+		return nil, BadRequest("The stored item is not valid JSON: %v", err)
+	}
+	return x, nil
 }
 
 func (p *patcher) notContainer(segs []string, v any) *Error {
@@ -463,6 +487,10 @@ func (p *patcher) apply(root any, segs []string, value any) *Error {
 // add increments a number: integers stay integers, anything else is a
 // float.
 func (p *patcher) add(cur, by any) (any, *Error) {
+	cur, e := expand(cur)
+	if e != nil {
+		return nil, e
+	}
 	a, ok := cur.(json.Number)
 	if !ok {
 		return nil, BadRequest("For Operation(%d): Node(%s) is a %s: incr can only add to a number.", p.n, p.path, kindOf(cur))

@@ -109,6 +109,28 @@ func TestApplyPatchNestedPartitionKey(t *testing.T) {
 	}
 }
 
+// TestPatchKeepsUntouchedValuesAsStored: a patch rewrites the values on its
+// operations' paths; every other value of the item stays byte for byte as
+// it was stored, as a replace would have stored it.
+func TestPatchKeepsUntouchedValuesAsStored(t *testing.T) {
+	const doc = `{"id":"1","a":{"b": [1, 2], "c": "\u00e9"},"s":"\u00e9 x","n":1}`
+	for _, tc := range []struct{ ops, want string }{
+		{`[{"op":"incr","path":"/n","value":1}]`, `{"id":"1","a":{"b": [1, 2], "c": "\u00e9"},"s":"\u00e9 x","n":2}`},
+		{`[{"op":"set","path":"/a/d","value":true}]`, `{"id":"1","a":{"b":[1, 2],"c":"\u00e9","d":true},"s":"\u00e9 x","n":1}`},
+		{`[{"op":"add","path":"/a/b/-","value":3}]`, `{"id":"1","a":{"b":[1,2,3],"c":"\u00e9"},"s":"\u00e9 x","n":1}`},
+		{`[{"op":"move","from":"/a","path":"/m"}]`, `{"id":"1","s":"\u00e9 x","n":1,"m":{"b": [1, 2], "c": "\u00e9"}}`},
+	} {
+		p, err := ParsePatch([]byte(tc.ops))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, perr := applyPatch([]byte(doc), p.Operations, &PartitionKeyDefinition{Paths: []string{"/id"}})
+		if perr != nil || string(got) != tc.want {
+			t.Errorf("%s: got %s, %v\nwant %s", tc.ops, got, perr, tc.want)
+		}
+	}
+}
+
 func TestParsePatch(t *testing.T) {
 	ops := func(n int) string {
 		parts := make([]string, n)

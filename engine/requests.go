@@ -247,7 +247,8 @@ func checkIfMatch(ifMatch string, cur *storedItem) error {
 	if cur == nil {
 		return PreconditionFailed(msgPrecondition)
 	}
-	if ifMatch != "*" && ifMatch != cur.etag() {
+	var buf [etagLen]byte
+	if ifMatch != "*" && ifMatch != string(cur.appendETag(buf[:0])) {
 		return PreconditionFailed(msgETagMismatch)
 	}
 	return nil

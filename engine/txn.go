@@ -179,7 +179,11 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	if err := (uniqueIndex{b: t.b, p: t.p, now: t.now}).putUnique(ctx, s.key, it.obj, prevDoc); err != nil {
 		return nil, err
 	}
-	ridBytes := binary.BigEndian.AppendUint64(nil, s.rid)
+	var ridBuf8 [8]byte
+	ridBytes := binary.BigEndian.AppendUint64(ridBuf8[:0], s.rid)
+	// The feed, RID and order keys are built one after another in one
+	// buffer: the batch copies what it is given.
+	kb := make([]byte, 0, 2*len(c.rid)+len(t.p.prefix)+48)
 	t.presence.notePresent(c, s.key)
 	t.forgetPrefetched(s.key)
 	if err := t.b.Set(s.key, rec); err != nil {
@@ -191,19 +195,19 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 		return nil, err
 	}
 	if prev != nil {
-		if err := t.b.Delete(keys.FeedKey(c.rid, prev.lsn, ridBytes)); err != nil {
+		if err := t.b.Delete(keys.AppendFeedKey(kb[:0], c.rid, prev.lsn, ridBytes)); err != nil {
 			return nil, err
 		}
 	}
-	if err := t.b.Set(keys.FeedKey(c.rid, s.lsn, ridBytes), s.key); err != nil {
+	if err := t.b.Set(keys.AppendFeedKey(kb[:0], c.rid, s.lsn, ridBytes), s.key); err != nil {
 		return nil, err
 	}
 	if fresh {
-		if err := t.b.Set(keys.RIDKey(c.rid, ridBytes), s.key); err != nil {
+		if err := t.b.Set(keys.AppendRIDKey(kb[:0], c.rid, ridBytes), s.key); err != nil {
 			return nil, err
 		}
 		if !t.noCreationOrder {
-			if err := t.b.Set(keys.OrderKey(t.p.prefix, s.rid), s.key); err != nil {
+			if err := t.b.Set(keys.AppendOrderKey(kb[:0], t.p.prefix, s.rid), s.key); err != nil {
 				return nil, err
 			}
 		}

@@ -9,16 +9,29 @@ import (
 	"github.com/orrery-db/orrery/storage"
 )
 
-// batch is a storage.Batch on an indexed Pebble batch. Like every
-// storage.Batch, it is used by one goroutine at a time.
+// batch is a storage.Batch on a Pebble batch. Like every storage.Batch, it
+// is used by one goroutine at a time.
+//
+// It starts as a plain batch and becomes an indexed one (which reads its
+// own writes) only when it is read after a write or iterated: a write that
+// reads before it writes (an item write reads the current record, then sets
+// a dozen keys) then pays for no index, whose skiplist insertions and
+// merged reads cost more than its reads of the store. A read of a batch
+// with no writes yet reads the store: the batch's view is the store's then.
 type batch struct {
-	store     *Store
-	b         *pebbledb.Batch // nil when the store was closed at NewBatch
+	store *Store
+	b     *pebbledb.Batch // nil when the store was closed at NewBatch
+	// indexed: b is an indexed batch.
+	indexed   bool
 	committed bool
 	closed    bool
 	// abandoned: a commit or sync of b was left inside a failed Pebble, so
 	// b must not be closed.
 	abandoned bool
+	// syncing receives the fsync's outcome of a pipelined commit until
+	// waitSync has it (then nil, and syncErr is it).
+	syncing chan error
+	syncErr error
 }
 
 // usable reports storage.ErrClosed once the batch is committed or closed,
@@ -66,7 +79,27 @@ func (b *batch) Get(ctx context.Context, key []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer b.store.release()
+	if !b.indexed {
+		if b.b.Empty() {
+			return getCopy(b.store.db, key)
+		}
+		if err := b.index(); err != nil {
+			return nil, err
+		}
+	}
 	return getCopy(b.b, key)
+}
+
+// index turns b into an indexed batch holding the same writes.
+func (b *batch) index() error {
+	ib := b.store.db.NewIndexedBatch()
+	if err := ib.Apply(b.b, nil); err != nil {
+		ib.Close()
+		return fmt.Errorf("storage/pebble: indexing batch: %w", err)
+	}
+	plain := b.b
+	b.b, b.indexed = ib, true
+	return plain.Close()
 }
 
 // NewIterator iterates over the batch's view of [lower, upper): the store's
@@ -79,6 +112,11 @@ func (b *batch) NewIterator(ctx context.Context, lower, upper []byte, reverse bo
 		return nil, err
 	}
 	defer b.store.release()
+	if !b.indexed {
+		if err := b.index(); err != nil {
+			return nil, err
+		}
+	}
 	return newIterator(b.b, lower, upper, reverse)
 }
 
@@ -107,6 +145,10 @@ func (b *batch) Commit(ctx context.Context) error {
 
 // CommitPipelined applies the batch to the memtable, visible at once, and
 // returns a wait for its fsync (pebble's ApplyNoSyncWait and SyncWait).
+//
+// Both run on one goroutine, the apply and then the wait for the fsync
+// (a call into Pebble may wait behind a writer parked by Fatalf: see
+// orFail), so a write starts one goroutine, not one for each.
 func (b *batch) CommitPipelined(ctx context.Context) (func() error, error) {
 	if err := usable(ctx, b.usable); err != nil {
 		return nil, err
@@ -121,7 +163,16 @@ func (b *batch) CommitPipelined(ctx context.Context) (func() error, error) {
 		return nil, err
 	}
 	defer b.store.release()
-	err, abandoned := b.store.orFail(func() error { return b.store.db.ApplyNoSyncWait(b.b, b.store.write) })
+	pb := b.b
+	applied, synced := make(chan error, 1), make(chan error, 1)
+	go func() {
+		err := b.store.db.ApplyNoSyncWait(pb, b.store.write)
+		applied <- err
+		if err == nil {
+			synced <- pb.SyncWait()
+		}
+	}()
+	err, abandoned := b.store.await(applied)
 	if abandoned {
 		b.abandoned = true
 		return nil, err
@@ -130,18 +181,26 @@ func (b *batch) CommitPipelined(ctx context.Context) (func() error, error) {
 		return nil, b.store.failWith("commit", err)
 	}
 	b.committed = true
-	pb := b.b
-	return func() error {
-		err, abandoned := b.store.orFail(pb.SyncWait)
-		if abandoned {
-			b.abandoned = true
-			return err
-		}
-		if err != nil {
-			return b.store.failWith("sync", err)
-		}
-		return nil
-	}, nil
+	b.syncing = synced
+	return b.waitSync, nil
+}
+
+// waitSync waits for the fsync of a pipelined commit.
+func (b *batch) waitSync() error {
+	if b.syncing == nil {
+		return b.syncErr
+	}
+	err, abandoned := b.store.await(b.syncing)
+	if abandoned {
+		b.abandoned = true
+		return err
+	}
+	b.syncing = nil
+	if err != nil {
+		err = b.store.failWith("sync", err)
+	}
+	b.syncErr = err
+	return err
 }
 
 // usable is ctx's error when it is done, else check's (which may be the
@@ -160,6 +219,11 @@ func (b *batch) Close() error {
 		return storage.ErrClosed
 	}
 	b.closed = true
+	if b.syncing != nil && !b.abandoned {
+		// A pipelined commit's fsync still under way: Pebble's batch is
+		// released only after it.
+		b.waitSync()
+	}
 	if b.b == nil || b.abandoned {
 		b.b = nil
 		return nil

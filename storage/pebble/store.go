@@ -246,6 +246,12 @@ func (s *Store) orFail(op func() error) (err error, abandoned bool) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- op() }()
+	return s.await(done)
+}
+
+// await returns the error op's goroutine sends on done, or the store's
+// failure as soon as the store fails (abandoned is true then: see orFail).
+func (s *Store) await(done <-chan error) (err error, abandoned bool) {
 	select {
 	case err := <-done:
 		return err, false
@@ -312,14 +318,14 @@ func (s *Store) NewIterator(ctx context.Context, lower, upper []byte, reverse bo
 	return newIterator(s.db, lower, upper, reverse)
 }
 
-// NewBatch starts an indexed batch, which reads its own writes over the
-// store's latest committed state.
+// NewBatch starts a batch, which reads its own writes over the store's
+// latest committed state (indexed when it first needs to be: see batch).
 func (s *Store) NewBatch() storage.Batch {
 	if err := s.acquire(); err != nil {
 		return &batch{store: s} // every use but Close fails with storage.ErrClosed
 	}
 	defer s.release()
-	return &batch{store: s, b: s.db.NewIndexedBatch()}
+	return &batch{store: s, b: s.db.NewBatch()}
 }
 
 // NewSnapshot returns a consistent view of the store as it is now.

@@ -29,6 +29,7 @@ func Run(t *testing.T, open Opener) {
 		{"SetKeepsCopy", testSetKeepsCopy},
 		{"BatchReadsOwnWrites", testBatchReadsOwnWrites},
 		{"BatchIterationMerges", testBatchIterationMerges},
+		{"BatchReadBeforeItsWritesThenAfter", testBatchReadBeforeItsWritesThenAfter},
 		{"Bounds", testBounds},
 		{"PrefixScan", testPrefixScan},
 		{"SnapshotIsolation", testSnapshotIsolation},
@@ -257,6 +258,42 @@ func testBatchReadsOwnWrites(t *testing.T, open Opener) {
 	}
 	want := []string{"a=100", "b=20", "d=4", "e=5"}
 	if got := scan(t, s, nil, nil, false); !slices.Equal(got, want) {
+		t.Errorf("store after commit = %q, want %q", got, want)
+	}
+}
+
+// A batch read before it writes anything reads the store's latest state;
+// once it writes, its reads and iterators see those writes, and its commit
+// applies them all (a write reads its item first, then writes).
+func testBatchReadBeforeItsWritesThenAfter(t *testing.T, open Opener) {
+	ctx := t.Context()
+	s := openStore(t, open)
+	commit(t, s, "a", "1", "b", "2")
+	b := s.NewBatch()
+	defer b.Close()
+	if got := get(t, b, "a"); got != "1" {
+		t.Errorf("batch Get(a) before its writes = %q, want 1", got)
+	}
+	commit(t, s, "a", "10")
+	if got := get(t, b, "a"); got != "10" {
+		t.Errorf("batch Get(a) before its writes, after another commit = %q, want 10", got)
+	}
+	write(t, b, "a", "100", "c", "3")
+	if got := get(t, b, "a"); got != "100" {
+		t.Errorf("batch Get(a) after its write = %q, want 100", got)
+	}
+	write(t, b, "b", deleteMark, "d", "4")
+	if got := get(t, b, "b"); got != deleteMark {
+		t.Errorf("batch Get(b) after its delete = %q, want absent", got)
+	}
+	if got, want := scan(t, b, nil, nil, false), []string{"a=100", "c=3", "d=4"}; !slices.Equal(got, want) {
+		t.Errorf("batch scan = %q, want %q", got, want)
+	}
+	write(t, b, "e", "5")
+	if err := b.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := scan(t, s, nil, nil, false), []string{"a=100", "c=3", "d=4", "e=5"}; !slices.Equal(got, want) {
 		t.Errorf("store after commit = %q, want %q", got, want)
 	}
 }

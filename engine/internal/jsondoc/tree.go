@@ -9,9 +9,16 @@ import (
 )
 
 // The decoded form of a document: nil, bool, json.Number, string, []any
-// and *Members, objects keeping their members in document order. Patch
-// edits documents in this form and writes them back with every untouched
-// property where it was.
+// and *Members, objects keeping their members in document order, and Raw,
+// a value not decoded yet. Patch edits documents in this form and writes
+// them back with every untouched property where it was.
+
+// Raw is a valid JSON value left undecoded: DecodeLazy and Expand leave the
+// members of the value they decode so, Expand decodes one when it is looked
+// into, and AppendValue writes an untouched one back byte for byte. A patch
+// of one property of a large document then decodes and writes again only
+// the values on its path.
+type Raw []byte
 
 // Members is a decoded JSON object: its members' names and values, in
 // document order.
@@ -61,6 +68,70 @@ func Decode(b []byte) (any, error) {
 		return nil, errors.New("not a single valid JSON value")
 	}
 	v, _, err := decodeValue(b, SkipSpace(b, 0))
+	return v, err
+}
+
+// DecodeLazy decodes one JSON value one level deep, as Expand does.
+func DecodeLazy(b []byte) (any, error) {
+	if !json.Valid(b) {
+		return nil, errors.New("not a single valid JSON value")
+	}
+	return expandAt(b, SkipSpace(b, 0))
+}
+
+// Expand decodes v one level deep when it is Raw: an object into *Members
+// and an array into []any whose values are Raw, a scalar as Decode does.
+// Any other value is returned as it is.
+func Expand(v any) (any, error) {
+	r, ok := v.(Raw)
+	if !ok {
+		return v, nil
+	}
+	return expandAt(r, 0)
+}
+
+// expandAt decodes the valid JSON value at b[i] one level deep.
+func expandAt(b []byte, i int) (any, error) {
+	switch b[i] {
+	case '{':
+		o := &Members{}
+		i = SkipSpace(b, i+1)
+		if b[i] == '}' {
+			return o, nil
+		}
+		for {
+			end := SkipString(b, i)
+			name, err := decodeString(b[i:end])
+			if err != nil {
+				return nil, err
+			}
+			i = SkipSpace(b, SkipSpace(b, end)+1) // ':'
+			vend := SkipValue(b, i)
+			// A repeated name keeps the last value, as Parse does.
+			o.Set(name, Raw(b[i:vend:vend]))
+			i = SkipSpace(b, vend)
+			if b[i] == '}' {
+				return o, nil
+			}
+			i = SkipSpace(b, i+1) // ','
+		}
+	case '[':
+		a := []any{}
+		i = SkipSpace(b, i+1)
+		if b[i] == ']' {
+			return a, nil
+		}
+		for {
+			vend := SkipValue(b, i)
+			a = append(a, Raw(b[i:vend:vend]))
+			i = SkipSpace(b, vend)
+			if b[i] == ']' {
+				return a, nil
+			}
+			i = SkipSpace(b, i+1) // ','
+		}
+	}
+	v, _, err := decodeValue(b, i)
 	return v, err
 }
 
@@ -147,6 +218,8 @@ func AppendValue(buf []byte, v any) []byte {
 	case bool:
 		return strconv.AppendBool(buf, x)
 	case json.Number:
+		return append(buf, x...)
+	case Raw:
 		return append(buf, x...)
 	case string:
 		return AppendString(buf, x)

@@ -52,3 +52,48 @@ func TestDecodedTreeWritesBackTheSameValue(t *testing.T) {
 		}
 	}
 }
+
+// TestLazyTreeWritesBackUntouchedValuesAsTheyAre: DecodeLazy decodes one
+// level, its members written back byte for byte; expanding every value
+// gives what Decode gives.
+func TestLazyTreeWritesBackUntouchedValuesAsTheyAre(t *testing.T) {
+	in := ` { "s" : "tab\there \u00e9" , "a" : [ 1 , [ ] , { "y" : [ null ] } ], "o": {"k": 1.50}, "b":1, "b":2 } `
+	tree, err := DecodeLazy([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"s":"tab\there \u00e9","a":[ 1 , [ ] , { "y" : [ null ] } ],"o":{"k": 1.50},"b":2}`
+	if got := string(AppendValue(nil, tree)); got != want {
+		t.Errorf("written back %s, want %s", got, want)
+	}
+	var expandAll func(v any) any
+	expandAll = func(v any) any {
+		v, err := Expand(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch x := v.(type) {
+		case *Members:
+			for i := range x.Values {
+				x.Values[i] = expandAll(x.Values[i])
+			}
+		case []any:
+			for i := range x {
+				x[i] = expandAll(x[i])
+			}
+		}
+		return v
+	}
+	full, err := Decode([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := expandAll(tree); !reflect.DeepEqual(got, full) {
+		t.Errorf("expanded %#v, want %#v", got, full)
+	}
+	for _, bad := range []string{``, `{`, `{"a":}`, `[1,]`, `{"a":1}x`} {
+		if _, err := DecodeLazy([]byte(bad)); err == nil {
+			t.Errorf("%q decoded without an error", bad)
+		}
+	}
+}

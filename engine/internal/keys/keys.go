@@ -168,14 +168,24 @@ func FeedPrefix(collRID []byte) []byte { return withRID(Feed, collRID) }
 
 // FeedKey is the feed entry of an item written at sequence number lsn.
 func FeedKey(collRID []byte, lsn uint64, itemRID []byte) []byte {
-	k := FeedPrefix(collRID)
+	return AppendFeedKey(make([]byte, 0, 1+len(collRID)+8+len(itemRID)), collRID, lsn, itemRID)
+}
+
+// AppendFeedKey appends FeedKey(collRID, lsn, itemRID) to k.
+func AppendFeedKey(k, collRID []byte, lsn uint64, itemRID []byte) []byte {
+	k = append(append(k, Feed), collRID...)
 	k = binary.BigEndian.AppendUint64(k, lsn)
 	return append(k, itemRID...)
 }
 
 // RIDKey is the RID index entry of an item.
 func RIDKey(collRID, itemRID []byte) []byte {
-	return append(withRID(RID, collRID), itemRID...)
+	return AppendRIDKey(make([]byte, 0, 1+len(collRID)+len(itemRID)), collRID, itemRID)
+}
+
+// AppendRIDKey appends RIDKey(collRID, itemRID) to k.
+func AppendRIDKey(k, collRID, itemRID []byte) []byte {
+	return append(append(append(k, RID), collRID...), itemRID...)
 }
 
 // RIDPrefix prefixes a container's RID index.
@@ -258,7 +268,11 @@ func OrderPrefix(collRID []byte) []byte { return withRID(Order, collRID) }
 // OrderKey is the order key of the item with RID rid in the logical
 // partition whose item key prefix is partPrefix (Item<coll rid><epk><pk>).
 func OrderKey(partPrefix []byte, rid uint64) []byte {
-	k := make([]byte, 0, len(partPrefix)+8)
+	return AppendOrderKey(make([]byte, 0, len(partPrefix)+8), partPrefix, rid)
+}
+
+// AppendOrderKey appends OrderKey(partPrefix, rid) to k.
+func AppendOrderKey(k, partPrefix []byte, rid uint64) []byte {
 	k = append(k, Order)
 	k = append(k, partPrefix[1:]...)
 	return binary.BigEndian.AppendUint64(k, rid)
