@@ -982,7 +982,10 @@ function queryTab(ctx, panel) {
     if (continuation) headers['x-ms-continuation'] = continuation;
     // A search query's page says which indexes served it.
     if (isSearchQuery(spec.query)) headers['x-ms-cosmos-populateindexmetrics'] = 'True';
-    const res = await client.request('POST', [...ctx.segs, 'docs'], { headers, body: spec });
+    // Without a partition key, range 0 answers for every range, as it does
+    // for the plans the server gives SDKs on containers of several ranges.
+    const body = pkv === undefined ? { ...spec, query: WHOLE_CONTAINER + spec.query } : spec;
+    const res = await client.request('POST', [...ctx.segs, 'docs'], { headers, body });
     if (gen !== generation) return null; // a new run started meanwhile
     continuation = res.continuation;
     pageNo++;

@@ -154,3 +154,84 @@ test('search queries show each result\'s score and the index that served it', as
   assert.deepEqual(errors, []);
   await context.close();
 });
+
+// The same queries through the official JavaScript SDK (@azure/cosmos, the
+// version compat/js pins), on a container of three partition key ranges:
+// the SDK sends the plan's rewritten queries to every range and merges
+// their answers itself. The explorer must rank as it does, across the
+// ranges and in one partition, and show the VectorDistance values it
+// returns.
+const RANKED = Array.from({ length: 24 }, (_, i) => ({
+  id: `r${String(i).padStart(2, '0')}`,
+  pk: ['a', 'b', 'c', 'd'][i % 4],
+  // i + 1 distinct lengths, 1 to 4 "comet"s: no two BM25 scores tie.
+  text: [...Array(1 + (i % 4)).fill('comet'), ...Array(i + 1).fill('dust')].join(' '),
+  v: [Math.cos(i * 0.37), Math.sin(i * 0.53), ((i * 7) % 5) / 7],
+  w: [Math.cos(i * 0.61) * 2, Math.sin(i * 0.29), (i % 3) / 5],
+}));
+
+test('the explorer ranks and scores search queries as the JavaScript SDK returns them, across ranges and in one partition', async () => {
+  const { CosmosClient } = await import('@azure/cosmos');
+  const db = await rest('POST', ['dbs'], { body: { id: 'search' } });
+  assert.ok(db.status === 201 || db.status === 409, JSON.stringify(db.body));
+  const created = await rest('POST', ['dbs', 'search', 'colls'], {
+    body: {
+      id: 'ranked',
+      partitionKey: { paths: ['/pk'], kind: 'Hash' },
+      vectorEmbeddingPolicy: { vectorEmbeddings: [
+        { path: '/v', dataType: 'float32', dimensions: 3, distanceFunction: 'cosine' },
+        { path: '/w', dataType: 'float32', dimensions: 3, distanceFunction: 'euclidean' },
+      ] },
+      fullTextPolicy: { defaultLanguage: 'en-US', fullTextPaths: [{ path: '/text', language: 'en-US' }] },
+      indexingPolicy: {
+        includedPaths: [{ path: '/*' }], excludedPaths: [{ path: '/v/*' }, { path: '/w/*' }],
+        vectorIndexes: [{ path: '/v', type: 'flat' }, { path: '/w', type: 'flat' }], fullTextIndexes: [{ path: '/text' }],
+      },
+    },
+    headers: { 'x-ms-offer-throughput': '30000' },
+  });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const ranges = await rest('GET', ['dbs', 'search', 'colls', 'ranked', 'pkranges']);
+  assert.ok(ranges.body.PartitionKeyRanges.length >= 3, `${ranges.body.PartitionKeyRanges.length} partition key ranges`);
+  for (const it of RANKED) {
+    assert.equal((await rest('POST', ['dbs', 'search', 'colls', 'ranked', 'docs'], { body: it, headers: pk(it.pk) })).status, 201);
+  }
+  const sdk = new CosmosClient({ endpoint: process.env.ORRERY_ENDPOINT, key: process.env.ORRERY_KEY }).database('search').container('ranked');
+
+  const { page, context, errors } = await newPage();
+  await signIn(page);
+  await openContainer(page, 'search', 'ranked');
+  await page.getByRole('tab', { name: 'Query' }).click();
+
+  const qv = JSON.stringify([0.8, 0.4, 0.3]);
+  const vectorQueries = [
+    `SELECT TOP 7 c.id, VectorDistance(c.v, ${qv}) AS score FROM c ORDER BY VectorDistance(c.v, ${qv})`,
+    `SELECT TOP 7 c.id, VectorDistance(c.w, ${qv}) AS score FROM c ORDER BY VectorDistance(c.w, ${qv})`,
+    `SELECT TOP 5 c.id, VectorDistance(c.w, ${qv}) AS score FROM c WHERE c.pk != 'c' ORDER BY VectorDistance(c.w, ${qv})`,
+  ];
+  const rankQueries = [
+    "SELECT TOP 7 c.id FROM c ORDER BY RANK FullTextScore(c.text, 'comet')",
+    "SELECT TOP 5 c.id FROM c ORDER BY RANK FullTextScore(c.text, 'dust', 'comet')",
+    `SELECT TOP 7 c.id FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'comet'), VectorDistance(c.v, ${qv}))`,
+    `SELECT TOP 7 c.id FROM c ORDER BY RANK RRF(VectorDistance(c.w, ${qv}), FullTextScore(c.text, 'dust'))`,
+    `SELECT TOP 6 c.id FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'comet'), VectorDistance(c.v, ${qv}), VectorDistance(c.w, ${qv}), [1, 0.5, 2])`,
+  ];
+  for (const scope of [undefined, 'a', 'd']) {
+    await page.getByRole('textbox', { name: 'Partition key value' }).fill(scope ?? '');
+    const where = scope === undefined ? 'across the ranges' : `in partition ${scope}`;
+    for (const q of [...vectorQueries, ...rankQueries]) {
+      const { resources } = await sdk.items.query(q, scope === undefined ? {} : { partitionKey: scope }).fetchAll();
+      assert.ok(resources.length > 0, `the SDK finds items for ${q} ${where}`);
+      const shown = await runQuery(page, q);
+      const idAt = shown.headers.indexOf('id');
+      assert.deepEqual(shown.rows.map((r) => r[idAt]), resources.map((d) => d.id), `the explorer ranks ${q} ${where} as the SDK does`);
+      assert.deepEqual(shown.resultIds, resources.map((d) => d.id), `the explorer's results of ${q} ${where} are the SDK's`);
+      if (shown.headers[1] === 'VectorDistance') {
+        shown.rows.forEach((r, i) => assert.equal(Number(r[1]), resources[i].score, `${r[idAt]}'s VectorDistance for ${q} ${where}`));
+      }
+    }
+  }
+  await page.getByRole('textbox', { name: 'Partition key value' }).fill('');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
