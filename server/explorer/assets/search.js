@@ -64,9 +64,11 @@ export function mergeStats(answers) {
  * fuse ranks a hybrid search's rows by RRF: rows are the component queries'
  * answers ({_rid, payload, componentScores}, each score highest best; a row
  * found by several components once), weights the plan's componentWeights
- * (1 each when empty). Each component ranks the rows by its score (ties by
- * _rid); a row's RRF is the sum over the components of weight / (60 +
- * rank). It returns [{payload, rrf, scores}] best first, skip and take
+ * (1 each when empty). Each component ranks the rows by its score, as the
+ * SDKs rank them: rows of equal scores share a rank, and the next score
+ * has the next rank (1, 2, 2, 3); a row's RRF is the sum over the
+ * components of weight / (60 + rank). It returns [{payload, rrf, scores}]
+ * best first (equal RRFs in the order the rows came), skip and take
  * applied.
  */
 export function fuse(rows, weights, skip, take) {
@@ -77,8 +79,12 @@ export function fuse(rows, weights, skip, take) {
   const rrf = new Map(all.map((r) => [r._rid, 0]));
   for (let j = 0; j < n; j++) {
     const w = weights && weights.length ? weights[j] : 1;
-    const order = [...all].sort((a, b) => (b.componentScores[j] - a.componentScores[j]) || (a._rid < b._rid ? -1 : a._rid > b._rid ? 1 : 0));
-    order.forEach((r, i) => rrf.set(r._rid, rrf.get(r._rid) + w / (RRF_K + i + 1)));
+    const order = [...all].sort((a, b) => b.componentScores[j] - a.componentScores[j]);
+    let rank = 0;
+    order.forEach((r, i) => {
+      if (i === 0 || r.componentScores[j] !== order[i - 1].componentScores[j]) rank++;
+      rrf.set(r._rid, rrf.get(r._rid) + w / (RRF_K + rank));
+    });
   }
   const ranked = all.map((r) => ({ payload: r.payload, rrf: rrf.get(r._rid), scores: r.componentScores }))
     .sort((a, b) => b.rrf - a.rrf);

@@ -161,11 +161,12 @@ test('search queries show each result\'s score and the index that served it', as
 // their answers itself. The explorer must rank as it does, across the
 // ranges and in one partition, and show the VectorDistance values it
 // returns.
-const RANKED = Array.from({ length: 24 }, (_, i) => ({
+// Texts of distinct lengths, but r24 and r25 repeat r04's and r05's: their
+// BM25 scores tie, and RRF ranks tied rows alike (1, 2, 2, 3).
+const RANKED = Array.from({ length: 26 }, (_, i) => ({
   id: `r${String(i).padStart(2, '0')}`,
   pk: ['a', 'b', 'c', 'd'][i % 4],
-  // i + 1 distinct lengths, 1 to 4 "comet"s: no two BM25 scores tie.
-  text: [...Array(1 + (i % 4)).fill('comet'), ...Array(i + 1).fill('dust')].join(' '),
+  text: [...Array(1 + (i % 4)).fill('comet'), ...Array(i < 24 ? i + 1 : [5, 6][i - 24]).fill('dust')].join(' '),
   v: [Math.cos(i * 0.37), Math.sin(i * 0.53), ((i * 7) % 5) / 7],
   w: [Math.cos(i * 0.61) * 2, Math.sin(i * 0.29), (i % 3) / 5],
 }));
