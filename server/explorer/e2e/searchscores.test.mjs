@@ -56,6 +56,17 @@ test('RRF ranks rows of equal scores alike, the next score one rank lower, as th
   out.forEach((r) => assert.equal(r.rrf, want[r.payload.id], r.payload.id));
 });
 
+test('rows of equal RRF keep the order they came in, or the server\'s answer\'s order when given', () => {
+  const rows = [
+    { _rid: 'a', payload: { id: 'a' }, componentScores: [2, 1] },
+    { _rid: 'b', payload: { id: 'b' }, componentScores: [1, 2] },
+  ];
+  assert.deepEqual(fuse(rows, [], 0, 2).map((r) => r.payload.id), ['a', 'b']);
+  assert.deepEqual(fuse(rows, [], 0, 2, [{ id: 'b' }, { id: 'a' }]).map((r) => r.payload.id), ['b', 'a']);
+  assert.deepEqual(fuse(rows, [], 0, 2, [{ id: 'b' }]).map((r) => r.payload.id), ['b', 'a']);
+  assert.deepEqual(fuse(rows, [], 0, 2, []).map((r) => r.payload.id), ['a', 'b']);
+});
+
 test('the index utilization header reads as the indexes used, in UTF-8', () => {
   const doc = { UtilizedSingleIndexes: [{ FilterExpression: 'ORDER BY VectorDistance(c.v, …)', IndexSpec: '/v (flat vector index)' }], PotentialSingleIndexes: [] };
   const b64 = Buffer.from(JSON.stringify(doc)).toString('base64');
