@@ -222,6 +222,11 @@ test('the explorer ranks and scores search queries as the JavaScript SDK returns
     `SELECT TOP 1 c.id FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'dust'), VectorDistance(c.v, ${qv}))`,
     `SELECT TOP 2 c.id FROM c ORDER BY RANK RRF(VectorDistance(c.w, ${qv}), FullTextScore(c.text, 'comet'))`,
     `SELECT c.id FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'comet'), VectorDistance(c.v, ${qv})) OFFSET 1 LIMIT 1`,
+    `SELECT TOP 1 c.id FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'dust'), VectorDistance(c.w, ${qv}), [1, 3])`,
+    `SELECT TOP 1 c.id FROM c ORDER BY RANK RRF(VectorDistance(c.v, ${qv}), VectorDistance(c.w, ${qv}))`,
+    `SELECT TOP 2 c.id FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'comet'), VectorDistance(c.w, ${qv}), [3, 1])`,
+    `SELECT TOP 1 c.id FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'dust'), FullTextScore(c.text, 'comet'))`,
+    `SELECT TOP 1 c.id FROM c ORDER BY RANK RRF(VectorDistance(c.v, ${qv}), FullTextScore(c.text, 'dust'), [2, 1])`,
   ];
   for (const scope of [undefined, 'a', 'd']) {
     await page.getByRole('textbox', { name: 'Partition key value' }).fill(scope ?? '');
