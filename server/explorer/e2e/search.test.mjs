@@ -4,7 +4,10 @@
 // VectorDistance, ORDER BY RANK FullTextScore and RRF. The scores shown
 // must be the ones the service's semantics give: VectorDistance as the
 // server projects it for the same query, BM25 (k1 = 1.2, b = 0.75) and RRF
-// (1 / (60 + rank) per component) computed here from the items.
+// (1 / (60 + rank) per component) computed here from the items; and the
+// order and VectorDistance values must be what the official JavaScript
+// SDK returns for the same queries, across partition key ranges and in one
+// partition.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
