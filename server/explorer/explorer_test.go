@@ -158,7 +158,7 @@ func TestExplorerInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("node is not on PATH: the browser tests need Node.js 20 or later: %v", err)
 	}
-	for _, pkg := range []string{"playwright-core", "axe-core"} {
+	for _, pkg := range []string{"playwright-core", "axe-core", "@azure/cosmos"} {
 		if _, err := os.Stat(filepath.Join(e2eDir, "node_modules", pkg, "package.json")); err != nil {
 			t.Fatalf("%s is not installed (%v): run `npm ci --prefix server/explorer/e2e` from the repository root first", pkg, err)
 		}

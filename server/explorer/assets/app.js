@@ -982,7 +982,10 @@ function queryTab(ctx, panel) {
     if (continuation) headers['x-ms-continuation'] = continuation;
     // A search query's page says which indexes served it.
     if (isSearchQuery(spec.query)) headers['x-ms-cosmos-populateindexmetrics'] = 'True';
-    const res = await client.request('POST', [...ctx.segs, 'docs'], { headers, body: spec });
+    // Without a partition key, range 0 answers for every range, as it does
+    // for the plans the server gives SDKs on containers of several ranges.
+    const body = pkv === undefined ? { ...spec, query: WHOLE_CONTAINER + spec.query } : spec;
+    const res = await client.request('POST', [...ctx.segs, 'docs'], { headers, body });
     if (gen !== generation) return null; // a new run started meanwhile
     continuation = res.continuation;
     pageNo++;
@@ -996,6 +999,29 @@ function queryTab(ctx, panel) {
    */
   async function every(query, whole) {
     const pkv = whole ? undefined : partitionKeyOf(ctx.coll, pk.value);
+    if (pkv !== undefined) return drain(query, { 'x-ms-documentdb-partitionkey': partitionKeyHeader(pkv) });
+    return drain(WHOLE_CONTAINER + query, { 'x-ms-documentdb-partitionkeyrangeid': '0' });
+  }
+
+  /**
+   * eachRange runs one of a hybrid search's component queries as the SDKs
+   * do: without a partition key, on every partition key range in key order,
+   * each answering for its own items (its own TOP, its own ranking), their
+   * rows in that order; with one, on that partition.
+   */
+  async function eachRange(query) {
+    const pkv = partitionKeyOf(ctx.coll, pk.value);
+    if (pkv !== undefined) return every(query);
+    const res = await client.request('GET', [...ctx.segs, 'pkranges']);
+    const ranges = [...(res.body?.PartitionKeyRanges || [])]
+      .sort((a, b) => (a.minInclusive < b.minInclusive ? -1 : a.minInclusive > b.minInclusive ? 1 : 0));
+    const rows = [];
+    for (const r of ranges) rows.push(...await drain(query, { 'x-ms-documentdb-partitionkeyrangeid': r.id }));
+    return rows;
+  }
+
+  /** drain reads a query to its last page with the given scope headers. */
+  async function drain(query, scope) {
     const rows = [];
     let cont = null;
     do {
@@ -1004,12 +1030,10 @@ function queryTab(ctx, panel) {
         'x-ms-documentdb-isquery': 'True',
         'x-ms-documentdb-query-enablecrosspartition': 'True',
         'x-ms-max-item-count': '1000',
+        ...scope,
       };
-      if (pkv !== undefined) headers['x-ms-documentdb-partitionkey'] = partitionKeyHeader(pkv);
-      else headers['x-ms-documentdb-partitionkeyrangeid'] = '0';
       if (cont) headers['x-ms-continuation'] = cont;
-      const body = { query: (pkv === undefined ? WHOLE_CONTAINER : '') + query, parameters: spec.parameters };
-      const res = await client.request('POST', [...ctx.segs, 'docs'], { headers, body });
+      const res = await client.request('POST', [...ctx.segs, 'docs'], { headers, body: { query, parameters: spec.parameters } });
       rows.push(...(res.body?.Documents || []));
       cont = res.continuation;
     } while (cont);
@@ -1019,9 +1043,11 @@ function queryTab(ctx, panel) {
   /**
    * searchScores runs a search query as the SDKs' pipelines do (see
    * search.js) and returns {columns, rows: [{scores, payload}]}, ordered as
-   * they return it; null when the plan has no search to run.
+   * they return it; null when the plan has no search to run. answer is the
+   * first page of the server's own answer, which orders rows of equal RRF
+   * in one partition.
    */
-  async function searchScores() {
+  async function searchScores(answer) {
     const headers = {
       'Content-Type': 'application/query+json',
       'x-ms-documentdb-isquery': 'True',
@@ -1048,8 +1074,11 @@ function queryTab(ctx, panel) {
     const stats = hi.requiresGlobalStatistics ? mergeStats(await every(hi.globalStatisticsQuery, true)) : null;
     const names = componentNames(spec.query);
     const rows = [];
+    const fused = (hi.componentQueryInfos || []).length > 1;
     for (const ci of hi.componentQueryInfos || []) {
-      for (const r of await every(fill(ci.rewrittenQuery, stats))) {
+      // One component is merged by its ORDER BY, as the SDKs merge the
+      // ranges' answers; several are fused from every range's own top rows.
+      for (const r of await (fused ? eachRange : every)(fill(ci.rewrittenQuery, stats))) {
         // The older form nests the payload and the scores in payload.
         rows.push(r.componentScores ? r : { _rid: r._rid, payload: r.payload?.payload, componentScores: r.payload?.componentScores || [] });
       }
@@ -1062,7 +1091,7 @@ function queryTab(ctx, panel) {
     }
     return {
       columns: ['RRF', ...(hi.componentQueryInfos || []).map((_, i) => names[i] || `Component ${i + 1}`)],
-      rows: fuse(rows, hi.componentWeights, hi.skip, hi.take).map((r) => ({ scores: [r.rrf, ...r.scores], payload: r.payload })),
+      rows: fuse(rows, hi.componentWeights, hi.skip, hi.take, partitionKeyOf(ctx.coll, pk.value) === undefined ? undefined : answer).map((r) => ({ scores: [r.rrf, ...r.scores], payload: r.payload })),
     };
   }
 
@@ -1081,7 +1110,7 @@ function queryTab(ctx, panel) {
       h('p', { class: 'muted', role: 'status' }, 'Computing scores…'));
     let found;
     try {
-      found = await searchScores();
+      found = await searchScores(res.body?.Documents || []);
     } catch (err) {
       if (gen === generation) scores.lastChild.replaceWith(h('p', { class: 'error', role: 'alert' }, `The scores could not be computed: ${describe(err)}`));
       return;

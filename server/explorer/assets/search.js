@@ -64,12 +64,18 @@ export function mergeStats(answers) {
  * fuse ranks a hybrid search's rows by RRF: rows are the component queries'
  * answers ({_rid, payload, componentScores}, each score highest best; a row
  * found by several components once), weights the plan's componentWeights
- * (1 each when empty). Each component ranks the rows by its score (ties by
- * _rid); a row's RRF is the sum over the components of weight / (60 +
- * rank). It returns [{payload, rrf, scores}] best first, skip and take
- * applied.
+ * (1 each when empty). Each component ranks the rows by its score, as the
+ * SDKs rank them: rows of equal scores share a rank, and the next score
+ * has the next rank (1, 2, 2, 3); a row's RRF is the sum over the
+ * components of weight / (60 + rank). It returns [{payload, rrf, scores}]
+ * best first (equal RRFs in the order the rows came, or, given answer,
+ * the order of their payloads in it), skip and take applied.
+ *
+ * answer is the server's own answer to the query, when the SDKs return it
+ * as it is (a query scoped to one partition is sent as it is, not through
+ * the plan): the server ranks rows of equal RRF in the order it reads them.
  */
-export function fuse(rows, weights, skip, take) {
+export function fuse(rows, weights, skip, take, answer) {
   const byRid = new Map();
   for (const r of rows) if (!byRid.has(r._rid)) byRid.set(r._rid, r);
   const all = [...byRid.values()];
@@ -77,11 +83,18 @@ export function fuse(rows, weights, skip, take) {
   const rrf = new Map(all.map((r) => [r._rid, 0]));
   for (let j = 0; j < n; j++) {
     const w = weights && weights.length ? weights[j] : 1;
-    const order = [...all].sort((a, b) => (b.componentScores[j] - a.componentScores[j]) || (a._rid < b._rid ? -1 : a._rid > b._rid ? 1 : 0));
-    order.forEach((r, i) => rrf.set(r._rid, rrf.get(r._rid) + w / (RRF_K + i + 1)));
+    const order = [...all].sort((a, b) => b.componentScores[j] - a.componentScores[j]);
+    let rank = 0;
+    order.forEach((r, i) => {
+      if (i === 0 || r.componentScores[j] !== order[i - 1].componentScores[j]) rank++;
+      rrf.set(r._rid, rrf.get(r._rid) + w / (RRF_K + rank));
+    });
   }
+  const at = new Map();
+  (answer || []).forEach((d, i) => { const k = JSON.stringify(d); if (!at.has(k)) at.set(k, i); });
+  const place = (r) => at.get(JSON.stringify(r.payload)) ?? Infinity;
   const ranked = all.map((r) => ({ payload: r.payload, rrf: rrf.get(r._rid), scores: r.componentScores }))
-    .sort((a, b) => b.rrf - a.rrf);
+    .sort((a, b) => (b.rrf - a.rrf) || (answer ? place(a) - place(b) || 0 : 0));
   const from = Math.max(skip || 0, 0);
   return ranked.slice(from, take == null ? undefined : from + take);
 }

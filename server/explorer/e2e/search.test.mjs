@@ -4,7 +4,10 @@
 // VectorDistance, ORDER BY RANK FullTextScore and RRF. The scores shown
 // must be the ones the service's semantics give: VectorDistance as the
 // server projects it for the same query, BM25 (k1 = 1.2, b = 0.75) and RRF
-// (1 / (60 + rank) per component) computed here from the items.
+// (1 / (60 + rank) per component) computed here from the items; and the
+// order and VectorDistance values must be what the official JavaScript
+// SDK returns for the same queries, across partition key ranges and in one
+// partition.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -151,6 +154,99 @@ test('search queries show each result\'s score and the index that served it', as
   await page.getByRole('button', { name: 'Run query' }).click();
   await page.getByRole('table', { name: 'Query results' }).getByText('s6').waitFor();
   assert.equal(await page.getByRole('region', { name: 'Scores table' }).count(), 0);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+// The same queries through the official JavaScript SDK (@azure/cosmos, the
+// version compat/js pins), on a container of three partition key ranges:
+// the SDK sends the plan's rewritten queries to every range and merges
+// their answers itself. The explorer must rank as it does, across the
+// ranges and in one partition, and show the VectorDistance values it
+// returns.
+// Texts of distinct lengths, but r24 and r25 repeat r04's and r05's: their
+// BM25 scores tie, and RRF ranks tied rows alike (1, 2, 2, 3).
+const RANKED = Array.from({ length: 26 }, (_, i) => ({
+  id: `r${String(i).padStart(2, '0')}`,
+  pk: ['a', 'b', 'c', 'd'][i % 4],
+  text: [...Array(1 + (i % 4)).fill('comet'), ...Array(i < 24 ? i + 1 : [5, 6][i - 24]).fill('dust')].join(' '),
+  v: [Math.cos(i * 0.37), Math.sin(i * 0.53), ((i * 7) % 5) / 7],
+  w: [Math.cos(i * 0.61) * 2, Math.sin(i * 0.29), (i % 3) / 5],
+}));
+
+test('the explorer ranks and scores search queries as the JavaScript SDK returns them, across ranges and in one partition', async () => {
+  const { CosmosClient } = await import('@azure/cosmos');
+  const db = await rest('POST', ['dbs'], { body: { id: 'search' } });
+  assert.ok(db.status === 201 || db.status === 409, JSON.stringify(db.body));
+  const created = await rest('POST', ['dbs', 'search', 'colls'], {
+    body: {
+      id: 'ranked',
+      partitionKey: { paths: ['/pk'], kind: 'Hash' },
+      vectorEmbeddingPolicy: { vectorEmbeddings: [
+        { path: '/v', dataType: 'float32', dimensions: 3, distanceFunction: 'cosine' },
+        { path: '/w', dataType: 'float32', dimensions: 3, distanceFunction: 'euclidean' },
+      ] },
+      fullTextPolicy: { defaultLanguage: 'en-US', fullTextPaths: [{ path: '/text', language: 'en-US' }] },
+      indexingPolicy: {
+        includedPaths: [{ path: '/*' }], excludedPaths: [{ path: '/v/*' }, { path: '/w/*' }],
+        vectorIndexes: [{ path: '/v', type: 'flat' }, { path: '/w', type: 'flat' }], fullTextIndexes: [{ path: '/text' }],
+      },
+    },
+    headers: { 'x-ms-offer-throughput': '30000' },
+  });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const ranges = await rest('GET', ['dbs', 'search', 'colls', 'ranked', 'pkranges']);
+  assert.ok(ranges.body.PartitionKeyRanges.length >= 3, `${ranges.body.PartitionKeyRanges.length} partition key ranges`);
+  for (const it of RANKED) {
+    assert.equal((await rest('POST', ['dbs', 'search', 'colls', 'ranked', 'docs'], { body: it, headers: pk(it.pk) })).status, 201);
+  }
+  const sdk = new CosmosClient({ endpoint: process.env.ORRERY_ENDPOINT, key: process.env.ORRERY_KEY }).database('search').container('ranked');
+
+  const { page, context, errors } = await newPage();
+  await signIn(page);
+  await openContainer(page, 'search', 'ranked');
+  await page.getByRole('tab', { name: 'Query' }).click();
+
+  const qv = JSON.stringify([0.8, 0.4, 0.3]);
+  const vectorQueries = [
+    `SELECT TOP 7 c.id, VectorDistance(c.v, ${qv}) AS score FROM c ORDER BY VectorDistance(c.v, ${qv})`,
+    `SELECT TOP 7 c.id, VectorDistance(c.w, ${qv}) AS score FROM c ORDER BY VectorDistance(c.w, ${qv})`,
+    `SELECT TOP 5 c.id, VectorDistance(c.w, ${qv}) AS score FROM c WHERE c.pk != 'c' ORDER BY VectorDistance(c.w, ${qv})`,
+  ];
+  const rankQueries = [
+    "SELECT TOP 7 c.id FROM c ORDER BY RANK FullTextScore(c.text, 'comet')",
+    "SELECT TOP 5 c.id FROM c ORDER BY RANK FullTextScore(c.text, 'dust', 'comet')",
+    `SELECT TOP 7 c.id FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'comet'), VectorDistance(c.v, ${qv}))`,
+    `SELECT TOP 7 c.id FROM c ORDER BY RANK RRF(VectorDistance(c.w, ${qv}), FullTextScore(c.text, 'dust'))`,
+    `SELECT TOP 6 c.id FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'comet'), VectorDistance(c.v, ${qv}), VectorDistance(c.w, ${qv}), [1, 0.5, 2])`,
+    // Few results: each range's component queries return their own top
+    // 12 × (skip + take) rows, fewer than the container's, and RRF ranks
+    // the rows of every range's answers together.
+    `SELECT TOP 1 c.id FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'dust'), VectorDistance(c.v, ${qv}))`,
+    `SELECT TOP 2 c.id FROM c ORDER BY RANK RRF(VectorDistance(c.w, ${qv}), FullTextScore(c.text, 'comet'))`,
+    `SELECT c.id FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'comet'), VectorDistance(c.v, ${qv})) OFFSET 1 LIMIT 1`,
+    `SELECT TOP 1 c.id FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'dust'), VectorDistance(c.w, ${qv}), [1, 3])`,
+    `SELECT TOP 1 c.id FROM c ORDER BY RANK RRF(VectorDistance(c.v, ${qv}), VectorDistance(c.w, ${qv}))`,
+    `SELECT TOP 2 c.id FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'comet'), VectorDistance(c.w, ${qv}), [3, 1])`,
+    `SELECT TOP 1 c.id FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'dust'), FullTextScore(c.text, 'comet'))`,
+    `SELECT TOP 1 c.id FROM c ORDER BY RANK RRF(VectorDistance(c.v, ${qv}), FullTextScore(c.text, 'dust'), [2, 1])`,
+  ];
+  for (const scope of [undefined, 'a', 'd']) {
+    await page.getByRole('textbox', { name: 'Partition key value' }).fill(scope ?? '');
+    const where = scope === undefined ? 'across the ranges' : `in partition ${scope}`;
+    for (const q of [...vectorQueries, ...rankQueries]) {
+      const { resources } = await sdk.items.query(q, scope === undefined ? {} : { partitionKey: scope }).fetchAll();
+      assert.ok(resources.length > 0, `the SDK finds items for ${q} ${where}`);
+      const shown = await runQuery(page, q);
+      const idAt = shown.headers.indexOf('id');
+      assert.deepEqual(shown.rows.map((r) => r[idAt]), resources.map((d) => d.id), `the explorer ranks ${q} ${where} as the SDK does; it shows ${JSON.stringify(shown.rows)}`);
+      assert.deepEqual(shown.resultIds, resources.map((d) => d.id), `the explorer's results of ${q} ${where} are the SDK's`);
+      if (shown.headers[1] === 'VectorDistance') {
+        shown.rows.forEach((r, i) => assert.equal(Number(r[1]), resources[i].score, `${r[idAt]}'s VectorDistance for ${q} ${where}`));
+      }
+    }
+  }
+  await page.getByRole('textbox', { name: 'Partition key value' }).fill('');
   assert.deepEqual(errors, []);
   await context.close();
 });

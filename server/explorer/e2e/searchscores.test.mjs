@@ -42,6 +42,31 @@ test('RRF sums weight / (60 + rank) over the components, a row found twice count
   assert.deepEqual(fuse(rows, [], 1, 1).map((r) => r.payload.id), ['a']);
 });
 
+test('RRF ranks rows of equal scores alike, the next score one rank lower, as the SDKs do', () => {
+  const rows = [
+    { _rid: 'a', payload: { id: 'a' }, componentScores: [5, 0.1] },
+    { _rid: 'b', payload: { id: 'b' }, componentScores: [4, 0.3] },
+    { _rid: 'c', payload: { id: 'c' }, componentScores: [4, 0.2] },
+    { _rid: 'd', payload: { id: 'd' }, componentScores: [1, 0.4] },
+  ];
+  const out = fuse(rows, [], 0, 4);
+  // Ranks by the first score: a 1, b and c 2, d 3 (not 4); by the second: d, b, c, a.
+  const want = { a: 1 / 61 + 1 / 64, b: 1 / 62 + 1 / 62, c: 1 / 62 + 1 / 63, d: 1 / 63 + 1 / 61 };
+  assert.deepEqual(out.map((r) => r.payload.id), ['d', 'b', 'a', 'c']);
+  out.forEach((r) => assert.equal(r.rrf, want[r.payload.id], r.payload.id));
+});
+
+test('rows of equal RRF keep the order they came in, or the server\'s answer\'s order when given', () => {
+  const rows = [
+    { _rid: 'a', payload: { id: 'a' }, componentScores: [2, 1] },
+    { _rid: 'b', payload: { id: 'b' }, componentScores: [1, 2] },
+  ];
+  assert.deepEqual(fuse(rows, [], 0, 2).map((r) => r.payload.id), ['a', 'b']);
+  assert.deepEqual(fuse(rows, [], 0, 2, [{ id: 'b' }, { id: 'a' }]).map((r) => r.payload.id), ['b', 'a']);
+  assert.deepEqual(fuse(rows, [], 0, 2, [{ id: 'b' }]).map((r) => r.payload.id), ['b', 'a']);
+  assert.deepEqual(fuse(rows, [], 0, 2, []).map((r) => r.payload.id), ['a', 'b']);
+});
+
 test('the index utilization header reads as the indexes used, in UTF-8', () => {
   const doc = { UtilizedSingleIndexes: [{ FilterExpression: 'ORDER BY VectorDistance(c.v, …)', IndexSpec: '/v (flat vector index)' }], PotentialSingleIndexes: [] };
   const b64 = Buffer.from(JSON.stringify(doc)).toString('base64');
