@@ -185,9 +185,10 @@ func FuzzItemRequestsNeverGetA5xx(f *testing.F) {
 			}
 		}
 	}
-	for _, v := range hostileValues {
+	for i, v := range hostileValues {
 		if len(v) < 2000 {
 			f.Add(uint8(0), []byte(`{"id":"h","pk":"a","v":`+v+`}`), uint8(0), `[`+v+`]`)
+			f.Add(uint8((i%len(fuzzValueTemplates)+1)<<4|i%len(fuzzItemEndpoints)), []byte(v), uint8(0xFF), "")
 		}
 	}
 	for _, seed := range itemFuzzRegressions {
@@ -195,7 +196,12 @@ func FuzzItemRequestsNeverGetA5xx(f *testing.F) {
 	}
 	s := fuzzServer(f)
 	f.Fuzz(func(t *testing.T, endpoint uint8, body []byte, header uint8, value string) {
-		ep := fuzzItemEndpoints[int(endpoint)%len(fuzzItemEndpoints)]
+		// The low four bits pick the endpoint; the high four a template
+		// the body goes into as a value (0: the body as it is).
+		ep := fuzzItemEndpoints[int(endpoint&0x0F)%len(fuzzItemEndpoints)]
+		if tpl := int(endpoint >> 4); tpl > 0 {
+			body = []byte(strings.ReplaceAll(fuzzValueTemplates[(tpl-1)%len(fuzzValueTemplates)], "%v", string(body)))
+		}
 		if ep.method == "GET" {
 			body = nil
 		}
@@ -205,6 +211,18 @@ func FuzzItemRequestsNeverGetA5xx(f *testing.F) {
 		}
 		checkFuzzAnswer(t, s, fmt.Sprintf("%s with %.200q and header %d = %.100q", ep.name, body, header, value), ep.method, resp, err)
 	})
+}
+
+// fuzzValueTemplates are bodies with a hole (%v) for a fuzzed value.
+var fuzzValueTemplates = []string{
+	`{"id":"h","pk":"a","v":%v}`, `{"id":%v,"pk":"a"}`, `{"id":"h","pk":%v}`, `{"id":"h","pk":"a","ttl":%v}`,
+	`{"operations":[{"op":"incr","path":"/v","value":%v}]}`, `{"operations":[{"op":"set","path":%v,"value":1}]}`,
+	`{"operations":[{"op":"move","from":%v,"path":"/w"}]}`, `{"condition":%v,"operations":[{"op":"set","path":"/v","value":1}]}`,
+	`[{"operationType":"Upsert","resourceBody":{"id":"h","pk":"a","v":%v}}]`,
+	`[{"operationType":"Patch","id":"n1","partitionKey":"[\"a\"]","resourceBody":{"operations":[{"op":"add","path":"/a/-","value":%v}]}}]`,
+	`[{"operationType":"Read","id":%v,"partitionKey":"[\"a\"]"},{"operationType":"Delete","id":"x","partitionKey":%v}]`,
+	`{"query":"SELECT * FROM c WHERE c.v = @v","parameters":[{"name":"@v","value":%v}]}`,
+	`{"query":"SELECT * FROM c","parameters":%v}`, `[%v]`, `{"id":"h","pk":"a","_ts":%v,"_etag":%v,"_rid":%v}`,
 }
 
 // itemFuzzRegressions are the minimal item requests that once broke an
