@@ -280,17 +280,32 @@ func FuzzResourceBodiesNeverGetA5xx(f *testing.F) {
 	for i, p := range policies {
 		f.Add(uint8(i%3), []byte(p))
 	}
-	for _, v := range hostileValues {
+	for i, v := range hostileValues {
 		if len(v) < 2000 {
 			f.Add(uint8(0), []byte(`{"id":"r","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"includedPaths":[{"path":`+v+`}],"indexingMode":`+v+`}}`))
+			f.Add(uint8((i%len(fuzzPolicyTemplates)+1)<<4), []byte(v))
 		}
+	}
+	for i, p := range []string{`{"paths":["/pk"],"kind":"Hash","version":1}`, `{"indexingMode":"consistent","includedPaths":[{"path":"/*"}]}`,
+		`{"path":"/v","type":"quantizedFlat","quantizationByteSize":2}`, `{"path":"/v","dataType":"int8","dimensions":5000,"distanceFunction":"dotproduct"}`,
+		`{"defaultLanguage":"1033","fullTextPaths":[{"path":"/t","language":"en-US"}]}`, `[[{"path":"/a"},{"path":"/b","order":"descending"}]]`,
+		`[{"path":"/g/?","types":["Polygon","MultiPolygon"]}]`, `[{"name":"cp","query":"SELECT VALUE c.a FROM c"}]`,
+		`{"uniqueKeys":[{"paths":["/u","/v"]}]}`, `{"includedPaths":[],"policyFormatVersion":3}`, `60`, `{"mode":"Custom"}`,
+		`"SELECT VALUE LOWER(c.n) FROM c JOIN t IN c.tags"`, `"/a/?"`} {
+		f.Add(uint8((i+1)<<4), []byte(p))
 	}
 	for _, seed := range resourceFuzzRegressions {
 		f.Add(seed.endpoint, []byte(seed.body))
 	}
 	s := fuzzServer(f)
 	f.Fuzz(func(t *testing.T, endpoint uint8, body []byte) {
-		ep := fuzzResourceEndpoints[int(endpoint)%len(fuzzResourceEndpoints)]
+		// The low four bits pick the endpoint; the high four a container
+		// definition the body goes into as a policy (0: the body as it is).
+		ep := fuzzResourceEndpoints[int(endpoint&0x0F)%len(fuzzResourceEndpoints)]
+		if tpl := int(endpoint >> 4); tpl > 0 {
+			ep = fuzzResourceEndpoints[0]
+			body = []byte(strings.ReplaceAll(fuzzPolicyTemplates[(tpl-1)%len(fuzzPolicyTemplates)], "%v", string(body)))
+		}
 		resp, skip, err := fuzzSend(s, ep.method, ep.path, ep.rtype, ep.link, body, ep.headers)
 		if skip {
 			return
@@ -310,6 +325,25 @@ func FuzzResourceBodiesNeverGetA5xx(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzPolicyTemplates are container definitions with a hole (%v) for a
+// fuzzed policy or part of one.
+var fuzzPolicyTemplates = []string{
+	`{"id":"r","partitionKey":%v}`,
+	`{"id":"r","partitionKey":{"paths":["/pk"]},"indexingPolicy":%v}`,
+	`{"id":"r","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"vectorIndexes":[%v]},"vectorEmbeddingPolicy":{"vectorEmbeddings":[{"path":"/v","dataType":"float32","dimensions":3,"distanceFunction":"cosine"}]}}`,
+	`{"id":"r","partitionKey":{"paths":["/pk"]},"vectorEmbeddingPolicy":{"vectorEmbeddings":[%v]}}`,
+	`{"id":"r","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"fullTextIndexes":[{"path":"/t"}]},"fullTextPolicy":%v}`,
+	`{"id":"r","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"compositeIndexes":%v}}`,
+	`{"id":"r","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"spatialIndexes":%v}}`,
+	`{"id":"r","partitionKey":{"paths":["/pk"]},"computedProperties":%v}`,
+	`{"id":"r","partitionKey":{"paths":["/pk"]},"uniqueKeyPolicy":%v}`,
+	`{"id":"r","partitionKey":{"paths":["/pk"]},"clientEncryptionPolicy":%v}`,
+	`{"id":"r","partitionKey":{"paths":["/pk"]},"defaultTtl":%v,"changeFeedPolicy":%v}`,
+	`{"id":"r","partitionKey":{"paths":["/pk"]},"conflictResolutionPolicy":%v,"geospatialConfig":%v}`,
+	`{"id":"r","partitionKey":{"paths":["/pk"]},"computedProperties":[{"name":"cp","query":%v}]}`,
+	`{"id":"r","partitionKey":{"paths":["/pk"]},"indexingPolicy":{"includedPaths":[{"path":%v,"indexes":[{"kind":"Range","dataType":"Number","precision":-1}]}]}}`,
 }
 
 // resourceFuzzRegressions are the minimal resource bodies that once broke
