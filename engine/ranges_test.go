@@ -231,3 +231,37 @@ func TestAContainerWithoutAPartitionKeyVersionIsHashV1(t *testing.T) {
 		t.Errorf("partitionKey of a hierarchical container = %v, want version 2", body.PartitionKey)
 	}
 }
+
+// An aggregate over one range of a V1 container counts that range's items
+// only: the SDKs run a cross-partition aggregate once per range and add the
+// answers, so the ranges' counts must add up to the container's.
+func TestAnAggregateOverAV1RangeCountsOnlyItsItems(t *testing.T) {
+	ctx := t.Context()
+	e, _ := newTestEngine(t)
+	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"p","partitionKey":{"paths":["/id"]}}`), &Throughput{Manual: 24000}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 60; i++ {
+		id := fmt.Sprintf("g%02d", i)
+		if _, err := e.CreateItem(ctx, &ItemRequest{Database: "db", Container: "p", Body: []byte(`{"id":"` + id + `"}`), PartitionKey: StringKey(id), HasPartitionKey: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := 0
+	for _, r := range []string{"0", "1", "2", "3"} {
+		res, err := e.QueryItems(ctx, &QueryRequest{Database: "db", Container: "p", Query: "SELECT VALUE COUNT(1) FROM c", PartitionKeyRangeID: r, SinglePartitionKeyRange: true})
+		if err != nil || len(res.Items) != 1 {
+			t.Fatalf("count of range %s: %v, %v", r, res, err)
+		}
+		var n int
+		_ = json.Unmarshal(res.Items[0], &n)
+		all, err := e.QueryItems(ctx, &QueryRequest{Database: "db", Container: "p", Query: "SELECT c.id FROM c", PartitionKeyRangeID: r, SinglePartitionKeyRange: true, MaxItems: 100})
+		if err != nil || len(all.Items) != n {
+			t.Errorf("range %s counts %d items and lists %d (%v)", r, n, len(all.Items), err)
+		}
+		total += n
+	}
+	if total != 60 {
+		t.Errorf("the four ranges count %d items, want 60", total)
+	}
+}
