@@ -136,7 +136,7 @@ func containerCase(name, policy string, status int, says string) badRequestCase 
 
 // badInputServer starts a server with the items and scripts the bad-input
 // cases expect.
-func badInputServer(t *testing.T) *orrerytest.Server {
+func badInputServer(t testing.TB) *orrerytest.Server {
 	t.Helper()
 	s := orrerytest.Start(t)
 	newContainer(t, s, "db", "c", "/pk")

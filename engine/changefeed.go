@@ -78,7 +78,7 @@ func FormatChangeFeedETag(lsn uint64) string { return feed.FormatETag(lsn) }
 // (x-ms-start-epk, x-ms-end-epk) and partition key ranges bound, which for
 // hash partitioning V1 is not the hash that orders items.
 func EffectivePartitionKey(def *PartitionKeyDefinition, pk PartitionKey) []byte {
-	if def.Version == 1 {
+	if def.Version != 2 {
 		return pk.EPKV1()
 	}
 	return effectivePartitionKey(def, pk)

@@ -130,8 +130,15 @@ func normalizeContainerProps(props map[string]any, prev *Container) (map[string]
 		return nil, err
 	}
 	if prev != nil {
-		old, _ := json.Marshal(prev.pk)
-		cur, _ := json.Marshal(pk)
+		// No version and version 1 are one definition.
+		was, now := prev.pk, pk
+		for _, d := range []*PartitionKeyDefinition{&was, &now} {
+			if d.Version == 0 {
+				d.Version = 1
+			}
+		}
+		old, _ := json.Marshal(was)
+		cur, _ := json.Marshal(now)
 		if string(old) != string(cur) {
 			return nil, BadRequest("The partition key of a container cannot be changed.")
 		}

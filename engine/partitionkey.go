@@ -49,7 +49,11 @@ func (d *PartitionKeyDefinition) normalize() *Error {
 	case d.Kind != "Hash" && d.Kind != "MultiHash" && d.Kind != "Range":
 		return BadRequest("The partition key kind %q is not supported.", d.Kind)
 	}
-	if d.Version == 0 {
+	// A definition without a version is hash partitioning V1, as in the
+	// service (its own EPK code reads a missing version as V1, and every SDK
+	// reads it back so): the version stays absent. Hierarchical keys exist
+	// only in V2.
+	if d.Version == 0 && d.Kind == "MultiHash" {
 		d.Version = 2
 	}
 	if d.Kind == "MultiHash" && d.Version != 2 {

@@ -109,10 +109,16 @@ func (c *Container) scanRange(ctx context.Context, r storage.Reader, src source,
 	if src.index != nil || src.order != nil {
 		return c.scanKeys(ctx, r, it, src, m, now, yield)
 	}
+	// The key range of a V1 container's range is its whole scope (see
+	// keyRange): its items are picked by their V1 hashes here.
+	filter := c.hashV1() && !src.bounds.unbounded()
 	for {
 		t0 := time.Now()
 		if !it.Next() {
 			break
+		}
+		if filter && !c.inBounds(src.bounds, it.Key()) {
+			continue
 		}
 		if !c.yieldItem(m, t0, it.Key(), it.Key(), it.Value(), now, yield) {
 			return false

@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"strconv"
 
+	"github.com/orrery-db/orrery/engine/internal/pkey"
 	"github.com/orrery-db/orrery/engine/internal/pkranges"
 )
 
@@ -38,15 +39,28 @@ func (e *Engine) SplitPartitionKeyRange(ctx context.Context, dbName, collName, i
 	if perr != nil {
 		return nil, perr
 	}
-	if !hashV2(prev.record.Props) {
-		return nil, BadRequest("Container '%s' uses hash partitioning version 1: its partition key ranges are not split. Create it with partitionKey.version 2 to split its ranges.", prev.ID)
-	}
-	lo, ok1 := pkranges.ParseBoundary(parent.MinInclusive, false)
-	hi, ok2 := pkranges.ParseBoundary(parent.MaxExclusive, true)
-	mid := new(big.Int).Add(lo, hi)
-	mid.Rsh(mid, 1)
-	if !ok1 || !ok2 || mid.Cmp(lo) <= 0 || mid.Cmp(hi) >= 0 {
-		return nil, BadRequest("The partition key range %q is too narrow to split.", id)
+	v1 := !hashV2(prev.record.Props)
+	var cut string
+	if v1 {
+		// A V1 range is cut at the middle hash of its span, as the service
+		// cuts it; its items stay where they are (a V1 container's ranges
+		// share one place, see placeRanges).
+		lo, ok1 := pkey.V1BoundaryHash(parent.MinInclusive)
+		hi, ok2 := pkey.V1BoundaryHash(parent.MaxExclusive)
+		mid := uint32((uint64(lo) + uint64(hi)) / 2)
+		if !ok1 || !ok2 || mid <= lo || mid >= hi {
+			return nil, BadRequest("The partition key range %q is too narrow to split.", id)
+		}
+		cut = pkey.Hex(pkey.V1Boundary(mid))
+	} else {
+		lo, ok1 := pkranges.ParseBoundary(parent.MinInclusive, false)
+		hi, ok2 := pkranges.ParseBoundary(parent.MaxExclusive, true)
+		mid := new(big.Int).Add(lo, hi)
+		mid.Rsh(mid, 1)
+		if !ok1 || !ok2 || mid.Cmp(lo) <= 0 || mid.Cmp(hi) >= 0 {
+			return nil, BadRequest("The partition key range %q is too narrow to split.", id)
+		}
+		cut = pkranges.FormatBoundary(mid)
 	}
 	version := set.Version + 1
 	parents := append(append([]string(nil), parent.Parents...), parent.ID)
@@ -55,14 +69,13 @@ func (e *Engine) SplitPartitionKeyRange(ctx context.Context, dbName, collName, i
 		return nil, err
 	}
 	ts := e.now().Unix()
-	cut := pkranges.FormatBoundary(mid)
 	children := []PartitionKeyRange{
 		{ID: strconv.Itoa(set.NextID), MinInclusive: parent.MinInclusive, MaxExclusive: cut, Parents: parents, Version: version, LSN: lsn, TS: ts, Place: parent.Place},
 		{ID: strconv.Itoa(set.NextID + 1), MinInclusive: cut, MaxExclusive: parent.MaxExclusive, Parents: parents, Version: version, LSN: lsn, TS: ts, Place: parent.Place},
 	}
 	// On several databases the second child moves to the next one.
 	var finish func(context.Context) error
-	if n := e.seam.placeCount(); n > 1 {
+	if n := e.seam.placeCount(); n > 1 && !v1 {
 		from := parent.Place % n
 		children[1].Place = (from + 1) % n
 		moving := epkBounds{min: mustEPKBound(cut)}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/orrery-db/orrery/engine/internal/pkey"
 )
 
 func TestInitialRangesCutTheKeySpaceEvenly(t *testing.T) {
@@ -55,7 +57,7 @@ func describeRanges(c *Container) string {
 func TestSplitHalvesARangeAndRetiresIt(t *testing.T) {
 	ctx := t.Context()
 	e, _ := newTestEngine(t)
-	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), &Throughput{Manual: 12000}); err != nil {
+	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"version":2}}`), &Throughput{Manual: 12000}); err != nil {
 		t.Fatal(err)
 	}
 	children, err := e.SplitPartitionKeyRange(ctx, "db", "c", "1")
@@ -75,7 +77,7 @@ func TestSplitHalvesARangeAndRetiresIt(t *testing.T) {
 		t.Errorf("current ranges after the split: %s", describeRanges(c))
 	}
 	// Replacing the container's properties keeps its ranges.
-	if _, err := e.ReplaceContainer(ctx, "db", "c", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},"defaultTtl":60}`), ""); err != nil {
+	if _, err := e.ReplaceContainer(ctx, "db", "c", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"version":2},"defaultTtl":60}`), ""); err != nil {
 		t.Fatal(err)
 	}
 	if c, _ = e.Container(ctx, "db", "c"); describeRanges(c) != `[""-20000000000000000000000000000000 20000000000000000000000000000000-30000000000000000000000000000000 30000000000000000000000000000000-FF]` {
@@ -150,9 +152,116 @@ func TestVersion1RangesAreCutInTheV1HashSpace(t *testing.T) {
 	if err != nil || len(res.Items) != 1 {
 		t.Errorf("change feed of sample1 through range 0: %v, %v", res, err)
 	}
-	if _, err := e.SplitPartitionKeyRange(ctx, "db", "v1", "0"); err == nil {
-		t.Error("a V1 container's range split")
-	} else if e, ok := AsError(err); !ok || e.Status != 400 {
-		t.Errorf("splitting a V1 container: %v, want 400", err)
+	// A V1 range splits at the middle hash of its span: range 3, from the
+	// hash 3221225469 up, at 3758096382; "sample1" goes to the upper child.
+	children, err := e.SplitPartitionKeyRange(ctx, "db", "v1", "3")
+	if err != nil {
+		t.Fatalf("splitting a V1 range: %v", err)
+	}
+	if cut := pkey.Hex(pkey.V1Boundary(3758096382)); len(children) != 2 || children[0].MaxExclusive != cut || children[1].MinInclusive != cut || children[1].MaxExclusive != "FF" {
+		t.Fatalf("children of V1 range 3: %+v, want cut at %s", children, cut)
+	}
+	for i, want := range []int{0, 1} {
+		res, err := e.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: "v1", PartitionKeyRangeID: children[i].ID, MaxItems: 10})
+		if err != nil || len(res.Items) != want {
+			t.Errorf("change feed of child %s: %v, %v, want %d items", children[i].ID, res, err, want)
+		}
+	}
+}
+
+// The service reads a partition key definition without a version as hash
+// partitioning V1 and keeps it without one; only hierarchical keys, which
+// exist only in V2, get version 2 filled in. The JavaScript SDK's suite
+// relies on it: its bulk diagnostics case creates a container of
+// 12,000 RU/s without a version and expects the keys "A" and 5 in two
+// different ranges (they share one range in V2).
+func TestAContainerWithoutAPartitionKeyVersionIsHashV1(t *testing.T) {
+	ctx := t.Context()
+	e, _ := newTestEngine(t)
+	res, err := e.CreateContainer(ctx, "db", []byte(`{"id":"nov","partitionKey":{"paths":["/key"]}}`), &Throughput{Manual: 12000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct{ PartitionKey map[string]any }
+	_ = json.Unmarshal(res.Body, &body)
+	if _, ok := body.PartitionKey["version"]; ok || body.PartitionKey["kind"] != "Hash" {
+		t.Errorf("partitionKey of a container created without a version = %v, want kind Hash and no version", body.PartitionKey)
+	}
+	c, _ := e.Container(ctx, "db", "nov")
+	if got := describeRanges(c); got != `[""-05C1DFFFFFFFFC 05C1DFFFFFFFFC-FF]` {
+		t.Errorf("ranges of a container without a version at 12,000 RU/s: %s, want the V1 halves", got)
+	}
+	for _, doc := range []string{`{"id":"a","key":"A"}`, `{"id":"five","key":5}`} {
+		var d struct{ Key any }
+		_ = json.Unmarshal([]byte(doc), &d)
+		pk, _ := ParsePartitionKeyHeader(map[bool]string{true: `["A"]`, false: `[5]`}[d.Key == "A"])
+		if _, err := e.CreateItem(ctx, &ItemRequest{Database: "db", Container: "nov", Body: []byte(doc), PartitionKey: pk, HasPartitionKey: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]string{}
+	for _, rangeID := range []string{"0", "1"} {
+		res, err := e.ReadChangeFeed(ctx, &ChangeFeedRequest{Database: "db", Container: "nov", PartitionKeyRangeID: rangeID, MaxItems: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range res.Items {
+			var doc struct{ ID string }
+			_ = json.Unmarshal(it, &doc)
+			got[doc.ID] = rangeID
+		}
+	}
+	if len(got) != 2 || got["a"] == got["five"] {
+		t.Errorf("ranges of the keys \"A\" and 5: %v, want two different ranges", got)
+	}
+	// A replace may name the version 1 the container has, not another.
+	if _, err := e.ReplaceContainer(ctx, "db", "nov", []byte(`{"id":"nov","partitionKey":{"paths":["/key"],"kind":"Hash","version":1}}`), ""); err != nil {
+		t.Errorf("replace naming version 1: %v", err)
+	}
+	if _, err := e.ReplaceContainer(ctx, "db", "nov", []byte(`{"id":"nov","partitionKey":{"paths":["/key"],"kind":"Hash","version":2}}`), ""); err == nil {
+		t.Error("a replace turned a V1 container into V2")
+	}
+	// Hierarchical keys are V2 whether or not the body says so.
+	res, err = e.CreateContainer(ctx, "db", []byte(`{"id":"hier","partitionKey":{"paths":["/a","/b"],"kind":"MultiHash"}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = json.Unmarshal(res.Body, &body)
+	if body.PartitionKey["version"] != float64(2) {
+		t.Errorf("partitionKey of a hierarchical container = %v, want version 2", body.PartitionKey)
+	}
+}
+
+// An aggregate over one range of a V1 container counts that range's items
+// only: the SDKs run a cross-partition aggregate once per range and add the
+// answers, so the ranges' counts must add up to the container's.
+func TestAnAggregateOverAV1RangeCountsOnlyItsItems(t *testing.T) {
+	ctx := t.Context()
+	e, _ := newTestEngine(t)
+	if _, err := e.CreateContainer(ctx, "db", []byte(`{"id":"p","partitionKey":{"paths":["/id"]}}`), &Throughput{Manual: 24000}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 60; i++ {
+		id := fmt.Sprintf("g%02d", i)
+		if _, err := e.CreateItem(ctx, &ItemRequest{Database: "db", Container: "p", Body: []byte(`{"id":"` + id + `"}`), PartitionKey: StringKey(id), HasPartitionKey: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := 0
+	for _, r := range []string{"0", "1", "2", "3"} {
+		res, err := e.QueryItems(ctx, &QueryRequest{Database: "db", Container: "p", Query: "SELECT VALUE COUNT(1) FROM c", PartitionKeyRangeID: r, SinglePartitionKeyRange: true})
+		if err != nil || len(res.Items) != 1 {
+			t.Fatalf("count of range %s: %v, %v", r, res, err)
+		}
+		var n int
+		_ = json.Unmarshal(res.Items[0], &n)
+		all, err := e.QueryItems(ctx, &QueryRequest{Database: "db", Container: "p", Query: "SELECT c.id FROM c", PartitionKeyRangeID: r, SinglePartitionKeyRange: true, MaxItems: 100})
+		if err != nil || len(all.Items) != n {
+			t.Errorf("range %s counts %d items and lists %d (%v)", r, n, len(all.Items), err)
+		}
+		total += n
+	}
+	if total != 60 {
+		t.Errorf("the four ranges count %d items, want 60", total)
 	}
 }

@@ -147,8 +147,9 @@ func (b epkBounds) containsEPK(epk []byte) bool {
 }
 
 // hashV1 reports whether the container's ranges are cut in the space of
-// hash partitioning V1, which is not the order of its item keys.
-func (c *Container) hashV1() bool { return c.pk.Version == 1 }
+// hash partitioning V1, which is not the order of its item keys: version 1,
+// or no version at all (hierarchical keys always carry 2).
+func (c *Container) hashV1() bool { return c.pk.Version != 2 }
 
 // rangeEPK is the effective partition key that places the item with key
 // key in the container's ranges: the one in the key for hash partitioning

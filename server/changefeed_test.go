@@ -108,7 +108,7 @@ func TestChangeFeedOverHTTP(t *testing.T) {
 	db, _ := s.Client.NewDatabase("db")
 	// The Go SDK cannot set a changeFeedPolicy, which the all-versions-and-
 	// deletes mode needs.
-	if _, err := s.Engine.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]},"changeFeedPolicy":{"retentionDuration":60}}`), nil); err != nil {
+	if _, err := s.Engine.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"],"version":2},"changeFeedPolicy":{"retentionDuration":60}}`), nil); err != nil {
 		t.Fatal(err)
 	}
 	c, _ := db.NewContainer("c")

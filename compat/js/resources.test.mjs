@@ -107,7 +107,7 @@ describe("containers", () => {
     await db.delete();
   });
 
-  test("create with a single path fills kind, version and the default policies", async () => {
+  test("create with a single path fills kind and the default policies; without a version it is hash V1, as the service makes it", async () => {
     const id = uniqueId("c");
     const created = await db.containers.create({ id, partitionKey: { paths: ["/pk"] } });
     assert.equal(created.statusCode, 201);
@@ -115,7 +115,7 @@ describe("containers", () => {
     assert.equal(body.id, id);
     assert.deepEqual(body.partitionKey.paths, ["/pk"]);
     assert.equal(body.partitionKey.kind, "Hash");
-    assert.equal(body.partitionKey.version, 2);
+    assert.equal(body.partitionKey.version, undefined);
     assert.equal(body.indexingPolicy.indexingMode, "consistent");
     assert.equal(body.indexingPolicy.automatic, true);
     assert.ok(Array.isArray(body.indexingPolicy.includedPaths), "includedPaths is not an array");
@@ -158,7 +158,7 @@ describe("containers", () => {
       {
         name: "nested path with defaultTtl 3600 and an indexing policy",
         def: { partitionKey: { paths: ["/address/city"] }, defaultTtl: 3600, indexingPolicy },
-        want: { paths: ["/address/city"], kind: "Hash", version: 2 },
+        want: { paths: ["/address/city"], kind: "Hash" },
         ttl: 3600,
         indexingPolicy,
       },

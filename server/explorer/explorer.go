@@ -16,8 +16,10 @@ package explorer
 
 import (
 	"embed"
+	"encoding/json"
 	"io/fs"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -60,7 +62,7 @@ func Handler() http.Handler {
 		h.Set("Cache-Control", "no-cache")
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			h.Set("Allow", "GET, HEAD")
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "The explorer answers GET and HEAD only.")
 			return
 		}
 		rel, ok := strings.CutPrefix(r.URL.Path, Prefix)
@@ -73,12 +75,12 @@ func Handler() http.Handler {
 		}
 		// Only clean, existing file names: no "..", no directory listings.
 		if !fs.ValidPath(rel) || strings.HasSuffix(rel, "/") {
-			http.NotFound(w, r)
+			writeError(w, http.StatusNotFound, "NotFound", "The explorer has no file "+strconv.Quote(rel)+".")
 			return
 		}
 		st, err := fs.Stat(files, rel)
 		if err != nil || st.IsDir() {
-			http.NotFound(w, r)
+			writeError(w, http.StatusNotFound, "NotFound", "The explorer has no file "+strconv.Quote(rel)+".")
 			return
 		}
 		// ServeFileFS redirects a path ending in /index.html to its
@@ -87,4 +89,16 @@ func Handler() http.Handler {
 		r2.URL.Path = "/" + strings.TrimSuffix(rel, "index.html")
 		http.ServeFileFS(w, r2, files, rel)
 	})
+}
+
+// writeError answers an error as every other path of the server does, in
+// Cosmos's error body: a client that strays here reads a code and a message.
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	body, _ := json.Marshal(struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}{code, message})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body)
 }

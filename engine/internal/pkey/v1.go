@@ -106,3 +106,59 @@ func truncateUTF16(s string, n int) string {
 	}
 	return s
 }
+
+// V1BoundaryHash is the hash a V1 range boundary (hex, as V1Boundary
+// writes it) stands for: "" is 0 and "FF" the top of the hash space,
+// 2³²−1, as the service counts them. ok is false for any other text.
+func V1BoundaryHash(hex string) (h uint32, ok bool) {
+	switch hex {
+	case "":
+		return 0, true
+	case "FF", "ff":
+		return math.MaxUint32, true
+	}
+	b := make([]byte, len(hex)/2)
+	if len(hex)%2 != 0 || len(b) < 3 || len(b) > 10 {
+		return 0, false
+	}
+	for i := range b {
+		hi, ok1 := fromHexDigit(hex[2*i])
+		lo, ok2 := fromHexDigit(hex[2*i+1])
+		if !ok1 || !ok2 {
+			return 0, false
+		}
+		b[i] = hi<<4 | lo
+	}
+	if b[0] != byte(Number) {
+		return 0, false
+	}
+	u := uint64(b[1]) << 56
+	for k, ch := range b[2:] {
+		u |= uint64(ch>>1) << (49 - 7*k)
+		if last := k == len(b)-3; (ch&1 == 0) != last {
+			return 0, false
+		}
+	}
+	if u&(1<<63) != 0 {
+		u ^= 1 << 63
+	} else {
+		u = ^u
+	}
+	f := math.Float64frombits(u)
+	if f < 0 || f > math.MaxUint32 || f != math.Trunc(f) {
+		return 0, false
+	}
+	return uint32(f), true
+}
+
+func fromHexDigit(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
+}

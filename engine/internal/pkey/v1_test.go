@@ -45,3 +45,22 @@ func TestV1EffectivePartitionKeyMatchesTheSDKs(t *testing.T) {
 		}
 	}
 }
+
+func TestV1BoundaryHashReadsWhatV1BoundaryWrites(t *testing.T) {
+	for _, h := range []uint32{0, 1, 2, 127, 128, 1073741823, 1431655765, 2147483647, 4294967294, 4294967295} {
+		got, ok := V1BoundaryHash(Hex(V1Boundary(h)))
+		if !ok || got != h {
+			t.Errorf("V1BoundaryHash(V1Boundary(%d)) = %d, %v", h, got, ok)
+		}
+	}
+	for _, s := range []string{"", "FF"} {
+		if _, ok := V1BoundaryHash(s); !ok {
+			t.Errorf("V1BoundaryHash(%q) refused", s)
+		}
+	}
+	for _, s := range []string{"05", "0G", "06C1D5AB55AB54", "05C1D5AB55AB5", "05C1D5", "05BFF0000000000000"} {
+		if h, ok := V1BoundaryHash(s); ok {
+			t.Errorf("V1BoundaryHash(%q) = %d, want refused", s, h)
+		}
+	}
+}
