@@ -75,14 +75,7 @@ func TestRankOfACommonWordReadsOnlyItsBestHolders(t *testing.T) {
 			case 3:
 				where = fmt.Sprintf(" WHERE c.n = %d AND FullTextContainsAny(c.text, '%s', 'quick')", r.IntN(10), searchWords[r.IntN(len(searchWords))])
 			}
-			q := fmt.Sprintf("SELECT TOP %d c.id, c.n FROM c%s ORDER BY RANK FullTextScore(c.text, %s)", 1+r.IntN(25), where, kws)
-			if r.IntN(3) == 0 {
-				q = fmt.Sprintf("SELECT c.id FROM c%s ORDER BY RANK FullTextScore(c.text, %s) OFFSET %d LIMIT %d", where, kws, r.IntN(15), 1+r.IntN(15))
-			}
-			pk := ""
-			if r.IntN(3) == 0 {
-				pk = fmt.Sprintf("p%d", r.IntN(4))
-			}
+			q, pk := randomRankQuery(r, where, kws)
 			want, _ := run("exact", q, pk)
 			got, _ := run("indexed", q, pk)
 			if !slices.Equal(got, want) {
@@ -239,18 +232,25 @@ func TestRankUnderARangeFilterReadsOnlyItsBestHolders(t *testing.T) {
 		if r.IntN(3) == 0 {
 			kws += ", '" + searchWords[r.IntN(len(searchWords))] + "'"
 		}
-		q := fmt.Sprintf("SELECT TOP %d c.id, c.n FROM c WHERE %s ORDER BY RANK FullTextScore(c.text, %s)", 1+r.IntN(25), where, kws)
-		if r.IntN(3) == 0 {
-			q = fmt.Sprintf("SELECT c.id FROM c WHERE %s ORDER BY RANK FullTextScore(c.text, %s) OFFSET %d LIMIT %d", where, kws, r.IntN(15), 1+r.IntN(15))
-		}
-		pk := ""
-		if r.IntN(3) == 0 {
-			pk = fmt.Sprintf("p%d", r.IntN(4))
-		}
+		q, pk := randomRankQuery(r, " WHERE "+where, kws)
 		want, _ := run("exact", q, pk)
 		got, _ := run("indexed", q, pk)
 		if !slices.Equal(got, want) {
 			t.Fatalf("%s (partition %q)\n got %v\nwant %v", q, pk, got, want)
 		}
 	}
+}
+
+// randomRankQuery is a random ORDER BY RANK FullTextScore query over kws
+// with the clause where (" WHERE ...", or ""): TOP or OFFSET/LIMIT, and a
+// partition key to run it in one time in three ("" for the container).
+func randomRankQuery(r *rand.Rand, where, kws string) (q, pk string) {
+	q = fmt.Sprintf("SELECT TOP %d c.id, c.n FROM c%s ORDER BY RANK FullTextScore(c.text, %s)", 1+r.IntN(25), where, kws)
+	if r.IntN(3) == 0 {
+		q = fmt.Sprintf("SELECT c.id FROM c%s ORDER BY RANK FullTextScore(c.text, %s) OFFSET %d LIMIT %d", where, kws, r.IntN(15), 1+r.IntN(15))
+	}
+	if r.IntN(3) == 0 {
+		pk = fmt.Sprintf("p%d", r.IntN(4))
+	}
+	return q, pk
 }
