@@ -139,32 +139,3 @@ func rawInt8(b []byte) (n int64, ok bool) {
 
 // errBadRow is a row that is not what the statement gives.
 var errBadRow = errors.New("postgres: an unexpected row in a result")
-
-// scanInt8 reads the one row of rows into *dst: its column col, a bigint
-// (the others, the locks' void results, are skipped). No row is
-// pgx.ErrNoRows.
-func scanInt8(rows pgx.Rows, col int, dst *int64) error {
-	defer rows.Close()
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return pgx.ErrNoRows
-	}
-	fields := rows.FieldDescriptions()
-	if col < len(fields) && fields[col].Format == pgtype.BinaryFormatCode && fields[col].DataTypeOID == pgtype.Int8OID {
-		n, ok := rawInt8(rows.RawValues()[col])
-		if !ok {
-			return errBadRow
-		}
-		*dst = n
-	} else {
-		dest := make([]any, len(fields)) // nil: skipped
-		dest[col] = dst
-		if err := rows.Scan(dest...); err != nil {
-			return err
-		}
-	}
-	rows.Close()
-	return rows.Err()
-}

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/binary"
 	"hash/fnv"
 	"strconv"
 
@@ -88,11 +87,6 @@ func (t *trip) send() error {
 		return cerr
 	}
 	return err
-}
-
-// int8Param is a bigint parameter in the binary format.
-func int8Param(n int64) []byte {
-	return binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(n))
 }
 
 // byteaArrayParam is a bytea[] parameter in the binary format.
