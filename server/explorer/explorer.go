@@ -19,7 +19,6 @@ import (
 	"encoding/json"
 	"io/fs"
 	"net/http"
-	"strconv"
 	"strings"
 )
 
@@ -75,12 +74,12 @@ func Handler() http.Handler {
 		}
 		// Only clean, existing file names: no "..", no directory listings.
 		if !fs.ValidPath(rel) || strings.HasSuffix(rel, "/") {
-			writeError(w, http.StatusNotFound, "NotFound", "The explorer has no file "+strconv.Quote(rel)+".")
+			writeError(w, http.StatusNotFound, "NotFound", msgNoFile)
 			return
 		}
 		st, err := fs.Stat(files, rel)
 		if err != nil || st.IsDir() {
-			writeError(w, http.StatusNotFound, "NotFound", "The explorer has no file "+strconv.Quote(rel)+".")
+			writeError(w, http.StatusNotFound, "NotFound", msgNoFile)
 			return
 		}
 		// ServeFileFS redirects a path ending in /index.html to its
@@ -90,6 +89,10 @@ func Handler() http.Handler {
 		http.ServeFileFS(w, r2, files, rel)
 	})
 }
+
+// msgNoFile is the explorer's 404. It does not repeat the path asked for:
+// an answer under the explorer's prefix never echoes what a request names.
+const msgNoFile = "The explorer has no such file: it serves its page and assets only."
 
 // writeError answers an error as every other path of the server does, in
 // Cosmos's error body: a client that strays here reads a code and a message.
