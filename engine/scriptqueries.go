@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"strings"
 
 	"github.com/orrery-db/orrery/storage"
 )
@@ -12,7 +11,7 @@ import (
 type procedureQueries struct{ qr *queryRunner }
 
 func (q procedureQueries) queryInPartition(ctx context.Context, c *Container, r storage.Reader, scope []byte, req *QueryRequest) (*QueryResult, error) {
-	if strings.Contains(strings.ToLower(req.Query), "udf.") {
+	if req.UDF == nil && containsUDFCall(req.Query) {
 		udfs := q.qr.udfs.resolver(ctx, c)
 		defer udfs.close()
 		req.UDF = udfs
