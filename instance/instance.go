@@ -247,10 +247,6 @@ func certificatePEM(c *tls.Certificate) ([]byte, error) {
 	return out, nil
 }
 
-// Handler is what the instance serves: the server with the metrics, access
-// log and spans Config asked for.
-func (i *Instance) Handler() http.Handler { return i.handler }
-
 // Addr is the address the instance listens on.
 func (i *Instance) Addr() net.Addr { return i.ln.Addr() }
 
