@@ -51,7 +51,7 @@ func (e *Engine) CreateContainer(ctx context.Context, dbName string, body []byte
 		normalized["_"+k] = k + "/"
 	}
 	rec := containerRecord{Props: normalized}
-	if n := initialRangeCount(e.opts.PartitionKeyRanges, throughput); n > 1 && hashV2(normalized) {
+	if n := initialRangeCount(e.opts.PartitionKeyRanges, throughput); n > 1 && !propsHashV1(normalized) {
 		rec.Ranges = pkranges.New(n, e.now().Unix())
 	} else if n > 1 {
 		rec.Ranges = newRangeSetV1(n, e.now().Unix())

@@ -39,7 +39,7 @@ func (e *Engine) SplitPartitionKeyRange(ctx context.Context, dbName, collName, i
 	if perr != nil {
 		return nil, perr
 	}
-	v1 := !hashV2(prev.record.Props)
+	v1 := prev.hashV1()
 	var cut string
 	if v1 {
 		// A V1 range is cut at the middle hash of its span, as the service

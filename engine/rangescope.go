@@ -229,16 +229,17 @@ func parseEPKBound(h, name string) ([]byte, *Error) {
 	return b, nil
 }
 
-// hashV2 reports whether container properties use hash partitioning V2. The
-// engine orders items by the V2 hash whatever the version, but clients route
-// by the version the container declares: a V1 container's ranges are cut in
+// propsHashV1 is Container.hashV1 asked of a container's properties, where
+// no parsed container is at hand yet (creation, placement). The engine
+// orders items by the V2 hash whatever the version, but clients route by
+// the version the container declares: a V1 container's ranges are cut in
 // the V1 space (newRangeSetV1) and an item belongs to the range holding its
 // V1 effective partition key (Container.rangeEPK), so a range-scoped read
 // filters the items it scans instead of narrowing the scan.
-func hashV2(props map[string]any) bool {
+func propsHashV1(props map[string]any) bool {
 	pk, _ := props["partitionKey"].(map[string]any)
 	v, _ := pk["version"].(float64)
-	return v == 2
+	return v != 2
 }
 
 // newRangeSetV1 cuts the key space of hash partitioning V1 into n ranges

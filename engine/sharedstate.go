@@ -242,7 +242,7 @@ func (s *sharedState) placeRanges(rec *containerRecord, rid []byte) {
 	start := int(h.Sum32() % uint32(s.placements.n))
 	for i := range next.Ranges {
 		next.Ranges[i].Place = (start + i) % s.placements.n
-		if !hashV2(rec.Props) {
+		if propsHashV1(rec.Props) {
 			// A V1 container's ranges are not spans of its item keys:
 			// they all live in one place.
 			next.Ranges[i].Place = start
