@@ -8,7 +8,7 @@ import { Client, CosmosError, faults, partitionKeyHeader, partitionKeyValues } f
 import { FAULT_TYPES, LOST_KINDS, describeCondition, describeLimits, describeResult, losesReply, ruleFromForm } from './faults.js';
 import { parseQueryMetrics } from './metrics.js';
 import { SYSTEM, connectionString, readChange, resultColumns, toCSV } from './format.js';
-import { SEARCH_FEATURES, WHOLE_CONTAINER, componentNames, fill, fuse, indexesUsed, isSearchQuery, mergeStats } from './search.js';
+import { SEARCH_FEATURES, WHOLE_CONTAINER, componentNames, fill, fuse, indexesUsed, isSearchQuery, mergeStats, negatedComponents } from './search.js';
 
 const STORE = 'orrery-explorer-credential';
 
@@ -1089,9 +1089,15 @@ function queryTab(ctx, panel) {
       const take = hi.take ?? rows.length;
       return { columns: [names[0] || 'Score'], rows: rows.slice(skip, skip + take).map((r) => ({ scores: [r.componentScores[0]], payload: r.payload })) };
     }
+    // RRF ranks by the scores as projected (each highest best); each is
+    // shown as its function gives it: a euclidean VectorDistance is the
+    // distance, not the negated one the plan projects.
+    const negated = negatedComponents(hi.componentQueryInfos[0]?.rewrittenQuery);
+    const shown = (v, j) => (negated[j] && typeof v === 'number' ? -v : v);
     return {
       columns: ['RRF', ...(hi.componentQueryInfos || []).map((_, i) => names[i] || `Component ${i + 1}`)],
-      rows: fuse(rows, hi.componentWeights, hi.skip, hi.take, partitionKeyOf(ctx.coll, pk.value) === undefined ? undefined : answer).map((r) => ({ scores: [r.rrf, ...r.scores], payload: r.payload })),
+      rows: fuse(rows, hi.componentWeights, hi.skip, hi.take, partitionKeyOf(ctx.coll, pk.value) === undefined ? undefined : answer)
+        .map((r) => ({ scores: [r.rrf, ...r.scores.map(shown)], payload: r.payload })),
     };
   }
 

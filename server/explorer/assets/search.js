@@ -100,6 +100,56 @@ export function fuse(rows, weights, skip, take, answer) {
 }
 
 /**
+ * negatedComponents reads which of a hybrid search's component scores its
+ * plan projects negated: the newer form's component query projects every
+ * score highest best, so a score ranked lowest first (a euclidean
+ * VectorDistance, or a component of negative weight) comes back as
+ * (-1 * score). It returns one boolean per element of the query's
+ * [...] AS componentScores array (none when the query has no such array),
+ * so that a page can show each score as the function gives it.
+ */
+export function negatedComponents(rewrittenQuery) {
+  const q = rewrittenQuery || '';
+  const end = q.search(/\]\s+AS\s+componentScores\b/i);
+  if (end < 0) return [];
+  // Walk the query up to the array's closing bracket, keeping the opening
+  // brackets not yet closed and stepping over string literals.
+  const open = [];
+  let quote = '';
+  for (let i = 0; i < end; i++) {
+    const ch = q[i];
+    if (quote) {
+      if (ch === '\\') i++;
+      else if (ch === quote) quote = '';
+    } else if (ch === '"' || ch === "'") quote = ch;
+    else if (ch === '[' || ch === '(' || ch === '{') open.push(i);
+    else if (ch === ']' || ch === ')' || ch === '}') open.pop();
+  }
+  const start = open.pop();
+  if (start === undefined) return [];
+  // Split the array's elements at its own commas.
+  const elems = [];
+  let depth = 0;
+  let from = start + 1;
+  quote = '';
+  for (let i = start + 1; i < end; i++) {
+    const ch = q[i];
+    if (quote) {
+      if (ch === '\\') i++;
+      else if (ch === quote) quote = '';
+    } else if (ch === '"' || ch === "'") quote = ch;
+    else if (ch === '[' || ch === '(' || ch === '{') depth++;
+    else if (ch === ']' || ch === ')' || ch === '}') depth--;
+    else if (ch === ',' && depth === 0) {
+      elems.push(q.slice(from, i));
+      from = i + 1;
+    }
+  }
+  elems.push(q.slice(from, end));
+  return elems.map((e) => /^\(\s*-1\s*\*/.test(e.trim()));
+}
+
+/**
  * componentNames names a hybrid search's components from its ORDER BY
  * RANK expression: the function of each argument of RRF (or the one
  * FullTextScore), in order.

@@ -208,6 +208,9 @@ test('the explorer ranks and scores search queries as the JavaScript SDK returns
   await page.getByRole('tab', { name: 'Query' }).click();
 
   const qv = JSON.stringify([0.8, 0.4, 0.3]);
+  // Each item's VectorDistance by each path, as the server projects it.
+  const projected = `SELECT c.id, VectorDistance(c.v, ${qv}) AS v, VectorDistance(c.w, ${qv}) AS w FROM c`;
+  const dist = new Map((await sdk.items.query(projected).fetchAll()).resources.map((d) => [d.id, d]));
   const vectorQueries = [
     `SELECT TOP 7 c.id, VectorDistance(c.v, ${qv}) AS score FROM c ORDER BY VectorDistance(c.v, ${qv})`,
     `SELECT TOP 7 c.id, VectorDistance(c.w, ${qv}) AS score FROM c ORDER BY VectorDistance(c.w, ${qv})`,
@@ -230,6 +233,8 @@ test('the explorer ranks and scores search queries as the JavaScript SDK returns
     `SELECT TOP 2 c.id FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'comet'), VectorDistance(c.w, ${qv}), [3, 1])`,
     `SELECT TOP 1 c.id FROM c ORDER BY RANK RRF(FullTextScore(c.text, 'dust'), FullTextScore(c.text, 'comet'))`,
     `SELECT TOP 1 c.id FROM c ORDER BY RANK RRF(VectorDistance(c.v, ${qv}), FullTextScore(c.text, 'dust'), [2, 1])`,
+    // A negative weight ranks its component the other way round.
+    `SELECT TOP 4 c.id FROM c ORDER BY RANK RRF(VectorDistance(c.w, ${qv}), FullTextScore(c.text, 'dust'), VectorDistance(c.v, ${qv}), [-1, 1, -0.5])`,
   ];
   for (const scope of [undefined, 'a', 'd']) {
     await page.getByRole('textbox', { name: 'Partition key value' }).fill(scope ?? '');
@@ -243,6 +248,18 @@ test('the explorer ranks and scores search queries as the JavaScript SDK returns
       assert.deepEqual(shown.resultIds, resources.map((d) => d.id), `the explorer's results of ${q} ${where} are the SDK's`);
       if (shown.headers[1] === 'VectorDistance') {
         shown.rows.forEach((r, i) => assert.equal(Number(r[1]), resources[i].score, `${r[idAt]}'s VectorDistance for ${q} ${where}`));
+      }
+      if (shown.headers[1] === 'RRF') {
+        // Each VectorDistance component shows the distance the function
+        // gives (a euclidean one too, which RRF ranks lowest first).
+        [...q.matchAll(/\b(FullTextScore|VectorDistance)\(c\.(\w+)/g)].forEach(([, fn, path], j) => {
+          assert.equal(shown.headers[j + 2], fn, `component ${j + 1} of ${q}`);
+          if (fn !== 'VectorDistance') return;
+          for (const r of shown.rows) {
+            const want = dist.get(r[idAt])[path];
+            assert.ok(close9(Number(r[j + 2]), want), `${r[idAt]}'s VectorDistance(c.${path}) in ${q} ${where}: shown ${r[j + 2]}, projected ${want}`);
+          }
+        });
       }
     }
   }

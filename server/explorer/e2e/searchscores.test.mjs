@@ -4,7 +4,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { componentNames, fill, fuse, indexesUsed, isSearchQuery, mergeStats } from '../assets/search.js';
+import { componentNames, fill, fuse, indexesUsed, isSearchQuery, mergeStats, negatedComponents } from '../assets/search.js';
 
 test('search queries are those ranking by VectorDistance, FullTextScore or RRF', () => {
   assert.ok(isSearchQuery('SELECT TOP 3 c.id FROM c ORDER BY VectorDistance(c.v, [1, 2])'));
@@ -65,6 +65,18 @@ test('rows of equal RRF keep the order they came in, or the server\'s answer\'s 
   assert.deepEqual(fuse(rows, [], 0, 2, [{ id: 'b' }, { id: 'a' }]).map((r) => r.payload.id), ['b', 'a']);
   assert.deepEqual(fuse(rows, [], 0, 2, [{ id: 'b' }]).map((r) => r.payload.id), ['b', 'a']);
   assert.deepEqual(fuse(rows, [], 0, 2, []).map((r) => r.payload.id), ['a', 'b']);
+});
+
+test('the component scores a plan projects negated are read from its component query', () => {
+  // As the server's newer plan form writes them: a euclidean distance
+  // (ranked lowest first) negated, a cosine similarity and a BM25 as they are.
+  const q = 'SELECT TOP 12 c._rid, {"id": c.id, "t": "a, [b]"} AS payload, '
+    + '[(_FullTextScore(c.t, ["x, y"], 5, 17, [2,2]) ?? -1.7976931348623157e+308), '
+    + '(-1 * (_VectorScore(c.w, [0.5, -1, 2]) ?? 1.7976931348623157e+308)), '
+    + '(_VectorScore(c.v, [1, 2, 3]) ?? -1.7976931348623157e+308)] AS componentScores\nFROM c\nORDER BY _VectorScore(c.w, [0.5, -1, 2])';
+  assert.deepEqual(negatedComponents(q), [false, true, false]);
+  assert.deepEqual(negatedComponents('SELECT c._rid FROM c ORDER BY _VectorScore(c.v, [1])'), []);
+  assert.deepEqual(negatedComponents(undefined), []);
 });
 
 test('the index utilization header reads as the indexes used, in UTF-8', () => {
