@@ -185,6 +185,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	if holdsRestrictedChar(r.URL.Path) {
+		writeInvalidURL(rec)
+		return
+	}
 	// A path of no known shape is answered before authentication (see
 	// unknownPathError); everything else is classified after it.
 	op, t, cerr := classify(r, segs)
