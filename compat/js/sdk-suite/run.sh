@@ -6,8 +6,9 @@
 #   SDK_DIR  the SDK's source directory, sdk/cosmosdb/cosmos of an azure-sdk-for-js checkout
 #            (its test tree is read, test/public run; nothing is copied into this repository)
 #   default  every test/public/**/*.spec.ts
-# env: OUT (results directory, default a new temporary one), PORT (default 18091),
-#      CGW_PORT (the compute gateway's, default PORT+1),
+# env: OUT (results directory, default a new temporary one), PORT (default 8081, the emulator's and
+#      orrery serve's, which the suite's sslVerification spec addresses itself),
+#      CGW_PORT (the compute gateway's, default 8903, the emulator's),
 #      MOCHA_TIMEOUT (per test, ms, default 100000, as the SDK's own integration-test script)
 #
 # First `npm ci --prefix compat/js/sdk-suite`. The spec files import the SDK's sources as
@@ -23,8 +24,8 @@ SDK=$(cd "${1:?usage: run.sh SDK_DIR [spec globs]}" && pwd) || exit 2
 shift
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
-PORT=${PORT:-18091}
-CGW_PORT=${CGW_PORT:-$((PORT + 1))}
+PORT=${PORT:-8081}
+CGW_PORT=${CGW_PORT:-8903}
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
