@@ -23,11 +23,7 @@ import (
 func TestGoSDKItemIDsAnswerAsTheServicesGateway(t *testing.T) {
 	s := orrerytest.Start(t)
 	c := newContainer(t, s, "db", "ids", "/pk")
-	ctx := context.Background()
-	tests := []struct {
-		name, id                        string
-		create, read, replace, del, pat int
-	}{
+	tests := []itemIDCase{
 		{"plain", "Test", 201, 200, 200, 204, 200},
 		{"inner whitespace", "This is a test", 201, 200, 200, 204, 200},
 		{"leading whitespace", " Test", 201, 200, 200, 204, 200},
@@ -46,6 +42,69 @@ func TestGoSDKItemIDsAnswerAsTheServicesGateway(t *testing.T) {
 		{"backslash", "Disallowed\\Chars", 201, 401, 401, 401, 401},
 		{"pound sign", "Disallowed#Chars", 201, 401, 401, 401, 401},
 	}
+	checkItemIDStatuses(t, c, tests)
+}
+
+// TestGoSDKItemIDsThroughTheComputeGatewayAreAddressedAsCreated: through the
+// compute gateway (the emulator's second port), every id the routing gateway
+// refuses to address (trailing whitespace, '/', '\', '#', a percent-escape,
+// a control character) is read, replaced, patched and deleted like any
+// other, as the Go SDK's own emulator suite records; the same items through
+// the main port still answer as the routing gateway.
+func TestGoSDKItemIDsThroughTheComputeGatewayAreAddressedAsCreated(t *testing.T) {
+	s := orrerytest.StartWith(t, orrerytest.Options{ComputeGateway: true})
+	newContainer(t, s, "db", "ids", "/pk")
+	cred, err := azcosmos.NewKeyCredential(s.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cgw, err := azcosmos.NewClientWithKey(s.ComputeGatewayEndpoint, cred, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cgw.NewContainer("db", "ids")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tests []itemIDCase
+	for _, id := range []string{"Test", "This is a test", " Test", "Test ", "Test  ",
+		"WithAllowedSpecial,=.:~+-@()^${}[]!_Chars", "With\rCarriageReturn", "With\tTab", "With\nLineFeed",
+		"WithUnicode鱀", "IdEndingWithPercentEncodedWhitespace%20", "WithPercentEncodedSpecialChar%E9%B1%80",
+		"100%", "Disallowed?Chars", "Disallowed/Chars", "Disallowed\\Chars", "Disallowed#Chars"} {
+		tests = append(tests, itemIDCase{id, id, 201, 200, 200, 204, 200})
+	}
+	checkItemIDStatuses(t, c, tests)
+
+	// The main port still answers as the routing gateway.
+	main := s.Client
+	mc, err := main.NewContainer("db", "ids")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	body := mustJSON(t, map[string]string{"id": "Test ", "pk": "Test "})
+	if _, err := c.CreateItem(ctx, azcosmos.NewPartitionKeyString("Test "), body, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = mc.ReadItem(ctx, azcosmos.NewPartitionKeyString("Test "), "Test ", nil)
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) || re.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("read of \"Test \" through the main port: %v, want 401", err)
+	}
+}
+
+// itemIDCase is an id and the statuses of its create, read, replace, delete
+// and patch.
+type itemIDCase struct {
+	name, id                        string
+	create, read, replace, del, pat int
+}
+
+// checkItemIDStatuses creates, reads, replaces, patches and deletes each
+// case's id through c and checks the statuses.
+func checkItemIDStatuses(t *testing.T, c *azcosmos.ContainerClient, tests []itemIDCase) {
+	t.Helper()
+	ctx := context.Background()
 	status := func(resp azcosmos.ItemResponse, err error) int {
 		var re *azcore.ResponseError
 		if errors.As(err, &re) {

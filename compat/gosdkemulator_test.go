@@ -16,12 +16,11 @@ import (
 
 // emulatorOnlyTests are the tests of the Go SDK's emulator suite that need
 // the emulator itself: its account document (a region endpoint of
-// https://127.0.0.1:8081/ and Strong default consistency), and its compute
-// gateway on a second port, which answers ids ending in whitespace or %20
-// where the routing gateway, as which Orrery answers, gives 401.
+// https://127.0.0.1:8081/ and Strong default consistency). Its compute
+// gateway, on the emulator's second port, is the server's compute gateway
+// (orrerytest.Options.ComputeGateway).
 var emulatorOnlyTests = map[string]bool{
 	"TestGlobalEndpointManagerEmulator": true,
-	"TestItemIdEncodingComputeGW":       true,
 }
 
 // TestGoSDKEmulatorSuitePasses runs the azcosmos module's own emulator
@@ -44,20 +43,25 @@ func TestGoSDKEmulatorSuitePasses(t *testing.T) {
 	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
 		t.Fatal(err)
 	}
-	s := orrerytest.StartWith(t, orrerytest.Options{TLS: true})
+	s := orrerytest.StartWith(t, orrerytest.Options{TLS: true, ComputeGateway: true})
 	// By name, as the suite addresses the emulator: its tracing tests look
 	// for spans named after the host.
-	endpoint := strings.Replace(strings.TrimSuffix(s.Endpoint, "/")+"/", "://127.0.0.1:", "://localhost:", 1)
+	byName := func(endpoint string) string {
+		return strings.Replace(strings.TrimSuffix(endpoint, "/")+"/", "://127.0.0.1:", "://localhost:", 1)
+	}
 	setup := filepath.Join(dir, "emulator_test.go")
 	code, err := os.ReadFile(setup)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range []string{"https://localhost:8081/", "https://localhost:8903/"} {
+	for e, to := range map[string]string{
+		"https://localhost:8081/": byName(s.Endpoint),
+		"https://localhost:8903/": byName(s.ComputeGatewayEndpoint),
+	} {
 		if !bytes.Contains(code, []byte(e)) {
 			t.Fatalf("the suite's setup no longer names %s", e)
 		}
-		code = bytes.ReplaceAll(code, []byte(e), []byte(endpoint))
+		code = bytes.ReplaceAll(code, []byte(e), []byte(to))
 	}
 	if err := os.Chmod(setup, 0o644); err != nil {
 		t.Fatal(err)

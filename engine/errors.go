@@ -48,9 +48,12 @@ const (
 	msgNotFound = "Entity with the specified id does not exist in the system."
 	msgConflict = "Entity with the specified id already exists in the system."
 	// msgPrecondition has no final period: the emulator's message has none.
-	msgPrecondition   = "One of the specified pre-condition is not met"
-	msgETagMismatch   = "E-tag mismatch detected"
-	msgEntityTooLarge = "Request size is too large"
+	msgPrecondition = "One of the specified pre-condition is not met"
+	msgETagMismatch = "E-tag mismatch detected"
+	// msgEntityTooLarge is the service's 413 message in its gateway's
+	// format (the SDKs' suites look for it whole); a detail of Orrery's
+	// follows on the next line.
+	msgEntityTooLarge = `Message: {"Errors":["Request size is too large"]}`
 )
 
 func errorf(status int, code string, format string, args ...any) *Error {

@@ -120,7 +120,7 @@ type item struct {
 // the request's partition key.
 func (c *Container) parseItem(body []byte, req *ItemRequest) (*item, error) {
 	if len(body) > MaxItemBytes {
-		return nil, TooLarge("%s: the item is %d bytes, the limit is %d.", msgEntityTooLarge, len(body), MaxItemBytes)
+		return nil, TooLarge("%s\r\nThe item is %d bytes, the limit is %d.", msgEntityTooLarge, len(body), MaxItemBytes)
 	}
 	// One scan: json.Valid's answer and checkPayload's.
 	valid, perr := validPayload(body)
@@ -377,7 +377,7 @@ type wireBatchOperation struct {
 // operation that is itself malformed fails alone, when the batch runs.
 func ParseBatch(body []byte) ([]BatchOperation, error) {
 	if len(body) > MaxBatchBytes {
-		return nil, TooLarge("%s: the batch request is %d bytes, the limit is %d.", msgEntityTooLarge, len(body), MaxBatchBytes)
+		return nil, TooLarge("%s\r\nThe batch request is %d bytes, the limit is %d.", msgEntityTooLarge, len(body), MaxBatchBytes)
 	}
 	// One pass decodes a well-formed batch; when some operation is not an
 	// operation object, each is decoded alone so that only it fails.

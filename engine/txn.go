@@ -170,7 +170,7 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	rec = append(rec, '}')
 	s.doc = rec[itemHeaderLen:len(rec):len(rec)]
 	if len(s.doc) > MaxItemBytes {
-		return nil, TooLarge("%s: the item is %d bytes with its system properties, the limit is %d.", msgEntityTooLarge, len(s.doc), MaxItemBytes)
+		return nil, TooLarge("%s\r\nThe item is %d bytes with its system properties, the limit is %d.", msgEntityTooLarge, len(s.doc), MaxItemBytes)
 	}
 	var prevDoc []byte
 	if prev != nil {

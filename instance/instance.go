@@ -49,6 +49,11 @@ type Config struct {
 	// Addr, and on a free loopback port when Addr is empty too.
 	Listener net.Listener
 	Addr     string
+	// ComputeGatewayAddr, when set, is a second address where the instance
+	// serves as the emulator's compute gateway does (see
+	// server.Server.ComputeGateway), with the same certificate, without
+	// the metrics, access log and spans of the main port.
+	ComputeGatewayAddr string
 	// Certificate, when set, is served over HTTPS on the same port as
 	// plain HTTP (server.NewDualListener) and at server.CertificatePath;
 	// without it the instance serves plain HTTP only.
@@ -91,6 +96,8 @@ type Instance struct {
 	ln      net.Listener
 	metrics *http.Server
 	mln     net.Listener
+	cgw     *http.Server
+	cgwln   net.Listener
 	// handlers is read-held by every request in flight: Close takes it to
 	// wait for them, and sets closed under it.
 	handlers  sync.RWMutex
@@ -208,20 +215,21 @@ func Start(ctx context.Context, cfg Config) (inst *Instance, err error) {
 	}
 	ln = inst.Server.Listener(ln)
 	inst.ln = ln
-	inst.hs = inst.Server.HTTPServer()
-	handler := inst.handler
-	// Close waits for the handlers it interrupts, so that none runs on
-	// a closed engine.
-	inst.hs.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		inst.handlers.RLock()
-		defer inst.handlers.RUnlock()
-		if inst.closed {
-			w.Header().Set("Connection", "close")
-			http.Error(w, "shutting down", http.StatusServiceUnavailable)
-			return
+	if cfg.ComputeGatewayAddr != "" {
+		cln, err := Listen(cfg.ComputeGatewayAddr)
+		if err != nil {
+			return nil, fmt.Errorf("compute gateway: %w", err)
 		}
-		handler.ServeHTTP(w, r)
-	})
+		undo = append(undo, func() { cln.Close() })
+		if cfg.Certificate != nil {
+			cln = server.NewDualListener(cln, &tls.Config{Certificates: []tls.Certificate{*cfg.Certificate}, MinVersion: tls.VersionTLS12})
+		}
+		inst.cgwln = inst.Server.Listener(cln)
+		inst.cgw = inst.Server.HTTPServer()
+		inst.cgw.Handler = inst.guard(inst.Server.ComputeGateway())
+	}
+	inst.hs = inst.Server.HTTPServer()
+	inst.hs.Handler = inst.guard(inst.handler)
 	go func() {
 		err := inst.hs.Serve(ln)
 		if errors.Is(err, http.ErrServerClosed) {
@@ -229,10 +237,28 @@ func Start(ctx context.Context, cfg Config) (inst *Instance, err error) {
 		}
 		inst.served <- err
 	}()
+	if inst.cgw != nil {
+		go inst.cgw.Serve(inst.cgwln)
+	}
 	if inst.metrics != nil {
 		go inst.metrics.Serve(inst.mln)
 	}
 	return inst, nil
+}
+
+// guard serves handler while the instance is open. Close waits for the
+// handlers it interrupts, so that none runs on a closed engine.
+func (i *Instance) guard(handler http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i.handlers.RLock()
+		defer i.handlers.RUnlock()
+		if i.closed {
+			w.Header().Set("Connection", "close")
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		handler.ServeHTTP(w, r)
+	})
 }
 
 // certificatePEM encodes the chain of c as PEM.
@@ -267,6 +293,19 @@ func (i *Instance) Endpoint() string {
 		scheme = "https"
 	}
 	return scheme + "://" + HostPort(i.ln.Addr()) + "/"
+}
+
+// ComputeGatewayEndpoint is the URL of the compute gateway (see
+// Config.ComputeGatewayAddr), in the scheme of Endpoint; "" without one.
+func (i *Instance) ComputeGatewayEndpoint() string {
+	if i.cgwln == nil {
+		return ""
+	}
+	scheme := "http"
+	if i.CertificatePEM != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + HostPort(i.cgwln.Addr()) + "/"
 }
 
 // HTTPEndpoint is the plain-HTTP URL of the instance (the same port as
@@ -333,6 +372,11 @@ func (i *Instance) failed() bool {
 // ends, then closes what is left as Close does.
 func (i *Instance) Shutdown(ctx context.Context) error {
 	err := i.hs.Shutdown(ctx)
+	if i.cgw != nil {
+		if cerr := i.cgw.Shutdown(ctx); err == nil {
+			err = cerr
+		}
+	}
 	if cerr := i.Close(); err == nil {
 		err = cerr
 	}
@@ -346,6 +390,9 @@ func (i *Instance) Shutdown(ctx context.Context) error {
 func (i *Instance) Close() error {
 	i.closeOnce.Do(func() {
 		i.hs.Close()
+		if i.cgw != nil {
+			i.cgw.Close()
+		}
 		if i.metrics != nil {
 			i.metrics.Close()
 		}

@@ -139,3 +139,44 @@ func TestLocalhostListensOnBothLoopbackAddresses(t *testing.T) {
 		}
 	}
 }
+
+// With a compute gateway address, a second port serves the same account
+// over HTTPS and HTTP with the same certificate, and Close stops it too.
+func TestTheComputeGatewayPortServesTheAccountUntilClose(t *testing.T) {
+	cert, _, err := server.LoadOrCreateCertificate("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := Start(t.Context(), Config{Store: memory.New(), Certificate: &cert, ComputeGatewayAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cgw := inst.ComputeGatewayEndpoint()
+	if !strings.HasPrefix(cgw, "https://127.0.0.1:") || cgw == inst.Endpoint() {
+		t.Fatalf("compute gateway %q, main endpoint %q", cgw, inst.Endpoint())
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(inst.CertificatePEM)
+	transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}
+	defer transport.CloseIdleConnections()
+	client := &http.Client{Transport: transport}
+	for _, u := range []string{cgw + "_health", "http://" + strings.TrimPrefix(cgw, "https://") + "_health"} {
+		if status, body := getBody(t, client, u); status != 200 || !strings.Contains(body, "ready") {
+			t.Fatalf("GET %s: %d %s", u, status, body)
+		}
+	}
+	host := strings.TrimSuffix(strings.TrimPrefix(cgw, "https://"), "/")
+	inst.Close()
+	if conn, err := net.Dial("tcp", host); err == nil {
+		conn.Close()
+		t.Fatalf("the compute gateway port %s still accepts after Close", host)
+	}
+	if none, err := Start(t.Context(), Config{Store: memory.New()}); err != nil {
+		t.Fatal(err)
+	} else {
+		defer none.Close()
+		if e := none.ComputeGatewayEndpoint(); e != "" {
+			t.Fatalf("an instance without a compute gateway names %q", e)
+		}
+	}
+}

@@ -39,6 +39,9 @@ type Server struct {
 	// CertificatePEM is the certificate of a TLS server (Options.TLS), for
 	// clients to trust; nil otherwise.
 	CertificatePEM []byte
+	// ComputeGatewayEndpoint is the URL of the server's compute gateway
+	// (Options.ComputeGateway); "" without one.
+	ComputeGatewayEndpoint string
 	// Faults holds the server's fault rules: add and remove rules while
 	// the test runs (Options.Faults installs some at start).
 	Faults *faults.Injector
@@ -83,6 +86,10 @@ type Options struct {
 	// database's provisioned RU/s with 429, as orrery serve
 	// --enforce-throughput does.
 	EnforceThroughput bool
+	// ComputeGateway serves the emulator's compute gateway on a second
+	// loopback port (Server.ComputeGatewayEndpoint), as orrery serve
+	// --compute-gateway-addr does.
+	ComputeGateway bool
 }
 
 // Storage opens the store of a test server.
@@ -157,6 +164,9 @@ func StartWith(t testing.TB, opts Options) *Server {
 		EnforceThroughput: opts.EnforceThroughput,
 		Faults:            opts.Faults,
 	}
+	if opts.ComputeGateway {
+		cfg.ComputeGatewayAddr = "127.0.0.1:0"
+	}
 	if opts.Metrics {
 		cfg.Metrics = prometheus.NewRegistry()
 	}
@@ -193,7 +203,8 @@ func StartWith(t testing.TB, opts Options) *Server {
 		t.Fatalf("orrerytest: %v", err)
 	}
 	return &Server{Endpoint: endpoint, Key: server.EmulatorKey, Client: client, Engine: inst.Engine,
-		CertificatePEM: inst.CertificatePEM, Faults: inst.Server.Faults(), clientOpts: clientOpts}
+		CertificatePEM: inst.CertificatePEM, Faults: inst.Server.Faults(), clientOpts: clientOpts,
+		ComputeGatewayEndpoint: inst.ComputeGatewayEndpoint()}
 }
 
 // NewAADClient returns an azcosmos client of the server that signs in with

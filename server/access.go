@@ -406,9 +406,6 @@ func classify(r *http.Request, segs []string) (operation, target, error) {
 	case kind == "docs":
 		t.id = segs[5]
 		v, ok := resourceVerb(r, "read", "replace", "patch", "delete")
-		if err := checkItemID(t.id); ok && err != nil {
-			return operation{}, t, err
-		}
 		return pick("docs", v, ok)
 	}
 	sk, ok := engine.ParseScriptKind(kind)

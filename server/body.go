@@ -190,7 +190,7 @@ func (s *Server) readBody(r *http.Request) (body []byte, release func(), err err
 }
 
 func tooLargeBody() error {
-	return engine.TooLarge("Request size is too large: the body exceeds %d bytes.", maxRequestBytes)
+	return engine.TooLarge(`Message: {"Errors":["Request size is too large"]}`+"\r\nThe body exceeds %d bytes.", maxRequestBytes)
 }
 
 // bodyReadError is the answer to a body that could not be read: 408 when

@@ -127,8 +127,25 @@ func (r *request) setHeader(name string, i int, v string) {
 	r.w.Header()[name] = r.hdr[i : i+1 : i+1]
 }
 
-// ServeHTTP authenticates, routes and answers one request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP authenticates, routes and answers one request, as the
+// service's (routing) gateway does.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.serve(w, r, false) }
+
+// ComputeGateway returns a handler that serves s as the emulator's compute
+// gateway, its second port, serves it: an item id is read from the path as
+// the client encoded it, each segment decoded once, so that ids ending with
+// whitespace, holding '/', '\', '#', a percent-escape or a control character
+// are addressed like any other, where the routing gateway (ServeHTTP)
+// answers 401 or 400 to them. The SDKs' own suites record both gateways.
+func (s *Server) ComputeGateway() http.Handler { return computeGateway{s} }
+
+type computeGateway struct{ s *Server }
+
+func (g computeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.s.serve(w, r, true) }
+
+// serve answers one request; literalPath is the compute gateway's reading
+// of the path (see ComputeGateway).
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, literalPath bool) {
 	markHeadersDone(r)
 	// Behind Observe, w is its recorder already: one serves both.
 	rec, outer := w.(*statusRecorder)
@@ -174,6 +191,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	foldQueryIntoPath(r.URL)
 	segs := splitPath(r.URL.Path)
+	if literalPath {
+		segs = splitEscapedPath(r.URL.EscapedPath())
+	}
 	if len(segs) == 0 && r.Header.Get("Authorization") == "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		// Someone looking, not an SDK (which signs every request).
 		serveRootHint(rec, r, activity)
@@ -185,9 +205,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	if !literalPath && holdsRestrictedChar(r.URL.Path) {
+		writeInvalidURL(rec)
+		return
+	}
 	// A path of no known shape is answered before authentication (see
 	// unknownPathError); everything else is classified after it.
 	op, t, cerr := classify(r, segs)
+	if cerr == nil && !literalPath && op.kind == "docs" && t.id != "" {
+		cerr = checkItemID(t.id)
+	}
 	if up, ok := cerr.(*unknownPathError); ok { // classify returns it unwrapped
 		writeCosmosError(rec, activity, up.e)
 		return
@@ -280,6 +307,19 @@ func splitPath(p string) []string {
 		return nil
 	}
 	return strings.Split(p, "/")
+}
+
+// splitEscapedPath splits an escaped path at its '/' and decodes each
+// segment once: "a%2Fb" is one segment, "a/b". A segment that does not
+// decode is kept as sent.
+func splitEscapedPath(p string) []string {
+	segs := splitPath(p)
+	for i, seg := range segs {
+		if d, err := url.PathUnescape(seg); err == nil {
+			segs[i] = d
+		}
+	}
+	return segs
 }
 
 // foldQueryIntoPath puts a '?' in a resource path back into the path. The

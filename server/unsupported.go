@@ -49,12 +49,9 @@ func unsupportedChild(parent, name string) error {
 // routing gateway, 401 for an id ending with whitespace (the gateway trims
 // the path, and the signature no longer matches), for an id holding '/', '\',
 // '#' or a percent-encoded character such as "%20" (the gateway decodes the
-// path once more than the client encoded it) and 400 for an id holding a
-// carriage return, line feed or tab.
+// path once more than the client encoded it). An id holding a carriage
+// return, line feed or tab does not reach it (see holdsRestrictedChar).
 func checkItemID(id string) error {
-	if strings.ContainsAny(id, "\r\n\t") {
-		return badRequest("The item id %q holds a carriage return, line feed or tab: the service's gateway refuses such ids in request paths (400), though it creates items with them; query for the item instead.", id)
-	}
 	if id != "" && strings.TrimRight(id, " ") != id {
 		return unauthorized(fmt.Sprintf("The item id %q ends with whitespace: the service's gateway trims it from the path and answers 401 "+
 			"to reads, replaces, patches and deletes of such an item (though it creates it), and so does Orrery. Use ids that do not end with whitespace; a query still finds this item.", id))

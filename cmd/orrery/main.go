@@ -128,6 +128,7 @@ func serve(ctx context.Context, args []string) error {
 		return nil
 	})
 	accessLog := fs.Bool("access-log", true, "log one line per request at info level (method, path, status, substatus, duration, charge, activity id)")
+	computeGatewayAddr := fs.String("compute-gateway-addr", "", "also serve on this address as the emulator's compute gateway (its port 8903) does: item ids are read from the path as the client encoded them, so ids ending with whitespace or holding '/', '#', a percent-escape or a control character are addressed like any other, where the main port answers 401 or 400 as the service's routing gateway does")
 	metricsAddr := fs.String("metrics-addr", env("ORRERY_METRICS_ADDR", ""), "serve Prometheus metrics at /metrics on this address, without authentication (env ORRERY_METRICS_ADDR); without it /metrics on the main port needs the master key as a bearer token")
 	seed := fs.String("seed", env("ORRERY_SEED", ""), "JSON file of databases, containers and items to create at start when missing (env ORRERY_SEED)")
 	bodyMemory := fs.String("body-memory", env("ORRERY_BODY_MEMORY", strconv.Itoa(server.DefaultBodyMemory>>20)), "MiB that all request bodies in flight may hold together; a request that finds no room within 1 s is answered 429 (env ORRERY_BODY_MEMORY)")
@@ -278,18 +279,19 @@ func serve(ctx context.Context, args []string) error {
 			QueryMemoryLimit:           nonZero(*queryMemory<<20, -1),
 			QueryMemoryPool:            nonZero(*queryMemoryTotal<<20, -1),
 		},
-		Faults:            rules,
-		EnforceThroughput: *enforceThroughput,
-		Keys:              server.Keys{Master: *key, ReadOnly: *readOnlyKey},
-		AAD:               aad,
-		Limits:            server.Limits{BodyMemory: bodyMiB << 20},
-		Logger:            log,
-		Addr:              *addr,
-		Certificate:       &certificate,
-		Metrics:           registry,
-		MetricsAddr:       *metricsAddr,
-		Trace:             tracing,
-		Pprof:             *pprofOn,
+		Faults:             rules,
+		EnforceThroughput:  *enforceThroughput,
+		Keys:               server.Keys{Master: *key, ReadOnly: *readOnlyKey},
+		AAD:                aad,
+		Limits:             server.Limits{BodyMemory: bodyMiB << 20},
+		Logger:             log,
+		Addr:               *addr,
+		ComputeGatewayAddr: *computeGatewayAddr,
+		Certificate:        &certificate,
+		Metrics:            registry,
+		MetricsAddr:        *metricsAddr,
+		Trace:              tracing,
+		Pprof:              *pprofOn,
 	}
 	if *accessLog {
 		cfg.AccessLog = log
@@ -364,6 +366,9 @@ func announce(log *slog.Logger, inst *instance.Instance, addr, key string, aad s
 		"key", keyDesc}
 	args = append(args, storageDesc...)
 	args = append(args, "version", version)
+	if cgw := inst.ComputeGatewayEndpoint(); cgw != "" {
+		args = append(args, "computeGateway", cgw)
+	}
 	log.Info("orrery ready", args...)
 	if loopbackOnly {
 		log.Info("listening on this machine's loopback interface only: other machines and containers cannot connect; --addr :" + portOf(bound) + " (or ORRERY_ADDR) listens on every interface")

@@ -1,6 +1,7 @@
 // What the JavaScript SDK sees where Orrery follows the service's gateway
 // or lacks what the service has: ids ending with whitespace (the SDK encodes
-// the trailing spaces, the gateway answers 401), scripts compiled at create,
+// the trailing spaces, the gateway answers 401) or holding control
+// characters (refused in front of the gateway), scripts compiled at create,
 // and 400s that name the unsupported feature.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -36,6 +37,29 @@ describe("request fidelity", () => {
       .query("SELECT VALUE c.id FROM c ORDER BY c.id", { partitionKey: "ws" })
       .fetchAll();
     assert.deepEqual(resources, ["Test ", "Test   "]);
+  });
+
+  test("an id holding a carriage return, line feed or tab is created, then refused in front of the gateway: the SDK fails without a status", async () => {
+    for (const id of ["With\rCarriageReturn", "With\tTab", "With\nLineFeed"]) {
+      const created = await container.items.create({ id, pk: "ctl" });
+      assert.equal(created.statusCode, 201);
+      // The service's HTTP front end answers 400 with an HTML page; the SDK
+      // parses every error body as JSON and fails on the client, with no
+      // code, as the SDK's own suite records for the service.
+      for (const [what, op] of [
+        ["read", () => container.item(id, "ctl").read()],
+        ["replace", () => container.item(id, "ctl").replace({ id, pk: "ctl", v: 2 })],
+        ["delete", () => container.item(id, "ctl").delete()],
+      ]) {
+        const err = await expectCosmosError(op);
+        assert.equal(err.code, undefined, `${what} ${JSON.stringify(id)}: ${err.message}`);
+        assert.ok(err instanceof SyntaxError, `${what} ${JSON.stringify(id)}: ${err}`);
+      }
+    }
+    const { resources } = await container.items
+      .query("SELECT VALUE c.id FROM c ORDER BY c.id", { partitionKey: "ctl" })
+      .fetchAll();
+    assert.deepEqual(resources, ["With\tTab", "With\nLineFeed", "With\rCarriageReturn"]);
   });
 
   test("a stored procedure with a syntax error is refused at create with its line", async () => {

@@ -6,19 +6,26 @@
 #   SDK_DIR  the SDK's source directory, sdk/cosmosdb/cosmos of an azure-sdk-for-js checkout
 #            (its test tree is read, test/public run; nothing is copied into this repository)
 #   default  every test/public/**/*.spec.ts
-# env: OUT (results directory, default a new temporary one), PORT (default 18091),
+# env: OUT (results directory, default a new temporary one), PORT (default 8081, the emulator's and
+#      orrery serve's, which the suite's sslVerification spec addresses itself),
+#      CGW_PORT (the compute gateway's, default 8903, the emulator's),
 #      MOCHA_TIMEOUT (per test, ms, default 100000, as the SDK's own integration-test script)
 #
 # First `npm ci --prefix compat/js/sdk-suite`. The spec files import the SDK's sources as
 # ../src/...; here src is the published package's compiled tree (dist/commonjs), so the tests
 # exercise the same build users install. Prints pass/fail/pending per spec file and the total;
 # OUT/results.json is mocha's JSON report, OUT/server.log the server's log.
+#
+# The suite addresses the emulator's compute gateway as its endpoint with port 8081 replaced by
+# 8903 (TestHelpers' defaultRoutingGatewayPort and defaultComputeGatewayPort): in the copy of the
+# test tree these name PORT and CGW_PORT, where the server serves --compute-gateway-addr.
 set -u
 SDK=$(cd "${1:?usage: run.sh SDK_DIR [spec globs]}" && pwd) || exit 2
 shift
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
-PORT=${PORT:-18091}
+PORT=${PORT:-8081}
+CGW_PORT=${CGW_PORT:-8903}
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -28,6 +35,11 @@ OUT=$(cd "$OUT" && pwd)
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 cp -r "$SDK/test" "$WORK/test"   # some public specs import helpers from test/internal
+helpers="$WORK/test/public/common/TestHelpers.ts"
+if grep -q 'defaultComputeGatewayPort' "$helpers" 2>/dev/null; then
+  sed -i -e "s/\(defaultRoutingGatewayPort[^=]*= *\)\":8081\"/\1\":$PORT\"/" \
+    -e "s/\(defaultComputeGatewayPort[^=]*= *\)\":8903\"/\1\":$CGW_PORT\"/" "$helpers"
+fi
 ln -s "$HERE/node_modules" "$WORK/node_modules"
 ln -s "$HERE/node_modules/@azure/cosmos/dist/commonjs" "$WORK/src"
 cat > "$WORK/tsconfig.json" <<'EOF'
@@ -37,7 +49,7 @@ EOF
 echo '{ "private": true, "type": "commonjs" }' > "$WORK/package.json"
 
 (cd "$ROOT" && go build -o "$WORK/orrery" ./cmd/orrery) || exit 1
-"$WORK/orrery" serve -memory -addr "localhost:$PORT" -log-level error > "$OUT/server.log" 2>&1 &
+"$WORK/orrery" serve -memory -addr "localhost:$PORT" -compute-gateway-addr "localhost:$CGW_PORT" -log-level error > "$OUT/server.log" 2>&1 &
 spid=$!
 trap 'kill $spid 2>/dev/null; wait $spid 2>/dev/null; rm -rf "$WORK"' EXIT
 for _ in $(seq 100); do curl -sk "https://localhost:$PORT/" -o /dev/null && break; sleep 0.2; done
