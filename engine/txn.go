@@ -250,12 +250,26 @@ func (t *txn) reindex(key []byte, prevDoc []byte, doc jsondoc.Object) error {
 	}
 	var old, cur [][]byte
 	var err error
-	if prevDoc != nil {
+	switch {
+	case prevDoc != nil && doc != nil && c.index != nil && !c.index.None:
+		// A replace lists the entries of the properties it changed only:
+		// those of the others are the same in both versions.
+		prevObj, err := jsondoc.Parse(prevDoc)
+		if err != nil {
+			return err
+		}
+		oldFields, curFields := changedFields(prevObj, doc)
+		if old, err = c.fieldIndexEntries(oldFields, prevObj, key); err != nil {
+			return err
+		}
+		if cur, err = c.fieldIndexEntries(curFields, doc, key); err != nil {
+			return err
+		}
+	case prevDoc != nil:
 		if old, err = c.indexEntries(prevDoc, key); err != nil {
 			return err
 		}
-	}
-	if doc != nil {
+	case doc != nil:
 		if cur, err = c.objectIndexEntries(doc, key); err != nil {
 			return err
 		}
