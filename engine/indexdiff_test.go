@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -309,4 +310,46 @@ func BenchmarkReplaceIndexEntries(b *testing.B) {
 			slices.SortFunc(now, bytes.Compare)
 		}
 	})
+}
+
+// TestUniqueValueFollowsItsItemThroughReplacesAndDeletes: in a container
+// with a unique key, an item keeps its value through a replace that
+// changes another property (a second item cannot take it), frees it on a
+// replace that changes it (the second item takes it then), and frees its
+// new value when deleted: the replaced version's unique entries are read
+// from the stored record, parsed once for them and for the index.
+func TestUniqueValueFollowsItsItemThroughReplacesAndDeletes(t *testing.T) {
+	ctx := t.Context()
+	e := openTestEngine(t, newTestStore(t))
+	createContainer(t, e, `{"id":"u","partitionKey":{"paths":["/pk"]},"uniqueKeyPolicy":{"uniqueKeys":[{"paths":["/name"]}]}}`)
+	put := func(body string) error {
+		_, err := e.UpsertItem(ctx, &ItemRequest{Database: "db", Container: "u", Body: []byte(body)})
+		return err
+	}
+	conflict := func(err error) bool {
+		var e *Error
+		return errors.As(err, &e) && e.Status == 409
+	}
+	steps := []struct {
+		body     string
+		conflict bool
+	}{
+		{`{"id":"a","pk":"p","name":"x","n":1}`, false},
+		{`{"id":"a","pk":"p","name":"x","n":2}`, false},
+		{`{"id":"b","pk":"p","name":"x"}`, true},
+		{`{"id":"a","pk":"p","n":3,"name":"y"}`, false},
+		{`{"id":"b","pk":"p","name":"x"}`, false},
+		{`{"id":"b","pk":"p","name":"y"}`, true},
+	}
+	for _, s := range steps {
+		if err := put(s.body); conflict(err) != s.conflict || err != nil && !conflict(err) {
+			t.Fatalf("%s: %v, want a conflict: %v", s.body, err, s.conflict)
+		}
+	}
+	if _, err := e.DeleteItem(ctx, &ItemRequest{Database: "db", Container: "u", ID: "a", PartitionKey: StringKey("p"), HasPartitionKey: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := put(`{"id":"b","pk":"p","name":"y"}`); err != nil {
+		t.Fatalf("the deleted item's value is still held: %v", err)
+	}
 }
