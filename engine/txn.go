@@ -252,8 +252,12 @@ func (t *txn) parsePrev(prev *storedItem) (jsondoc.Object, error) {
 	if prev == nil || len(c.unique) == 0 && (c.index == nil || c.index.None) {
 		return nil, nil
 	}
-	return jsondoc.Parse(prev.doc)
+	return jsondoc.ParseSized(prev.doc, storedFields)
 }
+
+// storedFields is the room parsePrev makes for a stored record's
+// properties: the five system ones and up to 11 of the item's.
+const storedFields = 16
 
 // reindex replaces an item's index entries in the transaction: the entries
 // of prevObj (nil when new) are removed and those of doc (nil when

@@ -1,6 +1,7 @@
 package jsondoc
 
 import (
+	"bytes"
 	"encoding/json"
 	"math/rand/v2"
 	"strings"
@@ -101,14 +102,25 @@ func TestSkipStringEndsWhereTheStringDoes(t *testing.T) {
 
 // BenchmarkParseItem parses a stored item shaped as the server
 // benchmark's (cmd/orrery's benchDoc, a 200-byte string among a few short
-// properties, and the system properties).
+// properties, and the system properties), and the body it was written
+// with.
 func BenchmarkParseItem(b *testing.B) {
 	doc := []byte(`{"id":"r1","pk":"p1","n":1,"tags":["a","b","c"],"nested":{"x":1,"y":"yy"},"payload":"` + strings.Repeat("x", 200) +
 		`","_rid":"AAAAAAAAAAABAAAAAAAAAA==","_self":"dbs/AAAAAA==/colls/AAAAAAAAAAA=/docs/AAAAAAAAAAABAAAAAAAAAA==/","_etag":"\"00000000-0000-0000-0000-000000000001\"","_attachments":"attachments/","_ts":1767322000}`)
-	b.ReportAllocs()
-	for b.Loop() {
-		if obj, err := Parse(doc); err != nil || len(obj) != 11 {
-			b.Fatal(err, len(obj))
-		}
+	body := doc[:bytes.Index(doc, []byte(`,"_rid"`))]
+	body = append(body[:len(body):len(body)], '}')
+	for _, c := range []struct {
+		name         string
+		doc          []byte
+		room, fields int
+	}{{"stored", doc, 8, 11}, {"stored-sized", doc, 16, 11}, {"body", body, 8, 6}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if obj, err := ParseSized(c.doc, c.room); err != nil || len(obj) != c.fields {
+					b.Fatal(err, len(obj))
+				}
+			}
+		})
 	}
 }
