@@ -135,9 +135,20 @@ func (c *Container) indexEntries(doc []byte, itemKey []byte) ([][]byte, error) {
 
 // objectIndexEntries is indexEntries of a parsed document.
 func (c *Container) objectIndexEntries(obj jsondoc.Object, itemKey []byte) ([][]byte, error) {
+	return c.fieldIndexEntries(obj, obj, itemKey)
+}
+
+// fieldIndexEntries lists the index entries of some of a document's
+// top-level properties, fields, and those of its computed properties,
+// evaluated over the whole document, whole. A property's entries are a
+// function of its name and its bytes alone (their paths begin with its
+// name), which lets a replace leave out the properties it did not change
+// (changedFields).
+func (c *Container) fieldIndexEntries(fields, whole jsondoc.Object, itemKey []byte) ([][]byte, error) {
 	if c.index == nil || c.index.None {
 		return nil, nil
 	}
+	obj := fields
 	suffix := itemKey[1+len(c.rid):]
 	out := make([][]byte, 0, len(obj)+4)
 	// The entries are cut from shared chunks: one allocation for many keys.
@@ -184,11 +195,84 @@ func (c *Container) objectIndexEntries(obj jsondoc.Object, itemKey []byte) ([][]
 	if err := walk(obj, make([]byte, 0, 64)); err != nil {
 		return nil, err
 	}
-	out, err := c.appendComputedIndexEntries(obj, suffix, out)
+	out, err := c.appendComputedIndexEntries(whole, suffix, out)
 	if err != nil {
 		return nil, err
 	}
 	return c.appendSpatialIndexEntries(obj, suffix, out)
+}
+
+// maxDiffedFields bounds the documents whose properties changedFields
+// pairs (a quadratic search, cheap for the few properties of most items);
+// a larger document is reindexed whole.
+const maxDiffedFields = 64
+
+// changedFields returns the top-level properties of old and of cur left
+// once those a replace kept are taken out: a property of the same name
+// and the same bytes in both. Such a property has the same index entries
+// in both versions (fieldIndexEntries), so that the write neither deletes
+// nor sets them, and need not list them either. A document that repeats
+// a name (a record stored before names were checked) is listed whole: the
+// entries of one of its values may be another's too (an object's type
+// entry). Both results share one new array; old and cur are left as they
+// are.
+func changedFields(old, cur jsondoc.Object) (jsondoc.Object, jsondoc.Object) {
+	if len(old) > maxDiffedFields || len(cur) > maxDiffedFields || repeatsName(old) || repeatsName(cur) {
+		return old, cur
+	}
+	var keptOld, keptCur [maxDiffedFields]bool
+	kept := 0
+	for j, f := range cur {
+		i := j
+		if i >= len(old) || old[i].Name != f.Name {
+			if i = fieldIndex(old, f.Name); i < 0 {
+				continue
+			}
+		}
+		if bytes.Equal(old[i].Value, f.Value) {
+			keptOld[i], keptCur[j] = true, true
+			kept++
+		}
+	}
+	if kept == 0 {
+		return old, cur
+	}
+	both := make(jsondoc.Object, 0, len(old)+len(cur)-2*kept)
+	for i, f := range old {
+		if !keptOld[i] {
+			both = append(both, f)
+		}
+	}
+	n := len(both)
+	for j, f := range cur {
+		if !keptCur[j] {
+			both = append(both, f)
+		}
+	}
+	return both[:n:n], both[n:]
+}
+
+// repeatsName reports whether two properties of obj have one name.
+func repeatsName(obj jsondoc.Object) bool {
+	for i := 1; i < len(obj); i++ {
+		for _, f := range obj[:i] {
+			if len(f.Name) == len(obj[i].Name) && f.Name == obj[i].Name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// fieldIndex is the index of the first property of obj named name; -1
+// if none.
+func fieldIndex(obj jsondoc.Object, name string) int {
+	for i := range obj {
+		if obj[i].Name == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // appendIndexName appends a property name as a path segment of the index:

@@ -58,6 +58,21 @@ func BenchmarkOps(b *testing.B) {
 				}
 			}
 		})
+		// A replace of the server benchmark's kind: the item of
+		// cmd/orrery's benchDoc with one property, n, changed (and
+		// nested.x with it).
+		b.Run(st.name+"/replace-one-property", func(b *testing.B) {
+			ctx := b.Context()
+			e := opsEngine(b, st.open(b))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				id := strconv.Itoa(i % opsItems)
+				body := []byte(benchDoc(id, i))
+				if _, err := e.UpsertItem(ctx, &ItemRequest{Database: "db", Container: "c", ID: id, Body: body, PartitionKey: StringKey("p1"), HasPartitionKey: true}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run(st.name+"/query-page", func(b *testing.B) {
 			ctx := b.Context()
 			e := opsEngine(b, st.open(b))

@@ -172,11 +172,11 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	if len(s.doc) > MaxItemBytes {
 		return nil, TooLarge("%s\r\nThe item is %d bytes with its system properties, the limit is %d.", msgEntityTooLarge, len(s.doc), MaxItemBytes)
 	}
-	var prevDoc []byte
-	if prev != nil {
-		prevDoc = prev.doc
+	prevObj, err := t.parsePrev(prev)
+	if err != nil {
+		return nil, err
 	}
-	if err := (uniqueIndex{b: t.b, p: t.p, now: t.now}).putUnique(ctx, s.key, it.obj, prevDoc); err != nil {
+	if err := (uniqueIndex{b: t.b, p: t.p, now: t.now}).putUnique(ctx, s.key, it.obj, prevObj); err != nil {
 		return nil, err
 	}
 	var ridBuf8 [8]byte
@@ -191,7 +191,7 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	}
 	// The stored document is the item's properties and the system ones, of
 	// which only _ts is indexed.
-	if err := t.reindex(s.key, prevDoc, append(it.obj[:len(it.obj):len(it.obj)], ts)); err != nil {
+	if err := t.reindex(s.key, prevObj, append(it.obj[:len(it.obj):len(it.obj)], ts)); err != nil {
 		return nil, err
 	}
 	if prev != nil {
@@ -224,10 +224,14 @@ func (t *txn) remove(ctx context.Context, prev *storedItem) error {
 		return err
 	}
 	c := t.p.c
-	if err := t.reindex(prev.key, prev.doc, nil); err != nil {
+	prevObj, err := t.parsePrev(prev)
+	if err != nil {
 		return err
 	}
-	if err := (uniqueIndex{b: t.b, p: t.p, now: t.now}).removeUnique(ctx, prev.key, prev.doc); err != nil {
+	if err := t.reindex(prev.key, prevObj, nil); err != nil {
+		return err
+	}
+	if err := (uniqueIndex{b: t.b, p: t.p, now: t.now}).removeUnique(ctx, prev.key, prevObj); err != nil {
 		return err
 	}
 	ridBytes := binary.BigEndian.AppendUint64(nil, prev.rid)
@@ -240,22 +244,47 @@ func (t *txn) remove(ctx context.Context, prev *storedItem) error {
 	return t.logChange(nil, prev)
 }
 
+// parsePrev parses the stored document of prev, the version a write
+// replaces or removes, once for its unique-key and index entries; nil
+// when there is none, or when the container keeps neither.
+func (t *txn) parsePrev(prev *storedItem) (jsondoc.Object, error) {
+	c := t.p.c
+	if prev == nil || len(c.unique) == 0 && (c.index == nil || c.index.None) {
+		return nil, nil
+	}
+	return jsondoc.ParseSized(prev.doc, storedFields)
+}
+
+// storedFields is the room parsePrev makes for a stored record's
+// properties: the five system ones and up to 11 of the item's.
+const storedFields = 16
+
 // reindex replaces an item's index entries in the transaction: the entries
-// of prevDoc (nil when new) are removed and those of doc (nil when deleted)
-// added. doc is parsed: the write path has it so.
-func (t *txn) reindex(key []byte, prevDoc []byte, doc jsondoc.Object) error {
+// of prevObj (nil when new) are removed and those of doc (nil when
+// deleted) added. Both are parsed: the write path has them so.
+func (t *txn) reindex(key []byte, prevObj, doc jsondoc.Object) error {
 	c := t.p.c
 	if err := t.indexes.reindex(&t.search, c, t.b, t.lsn, key, doc); err != nil {
 		return err
 	}
 	var old, cur [][]byte
 	var err error
-	if prevDoc != nil {
-		if old, err = c.indexEntries(prevDoc, key); err != nil {
+	switch {
+	case prevObj != nil && doc != nil:
+		// A replace lists the entries of the properties it changed only:
+		// those of the others are the same in both versions.
+		oldFields, curFields := changedFields(prevObj, doc)
+		if old, err = c.fieldIndexEntries(oldFields, prevObj, key); err != nil {
 			return err
 		}
-	}
-	if doc != nil {
+		if cur, err = c.fieldIndexEntries(curFields, doc, key); err != nil {
+			return err
+		}
+	case prevObj != nil:
+		if old, err = c.objectIndexEntries(prevObj, key); err != nil {
+			return err
+		}
+	case doc != nil:
 		if cur, err = c.objectIndexEntries(doc, key); err != nil {
 			return err
 		}

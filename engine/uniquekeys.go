@@ -116,10 +116,10 @@ func appendUniqueValue(k []byte, raw json.RawMessage) ([]byte, error) {
 }
 
 // putUnique updates the unique-key index for an item written at itemKey
-// (obj its new properties, prevDoc its previous document or nil), and
-// fails with 409 when another live item of the partition holds one of its
-// unique values.
-func (t uniqueIndex) putUnique(ctx context.Context, itemKey []byte, obj jsondoc.Object, prevDoc []byte) error {
+// (obj its new properties, prevObj its previous document, parsed, or nil),
+// and fails with 409 when another live item of the partition holds one of
+// its unique values.
+func (t uniqueIndex) putUnique(ctx context.Context, itemKey []byte, obj, prevObj jsondoc.Object) error {
 	if len(t.p.c.unique) == 0 {
 		return nil
 	}
@@ -128,11 +128,7 @@ func (t uniqueIndex) putUnique(ctx context.Context, itemKey []byte, obj jsondoc.
 		return err
 	}
 	var old [][]byte
-	if prevDoc != nil {
-		prevObj, err := jsondoc.Parse(prevDoc)
-		if err != nil {
-			return err
-		}
+	if prevObj != nil {
 		if old, err = t.uniqueEntries(prevObj); err != nil {
 			return err
 		}
@@ -175,14 +171,11 @@ func (t uniqueIndex) putUnique(ctx context.Context, itemKey []byte, obj jsondoc.
 	return nil
 }
 
-// removeUnique drops the unique-key entries of a deleted item.
-func (t uniqueIndex) removeUnique(ctx context.Context, itemKey, doc []byte) error {
+// removeUnique drops the unique-key entries of a deleted item (obj its
+// document, parsed).
+func (t uniqueIndex) removeUnique(ctx context.Context, itemKey []byte, obj jsondoc.Object) error {
 	if len(t.p.c.unique) == 0 {
 		return nil
-	}
-	obj, err := jsondoc.Parse(doc)
-	if err != nil {
-		return err
 	}
 	entries, err := t.uniqueEntries(obj)
 	if err != nil {

@@ -22,6 +22,15 @@ var ErrNotObject = errors.New("not a JSON object")
 // Parse splits a valid JSON object into its top-level properties. The
 // input must already have passed json.Valid. The values alias b.
 func Parse(b []byte) (Object, error) {
+	// Most objects have a few properties: one allocation.
+	return ParseSized(b, 8)
+}
+
+// ParseSized is Parse with room for n properties in the object's first
+// allocation: a stored record has its item's properties and five system
+// properties, past Parse's 8 for most items, and growing the object to
+// hold them costs a second allocation and a copy.
+func ParseSized(b []byte, n int) (Object, error) {
 	i := SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, ErrNotObject
@@ -69,7 +78,7 @@ func Parse(b []byte) (Object, error) {
 		i = SkipSpace(b, i)
 		vend := SkipValue(b, i)
 		if obj == nil {
-			obj = make(Object, 0, 8) // most objects have a few properties: one allocation
+			obj = make(Object, 0, n)
 		}
 		obj = append(obj, Field{Name: name, Value: json.RawMessage(b[i:vend])})
 		i = SkipSpace(b, vend)

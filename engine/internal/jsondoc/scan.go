@@ -15,14 +15,31 @@ func SkipSpace(b []byte, i int) int {
 }
 
 // SkipString returns the index just past the string starting at b[i] == '"'.
+// It looks for the closing quote with bytes.IndexByte, not byte by byte:
+// most strings hold no escape, and the long ones (an item's text) are
+// most of a document's bytes, which every parse of it skips.
 func SkipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
+	// A short string (a name, an id) ends before IndexByte pays for its
+	// call: its first bytes are looked at one by one.
+	n := min(len(b), i+17)
+	for i++; i < n; i++ {
 		switch b[i] {
 		case '\\':
 			i++
 		case '"':
 			return i + 1
 		}
+	}
+	for i < len(b) {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return len(b)
+		}
+		e := bytes.IndexByte(b[i:i+q], '\\')
+		if e < 0 {
+			return i + q + 1
+		}
+		i += e + 2 // past the escape and the byte it escapes
 	}
 	return i
 }
@@ -49,7 +66,11 @@ func SkipValue(b []byte, i int) int {
 		}
 		return i
 	default:
-		for i < len(b) && !bytes.ContainsRune([]byte(",}] \t\r\n"), rune(b[i])) {
+		for i < len(b) {
+			switch b[i] {
+			case ',', '}', ']', ' ', '\t', '\r', '\n':
+				return i
+			}
 			i++
 		}
 		return i
