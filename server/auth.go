@@ -175,7 +175,7 @@ type credential struct {
 // request may do, or a 401 error. For a resource token it returns the
 // verified token instead, for the caller to check against its permission.
 func (k *keyRing) authenticate(r *http.Request, segs []string, now time.Time) (credential, *engine.Error) {
-	rawAuth := r.Header.Get("Authorization")
+	rawAuth := header(r.Header, "Authorization")
 	if rawAuth == "" {
 		return credential{}, unauthorized("The request has no authorization header.")
 	}
@@ -215,9 +215,9 @@ func (k *keyRing) authenticate(r *http.Request, segs []string, now time.Time) (c
 
 // verifyMasterSignature checks a master-key or read-only-key signature.
 func (k *keyRing) verifyMasterSignature(r *http.Request, segs []string, sig string, now time.Time) (access, *engine.Error) {
-	date := r.Header.Get("X-Ms-Date")
+	date := header(r.Header, "X-Ms-Date")
 	if date == "" {
-		date = r.Header.Get("Date")
+		date = header(r.Header, "Date")
 	}
 	if date == "" {
 		return accessNone, unauthorized("The request has no x-ms-date header.")
@@ -243,7 +243,7 @@ func (k *keyRing) verifyMasterSignature(r *http.Request, segs []string, sig stri
 	if isContainerOperation(segs) {
 		rtypes = append(rtypes, "partitionkey") // the Python SDK signs the operation so
 	}
-	xmsDate, httpDate := r.Header.Get("X-Ms-Date"), r.Header.Get("Date")
+	xmsDate, httpDate := header(r.Header, "X-Ms-Date"), header(r.Header, "Date")
 	dates := []string{""}
 	if httpDate != "" {
 		dates = append(dates, httpDate)

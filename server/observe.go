@@ -146,7 +146,7 @@ func (s *series) addCharge(o *observer, charge float64) {
 
 func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if o.metrics != nil && r.URL.Path == "/metrics" {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte(o.metricsAuth)) != 1 {
+		if subtle.ConstantTimeCompare([]byte(header(r.Header, "Authorization")), []byte(o.metricsAuth)) != 1 {
 			w.Header().Set("Www-Authenticate", `Bearer realm="orrery metrics"`)
 			writeCosmosError(w, "", unauthorized("The metrics endpoint needs the master key as a bearer token (Authorization: Bearer <key>), or serve it on its own listener with --metrics-addr."))
 			return
@@ -188,7 +188,7 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		op = operationOf(r)
 	}
-	charge, _ := strconv.ParseFloat(h.Get("X-Ms-Request-Charge"), 64)
+	charge, _ := strconv.ParseFloat(header(h, "X-Ms-Request-Charge"), 64)
 	if span != nil && span.IsRecording() {
 		span.SetName(op)
 		span.SetAttributes(
@@ -197,9 +197,9 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			attribute.Int("http.response.status_code", status),
 			attribute.String("db.system.name", "azure.cosmosdb"),
 			attribute.String("db.operation.name", op),
-			attribute.String("azure.cosmosdb.response.sub_status_code", h.Get("X-Ms-Substatus")),
+			attribute.String("azure.cosmosdb.response.sub_status_code", header(h, "X-Ms-Substatus")),
 			attribute.Float64("azure.cosmosdb.operation.request_charge", charge),
-			attribute.String("azure.cosmosdb.activity_id", h.Get("X-Ms-Activity-Id")),
+			attribute.String("azure.cosmosdb.activity_id", header(h, "X-Ms-Activity-Id")),
 		)
 		if status >= 500 {
 			span.SetStatus(codes.Error, strconv.Itoa(status))
@@ -222,14 +222,14 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if o.log != nil && o.log.Enabled(r.Context(), slog.LevelInfo) {
-		sub := h.Get("X-Ms-Substatus")
+		sub := header(h, "X-Ms-Substatus")
 		if sub == "" {
 			sub = "0"
 		}
 		attrs := make([]slog.Attr, 0, 10)
 		attrs = append(attrs, slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("op", op),
 			slog.Int("status", status), slog.String("substatus", sub), slog.Duration("duration", elapsed.Round(time.Microsecond)),
-			slog.Float64("charge", charge), slog.String("activity", h.Get("X-Ms-Activity-Id")))
+			slog.Float64("charge", charge), slog.String("activity", header(h, "X-Ms-Activity-Id")))
 		if rec.fault != "" {
 			attrs = append(attrs, slog.String("fault", rec.fault))
 		}

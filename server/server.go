@@ -135,7 +135,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !outer {
 		rec = &statusRecorder{ResponseWriter: w}
 	}
-	activity := r.Header.Get("X-Ms-Activity-Id")
+	activity := header(r.Header, "X-Ms-Activity-Id")
 	if activity == "" {
 		activity = newActivityID()
 	}
@@ -174,7 +174,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	foldQueryIntoPath(r.URL)
 	segs := splitPath(r.URL.Path)
-	if len(segs) == 0 && r.Header.Get("Authorization") == "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+	if len(segs) == 0 && header(r.Header, "Authorization") == "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		// Someone looking, not an SDK (which signs every request).
 		serveRootHint(rec, r, activity)
 		return
@@ -302,10 +302,21 @@ func foldQueryIntoPath(u *url.URL) {
 
 // isQuery reports whether a POST carries a query (or query plan request).
 func isQuery(h http.Header) bool {
-	return strings.HasPrefix(h.Get("Content-Type"), "application/query+json") ||
+	return strings.HasPrefix(header(h, "Content-Type"), "application/query+json") ||
 		headerBool(h, "X-Ms-Documentdb-Isquery") ||
 		headerBool(h, "X-Ms-Documentdb-Query") ||
 		headerBool(h, "X-Ms-Cosmos-Is-Query-Plan-Request")
+}
+
+// header is h.Get(name) for a name spelled canonically, as every name the
+// server spells out is (TestHeaderNamesInTheServerAreSpelledCanonically):
+// the map is read as is, without canonicalizing the name again on every
+// call. net/http stores a request's header names canonically.
+func header(h http.Header, name string) string {
+	if v := h[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 func headerBool(h http.Header, name string) bool {
