@@ -45,6 +45,11 @@ type ObserveOptions struct {
 // opts.Registerer has metrics of these names already).
 func Observe(h http.Handler, opts ObserveOptions) (http.Handler, error) {
 	o := &observer{next: h, log: opts.AccessLog, trace: opts.Trace}
+	if opts.AccessLog != nil {
+		if th, ok := opts.AccessLog.Handler().(*textLogHandler); ok && th.direct {
+			o.text = th
+		}
+	}
 	if opts.Registerer != nil {
 		o.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "orrery_requests_total", Help: "Requests answered, by operation and status.",
@@ -77,8 +82,11 @@ func Observe(h http.Handler, opts ObserveOptions) (http.Handler, error) {
 var tracer = otel.Tracer("github.com/orrery-db/orrery/server")
 
 type observer struct {
-	next        http.Handler
-	log         *slog.Logger
+	next http.Handler
+	log  *slog.Logger
+	// text is log's handler when the observer writes its lines (see
+	// NewTextLogHandler).
+	text        *textLogHandler
 	trace       bool
 	requests    *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
@@ -168,7 +176,8 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(ctx)
 	}
 	o.next.ServeHTTP(rec, r)
-	elapsed := time.Since(start)
+	end := time.Now()
+	elapsed := end.Sub(start)
 	h := rec.Header()
 	status := rec.status
 	switch {
@@ -222,29 +231,29 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if o.log != nil && o.log.Enabled(r.Context(), slog.LevelInfo) {
-		sub := header(h, "X-Ms-Substatus")
-		if sub == "" {
-			sub = "0"
+		line := accessLine{method: r.Method, path: r.URL.Path, op: op, status: status, substatus: header(h, "X-Ms-Substatus"),
+			duration: elapsed.Round(time.Microsecond), charge: charge, activity: header(h, "X-Ms-Activity-Id"), fault: rec.fault}
+		if line.substatus == "" {
+			line.substatus = "0"
 		}
-		attrs := make([]slog.Attr, 0, 10)
-		attrs = append(attrs, slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("op", op),
-			slog.Int("status", status), slog.String("substatus", sub), slog.Duration("duration", elapsed.Round(time.Microsecond)),
-			slog.Float64("charge", charge), slog.String("activity", header(h, "X-Ms-Activity-Id")))
-		if rec.fault != "" {
-			attrs = append(attrs, slog.String("fault", rec.fault))
-		}
-		o.logRequest(r.Context(), attrs)
+		o.logRequest(r.Context(), end, &line)
 	}
 }
 
-// logRequest writes the access log line of attrs. It is what
+// logRequest writes the access log line. On a handler of
+// NewTextLogHandler the line is formatted here; otherwise it is what
 // o.log.LogAttrs does, without the caller's program counter: slog takes it
 // (runtime.Callers, a tenth of the line's cost) for a handler's AddSource,
 // and the source of every line would be this function.
 // The caller has checked that o.log is enabled at info.
-func (o *observer) logRequest(ctx context.Context, attrs []slog.Attr) {
-	rec := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
-	rec.AddAttrs(attrs...)
+func (o *observer) logRequest(ctx context.Context, t time.Time, line *accessLine) {
+	if o.text != nil {
+		_ = o.text.write(t, line)
+		return
+	}
+	rec := slog.NewRecord(t, slog.LevelInfo, "request", 0)
+	var attrs [9]slog.Attr
+	rec.AddAttrs(line.appendAttrs(attrs[:0])...)
 	_ = o.log.Handler().Handle(ctx, rec)
 }
 
