@@ -34,7 +34,7 @@ func TestAccessLogLineIsWhatTheTextHandlerWrites(t *testing.T) {
 	for i := range 3000 {
 		a := accessLine{method: str(), path: str(), op: str(), status: r.IntN(600), substatus: str(),
 			duration: time.Duration(r.Int64N(int64(3 * time.Second))).Round(time.Microsecond),
-			charge: charges[r.IntN(len(charges))], activity: str()}
+			charge:   charges[r.IntN(len(charges))], activity: str()}
 		if i%3 == 0 {
 			a.fault = str()
 		}

@@ -382,19 +382,18 @@ func appendSigningPayload(b []byte, verb, rtype string, rlink []string, xmsDate,
 }
 
 // appendLower appends s lower-cased as strings.ToLower would: ASCII
-// letters byte by byte, any other letter through strings.ToLower.
+// letters in place, any other letter through strings.ToLower.
 func appendLower(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return append(b, strings.ToLower(s)...)
+	n := len(b)
+	b = append(b, s...)
+	for i := n; i < len(b); i++ {
+		c := b[i]
+		if c >= utf8.RuneSelf {
+			return append(b[:n], strings.ToLower(s)...)
 		}
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
 		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
+			b[i] = c + 'a' - 'A'
 		}
-		b = append(b, c)
 	}
 	return b
 }

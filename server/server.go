@@ -173,7 +173,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	foldQueryIntoPath(r.URL)
-	segs := splitPath(r.URL.Path)
+	segs := splitPathInto(rec.segs[:0], r.URL.Path)
 	if len(segs) == 0 && header(r.Header, "Authorization") == "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		// Someone looking, not an SDK (which signs every request).
 		serveRootHint(rec, r, activity)
@@ -207,7 +207,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The observer names the request by the operation classified here.
 	rec.op = op
-	req := &request{Request: r, w: rec, segs: segs, op: op, t: t}
+	req := &rec.req
+	*req = request{Request: r, w: rec, segs: segs, op: op, t: t}
 	rt, ok := operations[op]
 	if !ok || rt.serve == nil {
 		writeCosmosError(rec, activity, noAccessRow())
@@ -282,6 +283,25 @@ func splitPath(p string) []string {
 	return strings.Split(p, "/")
 }
 
+// splitPathInto is splitPath appending the segments to segs, which may
+// hold them without allocating. The result's capacity is its length.
+func splitPathInto(segs []string, p string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return nil
+	}
+	for {
+		i := strings.IndexByte(p, '/')
+		if i < 0 {
+			segs = append(segs, p)
+			break
+		}
+		segs = append(segs, p[:i])
+		p = p[i+1:]
+	}
+	return segs[:len(segs):len(segs)]
+}
+
 // foldQueryIntoPath puts a '?' in a resource path back into the path. The
 // REST API has no query parameters, and the JavaScript SDK leaves a '?' in
 // an item id unencoded (encodeURI), signing the id whole: the service's
@@ -338,6 +358,10 @@ type statusRecorder struct {
 	// activity holds the x-ms-activity-id header's value (no allocation
 	// of its own).
 	activity [1]string
+	// segs holds the path's segments and req the request, made with the
+	// recorder in one allocation.
+	segs [8]string
+	req  request
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
