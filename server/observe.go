@@ -5,9 +5,11 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -96,9 +98,10 @@ type observer struct {
 	pprof       http.Handler
 	pprofAuth   string
 	// series are the classified operations' names and metrics by status,
-	// looked up once each (see seriesOf).
-	seriesMu sync.RWMutex
-	series   map[seriesKey]*series
+	// looked up once each (see seriesOf): a map never changed once
+	// stored, read without a lock; seriesMu is held to store another.
+	seriesMu sync.Mutex
+	series   atomic.Pointer[map[seriesKey]*series]
 }
 
 type seriesKey struct {
@@ -123,26 +126,29 @@ type series struct {
 // then paid once, not on every request.
 func (o *observer) seriesOf(op operation, status int) *series {
 	k := seriesKey{op, status}
-	o.seriesMu.RLock()
-	s := o.series[k]
-	o.seriesMu.RUnlock()
-	if s != nil {
-		return s
+	if m := o.series.Load(); m != nil {
+		if s := (*m)[k]; s != nil {
+			return s
+		}
 	}
 	o.seriesMu.Lock()
 	defer o.seriesMu.Unlock()
-	if s = o.series[k]; s != nil {
-		return s
+	var next map[seriesKey]*series
+	if m := o.series.Load(); m != nil {
+		if s := (*m)[k]; s != nil {
+			return s
+		}
+		next = maps.Clone(*m)
+	} else {
+		next = make(map[seriesKey]*series)
 	}
-	s = &series{op: op.String()}
+	s := &series{op: op.String()}
 	if o.requests != nil {
 		s.requests = o.requests.WithLabelValues(s.op, strconv.Itoa(status))
 		s.duration = o.duration.WithLabelValues(s.op)
 	}
-	if o.series == nil {
-		o.series = make(map[seriesKey]*series)
-	}
-	o.series[k] = s
+	next[k] = s
+	o.series.Store(&next)
 	return s
 }
 
