@@ -236,8 +236,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if r.Body != nil && r.Method != http.MethodGet && r.Method != http.MethodHead {
-		body, release, err := s.readBody(r)
-		defer release()
+		var hold bodyHold
+		body, err := s.readBody(r, &hold)
+		defer hold.release()
 		if err != nil {
 			// The rest of the body is not read: the connection closes.
 			rec.Header().Set("Connection", "close")
