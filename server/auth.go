@@ -168,12 +168,22 @@ func ridScope(segs []string) string {
 		rid = segs[3]
 	}
 	// A RID is 4, 8 or 16 bytes: 8, 12 or 24 characters of base64
-	// (padded); any other segment is no RID, and is not decoded.
-	if len(rid) != 8 && len(rid) != 12 && len(rid) != 24 {
+	// (padded), and line breaks, which the decoder skips; any other
+	// segment is no RID, and is not decoded.
+	if len(rid) != 8 && len(rid) != 12 && len(rid) != 24 && !strings.ContainsAny(rid, "\r\n") {
 		return ""
 	}
+	src := strings.ReplaceAll(rid, "-", "/")
 	var b [18]byte
-	n, err := base64.StdEncoding.Decode(b[:], []byte(strings.ReplaceAll(rid, "-", "/")))
+	var n int
+	var err error
+	if base64.StdEncoding.DecodedLen(len(src)) <= len(b) {
+		n, err = base64.StdEncoding.Decode(b[:], []byte(src))
+	} else {
+		var d []byte
+		d, err = base64.StdEncoding.DecodeString(src)
+		n = len(d)
+	}
 	if err != nil || (n != 4 && n != 8 && n != 16) {
 		return ""
 	}
@@ -305,14 +315,17 @@ func (k *keyRing) verifyMasterSignature(r *http.Request, segs []string, sig []by
 	}
 	// A SHA-256 signature is 44 characters of base64: decoded on the stack.
 	var gotBuf [64]byte
-	if base64.StdEncoding.DecodedLen(len(sig)) > len(gotBuf) {
-		return accessNone, unauthorized("The signature in the authorization header is not valid base64.")
+	var got []byte
+	if base64.StdEncoding.DecodedLen(len(sig)) <= len(gotBuf) {
+		var n int
+		n, err = base64.StdEncoding.Decode(gotBuf[:], sig)
+		got = gotBuf[:n]
+	} else {
+		got, err = base64.StdEncoding.DecodeString(string(sig))
 	}
-	n, err := base64.StdEncoding.Decode(gotBuf[:], sig)
 	if err != nil {
 		return accessNone, unauthorized("The signature in the authorization header is not valid base64.")
 	}
-	got := gotBuf[:n]
 	rtype, rlink := signingScopeSegs(segs)
 	links := [2][]string{rlink}
 	nlinks := 1

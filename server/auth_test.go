@@ -76,3 +76,31 @@ func TestARepeatedDateIsCheckedAgainstTheClockEachTime(t *testing.T) {
 		t.Errorf("the first date again: %v %v", cred.key, aerr)
 	}
 }
+
+// A signature is base64 as encoding/base64 reads it, line breaks skipped,
+// however long they make it: the same header is accepted with them.
+func TestASignatureWithLineBreaksIsReadAsBase64Reads(t *testing.T) {
+	ring, err := newKeyRing(Keys{Master: EmulatorKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	date := now.Format(http.TimeFormat)
+	auth, _ := Sign(EmulatorKey, "GET", "dbs", "dbs/db", date)
+	plain, _ := url.QueryUnescape(auth)
+	at := strings.Index(plain, "sig=") + len("sig=")
+	sig := plain[at:]
+	for _, brk := range []string{"\n", "\r\n\r\n\r\n"} {
+		var b strings.Builder
+		for i := 0; i < len(sig); i++ {
+			b.WriteByte(sig[i])
+			b.WriteString(brk)
+		}
+		req := httptest.NewRequest("GET", "/dbs/db", nil)
+		req.Header.Set("X-Ms-Date", date)
+		req.Header.Set("Authorization", url.QueryEscape(plain[:at]+b.String()))
+		if cred, aerr := ring.authenticate(req, splitPath(req.URL.Path), now); aerr != nil || cred.key != accessAll {
+			t.Errorf("signature with %q between its characters: %v %v", brk, cred.key, aerr)
+		}
+	}
+}
