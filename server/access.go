@@ -382,7 +382,7 @@ func classify(r *http.Request, segs []string) (operation, target, error) {
 	case kind == "docs" && n == 5:
 		switch r.Method {
 		case http.MethodGet:
-			if r.Header.Get("A-Im") != "" {
+			if header(r.Header, "A-Im") != "" {
 				return pick("docs", "changefeed", true)
 			}
 			return pick("docs", "list", true)
@@ -393,7 +393,7 @@ func classify(r *http.Request, segs []string) (operation, target, error) {
 			case isQuery(r.Header):
 				return pick("docs", "query", true)
 			case headerBool(r.Header, "X-Ms-Cosmos-Is-Batch-Request"):
-				if strings.EqualFold(strings.Trim(r.Header.Get("X-Ms-Cosmos-Batch-Atomic"), `"`), "false") {
+				if strings.EqualFold(strings.Trim(header(r.Header, "X-Ms-Cosmos-Batch-Atomic"), `"`), "false") {
 					return pick("docs", "bulk", true)
 				}
 				return pick("docs", "batch", true)

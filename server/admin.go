@@ -113,8 +113,9 @@ func (s *Server) serveFaultsAdmin(w http.ResponseWriter, r *http.Request, segs [
 		return aerr
 	}
 	if r.Method == http.MethodPost {
-		body, release, err := s.readBody(r)
-		defer release()
+		var hold bodyHold
+		body, err := s.readBody(r, &hold)
+		defer hold.release()
 		if err != nil {
 			w.Header().Set("Connection", "close")
 			return err

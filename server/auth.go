@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -10,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -28,6 +30,8 @@ type Keys struct {
 type keyRing struct {
 	master   *signer
 	readOnly *signer
+	// lastDate is the x-ms-date parsed last (see parseDate).
+	lastDate atomic.Pointer[requestDate]
 }
 
 // signer computes HMAC-SHA256 signatures with one key, reusing hash states
@@ -112,25 +116,33 @@ const (
 // signingScope derives the resource type and link a request is signed over,
 // from its decoded path segments.
 func signingScope(segs []string) (resourceType, resourceLink string) {
+	rtype, link := signingScopeSegs(segs)
+	return rtype, strings.Join(link, "/")
+}
+
+// signingScopeSegs is signingScope with the link as its segments (those of
+// segs, but for an offer's lower-cased id), which the signature's payload
+// joins: no string of the link is made.
+func signingScopeSegs(segs []string) (resourceType string, resourceLink []string) {
 	if len(segs) > 0 && segs[0] == adminPrefix {
 		// Administrative calls are signed as the resource after /_admin/.
 		segs = segs[1:]
 	}
 	switch {
 	case len(segs) == 0:
-		return "", ""
+		return "", nil
 	case segs[0] == "offers":
 		if len(segs) == 1 {
-			return "offers", ""
+			return "offers", nil
 		}
-		return "offers", strings.ToLower(segs[1])
+		return "offers", []string{strings.ToLower(segs[1])}
 	case isContainerOperation(segs):
 		// dbs/{db}/colls/{coll}/operations/{op} is signed as its container.
-		return "colls", strings.Join(segs[:4], "/")
+		return "colls", segs[:4]
 	case len(segs)%2 == 1:
-		return segs[len(segs)-1], strings.Join(segs[:len(segs)-1], "/")
+		return segs[len(segs)-1], segs[:len(segs)-1]
 	default:
-		return segs[len(segs)-2], strings.Join(segs, "/")
+		return segs[len(segs)-2], segs
 	}
 }
 
@@ -155,8 +167,24 @@ func ridScope(segs []string) string {
 	if isContainerOperation(segs) {
 		rid = segs[3]
 	}
-	b, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(rid, "-", "/"))
-	if err != nil || (len(b) != 4 && len(b) != 8 && len(b) != 16) {
+	// A RID is 4, 8 or 16 bytes: 8, 12 or 24 characters of base64
+	// (padded), and line breaks, which the decoder skips; any other
+	// segment is no RID, and is not decoded.
+	if len(rid) != 8 && len(rid) != 12 && len(rid) != 24 && !strings.ContainsAny(rid, "\r\n") {
+		return ""
+	}
+	src := strings.ReplaceAll(rid, "-", "/")
+	var b [18]byte
+	var n int
+	var err error
+	if base64.StdEncoding.DecodedLen(len(src)) <= len(b) {
+		n, err = base64.StdEncoding.Decode(b[:], []byte(src))
+	} else {
+		var d []byte
+		d, err = base64.StdEncoding.DecodeString(src)
+		n = len(d)
+	}
+	if err != nil || (n != 4 && n != 8 && n != 16) {
 		return ""
 	}
 	return strings.ToLower(rid)
@@ -175,54 +203,109 @@ type credential struct {
 // request may do, or a 401 error. For a resource token it returns the
 // verified token instead, for the caller to check against its permission.
 func (k *keyRing) authenticate(r *http.Request, segs []string, now time.Time) (credential, *engine.Error) {
-	rawAuth := r.Header.Get("Authorization")
+	rawAuth := header(r.Header, "Authorization")
 	if rawAuth == "" {
 		return credential{}, unauthorized("The request has no authorization header.")
 	}
-	decoded, err := url.PathUnescape(rawAuth)
-	if err != nil {
+	// Decoded as url.PathUnescape would, into a buffer on the stack: a
+	// master-key header is about 90 bytes.
+	var buf [256]byte
+	decoded, ok := appendPathUnescape(buf[:0], rawAuth)
+	if !ok {
 		return credential{}, unauthorized("The authorization header is not correctly URL-encoded.")
 	}
-	sigAt := strings.Index(decoded, "sig=")
+	sigAt := bytes.Index(decoded, []byte("sig="))
 	if sigAt < 0 {
 		return credential{}, unauthorized("The authorization header has no signature (sig=).")
 	}
 	sig := decoded[sigAt+len("sig="):]
-	var typ string
-	for rest := decoded[:sigAt]; rest != ""; {
-		var part string
-		part, rest, _ = strings.Cut(rest, "&")
-		if name, value, _ := strings.Cut(part, "="); name == "type" {
+	var typ []byte
+	for rest := decoded[:sigAt]; len(rest) > 0; {
+		var part []byte
+		part, rest, _ = bytes.Cut(rest, []byte("&"))
+		if name, value, _ := bytes.Cut(part, []byte("=")); string(name) == "type" {
 			typ = value
 		}
 	}
-	switch typ {
+	switch string(typ) {
 	case "master":
 	case "resource":
-		tok, terr := k.verifyResourceToken(sig, now)
+		tok, terr := k.verifyResourceToken(string(sig), now)
 		return credential{tok: tok}, terr
 	case "aad":
-		if sig == "" {
+		if len(sig) == 0 {
 			return credential{}, unauthorized("The authorization header carries no Entra ID (AAD) token after sig=.")
 		}
-		return credential{aad: sig}, nil
+		return credential{aad: string(sig)}, nil
 	default:
-		return credential{}, unauthorized(fmt.Sprintf("Authorization type %q is not supported: sign requests with the account's master key (type=master), or send a resource token (type=resource) or an Entra ID token (type=aad).", typ))
+		return credential{}, unauthorized(fmt.Sprintf("Authorization type %q is not supported: sign requests with the account's master key (type=master), or send a resource token (type=resource) or an Entra ID token (type=aad).", string(typ)))
 	}
 	acc, aerr := k.verifyMasterSignature(r, segs, sig, now)
 	return credential{key: acc}, aerr
 }
 
+// appendPathUnescape appends s to b decoded as url.PathUnescape decodes it
+// (each %XX a byte, '+' kept); ok is false where PathUnescape fails: a '%'
+// not followed by two hexadecimal digits.
+func appendPathUnescape(b []byte, s string) ([]byte, bool) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '%' {
+			if i+2 >= len(s) || !ishex(s[i+1]) || !ishex(s[i+2]) {
+				return b, false
+			}
+			c = unhex(s[i+1])<<4 | unhex(s[i+2])
+			i += 2
+		}
+		b = append(b, c)
+	}
+	return b, true
+}
+
+func ishex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c >= 'a':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
+}
+
+// requestDate is an x-ms-date value and the time it reads, kept from the
+// request before: clients sign many requests within one second.
+type requestDate struct {
+	value string
+	t     time.Time
+}
+
+// parseDate is http.ParseTime(v), remembering the last date parsed.
+func (k *keyRing) parseDate(v string) (time.Time, error) {
+	if d := k.lastDate.Load(); d != nil && d.value == v {
+		return d.t, nil
+	}
+	t, err := http.ParseTime(v)
+	if err == nil {
+		k.lastDate.Store(&requestDate{value: v, t: t})
+	}
+	return t, err
+}
+
 // verifyMasterSignature checks a master-key or read-only-key signature.
-func (k *keyRing) verifyMasterSignature(r *http.Request, segs []string, sig string, now time.Time) (access, *engine.Error) {
-	date := r.Header.Get("X-Ms-Date")
+func (k *keyRing) verifyMasterSignature(r *http.Request, segs []string, sig []byte, now time.Time) (access, *engine.Error) {
+	xmsDate, httpDate := header(r.Header, "X-Ms-Date"), header(r.Header, "Date")
+	date := xmsDate
 	if date == "" {
-		date = r.Header.Get("Date")
+		date = httpDate
 	}
 	if date == "" {
 		return accessNone, unauthorized("The request has no x-ms-date header.")
 	}
-	t, err := http.ParseTime(date)
+	t, err := k.parseDate(date)
 	if err != nil {
 		return accessNone, unauthorized(fmt.Sprintf("The x-ms-date header %q is not an RFC 1123 date.", date))
 	}
@@ -230,31 +313,45 @@ func (k *keyRing) verifyMasterSignature(r *http.Request, segs []string, sig stri
 		return accessNone, unauthorized(fmt.Sprintf("The authorization token is not valid at the current time: x-ms-date %q is more than %v away from the server's clock (%s).",
 			date, maxClockSkew, now.UTC().Format(http.TimeFormat)))
 	}
-	got, err := base64.StdEncoding.DecodeString(sig)
+	// A SHA-256 signature is 44 characters of base64: decoded on the stack.
+	var gotBuf [64]byte
+	var got []byte
+	if base64.StdEncoding.DecodedLen(len(sig)) <= len(gotBuf) {
+		var n int
+		n, err = base64.StdEncoding.Decode(gotBuf[:], sig)
+		got = gotBuf[:n]
+	} else {
+		got, err = base64.StdEncoding.DecodeString(string(sig))
+	}
 	if err != nil {
 		return accessNone, unauthorized("The signature in the authorization header is not valid base64.")
 	}
-	rtype, rlink := signingScope(segs)
-	links := []string{rlink}
+	rtype, rlink := signingScopeSegs(segs)
+	links := [2][]string{rlink}
+	nlinks := 1
 	if rid := ridScope(segs); rid != "" {
-		links = append(links, rid)
+		links[1] = []string{rid}
+		nlinks = 2
 	}
-	rtypes := []string{rtype}
+	rtypes := [2]string{rtype}
+	nrtypes := 1
 	if isContainerOperation(segs) {
-		rtypes = append(rtypes, "partitionkey") // the Python SDK signs the operation so
+		rtypes[1] = "partitionkey" // the Python SDK signs the operation so
+		nrtypes = 2
 	}
-	xmsDate, httpDate := r.Header.Get("X-Ms-Date"), r.Header.Get("Date")
-	dates := []string{""}
+	dates := [2]string{""}
+	ndates := 1
 	if httpDate != "" {
-		dates = append(dates, httpDate)
+		dates[1] = httpDate
+		ndates = 2
 	}
 	// Each payload is built in the master key's hash state's buffer and
 	// checked against both keys.
 	m := k.master.get()
 	defer k.master.put(m)
-	for _, rt := range rtypes {
-		for _, link := range links {
-			for _, d := range dates {
+	for _, rt := range rtypes[:nrtypes] {
+		for _, link := range links[:nlinks] {
+			for _, d := range dates[:ndates] {
 				m.payload = appendSigningPayload(m.payload[:0], r.Method, rt, link, xmsDate, d)
 				m.h.Reset()
 				m.h.Write(m.payload)
@@ -269,21 +366,27 @@ func (k *keyRing) verifyMasterSignature(r *http.Request, segs []string, sig stri
 		}
 	}
 	return accessNone, unauthorized("The input authorization token can't serve the request. The wrong key is being used or the expected payload is not built as per the protocol. Server used the following payload to sign: '" +
-		strings.ReplaceAll(signingPayload(r.Method, rtypes[0], links[0], xmsDate, ""), "\n", "\\n") + "'")
+		strings.ReplaceAll(string(appendSigningPayload(nil, r.Method, rtypes[0], links[0], xmsDate, "")), "\n", "\\n") + "'")
 }
 
 func signingPayload(verb, rtype, rlink, xmsDate, date string) string {
-	return string(appendSigningPayload(nil, verb, rtype, rlink, xmsDate, date))
+	return string(appendSigningPayload(nil, verb, rtype, []string{rlink}, xmsDate, date))
 }
 
 // appendSigningPayload appends to b the text a request's signature is the
-// HMAC of: the verb, resource type, x-ms-date and Date lower-cased.
-func appendSigningPayload(b []byte, verb, rtype, rlink, xmsDate, date string) []byte {
+// HMAC of: the verb, resource type, x-ms-date and Date lower-cased, and
+// the resource link, its segments joined with '/'.
+func appendSigningPayload(b []byte, verb, rtype string, rlink []string, xmsDate, date string) []byte {
 	b = appendLower(b, verb)
 	b = append(b, '\n')
 	b = appendLower(b, rtype)
 	b = append(b, '\n')
-	b = append(b, rlink...)
+	for i, seg := range rlink {
+		if i > 0 {
+			b = append(b, '/')
+		}
+		b = append(b, seg...)
+	}
 	b = append(b, '\n')
 	b = appendLower(b, xmsDate)
 	b = append(b, '\n')
@@ -292,19 +395,18 @@ func appendSigningPayload(b []byte, verb, rtype, rlink, xmsDate, date string) []
 }
 
 // appendLower appends s lower-cased as strings.ToLower would: ASCII
-// letters byte by byte, any other letter through strings.ToLower.
+// letters in place, any other letter through strings.ToLower.
 func appendLower(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return append(b, strings.ToLower(s)...)
+	n := len(b)
+	b = append(b, s...)
+	for i := n; i < len(b); i++ {
+		c := b[i]
+		if c >= utf8.RuneSelf {
+			return append(b[:n], strings.ToLower(s)...)
 		}
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
 		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
+			b[i] = c + 'a' - 'A'
 		}
-		b = append(b, c)
 	}
 	return b
 }

@@ -44,7 +44,7 @@ func (s *Server) batch(r *request) error {
 	res, err := s.eng.ExecuteBatch(ctx, &engine.BatchRequest{Database: r.t.db, Container: r.t.coll,
 		PartitionKey: pk, HasPartitionKey: hasPK, Operations: ops, Atomic: atomic,
 		Confined: r.grant.partitioned, Partition: r.grant.partition,
-		StopOnError: !atomic && strings.EqualFold(strings.Trim(r.Header.Get("X-Ms-Cosmos-Batch-Continue-On-Error"), `"`), "false")})
+		StopOnError: !atomic && strings.EqualFold(strings.Trim(header(r.Header, "X-Ms-Cosmos-Batch-Continue-On-Error"), `"`), "false")})
 	if err != nil {
 		return err
 	}

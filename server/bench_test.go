@@ -131,7 +131,8 @@ func BenchmarkBareHTTP(b *testing.B) {
 // serves, Observe's metrics and access log included, without the network:
 // a point read, an upsert and a replace of a 1 KB item, a patch incr
 // of a small one and a query page within one partition in memory, with the headers the
-// Go SDK sends. Its allocations per request are exact, and what the
+// Go SDK sends, the access log on the handler orrery serve logs with. Its
+// allocations per request are exact, and what the
 // server's layers (classification, authentication, metrics, access log,
 // activity id, session token) add to the engine's.
 func BenchmarkObservedRequest(b *testing.B) {
@@ -142,7 +143,7 @@ func BenchmarkObservedRequest(b *testing.B) {
 	}
 	srv, _ := New(Config{Engine: eng, Keys: Keys{Master: EmulatorKey}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	reg := prometheus.NewRegistry()
-	h, err := Observe(srv, ObserveOptions{Registerer: reg, AccessLog: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h, err := Observe(srv, ObserveOptions{Registerer: reg, AccessLog: slog.New(NewTextLogHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
 	}

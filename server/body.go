@@ -111,28 +111,36 @@ func (s *Server) HTTPServer() *http.Server {
 	}
 }
 
+// bodyHold is the share of Limits.BodyMemory a request's body holds.
+type bodyHold struct {
+	budget *semaphore.Weighted
+	n      int64
+}
+
+// release gives the share back.
+func (h *bodyHold) release() {
+	if h.n > 0 {
+		h.budget.Release(h.n)
+		h.n = 0
+	}
+}
+
 // readBody reads a request's body within the body memory budget. It refuses
 // a Content-Length over maxRequestBytes before reading anything. The caller
-// calls release once the request has been answered, also after an error.
-func (s *Server) readBody(r *http.Request) (body []byte, release func(), err error) {
+// calls hold.release once the request has been answered, also after an
+// error.
+func (s *Server) readBody(r *http.Request, hold *bodyHold) (body []byte, err error) {
 	// A body known to be small draws on the small bodies' share; others,
 	// chunked ones included, on the rest.
-	budget := s.bodyMem
+	hold.budget = s.bodyMem
 	if r.ContentLength >= 0 && r.ContentLength <= smallBody {
-		budget = s.smallBodyMem
-	}
-	var held int64
-	release = func() {
-		if held > 0 {
-			budget.Release(held)
-			held = 0
-		}
+		hold.budget = s.smallBodyMem
 	}
 	take := func(n int64) error {
-		if !budget.TryAcquire(n) {
+		if !hold.budget.TryAcquire(n) {
 			ctx, cancel := context.WithTimeout(r.Context(), s.limits.BodyMemoryWait)
 			defer cancel()
-			if err := budget.Acquire(ctx, n); err != nil {
+			if err := hold.budget.Acquire(ctx, n); err != nil {
 				if r.Context().Err() != nil {
 					return &engine.Error{Status: http.StatusRequestTimeout, Code: "RequestTimeout", Message: "The request was cancelled while waiting to be read."}
 				}
@@ -140,36 +148,36 @@ func (s *Server) readBody(r *http.Request) (body []byte, release func(), err err
 					Message: fmt.Sprintf("The server is reading too many request bodies at once (%d bytes in all); retry later.", s.limits.BodyMemory)}
 			}
 		}
-		held += n
+		hold.n += n
 		return nil
 	}
 	if r.ContentLength > maxRequestBytes {
-		return nil, release, tooLargeBody()
+		return nil, tooLargeBody()
 	}
 	if r.ContentLength >= 0 {
 		if r.ContentLength == 0 {
-			return nil, release, nil
+			return nil, nil
 		}
 		if err := take(r.ContentLength); err != nil {
-			return nil, release, err
+			return nil, err
 		}
 		body = make([]byte, r.ContentLength)
 		if _, err := io.ReadFull(r.Body, body); err != nil {
-			return nil, release, bodyReadError(err)
+			return nil, bodyReadError(err)
 		}
-		return body, release, nil
+		return body, nil
 	}
 	// Chunked: the length is known only at the end. The budget grows with
 	// the buffer, which doubles from 64 KiB.
 	for {
 		if len(body) == cap(body) {
 			if len(body) > maxRequestBytes {
-				return nil, release, tooLargeBody()
+				return nil, tooLargeBody()
 			}
 			grow := max(int64(cap(body)), 64<<10)
 			grow = min(grow, maxRequestBytes+1-int64(cap(body)))
 			if err := take(grow); err != nil {
-				return nil, release, err
+				return nil, err
 			}
 			next := make([]byte, len(body), int64(cap(body))+grow)
 			copy(next, body)
@@ -179,12 +187,12 @@ func (s *Server) readBody(r *http.Request) (body []byte, release func(), err err
 		body = body[:len(body)+n]
 		if err == io.EOF {
 			if len(body) > maxRequestBytes {
-				return nil, release, tooLargeBody()
+				return nil, tooLargeBody()
 			}
-			return body, release, nil
+			return body, nil
 		}
 		if err != nil {
-			return nil, release, bodyReadError(err)
+			return nil, bodyReadError(err)
 		}
 	}
 }

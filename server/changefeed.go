@@ -22,9 +22,9 @@ func (s *Server) changeFeed(r *request) error {
 		return err
 	}
 	req := &engine.ChangeFeedRequest{Database: c.Database().ID, Container: c.ID,
-		MinEPK: r.Header.Get("X-Ms-Start-Epk"), MaxEPK: r.Header.Get("X-Ms-End-Epk"),
+		MinEPK: header(r.Header, "X-Ms-Start-Epk"), MaxEPK: header(r.Header, "X-Ms-End-Epk"),
 		PartitionKeyRangeID: r.partitionKeyRangeID()}
-	switch aim := r.Header.Get("A-Im"); {
+	switch aim := header(r.Header, "A-Im"); {
 	case strings.EqualFold(aim, "Incremental Feed"):
 		req.Mode = engine.LatestVersion
 	case strings.EqualFold(aim, "Full-Fidelity Feed"):
@@ -45,7 +45,7 @@ func (s *Server) changeFeed(r *request) error {
 	default:
 		req.Continuation = inm
 	}
-	if v := r.Header.Get("If-Modified-Since"); v != "" {
+	if v := header(r.Header, "If-Modified-Since"); v != "" {
 		if req.Since, err = parseHTTPTime(v); err != nil {
 			return badRequest("The If-Modified-Since header %q is not an HTTP date.", v)
 		}

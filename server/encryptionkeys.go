@@ -66,7 +66,7 @@ const subStatusIncorrectContainerRID = 1024
 // with, and on this answer reloads the policy of the container that took
 // its name.
 func (s *Server) checkIntendedContainer(r *request) error {
-	want := r.Header.Get("X-Ms-Cosmos-Intended-Collection-Rid")
+	want := header(r.Header, "X-Ms-Cosmos-Intended-Collection-Rid")
 	if want == "" || r.t.coll == "" {
 		return nil
 	}

@@ -38,10 +38,10 @@ func writeCosmosError(w http.ResponseWriter, activity string, e *engine.Error) {
 	if e.SubStatus != 0 {
 		h.Set("X-Ms-Substatus", strconv.Itoa(e.SubStatus))
 	}
-	if e.Status == http.StatusTooManyRequests && h.Get("X-Ms-Retry-After-Ms") == "" {
+	if e.Status == http.StatusTooManyRequests && header(h, "X-Ms-Retry-After-Ms") == "" {
 		h.Set("X-Ms-Retry-After-Ms", "100")
 	}
-	if h.Get("X-Ms-Request-Charge") == "" {
+	if header(h, "X-Ms-Request-Charge") == "" {
 		h.Set("X-Ms-Request-Charge", "0")
 	}
 	code := e.Code
@@ -58,6 +58,6 @@ func writeCosmosError(w http.ResponseWriter, activity string, e *engine.Error) {
 }
 
 // activityID is the activity id this response carries.
-func activityID(w http.ResponseWriter) string { return w.Header().Get("X-Ms-Activity-Id") }
+func activityID(w http.ResponseWriter) string { return header(w.Header(), "X-Ms-Activity-Id") }
 
 func badRequest(format string, args ...any) error { return engine.BadRequest(format, args...) }

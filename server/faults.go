@@ -180,7 +180,7 @@ func (s *Server) inject(outer http.ResponseWriter, rec *statusRecorder, r *reque
 
 // chargeOf reads the request charge a response carries.
 func chargeOf(h http.Header) float64 {
-	v, _ := strconv.ParseFloat(h.Get("X-Ms-Request-Charge"), 64)
+	v, _ := strconv.ParseFloat(header(h, "X-Ms-Request-Charge"), 64)
 	return v
 }
 
@@ -194,7 +194,7 @@ func (s *Server) faultRequest(r *request) *faults.Request {
 		Operation:    r.op.String(),
 		Database:     r.t.db,
 		Container:    r.t.coll,
-		PartitionKey: r.Header.Get("X-Ms-Documentdb-Partitionkey"),
+		PartitionKey: header(r.Header, "X-Ms-Documentdb-Partitionkey"),
 		ClientIP:     ip,
 		UserAgent:    r.UserAgent(),
 		Range: func() string {
@@ -241,7 +241,7 @@ func (s *Server) routeOf(r *request) (c *engine.Container, rangeID, epk string) 
 	if err != nil {
 		return nil, "", ""
 	}
-	epk = r.Header.Get("X-Ms-Start-Epk")
+	epk = header(r.Header, "X-Ms-Start-Epk")
 	if pk, has, err := r.partitionKey(); err == nil && has {
 		def := c.PartitionKeyDefinition()
 		epk = engine.EPKHex(engine.EffectivePartitionKey(&def, pk))

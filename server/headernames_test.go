@@ -10,9 +10,10 @@ import (
 )
 
 // headerNameUse finds the header names the server's code spells out when
-// it reads or writes a header: Header.Get/Set/Values/Del/Add("name") and
-// headerBool(h, "name").
-var headerNameUse = regexp.MustCompile(`(?:Header(?:\(\))?\.(?:Get|Set|Values|Del|Add)\(|\bh\.(?:Get|Set|Values|Del|Add)\(|headerBool\([^,()]+,\s*)"([^"]+)"`)
+// it reads or writes a header: Header.Get/Set/Values/Del/Add("name"),
+// header(h, "name") and headerBool(h, "name"), and the maps indexed
+// directly: Header()["name"], h["name"], r.Header["name"].
+var headerNameUse = regexp.MustCompile(`(?:Header(?:\(\))?\.(?:Get|Set|Values|Del|Add)\(|\bh\.(?:Get|Set|Values|Del|Add)\(|\bheader(?:Bool)?\((?:[^,()]|\(\))+,\s*|(?:Header\(\)|\bh|\br\.Header)\[)"([^"]+)"`)
 
 // Every header name the server spells out is in its canonical form: a
 // name in another spelling is canonicalized again, into a new string, on

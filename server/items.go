@@ -82,8 +82,8 @@ func (s *Server) readItemFeed(r *request) error {
 		return err
 	}
 	res, err := s.eng.ReadFeed(ctx, &engine.FeedRequest{Database: r.t.db, Container: r.t.coll, PartitionKey: pk, HasPartitionKey: hasPK,
-		MaxItems: n, Continuation: r.Header.Get("X-Ms-Continuation"), PartitionKeyRangeID: r.partitionKeyRangeID(),
-		MinEPK: r.Header.Get("X-Ms-Start-Epk"), MaxEPK: r.Header.Get("X-Ms-End-Epk")})
+		MaxItems: n, Continuation: header(r.Header, "X-Ms-Continuation"), PartitionKeyRangeID: r.partitionKeyRangeID(),
+		MinEPK: header(r.Header, "X-Ms-Start-Epk"), MaxEPK: header(r.Header, "X-Ms-End-Epk")})
 	if err != nil {
 		return err
 	}

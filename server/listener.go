@@ -161,13 +161,25 @@ func (l *DualListener) Close() error {
 // Addr is the listening address.
 func (l *DualListener) Addr() net.Addr { return l.inner.Addr() }
 
-// peekedConn replays the bytes read while sniffing.
+// peekedConn replays the bytes read while sniffing, then reads from the
+// connection itself: every later read would otherwise go through the
+// sniffing buffer and be copied once more. Its reads are not concurrent
+// (net/http and crypto/tls read a connection from one goroutine at a
+// time).
 type peekedConn struct {
 	net.Conn
-	r *bufio.Reader
+	r *bufio.Reader // nil once what it held has been read
 }
 
-func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+func (c *peekedConn) Read(p []byte) (int, error) {
+	if c.r != nil {
+		if c.r.Buffered() > 0 {
+			return c.r.Read(p)
+		}
+		c.r = nil
+	}
+	return c.Conn.Read(p)
+}
 
 // handshakeConn gives its handshake slot back at the server's first write
 // (its reply to the ClientHello, or an alert) or at close.

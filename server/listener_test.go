@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bufio"
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -208,5 +210,47 @@ func TestTLSHandshakesAreComputedAFewAtATimeAndAllComplete(t *testing.T) {
 	}
 	if most > handshakeSlots {
 		t.Errorf("%d handshakes were computed at once; at most %d may be", most, handshakeSlots)
+	}
+}
+
+// A sniffed connection reads the bytes the sniffing buffered, then the
+// rest from the connection itself, all in order, whatever the reads'
+// sizes; the buffer is dropped once read.
+func TestSniffedConnectionReadsEveryByteInOrder(t *testing.T) {
+	want := make([]byte, 20000)
+	for i := range want {
+		want[i] = byte(i * 7)
+	}
+	for _, size := range []int{1, 3, 100, 4096, 5000} {
+		client, srv := net.Pipe()
+		go func() {
+			client.Write(want[:10])
+			client.Write(want[10:])
+			client.Close()
+		}()
+		br := bufio.NewReader(srv)
+		if _, err := br.Peek(1); err != nil {
+			t.Fatal(err)
+		}
+		c := &peekedConn{Conn: srv, r: br}
+		var got []byte
+		buf := make([]byte, size)
+		for {
+			n, err := c.Read(buf)
+			got = append(got, buf[:n]...)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("reads of %d: %d bytes, not the %d sent in order", size, len(got), len(want))
+		}
+		if c.r != nil {
+			t.Errorf("reads of %d: the sniffing buffer is kept after it was read", size)
+		}
+		srv.Close()
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,6 +47,11 @@ type ObserveOptions struct {
 // opts.Registerer has metrics of these names already).
 func Observe(h http.Handler, opts ObserveOptions) (http.Handler, error) {
 	o := &observer{next: h, log: opts.AccessLog, trace: opts.Trace}
+	if opts.AccessLog != nil {
+		if th, ok := opts.AccessLog.Handler().(*textLogHandler); ok && th.direct {
+			o.text = th
+		}
+	}
 	if opts.Registerer != nil {
 		o.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "orrery_requests_total", Help: "Requests answered, by operation and status.",
@@ -77,8 +84,11 @@ func Observe(h http.Handler, opts ObserveOptions) (http.Handler, error) {
 var tracer = otel.Tracer("github.com/orrery-db/orrery/server")
 
 type observer struct {
-	next        http.Handler
-	log         *slog.Logger
+	next http.Handler
+	log  *slog.Logger
+	// text is log's handler when the observer writes its lines (see
+	// NewTextLogHandler).
+	text        *textLogHandler
 	trace       bool
 	requests    *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
@@ -88,9 +98,10 @@ type observer struct {
 	pprof       http.Handler
 	pprofAuth   string
 	// series are the classified operations' names and metrics by status,
-	// looked up once each (see seriesOf).
-	seriesMu sync.RWMutex
-	series   map[seriesKey]*series
+	// looked up once each (see seriesOf): a map never changed once
+	// stored, read without a lock; seriesMu is held to store another.
+	seriesMu sync.Mutex
+	series   atomic.Pointer[map[seriesKey]*series]
 }
 
 type seriesKey struct {
@@ -115,26 +126,29 @@ type series struct {
 // then paid once, not on every request.
 func (o *observer) seriesOf(op operation, status int) *series {
 	k := seriesKey{op, status}
-	o.seriesMu.RLock()
-	s := o.series[k]
-	o.seriesMu.RUnlock()
-	if s != nil {
-		return s
+	if m := o.series.Load(); m != nil {
+		if s := (*m)[k]; s != nil {
+			return s
+		}
 	}
 	o.seriesMu.Lock()
 	defer o.seriesMu.Unlock()
-	if s = o.series[k]; s != nil {
-		return s
+	var next map[seriesKey]*series
+	if m := o.series.Load(); m != nil {
+		if s := (*m)[k]; s != nil {
+			return s
+		}
+		next = maps.Clone(*m)
+	} else {
+		next = make(map[seriesKey]*series)
 	}
-	s = &series{op: op.String()}
+	s := &series{op: op.String()}
 	if o.requests != nil {
 		s.requests = o.requests.WithLabelValues(s.op, strconv.Itoa(status))
 		s.duration = o.duration.WithLabelValues(s.op)
 	}
-	if o.series == nil {
-		o.series = make(map[seriesKey]*series)
-	}
-	o.series[k] = s
+	next[k] = s
+	o.series.Store(&next)
 	return s
 }
 
@@ -146,7 +160,7 @@ func (s *series) addCharge(o *observer, charge float64) {
 
 func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if o.metrics != nil && r.URL.Path == "/metrics" {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte(o.metricsAuth)) != 1 {
+		if subtle.ConstantTimeCompare([]byte(header(r.Header, "Authorization")), []byte(o.metricsAuth)) != 1 {
 			w.Header().Set("Www-Authenticate", `Bearer realm="orrery metrics"`)
 			writeCosmosError(w, "", unauthorized("The metrics endpoint needs the master key as a bearer token (Authorization: Bearer <key>), or serve it on its own listener with --metrics-addr."))
 			return
@@ -168,7 +182,8 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(ctx)
 	}
 	o.next.ServeHTTP(rec, r)
-	elapsed := time.Since(start)
+	end := time.Now()
+	elapsed := end.Sub(start)
 	h := rec.Header()
 	status := rec.status
 	switch {
@@ -188,7 +203,7 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		op = operationOf(r)
 	}
-	charge, _ := strconv.ParseFloat(h.Get("X-Ms-Request-Charge"), 64)
+	charge, _ := strconv.ParseFloat(header(h, "X-Ms-Request-Charge"), 64)
 	if span != nil && span.IsRecording() {
 		span.SetName(op)
 		span.SetAttributes(
@@ -197,9 +212,9 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			attribute.Int("http.response.status_code", status),
 			attribute.String("db.system.name", "azure.cosmosdb"),
 			attribute.String("db.operation.name", op),
-			attribute.String("azure.cosmosdb.response.sub_status_code", h.Get("X-Ms-Substatus")),
+			attribute.String("azure.cosmosdb.response.sub_status_code", header(h, "X-Ms-Substatus")),
 			attribute.Float64("azure.cosmosdb.operation.request_charge", charge),
-			attribute.String("azure.cosmosdb.activity_id", h.Get("X-Ms-Activity-Id")),
+			attribute.String("azure.cosmosdb.activity_id", header(h, "X-Ms-Activity-Id")),
 		)
 		if status >= 500 {
 			span.SetStatus(codes.Error, strconv.Itoa(status))
@@ -222,29 +237,29 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if o.log != nil && o.log.Enabled(r.Context(), slog.LevelInfo) {
-		sub := h.Get("X-Ms-Substatus")
-		if sub == "" {
-			sub = "0"
+		line := accessLine{method: r.Method, path: r.URL.Path, op: op, status: status, substatus: header(h, "X-Ms-Substatus"),
+			duration: elapsed.Round(time.Microsecond), charge: charge, activity: header(h, "X-Ms-Activity-Id"), fault: rec.fault}
+		if line.substatus == "" {
+			line.substatus = "0"
 		}
-		attrs := make([]slog.Attr, 0, 10)
-		attrs = append(attrs, slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("op", op),
-			slog.Int("status", status), slog.String("substatus", sub), slog.Duration("duration", elapsed.Round(time.Microsecond)),
-			slog.Float64("charge", charge), slog.String("activity", h.Get("X-Ms-Activity-Id")))
-		if rec.fault != "" {
-			attrs = append(attrs, slog.String("fault", rec.fault))
-		}
-		o.logRequest(r.Context(), attrs)
+		o.logRequest(r.Context(), end, &line)
 	}
 }
 
-// logRequest writes the access log line of attrs. It is what
+// logRequest writes the access log line. On a handler of
+// NewTextLogHandler the line is formatted here; otherwise it is what
 // o.log.LogAttrs does, without the caller's program counter: slog takes it
 // (runtime.Callers, a tenth of the line's cost) for a handler's AddSource,
 // and the source of every line would be this function.
 // The caller has checked that o.log is enabled at info.
-func (o *observer) logRequest(ctx context.Context, attrs []slog.Attr) {
-	rec := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
-	rec.AddAttrs(attrs...)
+func (o *observer) logRequest(ctx context.Context, t time.Time, line *accessLine) {
+	if o.text != nil {
+		_ = o.text.write(t, line)
+		return
+	}
+	rec := slog.NewRecord(t, slog.LevelInfo, "request", 0)
+	var attrs [9]slog.Attr
+	rec.AddAttrs(line.appendAttrs(attrs[:0])...)
 	_ = o.log.Handler().Handle(ctx, rec)
 }
 

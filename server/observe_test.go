@@ -50,7 +50,7 @@ func newObservedServer(t *testing.T) (*rawClient, *prometheus.Registry, *syncBuf
 	}
 	reg := prometheus.NewRegistry()
 	logs := &syncBuffer{}
-	h, err := Observe(srv, ObserveOptions{Registerer: reg, Gatherer: reg, MetricsKey: EmulatorKey, AccessLog: slog.New(slog.NewTextHandler(logs, nil))})
+	h, err := Observe(srv, ObserveOptions{Registerer: reg, Gatherer: reg, MetricsKey: EmulatorKey, AccessLog: slog.New(NewTextLogHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func (s *Server) partitionKeyRanges(r *request) error {
 	ranges, version := c.PartitionKeyRanges()
 	etag := pkRangesETag(version)
 	since := uint64(0)
-	if strings.EqualFold(r.Header.Get("A-Im"), "Incremental Feed") {
+	if strings.EqualFold(header(r.Header, "A-Im"), "Incremental Feed") {
 		inm := strings.Trim(strings.TrimPrefix(r.ifNoneMatch(), "W/"), `"`)
 		if v, perr := strconv.ParseUint(inm, 10, 64); perr == nil && v <= version {
 			since = v
@@ -96,5 +96,5 @@ func formatUint(n uint64) string { return strconv.FormatUint(n, 10) }
 // 410/1002 for a range the container no longer has, which makes the SDKs
 // refresh their routing.
 func (r *request) partitionKeyRangeID() string {
-	return strings.TrimSpace(r.Header.Get("X-Ms-Documentdb-Partitionkeyrangeid"))
+	return strings.TrimSpace(header(r.Header, "X-Ms-Documentdb-Partitionkeyrangeid"))
 }

@@ -31,7 +31,7 @@ func (o *observer) servePprof(w http.ResponseWriter, r *http.Request) bool {
 	if o.pprof == nil || !strings.HasPrefix(r.URL.Path, PprofPrefix) {
 		return false
 	}
-	if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte(o.pprofAuth)) != 1 {
+	if subtle.ConstantTimeCompare([]byte(header(r.Header, "Authorization")), []byte(o.pprofAuth)) != 1 {
 		w.Header().Set("Www-Authenticate", `Bearer realm="orrery pprof"`)
 		writeCosmosError(w, "", unauthorized("The profiling endpoints need the master key as a bearer token (Authorization: Bearer <key>)."))
 		return true

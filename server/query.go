@@ -207,7 +207,7 @@ func (s *Server) queryItems(r *request) error {
 		return err
 	}
 	rangeID := r.partitionKeyRangeID()
-	scopedRange, minEPK, maxEPK := rangeID, r.Header.Get("X-Ms-Start-Epk"), r.Header.Get("X-Ms-End-Epk")
+	scopedRange, minEPK, maxEPK := rangeID, header(r.Header, "X-Ms-Start-Epk"), header(r.Header, "X-Ms-End-Epk")
 	if rangeID != "" && !hasPK && strings.HasPrefix(spec.Query, wholeContainerMarker) {
 		// A pipeline following planFor: the range answers for the container.
 		if !c.HasPartitionKeyRange(rangeID) {
@@ -226,7 +226,7 @@ func (s *Server) queryItems(r *request) error {
 		Database: c.Database().ID, Container: c.ID, Query: spec.Query, Params: params,
 		PartitionKey: pk, HasPartitionKey: hasPK, SinglePartitionKeyRange: rangeID != "",
 		PartitionKeyRangeID: scopedRange, MinEPK: minEPK, MaxEPK: maxEPK,
-		MaxItems: n, Continuation: r.Header.Get("X-Ms-Continuation"),
+		MaxItems: n, Continuation: header(r.Header, "X-Ms-Continuation"),
 		IndexMetrics: wantsIndexMetrics(r),
 		// The Go SDK leaves the header out when cross-partition queries
 		// are disabled; the service then refuses a query that spans them.
@@ -275,7 +275,7 @@ func (s *Server) queryResources(r *request, rid, key string, list []*engine.Reso
 	if err != nil {
 		return err
 	}
-	res, err := engine.QueryResources(list, spec.Query, params, n, r.Header.Get("X-Ms-Continuation"))
+	res, err := engine.QueryResources(list, spec.Query, params, n, header(r.Header, "X-Ms-Continuation"))
 	if err != nil {
 		return err
 	}

@@ -89,7 +89,7 @@ func indexUtilizationJSON(u *engine.IndexUtilization) []byte {
 // true, or URL-encoded JSON when x-ms-cosmos-populateindexmetrics-V2 is.
 func (r *request) setQueryMetricsHeaders(res *engine.QueryResult) {
 	h := r.w.Header()
-	if res.Metrics != nil && strings.EqualFold(r.Header.Get("X-Ms-Documentdb-Populatequerymetrics"), "true") {
+	if res.Metrics != nil && strings.EqualFold(header(r.Header, "X-Ms-Documentdb-Populatequerymetrics"), "true") {
 		h.Set("X-Ms-Documentdb-Query-Metrics", queryMetricsHeader(res.Metrics))
 	}
 	if res.IndexUtilization == nil {
@@ -105,9 +105,9 @@ func (r *request) setQueryMetricsHeaders(res *engine.QueryResult) {
 
 // wantsIndexMetrics reports whether the request asked for index metrics.
 func wantsIndexMetrics(r *request) bool {
-	return strings.EqualFold(r.Header.Get("X-Ms-Cosmos-Populateindexmetrics"), "true") || wantsIndexMetricsV2(r)
+	return strings.EqualFold(header(r.Header, "X-Ms-Cosmos-Populateindexmetrics"), "true") || wantsIndexMetricsV2(r)
 }
 
 func wantsIndexMetricsV2(r *request) bool {
-	return strings.EqualFold(r.Header.Get("X-Ms-Cosmos-Populateindexmetrics-V2"), "true")
+	return strings.EqualFold(header(r.Header, "X-Ms-Cosmos-Populateindexmetrics-V2"), "true")
 }

@@ -110,7 +110,7 @@ const partitionedContainersVersion = "2018-12-31"
 // system key /_partitionKey, which the SDKs read to address its one
 // partition (the JS SDK with [], the others with the undefined key).
 func legacyContainerBody(r *request) ([]byte, error) {
-	v := r.Header.Get("X-Ms-Version")
+	v := header(r.Header, "X-Ms-Version")
 	if v == "" || v >= partitionedContainersVersion {
 		return r.body, nil
 	}
@@ -133,7 +133,7 @@ func (s *Server) readResourceFeed(r *request, key string, list []*engine.Resourc
 	if err != nil {
 		return err
 	}
-	res, err := engine.PageResources(list, n, r.Header.Get("X-Ms-Continuation"))
+	res, err := engine.PageResources(list, n, header(r.Header, "X-Ms-Continuation"))
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ func (s *Server) serveCertificate(w http.ResponseWriter, r *http.Request) {
 // the data explorer, anything else gets the 401 the service answers, with
 // a message that says where the explorer is.
 func serveRootHint(w http.ResponseWriter, r *http.Request, activity string) {
-	if strings.Contains(r.Header.Get("Accept"), "text/html") {
+	if strings.Contains(header(r.Header, "Accept"), "text/html") {
 		http.Redirect(w, r, explorer.Prefix, http.StatusFound)
 		return
 	}

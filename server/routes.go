@@ -63,7 +63,7 @@ func (r *request) writeFeed(rid, key string, docs [][]byte, continuation string,
 
 // maxItemCount parses x-ms-max-item-count (0 when absent or -1).
 func (r *request) maxItemCount() (int, error) {
-	v := r.Header.Get("X-Ms-Max-Item-Count")
+	v := header(r.Header, "X-Ms-Max-Item-Count")
 	if v == "" {
 		return 0, nil
 	}
@@ -79,7 +79,7 @@ func (r *request) maxItemCount() (int, error) {
 
 // partitionKey parses x-ms-documentdb-partitionkey; ok is false when absent.
 func (r *request) partitionKey() (engine.PartitionKey, bool, error) {
-	v := r.Header.Get("X-Ms-Documentdb-Partitionkey")
+	v := header(r.Header, "X-Ms-Documentdb-Partitionkey")
 	if v == "" {
 		return nil, false, nil
 	}
@@ -91,25 +91,25 @@ func (r *request) partitionKey() (engine.PartitionKey, bool, error) {
 }
 
 // ifMatch returns the If-Match header as sent: ETags keep their quotes.
-func (r *request) ifMatch() string { return strings.TrimSpace(r.Header.Get("If-Match")) }
+func (r *request) ifMatch() string { return strings.TrimSpace(header(r.Header, "If-Match")) }
 
-func (r *request) ifNoneMatch() string { return strings.TrimSpace(r.Header.Get("If-None-Match")) }
+func (r *request) ifNoneMatch() string { return strings.TrimSpace(header(r.Header, "If-None-Match")) }
 
 // preferMinimal reports whether the client asked for no body on writes.
 func (r *request) preferMinimal() bool {
-	return strings.Contains(strings.ToLower(r.Header.Get("Prefer")), "return=minimal")
+	return strings.Contains(strings.ToLower(header(r.Header, "Prefer")), "return=minimal")
 }
 
 // throughput parses the offer headers of database and container creation.
 func (r *request) throughput() (*engine.Throughput, error) {
 	var t *engine.Throughput
-	if v := r.Header.Get("X-Ms-Offer-Throughput"); v != "" {
+	if v := header(r.Header, "X-Ms-Offer-Throughput"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
 			return nil, badRequest("The offer throughput %q is invalid: it must be a whole number of RU/s.", v)
 		}
 		t = &engine.Throughput{Manual: n}
-	} else if v := r.Header.Get("X-Ms-Cosmos-Offer-Autopilot-Settings"); v != "" {
+	} else if v := header(r.Header, "X-Ms-Cosmos-Offer-Autopilot-Settings"); v != "" {
 		var a struct {
 			MaxThroughput int `json:"maxThroughput"`
 		}

@@ -132,7 +132,7 @@ func (r *request) setHeader(name string, i int, v string) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.serve(w, r, false) }
 
 // ComputeGateway returns a handler that serves s as the emulator's compute
-// gateway, its second port, serves it: an item id is read from the path as
+// gateway (its second port) does: an item id is read from the path as
 // the client encoded it, each segment decoded once, so that ids ending with
 // whitespace, holding '/', '\', '#', a percent-escape or a control character
 // are addressed like any other, where the routing gateway (ServeHTTP)
@@ -152,7 +152,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, literalPath bool)
 	if !outer {
 		rec = &statusRecorder{ResponseWriter: w}
 	}
-	activity := r.Header.Get("X-Ms-Activity-Id")
+	activity := header(r.Header, "X-Ms-Activity-Id")
 	if activity == "" {
 		activity = newActivityID()
 	}
@@ -190,11 +190,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, literalPath bool)
 		return
 	}
 	foldQueryIntoPath(r.URL)
-	segs := splitPath(r.URL.Path)
+	segs := splitPathInto(rec.segs[:0], r.URL.Path)
 	if literalPath {
 		segs = splitEscapedPath(r.URL.EscapedPath())
 	}
-	if len(segs) == 0 && r.Header.Get("Authorization") == "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+	if len(segs) == 0 && header(r.Header, "Authorization") == "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		// Someone looking, not an SDK (which signs every request).
 		serveRootHint(rec, r, activity)
 		return
@@ -234,7 +234,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, literalPath bool)
 	}
 	// The observer names the request by the operation classified here.
 	rec.op = op
-	req := &request{Request: r, w: rec, segs: segs, op: op, t: t}
+	req := &rec.req
+	*req = request{Request: r, w: rec, segs: segs, op: op, t: t}
 	rt, ok := operations[op]
 	if !ok || rt.serve == nil {
 		writeCosmosError(rec, activity, noAccessRow())
@@ -262,8 +263,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, literalPath bool)
 		}
 	}
 	if r.Body != nil && r.Method != http.MethodGet && r.Method != http.MethodHead {
-		body, release, err := s.readBody(r)
-		defer release()
+		var hold bodyHold
+		body, err := s.readBody(r, &hold)
+		defer hold.release()
 		if err != nil {
 			// The rest of the body is not read: the connection closes.
 			rec.Header().Set("Connection", "close")
@@ -322,6 +324,25 @@ func splitEscapedPath(p string) []string {
 	return segs
 }
 
+// splitPathInto is splitPath appending the segments to segs, which may
+// hold them without allocating. The result's capacity is its length.
+func splitPathInto(segs []string, p string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return nil
+	}
+	for {
+		i := strings.IndexByte(p, '/')
+		if i < 0 {
+			segs = append(segs, p)
+			break
+		}
+		segs = append(segs, p[:i])
+		p = p[i+1:]
+	}
+	return segs[:len(segs):len(segs)]
+}
+
 // foldQueryIntoPath puts a '?' in a resource path back into the path. The
 // REST API has no query parameters, and the JavaScript SDK leaves a '?' in
 // an item id unencoded (encodeURI), signing the id whole: the service's
@@ -342,10 +363,21 @@ func foldQueryIntoPath(u *url.URL) {
 
 // isQuery reports whether a POST carries a query (or query plan request).
 func isQuery(h http.Header) bool {
-	return strings.HasPrefix(h.Get("Content-Type"), "application/query+json") ||
+	return strings.HasPrefix(header(h, "Content-Type"), "application/query+json") ||
 		headerBool(h, "X-Ms-Documentdb-Isquery") ||
 		headerBool(h, "X-Ms-Documentdb-Query") ||
 		headerBool(h, "X-Ms-Cosmos-Is-Query-Plan-Request")
+}
+
+// header is h.Get(name) for a name spelled canonically, as every name the
+// server spells out is (TestHeaderNamesInTheServerAreSpelledCanonically):
+// the map is read as is, without canonicalizing the name again on every
+// call. net/http stores a request's header names canonically.
+func header(h http.Header, name string) string {
+	if v := h[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 func headerBool(h http.Header, name string) bool {
@@ -367,6 +399,10 @@ type statusRecorder struct {
 	// activity holds the x-ms-activity-id header's value (no allocation
 	// of its own).
 	activity [1]string
+	// segs holds the path's segments and req the request, made with the
+	// recorder in one allocation.
+	segs [8]string
+	req  request
 }
 
 func (r *statusRecorder) WriteHeader(code int) {

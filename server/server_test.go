@@ -255,6 +255,9 @@ func TestSignatureVectors(t *testing.T) {
 		"/dbs/mydb/colls/c":                                               "",
 		"/dbs/mydb/colls/c/docs/abcd":                                     "",
 		"/offers/AbCd":                                                    "",
+		"/dbs/AyY-tg==\n/colls":                                           "ayy-tg==\n",
+		"/dbs/AyY-\ntg==/colls":                                           "ayy-\ntg==",
+		"/dbs/AyY-tg=\n/colls":                                            "",
 		"/":                                                               "",
 	}
 	for path, want := range rids {

@@ -76,7 +76,7 @@ func (k *keyRing) verifyResourceToken(sig string, now time.Time) (*resourceToken
 // tokenLifetime parses x-ms-documentdb-expiry-seconds: how long the tokens
 // a permission request returns are valid.
 func tokenLifetime(h http.Header) (time.Duration, error) {
-	v := h.Get("X-Ms-Documentdb-Expiry-Seconds")
+	v := header(h, "X-Ms-Documentdb-Expiry-Seconds")
 	if v == "" {
 		return defaultTokenLifetime * time.Second, nil
 	}

@@ -157,9 +157,11 @@ func serve(ctx context.Context, args []string) error {
 	}
 	// The log, the access log's line per request included, reaches stderr
 	// in batches (see batchWriter); serve writes what waits when it returns.
+	// The text handler is slog's, whose access log lines the server formats
+	// itself (server.NewTextLogHandler).
 	logOut := newBatchWriter(os.Stderr)
 	defer logOut.Close()
-	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	log := slog.New(server.NewTextLogHandler(logOut, &slog.HandlerOptions{Level: level}))
 	keepGCHeadroom(ctx)
 	slog.SetDefault(log)
 
