@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orrery-db/orrery/storage"
@@ -77,7 +75,7 @@ func (b *sharedBatch) send(ctx context.Context, queue func(t *trip)) error {
 	begun := b.begun
 	err := b.roundTrip(ctx, func(t *trip) {
 		if !begun {
-			t.queue(beginStatement, nil)
+			t.queue(beginStatement, nil, reader{})
 		}
 		queue(t)
 	})
@@ -149,11 +147,11 @@ func queueLocks(t *trip, locks []storage.LockRequest, seq *int64) {
 		buf = binary.BigEndian.AppendUint64(buf, uint64(hashKey(l.Key)))
 		params[i] = buf[8*i : 8*i+8]
 	}
-	var read func(*pgconn.ResultReader) error
+	var read reader
 	if seq != nil {
 		read = readInt8(len(locks), seq)
 	}
-	t.queue(st.(*statement), read, params...)
+	t.queue(st.(*statement), nil, read, params...)
 }
 
 // locksSQL is the statement of queueLocks.
@@ -208,7 +206,7 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 			}
 		}
 		if sequence && b.seq == 0 && seqAt == nil {
-			t.queue(sequenceStatement, readInt8(0, &seq))
+			t.queue(sequenceStatement, int8Column, readInt8(0, &seq))
 		}
 	})
 	if err != nil {
@@ -225,20 +223,13 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 
 // tripGet queues the read of key into *value (left nil when absent).
 func tripGet(t *trip, key []byte, value *[]byte) {
-	t.queue(getStatement, func(rr *pgconn.ResultReader) error {
-		if !rr.NextRow() {
-			return nil // absent
-		}
-		if !fieldsAre(rr, pgtype.ByteaOID) {
+	t.queue(getStatement, byteaColumn, reader{row: func(cols [][]byte) error {
+		if cols[0] == nil || *value != nil {
 			return errBadRow
 		}
-		v := rr.Values()[0]
-		if v == nil {
-			return errBadRow
-		}
-		*value = append([]byte{}, v...)
+		*value = append([]byte{}, cols[0]...)
 		return nil
-	}, key)
+	}}, key) // no row: absent
 }
 
 // tripGetMany queues the read of keys into values (values[i] stays nil
@@ -249,21 +240,15 @@ func tripGetMany(t *trip, keys, values [][]byte) {
 		t.err = err
 		return
 	}
-	t.queue(getManyStatement, func(rr *pgconn.ResultReader) error {
-		p := newPlacer(keys)
-		for rr.NextRow() {
-			if !fieldsAre(rr, pgtype.ByteaOID, pgtype.ByteaOID) {
-				return errBadRow
-			}
-			cols := rr.Values()
-			if cols[1] == nil {
-				return errBadRow
-			}
-			// The key is only compared: no copy of it.
-			p.place(values, cols[0], append([]byte{}, cols[1]...))
+	p := newPlacer(keys)
+	t.queue(getManyStatement, byteaColumns2, reader{row: func(cols [][]byte) error {
+		if cols[1] == nil {
+			return errBadRow
 		}
+		// The key is only compared: no copy of it.
+		p.place(values, cols[0], append([]byte{}, cols[1]...))
 		return nil
-	}, arr)
+	}}, arr)
 }
 
 // timelineSQL is the server's timeline shifted above the transaction ids
@@ -289,7 +274,7 @@ func (b *sharedBatch) Sequence(ctx context.Context) (uint64, error) {
 		return b.seq, nil
 	}
 	var seq int64
-	if err := b.send(ctx, func(t *trip) { t.queue(sequenceStatement, readInt8(0, &seq)) }); err != nil {
+	if err := b.send(ctx, func(t *trip) { t.queue(sequenceStatement, int8Column, readInt8(0, &seq)) }); err != nil {
 		return 0, err
 	}
 	b.seq = uint64(seq)
@@ -378,26 +363,22 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 		err = b.roundTrip(ctx, func(t *trip) {
 			if b.begun || b.pending.Len() > 0 {
 				if !b.begun {
-					t.queue(beginStatement, nil)
+					t.queue(beginStatement, nil, reader{})
 				}
 				b.tripWrites(t)
-				t.queue(commitStatement, func(rr *pgconn.ResultReader) error {
-					ct, err := rr.Close()
-					if err != nil {
-						return err
-					}
-					if ct.String() != "COMMIT" {
+				t.queue(commitStatement, nil, reader{end: func(tag []byte) error {
+					if string(tag) != "COMMIT" {
 						// A transaction that had failed ends in a ROLLBACK.
 						return errRolledBack
 					}
 					committed = true
 					return nil
-				})
+				}})
 			} else {
 				committed = true // nothing to commit
 			}
 			if watermark {
-				t.queue(watermarkStatement, readInt8(0, &w))
+				t.queue(watermarkStatement, int8Column, readInt8(0, &w))
 			}
 		})
 		if err != nil && committed {
@@ -486,12 +467,8 @@ var getAllStatement = newStatement(`SELECT x.i, kv.v, w.w
 		(` + watermarkSQL + `) AS w(w)`)
 
 // readGetAll reads getAllStatement's rows into values and *w.
-func readGetAll(rr *pgconn.ResultReader, values [][]byte, w *int64) error {
-	for rr.NextRow() {
-		if !fieldsAre(rr, pgtype.Int8OID, pgtype.ByteaOID, pgtype.Int8OID) {
-			return errBadRow
-		}
-		cols := rr.Values()
+func readGetAll(values [][]byte, w *int64) reader {
+	return reader{row: func(cols [][]byte) error {
 		i, ok := rawInt8(cols[0])
 		if !ok || i < 1 || int(i) > len(values) {
 			return errBadRow
@@ -502,8 +479,8 @@ func readGetAll(rr *pgconn.ResultReader, values [][]byte, w *int64) error {
 		if cols[1] != nil { // NULL: absent (v is NOT NULL)
 			values[i-1] = append([]byte{}, cols[1]...)
 		}
-	}
-	return nil
+		return nil
+	}}
 }
 
 // GetAll reads keys and the watermark in one statement, so in one
@@ -524,17 +501,9 @@ func (s *Store) GetAll(ctx context.Context, keys [][]byte) ([][]byte, uint64, er
 	}
 	var conn *pgxpool.Conn
 	err = s.onConn(ctx, &conn, func(ctx context.Context, c *pgx.Conn) error {
-		// One statement: sent alone, in the connection's own buffers.
-		sd, err := c.Prepare(ctx, getAllStatement.name, getAllStatement.sql)
-		if err != nil {
-			return err
-		}
-		rr := c.PgConn().ExecStatement(ctx, sd, [][]byte{arr}, binaryFormat, binaryFormat)
-		err = readGetAll(rr, values, &w)
-		if _, cerr := rr.Close(); err == nil {
-			err = cerr
-		}
-		return err
+		t := trip{ctx: ctx, conn: c}
+		t.queue(getAllStatement, getAllColumns, readGetAll(values, &w), arr)
+		return t.send()
 	})
 	if conn != nil {
 		conn.Release()

@@ -280,8 +280,8 @@ func (s *Store) outcome(parent context.Context, err error, timedOut bool) error 
 // the pool first when *conn is nil: the store's timeout is kept by the
 // connection's own deadline, set before f and cleared after, not by a
 // context of its own (a timer, a context and the driver's watch of it,
-// per round trip). f's context is parent, which the driver watches, so a
-// caller that goes away ends the round trip as before. The pool's wait
+// per round trip). A caller that goes away ends the round trip at once:
+// its deadline is moved to the past and the connection closed. The pool's wait
 // for a connection is bounded by the others' round trips, its dial by
 // the connect timeout and its ping by PingTimeout, all the store's
 // timeout.
@@ -301,7 +301,19 @@ func (s *Store) onConn(parent context.Context, conn **pgxpool.Conn, f func(ctx c
 	if !s.setDeadline(nc, time.Now().Add(s.timeout)) {
 		return storage.ErrClosed
 	}
+	// The caller going away ends the round trip at once: the deadline,
+	// moved to the past, fails its write or read (and the connection is
+	// closed, its protocol state unknown).
+	var stop func() bool
+	if parent.Done() != nil {
+		stop = context.AfterFunc(parent, func() { s.setDeadline(nc, time.Unix(1, 0)) })
+	}
 	err := f(parent, c)
+	if stop != nil && !stop() {
+		// Gone during or just after f: if f had read every answer the
+		// connection is sound, but its deadline is being moved.
+		abandon(c.PgConn())
+	}
 	s.setDeadline(nc, time.Time{})
 	var netErr net.Error
 	timedOut := errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout()

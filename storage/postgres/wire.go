@@ -2,22 +2,30 @@ package postgres
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
 	"hash/fnv"
+	"math"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // statement is a statement of the paths every request takes (a point
 // read, a write's two round trips), prepared on each connection once, by
 // its name, and from then on sent by reference: a Bind and an Execute,
-// its parameters and results in the binary format, straight through the
-// driver's protocol layer. The driver's query layer would, for each
-// statement, look it up in an LRU cache, box and plan each argument,
-// track it in its pipeline's lists and scan each result through a plan
-// of its own.
+// its parameters and results in the binary format, written by the store
+// itself into a buffer of its own and read back message by message. The
+// driver's query layer would, for each statement, look it up in an LRU
+// cache, box and plan each argument, track it in its pipeline's lists and
+// scan each result through a plan of its own; its protocol layer's batch
+// grows a buffer of its own and copies each parameter into it.
 type statement struct{ name, sql string }
 
 func newStatement(sql string) *statement {
@@ -30,63 +38,240 @@ func newStatement(sql string) *statement {
 // trip's statements.
 var binaryFormat = []int16{pgtype.BinaryFormatCode}
 
+// reader reads one statement's result in a trip: row is given each row's
+// columns (valid until it returns), end the command tag once the rows are
+// read. Either may be nil.
+type reader struct {
+	row func(cols [][]byte) error
+	end func(tag []byte) error
+}
+
+// tripBufs holds the buffers that trips encode their messages into: a
+// write's (its ~13 keys and the item, a few KiB) is reused, not grown
+// anew for each.
+var tripBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// tripBufMax is the largest buffer tripBufs keeps: a transactional
+// batch's megabytes are not held for the next write.
+const tripBufMax = 256 << 10
+
 // trip is one round trip of statements on a connection. Each statement is
 // prepared on the connection first if it is not yet (a round trip of its
-// own, once per connection and statement), then queued; send sends them
-// all with one Sync and reads each one's result in order.
+// own, once per connection and statement), then its Bind and Execute are
+// appended to buf; send adds a Sync, writes buf in one write and reads
+// each statement's result in order.
 type trip struct {
 	ctx   context.Context
 	conn  *pgx.Conn
-	batch pgconn.Batch
-	reads []func(*pgconn.ResultReader) error
+	buf   *[]byte
+	reads []reader
 	err   error
 	// few holds reads for a round trip of a few statements (a write's
 	// has at most five) without a growing slice.
-	few [6]func(*pgconn.ResultReader) error
+	few [6]reader
 }
 
-// queue adds st with params (each already in the binary format) and read,
-// which reads its result (nil: no rows are read, the result is only
-// checked for an error).
-func (t *trip) queue(st *statement, read func(*pgconn.ResultReader) error, params ...[]byte) {
+// prepare returns st's description on the trip's connection, checking
+// that its parameters number nparams and its result columns are of the
+// types oids (nil: not checked).
+func (t *trip) prepare(st *statement, nparams int, oids []uint32) *pgconn.StatementDescription {
 	if t.err != nil {
-		return
+		return nil
 	}
 	sd, err := t.conn.Prepare(t.ctx, st.name, st.sql)
 	if err != nil {
 		t.err = err
-		return
+		return nil
 	}
-	// The Bind message copies params: the caller may reuse their memory.
-	t.batch.ExecStatement(sd, params, binaryFormat, binaryFormat)
+	if len(sd.ParamOIDs) != nparams || oids != nil && !fieldTypes(sd.Fields, oids) {
+		t.err = fmt.Errorf("postgres: statement %s takes %d parameters and gives %d columns, not what the store sends and reads", st.name, len(sd.ParamOIDs), len(sd.Fields))
+		return nil
+	}
+	if t.buf == nil {
+		t.buf = tripBufs.Get().(*[]byte)
+		*t.buf = (*t.buf)[:0]
+	}
 	if t.reads == nil {
 		t.reads = t.few[:0]
 	}
-	t.reads = append(t.reads, read)
+	return sd
 }
 
-// send sends the statements queued and reads their results. The first
-// error (a statement's, the connection's) is returned; the server skips
-// the statements after a failed one.
+// queue adds st with params (each already in the binary format, copied)
+// and r, which reads its result; oids are the types of its result's
+// columns (nil: it gives none that are read).
+func (t *trip) queue(st *statement, oids []uint32, r reader, params ...[]byte) {
+	sd := t.prepare(st, len(params), oids)
+	if sd == nil {
+		return
+	}
+	buf, at := appendBindStart(*t.buf, sd.Name, len(params))
+	for _, p := range params {
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(p)))
+		buf = append(buf, p...)
+	}
+	*t.buf = appendBindEnd(buf, at)
+	t.reads = append(t.reads, r)
+}
+
+// queueEncoded adds st with nparams parameters that params appends to buf
+// in the binary format, each after its length (see appendParam).
+func (t *trip) queueEncoded(st *statement, nparams int, r reader, params func(buf []byte) ([]byte, error)) {
+	sd := t.prepare(st, nparams, nil)
+	if sd == nil {
+		return
+	}
+	buf, at := appendBindStart(*t.buf, sd.Name, nparams)
+	buf, err := params(buf)
+	if err != nil {
+		t.err = err
+		return
+	}
+	if len(buf)-at > math.MaxInt32 {
+		t.err = errArrayTooLong
+		return
+	}
+	*t.buf = appendBindEnd(buf, at)
+	t.reads = append(t.reads, r)
+}
+
+// appendBindStart appends a Bind of the prepared statement name to the
+// unnamed portal, its nparams parameters in the binary format, up to the
+// parameters' values; at is where the message begins.
+func appendBindStart(buf []byte, name string, nparams int) (out []byte, at int) {
+	at = len(buf)
+	buf = append(buf, 'B', 0, 0, 0, 0) // its length, set by appendBindEnd
+	buf = append(buf, 0)               // the unnamed portal
+	buf = append(buf, name...)
+	buf = append(buf, 0)
+	buf = binary.BigEndian.AppendUint16(buf, 1) // one format for all
+	buf = binary.BigEndian.AppendUint16(buf, uint16(pgtype.BinaryFormatCode))
+	buf = binary.BigEndian.AppendUint16(buf, uint16(nparams))
+	return buf, at
+}
+
+// appendBindEnd ends the Bind begun at at (results in the binary format)
+// and appends an Execute of all its rows.
+func appendBindEnd(buf []byte, at int) []byte {
+	buf = binary.BigEndian.AppendUint16(buf, 1)
+	buf = binary.BigEndian.AppendUint16(buf, uint16(pgtype.BinaryFormatCode))
+	binary.BigEndian.PutUint32(buf[at+1:], uint32(len(buf)-at-1))
+	return append(buf, 'E', 0, 0, 0, 9, 0, 0, 0, 0, 0)
+}
+
+// appendParam appends a parameter that value appends to buf, after its
+// length.
+func appendParam(buf []byte, value func(buf []byte) ([]byte, error)) ([]byte, error) {
+	at := len(buf)
+	buf = append(buf, 0, 0, 0, 0)
+	buf, err := value(buf)
+	if err != nil {
+		return buf, err
+	}
+	if len(buf)-at-4 > math.MaxInt32 {
+		return buf, errArrayTooLong
+	}
+	binary.BigEndian.PutUint32(buf[at:], uint32(len(buf)-at-4))
+	return buf, nil
+}
+
+// send sends the statements queued, with a Sync, and reads their results.
+// The first error (a statement's, the connection's) is returned; the
+// server skips the statements after a failed one. A connection that
+// failed mid-trip (a write or read that did not complete: the caller gone,
+// the timeout, the server) is closed: what it would read next is not
+// known.
 func (t *trip) send() error {
+	if t.buf != nil {
+		defer func() {
+			if cap(*t.buf) <= tripBufMax {
+				tripBufs.Put(t.buf)
+			}
+			t.buf = nil
+		}()
+	}
 	if t.err != nil {
 		return t.err
 	}
-	mrr := t.conn.PgConn().ExecBatch(t.ctx, &t.batch)
-	var err error
-	for i := 0; mrr.NextResult(); i++ {
-		rr := mrr.ResultReader()
-		if err == nil && i < len(t.reads) && t.reads[i] != nil {
-			err = t.reads[i](rr)
+	if t.buf == nil {
+		return nil // nothing queued
+	}
+	pg := t.conn.PgConn()
+	if pg.IsClosed() {
+		return errors.New("postgres: conn closed")
+	}
+	*t.buf = append(*t.buf, 'S', 0, 0, 0, 4)
+	if _, err := pg.Conn().Write(*t.buf); err != nil {
+		abandon(pg)
+		return err
+	}
+	var first error
+	i := 0
+	for {
+		msg, err := pg.ReceiveMessage(context.Background())
+		if err != nil {
+			abandon(pg)
+			return err
 		}
-		if _, cerr := rr.Close(); err == nil {
-			err = cerr
+		switch m := msg.(type) {
+		case *pgproto3.DataRow:
+			if first == nil && i < len(t.reads) && t.reads[i].row != nil {
+				first = t.reads[i].row(m.Values)
+			}
+		case *pgproto3.CommandComplete:
+			if first == nil && i < len(t.reads) && t.reads[i].end != nil {
+				first = t.reads[i].end(m.CommandTag)
+			}
+			i++
+		case *pgproto3.EmptyQueryResponse:
+			i++
+		case *pgproto3.ErrorResponse:
+			if first == nil {
+				first = pgconn.ErrorResponseToPgError(m)
+			}
+		case *pgproto3.ReadyForQuery:
+			if first == nil && i != len(t.reads) {
+				first = errBadRow
+			}
+			return first
+		}
+		if pg.IsClosed() { // a fatal error the driver closed it on
+			if first == nil {
+				first = errors.New("postgres: conn closed")
+			}
+			return first
 		}
 	}
-	if cerr := mrr.Close(); cerr != nil {
-		return cerr
+}
+
+// abandon closes a connection whose round trip failed midway, first asking
+// the server to cancel what it runs (it may be waiting on a lock), as the
+// driver does with a connection it gives up.
+func abandon(pg *pgconn.PgConn) {
+	if pg.IsClosed() {
+		return
 	}
-	return err
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		pg.CancelRequest(ctx)
+	}()
+	// Close's Terminate must not wait on a peer that stopped reading.
+	pg.Conn().SetDeadline(time.Now())
+	pg.Close(context.Background())
+}
+
+// fieldTypes reports whether fields are of the types oids.
+func fieldTypes(fields []pgconn.FieldDescription, oids []uint32) bool {
+	if len(fields) != len(oids) {
+		return false
+	}
+	for i, f := range fields {
+		if f.DataTypeOID != oids[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // byteaArrayParam is a bytea[] parameter in the binary format.
@@ -98,31 +283,35 @@ func byteaArrayParam(a [][]byte) ([]byte, error) {
 	return encodeByteaArray{}.Encode(byteaArray(a), make([]byte, 0, size))
 }
 
-// fieldsAre reports whether rr's columns are of the types oids, in the
-// binary format.
-func fieldsAre(rr *pgconn.ResultReader, oids ...uint32) bool {
-	return binaryColumns(rr.FieldDescriptions(), oids)
-}
+// The result types that readers check.
+var (
+	int8Column    = []uint32{pgtype.Int8OID}
+	byteaColumn   = []uint32{pgtype.ByteaOID}
+	byteaColumns2 = []uint32{pgtype.ByteaOID, pgtype.ByteaOID}
+	getAllColumns = []uint32{pgtype.Int8OID, pgtype.ByteaOID, pgtype.Int8OID}
+)
 
 // readInt8 reads the one row of a result into *dst: its column col, a
 // bigint (the other columns, void results of locks, are skipped).
-func readInt8(col int, dst *int64) func(*pgconn.ResultReader) error {
-	return func(rr *pgconn.ResultReader) error {
-		if !rr.NextRow() {
-			if _, err := rr.Close(); err != nil {
-				return err
+func readInt8(col int, dst *int64) reader {
+	got := false
+	return reader{
+		row: func(cols [][]byte) error {
+			if col >= len(cols) {
+				return errBadRow
 			}
-			return pgx.ErrNoRows
-		}
-		fields := rr.FieldDescriptions()
-		if col >= len(fields) || fields[col].Format != pgtype.BinaryFormatCode || fields[col].DataTypeOID != pgtype.Int8OID {
-			return errBadRow
-		}
-		n, ok := rawInt8(rr.Values()[col])
-		if !ok {
-			return errBadRow
-		}
-		*dst = n
-		return nil
+			n, ok := rawInt8(cols[col])
+			if !ok {
+				return errBadRow
+			}
+			*dst, got = n, true
+			return nil
+		},
+		end: func([]byte) error {
+			if !got {
+				return pgx.ErrNoRows
+			}
+			return nil
+		},
 	}
 }
