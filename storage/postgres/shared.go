@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,20 +17,84 @@ import (
 )
 
 // sharedBatch is a storage.SharedBatch: a transaction on a connection of
-// its own, begun with its first statement (the BEGIN rides in the same
-// round trip). Its writes wait in an overlay and go with the COMMIT.
+// its own, begun by its first statement. Its writes wait in an overlay
+// and go with the commit.
+//
+// The transaction is implicit: no BEGIN and no COMMIT. Its round trips
+// end with a Flush, not a Sync, so the server, which ends an implicit
+// transaction at a Sync, keeps it open (its locks held) from one round
+// trip to the next; the commit's round trip sends the writes and a Sync,
+// which commits them (durably, before the server answers it), then the
+// watermark. Two statements fewer per write than BEGIN ... COMMIT, each a
+// bind and an execute on the server and a result on the gateway. What
+// needs a Sync in the middle of the transaction (preparing a statement,
+// an iterator's pages through the driver) first turns it into an explicit
+// one with a BEGIN, which the server allows in an implicit transaction,
+// keeping what it did; a COMMIT then ends it.
 type sharedBatch struct {
 	store *Store
 	// conn is taken from the pool under the same timeout as the first
 	// round trip (one context and one watch of it, not two); slot is the
 	// batch's place among the holders of a connection, taken at
 	// NewSharedBatch and held until the batch ends.
-	conn  *pgxpool.Conn
-	slot  bool
-	begun bool
-	seq   uint64
+	conn *pgxpool.Conn
+	slot bool
+	tx   txState
+	seq  uint64
 	overlay
 	closed bool
+}
+
+// txState is where a shared batch's transaction is.
+type txState uint8
+
+const (
+	txNone     txState = iota // none open on the connection
+	txImplicit                // open, implicit: its round trips end with a Flush
+	txExplicit                // open, begun with a BEGIN (it may have failed)
+	txFailed                  // a statement failed: it was rolled back
+	txUnknown                 // the connection failed midway (it is closed)
+)
+
+// connState is what the store keeps of each of the pool's connections.
+type connState struct {
+	// ready is set once every statement of fixedStatements is prepared
+	// on the connection.
+	ready atomic.Bool
+}
+
+// fixedStatements are the statements that a shared batch's round trips
+// queue once its implicit transaction is open, prepared on a connection
+// before the first transaction on it opens (preparing one later would
+// take a Sync, which would end the transaction). fixed is their set.
+var (
+	fixedStatements = []*statement{beginStatement, rollbackStatement, commitStatement, sequenceStatement, watermarkStatement,
+		getManyStatement, getStatement, writeBothStatement, writeSetsStatement, writeDeletesStatement,
+		lockStatement("SX+"), lockStatement("X"), lockStatement("S")}
+	fixed = func() map[*statement]bool {
+		m := map[*statement]bool{}
+		for _, st := range fixedStatements {
+			m[st] = true
+		}
+		return m
+	}()
+)
+
+// prepareFixed prepares fixedStatements on c unless they are.
+func (s *Store) prepareFixed(ctx context.Context, c *pgx.Conn) error {
+	s.connsMu.RLock()
+	st := s.conns[c]
+	s.connsMu.RUnlock()
+	if st == nil || st.ready.Load() {
+		return nil
+	}
+	for _, f := range fixedStatements {
+		if _, err := c.Prepare(ctx, f.name, f.sql); err != nil {
+			return err
+		}
+	}
+	st.ready.Store(true)
+	return nil
 }
 
 // NewSharedBatch starts a batch on a connection of its own, taken from the
@@ -52,19 +117,9 @@ func (s *Store) NewSharedBatch(ctx context.Context) (storage.SharedBatch, error)
 	return &sharedBatch{store: s, slot: true, overlay: overlay{pending: newTree()}}, nil
 }
 
-// roundTrip sends the statements that queue adds on the batch's
-// connection, taking it from the pool first if the batch has none yet,
-// under one timeout.
-func (b *sharedBatch) roundTrip(ctx context.Context, queue func(t *trip)) error {
-	return b.store.onConn(ctx, &b.conn, func(ctx context.Context, c *pgx.Conn) error {
-		t := trip{ctx: ctx, conn: c}
-		queue(&t)
-		return t.send()
-	})
-}
-
 // send runs the statements that queue adds in the transaction, beginning it
-// first if need be, all in one round trip.
+// first if need be, all in one round trip, taking the connection from the
+// pool first if the batch has none yet, under one timeout.
 func (b *sharedBatch) send(ctx context.Context, queue func(t *trip)) error {
 	if b.pending == nil {
 		return storage.ErrClosed
@@ -72,14 +127,36 @@ func (b *sharedBatch) send(ctx context.Context, queue func(t *trip)) error {
 	if b.store.closed.Load() {
 		return storage.ErrClosed
 	}
-	begun := b.begun
-	err := b.roundTrip(ctx, func(t *trip) {
-		if !begun {
-			t.queue(beginStatement, nil, reader{})
+	if b.tx == txFailed {
+		return errRolledBack
+	}
+	err := b.store.onConn(ctx, &b.conn, func(ctx context.Context, c *pgx.Conn) error {
+		if b.tx == txUnknown {
+			return errConnLost
 		}
-		queue(t)
+		t := trip{ctx: ctx, conn: c}
+		switch b.tx {
+		case txNone:
+			// Before the transaction opens: preparing is safe now, not
+			// in it (see fixedStatements).
+			if err := b.store.prepareFixed(ctx, c); err != nil {
+				return err
+			}
+		case txImplicit:
+			t.unprepared = func() error { return b.explicit(ctx, c) }
+		}
+		queue(&t)
+		err := t.sendOpen(b.tx != txExplicit)
+		switch {
+		case c.PgConn().IsClosed():
+			b.tx = txUnknown
+		case t.rolledBack:
+			b.tx = txFailed
+		case b.tx == txNone && t.sent:
+			b.tx = txImplicit
+		}
+		return err
 	})
-	b.begun = b.conn != nil
 	if errors.Is(err, storage.ErrUnavailable) {
 		return err
 	}
@@ -92,6 +169,24 @@ func (b *sharedBatch) send(ctx context.Context, queue func(t *trip)) error {
 	return nil
 }
 
+// errConnLost is a batch's round trip on a connection that had failed.
+var errConnLost = errors.New("postgres: conn closed: the transaction's connection failed")
+
+// explicit turns the batch's implicit transaction into an explicit one,
+// with a BEGIN (and a Sync, which no longer ends it), so that a Sync may
+// follow.
+func (b *sharedBatch) explicit(ctx context.Context, c *pgx.Conn) error {
+	t := trip{ctx: ctx, conn: c}
+	t.queue(beginStatement, nil, reader{})
+	err := t.send()
+	if c.PgConn().IsClosed() {
+		b.tx = txUnknown
+	} else if err == nil {
+		b.tx = txExplicit
+	}
+	return err
+}
+
 // Lock takes a transaction-scoped advisory lock on a hash of key.
 func (b *sharedBatch) Lock(ctx context.Context, key []byte, exclusive bool) error {
 	return b.send(ctx, func(t *trip) {
@@ -102,6 +197,7 @@ func (b *sharedBatch) Lock(ctx context.Context, key []byte, exclusive bool) erro
 var (
 	beginStatement     = newStatement(`BEGIN`)
 	commitStatement    = newStatement(`COMMIT`)
+	rollbackStatement  = newStatement(`ROLLBACK`)
 	sequenceStatement  = newStatement(sequenceSQL)
 	watermarkStatement = newStatement(watermarkSQL)
 	getManyStatement   = newStatement(getManySQL)
@@ -137,10 +233,7 @@ func queueLocks(t *trip, locks []storage.LockRequest, seq *int64) {
 	if seq != nil {
 		key = append(key, '+')
 	}
-	st, ok := lockStatements.Load(string(key))
-	if !ok {
-		st, _ = lockStatements.LoadOrStore(string(key), newStatement(locksSQL(locks, seq != nil)))
-	}
+	st := lockStatement(string(key))
 	params := make([][]byte, len(locks))
 	buf := make([]byte, 0, 8*len(locks))
 	for i, l := range locks {
@@ -151,7 +244,21 @@ func queueLocks(t *trip, locks []storage.LockRequest, seq *int64) {
 	if seq != nil {
 		read = readInt8(len(locks), seq)
 	}
-	t.queue(st.(*statement), nil, read, params...)
+	t.queue(st, nil, read, params...)
+}
+
+// lockStatement is the statement of queueLocks for the modes of key.
+func lockStatement(key string) *statement {
+	if st, ok := lockStatements.Load(key); ok {
+		return st.(*statement)
+	}
+	seq := strings.HasSuffix(key, "+")
+	locks := make([]storage.LockRequest, 0, len(key))
+	for _, m := range strings.TrimSuffix(key, "+") {
+		locks = append(locks, storage.LockRequest{Exclusive: m == 'X'})
+	}
+	st, _ := lockStatements.LoadOrStore(key, newStatement(locksSQL(locks, seq)))
+	return st.(*statement)
 }
 
 // locksSQL is the statement of queueLocks.
@@ -358,14 +465,24 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 	}
 	var err error
 	var w int64
-	committed := false
-	if b.begun || b.pending.Len() > 0 || watermark {
-		err = b.roundTrip(ctx, func(t *trip) {
-			if b.begun || b.pending.Len() > 0 {
-				if !b.begun {
-					t.queue(beginStatement, nil, reader{})
-				}
-				b.tripWrites(t)
+	if b.tx == txFailed {
+		err = errRolledBack
+	} else if b.tx != txNone || b.pending.Len() > 0 || watermark {
+		err = b.store.onConn(ctx, &b.conn, func(ctx context.Context, c *pgx.Conn) error {
+			if b.tx == txUnknown {
+				return errConnLost
+			}
+			// Every statement queued here is prepared before a
+			// transaction opens (fixedStatements); one that is not
+			// would end it.
+			t := trip{ctx: ctx, conn: c}
+			if b.tx == txImplicit {
+				t.unprepared = func() error { return errors.New("postgres: a statement not prepared in an implicit transaction") }
+			}
+			committed := false
+			switch {
+			case b.tx == txExplicit:
+				b.tripWrites(&t)
 				t.queue(commitStatement, nil, reader{end: func(tag []byte) error {
 					if string(tag) != "COMMIT" {
 						// A transaction that had failed ends in a ROLLBACK.
@@ -374,18 +491,35 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 					committed = true
 					return nil
 				}})
-			} else {
+			case b.tx == txImplicit || b.pending.Len() > 0:
+				// The Sync commits the writes and what the transaction
+				// did before, unless a statement failed.
+				b.tripWrites(&t)
+				t.sync()
+			default:
 				committed = true // nothing to commit
 			}
 			if watermark {
 				t.queue(watermarkStatement, int8Column, readInt8(0, &w))
 			}
+			err := t.send()
+			if b.tx != txExplicit && t.synced > 0 {
+				committed = true
+			}
+			switch {
+			case err == nil || committed:
+				b.tx = txNone
+			case c.PgConn().IsClosed():
+				b.tx = txUnknown
+			case b.tx != txExplicit && t.sent:
+				b.tx = txNone // the Sync ended it: rolled back
+			}
+			if err != nil && committed {
+				// The commit went through; only the watermark is missing.
+				err, w = nil, 0
+			}
+			return err
 		})
-		if err != nil && committed {
-			// The COMMIT went through; only the watermark is missing.
-			err, w = nil, 0
-		}
-		b.begun = err != nil && b.conn != nil // a failed COMMIT leaves an aborted transaction
 	}
 	b.drop()
 	b.releaseConn()
@@ -401,12 +535,16 @@ func (b *sharedBatch) CommitPipelined(ctx context.Context) (func() error, error)
 // connection.
 func (b *sharedBatch) releaseConn() {
 	if b.conn != nil {
-		if b.begun {
-			b.store.rollback(b.conn)
-		} else {
+		switch b.tx {
+		case txNone, txFailed:
 			b.conn.Release()
+		case txImplicit:
+			b.store.rollbackImplicit(b.conn)
+		default:
+			b.store.rollback(b.conn)
 		}
 		b.conn = nil
+		b.tx = txNone
 	}
 	if b.slot {
 		b.slot = false
@@ -633,6 +771,18 @@ func (b *sharedBatch) readPage(ctx context.Context, sql string, args []any) ([]e
 		if err != nil {
 			return nil, err
 		}
+	}
+	switch b.tx {
+	case txImplicit:
+		// The driver's query ends with a Sync: the transaction must
+		// outlive it.
+		if err := b.store.onConn(ctx, &b.conn, func(ctx context.Context, c *pgx.Conn) error {
+			return b.explicit(ctx, c)
+		}); err != nil {
+			return nil, err
+		}
+	case txFailed:
+		return nil, errRolledBack
 	}
 	return b.store.readPage(ctx, b.conn, sql, args)
 }

@@ -83,7 +83,7 @@ type Store struct {
 	// Round trips that keep their timeout with their connection's deadline
 	// (onConn) set it under connsMu read-locked, interrupt under it locked.
 	connsMu sync.RWMutex
-	conns   map[*pgx.Conn]struct{}
+	conns   map[*pgx.Conn]*connState
 	// slots bounds the connections that shared batches and snapshots hold
 	// for their lifetime, leaving the rest of the pool to the short reads
 	// (point reads, first pages, watermarks) that a holder may make while
@@ -143,7 +143,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	cfg.ConnConfig.DialFunc = dialer.DialContext
 	reserve := max(2, int(cfg.MaxConns)/4)
 	s := &Store{timeout: timeout, connCfg: cfg.ConnConfig.Copy(), leads: map[*lead]struct{}{},
-		conns: map[*pgx.Conn]struct{}{}, slots: make(chan struct{}, max(1, int(cfg.MaxConns)-reserve))}
+		conns: map[*pgx.Conn]*connState{}, slots: make(chan struct{}, max(1, int(cfg.MaxConns)-reserve))}
 	s.closeCtx, s.cancel = context.WithCancel(context.Background())
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		registerTypes(conn.TypeMap())
@@ -155,7 +155,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		if s.closed.Load() {
 			return storage.ErrClosed
 		}
-		s.conns[conn] = struct{}{}
+		s.conns[conn] = &connState{}
 		return nil
 	}
 	cfg.BeforeClose = func(conn *pgx.Conn) {
@@ -595,6 +595,27 @@ func (s *Store) rollback(conn *pgxpool.Conn) {
 	defer cancel()
 	if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
 		conn.Conn().Close(context.Background())
+	}
+	conn.Release()
+}
+
+// rollbackImplicit is rollback for a connection in an implicit transaction
+// (see sharedBatch): a BEGIN first, which makes it explicit (a ROLLBACK
+// alone would roll it back too, with a warning that there is no
+// transaction), then the ROLLBACK, and a Sync.
+func (s *Store) rollbackImplicit(conn *pgxpool.Conn) {
+	c := conn.Conn()
+	nc := c.PgConn().Conn()
+	err := errors.New("postgres: closed")
+	if s.setDeadline(nc, time.Now().Add(s.timeout)) {
+		t := trip{ctx: context.Background(), conn: c}
+		t.queue(beginStatement, nil, reader{})
+		t.queue(rollbackStatement, nil, reader{})
+		err = t.send()
+		s.setDeadline(nc, time.Time{})
+	}
+	if err != nil || c.PgConn().TxStatus() != 'I' {
+		abandon(c.PgConn())
 	}
 	conn.Release()
 }

@@ -58,17 +58,35 @@ const tripBufMax = 256 << 10
 // trip is one round trip of statements on a connection. Each statement is
 // prepared on the connection first if it is not yet (a round trip of its
 // own, once per connection and statement), then its Bind and Execute are
-// appended to buf; send adds a Sync, writes buf in one write and reads
-// each statement's result in order.
+// appended to buf; send ends buf with a Sync (or, for a transaction left
+// open, a Flush), writes it in one write and reads each statement's result
+// in order.
 type trip struct {
 	ctx   context.Context
 	conn  *pgx.Conn
 	buf   *[]byte
 	reads []reader
 	err   error
-	// few holds reads for a round trip of a few statements (a write's
-	// has at most five) without a growing slice.
-	few [6]reader
+	// syncs is, for each Sync queued (see sync), the number of statements
+	// queued before it; synced is how many of them the server answered
+	// with no error before it (each Sync ends an implicit transaction: a
+	// commit when none of its statements failed).
+	syncs  []int
+	synced int
+	// unprepared is called before a statement not prepared on every
+	// connection (see fixedStatements) is prepared: preparing takes a
+	// Sync of its own, which must not end an implicit transaction (nil:
+	// none is open).
+	unprepared func() error
+	// rolledBack is set when a statement of an open implicit transaction
+	// failed: send ended it with a Sync (it rolled back).
+	rolledBack bool
+	// sent is set once the trip's messages are written.
+	sent bool
+	// few and fewSyncs hold reads and syncs for a round trip of a few
+	// statements (a write's has at most five) without a growing slice.
+	few      [6]reader
+	fewSyncs [2]int
 }
 
 // prepare returns st's description on the trip's connection, checking
@@ -77,6 +95,12 @@ type trip struct {
 func (t *trip) prepare(st *statement, nparams int, oids []uint32) *pgconn.StatementDescription {
 	if t.err != nil {
 		return nil
+	}
+	if t.unprepared != nil && !fixed[st] {
+		if t.err = t.unprepared(); t.err != nil {
+			return nil
+		}
+		t.unprepared = nil
 	}
 	sd, err := t.conn.Prepare(t.ctx, st.name, st.sql)
 	if err != nil {
@@ -87,14 +111,31 @@ func (t *trip) prepare(st *statement, nparams int, oids []uint32) *pgconn.Statem
 		t.err = fmt.Errorf("postgres: statement %s takes %d parameters and gives %d columns, not what the store sends and reads", st.name, len(sd.ParamOIDs), len(sd.Fields))
 		return nil
 	}
+	t.init()
+	return sd
+}
+
+func (t *trip) init() {
 	if t.buf == nil {
 		t.buf = tripBufs.Get().(*[]byte)
 		*t.buf = (*t.buf)[:0]
 	}
 	if t.reads == nil {
 		t.reads = t.few[:0]
+		t.syncs = t.fewSyncs[:0]
 	}
-	return sd
+}
+
+// sync queues a Sync: the end of an implicit transaction (a commit of the
+// statements before it, if none failed), and where the server resumes
+// after a failed statement.
+func (t *trip) sync() {
+	if t.err != nil {
+		return
+	}
+	t.init()
+	*t.buf = append(*t.buf, 'S', 0, 0, 0, 4)
+	t.syncs = append(t.syncs, len(t.reads))
 }
 
 // queue adds st with params (each already in the binary format, copied)
@@ -175,13 +216,21 @@ func appendParam(buf []byte, value func(buf []byte) ([]byte, error)) ([]byte, er
 	return buf, nil
 }
 
-// send sends the statements queued, with a Sync, and reads their results.
-// The first error (a statement's, the connection's) is returned; the
-// server skips the statements after a failed one. A connection that
-// failed mid-trip (a write or read that did not complete: the caller gone,
-// the timeout, the server) is closed: what it would read next is not
-// known.
+// send sends the statements queued, ending with a Sync, and reads their
+// results. The first error (a statement's, the connection's) is returned;
+// the server skips the statements after a failed one up to the next Sync.
+// A connection that failed mid-trip (a write or read that did not
+// complete: the caller gone, the timeout, the server) is closed: what it
+// would read next is not known.
 func (t *trip) send() error {
+	return t.sendOpen(false)
+}
+
+// sendOpen is send; with open, the statements after the last Sync queued
+// are followed by a Flush, not a Sync: they run in an implicit
+// transaction that stays open (the next round trip's Sync commits it).
+// If one of them fails, a Sync is sent to end it and rolledBack is set.
+func (t *trip) sendOpen(open bool) error {
 	if t.buf != nil {
 		defer func() {
 			if cap(*t.buf) <= tripBufMax {
@@ -193,21 +242,34 @@ func (t *trip) send() error {
 	if t.err != nil {
 		return t.err
 	}
-	if t.buf == nil {
-		return nil // nothing queued
+	if open && len(t.reads) == 0 && len(t.syncs) == 0 {
+		return nil // nothing to send
 	}
+	tail := !open || len(t.syncs) == 0 || t.syncs[len(t.syncs)-1] != len(t.reads)
+	switch {
+	case !open && tail:
+		t.sync()
+	case open && tail:
+		t.init()
+		*t.buf = append(*t.buf, 'H', 0, 0, 0, 4)
+	}
+	open = open && tail // statements after the last Sync, left open
 	pg := t.conn.PgConn()
 	if pg.IsClosed() {
 		return errors.New("postgres: conn closed")
 	}
-	*t.buf = append(*t.buf, 'S', 0, 0, 0, 4)
 	if _, err := pg.Conn().Write(*t.buf); err != nil {
 		abandon(pg)
 		return err
 	}
+	t.sent = true
 	var first error
-	i := 0
+	i, seg := 0, 0
+	failed := false // a statement of the current segment failed
 	for {
+		if open && seg == len(t.syncs) && i == len(t.reads) && !failed {
+			return first // the open transaction's statements are answered
+		}
 		msg, err := pg.ReceiveMessage(context.Background())
 		if err != nil {
 			abandon(pg)
@@ -229,11 +291,37 @@ func (t *trip) send() error {
 			if first == nil {
 				first = pgconn.ErrorResponseToPgError(m)
 			}
-		case *pgproto3.ReadyForQuery:
-			if first == nil && i != len(t.reads) {
-				first = errBadRow
+			failed = true
+			if open && seg == len(t.syncs) {
+				// The server skips what follows until a Sync, which
+				// ends the open transaction (a rollback, as it failed).
+				if _, err := pg.Conn().Write([]byte{'S', 0, 0, 0, 4}); err != nil {
+					abandon(pg)
+					return first
+				}
+				t.syncs = append(t.syncs, len(t.reads))
+				t.rolledBack = true
+				open = false
 			}
-			return first
+		case *pgproto3.ReadyForQuery:
+			if seg >= len(t.syncs) {
+				abandon(pg)
+				return errBadRow
+			}
+			if !failed && i != t.syncs[seg] {
+				if first == nil {
+					first = errBadRow
+				}
+				failed = true
+			}
+			if !failed && t.synced == seg {
+				t.synced++
+			}
+			i, failed = t.syncs[seg], false
+			seg++
+			if !open && seg == len(t.syncs) {
+				return first
+			}
 		}
 		if pg.IsClosed() { // a fatal error the driver closed it on
 			if first == nil {
