@@ -1,9 +1,11 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,10 +28,12 @@ import (
 // trip to the next; the commit's round trip sends the writes and a Sync,
 // which commits them (durably, before the server answers it), then the
 // watermark. Two statements fewer per write than BEGIN ... COMMIT, each a
-// bind and an execute on the server and a result on the gateway. What
-// needs a Sync in the middle of the transaction (preparing a statement,
-// an iterator's pages through the driver) first turns it into an explicit
-// one with a BEGIN, which the server allows in an implicit transaction,
+// bind and an execute on the server and a result on the gateway. An
+// iterator's pages are round trips of the batch too, their statement
+// prepared in them (queueParsed). What would need a Sync in the middle
+// of the transaction (preparing a statement through the driver: a lock
+// of modes not in fixedStatements) first turns it into an explicit one
+// with a BEGIN, which the server allows in an implicit transaction,
 // keeping what it did; a COMMIT then ends it.
 type sharedBatch struct {
 	store *Store
@@ -61,6 +65,9 @@ type connState struct {
 	// ready is set once every statement of fixedStatements is prepared
 	// on the connection.
 	ready atomic.Bool
+	// parsed is the statements a trip prepared itself (queueParsed);
+	// only the connection's holder reads or writes it.
+	parsed map[string]bool
 }
 
 // fixedStatements are the statements that a shared batch's round trips
@@ -80,11 +87,15 @@ var (
 	}()
 )
 
-// prepareFixed prepares fixedStatements on c unless they are.
-func (s *Store) prepareFixed(ctx context.Context, c *pgx.Conn) error {
+// connState is c's state (nil for a connection not of the pool).
+func (s *Store) connState(c *pgx.Conn) *connState {
 	s.connsMu.RLock()
-	st := s.conns[c]
-	s.connsMu.RUnlock()
+	defer s.connsMu.RUnlock()
+	return s.conns[c]
+}
+
+// prepareFixed prepares fixedStatements on c unless they are.
+func (s *Store) prepareFixed(ctx context.Context, c *pgx.Conn, st *connState) error {
 	if st == nil || st.ready.Load() {
 		return nil
 	}
@@ -134,12 +145,12 @@ func (b *sharedBatch) send(ctx context.Context, queue func(t *trip)) error {
 		if b.tx == txUnknown {
 			return errConnLost
 		}
-		t := trip{ctx: ctx, conn: c}
+		t := trip{ctx: ctx, conn: c, state: b.store.connState(c)}
 		switch b.tx {
 		case txNone:
 			// Before the transaction opens: preparing is safe now, not
 			// in it (see fixedStatements).
-			if err := b.store.prepareFixed(ctx, c); err != nil {
+			if err := b.store.prepareFixed(ctx, c, t.state); err != nil {
 				return err
 			}
 		case txImplicit:
@@ -757,32 +768,36 @@ func (l *lead) release() {
 	})
 }
 
-// readPage reads a page of an iterator on the batch's connection: each page
-// sees the latest committed state (read committed), as the batch's reads do.
+// readPage reads a page of an iterator in the batch's transaction: each
+// page sees the latest committed state (read committed), as the batch's
+// reads do. It is a round trip of the batch's (send), its statement
+// prepared in it the first time on a connection: the driver's query
+// would end with a Sync, which would end an implicit transaction.
 func (b *sharedBatch) readPage(ctx context.Context, sql string, args []any) ([]entry, error) {
 	if !b.slot {
 		return nil, storage.ErrClosed
 	}
-	if b.conn == nil {
-		err := b.store.timed(ctx, func(ctx context.Context) (err error) {
-			b.conn, err = b.store.pool.Acquire(ctx)
-			return err
-		})
-		if err != nil {
-			return nil, err
+	params := make([][]byte, len(args))
+	for i, a := range args {
+		p, ok := a.([]byte)
+		if !ok {
+			return nil, fmt.Errorf("postgres: a page query's argument of type %T", a)
 		}
+		params[i] = p
 	}
-	switch b.tx {
-	case txImplicit:
-		// The driver's query ends with a Sync: the transaction must
-		// outlive it.
-		if err := b.store.onConn(ctx, &b.conn, func(ctx context.Context, c *pgx.Conn) error {
-			return b.explicit(ctx, c)
-		}); err != nil {
-			return nil, err
-		}
-	case txFailed:
-		return nil, errRolledBack
-	}
-	return b.store.readPage(ctx, b.conn, sql, args)
+	var page []entry
+	err := b.send(ctx, func(t *trip) {
+		t.queueParsed(sql, reader{row: func(cols [][]byte) error {
+			if len(cols) != 2 || cols[0] == nil {
+				return errBadRow
+			}
+			e := entry{key: bytes.Clone(cols[0]), value: bytes.Clone(cols[1])}
+			if e.value == nil {
+				e.value = []byte{}
+			}
+			page = append(page, e)
+			return nil
+		}}, params...)
+	})
+	return page, err
 }

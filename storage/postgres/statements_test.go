@@ -250,12 +250,14 @@ func TestPointAndKeyReadsArePlannedOncePerConnectionByTheKey(t *testing.T) {
 	}
 }
 
-// A write's transaction is implicit (no BEGIN) until something needs a
-// Sync in its middle: an iterator's pages, read through the driver. Its
-// locks hold across those pages until it commits (a Sync that ended the
-// implicit transaction would have let them go and committed half of it),
+// A write's transaction is implicit (no BEGIN): nothing in its middle may
+// send a Sync, which would end it, letting its locks go and committing
+// half of it. An iterator's pages are read in its round trips (their
+// statement prepared there, not by the driver, whose Prepare and queries
+// end with a Sync): the locks hold across them until the write commits,
 // and a write closed without a commit gives its locks back and leaves
-// nothing behind.
+// nothing behind, whether its transaction stayed implicit or had to be
+// made explicit.
 func TestWriteKeepsItsLocksAcrossAnIteratorUntilItCommits(t *testing.T) {
 	ctx := t.Context()
 	s, err := postgres.Open(context.Background(), pgtest.URL(t), postgres.Options{})
@@ -297,8 +299,15 @@ func TestWriteKeepsItsLocksAcrossAnIteratorUntilItCommits(t *testing.T) {
 		if err := it.Close(); err != nil {
 			t.Fatal(err)
 		}
+		// Locks of modes whose statement is not prepared before a
+		// transaction opens: preparing it needs a Sync, so the
+		// transaction is made explicit first.
+		more := []storage.LockRequest{{Key: []byte("m1")}, {Key: []byte("m2")}, {Key: []byte("m3"), Exclusive: true}}
+		if _, err := a.Begin(ctx, more, nil, false); err != nil {
+			t.Fatal(err)
+		}
 		if !locked() {
-			t.Fatalf("another writer took the partition's lock after the first one's iterator, before its %s", end)
+			t.Fatalf("another writer took the partition's lock after the first one's iterator and more locks, before its %s", end)
 		}
 		if end == "commit" {
 			if _, err := a.CommitWatermark(ctx); err != nil {

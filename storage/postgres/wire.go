@@ -83,6 +83,11 @@ type trip struct {
 	rolledBack bool
 	// sent is set once the trip's messages are written.
 	sent bool
+	// state is the connection's, for statements the trip prepares itself
+	// (queueParsed); parsing is the names of those it sent, in order,
+	// until the server confirms them.
+	state   *connState
+	parsing []string
 	// few and fewSyncs hold reads and syncs for a round trip of a few
 	// statements (a write's has at most five) without a growing slice.
 	few      [6]reader
@@ -174,6 +179,52 @@ func (t *trip) queueEncoded(st *statement, nparams int, r reader, params func(bu
 	}
 	*t.buf = appendBindEnd(buf, at)
 	t.reads = append(t.reads, r)
+}
+
+// queueParsed is queue for a statement of sql with params, all bytea,
+// prepared, when the connection has not got it yet, by a Parse in the
+// same round trip (no Sync of its own, so an implicit transaction stays
+// open); its result columns are not checked.
+func (t *trip) queueParsed(sql string, r reader, params ...[]byte) {
+	if t.err != nil {
+		return
+	}
+	if t.state == nil {
+		t.err = errors.New("postgres: a statement parsed in a round trip needs its connection's state")
+		return
+	}
+	st := parsedStatement(sql)
+	t.init()
+	if !t.state.parsed[st.name] {
+		buf := *t.buf
+		at := len(buf)
+		buf = append(buf, 'P', 0, 0, 0, 0)
+		buf = append(buf, st.name...)
+		buf = append(buf, 0)
+		buf = append(buf, st.sql...)
+		buf = append(buf, 0, 0, 0) // no parameter types: inferred
+		binary.BigEndian.PutUint32(buf[at+1:], uint32(len(buf)-at-1))
+		*t.buf = buf
+		t.parsing = append(t.parsing, st.name)
+	}
+	buf, at := appendBindStart(*t.buf, st.name, len(params))
+	for _, p := range params {
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(p)))
+		buf = append(buf, p...)
+	}
+	*t.buf = appendBindEnd(buf, at)
+	t.reads = append(t.reads, r)
+}
+
+// parsedStatements is the statements of queueParsed, by their SQL.
+var parsedStatements sync.Map // string -> *statement
+
+func parsedStatement(sql string) *statement {
+	if st, ok := parsedStatements.Load(sql); ok {
+		return st.(*statement)
+	}
+	st, _ := parsedStatements.LoadOrStore(sql, newStatement(sql))
+	return st.(*statement)
 }
 
 // appendBindStart appends a Bind of the prepared statement name to the
@@ -276,6 +327,14 @@ func (t *trip) sendOpen(open bool) error {
 			return err
 		}
 		switch m := msg.(type) {
+		case *pgproto3.ParseComplete:
+			if len(t.parsing) > 0 {
+				if t.state.parsed == nil {
+					t.state.parsed = map[string]bool{}
+				}
+				t.state.parsed[t.parsing[0]] = true
+				t.parsing = t.parsing[1:]
+			}
 		case *pgproto3.DataRow:
 			if first == nil && i < len(t.reads) && t.reads[i].row != nil {
 				first = t.reads[i].row(m.Values)
