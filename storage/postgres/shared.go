@@ -154,7 +154,7 @@ func (b *sharedBatch) send(ctx context.Context, queue func(t *trip)) error {
 				return err
 			}
 		case txImplicit:
-			t.unprepared = func() error { return b.explicit(ctx, c) }
+			t.inImplicit, t.batch = true, b
 		}
 		queue(&t)
 		err := t.sendOpen(b.tx != txExplicit)
@@ -188,7 +188,7 @@ var errConnLost = errors.New("postgres: conn closed: the transaction's connectio
 // follow.
 func (b *sharedBatch) explicit(ctx context.Context, c *pgx.Conn) error {
 	t := trip{ctx: ctx, conn: c}
-	t.queue(beginStatement, nil, reader{})
+	t.queue(beginStatement, nil, nil)
 	err := t.send()
 	if c.PgConn().IsClosed() {
 		b.tx = txUnknown
@@ -341,13 +341,13 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 
 // tripGet queues the read of key into *value (left nil when absent).
 func tripGet(t *trip, key []byte, value *[]byte) {
-	t.queue(getStatement, byteaColumn, reader{row: func(cols [][]byte) error {
+	t.queue(getStatement, byteaColumn, rowReader(func(cols [][]byte) error {
 		if cols[0] == nil || *value != nil {
 			return errBadRow
 		}
 		*value = append([]byte{}, cols[0]...)
 		return nil
-	}}, key) // no row: absent
+	}), key) // no row: absent
 }
 
 // tripGetMany queues the read of keys into values (values[i] stays nil
@@ -359,14 +359,14 @@ func tripGetMany(t *trip, keys, values [][]byte) {
 		return
 	}
 	p := newPlacer(keys)
-	t.queue(getManyStatement, byteaColumns2, reader{row: func(cols [][]byte) error {
+	t.queue(getManyStatement, byteaColumns2, rowReader(func(cols [][]byte) error {
 		if cols[1] == nil {
 			return errBadRow
 		}
 		// The key is only compared: no copy of it.
 		p.place(values, cols[0], append([]byte{}, cols[1]...))
 		return nil
-	}}, arr)
+	}), arr)
 }
 
 // timelineSQL is the server's timeline shifted above the transaction ids
@@ -487,21 +487,19 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 			// transaction opens (fixedStatements); one that is not
 			// would end it.
 			t := trip{ctx: ctx, conn: c}
-			if b.tx == txImplicit {
-				t.unprepared = func() error { return errors.New("postgres: a statement not prepared in an implicit transaction") }
-			}
+			t.inImplicit = b.tx == txImplicit
 			committed := false
 			switch {
 			case b.tx == txExplicit:
 				b.tripWrites(&t)
-				t.queue(commitStatement, nil, reader{end: func(tag []byte) error {
+				t.queue(commitStatement, nil, endReader(func(tag []byte) error {
 					if string(tag) != "COMMIT" {
 						// A transaction that had failed ends in a ROLLBACK.
 						return errRolledBack
 					}
 					committed = true
 					return nil
-				}})
+				}))
 			case b.tx == txImplicit || b.pending.Len() > 0:
 				// The Sync commits the writes and what the transaction
 				// did before, unless a statement failed.
@@ -617,7 +615,7 @@ var getAllStatement = newStatement(`SELECT x.i, kv.v, w.w
 
 // readGetAll reads getAllStatement's rows into values and *w.
 func readGetAll(values [][]byte, w *int64) reader {
-	return reader{row: func(cols [][]byte) error {
+	return rowReader(func(cols [][]byte) error {
 		i, ok := rawInt8(cols[0])
 		if !ok || i < 1 || int(i) > len(values) {
 			return errBadRow
@@ -629,7 +627,7 @@ func readGetAll(values [][]byte, w *int64) reader {
 			values[i-1] = append([]byte{}, cols[1]...)
 		}
 		return nil
-	}}
+	})
 }
 
 // GetAll reads keys and the watermark in one statement, so in one
@@ -787,7 +785,7 @@ func (b *sharedBatch) readPage(ctx context.Context, sql string, args []any) ([]e
 	}
 	var page []entry
 	err := b.send(ctx, func(t *trip) {
-		t.queueParsed(sql, reader{row: func(cols [][]byte) error {
+		t.queueParsed(sql, rowReader(func(cols [][]byte) error {
 			if len(cols) != 2 || cols[0] == nil {
 				return errBadRow
 			}
@@ -797,7 +795,7 @@ func (b *sharedBatch) readPage(ctx context.Context, sql string, args []any) ([]e
 			}
 			page = append(page, e)
 			return nil
-		}}, params...)
+		}), params...)
 	})
 	return page, err
 }

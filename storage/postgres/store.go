@@ -315,6 +315,9 @@ func (s *Store) onConn(parent context.Context, conn **pgxpool.Conn, f func(ctx c
 		abandon(c.PgConn())
 	}
 	s.setDeadline(nc, time.Time{})
+	if err == nil {
+		return nil
+	}
 	var netErr net.Error
 	timedOut := errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout()
 	return s.outcome(parent, err, timedOut)
@@ -609,8 +612,8 @@ func (s *Store) rollbackImplicit(conn *pgxpool.Conn) {
 	err := errors.New("postgres: closed")
 	if s.setDeadline(nc, time.Now().Add(s.timeout)) {
 		t := trip{ctx: context.Background(), conn: c}
-		t.queue(beginStatement, nil, reader{})
-		t.queue(rollbackStatement, nil, reader{})
+		t.queue(beginStatement, nil, nil)
+		t.queue(rollbackStatement, nil, nil)
 		err = t.send()
 		s.setDeadline(nc, time.Time{})
 	}

@@ -40,11 +40,24 @@ var binaryFormat = []int16{pgtype.BinaryFormatCode}
 
 // reader reads one statement's result in a trip: row is given each row's
 // columns (valid until it returns), end the command tag once the rows are
-// read. Either may be nil.
-type reader struct {
-	row func(cols [][]byte) error
-	end func(tag []byte) error
+// read. A nil reader reads nothing (the result is only checked for an
+// error).
+type reader interface {
+	row(cols [][]byte) error
+	end(tag []byte) error
 }
+
+// rowReader is a reader of rows only.
+type rowReader func(cols [][]byte) error
+
+func (f rowReader) row(cols [][]byte) error { return f(cols) }
+func (rowReader) end([]byte) error          { return nil }
+
+// endReader is a reader of the command tag only.
+type endReader func(tag []byte) error
+
+func (endReader) row([][]byte) error     { return nil }
+func (f endReader) end(tag []byte) error { return f(tag) }
 
 // tripBufs holds the buffers that trips encode their messages into: a
 // write's (its ~13 keys and the item, a few KiB) is reused, not grown
@@ -73,11 +86,14 @@ type trip struct {
 	// commit when none of its statements failed).
 	syncs  []int
 	synced int
-	// unprepared is called before a statement not prepared on every
-	// connection (see fixedStatements) is prepared: preparing takes a
-	// Sync of its own, which must not end an implicit transaction (nil:
-	// none is open).
-	unprepared func() error
+	// inImplicit is set when an implicit transaction is open on the
+	// connection: a statement not prepared on every connection (see
+	// fixedStatements) must not be prepared through the driver, whose
+	// Prepare takes a Sync of its own, which would end it. batch, when
+	// set, makes the transaction explicit first; without it such a
+	// statement is an error.
+	inImplicit bool
+	batch      *sharedBatch
 	// rolledBack is set when a statement of an open implicit transaction
 	// failed: send ended it with a Sync (it rolled back).
 	rolledBack bool
@@ -101,11 +117,15 @@ func (t *trip) prepare(st *statement, nparams int, oids []uint32) *pgconn.Statem
 	if t.err != nil {
 		return nil
 	}
-	if t.unprepared != nil && !fixed[st] {
-		if t.err = t.unprepared(); t.err != nil {
+	if t.inImplicit && !fixed[st] {
+		if t.batch == nil {
+			t.err = errors.New("postgres: a statement not prepared in an implicit transaction")
 			return nil
 		}
-		t.unprepared = nil
+		if t.err = t.batch.explicit(t.ctx, t.conn); t.err != nil {
+			return nil
+		}
+		t.inImplicit = false
 	}
 	sd, err := t.conn.Prepare(t.ctx, st.name, st.sql)
 	if err != nil {
@@ -336,11 +356,11 @@ func (t *trip) sendOpen(open bool) error {
 				t.parsing = t.parsing[1:]
 			}
 		case *pgproto3.DataRow:
-			if first == nil && i < len(t.reads) && t.reads[i].row != nil {
+			if first == nil && i < len(t.reads) && t.reads[i] != nil {
 				first = t.reads[i].row(m.Values)
 			}
 		case *pgproto3.CommandComplete:
-			if first == nil && i < len(t.reads) && t.reads[i].end != nil {
+			if first == nil && i < len(t.reads) && t.reads[i] != nil {
 				first = t.reads[i].end(m.CommandTag)
 			}
 			i++
@@ -441,24 +461,30 @@ var (
 // readInt8 reads the one row of a result into *dst: its column col, a
 // bigint (the other columns, void results of locks, are skipped).
 func readInt8(col int, dst *int64) reader {
-	got := false
-	return reader{
-		row: func(cols [][]byte) error {
-			if col >= len(cols) {
-				return errBadRow
-			}
-			n, ok := rawInt8(cols[col])
-			if !ok {
-				return errBadRow
-			}
-			*dst, got = n, true
-			return nil
-		},
-		end: func([]byte) error {
-			if !got {
-				return pgx.ErrNoRows
-			}
-			return nil
-		},
+	return &int8Reader{col: col, dst: dst}
+}
+
+type int8Reader struct {
+	col int
+	dst *int64
+	got bool
+}
+
+func (r *int8Reader) row(cols [][]byte) error {
+	if r.col >= len(cols) {
+		return errBadRow
 	}
+	n, ok := rawInt8(cols[r.col])
+	if !ok {
+		return errBadRow
+	}
+	*r.dst, r.got = n, true
+	return nil
+}
+
+func (r *int8Reader) end([]byte) error {
+	if !r.got {
+		return pgx.ErrNoRows
+	}
+	return nil
 }
