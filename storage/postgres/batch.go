@@ -173,40 +173,36 @@ var (
 // order); with both, the delete rides in the upsert's statement (a
 // data-modifying WITH, run to completion whatever the upsert reads; the
 // two touch different keys), one statement less to encode, bind and
-// answer. The arrays are encoded into one buffer, which the statement's
-// Bind copies.
+// answer. The arrays are encoded straight into the trip's message.
 func (o *overlay) tripWrites(t *trip) {
 	sets := o.pending.Len() - o.deletes
-	size := 3 * 20 // the arrays' headers
-	o.pending.Ascend(func(e entry) bool {
-		size += 8 + len(e.key) + len(e.value)
-		return true
-	})
-	buf := make([]byte, 0, size)
-	var err error
-	var setK, setV, delK []byte
-	if sets > 0 {
-		buf, err = appendColumn(buf, o, sets, false, func(e entry) []byte { return e.key })
-		setK = buf
-		if err == nil {
-			buf, err = appendColumn(buf, o, sets, false, func(e entry) []byte { return e.value })
-			setV = buf[len(setK):]
-		}
+	column := func(n int, deleted bool, col func(entry) []byte) func([]byte) ([]byte, error) {
+		return func(buf []byte) ([]byte, error) { return appendColumn(buf, o, n, deleted, col) }
 	}
-	if o.deletes > 0 && err == nil {
-		at := len(buf)
-		buf, err = appendColumn(buf, o, o.deletes, true, func(e entry) []byte { return e.key })
-		delK = buf[at:]
-	}
+	key := func(e entry) []byte { return e.key }
+	value := func(e entry) []byte { return e.value }
 	switch {
-	case err != nil:
-		t.err = err
 	case sets > 0 && o.deletes > 0:
-		t.queue(writeBothStatement, nil, setK, setV, delK)
+		t.queueEncoded(writeBothStatement, 3, nil, func(buf []byte) (_ []byte, err error) {
+			if buf, err = appendParam(buf, column(sets, false, key)); err != nil {
+				return buf, err
+			}
+			if buf, err = appendParam(buf, column(sets, false, value)); err != nil {
+				return buf, err
+			}
+			return appendParam(buf, column(o.deletes, true, key))
+		})
 	case sets > 0:
-		t.queue(writeSetsStatement, nil, setK, setV)
+		t.queueEncoded(writeSetsStatement, 2, nil, func(buf []byte) (_ []byte, err error) {
+			if buf, err = appendParam(buf, column(sets, false, key)); err != nil {
+				return buf, err
+			}
+			return appendParam(buf, column(sets, false, value))
+		})
 	case o.deletes > 0:
-		t.queue(writeDeletesStatement, nil, delK)
+		t.queueEncoded(writeDeletesStatement, 1, nil, func(buf []byte) ([]byte, error) {
+			return appendParam(buf, column(o.deletes, true, key))
+		})
 	}
 }
 
@@ -288,9 +284,9 @@ func (b *batch) Commit(ctx context.Context) error {
 			}
 			defer conn.Release()
 			t := trip{ctx: ctx, conn: conn.Conn()}
-			t.queue(beginStatement, nil)
+			t.queue(beginStatement, nil, nil)
 			b.tripWrites(&t)
-			t.queue(commitStatement, nil)
+			t.queue(commitStatement, nil, nil)
 			return t.send()
 		}); err != nil {
 			return b.store.wrap(err)

@@ -21,6 +21,10 @@
 //
 // A batch's writes wait in memory and go to the server at Commit in one
 // pipelined round trip (BEGIN, one upsert and one delete over arrays, COMMIT).
+// A shared batch's transaction is implicit instead: its round trips end
+// with a Flush, so it stays open without a BEGIN, and its commit's round
+// trip ends with a Sync, which commits it without a COMMIT (see
+// sharedBatch).
 // Iterators read pages of keys, so memory stays bounded on any range. An
 // iterator of the store reads its first page and one more row in one
 // statement; a range longer than that is read again from its start in a
@@ -32,10 +36,11 @@
 // (read-committed) transaction.
 //
 // The statements of a point read and of a write's two round trips are
-// prepared once per connection and then sent by reference through the
-// driver's protocol layer, parameters and results in the binary format;
-// their timeout is kept by the connection's deadline, the caller's
-// context watched for a cancel.
+// prepared once per connection and then sent by reference, their Bind and
+// Execute messages written by the store into one reused buffer and their
+// answers read message by message, parameters and results in the binary
+// format; their timeout is kept by the connection's deadline, the
+// caller's context watched for a cancel (which closes the connection).
 //
 // The schema is versioned (table orrery_meta); Open creates or migrates it
 // and refuses a database written by a newer version.

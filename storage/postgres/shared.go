@@ -1,37 +1,111 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/orrery-db/orrery/storage"
 )
 
 // sharedBatch is a storage.SharedBatch: a transaction on a connection of
-// its own, begun with its first statement (the BEGIN rides in the same
-// round trip). Its writes wait in an overlay and go with the COMMIT.
+// its own, begun by its first statement. Its writes wait in an overlay
+// and go with the commit.
+//
+// The transaction is implicit: no BEGIN and no COMMIT. Its round trips
+// end with a Flush, not a Sync, so the server, which ends an implicit
+// transaction at a Sync, keeps it open (its locks held) from one round
+// trip to the next; the commit's round trip sends the writes and a Sync,
+// which commits them (durably, before the server answers it), then the
+// watermark. Two statements fewer per write than BEGIN ... COMMIT, each a
+// bind and an execute on the server and a result on the gateway. An
+// iterator's pages are round trips of the batch too, their statement
+// prepared in them (queueParsed). What would need a Sync in the middle
+// of the transaction (preparing a statement through the driver: a lock
+// of modes not in fixedStatements) first turns it into an explicit one
+// with a BEGIN, which the server allows in an implicit transaction,
+// keeping what it did; a COMMIT then ends it.
 type sharedBatch struct {
 	store *Store
 	// conn is taken from the pool under the same timeout as the first
 	// round trip (one context and one watch of it, not two); slot is the
 	// batch's place among the holders of a connection, taken at
 	// NewSharedBatch and held until the batch ends.
-	conn  *pgxpool.Conn
-	slot  bool
-	begun bool
-	seq   uint64
+	conn *pgxpool.Conn
+	slot bool
+	tx   txState
+	seq  uint64
 	overlay
 	closed bool
+}
+
+// txState is where a shared batch's transaction is.
+type txState uint8
+
+const (
+	txNone     txState = iota // none open on the connection
+	txImplicit                // open, implicit: its round trips end with a Flush
+	txExplicit                // open, begun with a BEGIN (it may have failed)
+	txFailed                  // a statement failed: it was rolled back
+	txUnknown                 // the connection failed midway (it is closed)
+)
+
+// connState is what the store keeps of each of the pool's connections.
+type connState struct {
+	// ready is set once every statement of fixedStatements is prepared
+	// on the connection.
+	ready atomic.Bool
+	// parsed is the statements a trip prepared itself (queueParsed);
+	// only the connection's holder reads or writes it.
+	parsed map[string]bool
+}
+
+// fixedStatements are the statements that a shared batch's round trips
+// queue once its implicit transaction is open, prepared on a connection
+// before the first transaction on it opens (preparing one later would
+// take a Sync, which would end the transaction). fixed is their set.
+var (
+	fixedStatements = []*statement{beginStatement, rollbackStatement, commitStatement, sequenceStatement, watermarkStatement,
+		getManyStatement, getStatement, writeBothStatement, writeSetsStatement, writeDeletesStatement,
+		lockStatement("SX+"), lockStatement("X"), lockStatement("S")}
+	fixed = func() map[*statement]bool {
+		m := map[*statement]bool{}
+		for _, st := range fixedStatements {
+			m[st] = true
+		}
+		return m
+	}()
+)
+
+// connState is c's state (nil for a connection not of the pool).
+func (s *Store) connState(c *pgx.Conn) *connState {
+	s.connsMu.RLock()
+	defer s.connsMu.RUnlock()
+	return s.conns[c]
+}
+
+// prepareFixed prepares fixedStatements on c unless they are.
+func (s *Store) prepareFixed(ctx context.Context, c *pgx.Conn, st *connState) error {
+	if st == nil || st.ready.Load() {
+		return nil
+	}
+	for _, f := range fixedStatements {
+		if _, err := c.Prepare(ctx, f.name, f.sql); err != nil {
+			return err
+		}
+	}
+	st.ready.Store(true)
+	return nil
 }
 
 // NewSharedBatch starts a batch on a connection of its own, taken from the
@@ -54,19 +128,9 @@ func (s *Store) NewSharedBatch(ctx context.Context) (storage.SharedBatch, error)
 	return &sharedBatch{store: s, slot: true, overlay: overlay{pending: newTree()}}, nil
 }
 
-// roundTrip sends the statements that queue adds on the batch's
-// connection, taking it from the pool first if the batch has none yet,
-// under one timeout.
-func (b *sharedBatch) roundTrip(ctx context.Context, queue func(t *trip)) error {
-	return b.store.onConn(ctx, &b.conn, func(ctx context.Context, c *pgx.Conn) error {
-		t := trip{ctx: ctx, conn: c}
-		queue(&t)
-		return t.send()
-	})
-}
-
 // send runs the statements that queue adds in the transaction, beginning it
-// first if need be, all in one round trip.
+// first if need be, all in one round trip, taking the connection from the
+// pool first if the batch has none yet, under one timeout.
 func (b *sharedBatch) send(ctx context.Context, queue func(t *trip)) error {
 	if b.pending == nil {
 		return storage.ErrClosed
@@ -74,14 +138,36 @@ func (b *sharedBatch) send(ctx context.Context, queue func(t *trip)) error {
 	if b.store.closed.Load() {
 		return storage.ErrClosed
 	}
-	begun := b.begun
-	err := b.roundTrip(ctx, func(t *trip) {
-		if !begun {
-			t.queue(beginStatement, nil)
+	if b.tx == txFailed {
+		return errRolledBack
+	}
+	err := b.store.onConn(ctx, &b.conn, func(ctx context.Context, c *pgx.Conn) error {
+		if b.tx == txUnknown {
+			return errConnLost
 		}
-		queue(t)
+		t := trip{ctx: ctx, conn: c, state: b.store.connState(c)}
+		switch b.tx {
+		case txNone:
+			// Before the transaction opens: preparing is safe now, not
+			// in it (see fixedStatements).
+			if err := b.store.prepareFixed(ctx, c, t.state); err != nil {
+				return err
+			}
+		case txImplicit:
+			t.inImplicit, t.batch = true, b
+		}
+		queue(&t)
+		err := t.sendOpen(b.tx != txExplicit)
+		switch {
+		case c.PgConn().IsClosed():
+			b.tx = txUnknown
+		case t.rolledBack:
+			b.tx = txFailed
+		case b.tx == txNone && t.sent:
+			b.tx = txImplicit
+		}
+		return err
 	})
-	b.begun = b.conn != nil
 	if errors.Is(err, storage.ErrUnavailable) {
 		return err
 	}
@@ -94,6 +180,24 @@ func (b *sharedBatch) send(ctx context.Context, queue func(t *trip)) error {
 	return nil
 }
 
+// errConnLost is a batch's round trip on a connection that had failed.
+var errConnLost = errors.New("postgres: conn closed: the transaction's connection failed")
+
+// explicit turns the batch's implicit transaction into an explicit one,
+// with a BEGIN (and a Sync, which no longer ends it), so that a Sync may
+// follow.
+func (b *sharedBatch) explicit(ctx context.Context, c *pgx.Conn) error {
+	t := trip{ctx: ctx, conn: c}
+	t.queue(beginStatement, nil, nil)
+	err := t.send()
+	if c.PgConn().IsClosed() {
+		b.tx = txUnknown
+	} else if err == nil {
+		b.tx = txExplicit
+	}
+	return err
+}
+
 // Lock takes a transaction-scoped advisory lock on a hash of key.
 func (b *sharedBatch) Lock(ctx context.Context, key []byte, exclusive bool) error {
 	return b.send(ctx, func(t *trip) {
@@ -104,6 +208,7 @@ func (b *sharedBatch) Lock(ctx context.Context, key []byte, exclusive bool) erro
 var (
 	beginStatement     = newStatement(`BEGIN`)
 	commitStatement    = newStatement(`COMMIT`)
+	rollbackStatement  = newStatement(`ROLLBACK`)
 	sequenceStatement  = newStatement(sequenceSQL)
 	watermarkStatement = newStatement(watermarkSQL)
 	getManyStatement   = newStatement(getManySQL)
@@ -139,21 +244,32 @@ func queueLocks(t *trip, locks []storage.LockRequest, seq *int64) {
 	if seq != nil {
 		key = append(key, '+')
 	}
-	st, ok := lockStatements.Load(string(key))
-	if !ok {
-		st, _ = lockStatements.LoadOrStore(string(key), newStatement(locksSQL(locks, seq != nil)))
-	}
+	st := lockStatement(string(key))
 	params := make([][]byte, len(locks))
 	buf := make([]byte, 0, 8*len(locks))
 	for i, l := range locks {
 		buf = binary.BigEndian.AppendUint64(buf, uint64(hashKey(l.Key)))
 		params[i] = buf[8*i : 8*i+8]
 	}
-	var read func(*pgconn.ResultReader) error
+	var read reader
 	if seq != nil {
 		read = readInt8(len(locks), seq)
 	}
-	t.queue(st.(*statement), read, params...)
+	t.queue(st, nil, read, params...)
+}
+
+// lockStatement is the statement of queueLocks for the modes of key.
+func lockStatement(key string) *statement {
+	if st, ok := lockStatements.Load(key); ok {
+		return st.(*statement)
+	}
+	seq := strings.HasSuffix(key, "+")
+	locks := make([]storage.LockRequest, 0, len(key))
+	for _, m := range strings.TrimSuffix(key, "+") {
+		locks = append(locks, storage.LockRequest{Exclusive: m == 'X'})
+	}
+	st, _ := lockStatements.LoadOrStore(key, newStatement(locksSQL(locks, seq)))
+	return st.(*statement)
 }
 
 // locksSQL is the statement of queueLocks.
@@ -208,7 +324,7 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 			}
 		}
 		if sequence && b.seq == 0 && seqAt == nil {
-			t.queue(sequenceStatement, readInt8(0, &seq))
+			t.queue(sequenceStatement, int8Column, readInt8(0, &seq))
 		}
 	})
 	if err != nil {
@@ -225,20 +341,13 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 
 // tripGet queues the read of key into *value (left nil when absent).
 func tripGet(t *trip, key []byte, value *[]byte) {
-	t.queue(getStatement, func(rr *pgconn.ResultReader) error {
-		if !rr.NextRow() {
-			return nil // absent
-		}
-		if !fieldsAre(rr, pgtype.ByteaOID) {
+	t.queue(getStatement, byteaColumn, rowReader(func(cols [][]byte) error {
+		if cols[0] == nil || *value != nil {
 			return errBadRow
 		}
-		v := rr.Values()[0]
-		if v == nil {
-			return errBadRow
-		}
-		*value = append([]byte{}, v...)
+		*value = append([]byte{}, cols[0]...)
 		return nil
-	}, key)
+	}), key) // no row: absent
 }
 
 // tripGetMany queues the read of keys into values (values[i] stays nil
@@ -249,21 +358,15 @@ func tripGetMany(t *trip, keys, values [][]byte) {
 		t.err = err
 		return
 	}
-	t.queue(getManyStatement, func(rr *pgconn.ResultReader) error {
-		p := newPlacer(keys)
-		for rr.NextRow() {
-			if !fieldsAre(rr, pgtype.ByteaOID, pgtype.ByteaOID) {
-				return errBadRow
-			}
-			cols := rr.Values()
-			if cols[1] == nil {
-				return errBadRow
-			}
-			// The key is only compared: no copy of it.
-			p.place(values, cols[0], append([]byte{}, cols[1]...))
+	p := newPlacer(keys)
+	t.queue(getManyStatement, byteaColumns2, rowReader(func(cols [][]byte) error {
+		if cols[1] == nil {
+			return errBadRow
 		}
+		// The key is only compared: no copy of it.
+		p.place(values, cols[0], append([]byte{}, cols[1]...))
 		return nil
-	}, arr)
+	}), arr)
 }
 
 // timelineSQL is the server's timeline shifted above the transaction ids
@@ -289,7 +392,7 @@ func (b *sharedBatch) Sequence(ctx context.Context) (uint64, error) {
 		return b.seq, nil
 	}
 	var seq int64
-	if err := b.send(ctx, func(t *trip) { t.queue(sequenceStatement, readInt8(0, &seq)) }); err != nil {
+	if err := b.send(ctx, func(t *trip) { t.queue(sequenceStatement, int8Column, readInt8(0, &seq)) }); err != nil {
 		return 0, err
 	}
 	b.seq = uint64(seq)
@@ -373,38 +476,59 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 	}
 	var err error
 	var w int64
-	committed := false
-	if b.begun || b.pending.Len() > 0 || watermark {
-		err = b.roundTrip(ctx, func(t *trip) {
-			if b.begun || b.pending.Len() > 0 {
-				if !b.begun {
-					t.queue(beginStatement, nil)
-				}
-				b.tripWrites(t)
-				t.queue(commitStatement, func(rr *pgconn.ResultReader) error {
-					ct, err := rr.Close()
-					if err != nil {
-						return err
-					}
-					if ct.String() != "COMMIT" {
+	if b.tx == txFailed {
+		err = errRolledBack
+	} else if b.tx != txNone || b.pending.Len() > 0 || watermark {
+		err = b.store.onConn(ctx, &b.conn, func(ctx context.Context, c *pgx.Conn) error {
+			if b.tx == txUnknown {
+				return errConnLost
+			}
+			// Every statement queued here is prepared before a
+			// transaction opens (fixedStatements); one that is not
+			// would end it.
+			t := trip{ctx: ctx, conn: c}
+			t.inImplicit = b.tx == txImplicit
+			committed := false
+			switch {
+			case b.tx == txExplicit:
+				b.tripWrites(&t)
+				t.queue(commitStatement, nil, endReader(func(tag []byte) error {
+					if string(tag) != "COMMIT" {
 						// A transaction that had failed ends in a ROLLBACK.
 						return errRolledBack
 					}
 					committed = true
 					return nil
-				})
-			} else {
+				}))
+			case b.tx == txImplicit || b.pending.Len() > 0:
+				// The Sync commits the writes and what the transaction
+				// did before, unless a statement failed.
+				b.tripWrites(&t)
+				t.sync()
+			default:
 				committed = true // nothing to commit
 			}
 			if watermark {
-				t.queue(watermarkStatement, readInt8(0, &w))
+				t.queue(watermarkStatement, int8Column, readInt8(0, &w))
 			}
+			err := t.send()
+			if b.tx != txExplicit && t.synced > 0 {
+				committed = true
+			}
+			switch {
+			case err == nil || committed:
+				b.tx = txNone
+			case c.PgConn().IsClosed():
+				b.tx = txUnknown
+			case b.tx != txExplicit && t.sent:
+				b.tx = txNone // the Sync ended it: rolled back
+			}
+			if err != nil && committed {
+				// The commit went through; only the watermark is missing.
+				err, w = nil, 0
+			}
+			return err
 		})
-		if err != nil && committed {
-			// The COMMIT went through; only the watermark is missing.
-			err, w = nil, 0
-		}
-		b.begun = err != nil && b.conn != nil // a failed COMMIT leaves an aborted transaction
 	}
 	b.drop()
 	b.releaseConn()
@@ -420,12 +544,16 @@ func (b *sharedBatch) CommitPipelined(ctx context.Context) (func() error, error)
 // connection.
 func (b *sharedBatch) releaseConn() {
 	if b.conn != nil {
-		if b.begun {
-			b.store.rollback(b.conn)
-		} else {
+		switch b.tx {
+		case txNone, txFailed:
 			b.conn.Release()
+		case txImplicit:
+			b.store.rollbackImplicit(b.conn)
+		default:
+			b.store.rollback(b.conn)
 		}
 		b.conn = nil
+		b.tx = txNone
 	}
 	if b.slot {
 		b.slot = false
@@ -486,12 +614,8 @@ var getAllStatement = newStatement(`SELECT x.i, kv.v, w.w
 		(` + watermarkSQL + `) AS w(w)`)
 
 // readGetAll reads getAllStatement's rows into values and *w.
-func readGetAll(rr *pgconn.ResultReader, values [][]byte, w *int64) error {
-	for rr.NextRow() {
-		if !fieldsAre(rr, pgtype.Int8OID, pgtype.ByteaOID, pgtype.Int8OID) {
-			return errBadRow
-		}
-		cols := rr.Values()
+func readGetAll(values [][]byte, w *int64) reader {
+	return rowReader(func(cols [][]byte) error {
 		i, ok := rawInt8(cols[0])
 		if !ok || i < 1 || int(i) > len(values) {
 			return errBadRow
@@ -502,8 +626,8 @@ func readGetAll(rr *pgconn.ResultReader, values [][]byte, w *int64) error {
 		if cols[1] != nil { // NULL: absent (v is NOT NULL)
 			values[i-1] = append([]byte{}, cols[1]...)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // GetAll reads keys and the watermark in one statement, so in one
@@ -524,17 +648,9 @@ func (s *Store) GetAll(ctx context.Context, keys [][]byte) ([][]byte, uint64, er
 	}
 	var conn *pgxpool.Conn
 	err = s.onConn(ctx, &conn, func(ctx context.Context, c *pgx.Conn) error {
-		// One statement: sent alone, in the connection's own buffers.
-		sd, err := c.Prepare(ctx, getAllStatement.name, getAllStatement.sql)
-		if err != nil {
-			return err
-		}
-		rr := c.PgConn().ExecStatement(ctx, sd, [][]byte{arr}, binaryFormat, binaryFormat)
-		err = readGetAll(rr, values, &w)
-		if _, cerr := rr.Close(); err == nil {
-			err = cerr
-		}
-		return err
+		t := trip{ctx: ctx, conn: c}
+		t.queue(getAllStatement, getAllColumns, readGetAll(values, &w), arr)
+		return t.send()
 	})
 	if conn != nil {
 		conn.Release()
@@ -650,20 +766,36 @@ func (l *lead) release() {
 	})
 }
 
-// readPage reads a page of an iterator on the batch's connection: each page
-// sees the latest committed state (read committed), as the batch's reads do.
+// readPage reads a page of an iterator in the batch's transaction: each
+// page sees the latest committed state (read committed), as the batch's
+// reads do. It is a round trip of the batch's (send), its statement
+// prepared in it the first time on a connection: the driver's query
+// would end with a Sync, which would end an implicit transaction.
 func (b *sharedBatch) readPage(ctx context.Context, sql string, args []any) ([]entry, error) {
 	if !b.slot {
 		return nil, storage.ErrClosed
 	}
-	if b.conn == nil {
-		err := b.store.timed(ctx, func(ctx context.Context) (err error) {
-			b.conn, err = b.store.pool.Acquire(ctx)
-			return err
-		})
-		if err != nil {
-			return nil, err
+	params := make([][]byte, len(args))
+	for i, a := range args {
+		p, ok := a.([]byte)
+		if !ok {
+			return nil, fmt.Errorf("postgres: a page query's argument of type %T", a)
 		}
+		params[i] = p
 	}
-	return b.store.readPage(ctx, b.conn, sql, args)
+	var page []entry
+	err := b.send(ctx, func(t *trip) {
+		t.queueParsed(sql, rowReader(func(cols [][]byte) error {
+			if len(cols) != 2 || cols[0] == nil {
+				return errBadRow
+			}
+			e := entry{key: bytes.Clone(cols[0]), value: bytes.Clone(cols[1])}
+			if e.value == nil {
+				e.value = []byte{}
+			}
+			page = append(page, e)
+			return nil
+		}), params...)
+	})
+	return page, err
 }

@@ -83,7 +83,7 @@ type Store struct {
 	// Round trips that keep their timeout with their connection's deadline
 	// (onConn) set it under connsMu read-locked, interrupt under it locked.
 	connsMu sync.RWMutex
-	conns   map[*pgx.Conn]struct{}
+	conns   map[*pgx.Conn]*connState
 	// slots bounds the connections that shared batches and snapshots hold
 	// for their lifetime, leaving the rest of the pool to the short reads
 	// (point reads, first pages, watermarks) that a holder may make while
@@ -143,7 +143,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	cfg.ConnConfig.DialFunc = dialer.DialContext
 	reserve := max(2, int(cfg.MaxConns)/4)
 	s := &Store{timeout: timeout, connCfg: cfg.ConnConfig.Copy(), leads: map[*lead]struct{}{},
-		conns: map[*pgx.Conn]struct{}{}, slots: make(chan struct{}, max(1, int(cfg.MaxConns)-reserve))}
+		conns: map[*pgx.Conn]*connState{}, slots: make(chan struct{}, max(1, int(cfg.MaxConns)-reserve))}
 	s.closeCtx, s.cancel = context.WithCancel(context.Background())
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		registerTypes(conn.TypeMap())
@@ -155,7 +155,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		if s.closed.Load() {
 			return storage.ErrClosed
 		}
-		s.conns[conn] = struct{}{}
+		s.conns[conn] = &connState{}
 		return nil
 	}
 	cfg.BeforeClose = func(conn *pgx.Conn) {
@@ -280,8 +280,8 @@ func (s *Store) outcome(parent context.Context, err error, timedOut bool) error 
 // the pool first when *conn is nil: the store's timeout is kept by the
 // connection's own deadline, set before f and cleared after, not by a
 // context of its own (a timer, a context and the driver's watch of it,
-// per round trip). f's context is parent, which the driver watches, so a
-// caller that goes away ends the round trip as before. The pool's wait
+// per round trip). A caller that goes away ends the round trip at once:
+// its deadline is moved to the past and the connection closed. The pool's wait
 // for a connection is bounded by the others' round trips, its dial by
 // the connect timeout and its ping by PingTimeout, all the store's
 // timeout.
@@ -301,8 +301,23 @@ func (s *Store) onConn(parent context.Context, conn **pgxpool.Conn, f func(ctx c
 	if !s.setDeadline(nc, time.Now().Add(s.timeout)) {
 		return storage.ErrClosed
 	}
+	// The caller going away ends the round trip at once: the deadline,
+	// moved to the past, fails its write or read (and the connection is
+	// closed, its protocol state unknown).
+	var stop func() bool
+	if parent.Done() != nil {
+		stop = context.AfterFunc(parent, func() { s.setDeadline(nc, time.Unix(1, 0)) })
+	}
 	err := f(parent, c)
+	if stop != nil && !stop() {
+		// Gone during or just after f: if f had read every answer the
+		// connection is sound, but its deadline is being moved.
+		abandon(c.PgConn())
+	}
 	s.setDeadline(nc, time.Time{})
+	if err == nil {
+		return nil
+	}
 	var netErr net.Error
 	timedOut := errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout()
 	return s.outcome(parent, err, timedOut)
@@ -583,6 +598,27 @@ func (s *Store) rollback(conn *pgxpool.Conn) {
 	defer cancel()
 	if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
 		conn.Conn().Close(context.Background())
+	}
+	conn.Release()
+}
+
+// rollbackImplicit is rollback for a connection in an implicit transaction
+// (see sharedBatch): a BEGIN first, which makes it explicit (a ROLLBACK
+// alone would roll it back too, with a warning that there is no
+// transaction), then the ROLLBACK, and a Sync.
+func (s *Store) rollbackImplicit(conn *pgxpool.Conn) {
+	c := conn.Conn()
+	nc := c.PgConn().Conn()
+	err := errors.New("postgres: closed")
+	if s.setDeadline(nc, time.Now().Add(s.timeout)) {
+		t := trip{ctx: context.Background(), conn: c}
+		t.queue(beginStatement, nil, nil)
+		t.queue(rollbackStatement, nil, nil)
+		err = t.send()
+		s.setDeadline(nc, time.Time{})
+	}
+	if err != nil || c.PgConn().TxStatus() != 'I' {
+		abandon(c.PgConn())
 	}
 	conn.Release()
 }
