@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -78,20 +77,7 @@ func TestIndexAnswersMatchFullScans(t *testing.T) {
 					} else {
 						r.SinglePartitionKeyRange = true
 					}
-					var out []string
-					for {
-						res, err := e.QueryItems(context.Background(), r)
-						if err != nil {
-							t.Fatalf("%s %s: %v", c, q, err)
-						}
-						for _, it := range res.Items {
-							out = append(out, string(it))
-						}
-						if res.Continuation == "" {
-							break
-						}
-						r.Continuation = res.Continuation
-					}
+					out := queryPages(t, e, r)
 					if !strings.Contains(q, "ORDER BY") {
 						slices.Sort(out)
 					}

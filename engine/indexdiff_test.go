@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -175,20 +174,7 @@ func TestReplaceOfOnePropertyAnswersQueriesAsAnUnindexedTwin(t *testing.T) {
 			params := map[string]json.RawMessage{"@v": json.RawMessage(v), "@ts": json.RawMessage(ts)}
 			run := func(cont string) []string {
 				r := &QueryRequest{Database: "db", Container: cont, Query: q, Params: params, MaxItems: 9, SinglePartitionKeyRange: true}
-				var out []string
-				for {
-					res, err := e.QueryItems(context.Background(), r)
-					if err != nil {
-						t.Fatalf("%s %s: %v", cont, q, err)
-					}
-					for _, it := range res.Items {
-						out = append(out, string(it))
-					}
-					if res.Continuation == "" {
-						break
-					}
-					r.Continuation = res.Continuation
-				}
+				out := queryPages(t, e, r)
 				if !strings.Contains(q, "ORDER BY") {
 					slices.Sort(out)
 				}

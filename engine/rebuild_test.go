@@ -34,23 +34,32 @@ func keysUnder(t *testing.T, s storage.Reader, prefix []byte) []string {
 // queryIDs runs a query over the whole container and returns the ids, sorted.
 func queryIDs(t *testing.T, e *Engine, coll, q string) []string {
 	t.Helper()
-	r := &QueryRequest{Database: "db", Container: coll, Query: q, SinglePartitionKeyRange: true}
+	out := queryPages(t, e, &QueryRequest{Database: "db", Container: coll, Query: q, SinglePartitionKeyRange: true})
+	for i, it := range out {
+		out[i] = strings.Trim(it, `"`)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// queryPages runs r page by page to its end and returns every item as
+// text, in the order the pages gave them.
+func queryPages(t *testing.T, e *Engine, r *QueryRequest) []string {
+	t.Helper()
 	var out []string
 	for {
 		res, err := e.QueryItems(context.Background(), r)
 		if err != nil {
-			t.Fatalf("%s: %v", q, err)
+			t.Fatalf("%s %s: %v", r.Container, r.Query, err)
 		}
 		for _, it := range res.Items {
-			out = append(out, strings.Trim(string(it), `"`))
+			out = append(out, string(it))
 		}
 		if res.Continuation == "" {
-			break
+			return out
 		}
 		r.Continuation = res.Continuation
 	}
-	slices.Sort(out)
-	return out
 }
 
 // commitAndReopen commits b, the test's tampering with a closed engine's
