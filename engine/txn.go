@@ -113,6 +113,18 @@ func (t *txn) allocate(ctx context.Context) error {
 	return nil
 }
 
+// itemKeyOf is the storage key of the partition's item id: prev's key when
+// prev (the record a write replaces, read by getAny under the same key) is
+// that item's, else a new one. Keys are never written to after they are
+// built, so the two records may share one.
+func (t *txn) itemKeyOf(id string, prev *storedItem) []byte {
+	if prev != nil && len(prev.key) == len(t.p.prefix)+len(id) &&
+		string(prev.key[len(t.p.prefix):]) == id && bytes.HasPrefix(prev.key, t.p.prefix) {
+		return prev.key
+	}
+	return t.p.itemKey(id)
+}
+
 // put writes the item, replacing prev (the current record, expired or not,
 // or nil), and returns the stored record.
 func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem, error) {
@@ -120,7 +132,7 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 		return nil, err
 	}
 	c := t.p.c
-	s := &storedItem{key: t.p.itemKey(it.id), lsn: t.lsn, ts: t.now.Unix(), ttl: it.ttl, write: t.writes}
+	s := &storedItem{key: t.itemKeyOf(it.id, prev), lsn: t.lsn, ts: t.now.Unix(), ttl: it.ttl, write: t.writes}
 	t.writes++
 	fresh := prev == nil
 	if fresh {
