@@ -151,8 +151,8 @@ func (c *Container) partition(pk PartitionKey) (*partition, *Error) {
 	if len(pk) != len(c.pk.Paths) && !c.nonPartitioned() {
 		return nil, BadRequest("The partition key supplied has %d components, but the container's partition key definition has %d paths.", len(pk), len(c.pk.Paths))
 	}
-	enc := pk.Encode()
-	return &partition{c: c, pk: pk, enc: enc, prefix: keys.ItemPartitionPrefix(c.rid, effectivePartitionKey(&c.pk, pk), enc)}, nil
+	prefix, enc := keys.AppendedItemPartitionPrefix(c.rid, 16*len(pk), pk.AppendEPK, pk.AppendEncode)
+	return &partition{c: c, pk: pk, enc: enc, prefix: prefix}, nil
 }
 
 // Search returns the container's parsed search policies, or nil when it

@@ -124,6 +124,21 @@ func ItemPartitionPrefix(collRID, epk, pkEnc []byte) []byte {
 	return append(k, pkEnc...)
 }
 
+// AppendedItemPartitionPrefix is ItemPartitionPrefix built in one buffer:
+// appendEPK and appendEnc append the effective partition key (epkLen bytes)
+// and the encoded key to it. pkEnc is the encoded key within the prefix,
+// capped so that an append to it cannot write into the prefix.
+func AppendedItemPartitionPrefix(collRID []byte, epkLen int, appendEPK, appendEnc func([]byte) []byte) (prefix, pkEnc []byte) {
+	k := make([]byte, 0, 1+len(collRID)+epkLen+2+32+32)
+	k = append(k, Item)
+	k = append(k, collRID...)
+	k = appendEPK(k)
+	at := len(k)
+	k = appendEnc(append(k, 0, 0))
+	binary.BigEndian.PutUint16(k[at:], uint16(len(k)-at-2))
+	return k, k[at+2 : len(k) : len(k)]
+}
+
 // ItemContainerPrefix is the key prefix of every item of a container.
 func ItemContainerPrefix(collRID []byte) []byte { return withRID(Item, collRID) }
 

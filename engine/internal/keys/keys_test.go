@@ -210,3 +210,28 @@ func TestIndexEntriesTellWhereTheirValueStarts(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendedItemPartitionPrefixIsItemPartitionPrefix checks that the
+// prefix built in one buffer is ItemPartitionPrefix's, that the encoded key
+// it returns is the prefix's tail, and that an append to that key leaves
+// the prefix as it was.
+func TestAppendedItemPartitionPrefixIsItemPartitionPrefix(t *testing.T) {
+	coll := []byte{1, 2, 3, 4, 5, 6, 7, 8}
+	epk := bytes.Repeat([]byte{0xAB}, 32)
+	for _, enc := range []string{`["p"]`, `[]`, `["` + strings.Repeat("x", 300) + `"]`} {
+		prefix, pkEnc := AppendedItemPartitionPrefix(coll, len(epk),
+			func(b []byte) []byte { return append(b, epk...) },
+			func(b []byte) []byte { return append(b, enc...) })
+		want := ItemPartitionPrefix(coll, epk, []byte(enc))
+		if !bytes.Equal(prefix, want) {
+			t.Errorf("prefix of %s = %x, want %x", enc, prefix, want)
+		}
+		if string(pkEnc) != enc {
+			t.Errorf("encoded key = %s, want %s", pkEnc, enc)
+		}
+		_ = append(pkEnc, "tail"...)
+		if !bytes.Equal(prefix, want) {
+			t.Errorf("an append to the encoded key %s changed the prefix to %x", enc, prefix)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package pkey
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -208,31 +207,49 @@ func (pk Key) IsUndefined() bool {
 func (pk Key) MarshalJSON() ([]byte, error) { return pk.Encode(), nil }
 
 // Encode is the canonical JSON array form, used in storage keys.
-func (pk Key) Encode() []byte {
-	var b bytes.Buffer
-	b.WriteByte('[')
+func (pk Key) Encode() []byte { return pk.AppendEncode(nil) }
+
+// AppendEncode appends the canonical JSON array form (Encode's) to b.
+func (pk Key) AppendEncode(b []byte) []byte {
+	b = append(b, '[')
 	for i, c := range pk {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
 		switch c.kind {
 		case Undefined:
-			b.WriteString("{}")
+			b = append(b, "{}"...)
 		case Null:
-			b.WriteString("null")
+			b = append(b, "null"...)
 		case True:
-			b.WriteString("true")
+			b = append(b, "true"...)
 		case False:
-			b.WriteString("false")
+			b = append(b, "false"...)
 		case Number:
-			b.WriteString(strconv.FormatFloat(c.num, 'g', -1, 64))
+			b = strconv.AppendFloat(b, c.num, 'g', -1, 64)
 		case String:
+			if plainJSONString(c.str) {
+				b = append(append(append(b, '"'), c.str...), '"')
+				break
+			}
 			s, _ := json.Marshal(c.str)
-			b.Write(s)
+			b = append(b, s...)
 		}
 	}
-	b.WriteByte(']')
-	return b.Bytes()
+	return append(b, ']')
+}
+
+// plainJSONString reports whether encoding/json writes s as it is between
+// quotes: printable ASCII without the quote, the backslash and the three
+// characters it escapes for HTML (<, >, &).
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7E, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 // String returns the canonical JSON form.
@@ -246,16 +263,16 @@ func (pk Key) EPK() []byte {
 	if len(pk) == 0 {
 		return nil
 	}
-	if len(pk) == 1 {
-		h := pk[0].Hash()
-		return h[:]
-	}
-	out := make([]byte, 0, 16*len(pk))
+	return pk.AppendEPK(make([]byte, 0, 16*len(pk)))
+}
+
+// AppendEPK appends the binary effective partition key (EPK's) to b.
+func (pk Key) AppendEPK(b []byte) []byte {
 	for _, c := range pk {
 		h := c.Hash()
-		out = append(out, h[:]...)
+		b = append(b, h[:]...)
 	}
-	return out
+	return b
 }
 
 // Hash is the 16-byte effective partition key of one value under hash

@@ -156,3 +156,24 @@ func TestExtractReadsNestedEscapedPaths(t *testing.T) {
 		t.Error("a value over MaxValueBytes was taken")
 	}
 }
+
+// TestEncodeWritesStringsAsEncodingJSON checks that the canonical form
+// writes a string value byte for byte as encoding/json does (the storage
+// keys of existing items are made of it), the plain ones without it
+// included, and that AppendEncode appends to what it is given.
+func TestEncodeWritesStringsAsEncodingJSON(t *testing.T) {
+	for _, s := range []string{"", "tenant-42", "a b~", "a<b", "x>y", "x&y", `q"q`, `b\s`, "tab\t", "nl\n", "del\x7f",
+		"\u00e9", "\u2028\u2029", "bad\xffutf8", "\x00"} {
+		m, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "[" + string(m) + "," + string(m) + "]"
+		if got := string(Key{StringValue(s), StringValue(s)}.Encode()); got != want {
+			t.Errorf("Encode(%q) = %s, want %s", s, got, want)
+		}
+		if got := string(Key{StringValue(s), StringValue(s)}.AppendEncode([]byte("head"))); got != "head"+want {
+			t.Errorf("AppendEncode(head, %q) = %s, want head%s", s, got, want)
+		}
+	}
+}
