@@ -122,15 +122,23 @@ func (o Object) Get(name string) (json.RawMessage, bool) {
 }
 
 // WithoutSystem returns the properties whose names are not system
-// properties.
+// properties: o itself, capped to its length, when it has none (what
+// clients send, unless they write back what they read), else a copy.
 func (o Object) WithoutSystem() Object {
-	out := make(Object, 0, len(o))
-	for _, f := range o {
+	for i, f := range o {
 		if !systemProperties[f.Name] {
-			out = append(out, f)
+			continue
 		}
+		out := make(Object, i, len(o)-1)
+		copy(out, o[:i])
+		for _, f := range o[i+1:] {
+			if !systemProperties[f.Name] {
+				out = append(out, f)
+			}
+		}
+		return out
 	}
-	return out
+	return o[:len(o):len(o)]
 }
 
 // Encode writes the object, followed by extra properties.

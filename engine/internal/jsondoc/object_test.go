@@ -77,3 +77,35 @@ func manyProperties(n int) string {
 	}
 	return string(append(b, '}'))
 }
+
+// TestWithoutSystemKeepsTheOtherPropertiesInOrder checks that the system
+// properties go wherever they stand, the others stay in their order, and
+// that an append to the result never writes into the parsed object.
+func TestWithoutSystemKeepsTheOtherPropertiesInOrder(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{}`, `{}`},
+		{`{"id":"a","pk":"p","n":1}`, `{"id":"a","pk":"p","n":1}`},
+		{`{"_rid":"x","id":"a","_ts":5,"pk":"p","_etag":"e","n":1,"_self":"s","_attachments":"t"}`, `{"id":"a","pk":"p","n":1}`},
+		{`{"id":"a","_lsn":3}`, `{"id":"a"}`},
+		{`{"_ts":1,"_rid":"x"}`, `{}`},
+		{`{"id":"a","_other":1,"ts":2}`, `{"id":"a","_other":1,"ts":2}`},
+	}
+	for _, tt := range tests {
+		o, err := Parse([]byte(tt.in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := string(o.Encode())
+		got := o.WithoutSystem()
+		if s := string(got.Encode()); s != tt.want {
+			t.Errorf("WithoutSystem(%s) = %s, want %s", tt.in, s, tt.want)
+		}
+		_ = append(got, Field{Name: "added", Value: json.RawMessage(`1`)})
+		if after := string(o.Encode()); after != before {
+			t.Errorf("an append to WithoutSystem(%s) changed the parsed object to %s", tt.in, after)
+		}
+		if cap(o) > len(o) && o[:len(o)+1][len(o)].Name == "added" {
+			t.Errorf("an append to WithoutSystem(%s) wrote into the parsed object's spare room", tt.in)
+		}
+	}
+}
