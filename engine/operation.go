@@ -56,7 +56,8 @@ func (w itemWriter) operationOnce(ctx context.Context, typ string, req *ItemRequ
 	if err != nil {
 		return nil, false, err
 	}
-	op := &BatchOperation{Type: typ, ID: req.ID, Body: req.Body, IfMatch: req.IfMatch}
+	o := &itemOperation{op: BatchOperation{Type: typ, ID: req.ID, Body: req.Body, IfMatch: req.IfMatch}}
+	op := &o.op
 	switch typ {
 	case BatchReplace, BatchDelete, BatchPatch:
 		if verr := validItemID(req.ID); verr != nil {
@@ -93,7 +94,15 @@ func (w itemWriter) operationOnce(ctx context.Context, typ string, req *ItemRequ
 	if err != nil {
 		return nil, false, err
 	}
-	return &ItemResult{Status: r.Status, Body: r.Body, ETag: r.ETag, Charge: r.Charge, SessionLSN: session}, false, nil
+	o.res = ItemResult{Status: r.Status, Body: r.Body, ETag: r.ETag, Charge: r.Charge, SessionLSN: session}
+	return &o.res, false, nil
+}
+
+// itemOperation is the operation operationOnce runs and its result, in one
+// allocation.
+type itemOperation struct {
+	op  BatchOperation
+	res ItemResult
 }
 
 // runAlone runs one operation in its own transaction, on the operation's
