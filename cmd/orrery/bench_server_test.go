@@ -136,6 +136,27 @@ func (p *benchProc) stop() {
 	p.cmd.Wait()
 }
 
+// childSyscalls is the number of read and write system calls process pid
+// has made (syscr and syscw of /proc/<pid>/io: read(2), write(2) and
+// their kin, each whether it moved bytes or not), 0 where /proc does not
+// tell.
+func childSyscalls(pid int) (reads, writes int64) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, value, _ := strings.Cut(line, ": ")
+		switch name {
+		case "syscr":
+			reads, _ = strconv.ParseInt(value, 10, 64)
+		case "syscw":
+			writes, _ = strconv.ParseInt(value, 10, 64)
+		}
+	}
+	return reads, writes
+}
+
 // cpu is the CPU time the process has used, in seconds.
 func (p *benchProc) cpu(b *testing.B) float64 {
 	b.Helper()
@@ -429,6 +450,7 @@ func measureKind(b *testing.B, p *benchProc, conts []*azcosmos.ContainerClient, 
 		}()
 	}
 	cpu0 := p.cpu(b)
+	sysr0, sysw0 := childSyscalls(p.cmd.Process.Pid)
 	var next, errs, conflicts atomic.Int64
 	var firstErr atomic.Pointer[error]
 	var wg sync.WaitGroup
@@ -458,6 +480,10 @@ func measureKind(b *testing.B, p *benchProc, conts []*azcosmos.ContainerClient, 
 	b.ReportMetric(float64(b.N)/wall, "ops/s")
 	b.ReportMetric(cpu*1e6/float64(b.N), "cpu-µs/op")
 	b.ReportMetric(float64(errs.Load()), "errors")
+	if sysr, sysw := childSyscalls(p.cmd.Process.Pid); sysr > 0 {
+		b.ReportMetric(float64(sysr-sysr0)/float64(b.N), "reads/op")
+		b.ReportMetric(float64(sysw-sysw0)/float64(b.N), "writes/op")
+	}
 	if k.name == "replace" {
 		b.ReportMetric(float64(conflicts.Load()), "412s")
 	}
