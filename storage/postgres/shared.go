@@ -26,9 +26,14 @@ import (
 // end with a Flush, not a Sync, so the server, which ends an implicit
 // transaction at a Sync, keeps it open (its locks held) from one round
 // trip to the next; the commit's round trip sends the writes and a Sync,
-// which commits them (durably, before the server answers it), then the
-// watermark. Two statements fewer per write than BEGIN ... COMMIT, each a
-// bind and an execute on the server and a result on the gateway. An
+// which commits them (durably, before the server answers it). Two
+// statements fewer per write than BEGIN ... COMMIT, each a bind and an
+// execute on the server and a result on the gateway. A commit that reads
+// the watermark after it (CommitWatermark, every item write's) sends a
+// BEGIN, the writes, a COMMIT and the watermark before its one Sync
+// instead: the server flushes its answer at each Sync, and a second piece
+// costs the gateway more (a read that finds nothing, a park and a
+// wake-up) than two statements do. An
 // iterator's pages are round trips of the batch too, their statement
 // prepared in them (queueParsed). What would need a Sync in the middle
 // of the transaction (preparing a statement through the driver: a lock
@@ -489,8 +494,25 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 			t := trip{ctx: ctx, conn: c}
 			t.inImplicit = b.tx == txImplicit
 			committed := false
+			// began is set when this round trip turns the transaction
+			// into an explicit one to commit it with a COMMIT (see
+			// below).
+			began := false
 			switch {
-			case b.tx == txExplicit:
+			case b.tx == txExplicit || watermark && (b.tx == txImplicit || b.pending.Len() > 0):
+				if b.tx != txExplicit {
+					// With the watermark to read after the commit, a
+					// commit by a Sync would make the server answer in
+					// two parts, each flushed at its ReadyForQuery:
+					// the second is read after a wait of its own (a
+					// read that finds nothing, a park and a wake-up),
+					// most of the time. A BEGIN, which the server
+					// allows in the open implicit transaction, keeping
+					// what it did, and a COMMIT make it one answer,
+					// flushed at the one Sync after the watermark.
+					t.queue(beginStatement, nil, nil)
+					began = true
+				}
 				b.tripWrites(&t)
 				t.queue(commitStatement, nil, endReader(func(tag []byte) error {
 					if string(tag) != "COMMIT" {
@@ -512,7 +534,7 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 				t.queue(watermarkStatement, int8Column, readInt8(0, &w))
 			}
 			err := t.send()
-			if b.tx != txExplicit && t.synced > 0 {
+			if b.tx != txExplicit && !began && t.synced > 0 {
 				committed = true
 			}
 			switch {
@@ -520,6 +542,15 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 				b.tx = txNone
 			case c.PgConn().IsClosed():
 				b.tx = txUnknown
+			case began:
+				// Failed after the BEGIN: the transaction is open,
+				// failed, until a ROLLBACK; failed before it: the Sync
+				// ended it.
+				if c.PgConn().TxStatus() == 'I' {
+					b.tx = txNone
+				} else {
+					b.tx = txExplicit
+				}
 			case b.tx != txExplicit && t.sent:
 				b.tx = txNone // the Sync ended it: rolled back
 			}

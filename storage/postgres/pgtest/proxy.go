@@ -77,6 +77,7 @@ func (p *Proxy) accept() {
 				p.trips.Add(1)
 				trip = nil
 			}
+			syncs := dec.syncs
 			statements := dec.feed(data)
 			p.mu.Lock()
 			if p.logging {
@@ -85,6 +86,7 @@ func (p *Proxy) accept() {
 					p.log = append(p.log, trip)
 				}
 				trip.Statements = append(trip.Statements, statements...)
+				trip.Syncs += dec.syncs - syncs
 			}
 			p.mu.Unlock()
 		})
@@ -180,6 +182,10 @@ func (p *Proxy) close() {
 type Trip struct {
 	Conn       int
 	Statements []string
+	// Syncs is the number of Syncs it sent: the server flushes its
+	// answer at each (as at a Flush), so a trip with one is answered in
+	// one piece.
+	Syncs int
 }
 
 // StartLog starts recording the round trips, with their statements, that
@@ -198,7 +204,7 @@ func (p *Proxy) Log() []Trip {
 	p.logging = false
 	trips := make([]Trip, len(p.log))
 	for i, t := range p.log {
-		trips[i] = Trip{Conn: t.Conn, Statements: slices.Clone(t.Statements)}
+		trips[i] = Trip{Conn: t.Conn, Statements: slices.Clone(t.Statements), Syncs: t.Syncs}
 	}
 	p.log = nil
 	return trips
@@ -213,6 +219,7 @@ type frontendDecoder struct {
 	bound   string            // the SQL of the last Bind
 	parsed  []string          // Parses not yet followed by a Bind
 	other   bool              // a message other than Sync since the last statement
+	syncs   int               // Syncs read
 }
 
 // feed takes the next bytes of the stream and returns the statements
@@ -266,6 +273,7 @@ func (d *frontendDecoder) feed(data []byte) []string {
 			out = append(out, d.bound)
 			d.other = false
 		case 'S':
+			d.syncs++
 			for _, q := range d.parsed {
 				out = append(out, "prepare: "+q)
 			}
