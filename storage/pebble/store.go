@@ -27,7 +27,8 @@ import (
 // bulk of a store's memory, and both are only touched as they fill. Reads that
 // miss the block cache still hit the operating system's page cache.
 const (
-	// DefaultCacheSize is the block cache size when Options.CacheSize is 0.
+	// DefaultCacheSize is the block cache size when Options.CacheSize is 0:
+	// room for blocks of tables, besides the memtables (see cacheFor).
 	DefaultCacheSize = 32 << 20
 	// DefaultMemTableSize is the memtable size when Options.MemTableSize is 0.
 	DefaultMemTableSize = 16 << 20
@@ -46,7 +47,8 @@ type Options struct {
 	// InMemory keeps every file in memory instead of under dir, which is
 	// then only a name. Nothing survives Close. For tests.
 	InMemory bool
-	// CacheSize is the block cache size in bytes (DefaultCacheSize if 0).
+	// CacheSize is the block cache size in bytes (DefaultCacheSize if 0),
+	// for blocks of tables: the memtables' memory comes on top.
 	CacheSize int64
 	// MemTableSize is the size in bytes of one memtable
 	// (DefaultMemTableSize if 0).
@@ -60,6 +62,21 @@ type Options struct {
 	// dirCheck is how often the store checks that its directory is still
 	// there (dirCheckInterval when 0, never when negative).
 	dirCheck time.Duration
+}
+
+// memTablesReserved is how many memtables' sizes Pebble may hold reserved in
+// its block cache at once: one filling and one flushing or kept for reuse
+// (MemTableStopWritesThreshold).
+const memTablesReserved = 2
+
+// cacheFor is the cache size to give Pebble for a block cache of blocks
+// bytes beside memtables of memTableSize bytes. Pebble reserves each
+// memtable's size in its block cache, so a cache the size of the memtables
+// leaves no room for blocks: every read of a table then reads its index,
+// filter and data blocks from the file and decompresses them again (at
+// 32 MiB for both, 19% of block lookups hit under a load of upserts).
+func cacheFor(blocks int64, memTableSize uint64) int64 {
+	return blocks + memTablesReserved*int64(memTableSize)
 }
 
 // dirCheckInterval is how often a store on disk checks that its directory
@@ -115,7 +132,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	s := &Store{failed: make(chan struct{}), stop: make(chan struct{}), stalls: &stalls{}}
 	popts := &pebbledb.Options{
 		FS:           fs,
-		CacheSize:    cacheSize,
+		CacheSize:    cacheFor(cacheSize, memTableSize),
 		MemTableSize: memTableSize,
 		// At most two memtables (one filling, one flushing) before writes
 		// wait: bounds memory under a burst of writes.

@@ -1,0 +1,58 @@
+package pebble
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// TestBlockCacheHoldsBlocksBesideFullMemtables: once the memtables have
+// grown to their full size, a table's blocks read once are read from the
+// block cache again, not from the file: Pebble's memtables reserve their
+// size in its block cache, and the store gives it room for both.
+func TestBlockCacheHoldsBlocksBesideFullMemtables(t *testing.T) {
+	ctx := context.Background()
+	const memTable = 1 << 20
+	s, err := Open(t.TempDir(), Options{InMemory: true, NoSync: true, CacheSize: memTable, MemTableSize: memTable})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Several memtables' worth, so that they grow to their full size, in
+	// batches well under half a memtable (larger ones bypass memtables).
+	value := make([]byte, 1000)
+	for i := range 6 * memTable / len(value) / 100 {
+		b := s.NewBatch()
+		for j := range 100 {
+			if err := b.Set(fmt.Appendf(nil, "k%08d", i*100+j), value); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+	}
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if r := s.db.Metrics().MemTable; r.Size+r.ZombieSize < memTable {
+		t.Fatalf("memtables reserve %d bytes, want at least one full memtable (%d)", r.Size+r.ZombieSize, memTable)
+	}
+	key := []byte("k00000042")
+	if _, err := s.Get(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	before := s.db.Metrics().BlockCache
+	const reads = 10
+	for range reads {
+		if _, err := s.Get(ctx, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := s.db.Metrics().BlockCache
+	if misses := after.Misses - before.Misses; misses != 0 {
+		t.Errorf("%d reads of a key read once already missed the block cache %d times (hits %d), want 0",
+			reads, misses, after.Hits-before.Hits)
+	}
+}
