@@ -101,6 +101,7 @@ func serve(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	addr := fs.String("addr", env("ORRERY_ADDR", "localhost:8081"), "address to listen on, HTTPS and HTTP on the same port (env ORRERY_ADDR); localhost is this machine only (127.0.0.1 and ::1), :8081 every interface")
 	data := fs.String("data", env("ORRERY_DATA", "./orrery-data"), "data directory (env ORRERY_DATA)")
+	blockCache := fs.Int64("block-cache-mb", pebble.DefaultCacheSize>>20, "MiB of table blocks the store in --data keeps in memory for reads, filled as blocks are read, besides its memtables (2 × 16 MiB)")
 	inMemory := fs.Bool("memory", false, "keep everything in memory: nothing is written to disk")
 	postgresURLs := postgresList(env("ORRERY_POSTGRES", ""))
 	postgresFromEnv := len(postgresURLs) > 0
@@ -146,6 +147,9 @@ func serve(ctx context.Context, args []string) error {
 	}
 	if *ranges < 1 {
 		return fmt.Errorf("--partition-key-ranges must be at least 1")
+	}
+	if *blockCache < 1 || *blockCache > 1<<20 {
+		return fmt.Errorf("--block-cache-mb: %d is not a size in MiB from 1 to %d", *blockCache, 1<<20)
 	}
 	bodyMiB, err := strconv.ParseInt(*bodyMemory, 10, 64)
 	if err != nil || bodyMiB <= 0 || bodyMiB > 1<<20 {
@@ -205,7 +209,7 @@ func serve(ctx context.Context, args []string) error {
 		_, statErr := os.Stat(dir)
 		fresh := errors.Is(statErr, os.ErrNotExist)
 		log.Info("opening storage", "data", dir, "new", fresh)
-		s, err := pebble.Open(*data, pebble.Options{})
+		s, err := pebble.Open(*data, pebble.Options{CacheSize: *blockCache << 20})
 		if err != nil {
 			return fmt.Errorf("opening %s: %w", *data, err)
 		}
