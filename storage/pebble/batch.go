@@ -28,9 +28,14 @@ type batch struct {
 	// abandoned: a commit or sync of b was left inside a failed Pebble, so
 	// b must not be closed.
 	abandoned bool
-	// syncing receives the fsync's outcome of a pipelined commit until
-	// waitSync has it (then nil, and syncErr is it).
-	syncing chan error
+	// A pipelined commit's goroutine stores the apply's outcome in
+	// piped[0] and sends on steps, then the fsync's in piped[1] and sends
+	// again (one channel of empty tokens: the fewest allocations). syncing:
+	// the second token is not received yet; syncErr is the fsync's outcome
+	// once it is.
+	steps   chan struct{}
+	piped   [2]error
+	syncing bool
 	syncErr error
 }
 
@@ -163,39 +168,42 @@ func (b *batch) CommitPipelined(ctx context.Context) (func() error, error) {
 		return nil, err
 	}
 	defer b.store.release()
-	pb := b.b
-	applied, synced := make(chan error, 1), make(chan error, 1)
-	go func() {
-		err := b.store.db.ApplyNoSyncWait(pb, b.store.write)
-		applied <- err
-		if err == nil {
-			synced <- pb.SyncWait()
-		}
-	}()
-	err, abandoned := b.store.await(applied)
-	if abandoned {
+	b.steps = make(chan struct{}, 2) // never full: an abandoned goroutine does not block
+	go b.applyAndSync(b.b)
+	if _, abandoned := await(b.store, b.steps); abandoned {
 		b.abandoned = true
-		return nil, err
+		return nil, b.store.Err()
 	}
-	if err != nil {
+	if err := b.piped[0]; err != nil {
 		return nil, b.store.failWith("commit", err)
 	}
 	b.committed = true
-	b.syncing = synced
+	b.syncing = true
 	return b.waitSync, nil
+}
+
+// applyAndSync is a pipelined commit's goroutine (see batch.steps).
+func (b *batch) applyAndSync(pb *pebbledb.Batch) {
+	err := b.store.db.ApplyNoSyncWait(pb, b.store.write)
+	b.piped[0] = err
+	b.steps <- struct{}{}
+	if err == nil {
+		b.piped[1] = pb.SyncWait()
+		b.steps <- struct{}{}
+	}
 }
 
 // waitSync waits for the fsync of a pipelined commit.
 func (b *batch) waitSync() error {
-	if b.syncing == nil {
+	if !b.syncing {
 		return b.syncErr
 	}
-	err, abandoned := b.store.await(b.syncing)
-	if abandoned {
+	if _, abandoned := await(b.store, b.steps); abandoned {
 		b.abandoned = true
-		return err
+		return b.store.Err()
 	}
-	b.syncing = nil
+	b.syncing = false
+	err := b.piped[1]
 	if err != nil {
 		err = b.store.failWith("sync", err)
 	}
@@ -219,7 +227,7 @@ func (b *batch) Close() error {
 		return storage.ErrClosed
 	}
 	b.closed = true
-	if b.syncing != nil && !b.abandoned {
+	if b.syncing && !b.abandoned {
 		// A pipelined commit's fsync still under way: Pebble's batch is
 		// released only after it.
 		b.waitSync()

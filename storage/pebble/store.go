@@ -263,21 +263,25 @@ func (s *Store) orFail(op func() error) (err error, abandoned bool) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- op() }()
-	return s.await(done)
+	err, abandoned = await(s, done)
+	if abandoned {
+		return s.Err(), true
+	}
+	return err, false
 }
 
-// await returns the error op's goroutine sends on done, or the store's
-// failure as soon as the store fails (abandoned is true then: see orFail).
-func (s *Store) await(done <-chan error) (err error, abandoned bool) {
+// await returns what a goroutine calling into Pebble sends on done, or
+// abandoned as soon as s fails first (see orFail).
+func await[T any](s *Store, done <-chan T) (v T, abandoned bool) {
 	select {
-	case err := <-done:
-		return err, false
+	case v := <-done:
+		return v, false
 	case <-s.failed:
 		select {
-		case err := <-done:
-			return err, false
+		case v := <-done:
+			return v, false
 		default:
-			return s.Err(), true
+			return v, true
 		}
 	}
 }
