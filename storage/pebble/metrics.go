@@ -39,11 +39,14 @@ var (
 	descFlushes     = prometheus.NewDesc("orrery_storage_flushes_total", "Memtable flushes since the store opened.", nil, nil)
 	descStalls      = prometheus.NewDesc("orrery_storage_write_stalls_total", "Times writes stalled waiting for flushes or compactions.", nil, nil)
 	descStallSecs   = prometheus.NewDesc("orrery_storage_write_stall_seconds_total", "Time writes spent stalled.", nil, nil)
+	descCacheBytes  = prometheus.NewDesc("orrery_storage_block_cache_bytes", "Bytes of table blocks held by the block cache.", nil, nil)
+	descCacheHits   = prometheus.NewDesc("orrery_storage_block_cache_hits_total", "Table block lookups answered by the block cache.", nil, nil)
+	descCacheMisses = prometheus.NewDesc("orrery_storage_block_cache_misses_total", "Table block lookups that read the block from its file.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (s *Store) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descDisk, descMemtable, descCompactions, descDebt, descReadAmp, descFlushes, descStalls, descStallSecs} {
+	for _, d := range []*prometheus.Desc{descDisk, descMemtable, descCompactions, descDebt, descReadAmp, descFlushes, descStalls, descStallSecs, descCacheBytes, descCacheHits, descCacheMisses} {
 		ch <- d
 	}
 }
@@ -67,4 +70,7 @@ func (s *Store) Collect(ch chan<- prometheus.Metric) {
 	counter(descFlushes, float64(m.Flush.Count))
 	counter(descStalls, float64(s.stalls.count.Load()))
 	counter(descStallSecs, time.Duration(s.stalls.nanos.Load()).Seconds())
+	gauge(descCacheBytes, float64(m.BlockCache.Size))
+	counter(descCacheHits, float64(m.BlockCache.Hits))
+	counter(descCacheMisses, float64(m.BlockCache.Misses))
 }

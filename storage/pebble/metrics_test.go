@@ -26,8 +26,8 @@ func TestStoreReportsItsFigures(t *testing.T) {
 	if err := b.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(s); n != 8 {
-		t.Fatalf("%d metrics, want 8", n)
+	if n := testutil.CollectAndCount(s); n != 11 {
+		t.Fatalf("%d metrics, want 11", n)
 	}
 	if err := testutil.CollectAndCompare(s, strings.NewReader(`
 # HELP orrery_storage_write_stalls_total Times writes stalled waiting for flushes or compactions.
@@ -51,4 +51,27 @@ orrery_storage_write_stalls_total 0
 		}
 	}
 	t.Fatal("orrery_storage_disk_bytes missing")
+}
+
+// storeMetric is the value of the store's metric name now.
+func storeMetric(t *testing.T, s *Store, name string) float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(s)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		m := f.GetMetric()[0]
+		if c := m.GetCounter(); c != nil {
+			return c.GetValue()
+		}
+		return m.GetGauge().GetValue()
+	}
+	t.Fatalf("%s missing", name)
+	return 0
 }
