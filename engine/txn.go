@@ -279,28 +279,37 @@ func (t *txn) reindex(key []byte, prevObj, doc jsondoc.Object) error {
 	if err := t.indexes.reindex(&t.search, c, t.b, t.lsn, key, doc); err != nil {
 		return err
 	}
-	var old, cur [][]byte
+	if c.index == nil || c.index.None {
+		return nil
+	}
+	// Both versions' entries are built in one scratch, given back once
+	// the batch has copied them.
+	sc := indexScratchPool.Get().(*indexScratch)
+	defer sc.release()
+	old, cur := sc.old[:0], sc.cur[:0]
 	var err error
 	switch {
 	case prevObj != nil && doc != nil:
 		// A replace lists the entries of the properties it changed only:
 		// those of the others are the same in both versions.
-		oldFields, curFields := changedFields(prevObj, doc)
-		if old, err = c.fieldIndexEntries(oldFields, prevObj, key); err != nil {
+		var oldFields, curFields jsondoc.Object
+		oldFields, curFields, sc.fields = changedFieldsIn(sc.fields, prevObj, doc)
+		if old, err = c.appendFieldIndexEntries(sc, old, oldFields, prevObj, key); err != nil {
 			return err
 		}
-		if cur, err = c.fieldIndexEntries(curFields, doc, key); err != nil {
+		if cur, err = c.appendFieldIndexEntries(sc, cur, curFields, doc, key); err != nil {
 			return err
 		}
 	case prevObj != nil:
-		if old, err = c.objectIndexEntries(prevObj, key); err != nil {
+		if old, err = c.appendFieldIndexEntries(sc, old, prevObj, prevObj, key); err != nil {
 			return err
 		}
 	case doc != nil:
-		if cur, err = c.objectIndexEntries(doc, key); err != nil {
+		if cur, err = c.appendFieldIndexEntries(sc, cur, doc, doc, key); err != nil {
 			return err
 		}
 	}
+	sc.old, sc.cur = old, cur
 	// Both lists sorted, the entries only in old are deleted and those only
 	// in cur written; an entry in both is left as it is.
 	slices.SortFunc(old, bytes.Compare)

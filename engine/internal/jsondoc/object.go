@@ -189,3 +189,35 @@ var systemProperties = map[string]bool{
 	"_colls": true, "_users": true, "_docs": true, "_sprocs": true, "_triggers": true,
 	"_udfs": true, "_conflicts": true,
 }
+
+// NextField reads one property of the valid JSON object b without
+// building an Object: i is the index just past the object's '{' (or the
+// next NextField returned), and the property is the one Parse would list
+// there, its name the same bytes (b's own between the quotes when plain,
+// else decoded). ok is false past the last property.
+func NextField(b []byte, i int) (name []byte, value json.RawMessage, next int, ok bool, err error) {
+	i = SkipSpace(b, i)
+	if i >= len(b) || b[i] == '}' {
+		return nil, nil, i, false, nil
+	}
+	end := SkipString(b, i)
+	if isPlainName(b, i, end) {
+		name = b[i+1 : end-1]
+	} else {
+		s, err := unmarshalName(b[i:end])
+		if err != nil {
+			return nil, nil, i, false, err
+		}
+		name = []byte(s)
+	}
+	i = SkipSpace(b, end)
+	i++ // ':'
+	i = SkipSpace(b, i)
+	vend := SkipValue(b, i)
+	value = b[i:vend]
+	i = SkipSpace(b, vend)
+	if i < len(b) && b[i] == ',' {
+		i++
+	}
+	return name, value, i, true, nil
+}
