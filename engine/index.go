@@ -149,17 +149,19 @@ func (c *Container) fieldIndexEntries(fields, whole jsondoc.Object, itemKey []by
 	if c.index == nil || c.index.None {
 		return nil, nil
 	}
-	var sc indexScratch
+	var sc writeScratch
 	return c.appendFieldIndexEntries(&sc, make([][]byte, 0, len(fields)+4), fields, whole, itemKey)
 }
 
-// indexScratch is the memory the index entries of a write are built in:
+// writeScratch is the memory of one item write: its index entries are
+// built in it, with the other keys and lists the write is done with once
+// its batch holds them. The index entries are built so:
 // the keys are cut from chunk, one allocation for many, and the paths
 // written into path. A write lists the entries of both its versions in one
 // scratch; the storage batch copies the keys it is given, so that the
 // scratch serves the next write once these are set and deleted
-// (indexScratchPool).
-type indexScratch struct {
+// (writeScratchPool).
+type writeScratch struct {
 	// chunk is where the next key starts: each is capped at its end, so
 	// appending to one never writes into the next, and a chunk too short
 	// for a key is left to the keys cut from it for a new one.
@@ -170,30 +172,38 @@ type indexScratch struct {
 	// old, cur and fields are reindex's lists, kept for the next write.
 	old, cur [][]byte
 	fields   jsondoc.Object
+	// prev is the array of the replaced version's parse (txn.parsePrev),
+	// doc that of the written document with its _ts, sys the system
+	// properties' values (txn.put) and keys the feed, RID and order keys.
+	prev, doc jsondoc.Object
+	sys, keys []byte
 }
 
-// indexScratchPool holds the scratch of writes done: one in use per write
+// writeScratchPool holds the scratch of writes done: one in use per write
 // in flight.
-var indexScratchPool = sync.Pool{New: func() any { return new(indexScratch) }}
+var writeScratchPool = sync.Pool{New: func() any { return new(writeScratch) }}
 
-// release gives sc back to indexScratchPool, forgetting the keys and
+// release gives sc back to writeScratchPool, forgetting the keys and
 // documents it points to; a scratch grown past what a usual write needs is
 // left to the collector.
-func (sc *indexScratch) release() {
-	if cap(sc.chunk) > 16<<10 || cap(sc.old) > 1024 || cap(sc.cur) > 1024 || cap(sc.fields) > 1024 {
+func (sc *writeScratch) release() {
+	if cap(sc.chunk) > 16<<10 || cap(sc.old) > 1024 || cap(sc.cur) > 1024 || cap(sc.fields) > 1024 ||
+		cap(sc.prev) > 1024 || cap(sc.doc) > 1024 || cap(sc.sys) > 1024 || cap(sc.keys) > 1024 {
 		return
 	}
 	clear(sc.old[:cap(sc.old)])
 	clear(sc.cur[:cap(sc.cur)])
 	clear(sc.fields[:cap(sc.fields)])
-	sc.chunk = sc.chunk[:0]
-	sc.old, sc.cur, sc.fields = sc.old[:0], sc.cur[:0], sc.fields[:0]
-	indexScratchPool.Put(sc)
+	clear(sc.prev[:cap(sc.prev)])
+	clear(sc.doc[:cap(sc.doc)])
+	sc.chunk, sc.sys, sc.keys = sc.chunk[:0], sc.sys[:0], sc.keys[:0]
+	sc.old, sc.cur, sc.fields, sc.prev, sc.doc = sc.old[:0], sc.cur[:0], sc.fields[:0], sc.prev[:0], sc.doc[:0]
+	writeScratchPool.Put(sc)
 }
 
 // appendFieldIndexEntries is fieldIndexEntries appending to out, the keys
 // cut from sc.
-func (c *Container) appendFieldIndexEntries(sc *indexScratch, out [][]byte, fields, whole jsondoc.Object, itemKey []byte) ([][]byte, error) {
+func (c *Container) appendFieldIndexEntries(sc *writeScratch, out [][]byte, fields, whole jsondoc.Object, itemKey []byte) ([][]byte, error) {
 	if c.index == nil || c.index.None {
 		return out, nil
 	}
@@ -219,7 +229,7 @@ func (c *Container) appendFieldIndexEntries(sc *indexScratch, out [][]byte, fiel
 // indexWalk lists the entries of a document's values into out.
 type indexWalk struct {
 	c      *Container
-	sc     *indexScratch
+	sc     *writeScratch
 	suffix []byte
 	out    [][]byte
 }

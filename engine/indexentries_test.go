@@ -127,7 +127,7 @@ func TestWriteIndexEntriesAreTheStorageKeysOfBefore(t *testing.T) {
 	computed.computed = []*query.ComputedProperty{cp}
 	containers = append(containers, computed)
 	r := rand.New(rand.NewPCG(37, 25))
-	sc := new(indexScratch)
+	sc := new(writeScratch)
 	checked := 0
 	for range 3000 {
 		doc := randomIndexedDoc(r, 0)
@@ -168,7 +168,7 @@ func TestWriteIndexEntriesAreTheStorageKeysOfBefore(t *testing.T) {
 		}
 		if r.IntN(4) == 0 {
 			sc.release()
-			sc = indexScratchPool.Get().(*indexScratch)
+			sc = writeScratchPool.Get().(*writeScratch)
 		}
 	}
 	t.Logf("%d entries the same", checked)

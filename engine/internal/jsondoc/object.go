@@ -31,6 +31,12 @@ func Parse(b []byte) (Object, error) {
 // properties, past Parse's 8 for most items, and growing the object to
 // hold them costs a second allocation and a copy.
 func ParseSized(b []byte, n int) (Object, error) {
+	return ParseInto(nil, b, n)
+}
+
+// ParseInto is ParseSized listing the properties in dst's array when it
+// has room for them: the array of a parse whose object is done with.
+func ParseInto(dst Object, b []byte, n int) (Object, error) {
 	i := SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, ErrNotObject
@@ -78,7 +84,9 @@ func ParseSized(b []byte, n int) (Object, error) {
 		i = SkipSpace(b, i)
 		vend := SkipValue(b, i)
 		if obj == nil {
-			obj = make(Object, 0, n)
+			if obj = dst[:0]; cap(obj) == 0 {
+				obj = make(Object, 0, n)
+			}
 		}
 		obj = append(obj, Field{Name: name, Value: json.RawMessage(b[i:vend])})
 		i = SkipSpace(b, vend)
