@@ -173,3 +173,30 @@ func TestWriteIndexEntriesAreTheStorageKeysOfBefore(t *testing.T) {
 	}
 	t.Logf("%d entries the same", checked)
 }
+
+// TestItemKeysOfAPartitionAreItsPrefixAndTheID: the item keys a partition
+// builds, the first in the partition's own buffer, are its prefix (that of
+// keys.ItemPartitionPrefix) and the id, and appending to one changes
+// neither the prefix nor another key; short and long partition keys and ids.
+func TestItemKeysOfAPartitionAreItsPrefixAndTheID(t *testing.T) {
+	c := &Container{rid: []byte{1, 2, 3, 4, 5, 6, 7, 8}, pk: PartitionKeyDefinition{Paths: []string{"/pk"}, Kind: "Hash", Version: 2}}
+	for _, pk := range []string{"p", strings.Repeat("long key ", 12)} {
+		for _, ids := range [][]string{{"a", "bb"}, {strings.Repeat("x", 90), "c"}, {"c", strings.Repeat("y", 200)}} {
+			p, err := c.partition(StringKey(pk))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := keys.ItemPartitionPrefix(c.rid, effectivePartitionKey(&c.pk, StringKey(pk)), StringKey(pk).Encode())
+			if !bytes.Equal(p.prefix, want) {
+				t.Fatalf("prefix %q, want %q", p.prefix, want)
+			}
+			k1 := p.itemKey(ids[0])
+			k2 := p.itemKey(ids[1])
+			_ = append(k1, "zz"...)
+			_ = append(k2, "zz"...)
+			if string(k1) != string(want)+ids[0] || string(k2) != string(want)+ids[1] || !bytes.Equal(p.prefix, want) {
+				t.Fatalf("keys %q and %q of ids %q under prefix %q", k1, k2, ids, want)
+			}
+		}
+	}
+}
