@@ -123,15 +123,17 @@ func (w itemWriter) runAloneSession(ctx context.Context, c *Container, req *Batc
 	if !ok {
 		pk, ok = req.PartitionKey, req.HasPartitionKey
 	}
+	// On a shared store the item the operation reads first comes with
+	// the locks. The run holds the item the operation writes.
+	a := &aloneRun{ctx: ctx, op: op}
 	switch op.Type {
 	case BatchCreate, BatchUpsert, BatchReplace:
 		// The body is checked against the partition key before the partition
 		// is, and names it when the request does not.
-		it, perr := c.parseItem(op.Body, &ItemRequest{PartitionKey: pk, HasPartitionKey: ok})
-		if perr != nil {
+		if perr := c.parseItemInto(&a.item, op.Body, &ItemRequest{PartitionKey: pk, HasPartitionKey: ok}); perr != nil {
 			return BatchOperationResult{}, 0, false, perr
 		}
-		pk, ok, op.item = it.pk, true, it
+		pk, ok, op.item = a.item.pk, true, &a.item
 	}
 	if !ok {
 		return BatchOperationResult{}, 0, false, errPartitionKeyRequired
@@ -139,9 +141,6 @@ func (w itemWriter) runAloneSession(ctx context.Context, c *Container, req *Batc
 	if req.Confined && !pk.Equal(req.Partition) {
 		return BatchOperationResult{}, 0, false, outsidePartition(pk, req.Partition)
 	}
-	// On a shared store the item the operation reads first comes with
-	// the locks.
-	a := &aloneRun{ctx: ctx, op: op}
 	a.ids[0] = op.ID
 	if op.item != nil {
 		a.ids[0] = op.item.id
@@ -161,6 +160,8 @@ type aloneRun struct {
 	ids [1]string
 	tx  *txn
 	r   BatchOperationResult
+	// item is op's body, parsed.
+	item item
 }
 
 func (a *aloneRun) run(t *txn) error {
