@@ -141,14 +141,14 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	} else {
 		s.rid = prev.rid
 	}
-	// The system properties' values, written once into one buffer:
-	// "<rid>", "dbs/<db rid>/colls/<coll rid>/docs/<rid>/", "\"<etag>\"", <ts>.
 	// The write's scratch: the storage batch copies what it is given. A
 	// container with search indexes has its document's values kept past
 	// the write (t.search), so they are not built in it.
 	sc := writeScratchPool.Get().(*writeScratch)
 	defer sc.release()
 	pooled := c.Search() == nil
+	// The system properties' values, written once into one buffer:
+	// "<rid>", "dbs/<db rid>/colls/<coll rid>/docs/<rid>/", "\"<etag>\"", <ts>.
 	var ridBuf [16]byte
 	sys := sc.sys[:0]
 	if need := 2*24 + len(c.db.RID) + len(c.RID) + 18 + etagLen + 4 + 20; !pooled || cap(sys) < need {
