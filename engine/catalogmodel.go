@@ -144,6 +144,10 @@ type partition struct {
 	pk     PartitionKey
 	enc    []byte
 	prefix []byte
+	// buf holds the prefix and the first item key built (itemKey, keyed
+	// once it has), in the partition's own allocation, when they fit.
+	keyed bool
+	buf   [112]byte
 }
 
 func (c *Container) partition(pk PartitionKey) (*partition, *Error) {
@@ -151,8 +155,10 @@ func (c *Container) partition(pk PartitionKey) (*partition, *Error) {
 	if len(pk) != len(c.pk.Paths) && !c.nonPartitioned() {
 		return nil, BadRequest("The partition key supplied has %d components, but the container's partition key definition has %d paths.", len(pk), len(c.pk.Paths))
 	}
-	prefix, enc := keys.AppendedItemPartitionPrefix(c.rid, 16*len(pk), pk.AppendEPK, pk.AppendEncode)
-	return &partition{c: c, pk: pk, enc: enc, prefix: prefix}, nil
+	p := &partition{c: c, pk: pk}
+	prefix, enc := keys.AppendItemPartitionPrefix(p.buf[:0], c.rid, pk.AppendEPK, pk.AppendEncode)
+	p.enc, p.prefix = enc, prefix[:len(prefix):len(prefix)]
+	return p, nil
 }
 
 // Search returns the container's parsed search policies, or nil when it
@@ -190,6 +196,12 @@ func (c *Container) scope(pk PartitionKey, hasPK bool) ([]byte, *Error) {
 }
 
 func (p *partition) itemKey(id string) []byte {
+	if n := len(p.prefix) + len(id); !p.keyed && n <= len(p.buf) && &p.buf[0] == &p.prefix[0] {
+		// The prefix is at the start of buf: the key is written past it,
+		// capped, and buf's room is used up.
+		p.keyed = true
+		return append(p.buf[:len(p.prefix)], id...)[:n:n]
+	}
 	return append(append(make([]byte, 0, len(p.prefix)+len(id)), p.prefix...), id...)
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/orrery-db/orrery/engine/internal/geocell"
 	"github.com/orrery-db/orrery/engine/internal/indexpolicy"
@@ -148,58 +149,130 @@ func (c *Container) fieldIndexEntries(fields, whole jsondoc.Object, itemKey []by
 	if c.index == nil || c.index.None {
 		return nil, nil
 	}
-	obj := fields
-	suffix := itemKey[1+len(c.rid):]
-	out := make([][]byte, 0, len(obj)+4)
-	// The entries are cut from shared chunks: one allocation for many keys.
-	// Each is capped at its end, so appending to one never writes into the
-	// next.
-	var chunk []byte
-	// The paths are appended into one buffer: a nested object's appends
-	// past its parent's path, which the parent reads only up to its length.
-	var walk func(obj jsondoc.Object, path []byte) error
-	walk = func(obj jsondoc.Object, path []byte) error {
-		for _, f := range obj {
-			if len(path) == 0 && (unindexedProperties[f.Name] || c.computedByName(f.Name) != nil) {
-				continue // a computed property's name hides a persisted one
-			}
-			p := appendIndexName(append(path, '/'), f.Name)
-			raw := f.Value
-			if raw[0] == '{' {
-				sub, err := jsondoc.Parse(raw)
-				if err != nil {
-					return err
-				}
-				if err := walk(sub, p); err != nil {
-					return err
-				}
-			}
-			if !c.index.All && !c.index.Indexes(string(p)) || c.index.All && string(p) == "/_etag" {
-				continue
-			}
-			// The longest entry: the prefix, a string value of
-			// maxIndexedString bytes all escaped and its end, the suffix.
-			if need := 1 + len(c.rid) + binary.MaxVarintLen32 + len(p) + 2*maxIndexedString + 3 + len(suffix); cap(chunk)-len(chunk) < need {
-				chunk = make([]byte, 0, max(need, 1024))
-			}
-			start := len(chunk)
-			k, err := appendRawIndexValue(keys.AppendIndexPathPrefix(chunk, c.rid, p), raw)
-			if err != nil {
-				return err
-			}
-			chunk = append(k, suffix...)
-			out = append(out, chunk[start:len(chunk):len(chunk)])
+	var sc writeScratch
+	return c.appendFieldIndexEntries(&sc, make([][]byte, 0, len(fields)+4), fields, whole, itemKey)
+}
+
+// writeScratch is the memory of one item write: its index entries are
+// built in it, with the other keys and lists the write is done with once
+// its batch holds them. The index entries are built so:
+// the keys are cut from chunk, one allocation for many, and the paths
+// written into path. A write lists the entries of both its versions in one
+// scratch; the storage batch copies the keys it is given, so that the
+// scratch serves the next write once these are set and deleted
+// (writeScratchPool).
+type writeScratch struct {
+	// chunk is where the next key starts: each is capped at its end, so
+	// appending to one never writes into the next, and a chunk too short
+	// for a key is left to the keys cut from it for a new one.
+	chunk []byte
+	// path: a nested object's paths are appended past its parent's,
+	// which the parent reads only up to its length.
+	path []byte
+	// old, cur and fields are reindex's lists, kept for the next write.
+	old, cur [][]byte
+	fields   jsondoc.Object
+	// prev is the array of the replaced version's parse (txn.parsePrev),
+	// doc that of the written document with its _ts, sys the system
+	// properties' values (txn.put) and keys the feed, RID and order keys.
+	prev, doc jsondoc.Object
+	sys, keys []byte
+}
+
+// writeScratchPool holds the scratch of writes done: one in use per write
+// in flight.
+var writeScratchPool = sync.Pool{New: func() any { return new(writeScratch) }}
+
+// release gives sc back to writeScratchPool, forgetting the keys and
+// documents it points to; a scratch grown past what a usual write needs is
+// left to the collector.
+func (sc *writeScratch) release() {
+	if cap(sc.chunk) > 16<<10 || cap(sc.old) > 1024 || cap(sc.cur) > 1024 || cap(sc.fields) > 1024 ||
+		cap(sc.prev) > 1024 || cap(sc.doc) > 1024 || cap(sc.sys) > 1024 || cap(sc.keys) > 1024 {
+		return
+	}
+	clear(sc.old[:cap(sc.old)])
+	clear(sc.cur[:cap(sc.cur)])
+	clear(sc.fields[:cap(sc.fields)])
+	clear(sc.prev[:cap(sc.prev)])
+	clear(sc.doc[:cap(sc.doc)])
+	sc.chunk, sc.sys, sc.keys = sc.chunk[:0], sc.sys[:0], sc.keys[:0]
+	sc.old, sc.cur, sc.fields, sc.prev, sc.doc = sc.old[:0], sc.cur[:0], sc.fields[:0], sc.prev[:0], sc.doc[:0]
+	writeScratchPool.Put(sc)
+}
+
+// appendFieldIndexEntries is fieldIndexEntries appending to out, the keys
+// cut from sc.
+func (c *Container) appendFieldIndexEntries(sc *writeScratch, out [][]byte, fields, whole jsondoc.Object, itemKey []byte) ([][]byte, error) {
+	if c.index == nil || c.index.None {
+		return out, nil
+	}
+	w := indexWalk{c: c, sc: sc, suffix: itemKey[1+len(c.rid):], out: out}
+	if cap(sc.path) == 0 {
+		sc.path = make([]byte, 0, 64)
+	}
+	for _, f := range fields {
+		if unindexedProperties[f.Name] || c.computedByName(f.Name) != nil {
+			continue // a computed property's name hides a persisted one
 		}
-		return nil
+		if err := w.value(appendIndexName(append(sc.path[:0], '/'), f.Name), f.Value); err != nil {
+			return nil, err
+		}
 	}
-	if err := walk(obj, make([]byte, 0, 64)); err != nil {
-		return nil, err
-	}
-	out, err := c.appendComputedIndexEntries(whole, suffix, out)
+	out, err := c.appendComputedIndexEntries(whole, w.suffix, w.out)
 	if err != nil {
 		return nil, err
 	}
-	return c.appendSpatialIndexEntries(obj, suffix, out)
+	return c.appendSpatialIndexEntries(fields, w.suffix, out)
+}
+
+// indexWalk lists the entries of a document's values into out.
+type indexWalk struct {
+	c      *Container
+	sc     *writeScratch
+	suffix []byte
+	out    [][]byte
+}
+
+// value lists the entries of the value raw at path p: those of its
+// properties first when it is an object, then its own.
+func (w *indexWalk) value(p []byte, raw json.RawMessage) error {
+	c := w.c
+	if raw[0] == '{' {
+		// The object's properties are read where they are, as
+		// jsondoc.Parse would list them, without building it.
+		for i := 1; ; {
+			name, v, next, ok, err := jsondoc.NextField(raw, i)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				break
+			}
+			if err := w.value(appendIndexName(append(p, '/'), name), v); err != nil {
+				return err
+			}
+			i = next
+		}
+	}
+	if !c.index.All && !c.index.Indexes(string(p)) || c.index.All && string(p) == "/_etag" {
+		return nil
+	}
+	// The longest entry: the prefix, a string value of maxIndexedString
+	// bytes all escaped and its end, the suffix.
+	chunk := w.sc.chunk
+	if need := 1 + len(c.rid) + binary.MaxVarintLen32 + len(p) + 2*maxIndexedString + 3 + len(w.suffix); cap(chunk)-len(chunk) < need {
+		chunk = make([]byte, 0, max(need, 1024))
+	}
+	start := len(chunk)
+	k, err := appendRawIndexValue(keys.AppendIndexPathPrefix(chunk, c.rid, p), raw)
+	if err != nil {
+		return err
+	}
+	chunk = append(k, w.suffix...)
+	w.out = append(w.out, chunk[start:len(chunk):len(chunk)])
+	w.sc.chunk = chunk
+	return nil
 }
 
 // maxDiffedFields bounds the documents whose properties changedFields
@@ -217,8 +290,15 @@ const maxDiffedFields = 64
 // entry). Both results share one new array; old and cur are left as they
 // are.
 func changedFields(old, cur jsondoc.Object) (jsondoc.Object, jsondoc.Object) {
+	old, cur, _ = changedFieldsIn(nil, old, cur)
+	return old, cur
+}
+
+// changedFieldsIn is changedFields listing the properties in buf's array
+// when it has room, returned with what it holds for the next call.
+func changedFieldsIn(buf, old, cur jsondoc.Object) (jsondoc.Object, jsondoc.Object, jsondoc.Object) {
 	if len(old) > maxDiffedFields || len(cur) > maxDiffedFields || repeatsName(old) || repeatsName(cur) {
-		return old, cur
+		return old, cur, buf
 	}
 	var keptOld, keptCur [maxDiffedFields]bool
 	kept := 0
@@ -235,9 +315,12 @@ func changedFields(old, cur jsondoc.Object) (jsondoc.Object, jsondoc.Object) {
 		}
 	}
 	if kept == 0 {
-		return old, cur
+		return old, cur, buf
 	}
-	both := make(jsondoc.Object, 0, len(old)+len(cur)-2*kept)
+	both := buf[:0]
+	if n := len(old) + len(cur) - 2*kept; cap(both) < n {
+		both = make(jsondoc.Object, 0, n)
+	}
 	for i, f := range old {
 		if !keptOld[i] {
 			both = append(both, f)
@@ -249,7 +332,7 @@ func changedFields(old, cur jsondoc.Object) (jsondoc.Object, jsondoc.Object) {
 			both = append(both, f)
 		}
 	}
-	return both[:n:n], both[n:]
+	return both[:n:n], both[n:], both[:0]
 }
 
 // repeatsName reports whether two properties of obj have one name.
@@ -277,7 +360,7 @@ func fieldIndex(obj jsondoc.Object, name string) int {
 
 // appendIndexName appends a property name as a path segment of the index:
 // '~' and '/' escaped as in JSON pointers (see indexPath).
-func appendIndexName(b []byte, name string) []byte {
+func appendIndexName[S ~string | ~[]byte](b []byte, name S) []byte {
 	for i := 0; i < len(name); i++ {
 		switch name[i] {
 		case '~':

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/orrery-db/orrery/engine/internal/jsondoc"
+	"github.com/orrery-db/orrery/engine/internal/pkey"
 )
 
 // TestPlainStringKeyIsTheDecodedKey: the partition key read from the raw
@@ -44,12 +45,17 @@ func TestPlainStringKeyIsTheDecodedKey(t *testing.T) {
 		}
 		def := &PartitionKeyDefinition{Paths: tc.paths}
 		want, werr := decodedPartitionKey(def, obj)
-		got, ok := plainStringKey(tc.paths, obj)
+		got, ok := plainStringKey(nil, tc.paths, obj)
 		switch {
 		case ok != tc.plain:
 			t.Errorf("%.60s at %v: read without decoding %v, want %v", tc.doc, tc.paths, ok, tc.plain)
 		case ok && (werr != nil || !got.Equal(want)):
 			t.Errorf("%.60s at %v: %v, decoded %v (%v)", tc.doc, tc.paths, got, want, werr)
+		}
+		// In the one-value array of an item.
+		var one [1]pkey.Value
+		if in, ok := plainStringKey(one[:0], tc.paths, obj); ok != tc.plain || ok && (!in.Equal(want) || len(in) != cap(in)) {
+			t.Errorf("%.60s at %v: in a given array %v (%v), decoded %v", tc.doc, tc.paths, in, ok, want)
 		}
 	}
 }

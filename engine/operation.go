@@ -80,7 +80,7 @@ func (w itemWriter) operationOnce(ctx context.Context, typ string, req *ItemRequ
 	if triggers {
 		r, session, begun, err = w.scripts.runWithTriggers(ctx, c, req, op, pre, post)
 	} else {
-		r, session, begun, err = w.runAloneSession(ctx, c, &BatchRequest{PartitionKey: req.PartitionKey, HasPartitionKey: req.HasPartitionKey}, op)
+		r, session, begun, err = w.runAloneSession(ctx, c, &BatchRequest{PartitionKey: req.PartitionKey, HasPartitionKey: req.HasPartitionKey}, op, &o.run)
 	}
 	if err != nil && !begun {
 		moved, cerr := w.seam.containerMoved(ctx, req.Database, req.Container, c)
@@ -98,24 +98,26 @@ func (w itemWriter) operationOnce(ctx context.Context, typ string, req *ItemRequ
 	return &o.res, false, nil
 }
 
-// itemOperation is the operation operationOnce runs and its result, in one
-// allocation.
+// itemOperation is the operation operationOnce runs, its run and its
+// result, in one allocation.
 type itemOperation struct {
 	op  BatchOperation
 	res ItemResult
+	run aloneRun
 }
 
 // runAlone runs one operation in its own transaction, on the operation's
 // partition key, else the request's, else (for writes of an item) the body's.
 func (w itemWriter) runAlone(ctx context.Context, c *Container, req *BatchRequest, op *BatchOperation) (BatchOperationResult, error) {
-	r, _, _, err := w.runAloneSession(ctx, c, req, op)
+	r, _, _, err := w.runAloneSession(ctx, c, req, op, nil)
 	return r, err
 }
 
 // runAloneSession is runAlone, and the session LSN its commit read (see
 // ItemResult.SessionLSN); begun reports that the operation ran in a
-// transaction (it was not refused before).
-func (w itemWriter) runAloneSession(ctx context.Context, c *Container, req *BatchRequest, op *BatchOperation) (_ BatchOperationResult, session uint64, begun bool, _ error) {
+// transaction (it was not refused before). The run is kept in a when it
+// is not nil, else in an allocation of its own.
+func (w itemWriter) runAloneSession(ctx context.Context, c *Container, req *BatchRequest, op *BatchOperation, a *aloneRun) (_ BatchOperationResult, session uint64, begun bool, _ error) {
 	if op.invalid != nil {
 		return BatchOperationResult{}, 0, false, op.invalid
 	}
@@ -123,15 +125,20 @@ func (w itemWriter) runAloneSession(ctx context.Context, c *Container, req *Batc
 	if !ok {
 		pk, ok = req.PartitionKey, req.HasPartitionKey
 	}
+	// On a shared store the item the operation reads first comes with
+	// the locks. The run holds the item the operation writes.
+	if a == nil {
+		a = new(aloneRun)
+	}
+	*a = aloneRun{ctx: ctx, op: op}
 	switch op.Type {
 	case BatchCreate, BatchUpsert, BatchReplace:
 		// The body is checked against the partition key before the partition
 		// is, and names it when the request does not.
-		it, perr := c.parseItem(op.Body, &ItemRequest{PartitionKey: pk, HasPartitionKey: ok})
-		if perr != nil {
+		if perr := c.parseItemInto(&a.item, op.Body, &ItemRequest{PartitionKey: pk, HasPartitionKey: ok}); perr != nil {
 			return BatchOperationResult{}, 0, false, perr
 		}
-		pk, ok, op.item = it.pk, true, it
+		pk, ok, op.item = a.item.pk, true, &a.item
 	}
 	if !ok {
 		return BatchOperationResult{}, 0, false, errPartitionKeyRequired
@@ -139,18 +146,18 @@ func (w itemWriter) runAloneSession(ctx context.Context, c *Container, req *Batc
 	if req.Confined && !pk.Equal(req.Partition) {
 		return BatchOperationResult{}, 0, false, outsidePartition(pk, req.Partition)
 	}
-	// On a shared store the item the operation reads first comes with
-	// the locks.
-	a := &aloneRun{ctx: ctx, op: op}
 	a.ids[0] = op.ID
 	if op.item != nil {
 		a.ids[0] = op.item.id
 	}
 	err := w.seam.inPartition(ctx, c, pk, a.ids[:], a.run)
-	if a.tx != nil {
-		session = a.tx.session
+	begun = a.tx != nil
+	if begun {
+		// The transaction is done with: a run kept with the operation's
+		// result does not hold it.
+		session, a.tx = a.tx.session, nil
 	}
-	return a.r, session, a.tx != nil, err
+	return a.r, session, begun, err
 }
 
 // aloneRun is one operation run by runAloneSession: what its transaction
@@ -161,6 +168,8 @@ type aloneRun struct {
 	ids [1]string
 	tx  *txn
 	r   BatchOperationResult
+	// item is op's body, parsed.
+	item item
 }
 
 func (a *aloneRun) run(t *txn) error {

@@ -240,7 +240,13 @@ func applyPatch(doc []byte, ops []PatchOperation, pk *PartitionKeyDefinition) ([
 			return nil, e
 		}
 	}
-	return jsondoc.AppendValue(nil, root), nil
+	// Written into a buffer with room for the stored item and the values
+	// the operations bring, not grown from nothing.
+	size := len(doc) + 64
+	for i := range ops {
+		size += len(ops[i].Value)
+	}
+	return jsondoc.AppendValue(make([]byte, 0, size), root), nil
 }
 
 // patcher applies one operation.

@@ -114,71 +114,90 @@ type item struct {
 	id  string
 	pk  PartitionKey
 	ttl int32
+	// pkOne holds pk's value when the container has one partition key
+	// path and the item a plain string at it: the key is in the item's
+	// allocation.
+	pkOne [1]pkey.Value
 }
 
 // parseItem validates a create/upsert/replace body against the container and
 // the request's partition key.
 func (c *Container) parseItem(body []byte, req *ItemRequest) (*item, error) {
+	it := new(item)
+	if err := c.parseItemInto(it, body, req); err != nil {
+		return nil, err
+	}
+	return it, nil
+}
+
+// parseItemInto is parseItem into it.
+func (c *Container) parseItemInto(it *item, body []byte, req *ItemRequest) error {
 	if len(body) > MaxItemBytes {
-		return nil, TooLarge("%s\r\nThe item is %d bytes, the limit is %d.", msgEntityTooLarge, len(body), MaxItemBytes)
+		return TooLarge("%s\r\nThe item is %d bytes, the limit is %d.", msgEntityTooLarge, len(body), MaxItemBytes)
 	}
 	// One scan: json.Valid's answer and checkPayload's.
 	valid, perr := validPayload(body)
 	if len(body) == 0 || !valid {
-		return nil, BadRequest("The request body is not valid JSON.")
+		return BadRequest("The request body is not valid JSON.")
 	}
 	if !utf8.Valid(body) {
 		// json.Valid passes invalid UTF-8 inside strings; stored, it would
 		// break every SDK's read and query of the partition. The server
 		// refuses such bodies first; this covers seeds, imports and scripts.
-		return nil, BadRequest("The request payload is invalid: it is not valid UTF-8. Ensure to provide a valid request payload.")
+		return BadRequest("The request payload is invalid: it is not valid UTF-8. Ensure to provide a valid request payload.")
 	}
 	if perr != nil {
-		return nil, perr
+		return perr
 	}
 	obj, err := jsondoc.Parse(body)
 	if err != nil {
-		return nil, BadRequest("The request body must be a JSON object.")
+		return BadRequest("The request body must be a JSON object.")
 	}
-	it := &item{obj: obj.WithoutSystem()}
+	*it = item{obj: obj.WithoutSystem()}
 	rawID, ok := obj.Get("id")
 	if !ok {
-		return nil, BadRequest("The input content is invalid because the required property, id, is missing.")
+		return BadRequest("The input content is invalid because the required property, id, is missing.")
 	}
 	if id, ok := jsondoc.PlainString(rawID); ok {
 		it.id = id
 	} else if json.Unmarshal(rawID, &it.id) != nil {
-		return nil, BadRequest("The id property must be a string.")
+		return BadRequest("The id property must be a string.")
 	}
 	if e := validItemID(it.id); e != nil {
-		return nil, e
+		return e
 	}
 	if raw, ok := obj.Get("ttl"); ok {
 		// null is no number of seconds: the service refuses it as it
 		// refuses 0 and -10.
 		n, perr := strconv.ParseFloat(string(raw), 64)
 		if perr != nil || n != math.Trunc(n) || n == 0 || n < -1 || n > math.MaxInt32 {
-			return nil, BadRequest("The ttl value %s is invalid: it must be -1 or a whole number of seconds from 1 to 2147483647.", raw)
+			return BadRequest("The ttl value %s is invalid: it must be -1 or a whole number of seconds from 1 to 2147483647.", raw)
 		}
 		it.ttl = int32(n)
 	}
-	pk, perr := c.partitionKeyOf(obj)
+	pk, perr := c.partitionKeyIn(it.pkOne[:0], obj)
 	if perr != nil {
-		return nil, perr
+		return perr
 	}
 	pk = c.legacyKey(pk)
 	it.pk = pk
 	if req.HasPartitionKey && !c.legacyKey(req.PartitionKey).Equal(pk) {
-		return nil, &Error{Status: 400, SubStatus: SubStatusPartitionKeyMismatch, Code: "BadRequest",
+		return &Error{Status: 400, SubStatus: SubStatusPartitionKeyMismatch, Code: "BadRequest",
 			Message: "PartitionKey extracted from document doesn't match the one specified in the header. Header: " +
 				req.PartitionKey.String() + ", document: " + pk.String() + "."}
 	}
-	return it, nil
+	return nil
 }
 
 // partitionKeyOf reads an item's partition key from its properties.
 func (c *Container) partitionKeyOf(obj jsondoc.Object) (PartitionKey, *Error) {
-	if pk, ok := plainStringKey(c.pk.Paths, obj); ok {
+	return c.partitionKeyIn(nil, obj)
+}
+
+// partitionKeyIn is partitionKeyOf building a key of plain strings in
+// buf's array when it has room.
+func (c *Container) partitionKeyIn(buf PartitionKey, obj jsondoc.Object) (PartitionKey, *Error) {
+	if pk, ok := plainStringKey(buf, c.pk.Paths, obj); ok {
 		return pk, nil
 	}
 	return decodedPartitionKey(&c.pk, obj)
@@ -209,7 +228,7 @@ func decodedPartitionKey(def *PartitionKeyDefinition, obj jsondoc.Object) (Parti
 // longer than a key value may be: that string, read from the raw
 // property without decoding it (extractPartitionKey would read the same).
 // ok is false, and nothing allocated, for any other item.
-func plainStringKey(paths []string, obj jsondoc.Object) (pk PartitionKey, ok bool) {
+func plainStringKey(buf PartitionKey, paths []string, obj jsondoc.Object) (pk PartitionKey, ok bool) {
 	for _, path := range paths {
 		if strings.ContainsAny(path[1:], "/~") {
 			return nil, false
@@ -219,7 +238,11 @@ func plainStringKey(paths []string, obj jsondoc.Object) (pk PartitionKey, ok boo
 			return nil, false
 		}
 	}
-	pk = make(PartitionKey, len(paths))
+	if pk = buf[:0]; cap(pk) >= len(paths) {
+		pk = pk[:len(paths):len(paths)]
+	} else {
+		pk = make(PartitionKey, len(paths))
+	}
 	for i, path := range paths {
 		raw, _ := obj.Get(path[1:])
 		s, _ := jsondoc.PlainString(raw)

@@ -141,10 +141,19 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	} else {
 		s.rid = prev.rid
 	}
+	// The write's scratch: the storage batch copies what it is given. A
+	// container with search indexes has its document's values kept past
+	// the write (t.search), so they are not built in it.
+	sc := writeScratchPool.Get().(*writeScratch)
+	defer sc.release()
+	pooled := c.Search() == nil
 	// The system properties' values, written once into one buffer:
 	// "<rid>", "dbs/<db rid>/colls/<coll rid>/docs/<rid>/", "\"<etag>\"", <ts>.
 	var ridBuf [16]byte
-	sys := make([]byte, 0, 2*24+len(c.db.RID)+len(c.RID)+18+etagLen+4+20)
+	sys := sc.sys[:0]
+	if need := 2*24 + len(c.db.RID) + len(c.RID) + 18 + etagLen + 4 + 20; !pooled || cap(sys) < need {
+		sys = make([]byte, 0, need)
+	}
 	sys = append(sys, '"')
 	sys = rids.Append(sys, binary.BigEndian.AppendUint64(append(ridBuf[:0], c.rid...), s.rid))
 	sys = append(sys, '"')
@@ -162,6 +171,9 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	sys = append(sys[:len(sys)-1], '\\', '"', '"')
 	etagEnd := len(sys)
 	sys = strconv.AppendInt(sys, s.ts, 10)
+	if pooled {
+		sc.sys = sys
+	}
 	ts := jsondoc.Field{Name: "_ts", Value: json.RawMessage(sys[etagEnd:])}
 	self := json.RawMessage(sys[ridEnd:selfEnd])
 	if !jsondoc.IsPlainString(self) {
@@ -184,7 +196,7 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	if len(s.doc) > MaxItemBytes {
 		return nil, TooLarge("%s\r\nThe item is %d bytes with its system properties, the limit is %d.", msgEntityTooLarge, len(s.doc), MaxItemBytes)
 	}
-	prevObj, err := t.parsePrev(prev)
+	prevObj, err := t.parsePrev(sc, prev)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +207,11 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	ridBytes := binary.BigEndian.AppendUint64(ridBuf8[:0], s.rid)
 	// The feed, RID and order keys are built one after another in one
 	// buffer: the batch copies what it is given.
-	kb := make([]byte, 0, 2*len(c.rid)+len(t.p.prefix)+48)
+	kb := sc.keys[:0]
+	if need := 2*len(c.rid) + len(t.p.prefix) + 48; cap(kb) < need {
+		kb = make([]byte, 0, need)
+		sc.keys = kb
+	}
 	t.presence.notePresent(c, s.key)
 	t.forgetPrefetched(s.key)
 	if err := t.b.Set(s.key, rec); err != nil {
@@ -203,7 +219,14 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	}
 	// The stored document is the item's properties and the system ones, of
 	// which only _ts is indexed.
-	if err := t.reindex(s.key, prevObj, append(it.obj[:len(it.obj):len(it.obj)], ts)); err != nil {
+	var doc jsondoc.Object
+	if pooled {
+		doc = append(append(sc.doc[:0], it.obj...), ts)
+		sc.doc = doc
+	} else {
+		doc = append(it.obj[:len(it.obj):len(it.obj)], ts)
+	}
+	if err := t.reindex(sc, s.key, prevObj, doc); err != nil {
 		return nil, err
 	}
 	if prev != nil {
@@ -236,11 +259,13 @@ func (t *txn) remove(ctx context.Context, prev *storedItem) error {
 		return err
 	}
 	c := t.p.c
-	prevObj, err := t.parsePrev(prev)
+	sc := writeScratchPool.Get().(*writeScratch)
+	defer sc.release()
+	prevObj, err := t.parsePrev(sc, prev)
 	if err != nil {
 		return err
 	}
-	if err := t.reindex(prev.key, prevObj, nil); err != nil {
+	if err := t.reindex(sc, prev.key, prevObj, nil); err != nil {
 		return err
 	}
 	if err := (uniqueIndex{b: t.b, p: t.p, now: t.now}).removeUnique(ctx, prev.key, prevObj); err != nil {
@@ -258,13 +283,18 @@ func (t *txn) remove(ctx context.Context, prev *storedItem) error {
 
 // parsePrev parses the stored document of prev, the version a write
 // replaces or removes, once for its unique-key and index entries; nil
-// when there is none, or when the container keeps neither.
-func (t *txn) parsePrev(prev *storedItem) (jsondoc.Object, error) {
+// when there is none, or when the container keeps neither. The object is
+// listed in sc's array: it is done with when the write is.
+func (t *txn) parsePrev(sc *writeScratch, prev *storedItem) (jsondoc.Object, error) {
 	c := t.p.c
 	if prev == nil || len(c.unique) == 0 && (c.index == nil || c.index.None) {
 		return nil, nil
 	}
-	return jsondoc.ParseSized(prev.doc, storedFields)
+	obj, err := jsondoc.ParseInto(sc.prev, prev.doc, storedFields)
+	if cap(obj) > 0 {
+		sc.prev = obj[:0]
+	}
+	return obj, err
 }
 
 // storedFields is the room parsePrev makes for a stored record's
@@ -274,33 +304,39 @@ const storedFields = 16
 // reindex replaces an item's index entries in the transaction: the entries
 // of prevObj (nil when new) are removed and those of doc (nil when
 // deleted) added. Both are parsed: the write path has them so.
-func (t *txn) reindex(key []byte, prevObj, doc jsondoc.Object) error {
+func (t *txn) reindex(sc *writeScratch, key []byte, prevObj, doc jsondoc.Object) error {
 	c := t.p.c
 	if err := t.indexes.reindex(&t.search, c, t.b, t.lsn, key, doc); err != nil {
 		return err
 	}
-	var old, cur [][]byte
+	if c.index == nil || c.index.None {
+		return nil
+	}
+	// Both versions' entries are built in the write's scratch.
+	old, cur := sc.old[:0], sc.cur[:0]
 	var err error
 	switch {
 	case prevObj != nil && doc != nil:
 		// A replace lists the entries of the properties it changed only:
 		// those of the others are the same in both versions.
-		oldFields, curFields := changedFields(prevObj, doc)
-		if old, err = c.fieldIndexEntries(oldFields, prevObj, key); err != nil {
+		var oldFields, curFields jsondoc.Object
+		oldFields, curFields, sc.fields = changedFieldsIn(sc.fields, prevObj, doc)
+		if old, err = c.appendFieldIndexEntries(sc, old, oldFields, prevObj, key); err != nil {
 			return err
 		}
-		if cur, err = c.fieldIndexEntries(curFields, doc, key); err != nil {
+		if cur, err = c.appendFieldIndexEntries(sc, cur, curFields, doc, key); err != nil {
 			return err
 		}
 	case prevObj != nil:
-		if old, err = c.objectIndexEntries(prevObj, key); err != nil {
+		if old, err = c.appendFieldIndexEntries(sc, old, prevObj, prevObj, key); err != nil {
 			return err
 		}
 	case doc != nil:
-		if cur, err = c.objectIndexEntries(doc, key); err != nil {
+		if cur, err = c.appendFieldIndexEntries(sc, cur, doc, doc, key); err != nil {
 			return err
 		}
 	}
+	sc.old, sc.cur = old, cur
 	// Both lists sorted, the entries only in old are deleted and those only
 	// in cur written; an entry in both is left as it is.
 	slices.SortFunc(old, bytes.Compare)

@@ -31,6 +31,12 @@ func Parse(b []byte) (Object, error) {
 // properties, past Parse's 8 for most items, and growing the object to
 // hold them costs a second allocation and a copy.
 func ParseSized(b []byte, n int) (Object, error) {
+	return ParseInto(nil, b, n)
+}
+
+// ParseInto is ParseSized listing the properties in dst's array when it
+// has room for them: the array of a parse whose object is done with.
+func ParseInto(dst Object, b []byte, n int) (Object, error) {
 	i := SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, ErrNotObject
@@ -78,7 +84,9 @@ func ParseSized(b []byte, n int) (Object, error) {
 		i = SkipSpace(b, i)
 		vend := SkipValue(b, i)
 		if obj == nil {
-			obj = make(Object, 0, n)
+			if obj = dst[:0]; cap(obj) == 0 {
+				obj = make(Object, 0, n)
+			}
 		}
 		obj = append(obj, Field{Name: name, Value: json.RawMessage(b[i:vend])})
 		i = SkipSpace(b, vend)
@@ -188,4 +196,36 @@ var systemProperties = map[string]bool{
 	"_rid": true, "_self": true, "_etag": true, "_ts": true, "_attachments": true, "_lsn": true,
 	"_colls": true, "_users": true, "_docs": true, "_sprocs": true, "_triggers": true,
 	"_udfs": true, "_conflicts": true,
+}
+
+// NextField reads one property of the valid JSON object b without
+// building an Object: i is the index just past the object's '{' (or the
+// next NextField returned), and the property is the one Parse would list
+// there, its name the same bytes (b's own between the quotes when plain,
+// else decoded). ok is false past the last property.
+func NextField(b []byte, i int) (name []byte, value json.RawMessage, next int, ok bool, err error) {
+	i = SkipSpace(b, i)
+	if i >= len(b) || b[i] == '}' {
+		return nil, nil, i, false, nil
+	}
+	end := SkipString(b, i)
+	if isPlainName(b, i, end) {
+		name = b[i+1 : end-1]
+	} else {
+		s, err := unmarshalName(b[i:end])
+		if err != nil {
+			return nil, nil, i, false, err
+		}
+		name = []byte(s)
+	}
+	i = SkipSpace(b, end)
+	i++ // ':'
+	i = SkipSpace(b, i)
+	vend := SkipValue(b, i)
+	value = b[i:vend]
+	i = SkipSpace(b, vend)
+	if i < len(b) && b[i] == ',' {
+		i++
+	}
+	return name, value, i, true, nil
 }

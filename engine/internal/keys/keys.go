@@ -129,7 +129,12 @@ func ItemPartitionPrefix(collRID, epk, pkEnc []byte) []byte {
 // and the encoded key to it. pkEnc is the encoded key within the prefix,
 // capped so that an append to it cannot write into the prefix.
 func AppendedItemPartitionPrefix(collRID []byte, epkLen int, appendEPK, appendEnc func([]byte) []byte) (prefix, pkEnc []byte) {
-	k := make([]byte, 0, 1+len(collRID)+epkLen+2+32+32)
+	return AppendItemPartitionPrefix(make([]byte, 0, 1+len(collRID)+epkLen+2+32+32), collRID, appendEPK, appendEnc)
+}
+
+// AppendItemPartitionPrefix is AppendedItemPartitionPrefix appending to
+// k: the prefix is k's bytes and those appended.
+func AppendItemPartitionPrefix(k, collRID []byte, appendEPK, appendEnc func([]byte) []byte) (prefix, pkEnc []byte) {
 	k = append(k, Item)
 	k = append(k, collRID...)
 	k = appendEPK(k)
