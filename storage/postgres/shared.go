@@ -50,6 +50,9 @@ type sharedBatch struct {
 	slot bool
 	tx   txState
 	seq  uint64
+	// deadline is the one its round trips keep on conn (see onConn),
+	// cleared before conn goes back (zero: none set).
+	deadline time.Time
 	overlay
 	closed bool
 }
@@ -146,7 +149,7 @@ func (b *sharedBatch) send(ctx context.Context, queue func(t *trip)) error {
 	if b.tx == txFailed {
 		return errRolledBack
 	}
-	err := b.store.onConn(ctx, &b.conn, func(ctx context.Context, c *pgx.Conn) error {
+	err := b.store.onConn(ctx, &b.conn, &b.deadline, func(ctx context.Context, c *pgx.Conn) error {
 		if b.tx == txUnknown {
 			return errConnLost
 		}
@@ -484,7 +487,7 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 	if b.tx == txFailed {
 		err = errRolledBack
 	} else if b.tx != txNone || b.pending.Len() > 0 || watermark {
-		err = b.store.onConn(ctx, &b.conn, func(ctx context.Context, c *pgx.Conn) error {
+		err = b.store.onConn(ctx, &b.conn, &b.deadline, func(ctx context.Context, c *pgx.Conn) error {
 			if b.tx == txUnknown {
 				return errConnLost
 			}
@@ -575,6 +578,7 @@ func (b *sharedBatch) CommitPipelined(ctx context.Context) (func() error, error)
 // connection.
 func (b *sharedBatch) releaseConn() {
 	if b.conn != nil {
+		b.store.clearKept(b.conn, &b.deadline)
 		switch b.tx {
 		case txNone, txFailed:
 			b.conn.Release()
@@ -678,7 +682,7 @@ func (s *Store) GetAll(ctx context.Context, keys [][]byte) ([][]byte, uint64, er
 		return nil, 0, err
 	}
 	var conn *pgxpool.Conn
-	err = s.onConn(ctx, &conn, func(ctx context.Context, c *pgx.Conn) error {
+	err = s.onConn(ctx, &conn, nil, func(ctx context.Context, c *pgx.Conn) error {
 		t := trip{ctx: ctx, conn: c}
 		t.queue(getAllStatement, getAllColumns, readGetAll(values, &w), arr)
 		return t.send()

@@ -141,6 +141,15 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	dialer := &net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true,
 		Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3}}
 	cfg.ConnConfig.DialFunc = dialer.DialContext
+	if wrapConn != nil {
+		cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return wrapConn(c), nil
+		}
+	}
 	reserve := max(2, int(cfg.MaxConns)/4)
 	s := &Store{timeout: timeout, connCfg: cfg.ConnConfig.Copy(), leads: map[*lead]struct{}{},
 		conns: map[*pgx.Conn]*connState{}, slots: make(chan struct{}, max(1, int(cfg.MaxConns)-reserve))}
@@ -179,6 +188,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// wrapConn, when set (by this package's tests, before Open), wraps each
+// connection the pool dials.
+var wrapConn func(net.Conn) net.Conn
 
 // Addr is the host:port (or socket) that url connects to, for messages; it
 // is url itself if url does not parse.
@@ -285,7 +298,15 @@ func (s *Store) outcome(parent context.Context, err error, timedOut bool) error 
 // for a connection is bounded by the others' round trips, its dial by
 // the connect timeout and its ping by PingTimeout, all the store's
 // timeout.
-func (s *Store) onConn(parent context.Context, conn **pgxpool.Conn, f func(ctx context.Context, c *pgx.Conn) error) error {
+//
+// With kept not nil (a shared batch's round trips, on the connection it
+// holds), the deadline is not cleared after f but kept for the holder's
+// next round trip, *kept recording it: a round trip moves it only when
+// less than keptDeadlineMin of the timeout is left, so each still ends
+// within the timeout, after at least that much of it (two of a write's
+// four deadline changes, each a timer's, saved). The holder clears it
+// (clearKept) before the connection goes back to the pool.
+func (s *Store) onConn(parent context.Context, conn **pgxpool.Conn, kept *time.Time, f func(ctx context.Context, c *pgx.Conn) error) error {
 	if err := parent.Err(); err != nil {
 		return &callerGone{err: err}
 	}
@@ -298,8 +319,15 @@ func (s *Store) onConn(parent context.Context, conn **pgxpool.Conn, f func(ctx c
 	}
 	c := (*conn).Conn()
 	nc := c.PgConn().Conn()
-	if !s.setDeadline(nc, time.Now().Add(s.timeout)) {
-		return storage.ErrClosed
+	now := time.Now()
+	if kept == nil || kept.Sub(now) < s.timeout*keptDeadlineMin/8 {
+		d := now.Add(s.timeout)
+		if !s.setDeadline(nc, d) {
+			return storage.ErrClosed
+		}
+		if kept != nil {
+			*kept = d
+		}
 	}
 	// The caller going away ends the round trip at once: the deadline,
 	// moved to the past, fails its write or read (and the connection is
@@ -314,13 +342,30 @@ func (s *Store) onConn(parent context.Context, conn **pgxpool.Conn, f func(ctx c
 		// connection is sound, but its deadline is being moved.
 		abandon(c.PgConn())
 	}
-	s.setDeadline(nc, time.Time{})
+	if kept == nil {
+		s.setDeadline(nc, time.Time{})
+	}
 	if err == nil {
 		return nil
 	}
 	var netErr net.Error
 	timedOut := errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout()
 	return s.outcome(parent, err, timedOut)
+}
+
+// keptDeadlineMin is, in eighths of the store's timeout, the least of it
+// a round trip under a kept deadline (see onConn) has.
+const keptDeadlineMin = 7
+
+// clearKept clears the deadline that round trips on conn kept (see
+// onConn), if they did, before conn goes back to the pool: the pool's
+// own statements on it (a ping, a ROLLBACK) must not meet it.
+func (s *Store) clearKept(conn *pgxpool.Conn, kept *time.Time) {
+	if kept.IsZero() {
+		return
+	}
+	*kept = time.Time{}
+	s.setDeadline(conn.Conn().PgConn().Conn(), time.Time{})
 }
 
 // setDeadline sets nc's deadline unless the store is closed (Close's
