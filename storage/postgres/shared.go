@@ -50,9 +50,9 @@ type sharedBatch struct {
 	slot bool
 	tx   txState
 	seq  uint64
-	// deadline is the one its round trips keep on conn (see onConn),
-	// cleared before conn goes back (zero: none set).
-	deadline time.Time
+	// held is what its round trips keep on conn (see onConn), ended
+	// before conn goes back.
+	held held
 	overlay
 	closed bool
 }
@@ -149,7 +149,7 @@ func (b *sharedBatch) send(ctx context.Context, queue func(t *trip)) error {
 	if b.tx == txFailed {
 		return errRolledBack
 	}
-	err := b.store.onConn(ctx, &b.conn, &b.deadline, func(ctx context.Context, c *pgx.Conn) error {
+	err := b.store.onConn(ctx, &b.conn, &b.held, func(ctx context.Context, c *pgx.Conn) error {
 		if b.tx == txUnknown {
 			return errConnLost
 		}
@@ -487,7 +487,7 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 	if b.tx == txFailed {
 		err = errRolledBack
 	} else if b.tx != txNone || b.pending.Len() > 0 || watermark {
-		err = b.store.onConn(ctx, &b.conn, &b.deadline, func(ctx context.Context, c *pgx.Conn) error {
+		err = b.store.onConn(ctx, &b.conn, &b.held, func(ctx context.Context, c *pgx.Conn) error {
 			if b.tx == txUnknown {
 				return errConnLost
 			}
@@ -578,7 +578,7 @@ func (b *sharedBatch) CommitPipelined(ctx context.Context) (func() error, error)
 // connection.
 func (b *sharedBatch) releaseConn() {
 	if b.conn != nil {
-		b.store.clearKept(b.conn, &b.deadline)
+		b.store.releaseHeld(b.conn, &b.held)
 		switch b.tx {
 		case txNone, txFailed:
 			b.conn.Release()
