@@ -335,10 +335,8 @@ func (s *sharedSeam) beginShared(ctx context.Context, c *Container, p *partition
 		return nil, nil, true, nil
 	}
 	if len(reads) > 0 {
-		pre = &prefetched{values: make(map[string][]byte, len(reads))}
-		for i, key := range reads {
-			pre.values[string(key)] = values[1+i]
-		}
+		// reads is the caller's, made for this call: kept, not copied.
+		pre = newPrefetched(reads, values[1:])
 	}
 	return b, pre, false, nil
 }

@@ -377,9 +377,25 @@ func (t *txn) reindex(sc *writeScratch, key []byte, prevObj, doc jsondoc.Object)
 // prefetched is the keys a shared transaction read as it began, under its
 // partition's lock, and their values (nil: absent), for its first read of
 // each: no other transaction can change an item of the partition before it
-// ends.
+// ends. A few (a write's item) are looked up one by one, with no map and
+// no string made of each key; many (a transactional batch's) by a map.
 type prefetched struct {
-	values map[string][]byte
+	keys, values [][]byte // a key forgotten is nil
+	byKey        map[string][]byte
+}
+
+// prefetchedFewest is the most keys prefetched looks up one by one.
+const prefetchedFewest = 8
+
+func newPrefetched(keys, values [][]byte) *prefetched {
+	if len(keys) <= prefetchedFewest {
+		return &prefetched{keys: keys, values: values}
+	}
+	m := make(map[string][]byte, len(keys))
+	for i, key := range keys {
+		m[string(key)] = values[i]
+	}
+	return &prefetched{byKey: m}
 }
 
 // prefetchedValue returns the value key had as the transaction began, if
@@ -389,15 +405,32 @@ func (t *txn) prefetchedValue(key []byte) (value []byte, ok bool) {
 	if t.pre == nil {
 		return nil, false
 	}
-	value, ok = t.pre.values[string(key)]
-	return value, ok
+	if t.pre.byKey != nil {
+		value, ok = t.pre.byKey[string(key)]
+		return value, ok
+	}
+	for i, k := range t.pre.keys {
+		if k != nil && bytes.Equal(k, key) {
+			return t.pre.values[i], true
+		}
+	}
+	return nil, false
 }
 
 // forgetPrefetched drops key's prefetched value, which the transaction's
 // write of key makes stale.
 func (t *txn) forgetPrefetched(key []byte) {
-	if t.pre != nil {
-		delete(t.pre.values, string(key))
+	if t.pre == nil {
+		return
+	}
+	if t.pre.byKey != nil {
+		delete(t.pre.byKey, string(key))
+		return
+	}
+	for i, k := range t.pre.keys {
+		if k != nil && bytes.Equal(k, key) {
+			t.pre.keys[i] = nil
+		}
 	}
 }
 

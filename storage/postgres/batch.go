@@ -183,7 +183,7 @@ func (o *overlay) tripWrites(t *trip) {
 	value := func(e entry) []byte { return e.value }
 	switch {
 	case sets > 0 && o.deletes > 0:
-		t.queueEncoded(writeBothStatement, 3, nil, func(buf []byte) (_ []byte, err error) {
+		t.queueEncoded(writeBothStatement, 3, nil, nil, func(buf []byte) (_ []byte, err error) {
 			if buf, err = appendParam(buf, column(sets, false, key)); err != nil {
 				return buf, err
 			}
@@ -193,14 +193,14 @@ func (o *overlay) tripWrites(t *trip) {
 			return appendParam(buf, column(o.deletes, true, key))
 		})
 	case sets > 0:
-		t.queueEncoded(writeSetsStatement, 2, nil, func(buf []byte) (_ []byte, err error) {
+		t.queueEncoded(writeSetsStatement, 2, nil, nil, func(buf []byte) (_ []byte, err error) {
 			if buf, err = appendParam(buf, column(sets, false, key)); err != nil {
 				return buf, err
 			}
 			return appendParam(buf, column(sets, false, value))
 		})
 	case o.deletes > 0:
-		t.queueEncoded(writeDeletesStatement, 1, nil, func(buf []byte) ([]byte, error) {
+		t.queueEncoded(writeDeletesStatement, 1, nil, nil, func(buf []byte) ([]byte, error) {
 			return appendParam(buf, column(o.deletes, true, key))
 		})
 	}

@@ -50,6 +50,9 @@ type sharedBatch struct {
 	slot bool
 	tx   txState
 	seq  uint64
+	// held is what its round trips keep on conn (see onConn), ended
+	// before conn goes back.
+	held held
 	overlay
 	closed bool
 }
@@ -82,7 +85,7 @@ type connState struct {
 var (
 	fixedStatements = []*statement{beginStatement, rollbackStatement, commitStatement, sequenceStatement, watermarkStatement,
 		getManyStatement, getStatement, writeBothStatement, writeSetsStatement, writeDeletesStatement,
-		lockStatement("SX+"), lockStatement("X"), lockStatement("S")}
+		lockSXSeqStatement, lockXStatement, lockSStatement}
 	fixed = func() map[*statement]bool {
 		m := map[*statement]bool{}
 		for _, st := range fixedStatements {
@@ -146,7 +149,7 @@ func (b *sharedBatch) send(ctx context.Context, queue func(t *trip)) error {
 	if b.tx == txFailed {
 		return errRolledBack
 	}
-	err := b.store.onConn(ctx, &b.conn, func(ctx context.Context, c *pgx.Conn) error {
+	err := b.store.onConn(ctx, &b.conn, &b.held, func(ctx context.Context, c *pgx.Conn) error {
 		if b.tx == txUnknown {
 			return errConnLost
 		}
@@ -249,19 +252,41 @@ func queueLocks(t *trip, locks []storage.LockRequest, seq *int64) {
 	if seq != nil {
 		key = append(key, '+')
 	}
-	st := lockStatement(string(key))
-	params := make([][]byte, len(locks))
-	buf := make([]byte, 0, 8*len(locks))
+	var st *statement
+	switch string(key) { // the shapes of fixedStatements, with no string made
+	case "SX+":
+		st = lockSXSeqStatement
+	case "X":
+		st = lockXStatement
+	case "S":
+		st = lockSStatement
+	default:
+		st = lockStatement(string(key))
+	}
+	// A write's few locks' parameters on the stack (queue copies them).
+	var paramsA [4][]byte
+	var bufA [32]byte
+	params, buf := paramsA[:0], bufA[:0]
+	if len(locks) > len(paramsA) {
+		params, buf = make([][]byte, 0, len(locks)), make([]byte, 0, 8*len(locks))
+	}
 	for i, l := range locks {
 		buf = binary.BigEndian.AppendUint64(buf, uint64(hashKey(l.Key)))
-		params[i] = buf[8*i : 8*i+8]
+		params = append(params, buf[8*i:8*i+8])
 	}
 	var read reader
 	if seq != nil {
-		read = readInt8(len(locks), seq)
+		read = t.readInt8(len(locks), seq)
 	}
 	t.queue(st, nil, read, params...)
 }
+
+// The lock statements of fixedStatements.
+var (
+	lockSXSeqStatement = lockStatement("SX+")
+	lockXStatement     = lockStatement("X")
+	lockSStatement     = lockStatement("S")
+)
 
 // lockStatement is the statement of queueLocks for the modes of key.
 func lockStatement(key string) *statement {
@@ -329,7 +354,7 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 			}
 		}
 		if sequence && b.seq == 0 && seqAt == nil {
-			t.queue(sequenceStatement, int8Column, readInt8(0, &seq))
+			t.queue(sequenceStatement, int8Column, t.readInt8(0, &seq))
 		}
 	})
 	if err != nil {
@@ -358,20 +383,20 @@ func tripGet(t *trip, key []byte, value *[]byte) {
 // tripGetMany queues the read of keys into values (values[i] stays nil
 // for an absent key).
 func tripGetMany(t *trip, keys, values [][]byte) {
-	arr, err := byteaArrayParam(keys)
-	if err != nil {
-		t.err = err
-		return
-	}
 	p := newPlacer(keys)
-	t.queue(getManyStatement, byteaColumns2, rowReader(func(cols [][]byte) error {
+	// The keys' array straight into the Bind, not into one of its own.
+	t.queueEncoded(getManyStatement, 1, byteaColumns2, rowReader(func(cols [][]byte) error {
 		if cols[1] == nil {
 			return errBadRow
 		}
 		// The key is only compared: no copy of it.
 		p.place(values, cols[0], append([]byte{}, cols[1]...))
 		return nil
-	}), arr)
+	}), func(buf []byte) ([]byte, error) {
+		return appendParam(buf, func(buf []byte) ([]byte, error) {
+			return encodeByteaArray{}.Encode(byteaArray(keys), buf)
+		})
+	})
 }
 
 // timelineSQL is the server's timeline shifted above the transaction ids
@@ -484,7 +509,7 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 	if b.tx == txFailed {
 		err = errRolledBack
 	} else if b.tx != txNone || b.pending.Len() > 0 || watermark {
-		err = b.store.onConn(ctx, &b.conn, func(ctx context.Context, c *pgx.Conn) error {
+		err = b.store.onConn(ctx, &b.conn, &b.held, func(ctx context.Context, c *pgx.Conn) error {
 			if b.tx == txUnknown {
 				return errConnLost
 			}
@@ -531,7 +556,7 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 				committed = true // nothing to commit
 			}
 			if watermark {
-				t.queue(watermarkStatement, int8Column, readInt8(0, &w))
+				t.queue(watermarkStatement, int8Column, t.readInt8(0, &w))
 			}
 			err := t.send()
 			if b.tx != txExplicit && !began && t.synced > 0 {
@@ -575,6 +600,7 @@ func (b *sharedBatch) CommitPipelined(ctx context.Context) (func() error, error)
 // connection.
 func (b *sharedBatch) releaseConn() {
 	if b.conn != nil {
+		b.store.releaseHeld(b.conn, &b.held)
 		switch b.tx {
 		case txNone, txFailed:
 			b.conn.Release()
@@ -678,7 +704,7 @@ func (s *Store) GetAll(ctx context.Context, keys [][]byte) ([][]byte, uint64, er
 		return nil, 0, err
 	}
 	var conn *pgxpool.Conn
-	err = s.onConn(ctx, &conn, func(ctx context.Context, c *pgx.Conn) error {
+	err = s.onConn(ctx, &conn, nil, func(ctx context.Context, c *pgx.Conn) error {
 		t := trip{ctx: ctx, conn: c}
 		t.queue(getAllStatement, getAllColumns, readGetAll(values, &w), arr)
 		return t.send()

@@ -141,6 +141,15 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	dialer := &net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true,
 		Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3}}
 	cfg.ConnConfig.DialFunc = dialer.DialContext
+	if wrapConn != nil {
+		cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return wrapConn(c), nil
+		}
+	}
 	reserve := max(2, int(cfg.MaxConns)/4)
 	s := &Store{timeout: timeout, connCfg: cfg.ConnConfig.Copy(), leads: map[*lead]struct{}{},
 		conns: map[*pgx.Conn]*connState{}, slots: make(chan struct{}, max(1, int(cfg.MaxConns)-reserve))}
@@ -179,6 +188,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// wrapConn, when set (by this package's tests, before Open), wraps each
+// connection the pool dials.
+var wrapConn func(net.Conn) net.Conn
 
 // Addr is the host:port (or socket) that url connects to, for messages; it
 // is url itself if url does not parse.
@@ -285,7 +298,19 @@ func (s *Store) outcome(parent context.Context, err error, timedOut bool) error 
 // for a connection is bounded by the others' round trips, its dial by
 // the connect timeout and its ping by PingTimeout, all the store's
 // timeout.
-func (s *Store) onConn(parent context.Context, conn **pgxpool.Conn, f func(ctx context.Context, c *pgx.Conn) error) error {
+//
+// With h not nil (a shared batch's round trips, on the connection it
+// holds), what they keep on the connection is kept from one to the next
+// in *h, and ended by releaseHeld before the connection goes back to the
+// pool: the deadline, which a round trip moves only when less than
+// heldDeadlineMin of the timeout is left (so each still ends within the
+// timeout, after at least that much of it), and the watch of the
+// caller's context, registered by the first round trip and kept while
+// the later ones come with a context done with it (the same, or one
+// derived by a value); one with another context ends it and watches its
+// own. A write's two round trips then change the deadline twice, not
+// four times (each a timer's), and register one watch, not two.
+func (s *Store) onConn(parent context.Context, conn **pgxpool.Conn, h *held, f func(ctx context.Context, c *pgx.Conn) error) error {
 	if err := parent.Err(); err != nil {
 		return &callerGone{err: err}
 	}
@@ -298,15 +323,42 @@ func (s *Store) onConn(parent context.Context, conn **pgxpool.Conn, f func(ctx c
 	}
 	c := (*conn).Conn()
 	nc := c.PgConn().Conn()
-	if !s.setDeadline(nc, time.Now().Add(s.timeout)) {
-		return storage.ErrClosed
+	if h != nil && h.stop != nil && h.done != parent.Done() {
+		// Another caller's round trip: the held watch is of a context
+		// that governs it no more (it may end now without ending this
+		// one).
+		h.endWatch()
+	}
+	now := time.Now()
+	if h == nil || h.deadline.Sub(now) < s.timeout*heldDeadlineMin/8 {
+		d := now.Add(s.timeout)
+		if !s.setDeadline(nc, d) {
+			return storage.ErrClosed
+		}
+		if h != nil {
+			h.deadline = d
+		}
 	}
 	// The caller going away ends the round trip at once: the deadline,
 	// moved to the past, fails its write or read (and the connection is
 	// closed, its protocol state unknown).
 	var stop func() bool
 	if parent.Done() != nil {
-		stop = context.AfterFunc(parent, func() { s.setDeadline(nc, time.Unix(1, 0)) })
+		if h == nil {
+			stop = context.AfterFunc(parent, func() { s.setDeadline(nc, time.Unix(1, 0)) })
+		} else if h.stop == nil {
+			h.moving.Add(1)
+			h.done, h.stop = parent.Done(), context.AfterFunc(parent, func() {
+				s.setDeadline(nc, time.Unix(1, 0))
+				h.moving.Done()
+			})
+		}
+	}
+	if h != nil && h.stop != nil && parent.Err() != nil {
+		// Gone since the check above: the held watch may have moved
+		// the deadline before it was set again here. Nothing was sent;
+		// releaseHeld closes the connection.
+		return &callerGone{err: parent.Err()}
 	}
 	err := f(parent, c)
 	if stop != nil && !stop() {
@@ -314,13 +366,64 @@ func (s *Store) onConn(parent context.Context, conn **pgxpool.Conn, f func(ctx c
 		// connection is sound, but its deadline is being moved.
 		abandon(c.PgConn())
 	}
-	s.setDeadline(nc, time.Time{})
+	if h == nil {
+		s.setDeadline(nc, time.Time{})
+	}
 	if err == nil {
 		return nil
 	}
 	var netErr net.Error
 	timedOut := errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout()
 	return s.outcome(parent, err, timedOut)
+}
+
+// held is what a holder's round trips keep on the connection it holds
+// (see onConn): the deadline set (zero: none), and the watch of a
+// caller's context: its Done channel and the watch's stop (nil: none);
+// moving is done once the watch, if it ran, has moved the deadline.
+type held struct {
+	deadline time.Time
+	done     <-chan struct{}
+	stop     func() bool
+	moving   sync.WaitGroup
+}
+
+// endWatch ends the held watch between two round trips. If it ran, its
+// caller went away after the last one had read every answer: the
+// connection is sound, but its deadline, moved to the past, must be set
+// anew.
+func (h *held) endWatch() {
+	if h.stop() {
+		h.moving.Done()
+	} else {
+		h.moving.Wait()
+		h.deadline = time.Time{}
+	}
+	h.done, h.stop = nil, nil
+}
+
+// heldDeadlineMin is, in eighths of the store's timeout, the least of it
+// a round trip under a held deadline (see onConn) has.
+const heldDeadlineMin = 7
+
+// releaseHeld ends what round trips on conn kept in h, before conn goes
+// back to the pool: the watch (if the caller went away, the deadline is
+// being moved: the connection is closed) and the deadline, which the
+// pool's own statements on it (a ping, a ROLLBACK) must not meet.
+func (s *Store) releaseHeld(conn *pgxpool.Conn, h *held) {
+	if h.stop != nil {
+		if h.stop() {
+			h.moving.Done()
+		} else {
+			abandon(conn.Conn().PgConn())
+		}
+		h.done, h.stop = nil, nil
+	}
+	if h.deadline.IsZero() {
+		return
+	}
+	h.deadline = time.Time{}
+	s.setDeadline(conn.Conn().PgConn().Conn(), time.Time{})
 }
 
 // setDeadline sets nc's deadline unless the store is closed (Close's

@@ -108,6 +108,21 @@ type trip struct {
 	// statements (a write's has at most five) without a growing slice.
 	few      [6]reader
 	fewSyncs [2]int
+	// int8s are the readers of readInt8 for the first statements that
+	// read a bigint (a write's id, its watermark): no allocation each.
+	int8s  [2]int8Reader
+	nint8s int
+}
+
+// readInt8 is the package's readInt8, its reader held by the trip.
+func (t *trip) readInt8(col int, dst *int64) reader {
+	if t.nint8s == len(t.int8s) {
+		return readInt8(col, dst)
+	}
+	r := &t.int8s[t.nint8s]
+	t.nint8s++
+	*r = int8Reader{col: col, dst: dst}
+	return r
 }
 
 // prepare returns st's description on the trip's connection, checking
@@ -181,9 +196,10 @@ func (t *trip) queue(st *statement, oids []uint32, r reader, params ...[]byte) {
 }
 
 // queueEncoded adds st with nparams parameters that params appends to buf
-// in the binary format, each after its length (see appendParam).
-func (t *trip) queueEncoded(st *statement, nparams int, r reader, params func(buf []byte) ([]byte, error)) {
-	sd := t.prepare(st, nparams, nil)
+// in the binary format, each after its length (see appendParam); oids are
+// as for queue.
+func (t *trip) queueEncoded(st *statement, nparams int, oids []uint32, r reader, params func(buf []byte) ([]byte, error)) {
+	sd := t.prepare(st, nparams, oids)
 	if sd == nil {
 		return
 	}
