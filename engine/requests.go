@@ -189,13 +189,9 @@ func (c *Container) parseItemInto(it *item, body []byte, req *ItemRequest) error
 	return nil
 }
 
-// partitionKeyOf reads an item's partition key from its properties.
-func (c *Container) partitionKeyOf(obj jsondoc.Object) (PartitionKey, *Error) {
-	return c.partitionKeyIn(nil, obj)
-}
-
-// partitionKeyIn is partitionKeyOf building a key of plain strings in
-// buf's array when it has room.
+// partitionKeyIn reads an item's partition key from its properties,
+// building a key of plain strings in buf's array when it has room (a nil
+// buf allocates).
 func (c *Container) partitionKeyIn(buf PartitionKey, obj jsondoc.Object) (PartitionKey, *Error) {
 	if pk, ok := plainStringKey(buf, c.pk.Paths, obj); ok {
 		return pk, nil

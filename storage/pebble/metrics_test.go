@@ -36,21 +36,9 @@ orrery_storage_write_stalls_total 0
 `), "orrery_storage_write_stalls_total"); err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(s)
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	if v := storeMetric(t, s, "orrery_storage_disk_bytes"); v < 1000 {
+		t.Fatalf("disk bytes %v after writing 1 MB", v)
 	}
-	for _, f := range families {
-		if f.GetName() == "orrery_storage_disk_bytes" {
-			if v := f.GetMetric()[0].GetGauge().GetValue(); v < 1000 {
-				t.Fatalf("disk bytes %v after writing 1 MB", v)
-			}
-			return
-		}
-	}
-	t.Fatal("orrery_storage_disk_bytes missing")
 }
 
 // storeMetric is the value of the store's metric name now.
