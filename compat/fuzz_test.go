@@ -458,6 +458,8 @@ var requestLineFuzzRegressions = []struct {
 	// The explorer's errors were plain text.
 	{"the explorer's 405 is a Cosmos error body", 4, "_explorer", "0", 0xFF, "", ""},
 	{"the explorer's 404 is a Cosmos error body", 0, "_explorer/nothing-here", "", 0xFF, "", ""},
+	// A failed If-Match on the explorer's files was a 412 without a body.
+	{"the explorer's 412 is a Cosmos error body", 0, "_explorer", "0", 178, "0", "0"},
 }
 
 // signingParts returns the resource type and link an SDK signs a request

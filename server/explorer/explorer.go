@@ -86,8 +86,43 @@ func Handler() http.Handler {
 		// directory: give it the path it serves the page at.
 		r2 := r.Clone(r.Context())
 		r2.URL.Path = "/" + strings.TrimSuffix(rel, "index.html")
-		http.ServeFileFS(w, r2, files, rel)
+		http.ServeFileFS(&servedErrors{ResponseWriter: w}, r2, files, rel)
 	})
+}
+
+// servedErrors answers the errors ServeFileFS decides on its own, from the
+// request's conditional and range headers, in Cosmos's error body as well:
+// a 412 for an If-Match (the explorer's files carry no entity tag, so only
+// "*" matches) and a 416 for a range outside the file. ServeFileFS writes
+// a 412 without a body and a 416 as plain text.
+type servedErrors struct {
+	http.ResponseWriter
+	failed bool
+}
+
+func (s *servedErrors) WriteHeader(status int) {
+	if status < 400 {
+		s.ResponseWriter.WriteHeader(status)
+		return
+	}
+	s.failed = true
+	code, message := "BadRequest", http.StatusText(status)
+	switch status {
+	case http.StatusPreconditionFailed:
+		code, message = "PreconditionFailed", "The explorer's files carry no entity tag: only If-Match: * matches them."
+	case http.StatusRequestedRangeNotSatisfiable:
+		code, message = "RequestedRangeNotSatisfiable", "The range asked for is outside the explorer's file."
+	}
+	s.Header().Del("Content-Range")
+	writeError(s.ResponseWriter, status, code, message)
+}
+
+// Write drops what ServeFileFS writes after an error: the body was written.
+func (s *servedErrors) Write(b []byte) (int, error) {
+	if s.failed {
+		return len(b), nil
+	}
+	return s.ResponseWriter.Write(b)
 }
 
 // msgNoFile is the explorer's 404. It does not repeat the path asked for:

@@ -142,6 +142,42 @@ func TestExplorerServesOnlyStaticFiles(t *testing.T) {
 	}
 }
 
+// TestExplorerConditionalAndRangeErrorsAreCosmosErrorBodies: the errors the
+// file server decides from a request's headers (a failed If-Match, a range
+// outside the file) reach the client in Cosmos's error body, as every other
+// error of the server does, and conditions that hold still serve the file.
+func TestExplorerConditionalAndRangeErrorsAreCosmosErrorBodies(t *testing.T) {
+	srv := orrerytest.Start(t)
+	base := strings.TrimSuffix(srv.Endpoint, "/")
+	for _, tc := range []struct {
+		name    string
+		headers map[string]string
+		status  int
+		code    string
+	}{
+		{"If-Match of a tag", map[string]string{"If-Match": `"0"`}, 412, "PreconditionFailed"},
+		{"If-Match not a tag", map[string]string{"If-Match": "0"}, 412, "PreconditionFailed"},
+		{"a range past the end", map[string]string{"Range": "bytes=99999999-"}, 416, "RequestedRangeNotSatisfiable"},
+	} {
+		for _, path := range []string{"/_explorer/", "/_explorer/app.js"} {
+			res, body := send(t, "GET", base+path, tc.headers, "")
+			var e struct{ Code, Message string }
+			if res.StatusCode != tc.status || json.Unmarshal([]byte(body), &e) != nil || e.Code != tc.code || e.Message == "" {
+				t.Errorf("%s, GET %s: %d %q, want %d with a Cosmos error body of code %s", tc.name, path, res.StatusCode, body, tc.status, tc.code)
+			}
+			if ct := res.Header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("%s, GET %s: Content-Type %q", tc.name, path, ct)
+			}
+		}
+	}
+	for _, h := range []map[string]string{{"If-Match": "*"}, {"Range": "bytes=0-9"}} {
+		res, body := send(t, "GET", base+"/_explorer/app.js", h, "")
+		if res.StatusCode != 200 && res.StatusCode != 206 || body == "" || strings.Contains(body, `"code"`) {
+			t.Errorf("GET /_explorer/app.js with %v: %d %q, want the file", h, res.StatusCode, body)
+		}
+	}
+}
+
 // TestExplorerInBrowser drives the explorer in headless Chromium through
 // Playwright: the node:test suite in e2e clicks through every feature
 // against an in-process server. It needs Debian's chromium and
