@@ -64,9 +64,10 @@ type Options struct {
 	dirCheck time.Duration
 }
 
-// memTablesReserved is how many memtables' sizes Pebble may hold reserved in
-// its block cache at once: one filling and one flushing or kept for reuse
-// (MemTableStopWritesThreshold).
+// memTablesReserved is how many memtables Pebble holds at most before writes
+// wait (its MemTableStopWritesThreshold), so how many memtables' sizes it may
+// hold reserved in its block cache at once: one filling and one flushing or
+// kept for reuse.
 const memTablesReserved = 2
 
 // cacheFor is the cache size to give Pebble for a block cache of blocks
@@ -136,7 +137,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		MemTableSize: memTableSize,
 		// At most two memtables (one filling, one flushing) before writes
 		// wait: bounds memory under a burst of writes.
-		MemTableStopWritesThreshold: 2,
+		MemTableStopWritesThreshold: memTablesReserved,
 		Logger:                      slogLogger{l: logger, fail: s.fail},
 		FormatMajorVersion:          pebbledb.FormatNewest,
 		// One compaction at a time: a small machine has few cores to spare.
