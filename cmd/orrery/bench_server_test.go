@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,7 +44,10 @@ const benchItems = 1000
 // incrementing one hot item, and queries within one partition. Besides the
 // time per operation it reports the operations per second and the
 // server's CPU (user and system, from /proc/<pid>/stat) per operation,
-// the figure the CPU budget is kept in.
+// the figure the CPU budget is kept in, each operation's latency as the
+// client sees it (p50-µs, p99-µs) and, for a server on Pebble, the
+// write-ahead log syncs per operation (syncs/op: below 1 when concurrent
+// writes share a sync).
 //
 // It measures the binary built from this tree (or ORRERY_BENCH_BIN) on
 // each store of ORRERY_BENCH_STORES (default "pebble,memory"; "postgres"
@@ -449,11 +453,13 @@ func measureKind(b *testing.B, p *benchProc, conts []*azcosmos.ContainerClient, 
 			p.fetchProfile(b, "allocs", prefix+".allocs1.pprof")
 		}()
 	}
+	syncs0, hasSyncs := p.metric(walSyncsMetric)
 	cpu0 := p.cpu(b)
 	sysr0, sysw0 := childSyscalls(p.cmd.Process.Pid)
 	var next, errs, conflicts atomic.Int64
 	var firstErr atomic.Pointer[error]
 	var wg sync.WaitGroup
+	latencies := make([][]time.Duration, benchClients)
 	b.ResetTimer()
 	began := time.Now()
 	for w := range benchClients {
@@ -462,7 +468,10 @@ func measureKind(b *testing.B, p *benchProc, conts []*azcosmos.ContainerClient, 
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(uint64(w), uint64(b.N)))
 			for next.Add(1) <= int64(b.N) {
-				switch err := k.do(ctx, conts[w], r); {
+				start := time.Now()
+				err := k.do(ctx, conts[w], r)
+				latencies[w] = append(latencies[w], time.Since(start))
+				switch {
 				case err == nil:
 				case errors.Is(err, errConflict):
 					conflicts.Add(1)
@@ -480,6 +489,13 @@ func measureKind(b *testing.B, p *benchProc, conts []*azcosmos.ContainerClient, 
 	b.ReportMetric(float64(b.N)/wall, "ops/s")
 	b.ReportMetric(cpu*1e6/float64(b.N), "cpu-µs/op")
 	b.ReportMetric(float64(errs.Load()), "errors")
+	all := slices.Concat(latencies...)
+	slices.Sort(all)
+	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
+	if syncs1, ok := p.metric(walSyncsMetric); ok && hasSyncs {
+		b.ReportMetric((syncs1-syncs0)/float64(b.N), "syncs/op")
+	}
 	if sysr, sysw := childSyscalls(p.cmd.Process.Pid); sysr > 0 {
 		b.ReportMetric(float64(sysr-sysr0)/float64(b.N), "reads/op")
 		b.ReportMetric(float64(sysw-sysw0)/float64(b.N), "writes/op")
@@ -493,6 +509,29 @@ func measureKind(b *testing.B, p *benchProc, conts []*azcosmos.ContainerClient, 
 	if err := firstErr.Load(); err != nil {
 		b.Logf("%d of %d operations failed; the first: %v", errs.Load(), b.N, *err)
 	}
+}
+
+// walSyncsMetric counts a Pebble store's write-ahead log syncs.
+const walSyncsMetric = "orrery_storage_wal_syncs_total"
+
+// metric is the value of the server's Prometheus metric name (a series
+// without labels), and whether the server reports it.
+func (p *benchProc) metric(name string) (float64, bool) {
+	req, _ := http.NewRequest("GET", p.endpoint+"metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+server.EmulatorKey)
+	resp, err := benchHTTPClient().Do(req)
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
 }
 
 // fetchProfile saves the server's profile (a path under /debug/pprof/) to

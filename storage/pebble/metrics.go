@@ -6,6 +6,7 @@ import (
 
 	pebbledb "github.com/cockroachdb/pebble/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // stalls counts the store's write stalls: times writers waited for a flush
@@ -42,11 +43,13 @@ var (
 	descCacheBytes  = prometheus.NewDesc("orrery_storage_block_cache_bytes", "Bytes of table blocks held by the block cache.", nil, nil)
 	descCacheHits   = prometheus.NewDesc("orrery_storage_block_cache_hits_total", "Table block lookups answered by the block cache.", nil, nil)
 	descCacheMisses = prometheus.NewDesc("orrery_storage_block_cache_misses_total", "Table block lookups that read the block from its file.", nil, nil)
+	descWALSyncs    = prometheus.NewDesc("orrery_storage_wal_syncs_total", "Syncs of the write-ahead log to disk: concurrent commits share one (group commit).", nil, nil)
+	descWALBytes    = prometheus.NewDesc("orrery_storage_wal_bytes_total", "Bytes written to the write-ahead log.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (s *Store) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descDisk, descMemtable, descCompactions, descDebt, descReadAmp, descFlushes, descStalls, descStallSecs, descCacheBytes, descCacheHits, descCacheMisses} {
+	for _, d := range []*prometheus.Desc{descDisk, descMemtable, descCompactions, descDebt, descReadAmp, descFlushes, descStalls, descStallSecs, descCacheBytes, descCacheHits, descCacheMisses, descWALSyncs, descWALBytes} {
 		ch <- d
 	}
 }
@@ -73,4 +76,20 @@ func (s *Store) Collect(ch chan<- prometheus.Metric) {
 	gauge(descCacheBytes, float64(m.BlockCache.Size))
 	counter(descCacheHits, float64(m.BlockCache.Hits))
 	counter(descCacheMisses, float64(m.BlockCache.Misses))
+	counter(descWALSyncs, float64(walSyncs(m)))
+	counter(descWALBytes, float64(m.WAL.BytesWritten))
+}
+
+// walSyncs is how many times the write-ahead log was synced: Pebble
+// observes the latency of each sync, so its histogram's count.
+func walSyncs(m *pebbledb.Metrics) uint64 {
+	h := m.LogWriter.FsyncLatency
+	if h == nil {
+		return 0
+	}
+	var d dto.Metric
+	if err := h.Write(&d); err != nil {
+		return 0
+	}
+	return d.GetHistogram().GetSampleCount()
 }

@@ -26,8 +26,8 @@ func TestStoreReportsItsFigures(t *testing.T) {
 	if err := b.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(s); n != 11 {
-		t.Fatalf("%d metrics, want 11", n)
+	if n := testutil.CollectAndCount(s); n != 13 {
+		t.Fatalf("%d metrics, want 13", n)
 	}
 	if err := testutil.CollectAndCompare(s, strings.NewReader(`
 # HELP orrery_storage_write_stalls_total Times writes stalled waiting for flushes or compactions.
@@ -38,6 +38,45 @@ orrery_storage_write_stalls_total 0
 	}
 	if v := storeMetric(t, s, "orrery_storage_disk_bytes"); v < 1000 {
 		t.Fatalf("disk bytes %v after writing 1 MB", v)
+	}
+}
+
+// TestWALSyncsCountEverySyncedCommit: one writer's synced commits each
+// sync the write-ahead log, and the store's counter of syncs says so; commits
+// without sync leave it (nearly) still.
+func TestWALSyncsCountEverySyncedCommit(t *testing.T) {
+	ctx := t.Context()
+	const commits = 20
+	for _, noSync := range []bool{false, true} {
+		s, err := Open(t.TempDir(), Options{NoSync: noSync})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := storeMetric(t, s, "orrery_storage_wal_syncs_total")
+		bytesBefore := storeMetric(t, s, "orrery_storage_wal_bytes_total")
+		for i := range commits {
+			b := s.NewBatch()
+			if err := b.Set([]byte{byte(i)}, []byte(strings.Repeat("v", 100))); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			b.Close()
+		}
+		syncs := storeMetric(t, s, "orrery_storage_wal_syncs_total") - before
+		if !noSync && syncs < commits {
+			t.Errorf("%v WAL syncs counted for %d sequential synced commits", syncs, commits)
+		}
+		if noSync && syncs >= commits/2 {
+			t.Errorf("%v WAL syncs counted for %d commits without sync", syncs, commits)
+		}
+		if grew := storeMetric(t, s, "orrery_storage_wal_bytes_total") - bytesBefore; grew < commits*100 {
+			t.Errorf("WAL bytes grew by %v for %d commits of 100-byte values", grew, commits)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
