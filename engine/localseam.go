@@ -150,7 +150,7 @@ func (l *localSeam) readItem(ctx context.Context, req *ItemRequest) (*ItemResult
 
 // inPartition is the partition transaction for an engine alone on its store: the
 // partition's lock is a mutex of this process.
-func (l *localSeam) inPartition(ctx context.Context, c *Container, pk PartitionKey, _ []string, fn func(t *txn) error) error {
+func (l *localSeam) inPartition(ctx context.Context, c *Container, pk PartitionKey, _ []string, r txnRunner) error {
 	var p *partition
 	var mu *sync.Mutex
 	err := l.catalog.onCurrent(ctx, c, pk, func(c *Container, pp *partition) (bool, error) {
@@ -177,14 +177,18 @@ func (l *localSeam) inPartition(ctx context.Context, c *Container, pk PartitionK
 	}()
 	b := l.store.NewBatch()
 	defer b.Close()
-	t := &txn{indexes: l.search, presence: l, lsns: l.seq, noCreationOrder: l.noCreationOrder, p: p, b: b, now: l.now()}
+	t := r.room()
+	if t == nil {
+		t = new(txn)
+	}
+	*t = txn{indexes: l.search, presence: l, lsns: l.seq, noCreationOrder: l.noCreationOrder, p: p, b: b, now: l.now()}
 	defer func() {
 		if t.lsn != 0 {
 			l.seq.finish(t.lsn)
 		}
 	}()
 	defer func() { t.search.Abort() }()
-	if err := fn(t); err != nil {
+	if err := r.run(t); err != nil {
 		return err
 	}
 	if b.Count() == 0 {

@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// TestConcurrentSingleWritesAnswerTheirOwnTransactions: single writes side
+// by side, each built in its operation's own room for its transaction
+// (aloneRun) and patches decoding their stored item, answer each with its
+// own transaction's item: the patches of one hot item answer every count
+// from 1 to their number once, each upsert answers its own body, and every
+// answer's ETag is the _etag of its body.
+func TestConcurrentSingleWritesAnswerTheirOwnTransactions(t *testing.T) {
+	ctx := t.Context()
+	e := openTestEngine(t, newTestStore(t))
+	if _, err := e.CreateItem(ctx, &ItemRequest{Database: "db", Container: "c", Body: []byte(`{"id":"hot","pk":"h","n":0,"o":{"a":[1,2],"b":"x"}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 8, 40
+	var wg sync.WaitGroup
+	counts := make(chan int, writers*each)
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				res, err := e.PatchItem(ctx, &ItemRequest{Database: "db", Container: "c", ID: "hot", PartitionKey: StringKey("h"), HasPartitionKey: true,
+					Body: []byte(`{"operations":[{"op":"incr","path":"/n","value":1},{"op":"set","path":"/o/b","value":"y"}]}`)})
+				if err != nil {
+					errs <- err
+					return
+				}
+				var got struct {
+					N    int    `json:"n"`
+					ETag string `json:"_etag"`
+				}
+				if err := json.Unmarshal(res.Body, &got); err != nil || got.ETag != res.ETag {
+					errs <- fmt.Errorf("patch answered %s with ETag %s (%v)", res.Body, res.ETag, err)
+					return
+				}
+				counts <- got.N
+				body := fmt.Sprintf(`{"id":"u%d","pk":"w%d","w":%d,"i":%d}`, i%3, w, w, i)
+				res, err = e.UpsertItem(ctx, &ItemRequest{Database: "db", Container: "c", Body: []byte(body)})
+				if err != nil {
+					errs <- err
+					return
+				}
+				var up struct {
+					W, I int
+					ETag string `json:"_etag"`
+				}
+				if err := json.Unmarshal(res.Body, &up); err != nil || up.W != w || up.I != i || up.ETag != res.ETag {
+					errs <- fmt.Errorf("upsert of %s answered %s with ETag %s (%v)", body, res.Body, res.ETag, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	close(counts)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var got []int
+	for n := range counts {
+		got = append(got, n)
+	}
+	slices.Sort(got)
+	for i, n := range got {
+		if n != i+1 {
+			t.Fatalf("the patches answered counts %v, want 1 to %d once each", got, writers*each)
+		}
+	}
+}
