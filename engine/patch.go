@@ -257,7 +257,7 @@ type patcher struct {
 }
 
 func kindOf(v any) string {
-	if r, ok := v.(jsondoc.Raw); ok {
+	if r, ok := v.(*jsondoc.Raw); ok {
 		v, _ = jsondoc.Expand(r)
 	}
 	switch v.(type) {
