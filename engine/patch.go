@@ -32,6 +32,9 @@ type PatchOperation struct {
 	Path  string          `json:"path"`
 	From  string          `json:"from,omitempty"`
 	Value json.RawMessage `json:"value,omitempty"`
+	// segs and from are Path and From split into their segments, by
+	// ParsePatch's validation; applyPatch splits them when they are not.
+	segs, from []string
 }
 
 // Patch is a validated patch request: its operations and the filter
@@ -94,9 +97,11 @@ func validateOperation(n int, op *PatchOperation) *Error {
 	default:
 		return BadRequest("For Operation(%d): %q is not a patch operation: use add, set, replace, remove, incr or move.", n, op.Op)
 	}
-	if _, err := parsePointer(op.Path); err != nil {
+	segs, err := parsePointer(op.Path)
+	if err != nil {
 		return BadRequest("For Operation(%d): the path %q is invalid: %v.", n, op.Path, err)
 	}
+	op.segs = segs
 	switch op.Op {
 	case PatchAdd, PatchSet, PatchReplace, PatchIncrement:
 		if op.Value == nil {
@@ -106,9 +111,11 @@ func validateOperation(n int, op *PatchOperation) *Error {
 		if op.From == "" {
 			return BadRequest("For Operation(%d): move needs a from path.", n)
 		}
-		if _, err := parsePointer(op.From); err != nil {
+		from, err := parsePointer(op.From)
+		if err != nil {
 			return BadRequest("For Operation(%d): the from path %q is invalid: %v.", n, op.From, err)
 		}
+		op.from = from
 		if strings.HasPrefix(op.Path, op.From+"/") {
 			return BadRequest("For Operation(%d): cannot move %s into its own child %s.", n, op.From, op.Path)
 		}
@@ -165,22 +172,27 @@ func protectedPath(n int, path string, segs []string, pk *PartitionKeyDefinition
 		return BadRequest("For Operation(%d): the system property %s cannot be patched.", n, segs[0])
 	}
 	for _, kp := range pk.Paths {
-		ks := strings.Split(strings.TrimPrefix(kp, "/"), "/")
-		if len(segs) <= len(ks) && slicesEqual(segs, ks[:len(segs)]) {
+		if keyPathStartsWith(kp, segs) {
 			return BadRequest("For Operation(%d): the path %s would change the partition key %s, and an item's partition key cannot change: create a new item and delete the old one.", n, path, kp)
 		}
 	}
 	return nil
 }
 
-func slicesEqual(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
+// keyPathStartsWith reports whether segs are the first segments of the
+// partition key path kp ("/a/b" has the segments a and b): kp split at
+// each '/', without a slice of its segments.
+func keyPathStartsWith(kp string, segs []string) bool {
+	rest := strings.TrimPrefix(kp, "/")
+	for i, s := range segs {
+		seg, after, more := strings.Cut(rest, "/")
+		if seg != s {
 			return false
 		}
+		if !more {
+			return i == len(segs)-1
+		}
+		rest = after
 	}
 	return true
 }
@@ -201,18 +213,24 @@ func applyPatch(doc []byte, ops []PatchOperation, pk *PartitionKeyDefinition) ([
 	for i := range ops {
 		n := i + 1
 		op := &ops[i]
-		segs, perr := parsePointer(op.Path)
-		if perr != nil {
-			return nil, BadRequest("For Operation(%d): the path %q is invalid: %v.", n, op.Path, perr)
+		segs := op.segs
+		if segs == nil {
+			var perr error
+			if segs, perr = parsePointer(op.Path); perr != nil {
+				return nil, BadRequest("For Operation(%d): the path %q is invalid: %v.", n, op.Path, perr)
+			}
 		}
 		if e := protectedPath(n, op.Path, segs, pk); e != nil {
 			return nil, e
 		}
 		var value any
 		if op.Op == PatchMove {
-			from, ferr := parsePointer(op.From)
-			if ferr != nil {
-				return nil, BadRequest("For Operation(%d): the from path %q is invalid: %v.", n, op.From, ferr)
+			from := op.from
+			if from == nil {
+				var ferr error
+				if from, ferr = parsePointer(op.From); ferr != nil {
+					return nil, BadRequest("For Operation(%d): the from path %q is invalid: %v.", n, op.From, ferr)
+				}
 			}
 			if e := protectedPath(n, op.From, from, pk); e != nil {
 				return nil, e

@@ -195,3 +195,36 @@ func TestPatchConditionOnStoredItem(t *testing.T) {
 		}
 	}
 }
+
+// TestPatchPathsUnderThePartitionKeyAreProtected: a patch path is refused
+// when it names the partition key or an object holding it, whether it
+// was split by ParsePatch or by applyPatch itself, and allowed beside it
+// or below it.
+func TestPatchPathsUnderThePartitionKeyAreProtected(t *testing.T) {
+	pk := &PartitionKeyDefinition{Paths: []string{"/a/b/c", "/k"}}
+	doc := []byte(`{"id":"1","a":{"b":{"c":"p","d":1},"e":2},"k":"q","kk":3,"ab":4}`)
+	for _, tc := range []struct {
+		path      string
+		protected bool
+	}{
+		{"/a", true}, {"/a/b", true}, {"/a/b/c", true}, {"/k", true},
+		{"/a/b/d", false}, {"/a/e", false}, {"/kk", false}, {"/ab", false}, {"/a/b/c/x", false},
+	} {
+		body := `[{"op":"set","path":"` + tc.path + `","value":0}]`
+		parsed, err := ParsePatch([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bare []PatchOperation
+		if err := json.Unmarshal([]byte(body), &bare); err != nil {
+			t.Fatal(err)
+		}
+		for _, ops := range [][]PatchOperation{parsed.Operations, bare} {
+			_, perr := applyPatch(doc, ops, pk)
+			refused := perr != nil && strings.Contains(perr.Message, "partition key")
+			if refused != tc.protected {
+				t.Errorf("set %s: refused for the partition key %v (%v), want %v", tc.path, refused, perr, tc.protected)
+			}
+		}
+	}
+}
