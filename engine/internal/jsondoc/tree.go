@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -124,13 +125,14 @@ func expandAt(b []byte, i int) (any, error) {
 		o := &lo.Members
 		o.Names, o.Values = lo.names[:0], lo.values[:0]
 		raws := lo.raws[:0]
+		var names strings.Builder
 		i = SkipSpace(b, i+1)
 		if b[i] == '}' {
 			return o, nil
 		}
 		for {
 			end := SkipString(b, i)
-			name, err := decodeString(b[i:end])
+			name, err := appendName(&names, b[i:end])
 			if err != nil {
 				return nil, err
 			}
@@ -241,6 +243,26 @@ func decodeString(raw []byte) (string, error) {
 	err := json.Unmarshal(raw, &s)
 	return s, err
 }
+
+// appendName is decodeString for a member's name: a plain one (no escapes,
+// valid UTF-8) is written into names and is a part of it, so that the
+// names of an object share an allocation (a few as it grows: a name made
+// before stays valid, as a Builder never writes over what it holds).
+func appendName(names *strings.Builder, raw []byte) (string, error) {
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') >= 0 || !utf8.Valid(inner) {
+		return decodeString(raw)
+	}
+	if names.Cap() == 0 {
+		names.Grow(objectNames)
+	}
+	start := names.Len()
+	names.Write(inner)
+	return names.String()[start:], nil
+}
+
+// objectNames is the room an expanded object's names get at first.
+const objectNames = 64
 
 // AppendValue appends the JSON encoding of a decoded value.
 func AppendValue(buf []byte, v any) []byte {

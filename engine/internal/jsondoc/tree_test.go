@@ -139,3 +139,22 @@ func TestLazyTreePastItsRoomKeepsEveryValue(t *testing.T) {
 		t.Errorf("written back %s, want %s", got, w)
 	}
 }
+
+// TestLazyObjectNamesSurviveTheirBuffersGrowth: the names of an expanded
+// object, written into one buffer that grows past its first room, each
+// read back as decoded, escaped ones and repeated ones too.
+func TestLazyObjectNamesSurviveTheirBuffersGrowth(t *testing.T) {
+	long := strings.Repeat("n", objectNames+10)
+	in := `{"a":1,"` + long + `":2,"\u00e9":3,"é":4,"b\"c":5,"` + long + `x":6,"a":7}`
+	tree, err := DecodeLazy([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a", long, "é", `b"c`, long + "x"}
+	if got := tree.(*Members).Names; !reflect.DeepEqual(got, want) {
+		t.Errorf("names %q, want %q", got, want)
+	}
+	if got, w := string(AppendValue(nil, tree)), `{"a":7,"`+long+`":2,"é":4,"b\"c":5,"`+long+`x":6}`; got != w {
+		t.Errorf("written back %s, want %s", got, w)
+	}
+}
