@@ -110,6 +110,9 @@ type request struct {
 	// allocation of their own: each is set as a one-element slice of it,
 	// capped so that an append to one cannot overwrite the next.
 	hdr [hdrCount]string
+	// item is the engine request of an item's read, replace, patch or
+	// delete (Server.item), in the request's allocation.
+	item engine.ItemRequest
 }
 
 // The response headers whose values live in request.hdr.
