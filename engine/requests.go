@@ -100,12 +100,12 @@ var errPartitionKeyRequired = BadRequest("PartitionKey value must be supplied fo
 
 // readResult answers a point read of it: 304 when ifNoneMatch matches its
 // ETag, else the item; session is the session LSN the read brought.
-func readResult(it *storedItem, ifNoneMatch string, session uint64) *ItemResult {
+func readResult(it *storedItem, ifNoneMatch string, session uint64) ItemResult {
 	etag := it.etag()
 	if ifNoneMatch != "" && (ifNoneMatch == "*" || ifNoneMatch == etag) {
-		return &ItemResult{Status: 304, ETag: etag, Charge: 1, SessionLSN: session}
+		return ItemResult{Status: 304, ETag: etag, Charge: 1, SessionLSN: session}
 	}
-	return &ItemResult{Status: 200, Body: it.doc, ETag: etag, Charge: readCharge(len(it.doc)), SessionLSN: session}
+	return ItemResult{Status: 200, Body: it.doc, ETag: etag, Charge: readCharge(len(it.doc)), SessionLSN: session}
 }
 
 // item is a validated incoming item body.

@@ -197,7 +197,8 @@ func (s *sharedSeam) readItem(ctx context.Context, req *ItemRequest) (*ItemResul
 		if c.expired(it, s.now().Unix()) {
 			return nil, notFound()
 		}
-		return readResult(it, req.IfNoneMatch, session), nil
+		res := readResult(it, req.IfNoneMatch, session)
+		return &res, nil
 	}
 }
 

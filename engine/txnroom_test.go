@@ -12,8 +12,9 @@ import (
 // by side, each built in its operation's own room for its transaction
 // (aloneRun) and patches decoding their stored item, answer each with its
 // own transaction's item: the patches of one hot item answer every count
-// from 1 to their number once, each upsert answers its own body, and every
-// answer's ETag is the _etag of its body.
+// from 1 to their number once, each upsert answers its own body, a point
+// read (its partition, record and answer in one allocation) the version
+// its writer wrote last, and every answer's ETag is the _etag of its body.
 func TestConcurrentSingleWritesAnswerTheirOwnTransactions(t *testing.T) {
 	ctx := t.Context()
 	e := openTestEngine(t, newTestStore(t))
@@ -56,6 +57,17 @@ func TestConcurrentSingleWritesAnswerTheirOwnTransactions(t *testing.T) {
 				}
 				if err := json.Unmarshal(res.Body, &up); err != nil || up.W != w || up.I != i || up.ETag != res.ETag {
 					errs <- fmt.Errorf("upsert of %s answered %s with ETag %s (%v)", body, res.Body, res.ETag, err)
+					return
+				}
+				// Its writer alone writes the item: a read answers the
+				// upsert's version.
+				res, err = e.ReadItem(ctx, &ItemRequest{Database: "db", Container: "c", ID: fmt.Sprintf("u%d", i%3), PartitionKey: StringKey(fmt.Sprintf("w%d", w)), HasPartitionKey: true})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if err := json.Unmarshal(res.Body, &up); err != nil || up.W != w || up.I != i || up.ETag != res.ETag {
+					errs <- fmt.Errorf("a read after the upsert of %s answered %s with ETag %s (%v)", body, res.Body, res.ETag, err)
 					return
 				}
 			}
