@@ -161,7 +161,8 @@ type pointRead struct {
 func (l *localSeam) inPartition(ctx context.Context, c *Container, pk PartitionKey, _ []string, r txnRunner) error {
 	var p *partition
 	var mu *sync.Mutex
-	err := l.catalog.onCurrent(ctx, c, pk, func(c *Container, pp *partition) (bool, error) {
+	t, room := r.room()
+	err := l.catalog.onCurrent(ctx, c, pk, room, func(c *Container, pp *partition) (bool, error) {
 		mu = l.partitionLock(c.rid, pp.enc)
 		mu.Lock()
 		if c.retired.Load() {
@@ -185,7 +186,6 @@ func (l *localSeam) inPartition(ctx context.Context, c *Container, pk PartitionK
 	}()
 	b := l.store.NewBatch()
 	defer b.Close()
-	t := r.room()
 	if t == nil {
 		t = new(txn)
 	}

@@ -167,15 +167,17 @@ type aloneRun struct {
 	ctx context.Context
 	op  *BatchOperation
 	ids [1]string
-	// tx is the room for the transaction; begun is set once it runs.
+	// tx and part are the room for the transaction and its partition;
+	// begun is set once it runs.
 	tx    txn
+	part  partition
 	begun bool
 	r     BatchOperationResult
 	// item is op's body, parsed.
 	item item
 }
 
-func (a *aloneRun) room() *txn { return &a.tx }
+func (a *aloneRun) room() (*txn, *partition) { return &a.tx, &a.part }
 
 func (a *aloneRun) run(t *txn) error {
 	a.begun = true

@@ -90,11 +90,12 @@ type seam interface {
 }
 
 // txnRunner is what a partition transaction runs (seam.inPartition): run
-// is given the transaction, built in room when that is not nil. A single
-// write passes its operation's run, which has room for its transaction:
-// neither a closure nor a transaction is allocated for it.
+// is given the transaction, built in room's txn, on a partition built in
+// room's partition, where they are not nil. A single write passes its
+// operation's run, which has room for both: neither a closure, a
+// transaction nor a partition is allocated for it.
 type txnRunner interface {
-	room() *txn
+	room() (*txn, *partition)
 	run(t *txn) error
 }
 
@@ -102,6 +103,6 @@ type txnRunner interface {
 // allocation.
 type txnFunc func(t *txn) error
 
-func (txnFunc) room() *txn { return nil }
+func (txnFunc) room() (*txn, *partition) { return nil, nil }
 
 func (f txnFunc) run(t *txn) error { return f(t) }

@@ -394,7 +394,8 @@ func (s *sharedSeam) sweepWhileLeading(ctx context.Context, interval time.Durati
 func (s *sharedSeam) inPartition(ctx context.Context, c *Container, pk PartitionKey, ids []string, r txnRunner) error {
 	// When the catalog moved (here or on another gateway), onCurrent
 	// writes by the container's current rules.
-	return s.catalog.onCurrent(ctx, c, pk, func(c *Container, p *partition) (bool, error) {
+	_, room := r.room()
+	return s.catalog.onCurrent(ctx, c, pk, room, func(c *Container, p *partition) (bool, error) {
 		if c.retired.Load() {
 			return false, nil
 		}
@@ -424,7 +425,7 @@ func (s *sharedSeam) inPartition(ctx context.Context, c *Container, pk Partition
 
 func (s *sharedSeam) runShared(ctx context.Context, b storage.SharedBatch, p *partition, pre *prefetched, r txnRunner) error {
 	defer b.Close()
-	t := r.room()
+	t, _ := r.room()
 	if t == nil {
 		t = new(txn)
 	}
