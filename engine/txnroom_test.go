@@ -90,3 +90,54 @@ func TestConcurrentSingleWritesAnswerTheirOwnTransactions(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchRecordsAreEachTheirOwn: a transactional batch whose operations
+// read and write several items, the first record it reads and the first
+// it writes in the transaction's room and the others apart, answers each
+// operation with its own item's version.
+func TestBatchRecordsAreEachTheirOwn(t *testing.T) {
+	ctx := t.Context()
+	e := openTestEngine(t, newTestStore(t))
+	for _, body := range []string{`{"id":"x","pk":"p","v":1}`, `{"id":"y","pk":"p","v":2}`} {
+		if _, err := e.CreateItem(ctx, &ItemRequest{Database: "db", Container: "c", Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ops := []BatchOperation{
+		{Type: BatchUpsert, Body: []byte(`{"id":"x","pk":"p","v":3}`)},
+		{Type: BatchReplace, ID: "y", Body: []byte(`{"id":"y","pk":"p","v":4}`)},
+		{Type: BatchRead, ID: "x"},
+		{Type: BatchRead, ID: "y"},
+		{Type: BatchCreate, Body: []byte(`{"id":"z","pk":"p","v":5}`)},
+		{Type: BatchPatch, ID: "x", Body: []byte(`[{"op":"incr","path":"/v","value":10}]`)},
+		{Type: BatchRead, ID: "x"},
+		{Type: BatchRead, ID: "z"},
+	}
+	for i := range ops {
+		if ops[i].Type == BatchPatch {
+			p, err := ParsePatch(ops[i].Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ops[i].patch = p
+		}
+	}
+	res, err := e.ExecuteBatch(ctx, &BatchRequest{Database: "db", Container: "c", PartitionKey: StringKey("p"), HasPartitionKey: true, Atomic: true, Operations: ops})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		id string
+		v  int
+	}{{"x", 3}, {"y", 4}, {"x", 3}, {"y", 4}, {"z", 5}, {"x", 13}, {"x", 13}, {"z", 5}}
+	for i, r := range res.Results {
+		var got struct {
+			ID   string
+			V    int
+			ETag string `json:"_etag"`
+		}
+		if err := json.Unmarshal(r.Body, &got); err != nil || got.ID != want[i].id || got.V != want[i].v || got.ETag != r.ETag {
+			t.Errorf("operation %d (%s) answered %d %s with ETag %s, want %s at %d", i, ops[i].Type, r.Status, r.Body, r.ETag, want[i].id, want[i].v)
+		}
+	}
+}
