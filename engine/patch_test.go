@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -225,6 +226,55 @@ func TestPatchPathsUnderThePartitionKeyAreProtected(t *testing.T) {
 			if refused != tc.protected {
 				t.Errorf("set %s: refused for the partition key %v (%v), want %v", tc.path, refused, perr, tc.protected)
 			}
+		}
+	}
+}
+
+// TestPatchBodiesReadWithoutReflectionAsEncodingJSONReadsThem: a patch
+// body of the SDKs' shape is read without reflection into what
+// encoding/json reads from it; any other (keys in another case, unknown
+// or repeated keys, values of another type) is left to encoding/json,
+// whose errors are the request's.
+func TestPatchBodiesReadWithoutReflectionAsEncodingJSONReadsThem(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		fast bool
+	}{
+		{`[{"op":"incr","path":"/n","value":1}]`, true},
+		{`{"operations":[{"op":"set","path":"/a/b~1c","value":{"x":[1,"y"]}},{"op":"remove","path":"/d"}]}`, true},
+		{`{"condition":"FROM c WHERE c.n > 1","operations":[{"op":"move","from":"/a","path":"/b"}]}`, true},
+		{` { "condition" : null , "operations" : [ { "op" : "add" , "path" : "/t\u00e9" , "value" : null } ] } `, true},
+		{`{"operations":[{"op":"replace","path":"/é","value":"\"q\""}],"condition":"FROM c WHERE c.s = 'é'"}`, true},
+		{`{"operations":[]}`, true},
+		{`{"operations":null}`, true},
+		{`{}`, true},
+		{`[]`, true},
+		{`{"Operations":[{"op":"incr","path":"/n","value":1}]}`, false},
+		{`[{"OP":"incr","Path":"/n","value":1}]`, false},
+		{`{"operations":[{"op":"incr","path":"/n","value":1}],"extra":1}`, false},
+		{`[{"op":"incr","path":"/n","value":1,"op":"set"}]`, false},
+		{`[{"op":5,"path":"/n"}]`, false},
+		{`[{"op":null,"path":"/n"}]`, false},
+		{`[null]`, false},
+		{`{"condition":5,"operations":[]}`, false},
+		{`{"operations":{"op":"set"}}`, false},
+		{`[{"op":"set","path":"/a","value":1},"x"]`, false},
+	} {
+		body := []byte(strings.TrimSpace(tc.body))
+		cond, ops, ok := readPatchBody(body)
+		if ok != tc.fast {
+			t.Errorf("%s: read without reflection %v, want %v", tc.body, ok, tc.fast)
+		}
+		wantCond, wantOps, err := unmarshalPatchBody(body)
+		if !ok {
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: read without reflection, but encoding/json fails: %v", tc.body, err)
+			continue
+		}
+		if !reflect.DeepEqual(cond, wantCond) || !reflect.DeepEqual(ops, wantOps) {
+			t.Errorf("%s: read %v %+v, encoding/json reads %v %+v", tc.body, cond, ops, wantCond, wantOps)
 		}
 	}
 }
