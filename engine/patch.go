@@ -269,13 +269,21 @@ func validateOperation(n int, op *PatchOperation) *Error {
 			return BadRequest("For Operation(%d): cannot move %s into its own child %s.", n, op.From, op.Path)
 		}
 	}
-	if op.Op == PatchIncrement {
-		var num float64
-		if json.Unmarshal(op.Value, &num) != nil {
-			return BadRequest("For Operation(%d): incr needs a number, not %s.", n, op.Value)
-		}
+	if op.Op == PatchIncrement && !isJSONNumber(op.Value) {
+		return BadRequest("For Operation(%d): incr needs a number, not %s.", n, op.Value)
 	}
 	return nil
+}
+
+// isJSONNumber reports whether the valid JSON value v is a number a
+// float64 holds, as json.Unmarshal into one reads it; null, which
+// json.Unmarshal leaves the float as it is, is no number.
+func isJSONNumber(v []byte) bool {
+	if len(v) == 0 || v[0] != '-' && (v[0] < '0' || v[0] > '9') {
+		return false
+	}
+	_, err := strconv.ParseFloat(string(v), 64)
+	return err == nil
 }
 
 // parsePointer splits a JSON pointer into its unescaped segments.
