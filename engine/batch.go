@@ -78,7 +78,7 @@ func (w itemWriter) executeAtomic(ctx context.Context, req *BatchRequest) (_ *Ba
 		}
 		return nil
 	}
-	err = w.seam.inPartition(ctx, c, req.PartitionKey, batchItemIDs(req.Operations), fn)
+	err = w.seam.inPartition(ctx, c, req.PartitionKey, batchItemIDs(req.Operations), txnFunc(fn))
 	if err != nil && tx == nil {
 		moved, cerr := w.seam.containerMoved(ctx, req.Database, req.Container, c)
 		if cerr != nil {

@@ -213,11 +213,15 @@ func (cat *catalog) successor(ctx context.Context, c *Container) (*Container, er
 // onCurrent calls try with the partition pk of c and, while try reports
 // that it did not run because c was retired (a replace of the container
 // came first, here or on another gateway), with the partition of c's
-// successor: a write goes by its container's current rules.
-func (cat *catalog) onCurrent(ctx context.Context, c *Container, pk PartitionKey, try func(c *Container, p *partition) (ran bool, err error)) error {
+// successor: a write goes by its container's current rules. The
+// partition is built in room when it is not nil (each try's anew).
+func (cat *catalog) onCurrent(ctx context.Context, c *Container, pk PartitionKey, room *partition, try func(c *Container, p *partition) (ran bool, err error)) error {
 	for {
-		p, perr := c.partition(pk)
-		if perr != nil {
+		p := room
+		if p == nil {
+			p = new(partition)
+		}
+		if perr := c.partitionInto(p, pk); perr != nil {
 			return perr
 		}
 		if ran, err := try(c, p); ran {

@@ -151,14 +151,23 @@ type partition struct {
 }
 
 func (c *Container) partition(pk PartitionKey) (*partition, *Error) {
+	p := new(partition)
+	if err := c.partitionInto(p, pk); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// partitionInto is partition into p.
+func (c *Container) partitionInto(p *partition, pk PartitionKey) *Error {
 	pk = c.legacyKey(pk)
 	if len(pk) != len(c.pk.Paths) && !c.nonPartitioned() {
-		return nil, BadRequest("The partition key supplied has %d components, but the container's partition key definition has %d paths.", len(pk), len(c.pk.Paths))
+		return BadRequest("The partition key supplied has %d components, but the container's partition key definition has %d paths.", len(pk), len(c.pk.Paths))
 	}
-	p := &partition{c: c, pk: pk}
+	*p = partition{c: c, pk: pk}
 	prefix, enc := keys.AppendItemPartitionPrefix(p.buf[:0], c.rid, pk.AppendEPK, pk.AppendEncode)
 	p.enc, p.prefix = enc, prefix[:len(prefix):len(prefix)]
-	return p, nil
+	return nil
 }
 
 // Search returns the container's parsed search policies, or nil when it

@@ -209,7 +209,7 @@ func TestChangeFeedPagesEndBetweenTransactions(t *testing.T) {
 	c, _ := e.Container(ctx, "db", "c")
 	upsert(t, e, "c", `{"id":"first","pk":"p"}`)
 	// One transaction writes three items under one sequence number.
-	err := e.seam.inPartition(ctx, c, StringKey("p"), nil, func(tx *txn) error {
+	err := e.seam.inPartition(ctx, c, StringKey("p"), nil, txnFunc(func(tx *txn) error {
 		for _, id := range []string{"x", "y", "z"} {
 			it, perr := c.parseItem([]byte(`{"id":"`+id+`","pk":"p"}`), &ItemRequest{})
 			if perr != nil {
@@ -220,7 +220,7 @@ func TestChangeFeedPagesEndBetweenTransactions(t *testing.T) {
 			}
 		}
 		return nil
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -313,7 +313,7 @@ func TestItemWrittenTwiceInOneTransactionGetsTwoETags(t *testing.T) {
 	e := newMemEngine(t)
 	c, _ := e.Container(ctx, "db", "c")
 	var first, second string
-	err := e.seam.inPartition(ctx, c, StringKey("a"), nil, func(tx *txn) error {
+	err := e.seam.inPartition(ctx, c, StringKey("a"), nil, txnFunc(func(tx *txn) error {
 		for i, out := range []*string{&first, &second} {
 			it, perr := c.parseItem([]byte(fmt.Sprintf(`{"id":"x","pk":"a","n":%d}`, i)), &ItemRequest{})
 			if perr != nil {
@@ -327,7 +327,7 @@ func TestItemWrittenTwiceInOneTransactionGetsTwoETags(t *testing.T) {
 			*out = s.etag()
 		}
 		return nil
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

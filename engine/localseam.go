@@ -134,26 +134,35 @@ func (l *localSeam) readItem(ctx context.Context, req *ItemRequest) (*ItemResult
 	if !req.HasPartitionKey {
 		return nil, errPartitionKeyRequired
 	}
-	p, perr := c.partition(req.PartitionKey)
-	if perr != nil {
+	r := new(pointRead)
+	if perr := c.partitionInto(&r.p, req.PartitionKey); perr != nil {
 		return nil, perr
 	}
 	if verr := validItemID(req.ID); verr != nil {
 		return nil, verr
 	}
-	it, err := l.pointRead(ctx, c, p.itemKey(req.ID))
-	if err != nil {
+	if err := l.pointRead(ctx, c, r.p.itemKey(req.ID), &r.it); err != nil {
 		return nil, err
 	}
-	return readResult(it, req.IfNoneMatch, 0), nil
+	r.res = readResult(&r.it, req.IfNoneMatch, 0)
+	return &r.res, nil
+}
+
+// pointRead is a point read's partition, record and answer, in one
+// allocation.
+type pointRead struct {
+	p   partition
+	it  storedItem
+	res ItemResult
 }
 
 // inPartition is the partition transaction for an engine alone on its store: the
 // partition's lock is a mutex of this process.
-func (l *localSeam) inPartition(ctx context.Context, c *Container, pk PartitionKey, _ []string, fn func(t *txn) error) error {
+func (l *localSeam) inPartition(ctx context.Context, c *Container, pk PartitionKey, _ []string, r txnRunner) error {
 	var p *partition
 	var mu *sync.Mutex
-	err := l.catalog.onCurrent(ctx, c, pk, func(c *Container, pp *partition) (bool, error) {
+	t, room := r.room()
+	err := l.catalog.onCurrent(ctx, c, pk, room, func(c *Container, pp *partition) (bool, error) {
 		mu = l.partitionLock(c.rid, pp.enc)
 		mu.Lock()
 		if c.retired.Load() {
@@ -177,14 +186,17 @@ func (l *localSeam) inPartition(ctx context.Context, c *Container, pk PartitionK
 	}()
 	b := l.store.NewBatch()
 	defer b.Close()
-	t := &txn{indexes: l.search, presence: l, lsns: l.seq, noCreationOrder: l.noCreationOrder, p: p, b: b, now: l.now()}
+	if t == nil {
+		t = new(txn)
+	}
+	*t = txn{indexes: l.search, presence: l, lsns: l.seq, noCreationOrder: l.noCreationOrder, p: p, b: b, now: l.now()}
 	defer func() {
 		if t.lsn != 0 {
 			l.seq.finish(t.lsn)
 		}
 	}()
 	defer func() { t.search.Abort() }()
-	if err := fn(t); err != nil {
+	if err := r.run(t); err != nil {
 		return err
 	}
 	if b.Count() == 0 {
@@ -212,24 +224,23 @@ func (l *localSeam) partitionLock(collRID, pkEnc []byte) *sync.Mutex {
 	return &l.locks[h.Sum64()%uint64(len(l.locks))]
 }
 
-// pointRead reads the record of the item key of c outside any transaction:
-// 404 when it is absent or expired. What it read, a write or a delete, is
-// durable before it returns.
-func (l *localSeam) pointRead(ctx context.Context, c *Container, key []byte) (*storedItem, error) {
+// pointRead reads the record of the item key of c into it, outside any
+// transaction: 404 when it is absent or expired. What it read, a write or
+// a delete, is durable before it returns.
+func (l *localSeam) pointRead(ctx context.Context, c *Container, key []byte, it *storedItem) error {
 	v, err := l.store.Get(ctx, key)
 	l.durable.barrier() // what was read, a write or a delete, must be durable
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, NotFound(msgNotFound)
+		return NotFound(msgNotFound)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	it, err := decodeItem(key, v)
-	if err != nil {
-		return nil, err
+	if err := decodeItemInto(it, key, v); err != nil {
+		return err
 	}
 	if c.expired(it, l.now().Unix()) {
-		return nil, NotFound(msgNotFound)
+		return NotFound(msgNotFound)
 	}
-	return it, nil
+	return nil
 }

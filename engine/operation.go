@@ -150,30 +150,37 @@ func (w itemWriter) runAloneSession(ctx context.Context, c *Container, req *Batc
 	if op.item != nil {
 		a.ids[0] = op.item.id
 	}
-	err := w.seam.inPartition(ctx, c, pk, a.ids[:], a.run)
-	begun = a.tx != nil
+	err := w.seam.inPartition(ctx, c, pk, a.ids[:], a)
+	begun = a.begun
 	if begun {
 		// The transaction is done with: a run kept with the operation's
-		// result does not hold it.
-		session, a.tx = a.tx.session, nil
+		// result does not hold what it held (its batch, its partition).
+		session, a.tx = a.tx.session, txn{}
 	}
 	return a.r, session, begun, err
 }
 
 // aloneRun is one operation run by runAloneSession: what its transaction
-// needs and answers, in one allocation.
+// needs and answers, and the transaction itself, in one allocation. It is
+// the txnRunner of its transaction.
 type aloneRun struct {
 	ctx context.Context
 	op  *BatchOperation
 	ids [1]string
-	tx  *txn
-	r   BatchOperationResult
+	// tx and part are the room for the transaction and its partition;
+	// begun is set once it runs.
+	tx    txn
+	part  partition
+	begun bool
+	r     BatchOperationResult
 	// item is op's body, parsed.
 	item item
 }
 
+func (a *aloneRun) room() (*txn, *partition) { return &a.tx, &a.part }
+
 func (a *aloneRun) run(t *txn) error {
-	a.tx = t
+	a.begun = true
 	var err error
 	a.r, err = t.run(a.ctx, a.op)
 	return err

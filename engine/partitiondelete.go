@@ -91,7 +91,7 @@ func (w itemWriter) deleteKeys(ctx context.Context, c *Container, keys [][]byte)
 			return deleted, err
 		}
 		n := 0
-		err = w.seam.inPartition(ctx, c, pk, nil, func(t *txn) error {
+		err = w.seam.inPartition(ctx, c, pk, nil, txnFunc(func(t *txn) error {
 			n = 0
 			for _, k := range group {
 				id, _, _ := c.splitItemKey(k)
@@ -108,7 +108,7 @@ func (w itemWriter) deleteKeys(ctx context.Context, c *Container, keys [][]byte)
 				n++
 			}
 			return nil
-		})
+		}))
 		if err != nil {
 			return deleted, err
 		}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/query"
@@ -32,6 +33,9 @@ type PatchOperation struct {
 	Path  string          `json:"path"`
 	From  string          `json:"from,omitempty"`
 	Value json.RawMessage `json:"value,omitempty"`
+	// segs and from are Path and From split into their segments, by
+	// ParsePatch's validation; applyPatch splits them when they are not.
+	segs, from []string
 }
 
 // Patch is a validated patch request: its operations and the filter
@@ -52,20 +56,14 @@ func ParsePatch(body []byte) (*Patch, error) {
 	if perr != nil {
 		return nil, perr
 	}
-	var wire struct {
-		Condition  *string          `json:"condition"`
-		Operations []PatchOperation `json:"operations"`
+	condition, operations, ok := readPatchBody(body)
+	if !ok {
+		var err error
+		if condition, operations, err = unmarshalPatchBody(body); err != nil {
+			return nil, BadRequest("The patch request body is invalid: it must be {\"operations\":[{\"op\":...,\"path\":...}, ...]} (%v).", err)
+		}
 	}
-	var err error
-	if body[0] == '[' {
-		err = json.Unmarshal(body, &wire.Operations)
-	} else {
-		err = json.Unmarshal(body, &wire)
-	}
-	if err != nil {
-		return nil, BadRequest("The patch request body is invalid: it must be {\"operations\":[{\"op\":...,\"path\":...}, ...]} (%v).", err)
-	}
-	p := &Patch{Operations: wire.Operations}
+	p := &Patch{Operations: operations}
 	if len(p.Operations) == 0 {
 		return nil, BadRequest("The patch request has no operations: send between 1 and %d.", MaxPatchOperations)
 	}
@@ -77,14 +75,168 @@ func ParsePatch(body []byte) (*Patch, error) {
 			return nil, e
 		}
 	}
-	if wire.Condition != nil && strings.TrimSpace(*wire.Condition) != "" {
-		cond, err := query.ParseCondition(*wire.Condition)
+	if condition != nil && strings.TrimSpace(*condition) != "" {
+		cond, err := query.ParseCondition(*condition)
 		if err != nil {
-			return nil, BadRequest("The patch condition %q is invalid: %v", *wire.Condition, err)
+			return nil, BadRequest("The patch condition %q is invalid: %v", *condition, err)
 		}
 		p.Condition = cond
 	}
 	return p, nil
+}
+
+// unmarshalPatchBody reads a patch body, valid JSON, with encoding/json:
+// its keys in any case, unknown keys ignored, its errors for values of
+// another type.
+func unmarshalPatchBody(body []byte) (*string, []PatchOperation, error) {
+	var wire struct {
+		Condition  *string          `json:"condition"`
+		Operations []PatchOperation `json:"operations"`
+	}
+	var err error
+	if body[0] == '[' {
+		err = json.Unmarshal(body, &wire.Operations)
+	} else {
+		err = json.Unmarshal(body, &wire)
+	}
+	return wire.Condition, wire.Operations, err
+}
+
+// readPatchBody reads a patch body, valid JSON, as unmarshalPatchBody
+// does, without reflection, when it has the shape the SDKs send: a bare
+// array of operations, or an object of the keys condition (a string or
+// null) and operations (an array or null), each operation an object of
+// the keys op, path, from (strings) and value, each key once and as
+// written here. ok is false for any other body, which
+// unmarshalPatchBody reads. A value is a part of body.
+func readPatchBody(body []byte) (condition *string, ops []PatchOperation, ok bool) {
+	if body[0] == '[' {
+		ops, ok = readPatchOperations(body)
+		return nil, ops, ok
+	}
+	if body[0] != '{' {
+		return nil, nil, false
+	}
+	var seen [2]bool
+	for i := 1; ; {
+		name, value, next, more, err := jsondoc.NextField(body, i)
+		if err != nil {
+			return nil, nil, false
+		}
+		if !more {
+			return condition, ops, true
+		}
+		i = next
+		var k int
+		switch string(name) {
+		case "condition":
+			k = 0
+		case "operations":
+			k = 1
+		default:
+			return nil, nil, false
+		}
+		if seen[k] {
+			return nil, nil, false
+		}
+		seen[k] = true
+		if string(value) == "null" {
+			continue
+		}
+		if k == 0 {
+			s, ok := readPatchString(value)
+			if !ok {
+				return nil, nil, false
+			}
+			condition = &s
+		} else if ops, ok = readPatchOperations(value); !ok {
+			return nil, nil, false
+		}
+	}
+}
+
+// readPatchOperations reads an array of operations for readPatchBody.
+func readPatchOperations(b []byte) ([]PatchOperation, bool) {
+	if b[0] != '[' {
+		return nil, false
+	}
+	n := 0
+	for i := jsondoc.SkipSpace(b, 1); b[i] != ']'; n++ {
+		if i = jsondoc.SkipSpace(b, jsondoc.SkipValue(b, i)); b[i] == ',' {
+			i = jsondoc.SkipSpace(b, i+1)
+		}
+	}
+	ops := make([]PatchOperation, n)
+	i := jsondoc.SkipSpace(b, 1)
+	for k := range ops {
+		end := jsondoc.SkipValue(b, i)
+		if !readPatchOperation(&ops[k], b[i:end]) {
+			return nil, false
+		}
+		if i = jsondoc.SkipSpace(b, end); b[i] == ',' {
+			i = jsondoc.SkipSpace(b, i+1)
+		}
+	}
+	return ops, true
+}
+
+// readPatchOperation reads one operation for readPatchBody.
+func readPatchOperation(op *PatchOperation, b []byte) bool {
+	if b[0] != '{' {
+		return false
+	}
+	var seen [4]bool
+	for i := 1; ; {
+		name, value, next, more, err := jsondoc.NextField(b, i)
+		if err != nil {
+			return false
+		}
+		if !more {
+			return true
+		}
+		i = next
+		var k int
+		var dst *string
+		switch string(name) {
+		case "op":
+			k, dst = 0, &op.Op
+		case "path":
+			k, dst = 1, &op.Path
+		case "from":
+			k, dst = 2, &op.From
+		case "value":
+			k = 3
+		default:
+			return false
+		}
+		if seen[k] {
+			return false
+		}
+		seen[k] = true
+		if dst == nil {
+			op.Value = json.RawMessage(value)
+			continue
+		}
+		s, ok := readPatchString(value)
+		if !ok {
+			return false
+		}
+		*dst = s
+	}
+}
+
+// readPatchString reads a JSON string for readPatchBody: one without
+// escapes of valid UTF-8 is its bytes, another is what json.Unmarshal
+// makes of it; ok is false for a value that is not a string.
+func readPatchString(v []byte) (string, bool) {
+	if v[0] != '"' {
+		return "", false
+	}
+	if s, ok := jsondoc.PlainString(v); ok && utf8.ValidString(s) {
+		return s, true
+	}
+	var s string
+	return s, json.Unmarshal(v, &s) == nil
 }
 
 func validateOperation(n int, op *PatchOperation) *Error {
@@ -94,9 +246,11 @@ func validateOperation(n int, op *PatchOperation) *Error {
 	default:
 		return BadRequest("For Operation(%d): %q is not a patch operation: use add, set, replace, remove, incr or move.", n, op.Op)
 	}
-	if _, err := parsePointer(op.Path); err != nil {
+	segs, err := parsePointer(op.Path)
+	if err != nil {
 		return BadRequest("For Operation(%d): the path %q is invalid: %v.", n, op.Path, err)
 	}
+	op.segs = segs
 	switch op.Op {
 	case PatchAdd, PatchSet, PatchReplace, PatchIncrement:
 		if op.Value == nil {
@@ -106,20 +260,30 @@ func validateOperation(n int, op *PatchOperation) *Error {
 		if op.From == "" {
 			return BadRequest("For Operation(%d): move needs a from path.", n)
 		}
-		if _, err := parsePointer(op.From); err != nil {
+		from, err := parsePointer(op.From)
+		if err != nil {
 			return BadRequest("For Operation(%d): the from path %q is invalid: %v.", n, op.From, err)
 		}
+		op.from = from
 		if strings.HasPrefix(op.Path, op.From+"/") {
 			return BadRequest("For Operation(%d): cannot move %s into its own child %s.", n, op.From, op.Path)
 		}
 	}
-	if op.Op == PatchIncrement {
-		var num float64
-		if json.Unmarshal(op.Value, &num) != nil {
-			return BadRequest("For Operation(%d): incr needs a number, not %s.", n, op.Value)
-		}
+	if op.Op == PatchIncrement && !isJSONNumber(op.Value) {
+		return BadRequest("For Operation(%d): incr needs a number, not %s.", n, op.Value)
 	}
 	return nil
+}
+
+// isJSONNumber reports whether the valid JSON value v is a number a
+// float64 holds, as json.Unmarshal into one reads it; null, which
+// json.Unmarshal leaves the float as it is, is no number.
+func isJSONNumber(v []byte) bool {
+	if len(v) == 0 || v[0] != '-' && (v[0] < '0' || v[0] > '9') {
+		return false
+	}
+	_, err := strconv.ParseFloat(string(v), 64)
+	return err == nil
 }
 
 // parsePointer splits a JSON pointer into its unescaped segments.
@@ -165,22 +329,27 @@ func protectedPath(n int, path string, segs []string, pk *PartitionKeyDefinition
 		return BadRequest("For Operation(%d): the system property %s cannot be patched.", n, segs[0])
 	}
 	for _, kp := range pk.Paths {
-		ks := strings.Split(strings.TrimPrefix(kp, "/"), "/")
-		if len(segs) <= len(ks) && slicesEqual(segs, ks[:len(segs)]) {
+		if keyPathStartsWith(kp, segs) {
 			return BadRequest("For Operation(%d): the path %s would change the partition key %s, and an item's partition key cannot change: create a new item and delete the old one.", n, path, kp)
 		}
 	}
 	return nil
 }
 
-func slicesEqual(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
+// keyPathStartsWith reports whether segs are the first segments of the
+// partition key path kp ("/a/b" has the segments a and b): kp split at
+// each '/', without a slice of its segments.
+func keyPathStartsWith(kp string, segs []string) bool {
+	rest := strings.TrimPrefix(kp, "/")
+	for i, s := range segs {
+		seg, after, more := strings.Cut(rest, "/")
+		if seg != s {
 			return false
 		}
+		if !more {
+			return i == len(segs)-1
+		}
+		rest = after
 	}
 	return true
 }
@@ -201,18 +370,24 @@ func applyPatch(doc []byte, ops []PatchOperation, pk *PartitionKeyDefinition) ([
 	for i := range ops {
 		n := i + 1
 		op := &ops[i]
-		segs, perr := parsePointer(op.Path)
-		if perr != nil {
-			return nil, BadRequest("For Operation(%d): the path %q is invalid: %v.", n, op.Path, perr)
+		segs := op.segs
+		if segs == nil {
+			var perr error
+			if segs, perr = parsePointer(op.Path); perr != nil {
+				return nil, BadRequest("For Operation(%d): the path %q is invalid: %v.", n, op.Path, perr)
+			}
 		}
 		if e := protectedPath(n, op.Path, segs, pk); e != nil {
 			return nil, e
 		}
 		var value any
 		if op.Op == PatchMove {
-			from, ferr := parsePointer(op.From)
-			if ferr != nil {
-				return nil, BadRequest("For Operation(%d): the from path %q is invalid: %v.", n, op.From, ferr)
+			from := op.from
+			if from == nil {
+				var ferr error
+				if from, ferr = parsePointer(op.From); ferr != nil {
+					return nil, BadRequest("For Operation(%d): the from path %q is invalid: %v.", n, op.From, ferr)
+				}
 			}
 			if e := protectedPath(n, op.From, from, pk); e != nil {
 				return nil, e
@@ -257,7 +432,7 @@ type patcher struct {
 }
 
 func kindOf(v any) string {
-	if r, ok := v.(jsondoc.Raw); ok {
+	if r, ok := v.(*jsondoc.Raw); ok {
 		v, _ = jsondoc.Expand(r)
 	}
 	switch v.(type) {

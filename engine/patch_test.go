@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -155,6 +156,9 @@ func TestParsePatch(t *testing.T) {
 		{"bad escape", `[{"op":"set","path":"/a~2","value":1}]`, "~ must be followed by 0 or 1"},
 		{"set without value", `[{"op":"set","path":"/a"}]`, "set needs a value"},
 		{"incr by a string", `[{"op":"incr","path":"/a","value":"1"}]`, "incr needs a number"},
+		{"incr by null", `[{"op":"incr","path":"/a","value":null}]`, "incr needs a number, not null"},
+		{"incr by an object", `[{"op":"incr","path":"/a","value":{"n":1}}]`, "incr needs a number"},
+		{"incr by a fraction", `[{"op":"incr","path":"/a","value":-2.5e-3}]`, ""},
 		{"move without from", `[{"op":"move","path":"/a"}]`, "move needs a from path"},
 		{"move into its own child", `[{"op":"move","from":"/a","path":"/a/b"}]`, "into its own child"},
 		{"bad condition", `{"condition":"FROM c WHERE","operations":[{"op":"remove","path":"/a"}]}`, "The patch condition"},
@@ -192,6 +196,88 @@ func TestPatchConditionOnStoredItem(t *testing.T) {
 		got, err := p.Condition.Matches(json.RawMessage(tc.doc), nil)
 		if err != nil || got != tc.want {
 			t.Errorf("condition on %s = %v, %v; want %v", tc.doc, got, err, tc.want)
+		}
+	}
+}
+
+// TestPatchPathsUnderThePartitionKeyAreProtected: a patch path is refused
+// when it names the partition key or an object holding it, whether it
+// was split by ParsePatch or by applyPatch itself, and allowed beside it
+// or below it.
+func TestPatchPathsUnderThePartitionKeyAreProtected(t *testing.T) {
+	pk := &PartitionKeyDefinition{Paths: []string{"/a/b/c", "/k"}}
+	doc := []byte(`{"id":"1","a":{"b":{"c":"p","d":1},"e":2},"k":"q","kk":3,"ab":4}`)
+	for _, tc := range []struct {
+		path      string
+		protected bool
+	}{
+		{"/a", true}, {"/a/b", true}, {"/a/b/c", true}, {"/k", true},
+		{"/a/b/d", false}, {"/a/e", false}, {"/kk", false}, {"/ab", false}, {"/a/b/c/x", false},
+	} {
+		body := `[{"op":"set","path":"` + tc.path + `","value":0}]`
+		parsed, err := ParsePatch([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bare []PatchOperation
+		if err := json.Unmarshal([]byte(body), &bare); err != nil {
+			t.Fatal(err)
+		}
+		for _, ops := range [][]PatchOperation{parsed.Operations, bare} {
+			_, perr := applyPatch(doc, ops, pk)
+			refused := perr != nil && strings.Contains(perr.Message, "partition key")
+			if refused != tc.protected {
+				t.Errorf("set %s: refused for the partition key %v (%v), want %v", tc.path, refused, perr, tc.protected)
+			}
+		}
+	}
+}
+
+// TestPatchBodiesReadWithoutReflectionAsEncodingJSONReadsThem: a patch
+// body of the SDKs' shape is read without reflection into what
+// encoding/json reads from it; any other (keys in another case, unknown
+// or repeated keys, values of another type) is left to encoding/json,
+// whose errors are the request's.
+func TestPatchBodiesReadWithoutReflectionAsEncodingJSONReadsThem(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		fast bool
+	}{
+		{`[{"op":"incr","path":"/n","value":1}]`, true},
+		{`{"operations":[{"op":"set","path":"/a/b~1c","value":{"x":[1,"y"]}},{"op":"remove","path":"/d"}]}`, true},
+		{`{"condition":"FROM c WHERE c.n > 1","operations":[{"op":"move","from":"/a","path":"/b"}]}`, true},
+		{` { "condition" : null , "operations" : [ { "op" : "add" , "path" : "/t\u00e9" , "value" : null } ] } `, true},
+		{`{"operations":[{"op":"replace","path":"/é","value":"\"q\""}],"condition":"FROM c WHERE c.s = 'é'"}`, true},
+		{`{"operations":[]}`, true},
+		{`{"operations":null}`, true},
+		{`{}`, true},
+		{`[]`, true},
+		{`{"Operations":[{"op":"incr","path":"/n","value":1}]}`, false},
+		{`[{"OP":"incr","Path":"/n","value":1}]`, false},
+		{`{"operations":[{"op":"incr","path":"/n","value":1}],"extra":1}`, false},
+		{`[{"op":"incr","path":"/n","value":1,"op":"set"}]`, false},
+		{`[{"op":5,"path":"/n"}]`, false},
+		{`[{"op":null,"path":"/n"}]`, false},
+		{`[null]`, false},
+		{`{"condition":5,"operations":[]}`, false},
+		{`{"operations":{"op":"set"}}`, false},
+		{`[{"op":"set","path":"/a","value":1},"x"]`, false},
+	} {
+		body := []byte(strings.TrimSpace(tc.body))
+		cond, ops, ok := readPatchBody(body)
+		if ok != tc.fast {
+			t.Errorf("%s: read without reflection %v, want %v", tc.body, ok, tc.fast)
+		}
+		wantCond, wantOps, err := unmarshalPatchBody(body)
+		if !ok {
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: read without reflection, but encoding/json fails: %v", tc.body, err)
+			continue
+		}
+		if !reflect.DeepEqual(cond, wantCond) || !reflect.DeepEqual(ops, wantOps) {
+			t.Errorf("%s: read %v %+v, encoding/json reads %v %+v", tc.body, cond, ops, wantCond, wantOps)
 		}
 	}
 }

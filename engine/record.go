@@ -44,10 +44,19 @@ func (it *storedItem) appendHeader(v []byte) []byte {
 }
 
 func decodeItem(key, v []byte) (*storedItem, error) {
-	if len(v) < itemHeaderLen || v[0] != itemRecordVersion {
-		return nil, errors.New("engine: corrupt item record")
+	s := new(storedItem)
+	if err := decodeItemInto(s, key, v); err != nil {
+		return nil, err
 	}
-	return &storedItem{
+	return s, nil
+}
+
+// decodeItemInto is decodeItem into s.
+func decodeItemInto(s *storedItem, key, v []byte) error {
+	if len(v) < itemHeaderLen || v[0] != itemRecordVersion {
+		return errors.New("engine: corrupt item record")
+	}
+	*s = storedItem{
 		key:   key,
 		lsn:   binary.BigEndian.Uint64(v[1:]),
 		ts:    int64(binary.BigEndian.Uint64(v[9:])),
@@ -55,7 +64,8 @@ func decodeItem(key, v []byte) (*storedItem, error) {
 		rid:   binary.BigEndian.Uint64(v[21:]),
 		write: binary.BigEndian.Uint16(v[29:]),
 		doc:   v[itemHeaderLen:],
-	}, nil
+	}
+	return nil
 }
 
 // etag is the item's current ETag: unique to this write of this item.

@@ -100,12 +100,12 @@ var errPartitionKeyRequired = BadRequest("PartitionKey value must be supplied fo
 
 // readResult answers a point read of it: 304 when ifNoneMatch matches its
 // ETag, else the item; session is the session LSN the read brought.
-func readResult(it *storedItem, ifNoneMatch string, session uint64) *ItemResult {
+func readResult(it *storedItem, ifNoneMatch string, session uint64) ItemResult {
 	etag := it.etag()
 	if ifNoneMatch != "" && (ifNoneMatch == "*" || ifNoneMatch == etag) {
-		return &ItemResult{Status: 304, ETag: etag, Charge: 1, SessionLSN: session}
+		return ItemResult{Status: 304, ETag: etag, Charge: 1, SessionLSN: session}
 	}
-	return &ItemResult{Status: 200, Body: it.doc, ETag: etag, Charge: readCharge(len(it.doc)), SessionLSN: session}
+	return ItemResult{Status: 200, Body: it.doc, ETag: etag, Charge: readCharge(len(it.doc)), SessionLSN: session}
 }
 
 // item is a validated incoming item body.
@@ -118,7 +118,13 @@ type item struct {
 	// path and the item a plain string at it: the key is in the item's
 	// allocation.
 	pkOne [1]pkey.Value
+	// fields holds obj's properties when they fit: most items' in the
+	// item's allocation.
+	fields [itemFields]jsondoc.Field
 }
+
+// itemFields is the properties an item holds in its own allocation.
+const itemFields = 8
 
 // parseItem validates a create/upsert/replace body against the container and
 // the request's partition key.
@@ -149,11 +155,15 @@ func (c *Container) parseItemInto(it *item, body []byte, req *ItemRequest) error
 	if perr != nil {
 		return perr
 	}
-	obj, err := jsondoc.Parse(body)
+	*it = item{}
+	obj, err := jsondoc.ParseInto(it.fields[:0], body, len(it.fields))
 	if err != nil {
 		return BadRequest("The request body must be a JSON object.")
 	}
-	*it = item{obj: obj.WithoutSystem()}
+	// The system properties a client sends (writing back what it read)
+	// are not the item's: dropped, the rest keep their order.
+	obj = obj.DropSystem()
+	it.obj = obj
 	rawID, ok := obj.Get("id")
 	if !ok {
 		return BadRequest("The input content is invalid because the required property, id, is missing.")

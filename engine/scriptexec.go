@@ -169,7 +169,7 @@ func (h *scriptHost) executeProcedure(ctx context.Context, req *ExecuteRequest) 
 	span.AddEvent("admitted")
 	var res script.Result
 	var tx *txn
-	err = h.seam.inPartition(ctx, c, pk, nil, func(t *txn) error {
+	err = h.seam.inPartition(ctx, c, pk, nil, txnFunc(func(t *txn) error {
 		tx = t
 		coll := &scriptCollection{queries: h.queries, t: t}
 		var rerr error
@@ -177,7 +177,7 @@ func (h *scriptHost) executeProcedure(ctx context.Context, req *ExecuteRequest) 
 		h.runs.count(kindProcedure, rerr)
 		span.SetAttributes(attribute.String("orrery.script.outcome", scriptOutcomes[outcomeOf(rerr)]))
 		return scriptError(rerr)
-	})
+	}))
 	release(err)
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
@@ -460,7 +460,7 @@ func (h *scriptHost) runWithTriggers(ctx context.Context, c *Container, req *Ite
 	}
 	// On a shared store the item is read with the locks (a pre-trigger
 	// that changes its id reads the new one itself).
-	err = h.seam.inPartition(ctx, c, pk, []string{opItemID(op)}, fn)
+	err = h.seam.inPartition(ctx, c, pk, []string{opItemID(op)}, txnFunc(fn))
 	if tx != nil {
 		session, begun = tx.session, true
 	}

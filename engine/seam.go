@@ -28,7 +28,11 @@ type seam interface {
 	// only read, or it failed and is rolled back) waits for the durability
 	// barrier instead, as point reads do, after releasing the partition's
 	// lock.
-	inPartition(ctx context.Context, c *Container, pk PartitionKey, ids []string, fn func(t *txn) error) error
+	//
+	// r.run is given the transaction, built in r.room() when r has room
+	// for it (a single write's, kept with its operation), else in an
+	// allocation of its own.
+	inPartition(ctx context.Context, c *Container, pk PartitionKey, ids []string, r txnRunner) error
 	// containerMoved reports, after a partition transaction failed before
 	// it began, whether db/coll is no longer c (replaced or deleted on
 	// another gateway): the request is then made again.
@@ -84,3 +88,21 @@ type seam interface {
 	notePlacement(c *Container)
 	placeCount() int
 }
+
+// txnRunner is what a partition transaction runs (seam.inPartition): run
+// is given the transaction, built in room's txn, on a partition built in
+// room's partition, where they are not nil. A single write passes its
+// operation's run, which has room for both: neither a closure, a
+// transaction nor a partition is allocated for it.
+type txnRunner interface {
+	room() (*txn, *partition)
+	run(t *txn) error
+}
+
+// txnFunc is a function run in a partition transaction of its own
+// allocation.
+type txnFunc func(t *txn) error
+
+func (txnFunc) room() (*txn, *partition) { return nil, nil }
+
+func (f txnFunc) run(t *txn) error { return f(t) }

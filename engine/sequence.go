@@ -91,7 +91,9 @@ func (s *sequencer) finish(n uint64) {
 		i++
 	}
 	if i > 0 {
-		s.inflight = s.inflight[i:]
+		// The rest moved to the front: the array is kept, and appends
+		// reuse it instead of growing a slice whose start moves on.
+		s.inflight = s.inflight[:copy(s.inflight, s.inflight[i:])]
 	}
 	if len(s.inflight) > 0 {
 		s.published.Store(s.inflight[0] - 1)

@@ -197,7 +197,8 @@ func (s *sharedSeam) readItem(ctx context.Context, req *ItemRequest) (*ItemResul
 		if c.expired(it, s.now().Unix()) {
 			return nil, notFound()
 		}
-		return readResult(it, req.IfNoneMatch, session), nil
+		res := readResult(it, req.IfNoneMatch, session)
+		return &res, nil
 	}
 }
 
@@ -390,10 +391,11 @@ func (s *sharedSeam) sweepWhileLeading(ctx context.Context, interval time.Durati
 // until it commits, and its LSN is the batch's sequence number. ids names
 // the items the transaction reads: they are read as it begins, in the same
 // round trip.
-func (s *sharedSeam) inPartition(ctx context.Context, c *Container, pk PartitionKey, ids []string, fn func(t *txn) error) error {
+func (s *sharedSeam) inPartition(ctx context.Context, c *Container, pk PartitionKey, ids []string, r txnRunner) error {
 	// When the catalog moved (here or on another gateway), onCurrent
 	// writes by the container's current rules.
-	return s.catalog.onCurrent(ctx, c, pk, func(c *Container, p *partition) (bool, error) {
+	_, room := r.room()
+	return s.catalog.onCurrent(ctx, c, pk, room, func(c *Container, p *partition) (bool, error) {
 		if c.retired.Load() {
 			return false, nil
 		}
@@ -412,7 +414,7 @@ func (s *sharedSeam) inPartition(ctx context.Context, c *Container, pk Partition
 		// a reload by another writer, that left the cache at the
 		// store's version. Both retire c before they let go.
 		if !stale && !c.retired.Load() {
-			return true, s.runShared(ctx, b, p, pre, fn)
+			return true, s.runShared(ctx, b, p, pre, r)
 		}
 		if !stale {
 			b.Close()
@@ -421,15 +423,19 @@ func (s *sharedSeam) inPartition(ctx context.Context, c *Container, pk Partition
 	})
 }
 
-func (s *sharedSeam) runShared(ctx context.Context, b storage.SharedBatch, p *partition, pre *prefetched, fn func(t *txn) error) error {
+func (s *sharedSeam) runShared(ctx context.Context, b storage.SharedBatch, p *partition, pre *prefetched, r txnRunner) error {
 	defer b.Close()
-	t := &txn{indexes: s.search, presence: s, lsns: s.state, noCreationOrder: s.noCreationOrder, p: p, b: b, sb: b, now: s.now(), pre: pre}
+	t, _ := r.room()
+	if t == nil {
+		t = new(txn)
+	}
+	*t = txn{indexes: s.search, presence: s, lsns: s.state, noCreationOrder: s.noCreationOrder, p: p, b: b, sb: b, now: s.now(), pre: pre}
 	defer func() {
 		if t.lsn != 0 {
 			s.state.done()
 		}
 	}()
-	if err := fn(t); err != nil {
+	if err := r.run(t); err != nil {
 		return err
 	}
 	if b.Count() == 0 {

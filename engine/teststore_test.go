@@ -109,14 +109,14 @@ func holdLSN(t testing.TB, e *Engine, coll, pk string) (lsn uint64, release func
 	ended := make(chan error, 1)
 	free := make(chan struct{})
 	go func() {
-		ended <- e.seam.inPartition(ctx, c, StringKey(pk), nil, func(tx *txn) error {
+		ended <- e.seam.inPartition(ctx, c, StringKey(pk), nil, txnFunc(func(tx *txn) error {
 			if err := tx.allocate(ctx); err != nil {
 				return err
 			}
 			held <- tx.lsn
 			<-free
 			return nil
-		})
+		}))
 	}()
 	select {
 	case lsn = <-held:

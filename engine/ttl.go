@@ -231,7 +231,7 @@ func (s *sweeper) deleteExpired(ctx context.Context, c *Container, entries []exp
 			// Counted once the transaction has committed: a sweep whose
 			// commit fails (its database lost) deleted nothing.
 			n := 0
-			err := s.seam.inPartition(ctx, c, pk, nil, func(t *txn) error {
+			err := s.seam.inPartition(ctx, c, pk, nil, txnFunc(func(t *txn) error {
 				t.expiring = true
 				n = 0
 				for _, en := range chunk {
@@ -259,7 +259,7 @@ func (s *sweeper) deleteExpired(ctx context.Context, c *Container, entries []exp
 					n++
 				}
 				return nil
-			})
+			}))
 			if err != nil {
 				return deleted, err
 			}

@@ -91,7 +91,7 @@ func sweepUnderWriters(tb testing.TB, expiring int) sweepRun {
 	// Load the expiring items in large transactions, one partition at a time.
 	for p := range partitions {
 		pk := StringKey(fmt.Sprintf("p%d", p))
-		err := e.seam.inPartition(ctx, c, pk, nil, func(tx *txn) error {
+		err := e.seam.inPartition(ctx, c, pk, nil, txnFunc(func(tx *txn) error {
 			for i := p; i < expiring; i += partitions {
 				it, perr := c.parseItem([]byte(fmt.Sprintf(`{"id":"old%d","pk":"p%d","payload":"%064d"}`, i, p, i)), &ItemRequest{})
 				if perr != nil {
@@ -102,7 +102,7 @@ func sweepUnderWriters(tb testing.TB, expiring int) sweepRun {
 				}
 			}
 			return nil
-		})
+		}))
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -51,6 +51,11 @@ type txn struct {
 	pre *prefetched
 	// search is its pending search index changes (searchindex.go).
 	search searchindex.Write
+	// read and written are room for the first record the transaction
+	// reads (getAny) and the first it writes (put), each used once: a
+	// single write's records in its transaction's allocation.
+	read, written         storedItem
+	readUsed, writtenUsed bool
 }
 
 // presenceSeam is the seam's presence filter: absent reports whether an
@@ -80,7 +85,7 @@ func (t *txn) getAny(ctx context.Context, id string) (*storedItem, error) {
 		if v == nil {
 			return nil, nil
 		}
-		return decodeItem(key, v)
+		return t.decodeItem(key, v)
 	}
 	v, err := t.b.Get(ctx, key)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -89,7 +94,20 @@ func (t *txn) getAny(ctx context.Context, id string) (*storedItem, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeItem(key, v)
+	return t.decodeItem(key, v)
+}
+
+// decodeItem is decodeItem, the first record the transaction reads
+// decoded in its room (t.read).
+func (t *txn) decodeItem(key, v []byte) (*storedItem, error) {
+	if t.readUsed {
+		return decodeItem(key, v)
+	}
+	if err := decodeItemInto(&t.read, key, v); err != nil {
+		return nil, err
+	}
+	t.readUsed = true
+	return &t.read, nil
 }
 
 func (t *txn) allocate(ctx context.Context) error {
@@ -132,7 +150,13 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 		return nil, err
 	}
 	c := t.p.c
-	s := &storedItem{key: t.itemKeyOf(it.id, prev), lsn: t.lsn, ts: t.now.Unix(), ttl: it.ttl, write: t.writes}
+	// The first record written is in the transaction's room (t.written).
+	s := &t.written
+	if t.writtenUsed {
+		s = new(storedItem)
+	}
+	t.writtenUsed = true
+	*s = storedItem{key: t.itemKeyOf(it.id, prev), lsn: t.lsn, ts: t.now.Unix(), ttl: it.ttl, write: t.writes}
 	t.writes++
 	fresh := prev == nil
 	if fresh {

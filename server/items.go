@@ -125,7 +125,8 @@ func (s *Server) item(r *request) error {
 		}
 		id, pk, hasPK = ridID, ridPK, true
 	}
-	req := &engine.ItemRequest{Database: db, Container: coll, ID: id, PartitionKey: pk, HasPartitionKey: hasPK,
+	req := &r.item
+	*req = engine.ItemRequest{Database: db, Container: coll, ID: id, PartitionKey: pk, HasPartitionKey: hasPK,
 		Body: r.body, IfMatch: r.ifMatch(), IfNoneMatch: r.ifNoneMatch(), Resolved: ref}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		req.PreTriggers, req.PostTriggers = r.triggers("pre"), r.triggers("post")

@@ -172,7 +172,7 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	rec := &statusRecorder{ResponseWriter: w}
+	rec := &statusRecorder{ResponseWriter: w, start: start}
 	var span trace.Span
 	if o.trace {
 		// A span per request, continuing the caller's trace

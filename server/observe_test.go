@@ -255,3 +255,56 @@ func TestTracingOffCostsARequestNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestObservedRequestsCheckTheirDateByTheServersClock: behind Observe, a
+// request's x-ms-date is checked against the server's clock (Config.Now)
+// when it has one of its own, and against the time the request came with
+// the real one: a date within the allowed skew of it is accepted, one
+// outside refused.
+func TestObservedRequestsCheckTheirDateByTheServersClock(t *testing.T) {
+	ctx := t.Context()
+	store := memory.New()
+	eng, err := engine.Open(ctx, store, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close(); store.Close() })
+	if _, err := eng.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	past := time.Now().Add(-3 * time.Hour).Truncate(time.Second)
+	get := func(h http.Handler, date time.Time) int {
+		d := date.UTC().Format(http.TimeFormat)
+		auth, _ := Sign(EmulatorKey, "GET", "dbs", "dbs/db", d)
+		r := httptest.NewRequest("GET", "/dbs/db", nil)
+		r.Header.Set("X-Ms-Date", d)
+		r.Header.Set("Authorization", auth)
+		r.Header.Set("X-Ms-Version", "2020-07-15")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	for _, tc := range []struct {
+		name string
+		now  func() time.Time
+		date time.Time
+		want int
+	}{
+		{"its own clock, its date", func() time.Time { return past }, past, 200},
+		{"its own clock, the real date", func() time.Time { return past }, time.Now(), 401},
+		{"the real clock, the real date", nil, time.Now(), 200},
+		{"the real clock, a date past the skew", nil, past, 401},
+	} {
+		srv, err := New(Config{Engine: eng, Keys: Keys{Master: EmulatorKey}, Now: tc.now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := Observe(srv, ObserveOptions{Registerer: prometheus.NewRegistry(), AccessLog: slog.New(NewTextLogHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := get(h, tc.date); got != tc.want {
+			t.Errorf("%s: status %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -56,7 +56,10 @@ type Server struct {
 	aad  *aadVerifier
 	log  *slog.Logger
 	now  func() time.Time
-	cert []byte
+	// clock is set when now is time.Now: a request behind Observe then
+	// checks its x-ms-date against the time the observer read as it began.
+	clock bool
+	cert  []byte
 
 	limits Limits
 	// faults are the fault rules; throttle, when set, the RU/s budgets.
@@ -88,7 +91,7 @@ func New(cfg Config) (*Server, error) {
 		s.log = slog.Default()
 	}
 	if s.now == nil {
-		s.now = time.Now
+		s.now, s.clock = time.Now, true
 	}
 	return s, nil
 }
@@ -107,6 +110,9 @@ type request struct {
 	// allocation of their own: each is set as a one-element slice of it,
 	// capped so that an append to one cannot overwrite the next.
 	hdr [hdrCount]string
+	// item is the engine request of an item's read, replace, patch or
+	// delete (Server.item), in the request's allocation.
+	item engine.ItemRequest
 }
 
 // The response headers whose values live in request.hdr.
@@ -219,10 +225,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, literalPath bool)
 		writeCosmosError(rec, activity, up.e)
 		return
 	}
-	cred, aerr := s.keys.authenticate(r, segs, s.now())
+	now := rec.start
+	if !s.clock || now.IsZero() {
+		now = s.now()
+	}
+	cred, aerr := s.keys.authenticate(r, segs, now)
 	var principal *aadPrincipal
 	if aerr == nil && cred.aad != "" {
-		principal, aerr = s.aad.verify(r, cred.aad, s.now())
+		principal, aerr = s.aad.verify(r, cred.aad, now)
 	}
 	if aerr != nil {
 		writeCosmosError(rec, activity, aerr)
@@ -396,6 +406,10 @@ type statusRecorder struct {
 	// op is the request's operation once the server has classified it
 	// (the zero operation before).
 	op operation
+	// start is when Observe began the request (zero without it): the
+	// server's clock as the request came, read once for the request's
+	// duration and its authentication.
+	start time.Time
 	// activity holds the x-ms-activity-id header's value (no allocation
 	// of its own).
 	activity [1]string

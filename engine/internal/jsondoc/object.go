@@ -149,6 +149,19 @@ func (o Object) WithoutSystem() Object {
 	return o[:len(o):len(o)]
 }
 
+// DropSystem is WithoutSystem in o's own array, for a caller done with o:
+// the properties that are not system properties, in their order, capped
+// to their number so that an append does not write into o's array.
+func (o Object) DropSystem() Object {
+	out := o[:0]
+	for _, f := range o {
+		if !systemProperties[f.Name] {
+			out = append(out, f)
+		}
+	}
+	return out[:len(out):len(out)]
+}
+
 // Encode writes the object, followed by extra properties.
 func (o Object) Encode(extra ...Field) []byte {
 	n := o.EncodedLen() + Object(extra).EncodedLen()

@@ -109,3 +109,25 @@ func TestWithoutSystemKeepsTheOtherPropertiesInOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestDropSystemKeepsTheOtherPropertiesInOrder: DropSystem leaves what
+// WithoutSystem leaves, and an append to its result does not write into
+// the array it was filtered in.
+func TestDropSystemKeepsTheOtherPropertiesInOrder(t *testing.T) {
+	for _, in := range []string{`{}`, `{"id":"a","pk":"p","n":1}`,
+		`{"_rid":"x","id":"a","_ts":5,"pk":"p","_etag":"e","n":1,"_self":"s","_attachments":"t"}`,
+		`{"id":"a","_lsn":3}`, `{"_ts":1,"_rid":"x"}`, `{"id":"a","_other":1,"ts":2}`} {
+		o, err := Parse([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := string(o.WithoutSystem().Encode())
+		got := o.DropSystem()
+		if s := string(got.Encode()); s != want {
+			t.Errorf("DropSystem(%s) = %s, want %s", in, s, want)
+		}
+		if cap(got) != len(got) {
+			t.Errorf("DropSystem(%s) has room past its %d properties: an append would write into the parsed object", in, len(got))
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -17,8 +18,30 @@ import (
 // members of the value they decode so, Expand decodes one when it is looked
 // into, and AppendValue writes an untouched one back byte for byte. A patch
 // of one property of a large document then decodes and writes again only
-// the values on its path.
+// the values on its path. The decoded form holds a *Raw, which points into
+// an array of them kept with the object or array it is a value of: a Raw
+// (a slice) in an any would be an allocation of its own.
 type Raw []byte
+
+// lazyMembers is the members an expanded object or array has room for in
+// its own allocation; more grow apart.
+const lazyMembers = 8
+
+// lazyObject is an object Expand decoded, with room for its first members'
+// names, values and Raw values, in one allocation.
+type lazyObject struct {
+	Members
+	names  [lazyMembers]string
+	values [lazyMembers]any
+	raws   [lazyMembers]Raw
+}
+
+// lazyArray is an array Expand decoded, with room for its first elements
+// and their Raw values, in one allocation.
+type lazyArray struct {
+	values [lazyMembers]any
+	raws   [lazyMembers]Raw
+}
 
 // Members is a decoded JSON object: its members' names and values, in
 // document order.
@@ -79,36 +102,45 @@ func DecodeLazy(b []byte) (any, error) {
 	return expandAt(b, SkipSpace(b, 0))
 }
 
-// Expand decodes v one level deep when it is Raw: an object into *Members
-// and an array into []any whose values are Raw, a scalar as Decode does.
-// Any other value is returned as it is.
+// Expand decodes v one level deep when it is a *Raw: an object into
+// *Members and an array into []any whose values are *Raw, a scalar as
+// Decode does. Any other value is returned as it is.
 func Expand(v any) (any, error) {
-	r, ok := v.(Raw)
+	r, ok := v.(*Raw)
 	if !ok {
 		return v, nil
 	}
-	return expandAt(r, 0)
+	return expandAt(*r, 0)
 }
 
-// expandAt decodes the valid JSON value at b[i] one level deep.
+// expandAt decodes the valid JSON value at b[i] one level deep. An
+// object's or array's Raw values are kept in its allocation's array of
+// them, and in arrays grown from it past lazyMembers: a *Raw into an array
+// that was grown from stays valid, as nothing writes to a Raw once it is
+// made.
 func expandAt(b []byte, i int) (any, error) {
 	switch b[i] {
 	case '{':
-		o := &Members{}
+		lo := new(lazyObject)
+		o := &lo.Members
+		o.Names, o.Values = lo.names[:0], lo.values[:0]
+		raws := lo.raws[:0]
+		var names strings.Builder
 		i = SkipSpace(b, i+1)
 		if b[i] == '}' {
 			return o, nil
 		}
 		for {
 			end := SkipString(b, i)
-			name, err := decodeString(b[i:end])
+			name, err := appendName(&names, b[i:end])
 			if err != nil {
 				return nil, err
 			}
 			i = SkipSpace(b, SkipSpace(b, end)+1) // ':'
 			vend := SkipValue(b, i)
+			raws = append(raws, Raw(b[i:vend:vend]))
 			// A repeated name keeps the last value, as Parse does.
-			o.Set(name, Raw(b[i:vend:vend]))
+			o.Set(name, &raws[len(raws)-1])
 			i = SkipSpace(b, vend)
 			if b[i] == '}' {
 				return o, nil
@@ -116,14 +148,16 @@ func expandAt(b []byte, i int) (any, error) {
 			i = SkipSpace(b, i+1) // ','
 		}
 	case '[':
-		a := []any{}
+		la := new(lazyArray)
+		a, raws := la.values[:0], la.raws[:0]
 		i = SkipSpace(b, i+1)
 		if b[i] == ']' {
 			return a, nil
 		}
 		for {
 			vend := SkipValue(b, i)
-			a = append(a, Raw(b[i:vend:vend]))
+			raws = append(raws, Raw(b[i:vend:vend]))
+			a = append(a, &raws[len(raws)-1])
 			i = SkipSpace(b, vend)
 			if b[i] == ']' {
 				return a, nil
@@ -210,6 +244,26 @@ func decodeString(raw []byte) (string, error) {
 	return s, err
 }
 
+// appendName is decodeString for a member's name: a plain one (no escapes,
+// valid UTF-8) is written into names and is a part of it, so that the
+// names of an object share an allocation (a few as it grows: a name made
+// before stays valid, as a Builder never writes over what it holds).
+func appendName(names *strings.Builder, raw []byte) (string, error) {
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') >= 0 || !utf8.Valid(inner) {
+		return decodeString(raw)
+	}
+	if names.Cap() == 0 {
+		names.Grow(objectNames)
+	}
+	start := names.Len()
+	names.Write(inner)
+	return names.String()[start:], nil
+}
+
+// objectNames is the room an expanded object's names get at first.
+const objectNames = 64
+
 // AppendValue appends the JSON encoding of a decoded value.
 func AppendValue(buf []byte, v any) []byte {
 	switch x := v.(type) {
@@ -219,8 +273,8 @@ func AppendValue(buf []byte, v any) []byte {
 		return strconv.AppendBool(buf, x)
 	case json.Number:
 		return append(buf, x...)
-	case Raw:
-		return append(buf, x...)
+	case *Raw:
+		return append(buf, *x...)
 	case string:
 		return AppendString(buf, x)
 	case []any:

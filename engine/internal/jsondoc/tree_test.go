@@ -2,7 +2,9 @@ package jsondoc
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -95,5 +97,64 @@ func TestLazyTreeWritesBackUntouchedValuesAsTheyAre(t *testing.T) {
 		if _, err := DecodeLazy([]byte(bad)); err == nil {
 			t.Errorf("%q decoded without an error", bad)
 		}
+	}
+}
+
+// TestLazyTreePastItsRoomKeepsEveryValue: an object and an array of more
+// members than their allocation has room for (lazyMembers) keep every
+// undecoded value, those made before their arrays grew included, and
+// write back what they read.
+func TestLazyTreePastItsRoomKeepsEveryValue(t *testing.T) {
+	var in, want strings.Builder
+	in.WriteString(`{`)
+	want.WriteString(`{`)
+	for i := range 3 * lazyMembers {
+		if i > 0 {
+			in.WriteString(`, `)
+			want.WriteString(`,`)
+		}
+		fmt.Fprintf(&in, `"m%d" : [ %d , "v%d" ]`, i, i, i)
+		fmt.Fprintf(&want, `"m%d":[ %d , "v%d" ]`, i, i, i)
+	}
+	in.WriteString(`, "m0" : [ 0 , 1 , 2 , 3 , 4 , 5 , 6 , 7 , 8 , 9 , 10 , 11 , 12 ] }`)
+	want.WriteString(`}`)
+	tree, err := DecodeLazy([]byte(in.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := tree.(*Members)
+	first, err := Expand(o.Values[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := first.([]any)
+	for i, v := range a {
+		if got := string(AppendValue(nil, v)); got != fmt.Sprint(i) {
+			t.Errorf("m0[%d] is %s, want %d", i, got, i)
+		}
+	}
+	o.Values[0] = a
+	w := strings.Replace(want.String(), `"m0":[ 0 , "v0" ]`, `"m0":[0,1,2,3,4,5,6,7,8,9,10,11,12]`, 1)
+	if got := string(AppendValue(nil, tree)); got != w {
+		t.Errorf("written back %s, want %s", got, w)
+	}
+}
+
+// TestLazyObjectNamesSurviveTheirBuffersGrowth: the names of an expanded
+// object, written into one buffer that grows past its first room, each
+// read back as decoded, escaped ones and repeated ones too.
+func TestLazyObjectNamesSurviveTheirBuffersGrowth(t *testing.T) {
+	long := strings.Repeat("n", objectNames+10)
+	in := `{"a":1,"` + long + `":2,"\u00e9":3,"é":4,"b\"c":5,"` + long + `x":6,"a":7}`
+	tree, err := DecodeLazy([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a", long, "é", `b"c`, long + "x"}
+	if got := tree.(*Members).Names; !reflect.DeepEqual(got, want) {
+		t.Errorf("names %q, want %q", got, want)
+	}
+	if got, w := string(AppendValue(nil, tree)), `{"a":7,"`+long+`":2,"é":4,"b\"c":5,"`+long+`x":6}`; got != w {
+		t.Errorf("written back %s, want %s", got, w)
 	}
 }
