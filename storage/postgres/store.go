@@ -588,7 +588,7 @@ func (s *Store) NewSnapshot(ctx context.Context) (storage.Snapshot, error) {
 		return nil, err
 	}
 	snap.mu.Lock()
-	err = snap.send(ctx, func(q *pgx.Batch) { q.Queue(`SELECT 1`) })
+	err = snap.send(ctx, func(t *trip) { t.queue(selectOneStatement, nil, nil) })
 	snap.mu.Unlock()
 	if err != nil {
 		snap.Close()
@@ -597,8 +597,8 @@ func (s *Store) NewSnapshot(ctx context.Context) (storage.Snapshot, error) {
 	return snap, nil
 }
 
-// acquireSnapshot takes a slot and a connection for a snapshot not yet
-// begun.
+// acquireSnapshot takes a slot for a snapshot not yet begun; its
+// connection comes from the pool with its first round trip (see onConn).
 func (s *Store) acquireSnapshot(ctx context.Context) (*snapshot, error) {
 	if s.closed.Load() {
 		return nil, storage.ErrClosed
@@ -613,16 +613,7 @@ func (s *Store) acquireSnapshot(ctx context.Context) (*snapshot, error) {
 	case <-s.closeCtx.Done():
 		return nil, storage.ErrClosed
 	}
-	var conn *pgxpool.Conn
-	err := s.timed(ctx, func(ctx context.Context) (err error) {
-		conn, err = s.pool.Acquire(ctx)
-		return err
-	})
-	if err != nil {
-		<-s.slots
-		return nil, s.wrap(err)
-	}
-	return &snapshot{store: s, conn: conn, slot: true}, nil
+	return &snapshot{store: s, slot: true}, nil
 }
 
 // SnapshotAll opens a snapshot whose transaction begins with the reads of
@@ -638,10 +629,18 @@ func (s *Store) SnapshotAll(ctx context.Context, keys [][]byte) (storage.Snapsho
 	values := make([][]byte, len(keys))
 	var w, ended int64
 	snap.mu.Lock()
-	err = snap.send(ctx, func(q *pgx.Batch) {
-		q.Queue(snapshotMarksSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&w, &ended) })
+	err = snap.send(ctx, func(t *trip) {
+		t.queue(snapshotMarksStatement, int8Columns2, rowReader(func(cols [][]byte) error {
+			var ok1, ok2 bool
+			w, ok1 = rawInt8(cols[0])
+			ended, ok2 = rawInt8(cols[1])
+			if !ok1 || !ok2 {
+				return errBadRow
+			}
+			return nil
+		}))
 		if len(keys) > 0 {
-			queueGetMany(q, keys, values)
+			tripGetMany(t, keys, values)
 		}
 	})
 	snap.mu.Unlock()
@@ -701,6 +700,27 @@ func (s *Store) rollback(conn *pgxpool.Conn) {
 	defer cancel()
 	if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
 		conn.Conn().Close(context.Background())
+	}
+	conn.Release()
+}
+
+// rollbackHeld ends the explicit transaction of a holder of conn (a
+// snapshot), under the deadline its round trips keep in h (set anew if
+// too little of it is left), and returns conn to the pool: the ROLLBACK
+// is a prepared statement bound by reference, not a query of the
+// driver's under a context of its own. A connection whose transaction is
+// not ended after it (the server did not answer, the caller went away)
+// is closed.
+func (s *Store) rollbackHeld(conn *pgxpool.Conn, h *held) {
+	c := conn.Conn()
+	err := s.onConn(context.Background(), &conn, h, func(ctx context.Context, c *pgx.Conn) error {
+		t := trip{ctx: ctx, conn: c}
+		t.queue(rollbackStatement, nil, nil)
+		return t.send()
+	})
+	s.releaseHeld(conn, h)
+	if err != nil || c.PgConn().TxStatus() != 'I' {
+		abandon(c.PgConn())
 	}
 	conn.Release()
 }
