@@ -247,7 +247,11 @@ type snapshot struct {
 	// conn is taken from the pool with the first round trip (see onConn)
 	// unless the snapshot was opened with one (newSnapshot).
 	conn  *pgxpool.Conn
-	begun bool  // the BEGIN has been sent
+	begun bool // the BEGIN has been sent
+	// stale is set for a connection that lingered (see lingerFor): its
+	// transaction is a closed snapshot's, rolled back by the first round
+	// trip ahead of the BEGIN.
+	stale bool
 	err   error // the error every read returns: storage.ErrClosed once closed
 	slot  bool  // it holds one of the store's slots
 	// held is what its round trips keep on conn (see onConn), ended
@@ -279,13 +283,16 @@ func (s *snapshot) send(ctx context.Context, queue func(t *trip)) error {
 	}
 	return s.store.onConn(ctx, &s.conn, &s.held, func(ctx context.Context, c *pgx.Conn) error {
 		t := trip{ctx: ctx, conn: c, state: s.store.connState(c)}
-		if !s.begun {
+		if s.stale {
+			t.queue(rollbackStatement, nil, nil)
+		}
+		if !s.begun || s.stale {
 			t.queue(beginSnapshotStatement, nil, nil)
 		}
 		queue(&t)
 		err := t.send()
 		if t.sent {
-			s.begun = true
+			s.begun, s.stale = true, false
 		}
 		return err
 	})
@@ -406,14 +413,17 @@ func (s *snapshot) Close() error {
 		return s.err
 	}
 	s.err = storage.ErrClosed
-	if s.conn != nil {
-		if s.begun {
-			s.store.rollbackHeld(s.conn, &s.held)
-		} else {
-			s.store.releaseHeld(s.conn, &s.held)
-			s.conn.Release()
-		}
+	if conn := s.conn; conn != nil {
 		s.conn = nil
+		switch {
+		case !s.begun:
+			s.store.releaseHeld(conn, &s.held)
+			conn.Release()
+		case s.slot && s.store.lingerSound(conn, &s.held):
+			return nil // the slot lingers with the connection
+		default:
+			s.store.rollbackHeld(conn, &s.held)
+		}
 	}
 	if s.slot {
 		<-s.store.slots

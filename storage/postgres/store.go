@@ -84,6 +84,9 @@ type Store struct {
 	// (onConn) set it under connsMu read-locked, interrupt under it locked.
 	connsMu sync.RWMutex
 	conns   map[*pgx.Conn]*connState
+	// lingering is the connections of closed snapshots waiting, in their
+	// transactions, for the next snapshot (see lingerFor).
+	lingering lingering
 	// slots bounds the connections that shared batches and snapshots hold
 	// for their lifetime, leaving the rest of the pool to the short reads
 	// (point reads, first pages, watermarks) that a holder may make while
@@ -599,12 +602,16 @@ func (s *Store) NewSnapshot(ctx context.Context) (storage.Snapshot, error) {
 
 // acquireSnapshot takes a slot for a snapshot not yet begun; its
 // connection comes from the pool with its first round trip (see onConn).
+// A connection that lingers (see lingerFor) is taken first, with its slot.
 func (s *Store) acquireSnapshot(ctx context.Context) (*snapshot, error) {
 	if s.closed.Load() {
 		return nil, storage.ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, &callerGone{err: err}
+	}
+	if conn := s.unlinger(); conn != nil {
+		return &snapshot{store: s, conn: conn, slot: true, begun: true, stale: true}, nil
 	}
 	select {
 	case s.slots <- struct{}{}:
@@ -762,6 +769,7 @@ func (s *Store) Close() error {
 		l.release()
 		l.markLost()
 	}
+	s.endAllLingering()
 	s.cancel()
 	s.interrupt()
 	s.pool.Close()
