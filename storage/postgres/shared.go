@@ -124,12 +124,8 @@ func (s *Store) NewSharedBatch(ctx context.Context) (storage.SharedBatch, error)
 		// A free slot would otherwise win the select as often as not.
 		return nil, &callerGone{err: err}
 	}
-	select {
-	case s.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, &callerGone{err: ctx.Err()}
-	case <-s.closeCtx.Done():
-		return nil, storage.ErrClosed
+	if _, err := s.takeSlot(ctx, true); err != nil {
+		return nil, err
 	}
 	return &sharedBatch{store: s, slot: true, overlay: overlay{pending: newTree()}}, nil
 }

@@ -155,7 +155,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	reserve := max(2, int(cfg.MaxConns)/4)
 	s := &Store{timeout: timeout, connCfg: cfg.ConnConfig.Copy(), leads: map[*lead]struct{}{},
-		conns: map[*pgx.Conn]*connState{}, slots: make(chan struct{}, max(1, int(cfg.MaxConns)-reserve))}
+		conns: map[*pgx.Conn]*connState{}, slots: make(chan struct{}, max(1, int(cfg.MaxConns)-reserve)),
+		lingering: lingering{lingerFor: lingerFor, more: make(chan struct{}, 1)}}
 	s.closeCtx, s.cancel = context.WithCancel(context.Background())
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		registerTypes(conn.TypeMap())
@@ -610,15 +611,12 @@ func (s *Store) acquireSnapshot(ctx context.Context) (*snapshot, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &callerGone{err: err}
 	}
-	if conn := s.unlinger(); conn != nil {
-		return &snapshot{store: s, conn: conn, slot: true, begun: true, stale: true}, nil
+	conn, err := s.takeSlot(ctx, false)
+	if err != nil {
+		return nil, err
 	}
-	select {
-	case s.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, &callerGone{err: ctx.Err()}
-	case <-s.closeCtx.Done():
-		return nil, storage.ErrClosed
+	if conn != nil {
+		return &snapshot{store: s, conn: conn, slot: true, begun: true, stale: true}, nil
 	}
 	return &snapshot{store: s, slot: true}, nil
 }
