@@ -238,9 +238,10 @@ func (it *pageIterator) Close() error {
 // with no description asked for, its answer read message by message; the
 // store's timeout kept by the connection's deadline, set once for the
 // snapshot's round trips (onConn, held), not by a context, a timer and
-// the driver's watch of it per round trip. A query page's four round
-// trips (the snapshot with its checks, the entries, the items, the
-// ROLLBACK) all go this way.
+// the driver's watch of it per round trip. A query page's three round
+// trips (the snapshot with its checks, the entries, the items) all go
+// this way; its ROLLBACK goes with the next snapshot's first (see
+// lingerFor).
 type snapshot struct {
 	store *Store
 	mu    sync.Mutex
