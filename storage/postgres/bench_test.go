@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/orrery-db/orrery/storage"
 	"github.com/orrery-db/orrery/storage/postgres"
 	"github.com/orrery-db/orrery/storage/postgres/pgtest"
 )
@@ -148,4 +150,50 @@ func BenchmarkShortRangeOptions(b *testing.B) {
 	b.Run("cursor-then-rollback", func(b *testing.B) {
 		loop(b, func() { inTransaction(b, `BEGIN READ ONLY`, `DECLARE c NO SCROLL CURSOR FOR `+sel, `FETCH 256 FROM c`) })
 	})
+}
+
+// BenchmarkQueryPageSnapshot is what a query page in one partition asks of
+// the store: a snapshot opened with the catalog version's read, a page of
+// 10 index entries, the 10 items they name, and the snapshot's close (four
+// round trips). Besides the time it reports this process's CPU per page
+// (cpu-µs/op, user and system: the gateway's side of the round trips).
+func BenchmarkQueryPageSnapshot(b *testing.B) {
+	ctx := b.Context()
+	s := benchStore(b, 2000)
+	items := make([][]byte, 10)
+	for i := range items {
+		items[i] = fmt.Appendf(nil, "k%04d", 1000+i)
+	}
+	b.ReportAllocs()
+	cpu0 := processCPU()
+	loop(b, func() {
+		snap, _, _, err := s.SnapshotAll(ctx, [][]byte{[]byte("k0001")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		it, err := snap.NewIterator(ctx, []byte("k0500"), []byte("k0510"), false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for it.Next() {
+		}
+		if err := it.Err(); err != nil {
+			b.Fatal(err)
+		}
+		it.Close()
+		if _, err := snap.(storage.MultiGetter).GetMany(ctx, items); err != nil {
+			b.Fatal(err)
+		}
+		if err := snap.Close(); err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.ReportMetric(float64(processCPU()-cpu0)/1e3/float64(b.N), "cpu-µs/op")
+}
+
+// processCPU is the CPU time (user and system) this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"math"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -103,29 +101,6 @@ func (encodeByteaArray) Encode(value any, buf []byte) ([]byte, error) {
 		buf = append(buf, e...)
 	}
 	return buf, nil
-}
-
-// rawColumns reports whether rows' columns (once rows.Next has returned
-// true: before, a failed statement has none) are of the types oids, in the
-// binary format, so that a reader can take their bytes from RawValues
-// instead of the driver's Scan (which plans each column's scan and boxes
-// each destination, for every result).
-func rawColumns(rows pgx.Rows, oids ...uint32) bool {
-	return binaryColumns(rows.FieldDescriptions(), oids)
-}
-
-// binaryColumns reports whether fields are of the types oids, in the binary
-// format.
-func binaryColumns(fields []pgconn.FieldDescription, oids []uint32) bool {
-	if len(fields) != len(oids) {
-		return false
-	}
-	for i, f := range fields {
-		if f.Format != pgtype.BinaryFormatCode || f.DataTypeOID != oids[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // rawInt8 decodes a bigint in the binary format; ok is false for NULL or

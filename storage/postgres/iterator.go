@@ -231,13 +231,33 @@ func (it *pageIterator) Close() error {
 // snapshot is a repeatable-read, read-only transaction on one connection,
 // shared by its readers under mu. The transaction begins with its first
 // read, in the same round trip.
+//
+// Its round trips are the store's own (trip), as a shared batch's are:
+// each statement bound by reference to one prepared on the connection
+// (its page queries prepared in the round trip that first sends them),
+// with no description asked for, its answer read message by message; the
+// store's timeout kept by the connection's deadline, set once for the
+// snapshot's round trips (onConn, held), not by a context, a timer and
+// the driver's watch of it per round trip. A query page's three round
+// trips (the snapshot with its checks, the entries, the items) all go
+// this way; its ROLLBACK goes with the next snapshot's first (see
+// lingerFor).
 type snapshot struct {
 	store *Store
 	mu    sync.Mutex
+	// conn is taken from the pool with the first round trip (see onConn)
+	// unless the snapshot was opened with one (newSnapshot).
 	conn  *pgxpool.Conn
-	begun bool  // the BEGIN has been sent
+	begun bool // the BEGIN has been sent
+	// stale is set for a connection that lingered (see lingerFor): its
+	// transaction is a closed snapshot's, rolled back by the first round
+	// trip ahead of the BEGIN.
+	stale bool
 	err   error // the error every read returns: storage.ErrClosed once closed
 	slot  bool  // it holds one of the store's slots
+	// held is what its round trips keep on conn (see onConn), ended
+	// before conn goes back.
+	held held
 	// ended is the highest transaction id that had ended when the
 	// snapshot was taken (SnapshotAll; see storage.Ended), under the
 	// timeline as the watermark is.
@@ -249,33 +269,74 @@ type snapshot struct {
 // xmax (storage.Ended).
 func (s *snapshot) Ended() uint64 { return s.ended }
 
+var (
+	beginSnapshotStatement = newStatement(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
+	snapshotMarksStatement = newStatement(snapshotMarksSQL)
+	selectOneStatement     = newStatement(`SELECT 1`)
+	int8Columns2           = []uint32{pgtype.Int8OID, pgtype.Int8OID}
+)
+
 // send runs the statements queue adds in the snapshot's transaction,
 // beginning it first if need be, in one round trip. The caller holds mu.
-func (s *snapshot) send(ctx context.Context, queue func(q *pgx.Batch)) error {
+func (s *snapshot) send(ctx context.Context, queue func(t *trip)) error {
 	if s.err != nil {
 		return s.err
 	}
-	var q pgx.Batch
-	if !s.begun {
-		q.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
+	return s.store.onConn(ctx, &s.conn, &s.held, func(ctx context.Context, c *pgx.Conn) error {
+		t := trip{ctx: ctx, conn: c, state: s.store.connState(c)}
+		if s.stale {
+			t.queue(rollbackStatement, nil, nil)
+		}
+		if !s.begun || s.stale {
+			t.queue(beginSnapshotStatement, nil, nil)
+		}
+		queue(&t)
+		err := t.send()
+		if t.sent {
+			s.begun, s.stale = true, false
+		}
+		return err
+	})
+}
+
+// pageParams is a page query's arguments (each a []byte) as parameters.
+func pageParams(args []any) ([][]byte, error) {
+	params := make([][]byte, len(args))
+	for i, a := range args {
+		p, ok := a.([]byte)
+		if !ok {
+			return nil, fmt.Errorf("postgres: a page query's argument of type %T", a)
+		}
+		params[i] = p
 	}
-	queue(&q)
-	err := s.store.timed(ctx, func(ctx context.Context) error { return s.conn.SendBatch(ctx, &q).Close() })
-	s.begun = true
-	return err
+	return params, nil
+}
+
+// queuePage queues the page query sql with params, its rows into *page.
+func queuePage(t *trip, sql string, params [][]byte, page *[]entry) {
+	t.queueParsed(sql, rowReader(func(cols [][]byte) error {
+		if len(cols) != 2 || cols[0] == nil {
+			return errBadRow
+		}
+		e := entry{key: bytes.Clone(cols[0]), value: bytes.Clone(cols[1])}
+		if e.value == nil {
+			e.value = []byte{}
+		}
+		*page = append(*page, e)
+		return nil
+	}), params...)
 }
 
 // readPage reads one page of an iterator in the snapshot.
 func (s *snapshot) readPage(ctx context.Context, sql string, args []any) ([]entry, error) {
+	params, err := pageParams(args)
+	if err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var page []entry
-	err := s.send(ctx, func(q *pgx.Batch) {
-		q.Queue(sql, args...).Query(func(rows pgx.Rows) (err error) {
-			page, err = scanPage(rows)
-			return err
-		})
-	})
+	err = s.send(ctx, func(t *trip) { queuePage(t, sql, params, &page) })
 	return page, err
 }
 
@@ -292,7 +353,7 @@ func (s *snapshot) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error)
 	if len(keys) == 0 {
 		return values, s.err
 	}
-	err := s.send(ctx, func(q *pgx.Batch) { queueGetMany(q, keys, values) })
+	err := s.send(ctx, func(t *trip) { tripGetMany(t, keys, values) })
 	if err != nil {
 		return nil, s.store.wrap(err)
 	}
@@ -303,36 +364,6 @@ func (s *snapshot) GetMany(ctx context.Context, keys [][]byte) ([][]byte, error)
 // the array unnested would number the rows, but the planner may hash the
 // whole table for a few hundred keys: this is an index scan always.)
 const getManySQL = `SELECT k, v FROM orrery_kv WHERE k = ANY($1::bytea[])`
-
-// queueGetMany queues the read of keys into values (values[i] stays nil
-// for an absent key).
-func queueGetMany(q *pgx.Batch, keys, values [][]byte) {
-	// A byteaArray encodes without reflection (a [][]byte goes through
-	// pgx's reflective slice plan, one allocation per element).
-	q.Queue(getManySQL, byteaArray(keys)).Query(func(rows pgx.Rows) error {
-		defer rows.Close()
-		p := newPlacer(keys)
-		raw, first := false, true
-		for rows.Next() {
-			if first {
-				raw, first = rawColumns(rows, pgtype.ByteaOID, pgtype.ByteaOID), false
-			}
-			var k, v []byte
-			if raw {
-				// The key is only compared: no copy of it.
-				cols := rows.RawValues()
-				k, v = cols[0], bytes.Clone(cols[1])
-			} else if err := rows.Scan(&k, &v); err != nil {
-				return err
-			}
-			if v == nil {
-				v = []byte{}
-			}
-			p.place(values, k, v)
-		}
-		return rows.Err()
-	})
-}
 
 // placer puts the rows of a read of keys where the keys are.
 type placer struct {
@@ -383,12 +414,18 @@ func (s *snapshot) Close() error {
 		return s.err
 	}
 	s.err = storage.ErrClosed
-	if s.begun {
-		s.store.rollback(s.conn)
-	} else {
-		s.conn.Release()
+	if conn := s.conn; conn != nil {
+		s.conn = nil
+		switch {
+		case !s.begun:
+			s.store.releaseHeld(conn, &s.held)
+			conn.Release()
+		case s.slot && s.store.lingerSound(conn, &s.held):
+			return nil // the slot lingers with the connection
+		default:
+			s.store.rollbackHeld(conn, &s.held)
+		}
 	}
-	s.conn = nil
 	if s.slot {
 		<-s.store.slots
 	}

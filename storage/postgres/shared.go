@@ -1,11 +1,9 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -126,12 +124,8 @@ func (s *Store) NewSharedBatch(ctx context.Context) (storage.SharedBatch, error)
 		// A free slot would otherwise win the select as often as not.
 		return nil, &callerGone{err: err}
 	}
-	select {
-	case s.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, &callerGone{err: ctx.Err()}
-	case <-s.closeCtx.Done():
-		return nil, storage.ErrClosed
+	if _, err := s.takeSlot(ctx, true); err != nil {
+		return nil, err
 	}
 	return &sharedBatch{store: s, slot: true, overlay: overlay{pending: newTree()}}, nil
 }
@@ -832,27 +826,11 @@ func (b *sharedBatch) readPage(ctx context.Context, sql string, args []any) ([]e
 	if !b.slot {
 		return nil, storage.ErrClosed
 	}
-	params := make([][]byte, len(args))
-	for i, a := range args {
-		p, ok := a.([]byte)
-		if !ok {
-			return nil, fmt.Errorf("postgres: a page query's argument of type %T", a)
-		}
-		params[i] = p
+	params, err := pageParams(args)
+	if err != nil {
+		return nil, err
 	}
 	var page []entry
-	err := b.send(ctx, func(t *trip) {
-		t.queueParsed(sql, rowReader(func(cols [][]byte) error {
-			if len(cols) != 2 || cols[0] == nil {
-				return errBadRow
-			}
-			e := entry{key: bytes.Clone(cols[0]), value: bytes.Clone(cols[1])}
-			if e.value == nil {
-				e.value = []byte{}
-			}
-			page = append(page, e)
-			return nil
-		}), params...)
-	})
+	err = b.send(ctx, func(t *trip) { queuePage(t, sql, params, &page) })
 	return page, err
 }

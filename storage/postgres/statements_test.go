@@ -350,3 +350,171 @@ func TestWriteKeepsItsLocksAcrossAnIteratorUntilItCommits(t *testing.T) {
 		}
 	}
 }
+
+// A query page reads in a snapshot: opened with its checks (the catalog
+// version, the watermark), then a page of entries and the items they
+// name. Its transaction is read-only: the ROLLBACK that ends it rides with
+// the next snapshot's BEGIN on its connection (see lingerFor), so a page
+// is three round trips, not four, all the store's own (see snapshot):
+// every statement bound by reference to one prepared on the connection,
+// one Sync each, no Describe (the driver's query layer described the
+// BEGIN's portal each time and sent the ROLLBACK as a query of the simple
+// protocol, in a round trip of its own). Each snapshot is a new one: it
+// sees what was committed before it opened, though its connection's
+// previous snapshot did not, and nothing committed after.
+func TestAQueryPageIsThreeRoundTripsOfPreparedStatements(t *testing.T) {
+	ctx := t.Context()
+	raw := pgtest.URL(t)
+	proxy := pgtest.NewProxy(t, pgtest.Target(t, raw))
+	s, err := postgres.Open(context.Background(), proxy.URL(t, raw), postgres.Options{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	commit := func(kv ...string) {
+		t.Helper()
+		b := s.NewBatch()
+		for i := 0; i < len(kv); i += 2 {
+			if err := b.Set([]byte(kv[i]), []byte(kv[i+1])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit("version", "v1", "entry/1", "item/1", "entry/2", "item/2", "item/1", "one")
+	var best []pgtest.Trip
+	found := false
+	for i := range 8 {
+		want := fmt.Sprint("two ", i)
+		commit("item/2", want)
+		proxy.StartLog()
+		snap, values, w, err := s.SnapshotAll(ctx, [][]byte{[]byte("version"), []byte("absent")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(values[0]) != "v1" || values[1] != nil || w == 0 {
+			t.Fatalf("the snapshot's checks read %q, %q and watermark %d", values[0], values[1], w)
+		}
+		// Committed after the snapshot opened: not seen in it.
+		commit("item/2", "changed", "entry/3", "item/3")
+		it, err := snap.NewIterator(ctx, []byte("entry/"), []byte("entry0"), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var items [][]byte
+		for it.Next() {
+			items = append(items, append([]byte{}, it.Value()...))
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+		it.Close()
+		got, err := storage.GetMany(ctx, snap, items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := snap.Close(); err != nil {
+			t.Fatal(err)
+		}
+		log := proxy.Log()
+		if len(got) != 2 || string(got[0]) != "one" || string(got[1]) != want {
+			t.Fatalf("snapshot %d read items %q, want [one %q]: what was committed before it opened, nothing after", i, got, want)
+		}
+		b := s.NewBatch()
+		if err := b.Delete([]byte("entry/3")); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var mine []pgtest.Trip
+		for _, trip := range log {
+			if trip.Conn == log[0].Conn {
+				mine = append(mine, trip)
+			}
+		}
+		ok := len(mine) == 3 && len(mine[0].Statements) > 0 && mine[0].Statements[0] == "ROLLBACK"
+		for _, trip := range mine {
+			ok = ok && trip.Describes == 0 && trip.Syncs == 1
+		}
+		if ok {
+			found = true
+			break
+		}
+		if best == nil || len(mine) < len(best) {
+			best = mine
+		}
+	}
+	if !found {
+		var b strings.Builder
+		for _, trip := range best {
+			fmt.Fprintf(&b, "\n\t%d Describes, %d Syncs: %s", trip.Describes, trip.Syncs, strings.Join(trip.Statements, "; "))
+		}
+		t.Errorf("no query page was three round trips of prepared statements, one Sync each, without a Describe, the previous snapshot's ROLLBACK in the first; the closest:%s", b.String())
+	}
+}
+
+// A snapshot's connection that lingers in its transaction for the next
+// snapshot (see lingerFor) does so briefly: with no snapshot after it,
+// its transaction ends and the connection goes back to the pool, so that
+// no session stays idle in a transaction, holding back the server's
+// horizon of old row versions; and the store closes with connections
+// lingering.
+func TestALingeringSnapshotEndsItsTransactionWhenNoneFollows(t *testing.T) {
+	ctx := t.Context()
+	s, err := postgres.Open(context.Background(), pgtest.URL(t), postgres.Options{MaxConns: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	var snaps []storage.Snapshot
+	for range 3 {
+		snap, _, _, err := s.SnapshotAll(ctx, [][]byte{[]byte("k")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		snaps = append(snaps, snap)
+	}
+	for _, snap := range snaps {
+		snap.Close()
+	}
+	idleInTx := func() int {
+		var n int
+		err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'`).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for idleInTx() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions still idle in a transaction 30 s after their snapshots closed", idleInTx())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	conns := s.Pool().AcquireAllIdle(ctx)
+	for _, c := range conns {
+		if st := c.Conn().PgConn().TxStatus(); st != 'I' {
+			t.Errorf("a connection back in the pool is in a transaction (status %c)", st)
+		}
+		c.Release()
+	}
+	if len(conns) < 3 {
+		t.Errorf("%d connections back in the pool, want the 3 snapshots' at least", len(conns))
+	}
+	// Lingering again at Close: Close ends them (a hang here fails the test by its timeout).
+	for range 2 {
+		snap, _, _, err := s.SnapshotAll(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap.Close()
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -84,6 +84,9 @@ type Store struct {
 	// (onConn) set it under connsMu read-locked, interrupt under it locked.
 	connsMu sync.RWMutex
 	conns   map[*pgx.Conn]*connState
+	// lingering is the connections of closed snapshots waiting, in their
+	// transactions, for the next snapshot (see lingerFor).
+	lingering lingering
 	// slots bounds the connections that shared batches and snapshots hold
 	// for their lifetime, leaving the rest of the pool to the short reads
 	// (point reads, first pages, watermarks) that a holder may make while
@@ -152,7 +155,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	reserve := max(2, int(cfg.MaxConns)/4)
 	s := &Store{timeout: timeout, connCfg: cfg.ConnConfig.Copy(), leads: map[*lead]struct{}{},
-		conns: map[*pgx.Conn]*connState{}, slots: make(chan struct{}, max(1, int(cfg.MaxConns)-reserve))}
+		conns: map[*pgx.Conn]*connState{}, slots: make(chan struct{}, max(1, int(cfg.MaxConns)-reserve)),
+		lingering: lingering{lingerFor: lingerFor, more: make(chan struct{}, 1)}}
 	s.closeCtx, s.cancel = context.WithCancel(context.Background())
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		registerTypes(conn.TypeMap())
@@ -588,7 +592,7 @@ func (s *Store) NewSnapshot(ctx context.Context) (storage.Snapshot, error) {
 		return nil, err
 	}
 	snap.mu.Lock()
-	err = snap.send(ctx, func(q *pgx.Batch) { q.Queue(`SELECT 1`) })
+	err = snap.send(ctx, func(t *trip) { t.queue(selectOneStatement, nil, nil) })
 	snap.mu.Unlock()
 	if err != nil {
 		snap.Close()
@@ -597,8 +601,9 @@ func (s *Store) NewSnapshot(ctx context.Context) (storage.Snapshot, error) {
 	return snap, nil
 }
 
-// acquireSnapshot takes a slot and a connection for a snapshot not yet
-// begun.
+// acquireSnapshot takes a slot for a snapshot not yet begun; its
+// connection comes from the pool with its first round trip (see onConn).
+// A connection that lingers (see lingerFor) is taken first, with its slot.
 func (s *Store) acquireSnapshot(ctx context.Context) (*snapshot, error) {
 	if s.closed.Load() {
 		return nil, storage.ErrClosed
@@ -606,23 +611,14 @@ func (s *Store) acquireSnapshot(ctx context.Context) (*snapshot, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &callerGone{err: err}
 	}
-	select {
-	case s.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, &callerGone{err: ctx.Err()}
-	case <-s.closeCtx.Done():
-		return nil, storage.ErrClosed
-	}
-	var conn *pgxpool.Conn
-	err := s.timed(ctx, func(ctx context.Context) (err error) {
-		conn, err = s.pool.Acquire(ctx)
-		return err
-	})
+	conn, err := s.takeSlot(ctx, false)
 	if err != nil {
-		<-s.slots
-		return nil, s.wrap(err)
+		return nil, err
 	}
-	return &snapshot{store: s, conn: conn, slot: true}, nil
+	if conn != nil {
+		return &snapshot{store: s, conn: conn, slot: true, begun: true, stale: true}, nil
+	}
+	return &snapshot{store: s, slot: true}, nil
 }
 
 // SnapshotAll opens a snapshot whose transaction begins with the reads of
@@ -638,10 +634,18 @@ func (s *Store) SnapshotAll(ctx context.Context, keys [][]byte) (storage.Snapsho
 	values := make([][]byte, len(keys))
 	var w, ended int64
 	snap.mu.Lock()
-	err = snap.send(ctx, func(q *pgx.Batch) {
-		q.Queue(snapshotMarksSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&w, &ended) })
+	err = snap.send(ctx, func(t *trip) {
+		t.queue(snapshotMarksStatement, int8Columns2, rowReader(func(cols [][]byte) error {
+			var ok1, ok2 bool
+			w, ok1 = rawInt8(cols[0])
+			ended, ok2 = rawInt8(cols[1])
+			if !ok1 || !ok2 {
+				return errBadRow
+			}
+			return nil
+		}))
 		if len(keys) > 0 {
-			queueGetMany(q, keys, values)
+			tripGetMany(t, keys, values)
 		}
 	})
 	snap.mu.Unlock()
@@ -705,6 +709,27 @@ func (s *Store) rollback(conn *pgxpool.Conn) {
 	conn.Release()
 }
 
+// rollbackHeld ends the explicit transaction of a holder of conn (a
+// snapshot), under the deadline its round trips keep in h (set anew if
+// too little of it is left), and returns conn to the pool: the ROLLBACK
+// is a prepared statement bound by reference, not a query of the
+// driver's under a context of its own. A connection whose transaction is
+// not ended after it (the server did not answer, the caller went away)
+// is closed.
+func (s *Store) rollbackHeld(conn *pgxpool.Conn, h *held) {
+	c := conn.Conn()
+	err := s.onConn(context.Background(), &conn, h, func(ctx context.Context, c *pgx.Conn) error {
+		t := trip{ctx: ctx, conn: c}
+		t.queue(rollbackStatement, nil, nil)
+		return t.send()
+	})
+	s.releaseHeld(conn, h)
+	if err != nil || c.PgConn().TxStatus() != 'I' {
+		abandon(c.PgConn())
+	}
+	conn.Release()
+}
+
 // rollbackImplicit is rollback for a connection in an implicit transaction
 // (see sharedBatch): a BEGIN first, which makes it explicit (a ROLLBACK
 // alone would roll it back too, with a warning that there is no
@@ -742,6 +767,7 @@ func (s *Store) Close() error {
 		l.release()
 		l.markLost()
 	}
+	s.endAllLingering()
 	s.cancel()
 	s.interrupt()
 	s.pool.Close()

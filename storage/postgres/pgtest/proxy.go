@@ -77,7 +77,7 @@ func (p *Proxy) accept() {
 				p.trips.Add(1)
 				trip = nil
 			}
-			syncs := dec.syncs
+			syncs, describes := dec.syncs, dec.describes
 			statements := dec.feed(data)
 			p.mu.Lock()
 			if p.logging {
@@ -87,6 +87,7 @@ func (p *Proxy) accept() {
 				}
 				trip.Statements = append(trip.Statements, statements...)
 				trip.Syncs += dec.syncs - syncs
+				trip.Describes += dec.describes - describes
 			}
 			p.mu.Unlock()
 		})
@@ -186,6 +187,10 @@ type Trip struct {
 	// answer at each (as at a Flush), so a trip with one is answered in
 	// one piece.
 	Syncs int
+	// Describes is the number of Describes it sent: each makes the
+	// server describe a statement's or a portal's result (a
+	// RowDescription), which the client then reads and decodes.
+	Describes int
 }
 
 // StartLog starts recording the round trips, with their statements, that
@@ -204,7 +209,7 @@ func (p *Proxy) Log() []Trip {
 	p.logging = false
 	trips := make([]Trip, len(p.log))
 	for i, t := range p.log {
-		trips[i] = Trip{Conn: t.Conn, Statements: slices.Clone(t.Statements), Syncs: t.Syncs}
+		trips[i] = Trip{Conn: t.Conn, Statements: slices.Clone(t.Statements), Syncs: t.Syncs, Describes: t.Describes}
 	}
 	p.log = nil
 	return trips
@@ -220,6 +225,8 @@ type frontendDecoder struct {
 	parsed  []string          // Parses not yet followed by a Bind
 	other   bool              // a message other than Sync since the last statement
 	syncs   int               // Syncs read
+	// describes is the Describes read.
+	describes int
 }
 
 // feed takes the next bytes of the stream and returns the statements
@@ -281,6 +288,9 @@ func (d *frontendDecoder) feed(data []byte) []string {
 				out = append(out, "sync")
 			}
 			d.parsed, d.other = nil, false
+		case 'D':
+			d.describes++
+			d.other = true
 		case 'X':
 			out = append(out, "terminate")
 		default:
