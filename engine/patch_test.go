@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -280,4 +281,37 @@ func TestPatchBodiesReadWithoutReflectionAsEncodingJSONReadsThem(t *testing.T) {
 			t.Errorf("%s: read %v %+v, encoding/json reads %v %+v", tc.body, cond, ops, wantCond, wantOps)
 		}
 	}
+}
+
+// FuzzPatchBodyReadWithoutReflectionAgreesWithEncodingJSON: whatever valid
+// JSON body the reader without reflection accepts, encoding/json reads the
+// same condition and operations from it, without an error.
+func FuzzPatchBodyReadWithoutReflectionAgreesWithEncodingJSON(f *testing.F) {
+	for _, s := range []string{
+		`[{"op":"incr","path":"/n","value":1}]`,
+		`{"condition":"FROM c WHERE c.n > 1","operations":[{"op":"move","from":"/a","path":"/b"}]}`,
+		` { "condition" : null , "operations" : [ { "op" : "add" , "path" : "/t\u00e9" , "value" : null } ] } `,
+		`{"operations":[{"op":"set","path":"/a/b~1c","value":{"x":[1,"y",{"z":null}]}},{"op":"remove","path":"/d"}]}`,
+		`{"operations":[{"op":"replace","path":"/\ud83d\ude00","value":"\"q\"\\"}]}`,
+		`[{"op":"set","path":"/a","value":1},"x"]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		body = bytes.TrimSpace(body)
+		if len(body) == 0 || !json.Valid(body) {
+			return
+		}
+		cond, ops, ok := readPatchBody(body)
+		if !ok {
+			return
+		}
+		wantCond, wantOps, err := unmarshalPatchBody(body)
+		if err != nil {
+			t.Fatalf("%s: read without reflection, but encoding/json fails: %v", body, err)
+		}
+		if !reflect.DeepEqual(cond, wantCond) || !reflect.DeepEqual(ops, wantOps) {
+			t.Fatalf("%s: read %v %+v, encoding/json reads %v %+v", body, cond, ops, wantCond, wantOps)
+		}
+	})
 }
