@@ -271,13 +271,17 @@ func TestHostileScripts(t *testing.T) {
 			if ids := idsInPartition(t, c, "a"); len(ids) != 0 {
 				t.Errorf("the failed script left items behind: %v", ids)
 			}
-			if len(latencies) == 0 {
+			// A script that fails at once (not timed) may end before a
+			// reader's first read does on a loaded machine: reads are
+			// checked against the looping ones only.
+			if tc.timed && len(latencies) == 0 {
 				t.Fatalf("no point read of another partition completed in the %v the script ran", elapsed)
 			}
-			slices.Sort(latencies)
-			worst := latencies[len(latencies)-1]
-			t.Logf("stopped after %v (%v of CPU); meanwhile %d point reads of another partition, median %v, worst %v",
-				elapsed.Round(time.Millisecond), cpu.Round(time.Millisecond), len(latencies), latencies[len(latencies)/2].Round(10*time.Microsecond), worst.Round(10*time.Microsecond))
+			if len(latencies) > 0 {
+				slices.Sort(latencies)
+				t.Logf("stopped after %v (%v of CPU); meanwhile %d point reads of another partition, median %v, worst %v",
+					elapsed.Round(time.Millisecond), cpu.Round(time.Millisecond), len(latencies), latencies[len(latencies)/2].Round(10*time.Microsecond), latencies[len(latencies)-1].Round(10*time.Microsecond))
+			}
 			// A looping script holds one core; the other partition must still
 			// be served while it runs, not once it ends. How many reads fit
 			// depends on how much CPU the machine leaves the test (beside a
