@@ -3,7 +3,10 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -196,4 +199,89 @@ func processCPU() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// procIO is this process's read(2) and write(2) calls so far (syscr and
+// syscw of /proc/self/io; 0, 0 where there is none).
+func procIO() (reads, writes int64) {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		name, value, _ := strings.Cut(line, ": ")
+		n, _ := strconv.ParseInt(value, 10, 64)
+		switch name {
+		case "syscr":
+			reads = n
+		case "syscw":
+			writes = n
+		}
+	}
+	return reads, writes
+}
+
+// measured runs op b.N times as loop does and reports this process's CPU
+// (cpu-µs/op: the gateway's side of the round trips) and its read(2) and
+// write(2) calls per operation (exact counts: each round trip is one
+// write and one read or more, a read that finds nothing yet being one).
+func measured(b *testing.B, op func()) {
+	b.ReportAllocs()
+	r0, w0 := procIO()
+	cpu0 := processCPU()
+	loop(b, op)
+	cpu := processCPU() - cpu0
+	r1, w1 := procIO()
+	b.ReportMetric(float64(cpu)/1e3/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64(r1-r0)/float64(b.N), "reads/op")
+	b.ReportMetric(float64(w1-w0)/float64(b.N), "writes/op")
+}
+
+// BenchmarkItemCalls is what a point read and an item write ask of the
+// store, as the engine's shared seam asks it: a point read is GetAll of
+// the catalog's version and the item (one round trip); a write is a
+// shared batch's Begin with the catalog's shared lock, the partition's
+// exclusive one, the version and the item read and the id (one round
+// trip), then its keys (an item's record and a dozen index, feed and
+// order keys, 1 KiB of value) and a deletion, committed with the
+// watermark (one round trip).
+func BenchmarkItemCalls(b *testing.B) {
+	ctx := b.Context()
+	s := benchStore(b, 2000)
+	version, item := []byte("k0001"), []byte("k0002")
+	b.Run("PointRead", func(b *testing.B) {
+		measured(b, func() {
+			if _, _, err := s.GetAll(ctx, [][]byte{version, item}); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+	locks := []storage.LockRequest{{Key: []byte("catalog")}, {Key: []byte("partition"), Exclusive: true}}
+	value := make([]byte, 1024)
+	b.Run("Write", func(b *testing.B) {
+		i := 0
+		measured(b, func() {
+			batch, err := s.NewSharedBatch(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer batch.Close()
+			if _, err := batch.Begin(ctx, locks, [][]byte{version, item}, true); err != nil {
+				b.Fatal(err)
+			}
+			seq, err := batch.Sequence(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			batch.Set(item, value)
+			for k := range 12 {
+				batch.Set(fmt.Appendf(nil, "idx/%02d/%d", k, seq), fmt.Appendf(nil, "entry %d", i))
+			}
+			batch.Delete(fmt.Appendf(nil, "idx/00/%d", seq-1))
+			if _, err := batch.CommitWatermark(ctx); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		})
+	})
 }
