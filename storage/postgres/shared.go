@@ -74,9 +74,6 @@ type connState struct {
 	// parsed is the statements a trip prepared itself (queueParsed);
 	// only the connection's holder reads or writes it.
 	parsed map[string]bool
-	// awaiting is the connection's writeAwaiting state; only the
-	// connection's holder uses it.
-	awaiting awaitingWrite
 }
 
 // fixedStatements are the statements that a shared batch's round trips
@@ -513,7 +510,7 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 			// Every statement queued here is prepared before a
 			// transaction opens (fixedStatements); one that is not
 			// would end it.
-			t := trip{ctx: ctx, conn: c, state: b.store.connState(c)}
+			t := trip{ctx: ctx, conn: c}
 			t.inImplicit = b.tx == txImplicit
 			committed := false
 			// began is set when this round trip turns the transaction
@@ -702,7 +699,7 @@ func (s *Store) GetAll(ctx context.Context, keys [][]byte) ([][]byte, uint64, er
 	}
 	var conn *pgxpool.Conn
 	err = s.onConn(ctx, &conn, nil, func(ctx context.Context, c *pgx.Conn) error {
-		t := trip{ctx: ctx, conn: c, state: s.connState(c)}
+		t := trip{ctx: ctx, conn: c}
 		t.queue(getAllStatement, getAllColumns, readGetAll(values, &w), arr)
 		return t.send()
 	})

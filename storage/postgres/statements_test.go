@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -519,85 +516,5 @@ func TestALingeringSnapshotEndsItsTransactionWhenNoneFollows(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// readCalls is this process's read(2) calls so far (syscr of
-// /proc/self/io), or -1 where there is no such file.
-func readCalls() int64 {
-	data, err := os.ReadFile("/proc/self/io")
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "syscr: "); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return -1
-			}
-			return n
-		}
-	}
-	return -1
-}
-
-// A round trip reads its answer once it has come: one read(2) per round
-// trip of a point read and of a write, not a read that finds nothing yet
-// (PostgreSQL has not answered) and then the read of the answer. Each
-// read is a system call and, with the wait between them, CPU of the
-// gateway's on every request. Counted over several requests (the median:
-// a connection's first use prepares its statements, a round trip more).
-func TestARoundTripReadsItsAnswerOnlyOnceItHasCome(t *testing.T) {
-	if readCalls() < 0 {
-		t.Skip("no /proc/self/io to count read(2) calls with")
-	}
-	ctx := t.Context()
-	s := open(t, pgtest.URL(t))
-	seed := s.NewBatch()
-	seed.Set([]byte("version"), []byte("1"))
-	seed.Set([]byte("item"), []byte("0"))
-	if err := seed.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	median := func(n []int64) int64 {
-		slices.Sort(n)
-		return n[len(n)/2]
-	}
-	// Reading /proc/self/io is read(2) calls too: counted once here and
-	// taken off each count.
-	r0 := readCalls()
-	self := readCalls() - r0
-	var reads, writes []int64
-	for i := range 15 {
-		r0 := readCalls()
-		values, _, err := s.GetAll(ctx, [][]byte{[]byte("version"), []byte("item")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		reads = append(reads, readCalls()-r0-self)
-		if string(values[1]) != fmt.Sprint(i) {
-			t.Fatalf("read %d found item %q, want %q", i, values[1], fmt.Sprint(i))
-		}
-		r0 = readCalls()
-		b, err := s.NewSharedBatch(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		locks := []storage.LockRequest{{Key: []byte("catalog")}, {Key: []byte("partition"), Exclusive: true}}
-		if _, err := b.Begin(ctx, locks, [][]byte{[]byte("version"), []byte("item")}, true); err != nil {
-			t.Fatal(err)
-		}
-		b.Set([]byte("item"), fmt.Append(nil, i+1))
-		if _, err := b.CommitWatermark(ctx); err != nil {
-			t.Fatal(err)
-		}
-		writes = append(writes, readCalls()-r0-self)
-		b.Close()
-	}
-	if m := median(reads); m != 1 {
-		t.Errorf("a point read (one round trip) makes %d read(2) calls (median of %v), want 1", m, reads)
-	}
-	if m := median(writes); m != 2 {
-		t.Errorf("a write (two round trips) makes %d read(2) calls (median of %v), want 2", m, writes)
 	}
 }

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
-	"net"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -347,7 +345,7 @@ func (t *trip) sendOpen(open bool) error {
 	if pg.IsClosed() {
 		return errors.New("postgres: conn closed")
 	}
-	if err := writeAwaiting(pg.Conn(), *t.buf, t.state); err != nil {
+	if _, err := pg.Conn().Write(*t.buf); err != nil {
 		abandon(pg)
 		return err
 	}
@@ -427,90 +425,6 @@ func (t *trip) sendOpen(open bool) error {
 			return first
 		}
 	}
-}
-
-// writeAwaiting writes buf, a round trip's messages, to nc and returns
-// once nc has something to read (its answer, or part of it), or the
-// deadline passed, or nc failed. The driver's read that follows then
-// finds data: without the wait, it would be a read(2) that finds nothing
-// yet (the server has not answered), then a wait, then the read that
-// finds the answer, two reads per round trip instead of one. The wait is
-// armed before the write, so an answer that comes at once is not missed.
-// On a connection that is not a socket of its own (TLS, a test's wrapper)
-// or a write that does not fit the socket's buffer at once it writes
-// through nc and leaves the wait to the driver's read.
-func writeAwaiting(nc net.Conn, buf []byte, st *connState) error {
-	var w *awaitingWrite
-	if st != nil {
-		w = &st.awaiting
-	} else {
-		w = new(awaitingWrite)
-	}
-	if w.nc != nc {
-		// First use on this connection: its raw access and the step
-		// that writes through it are made once, not per round trip.
-		*w = awaitingWrite{nc: nc}
-		if sc, ok := nc.(syscall.Conn); ok {
-			if rc, err := sc.SyscallConn(); err == nil {
-				w.raw, w.stepFunc = rc, w.step
-			}
-		}
-	}
-	if w.raw == nil {
-		_, err := nc.Write(buf)
-		return err
-	}
-	w.rest, w.err, w.written = buf, nil, false
-	defer func() { w.rest = nil }()
-	if err := w.raw.Read(w.stepFunc); err != nil && w.err == nil {
-		w.err = err
-	}
-	if w.err != nil {
-		return w.err
-	}
-	if len(w.rest) > 0 {
-		_, err := nc.Write(w.rest)
-		return err
-	}
-	return nil
-}
-
-// awaitingWrite is writeAwaiting's write, run by the connection's raw
-// read: its first step writes (the connection's read readiness already
-// reset, so the answer's arrival wakes the wait) and asks to wait; the
-// second, after the wait, ends it without reading.
-type awaitingWrite struct {
-	// nc is the connection that raw (nil: none to use) and stepFunc,
-	// step bound to this awaitingWrite, are of.
-	nc       net.Conn
-	raw      syscall.RawConn
-	stepFunc func(fd uintptr) bool
-	rest     []byte
-	err      error
-	written  bool
-}
-
-func (w *awaitingWrite) step(fd uintptr) bool {
-	if w.written {
-		return true
-	}
-	for len(w.rest) > 0 {
-		n, err := syscall.Write(int(fd), w.rest)
-		switch {
-		case err == syscall.EINTR:
-			continue
-		case err == syscall.EAGAIN:
-			return true // the rest through the connection, which waits
-		case err != nil:
-			w.err = err
-			return true
-		case n <= 0:
-			return true
-		}
-		w.rest = w.rest[n:]
-	}
-	w.written = true
-	return false
 }
 
 // abandon closes a connection whose round trip failed midway, first asking
