@@ -176,40 +176,53 @@ var (
 // answer. The arrays are encoded straight into the trip's message.
 func (o *overlay) tripWrites(t *trip) {
 	sets := o.pending.Len() - o.deletes
-	column := func(n int, deleted bool, col func(entry) []byte) func([]byte) ([]byte, error) {
-		return func(buf []byte) ([]byte, error) { return appendColumn(buf, o, n, deleted, col) }
-	}
-	key := func(e entry) []byte { return e.key }
-	value := func(e entry) []byte { return e.value }
+	// Each column is appended by appendColumnParam, not through a
+	// closure made per column (three allocations per write).
 	switch {
 	case sets > 0 && o.deletes > 0:
 		t.queueEncoded(writeBothStatement, 3, nil, nil, func(buf []byte) (_ []byte, err error) {
-			if buf, err = appendParam(buf, column(sets, false, key)); err != nil {
+			if buf, err = appendColumnParam(buf, o, sets, false, false); err != nil {
 				return buf, err
 			}
-			if buf, err = appendParam(buf, column(sets, false, value)); err != nil {
+			if buf, err = appendColumnParam(buf, o, sets, false, true); err != nil {
 				return buf, err
 			}
-			return appendParam(buf, column(o.deletes, true, key))
+			return appendColumnParam(buf, o, o.deletes, true, false)
 		})
 	case sets > 0:
 		t.queueEncoded(writeSetsStatement, 2, nil, nil, func(buf []byte) (_ []byte, err error) {
-			if buf, err = appendParam(buf, column(sets, false, key)); err != nil {
+			if buf, err = appendColumnParam(buf, o, sets, false, false); err != nil {
 				return buf, err
 			}
-			return appendParam(buf, column(sets, false, value))
+			return appendColumnParam(buf, o, sets, false, true)
 		})
 	case o.deletes > 0:
 		t.queueEncoded(writeDeletesStatement, 1, nil, nil, func(buf []byte) ([]byte, error) {
-			return appendParam(buf, column(o.deletes, true, key))
+			return appendColumnParam(buf, o, o.deletes, true, false)
 		})
 	}
 }
 
-// appendColumn appends to buf, in the binary format of a bytea[], what
-// col takes of each of the overlay's n pending entries whose deleted is
-// deleted, in key order.
-func appendColumn(buf []byte, o *overlay, n int, deleted bool, col func(entry) []byte) ([]byte, error) {
+// appendColumnParam appends appendColumn's array as a parameter, after
+// its length (see appendParam).
+func appendColumnParam(buf []byte, o *overlay, n int, deleted, values bool) ([]byte, error) {
+	at := len(buf)
+	buf = append(buf, 0, 0, 0, 0)
+	buf, err := appendColumn(buf, o, n, deleted, values)
+	if err != nil {
+		return buf, err
+	}
+	if len(buf)-at-4 > math.MaxInt32 {
+		return buf, errArrayTooLong
+	}
+	binary.BigEndian.PutUint32(buf[at:], uint32(len(buf)-at-4))
+	return buf, nil
+}
+
+// appendColumn appends to buf, in the binary format of a bytea[], the
+// keys (or, with values, the values) of the overlay's n pending entries
+// whose deleted is deleted, in key order.
+func appendColumn(buf []byte, o *overlay, n int, deleted, values bool) ([]byte, error) {
 	if n > math.MaxInt32 {
 		return nil, errArrayTooLong
 	}
@@ -223,7 +236,10 @@ func appendColumn(buf []byte, o *overlay, n int, deleted bool, col func(entry) [
 		if e.deleted != deleted {
 			return true
 		}
-		v := col(e)
+		v := e.key
+		if values {
+			v = e.value
+		}
 		if len(v) > math.MaxInt32 {
 			err = errArrayTooLong
 			return false

@@ -533,14 +533,7 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 					began = true
 				}
 				b.tripWrites(&t)
-				t.queue(commitStatement, nil, endReader(func(tag []byte) error {
-					if string(tag) != "COMMIT" {
-						// A transaction that had failed ends in a ROLLBACK.
-						return errRolledBack
-					}
-					committed = true
-					return nil
-				}))
+				t.queue(commitStatement, nil, &t.commitRead)
 			case b.tx == txImplicit || b.pending.Len() > 0:
 				// The Sync commits the writes and what the transaction
 				// did before, unless a statement failed.
@@ -553,7 +546,7 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 				t.queue(watermarkStatement, int8Column, t.readInt8(0, &w))
 			}
 			err := t.send()
-			if b.tx != txExplicit && !began && t.synced > 0 {
+			if t.commitRead.committed || b.tx != txExplicit && !began && t.synced > 0 {
 				committed = true
 			}
 			switch {

@@ -53,12 +53,6 @@ type rowReader func(cols [][]byte) error
 func (f rowReader) row(cols [][]byte) error { return f(cols) }
 func (rowReader) end([]byte) error          { return nil }
 
-// endReader is a reader of the command tag only.
-type endReader func(tag []byte) error
-
-func (endReader) row([][]byte) error     { return nil }
-func (f endReader) end(tag []byte) error { return f(tag) }
-
 // tripBufs holds the buffers that trips encode their messages into: a
 // write's (its ~13 keys and the item, a few KiB) is reused, not grown
 // anew for each.
@@ -112,6 +106,23 @@ type trip struct {
 	// read a bigint (a write's id, its watermark): no allocation each.
 	int8s  [2]int8Reader
 	nint8s int
+	// commitRead reads the answer to a commit's COMMIT, held by the
+	// trip (a closure and its flag would be two allocations a write).
+	commitRead commitReader
+}
+
+// commitReader reads a COMMIT's command tag: committed is set when it is
+// COMMIT; a transaction that had failed ends in a ROLLBACK.
+type commitReader struct{ committed bool }
+
+func (*commitReader) row([][]byte) error { return nil }
+
+func (r *commitReader) end(tag []byte) error {
+	if string(tag) != "COMMIT" {
+		return errRolledBack
+	}
+	r.committed = true
+	return nil
 }
 
 // readInt8 is the package's readInt8, its reader held by the trip.
