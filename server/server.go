@@ -391,7 +391,7 @@ func header(h http.Header, name string) string {
 }
 
 func headerBool(h http.Header, name string) bool {
-	return strings.EqualFold(strings.Trim(h.Get(name), `"`), "true")
+	return strings.EqualFold(strings.Trim(header(h, name), `"`), "true")
 }
 
 // statusRecorder remembers the status written, for logs, and the fault
