@@ -93,7 +93,8 @@ func sdkRequest(host, method, rtype, link, path string, extra []string, body []b
 // to a server wired as orrery serve wires it (the dual listener, net/http,
 // the observer's metrics and access log, the engine on memory). Its
 // allocations per request are the whole server's, net/http's and TLS's
-// included, and exact; its time includes the client's TLS and system calls.
+// included, and exact; its time and CPU (cpu-µs/op, the process's) include
+// the client's TLS and system calls.
 func BenchmarkTLSRequest(b *testing.B) {
 	cert, _, err := server.LoadOrCreateCertificate("")
 	if err != nil {
@@ -134,11 +135,15 @@ func BenchmarkTLSRequest(b *testing.B) {
 	for _, k := range kinds {
 		b.Run(k.name, func(b *testing.B) {
 			b.ReportAllocs()
+			cpu0 := processCPU()
 			for b.Loop() {
 				if st := c.do(b, k.req); st != k.want {
 					b.Fatalf("%s: status %d", k.name, st)
 				}
 			}
+			// The process's CPU, server and client: less moved by other
+			// processes on a shared machine than the time per request.
+			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 		})
 	}
 }
