@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/orrery-db/orrery/faults"
 	"github.com/orrery-db/orrery/server"
 	"github.com/orrery-db/orrery/storage/memory"
 )
@@ -174,5 +176,42 @@ func TestAnIdleHTTPSConnectionIsClosedAtItsIdleTimeout(t *testing.T) {
 	// The SDK's own connection was closed too; it reconnects.
 	if _, err := c.ReadItem(ctx, pk, "a", nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestALostReplyResetsItsHTTPSConnection: a fault whose reply is lost
+// with a reset ends an HTTPS connection with a TCP reset, as it ends a plain
+// one, not with an orderly close: the client's read fails with
+// ECONNRESET, as from a failing network or server.
+func TestALostReplyResetsItsHTTPSConnection(t *testing.T) {
+	rules, err := faults.ParseRules([]byte(`{"id":"lost","condition":{"operations":["ReadItem"]},"result":{"type":"AppliedThenLost","lost":"reset"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _, err := server.LoadOrCreateCertificate("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := Start(t.Context(), Config{Store: memory.New(), Certificate: &cert, Faults: rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inst.Close() })
+	ctx := context.Background()
+	inst.Engine.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil)
+	inst.Engine.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), nil)
+	conn, err := tls.Dial("tcp", inst.Addr().String(), &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req := sdkRequest(inst.Addr().String(), "GET", "docs", "dbs/db/colls/c/docs/r", "/dbs/db/colls/c/docs/r", nil, nil)
+	if _, err := conn.Write(req); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(time.Minute))
+	n, err := conn.Read(make([]byte, 4096))
+	if !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("read after the lost reply: %d bytes, %v; want a connection reset", n, err)
 	}
 }
