@@ -3,9 +3,11 @@ package compat
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
@@ -215,5 +217,63 @@ func TestGoSDKItemErrorsCarrySessionActivityAndCharge(t *testing.T) {
 	}
 	if created.SessionToken == nil || *created.SessionToken == "" {
 		t.Fatal("the create carries no session token")
+	}
+}
+
+// TestGoSDKResponsesCarryContentLengthAtEverySize: an item's answer, read
+// or written back (over HTTPS, as orrery serve serves), carries its
+// Content-Length and is never chunked, whatever its size: the server sets
+// the header itself only for bodies net/http would not buffer whole, and
+// leaves the smaller ones to net/http, which writes the same header for them.
+func TestGoSDKResponsesCarryContentLengthAtEverySize(t *testing.T) {
+	s := orrerytest.StartWith(t, orrerytest.Options{TLS: true})
+	c := newContainer(t, s, "db", "sizes", "/pk")
+	ctx := context.Background()
+	pk := azcosmos.NewPartitionKeyString("p")
+	check := func(what string, raw *http.Response, body []byte) {
+		t.Helper()
+		if len(raw.TransferEncoding) > 0 || raw.ContentLength != int64(len(body)) || raw.Header.Get("Content-Length") == "" {
+			t.Fatalf("%s of %d bytes: Content-Length %d (%q), transfer encoding %v", what, len(body), raw.ContentLength,
+				raw.Header.Get("Content-Length"), raw.TransferEncoding)
+		}
+		if _, err := http.ParseTime(raw.Header.Get("Date")); err != nil {
+			t.Fatalf("%s of %d bytes: Date %q: %v", what, len(body), raw.Header.Get("Date"), err)
+		}
+	}
+	seen := map[bool]bool{}
+	for _, pad := range append([]int{0, 1 << 17}, func() (p []int) {
+		for n := 1780; n < 1980; n += 3 {
+			p = append(p, n)
+		}
+		return p
+	}()...) {
+		id := fmt.Sprintf("i%d", pad)
+		doc := []byte(fmt.Sprintf(`{"id":%q,"pk":"p","pad":%q}`, id, strings.Repeat("x", pad)))
+		w, err := c.UpsertItem(ctx, pk, doc, &azcosmos.ItemOptions{EnableContentResponseOnWrite: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("upsert", w.RawResponse, w.Value)
+		if pad == 0 {
+			// Without its body (the SDK's default): the Date the server
+			// sets itself on answers of few headers.
+			w, err := c.UpsertItem(ctx, pk, doc, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("upsert without its body", w.RawResponse, nil)
+			if d, _ := http.ParseTime(w.RawResponse.Header.Get("Date")); time.Since(d) > time.Hour || time.Until(d) > time.Hour {
+				t.Fatalf("Date %q is not now", w.RawResponse.Header.Get("Date"))
+			}
+		}
+		r, err := c.ReadItem(ctx, pk, id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("read", r.RawResponse, r.Value)
+		seen[len(r.Value) > 2048] = true
+	}
+	if !seen[true] || !seen[false] {
+		t.Fatalf("the bodies did not straddle 2048 bytes: %v", seen)
 	}
 }

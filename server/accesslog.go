@@ -4,7 +4,9 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -120,8 +122,54 @@ func appendAccessLine(b []byte, t time.Time, a *accessLine) []byte {
 }
 
 // appendRFC3339Millis formats t as slog's text handler does: RFC 3339 with
-// exactly three digits of milliseconds.
+// exactly three digits of milliseconds. The date, time and zone of a second
+// are formatted once and shared by the lines of that second (see
+// accessSecond); only the milliseconds are written per line.
 func appendRFC3339Millis(b []byte, t time.Time) []byte {
+	sec := t.Unix()
+	s := lastAccessSecond.Load()
+	if s == nil || s.unix != sec || s.loc != t.Location() {
+		s = newAccessSecond(t)
+		lastAccessSecond.Store(s)
+	}
+	if s.date == "" {
+		return appendRFC3339MillisAsSlog(b, t)
+	}
+	ms := t.Nanosecond() / int(time.Millisecond) // t.Truncate(time.Millisecond)'s
+	b = append(b, s.date...)
+	b = append(b, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+	return append(b, s.zone...)
+}
+
+// accessSecond is one second of the access log's time in one location:
+// "2006-01-02T15:04:05" (date) and "Z" or "-07:00" (zone), as RFC 3339
+// writes them. date is empty for a year of other than four digits, which
+// slog's handler writes in its own way (appendRFC3339MillisAsSlog).
+type accessSecond struct {
+	unix       int64
+	loc        *time.Location
+	date, zone string
+}
+
+var lastAccessSecond atomic.Pointer[accessSecond]
+
+func newAccessSecond(t time.Time) *accessSecond {
+	s := &accessSecond{unix: t.Unix(), loc: t.Location()}
+	if y := t.Year(); y < 0 || y > 9999 {
+		return s
+	}
+	full := t.Truncate(time.Second).Format(time.RFC3339)
+	zone := len(full) - len("Z07:00")
+	if strings.HasSuffix(full, "Z") {
+		zone = len(full) - 1
+	}
+	s.date, s.zone = full[:zone], full[zone:]
+	return s
+}
+
+// appendRFC3339MillisAsSlog is what slog's text handler does: RFC 3339
+// with exactly three digits of milliseconds, the fourth dropped.
+func appendRFC3339MillisAsSlog(b []byte, t time.Time) []byte {
 	const prefixLen = len("2006-01-02T15:04:05.000")
 	n := len(b)
 	t = t.Truncate(time.Millisecond).Add(time.Millisecond / 10)

@@ -31,7 +31,8 @@ func TestAccessLogLineIsWhatTheTextHandlerWrites(t *testing.T) {
 	}
 	charges := []float64{0, 1, 2.38, 5.71, 1e21, 1e-7, 123456789, math.NaN(), math.Inf(1), -0.5}
 	zones := []*time.Location{time.UTC, time.Local, time.FixedZone("", -7*3600-1800), time.FixedZone("X", 5*3600+45*60)}
-	for i := range 3000 {
+	var prev time.Time
+	for i := range 6000 {
 		a := accessLine{method: str(), path: str(), op: str(), status: r.IntN(600), substatus: str(),
 			duration: time.Duration(r.Int64N(int64(3 * time.Second))).Round(time.Microsecond),
 			charge:   charges[r.IntN(len(charges))], activity: str()}
@@ -39,6 +40,16 @@ func TestAccessLogLineIsWhatTheTextHandlerWrites(t *testing.T) {
 			a.fault = str()
 		}
 		at := time.Unix(r.Int64N(4e9), r.Int64N(1e9)).In(zones[r.IntN(len(zones))])
+		switch {
+		case i%2 == 1 && !prev.IsZero():
+			// Lines of one second, and of the next: the second's
+			// formatting is shared by its lines.
+			at = prev.Add(time.Duration(r.Int64N(int64(1200 * time.Millisecond))))
+		case i%97 == 0:
+			// Years slog writes in its own way.
+			at = time.Date(10000+r.IntN(5000), 3, 4, 5, 6, 7, r.IntN(1e9), zones[r.IntN(len(zones))])
+		}
+		prev = at
 		if i%50 == 0 {
 			at = time.Time{}
 		} else if i%7 == 0 {

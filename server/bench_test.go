@@ -188,6 +188,15 @@ func BenchmarkObservedRequest(b *testing.B) {
 			serve(b, r, nil, 200)
 		}
 	})
+	// missing: a read of an item that does not exist, answered 404 (an
+	// answer the SDKs get in the ordinary course, as 409 and 412).
+	b.Run("missing", func(b *testing.B) {
+		r := request("GET", "docs", "dbs/db/colls/c/docs/nope", "/dbs/db/colls/c/docs/nope", nil)
+		b.ReportAllocs()
+		for b.Loop() {
+			serve(b, r, nil, 404)
+		}
+	})
 	b.Run("replace", func(b *testing.B) {
 		r := request("PUT", "docs", "dbs/db/colls/c/docs/r", "/dbs/db/colls/c/docs/r", benchBody)
 		b.ReportAllocs()

@@ -32,17 +32,25 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeCosmosError(w, activityID(w), e)
 }
 
+var (
+	zeroCharge        = []string{"0"}
+	defaultRetryAfter = []string{"100"}
+)
+
 func writeCosmosError(w http.ResponseWriter, activity string, e *engine.Error) {
+	// Canonical keys set directly, constant values shared (net/http copies
+	// the map's values before writing them): a 404, 409 or 412 is an
+	// answer the SDKs get in the ordinary course.
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h["Content-Type"] = jsonContentType
 	if e.SubStatus != 0 {
-		h.Set("X-Ms-Substatus", strconv.Itoa(e.SubStatus))
+		h["X-Ms-Substatus"] = []string{strconv.Itoa(e.SubStatus)}
 	}
 	if e.Status == http.StatusTooManyRequests && header(h, "X-Ms-Retry-After-Ms") == "" {
-		h.Set("X-Ms-Retry-After-Ms", "100")
+		h["X-Ms-Retry-After-Ms"] = defaultRetryAfter
 	}
 	if header(h, "X-Ms-Request-Charge") == "" {
-		h.Set("X-Ms-Request-Charge", "0")
+		h["X-Ms-Request-Charge"] = zeroCharge
 	}
 	code := e.Code
 	if code == "" {

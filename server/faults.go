@@ -349,6 +349,9 @@ func hardClose(c net.Conn) {
 		case *tls.Conn:
 			c = v.NetConn()
 			continue
+		case *handshakeConn: // what an HTTPS connection's NetConn is
+			c = v.peekedConn.Conn
+			continue
 		case *peekedConn:
 			c = v.Conn
 			continue

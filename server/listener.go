@@ -166,9 +166,65 @@ func (l *DualListener) Addr() net.Addr { return l.inner.Addr() }
 // sniffing buffer and be copied once more. Its reads are not concurrent
 // (net/http and crypto/tls read a connection from one goroutine at a
 // time).
+//
+// It also sets its deadlines on the connection lazily. net/http changes a
+// connection's deadlines eight times per request (the header and body
+// limits, the write limit and its end, its background read's start, abort
+// and end, the idle limit), each a change of a runtime timer, while the
+// connection is read or written about three times. A deadline set while no
+// read (or write) is under way is kept here and given to the connection as
+// the next read (write) begins, if it differs from the connection's; one
+// set while a read (write) is under way is given at once. Every read and
+// write thus runs under the deadline last set before or during it, as on the
+// connection itself; what changes is only that deadlines superseded before
+// any read or write are never set (TestARequestChangesItsConnectionsDeadlinesAtMostFourTimes).
 type peekedConn struct {
 	net.Conn
 	r *bufio.Reader // nil once what it held has been read
+
+	mu sync.Mutex
+	// rd and wd are the read and write deadlines last asked for, and the
+	// ones the connection has.
+	rd, wd lazyDeadline
+}
+
+// lazyDeadline is one of a connection's deadlines: the one last asked for
+// (want) and the one the connection was given (set); busy counts the reads
+// or writes under way, during which a new deadline is given at once.
+type lazyDeadline struct {
+	want, set time.Time
+	busy      int
+}
+
+// begin gives the connection the deadline asked for, if it has another,
+// and counts one more read or write under way. The caller holds c.mu.
+func (d *lazyDeadline) begin(c net.Conn, read bool) error {
+	if !d.want.Equal(d.set) {
+		if err := setDeadline(c, read, d.want); err != nil {
+			return err
+		}
+		d.set = d.want
+	}
+	d.busy++
+	return nil
+}
+
+// update asks for t, given to the connection at once while a read or write
+// is under way. The caller holds c.mu.
+func (d *lazyDeadline) update(c net.Conn, read bool, t time.Time) error {
+	d.want = t
+	if d.busy == 0 || t.Equal(d.set) {
+		return nil
+	}
+	d.set = t
+	return setDeadline(c, read, t)
+}
+
+func setDeadline(c net.Conn, read bool, t time.Time) error {
+	if read {
+		return c.SetReadDeadline(t)
+	}
+	return c.SetWriteDeadline(t)
 }
 
 func (c *peekedConn) Read(p []byte) (int, error) {
@@ -178,7 +234,49 @@ func (c *peekedConn) Read(p []byte) (int, error) {
 		}
 		c.r = nil
 	}
-	return c.Conn.Read(p)
+	c.mu.Lock()
+	err := c.rd.begin(c.Conn, true)
+	c.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	n, err := c.Conn.Read(p)
+	c.mu.Lock()
+	c.rd.busy--
+	c.mu.Unlock()
+	return n, err
+}
+
+func (c *peekedConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	err := c.wd.begin(c.Conn, false)
+	c.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	n, err := c.Conn.Write(p)
+	c.mu.Lock()
+	c.wd.busy--
+	c.mu.Unlock()
+	return n, err
+}
+
+func (c *peekedConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rd.update(c.Conn, true, t)
+}
+
+func (c *peekedConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.wd.update(c.Conn, false, t)
+}
+
+func (c *peekedConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return errors.Join(c.rd.update(c.Conn, true, t), c.wd.update(c.Conn, false, t))
 }
 
 // handshakeConn gives its handshake slot back at the server's first write
