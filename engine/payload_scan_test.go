@@ -142,7 +142,10 @@ func FuzzOneScanOfAPayloadAnswersAsJSONValidAndCheckPayload(f *testing.F) {
 
 // BenchmarkPayloadScan is the validity and payload checks of a write's
 // body of about 300 bytes, as BenchmarkServer's upserts send: json.Valid
-// then checkPayload (two scans), or validPayload (one).
+// then checkPayload (two scans), or validPayload (one); and with the
+// UTF-8 check and the split into top-level properties an item write
+// needs, validPayload, utf8.Valid and ParseInto (three scans) or
+// jsondoc.ParseValid (one).
 func BenchmarkPayloadScan(b *testing.B) {
 	body := []byte(`{"id":"u1","pk":"p1","n":5,"tags":["a","b","c"],"nested":{"x":5,"y":"yy"},"payload":"` + strings.Repeat("x", 200) + `"}`)
 	b.Run("json.Valid+checkPayload", func(b *testing.B) {
@@ -155,6 +158,24 @@ func BenchmarkPayloadScan(b *testing.B) {
 	b.Run("validPayload", func(b *testing.B) {
 		for b.Loop() {
 			if ok, perr := validPayload(body); !ok || perr != nil {
+				b.Fatal("refused")
+			}
+		}
+	})
+	var room [8]jsondoc.Field
+	b.Run("validPayload+utf8.Valid+ParseInto", func(b *testing.B) {
+		for b.Loop() {
+			if ok, perr := validPayload(body); !ok || perr != nil || !utf8.Valid(body) {
+				b.Fatal("refused")
+			}
+			if _, err := jsondoc.ParseInto(room[:0], body, len(room)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ParseValid", func(b *testing.B) {
+		for b.Loop() {
+			if obj, scan := jsondoc.ParseValid(room[:0], body, len(room)); !scan.Valid || !scan.UTF8 || scan.Err != nil || len(obj) != 6 {
 				b.Fatal("refused")
 			}
 		}
