@@ -97,17 +97,31 @@ func appendIndexString[S ~string | ~[]byte](k []byte, s S, terminated bool) []by
 	if len(s) > maxIndexedString {
 		s, end = s[:maxIndexedString], []byte{0, 2}
 	}
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			k = append(k, 0, 0xFF)
-		} else {
-			k = append(k, s[i])
+	// The bytes between zero bytes are appended at once: most strings
+	// hold none.
+	for len(s) > 0 {
+		z := indexZero(s)
+		if z < 0 {
+			k = append(k, s...)
+			break
 		}
+		k = append(append(k, s[:z]...), 0, 0xFF)
+		s = s[z+1:]
 	}
 	if terminated {
 		k = append(k, end...)
 	}
 	return k
+}
+
+// indexZero is the index of s's first zero byte, or -1.
+func indexZero[S ~string | ~[]byte](s S) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 // truncatedIndexValue reports whether an encoded value is a string cut to
@@ -116,8 +130,16 @@ func truncatedIndexValue(v []byte) bool {
 	return len(v) > 2 && v[0] == ixString && v[len(v)-2] == 0 && v[len(v)-1] == 2
 }
 
-// unindexedProperties are system properties no query filters on.
-var unindexedProperties = map[string]bool{"_rid": true, "_self": true, "_etag": true, "_attachments": true}
+// unindexed reports whether name is a system property no query filters
+// on: _rid, _self, _etag or _attachments (a switch, not a map: every
+// property of every write is asked).
+func unindexed(name string) bool {
+	switch name {
+	case "_rid", "_self", "_etag", "_attachments":
+		return true
+	}
+	return false
+}
 
 // indexEntries lists the index keys of an item: one per indexed scalar
 // property reachable through objects, and a type-only entry for each array
@@ -212,7 +234,7 @@ func (c *Container) appendFieldIndexEntries(sc *writeScratch, out [][]byte, fiel
 		sc.path = make([]byte, 0, 64)
 	}
 	for _, f := range fields {
-		if unindexedProperties[f.Name] || c.computedByName(f.Name) != nil {
+		if unindexed(f.Name) || c.computedByName(f.Name) != nil {
 			continue // a computed property's name hides a persisted one
 		}
 		if err := w.value(appendIndexName(append(sc.path[:0], '/'), f.Name), f.Value); err != nil {
@@ -397,11 +419,39 @@ func appendRawIndexValue(k []byte, raw json.RawMessage) ([]byte, error) {
 		}
 		return appendIndexString(append(k, ixString), s, true), nil
 	}
+	if f, ok := smallInteger(raw); ok {
+		return appendIndexNumber(k, f), nil
+	}
 	f, err := strconv.ParseFloat(string(raw), 64)
 	if err != nil {
 		return nil, err
 	}
 	return appendIndexNumber(k, f), nil
+}
+
+// smallInteger reads a JSON number that is an integer of at most 15
+// digits, which a double holds exactly: the value strconv.ParseFloat
+// reads, without its general parse. ok is false for any other number.
+func smallInteger(raw []byte) (float64, bool) {
+	neg := len(raw) > 0 && raw[0] == '-'
+	digits := raw
+	if neg {
+		digits = raw[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		return -float64(n), true
+	}
+	return float64(n), true
 }
 
 // keyRange is a half-open range of storage keys.
@@ -682,7 +732,7 @@ func (c *Container) appendSpatialIndexEntries(obj jsondoc.Object, suffix []byte,
 	}
 	for _, f := range obj {
 		p := "/" + string(appendIndexName(nil, f.Name))
-		if unindexedProperties[f.Name] || !c.spatialUnder(p) {
+		if unindexed(f.Name) || !c.spatialUnder(p) {
 			continue
 		}
 		if err := walk(f.Value, p, 1); err != nil {

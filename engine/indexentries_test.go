@@ -32,7 +32,7 @@ func (c *Container) fieldIndexEntriesAsBefore(fields, whole jsondoc.Object, item
 	var walk func(obj jsondoc.Object, path []byte) error
 	walk = func(obj jsondoc.Object, path []byte) error {
 		for _, f := range obj {
-			if len(path) == 0 && (unindexedProperties[f.Name] || c.computedByName(f.Name) != nil) {
+			if len(path) == 0 && (unindexed(f.Name) || c.computedByName(f.Name) != nil) {
 				continue
 			}
 			p := appendIndexName(append(path, '/'), f.Name)

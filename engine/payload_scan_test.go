@@ -5,6 +5,9 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 )
 
 // payloadCases are bodies at the edges of JSON's grammar and of what
@@ -20,12 +23,24 @@ var payloadCases = []string{
 	strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
 	strings.Repeat(`{"a":`, 9999) + `[]` + strings.Repeat("}", 9999),
 	strings.Repeat(`{"a":`, 10000) + `[]` + strings.Repeat("}", 10000),
+	// Strings long enough to be scanned eight bytes at a time, with what
+	// stops that scan at each offset: text outside ASCII (valid, cut short,
+	// a surrogate half), escapes, control characters, quotes.
+	`{"id":"x","t":"abcdefghijklmnopqrstuvwxyz0123456789"}`, `{"id":"h\u00e9llo w\"orld, and more text","n":1}`,
+	"{\"id\":\"caf\u00e9 au lait \u20ac 12345678\",\"\u00e9t\u00e9\":\"\U0001F600 abcdefgh\"}",
+	"{\"id\":\"abcdefgh\xc3\",\"x\":1}", "{\"id\":\"abcdefgh\xed\xa0\x80ijklmnop\"}", "{\"id\":\"abcdefg\xf4\x90\x80\x80\"}",
+	"{\"id\":\"abcdefghij\x7fklmnopq\x1f\"}", `{"abcdefghijklmnop":"qrstuvwx","abcdefghijklmnop":"y"}`,
+	`{"id":"a","\u0069d2":"b","_rid":"c","\ud83d\ude00":[1,{"k":"v"}]}`,
+	`{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"ka":10,"kb":11,"kc":12,"kd":13,"ke":14,"kf":15,"kg":16,"kh":17}`,
 }
 
 // checkValidPayload fails when validPayload answers other than json.Valid
-// and, on valid JSON, checkPayload.
+// and, on valid JSON, checkPayload; and when jsondoc.ParseValid's one scan
+// answers other than json.Valid, utf8.Valid, checkPayload and
+// jsondoc.ParseInto.
 func checkValidPayload(t *testing.T, body []byte) {
 	t.Helper()
+	checkParseValid(t, body)
 	valid, perr := validPayload(body)
 	if want := json.Valid(body); valid != want {
 		t.Fatalf("%.80q: valid %v, json.Valid %v", body, valid, want)
@@ -39,6 +54,43 @@ func checkValidPayload(t *testing.T, body []byte) {
 	}
 }
 
+// checkParseValid fails when jsondoc.ParseValid answers other than the
+// scans it stands for: json.Valid, then utf8.Valid, checkPayload and
+// jsondoc.ParseInto (the same properties, names and value bytes).
+func checkParseValid(t *testing.T, body []byte) {
+	t.Helper()
+	var room [4]jsondoc.Field
+	obj, scan := jsondoc.ParseValid(room[:0], body, len(room))
+	if want := json.Valid(body); scan.Valid != want {
+		t.Fatalf("%.80q: ParseValid valid %v, json.Valid %v", body, scan.Valid, want)
+	}
+	if !scan.Valid {
+		if obj != nil {
+			t.Fatalf("%.80q: not valid, yet %d properties", body, len(obj))
+		}
+		return
+	}
+	if want := utf8.Valid(body); scan.UTF8 != want {
+		t.Fatalf("%.80q: ParseValid UTF-8 %v, utf8.Valid %v", body, scan.UTF8, want)
+	}
+	want := checkPayload(body)
+	if (scan.Err == nil) != (want == nil) || scan.Err != nil && scan.Err.Error() != want.Message {
+		t.Fatalf("%.80q: ParseValid %v, checkPayload %v", body, scan.Err, want)
+	}
+	wantObj, err := jsondoc.ParseInto(nil, body, 4)
+	if scan.Object != (err == nil) {
+		t.Fatalf("%.80q: ParseValid object %v, ParseInto %v", body, scan.Object, err)
+	}
+	if len(obj) != len(wantObj) {
+		t.Fatalf("%.80q: ParseValid %d properties, ParseInto %d", body, len(obj), len(wantObj))
+	}
+	for i := range obj {
+		if obj[i].Name != wantObj[i].Name || string(obj[i].Value) != string(wantObj[i].Value) {
+			t.Fatalf("%.80q: property %d is %q: %s, ParseInto's %q: %s", body, i, obj[i].Name, obj[i].Value, wantObj[i].Name, wantObj[i].Value)
+		}
+	}
+}
+
 // One scan answers as json.Valid and then checkPayload answered, on the
 // edges of the grammar.
 func TestOneScanOfAPayloadAnswersAsJSONValidAndCheckPayload(t *testing.T) {
@@ -48,7 +100,7 @@ func TestOneScanOfAPayloadAnswersAsJSONValidAndCheckPayload(t *testing.T) {
 	// And on mutations of them: a byte replaced, inserted or dropped, or
 	// the body cut short, a few times over.
 	r := rand.New(rand.NewPCG(25, 1))
-	alphabet := []byte("{}[]:,\"\\/ 0123456789-+.eEtrufalsnu\t\n\x01\xff")
+	alphabet := []byte("{}[]:,\"\\/ 0123456789-+.eEtrufalsnu\t\n\x01\xff\x7f\xc3\xa9\xe2\x82\xac\xed")
 	for range 50000 {
 		c := payloadCases[r.IntN(len(payloadCases))]
 		if len(c) > 200 {
@@ -90,7 +142,10 @@ func FuzzOneScanOfAPayloadAnswersAsJSONValidAndCheckPayload(f *testing.F) {
 
 // BenchmarkPayloadScan is the validity and payload checks of a write's
 // body of about 300 bytes, as BenchmarkServer's upserts send: json.Valid
-// then checkPayload (two scans), or validPayload (one).
+// then checkPayload (two scans), or validPayload (one); and with the
+// UTF-8 check and the split into top-level properties an item write
+// needs, validPayload, utf8.Valid and ParseInto (three scans) or
+// jsondoc.ParseValid (one).
 func BenchmarkPayloadScan(b *testing.B) {
 	body := []byte(`{"id":"u1","pk":"p1","n":5,"tags":["a","b","c"],"nested":{"x":5,"y":"yy"},"payload":"` + strings.Repeat("x", 200) + `"}`)
 	b.Run("json.Valid+checkPayload", func(b *testing.B) {
@@ -103,6 +158,24 @@ func BenchmarkPayloadScan(b *testing.B) {
 	b.Run("validPayload", func(b *testing.B) {
 		for b.Loop() {
 			if ok, perr := validPayload(body); !ok || perr != nil {
+				b.Fatal("refused")
+			}
+		}
+	})
+	var room [8]jsondoc.Field
+	b.Run("validPayload+utf8.Valid+ParseInto", func(b *testing.B) {
+		for b.Loop() {
+			if ok, perr := validPayload(body); !ok || perr != nil || !utf8.Valid(body) {
+				b.Fatal("refused")
+			}
+			if _, err := jsondoc.ParseInto(room[:0], body, len(room)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ParseValid", func(b *testing.B) {
+		for b.Loop() {
+			if obj, scan := jsondoc.ParseValid(room[:0], body, len(room)); !scan.Valid || !scan.UTF8 || scan.Err != nil || len(obj) != 6 {
 				b.Fatal("refused")
 			}
 		}

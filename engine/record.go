@@ -80,22 +80,22 @@ const etagLen = 1 + 8 + 1 + 4 + 1 + 4 + 1 + 4 + 1 + 12 + 1
 // write's LSN (high 32 bits, low 48 bits), the rid's low 16 bits and the
 // write's number in its transaction.
 func (it *storedItem) appendETag(b []byte) []byte {
-	b = append(b, '"')
-	b = appendHex(b, it.lsn>>32&0xFFFFFFFF, 8)
-	b = append(b, '-')
-	b = appendHex(b, it.rid&0xFFFF, 4)
-	b = append(b, '-')
-	b = appendHex(b, uint64(it.write), 4)
-	b = append(b, "-0000-"...)
-	b = appendHex(b, it.lsn&0xFFFFFFFFFFFF, 12)
-	return append(b, '"')
+	n := len(b)
+	b = append(b, `"00000000-0000-0000-0000-000000000000"`...)
+	e := b[n : n+etagLen]
+	putHex(e[1:9], it.lsn>>32&0xFFFFFFFF)
+	putHex(e[10:14], it.rid&0xFFFF)
+	putHex(e[15:19], uint64(it.write))
+	putHex(e[25:37], it.lsn&0xFFFFFFFFFFFF)
+	return b
 }
 
-// appendHex appends v in lower-case hexadecimal, zero-padded to digits.
-func appendHex(b []byte, v uint64, digits int) []byte {
+// putHex writes v in lower-case hexadecimal into d, zero-padded to its
+// length.
+func putHex(d []byte, v uint64) {
 	const hex = "0123456789abcdef"
-	for i := digits - 1; i >= 0; i-- {
-		b = append(b, hex[v>>(4*uint(i))&0xF])
+	for i := len(d) - 1; i >= 0; i-- {
+		d[i] = hex[v&0xF]
+		v >>= 4
 	}
-	return b
 }

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/pkey"
@@ -141,23 +140,23 @@ func (c *Container) parseItemInto(it *item, body []byte, req *ItemRequest) error
 	if len(body) > MaxItemBytes {
 		return TooLarge("%s\r\nThe item is %d bytes, the limit is %d.", msgEntityTooLarge, len(body), MaxItemBytes)
 	}
-	// One scan: json.Valid's answer and checkPayload's.
-	valid, perr := validPayload(body)
-	if len(body) == 0 || !valid {
+	// One scan: json.Valid's answer, utf8.Valid's, checkPayload's and the
+	// top-level properties.
+	*it = item{}
+	obj, scan := jsondoc.ParseValid(it.fields[:0], body, len(it.fields))
+	if len(body) == 0 || !scan.Valid {
 		return BadRequest("The request body is not valid JSON.")
 	}
-	if !utf8.Valid(body) {
+	if !scan.UTF8 {
 		// json.Valid passes invalid UTF-8 inside strings; stored, it would
 		// break every SDK's read and query of the partition. The server
 		// refuses such bodies first; this covers seeds, imports and scripts.
 		return BadRequest("The request payload is invalid: it is not valid UTF-8. Ensure to provide a valid request payload.")
 	}
-	if perr != nil {
-		return perr
+	if scan.Err != nil {
+		return BadRequest("%s", scan.Err.Error())
 	}
-	*it = item{}
-	obj, err := jsondoc.ParseInto(it.fields[:0], body, len(it.fields))
-	if err != nil {
+	if !scan.Object {
 		return BadRequest("The request body must be a JSON object.")
 	}
 	// The system properties a client sends (writing back what it read)

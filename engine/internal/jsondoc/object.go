@@ -134,13 +134,13 @@ func (o Object) Get(name string) (json.RawMessage, bool) {
 // clients send, unless they write back what they read), else a copy.
 func (o Object) WithoutSystem() Object {
 	for i, f := range o {
-		if !systemProperties[f.Name] {
+		if !IsSystem(f.Name) {
 			continue
 		}
 		out := make(Object, i, len(o)-1)
 		copy(out, o[:i])
 		for _, f := range o[i+1:] {
-			if !systemProperties[f.Name] {
+			if !IsSystem(f.Name) {
 				out = append(out, f)
 			}
 		}
@@ -155,7 +155,7 @@ func (o Object) WithoutSystem() Object {
 func (o Object) DropSystem() Object {
 	out := o[:0]
 	for _, f := range o {
-		if !systemProperties[f.Name] {
+		if !IsSystem(f.Name) {
 			out = append(out, f)
 		}
 	}
@@ -203,7 +203,10 @@ func (o Object) AppendEncode(buf []byte, extra ...Field) []byte {
 
 // IsSystem reports whether name is a system property: one the service owns
 // on every resource, whose value from a client is ignored.
-func IsSystem(name string) bool { return systemProperties[name] }
+func IsSystem(name string) bool {
+	// Every one begins with '_': most names are settled without the map.
+	return len(name) > 1 && name[0] == '_' && systemProperties[name]
+}
 
 var systemProperties = map[string]bool{
 	"_rid": true, "_self": true, "_etag": true, "_ts": true, "_attachments": true, "_lsn": true,

@@ -2,7 +2,11 @@ package jsondoc
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
+	"strings"
+	"unicode/utf8"
 )
 
 // maxDepth is the deepest nesting of arrays and objects a payload
@@ -22,12 +26,105 @@ func Validate(b []byte) (valid bool, err error) {
 	return true, p.err
 }
 
+// Scan is what ParseValid read of a body besides its properties.
+type Scan struct {
+	// Valid is json.Valid's answer.
+	Valid bool
+	// UTF8 is utf8.Valid's, when Valid: a valid JSON text has bytes
+	// outside ASCII in its strings only, where the scan decodes them.
+	UTF8 bool
+	// Object reports that the body is an object (when Valid), whose
+	// top-level properties ParseValid returned.
+	Object bool
+	// Err is Check's refusal, when Valid.
+	Err error
+}
+
+// ParseValid is Validate, utf8.Valid and ParseInto in one scan of b: the
+// write path's three scans of every item body, each of all its bytes. The
+// object (nil unless s.Valid and s.Object) lists b's top-level properties
+// in dst's array when it has room, as ParseInto(dst, b, n) lists them: the
+// same names and the same value bytes.
+func ParseValid(dst Object, b []byte, n int) (Object, Scan) {
+	p := validator{b: b, collect: true, utf8: true, obj: dst[:0], n: n}
+	i := p.space(0)
+	p.isObject = i < len(b) && b[i] == '{'
+	i = p.value(i, 0)
+	if i < 0 || p.space(i) != len(b) {
+		return nil, Scan{}
+	}
+	s := Scan{Valid: true, UTF8: p.utf8, Object: p.isObject, Err: p.err}
+	if !p.isObject || p.nameErr != nil {
+		// A name json.Unmarshal refuses (invalid UTF-8 in it): ParseInto's
+		// error, which a caller reports as not an object.
+		s.Object = false
+		return nil, s
+	}
+	obj := p.obj
+	if len(obj) == 0 {
+		return nil, s // ParseInto's object of no properties
+	}
+	if p.np > 0 {
+		var sb strings.Builder
+		sb.Grow(p.total)
+		for _, s := range p.plain[:p.np] {
+			sb.Write(b[s.start:s.end])
+		}
+		all, off := sb.String(), 0
+		for _, s := range p.plain[:p.np] {
+			obj[s.at].Name = all[off : off+s.end-s.start]
+			off += s.end - s.start
+		}
+	}
+	return obj, s
+}
+
 // validator checks a payload's syntax as encoding/json's scanner does and,
 // on the way, what Check refuses; err keeps the first such refusal,
 // the scan going on so that a body also invalid is reported as invalid.
+// With collect, it lists the top-level object's properties (ParseValid),
+// and utf8 is false once a string holds bytes that are not UTF-8.
 type validator struct {
 	b   []byte
 	err error
+
+	collect, utf8, isObject bool
+	obj                     Object
+	n                       int
+	nameErr                 error
+	// The plain names of the first properties, copied out of b into one
+	// string at the end (as ParseInto does).
+	plain     [16]nameSpan
+	np, total int
+}
+
+// nameSpan is where a plain property name is in b, and the index of its
+// property in the object.
+type nameSpan struct{ at, start, end int }
+
+// field lists the top-level property whose name is the string b[i:end]
+// and whose value is b[v:vend].
+func (p *validator) field(i, end, v, vend int) {
+	b := p.b
+	name := ""
+	if isPlainName(b, i, end) {
+		if p.np < len(p.plain) {
+			p.plain[p.np] = nameSpan{len(p.obj), i + 1, end - 1}
+			p.np++
+			p.total += end - 1 - (i + 1)
+		} else {
+			name = string(b[i+1 : end-1])
+		}
+	} else {
+		var err error
+		if name, err = unmarshalName(b[i:end]); err != nil && p.nameErr == nil {
+			p.nameErr = err
+		}
+	}
+	if cap(p.obj) == 0 {
+		p.obj = make(Object, 0, max(p.n, 1))
+	}
+	p.obj = append(p.obj, Field{Name: name, Value: json.RawMessage(b[v:vend])})
 }
 
 func (p *validator) space(i int) int {
@@ -140,15 +237,36 @@ func (p *validator) number(i int) int {
 }
 
 // str scans the string at b[i] == '"': no control characters, escapes
-// only \" \\ \/ \b \f \n \r \t and \uXXXX.
+// only \" \\ \/ \b \f \n \r \t and \uXXXX. Eight bytes at a time while none
+// of them is a quote, a backslash, a control character or outside ASCII:
+// most of a document's bytes are such text.
 func (p *validator) str(i int) int {
 	b := p.b
-	for i++; i < len(b); i++ {
+	for i++; ; i++ {
+		if i+8 <= len(b) {
+			t := special8(binary.LittleEndian.Uint64(b[i:]))
+			if t == 0 {
+				i += 7
+				continue
+			}
+			i += bits.TrailingZeros64(t) >> 3 // the first byte that may need attention
+		}
+		if i >= len(b) {
+			return -1
+		}
 		switch c := b[i]; {
 		case c == '"':
 			return i + 1
 		case c < 0x20:
 			return -1
+		case c >= utf8.RuneSelf:
+			if p.collect {
+				if r, size := utf8.DecodeRune(b[i:]); r != utf8.RuneError || size > 1 {
+					i += size - 1
+				} else {
+					p.utf8 = false
+				}
+			}
 		case c == '\\':
 			i++
 			if i >= len(b) {
@@ -171,7 +289,17 @@ func (p *validator) str(i int) int {
 			}
 		}
 	}
-	return -1
+}
+
+// special8 marks (its byte's high bit) each of the eight bytes of x,
+// little-endian, that may need str's attention: a quote, a backslash, a
+// control character or one outside ASCII. The first marked byte is the
+// first such byte: the tests of a zero byte and of a byte below 0x20 are
+// exact up to the first byte they find (a borrow may mark bytes past it).
+func special8(x uint64) uint64 {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	q, bs := x^(lo*'"'), x^(lo*'\\')
+	return (x | (x-lo*0x20)&^x | (q-lo)&^q | (bs-lo)&^bs) & hi
 }
 
 // object scans the object at b[i] == '{', refusing (p.err) a property
@@ -228,12 +356,17 @@ func (p *validator) object(i, depth int) int {
 				p.err = checkError("the property name %q appears more than once in one object.", name)
 			}
 		}
+		nameAt := i
 		i = p.space(end)
 		if i >= len(b) || b[i] != ':' {
 			return -1
 		}
-		if i = p.value(p.space(i+1), depth); i < 0 {
+		v := p.space(i + 1)
+		if i = p.value(v, depth); i < 0 {
 			return -1
+		}
+		if depth == 1 && p.collect {
+			p.field(nameAt, end, v, i)
 		}
 		i = p.space(i)
 		if i >= len(b) {

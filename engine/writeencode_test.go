@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strconv"
+	"testing"
+)
+
+// TestIndexNumberOfAnIntegerIsParseFloatsValue: the index entry of a JSON
+// number read by the integer shortcut is the one of strconv.ParseFloat's
+// value, at the shortcut's edges (15 digits, signs, zeros) and past them.
+func TestIndexNumberOfAnIntegerIsParseFloatsValue(t *testing.T) {
+	nums := []string{"0", "-0", "1", "-1", "7", "10", "1767322001", "-1767322001", "999999999999999", "-999999999999999",
+		"1000000000000000", "9007199254740993", "12345678901234567890", "0.5", "-0.0", "1e3", "1E-2", "-1.5e+10", "2.0", "1e400", "-1e-400",
+		"123456789012345", "000", "01"}
+	for i := range 2000 {
+		nums = append(nums, strconv.FormatInt(int64(i)*7919-5000000, 10))
+	}
+	for _, n := range nums {
+		got, gerr := appendRawIndexValue(nil, []byte(n))
+		f, perr := strconv.ParseFloat(n, 64)
+		if perr != nil {
+			if gerr == nil {
+				t.Errorf("%s: indexed as %x, ParseFloat refuses it: %v", n, got, perr)
+			}
+			continue
+		}
+		if want := appendIndexNumber(nil, f); gerr != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: %x (%v), want %x (ParseFloat %v)", n, got, gerr, want, f)
+		}
+	}
+}
+
+// TestAnETagIsItsFormattedFields: the ETag written by position is the
+// one fmt writes from the same fields, at the fields' extremes.
+func TestAnETagIsItsFormattedFields(t *testing.T) {
+	for _, it := range []storedItem{{}, {lsn: 1, rid: 2, write: 3}, {lsn: math.MaxUint64, rid: math.MaxUint64, write: math.MaxUint16},
+		{lsn: 0x123456789abcdef0, rid: 0xfedcba9876543210, write: 0xbeef}} {
+		want := fmt.Sprintf(`"%08x-%04x-%04x-0000-%012x"`, it.lsn>>32&0xFFFFFFFF, it.rid&0xFFFF, it.write, it.lsn&0xFFFFFFFFFFFF)
+		if got := it.etag(); got != want || len(got) != etagLen {
+			t.Errorf("%+v: %s, want %s", it, got, want)
+		}
+		if got := string(it.appendETag([]byte("x"))); got != "x"+want {
+			t.Errorf("appended: %s", got)
+		}
+	}
+}
+
+// TestIndexStringEscapesEveryZeroByte: a string's index encoding escapes
+// each zero byte (runs of them, at either end) and cuts a long string,
+// as a byte-by-byte encoding does.
+func TestIndexStringEscapesEveryZeroByte(t *testing.T) {
+	byByte := func(s string, terminated bool) []byte {
+		end := []byte{0, 1}
+		if len(s) > maxIndexedString {
+			s, end = s[:maxIndexedString], []byte{0, 2}
+		}
+		var k []byte
+		for i := 0; i < len(s); i++ {
+			if s[i] == 0 {
+				k = append(k, 0, 0xFF)
+			} else {
+				k = append(k, s[i])
+			}
+		}
+		if terminated {
+			k = append(k, end...)
+		}
+		return k
+	}
+	for _, s := range []string{"", "a", "\x00", "\x00\x00", "a\x00b", "\x00ab\x00", "ab\x00\x00cd\x00", string(make([]byte, 150)),
+		"x" + string(make([]byte, 120)), fmt.Sprintf("%0150d", 7) + "\x00"} {
+		for _, term := range []bool{false, true} {
+			if got, want := appendIndexString([]byte("p"), s, term), append([]byte("p"), byByte(s, term)...); !bytes.Equal(got, want) {
+				t.Errorf("%q %v: %x, want %x", s, term, got, want)
+			}
+		}
+	}
+}
