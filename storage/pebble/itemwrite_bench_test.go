@@ -1,0 +1,198 @@
+package pebble
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	pebbledb "github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/sstable/block"
+
+	"github.com/orrery-db/orrery/storage"
+)
+
+// itemKeys appends to ks the keys an item write of the engine sets, shaped
+// like engine/internal/keys lays them out: the item record, its feed, RID,
+// change record and creation-order entries, and one index entry per path.
+func itemKeys(ks [][]byte, n uint64) [][]byte {
+	return itemKeysOf(ks, n, n)
+}
+
+// itemKeysOf is itemKeys of item id (the write numbered n).
+func itemKeysOf(ks [][]byte, id64, n uint64) [][]byte {
+	coll := []byte("\x00\x00\x00\x01\x00\x00\x00\x02")
+	var rid [8]byte
+	binary.BigEndian.PutUint64(rid[:], id64*2654435761)
+	id := strconv.AppendUint([]byte("item-"), id64*7919%1000003, 10)
+	pk := strconv.AppendUint([]byte("\x02pk-"), id64%97, 10)
+	var epk [16]byte
+	binary.BigEndian.PutUint64(epk[:], (id64%97)*0x9E3779B97F4A7C15)
+	suffix := append(append(append(append([]byte{}, epk[:]...), byte(len(pk)>>8), byte(len(pk))), pk...), id...)
+	item := append(append([]byte{'D'}, coll...), suffix...)
+	var lsn [8]byte
+	binary.BigEndian.PutUint64(lsn[:], n)
+	ks = append(ks, item,
+		append(append(append([]byte{'F'}, coll...), lsn[:]...), rid[:]...),
+		append(append([]byte{'R'}, coll...), rid[:]...),
+		append(append(append([]byte{'V'}, coll...), lsn[:]...), 0, 0, 0, 0),
+		append(append(append([]byte{'N'}, coll...), suffix[:len(suffix)-len(id)]...), rid[:]...))
+	for p, path := range []string{"/id", "/pk", "/name", "/n", "/tags/[]", "/address/city", "/address/zip", "/_ts"} {
+		k := append(append([]byte{'I'}, coll...), byte(len(path)))
+		k = append(k, path...)
+		k = strconv.AppendUint(append(k, 0x04), (n*uint64(p+3))%5000, 10)
+		ks = append(ks, append(k, suffix...))
+	}
+	return ks
+}
+
+// itemWriteTunes are settings BenchmarkItemWrite compares with the store's
+// own when ORRERY_BENCH_PEBBLE_TUNE names one (each was measured against
+// the store's settings: see its commit and the README).
+var itemWriteTunes = map[string]func(*Options){
+	"mem8":  func(o *Options) { o.MemTableSize = 8 << 20 },
+	"mem32": func(o *Options) { o.MemTableSize = 32 << 20 },
+	"l0-8": func(o *Options) {
+		o.tune = func(p *pebbledb.Options) { p.L0CompactionThreshold, p.L0StopWritesThreshold = 8, 16 }
+	},
+	"file8m": func(o *Options) {
+		o.tune = func(p *pebbledb.Options) { p.TargetFileSizes[0] = 8 << 20 }
+	},
+	"rowblocks": func(o *Options) {
+		o.tune = func(p *pebbledb.Options) { p.FormatMajorVersion = pebbledb.FormatFlushableIngestExcises }
+	},
+	"nocompress-upper": func(o *Options) {
+		o.tune = func(p *pebbledb.Options) {
+			for i := range p.Levels[:len(p.Levels)-2] {
+				p.Levels[i].Compression = func() *block.CompressionProfile { return block.NoCompression }
+			}
+		}
+	},
+}
+
+// BenchmarkItemWrite measures what the engine's item write costs the
+// store, from 16 concurrent writers: a read of the item's key, then a
+// pipelined, synced batch of its keys (see itemKeys). "create" writes new
+// items; "overwrite" writes 10,000 items over and over, deleting each
+// version's feed and index entries as the engine does, like the server's
+// upsert and replace benchmarks. Besides the process's CPU per write
+// (Pebble's flushes and compactions included, so run enough writes for
+// several memtables: -benchtime 60000x) it reports exact counts per write:
+// bytes written to the write-ahead log, flushed to tables, read and written
+// by compactions, the store's size on disk, and at the end its read
+// amplification.
+//
+// ORRERY_BENCH_PEBBLE_TUNE names other settings to measure instead of the
+// store's (see itemWriteTunes).
+func BenchmarkItemWrite(b *testing.B) {
+	b.Run("create", func(b *testing.B) { benchItemWrite(b, 0) })
+	b.Run("overwrite", func(b *testing.B) { benchItemWrite(b, 10_000) })
+}
+
+func benchItemWrite(b *testing.B, items uint64) {
+	ctx := b.Context()
+	value := make([]byte, 600)
+	for i := range value {
+		value[i] = byte('a' + i%23)
+	}
+	opts := Options{}
+	if name := os.Getenv("ORRERY_BENCH_PEBBLE_TUNE"); name != "" {
+		tune, ok := itemWriteTunes[name]
+		if !ok {
+			b.Fatalf("ORRERY_BENCH_PEBBLE_TUNE: no settings named %q", name)
+		}
+		tune(&opts)
+	}
+	s, err := Open(b.TempDir(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	var next atomic.Uint64
+	b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
+	b.ReportAllocs()
+	m0 := s.db.Metrics()
+	syncs0, wal0, cpu0 := walSyncs(m0), m0.WAL.BytesWritten, processCPU(b)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		var ks, old [][]byte
+		for pb.Next() {
+			n := next.Add(1)
+			bt := s.NewBatch()
+			ks = ks[:0]
+			var err error
+			if items > 0 && n > items {
+				// The item's previous version, write n-items: its feed and
+				// index entries go.
+				old = itemKeysOf(old[:0], n%items, n-items)
+				err = bt.Delete(old[1])
+				for _, k := range old[5:] {
+					if err == nil {
+						err = bt.Delete(k)
+					}
+				}
+			}
+			if items > 0 {
+				ks = itemKeysOf(ks, n%items, n)
+			} else {
+				ks = itemKeys(ks, n)
+			}
+			if err == nil {
+				_, err = bt.Get(ctx, ks[0])
+				if errors.Is(err, storage.ErrNotFound) {
+					err = nil
+				}
+			}
+			for _, k := range ks {
+				if err != nil {
+					break
+				}
+				v := value[:0]
+				switch k[0] {
+				case 'D', 'V':
+					v = value
+				case 'F', 'R', 'N':
+					v = ks[0]
+				}
+				err = bt.Set(k, v)
+			}
+			var wait func() error
+			if err == nil {
+				wait, err = bt.CommitPipelined(ctx)
+			}
+			if err == nil {
+				err = wait()
+			}
+			bt.Close()
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	m := s.db.Metrics()
+	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64(walSyncs(m)-syncs0)/float64(b.N), "syncs/op")
+	b.ReportMetric(float64(m.WAL.BytesWritten-wal0)/float64(b.N), "wal-B/op")
+	var flushed, compRead, compWritten uint64
+	for i := range m.Levels {
+		l, l0 := &m.Levels[i], &m0.Levels[i]
+		flushed += l.TableBytesFlushed - l0.TableBytesFlushed
+		compRead += l.TableBytesRead - l0.TableBytesRead
+		compWritten += l.TableBytesCompacted - l0.TableBytesCompacted
+	}
+	b.ReportMetric(float64(flushed)/float64(b.N), "flushed-B/op")
+	b.ReportMetric(float64(compRead)/float64(b.N), "compact-read-B/op")
+	b.ReportMetric(float64(compWritten)/float64(b.N), "compact-written-B/op")
+	b.ReportMetric(float64(m.ReadAmp()), "read-amp")
+	b.ReportMetric(float64(m.DiskSpaceUsage())/float64(b.N), "disk-B/op")
+	reportRate(b)
+	if os.Getenv("ORRERY_BENCH_PEBBLE_METRICS") != "" {
+		fmt.Fprintln(os.Stderr, m.String())
+	}
+}
