@@ -1,6 +1,7 @@
 package pebble
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,7 +9,9 @@ import (
 	"runtime"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	pebbledb "github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/sstable/block"
@@ -59,6 +62,10 @@ var itemWriteTunes = map[string]func(*Options){
 	"l0-8": func(o *Options) {
 		o.tune = func(p *pebbledb.Options) { p.L0CompactionThreshold, p.L0StopWritesThreshold = 8, 16 }
 	},
+	"mem8-l0-8": func(o *Options) {
+		o.MemTableSize = 8 << 20
+		o.tune = func(p *pebbledb.Options) { p.L0CompactionThreshold, p.L0StopWritesThreshold = 8, 16 }
+	},
 	"file8m": func(o *Options) {
 		o.tune = func(p *pebbledb.Options) { p.TargetFileSizes[0] = 8 << 20 }
 	},
@@ -107,6 +114,21 @@ func benchItemWrite(b *testing.B, items uint64) {
 		}
 		tune(&opts)
 	}
+	// With ORRERY_BENCH_PEBBLE_COMPARES set, Pebble's key comparisons are
+	// counted (memtable insertions, reads, flushes and compactions alike;
+	// the count costs CPU of its own).
+	var compares atomic.Int64
+	if os.Getenv("ORRERY_BENCH_PEBBLE_COMPARES") != "" {
+		tune := opts.tune
+		opts.tune = func(p *pebbledb.Options) {
+			if tune != nil {
+				tune(p)
+			}
+			c := *pebbledb.DefaultComparer
+			c.Compare = func(a, b []byte) int { compares.Add(1); return bytes.Compare(a, b) }
+			p.Comparer = &c
+		}
+	}
 	s, err := Open(b.TempDir(), opts)
 	if err != nil {
 		b.Fatal(err)
@@ -116,7 +138,7 @@ func benchItemWrite(b *testing.B, items uint64) {
 	b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
 	b.ReportAllocs()
 	m0 := s.db.Metrics()
-	syncs0, wal0, cpu0 := walSyncs(m0), m0.WAL.BytesWritten, processCPU(b)
+	syncs0, wal0, cpu0, cmp0 := walSyncs(m0), m0.WAL.BytesWritten, processCPU(b), compares.Load()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		var ks, old [][]byte
@@ -124,8 +146,18 @@ func benchItemWrite(b *testing.B, items uint64) {
 			n := next.Add(1)
 			bt := s.NewBatch()
 			ks = ks[:0]
-			var err error
-			if items > 0 && n > items {
+			if items > 0 {
+				ks = itemKeysOf(ks, n%items, n)
+			} else {
+				ks = itemKeys(ks, n)
+			}
+			// The engine reads the item's record before it writes, so
+			// its batch is never indexed.
+			_, err := bt.Get(ctx, ks[0])
+			if errors.Is(err, storage.ErrNotFound) {
+				err = nil
+			}
+			if err == nil && items > 0 && n > items {
 				// The item's previous version, write n-items: its feed and
 				// index entries go.
 				old = itemKeysOf(old[:0], n%items, n-items)
@@ -134,17 +166,6 @@ func benchItemWrite(b *testing.B, items uint64) {
 					if err == nil {
 						err = bt.Delete(k)
 					}
-				}
-			}
-			if items > 0 {
-				ks = itemKeysOf(ks, n%items, n)
-			} else {
-				ks = itemKeys(ks, n)
-			}
-			if err == nil {
-				_, err = bt.Get(ctx, ks[0])
-				if errors.Is(err, storage.ErrNotFound) {
-					err = nil
 				}
 			}
 			for _, k := range ks {
@@ -178,6 +199,9 @@ func benchItemWrite(b *testing.B, items uint64) {
 	m := s.db.Metrics()
 	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 	b.ReportMetric(float64(walSyncs(m)-syncs0)/float64(b.N), "syncs/op")
+	if n := compares.Load() - cmp0; n > 0 {
+		b.ReportMetric(float64(n)/float64(b.N), "compares/op")
+	}
 	b.ReportMetric(float64(m.WAL.BytesWritten-wal0)/float64(b.N), "wal-B/op")
 	var flushed, compRead, compWritten uint64
 	for i := range m.Levels {
@@ -192,7 +216,36 @@ func benchItemWrite(b *testing.B, items uint64) {
 	b.ReportMetric(float64(m.ReadAmp()), "read-amp")
 	b.ReportMetric(float64(m.DiskSpaceUsage())/float64(b.N), "disk-B/op")
 	reportRate(b)
+	// Point reads of items written, in the state the writes left (the
+	// read amplification above): the CPU each costs the reading thread
+	// (the process's would count compactions still under way).
+	const reads = 20_000
+	var ks [][]byte
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpu1 := threadCPU(b)
+	for i := range uint64(reads) {
+		n := 1 + (i*7919)%min(next.Load(), max(items, next.Load()))
+		if items > 0 {
+			ks = itemKeysOf(ks[:0], n%items, n)
+		} else {
+			ks = itemKeys(ks[:0], n)
+		}
+		if _, err := s.Get(ctx, ks[0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64((threadCPU(b)-cpu1).Nanoseconds())/1e3/reads, "get-cpu-µs")
 	if os.Getenv("ORRERY_BENCH_PEBBLE_METRICS") != "" {
 		fmt.Fprintln(os.Stderr, m.String())
 	}
+}
+
+// threadCPU is the CPU time the calling OS thread has used.
+func threadCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
