@@ -23,7 +23,6 @@ type keyCountingStore struct {
 	sets      map[byte]int
 	deletes   map[byte]int
 	bytes     int // of the keys and values set
-	delBytes  int // of the keys deleted
 }
 
 func (s *keyCountingStore) NewBatch() storage.Batch {
@@ -34,7 +33,7 @@ func (s *keyCountingStore) NewBatch() storage.Batch {
 func (s *keyCountingStore) start() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.recording, s.sets, s.deletes, s.bytes, s.delBytes = true, map[byte]int{}, map[byte]int{}, 0, 0
+	s.recording, s.sets, s.deletes, s.bytes = true, map[byte]int{}, map[byte]int{}, 0
 }
 
 // stop ends the count and returns it as "family:sets/deletes ... (n bytes
@@ -67,7 +66,6 @@ type keyCountingBatch struct {
 	s         *keyCountingStore
 	sets, del []byte
 	bytes     int
-	delBytes  int
 }
 
 func (b *keyCountingBatch) Set(k, v []byte) error {
@@ -78,7 +76,6 @@ func (b *keyCountingBatch) Set(k, v []byte) error {
 
 func (b *keyCountingBatch) Delete(k []byte) error {
 	b.del = append(b.del, k[0])
-	b.delBytes += len(k)
 	return b.Batch.Delete(k)
 }
 
@@ -95,7 +92,6 @@ func (b *keyCountingBatch) note() {
 		b.s.deletes[f]++
 	}
 	b.s.bytes += b.bytes
-	b.s.delBytes += b.delBytes
 }
 
 func (b *keyCountingBatch) Commit(ctx context.Context) error { b.note(); return b.Batch.Commit(ctx) }
