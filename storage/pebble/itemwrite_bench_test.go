@@ -23,11 +23,36 @@ import (
 // like engine/internal/keys lays them out: the item record, its feed, RID,
 // change record and creation-order entries, and one index entry per path.
 func itemKeys(ks [][]byte, n uint64) [][]byte {
-	return itemKeysOf(ks, n, n)
+	return itemKeysOf(ks, n, n, layoutToday)
 }
 
-// itemKeysOf is itemKeys of item id (the write numbered n).
-func itemKeysOf(ks [][]byte, id64, n uint64) [][]byte {
+// An itemLayout is a way of laying out an item's keys: the engine's
+// (layoutToday), or one of the alternatives BenchmarkItemWrite prices
+// before anyone builds one (ORRERY_BENCH_PEBBLE_LAYOUT names them).
+type itemLayout struct {
+	// ridIndex ends index entries with the item's 8-byte RID instead of
+	// the item key suffix <epk><pk len 2><pk><id>.
+	ridIndex bool
+	// suffixValue, with ridIndex, keeps the item key suffix as the index
+	// entry's value (a query then needs no RID lookup).
+	suffixValue bool
+	// noRID writes no RID entry R<coll rid><item rid>: 12 keys per create.
+	noRID bool
+}
+
+var layoutToday itemLayout
+
+// itemLayouts are the layouts ORRERY_BENCH_PEBBLE_LAYOUT may name.
+var itemLayouts = map[string]itemLayout{
+	"today":                  {},
+	"rid-index":              {ridIndex: true},
+	"rid-index-suffix-value": {ridIndex: true, suffixValue: true},
+	"no-rid":                 {noRID: true},
+	"rid-index-no-rid":       {ridIndex: true, noRID: true},
+}
+
+// itemKeysOf is itemKeys of item id (the write numbered n) in layout l.
+func itemKeysOf(ks [][]byte, id64, n uint64, l itemLayout) [][]byte {
 	coll := []byte("\x00\x00\x00\x01\x00\x00\x00\x02")
 	var rid [8]byte
 	binary.BigEndian.PutUint64(rid[:], id64*2654435761)
@@ -40,17 +65,40 @@ func itemKeysOf(ks [][]byte, id64, n uint64) [][]byte {
 	var lsn [8]byte
 	binary.BigEndian.PutUint64(lsn[:], n)
 	ks = append(ks, item,
-		append(append(append([]byte{'F'}, coll...), lsn[:]...), rid[:]...),
-		append(append([]byte{'R'}, coll...), rid[:]...),
+		append(append(append([]byte{'F'}, coll...), lsn[:]...), rid[:]...))
+	if !l.noRID {
+		ks = append(ks, append(append([]byte{'R'}, coll...), rid[:]...))
+	}
+	ks = append(ks,
 		append(append(append([]byte{'V'}, coll...), lsn[:]...), 0, 0, 0, 0),
 		append(append(append([]byte{'N'}, coll...), suffix[:len(suffix)-len(id)]...), rid[:]...))
+	indexSuffix := suffix
+	if l.ridIndex {
+		indexSuffix = rid[:]
+	}
 	for p, path := range []string{"/id", "/pk", "/name", "/n", "/tags/[]", "/address/city", "/address/zip", "/_ts"} {
 		k := append(append([]byte{'I'}, coll...), byte(len(path)))
 		k = append(k, path...)
 		k = strconv.AppendUint(append(k, 0x04), (n*uint64(p+3))%5000, 10)
-		ks = append(ks, append(k, suffix...))
+		ks = append(ks, append(k, indexSuffix...))
 	}
 	return ks
+}
+
+// itemValue is the value the engine stores under k, a key of the item
+// whose keys are ks, in layout l.
+func itemValue(ks [][]byte, k, doc []byte, l itemLayout) []byte {
+	switch k[0] {
+	case 'D', 'V':
+		return doc
+	case 'F', 'R', 'N':
+		return ks[0]
+	case 'I':
+		if l.suffixValue {
+			return ks[0][1+8:]
+		}
+	}
+	return nil
 }
 
 // itemWriteTunes are settings BenchmarkItemWrite compares with the store's
@@ -94,7 +142,12 @@ var itemWriteTunes = map[string]func(*Options){
 // amplification.
 //
 // ORRERY_BENCH_PEBBLE_TUNE names other settings to measure instead of the
-// store's (see itemWriteTunes).
+// store's (see itemWriteTunes). ORRERY_BENCH_PEBBLE_LAYOUT names another
+// layout of the item's keys than the engine's (see itemLayouts): index
+// entries ending in the item's RID ("rid-index", and
+// "rid-index-suffix-value" with the item key suffix as their value), no
+// RID entry ("no-rid"), or both ("rid-index-no-rid"). Alternate them
+// within one run for CPU figures; the byte and comparison counts are exact.
 func BenchmarkItemWrite(b *testing.B) {
 	b.Run("create", func(b *testing.B) { benchItemWrite(b, 0) })
 	b.Run("overwrite", func(b *testing.B) { benchItemWrite(b, 10_000) })
@@ -107,6 +160,13 @@ func benchItemWrite(b *testing.B, items uint64) {
 		value[i] = byte('a' + i%23)
 	}
 	opts := Options{}
+	layout := layoutToday
+	if name := os.Getenv("ORRERY_BENCH_PEBBLE_LAYOUT"); name != "" {
+		var ok bool
+		if layout, ok = itemLayouts[name]; !ok {
+			b.Fatalf("ORRERY_BENCH_PEBBLE_LAYOUT: no layout named %q", name)
+		}
+	}
 	if name := os.Getenv("ORRERY_BENCH_PEBBLE_TUNE"); name != "" {
 		tune, ok := itemWriteTunes[name]
 		if !ok {
@@ -147,9 +207,9 @@ func benchItemWrite(b *testing.B, items uint64) {
 			bt := s.NewBatch()
 			ks = ks[:0]
 			if items > 0 {
-				ks = itemKeysOf(ks, n%items, n)
+				ks = itemKeysOf(ks, n%items, n, layout)
 			} else {
-				ks = itemKeys(ks, n)
+				ks = itemKeysOf(ks, n, n, layout)
 			}
 			// The engine reads the item's record before it writes, so
 			// its batch is never indexed.
@@ -160,10 +220,9 @@ func benchItemWrite(b *testing.B, items uint64) {
 			if err == nil && items > 0 && n > items {
 				// The item's previous version, write n-items: its feed and
 				// index entries go.
-				old = itemKeysOf(old[:0], n%items, n-items)
-				err = bt.Delete(old[1])
-				for _, k := range old[5:] {
-					if err == nil {
+				old = itemKeysOf(old[:0], n%items, n-items, layout)
+				for _, k := range old {
+					if err == nil && (k[0] == 'F' || k[0] == 'I') {
 						err = bt.Delete(k)
 					}
 				}
@@ -172,14 +231,7 @@ func benchItemWrite(b *testing.B, items uint64) {
 				if err != nil {
 					break
 				}
-				v := value[:0]
-				switch k[0] {
-				case 'D', 'V':
-					v = value
-				case 'F', 'R', 'N':
-					v = ks[0]
-				}
-				err = bt.Set(k, v)
+				err = bt.Set(k, itemValue(ks, k, value, layout))
 			}
 			var wait func() error
 			if err == nil {
@@ -227,9 +279,9 @@ func benchItemWrite(b *testing.B, items uint64) {
 	for i := range uint64(reads) {
 		n := 1 + (i*7919)%min(next.Load(), max(items, next.Load()))
 		if items > 0 {
-			ks = itemKeysOf(ks[:0], n%items, n)
+			ks = itemKeysOf(ks[:0], n%items, n, layout)
 		} else {
-			ks = itemKeys(ks[:0], n)
+			ks = itemKeysOf(ks[:0], n, n, layout)
 		}
 		if _, err := s.Get(ctx, ks[0]); err != nil {
 			b.Fatal(err)
