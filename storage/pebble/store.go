@@ -62,6 +62,9 @@ type Options struct {
 	// dirCheck is how often the store checks that its directory is still
 	// there (dirCheckInterval when 0, never when negative).
 	dirCheck time.Duration
+	// tune, when set, adjusts Pebble's options before Open (benchmarks
+	// compare settings with it).
+	tune func(*pebbledb.Options)
 }
 
 // memTablesReserved is how many memtables Pebble holds at most before writes
@@ -150,6 +153,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	// not exist (every create checks its id first) then skip most tables.
 	for i := range popts.Levels {
 		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	if opts.tune != nil {
+		opts.tune(popts)
 	}
 	db, err := pebbledb.Open(dir, popts)
 	if errors.Is(err, syscall.EWOULDBLOCK) {
