@@ -19,13 +19,6 @@ import (
 	"github.com/orrery-db/orrery/storage"
 )
 
-// itemKeys appends to ks the keys an item write of the engine sets, shaped
-// like engine/internal/keys lays them out: the item record, its feed, RID,
-// change record and creation-order entries, and one index entry per path.
-func itemKeys(ks [][]byte, n uint64) [][]byte {
-	return itemKeysOf(ks, n, n, layoutToday)
-}
-
 // An itemLayout is a way of laying out an item's keys: the engine's
 // (layoutToday), or one of the alternatives BenchmarkItemWrite prices
 // before anyone builds one (ORRERY_BENCH_PEBBLE_LAYOUT names them).
@@ -51,7 +44,11 @@ var itemLayouts = map[string]itemLayout{
 	"rid-index-no-rid":       {ridIndex: true, noRID: true},
 }
 
-// itemKeysOf is itemKeys of item id (the write numbered n) in layout l.
+// itemKeysOf appends to ks the keys an item write of the engine sets for
+// item id (the write numbered n) in layout l, shaped like
+// engine/internal/keys lays them out in layoutToday: the item record, its
+// feed, RID, change record and creation-order entries, and one index entry
+// per path.
 func itemKeysOf(ks [][]byte, id64, n uint64, l itemLayout) [][]byte {
 	coll := []byte("\x00\x00\x00\x01\x00\x00\x00\x02")
 	var rid [8]byte
@@ -131,7 +128,7 @@ var itemWriteTunes = map[string]func(*Options){
 
 // BenchmarkItemWrite measures what the engine's item write costs the
 // store, from 16 concurrent writers: a read of the item's key, then a
-// pipelined, synced batch of its keys (see itemKeys). "create" writes new
+// pipelined, synced batch of its keys (see itemKeysOf). "create" writes new
 // items; "overwrite" writes 10,000 items over and over, deleting each
 // version's feed and index entries as the engine does, like the server's
 // upsert and replace benchmarks; "replace" rewrites them as the engine's
