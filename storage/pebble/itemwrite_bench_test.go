@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	pebbledb "github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/sstable/block"
@@ -145,8 +147,11 @@ var itemWriteTunes = map[string]func(*Options){
 // layout of the item's keys than the engine's (see itemLayouts): index
 // entries ending in the item's RID ("rid-index", and
 // "rid-index-suffix-value" with the item key suffix as their value), no
-// RID entry ("no-rid"), or both ("rid-index-no-rid"). Alternate them
-// within one run for CPU figures; the byte and comparison counts are exact.
+// RID entry ("no-rid"), or both ("rid-index-no-rid").
+// ORRERY_BENCH_PEBBLE_ORDER=sorted adds a write's operations to its batch
+// in key order (a stable sort, in the writer) instead of the engine's
+// order (see BenchmarkItemApply). Alternate them within one run for CPU
+// figures; the byte and comparison counts are exact.
 func BenchmarkItemWrite(b *testing.B) {
 	b.Run("create", func(b *testing.B) { benchItemWrite(b, 0, false) })
 	b.Run("overwrite", func(b *testing.B) { benchItemWrite(b, 10_000, false) })
@@ -195,6 +200,7 @@ func benchItemWrite(b *testing.B, items uint64, replace bool) {
 	// With ORRERY_BENCH_PEBBLE_COMPARES set, Pebble's key comparisons are
 	// counted (memtable insertions, reads, flushes and compactions alike;
 	// the count costs CPU of its own).
+	sortOps := os.Getenv("ORRERY_BENCH_PEBBLE_ORDER") == "sorted"
 	var compares atomic.Int64
 	if os.Getenv("ORRERY_BENCH_PEBBLE_COMPARES") != "" {
 		tune := opts.tune
@@ -220,6 +226,7 @@ func benchItemWrite(b *testing.B, items uint64, replace bool) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		var ks, old [][]byte
+		var ops []benchOp
 		for pb.Next() {
 			n := next.Add(1)
 			bt := s.NewBatch()
@@ -235,25 +242,19 @@ func benchItemWrite(b *testing.B, items uint64, replace bool) {
 			if errors.Is(err, storage.ErrNotFound) {
 				err = nil
 			}
-			if err == nil && items > 0 && n > items {
-				// The item's previous version, write n-items: its feed and
-				// index entries go.
-				old = itemKeysOf(old[:0], n%items, n-items, layout)
-				for _, k := range old {
-					if err == nil && (k[0] == 'F' || k[0] == 'I') && (!replace || replaced(k)) {
-						err = bt.Delete(k)
-					}
-				}
+			ops, old = itemOps(ops[:0], old, ks, n, items, replace, layout, value)
+			if sortOps {
+				slices.SortStableFunc(ops, func(a, b benchOp) int { return bytes.Compare(a.key, b.key) })
 			}
-			rewrite := replace && items > 0 && n > items
-			for _, k := range ks {
+			for _, o := range ops {
 				if err != nil {
 					break
 				}
-				if rewrite && !replaced(k) {
-					continue
+				if o.del {
+					err = bt.Delete(o.key)
+				} else {
+					err = bt.Set(o.key, o.value)
 				}
-				err = bt.Set(k, itemValue(ks, k, value, layout))
 			}
 			var wait func() error
 			if err == nil {
@@ -315,6 +316,35 @@ func benchItemWrite(b *testing.B, items uint64, replace bool) {
 	}
 }
 
+// itemOps appends to ops the operations of write n of benchItemWrite,
+// whose keys are ks: the deletes of the previous version's keys (built in
+// old, returned for reuse), then the sets.
+func itemOps(ops []benchOp, old, ks [][]byte, n, items uint64, replace bool, layout itemLayout, value []byte) ([]benchOp, [][]byte) {
+	if items > 0 && n > items {
+		// The item's previous version, write n-items: its feed and
+		// index entries go.
+		old = itemKeysOf(old[:0], n%items, n-items, layout)
+		for _, k := range old {
+			if (k[0] == 'F' || k[0] == 'I') && (!replace || replaced(k)) {
+				ops = append(ops, benchOp{key: k, del: true})
+			}
+		}
+	}
+	rewrite := replace && items > 0 && n > items
+	for _, k := range ks {
+		if rewrite && !replaced(k) {
+			continue
+		}
+		ops = append(ops, benchOp{key: k, value: itemValue(ks, k, value, layout)})
+	}
+	return ops, old
+}
+
+type benchOp struct {
+	key, value []byte
+	del        bool
+}
+
 // threadCPU is the CPU time the calling OS thread has used.
 func threadCPU(b *testing.B) time.Duration {
 	var ru syscall.Rusage
@@ -322,4 +352,155 @@ func threadCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkItemApply counts the key comparisons of Pebble's memtable
+// insertion of an item write's keys (the largest share of the store's CPU
+// per write: see BenchmarkItemWrite), alone: one writer, a store in memory
+// without sync and a memtable large enough never to flush, 4,000 writes
+// before the timed ones, and the comparisons counted during commits only.
+// "build" adds a write's operations in the order the engine builds them
+// (BenchmarkItemWrite's), "sorted" in key order (a stable sort: a key set
+// and deleted keeps its order).
+//
+// Pebble inserts a batch's keys with one skiplist inserter, which keeps the
+// splice (the nodes before and after) of the key it inserted last; the next
+// key is inserted from that splice, without a search, only when it falls
+// between the same two nodes at the lowest level, else it is searched from
+// the top of the list (internal/arenaskl findSplice). The benchmark tells
+// the two apart: splice-compares/key are the comparisons of that check,
+// search-compares/key those of the searches, spliced-keys/op the keys
+// inserted without a search; sort-compares/op are the
+// sort's own (on keys in the processor's cache).
+func BenchmarkItemApply(b *testing.B) {
+	for _, kind := range []struct {
+		name    string
+		items   uint64
+		replace bool
+	}{{"create", 0, false}, {"overwrite", 2_000, false}, {"replace", 2_000, true}} {
+		for _, sorted := range []bool{false, true} {
+			name := kind.name + "/build"
+			if sorted {
+				name = kind.name + "/sorted"
+			}
+			b.Run(name, func(b *testing.B) { benchItemApply(b, kind.items, kind.replace, sorted) })
+		}
+	}
+}
+
+func benchItemApply(b *testing.B, items uint64, replace, sorted bool) {
+	ctx := b.Context()
+	value := make([]byte, 600)
+	// While counting, the comparer tells the key being inserted (it lies in
+	// the batch's representation, repr) from the memtable's: the search
+	// compares key to node (findSpliceForLevel), the splice's check node to
+	// key (keyIsAfterNode).
+	var counting bool
+	var repr []byte
+	var search, splice, hits int64
+	// cur is the key being inserted, searched whether it was searched for.
+	var cur uintptr
+	var searched bool
+	next := func(k []byte) {
+		if p := uintptr(unsafe.Pointer(unsafe.SliceData(k))); p != cur {
+			if cur != 0 && !searched {
+				hits++
+			}
+			cur, searched = p, false
+		}
+	}
+	inRepr := func(k []byte) bool {
+		lo := uintptr(unsafe.Pointer(unsafe.SliceData(repr)))
+		p := uintptr(unsafe.Pointer(unsafe.SliceData(k)))
+		return p >= lo && p < lo+uintptr(len(repr))
+	}
+	opts := Options{InMemory: true, NoSync: true, MemTableSize: 256 << 20}
+	opts.tune = func(p *pebbledb.Options) {
+		c := *pebbledb.DefaultComparer
+		c.Compare = func(x, y []byte) int {
+			if counting {
+				switch {
+				case inRepr(x):
+					next(x)
+					search++
+					searched = true
+				case inRepr(y):
+					next(y)
+					splice++
+				default:
+					panic("a comparison during a commit of no key of the batch")
+				}
+			}
+			return bytes.Compare(x, y)
+		}
+		p.Comparer = &c
+	}
+	s, err := Open(b.TempDir(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	var ks, old [][]byte
+	var ops []benchOp
+	var keys, sorts int64
+	write := func(n uint64, count bool) {
+		ks = ks[:0]
+		if items > 0 {
+			ks = itemKeysOf(ks, n%items, n, layoutToday)
+		} else {
+			ks = itemKeysOf(ks, n, n, layoutToday)
+		}
+		ops, old = itemOps(ops[:0], old, ks, n, items, replace, layoutToday, value)
+		if sorted {
+			slices.SortStableFunc(ops, func(x, y benchOp) int {
+				if count {
+					sorts++
+				}
+				return bytes.Compare(x.key, y.key)
+			})
+		}
+		bt := s.NewBatch()
+		defer bt.Close()
+		for _, o := range ops {
+			if o.del {
+				err = bt.Delete(o.key)
+			} else {
+				err = bt.Set(o.key, o.value)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		repr, counting = bt.(*batch).b.Repr(), count
+		err := bt.Commit(ctx)
+		if counting {
+			next(nil)
+			cur = 0
+		}
+		counting = false
+		if err != nil {
+			b.Fatal(err)
+		}
+		if count {
+			keys += int64(len(ops))
+		}
+	}
+	const prefill = 4_000
+	for n := range uint64(prefill) {
+		write(n+1, false)
+	}
+	b.ResetTimer()
+	for i := range uint64(b.N) {
+		write(prefill+1+i, true)
+	}
+	b.StopTimer()
+	if s.db.Metrics().Flush.Count > 0 {
+		b.Fatal("the memtable was flushed: the count includes the flush's comparisons")
+	}
+	b.ReportMetric(float64(search+splice)/float64(b.N), "compares/op")
+	b.ReportMetric(float64(search)/float64(keys), "search-compares/key")
+	b.ReportMetric(float64(splice)/float64(keys), "splice-compares/key")
+	b.ReportMetric(float64(hits)/float64(b.N), "spliced-keys/op")
+	b.ReportMetric(float64(sorts)/float64(b.N), "sort-compares/op")
+	b.ReportMetric(float64(keys)/float64(b.N), "keys/op")
 }
