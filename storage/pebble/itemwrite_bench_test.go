@@ -370,8 +370,9 @@ func threadCPU(b *testing.B) time.Duration {
 // the top of the list (internal/arenaskl findSplice). The benchmark tells
 // the two apart: splice-compares/key are the comparisons of that check,
 // search-compares/key those of the searches, spliced-keys/op the keys
-// inserted without a search; sort-compares/op are the
-// sort's own (on keys in the processor's cache).
+// inserted without a search, shared-prefix-B/compare the bytes a
+// comparison finds equal before the first that differs; sort-compares/op
+// are the sort's own (on keys in the processor's cache).
 func BenchmarkItemApply(b *testing.B) {
 	for _, kind := range []struct {
 		name    string
@@ -397,7 +398,7 @@ func benchItemApply(b *testing.B, items uint64, replace, sorted bool) {
 	// key (keyIsAfterNode).
 	var counting bool
 	var repr []byte
-	var search, splice, hits int64
+	var search, splice, hits, shared int64
 	// cur is the key being inserted, searched whether it was searched for.
 	var cur uintptr
 	var searched bool
@@ -430,6 +431,12 @@ func benchItemApply(b *testing.B, items uint64, replace, sorted bool) {
 				default:
 					panic("a comparison during a commit of no key of the batch")
 				}
+				n := min(len(x), len(y))
+				i := 0
+				for i < n && x[i] == y[i] {
+					i++
+				}
+				shared += int64(i)
 			}
 			return bytes.Compare(x, y)
 		}
@@ -501,6 +508,7 @@ func benchItemApply(b *testing.B, items uint64, replace, sorted bool) {
 	b.ReportMetric(float64(search)/float64(keys), "search-compares/key")
 	b.ReportMetric(float64(splice)/float64(keys), "splice-compares/key")
 	b.ReportMetric(float64(hits)/float64(b.N), "spliced-keys/op")
+	b.ReportMetric(float64(shared)/float64(search+splice), "shared-prefix-B/compare")
 	b.ReportMetric(float64(sorts)/float64(b.N), "sort-compares/op")
 	b.ReportMetric(float64(keys)/float64(b.N), "keys/op")
 }
