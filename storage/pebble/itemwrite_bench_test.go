@@ -360,8 +360,9 @@ func threadCPU(b *testing.B) time.Duration {
 // without sync and a memtable large enough never to flush, 4,000 writes
 // before the timed ones, and the comparisons counted during commits only.
 // "build" adds a write's operations in the order the engine builds them
-// (BenchmarkItemWrite's), "sorted" in key order (a stable sort: a key set
-// and deleted keeps its order).
+// (BenchmarkItemWrite's), "sorted" in key order and "descending" in
+// descending key order (stable sorts: a key set and deleted keeps its
+// operations' order).
 //
 // Pebble inserts a batch's keys with one skiplist inserter, which keeps the
 // splice (the nodes before and after) of the key it inserted last; the next
@@ -379,17 +380,16 @@ func BenchmarkItemApply(b *testing.B) {
 		items   uint64
 		replace bool
 	}{{"create", 0, false}, {"overwrite", 2_000, false}, {"replace", 2_000, true}} {
-		for _, sorted := range []bool{false, true} {
-			name := kind.name + "/build"
-			if sorted {
-				name = kind.name + "/sorted"
-			}
-			b.Run(name, func(b *testing.B) { benchItemApply(b, kind.items, kind.replace, sorted) })
+		for _, order := range []int{0, 1, -1} {
+			name := kind.name + map[int]string{0: "/build", 1: "/sorted", -1: "/descending"}[order]
+			b.Run(name, func(b *testing.B) { benchItemApply(b, kind.items, kind.replace, order) })
 		}
 	}
 }
 
-func benchItemApply(b *testing.B, items uint64, replace, sorted bool) {
+// benchItemApply writes in the engine's order (order 0), in key order (1)
+// or in descending key order (-1).
+func benchItemApply(b *testing.B, items uint64, replace bool, order int) {
 	ctx := b.Context()
 	value := make([]byte, 600)
 	// While counting, the comparer tells the key being inserted (it lies in
@@ -458,12 +458,12 @@ func benchItemApply(b *testing.B, items uint64, replace, sorted bool) {
 			ks = itemKeysOf(ks, n, n, layoutToday)
 		}
 		ops, old = itemOps(ops[:0], old, ks, n, items, replace, layoutToday, value)
-		if sorted {
+		if order != 0 {
 			slices.SortStableFunc(ops, func(x, y benchOp) int {
 				if count {
 					sorts++
 				}
-				return bytes.Compare(x.key, y.key)
+				return order * bytes.Compare(x.key, y.key)
 			})
 		}
 		bt := s.NewBatch()
