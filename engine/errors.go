@@ -99,6 +99,11 @@ func AsError(err error) (*Error, bool) {
 	if errors.As(err, &e) {
 		return e, true
 	}
+	if errors.Is(err, storage.ErrExists) {
+		// A key the write declared new existed in storage (a write it
+		// raced with, or an entry left behind): nothing was written.
+		return errorf(409, "Conflict", "The write conflicted with the stored data: a key it wrote as new exists. Nothing was written; retry the request."), true
+	}
 	if errors.Is(err, storage.ErrUnavailable) {
 		return errorf(503, "ServiceUnavailable", "The service is unavailable: its storage has failed or cannot be reached; retry later."), true
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -392,6 +393,21 @@ func (s *sharedSeam) sweepWhileLeading(ctx context.Context, interval time.Durati
 // the items the transaction reads: they are read as it begins, in the same
 // round trip.
 func (s *sharedSeam) inPartition(ctx context.Context, c *Container, pk PartitionKey, ids []string, r txnRunner) error {
+	err := s.inPartitionAs(ctx, c, pk, ids, r, false)
+	if errors.Is(err, storage.ErrExists) {
+		// A key the transaction wrote as new (txn.insert) existed:
+		// the store applied none of it. Run it again, from its reads
+		// under the locks, writing every key by Set: whatever made the
+		// key exist is read this time, or is overwritten as it always
+		// was (a stale index entry, say).
+		s.log.Warn("a write's key declared new existed; the write is run again", "error", err)
+		err = s.inPartitionAs(ctx, c, pk, ids, r, true)
+	}
+	return err
+}
+
+// inPartitionAs is inPartition, once; plainSets is the txn's.
+func (s *sharedSeam) inPartitionAs(ctx context.Context, c *Container, pk PartitionKey, ids []string, r txnRunner, plainSets bool) error {
 	// When the catalog moved (here or on another gateway), onCurrent
 	// writes by the container's current rules.
 	_, room := r.room()
@@ -414,7 +430,7 @@ func (s *sharedSeam) inPartition(ctx context.Context, c *Container, pk Partition
 		// a reload by another writer, that left the cache at the
 		// store's version. Both retire c before they let go.
 		if !stale && !c.retired.Load() {
-			return true, s.runShared(ctx, b, p, pre, r)
+			return true, s.runShared(ctx, b, p, pre, r, plainSets)
 		}
 		if !stale {
 			b.Close()
@@ -423,13 +439,13 @@ func (s *sharedSeam) inPartition(ctx context.Context, c *Container, pk Partition
 	})
 }
 
-func (s *sharedSeam) runShared(ctx context.Context, b storage.SharedBatch, p *partition, pre *prefetched, r txnRunner) error {
+func (s *sharedSeam) runShared(ctx context.Context, b storage.SharedBatch, p *partition, pre *prefetched, r txnRunner, plainSets bool) error {
 	defer b.Close()
 	t, _ := r.room()
 	if t == nil {
 		t = new(txn)
 	}
-	*t = txn{indexes: s.search, presence: s, lsns: s.state, noCreationOrder: s.noCreationOrder, p: p, b: b, sb: b, now: s.now(), pre: pre}
+	*t = txn{indexes: s.search, presence: s, lsns: s.state, noCreationOrder: s.noCreationOrder, p: p, b: b, sb: b, now: s.now(), pre: pre, plainSets: plainSets}
 	defer func() {
 		if t.lsn != 0 {
 			s.state.done()

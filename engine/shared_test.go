@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -490,4 +491,55 @@ func TestSweeperStopsWhenItsStoreIsClosed(t *testing.T) {
 			t.Errorf("on a closed %s the sweeper failed %d times:\n%s", name, n, l)
 		}
 	}
+}
+
+// A created item's record and index entries are written as new
+// (txn.insert): a key that exists anyway, here the index entries a lost
+// record left behind, makes the store refuse the commit, and the write is
+// run again writing them by Set, from reads made afresh under the locks,
+// so the create succeeds, indexed, and nothing it wrote is lost.
+func TestSharedCreateOverStaleIndexEntriesIsRunAgainNotRefused(t *testing.T) {
+	ctx := t.Context()
+	sharedPairs(t, func(t *testing.T, a, b *Engine) {
+		body := `{"id":"x","pk":"p","v":7}`
+		if _, err := a.CreateItem(ctx, req("", "p", body)); err != nil {
+			t.Fatal(err)
+		}
+		// The record removed alone: its index entries stay.
+		c, err := a.Container(ctx, "db", "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := c.partition(StringKey("p"))
+		wb := a.store.NewBatch()
+		if err := wb.Delete(p.itemKey("x")); err != nil {
+			t.Fatal(err)
+		}
+		if err := wb.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range []*Engine{b, a} {
+			res, err := e.CreateItem(ctx, req("", "p", body))
+			if err != nil || res.Status != 201 {
+				t.Fatalf("creating the item over its stale index entries (%d): %v", i, err)
+			}
+			if got := queryIDs(t, e, "c", "SELECT VALUE c.id FROM c WHERE c.v = 7"); !slices.Equal(got, []string{"x"}) {
+				t.Fatalf("the query on the index finds %q, want [x]", got)
+			}
+			if _, err := e.DeleteItem(ctx, &ItemRequest{Database: "db", Container: "c", ID: "x", PartitionKey: StringKey("p"), HasPartitionKey: true}); err != nil {
+				t.Fatal(err)
+			}
+			// Its record removed alone again, for the other gateway.
+			if _, err := a.CreateItem(ctx, req("", "p", body)); err != nil {
+				t.Fatal(err)
+			}
+			wb := a.store.NewBatch()
+			if err := wb.Delete(p.itemKey("x")); err != nil {
+				t.Fatal(err)
+			}
+			if err := wb.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 }

@@ -56,6 +56,32 @@ type txn struct {
 	// single write's records in its transaction's allocation.
 	read, written         storedItem
 	readUsed, writtenUsed bool
+	// plainSets makes insert a Set: a transaction run again after the
+	// store refused a key it wrote as new (storage.ErrExists).
+	plainSets bool
+}
+
+// insert writes key, which the transaction knows is new (it carries the
+// transaction's own sequence number, or is a created item's record or
+// index entry, read absent under the partition's lock), as new: a store
+// that checks (storage.Inserter) writes it more cheaply than a Set (a
+// plain INSERT on PostgreSQL, not an upsert), and refuses the commit if
+// it exists, never overwriting it.
+func (t *txn) insert(key, value []byte) error {
+	if !t.plainSets {
+		if i, ok := t.b.(storage.Inserter); ok {
+			return i.Insert(key, value)
+		}
+	}
+	return t.b.Set(key, value)
+}
+
+// setNew is insert when fresh, else Set.
+func (t *txn) setNew(key, value []byte, fresh bool) error {
+	if fresh {
+		return t.insert(key, value)
+	}
+	return t.b.Set(key, value)
 }
 
 // presenceSeam is the seam's presence filter: absent reports whether an
@@ -238,7 +264,7 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	}
 	t.presence.notePresent(c, s.key)
 	t.forgetPrefetched(s.key)
-	if err := t.b.Set(s.key, rec); err != nil {
+	if err := t.setNew(s.key, rec, fresh); err != nil {
 		return nil, err
 	}
 	// The stored document is the item's properties and the system ones, of
@@ -258,15 +284,17 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 			return nil, err
 		}
 	}
-	if err := t.b.Set(keys.AppendFeedKey(kb[:0], c.rid, s.lsn, ridBytes), s.key); err != nil {
+	// The feed key carries the write's sequence number, the RID and
+	// order keys its new RID: new keys.
+	if err := t.insert(keys.AppendFeedKey(kb[:0], c.rid, s.lsn, ridBytes), s.key); err != nil {
 		return nil, err
 	}
 	if fresh {
-		if err := t.b.Set(keys.AppendRIDKey(kb[:0], c.rid, ridBytes), s.key); err != nil {
+		if err := t.insert(keys.AppendRIDKey(kb[:0], c.rid, ridBytes), s.key); err != nil {
 			return nil, err
 		}
 		if !t.noCreationOrder {
-			if err := t.b.Set(keys.AppendOrderKey(kb[:0], t.p.prefix, s.rid), s.key); err != nil {
+			if err := t.insert(keys.AppendOrderKey(kb[:0], t.p.prefix, s.rid), s.key); err != nil {
 				return nil, err
 			}
 		}
@@ -380,6 +408,8 @@ func (t *txn) reindex(sc *writeScratch, key []byte, prevObj, doc jsondoc.Object)
 			return err
 		}
 	}
+	// A created item's entries are new: an item's entries are removed
+	// with it, and it was read absent under the partition's lock.
 	i := 0
 	for j, k := range cur {
 		if j > 0 && bytes.Equal(k, cur[j-1]) {
@@ -391,7 +421,7 @@ func (t *txn) reindex(sc *writeScratch, key []byte, prevObj, doc jsondoc.Object)
 		if i < len(old) && bytes.Equal(old[i], k) {
 			continue
 		}
-		if err := t.b.Set(k, nil); err != nil {
+		if err := t.setNew(k, nil, prevObj == nil); err != nil {
 			return err
 		}
 	}
@@ -517,5 +547,5 @@ func (t *txn) appendChange(r *feed.Record) error {
 	r.LSN = t.lsn
 	k := keys.VersionKey(t.p.c.rid, t.lsn, t.nlog)
 	t.nlog++
-	return t.b.Set(k, r.Encode())
+	return t.insert(k, r.Encode()) // the sequence number's own
 }

@@ -19,6 +19,11 @@ var ErrClosed = errors.New("storage: closed")
 // is back, and the process goes on).
 var ErrUnavailable = errors.New("storage: unavailable")
 
+// ErrExists is returned (wrapped) by the Commit of a batch that wrote a key
+// with Insert, declaring it new, when the store already holds that key: the
+// batch was not applied, none of it.
+var ErrExists = errors.New("storage: a key written as new exists")
+
 // Every call that may do I/O takes a context. A ctx that is done before the
 // call starts makes it fail with an error wrapping ctx.Err() and do nothing;
 // one that is done while it runs makes a backend that waits on another
@@ -73,6 +78,30 @@ func GetMany(ctx context.Context, r Reader, keys [][]byte) ([][]byte, error) {
 		values[i] = v
 	}
 	return values, nil
+}
+
+// Inserter is implemented by batches that write a key the caller knows is
+// new more cheaply than Set (PostgreSQL's: a plain INSERT, where Set is an
+// INSERT … ON CONFLICT DO UPDATE, a speculative insertion and its
+// confirmation per key).
+type Inserter interface {
+	// Insert is Set of a key the caller declares absent from the store:
+	// if the store holds key when the batch commits, Commit applies none
+	// of the batch and returns an error wrapping ErrExists; it never
+	// overwrites key. A key the batch itself wrote before (Set, Delete)
+	// is not declared: Insert is then Set. A Set after Insert keeps the
+	// declaration, a Delete drops it.
+	Insert(key, value []byte) error
+}
+
+// Insert writes key through b as new: with b's Insert when b is an
+// Inserter, else with Set (a store that does not check: Pebble's, whose
+// writer already knows the key is new, pays no read for it).
+func Insert(b Batch, key, value []byte) error {
+	if i, ok := b.(Inserter); ok {
+		return i.Insert(key, value)
+	}
+	return b.Set(key, value)
 }
 
 // Iterator walks a key range. Key and Value are valid only until the next call

@@ -272,7 +272,15 @@ func pgStatements(b *testing.B, pg *pgtest.Server, url string) func() {
 		fmt.Fprintf(os.Stderr, "%s: PostgreSQL's CPU µs per operation by process: %s\n", b.Name(), strings.Join(split, ", "))
 		fmt.Fprintf(os.Stderr, "%s: orrery_kv rows per operation: %.2f inserted, %.2f updated (%.2f of them HOT), %.2f deleted\n", b.Name(),
 			float64(t1[0]-t0[0])/n, float64(t1[1]-t0[1])/n, float64(t1[2]-t0[2])/n, float64(t1[3]-t0[3])/n)
-		rows, err := conn.Query(ctx, `SELECT calls, total_exec_time + total_plan_time, rows, toplevel, regexp_replace(query, '\s+', ' ', 'g')
+		// WAL written by the statements (exact: counted as each ends).
+		var walRecords, walBytes float64
+		if err := conn.QueryRow(ctx, `SELECT coalesce(sum(wal_records), 0)::float8, coalesce(sum(wal_bytes), 0)::float8
+			FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&walRecords, &walBytes); err != nil {
+			b.Error(err)
+			return
+		}
+		fmt.Fprintf(os.Stderr, "%s: WAL per operation: %.2f records, %.0f bytes\n", b.Name(), walRecords/n, walBytes/n)
+		rows, err := conn.Query(ctx, `SELECT calls, total_exec_time + total_plan_time, rows, toplevel, wal_records, regexp_replace(query, '\s+', ' ', 'g')
 			FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
 			ORDER BY total_exec_time + total_plan_time DESC LIMIT 14`)
 		if err != nil {
@@ -281,13 +289,13 @@ func pgStatements(b *testing.B, pg *pgtest.Server, url string) func() {
 		}
 		defer rows.Close()
 		var out strings.Builder
-		fmt.Fprintf(&out, "PostgreSQL's statements over %d operations, per operation:\n%8s %9s %8s  %s\n", b.N, "calls", "µs", "rows", "statement")
+		fmt.Fprintf(&out, "PostgreSQL's statements over %d operations, per operation:\n%8s %9s %8s %8s  %s\n", b.N, "calls", "µs", "rows", "wal", "statement")
 		for rows.Next() {
-			var calls, nrows int64
+			var calls, nrows, wal int64
 			var ms float64
 			var top bool
 			var q string
-			if err := rows.Scan(&calls, &ms, &nrows, &top, &q); err != nil {
+			if err := rows.Scan(&calls, &ms, &nrows, &top, &wal, &q); err != nil {
 				b.Error(err)
 				return
 			}
@@ -298,7 +306,7 @@ func pgStatements(b *testing.B, pg *pgtest.Server, url string) func() {
 				q = q[:110] + "…"
 			}
 			n := float64(b.N)
-			fmt.Fprintf(&out, "%8.2f %9.1f %8.2f  %s\n", float64(calls)/n, ms*1e3/n, float64(nrows)/n, q)
+			fmt.Fprintf(&out, "%8.2f %9.1f %8.2f %8.2f  %s\n", float64(calls)/n, ms*1e3/n, float64(nrows)/n, float64(wal)/n, q)
 		}
 		// On stderr: a benchmark's log is cut to its first lines.
 		fmt.Fprint(os.Stderr, b.Name()+": "+out.String())

@@ -20,11 +20,23 @@ type batch struct {
 }
 
 // Set records that key is to hold value.
-func (b *batch) Set(key, value []byte) error {
+func (b *batch) Set(key, value []byte) error { return b.set(key, value, false) }
+
+// Insert records that key, declared new, is to hold value: Commit fails
+// with storage.ErrExists, applying nothing, if the store holds key then.
+func (b *batch) Insert(key, value []byte) error { return b.set(key, value, true) }
+
+func (b *batch) set(key, value []byte, insert bool) error {
 	if b.pending == nil {
 		return storage.ErrClosed
 	}
-	b.pending.ReplaceOrInsert(entry{key: bytes.Clone(key), value: bytes.Clone(nonNil(value))})
+	e := entry{key: bytes.Clone(key), value: bytes.Clone(nonNil(value)), fresh: insert}
+	if old, replaced := b.pending.ReplaceOrInsert(e); replaced && old.fresh != e.fresh {
+		// Declared new by the batch's first write of the key only
+		// (storage.Inserter).
+		e.fresh = old.fresh
+		b.pending.ReplaceOrInsert(e)
+	}
 	b.count++
 	return nil
 }

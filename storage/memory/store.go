@@ -21,6 +21,8 @@ type entry struct {
 	key     []byte
 	value   []byte
 	deleted bool
+	// fresh marks a pending key written as new (storage.Inserter).
+	fresh bool
 }
 
 func lessEntry(a, b entry) bool { return bytes.Compare(a.key, b.key) < 0 }
@@ -143,7 +145,21 @@ func (s *Store) apply(pending *btree.BTreeG[entry]) error {
 	if s.closed {
 		return storage.ErrClosed
 	}
+	// A key written as new that exists fails the batch, before any of it
+	// is applied.
+	var exists []byte
 	pending.Ascend(func(e entry) bool {
+		if e.fresh && s.tree.Has(e) {
+			exists = e.key
+			return false
+		}
+		return true
+	})
+	if exists != nil {
+		return fmt.Errorf("memory: key %q: %w", exists, storage.ErrExists)
+	}
+	pending.Ascend(func(e entry) bool {
+		e.fresh = false
 		if e.deleted {
 			s.tree.Delete(e)
 		} else {

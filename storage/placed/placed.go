@@ -208,6 +208,11 @@ type placeBatch struct {
 	floorRead bool
 }
 
+// Insert is the place's batch's (storage.Insert).
+func (b *placeBatch) Insert(key, value []byte) error {
+	return storage.Insert(b.SharedBatch, key, value)
+}
+
 func (b *placeBatch) readFloor(ctx context.Context) error {
 	if b.floorRead {
 		return nil
@@ -558,6 +563,16 @@ func (b *batch) Set(key, value []byte) error {
 		i = 0
 	}
 	return b.each(i, func(sb storage.Batch) error { return sb.Set(key, value) })
+}
+
+// Insert is Set of a key declared new (storage.Inserter), in the place
+// that holds it, which checks it if it can.
+func (b *batch) Insert(key, value []byte) error {
+	i := b.s.route().Key(key, value)
+	if i == Anywhere {
+		i = 0
+	}
+	return b.each(i, func(sb storage.Batch) error { return storage.Insert(sb, key, value) })
 }
 
 func (b *batch) Delete(key []byte) error {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
+	"strings"
 
 	"github.com/google/btree"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -17,6 +19,7 @@ type overlay struct {
 	pending *btree.BTreeG[entry] // nil once committed or closed
 	count   int
 	deletes int // pending deletions among pending's entries
+	inserts int // pending entries declared new (storage.Inserter)
 	// slab holds the copies of the keys and values written, one after
 	// another: a write of an item (its record and ~12 keys) copies into
 	// one or two allocations, not one per key. A full slab is left to the
@@ -46,16 +49,32 @@ func (o *overlay) hold(n int) []byte {
 	return o.slab[at : at+n : at+n]
 }
 
-func (o *overlay) set(key, value []byte) error {
+func (o *overlay) set(key, value []byte, insert bool) error {
 	if o.pending == nil {
 		return storage.ErrClosed
 	}
 	buf := o.hold(len(key) + len(value))
 	copy(buf, key)
 	copy(buf[len(key):], value)
-	old, replaced := o.pending.ReplaceOrInsert(entry{key: buf[:len(key):len(key)], value: buf[len(key):]})
-	if replaced && old.deleted {
-		o.deletes--
+	e := entry{key: buf[:len(key):len(key)], value: buf[len(key):], fresh: insert}
+	old, replaced := o.pending.ReplaceOrInsert(e)
+	if replaced {
+		if old.deleted {
+			o.deletes--
+		}
+		if old.fresh {
+			o.inserts--
+		}
+		// A key the batch wrote before is declared new only if that
+		// write declared it (storage.Inserter): an Insert after a Set
+		// or a Delete is a Set, a Set after an Insert keeps it.
+		if e.fresh != old.fresh {
+			e.fresh = old.fresh
+			o.pending.ReplaceOrInsert(e)
+		}
+	}
+	if e.fresh {
+		o.inserts++
 	}
 	o.count++
 	return nil
@@ -70,6 +89,9 @@ func (o *overlay) del(key []byte) error {
 	old, replaced := o.pending.ReplaceOrInsert(entry{key: k, deleted: true})
 	if !replaced || !old.deleted {
 		o.deletes++
+	}
+	if replaced && old.fresh {
+		o.inserts--
 	}
 	o.count++
 	return nil
@@ -157,58 +179,102 @@ func (o *overlay) writesIn(lower, upper []byte) []storage.Write {
 	return out
 }
 
-// The statements of tripWrites.
-var (
-	writeBothStatement = newStatement(`WITH d AS (DELETE FROM orrery_kv WHERE k = ANY($3::bytea[]))
-			INSERT INTO orrery_kv (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])
-			ON CONFLICT (k) DO UPDATE SET v = excluded.v`)
-	writeSetsStatement = newStatement(`INSERT INTO orrery_kv (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])
-			ON CONFLICT (k) DO UPDATE SET v = excluded.v`)
-	writeDeletesStatement = newStatement(`DELETE FROM orrery_kv WHERE k = ANY($1::bytea[])`)
+// The kinds of a batch's pending writes, each sent as one array (or two,
+// keys and values) of tripWrites' statement.
+const (
+	kindUpsert = iota // Set: INSERT … ON CONFLICT DO UPDATE
+	kindInsert        // Insert: a plain INSERT, which fails on a key that exists
+	kindDelete        // Delete
+	kinds
 )
 
+// writeStatements are tripWrites' statements, by the set of kinds a batch
+// has (bit 1<<kind): one statement for all of them, the others' in a
+// data-modifying WITH (each run to completion whatever the main statement
+// reads; they touch different keys). Parameters: the upserts' keys and
+// values, the inserts' keys and values, the deleted keys, those present.
+var writeStatements = func() (sts [1 << kinds]*statement) {
+	for mask := 1; mask < len(sts); mask++ {
+		var parts []string
+		n := 0
+		param := func() string { n++; return fmt.Sprintf("$%d::bytea[]", n) }
+		if mask&(1<<kindUpsert) != 0 {
+			k, v := param(), param()
+			parts = append(parts, `INSERT INTO orrery_kv (k, v) SELECT * FROM unnest(`+k+`, `+v+`)
+			ON CONFLICT (k) DO UPDATE SET v = excluded.v`)
+		}
+		if mask&(1<<kindInsert) != 0 {
+			k, v := param(), param()
+			parts = append(parts, `INSERT INTO orrery_kv (k, v) SELECT * FROM unnest(`+k+`, `+v+`)`)
+		}
+		if mask&(1<<kindDelete) != 0 {
+			parts = append(parts, `DELETE FROM orrery_kv WHERE k = ANY(`+param()+`)`)
+		}
+		// The main statement is the first; a delete rides in a WITH
+		// before it, as it always has, an upsert beside an insert too.
+		sql := parts[0]
+		if len(parts) > 1 {
+			var with []string
+			for i, p := range parts[1:] {
+				with = append(with, fmt.Sprintf("w%d AS (%s)", i, p))
+			}
+			sql = "WITH " + strings.Join(with, ", ") + "\n\t\t\t" + parts[0]
+		}
+		sts[mask] = newStatement(sql)
+	}
+	return sts
+}()
+
 // tripWrites adds the overlay's writes to t in one statement: an upsert
-// of every set key and a delete of every deleted key, each over arrays,
-// keys in order (so that concurrent transactions lock rows in the same
-// order); with both, the delete rides in the upsert's statement (a
-// data-modifying WITH, run to completion whatever the upsert reads; the
-// two touch different keys), one statement less to encode, bind and
-// answer. The arrays are encoded straight into the trip's message.
+// of every key set, a plain insert of every key declared new (Insert) and
+// a delete of every deleted key, each over arrays, keys in order (so that
+// concurrent transactions lock rows in the same order). A key declared new
+// that exists fails the statement (a unique violation), and with it the
+// transaction. The arrays are encoded straight into the trip's message.
 func (o *overlay) tripWrites(t *trip) {
-	sets := o.pending.Len() - o.deletes
+	var counts [kinds]int
+	counts[kindDelete] = o.deletes
+	counts[kindInsert] = o.inserts
+	counts[kindUpsert] = o.pending.Len() - o.deletes - o.inserts
+	mask, nparams := 0, 0
+	for kind, n := range counts {
+		if n > 0 {
+			mask |= 1 << kind
+			nparams += 2
+			if kind == kindDelete {
+				nparams--
+			}
+		}
+	}
+	if mask == 0 {
+		return
+	}
 	// Each column is appended by appendColumnParam, not through a
 	// closure made per column (three allocations per write).
-	switch {
-	case sets > 0 && o.deletes > 0:
-		t.queueEncoded(writeBothStatement, 3, nil, nil, func(buf []byte) (_ []byte, err error) {
-			if buf, err = appendColumnParam(buf, o, sets, false, false); err != nil {
+	t.queueEncoded(writeStatements[mask], nparams, nil, nil, func(buf []byte) (_ []byte, err error) {
+		for kind, n := range counts {
+			if n == 0 {
+				continue
+			}
+			if buf, err = appendColumnParam(buf, o, n, kind, false); err != nil {
 				return buf, err
 			}
-			if buf, err = appendColumnParam(buf, o, sets, false, true); err != nil {
-				return buf, err
+			if kind != kindDelete {
+				if buf, err = appendColumnParam(buf, o, n, kind, true); err != nil {
+					return buf, err
+				}
 			}
-			return appendColumnParam(buf, o, o.deletes, true, false)
-		})
-	case sets > 0:
-		t.queueEncoded(writeSetsStatement, 2, nil, nil, func(buf []byte) (_ []byte, err error) {
-			if buf, err = appendColumnParam(buf, o, sets, false, false); err != nil {
-				return buf, err
-			}
-			return appendColumnParam(buf, o, sets, false, true)
-		})
-	case o.deletes > 0:
-		t.queueEncoded(writeDeletesStatement, 1, nil, nil, func(buf []byte) ([]byte, error) {
-			return appendColumnParam(buf, o, o.deletes, true, false)
-		})
-	}
+		}
+		return buf, nil
+	})
 }
 
 // appendColumnParam appends appendColumn's array as a parameter, after
 // its length (see appendParam).
-func appendColumnParam(buf []byte, o *overlay, n int, deleted, values bool) ([]byte, error) {
+func appendColumnParam(buf []byte, o *overlay, n, kind int, values bool) ([]byte, error) {
 	at := len(buf)
 	buf = append(buf, 0, 0, 0, 0)
-	buf, err := appendColumn(buf, o, n, deleted, values)
+	buf, err := appendColumn(buf, o, n, kind, values)
 	if err != nil {
 		return buf, err
 	}
@@ -219,10 +285,21 @@ func appendColumnParam(buf []byte, o *overlay, n int, deleted, values bool) ([]b
 	return buf, nil
 }
 
+// kindOf is e's kind of write.
+func kindOf(e entry) int {
+	switch {
+	case e.deleted:
+		return kindDelete
+	case e.fresh:
+		return kindInsert
+	}
+	return kindUpsert
+}
+
 // appendColumn appends to buf, in the binary format of a bytea[], the
 // keys (or, with values, the values) of the overlay's n pending entries
-// whose deleted is deleted, in key order.
-func appendColumn(buf []byte, o *overlay, n int, deleted, values bool) ([]byte, error) {
+// of kind, in key order.
+func appendColumn(buf []byte, o *overlay, n, kind int, values bool) ([]byte, error) {
 	if n > math.MaxInt32 {
 		return nil, errArrayTooLong
 	}
@@ -233,7 +310,7 @@ func appendColumn(buf []byte, o *overlay, n int, deleted, values bool) ([]byte, 
 	buf = binary.BigEndian.AppendUint32(buf, 1) // lower bound
 	var err error
 	o.pending.Ascend(func(e entry) bool {
-		if e.deleted != deleted {
+		if kindOf(e) != kind {
 			return true
 		}
 		v := e.key
@@ -259,9 +336,10 @@ type batch struct {
 	closed bool
 }
 
-func (b *batch) Set(key, value []byte) error { return b.set(key, value) }
-func (b *batch) Delete(key []byte) error     { return b.del(key) }
-func (b *batch) Count() int                  { return b.count }
+func (b *batch) Set(key, value []byte) error    { return b.set(key, value, false) }
+func (b *batch) Insert(key, value []byte) error { return b.set(key, value, true) }
+func (b *batch) Delete(key []byte) error        { return b.del(key) }
+func (b *batch) Count() int                     { return b.count }
 
 // Get returns the batch's own write of key, else the store's latest value.
 func (b *batch) Get(ctx context.Context, key []byte) ([]byte, error) {

@@ -82,8 +82,8 @@ type connState struct {
 // take a Sync, which would end the transaction). fixed is their set.
 var (
 	fixedStatements = []*statement{beginStatement, rollbackStatement, commitStatement, sequenceStatement, watermarkStatement,
-		getManyStatement, getStatement, writeBothStatement, writeSetsStatement, writeDeletesStatement,
-		lockSXSeqStatement, lockXStatement, lockSStatement}
+		getManyStatement, getStatement, writeStatements[1], writeStatements[2], writeStatements[3], writeStatements[4],
+		writeStatements[5], writeStatements[6], writeStatements[7], lockSXSeqStatement, lockXStatement, lockSStatement}
 	fixed = func() map[*statement]bool {
 		m := map[*statement]bool{}
 		for _, st := range fixedStatements {
@@ -470,9 +470,10 @@ func (b *sharedBatch) NewIterator(ctx context.Context, lower, upper []byte, reve
 	return storage.NewOverlayIterator(base, b.writesIn(lower, upper), lower, upper, reverse), nil
 }
 
-func (b *sharedBatch) Set(key, value []byte) error { return b.set(key, value) }
-func (b *sharedBatch) Delete(key []byte) error     { return b.del(key) }
-func (b *sharedBatch) Count() int                  { return b.count }
+func (b *sharedBatch) Set(key, value []byte) error    { return b.set(key, value, false) }
+func (b *sharedBatch) Insert(key, value []byte) error { return b.set(key, value, true) }
+func (b *sharedBatch) Delete(key []byte) error        { return b.del(key) }
+func (b *sharedBatch) Count() int                     { return b.count }
 
 // Commit sends the writes and the COMMIT in one round trip and returns the
 // connection to the pool. A cancel of ctx after the COMMIT was sent leaves

@@ -478,7 +478,19 @@ func (s *Store) wrap(err error) error {
 	if unreachable(err) {
 		return fmt.Errorf("postgres: %w: %w", storage.ErrUnavailable, err)
 	}
+	if exists(err) {
+		return fmt.Errorf("postgres: %w: %w", storage.ErrExists, err)
+	}
 	return fmt.Errorf("postgres: %w", err)
+}
+
+// exists reports whether err is a key written as new (Insert) that the
+// table held: its plain INSERT's unique violation, which failed the
+// transaction (every other write of a key is an upsert, which does not
+// fail so).
+func exists(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.TableName == "orrery_kv"
 }
 
 // unreachable reports whether err means the server could not be reached or
@@ -796,6 +808,8 @@ func (s *Store) interrupt() {
 type entry struct {
 	key, value []byte
 	deleted    bool
+	// fresh marks a key written as new (storage.Inserter).
+	fresh bool
 }
 
 func lessEntry(a, b entry) bool { return bytes.Compare(a.key, b.key) < 0 }

@@ -39,6 +39,7 @@ func RunShared(t *testing.T, open SharedOpener) {
 		{"CommitWatermarkPassesTheCommittedBatch", testCommitWatermark},
 		{"CancelledContextTakesNoLock", testCancelledShared},
 		{"LeadIsExclusiveAndLostWithTheConnection", testLead},
+		{"SharedBatchInsertingAKeyAnotherHandleWroteFailsWhole", testSharedInsertExisting},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -640,4 +641,40 @@ func testCancelledShared(t *testing.T, a, b storage.Shared, _ func(storage.Share
 	if err := other.Lock(lctx, []byte("y"), true); err != nil {
 		t.Fatalf("lock y on the other handle after a cancelled Begin: %v", err)
 	}
+}
+
+// testSharedInsertExisting: a shared batch that inserts as new a key that
+// another handle wrote after the batch began fails its commit with
+// ErrExists, applies none of its writes and lets its locks go; on a store
+// whose batches do not check (storage.Inserter), there is nothing to hold.
+func testSharedInsertExisting(t *testing.T, a, b storage.Shared, _ func(storage.Shared)) {
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	x := newShared(t, a)
+	defer x.Close()
+	if _, checks := x.(storage.Inserter); !checks {
+		return
+	}
+	if _, err := x.Begin(ctx, []storage.LockRequest{{Key: []byte("lock"), Exclusive: true}}, [][]byte{[]byte("k")}, true); err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	commit(t, b, "k", "theirs")
+	if err := x.Set([]byte("mine"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := storage.Insert(x, []byte("k"), []byte("ours")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.CommitWatermark(ctx); !errors.Is(err, storage.ErrExists) {
+		t.Fatalf("CommitWatermark of a key inserted as new that another handle wrote: %v, want ErrExists", err)
+	}
+	if got := get(t, a, "k"); got != "theirs" {
+		t.Fatalf("k = %q after the failed commit, want the other handle's value", got)
+	}
+	if got := get(t, b, "mine"); got != deleteMark {
+		t.Fatalf("the failed batch's other write was applied: mine = %q", got)
+	}
+	y := newShared(t, b)
+	defer y.Close()
+	lock(t, y, "lock", true) // the failed batch's lock is free
 }

@@ -41,6 +41,7 @@ func Run(t *testing.T, open Opener) {
 		{"ClosedStore", testClosedStore},
 		{"PipelinedCommit", testPipelinedCommit},
 		{"CancelledContextReadsAndWritesNothing", testCancelledContext},
+		{"KeyInsertedAsNewThatExistsFailsTheWholeBatch", testInsertExisting},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open) })
@@ -916,5 +917,73 @@ func testCancelledContext(t *testing.T, open Opener) {
 
 	if got, want := scan(t, s, nil, nil, false), []string{"a=1"}; !slices.Equal(got, want) {
 		t.Errorf("store after commits with a cancelled context = %q, want %q", got, want)
+	}
+}
+
+// testInsertExisting holds storage.Insert to its meaning: a key written as
+// new commits like Set when it is absent; on a store whose batches check
+// it (storage.Inserter), one that exists fails the commit with ErrExists
+// and none of the batch is applied, the key keeping its value; a key the
+// batch wrote before is not declared new (Insert is Set), a Set after
+// Insert keeps the declaration and a Delete drops it.
+func testInsertExisting(t *testing.T, open Opener) {
+	ctx := t.Context()
+	s := openStore(t, open)
+	commit(t, s, "a", "1", "g", "7")
+	b := s.NewBatch()
+	defer b.Close()
+	insert := func(b storage.Batch, key, value string) {
+		t.Helper()
+		if err := storage.Insert(b, []byte(key), []byte(value)); err != nil {
+			t.Fatalf("Insert(%q): %v", key, err)
+		}
+	}
+	// Absent keys: committed, read back, a Set after Insert kept.
+	insert(b, "d", "4")
+	write(t, b, "d", "5")
+	insert(b, "e", "6")
+	if got := get(t, b, "d"); got != "5" {
+		t.Fatalf("the batch reads its inserted key d as %q, want 5", got)
+	}
+	if err := b.Commit(ctx); err != nil {
+		t.Fatalf("Commit of keys inserted as new, absent: %v", err)
+	}
+	if d, e := get(t, s, "d"), get(t, s, "e"); d != "5" || e != "6" {
+		t.Fatalf("after the commit d=%q e=%q, want 5 and 6", d, e)
+	}
+	// A key the batch wrote first (Set or Delete) is written as by Set.
+	b = s.NewBatch()
+	defer b.Close()
+	write(t, b, "d", "8")
+	insert(b, "d", "9")
+	write(t, b, "a", deleteMark)
+	insert(b, "a", "2")
+	insert(b, "g", "8") // declared, then the declaration dropped
+	write(t, b, "g", deleteMark)
+	if err := b.Commit(ctx); err != nil {
+		t.Fatalf("Commit of Insert after the batch's own write: %v", err)
+	}
+	if a, d, g := get(t, s, "a"), get(t, s, "d"), get(t, s, "g"); a != "2" || d != "9" || g != deleteMark {
+		t.Fatalf("after Insert of keys the batch wrote before: a=%q d=%q g=%q, want 2, 9, deleted", a, d, g)
+	}
+	if _, checks := s.NewBatch().(storage.Inserter); !checks {
+		return // a store that does not check: Insert is Set
+	}
+	// An existing key declared new: nothing of the batch applied.
+	b = s.NewBatch()
+	defer b.Close()
+	write(t, b, "b", "2", "e", deleteMark)
+	insert(b, "a", "x")
+	insert(b, "c", "3")
+	insert(b, "d", "y")
+	write(t, b, "d", "z") // still declared new
+	err := b.Commit(ctx)
+	if !errors.Is(err, storage.ErrExists) {
+		t.Fatalf("Commit of keys inserted as new, two existing: %v, want ErrExists", err)
+	}
+	for key, want := range map[string]string{"a": "2", "b": deleteMark, "c": deleteMark, "d": "9", "e": "6"} {
+		if got := get(t, s, key); got != want {
+			t.Errorf("after the failed commit %s=%q, want %q: a part of the batch was applied", key, got, want)
+		}
 	}
 }
