@@ -65,6 +65,11 @@ const benchItems = 1000
 //     cmd/server), in memory as cosmium-memory and on Badger as
 //     cosmium-badger.
 //
+// The servers are measured one after another, in that order, or in the
+// reverse order with ORRERY_BENCH_ORDER=reverse: a machine that drifts
+// over a run favours one end of the list, so a table comparing them is a
+// run in each order.
+//
 // With ORRERY_BENCH_PROFILE set to a directory, the binary under test
 // serves --pprof and each kind's measurement writes there the server's CPU
 // profile over its first ORRERY_BENCH_PROFILE_SECONDS (default 5; give a
@@ -106,6 +111,12 @@ func BenchmarkServer(b *testing.B) {
 		targets = append(targets,
 			target{"cosmium-memory", func(b *testing.B) *benchProc { return startCosmium(b, cosmium, false) }},
 			target{"cosmium-badger", func(b *testing.B) *benchProc { return startCosmium(b, cosmium, true) }})
+	}
+	if os.Getenv("ORRERY_BENCH_ORDER") == "reverse" {
+		// A run's servers are measured one after another, so a machine
+		// that drifts over the run favours one end of the list: a table
+		// is a run in each order (the README's commands).
+		slices.Reverse(targets)
 	}
 	for _, tg := range targets {
 		b.Run(tg.name, func(b *testing.B) {
