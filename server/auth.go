@@ -88,6 +88,18 @@ func (s *signer) signs(sig, payload []byte) bool {
 	return ok
 }
 
+// signsPrefixed reports whether sig is the signature of prefix followed by
+// payload, written into the reused state's buffer.
+func (s *signer) signsPrefixed(sig []byte, prefix string, payload []byte) bool {
+	m := s.get()
+	m.payload = append(append(m.payload[:0], prefix...), payload...)
+	m.h.Write(m.payload)
+	m.sum = m.h.Sum(m.sum[:0])
+	ok := hmac.Equal(sig, m.sum)
+	s.put(m)
+	return ok
+}
+
 func newKeyRing(k Keys) (*keyRing, error) {
 	m, err := base64.StdEncoding.DecodeString(k.Master)
 	if err != nil || len(m) == 0 {
@@ -230,7 +242,7 @@ func (k *keyRing) authenticate(r *http.Request, segs []string, now time.Time) (c
 	switch string(typ) {
 	case "master":
 	case "resource":
-		tok, terr := k.verifyResourceToken(string(sig), now)
+		tok, terr := k.verifyResourceToken(sig, now)
 		return credential{tok: tok}, terr
 	case "aad":
 		if len(sig) == 0 {
