@@ -258,20 +258,21 @@ func (k *keyRing) authenticate(r *http.Request, segs []string, now time.Time) (c
 
 // appendPathUnescape appends s to b decoded as url.PathUnescape decodes it
 // (each %XX a byte, '+' kept); ok is false where PathUnescape fails: a '%'
-// not followed by two hexadecimal digits.
+// not followed by two hexadecimal digits. The runs between escapes are
+// found with IndexByte and appended whole: a signature holds a few.
 func appendPathUnescape(b []byte, s string) ([]byte, bool) {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '%' {
-			if i+2 >= len(s) || !ishex(s[i+1]) || !ishex(s[i+2]) {
-				return b, false
-			}
-			c = unhex(s[i+1])<<4 | unhex(s[i+2])
-			i += 2
+	for {
+		i := strings.IndexByte(s, '%')
+		if i < 0 {
+			return append(b, s...), true
 		}
-		b = append(b, c)
+		b = append(b, s[:i]...)
+		if i+2 >= len(s) || !ishex(s[i+1]) || !ishex(s[i+2]) {
+			return b, false
+		}
+		b = append(b, unhex(s[i+1])<<4|unhex(s[i+2]))
+		s = s[i+3:]
 	}
-	return b, true
 }
 
 func ishex(c byte) bool {
