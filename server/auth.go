@@ -360,13 +360,17 @@ func (k *keyRing) verifyMasterSignature(r *http.Request, segs []string, sig []by
 	}
 	// Each payload is built in the master key's hash state's buffer and
 	// checked against both keys.
-	m := k.master.get()
+	m := k.master.get() // reset
 	defer k.master.put(m)
+	fresh := true
 	for _, rt := range rtypes[:nrtypes] {
 		for _, link := range links[:nlinks] {
 			for _, d := range dates[:ndates] {
 				m.payload = appendSigningPayload(m.payload[:0], r.Method, rt, link, xmsDate, d)
-				m.h.Reset()
+				if !fresh {
+					m.h.Reset()
+				}
+				fresh = false
 				m.h.Write(m.payload)
 				m.sum = m.h.Sum(m.sum[:0])
 				if hmac.Equal(got, m.sum) {
