@@ -360,19 +360,25 @@ func (e *Engine) PermissionByRID(ctx context.Context, rid string) (*Permission, 
 	if err != nil {
 		return nil, err
 	}
-	props, raw, rerr := e.lookupUserPermission(ctx, d, rids.Encode(b[:8]), rid)
+	props, raw, rerr := e.lookupUserPermission(ctx, d, b[:8], b, rid)
 	if rerr != nil {
 		return nil, rerr
 	}
 	return permissionOf(props, raw)
 }
 
-func (cat *catalog) lookupUserPermission(ctx context.Context, d *Database, userRID, rid string) (map[string]any, []byte, error) {
-	u, _, err := cat.usersOf(d).read(ctx, cat.store, userRID)
-	if err != nil {
-		return nil, nil, err
+// lookupUserPermission reads the permission of RID permRID (rid, encoded)
+// of the user of RID userRID, each by its RID: the user's record is read to
+// know it exists (deleting a user deletes its permissions in the same
+// batch), not decoded; its permissions are under its RID.
+func (cat *catalog) lookupUserPermission(ctx context.Context, d *Database, userRID, permRID []byte, rid string) (map[string]any, []byte, error) {
+	users := childSet{kind: "user", prefix: keys.UserPrefix(d.rid), ridIndex: true}
+	if _, err := users.readByRID(ctx, cat.store, userRID); err != nil {
+		return storedProps(nil, err, users.kind, rids.Encode(userRID))
 	}
-	return permissionsOf(d, u).read(ctx, cat.store, rid)
+	perms := childSet{kind: "permission", prefix: keys.PermissionPrefix(userRID), ridIndex: true}
+	raw, err := perms.readByRID(ctx, cat.store, permRID)
+	return storedProps(raw, err, perms.kind, rid)
 }
 
 // ResolveLink maps the database and container names of a resource path

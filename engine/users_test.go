@@ -127,3 +127,50 @@ func TestPermissionsFoundByRIDUntilDeleted(t *testing.T) {
 		})
 	}
 }
+
+// TestAPermissionIsFoundByRIDThroughRenamesOfItAndItsUser: a permission is
+// found by its RID (as a resource token names it) after its user and
+// itself are renamed, with the grant of its last replace; not once its
+// user, renamed, is deleted; and a user whose id is another user's RID
+// does not stand in for that user.
+func TestAPermissionIsFoundByRIDThroughRenamesOfItAndItsUser(t *testing.T) {
+	ctx := t.Context()
+	e := newMemEngine(t)
+	if _, err := e.CreateDatabase(ctx, []byte(`{"id":"pdb"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	user, err := e.CreateUser(ctx, "pdb", []byte(`{"id":"u"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.CreatePermission(ctx, "pdb", "u", []byte(`{"id":"p","permissionMode":"Read","resource":"dbs/pdb"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A user named by the first one's RID, with a permission of that id.
+	if _, err := e.CreateUser(ctx, "pdb", []byte(`{"id":"`+user.RID+`"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreatePermission(ctx, "pdb", user.RID, []byte(`{"id":"`+p.RID+`","permissionMode":"All","resource":"dbs/pdb/colls/x"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.PermissionByRID(ctx, p.RID); err != nil || got.ID != "p" || got.Mode != PermissionRead || got.Link != "dbs/pdb" {
+		t.Fatalf("PermissionByRID: %+v, %v; want the permission p, Read on dbs/pdb", got, err)
+	}
+	if _, err := e.ReplaceUser(ctx, "pdb", "u", []byte(`{"id":"u2"}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ReplacePermission(ctx, "pdb", "u2", "p", []byte(`{"id":"p2","permissionMode":"All","resource":"dbs/pdb"}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.PermissionByRID(ctx, p.RID)
+	if err != nil || got.ID != "p2" || got.RID != p.RID || got.Mode != PermissionAll {
+		t.Fatalf("PermissionByRID after the renames: %+v, %v; want p2, All, RID %s", got, err, p.RID)
+	}
+	if err := e.DeleteUser(ctx, "pdb", "u2", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.PermissionByRID(ctx, p.RID); statusOf(err) != 404 {
+		t.Fatalf("PermissionByRID after its renamed user was deleted: %v, want 404", err)
+	}
+}

@@ -195,9 +195,7 @@ func textNeedsQuoting(s string) bool {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			// What a JSON string escapes, but the backslash, and space
-			// and '='.
-			if c < 0x20 || c == '"' || c == ' ' || c == '=' {
+			if !textPlain[c] {
 				return true
 			}
 			i++
@@ -211,3 +209,12 @@ func textNeedsQuoting(s string) bool {
 	}
 	return false
 }
+
+// textPlain holds the ASCII bytes a string value may hold unquoted: all but
+// what a JSON string escapes (the backslash excepted), space and '='.
+var textPlain = func() (t [utf8.RuneSelf]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c != '"' && c != ' ' && c != '='
+	}
+	return t
+}()

@@ -22,6 +22,9 @@ func TestAccessLogLineIsWhatTheTextHandlerWrites(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	pieces := []string{"", "a", "dbs/db/colls/c/docs/r1", " ", "=", `"`, `\`, "\t", "\n", "\x00", "\x7f", "é", "日本", "\u00a0", "\u2028",
 		"\u200b", "\xff", "\xe2\x82", "🙂", "%2F", "?", "&", "docs.read", "0", "1001", "ü"}
+	for c := range 128 { // every ASCII byte, alone and within a run
+		pieces = append(pieces, string(rune(c)), "79fd0bda-b0c0-484e"+string(rune(c))+"-765d-0c0e095080a2")
+	}
 	str := func() string {
 		var b strings.Builder
 		for range r.IntN(4) {

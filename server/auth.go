@@ -88,6 +88,18 @@ func (s *signer) signs(sig, payload []byte) bool {
 	return ok
 }
 
+// signsPrefixed reports whether sig is the signature of prefix followed by
+// payload, written into the reused state's buffer.
+func (s *signer) signsPrefixed(sig []byte, prefix string, payload []byte) bool {
+	m := s.get()
+	m.payload = append(append(m.payload[:0], prefix...), payload...)
+	m.h.Write(m.payload)
+	m.sum = m.h.Sum(m.sum[:0])
+	ok := hmac.Equal(sig, m.sum)
+	s.put(m)
+	return ok
+}
+
 func newKeyRing(k Keys) (*keyRing, error) {
 	m, err := base64.StdEncoding.DecodeString(k.Master)
 	if err != nil || len(m) == 0 {
@@ -230,7 +242,7 @@ func (k *keyRing) authenticate(r *http.Request, segs []string, now time.Time) (c
 	switch string(typ) {
 	case "master":
 	case "resource":
-		tok, terr := k.verifyResourceToken(string(sig), now)
+		tok, terr := k.verifyResourceToken(sig, now)
 		return credential{tok: tok}, terr
 	case "aad":
 		if len(sig) == 0 {
@@ -246,20 +258,21 @@ func (k *keyRing) authenticate(r *http.Request, segs []string, now time.Time) (c
 
 // appendPathUnescape appends s to b decoded as url.PathUnescape decodes it
 // (each %XX a byte, '+' kept); ok is false where PathUnescape fails: a '%'
-// not followed by two hexadecimal digits.
+// not followed by two hexadecimal digits. The runs between escapes are
+// found with IndexByte and appended whole: a signature holds a few.
 func appendPathUnescape(b []byte, s string) ([]byte, bool) {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '%' {
-			if i+2 >= len(s) || !ishex(s[i+1]) || !ishex(s[i+2]) {
-				return b, false
-			}
-			c = unhex(s[i+1])<<4 | unhex(s[i+2])
-			i += 2
+	for {
+		i := strings.IndexByte(s, '%')
+		if i < 0 {
+			return append(b, s...), true
 		}
-		b = append(b, c)
+		b = append(b, s[:i]...)
+		if i+2 >= len(s) || !ishex(s[i+1]) || !ishex(s[i+2]) {
+			return b, false
+		}
+		b = append(b, unhex(s[i+1])<<4|unhex(s[i+2]))
+		s = s[i+3:]
 	}
-	return b, true
 }
 
 func ishex(c byte) bool {
@@ -347,13 +360,17 @@ func (k *keyRing) verifyMasterSignature(r *http.Request, segs []string, sig []by
 	}
 	// Each payload is built in the master key's hash state's buffer and
 	// checked against both keys.
-	m := k.master.get()
+	m := k.master.get() // reset
 	defer k.master.put(m)
+	fresh := true
 	for _, rt := range rtypes[:nrtypes] {
 		for _, link := range links[:nlinks] {
 			for _, d := range dates[:ndates] {
 				m.payload = appendSigningPayload(m.payload[:0], r.Method, rt, link, xmsDate, d)
-				m.h.Reset()
+				if !fresh {
+					m.h.Reset()
+				}
+				fresh = false
 				m.h.Write(m.payload)
 				m.sum = m.h.Sum(m.sum[:0])
 				if hmac.Equal(got, m.sum) {

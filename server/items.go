@@ -159,7 +159,7 @@ func (s *Server) writeItem(r *request, res *engine.ItemResult) error {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.preferMinimal() {
 		body = nil
 	}
-	r.writeJSON(res.Status, body, res.ETag, res.Charge)
+	r.writeJSONCharged(res.Status, body, res.ETag, res.Charge, itemChargeText(res.Charge))
 	return nil
 }
 

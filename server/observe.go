@@ -203,7 +203,7 @@ func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		op = operationOf(r)
 	}
-	charge, _ := strconv.ParseFloat(header(h, "X-Ms-Request-Charge"), 64)
+	charge := rec.chargeOf(h)
 	if span != nil && span.IsRecording() {
 		span.SetName(op)
 		span.SetAttributes(
@@ -261,6 +261,18 @@ func (o *observer) logRequest(ctx context.Context, t time.Time, line *accessLine
 	var attrs [9]slog.Attr
 	rec.AddAttrs(line.appendAttrs(attrs[:0])...)
 	_ = o.log.Handler().Handle(ctx, rec)
+}
+
+// chargeOf is the request charge the answer's header h says: the one
+// writeJSON formatted into it, unless something set the header since,
+// which is then parsed (ParseFloat of formatCharge's text is the charge).
+func (r *statusRecorder) chargeOf(h http.Header) float64 {
+	v := header(h, "X-Ms-Request-Charge")
+	if v != "" && v == r.req.hdr[hdrCharge] {
+		return r.req.charge
+	}
+	c, _ := strconv.ParseFloat(v, 64)
+	return c
 }
 
 // Flush lets streamed responses through the recorder.

@@ -2,10 +2,14 @@ package server
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -307,4 +311,106 @@ func TestObservedRequestsCheckTheirDateByTheServersClock(t *testing.T) {
 			t.Errorf("%s: status %d, want %d", tc.name, got, tc.want)
 		}
 	}
+}
+
+// TestEachRequestIsChargedInMetricsAndLogAsItsHeaderSays: the charge an
+// answer's x-ms-request-charge header carries (item writes and reads of
+// sizes the engine charges differently, patches, queries, 404s and 409s)
+// is, parsed, the charge its access log line writes and what it adds to
+// orrery_request_charge_total: the observer takes the charge writeJSON
+// formatted without parsing the header back, and item charges' texts come
+// from a cache.
+func TestEachRequestIsChargedInMetricsAndLogAsItsHeaderSays(t *testing.T) {
+	c, reg, logs := newObservedServer(t)
+	c.must("POST", "/dbs", `{"id":"db"}`, nil, 201)
+	c.must("POST", "/dbs/db/colls", `{"id":"c","partitionKey":{"paths":["/pk"]}}`, nil, 201)
+	var answers []response
+	sum := map[string]float64{}
+	note := func(op string, r response) {
+		answers = append(answers, r)
+		v, err := strconv.ParseFloat(r.header.Get("X-Ms-Request-Charge"), 64)
+		if err != nil {
+			t.Fatalf("%s: charge %q: %v", op, r.header.Get("X-Ms-Request-Charge"), err)
+		}
+		sum[op] += v
+	}
+	for i := range 12 {
+		body := fmt.Sprintf(`{"id":"i%d","pk":"a","pad":%q,"n":0}`, i%4, strings.Repeat("x", i*700))
+		note("docs.upsert", c.must("POST", "/dbs/db/colls/c/docs", body, map[string]string{"x-ms-documentdb-partitionkey": `["a"]`, "x-ms-documentdb-is-upsert": "true"}, map[bool]int{true: 201, false: 200}[i < 4]))
+		note("docs.read", c.must("GET", fmt.Sprintf("/dbs/db/colls/c/docs/i%d", i%4), "", pk(`["a"]`), 200))
+		note("docs.replace", c.must("PUT", fmt.Sprintf("/dbs/db/colls/c/docs/i%d", i%4), body, pk(`["a"]`), 200))
+		note("docs.patch", c.must("PATCH", fmt.Sprintf("/dbs/db/colls/c/docs/i%d", i%4), `{"operations":[{"op":"incr","path":"/n","value":1}]}`, pk(`["a"]`), 200))
+		note("docs.query", c.must("POST", "/dbs/db/colls/c/docs", `{"query":"SELECT * FROM c WHERE c.n > 0"}`,
+			map[string]string{"x-ms-documentdb-partitionkey": `["a"]`, "content-type": "application/query+json", "x-ms-documentdb-isquery": "true"}, 200))
+		note("docs.read", c.must("GET", "/dbs/db/colls/c/docs/none", "", pk(`["a"]`), 404))
+		note("docs.create", c.must("POST", "/dbs/db/colls/c/docs", body, pk(`["a"]`), 409))
+	}
+	lines := strings.Split(logs.String(), "\n")
+	for _, r := range answers {
+		activity := r.header.Get("X-Ms-Activity-Id")
+		v, _ := strconv.ParseFloat(r.header.Get("X-Ms-Request-Charge"), 64)
+		want := "charge=" + strconv.FormatFloat(v, 'g', -1, 64) + " "
+		found := false
+		for _, l := range lines {
+			if strings.Contains(l, "activity="+activity) {
+				found = true
+				if !strings.Contains(l, want) {
+					t.Errorf("the line of the answer charged %q does not say %s:\n%s", r.header.Get("X-Ms-Request-Charge"), want, l)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no access log line for activity %s", activity)
+		}
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "orrery_request_charge_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "operation" {
+					got[l.GetValue()] = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	for op, want := range sum {
+		if math.Abs(got[op]-want) > 1e-9*want {
+			t.Errorf("orrery_request_charge_total{operation=%q} = %v, the answers' headers add to %v", op, got[op], want)
+		}
+	}
+}
+
+// TestAnItemChargesTextIsFormatCharges: itemChargeText gives formatCharge's
+// text for every charge, the first time and from its cache, whatever
+// charges share a slot, and from goroutines at once.
+func TestAnItemChargesTextIsFormatCharges(t *testing.T) {
+	charges := []float64{0, 1, 1.1, 5.71, 6.09, 6.47, 2.38, 0.1 + 0.2, 1e21, 1e-7, 123456789.125, math.Inf(1), math.Inf(-1), math.Copysign(0, -1), -0.5, math.MaxFloat64, math.SmallestNonzeroFloat64}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 3000 {
+		charges = append(charges, 5.71+float64(r.IntN(200))*0.38, 1+float64(r.IntN(200))*0.1, r.Float64()*100, math.Float64frombits(r.Uint64()))
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := range 3 {
+				for i := range charges {
+					c := charges[(i*(g+1)+round)%len(charges)]
+					if got, want := itemChargeText(c), formatCharge(c); got != want {
+						t.Errorf("itemChargeText(%v) = %q, want %q", c, got, want)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"crypto/hmac"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"net/url"
 	"strings"
@@ -193,7 +195,7 @@ func TestResourceTokenVerification(t *testing.T) {
 		{"not base64", "!!!!", now, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tok, err := ring.verifyResourceToken(tc.sig, tc.at)
+			tok, err := ring.verifyResourceToken([]byte(tc.sig), tc.at)
 			if tc.ok != (err == nil) {
 				t.Fatalf("verify: %v, want ok=%v", err, tc.ok)
 			}
@@ -252,5 +254,57 @@ func TestUsersFeedBesideAUniqueKeyPolicy(t *testing.T) {
 	c.must("POST", "/dbs/db/users", `{"id":"alice"}`, nil, 201)
 	if list := c.must("GET", "/dbs/db/users", "", nil, 200); !strings.Contains(string(list.body), `"_count":1`) {
 		t.Fatalf("users feed: %s", list.body)
+	}
+}
+
+// TestAResourceTokenIsCheckedAsDecodeStringAndSignRead: a token checked on
+// the stack (decoded into a buffer, its MAC in the key's reused hash state,
+// its permission's RID encoded in place) gives what decoding it with
+// DecodeString, signing a fresh copy of its payload and encoding the RID
+// with EncodeToString and ReplaceAll gave: the same RID, the same refusal,
+// for tokens with line breaks (which the decoder skips), RIDs holding '/',
+// longer, shorter and altered ones.
+func TestAResourceTokenIsCheckedAsDecodeStringAndSignRead(t *testing.T) {
+	ring, err := newKeyRing(Keys{Master: EmulatorKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	// reference is the check as it was written with allocating calls.
+	reference := func(sig string) (string, bool) {
+		b, err := base64.RawURLEncoding.DecodeString(sig)
+		if err != nil || len(b) != tokenLen {
+			return "", false
+		}
+		payload, mac := b[:tokenPayloadLen], b[tokenPayloadLen:]
+		if !hmac.Equal(mac, ring.master.sign(resourceTokenDomain+string(payload))) {
+			return "", false
+		}
+		if !now.Before(time.Unix(int64(binary.BigEndian.Uint64(payload[permissionRIDLen:])), 0)) {
+			return "", false
+		}
+		return strings.ReplaceAll(base64.StdEncoding.EncodeToString(payload[:permissionRIDLen]), "/", "-"), true
+	}
+	var sigs []string
+	for _, rid := range []string{"AAAAAQAAAAIAAAAAAAAAAw==", "-----A--AAAAAAAAAAAA-w==", "ab-dAQ-0AAIA-AAAA+AAAw=="} {
+		for _, expiry := range []time.Time{now.Add(time.Hour), now, now.Add(-time.Second)} {
+			tok, err := ring.mintResourceToken(rid, expiry)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sig := strings.TrimPrefix(tok, resourceTokenPrefix)
+			sigs = append(sigs, sig, sig[:len(sig)-1], sig+"A", sig+"AA", "\r\n"+sig, sig[:10]+"\n"+sig[10:]+"\r\n",
+				strings.Repeat("\n", 40)+sig, sig[:30]+"!"+sig[31:], sig[:len(sig)-2]+"AB", sig+"=", "")
+		}
+	}
+	for _, sig := range sigs {
+		wantRID, wantOK := reference(sig)
+		tok, aerr := ring.verifyResourceToken([]byte(sig), now)
+		if wantOK != (aerr == nil) {
+			t.Fatalf("token %q: verified %v (%v), want %v", sig, aerr == nil, aerr, wantOK)
+		}
+		if wantOK && tok.permissionRID != wantRID {
+			t.Fatalf("token %q: permission RID %q, want %q", sig, tok.permissionRID, wantRID)
+		}
 	}
 }

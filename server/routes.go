@@ -28,10 +28,16 @@ const bufferedBodyBytes = 2048
 
 // writeJSON writes a successful JSON response.
 func (r *request) writeJSON(status int, body []byte, etag string, charge float64) {
+	r.writeJSONCharged(status, body, etag, charge, formatCharge(charge))
+}
+
+// writeJSONCharged is writeJSON with the charge's text, formatCharge(charge).
+func (r *request) writeJSONCharged(status int, body []byte, etag string, charge float64, chargeText string) {
 	if etag != "" {
 		r.setHeader("Etag", hdrETag, etag)
 	}
-	r.setHeader("X-Ms-Request-Charge", hdrCharge, formatCharge(charge))
+	r.setHeader("X-Ms-Request-Charge", hdrCharge, chargeText)
+	r.charge = charge
 	if body == nil {
 		r.w.WriteHeader(status)
 		return

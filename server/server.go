@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -111,6 +112,10 @@ type request struct {
 	// allocation of their own: each is set as a one-element slice of it,
 	// capped so that an append to one cannot overwrite the next.
 	hdr [hdrCount]string
+	// charge is the request charge whose text writeJSON set in
+	// hdr[hdrCharge]: the observer takes it from here instead of parsing
+	// the header back.
+	charge float64
 	// item is the engine request of an item's read, replace, patch or
 	// delete (Server.item), in the request's allocation.
 	item engine.ItemRequest
@@ -498,3 +503,28 @@ func newActivityID() string {
 }
 
 func formatCharge(c float64) string { return strconv.FormatFloat(c, 'f', -1, 64) }
+
+// chargeText is a request charge and formatCharge's text of it.
+type chargeText struct {
+	bits uint64 // math.Float64bits of the charge
+	text string
+}
+
+// itemChargeTexts keep the texts of the charges item operations answer
+// with: a few values (the engine charges a write and a read by the
+// kilobyte), formatted once each instead of on every request. A slot
+// holds the last charge that fell in it.
+var itemChargeTexts [64]atomic.Pointer[chargeText]
+
+// itemChargeText is formatCharge(c), from itemChargeTexts when c was
+// formatted before.
+func itemChargeText(c float64) string {
+	bits := math.Float64bits(c)
+	slot := &itemChargeTexts[(bits*0x9e3779b97f4a7c15)>>58]
+	if t := slot.Load(); t != nil && t.bits == bits {
+		return t.text
+	}
+	t := &chargeText{bits: bits, text: formatCharge(c)}
+	slot.Store(t)
+	return t.text
+}
