@@ -42,58 +42,90 @@ func ParseInto(dst Object, b []byte, n int) (Object, error) {
 		return nil, ErrNotObject
 	}
 	i++
-	var obj Object
-	// The plain names of the first properties are copied out of b into one
-	// string at the end, not one string each.
-	type span struct{ at, start, end int }
-	var plain [16]span
-	np, total := 0, 0
-	var err error
+	c := collector{obj: dst[:0], n: n}
 	for {
 		i = SkipSpace(b, i)
 		if i < len(b) && b[i] == '}' {
-			if np > 0 {
-				var sb strings.Builder
-				sb.Grow(total)
-				for _, s := range plain[:np] {
-					sb.Write(b[s.start:s.end])
-				}
-				all, off := sb.String(), 0
-				for _, s := range plain[:np] {
-					obj[s.at].Name = all[off : off+s.end-s.start]
-					off += s.end - s.start
-				}
-			}
-			return obj, nil
+			return c.done(b), nil
 		}
 		end := SkipString(b, i)
-		name := ""
-		if isPlainName(b, i, end) {
-			if np < len(plain) {
-				plain[np] = span{len(obj), i + 1, end - 1}
-				np++
-				total += end - 1 - (i + 1)
-			} else {
-				name = string(b[i+1 : end-1])
-			}
-		} else if name, err = unmarshalName(b[i:end]); err != nil {
-			return nil, err
-		}
+		at := i
 		i = SkipSpace(b, end)
 		i++ // ':'
 		i = SkipSpace(b, i)
 		vend := SkipValue(b, i)
-		if obj == nil {
-			if obj = dst[:0]; cap(obj) == 0 {
-				obj = make(Object, 0, n)
-			}
+		if err := c.add(b, at, end, i, vend); err != nil {
+			return nil, err
 		}
-		obj = append(obj, Field{Name: name, Value: json.RawMessage(b[i:vend])})
 		i = SkipSpace(b, vend)
 		if i < len(b) && b[i] == ',' {
 			i++
 		}
 	}
+}
+
+// collector lists an object's top-level properties as ParseInto and
+// ParseValid return them: the plain names of the first 16 are spans of b
+// copied into one string at the end (done), not one string each; later
+// plain names are copied one by one and other names decoded.
+type collector struct {
+	obj Object // in dst's array until it needs a larger one
+	n   int    // the room to make when dst has none
+	// The plain names of the first properties, where they are in b.
+	plain     [16]nameSpan
+	np, total int
+}
+
+// nameSpan is where a plain property name is in b, and the index of its
+// property in the object.
+type nameSpan struct{ at, start, end int }
+
+// add lists the property whose name is the string b[i:end] and whose value
+// is b[v:vend]; a name json.Unmarshal refuses is its error, the property
+// not listed.
+func (c *collector) add(b []byte, i, end, v, vend int) error {
+	name := ""
+	if isPlainName(b, i, end) {
+		if c.np < len(c.plain) {
+			c.plain[c.np] = nameSpan{len(c.obj), i + 1, end - 1}
+			c.np++
+			c.total += end - 1 - (i + 1)
+		} else {
+			name = string(b[i+1 : end-1])
+		}
+	} else {
+		var err error
+		if name, err = unmarshalName(b[i:end]); err != nil {
+			return err
+		}
+	}
+	if cap(c.obj) == 0 {
+		c.obj = make(Object, 0, max(c.n, 1))
+	}
+	c.obj = append(c.obj, Field{Name: name, Value: json.RawMessage(b[v:vend])})
+	return nil
+}
+
+// done copies the plain names into one string and returns the properties,
+// nil when there are none.
+func (c *collector) done(b []byte) Object {
+	obj := c.obj
+	if len(obj) == 0 {
+		return nil
+	}
+	if c.np > 0 {
+		var sb strings.Builder
+		sb.Grow(c.total)
+		for _, s := range c.plain[:c.np] {
+			sb.Write(b[s.start:s.end])
+		}
+		all, off := sb.String(), 0
+		for _, s := range c.plain[:c.np] {
+			obj[s.at].Name = all[off : off+s.end-s.start]
+			off += s.end - s.start
+		}
+	}
+	return obj
 }
 
 // unmarshalName decodes a property name that is not plain: its own
