@@ -92,7 +92,7 @@ func appendIndexNumber(k []byte, f float64) []byte {
 // than maxIndexedString is cut there and, when terminated, ends with 0x00
 // 0x02 instead: after every string it is a prefix of, and equal to every
 // other long string with the same first bytes (see truncatedIndexValue).
-func appendIndexString[S ~string | ~[]byte](k []byte, s S, terminated bool) []byte {
+func appendIndexString[S string | []byte](k []byte, s S, terminated bool) []byte {
 	end := []byte{0, 1}
 	if len(s) > maxIndexedString {
 		s, end = s[:maxIndexedString], []byte{0, 2}
@@ -115,13 +115,14 @@ func appendIndexString[S ~string | ~[]byte](k []byte, s S, terminated bool) []by
 }
 
 // indexZero is the index of s's first zero byte, or -1.
-func indexZero[S ~string | ~[]byte](s S) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return i
-		}
+func indexZero[S string | []byte](s S) int {
+	switch s := any(s).(type) {
+	case string:
+		return strings.IndexByte(s, 0)
+	case []byte:
+		return bytes.IndexByte(s, 0)
 	}
-	return -1
+	panic("unreachable")
 }
 
 // truncatedIndexValue reports whether an encoded value is a string cut to
@@ -411,7 +412,7 @@ func appendRawIndexValue(k []byte, raw json.RawMessage) ([]byte, error) {
 		return append(k, ixFalse), nil
 	case '"':
 		if bytes.IndexByte(raw, '\\') < 0 {
-			return appendIndexString(append(k, ixString), raw[1:len(raw)-1], true), nil
+			return appendIndexString(append(k, ixString), []byte(raw[1:len(raw)-1]), true), nil
 		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {

@@ -50,7 +50,7 @@ func TestAnETagIsItsFormattedFields(t *testing.T) {
 
 // TestIndexStringEscapesEveryZeroByte: a string's index encoding escapes
 // each zero byte (runs of them, at either end) and cuts a long string,
-// as a byte-by-byte encoding does.
+// as a byte-by-byte encoding does, from a string or from bytes.
 func TestIndexStringEscapesEveryZeroByte(t *testing.T) {
 	byByte := func(s string, terminated bool) []byte {
 		end := []byte{0, 1}
@@ -73,8 +73,12 @@ func TestIndexStringEscapesEveryZeroByte(t *testing.T) {
 	for _, s := range []string{"", "a", "\x00", "\x00\x00", "a\x00b", "\x00ab\x00", "ab\x00\x00cd\x00", string(make([]byte, 150)),
 		"x" + string(make([]byte, 120)), fmt.Sprintf("%0150d", 7) + "\x00"} {
 		for _, term := range []bool{false, true} {
-			if got, want := appendIndexString([]byte("p"), s, term), append([]byte("p"), byByte(s, term)...); !bytes.Equal(got, want) {
+			want := append([]byte("p"), byByte(s, term)...)
+			if got := appendIndexString([]byte("p"), s, term); !bytes.Equal(got, want) {
 				t.Errorf("%q %v: %x, want %x", s, term, got, want)
+			}
+			if got := appendIndexString([]byte("p"), []byte(s), term); !bytes.Equal(got, want) {
+				t.Errorf("%q as bytes %v: %x, want %x", s, term, got, want)
 			}
 		}
 	}
