@@ -358,16 +358,34 @@ func changedFieldsIn(buf, old, cur jsondoc.Object) (jsondoc.Object, jsondoc.Obje
 	return both[:n:n], both[n:], both[:0]
 }
 
-// repeatsName reports whether two properties of obj have one name.
+// repeatsName reports whether two properties of obj have one name. A
+// name is compared with the earlier ones only when an earlier name has
+// its bit of a 64-bit mask (nameBit): most documents' names all differ
+// there, and are told apart in one pass, not by comparing every pair
+// (every replace asks of both its versions).
 func repeatsName(obj jsondoc.Object) bool {
-	for i := 1; i < len(obj); i++ {
-		for _, f := range obj[:i] {
-			if len(f.Name) == len(obj[i].Name) && f.Name == obj[i].Name {
-				return true
+	var seen uint64
+	for i, f := range obj {
+		bit := nameBit(f.Name)
+		if seen&bit != 0 {
+			for _, g := range obj[:i] {
+				if g.Name == f.Name {
+					return true
+				}
 			}
 		}
+		seen |= bit
 	}
 	return false
+}
+
+// nameBit is name's bit for repeatsName: one of 64, by its length and its
+// first and last bytes.
+func nameBit(name string) uint64 {
+	if name == "" {
+		return 1
+	}
+	return 1 << ((uint(len(name)) ^ uint(name[len(name)-1])<<2 ^ uint(name[0])) & 63)
 }
 
 // fieldIndex is the index of the first property of obj named name; -1
