@@ -199,8 +199,10 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 		sc.sys = sys
 	}
 	ts := jsondoc.Field{Name: "_ts", Value: json.RawMessage(sys[etagEnd:])}
+	// The link is plain text (written as it is) when the database's and
+	// the container's RIDs are: the item's is base64 (rids.Append).
 	self := json.RawMessage(sys[ridEnd:selfEnd])
-	if !jsondoc.IsPlainString(self) {
+	if !jsondoc.IsPlainText(c.db.RID) || !jsondoc.IsPlainText(c.RID) {
 		self = jsondoc.AppendString(nil, c.Self()+"docs/"+string(sys[1:ridEnd-1])+"/")
 	}
 	// The record is the header and the document, in one buffer; the system

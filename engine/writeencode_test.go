@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"testing"
+
+	"github.com/orrery-db/orrery/engine/internal/jsondoc"
+	"github.com/orrery-db/orrery/engine/internal/rids"
 )
 
 // TestIndexNumberOfAnIntegerIsParseFloatsValue: the index entry of a JSON
@@ -81,5 +85,46 @@ func TestIndexStringEscapesEveryZeroByte(t *testing.T) {
 				t.Errorf("%q as bytes %v: %x, want %x", s, term, got, want)
 			}
 		}
+	}
+}
+
+// TestAnItemsSelfLinkIsPlainWhenItsContainersRIDsAre: put writes an item's
+// _self link as it is, not escaped, when the database's and the
+// container's RIDs are plain text (jsondoc.IsPlainText); the item's own
+// RID, base64 (rids.Append), never decides. So the link, built as put
+// builds it, is a plain JSON string exactly when both RIDs are plain.
+func TestAnItemsSelfLinkIsPlainWhenItsContainersRIDsAre(t *testing.T) {
+	r := rand.New(rand.NewPCG(40, 2))
+	plainBytes, others := "aZ09+=-/ ~", "\"\\\x00\x01\x1f\x7f\x80\xc3\xa9\xff"
+	text := func() string {
+		b := make([]byte, r.IntN(13))
+		for i := range b {
+			if r.IntN(20) == 0 {
+				b[i] = others[r.IntN(len(others))]
+			} else {
+				b[i] = plainBytes[r.IntN(len(plainBytes))]
+			}
+		}
+		return string(b)
+	}
+	plain := 0
+	for range 20000 {
+		db, coll := text(), text()
+		rid := make([]byte, 16)
+		for i := range rid {
+			rid[i] = byte(r.Uint32())
+		}
+		link := rids.Append([]byte(`"dbs/`+db+"/colls/"+coll+"/docs/"), rid)
+		link = append(link, `/"`...)
+		want := jsondoc.IsPlainString(link)
+		if got := jsondoc.IsPlainText(db) && jsondoc.IsPlainText(coll); got != want {
+			t.Fatalf("%q: RIDs plain %v, link plain %v", link, got, want)
+		}
+		if want {
+			plain++
+		}
+	}
+	if plain < 1000 || plain > 19000 {
+		t.Fatalf("%d of 20000 links plain: too few of one kind to tell", plain)
 	}
 }
