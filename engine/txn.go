@@ -222,7 +222,7 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	if len(s.doc) > MaxItemBytes {
 		return nil, TooLarge("%s\r\nThe item is %d bytes with its system properties, the limit is %d.", msgEntityTooLarge, len(s.doc), MaxItemBytes)
 	}
-	prevObj, err := t.parsePrev(sc, prev)
+	prevObj, err := t.parsePrev(sc, prev, it.obj)
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +287,7 @@ func (t *txn) remove(ctx context.Context, prev *storedItem) error {
 	c := t.p.c
 	sc := writeScratchPool.Get().(*writeScratch)
 	defer sc.release()
-	prevObj, err := t.parsePrev(sc, prev)
+	prevObj, err := t.parsePrev(sc, prev, nil)
 	if err != nil {
 		return err
 	}
@@ -310,13 +310,15 @@ func (t *txn) remove(ctx context.Context, prev *storedItem) error {
 // parsePrev parses the stored document of prev, the version a write
 // replaces or removes, once for its unique-key and index entries; nil
 // when there is none, or when the container keeps neither. The object is
-// listed in sc's array: it is done with when the write is.
-func (t *txn) parsePrev(sc *writeScratch, prev *storedItem) (jsondoc.Object, error) {
+// listed in sc's array: it is done with when the write is. Its names are
+// taken from names (the new version's properties, nil for a remove) and
+// the system properties' where they are the same, not copied.
+func (t *txn) parsePrev(sc *writeScratch, prev *storedItem, names jsondoc.Object) (jsondoc.Object, error) {
 	c := t.p.c
 	if prev == nil || len(c.unique) == 0 && (c.index == nil || c.index.None) {
 		return nil, nil
 	}
-	obj, err := jsondoc.ParseInto(sc.prev, prev.doc, storedFields)
+	obj, err := jsondoc.ParseNamed(sc.prev, prev.doc, storedFields, names)
 	if cap(obj) > 0 {
 		sc.prev = obj[:0]
 	}

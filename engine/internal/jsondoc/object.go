@@ -37,12 +37,22 @@ func ParseSized(b []byte, n int) (Object, error) {
 // ParseInto is ParseSized listing the properties in dst's array when it
 // has room for them: the array of a parse whose object is done with.
 func ParseInto(dst Object, b []byte, n int) (Object, error) {
+	return ParseNamed(dst, b, n, nil)
+}
+
+// ParseNamed is ParseInto taking the name of a property whose plain name
+// is a system property's, or the name of a property of names (another
+// version of the object: the one at the same index first), from there:
+// a string already made, not a copy of b's bytes. A write parses the
+// version it replaces so, whose names are mostly the new version's and
+// the system properties': for most, no string is made.
+func ParseNamed(dst Object, b []byte, n int, names Object) (Object, error) {
 	i := SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, ErrNotObject
 	}
 	i++
-	c := collector{obj: dst[:0], n: n}
+	c := collector{obj: dst[:0], n: n, names: names}
 	for {
 		i = SkipSpace(b, i)
 		if i < len(b) && b[i] == '}' {
@@ -71,6 +81,8 @@ func ParseInto(dst Object, b []byte, n int) (Object, error) {
 type collector struct {
 	obj Object // in dst's array until it needs a larger one
 	n   int    // the room to make when dst has none
+	// names, when set, are strings to take plain names from (ParseNamed).
+	names Object
 	// The plain names of the first properties, where they are in b.
 	plain     [16]nameSpan
 	np, total int
@@ -84,16 +96,20 @@ type nameSpan struct{ at, start, end int }
 // is b[v:vend]; a name json.Unmarshal refuses is its error, the property
 // not listed.
 func (c *collector) add(b []byte, i, end, v, vend int) error {
-	name := ""
-	if isPlainName(b, i, end) {
-		if c.np < len(c.plain) {
-			c.plain[c.np] = nameSpan{len(c.obj), i + 1, end - 1}
-			c.np++
-			c.total += end - 1 - (i + 1)
-		} else {
-			name = string(b[i+1 : end-1])
-		}
-	} else {
+	plain := isPlainName(b, i, end)
+	name, known := "", false
+	if plain && c.names != nil {
+		name, known = c.known(b[i+1 : end-1])
+	}
+	switch {
+	case known:
+	case plain && c.np < len(c.plain):
+		c.plain[c.np] = nameSpan{len(c.obj), i + 1, end - 1}
+		c.np++
+		c.total += end - 1 - (i + 1)
+	case plain:
+		name = string(b[i+1 : end-1])
+	default:
 		var err error
 		if name, err = unmarshalName(b[i:end]); err != nil {
 			return err
@@ -104,6 +120,24 @@ func (c *collector) add(b []byte, i, end, v, vend int) error {
 	}
 	c.obj = append(c.obj, Field{Name: name, Value: json.RawMessage(b[v:vend])})
 	return nil
+}
+
+// known is the string of the plain name nb that ParseNamed takes from
+// elsewhere: a system property's, or one of c.names' (the one at the
+// property's index first); ok is false when there is none.
+func (c *collector) known(nb []byte) (string, bool) {
+	if k := len(c.obj); k < len(c.names) && c.names[k].Name == string(nb) {
+		return c.names[k].Name, true
+	}
+	if s, ok := systemName(nb); ok {
+		return s, true
+	}
+	for _, f := range c.names {
+		if f.Name == string(nb) {
+			return f.Name, true
+		}
+	}
+	return "", false
 }
 
 // done copies the plain names into one string and returns the properties,
@@ -238,6 +272,26 @@ func (o Object) AppendEncode(buf []byte, extra ...Field) []byte {
 func IsSystem(name string) bool {
 	// Every one begins with '_': most names are settled without the map.
 	return len(name) > 1 && name[0] == '_' && systemProperties[name]
+}
+
+// systemName is the system property named nb, as a string of the
+// program's: the names a stored record ends with first.
+func systemName(nb []byte) (string, bool) {
+	switch string(nb) {
+	case "_rid":
+		return "_rid", true
+	case "_self":
+		return "_self", true
+	case "_etag":
+		return "_etag", true
+	case "_attachments":
+		return "_attachments", true
+	case "_ts":
+		return "_ts", true
+	case "_lsn":
+		return "_lsn", true
+	}
+	return "", false
 }
 
 var systemProperties = map[string]bool{
