@@ -64,7 +64,7 @@ func ParseNamed(dst Object, b []byte, n int, names Object) (Object, error) {
 		i++ // ':'
 		i = SkipSpace(b, i)
 		vend := SkipValue(b, i)
-		if err := c.add(b, at, end, i, vend); err != nil {
+		if err := c.add(b, at, end, i, vend, isPlainName(b, at, end)); err != nil {
 			return nil, err
 		}
 		i = SkipSpace(b, vend)
@@ -94,9 +94,9 @@ type nameSpan struct{ at, start, end int }
 
 // add lists the property whose name is the string b[i:end] and whose value
 // is b[v:vend]; a name json.Unmarshal refuses is its error, the property
-// not listed.
-func (c *collector) add(b []byte, i, end, v, vend int) error {
-	plain := isPlainName(b, i, end)
+// not listed. plain reports that the name's bytes between the quotes are
+// its value (isPlainName, or the validator's scan of it).
+func (c *collector) add(b []byte, i, end, v, vend int, plain bool) error {
 	name, known := "", false
 	if plain && c.names != nil {
 		name, known = c.known(b[i+1 : end-1])

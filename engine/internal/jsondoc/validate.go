@@ -72,8 +72,11 @@ type validator struct {
 	err error
 
 	collect, utf8, isObject bool
-	c                       collector // the top-level properties
-	nameErr                 error     // the first name c refused
+	// escaped and high report that the last string str scanned holds an
+	// escape, or a byte outside ASCII.
+	escaped, high bool
+	c             collector // the top-level properties
+	nameErr       error     // the first name c refused
 }
 
 func (p *validator) space(i int) int {
@@ -191,6 +194,7 @@ func (p *validator) number(i int) int {
 // most of a document's bytes are such text.
 func (p *validator) str(i int) int {
 	b := p.b
+	p.escaped, p.high = false, false
 	for i++; ; i++ {
 		if i+8 <= len(b) {
 			t := special8(binary.LittleEndian.Uint64(b[i:]))
@@ -209,6 +213,7 @@ func (p *validator) str(i int) int {
 		case c < 0x20:
 			return -1
 		case c >= utf8.RuneSelf:
+			p.high = true
 			if p.collect {
 				if r, size := utf8.DecodeRune(b[i:]); r != utf8.RuneError || size > 1 {
 					i += size - 1
@@ -217,6 +222,7 @@ func (p *validator) str(i int) int {
 				}
 			}
 		case c == '\\':
+			p.escaped = true
 			i++
 			if i >= len(b) {
 				return -1
@@ -273,9 +279,13 @@ func (p *validator) object(i, depth int) int {
 		if end < 0 {
 			return -1
 		}
+		// The name's bytes between the quotes are its value when it has
+		// no escape and is ASCII (a byte 0x7f too, which ParseInto
+		// decodes to itself).
+		escaped, plain := p.escaped, !p.escaped && !p.high
 		if p.err == nil {
 			name := b[i+1 : end-1]
-			if bytes.IndexByte(name, '\\') >= 0 {
+			if escaped {
 				var s string
 				if json.Unmarshal(b[i:end], &s) != nil {
 					return -1
@@ -315,7 +325,7 @@ func (p *validator) object(i, depth int) int {
 			return -1
 		}
 		if depth == 1 && p.collect {
-			if err := p.c.add(b, nameAt, end, v, i); err != nil && p.nameErr == nil {
+			if err := p.c.add(b, nameAt, end, v, i, plain); err != nil && p.nameErr == nil {
 				p.nameErr = err
 			}
 		}
