@@ -38,10 +38,16 @@ func TestIndexNumberOfAnIntegerIsParseFloatsValue(t *testing.T) {
 }
 
 // TestAnETagIsItsFormattedFields: the ETag written by position is the
-// one fmt writes from the same fields, at the fields' extremes.
+// one fmt writes from the same fields, at the fields' extremes and on
+// 5,000 random ones.
 func TestAnETagIsItsFormattedFields(t *testing.T) {
-	for _, it := range []storedItem{{}, {lsn: 1, rid: 2, write: 3}, {lsn: math.MaxUint64, rid: math.MaxUint64, write: math.MaxUint16},
-		{lsn: 0x123456789abcdef0, rid: 0xfedcba9876543210, write: 0xbeef}} {
+	items := []storedItem{{}, {lsn: 1, rid: 2, write: 3}, {lsn: math.MaxUint64, rid: math.MaxUint64, write: math.MaxUint16},
+		{lsn: 0x123456789abcdef0, rid: 0xfedcba9876543210, write: 0xbeef}}
+	r := rand.New(rand.NewPCG(40, 4))
+	for range 5000 {
+		items = append(items, storedItem{lsn: r.Uint64() >> r.IntN(64), rid: r.Uint64(), write: uint16(r.Uint32())})
+	}
+	for _, it := range items {
 		want := fmt.Sprintf(`"%08x-%04x-%04x-0000-%012x"`, it.lsn>>32&0xFFFFFFFF, it.rid&0xFFFF, it.write, it.lsn&0xFFFFFFFFFFFF)
 		if got := it.etag(); got != want || len(got) != etagLen {
 			t.Errorf("%+v: %s, want %s", it, got, want)
@@ -126,5 +132,17 @@ func TestAnItemsSelfLinkIsPlainWhenItsContainersRIDsAre(t *testing.T) {
 	}
 	if plain < 1000 || plain > 19000 {
 		t.Fatalf("%d of 20000 links plain: too few of one kind to tell", plain)
+	}
+}
+
+// BenchmarkAppendETag is the ETag a write formats twice (the record's
+// _etag, the answer's header) and a read once.
+func BenchmarkAppendETag(b *testing.B) {
+	it := storedItem{lsn: 0x123456789abcdef0, rid: 0xfedcba9876543210, write: 0xbeef}
+	var buf [etagLen]byte
+	for b.Loop() {
+		if len(it.appendETag(buf[:0])) != etagLen {
+			b.Fatal("short")
+		}
 	}
 }
