@@ -22,9 +22,15 @@ func benchEngine(b *testing.B) *Engine {
 }
 
 func openTestEngine(tb testing.TB, store storage.Store) *Engine {
+	tb.Helper()
+	return openTestEngineWith(tb, store, Options{})
+}
+
+// openTestEngineWith is openTestEngine with opts.
+func openTestEngineWith(tb testing.TB, store storage.Store, opts Options) *Engine {
 	ctx := tb.Context()
 	tb.Helper()
-	e, err := Open(ctx, store, Options{})
+	e, err := Open(ctx, store, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}

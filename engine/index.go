@@ -92,7 +92,7 @@ func appendIndexNumber(k []byte, f float64) []byte {
 // than maxIndexedString is cut there and, when terminated, ends with 0x00
 // 0x02 instead: after every string it is a prefix of, and equal to every
 // other long string with the same first bytes (see truncatedIndexValue).
-func appendIndexString[S ~string | ~[]byte](k []byte, s S, terminated bool) []byte {
+func appendIndexString[S string | []byte](k []byte, s S, terminated bool) []byte {
 	end := []byte{0, 1}
 	if len(s) > maxIndexedString {
 		s, end = s[:maxIndexedString], []byte{0, 2}
@@ -115,13 +115,14 @@ func appendIndexString[S ~string | ~[]byte](k []byte, s S, terminated bool) []by
 }
 
 // indexZero is the index of s's first zero byte, or -1.
-func indexZero[S ~string | ~[]byte](s S) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return i
-		}
+func indexZero[S string | []byte](s S) int {
+	switch s := any(s).(type) {
+	case string:
+		return strings.IndexByte(s, 0)
+	case []byte:
+		return bytes.IndexByte(s, 0)
 	}
-	return -1
+	panic("unreachable")
 }
 
 // truncatedIndexValue reports whether an encoded value is a string cut to
@@ -357,16 +358,34 @@ func changedFieldsIn(buf, old, cur jsondoc.Object) (jsondoc.Object, jsondoc.Obje
 	return both[:n:n], both[n:], both[:0]
 }
 
-// repeatsName reports whether two properties of obj have one name.
+// repeatsName reports whether two properties of obj have one name. A
+// name is compared with the earlier ones only when an earlier name has
+// its bit of a 64-bit mask (nameBit): most documents' names all differ
+// there, and are told apart in one pass, not by comparing every pair
+// (every replace asks of both its versions).
 func repeatsName(obj jsondoc.Object) bool {
-	for i := 1; i < len(obj); i++ {
-		for _, f := range obj[:i] {
-			if len(f.Name) == len(obj[i].Name) && f.Name == obj[i].Name {
-				return true
+	var seen uint64
+	for i, f := range obj {
+		bit := nameBit(f.Name)
+		if seen&bit != 0 {
+			for _, g := range obj[:i] {
+				if g.Name == f.Name {
+					return true
+				}
 			}
 		}
+		seen |= bit
 	}
 	return false
+}
+
+// nameBit is name's bit for repeatsName: one of 64, by its length and its
+// first and last bytes.
+func nameBit(name string) uint64 {
+	if name == "" {
+		return 1
+	}
+	return 1 << ((uint(len(name)) ^ uint(name[len(name)-1])<<2 ^ uint(name[0])) & 63)
 }
 
 // fieldIndex is the index of the first property of obj named name; -1
@@ -411,7 +430,7 @@ func appendRawIndexValue(k []byte, raw json.RawMessage) ([]byte, error) {
 		return append(k, ixFalse), nil
 	case '"':
 		if bytes.IndexByte(raw, '\\') < 0 {
-			return appendIndexString(append(k, ixString), raw[1:len(raw)-1], true), nil
+			return appendIndexString(append(k, ixString), []byte(raw[1:len(raw)-1]), true), nil
 		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {

@@ -250,7 +250,7 @@ func TestChangedFieldsLeaveTheIndexDiffAsItWas(t *testing.T) {
 // BenchmarkReplaceIndexEntries is the index entries a replace of the
 // server benchmark's kind lists (cmd/orrery's benchDoc with n changed, the
 // stored version with its system properties): every property's, or only
-// those of the properties changedFields leaves.
+// those of the properties changedFields leaves; and changedFields alone.
 func BenchmarkReplaceIndexEntries(b *testing.B) {
 	c := &Container{rid: make([]byte, 8), index: indexpolicy.New(map[string]any{"indexingPolicy": map[string]any{"includedPaths": []any{map[string]any{"path": "/*"}}}})}
 	key := append(append([]byte{'D'}, make([]byte, 8)...), "\x02p1\x00\x00r1"...)
@@ -274,6 +274,18 @@ func BenchmarkReplaceIndexEntries(b *testing.B) {
 			}
 			slices.SortFunc(old, bytes.Compare)
 			slices.SortFunc(now, bytes.Compare)
+		}
+	})
+	// The pairing alone: which properties a replace changed.
+	b.Run("changedFields", func(b *testing.B) {
+		prevObj, err := jsondoc.Parse(prev)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if oldFields, curFields := changedFields(prevObj, cur); len(oldFields) != 7 || len(curFields) != 3 {
+				b.Fatal(oldFields, curFields)
+			}
 		}
 	})
 	b.Run("changed-properties", func(b *testing.B) {
@@ -337,5 +349,45 @@ func TestUniqueValueFollowsItsItemThroughReplacesAndDeletes(t *testing.T) {
 	}
 	if err := put(`{"id":"b","pk":"p","name":"y"}`); err != nil {
 		t.Fatalf("the deleted item's value is still held: %v", err)
+	}
+}
+
+// TestRepeatsNameIsThePairwiseComparison: repeatsName, which compares
+// only names whose mask bits meet, answers as comparing every pair of
+// names does, on lists of names that share lengths, first and last bytes
+// (the mask's collisions) and repeat or not.
+func TestRepeatsNameIsThePairwiseComparison(t *testing.T) {
+	pairwise := func(obj jsondoc.Object) bool {
+		for i := range obj {
+			for j := range i {
+				if obj[i].Name == obj[j].Name {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	r := rand.New(rand.NewPCG(40, 1))
+	alphabet := "ab_/~\\x\x00é"
+	repeats := 0
+	for range 20000 {
+		obj := make(jsondoc.Object, r.IntN(maxDiffedFields+1))
+		for i := range obj {
+			name := make([]byte, r.IntN(5))
+			for k := range name {
+				name[k] = alphabet[r.IntN(len(alphabet))]
+			}
+			obj[i].Name = string(name)
+		}
+		want := pairwise(obj)
+		if got := repeatsName(obj); got != want {
+			t.Fatalf("%q: repeatsName %v, pairwise %v", obj, got, want)
+		}
+		if want {
+			repeats++
+		}
+	}
+	if repeats < 1000 || repeats > 19000 {
+		t.Fatalf("%d of 20000 lists repeat a name: too few of one kind to tell", repeats)
 	}
 }

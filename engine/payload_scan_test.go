@@ -31,6 +31,9 @@ var payloadCases = []string{
 	"{\"id\":\"abcdefgh\xc3\",\"x\":1}", "{\"id\":\"abcdefgh\xed\xa0\x80ijklmnop\"}", "{\"id\":\"abcdefg\xf4\x90\x80\x80\"}",
 	"{\"id\":\"abcdefghij\x7fklmnopq\x1f\"}", `{"abcdefghijklmnop":"qrstuvwx","abcdefghijklmnop":"y"}`,
 	`{"id":"a","\u0069d2":"b","_rid":"c","\ud83d\ude00":[1,{"k":"v"}]}`,
+	// Names the validator's scan tells plain or not: 0x7f (plain either
+	// way: it decodes to itself), outside ASCII, bad UTF-8, escaped.
+	"{\"a\x7fb\":1,\"\u00e9t\u00e9\":2,\"x\xffy\":3,\"x\xfey\":4,\"\\u0061\":5,\"a\\\\b\":6}",
 	`{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"ka":10,"kb":11,"kc":12,"kd":13,"ke":14,"kf":15,"kg":16,"kh":17}`,
 }
 

@@ -225,8 +225,10 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 		sc.sys = sys
 	}
 	ts := jsondoc.Field{Name: "_ts", Value: json.RawMessage(sys[etagEnd:])}
+	// The link is plain text (written as it is) when the database's and
+	// the container's RIDs are: the item's is base64 (rids.Append).
 	self := json.RawMessage(sys[ridEnd:selfEnd])
-	if !jsondoc.IsPlainString(self) {
+	if !jsondoc.IsPlainText(c.db.RID) || !jsondoc.IsPlainText(c.RID) {
 		self = jsondoc.AppendString(nil, c.Self()+"docs/"+string(sys[1:ridEnd-1])+"/")
 	}
 	// The record is the header and the document, in one buffer; the system
@@ -246,7 +248,7 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	if len(s.doc) > MaxItemBytes {
 		return nil, TooLarge("%s\r\nThe item is %d bytes with its system properties, the limit is %d.", msgEntityTooLarge, len(s.doc), MaxItemBytes)
 	}
-	prevObj, err := t.parsePrev(sc, prev)
+	prevObj, err := t.parsePrev(sc, prev, it.obj)
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +315,7 @@ func (t *txn) remove(ctx context.Context, prev *storedItem) error {
 	c := t.p.c
 	sc := writeScratchPool.Get().(*writeScratch)
 	defer sc.release()
-	prevObj, err := t.parsePrev(sc, prev)
+	prevObj, err := t.parsePrev(sc, prev, nil)
 	if err != nil {
 		return err
 	}
@@ -336,13 +338,15 @@ func (t *txn) remove(ctx context.Context, prev *storedItem) error {
 // parsePrev parses the stored document of prev, the version a write
 // replaces or removes, once for its unique-key and index entries; nil
 // when there is none, or when the container keeps neither. The object is
-// listed in sc's array: it is done with when the write is.
-func (t *txn) parsePrev(sc *writeScratch, prev *storedItem) (jsondoc.Object, error) {
+// listed in sc's array: it is done with when the write is. Its names are
+// taken from names (the new version's properties, nil for a remove) and
+// the system properties' where they are the same, not copied.
+func (t *txn) parsePrev(sc *writeScratch, prev *storedItem, names jsondoc.Object) (jsondoc.Object, error) {
 	c := t.p.c
 	if prev == nil || len(c.unique) == 0 && (c.index == nil || c.index.None) {
 		return nil, nil
 	}
-	obj, err := jsondoc.ParseInto(sc.prev, prev.doc, storedFields)
+	obj, err := jsondoc.ParseNamed(sc.prev, prev.doc, storedFields, names)
 	if cap(obj) > 0 {
 		sc.prev = obj[:0]
 	}

@@ -37,63 +37,129 @@ func ParseSized(b []byte, n int) (Object, error) {
 // ParseInto is ParseSized listing the properties in dst's array when it
 // has room for them: the array of a parse whose object is done with.
 func ParseInto(dst Object, b []byte, n int) (Object, error) {
+	return ParseNamed(dst, b, n, nil)
+}
+
+// ParseNamed is ParseInto taking the name of a property whose plain name
+// is a system property's, or the name of a property of names (another
+// version of the object: the one at the same index first), from there:
+// a string already made, not a copy of b's bytes. A write parses the
+// version it replaces so, whose names are mostly the new version's and
+// the system properties': for most, no string is made.
+func ParseNamed(dst Object, b []byte, n int, names Object) (Object, error) {
 	i := SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, ErrNotObject
 	}
 	i++
-	var obj Object
-	// The plain names of the first properties are copied out of b into one
-	// string at the end, not one string each.
-	type span struct{ at, start, end int }
-	var plain [16]span
-	np, total := 0, 0
-	var err error
+	c := collector{obj: dst[:0], n: n, names: names}
 	for {
 		i = SkipSpace(b, i)
 		if i < len(b) && b[i] == '}' {
-			if np > 0 {
-				var sb strings.Builder
-				sb.Grow(total)
-				for _, s := range plain[:np] {
-					sb.Write(b[s.start:s.end])
-				}
-				all, off := sb.String(), 0
-				for _, s := range plain[:np] {
-					obj[s.at].Name = all[off : off+s.end-s.start]
-					off += s.end - s.start
-				}
-			}
-			return obj, nil
+			return c.done(b), nil
 		}
 		end := SkipString(b, i)
-		name := ""
-		if isPlainName(b, i, end) {
-			if np < len(plain) {
-				plain[np] = span{len(obj), i + 1, end - 1}
-				np++
-				total += end - 1 - (i + 1)
-			} else {
-				name = string(b[i+1 : end-1])
-			}
-		} else if name, err = unmarshalName(b[i:end]); err != nil {
-			return nil, err
-		}
+		at := i
 		i = SkipSpace(b, end)
 		i++ // ':'
 		i = SkipSpace(b, i)
 		vend := SkipValue(b, i)
-		if obj == nil {
-			if obj = dst[:0]; cap(obj) == 0 {
-				obj = make(Object, 0, n)
-			}
+		if err := c.add(b, at, end, i, vend, isPlainName(b, at, end)); err != nil {
+			return nil, err
 		}
-		obj = append(obj, Field{Name: name, Value: json.RawMessage(b[i:vend])})
 		i = SkipSpace(b, vend)
 		if i < len(b) && b[i] == ',' {
 			i++
 		}
 	}
+}
+
+// collector lists an object's top-level properties as ParseInto and
+// ParseValid return them: the plain names of the first 16 are spans of b
+// copied into one string at the end (done), not one string each; later
+// plain names are copied one by one and other names decoded.
+type collector struct {
+	obj Object // in dst's array until it needs a larger one
+	n   int    // the room to make when dst has none
+	// names, when set, are strings to take plain names from (ParseNamed).
+	names Object
+	// The plain names of the first properties, where they are in b.
+	plain     [16]nameSpan
+	np, total int
+}
+
+// nameSpan is where a plain property name is in b, and the index of its
+// property in the object.
+type nameSpan struct{ at, start, end int }
+
+// add lists the property whose name is the string b[i:end] and whose value
+// is b[v:vend]; a name json.Unmarshal refuses is its error, the property
+// not listed. plain reports that the name's bytes between the quotes are
+// its value (isPlainName, or the validator's scan of it).
+func (c *collector) add(b []byte, i, end, v, vend int, plain bool) error {
+	name, known := "", false
+	if plain && c.names != nil {
+		name, known = c.known(b[i+1 : end-1])
+	}
+	switch {
+	case known:
+	case plain && c.np < len(c.plain):
+		c.plain[c.np] = nameSpan{len(c.obj), i + 1, end - 1}
+		c.np++
+		c.total += end - 1 - (i + 1)
+	case plain:
+		name = string(b[i+1 : end-1])
+	default:
+		var err error
+		if name, err = unmarshalName(b[i:end]); err != nil {
+			return err
+		}
+	}
+	if cap(c.obj) == 0 {
+		c.obj = make(Object, 0, max(c.n, 1))
+	}
+	c.obj = append(c.obj, Field{Name: name, Value: json.RawMessage(b[v:vend])})
+	return nil
+}
+
+// known is the string of the plain name nb that ParseNamed takes from
+// elsewhere: a system property's, or one of c.names' (the one at the
+// property's index first); ok is false when there is none.
+func (c *collector) known(nb []byte) (string, bool) {
+	if k := len(c.obj); k < len(c.names) && c.names[k].Name == string(nb) {
+		return c.names[k].Name, true
+	}
+	if s, ok := systemName(nb); ok {
+		return s, true
+	}
+	for _, f := range c.names {
+		if f.Name == string(nb) {
+			return f.Name, true
+		}
+	}
+	return "", false
+}
+
+// done copies the plain names into one string and returns the properties,
+// nil when there are none.
+func (c *collector) done(b []byte) Object {
+	obj := c.obj
+	if len(obj) == 0 {
+		return nil
+	}
+	if c.np > 0 {
+		var sb strings.Builder
+		sb.Grow(c.total)
+		for _, s := range c.plain[:c.np] {
+			sb.Write(b[s.start:s.end])
+		}
+		all, off := sb.String(), 0
+		for _, s := range c.plain[:c.np] {
+			obj[s.at].Name = all[off : off+s.end-s.start]
+			off += s.end - s.start
+		}
+	}
+	return obj
 }
 
 // unmarshalName decodes a property name that is not plain: its own
@@ -206,6 +272,26 @@ func (o Object) AppendEncode(buf []byte, extra ...Field) []byte {
 func IsSystem(name string) bool {
 	// Every one begins with '_': most names are settled without the map.
 	return len(name) > 1 && name[0] == '_' && systemProperties[name]
+}
+
+// systemName is the system property named nb, as a string of the
+// program's: the names a stored record ends with first.
+func systemName(nb []byte) (string, bool) {
+	switch string(nb) {
+	case "_rid":
+		return "_rid", true
+	case "_self":
+		return "_self", true
+	case "_etag":
+		return "_etag", true
+	case "_attachments":
+		return "_attachments", true
+	case "_ts":
+		return "_ts", true
+	case "_lsn":
+		return "_lsn", true
+	}
+	return "", false
 }
 
 var systemProperties = map[string]bool{

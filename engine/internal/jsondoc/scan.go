@@ -91,6 +91,17 @@ func IsPlainString(b []byte) bool {
 	return true
 }
 
+// IsPlainText reports whether s is printable ASCII without '"' or '\\':
+// IsPlainString of s between quotes, without making that literal.
+func IsPlainText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
 // PlainString returns the value of a JSON string without escapes, which is
 // its bytes between the quotes; ok is false for anything else. raw must be
 // valid JSON.

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math/bits"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -46,7 +45,7 @@ type Scan struct {
 // in dst's array when it has room, as ParseInto(dst, b, n) lists them: the
 // same names and the same value bytes.
 func ParseValid(dst Object, b []byte, n int) (Object, Scan) {
-	p := validator{b: b, collect: true, utf8: true, obj: dst[:0], n: n}
+	p := validator{b: b, collect: true, utf8: true, c: collector{obj: dst[:0], n: n}}
 	i := p.space(0)
 	p.isObject = i < len(b) && b[i] == '{'
 	i = p.value(i, 0)
@@ -60,23 +59,7 @@ func ParseValid(dst Object, b []byte, n int) (Object, Scan) {
 		s.Object = false
 		return nil, s
 	}
-	obj := p.obj
-	if len(obj) == 0 {
-		return nil, s // ParseInto's object of no properties
-	}
-	if p.np > 0 {
-		var sb strings.Builder
-		sb.Grow(p.total)
-		for _, s := range p.plain[:p.np] {
-			sb.Write(b[s.start:s.end])
-		}
-		all, off := sb.String(), 0
-		for _, s := range p.plain[:p.np] {
-			obj[s.at].Name = all[off : off+s.end-s.start]
-			off += s.end - s.start
-		}
-	}
-	return obj, s
+	return p.c.done(b), s
 }
 
 // validator checks a payload's syntax as encoding/json's scanner does and,
@@ -89,42 +72,11 @@ type validator struct {
 	err error
 
 	collect, utf8, isObject bool
-	obj                     Object
-	n                       int
-	nameErr                 error
-	// The plain names of the first properties, copied out of b into one
-	// string at the end (as ParseInto does).
-	plain     [16]nameSpan
-	np, total int
-}
-
-// nameSpan is where a plain property name is in b, and the index of its
-// property in the object.
-type nameSpan struct{ at, start, end int }
-
-// field lists the top-level property whose name is the string b[i:end]
-// and whose value is b[v:vend].
-func (p *validator) field(i, end, v, vend int) {
-	b := p.b
-	name := ""
-	if isPlainName(b, i, end) {
-		if p.np < len(p.plain) {
-			p.plain[p.np] = nameSpan{len(p.obj), i + 1, end - 1}
-			p.np++
-			p.total += end - 1 - (i + 1)
-		} else {
-			name = string(b[i+1 : end-1])
-		}
-	} else {
-		var err error
-		if name, err = unmarshalName(b[i:end]); err != nil && p.nameErr == nil {
-			p.nameErr = err
-		}
-	}
-	if cap(p.obj) == 0 {
-		p.obj = make(Object, 0, max(p.n, 1))
-	}
-	p.obj = append(p.obj, Field{Name: name, Value: json.RawMessage(b[v:vend])})
+	// escaped and high report that the last string str scanned holds an
+	// escape, or a byte outside ASCII.
+	escaped, high bool
+	c             collector // the top-level properties
+	nameErr       error     // the first name c refused
 }
 
 func (p *validator) space(i int) int {
@@ -242,6 +194,7 @@ func (p *validator) number(i int) int {
 // most of a document's bytes are such text.
 func (p *validator) str(i int) int {
 	b := p.b
+	p.escaped, p.high = false, false
 	for i++; ; i++ {
 		if i+8 <= len(b) {
 			t := special8(binary.LittleEndian.Uint64(b[i:]))
@@ -260,6 +213,7 @@ func (p *validator) str(i int) int {
 		case c < 0x20:
 			return -1
 		case c >= utf8.RuneSelf:
+			p.high = true
 			if p.collect {
 				if r, size := utf8.DecodeRune(b[i:]); r != utf8.RuneError || size > 1 {
 					i += size - 1
@@ -268,6 +222,7 @@ func (p *validator) str(i int) int {
 				}
 			}
 		case c == '\\':
+			p.escaped = true
 			i++
 			if i >= len(b) {
 				return -1
@@ -324,9 +279,13 @@ func (p *validator) object(i, depth int) int {
 		if end < 0 {
 			return -1
 		}
+		// The name's bytes between the quotes are its value when it has
+		// no escape and is ASCII (a byte 0x7f too, which ParseInto
+		// decodes to itself).
+		escaped, plain := p.escaped, !p.escaped && !p.high
 		if p.err == nil {
 			name := b[i+1 : end-1]
-			if bytes.IndexByte(name, '\\') >= 0 {
+			if escaped {
 				var s string
 				if json.Unmarshal(b[i:end], &s) != nil {
 					return -1
@@ -366,7 +325,9 @@ func (p *validator) object(i, depth int) int {
 			return -1
 		}
 		if depth == 1 && p.collect {
-			p.field(nameAt, end, v, i)
+			if err := p.c.add(b, nameAt, end, v, i, plain); err != nil && p.nameErr == nil {
+				p.nameErr = err
+			}
 		}
 		i = p.space(i)
 		if i >= len(b) {
