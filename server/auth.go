@@ -185,18 +185,9 @@ func ridScope(segs []string) string {
 	if len(rid) != 8 && len(rid) != 12 && len(rid) != 24 && !strings.ContainsAny(rid, "\r\n") {
 		return ""
 	}
-	src := strings.ReplaceAll(rid, "-", "/")
 	var b [18]byte
-	var n int
-	var err error
-	if base64.StdEncoding.DecodedLen(len(src)) <= len(b) {
-		n, err = base64.StdEncoding.Decode(b[:], []byte(src))
-	} else {
-		var d []byte
-		d, err = base64.StdEncoding.DecodeString(src)
-		n = len(d)
-	}
-	if err != nil || (n != 4 && n != 8 && n != 16) {
+	d, err := decodeBase64(base64.StdEncoding, b[:], []byte(strings.ReplaceAll(rid, "-", "/")))
+	if n := len(d); err != nil || (n != 4 && n != 8 && n != 16) {
 		return ""
 	}
 	return strings.ToLower(rid)
@@ -328,14 +319,7 @@ func (k *keyRing) verifyMasterSignature(r *http.Request, segs []string, sig []by
 	}
 	// A SHA-256 signature is 44 characters of base64: decoded on the stack.
 	var gotBuf [64]byte
-	var got []byte
-	if base64.StdEncoding.DecodedLen(len(sig)) <= len(gotBuf) {
-		var n int
-		n, err = base64.StdEncoding.Decode(gotBuf[:], sig)
-		got = gotBuf[:n]
-	} else {
-		got, err = base64.StdEncoding.DecodeString(string(sig))
-	}
+	got, err := decodeBase64(base64.StdEncoding, gotBuf[:], sig)
 	if err != nil {
 		return accessNone, unauthorized("The signature in the authorization header is not valid base64.")
 	}
@@ -446,3 +430,14 @@ func unauthorized(msg string) *engine.Error {
 // EmulatorKey is the well-known master key of the Cosmos DB emulator; Orrery
 // uses it by default so every SDK sample works unchanged.
 const EmulatorKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
+
+// decodeBase64 decodes src into buf when it fits there (a signature, a
+// token or a RID, into an array on the caller's stack), else into a new
+// slice (longer input: line breaks, which the decoder skips).
+func decodeBase64(enc *base64.Encoding, buf, src []byte) ([]byte, error) {
+	if enc.DecodedLen(len(src)) <= len(buf) {
+		n, err := enc.Decode(buf, src)
+		return buf[:n], err
+	}
+	return enc.DecodeString(string(src))
+}

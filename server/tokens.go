@@ -60,15 +60,7 @@ func (k *keyRing) verifyResourceToken(sig []byte, now time.Time) (*resourceToken
 	// A token is 75 characters of base64 (56 bytes); longer ones (line
 	// breaks, which the decoder skips) take DecodeString's way.
 	var buf [tokenLen + 8]byte
-	var b []byte
-	var err error
-	if base64.RawURLEncoding.DecodedLen(len(sig)) <= len(buf) {
-		var n int
-		n, err = base64.RawURLEncoding.Decode(buf[:], sig)
-		b = buf[:n]
-	} else {
-		b, err = base64.RawURLEncoding.DecodeString(string(sig))
-	}
+	b, err := decodeBase64(base64.RawURLEncoding, buf[:], sig)
 	if err != nil || len(b) != tokenLen {
 		return nil, unauthorized("The resource token in the authorization header is malformed: it was not issued by this account.")
 	}
