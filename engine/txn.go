@@ -68,12 +68,10 @@ type txn struct {
 // plain INSERT on PostgreSQL, not an upsert), and refuses the commit if
 // it exists, never overwriting it.
 func (t *txn) insert(key, value []byte) error {
-	if !t.plainSets {
-		if i, ok := t.b.(storage.Inserter); ok {
-			return i.Insert(key, value)
-		}
+	if t.plainSets {
+		return t.b.Set(key, value)
 	}
-	return t.b.Set(key, value)
+	return storage.Insert(t.b, key, value)
 }
 
 // setNew is insert when fresh, else Set.
