@@ -26,7 +26,7 @@ type rawClient struct {
 }
 
 // do sends req and reads its response, returning the status code.
-func (c *rawClient) do(b *testing.B, req []byte) int {
+func (c *rawClient) do(b testing.TB, req []byte) int {
 	if _, err := c.c.Write(req); err != nil {
 		b.Fatal(err)
 	}

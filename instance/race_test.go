@@ -1,0 +1,5 @@
+//go:build race
+
+package instance
+
+const raceEnabled = true
