@@ -37,11 +37,14 @@ import (
 // log, the engine, the store), as in BenchmarkTLSRequest. The counts:
 //
 //   - allocs/op: heap allocations per request in the whole process (the
-//     client allocates nothing), measured with the garbage collector off so
-//     that no sync.Pool is emptied mid-count, the least of allocBatches
-//     batches of allocBatch requests (what runs beside the requests, a
-//     timer's formatting once a second, Pebble's own goroutines, only ever
-//     adds), within allocTolerance;
+//     client allocates nothing), counted as testing.AllocsPerRun counts
+//     them, on one P (with two, a goroutine's descriptor or a sync.Pool's
+//     ring is made or reused depending on where a goroutine ran), and with
+//     the garbage collector off (a collection empties the pools): the
+//     median of allocBatches batches of allocBatch requests, so that what
+//     runs beside the requests now and then (a value formatted once a
+//     second, Pebble's own goroutines) does not count; within
+//     allocTolerance;
 //   - sets/op, deletes/op, bytes/op: the keys a request's committed
 //     batches set and delete, and the bytes of the keys and values set;
 //   - gets/op, iterators/op, steps/op: the store's point reads, iterators
@@ -56,27 +59,29 @@ import (
 //	ORRERY_WRITE_BUDGET=1 go test ./instance -run CountedBudget
 //
 // rewrites bench/budget.txt with the counts measured now (allocations
-// rounded up to a tenth), for a commit that says why they moved.
+// to a tenth), for a commit that says why they moved.
 const budgetFile = "../bench/budget.txt"
 
 // allocTolerance is how far above its budget a request's allocations may
-// be measured before the test fails. The least of the batches moved by at
-// most 0.04 allocations per request over 60 runs of every kind on both
-// stores, 30 of them beside two CPU hogs; a request that makes one
-// allocation more is 1.0 above.
+// be measured before the test fails. Over 45 runs of every kind on both
+// stores, 25 of them beside two CPU hogs (load average 14 on two cores),
+// the median of the batches stayed within -0.08 and +0.10 of the budget
+// (single batches within -0.5 and +1.1); a request that makes one
+// allocation more measures 1.0 above.
 const allocTolerance = 0.5
 
 // syncTolerance is how far above its budget a write's WAL syncs may be:
-// Pebble syncs now and then on its own (2 or 3 syncs more than writes in
-// a count of 500 writes).
+// Pebble syncs now and then on its own, 1 to 3 times in a count of 450
+// writes (at most 1.0067 syncs per write in those runs); a write that
+// syncs twice measures 2.
 const syncTolerance = 0.02
 
 const (
-	allocWarmup  = 40  // requests before counting allocations
-	allocBatches = 5   // batches counted; the least is kept
-	allocBatch   = 100 // requests per batch
-	countWarmup  = 3   // requests before counting keys and reads
-	countRuns    = 20  // requests counted
+	allocWarmup  = 30 // requests before counting allocations
+	allocBatches = 9  // batches counted; their median is kept
+	allocBatch   = 50 // requests per batch
+	countWarmup  = 3  // requests before counting keys and reads
+	countRuns    = 20 // requests counted
 )
 
 // budgetStores and budgetCounts are the file's order.
@@ -111,7 +116,7 @@ var (
 		for i := range out {
 			id := "c" + strconv.Itoa(r.created)
 			r.created++
-			out[i] = r.sdk("POST", "docs", "dbs/db/colls/c", "/dbs/db/colls/c/docs", []string{"X-Ms-Documentdb-Is-Upsert", "true"}, budgetDoc(id, i))
+			out[i] = r.sdk("POST", "docs", "dbs/db/colls/c", "/dbs/db/colls/c/docs", []string{"X-Ms-Documentdb-Is-Upsert", "true"}, budgetDoc(id, r.next()))
 		}
 		return out
 	}}
@@ -193,9 +198,17 @@ func checkBudget(t *testing.T, k budgetKind) {
 	if raceEnabled {
 		t.Skip("the race detector allocates on its own: the budget's allocations are those of a plain build")
 	}
-	budget, err := readBudget(budgetFile)
+	budget, toolchain, err := readBudget(budgetFile)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Allocations are the toolchain's as much as the server's: under
+	// another Go release or architecture than the budget's, they are
+	// reported, not held (the store's counts are held whatever the
+	// toolchain).
+	sameToolchain := toolchain == thisToolchain()
+	if !sameToolchain {
+		t.Logf("%s counted allocations with %q; this is %s: allocations are logged, not held (refresh the file for this toolchain)", budgetFile, toolchain, thisToolchain())
 	}
 	got := map[string]float64{}
 	for _, store := range budgetStores {
@@ -214,20 +227,22 @@ func checkBudget(t *testing.T, k budgetKind) {
 		v := got[key]
 		b, ok := budget[key]
 		lines = append(lines, fmt.Sprintf("%s %s", key, formatCount(key, v)))
-		tol := 1e-9
+		tol, tolerance := 1e-9, "exact"
 		switch {
 		case strings.HasSuffix(key, " allocs/op"):
-			tol = allocTolerance
+			tol, tolerance = allocTolerance, fmt.Sprintf("tolerance %g", allocTolerance)
 		case strings.HasSuffix(key, " syncs/op"):
-			tol = syncTolerance
+			tol, tolerance = syncTolerance, fmt.Sprintf("tolerance %g", syncTolerance)
 		}
 		switch {
 		case !ok:
 			report("%s: measured %s, and %s has no budget for it: add it (ORRERY_WRITE_BUDGET=1 go test ./instance -run CountedBudget writes the counts measured)",
 				key, formatCount(key, v), budgetFile)
+		case v > b+tol && !sameToolchain && strings.HasSuffix(key, " allocs/op"):
+			t.Logf("%s is %s, its budget %s counted with %s", key, formatCount(key, v), formatCount(key, b), toolchain)
 		case v > b+tol:
-			report("OVER BUDGET: %s is %s, its budget %s (tolerance %g): the request path grew. If that is meant, say why in the commit and refresh %s with ORRERY_WRITE_BUDGET=1 go test ./instance -run CountedBudget",
-				key, formatCount(key, v), formatCount(key, b), tol, budgetFile)
+			report("OVER BUDGET: %s is %s, its budget %s (%s): the request path grew. If that is meant, say why in the commit and refresh %s with ORRERY_WRITE_BUDGET=1 go test ./instance -run CountedBudget",
+				key, formatCount(key, v), formatCount(key, b), tolerance, budgetFile)
 		case v < b-tol:
 			t.Logf("below budget: %s is %s, its budget %s: tighten %s (ORRERY_WRITE_BUDGET=1 go test ./instance -run CountedBudget)",
 				key, formatCount(key, v), formatCount(key, b), budgetFile)
@@ -236,8 +251,11 @@ func checkBudget(t *testing.T, k budgetKind) {
 	t.Logf("measured, in %s's format:\n%s", budgetFile, strings.Join(lines, "\n"))
 	if writing {
 		for key, v := range got {
-			if strings.HasSuffix(key, " allocs/op") {
-				v = math.Ceil(v*10-1e-6) / 10
+			switch {
+			case strings.HasSuffix(key, " allocs/op"):
+				v = math.Round(v*10) / 10
+			case strings.HasSuffix(key, " syncs/op"):
+				v = math.Round(v*100) / 100
 			}
 			budget[key] = v
 		}
@@ -263,20 +281,20 @@ func measureKind(t *testing.T, store string, k budgetKind) map[string]float64 {
 	// which P a goroutine ran on. No collection: it empties the pools.
 	procs := runtime.GOMAXPROCS(1)
 	old := debug.SetGCPercent(-1)
-	least, most := math.Inf(1), 0.0
+	per := make([]float64, allocBatches)
 	var m0, m1 runtime.MemStats
 	for b := range allocBatches {
 		batch := reqs[allocWarmup+b*allocBatch : allocWarmup+(b+1)*allocBatch]
 		runtime.ReadMemStats(&m0)
 		r.send(t, k, batch)
 		runtime.ReadMemStats(&m1)
-		a := float64(m1.Mallocs-m0.Mallocs) / float64(len(batch))
-		least, most = min(least, a), max(most, a)
+		per[b] = float64(m1.Mallocs-m0.Mallocs) / float64(len(batch))
 	}
 	debug.SetGCPercent(old)
 	runtime.GOMAXPROCS(procs)
-	out["allocs/op"] = least
-	t.Logf("%s %s: allocs/op over %d batches of %d: least %.2f, most %.2f", store, k.name, allocBatches, allocBatch, least, most)
+	slices.Sort(per)
+	out["allocs/op"] = per[allocBatches/2]
+	t.Logf("%s %s: allocs/op of %d batches of %d requests: median %.2f, least %.2f, most %.2f", store, k.name, allocBatches, allocBatch, out["allocs/op"], per[0], per[allocBatches-1])
 	if store == "pebble" {
 		out["syncs/op"] = float64(r.walSyncs(t)-syncs0) / float64(allocBatches*allocBatch)
 	}
@@ -365,8 +383,11 @@ func startBudgetRig(t *testing.T, store string, tallied bool) *budgetRig {
 			t.Fatalf("seeding %s: status %d", id, st)
 		}
 	}
+	// Values written start at 1000: strconv formats those below 100
+	// without allocating.
+	r.n = 1000
 	for _, id := range []string{"u", "r", "hot", "x"} {
-		seed(id, 0)
+		seed(id, r.n)
 	}
 	r.etag = append([]byte(nil), r.responseETag(t)...) // x's
 	for i := range 10 {
@@ -580,13 +601,16 @@ func (b *tallyBatch) CommitPipelined(ctx context.Context) (func() error, error) 
 
 // The budget file: lines "STORE KIND COUNT VALUE", # comments.
 
-func readBudget(path string) (map[string]float64, error) {
+// readBudget reads the budget file: its counts by "STORE KIND COUNT", and
+// the toolchain its allocations were counted with.
+func readBudget(path string) (map[string]float64, string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer f.Close()
 	out := map[string]float64{}
+	toolchain := ""
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
@@ -594,38 +618,49 @@ func readBudget(path string) (map[string]float64, error) {
 			continue
 		}
 		fs := strings.Fields(line)
+		if len(fs) == 3 && fs[0] == "toolchain" {
+			toolchain = fs[1] + " " + fs[2]
+			continue
+		}
 		if len(fs) != 4 {
-			return nil, fmt.Errorf("%s:%d: %q is not STORE KIND COUNT VALUE", path, n, line)
+			return nil, "", fmt.Errorf("%s:%d: %q is not STORE KIND COUNT VALUE", path, n, line)
 		}
 		v, err := strconv.ParseFloat(fs[3], 64)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", path, n, err)
+			return nil, "", fmt.Errorf("%s:%d: %v", path, n, err)
 		}
 		out[strings.Join(fs[:3], " ")] = v
 	}
-	return out, sc.Err()
+	return out, toolchain, sc.Err()
 }
+
+// thisToolchain is the Go release and architecture allocations are
+// counted with here: another compiles the request path to other
+// allocations.
+func thisToolchain() string { return runtime.Version() + " " + runtime.GOARCH }
 
 // budgetHeader opens the budget file.
 const budgetHeader = `# What one request of each kind costs the whole server (TLS, net/http, the
 # server, the engine, the store), in counts that do not move with the
-# machine's load: STORE KIND COUNT VALUE. instance's *CountedBudget tests
-# (budget_test.go says how each is counted) fail when a count grows past
-# its budget (allocations by more than their stated tolerance, the others
-# by anything) and log when one drops below it. Refresh after a change that
-# moves a count, and say why in its commit:
+# machine's load: STORE KIND COUNT VALUE, after the Go release and
+# architecture the allocations were counted with. instance's
+# *CountedBudget tests (budget_test.go says how each is counted) fail when
+# a count grows past its budget (allocations and syncs by more than their
+# stated tolerance, the others by anything) and log when one drops below
+# it. Refresh after a change that moves a count, and say why in its commit:
 #
 #   ORRERY_WRITE_BUDGET=1 go test ./instance -run CountedBudget
 #
 # create: upsert of a new item; upsert: over an existing one; read: point
 # read; replace: with If-Match; patch: incr of one item; query: one
 # partition, one item of ten matching through an index. Items of ~300
-# bytes, each write in a later second than the one before.
+# bytes, each write in a later second than the one before, one client.
 `
 
 func writeBudget(path string, budget map[string]float64) error {
 	var b strings.Builder
 	b.WriteString(budgetHeader)
+	fmt.Fprintf(&b, "toolchain %s\n", thisToolchain())
 	for _, key := range sortedBudgetKeys(budget) {
 		fmt.Fprintf(&b, "%s %s\n", key, formatCount(key, budget[key]))
 	}
