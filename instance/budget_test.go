@@ -62,6 +62,9 @@ import (
 // to a tenth), for a commit that says why they moved.
 const budgetFile = "../bench/budget.txt"
 
+// budgetName is the file's name from the repository's root, in messages.
+const budgetName = "bench/budget.txt"
+
 // allocTolerance is how far above its budget a request's allocations may
 // be measured before the test fails. Over 45 runs of every kind on both
 // stores, 25 of them beside two CPU hogs (load average 14 on two cores),
@@ -208,7 +211,7 @@ func checkBudget(t *testing.T, k budgetKind) {
 	// toolchain).
 	sameToolchain := toolchain == thisToolchain()
 	if !sameToolchain {
-		t.Logf("%s counted allocations with %q; this is %s: allocations are logged, not held (refresh the file for this toolchain)", budgetFile, toolchain, thisToolchain())
+		t.Logf("%s counted allocations with %q; this is %s: allocations are logged, not held (refresh the file for this toolchain)", budgetName, toolchain, thisToolchain())
 	}
 	got := map[string]float64{}
 	for _, store := range budgetStores {
@@ -237,18 +240,18 @@ func checkBudget(t *testing.T, k budgetKind) {
 		switch {
 		case !ok:
 			report("%s: measured %s, and %s has no budget for it: add it (ORRERY_WRITE_BUDGET=1 go test ./instance -run CountedBudget writes the counts measured)",
-				key, formatCount(key, v), budgetFile)
+				key, formatCount(key, v), budgetName)
 		case v > b+tol && !sameToolchain && strings.HasSuffix(key, " allocs/op"):
 			t.Logf("%s is %s, its budget %s counted with %s", key, formatCount(key, v), formatCount(key, b), toolchain)
 		case v > b+tol:
 			report("OVER BUDGET: %s is %s, its budget %s (%s): the request path grew. If that is meant, say why in the commit and refresh %s with ORRERY_WRITE_BUDGET=1 go test ./instance -run CountedBudget",
-				key, formatCount(key, v), formatCount(key, b), tolerance, budgetFile)
+				key, formatCount(key, v), formatCount(key, b), tolerance, budgetName)
 		case v < b-tol:
 			t.Logf("below budget: %s is %s, its budget %s: tighten %s (ORRERY_WRITE_BUDGET=1 go test ./instance -run CountedBudget)",
-				key, formatCount(key, v), formatCount(key, b), budgetFile)
+				key, formatCount(key, v), formatCount(key, b), budgetName)
 		}
 	}
-	t.Logf("measured, in %s's format:\n%s", budgetFile, strings.Join(lines, "\n"))
+	t.Logf("measured, in %s's format:\n%s", budgetName, strings.Join(lines, "\n"))
 	if writing {
 		for key, v := range got {
 			switch {
@@ -262,7 +265,7 @@ func checkBudget(t *testing.T, k budgetKind) {
 		if err := writeBudget(budgetFile, budget); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("wrote %s's lines for %s", budgetFile, k.name)
+		t.Logf("wrote %s's lines for %s", budgetName, k.name)
 	}
 }
 
