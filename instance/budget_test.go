@@ -282,19 +282,19 @@ func measureKind(t *testing.T, store string, k budgetKind) map[string]float64 {
 	// One P, as testing.AllocsPerRun counts: with two, a goroutine's
 	// descriptor and a sync.Pool's ring are allocated or reused depending on
 	// which P a goroutine ran on. No collection: it empties the pools.
-	procs := runtime.GOMAXPROCS(1)
-	old := debug.SetGCPercent(-1)
 	per := make([]float64, allocBatches)
-	var m0, m1 runtime.MemStats
-	for b := range allocBatches {
-		batch := reqs[allocWarmup+b*allocBatch : allocWarmup+(b+1)*allocBatch]
-		runtime.ReadMemStats(&m0)
-		r.send(t, k, batch)
-		runtime.ReadMemStats(&m1)
-		per[b] = float64(m1.Mallocs-m0.Mallocs) / float64(len(batch))
-	}
-	debug.SetGCPercent(old)
-	runtime.GOMAXPROCS(procs)
+	func() {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+		defer debug.SetGCPercent(debug.SetGCPercent(-1))
+		var m0, m1 runtime.MemStats
+		for b := range allocBatches {
+			batch := reqs[allocWarmup+b*allocBatch : allocWarmup+(b+1)*allocBatch]
+			runtime.ReadMemStats(&m0)
+			r.send(t, k, batch)
+			runtime.ReadMemStats(&m1)
+			per[b] = float64(m1.Mallocs-m0.Mallocs) / float64(len(batch))
+		}
+	}()
 	slices.Sort(per)
 	out["allocs/op"] = per[allocBatches/2]
 	t.Logf("%s %s: allocs/op of %d batches of %d requests: median %.2f, least %.2f, most %.2f", store, k.name, allocBatches, allocBatch, out["allocs/op"], per[0], per[allocBatches-1])
