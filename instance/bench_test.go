@@ -1,13 +1,16 @@
 package instance
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -96,6 +99,39 @@ func sdkRequest(host, method, rtype, link, path string, extra []string, body []b
 // included, and exact; its time and CPU (cpu-µs/op, the process's) include
 // the client's TLS and system calls.
 func BenchmarkTLSRequest(b *testing.B) {
+	inst, kinds := startTLSBench(b)
+	c := dialRaw(b, inst.Addr().String())
+	for _, k := range kinds {
+		b.Run(k.name, func(b *testing.B) { k.measure(b, c) })
+	}
+}
+
+// tlsBenchKind is one request of BenchmarkTLSRequest and the status it
+// gets.
+type tlsBenchKind struct {
+	name string
+	req  []byte
+	want int
+}
+
+// measure sends k's request b.N times on c and reports the allocations and
+// the process's CPU per request.
+func (k tlsBenchKind) measure(b *testing.B, c *rawClient) {
+	b.ReportAllocs()
+	cpu0 := processCPU()
+	for b.Loop() {
+		if st := c.do(b, k.req); st != k.want {
+			b.Fatalf("%s: status %d", k.name, st)
+		}
+	}
+	// The process's CPU, server and client: less moved by other
+	// processes on a shared machine than the time per request.
+	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// startTLSBench starts the instance BenchmarkTLSRequest measures, with its
+// item in place, and returns the requests of each kind.
+func startTLSBench(b *testing.B) (*Instance, []tlsBenchKind) {
 	cert, _, err := server.LoadOrCreateCertificate("")
 	if err != nil {
 		b.Fatal(err)
@@ -109,41 +145,213 @@ func BenchmarkTLSRequest(b *testing.B) {
 	ctx := context.Background()
 	inst.Engine.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil)
 	inst.Engine.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), nil)
-	conn, err := tls.Dial("tcp", inst.Addr().String(), &tls.Config{InsecureSkipVerify: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { conn.Close() })
-	c := &rawClient{c: conn, buf: make([]byte, 64<<10)}
+	c := dialRaw(b, inst.Addr().String())
 	host := inst.Addr().String()
 	item := []byte(`{"id":"r","pk":"p","payload":"` + string(bytes.Repeat([]byte("x"), 200)) + `","n":0}`)
 	upsert := sdkRequest(host, "POST", "docs", "dbs/db/colls/c", "/dbs/db/colls/c/docs", []string{"X-Ms-Documentdb-Is-Upsert", "true"}, item)
 	if st := c.do(b, upsert); st != 201 {
 		b.Fatalf("upsert: %d", st)
 	}
-	kinds := []struct {
-		name string
-		req  []byte
-		want int
-	}{
+	return inst, []tlsBenchKind{
 		{"upsert", upsert, 200},
 		{"read", sdkRequest(host, "GET", "docs", "dbs/db/colls/c/docs/r", "/dbs/db/colls/c/docs/r", nil, nil), 200},
 		{"replace", sdkRequest(host, "PUT", "docs", "dbs/db/colls/c/docs/r", "/dbs/db/colls/c/docs/r", nil, item), 200},
 		{"patch", sdkRequest(host, "PATCH", "docs", "dbs/db/colls/c/docs/r", "/dbs/db/colls/c/docs/r", nil,
 			[]byte(`{"operations":[{"op":"incr","path":"/n","value":1}]}`)), 200},
 	}
+}
+
+// dialRaw opens a kept-alive HTTPS connection to addr for a rawClient.
+func dialRaw(b *testing.B, addr string) *rawClient {
+	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	return &rawClient{c: conn, buf: make([]byte, 64<<10)}
+}
+
+// BenchmarkNetHTTPPrice is a price, not a server: what net/http's HTTP/1.1
+// server costs per request over a minimal keep-alive loop, the upper
+// bound of what replacing it on the API port could save. Each kind of
+// BenchmarkTLSRequest is sent, the same bytes on one kept-alive HTTPS
+// connection each, to
+//
+//   - net-http: the instance as orrery serve wires it (BenchmarkTLSRequest);
+//   - lean: the same handler (the instance's, with its metrics and access
+//     log) behind the same listener stack (the dual listener's TLS, the
+//     server's Listener), served by priceLoop: http.ReadRequest on a
+//     bufio.Reader, the handler, the unread body drained, and the status
+//     line, headers and a Content-Length body in one write;
+//   - lean-deadlines: lean with a read deadline set before each request
+//     and a write deadline before each answer, as any server with timeouts
+//     does.
+//
+// priceLoop keeps none of what makes net/http faithful beyond that (no
+// 100-continue, header size limit, Host checks, request context
+// cancellation, hijacking, graceful shutdown): its figures are what
+// net/http's work is worth at most, and what a real replacement would
+// give back of it is below them. Run the variants alternated, e.g.
+//
+//	go test ./instance -run '^$' -bench BenchmarkNetHTTPPrice -benchtime 20000x -count 6
+func BenchmarkNetHTTPPrice(b *testing.B) {
+	inst, kinds := startTLSBench(b)
+	ln, err := Listen("127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cert, _, err := server.LoadOrCreateCertificate("")
+	if err != nil {
+		b.Fatal(err)
+	}
+	lean := inst.Server.Listener(server.NewDualListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
+	leanDeadlines := inst.Server.Listener(server.NewDualListener(mustListen(b), &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
+	handler := inst.guard(inst.handler)
+	limits := inst.Server.HTTPServer()
+	go servePrice(lean, handler, 0, 0)
+	go servePrice(leanDeadlines, handler, limits.ReadTimeout, limits.WriteTimeout)
+	b.Cleanup(func() { lean.Close(); leanDeadlines.Close() })
+	servers := []struct {
+		name string
+		c    *rawClient
+	}{
+		{"net-http", dialRaw(b, inst.Addr().String())},
+		{"lean", dialRaw(b, lean.Addr().String())},
+		{"lean-deadlines", dialRaw(b, leanDeadlines.Addr().String())},
+	}
 	for _, k := range kinds {
 		b.Run(k.name, func(b *testing.B) {
-			b.ReportAllocs()
-			cpu0 := processCPU()
-			for b.Loop() {
-				if st := c.do(b, k.req); st != k.want {
-					b.Fatalf("%s: status %d", k.name, st)
-				}
+			for _, s := range servers {
+				b.Run(s.name, func(b *testing.B) { k.measure(b, s.c) })
 			}
-			// The process's CPU, server and client: less moved by other
-			// processes on a shared machine than the time per request.
-			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 		})
 	}
+}
+
+func mustListen(b *testing.B) net.Listener {
+	ln, err := Listen("127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ln
+}
+
+// servePrice serves ln's connections with priceLoop until ln is closed.
+func servePrice(ln net.Listener, h http.Handler, readTimeout, writeTimeout time.Duration) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go priceLoop(c, h, readTimeout, writeTimeout)
+	}
+}
+
+// priceLoop is BenchmarkNetHTTPPrice's minimal HTTP/1.1 keep-alive loop
+// (see there): not a server, it trusts its client.
+func priceLoop(c net.Conn, h http.Handler, readTimeout, writeTimeout time.Duration) {
+	defer c.Close()
+	var state *tls.ConnectionState
+	if tc, ok := c.(*tls.Conn); ok {
+		if err := tc.Handshake(); err != nil {
+			return
+		}
+		st := tc.ConnectionState()
+		state = &st
+	}
+	br := bufio.NewReaderSize(c, 4<<10)
+	w := &priceWriter{h: make(http.Header, 8), out: make([]byte, 0, 4<<10)}
+	remote := c.RemoteAddr().String()
+	for {
+		if readTimeout > 0 {
+			c.SetReadDeadline(time.Now().Add(readTimeout))
+		}
+		r, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		r.RemoteAddr, r.TLS = remote, state
+		w.reset()
+		h.ServeHTTP(w, r)
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+		if writeTimeout > 0 {
+			c.SetWriteDeadline(time.Now().Add(writeTimeout))
+		}
+		if _, err := c.Write(w.finish()); err != nil || r.Close {
+			return
+		}
+	}
+}
+
+// priceWriter is priceLoop's ResponseWriter: it keeps the answer and
+// writes it whole, with a Content-Length, in one write.
+type priceWriter struct {
+	h      http.Header
+	status int
+	body   []byte
+	out    []byte
+	// date is the Date header's value for the second dateSec.
+	date    []byte
+	dateSec int64
+}
+
+func (w *priceWriter) reset() {
+	clear(w.h)
+	w.status, w.body = 0, w.body[:0]
+}
+
+func (w *priceWriter) Header() http.Header { return w.h }
+
+func (w *priceWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+
+func (w *priceWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	w.body = append(w.body, p...)
+	return len(p), nil
+}
+
+// finish is the answer: status line, headers (a value's CR and LF turned
+// into spaces, as net/http does), Date and Content-Length where the
+// handler set none, and the body.
+func (w *priceWriter) finish() []byte {
+	w.WriteHeader(http.StatusOK)
+	out := append(w.out[:0], "HTTP/1.1 "...)
+	out = strconv.AppendInt(out, int64(w.status), 10)
+	out = append(out, ' ')
+	out = append(out, http.StatusText(w.status)...)
+	out = append(out, "\r\n"...)
+	for k, vs := range w.h {
+		for _, v := range vs {
+			out = append(out, k...)
+			out = append(out, ": "...)
+			start := len(out)
+			out = append(out, v...)
+			for i := start; i < len(out); i++ {
+				if out[i] == '\r' || out[i] == '\n' {
+					out[i] = ' '
+				}
+			}
+			out = append(out, "\r\n"...)
+		}
+	}
+	if _, ok := w.h["Date"]; !ok {
+		now := time.Now()
+		if now.Unix() != w.dateSec {
+			w.date, w.dateSec = now.UTC().AppendFormat(w.date[:0], http.TimeFormat), now.Unix()
+		}
+		out = append(append(append(out, "Date: "...), w.date...), "\r\n"...)
+	}
+	if _, ok := w.h["Content-Length"]; !ok {
+		out = strconv.AppendInt(append(out, "Content-Length: "...), int64(len(w.body)), 10)
+		out = append(out, "\r\n"...)
+	}
+	out = append(out, "\r\n"...)
+	out = append(out, w.body...)
+	w.out = out
+	return out
 }
