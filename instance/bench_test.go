@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,14 +31,23 @@ type rawClient struct {
 
 // do sends req and reads its response, returning the status code.
 func (c *rawClient) do(b *testing.B, req []byte) int {
-	if _, err := c.c.Write(req); err != nil {
+	st, err := c.try(req)
+	if err != nil {
 		b.Fatal(err)
+	}
+	return st
+}
+
+// try sends req and reads its response, returning the status code.
+func (c *rawClient) try(req []byte) (int, error) {
+	if _, err := c.c.Write(req); err != nil {
+		return 0, err
 	}
 	n := 0
 	for {
 		m, err := c.c.Read(c.buf[n:])
 		if err != nil {
-			b.Fatal(err)
+			return 0, err
 		}
 		n += m
 		end := bytes.Index(c.buf[:n], []byte("\r\n\r\n"))
@@ -57,13 +67,13 @@ func (c *rawClient) do(b *testing.B, req []byte) int {
 		}
 		if n >= end+4+cl {
 			if n != end+4+cl {
-				b.Fatalf("%d bytes past the response", n-end-4-cl)
+				return 0, fmt.Errorf("%d bytes past the response", n-end-4-cl)
 			}
 			status := 0
 			for _, d := range c.buf[len("HTTP/1.1 ") : len("HTTP/1.1 ")+3] {
 				status = status*10 + int(d-'0')
 			}
-			return status
+			return status, nil
 		}
 	}
 }
@@ -129,6 +139,34 @@ func (k tlsBenchKind) measure(b *testing.B, c *rawClient) {
 	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
+// measureParallel sends k's request b.N times in all, from each of
+// clients at once (one goroutine each), and reports what measure does.
+func (k tlsBenchKind) measureParallel(b *testing.B, clients []*rawClient) {
+	b.ReportAllocs()
+	cpu0 := processCPU()
+	b.ResetTimer()
+	var next atomic.Int64
+	errs := make(chan error, len(clients))
+	for _, c := range clients {
+		go func() {
+			for next.Add(1) <= int64(b.N) {
+				if st, err := c.try(k.req); err != nil || st != k.want {
+					errs <- fmt.Errorf("%s: status %d, %v", k.name, st, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range clients {
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
 // startTLSBench starts the instance BenchmarkTLSRequest measures, with its
 // item in place, and returns the requests of each kind.
 func startTLSBench(b *testing.B) (*Instance, []tlsBenchKind) {
@@ -187,6 +225,9 @@ func dialRaw(b *testing.B, addr string) *rawClient {
 //     and a write deadline before each answer, as any server with timeouts
 //     does.
 //
+// each on one connection (conns=1) and on 16 at once (conns=16, the
+// clients of BenchmarkServer).
+//
 // priceLoop keeps none of what makes net/http faithful beyond that (no
 // 100-continue, header size limit, Host checks, request context
 // cancellation, hijacking, graceful shutdown): its figures are what
@@ -213,20 +254,41 @@ func BenchmarkNetHTTPPrice(b *testing.B) {
 	b.Cleanup(func() { lean.Close(); leanDeadlines.Close() })
 	servers := []struct {
 		name string
-		c    *rawClient
+		addr string
 	}{
-		{"net-http", dialRaw(b, inst.Addr().String())},
-		{"lean", dialRaw(b, lean.Addr().String())},
-		{"lean-deadlines", dialRaw(b, leanDeadlines.Addr().String())},
+		{"net-http", inst.Addr().String()},
+		{"lean", lean.Addr().String()},
+		{"lean-deadlines", leanDeadlines.Addr().String()},
 	}
 	for _, k := range kinds {
 		b.Run(k.name, func(b *testing.B) {
 			for _, s := range servers {
-				b.Run(s.name, func(b *testing.B) { k.measure(b, s.c) })
+				for _, conns := range []int{1, priceConns} {
+					b.Run(s.name+"/conns="+strconv.Itoa(conns), func(b *testing.B) {
+						// Connections of their own, made and warmed here:
+						// lean-deadlines closes one idle past its read
+						// deadline while the others are measured.
+						clients := make([]*rawClient, conns)
+						for i := range clients {
+							clients[i] = dialRaw(b, s.addr)
+							clients[i].do(b, k.req)
+						}
+						defer func() {
+							for _, c := range clients {
+								c.c.Close()
+							}
+						}()
+						k.measureParallel(b, clients)
+					})
+				}
 			}
 		})
 	}
 }
+
+// priceConns is how many connections BenchmarkNetHTTPPrice also sends
+// its requests on at once, as BenchmarkServer's clients do.
+const priceConns = 16
 
 func mustListen(b *testing.B) net.Listener {
 	ln, err := Listen("127.0.0.1:0")
