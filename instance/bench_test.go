@@ -212,8 +212,8 @@ func dialRaw(b *testing.B, addr string) *rawClient {
 // BenchmarkNetHTTPPrice is a price, not a server: what net/http's HTTP/1.1
 // server costs per request over a minimal keep-alive loop, the upper
 // bound of what replacing it on the API port could save. Each kind of
-// BenchmarkTLSRequest is sent, the same bytes on one kept-alive HTTPS
-// connection each, to
+// BenchmarkTLSRequest is sent, the same bytes over kept-alive HTTPS
+// connections, to
 //
 //   - net-http: the instance as orrery serve wires it (BenchmarkTLSRequest);
 //   - lean: the same handler (the instance's, with its metrics and access
@@ -223,30 +223,31 @@ func dialRaw(b *testing.B, addr string) *rawClient {
 //     line, headers and a Content-Length body in one write;
 //   - lean-deadlines: lean with a read deadline set before each request
 //     and a write deadline before each answer, as any server with timeouts
-//     does.
+//     does;
 //
-// each on one connection (conns=1) and on 16 at once (conns=16, the
-// clients of BenchmarkServer).
+// each over one connection (conns=1) and over 16 at once (conns=16, as
+// BenchmarkServer's clients). As in BenchmarkTLSRequest the client
+// allocates nothing, so allocs/op are the server's, exact; cpu-µs/op is
+// the process's, the client's included (the same in all three).
 //
 // priceLoop keeps none of what makes net/http faithful beyond that (no
 // 100-continue, header size limit, Host checks, request context
 // cancellation, hijacking, graceful shutdown): its figures are what
 // net/http's work is worth at most, and what a real replacement would
-// give back of it is below them. Run the variants alternated, e.g.
+// give back of it is below them. Each round measures the three in turn;
+// run several rounds, e.g.
 //
 //	go test ./instance -run '^$' -bench BenchmarkNetHTTPPrice -benchtime 20000x -count 6
 func BenchmarkNetHTTPPrice(b *testing.B) {
 	inst, kinds := startTLSBench(b)
-	ln, err := Listen("127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
 	cert, _, err := server.LoadOrCreateCertificate("")
 	if err != nil {
 		b.Fatal(err)
 	}
-	lean := inst.Server.Listener(server.NewDualListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
-	leanDeadlines := inst.Server.Listener(server.NewDualListener(mustListen(b), &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
+	// As instance.Start wires its own listener.
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	lean := inst.Server.Listener(server.NewDualListener(mustListen(b), cfg))
+	leanDeadlines := inst.Server.Listener(server.NewDualListener(mustListen(b), cfg))
 	handler := inst.guard(inst.handler)
 	limits := inst.Server.HTTPServer()
 	go servePrice(lean, handler, 0, 0)
