@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -233,17 +234,25 @@ func dialRaw(b *testing.B, addr string) *rawClient {
 // each over one connection (conns=1) and over 16 at once (conns=16, as
 // BenchmarkServer's clients). As in BenchmarkTLSRequest the client
 // allocates nothing, so allocs/op are the server's, exact; cpu-µs/op is
-// the process's, the client's included (the same in all three).
+// the process's, the client's included (the same for all).
 //
 // The lean loops keep none of what makes net/http faithful beyond that
 // (lean-checked pays for some of it but does not do it: no 100-continue,
 // no answers to bad requests, no watcher for a departed client, no
 // hijacking, no graceful shutdown): lean's figures are what net/http's
 // work is worth at most, lean-checked's nearer what a replacement would
-// save. Each round measures the three in turn;
-// run several rounds, e.g.
+// save.
 //
-//	go test ./instance -run '^$' -bench BenchmarkNetHTTPPrice -benchtime 20000x -count 6
+// Each kind measures the servers in turn, in the reverse order with
+// ORRERY_BENCH_ORDER=reverse. go test's -count repeats each measurement
+// in a row rather than the round, so alternate whole runs instead, half
+// of them reversed, e.g.
+//
+//	go test -c -o price.test ./instance
+//	for i in 1 2 3; do
+//		./price.test -test.run '^$' -test.bench BenchmarkNetHTTPPrice -test.benchtime 20000x
+//		ORRERY_BENCH_ORDER=reverse ./price.test -test.run '^$' -test.bench BenchmarkNetHTTPPrice -test.benchtime 20000x
+//	done
 func BenchmarkNetHTTPPrice(b *testing.B) {
 	inst, kinds := startTLSBench(b)
 	cert, _, err := server.LoadOrCreateCertificate("")
@@ -269,6 +278,12 @@ func BenchmarkNetHTTPPrice(b *testing.B) {
 		{"lean", lean.Addr().String()},
 		{"lean-deadlines", leanDeadlines.Addr().String()},
 		{"lean-checked", leanChecked.Addr().String()},
+	}
+	if os.Getenv("ORRERY_BENCH_ORDER") == "reverse" {
+		// The store grows over a run and the machine drifts, which
+		// favours the servers measured first; a run in each order
+		// cancels that (as BenchmarkServer's runs).
+		slices.Reverse(servers)
 	}
 	for _, k := range kinds {
 		b.Run(k.name, func(b *testing.B) {
