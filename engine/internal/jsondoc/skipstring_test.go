@@ -3,6 +3,8 @@ package jsondoc
 import (
 	"bytes"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -175,5 +177,57 @@ func BenchmarkParseNamed(b *testing.B) {
 		if obj, err := ParseNamed(dst, doc, 16, names); err != nil || len(obj) != 11 {
 			b.Fatal(err, len(obj))
 		}
+	}
+}
+
+// TestLazyObjectNamesAreDecodesNames: the names DecodeLazy lists for an
+// object (plain ones taken as skipName told them, others decoded) are the
+// names Decode lists, which decodes each, for random objects whose names
+// are plain, escaped, non-ASCII, hold 0x7f or a quote, and of every length
+// around a word's.
+func TestLazyObjectNamesAreDecodesNames(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 41))
+	parts := []string{"a", "b", "_", "\x7f", `\"`, `\\`, `\u0041`, "é", "漢", " ", "~", "/", "12345678"}
+	plain := 0
+	for n := 0; n < 20000; n++ {
+		var s strings.Builder
+		s.WriteByte('{')
+		fields := rng.IntN(6)
+		for k := range fields {
+			if k > 0 {
+				s.WriteByte(',')
+			}
+			s.WriteByte('"')
+			for range rng.IntN(12) {
+				if rng.IntN(5) == 0 {
+					s.WriteString(parts[rng.IntN(len(parts))])
+				} else {
+					s.WriteByte(byte('a' + rng.IntN(26)))
+				}
+			}
+			s.WriteString(`":` + strconv.Itoa(k))
+		}
+		s.WriteByte('}')
+		b := []byte(s.String())
+		lazy, err := DecodeLazy(b)
+		if err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		full, err := Decode(b)
+		if err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		got, want := lazy.(*Members).Names, full.(*Members).Names
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: DecodeLazy's names %q, Decode's %q", b, got, want)
+		}
+		for _, name := range got {
+			if end, ok := skipName([]byte(strconv.Quote(name)), 0); ok && end > 9 {
+				plain++
+			}
+		}
+	}
+	if plain < 1000 {
+		t.Fatalf("only %d plain names longer than a word", plain)
 	}
 }
