@@ -85,6 +85,8 @@ type collector struct {
 	n   int    // the room to make when dst has none
 	// names, when set, are strings to take plain names from (ParseNamed).
 	names Object
+	// dropSystem leaves the system properties out (IsSystem).
+	dropSystem bool
 	// The plain names of the first properties, where they are in b.
 	plain     [16]nameSpan
 	np, total int
@@ -100,6 +102,9 @@ type nameSpan struct{ at, start, end int }
 // its value (isPlainName, or the validator's scan of it).
 func (c *collector) add(b []byte, i, end, v, vend int, plain bool) error {
 	name, known := "", false
+	if plain && c.dropSystem && isSystemBytes(b[i+1:end-1]) {
+		return nil
+	}
 	if plain && c.names != nil {
 		name, known = c.known(b[i+1 : end-1])
 	}
@@ -115,6 +120,9 @@ func (c *collector) add(b []byte, i, end, v, vend int, plain bool) error {
 		var err error
 		if name, err = unmarshalName(b[i:end]); err != nil {
 			return err
+		}
+		if c.dropSystem && IsSystem(name) {
+			return nil
 		}
 	}
 	if cap(c.obj) == 0 {
@@ -299,6 +307,11 @@ func (o Object) AppendEncode(buf []byte, extra ...Field) []byte {
 func IsSystem(name string) bool {
 	// Every one begins with '_': most names are settled without the map.
 	return len(name) > 1 && name[0] == '_' && systemProperties[name]
+}
+
+// isSystemBytes is IsSystem(string(nb)), without making the string.
+func isSystemBytes(nb []byte) bool {
+	return len(nb) > 1 && nb[0] == '_' && systemProperties[string(nb)]
 }
 
 // systemName is the system property named nb, as a string of the
