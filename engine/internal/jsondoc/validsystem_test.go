@@ -95,3 +95,29 @@ func TestAWrittenBackItemsPropertiesFitItsRoom(t *testing.T) {
 		t.Errorf("ParseValid and DropSystem allocated %v times, the test expects 2 (the names' string, the grown array)", a)
 	}
 }
+
+// FuzzParseValidWithoutSystemIsParseValidThenDropSystem is
+// TestParseValidWithoutSystemIsParseValidThenDropSystem on the fuzzer's
+// bodies.
+func FuzzParseValidWithoutSystemIsParseValidThenDropSystem(f *testing.F) {
+	f.Add([]byte(`{"id":"a","_rid":"x","_ts":1,"n":2}`))
+	f.Add([]byte(`{"\u005frid":1,"_colls":2,"_rid2":3,"_":4}`))
+	f.Add([]byte(`{"_etag":1,"_etag":2}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want, wantScan := ParseValid(nil, b, 8)
+		want = want.DropSystem()
+		got, gotScan := ParseValidWithoutSystem(nil, b, 8)
+		if gotScan.Valid != wantScan.Valid || gotScan.UTF8 != wantScan.UTF8 || gotScan.Object != wantScan.Object ||
+			(gotScan.Err == nil) != (wantScan.Err == nil) || gotScan.Err != nil && gotScan.Err.Error() != wantScan.Err.Error() {
+			t.Fatalf("%s: scan %+v, ParseValid's %+v", b, gotScan, wantScan)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d properties, ParseValid and DropSystem %d", b, len(got), len(want))
+		}
+		for k := range got {
+			if got[k].Name != want[k].Name || string(got[k].Value) != string(want[k].Value) {
+				t.Fatalf("%s: property %d is %q: %s, ParseValid and DropSystem's %q: %s", b, k, got[k].Name, got[k].Value, want[k].Name, want[k].Value)
+			}
+		}
+	})
+}
