@@ -143,7 +143,7 @@ func (c *Container) parseItemInto(it *item, body []byte, req *ItemRequest) error
 	// One scan: json.Valid's answer, utf8.Valid's, checkPayload's and the
 	// top-level properties.
 	*it = item{}
-	obj, scan := jsondoc.ParseValid(it.fields[:0], body, len(it.fields))
+	obj, scan := jsondoc.ParseValidWithoutSystem(it.fields[:0], body, len(it.fields))
 	if len(body) == 0 || !scan.Valid {
 		return BadRequest("The request body is not valid JSON.")
 	}
@@ -160,8 +160,8 @@ func (c *Container) parseItemInto(it *item, body []byte, req *ItemRequest) error
 		return BadRequest("The request body must be a JSON object.")
 	}
 	// The system properties a client sends (writing back what it read)
-	// are not the item's: dropped, the rest keep their order.
-	obj = obj.DropSystem()
+	// are not the item's: dropped (ParseValidWithoutSystem), the rest
+	// keep their order.
 	it.obj = obj
 	rawID, ok := obj.Get("id")
 	if !ok {

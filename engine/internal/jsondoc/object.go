@@ -1,8 +1,10 @@
 package jsondoc
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math/bits"
 	"strings"
 )
 
@@ -58,13 +60,13 @@ func ParseNamed(dst Object, b []byte, n int, names Object) (Object, error) {
 		if i < len(b) && b[i] == '}' {
 			return c.done(b), nil
 		}
-		end := SkipString(b, i)
+		end, plain := skipName(b, i)
 		at := i
 		i = SkipSpace(b, end)
 		i++ // ':'
 		i = SkipSpace(b, i)
 		vend := SkipValue(b, i)
-		if err := c.add(b, at, end, i, vend, isPlainName(b, at, end)); err != nil {
+		if err := c.add(b, at, end, i, vend, plain); err != nil {
 			return nil, err
 		}
 		i = SkipSpace(b, vend)
@@ -83,6 +85,8 @@ type collector struct {
 	n   int    // the room to make when dst has none
 	// names, when set, are strings to take plain names from (ParseNamed).
 	names Object
+	// dropSystem leaves the system properties out (IsSystem).
+	dropSystem bool
 	// The plain names of the first properties, where they are in b.
 	plain     [16]nameSpan
 	np, total int
@@ -98,6 +102,9 @@ type nameSpan struct{ at, start, end int }
 // its value (isPlainName, or the validator's scan of it).
 func (c *collector) add(b []byte, i, end, v, vend int, plain bool) error {
 	name, known := "", false
+	if plain && c.dropSystem && isSystemBytes(b[i+1:end-1]) {
+		return nil
+	}
 	if plain && c.names != nil {
 		name, known = c.known(b[i+1 : end-1])
 	}
@@ -113,6 +120,9 @@ func (c *collector) add(b []byte, i, end, v, vend int, plain bool) error {
 		var err error
 		if name, err = unmarshalName(b[i:end]); err != nil {
 			return err
+		}
+		if c.dropSystem && IsSystem(name) {
+			return nil
 		}
 	}
 	if cap(c.obj) == 0 {
@@ -168,6 +178,31 @@ func unmarshalName(b []byte) (string, error) {
 	var name string
 	err := json.Unmarshal(b, &name)
 	return name, err
+}
+
+// skipName is SkipString(b, i) and isPlainName of the string it skips, a
+// property name, in one scan of it eight bytes at a time: a name is
+// plain when the first byte special8 marks (or a 0x7f) is its closing
+// quote. Any other name is skipped and looked at again as before.
+func skipName(b []byte, i int) (end int, plain bool) {
+	const lo = 0x0101010101010101
+	if i < len(b) && b[i] == '"' {
+		for j := i + 1; j+8 <= len(b); j += 8 {
+			x := binary.LittleEndian.Uint64(b[j:])
+			d := x ^ (lo * 0x7f)
+			t := special8(x) | (d-lo)&^d&(lo*0x80)
+			if t == 0 {
+				continue
+			}
+			j += bits.TrailingZeros64(t) >> 3
+			if b[j] != '"' {
+				break
+			}
+			return j + 1, true
+		}
+	}
+	end = SkipString(b, i)
+	return end, isPlainName(b, i, end)
 }
 
 // isPlainName reports whether the property name b[i:end] is a string of
@@ -272,6 +307,11 @@ func (o Object) AppendEncode(buf []byte, extra ...Field) []byte {
 func IsSystem(name string) bool {
 	// Every one begins with '_': most names are settled without the map.
 	return len(name) > 1 && name[0] == '_' && systemProperties[name]
+}
+
+// isSystemBytes is IsSystem(string(nb)), without making the string.
+func isSystemBytes(nb []byte) bool {
+	return len(nb) > 1 && nb[0] == '_' && systemProperties[string(nb)]
 }
 
 // systemName is the system property named nb, as a string of the

@@ -131,8 +131,10 @@ func expandAt(b []byte, i int) (any, error) {
 			return o, nil
 		}
 		for {
-			end := SkipString(b, i)
-			name, err := appendName(&names, b[i:end])
+			// A plain name (printable ASCII, no escape) is its bytes:
+			// appendName's checks of it are skipped.
+			end, plain := skipName(b, i)
+			name, err := appendName(&names, b[i:end], plain)
 			if err != nil {
 				return nil, err
 			}
@@ -248,9 +250,11 @@ func decodeString(raw []byte) (string, error) {
 // valid UTF-8) is written into names and is a part of it, so that the
 // names of an object share an allocation (a few as it grows: a name made
 // before stays valid, as a Builder never writes over what it holds).
-func appendName(names *strings.Builder, raw []byte) (string, error) {
+// plain reports that skipName found it printable ASCII without an escape:
+// it is not looked at again.
+func appendName(names *strings.Builder, raw []byte, plain bool) (string, error) {
 	inner := raw[1 : len(raw)-1]
-	if bytes.IndexByte(inner, '\\') >= 0 || !utf8.Valid(inner) {
+	if !plain && (bytes.IndexByte(inner, '\\') >= 0 || !utf8.Valid(inner)) {
 		return decodeString(raw)
 	}
 	if names.Cap() == 0 {
