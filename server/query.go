@@ -20,19 +20,20 @@ type queryParameter struct {
 }
 
 func (r *request) querySpec() (*querySpec, map[string]json.RawMessage, error) {
-	q, err := decodeQuerySpec(r.body)
+	// One scan checks that the body is JSON and that a parameter's value
+	// is read as an item's would be: a number beyond a double or a
+	// property named twice is refused (perr), not read one way here and
+	// another by the client that sent it.
+	valid, perr := engine.ValidPayload(r.body)
+	q, err := decodeQuerySpec(r.body, valid)
 	if err != nil {
 		return nil, nil, badRequest("The query body is not valid JSON: %v", err)
 	}
 	if q.Query == "" {
 		return nil, nil, badRequest("The query body has no query text.")
 	}
-	// A parameter's value is read as an item's would be: a number beyond
-	// a double or a property named twice is refused, not read one way here
-	// and another by the client that sent it. (decodeQuerySpec has checked
-	// that the body is valid JSON, as CheckPayload needs.)
-	if err := engine.CheckPayload(r.body); err != nil {
-		return nil, nil, err
+	if perr != nil {
+		return nil, nil, perr
 	}
 	params := make(map[string]json.RawMessage, len(q.Parameters))
 	for _, p := range q.Parameters {

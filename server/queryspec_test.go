@@ -19,7 +19,7 @@ func TestAQueryBodyReadsAsUnmarshalReadsIt(t *testing.T) {
 		t.Helper()
 		want := new(querySpec)
 		werr := json.Unmarshal([]byte(body), want)
-		got, gerr := decodeQuerySpec([]byte(body))
+		got, gerr := decodeQuerySpec([]byte(body), json.Valid([]byte(body)))
 		if (werr == nil) != (gerr == nil) || (werr != nil && werr.Error() != gerr.Error()) {
 			t.Fatalf("%q: error %v, Unmarshal's %v", body, gerr, werr)
 		}
