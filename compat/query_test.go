@@ -234,3 +234,41 @@ func TestGoSDKIndexingPolicyReplace(t *testing.T) {
 		t.Fatalf("after the replace: %d items with b = 7 in p1, want %d", got, want)
 	}
 }
+
+// TestGoSDKQueryParametersBindAsTheSDKSentThem: every kind of parameter
+// value the Go SDK serializes (strings with quotes, backslashes, escapes
+// and non-ASCII, numbers, booleans, null, objects, arrays) binds to the
+// value sent, so a query comparing an item's properties with them finds
+// exactly that item; a parameter differing in one value finds nothing.
+func TestGoSDKQueryParametersBindAsTheSDKSentThem(t *testing.T) {
+	s := orrerytest.Start(t)
+	c := newContainer(t, s, "db", "params", "/pk")
+	doc := `{"id":"1","pk":"a","s":"q\"uo\\te <&> é \u2028 😀","n":-12.5,"t":true,"o":{"k":[1,"x",null]},"a":[{"b":2},"c"]}`
+	if _, err := c.CreateItem(context.Background(), azcosmos.NewPartitionKeyString("a"), []byte(doc), nil); err != nil {
+		t.Fatal(err)
+	}
+	const q = "SELECT VALUE c.id FROM c WHERE c.s = @s AND c.n = @n AND c.t = @t AND c.o = @o AND c.a = @a AND IS_NULL(@z)"
+	params := func(s string) []azcosmos.QueryParameter {
+		return []azcosmos.QueryParameter{{Name: "@s", Value: s}, {Name: "@n", Value: -12.5}, {Name: "@t", Value: true},
+			{Name: "@o", Value: map[string]any{"k": []any{1, "x", nil}}}, {Name: "@a", Value: []any{map[string]any{"b": 2}, "c"}},
+			{Name: "@z", Value: nil}}
+	}
+	for _, tc := range []struct {
+		s    string
+		want string
+	}{
+		{"q\"uo\\te <&> é \u2028 😀", `["1"]`},
+		{"q\"uo\\te <&> é \u2028 😁", `[]`},
+	} {
+		for _, pk := range []azcosmos.PartitionKey{azcosmos.NewPartitionKeyString("a"), azcosmos.NewPartitionKey()} {
+			got, _, err := queryAllWith(t, c, q, pk, &azcosmos.QueryOptions{QueryParameters: params(tc.s)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := json.Marshal(append([]json.RawMessage{}, got...))
+			if string(b) != tc.want {
+				t.Fatalf("@s %q: %s, want %s", tc.s, b, tc.want)
+			}
+		}
+	}
+}

@@ -36,3 +36,14 @@ func validPayload(b []byte) (valid bool, perr *Error) {
 	}
 	return valid, nil
 }
+
+// ValidPayload is json.Valid and CheckPayload in one scan of b, for a body
+// the server decodes itself (a query's): valid reports whether b is one
+// JSON value, and, when it is, err is CheckPayload's 400, or nil.
+func ValidPayload(b []byte) (valid bool, err error) {
+	valid, perr := validPayload(b)
+	if perr != nil {
+		return valid, perr
+	}
+	return valid, nil
+}

@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/internal/rids"
@@ -227,6 +229,183 @@ func permissionOf(props map[string]any, raw []byte) (*Permission, error) {
 	return p, nil
 }
 
+// storedPermission is permissionOf of a stored permission record raw
+// decoded into a map (storedProps), without the map: a resource token's
+// request reads one permission, and decoding its record into a
+// map[string]any took most of that request's allocations. The record is
+// checked as json.Unmarshal checks it, then its top-level object is
+// scanned for the six properties a Permission is made of, matched by
+// their exact names as a map's keys are (the last of a repeated name
+// wins, as in the map). What the scan does not take on (a name written
+// with escapes, a record that is not an object) goes the map's way.
+// TestAStoredPermissionReadsAsItsMapDecodeDoes holds the two equal.
+func storedPermission(raw []byte) (*Permission, error) {
+	if p, ok, err := scanPermission(raw); ok {
+		return p, err
+	}
+	var props map[string]any
+	if err := json.Unmarshal(raw, &props); err != nil {
+		return nil, err
+	}
+	return permissionOf(props, raw)
+}
+
+// scanPermission reads a permission from its record; ok is false when
+// the record is left to the map decode.
+func scanPermission(raw []byte) (p *Permission, ok bool, err error) {
+	if !json.Valid(raw) {
+		return nil, false, nil
+	}
+	i := skipSpace(raw, 0)
+	if raw[i] != '{' {
+		return nil, false, nil
+	}
+	var id, rid, etag, mode, link, pk []byte
+	i = skipSpace(raw, i+1)
+	for raw[i] != '}' {
+		// A name (valid JSON: a string), then ':' and a value.
+		start := i + 1
+		end := start
+		for raw[end] != '"' {
+			if raw[end] == '\\' {
+				return nil, false, nil
+			}
+			end++
+		}
+		name := raw[start:end]
+		i = skipSpace(raw, end+1) // at ':'
+		i = skipSpace(raw, i+1)
+		v := raw[i:skipValue(raw, i)]
+		switch string(name) {
+		case "id":
+			id = v
+		case "_rid":
+			rid = v
+		case "_etag":
+			etag = v
+		case "permissionMode":
+			mode = v
+		case "resource":
+			link = v
+		case "resourcePartitionKey":
+			pk = v
+		}
+		i = skipSpace(raw, i+len(v))
+		if raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+	p = &Permission{Resource: Resource{ID: jsonString(id), RID: jsonString(rid), Body: raw, ETag: jsonString(etag)}}
+	p.Mode = PermissionRead
+	if m, plain := plainString(mode); plain {
+		if bytes.EqualFold(m, []byte(PermissionAll)) {
+			p.Mode = PermissionAll
+		}
+	} else if strings.EqualFold(jsonString(mode), PermissionAll) {
+		p.Mode = PermissionAll
+	}
+	if l, plain := plainString(link); plain {
+		p.Link = string(bytes.Trim(l, "/"))
+	} else {
+		p.Link = strings.Trim(jsonString(link), "/")
+	}
+	if pk != nil && string(pk) != "null" {
+		var v any
+		if err := json.Unmarshal(pk, &v); err != nil {
+			return nil, true, err
+		}
+		enc, _ := json.Marshal(v)
+		key, err := ParsePartitionKeyHeader(string(enc))
+		if err != nil {
+			return nil, true, err
+		}
+		p.PartitionKey, p.HasPartitionKey = key, true
+	}
+	return p, true, nil
+}
+
+// plainString returns the inside of a JSON string value v that reads as
+// it is written (no escape, valid UTF-8); plain is false for anything
+// else, a string or not.
+func plainString(v []byte) (s []byte, plain bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return nil, false
+	}
+	in := v[1 : len(v)-1]
+	if bytes.IndexByte(in, '\\') >= 0 || !utf8.Valid(in) {
+		return nil, false
+	}
+	return in, true
+}
+
+// jsonString is the string a map decode gives for the value v, as
+// permissionOf reads it: "" when v is absent or not a string.
+func jsonString(v []byte) string {
+	if s, plain := plainString(v); plain {
+		return string(s)
+	}
+	if len(v) == 0 || v[0] != '"' {
+		return ""
+	}
+	var s string
+	json.Unmarshal(v, &s)
+	return s
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns where the JSON value starting at b[i] ends; b is valid
+// JSON.
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+	default: // a number, true, false or null
+		for i < len(b) {
+			switch b[i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return i
+			}
+			i++
+		}
+		return i
+	}
+}
+
+// skipString returns the index after the string starting at b[i].
+func skipString(b []byte, i int) int {
+	for i++; ; i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+}
+
 // CreatePermission creates a permission of a user.
 func (e *Engine) CreatePermission(ctx context.Context, db, user string, body []byte) (*Permission, error) {
 	p, _, err := e.putPermission(ctx, db, user, body, false)
@@ -360,25 +539,31 @@ func (e *Engine) PermissionByRID(ctx context.Context, rid string) (*Permission, 
 	if err != nil {
 		return nil, err
 	}
-	props, raw, rerr := e.lookupUserPermission(ctx, d, b[:8], b, rid)
+	raw, rerr := e.lookupUserPermission(ctx, d, b[:8], b, rid)
 	if rerr != nil {
 		return nil, rerr
 	}
-	return permissionOf(props, raw)
+	return storedPermission(raw)
 }
 
 // lookupUserPermission reads the permission of RID permRID (rid, encoded)
 // of the user of RID userRID, each by its RID: the user's record is read to
 // know it exists (deleting a user deletes its permissions in the same
-// batch), not decoded; its permissions are under its RID.
-func (cat *catalog) lookupUserPermission(ctx context.Context, d *Database, userRID, permRID []byte, rid string) (map[string]any, []byte, error) {
+// batch), not decoded; its permissions are under its RID. The record is
+// returned as stored, for storedPermission.
+func (cat *catalog) lookupUserPermission(ctx context.Context, d *Database, userRID, permRID []byte, rid string) ([]byte, error) {
 	users := childSet{kind: "user", prefix: keys.UserPrefix(d.rid), ridIndex: true}
 	if _, err := users.readByRID(ctx, cat.store, userRID); err != nil {
-		return storedProps(nil, err, users.kind, rids.Encode(userRID))
+		_, _, err = storedProps(nil, err, users.kind, rids.Encode(userRID))
+		return nil, err
 	}
 	perms := childSet{kind: "permission", prefix: keys.PermissionPrefix(userRID), ridIndex: true}
 	raw, err := perms.readByRID(ctx, cat.store, permRID)
-	return storedProps(raw, err, perms.kind, rid)
+	if err != nil {
+		_, _, err = storedProps(nil, err, perms.kind, rid)
+		return nil, err
+	}
+	return raw, nil
 }
 
 // ResolveLink maps the database and container names of a resource path

@@ -192,7 +192,21 @@ func textNeedsQuoting(s string) bool {
 	if len(s) == 0 {
 		return true
 	}
-	for i := 0; i < len(s); {
+	// Eight bytes at a time while all of them are plain ASCII (0x21 to
+	// 0x7f but '"' and '='): an activity id and a path are. A word with
+	// any other byte is checked a byte at a time from its first.
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if !plainWord(s[i : i+8]) {
+			break
+		}
+	}
+	// The last bytes, as the word ending the string (it overlaps the
+	// words checked).
+	if i < len(s) && i >= 8 && i+8 > len(s) && plainWord(s[len(s)-8:]) {
+		return false
+	}
+	for i < len(s) {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if !textPlain[c] {
@@ -208,6 +222,20 @@ func textNeedsQuoting(s string) bool {
 		i += size
 	}
 	return false
+}
+
+// plainWord tells whether the eight bytes of s are all plain ASCII
+// (textPlain): from 0x21 to 0x7f, '"' and '=' excepted.
+func plainWord(s string) bool {
+	const lsb, msb = 0x0101010101010101, 0x8080808080808080
+	_ = s[7]
+	w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	q, e := w^('"'*lsb), w^('='*lsb)
+	// A byte of 0x80 or more sets its top bit in w; one below 0x21 (all
+	// below it being 0x21 to 0x7f) in w-0x21*lsb; '"' and '=' are the
+	// zero bytes of q and e, which v-lsb & ^v finds.
+	return (w|(w-0x21*lsb)|((q-lsb)&^q)|((e-lsb)&^e))&msb == 0
 }
 
 // textPlain holds the ASCII bytes a string value may hold unquoted: all but

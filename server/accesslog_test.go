@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // The access log line Observe formats itself is, byte for byte, the line
@@ -114,5 +116,67 @@ func TestAccessLogOfADerivedLoggerKeepsItsAttributes(t *testing.T) {
 		if !strings.Contains(line, tc.want) || !strings.HasPrefix(line, "time=") || strings.Count(line, "\n") != 1 {
 			t.Errorf("%s: line %q, want one holding %q", tc.name, line, tc.want)
 		}
+	}
+}
+
+// textNeedsQuotingByteByByte is textNeedsQuoting as it was before it read
+// eight bytes at a time.
+func textNeedsQuotingByteByByte(s string) bool {
+	if len(s) == 0 {
+		return true
+	}
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if !textPlain[c] {
+				return true
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError || unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return true
+		}
+		i += size
+	}
+	return false
+}
+
+// TestTextNeedsQuotingIsTheByteByByteCheck holds the word-at-a-time check
+// to the byte-at-a-time one: every byte value at every position of plain
+// strings of 1 to 24 bytes, and random strings of plain bytes, bytes next
+// to the word test's limits (0x20, 0x21, '"', '=', 0x7f, 0x80) and runes.
+func TestTextNeedsQuotingIsTheByteByByteCheck(t *testing.T) {
+	check := func(s string) {
+		t.Helper()
+		if got, want := textNeedsQuoting(s), textNeedsQuotingByteByByte(s); got != want {
+			t.Fatalf("textNeedsQuoting(%q) = %v, byte by byte %v", s, got, want)
+		}
+	}
+	check("")
+	for n := 1; n <= 24; n++ {
+		plain := []byte(strings.Repeat("a", n))
+		for i := range n {
+			for c := range 256 {
+				b := append([]byte(nil), plain...)
+				b[i] = byte(c)
+				check(string(b))
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(25, 41))
+	pieces := []string{"a", "Z", "0", "-", "/", "~", "!", "#", " ", "\x20", "\x21", "\"", "=", "\x7f", "\x80", "\xff",
+		"\t", "\x00", "\x1f", "<", ">", "\\", "é", "\u00a0", "\u2028", "😀", "\ufffd", "\xc3", "\xe2\x80"}
+	for range 200000 {
+		var b strings.Builder
+		for range rng.IntN(40) {
+			if rng.IntN(4) == 0 {
+				b.WriteString(pieces[rng.IntN(len(pieces))])
+			} else {
+				b.WriteByte(byte(0x21 + rng.IntN(0x5f)))
+			}
+		}
+		check(b.String())
 	}
 }

@@ -308,3 +308,60 @@ func TestAResourceTokenIsCheckedAsDecodeStringAndSignRead(t *testing.T) {
 		}
 	}
 }
+
+// TestAPermissionGrantsOnlyItsExactlyNamedModeAndResource: a permission's
+// body may carry other properties, which are stored with it; those whose
+// names differ from permissionMode, resource and resourcePartitionKey only
+// in case (or a repeated name, the last of which is kept) grant nothing:
+// the token of a Read permission on one container, stored beside
+// "PermissionMode":"All" and "Resource":"dbs/db", reads that container
+// and nothing else, writes nothing; a token altered, minted under another
+// key, or expired is refused; replacing the permission moves its grant.
+func TestAPermissionGrantsOnlyItsExactlyNamedModeAndResource(t *testing.T) {
+	c := newTestServer(t)
+	c.must("POST", "/dbs/db/colls", `{"id":"other","partitionKey":{"paths":["/pk"]}}`, nil, 201)
+	c.must("POST", "/dbs/db/colls/c/docs", `{"id":"1","pk":"a"}`, pk(`["a"]`), 201)
+	c.must("POST", "/dbs/db/colls/other/docs", `{"id":"1","pk":"a"}`, pk(`["a"]`), 201)
+	c.must("POST", "/dbs/db/users", `{"id":"u"}`, nil, 201)
+	token, rid := c.permissionToken("u", `{"id":"p","permissionMode":"Read","resource":"dbs/db/colls/c",`+
+		`"PermissionMode":"All","PERMISSIONMODE":"All","permissionmode":"All","resourcepartitionkey":["b"],"Resource":"dbs/db","RESOURCE":"dbs/db/colls/other",`+
+		`"ResourcePartitionKey":["b"],"x":{"resource":"dbs/db","permissionMode":"All"}}`, nil)
+	stored := c.must("GET", "/dbs/db/users/u/permissions/p", "", nil, 200)
+	if !strings.Contains(string(stored.body), `"Resource":"dbs/db"`) {
+		t.Fatalf("the extra properties were not stored: %s", stored.body)
+	}
+	ring, err := newKeyRing(Keys{Master: EmulatorKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreignRing, _ := newKeyRing(Keys{Master: readOnlyKey})
+	foreign, _ := foreignRing.mintResourceToken(rid, time.Now().Add(time.Hour))
+	expired, _ := ring.mintResourceToken(rid, time.Now().Add(-time.Second))
+	for _, tc := range []struct {
+		name, method, path, body, token string
+		status                          int
+	}{
+		{"read the granted container's item", "GET", "/dbs/db/colls/c/docs/1", "", token, 200},
+		{"write in the granted container", "POST", "/dbs/db/colls/c/docs", `{"id":"2","pk":"a"}`, token, 403},
+		{"delete in the granted container", "DELETE", "/dbs/db/colls/c/docs/1", "", token, 403},
+		{"read another container", "GET", "/dbs/db/colls/other/docs/1", "", token, 403},
+		{"write another container", "POST", "/dbs/db/colls/other/docs", `{"id":"2","pk":"a"}`, token, 403},
+		{"read the database's containers", "GET", "/dbs/db/colls", "", token, 403},
+		{"tampered", "GET", "/dbs/db/colls/c/docs/1", "", tamper(token), 401},
+		{"minted under another key", "GET", "/dbs/db/colls/c/docs/1", "", foreign, 401},
+		{"expired", "GET", "/dbs/db/colls/c/docs/1", "", expired, 401},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := c.must(tc.method, tc.path, tc.body, withToken(tc.token, pk(`["a"]`)), tc.status)
+			if tc.status >= 400 && !strings.Contains(string(r.body), `"code":`) {
+				t.Fatalf("not a Cosmos error body: %s", r.body)
+			}
+		})
+	}
+	// Replaced, with the case variants the other way round: the grant is
+	// the exactly named properties', now All on the other container.
+	c.must("PUT", "/dbs/db/users/u/permissions/p", `{"id":"p","Resource":"dbs/db/colls/c","permissionMode":"All",`+
+		`"resource":"dbs/db/colls/other","PermissionMode":"Read","permissionmode":"Read"}`, nil, 200)
+	c.must("GET", "/dbs/db/colls/c/docs/1", "", withToken(token, pk(`["a"]`)), 403)
+	c.must("POST", "/dbs/db/colls/other/docs", `{"id":"3","pk":"a"}`, withToken(token, pk(`["a"]`)), 201)
+}

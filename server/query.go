@@ -10,27 +10,30 @@ import (
 
 // querySpec is the body of a query request.
 type querySpec struct {
-	Query      string `json:"query"`
-	Parameters []struct {
-		Name  string          `json:"name"`
-		Value json.RawMessage `json:"value"`
-	} `json:"parameters"`
+	Query      string           `json:"query"`
+	Parameters []queryParameter `json:"parameters"`
+}
+
+type queryParameter struct {
+	Name  string          `json:"name"`
+	Value json.RawMessage `json:"value"`
 }
 
 func (r *request) querySpec() (*querySpec, map[string]json.RawMessage, error) {
-	var q querySpec
-	if err := json.Unmarshal(r.body, &q); err != nil {
+	// One scan checks that the body is JSON and that a parameter's value
+	// is read as an item's would be: a number beyond a double or a
+	// property named twice is refused (perr), not read one way here and
+	// another by the client that sent it.
+	valid, perr := engine.ValidPayload(r.body)
+	q, err := decodeQuerySpec(r.body, valid)
+	if err != nil {
 		return nil, nil, badRequest("The query body is not valid JSON: %v", err)
 	}
 	if q.Query == "" {
 		return nil, nil, badRequest("The query body has no query text.")
 	}
-	// A parameter's value is read as an item's would be: a number beyond
-	// a double or a property named twice is refused, not read one way here
-	// and another by the client that sent it. (json.Unmarshal has checked
-	// that the body is valid JSON, as CheckPayload needs.)
-	if err := engine.CheckPayload(r.body); err != nil {
-		return nil, nil, err
+	if perr != nil {
+		return nil, nil, perr
 	}
 	params := make(map[string]json.RawMessage, len(q.Parameters))
 	for _, p := range q.Parameters {
@@ -40,7 +43,7 @@ func (r *request) querySpec() (*querySpec, map[string]json.RawMessage, error) {
 		}
 		params[p.Name] = v
 	}
-	return &q, params, nil
+	return q, params, nil
 }
 
 // passThroughPlan is the query plan Orrery answers plan requests with: the
