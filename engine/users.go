@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/internal/rids"
 	"github.com/orrery-db/orrery/storage"
@@ -256,12 +257,12 @@ func scanPermission(raw []byte) (p *Permission, ok bool, err error) {
 	if !json.Valid(raw) {
 		return nil, false, nil
 	}
-	i := skipSpace(raw, 0)
+	i := jsondoc.SkipSpace(raw, 0)
 	if raw[i] != '{' {
 		return nil, false, nil
 	}
 	var id, rid, etag, mode, link, pk []byte
-	i = skipSpace(raw, i+1)
+	i = jsondoc.SkipSpace(raw, i+1)
 	for raw[i] != '}' {
 		// A name (valid JSON: a string), then ':' and a value.
 		start := i + 1
@@ -273,9 +274,9 @@ func scanPermission(raw []byte) (p *Permission, ok bool, err error) {
 			end++
 		}
 		name := raw[start:end]
-		i = skipSpace(raw, end+1) // at ':'
-		i = skipSpace(raw, i+1)
-		v := raw[i:skipValue(raw, i)]
+		i = jsondoc.SkipSpace(raw, end+1) // at ':'
+		i = jsondoc.SkipSpace(raw, i+1)
+		v := raw[i:jsondoc.SkipValue(raw, i)]
 		switch string(name) {
 		case "id":
 			id = v
@@ -290,9 +291,9 @@ func scanPermission(raw []byte) (p *Permission, ok bool, err error) {
 		case "resourcePartitionKey":
 			pk = v
 		}
-		i = skipSpace(raw, i+len(v))
+		i = jsondoc.SkipSpace(raw, i+len(v))
 		if raw[i] == ',' {
-			i = skipSpace(raw, i+1)
+			i = jsondoc.SkipSpace(raw, i+1)
 		}
 	}
 	p = &Permission{Resource: Resource{ID: jsonString(id), RID: jsonString(rid), Body: raw, ETag: jsonString(etag)}}
@@ -350,60 +351,6 @@ func jsonString(v []byte) string {
 	var s string
 	json.Unmarshal(v, &s)
 	return s
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns where the JSON value starting at b[i] ends; b is valid
-// JSON.
-func skipValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-	default: // a number, true, false or null
-		for i < len(b) {
-			switch b[i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return i
-			}
-			i++
-		}
-		return i
-	}
-}
-
-// skipString returns the index after the string starting at b[i].
-func skipString(b []byte, i int) int {
-	for i++; ; i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
 }
 
 // CreatePermission creates a permission of a user.
