@@ -87,7 +87,7 @@ func (o *Members) Remove(i int) {
 // top-level value), which made a patch's tree cost about as much as the
 // rest of the write.
 func Decode(b []byte) (any, error) {
-	if !json.Valid(b) {
+	if !Valid(b) {
 		return nil, errors.New("not a single valid JSON value")
 	}
 	v, _, err := decodeValue(b, SkipSpace(b, 0))
@@ -96,7 +96,7 @@ func Decode(b []byte) (any, error) {
 
 // DecodeLazy decodes one JSON value one level deep, as Expand does.
 func DecodeLazy(b []byte) (any, error) {
-	if !json.Valid(b) {
+	if !Valid(b) {
 		return nil, errors.New("not a single valid JSON value")
 	}
 	return expandAt(b, SkipSpace(b, 0))
