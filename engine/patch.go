@@ -155,8 +155,38 @@ func readPatchBody(body []byte) (condition *string, ops []PatchOperation, ok boo
 	}
 }
 
-// readPatchOperations reads an array of operations for readPatchBody.
+// readPatchOperations reads an array of operations for readPatchBody:
+// up to MaxPatchOperations in one pass, into an array on the stack copied
+// into a slice of their number; more (a request ParsePatch refuses by
+// their count) by readManyPatchOperations, which counts them first. The
+// answer is readManyPatchOperations's either way: the same operations,
+// and not ok for the same arrays.
 func readPatchOperations(b []byte) ([]PatchOperation, bool) {
+	if b[0] != '[' {
+		return nil, false
+	}
+	var room [MaxPatchOperations]PatchOperation
+	n := 0
+	for i := jsondoc.SkipSpace(b, 1); b[i] != ']'; n++ {
+		if n == len(room) {
+			return readManyPatchOperations(b)
+		}
+		end := jsondoc.SkipValue(b, i)
+		if !readPatchOperation(&room[n], b[i:end]) {
+			return nil, false
+		}
+		if i = jsondoc.SkipSpace(b, end); b[i] == ',' {
+			i = jsondoc.SkipSpace(b, i+1)
+		}
+	}
+	ops := make([]PatchOperation, n)
+	copy(ops, room[:n])
+	return ops, true
+}
+
+// readManyPatchOperations reads an array of operations for
+// readPatchOperations: counted, then read into a slice of their number.
+func readManyPatchOperations(b []byte) ([]PatchOperation, bool) {
 	if b[0] != '[' {
 		return nil, false
 	}
