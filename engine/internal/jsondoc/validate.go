@@ -116,6 +116,10 @@ type validator struct {
 	escaped, high bool
 	c             collector // the top-level properties
 	nameErr       error     // the first name c refused
+	// lazy, when lazy.o is set, is given the top-level object's members
+	// as the scan passes them (DecodeLazy). It is a part of the validator,
+	// not a pointer to one beside it, which would move it to the heap.
+	lazy lazyBuild
 }
 
 func (p *validator) space(i int) int {
@@ -362,6 +366,9 @@ func (p *validator) object(i, depth int) int {
 		v := p.space(i + 1)
 		if i = p.value(v, depth); i < 0 {
 			return -1
+		}
+		if depth == 1 && p.lazy.o != nil {
+			p.lazy.add(b, nameAt, end, v, i, plain)
 		}
 		if depth == 1 && p.collect {
 			if err := p.c.add(b, nameAt, end, v, i, plain); err != nil && p.nameErr == nil {
