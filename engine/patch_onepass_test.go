@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 )
 
 // randomPatchArray writes an array of 0 to 14 operations: most of the
@@ -47,13 +49,27 @@ func randomPatchArray(r *rand.Rand) []byte {
 // the one pass), or, as a body, other than encoding/json.
 func checkOnePass(t *testing.T, arr []byte) {
 	t.Helper()
-	ops, ok := readPatchOperations(arr)
+	ops, end, ok := readPatchOperations(arr)
 	want, wantOK := readManyPatchOperations(arr)
 	if ok != wantOK || !reflect.DeepEqual(ops, want) {
 		t.Fatalf("%s: one pass %v %+v, counted first %v %+v", arr, ok, ops, wantOK, want)
 	}
-	for _, body := range [][]byte{arr, append(append([]byte(`{"operations":`), arr...), '}')} {
+	if ok && end != jsondoc.SkipValue(arr, 0) {
+		t.Fatalf("%s: one pass ends at %d, the array at %d", arr, end, jsondoc.SkipValue(arr, 0))
+	}
+	for _, body := range [][]byte{
+		arr,
+		append(append([]byte(`{"operations":`), arr...), '}'),
+		append(append([]byte(`{ "operations" : `), arr...), []byte(` , "condition" : "FROM c WHERE c.n > 1" }`)...),
+		append(append([]byte(`{"condition":null,"operations":`), arr...), []byte(`,"operations":null}`)...),
+		append(append([]byte(`{"condition":"x","operation\u0073":`), arr...), '}'),
+	} {
 		cond, ops, ok := readPatchBody(body)
+		// Read without reflection whenever its array is, but with
+		// "operations" twice.
+		if fast := wantOK && !bytes.Contains(body, []byte(`"operations":null}`)); ok != fast {
+			t.Fatalf("%s: read without reflection %v, want %v", body, ok, fast)
+		}
 		if !ok {
 			continue
 		}
