@@ -111,7 +111,7 @@ func unmarshalPatchBody(body []byte) (*string, []PatchOperation, error) {
 // unmarshalPatchBody reads. A value is a part of body.
 func readPatchBody(body []byte) (condition *string, ops []PatchOperation, ok bool) {
 	if body[0] == '[' {
-		ops, ok = readPatchOperations(body)
+		ops, _, ok = readPatchOperations(body)
 		return nil, ops, ok
 	}
 	if body[0] != '{' {
@@ -119,14 +119,13 @@ func readPatchBody(body []byte) (condition *string, ops []PatchOperation, ok boo
 	}
 	var seen [2]bool
 	for i := 1; ; {
-		name, value, next, more, err := jsondoc.NextField(body, i)
+		name, v, more, err := jsondoc.NextName(body, i)
 		if err != nil {
 			return nil, nil, false
 		}
 		if !more {
 			return condition, ops, true
 		}
-		i = next
 		var k int
 		switch string(name) {
 		case "condition":
@@ -140,23 +139,68 @@ func readPatchBody(body []byte) (condition *string, ops []PatchOperation, ok boo
 			return nil, nil, false
 		}
 		seen[k] = true
-		if string(value) == "null" {
-			continue
-		}
-		if k == 0 {
-			s, ok := readPatchString(value)
-			if !ok {
+		// The operations are read where they stand, not skipped first.
+		var end int
+		if k == 1 && body[v] == '[' {
+			if ops, end, ok = readPatchOperations(body[v:]); !ok {
 				return nil, nil, false
 			}
-			condition = &s
-		} else if ops, ok = readPatchOperations(value); !ok {
-			return nil, nil, false
+			end += v
+		} else {
+			end = jsondoc.SkipValue(body, v)
+			value := body[v:end]
+			switch {
+			case string(value) == "null":
+			case k == 0:
+				s, ok := readPatchString(value)
+				if !ok {
+					return nil, nil, false
+				}
+				condition = &s
+			default:
+				return nil, nil, false // operations neither an array nor null
+			}
+		}
+		if i = jsondoc.SkipSpace(body, end); i < len(body) && body[i] == ',' {
+			i++
 		}
 	}
 }
 
-// readPatchOperations reads an array of operations for readPatchBody.
-func readPatchOperations(b []byte) ([]PatchOperation, bool) {
+// readPatchOperations reads an array of operations for readPatchBody:
+// up to MaxPatchOperations in one pass, into an array on the stack copied
+// into a slice of their number; more (a request ParsePatch refuses by
+// their count) by readManyPatchOperations, which counts them first. The
+// answer is readManyPatchOperations's either way: the same operations,
+// and not ok for the same arrays.
+func readPatchOperations(b []byte) (ops []PatchOperation, end int, ok bool) {
+	if b[0] != '[' {
+		return nil, 0, false
+	}
+	var room [MaxPatchOperations]PatchOperation
+	n := 0
+	i := jsondoc.SkipSpace(b, 1)
+	for ; b[i] != ']'; n++ {
+		if n == len(room) {
+			ops, ok := readManyPatchOperations(b)
+			return ops, jsondoc.SkipValue(b, 0), ok
+		}
+		end := jsondoc.SkipValue(b, i)
+		if !readPatchOperation(&room[n], b[i:end]) {
+			return nil, 0, false
+		}
+		if i = jsondoc.SkipSpace(b, end); b[i] == ',' {
+			i = jsondoc.SkipSpace(b, i+1)
+		}
+	}
+	ops = make([]PatchOperation, n)
+	copy(ops, room[:n])
+	return ops, i + 1, true
+}
+
+// readManyPatchOperations reads an array of operations for
+// readPatchOperations: counted, then read into a slice of their number.
+func readManyPatchOperations(b []byte) ([]PatchOperation, bool) {
 	if b[0] != '[' {
 		return nil, false
 	}

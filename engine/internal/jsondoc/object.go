@@ -340,6 +340,29 @@ var systemProperties = map[string]bool{
 	"_udfs": true, "_conflicts": true,
 }
 
+// NextName is NextField without the value's skipping: v is the index of
+// the value's first byte, for a caller that reads the value itself (and
+// goes on at the index past it and its comma, as NextField's next is).
+func NextName(b []byte, i int) (name []byte, v int, ok bool, err error) {
+	i = SkipSpace(b, i)
+	if i >= len(b) || b[i] == '}' {
+		return nil, i, false, nil
+	}
+	end := SkipString(b, i)
+	if isPlainName(b, i, end) {
+		name = b[i+1 : end-1]
+	} else {
+		s, err := unmarshalName(b[i:end])
+		if err != nil {
+			return nil, i, false, err
+		}
+		name = []byte(s)
+	}
+	i = SkipSpace(b, end)
+	i++ // ':'
+	return name, SkipSpace(b, i), true, nil
+}
+
 // NextField reads one property of the valid JSON object b without
 // building an Object: i is the index just past the object's '{' (or the
 // next NextField returned), and the property is the one Parse would list

@@ -87,19 +87,61 @@ func (o *Members) Remove(i int) {
 // top-level value), which made a patch's tree cost about as much as the
 // rest of the write.
 func Decode(b []byte) (any, error) {
-	if !json.Valid(b) {
+	if !Valid(b) {
 		return nil, errors.New("not a single valid JSON value")
 	}
 	v, _, err := decodeValue(b, SkipSpace(b, 0))
 	return v, err
 }
 
-// DecodeLazy decodes one JSON value one level deep, as Expand does.
+// DecodeLazy decodes one JSON value one level deep, as Expand does. An
+// object (a patch's stored item) is checked valid and its members listed
+// in one scan, the validator's, which hands them to a lazyBuild: the
+// answer of Valid and then expandAt, which scanned each member again.
 func DecodeLazy(b []byte) (any, error) {
-	if !json.Valid(b) {
+	if i := SkipSpace(b, 0); i < len(b) && b[i] == '{' {
+		lo := new(lazyObject)
+		o := &lo.Members
+		o.Names, o.Values = lo.names[:0], lo.values[:0]
+		p := validator{b: b, err: errNoCheck, lazy: lazyBuild{o: o, raws: lo.raws[:0]}}
+		if j := p.value(p.space(0), 0); j < 0 || p.space(j) != len(b) {
+			return nil, errors.New("not a single valid JSON value")
+		}
+		if p.lazy.err != nil {
+			return nil, p.lazy.err
+		}
+		return o, nil
+	}
+	if !Valid(b) {
 		return nil, errors.New("not a single valid JSON value")
 	}
 	return expandAt(b, SkipSpace(b, 0))
+}
+
+// lazyBuild lists a lazy object's members as the validator passes them,
+// as expandAt lists them: each name decoded (appendName, its first error
+// kept and the rest not listed), each value a Raw of its bytes, a
+// repeated name keeping the last value.
+type lazyBuild struct {
+	o     *Members
+	raws  []Raw
+	names strings.Builder
+	err   error
+}
+
+// add lists the member named by b[name:end] (a string), of value
+// b[v:vend]; plain reports that the name has no escape and is ASCII.
+func (l *lazyBuild) add(b []byte, name, end, v, vend int, plain bool) {
+	if l.err != nil {
+		return
+	}
+	s, err := appendName(&l.names, b[name:end], plain)
+	if err != nil {
+		l.err = err
+		return
+	}
+	l.raws = append(l.raws, Raw(b[v:vend:vend]))
+	l.o.Set(s, &l.raws[len(l.raws)-1])
 }
 
 // Expand decodes v one level deep when it is a *Raw: an object into
