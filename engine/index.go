@@ -694,13 +694,14 @@ func (c *Container) chooseIndex(plan *query.Plan) (*indexSource, bool) {
 		query.FilterBetween: 3, query.FilterLt: 4, query.FilterLe: 4, query.FilterGt: 4, query.FilterGe: 4}
 	var best *indexSource
 	bestRank := 99
-	for _, f := range plan.Filters {
+	for i, f := range plan.Filters {
 		r, known := rank[f.Op]
 		if !known || r >= bestRank {
 			continue
 		}
 		if ranges, ok := c.indexRanges(f.Path, f.Op, f.Values); ok {
-			best = &indexSource{ranges: ranges, base: len(keys.IndexPathPrefix(c.rid, indexpolicy.Path(f.Path))), filters: []query.Filter{f}}
+			// The filter itself (read only), not a copy of it.
+			best = &indexSource{ranges: ranges, base: len(keys.IndexPathPrefix(c.rid, indexpolicy.Path(f.Path))), filters: plan.Filters[i : i+1 : i+1]}
 			bestRank = r
 		}
 	}
