@@ -125,6 +125,7 @@ func newContainer(db *Database, rec containerRecord) (*Container, error) {
 	}
 	c := &Container{ID: id, RID: ridStr, rid: rid, db: db, pk: pk, offer: rec.Offer, record: rec, index: indexpolicy.New(props),
 		logRetention: changeLogRetentionOf(props)}
+	c.pkSegs = pathSegments(pk.Paths)
 	c.etag, _ = stringProp(props, "_etag")
 	if db != nil {
 		// Every response about its items names it (X-Ms-Alt-Content-Path).

@@ -41,7 +41,8 @@ type Container struct {
 	rid    []byte
 	db     *Database
 	pk     PartitionKeyDefinition
-	ttl    *int64 // defaultTtl: nil = off, -1 = on without default expiry, n > 0 seconds
+	pkSegs [][]string // partitionKeySegments, computed as it is loaded
+	ttl    *int64     // defaultTtl: nil = off, -1 = on without default expiry, n > 0 seconds
 	body   []byte
 	etag   string
 	offer  string // RID of its offer, "" when none

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/orrery-db/orrery/engine/internal/geocell"
 	"github.com/orrery-db/orrery/engine/internal/indexpolicy"
@@ -71,6 +72,94 @@ func appendIndexValue(k []byte, v any) ([]byte, bool) {
 		return appendIndexString(append(k, ixString), x, true), true
 	}
 	return k, false
+}
+
+// indexKeyOfJSON is base followed by the index encoding of the JSON value
+// raw decodes to (json.Unmarshal into any, then appendIndexValue), ok false
+// when it does not decode or is not indexable. null, true, false, a number
+// as JSON writes it and a string without escapes are encoded from their
+// bytes; anything else is decoded.
+func indexKeyOfJSON(base []byte, raw []byte) ([]byte, bool) {
+	k := make([]byte, len(base), len(base)+len(raw)+9)
+	copy(k, base)
+	switch {
+	case string(raw) == "null":
+		return append(k, ixNull), true
+	case string(raw) == "true":
+		return append(k, ixTrue), true
+	case string(raw) == "false":
+		return append(k, ixFalse), true
+	case jsonNumberGrammar(raw):
+		f, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil {
+			return nil, false // out of range: Unmarshal's error too
+		}
+		return appendIndexNumber(k, f), true
+	case plainJSONString(raw):
+		return appendIndexString(append(k, ixString), raw[1:len(raw)-1], true), true
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return nil, false
+	}
+	return appendIndexValue(k, v)
+}
+
+// jsonNumberGrammar reports whether b is exactly a number of JSON's grammar.
+func jsonNumberGrammar(b []byte) bool {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return false
+		}
+	}
+	return i == len(b)
+}
+
+// plainJSONString reports whether b is exactly a JSON string of valid
+// UTF-8 without escapes: its bytes between the quotes are its value.
+func plainJSONString(b []byte) bool {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return false
+	}
+	s := b[1 : len(b)-1]
+	for _, c := range s {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return utf8.Valid(s)
 }
 
 func appendIndexNumber(k []byte, f float64) []byte {
@@ -485,11 +574,7 @@ func (c *Container) indexRanges(path []string, op query.FilterOp, values []json.
 	}
 	base := keys.IndexPathPrefix(c.rid, p)
 	enc := func(raw json.RawMessage) ([]byte, bool) {
-		var v any
-		if json.Unmarshal(raw, &v) != nil {
-			return nil, false
-		}
-		return appendIndexValue(append([]byte(nil), base...), v)
+		return indexKeyOfJSON(base, raw)
 	}
 	// typeStart and typeEnd bound every value of the same type as the one
 	// encoded in k (false and true are one type).
@@ -510,13 +595,18 @@ func (c *Container) indexRanges(path []string, op query.FilterOp, values []json.
 	switch op {
 	case query.FilterEq, query.FilterIn:
 		var out []keyRange
-		seen := map[string]bool{}
+		var seen map[string]bool // one value needs none
+		if len(values) > 1 {
+			seen = map[string]bool{}
+		}
 		for _, raw := range values {
 			k, ok := enc(raw)
 			if !ok {
 				return nil, false
 			}
-			if !seen[string(k)] {
+			if seen == nil {
+				out = append(out, keyRange{k, storage.PrefixEnd(k)})
+			} else if !seen[string(k)] {
 				seen[string(k)] = true
 				out = append(out, keyRange{k, storage.PrefixEnd(k)})
 			}
@@ -604,13 +694,14 @@ func (c *Container) chooseIndex(plan *query.Plan) (*indexSource, bool) {
 		query.FilterBetween: 3, query.FilterLt: 4, query.FilterLe: 4, query.FilterGt: 4, query.FilterGe: 4}
 	var best *indexSource
 	bestRank := 99
-	for _, f := range plan.Filters {
+	for i, f := range plan.Filters {
 		r, known := rank[f.Op]
 		if !known || r >= bestRank {
 			continue
 		}
 		if ranges, ok := c.indexRanges(f.Path, f.Op, f.Values); ok {
-			best = &indexSource{ranges: ranges, base: len(keys.IndexPathPrefix(c.rid, indexpolicy.Path(f.Path))), filters: []query.Filter{f}}
+			// The filter itself (read only), not a copy of it.
+			best = &indexSource{ranges: ranges, base: len(keys.IndexPathPrefix(c.rid, indexpolicy.Path(f.Path))), filters: plan.Filters[i : i+1 : i+1]}
 			bestRank = r
 		}
 	}

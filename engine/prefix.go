@@ -9,9 +9,19 @@ import (
 
 // partitionKeySegments returns the property path segments of each of the
 // container's partition key paths ("/a/b" gives a, b).
+// They are computed once, as the container is loaded (pkSegments); the
+// caller only reads them.
 func (c *Container) partitionKeySegments() [][]string {
-	out := make([][]string, len(c.pk.Paths))
-	for i, p := range c.pk.Paths {
+	if c.pkSegs != nil {
+		return c.pkSegs
+	}
+	return pathSegments(c.pk.Paths)
+}
+
+// pathSegments is partitionKeySegments for the paths given.
+func pathSegments(paths []string) [][]string {
+	out := make([][]string, len(paths))
+	for i, p := range paths {
 		for _, seg := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
 			out[i] = append(out[i], strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~"))
 		}
@@ -66,6 +76,18 @@ func pinnedValue(filters []query.Filter, path []string) (PartitionKeyValue, bool
 // paths, which a query scoped by its partition key gains nothing from.
 func (c *Container) withoutPartitionKeyFilters(filters []query.Filter) []query.Filter {
 	paths := c.partitionKeySegments()
+	onKey := func(f query.Filter) bool {
+		for _, p := range paths {
+			if f.Op == query.FilterEq && slices.Equal(f.Path, p) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(filters) > 0 && !slices.ContainsFunc(filters, onKey) {
+		// None dropped: the filters themselves, which no one appends to.
+		return filters[:len(filters):len(filters)]
+	}
 	var out []query.Filter
 	for _, f := range filters {
 		onKey := false

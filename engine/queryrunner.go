@@ -146,10 +146,17 @@ func (qr *queryRunner) page(ctx context.Context, req *QueryRequest) (*QueryResul
 		if err != nil {
 			return nil, err
 		}
-		plan, err := q.Plan(req.Params)
+		pv, err := query.DecodeParams(req.Params)
 		if err != nil {
 			return nil, queryError(err)
 		}
+		plan, err := q.PlanParams(pv)
+		if err != nil {
+			return nil, queryError(err)
+		}
+		own := *req
+		own.params, own.paramsDecoded = pv, true
+		req = &own
 		if pk, ok := c.pinnedPartitionKey(plan); ok {
 			// The filter names one logical partition (or, on a hierarchical
 			// key, a prefix of them): the query is single-partition, as the
@@ -229,7 +236,11 @@ func (qr *queryRunner) run(ctx context.Context, c *Container, r storage.Reader, 
 	if err != nil {
 		return nil, nil, err
 	}
-	plan, err := q.Plan(req.Params)
+	pv, err := req.decodedParams()
+	if err != nil {
+		return nil, nil, queryError(err)
+	}
+	plan, err := q.PlanParams(pv)
 	if err != nil {
 		return nil, nil, queryError(err)
 	}
@@ -282,7 +293,7 @@ func (qr *queryRunner) run(ctx context.Context, c *Container, r storage.Reader, 
 			}
 		}
 	}
-	x, err := q.Prepare(query.Options{Params: req.Params, UDF: req.UDF, Now: qr.now(), PlanarSpatial: c.planarSpatial(),
+	x, err := q.Prepare(query.Options{Decoded: pv, UDF: req.UDF, Now: qr.now(), PlanarSpatial: c.planarSpatial(),
 		Context: ctx, Deadline: bounds.deadline, MaxMemory: qr.memoryLimit(), Pool: qr.pool, Heavy: bounds.heavy,
 		Search: qr.search.searchContext(ctx, c, r, m)})
 	if err != nil {

@@ -619,6 +619,19 @@ type QueryRequest struct {
 	// serves it (no partition key, no partition key range): pages are cut
 	// as the service's gateway cuts them (see streamQuery).
 	fanOut bool
+	// params are Params decoded once for the page (decodedParams), set
+	// with paramsDecoded on the page's own copy of the request.
+	params        query.Params
+	paramsDecoded bool
+}
+
+// decodedParams are the request's parameter values, decoded once per page:
+// by the page's planning of a query without a partition key, or here.
+func (req *QueryRequest) decodedParams() (query.Params, error) {
+	if req.paramsDecoded {
+		return req.params, nil
+	}
+	return query.DecodeParams(req.Params)
 }
 
 // QueryResult is one page of query results.

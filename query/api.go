@@ -34,6 +34,10 @@ type UDFResolver interface {
 type Options struct {
 	// Params maps parameter names ("@x"; the @ may be omitted) to JSON values.
 	Params map[string]json.RawMessage
+	// Decoded, when set, are the parameter values as DecodeParams decoded
+	// them (from Params, which is then not read); the zero Params are not
+	// set.
+	Decoded Params
 	// UDF resolves udf.name calls; without it such calls fail.
 	UDF UDFResolver
 	// Now is the time seen by GetCurrentDateTime and friends; zero means the
@@ -124,9 +128,14 @@ func (q *Query) Prepare(opts Options) (*Execution, error) {
 	if len(q.udfs) > 0 && opts.UDF == nil {
 		return nil, &Error{Code: CodeUnknownFunction, Message: "Unknown function 'udf." + q.udfs[0] + "'."}
 	}
-	params, err := decodeParams(opts.Params)
-	if err != nil {
-		return nil, err
+	var params map[string]value
+	if opts.Decoded.decoded {
+		params = opts.Decoded.vals
+	} else {
+		var err error
+		if params, err = decodeParams(opts.Params); err != nil {
+			return nil, err
+		}
 	}
 	now := opts.Now
 	if now.IsZero() {
@@ -139,6 +148,24 @@ func (q *Query) Prepare(opts Options) (*Execution, error) {
 		x.c.heavy = &heavyGate{fn: opts.Heavy}
 	}
 	return x, nil
+}
+
+// Params are parameter values decoded once (DecodeParams), for Plan and
+// Prepare of one query to share: the values are only read.
+// The zero Params are none decoded.
+type Params struct {
+	vals    map[string]value
+	decoded bool
+}
+
+// DecodeParams decodes parameter values as Plan and Prepare do (the same
+// errors): names without their @ get it.
+func DecodeParams(raw map[string]json.RawMessage) (Params, error) {
+	v, err := decodeParams(raw)
+	if err != nil {
+		return Params{}, err
+	}
+	return Params{vals: v, decoded: true}, nil
 }
 
 func decodeParams(raw map[string]json.RawMessage) (map[string]value, error) {

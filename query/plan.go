@@ -151,10 +151,16 @@ func (f Filter) String() string {
 
 // Plan analyses the query with the given parameter values.
 func (q *Query) Plan(params map[string]json.RawMessage) (*Plan, error) {
-	pv, err := decodeParams(params)
+	pv, err := DecodeParams(params)
 	if err != nil {
 		return nil, err
 	}
+	return q.PlanParams(pv)
+}
+
+// PlanParams is Plan with parameter values DecodeParams decoded.
+func (q *Query) PlanParams(params Params) (*Plan, error) {
+	pv := params.vals
 	sq := q.q
 	c := &evalCtx{params: pv}
 	lim := sq.limits(c)
