@@ -14,18 +14,6 @@ func checkPayload(b []byte) *Error {
 	return nil
 }
 
-// CheckPayload is checkPayload for a body the server decodes itself (a
-// query's parameters): nil, or a 400 in the service's format. b must be
-// valid JSON, as a body encoding/json has decoded without an error is (it
-// checks the whole input first): the caller's decoding has already scanned
-// it, and this does not scan it a third time.
-func CheckPayload(b []byte) error {
-	if err := checkPayload(b); err != nil {
-		return err
-	}
-	return nil
-}
-
 // validPayload is json.Valid and checkPayload in one scan of b (see
 // jsondoc.Validate): valid reports whether b is one JSON value, and, when
 // it is, perr is checkPayload's 400.
@@ -37,9 +25,10 @@ func validPayload(b []byte) (valid bool, perr *Error) {
 	return valid, nil
 }
 
-// ValidPayload is json.Valid and CheckPayload in one scan of b, for a body
+// ValidPayload is json.Valid and checkPayload in one scan of b, for a body
 // the server decodes itself (a query's): valid reports whether b is one
-// JSON value, and, when it is, err is CheckPayload's 400, or nil.
+// JSON value, and, when it is, err is checkPayload's 400 in the service's
+// format, or nil.
 func ValidPayload(b []byte) (valid bool, err error) {
 	valid, perr := validPayload(b)
 	if perr != nil {
