@@ -62,7 +62,26 @@ type Scan struct {
 // in dst's array when it has room, as ParseInto(dst, b, n) lists them: the
 // same names and the same value bytes.
 func ParseValid(dst Object, b []byte, n int) (Object, Scan) {
-	p := validator{b: b, collect: true, utf8: true, c: collector{obj: dst[:0], n: n}}
+	return parseValid(dst, b, n, false)
+}
+
+// ParseValidWithoutSystem is ParseValid followed by Object.DropSystem: the
+// system properties' names (a client writing back what it read, a patched
+// stored record) are not listed, so that they take no room in dst's array
+// (an item's properties and the five system ones do not fit in an item's
+// eight). The answer is DropSystem's of ParseValid's.
+func ParseValidWithoutSystem(dst Object, b []byte, n int) (Object, Scan) {
+	obj, s := parseValid(dst, b, n, true)
+	if obj == nil {
+		return nil, s
+	}
+	return obj[:len(obj):len(obj)], s
+}
+
+// parseValid is ParseValid, its system properties left out with
+// dropSystem.
+func parseValid(dst Object, b []byte, n int, dropSystem bool) (Object, Scan) {
+	p := validator{b: b, collect: true, utf8: true, c: collector{obj: dst[:0], n: n, dropSystem: dropSystem}}
 	i := p.space(0)
 	p.isObject = i < len(b) && b[i] == '{'
 	i = p.value(i, 0)
@@ -77,28 +96,6 @@ func ParseValid(dst Object, b []byte, n int) (Object, Scan) {
 		return nil, s
 	}
 	return p.c.done(b), s
-}
-
-// ParseValidWithoutSystem is ParseValid followed by Object.DropSystem: the
-// system properties' names (a client writing back what it read, a patched
-// stored record) are not listed, so that they take no room in dst's array
-// (an item's properties and the five system ones do not fit in an item's
-// eight). The answer is DropSystem's of ParseValid's.
-func ParseValidWithoutSystem(dst Object, b []byte, n int) (Object, Scan) {
-	p := validator{b: b, collect: true, utf8: true, c: collector{obj: dst[:0], n: n, dropSystem: true}}
-	i := p.space(0)
-	p.isObject = i < len(b) && b[i] == '{'
-	i = p.value(i, 0)
-	if i < 0 || p.space(i) != len(b) {
-		return nil, Scan{}
-	}
-	s := Scan{Valid: true, UTF8: p.utf8, Object: p.isObject, Err: p.err}
-	if !p.isObject || p.nameErr != nil {
-		s.Object = false
-		return nil, s
-	}
-	obj := p.c.done(b)
-	return obj[:len(obj):len(obj)], s
 }
 
 // validator checks a payload's syntax as encoding/json's scanner does and,
