@@ -255,7 +255,17 @@ func pgStatements(b *testing.B, pg *pgtest.Server, url string) func() {
 			Scan(&t[0], &t[1], &t[2], &t[3], &t[4])
 		return t
 	}
+	// The WAL's writes and syncs (pg_stat_wal, PostgreSQL 14 to 17):
+	// how many commits share one sync, what a commit costs the server
+	// beside its statements. Counted by the process that wrote or synced,
+	// a backend committing or the WAL writer; ok is false where the view
+	// has no such columns.
+	walIO := func() (w [2]float64, ok bool) {
+		err := conn.QueryRow(ctx, `SELECT wal_write::float8, wal_sync::float8 FROM pg_stat_wal`).Scan(&w[0], &w[1])
+		return w, err == nil
+	}
 	t0, cpu0 := tuples(), pgCPUByProcess(b, pg)
+	w0, walOK := walIO()
 	return func() {
 		defer conn.Close(ctx)
 		cpu1 := pgCPUByProcess(b, pg)
@@ -280,6 +290,14 @@ func pgStatements(b *testing.B, pg *pgtest.Server, url string) func() {
 			return
 		}
 		fmt.Fprintf(os.Stderr, "%s: WAL per operation: %.2f records, %.0f bytes\n", b.Name(), walRecords/n, walBytes/n)
+		if w1, ok := walIO(); ok && walOK {
+			writes, syncs := w1[0]-w0[0], w1[1]-w0[1]
+			fmt.Fprintf(os.Stderr, "%s: WAL writes per operation %.3f, syncs %.3f", b.Name(), writes/n, syncs/n)
+			if syncs > 0 {
+				fmt.Fprintf(os.Stderr, " (%.2f operations per sync)", n/syncs)
+			}
+			fmt.Fprintln(os.Stderr)
+		}
 		rows, err := conn.Query(ctx, `SELECT calls, total_exec_time + total_plan_time, rows, toplevel, wal_records, regexp_replace(query, '\s+', ' ', 'g')
 			FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
 			ORDER BY total_exec_time + total_plan_time DESC LIMIT 14`)
