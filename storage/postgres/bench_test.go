@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -224,9 +225,13 @@ func procIO() (reads, writes int64) {
 // measured runs op b.N times as loop does and reports this process's CPU
 // (cpu-µs/op: the gateway's side of the round trips) and its read(2) and
 // write(2) calls per operation (exact counts: each round trip is one
-// write and one read or more, a read that finds nothing yet being one).
-func measured(b *testing.B, op func()) {
+// write and one read or more, a read that finds nothing yet being one),
+// and, when the server runs on this machine, the CPU of s's database's
+// backends (pg-cpu-µs/op: PostgreSQL's side, one client's statements, not
+// the server benchmark's 16 clients' lock waits and shared syncs).
+func measured(b *testing.B, s *postgres.Store, op func()) {
 	b.ReportAllocs()
+	pg0, pgOK := backendsCPU(b, s, nil)
 	r0, w0 := procIO()
 	cpu0 := processCPU()
 	loop(b, op)
@@ -235,6 +240,50 @@ func measured(b *testing.B, op func()) {
 	b.ReportMetric(float64(cpu)/1e3/float64(b.N), "cpu-µs/op")
 	b.ReportMetric(float64(r1-r0)/float64(b.N), "reads/op")
 	b.ReportMetric(float64(w1-w0)/float64(b.N), "writes/op")
+	if pg1, ok := backendsCPU(b, s, pg0); ok && pgOK {
+		var d time.Duration
+		for pid, t := range pg1 {
+			d += t - pg0[pid] // a backend started meanwhile counts from 0
+		}
+		b.ReportMetric(float64(d)/1e3/float64(b.N), "pg-cpu-µs/op")
+	}
+}
+
+// backendsCPU is the CPU time (user and system, from /proc) of each
+// backend connected to s's database, by process id, and of those of was
+// that have ended since (their last reading: a pooled connection closed
+// meanwhile stops counting); ok is false when they cannot be read (the
+// server on another machine).
+func backendsCPU(b *testing.B, s *postgres.Store, was map[int]time.Duration) (cpu map[int]time.Duration, ok bool) {
+	rows, err := s.Pool().Query(b.Context(), `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		b.Fatal(err)
+	}
+	cpu = maps.Clone(was)
+	if cpu == nil {
+		cpu = map[int]time.Duration{}
+	}
+	tick := time.Second / 100 // USER_HZ
+	for _, pid := range pids {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return nil, false
+		}
+		// The fields after the command's closing parenthesis: utime and
+		// stime are the 14th and 15th of the line, the 12th and 13th here.
+		f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+		if len(f) < 13 {
+			return nil, false
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		cpu[int(pid)] = time.Duration(u+st) * tick
+	}
+	return cpu, true
 }
 
 // BenchmarkItemCalls is what a point read and an item write ask of the
@@ -245,13 +294,14 @@ func measured(b *testing.B, op func()) {
 // trip), then its keys (an item's record and a dozen index, feed and
 // order keys, 1 KiB of value) and a deletion, committed with the
 // watermark (one round trip). Besides the time it reports this process's
-// CPU (the gateway's side) and its read(2) and write(2) calls per call.
+// CPU (the gateway's side), its read(2) and write(2) calls per call and
+// PostgreSQL's backends' CPU per call.
 func BenchmarkItemCalls(b *testing.B) {
 	ctx := b.Context()
 	s := benchStore(b, 2000)
 	version, item := []byte("k0001"), []byte("k0002")
 	b.Run("PointRead", func(b *testing.B) {
-		measured(b, func() {
+		measured(b, s, func() {
 			if _, _, err := s.GetAll(ctx, [][]byte{version, item}); err != nil {
 				b.Fatal(err)
 			}
@@ -276,7 +326,7 @@ func BenchmarkItemCalls(b *testing.B) {
 			// allocations reported are the store's.
 			var kbuf, vbuf []byte
 			lsn0 := walInsertLSN(b, s)
-			measured(b, func() {
+			measured(b, s, func() {
 				batch, err := s.NewSharedBatch(ctx)
 				if err != nil {
 					b.Fatal(err)
