@@ -89,7 +89,7 @@ func indexKeyOfJSON(base []byte, raw []byte) ([]byte, bool) {
 		return append(k, ixTrue), true
 	case string(raw) == "false":
 		return append(k, ixFalse), true
-	case jsonNumberGrammar(raw):
+	case jsondoc.NumberEnd(raw, 0) == len(raw):
 		f, err := strconv.ParseFloat(string(raw), 64)
 		if err != nil {
 			return nil, false // out of range: Unmarshal's error too
@@ -103,48 +103,6 @@ func indexKeyOfJSON(base []byte, raw []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return appendIndexValue(k, v)
-}
-
-// jsonNumberGrammar reports whether b is exactly a number of JSON's grammar.
-func jsonNumberGrammar(b []byte) bool {
-	i := 0
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-	default:
-		return false
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
-			return false
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
-			return false
-		}
-	}
-	return i == len(b)
 }
 
 // plainJSONString reports whether b is exactly a JSON string of valid

@@ -90,13 +90,7 @@ func (c *Container) withoutPartitionKeyFilters(filters []query.Filter) []query.F
 	}
 	var out []query.Filter
 	for _, f := range filters {
-		onKey := false
-		for _, p := range paths {
-			if f.Op == query.FilterEq && slices.Equal(f.Path, p) {
-				onKey = true
-			}
-		}
-		if !onKey {
+		if !onKey(f) {
 			out = append(out, f)
 		}
 	}

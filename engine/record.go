@@ -19,13 +19,18 @@ import (
 // write numbers the writes of one transaction, so that an item written twice
 // in one batch or stored procedure gets a new ETag each time.
 type storedItem struct {
-	key   []byte
-	lsn   uint64
-	ts    int64
+	key []byte
+	lsn uint64
+	ts  int64
+	rid uint64
+	doc []byte
+	// etagText is the ETag when put formatted it for the record (a write's
+	// answer gives it back), else "" and etag formats it.
+	etagText string
+	// ttl and write after the words: the struct is 96 bytes with
+	// etagText, as it was without it in the header's order.
 	ttl   int32
-	rid   uint64
 	write uint16
-	doc   []byte
 }
 
 const (
@@ -70,6 +75,9 @@ func decodeItemInto(s *storedItem, key, v []byte) error {
 
 // etag is the item's current ETag: unique to this write of this item.
 func (it *storedItem) etag() string {
+	if it.etagText != "" {
+		return it.etagText
+	}
 	return string(it.appendETag(make([]byte, 0, etagLen)))
 }
 

@@ -214,9 +214,12 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	sys = append(sys, sys[1:ridEnd-1]...)
 	sys = append(sys, `/"`...)
 	selfEnd := len(sys)
+	// The ETag is formatted once: the record's "_etag" and the write's
+	// answer (writeResult's s.etag()) are this string.
+	s.etagText = s.etag()
 	sys = append(sys, '"', '\\')
-	sys = s.appendETag(sys)
-	sys = append(sys[:len(sys)-1], '\\', '"', '"')
+	sys = append(sys, s.etagText[:etagLen-1]...)
+	sys = append(sys, '\\', '"', '"')
 	etagEnd := len(sys)
 	sys = strconv.AppendInt(sys, s.ts, 10)
 	if pooled {

@@ -1,7 +1,6 @@
 package jsondoc
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -28,8 +27,16 @@ func checkError(format string, args ...any) error {
 // fewer without an exponent always fit; a number that underflows reads as
 // zero or a subnormal everywhere and is kept as sent.
 func checkNumber(n []byte) error {
-	if len(n) <= 16 && bytes.IndexAny(n, "eE") < 0 {
-		return nil
+	if len(n) <= 16 {
+		// No exponent: c|0x20 is 'e' for 'e' and 'E' only (IndexAny
+		// built its set of bytes on every number of every body).
+		exp := false
+		for _, c := range n {
+			exp = exp || c|0x20 == 'e'
+		}
+		if !exp {
+			return nil
+		}
 	}
 	if _, err := strconv.ParseFloat(string(n), 64); errors.Is(err, strconv.ErrRange) {
 		shown := string(n)

@@ -348,8 +348,8 @@ func NextName(b []byte, i int) (name []byte, v int, ok bool, err error) {
 	if i >= len(b) || b[i] == '}' {
 		return nil, i, false, nil
 	}
-	end := SkipString(b, i)
-	if isPlainName(b, i, end) {
+	end, plain := skipName(b, i)
+	if plain {
 		name = b[i+1 : end-1]
 	} else {
 		s, err := unmarshalName(b[i:end])
@@ -369,23 +369,10 @@ func NextName(b []byte, i int) (name []byte, v int, ok bool, err error) {
 // there, its name the same bytes (b's own between the quotes when plain,
 // else decoded). ok is false past the last property.
 func NextField(b []byte, i int) (name []byte, value json.RawMessage, next int, ok bool, err error) {
-	i = SkipSpace(b, i)
-	if i >= len(b) || b[i] == '}' {
-		return nil, nil, i, false, nil
+	name, i, ok, err = NextName(b, i)
+	if !ok || err != nil {
+		return nil, nil, i, false, err
 	}
-	end := SkipString(b, i)
-	if isPlainName(b, i, end) {
-		name = b[i+1 : end-1]
-	} else {
-		s, err := unmarshalName(b[i:end])
-		if err != nil {
-			return nil, nil, i, false, err
-		}
-		name = []byte(s)
-	}
-	i = SkipSpace(b, end)
-	i++ // ':'
-	i = SkipSpace(b, i)
 	vend := SkipValue(b, i)
 	value = b[i:vend]
 	i = SkipSpace(b, vend)

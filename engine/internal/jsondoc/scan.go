@@ -156,12 +156,22 @@ func PlainString(raw []byte) (string, bool) {
 	return string(raw[1 : len(raw)-1]), true
 }
 
+// plainByte tells the bytes AppendString writes as they are: printable
+// ASCII other than '"' and '\\' (one load a byte, not four tests; the
+// names of every record and patched item are written through it).
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // AppendString appends s as a JSON string literal: its bytes between quotes
 // when they are printable ASCII other than '"' and '\\', else as
 // json.Marshal writes it.
 func AppendString(buf []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+		if !plainByte[s[i]] {
 			q, _ := json.Marshal(s)
 			return append(buf, q...)
 		}

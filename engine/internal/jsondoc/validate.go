@@ -171,7 +171,7 @@ func (p *validator) value(i, depth int) int {
 	case c == 'n':
 		return p.literal(i, "null")
 	case c == '-' || '0' <= c && c <= '9':
-		end := p.number(i)
+		end := NumberEnd(b, i)
 		if end > 0 && p.err == nil {
 			p.err = checkNumber(b[i:end])
 		}
@@ -187,32 +187,30 @@ func (p *validator) literal(i int, lit string) int {
 	return i + len(lit)
 }
 
-// number scans -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.
-func (p *validator) number(i int) int {
-	b := p.b
-	digits := func(i int) int {
-		j := i
-		for j < len(b) && '0' <= b[j] && b[j] <= '9' {
-			j++
-		}
-		if j == i {
-			return -1
-		}
-		return j
-	}
-	if b[i] == '-' {
+// NumberEnd scans the JSON number at b[i]:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?, the index past it, or -1
+// when none begins there. b[i:NumberEnd(b, i)] is the longest such prefix;
+// b is exactly a number of JSON's grammar when NumberEnd(b, 0) == len(b).
+func NumberEnd(b []byte, i int) int {
+	if i < len(b) && b[i] == '-' {
 		i++
 	}
 	switch {
 	case i < len(b) && b[i] == '0':
 		i++
-	default:
-		if i = digits(i); i < 0 {
-			return -1
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		for i++; i < len(b) && '0' <= b[i] && b[i] <= '9'; i++ {
 		}
+	default:
+		return -1
 	}
 	if i < len(b) && b[i] == '.' {
-		if i = digits(i + 1); i < 0 {
+		i++
+		d := i
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+		if i == d {
 			return -1
 		}
 	}
@@ -221,7 +219,11 @@ func (p *validator) number(i int) int {
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		if i = digits(i); i < 0 {
+		d := i
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+		if i == d {
 			return -1
 		}
 	}

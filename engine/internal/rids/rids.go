@@ -7,21 +7,18 @@ import (
 	"strings"
 )
 
+// encoding is base64's standard encoding, padding included, with '-' in
+// place of '/': a RID's characters written in one pass, not turned after.
+var encoding = base64.NewEncoding("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+-")
+
 // Encode is the RID string of b: its base64, with '-' in place of '/'.
 func Encode(b []byte) string {
-	return strings.ReplaceAll(base64.StdEncoding.EncodeToString(b), "/", "-")
+	return encoding.EncodeToString(b)
 }
 
 // Append appends Encode(b) to dst.
 func Append(dst, b []byte) []byte {
-	n := len(dst)
-	dst = base64.StdEncoding.AppendEncode(dst, b)
-	for i := n; i < len(dst); i++ {
-		if dst[i] == '/' {
-			dst[i] = '-'
-		}
-	}
-	return dst
+	return encoding.AppendEncode(dst, b)
 }
 
 // Decode decodes a RID; ok is false when s is not a RID of n bytes.
