@@ -51,9 +51,10 @@
 //     for the handlers still running at watchDelay. A client that leaves
 //     is noticed up to that much later; a short request costs no goroutine,
 //     no extra read(2) and no wake-up.
-//   - The handler's header map is one per connection, cleared between
-//     requests; a handler must not use it after returning (net/http gives
-//     a fresh one per request).
+//   - The handler's header map is one per connection, emptied when its
+//     answer is written (so that an idle connection keeps none of its
+//     values, which may point into a request's body); a handler must not
+//     use it after returning (net/http gives a fresh one per request).
 //   - The header is kept at WriteHeader by writing it out then (Header is
 //     not cloned), so a handler's later change to it is not sent, as with
 //     net/http; but a value of Content-Length, Content-Type, Connection or

@@ -493,6 +493,10 @@ func (c *conn) serve(ctx context.Context) {
 			return
 		}
 		w.finishRequest()
+		// The header map is reused: emptied now, so that an idle
+		// connection holds none of its last answer's values (which may
+		// point into a request's body).
+		clear(c.header)
 		c.rwc.SetWriteDeadline(time.Time{})
 		if !w.shouldReuseConnection() {
 			if w.requestBodyLimitHit || w.closedRequestBodyEarly() {
