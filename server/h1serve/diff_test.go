@@ -49,6 +49,12 @@ func diffHandler() http.Handler {
 	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
 		w.Write(bytes.Repeat([]byte("0123456789"), 500))
 	})
+	mux.HandleFunc("/strings", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, strings.Repeat("s", 1500))
+		io.WriteString(w, strings.Repeat("t", 1500))
+		io.WriteString(w, "")
+		io.WriteString(w, "end")
+	})
 	mux.HandleFunc("/big-cl", func(w http.ResponseWriter, r *http.Request) {
 		b := bytes.Repeat([]byte("abcdefghij"), 700)
 		w.Header().Set("Content-Type", "application/json")
@@ -308,6 +314,7 @@ func rawCases() []rawCase {
 		{name: "http/1.0 big", chunks: []string{"GET /big HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"}, keepOpen: true},
 		{name: "head", chunks: []string{"HEAD /small HTTP/1.1\r\n" + hostHdr + "\r\n" + "HEAD /big-cl HTTP/1.1\r\n" + hostHdr + "\r\n" + "HEAD /big HTTP/1.1\r\n" + hostHdr + "\r\n" + get("/small")}, methods: []string{"HEAD", "HEAD", "HEAD", "GET"}},
 		{name: "big chunked", chunks: []string{get("/big") + get("/small")}},
+		{name: "strings", chunks: []string{get("/strings") + "HEAD /strings HTTP/1.1\r\n" + hostHdr + "\r\n" + "GET /strings HTTP/1.0\r\n\r\n"}, methods: []string{"GET", "HEAD", "GET"}},
 		{name: "big with length", chunks: []string{get("/big-cl")}},
 		{name: "short content-length", chunks: []string{get("/short-cl") + get("/small")}, keepOpen: true, skipClose: true},
 		{name: "over content-length", chunks: []string{get("/over-cl")}},

@@ -438,7 +438,8 @@ func (c *conn) readRequest(ctx context.Context) (*response, error) {
 		wantsClose:       req.Close || hasToken(headerGet(req.Header, "Connection"), "close"),
 	}
 	if req.Body != http.NoBody && req.Body != nil {
-		w.body = &body{w: w, rc: req.Body}
+		w.bodyStore = body{w: w, rc: req.Body}
+		w.body = &w.bodyStore
 		req.Body = w.body
 		w.reqBody = w.body
 	}

@@ -32,7 +32,8 @@ type response struct {
 	c             *conn
 	req           *http.Request
 	reqBody       io.ReadCloser
-	body          *body // nil without a body
+	body          *body // nil without a body; else &bodyStore
+	bodyStore     body  // the body's wrapper, allocated with the response
 	cancelCtx     context.CancelFunc
 	handlerHeader http.Header
 
@@ -408,35 +409,26 @@ func (w *response) writeBody(p []byte) (int, error) {
 	return n, err
 }
 
-func (w *response) Write(data []byte) (int, error) { return w.write(data) }
+func (w *response) Write(data []byte) (int, error) { return w.write(len(data), data, "") }
 
-func (w *response) WriteString(s string) (int, error) {
-	// Converting would allocate; the body goes through the same path.
-	return w.write([]byte(s))
-}
+func (w *response) WriteString(s string) (int, error) { return w.write(len(s), nil, s) }
 
-func (w *response) write(data []byte) (int, error) {
-	if w.c.hijacked() {
-		if len(data) > 0 {
-			w.c.srv.logf("http: response.Write on hijacked connection")
+// write writes dataB or, when it is nil, dataS (as net/http's, so that
+// WriteString does not copy its string).
+func (w *response) write(lenData int, dataB []byte, dataS string) (int, error) {
+	if dataB == nil && lenData > 0 && w.committed {
+		// Past the header, a string goes through without a copy.
+		if err := w.preWrite(lenData); err != nil {
+			return 0, err
 		}
-		return 0, http.ErrHijacked
+		return w.writeBodyString(dataS)
 	}
-	if w.canWriteContinue.Load() {
-		w.disableWriteContinue()
+	data := dataB
+	if data == nil && lenData > 0 {
+		data = []byte(dataS) // before the header: buffered or sniffed
 	}
-	if !w.wroteHeader {
-		w.WriteHeader(http.StatusOK)
-	}
-	if len(data) == 0 {
-		return 0, nil
-	}
-	if !bodyAllowedForStatus(w.status) {
-		return 0, http.ErrBodyNotAllowed
-	}
-	w.written += int64(len(data))
-	if w.contentLength != -1 && w.written > w.contentLength {
-		return 0, http.ErrContentLength
+	if err := w.preWrite(len(data)); err != nil || len(data) == 0 {
+		return 0, err
 	}
 	if w.committed {
 		return w.writeBody(data)
@@ -455,6 +447,51 @@ func (w *response) write(data []byte) (int, error) {
 	}
 	n, err := w.writeBody(data[k:])
 	return k + n, err
+}
+
+// preWrite does a write's checks, as net/http's, and counts it.
+func (w *response) preWrite(lenData int) error {
+	if w.c.hijacked() {
+		if lenData > 0 {
+			w.c.srv.logf("http: response.Write on hijacked connection")
+		}
+		return http.ErrHijacked
+	}
+	if w.canWriteContinue.Load() {
+		w.disableWriteContinue()
+	}
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if lenData == 0 {
+		return nil
+	}
+	if !bodyAllowedForStatus(w.status) {
+		return http.ErrBodyNotAllowed
+	}
+	w.written += int64(lenData)
+	if w.contentLength != -1 && w.written > w.contentLength {
+		return http.ErrContentLength
+	}
+	return nil
+}
+
+// writeBodyString is writeBody for a string.
+func (w *response) writeBodyString(s string) (int, error) {
+	if len(s) == 0 || w.req.Method == "HEAD" {
+		return len(s), nil
+	}
+	bw := w.c.bufw
+	if w.chunking {
+		var hx [16]byte
+		bw.Write(strconv.AppendInt(hx[:0], int64(len(s)), 16))
+		bw.WriteString("\r\n")
+	}
+	n, err := bw.WriteString(s)
+	if w.chunking && err == nil {
+		_, err = bw.WriteString("\r\n")
+	}
+	return n, err
 }
 
 // flushOut commits the header and writes what the body buffer holds.
