@@ -82,6 +82,12 @@ func TestForbiddenImports(t *testing.T) {
 			deps:     []string{module + "/"},
 		},
 		{
+			// The API port's HTTP/1.x server is net/http's semantics
+			// only: it knows nothing of the module.
+			patterns: []string{"./server/h1serve"},
+			deps:     []string{module + "/"},
+		},
+		{
 			// Throughput budgets read the engine's offers and ranges only.
 			patterns: []string{"./throughput/..."},
 			direct:   []string{"net/http", module + "/server", module + "/storage"},

@@ -19,6 +19,7 @@ import (
 	"github.com/orrery-db/orrery/engine"
 	"github.com/orrery-db/orrery/faults"
 	"github.com/orrery-db/orrery/server"
+	"github.com/orrery-db/orrery/server/h1serve"
 	"github.com/orrery-db/orrery/storage"
 )
 
@@ -92,7 +93,7 @@ type Instance struct {
 
 	store   storage.Store
 	handler http.Handler
-	hs      *http.Server
+	hs      *h1serve.Server // the API port's server (net/http's semantics, less work per request)
 	ln      net.Listener
 	metrics *http.Server
 	mln     net.Listener
@@ -228,8 +229,11 @@ func Start(ctx context.Context, cfg Config) (inst *Instance, err error) {
 		inst.cgw = inst.Server.HTTPServer()
 		inst.cgw.Handler = inst.guard(inst.Server.ComputeGateway())
 	}
-	inst.hs = inst.Server.HTTPServer()
-	inst.hs.Handler = inst.guard(inst.handler)
+	hs := inst.Server.HTTPServer()
+	hs.Handler = inst.guard(inst.handler)
+	if inst.hs, err = h1serve.New(hs); err != nil {
+		return nil, err
+	}
 	go func() {
 		err := inst.hs.Serve(ln)
 		if errors.Is(err, http.ErrServerClosed) {

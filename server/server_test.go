@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/orrery-db/orrery/engine"
+	"github.com/orrery-db/orrery/server/h1serve"
 	"github.com/orrery-db/orrery/storage/memory"
 )
 
@@ -30,7 +31,8 @@ func newTestServer(t *testing.T) *rawClient {
 }
 
 // newLimitedServer serves a database "db" with a container "c" (partition
-// key /pk) through the http.Server that HTTPServer builds for limits.
+// key /pk) through the http.Server that HTTPServer builds for limits, served
+// by h1serve on Server.Listener as the API port is.
 func newLimitedServer(t *testing.T, limits Limits) *rawClient {
 	ctx := t.Context()
 	t.Helper()
@@ -43,12 +45,17 @@ func newLimitedServer(t *testing.T, limits Limits) *rawClient {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewUnstartedServer(srv)
-	hs.Config = srv.HTTPServer()
-	hs.Listener = srv.Listener(hs.Listener)
-	hs.Start()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := h1serve.New(srv.HTTPServer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go hs.Serve(srv.Listener(ln))
 	t.Cleanup(func() { hs.Close(); eng.Close(); store.Close() })
-	c := &rawClient{t: t, url: hs.URL, key: EmulatorKey}
+	c := &rawClient{t: t, url: "http://" + ln.Addr().String(), key: EmulatorKey}
 	c.must("POST", "/dbs", `{"id":"db"}`, nil, 201)
 	c.must("POST", "/dbs/db/colls", `{"id":"c","partitionKey":{"paths":["/pk"]}}`, nil, 201)
 	return c
