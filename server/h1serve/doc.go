@@ -67,4 +67,10 @@
 //     hijacked connection) do not name the caller.
 //   - CloseNotifier is not implemented (deprecated; nothing here uses it);
 //     nor HTTP/2 (New refuses a TLSNextProto, a TLSConfig and Protocols).
+//
+// Much of this package follows the structure and code of Go's net/http
+// server (server.go, Go 1.26): the connection's reader, its background
+// read, the response's framing. That code is Copyright 2009 The Go Authors
+// and used under its BSD-style license, reproduced in LICENSE-Go beside
+// this file.
 package h1serve
