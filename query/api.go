@@ -115,6 +115,10 @@ func (q *Query) String() string { return q.text }
 type Execution struct {
 	q *Query
 	c evalCtx
+	// matched and heavy are what c.matched and c.heavy point to, shared by
+	// every run's copy of c: allocated with the execution.
+	matched matchCount
+	heavy   heavyGate
 	// run is RowsFrom's state, allocated with the execution and reused by
 	// each call while no other call holds it (inRun): a call made during
 	// another's, or beside it, makes its own.
@@ -173,9 +177,12 @@ func (q *Query) Prepare(opts Options) (*Execution, error) {
 	}
 	x := &Execution{q: q, c: evalCtx{params: params, udf: opts.UDF, now: now.UTC(),
 		ctx: opts.Context, deadline: opts.Deadline, maxMemory: opts.MaxMemory, pool: opts.Pool,
-		matched: &matchCount{root: q.q}, search: opts.Search, planar: opts.PlanarSpatial}}
+		search: opts.Search, planar: opts.PlanarSpatial}}
+	x.matched.root = q.q
+	x.c.matched = &x.matched
 	if opts.Heavy != nil {
-		x.c.heavy = &heavyGate{fn: opts.Heavy}
+		x.heavy.fn = opts.Heavy
+		x.c.heavy = &x.heavy
 	}
 	return x, nil
 }

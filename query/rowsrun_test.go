@@ -122,3 +122,46 @@ func TestRowsFromGivesAFreshRunsRowsWhenItsStateIsReused(t *testing.T) {
 	}
 	t.Logf("%d queries compared, %d streaming", compared, streaming)
 }
+
+// TestMatchedCountsTheRowsOfEveryRunOfAnExecution: the match count lives in
+// the execution and every run's copy of its context (RowsFrom's reused
+// state, a nested call's own, Execute's) counts into it.
+func TestMatchedCountsTheRowsOfEveryRunOfAnExecution(t *testing.T) {
+	q, err := Parse("SELECT c.id, t FROM c JOIN t IN c.arr WHERE t > 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := q.Prepare(Options{Heavy: func() error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := []byte(`{"id":"a","arr":[1,2,3,4]}`) // three rows match
+	nested := false
+	if _, err := x.RowsFrom(doc, nil, func(json.RawMessage) bool {
+		if !nested {
+			nested = true
+			if _, err := x.RowsFrom(doc, nil, func(json.RawMessage) bool { return true }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.RowsFrom(doc, nil, func(json.RawMessage) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.Execute(docsOf(string(doc), `{"id":"b","arr":[5]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := x.Matched(), int64(3+3+3+3+1); got != want {
+		t.Errorf("Matched() = %d, want %d", got, want)
+	}
+	y, err := q.Prepare(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := y.Matched(); got != 0 {
+		t.Errorf("a new execution's Matched() = %d, want 0", got)
+	}
+}
