@@ -67,14 +67,17 @@ func (c *Container) scanEach(ctx context.Context, r storage.Reader, src source, 
 		src.narrowed(ctx, r, src, start, now, yield)
 		return
 	}
-	lower, upper := c.keyRange(src.scope, src.bounds)
-	if src.order != nil {
-		lower, upper = src.order, storage.PrefixEnd(src.order)
-	}
-	ranges := []keyRange{{lower, upper}}
+	var ranges []keyRange
 	reverse := false
 	if src.index != nil {
 		ranges, reverse = src.index.ranges, src.index.reverse
+	} else {
+		// The scope's range, read only without an index.
+		lower, upper := c.keyRange(src.scope, src.bounds)
+		if src.order != nil {
+			lower, upper = src.order, storage.PrefixEnd(src.order)
+		}
+		ranges = []keyRange{{lower, upper}}
 	}
 	if reverse {
 		for i := len(ranges) - 1; i >= 0; i-- {

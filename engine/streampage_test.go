@@ -27,7 +27,8 @@ import (
 // several rows per item, TOP, OFFSET and LIMIT, random page sizes and
 // continuations) has the same items, continuation token, charge and
 // counts as the loop over iterators it replaced (streamBefore, kept here
-// verbatim), and an invalid continuation the same error.
+// verbatim, with scan's former body, scanBefore), and an invalid
+// continuation the same error.
 func TestAStreamedPageIsThePageItsFormerLoopGave(t *testing.T) {
 	ctx := t.Context()
 	e, _ := newTestEngine(t)
@@ -141,7 +142,7 @@ func streamBefore(qr *queryRunner, ctx context.Context, c *Container, snap stora
 		}
 		start = tok.Key
 	}
-	candidates := c.scan(ctx, snap, src, start, qr.now().Unix())
+	candidates := scanBefore(c, ctx, snap, src, start, qr.now().Unix())
 	if sortsByRID {
 		ordered, ok, err := creationOrderedBefore(c, ctx, snap, src, start, qr.now().Unix())
 		if err != nil {
@@ -245,7 +246,7 @@ func creationOrderedBefore(c *Container, ctx context.Context, r storage.Reader, 
 	held := 0
 	// The source read in its own key order (order keys would list a
 	// prefix's partitions one after another).
-	for cand, err := range c.scan(ctx, r, source{scope: src.scope, bounds: src.bounds, index: src.index, narrowed: src.narrowed, stats: src.stats}, nil, now) {
+	for cand, err := range scanBefore(c, ctx, r, source{scope: src.scope, bounds: src.bounds, index: src.index, narrowed: src.narrowed, stats: src.stats}, nil, now) {
 		if err != nil {
 			return nil, false, err
 		}
@@ -273,4 +274,46 @@ func creationOrderedBefore(c *Container, ctx context.Context, r storage.Reader, 
 			}
 		}
 	}, true, nil
+}
+
+// scanBefore is scan as it was before scanEach: an iterator that read the
+// scope's key range whatever the source.
+func scanBefore(c *Container, ctx context.Context, r storage.Reader, src source, start []byte, now int64) iter.Seq2[candidate, error] {
+	return func(yield func(candidate, error) bool) {
+		if src.narrowed != nil && src.index == nil {
+			src.narrowed(ctx, r, src, start, now, yield)
+			return
+		}
+		lower, upper := c.keyRange(src.scope, src.bounds)
+		if src.order != nil {
+			lower, upper = src.order, storage.PrefixEnd(src.order)
+		}
+		ranges := []keyRange{{lower, upper}}
+		reverse := false
+		if src.index != nil {
+			ranges, reverse = src.index.ranges, src.index.reverse
+		}
+		if reverse {
+			for i := len(ranges) - 1; i >= 0; i-- {
+				if !c.scanRange(ctx, r, src, ranges[i].lower, ranges[i].upper, true, now, yield) {
+					return
+				}
+			}
+			return
+		}
+		for _, rg := range ranges {
+			lower := rg.lower
+			if start != nil {
+				if bytes.Compare(start, rg.upper) >= 0 {
+					continue
+				}
+				if bytes.Compare(start, lower) > 0 {
+					lower = start
+				}
+			}
+			if !c.scanRange(ctx, r, src, lower, rg.upper, false, now, yield) {
+				return
+			}
+		}
+	}
 }
