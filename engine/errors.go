@@ -95,6 +95,11 @@ func Forbidden(format string, args ...any) *Error {
 // a 408 RequestTimeout when the request's context ended: what a client is
 // told of err. Anything else is an internal error.
 func AsError(err error) (*Error, bool) {
+	if err == nil {
+		// No error is none of them (and errors.As would move e to the
+		// heap for nothing: the server asks on every query page).
+		return nil, false
+	}
 	var e *Error
 	if errors.As(err, &e) {
 		return e, true

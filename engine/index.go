@@ -80,7 +80,8 @@ func appendIndexValue(k []byte, v any) ([]byte, bool) {
 // as JSON writes it and a string without escapes are encoded from their
 // bytes; anything else is decoded.
 func indexKeyOfJSON(base []byte, raw []byte) ([]byte, bool) {
-	k := make([]byte, len(base), len(base)+len(raw)+9)
+	// Twice the key's room: prefixRange puts its upper bound in the rest.
+	k := make([]byte, len(base), 2*(len(base)+len(raw)+9))
 	copy(k, base)
 	switch {
 	case string(raw) == "null":
@@ -523,14 +524,44 @@ func smallInteger(raw []byte) (float64, bool) {
 // keyRange is a half-open range of storage keys.
 type keyRange struct{ lower, upper []byte }
 
+// prefixRange is the range of the keys that start with k: {k,
+// storage.PrefixEnd(k)}, the upper bound written in k's spare capacity
+// when it fits there (k's own capacity then ends at its length).
+func prefixRange(k []byte) keyRange {
+	if cap(k)-len(k) < len(k) {
+		return keyRange{k, storage.PrefixEnd(k)}
+	}
+	end := append(k[len(k):len(k)], k...)
+	for i := len(end) - 1; i >= 0; i-- {
+		end[i]++
+		if end[i] != 0 {
+			return keyRange{k[:len(k):len(k)], end[: i+1 : i+1]}
+		}
+	}
+	return keyRange{k[:len(k):len(k)], nil}
+}
+
 // indexRanges returns the index key ranges that hold the items matching a
 // filter on path, or ok false when the index cannot serve it.
 func (c *Container) indexRanges(path []string, op query.FilterOp, values []json.RawMessage) ([]keyRange, bool) {
+	ranges, _, ok := c.indexRangesOf(path, op, values)
+	return ranges, ok
+}
+
+// indexRangesOf is indexRanges, and the length of the path's index key
+// prefix (an indexSource's base).
+func (c *Container) indexRangesOf(path []string, op query.FilterOp, values []json.RawMessage) ([]keyRange, int, bool) {
 	p := indexpolicy.Path(path)
 	if c.index == nil || !c.index.Indexes(p) || len(path) == 0 {
-		return nil, false
+		return nil, 0, false
 	}
 	base := keys.IndexPathPrefix(c.rid, p)
+	ranges, ok := c.indexRangesUnder(base, op, values)
+	return ranges, len(base), ok
+}
+
+// indexRangesUnder is indexRanges under the path's index key prefix base.
+func (c *Container) indexRangesUnder(base []byte, op query.FilterOp, values []json.RawMessage) ([]keyRange, bool) {
 	enc := func(raw json.RawMessage) ([]byte, bool) {
 		return indexKeyOfJSON(base, raw)
 	}
@@ -563,10 +594,10 @@ func (c *Container) indexRanges(path []string, op query.FilterOp, values []json.
 				return nil, false
 			}
 			if seen == nil {
-				out = append(out, keyRange{k, storage.PrefixEnd(k)})
+				out = append(out, prefixRange(k))
 			} else if !seen[string(k)] {
 				seen[string(k)] = true
-				out = append(out, keyRange{k, storage.PrefixEnd(k)})
+				out = append(out, prefixRange(k))
 			}
 		}
 		// In key order, so a continuation inside one range resumes after the
@@ -657,9 +688,9 @@ func (c *Container) chooseIndex(plan *query.Plan) (*indexSource, bool) {
 		if !known || r >= bestRank {
 			continue
 		}
-		if ranges, ok := c.indexRanges(f.Path, f.Op, f.Values); ok {
+		if ranges, base, ok := c.indexRangesOf(f.Path, f.Op, f.Values); ok {
 			// The filter itself (read only), not a copy of it.
-			best = &indexSource{ranges: ranges, base: len(keys.IndexPathPrefix(c.rid, indexpolicy.Path(f.Path))), filters: plan.Filters[i : i+1 : i+1]}
+			best = &indexSource{ranges: ranges, base: base, filters: plan.Filters[i : i+1 : i+1]}
 			bestRank = r
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"iter"
 	"slices"
 
 	"github.com/orrery-db/orrery/engine/internal/keys"
@@ -126,41 +125,64 @@ const (
 // its later pages, whose positions are index keys. Each page of an ordered
 // query loads all its candidates again: that is the price, bounded on the
 // first page.
-func (c *Container) creationOrdered(ctx context.Context, r storage.Reader, src source, start []byte, now int64) (iter.Seq2[candidate, error], bool, error) {
+func (c *Container) creationOrdered(ctx context.Context, r storage.Reader, src source, start []byte, now int64) ([]candidate, bool, error) {
 	resuming := start != nil
 	if resuming && !bytes.HasPrefix(start, keys.RIDPrefix(c.rid)) {
 		return nil, false, nil
 	}
-	var cands []candidate
-	held := 0
 	// The source read in its own key order (order keys would list a
 	// prefix's partitions one after another).
-	for cand, err := range c.scan(ctx, r, source{scope: src.scope, bounds: src.bounds, index: src.index, narrowed: src.narrowed, stats: src.stats}, nil, now) {
-		if err != nil {
-			return nil, false, err
-		}
-		if !resuming && (len(cands) == maxOrderedCandidates || held > maxOrderedBytes) {
-			return nil, false, nil
-		}
-		held += len(cand.item.doc)
-		if src.index == nil {
-			// Read straight from the iterator, which reuses its buffers.
-			item := *cand.item
-			item.key, item.doc = bytes.Clone(item.key), bytes.Clone(item.doc)
-			cand.item = &item
-		}
-		cand.pos = keys.RIDKey(c.rid, binary.BigEndian.AppendUint64(nil, cand.item.rid))
-		cands = append(cands, cand)
+	o := &orderedLoad{c: c, copy: src.index == nil, resuming: resuming}
+	c.scanEach(ctx, r, source{scope: src.scope, bounds: src.bounds, index: src.index, narrowed: src.narrowed, stats: src.stats}, nil, now, o.add)
+	if o.err != nil {
+		return nil, false, o.err
 	}
+	if o.over {
+		return nil, false, nil
+	}
+	cands := o.cands
 	slices.SortFunc(cands, func(a, b candidate) int { return bytes.Compare(a.pos, b.pos) })
-	return func(yield func(candidate, error) bool) {
-		for _, cand := range cands {
-			if start != nil && bytes.Compare(cand.pos, start) < 0 {
-				continue
-			}
-			if !yield(cand, nil) {
-				return
-			}
+	if start != nil {
+		// The candidates before start, all at the front once sorted.
+		i := 0
+		for i < len(cands) && bytes.Compare(cands[i].pos, start) < 0 {
+			i++
 		}
-	}, true, nil
+		cands = cands[i:]
+	}
+	return cands, true, nil
+}
+
+// orderedLoad gathers creationOrdered's candidates.
+type orderedLoad struct {
+	c        *Container
+	copy     bool // the candidates are read straight from an iterator
+	resuming bool
+	cands    []candidate
+	held     int
+	over     bool // past the bounds of a first page
+	err      error
+}
+
+func (o *orderedLoad) add(cand candidate, err error) bool {
+	if err != nil {
+		o.err = err
+		return false
+	}
+	if !o.resuming && (len(o.cands) == maxOrderedCandidates || o.held > maxOrderedBytes) {
+		o.over = true
+		return false
+	}
+	o.held += len(cand.item.doc)
+	if o.copy {
+		// Read straight from the iterator, which reuses its buffers.
+		item := *cand.item
+		item.key, item.doc = bytes.Clone(item.key), bytes.Clone(item.doc)
+		cand.item = &item
+	}
+	var rid [8]byte
+	binary.BigEndian.PutUint64(rid[:], cand.item.rid)
+	cand.pos = keys.RIDKey(o.c.rid, rid[:])
+	o.cands = append(o.cands, cand)
+	return true
 }

@@ -51,6 +51,9 @@ type queryRunner struct {
 	// noCreationOrder reads scans in key order, as before creation order
 	// (only the benchmark of creation order sets it: withoutCreationOrder).
 	noCreationOrder bool
+	// streamWith, when set, evaluates streaming pages in place of stream:
+	// only the test holding stream to its former body sets it.
+	streamWith func(qr *queryRunner, ctx context.Context, c *Container, snap storage.Reader, src source, x *query.Execution, plan *query.Plan, req *QueryRequest, deadline time.Time) (*QueryResult, error)
 }
 
 // querySeam is what a query needs of the seam: whether a container a
@@ -314,7 +317,11 @@ func (qr *queryRunner) run(ctx context.Context, c *Container, r storage.Reader, 
 		if _, err := qr.search.narrowByFullText(ctx, c, r, &src, plan, util); err != nil {
 			return nil, nil, err
 		}
-		res, err = qr.stream(ctx, c, r, src, x, plan, req, bounds.deadline)
+		stream := (*queryRunner).stream
+		if qr.streamWith != nil {
+			stream = qr.streamWith
+		}
+		res, err = stream(qr, ctx, c, r, src, x, plan, req, bounds.deadline)
 	} else {
 		var results []json.RawMessage
 		if vres, used, verr := qr.search.vectorQuery(ctx, c, r, src, plan, x, &util); used {
@@ -475,99 +482,58 @@ func (qr *queryRunner) stream(ctx context.Context, c *Container, snap storage.Re
 	// Index candidates, and the items under a prefix of a hierarchical
 	// key, have no stored creation order: they are sorted (creationOrdered).
 	sortsByRID := (src.index != nil || c.partialScope(src.scope)) && !qr.noCreationOrder
-	var tok streamToken
+	p := &streamPage{ctx: ctx, x: x, deadline: deadline, res: QueryResult{Items: []json.RawMessage{}}}
 	var start []byte
 	if req.Continuation != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(req.Continuation)
-		if err == nil && json.Unmarshal(raw, &tok) == nil && tok.End && req.fanOut {
+		if err == nil && json.Unmarshal(raw, &p.tok) == nil && p.tok.End && req.fanOut {
 			return finishPage(&QueryResult{Items: []json.RawMessage{}}, 0), nil
 		}
-		if err != nil || json.Unmarshal(raw, &tok) != nil ||
-			!(src.contains(tok.Key) || sortsByRID && bytes.HasPrefix(tok.Key, keys.RIDPrefix(c.rid))) {
+		if err != nil || json.Unmarshal(raw, &p.tok) != nil ||
+			!(src.contains(p.tok.Key) || sortsByRID && bytes.HasPrefix(p.tok.Key, keys.RIDPrefix(c.rid))) {
 			return nil, BadRequest("Invalid Continuation Token: %q is not a continuation of this query. Re-run the query without it and iterate.", req.Continuation)
 		}
-		start = tok.Key
+		start = p.tok.Key
 	}
-	candidates := c.scan(ctx, snap, src, start, qr.now().Unix())
-	if sortsByRID {
-		ordered, ok, err := c.creationOrdered(ctx, snap, src, start, qr.now().Unix())
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			candidates = ordered
-		}
+	p.size = req.MaxItems
+	if p.size <= 0 {
+		p.size = DefaultPageSize
 	}
-	size := req.MaxItems
-	if size <= 0 {
-		size = DefaultPageSize
-	}
-	size = min(size, MaxPageSize)
-	limit := -1 // rows the query may still return in total
+	p.size = min(p.size, MaxPageSize)
+	p.limit = -1 // rows the query may still return in total
 	if plan.Top >= 0 {
-		limit = plan.Top
+		p.limit = plan.Top
 	}
-	if plan.Limit >= 0 && (limit < 0 || plan.Limit < limit) {
-		limit = plan.Limit
+	if plan.Limit >= 0 && (p.limit < 0 || plan.Limit < p.limit) {
+		p.limit = plan.Limit
 	}
-	offset := max(plan.Offset, 0)
-	res := &QueryResult{Items: []json.RawMessage{}}
-	total := 0
-	progressed := false // past a row since the page started
-	resumeAt := func(key []byte, pos []int) *QueryResult {
-		tok.Key, tok.Pos = append([]byte(nil), key...), pos
-		res.Continuation = encodeToken(tok)
-		return finishPage(res, total)
-	}
-	for cand, err := range candidates {
-		if err != nil {
+	p.offset = max(plan.Offset, 0)
+	p.emit = p.row
+	ordered, ok := []candidate(nil), false
+	if sortsByRID {
+		var err error
+		if ordered, ok, err = c.creationOrdered(ctx, snap, src, start, qr.now().Unix()); err != nil {
 			return nil, err
 		}
-		if err := ctx.Err(); err != nil {
-			return nil, queryError(err)
-		}
-		if limit >= 0 && tok.Produced >= limit {
-			break
-		}
-		if progressed && !deadline.IsZero() && time.Now().After(deadline) {
-			return resumeAt(cand.pos, nil), nil
-		}
-		var from []int
-		if bytes.Equal(cand.pos, tok.Key) {
-			from = tok.Pos
-		}
-		next, err := x.RowsFrom(cand.item.doc, from, func(row json.RawMessage) bool {
-			if len(res.Items) == size || (limit >= 0 && tok.Produced >= limit) {
-				return false
-			}
-			if tok.Skipped < offset {
-				tok.Skipped++
-				return true
-			}
-			res.Items = append(res.Items, row)
-			total += len(row)
-			tok.Produced++
-			return true
-		})
-		if (errors.Is(err, query.ErrTimeBudget) || errors.Is(err, errNoCostlySlot)) &&
-			(progressed || len(res.Items) > 0 || !samePosition(next, from)) {
-			// A row's own evaluation ran out of time, or waited for a
-			// costly query's slot past it: the page ends before that row.
-			return resumeAt(cand.pos, next), nil
-		}
-		if err != nil {
-			return nil, queryError(err)
-		}
-		if next != nil {
-			if limit >= 0 && tok.Produced >= limit {
-				return finishPage(res, total), nil
-			}
-			return resumeAt(cand.pos, next), nil
-		}
-		progressed = true
-		tok.Key, tok.Pos = nil, nil
 	}
-	if req.fanOut && len(res.Items) == size && (limit < 0 || tok.Produced < limit) && len(c.ranges().Ranges) == 1 {
+	if ok {
+		for _, cand := range ordered {
+			if !p.visit(cand, nil) {
+				break
+			}
+		}
+	} else {
+		c.scanEach(ctx, snap, src, start, qr.now().Unix(), p.visit)
+	}
+	p.x, p.ctx, p.emit = nil, nil, nil
+	if p.err != nil {
+		return nil, p.err
+	}
+	res := &p.res
+	if p.ended {
+		return finishPage(res, p.total), nil
+	}
+	if req.fanOut && len(res.Items) == p.size && (p.limit < 0 || p.tok.Produced < p.limit) && len(c.ranges().Ranges) == 1 {
 		// The service's gateway ends a full page of a query that spans
 		// partitions with a continuation, without looking for a next row:
 		// the page after it is empty and has none. It serves such a query
@@ -576,10 +542,96 @@ func (qr *queryRunner) stream(ctx context.Context, c *Container, snap storage.Re
 		// showing an empty last page: so a container of several ranges,
 		// whose spanning queries Orrery answers whole, ends its last page
 		// without a continuation.
-		tok.End = true
-		res.Continuation = encodeToken(tok)
+		p.tok.End = true
+		res.Continuation = encodeToken(p.tok)
 	}
-	return finishPage(res, total), nil
+	return finishPage(res, p.total), nil
+}
+
+// streamPage is one page of stream: its state in one place, which its
+// candidates' visits and their rows' callback share (one allocation, where
+// a loop over an iterator and its closures moved each variable to the
+// heap).
+type streamPage struct {
+	ctx                 context.Context
+	x                   *query.Execution
+	tok                 streamToken
+	res                 QueryResult
+	total               int
+	size, limit, offset int
+	progressed          bool // past a row since the page started
+	deadline            time.Time
+	emit                func(json.RawMessage) bool // p.row, made once
+	ended               bool                       // the page ends at the candidate visited last
+	err                 error
+}
+
+// visit evaluates one candidate; false ends the candidates.
+func (p *streamPage) visit(cand candidate, err error) bool {
+	if err != nil {
+		p.err = err
+		return false
+	}
+	if err := p.ctx.Err(); err != nil {
+		p.err = queryError(err)
+		return false
+	}
+	if p.limit >= 0 && p.tok.Produced >= p.limit {
+		return false
+	}
+	if p.progressed && !p.deadline.IsZero() && time.Now().After(p.deadline) {
+		p.resumeAt(cand.pos, nil)
+		return false
+	}
+	var from []int
+	if bytes.Equal(cand.pos, p.tok.Key) {
+		from = p.tok.Pos
+	}
+	next, err := p.x.RowsFrom(cand.item.doc, from, p.emit)
+	if (errors.Is(err, query.ErrTimeBudget) || errors.Is(err, errNoCostlySlot)) &&
+		(p.progressed || len(p.res.Items) > 0 || !samePosition(next, from)) {
+		// A row's own evaluation ran out of time, or waited for a
+		// costly query's slot past it: the page ends before that row.
+		p.resumeAt(cand.pos, next)
+		return false
+	}
+	if err != nil {
+		p.err = queryError(err)
+		return false
+	}
+	if next != nil {
+		if p.limit >= 0 && p.tok.Produced >= p.limit {
+			p.ended = true
+			return false
+		}
+		p.resumeAt(cand.pos, next)
+		return false
+	}
+	p.progressed = true
+	p.tok.Key, p.tok.Pos = nil, nil
+	return true
+}
+
+// row takes one row of the page, or refuses it (false) when the page is full.
+func (p *streamPage) row(row json.RawMessage) bool {
+	if len(p.res.Items) == p.size || (p.limit >= 0 && p.tok.Produced >= p.limit) {
+		return false
+	}
+	if p.tok.Skipped < p.offset {
+		p.tok.Skipped++
+		return true
+	}
+	p.res.Items = append(p.res.Items, row)
+	p.total += len(row)
+	p.tok.Produced++
+	return true
+}
+
+// resumeAt ends the page with a continuation at a candidate's row.
+func (p *streamPage) resumeAt(key []byte, pos []int) {
+	p.tok.Key, p.tok.Pos = append([]byte(nil), key...), pos
+	p.res.Continuation = encodeToken(p.tok)
+	p.ended = true
 }
 
 // samePosition reports whether two row positions name the same row; nil

@@ -56,41 +56,49 @@ func (src source) contains(pos []byte) bool {
 // scan yields the live candidates of a source in order, from position start
 // (nil: the beginning).
 func (c *Container) scan(ctx context.Context, r storage.Reader, src source, start []byte, now int64) iter.Seq2[candidate, error] {
-	return func(yield func(candidate, error) bool) {
-		if src.narrowed != nil && src.index == nil {
-			src.narrowed(ctx, r, src, start, now, yield)
-			return
-		}
+	return func(yield func(candidate, error) bool) { c.scanEach(ctx, r, src, start, now, yield) }
+}
+
+// scanEach is scan calling yield itself: a caller that keeps its state in
+// one place hands it a method value rather than ranging over an iterator,
+// whose loop body and captured variables each cost an allocation.
+func (c *Container) scanEach(ctx context.Context, r storage.Reader, src source, start []byte, now int64, yield func(candidate, error) bool) {
+	if src.narrowed != nil && src.index == nil {
+		src.narrowed(ctx, r, src, start, now, yield)
+		return
+	}
+	var ranges []keyRange
+	reverse := false
+	if src.index != nil {
+		ranges, reverse = src.index.ranges, src.index.reverse
+	} else {
+		// The scope's range, read only without an index.
 		lower, upper := c.keyRange(src.scope, src.bounds)
 		if src.order != nil {
 			lower, upper = src.order, storage.PrefixEnd(src.order)
 		}
-		ranges := []keyRange{{lower, upper}}
-		reverse := false
-		if src.index != nil {
-			ranges, reverse = src.index.ranges, src.index.reverse
-		}
-		if reverse {
-			for i := len(ranges) - 1; i >= 0; i-- {
-				if !c.scanRange(ctx, r, src, ranges[i].lower, ranges[i].upper, true, now, yield) {
-					return
-				}
-			}
-			return
-		}
-		for _, rg := range ranges {
-			lower := rg.lower
-			if start != nil {
-				if bytes.Compare(start, rg.upper) >= 0 {
-					continue
-				}
-				if bytes.Compare(start, lower) > 0 {
-					lower = start
-				}
-			}
-			if !c.scanRange(ctx, r, src, lower, rg.upper, false, now, yield) {
+		ranges = []keyRange{{lower, upper}}
+	}
+	if reverse {
+		for i := len(ranges) - 1; i >= 0; i-- {
+			if !c.scanRange(ctx, r, src, ranges[i].lower, ranges[i].upper, true, now, yield) {
 				return
 			}
+		}
+		return
+	}
+	for _, rg := range ranges {
+		lower := rg.lower
+		if start != nil {
+			if bytes.Compare(start, rg.upper) >= 0 {
+				continue
+			}
+			if bytes.Compare(start, lower) > 0 {
+				lower = start
+			}
+		}
+		if !c.scanRange(ctx, r, src, lower, rg.upper, false, now, yield) {
+			return
 		}
 	}
 }

@@ -17,7 +17,13 @@ func sourceDocs(ctx context.Context, c *Container, snap storage.Reader, src sour
 			return func(yield func([]byte, error) bool) { yield(nil, err) }
 		}
 		if ok {
-			candidates = byCreation
+			return func(yield func([]byte, error) bool) {
+				for _, cand := range byCreation {
+					if !yield(cand.item.doc, nil) {
+						return
+					}
+				}
+			}
 		}
 	}
 	return func(yield func([]byte, error) bool) {

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -114,6 +115,39 @@ func (q *Query) String() string { return q.text }
 type Execution struct {
 	q *Query
 	c evalCtx
+	// matched and heavy are what c.matched and c.heavy point to, shared by
+	// every run's copy of c: allocated with the execution.
+	matched matchCount
+	heavy   heavyGate
+	// run is RowsFrom's state, allocated with the execution and reused by
+	// each call while no other call holds it (inRun): a call made during
+	// another's, or beside it, makes its own.
+	run   rowsRun
+	inRun atomic.Bool
+}
+
+// rowsRun is the state of one RowsFrom call: its copy of the execution's
+// context, the document's environment and the callback its rows go to.
+type rowsRun struct {
+	c       evalCtx
+	e       env
+	vals    []value  // e.vals' backing, kept between calls
+	valBuf  [4]value // vals for up to four slots, without an allocation
+	sq      *selectQuery
+	fn      func(row json.RawMessage) bool
+	refused bool
+	emit    func() bool // r.row, made once
+}
+
+// row projects the current row and hands it to fn; false stops the rows.
+func (r *rowsRun) row() bool {
+	if v := r.sq.project(&r.c, &r.e); v.defined() && r.c.err == nil {
+		if !r.fn(encodeJSON(v)) {
+			r.refused = true
+			return false
+		}
+	}
+	return r.c.err == nil
 }
 
 // Matched counts the rows (a document, or one combination of its JOINed
@@ -143,9 +177,12 @@ func (q *Query) Prepare(opts Options) (*Execution, error) {
 	}
 	x := &Execution{q: q, c: evalCtx{params: params, udf: opts.UDF, now: now.UTC(),
 		ctx: opts.Context, deadline: opts.Deadline, maxMemory: opts.MaxMemory, pool: opts.Pool,
-		matched: &matchCount{root: q.q}, search: opts.Search, planar: opts.PlanarSpatial}}
+		search: opts.Search, planar: opts.PlanarSpatial}}
+	x.matched.root = q.q
+	x.c.matched = &x.matched
 	if opts.Heavy != nil {
-		x.c.heavy = &heavyGate{fn: opts.Heavy}
+		x.heavy.fn = opts.Heavy
+		x.c.heavy = &x.heavy
 	}
 	return x, nil
 }
@@ -311,10 +348,26 @@ func (x *Execution) RowsFrom(doc []byte, from []int, fn func(row json.RawMessage
 	if err != nil {
 		return nil, errBadDocument
 	}
-	c := x.c
-	c.startRun()
-	defer c.mem.release()
-	e := &env{vals: make([]value, sq.nslots), root: v}
+	r := &x.run
+	if x.inRun.CompareAndSwap(false, true) {
+		defer x.inRun.Store(false)
+	} else {
+		r = new(rowsRun)
+	}
+	r.c = x.c
+	r.c.startRun()
+	defer r.c.mem.release()
+	r.e = env{root: v}
+	e := &r.e
+	if cap(r.vals) < sq.nslots {
+		if sq.nslots <= len(r.valBuf) {
+			r.vals = r.valBuf[:0]
+		} else {
+			r.vals = make([]value, 0, sq.nslots)
+		}
+	}
+	e.vals = r.vals[:sq.nslots]
+	clear(e.vals)
 	if len(sq.from) <= len(e.posBuf) {
 		e.pos = e.posBuf[:len(sq.from)]
 	} else {
@@ -323,22 +376,18 @@ func (x *Execution) RowsFrom(doc []byte, from []int, fn func(row json.RawMessage
 	if len(from) == len(sq.from) {
 		e.from = from
 	}
-	refused := false
-	done := sq.rows(&c, e, 0, func() bool {
-		if r := sq.project(&c, e); r.defined() && c.err == nil {
-			if !fn(encodeJSON(r)) {
-				refused = true
-				return false
-			}
-		}
-		return c.err == nil
-	})
+	r.sq, r.fn, r.refused = sq, fn, false
+	if r.emit == nil {
+		r.emit = r.row
+	}
+	done := sq.rows(&r.c, e, 0, r.emit)
+	r.fn = nil // the caller's, not to be kept
 	switch {
-	case c.err != nil:
-		return slices.Clone(e.pos), c.err
+	case r.c.err != nil:
+		return slices.Clone(e.pos), r.c.err
 	case done:
 		return nil, nil
-	case refused, c.stopped:
+	case r.refused, r.c.stopped:
 		return slices.Clone(e.pos), nil
 	}
 	return nil, nil

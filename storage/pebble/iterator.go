@@ -12,11 +12,15 @@ func newIterator(src iterable, lower, upper []byte, reverse bool) (*iterator, er
 	if lower != nil && upper != nil && bytes.Compare(lower, upper) >= 0 {
 		return &iterator{}, nil // an empty range; Pebble rejects inverted bounds
 	}
-	it, err := src.NewIter(&pebbledb.IterOptions{LowerBound: lower, UpperBound: upper})
+	// The options live in the iterator: one allocation for both (Pebble
+	// copies them when it opens its iterator).
+	i := &iterator{reverse: reverse, opts: pebbledb.IterOptions{LowerBound: lower, UpperBound: upper}}
+	it, err := src.NewIter(&i.opts)
 	if err != nil {
 		return nil, fmt.Errorf("storage/pebble: new iterator: %w", err)
 	}
-	return &iterator{it: it, reverse: reverse}, nil
+	i.it = it
+	return i, nil
 }
 
 // iterator is a storage.Iterator on a Pebble iterator; it is nil for an
@@ -27,6 +31,7 @@ type iterator struct {
 	started bool
 	value   []byte
 	err     error
+	opts    pebbledb.IterOptions
 }
 
 // Next advances to the next key in the range.
