@@ -63,6 +63,7 @@ func (w itemWriter) operationOnce(ctx context.Context, typ string, req *ItemRequ
 		if verr := validItemID(req.ID); verr != nil {
 			return nil, false, verr
 		}
+		op.idValid = true
 	}
 	if typ == BatchDelete || typ == BatchPatch {
 		if !req.HasPartitionKey {
@@ -135,7 +136,11 @@ func (w itemWriter) runAloneSession(ctx context.Context, c *Container, req *Batc
 	case BatchCreate, BatchUpsert, BatchReplace:
 		// The body is checked against the partition key before the partition
 		// is, and names it when the request does not.
-		if perr := c.parseItemInto(&a.item, op.Body, &ItemRequest{PartitionKey: pk, HasPartitionKey: ok}); perr != nil {
+		validID := ""
+		if op.idValid {
+			validID = op.ID
+		}
+		if perr := c.parseItemInto(&a.item, op.Body, &ItemRequest{PartitionKey: pk, HasPartitionKey: ok}, validID); perr != nil {
 			return BatchOperationResult{}, 0, false, perr
 		}
 		pk, ok, op.item = a.item.pk, true, &a.item
