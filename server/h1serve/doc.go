@@ -16,6 +16,8 @@
 //   - Expect: 100-continue (the 100 written on the body's first read, the
 //     connection closed when the body was not read), 417 for other
 //     expectations;
+//   - "OPTIONS *" answered by the server itself (an empty 200), as
+//     net/http's general OPTIONS handler;
 //   - pipelined requests answered in order; HTTP/1.0 and keep-alive,
 //     Connection: close from the client or the handler;
 //   - a body the handler left unread drained up to 256 KiB before the

@@ -485,7 +485,11 @@ func (c *conn) serve(ctx context.Context) {
 
 		c.r.beginRequest(w)
 		inFlight = w
-		c.srv.handler.ServeHTTP(w, w.req)
+		if req.RequestURI == "*" && req.Method == "OPTIONS" {
+			w.serveGlobalOptions() // as net/http's serverHandler
+		} else {
+			c.srv.handler.ServeHTTP(w, w.req)
+		}
 		inFlight = nil
 		c.r.endRequest()
 		w.cancelCtx()
