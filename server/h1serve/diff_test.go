@@ -438,7 +438,10 @@ func rawCases() []rawCase {
 		{name: "upgrade h2c", chunks: []string{"GET /small HTTP/1.1\r\n" + hostHdr + "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n" + get("/small")}, keepOpen: true},
 		{name: "http/1.2", chunks: []string{"GET /small HTTP/1.2\r\n" + hostHdr + "\r\n" + get("/small")}, keepOpen: true},
 		{name: "http/1.10", chunks: []string{"GET /small HTTP/1.10\r\n" + hostHdr + "\r\n" + get("/small")}, keepOpen: true},
-		{name: "many small headers near the limit", chunks: []string{"GET /small HTTP/1.1\r\n" + hostHdr + strings.Repeat("A: b\r\n", (1<<20)/6) + "\r\n" + get("/small")}, keepOpen: true},
+		{name: "many small headers near the limit", chunks: []string{"GET /small HTTP/1.1\r\n" + hostHdr + strings.Repeat("A: b\r\n", (68<<10)/6-10) + "\r\n" + get("/small")},
+			tune: func(hs *http.Server) { hs.MaxHeaderBytes = 64 << 10 }, keepOpen: true},
+		{name: "many small headers over the limit", chunks: []string{"GET /small HTTP/1.1\r\n" + hostHdr + strings.Repeat("A: b\r\n", (68<<10)/6+10) + "\r\n" + get("/small")},
+			tune: func(hs *http.Server) { hs.MaxHeaderBytes = 64 << 10 }, keepOpen: true},
 	}
 }
 
