@@ -3,10 +3,12 @@ package h1serve
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -495,5 +497,65 @@ func TestAPipelinedFloodIsHeldToABoundedBuffer(t *testing.T) {
 			t.Errorf("%s: the heap grew %d bytes for one connection", addr, grew)
 		}
 		c.Close()
+	}
+}
+
+// TestATLSPortAnswersPlainHTTPAndBadHandshakesAsNetHTTPDoes: on a TLS
+// listener, plain HTTP gets net/http's 400, a broken or stalled handshake
+// its connection closed (the stall at the handshake's timeout), on both
+// servers alike.
+func TestATLSPortAnswersPlainHTTPAndBadHandshakesAsNetHTTPDoes(t *testing.T) {
+	ts := httptest.NewUnstartedServer(http.NotFoundHandler()) // for its certificate
+	ts.StartTLS()
+	cfg := &tls.Config{Certificates: []tls.Certificate{ts.TLS.Certificates[0]}}
+	ts.Close()
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	var addrs []string
+	for i := range 2 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := &http.Server{Handler: h, ErrorLog: quiet, ReadHeaderTimeout: 300 * time.Millisecond, ReadTimeout: 5 * time.Second}
+		tln := tls.NewListener(ln, cfg)
+		if i == 0 {
+			go hs.Serve(tln)
+			t.Cleanup(func() { hs.Close() })
+		} else {
+			s, err := New(hs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			go s.Serve(tln)
+			t.Cleanup(func() { s.Close() })
+		}
+		addrs = append(addrs, ln.Addr().String())
+	}
+	for _, send := range []string{
+		"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi",
+		"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n",
+		"\x16\x03\x01\x00\x05hello",
+		"\x16\x03\x01\xff\xff" + strings.Repeat("x", 100), // a record never completed: the handshake's timeout
+		"", // nothing: the handshake's timeout
+	} {
+		var got []string
+		for _, addr := range addrs {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.WriteString(c, send)
+			c.SetReadDeadline(time.Now().Add(60 * time.Second))
+			b, err := io.ReadAll(c)
+			if err != nil {
+				t.Errorf("%q to %s: %v after %q (the connection was not closed)", send, addr, err, b)
+			}
+			got = append(got, string(b))
+			c.Close()
+		}
+		if got[0] != got[1] {
+			t.Errorf("%q: net/http answered %q, h1serve %q", send, got[0], got[1])
+		}
 	}
 }
