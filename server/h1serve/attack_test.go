@@ -559,3 +559,65 @@ func TestATLSPortAnswersPlainHTTPAndBadHandshakesAsNetHTTPDoes(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseDuringAHandlerCancelsItAndClosesItsConnection: Close while a
+// handler runs (its body read, or without one, as a query's) closes the
+// client's connection and cancels the handler's context, on both servers;
+// Serve returns ErrServerClosed.
+func TestCloseDuringAHandlerCancelsItAndClosesItsConnection(t *testing.T) {
+	for _, req := range []string{
+		"GET /slow HTTP/1.1\r\nHost: a\r\n\r\n",
+		"POST /slow HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
+	} {
+		for i := range 2 {
+			started := make(chan struct{})
+			ended := make(chan error, 1)
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				close(started)
+				select {
+				case <-r.Context().Done():
+					ended <- nil
+				case <-time.After(30 * time.Second):
+					ended <- fmt.Errorf("not cancelled")
+				}
+			})
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs := &http.Server{Handler: h, ErrorLog: quiet}
+			var closeFn func() error
+			served := make(chan error, 1)
+			if i == 0 {
+				closeFn = hs.Close
+				go func() { served <- hs.Serve(ln) }()
+			} else {
+				s, err := New(hs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				closeFn = s.Close
+				go func() { served <- s.Serve(ln) }()
+			}
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.WriteString(c, req)
+			<-started
+			closeFn()
+			c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			if b, err := io.ReadAll(c); err != nil || len(b) > 0 {
+				t.Errorf("server %d, %q: the client read %q, %v", i, req, b, err)
+			}
+			if err := <-ended; err != nil {
+				t.Errorf("server %d, %q: the handler's context was %v", i, req, err)
+			}
+			if err := <-served; err != http.ErrServerClosed {
+				t.Errorf("server %d: Serve returned %v", i, err)
+			}
+			c.Close()
+		}
+	}
+}
