@@ -215,3 +215,34 @@ func TestALostReplyResetsItsHTTPSConnection(t *testing.T) {
 		t.Fatalf("read after the lost reply: %d bytes, %v; want a connection reset", n, err)
 	}
 }
+
+// TestALostReplyResetsItsPlainConnection: the same on a plain HTTP
+// connection, which the instance's listener wraps to time its headers.
+func TestALostReplyResetsItsPlainConnection(t *testing.T) {
+	rules, err := faults.ParseRules([]byte(`{"id":"lost","condition":{"operations":["ReadItem"]},"result":{"type":"AppliedThenLost","lost":"reset"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := Start(t.Context(), Config{Store: memory.New(), Faults: rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inst.Close() })
+	ctx := context.Background()
+	inst.Engine.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil)
+	inst.Engine.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), nil)
+	conn, err := net.Dial("tcp", inst.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req := sdkRequest(inst.Addr().String(), "GET", "docs", "dbs/db/colls/c/docs/r", "/dbs/db/colls/c/docs/r", nil, nil)
+	if _, err := conn.Write(req); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(time.Minute))
+	n, err := conn.Read(make([]byte, 4096))
+	if !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("read after the lost reply: %d bytes, %v; want a connection reset", n, err)
+	}
+}

@@ -355,6 +355,9 @@ func hardClose(c net.Conn) {
 		case *peekedConn:
 			c = v.Conn
 			continue
+		case *headerConn: // what Server.Listener makes of a plain connection
+			c = v.Conn
+			continue
 		case *net.TCPConn:
 			v.SetLinger(0)
 		}

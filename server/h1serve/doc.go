@@ -16,6 +16,8 @@
 //   - Expect: 100-continue (the 100 written on the body's first read, the
 //     connection closed when the body was not read), 417 for other
 //     expectations;
+//   - "OPTIONS *" answered by the server itself (an empty 200), as
+//     net/http's general OPTIONS handler;
 //   - pipelined requests answered in order; HTTP/1.0 and keep-alive,
 //     Connection: close from the client or the handler;
 //   - a body the handler left unread drained up to 256 KiB before the
@@ -63,6 +65,10 @@
 //   - A body the handler closed with an Expect: 100-continue still pending
 //     is not read: the connection closes after the answer (net/http reads
 //     up to 256 KiB of it first).
+//   - http.MaxBytesReader cannot ask this server to close the connection
+//     once its limit is hit (net/http's hook for it is unexported): the
+//     rest of the body is read up to 256 KiB, as any body left unread, and
+//     the connection closed beyond.
 //   - The log lines for misuse (superfluous WriteHeader, Write on a
 //     hijacked connection) do not name the caller.
 //   - CloseNotifier is not implemented (deprecated; nothing here uses it);

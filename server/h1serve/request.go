@@ -26,6 +26,13 @@ const watchDelay = 5 * time.Millisecond
 // read to keep the connection, as net/http's.
 const maxPostHandlerReadBytes = 256 << 10
 
+// maxIdleBuf is the largest per-connection buffer (the head's record, the
+// answer's header) kept between requests: twice the reader's 4 KiB, which
+// a common head fits in. Larger ones are dropped, so that an idle
+// connection holds about what net/http's does, whatever its last request
+// was.
+const maxIdleBuf = 8 << 10
+
 // aLongTimeAgo is a deadline in the past, to stop a pending read.
 var aLongTimeAgo = time.Unix(1, 0)
 
@@ -122,7 +129,7 @@ func (cr *connReader) startRecording(br *bufio.Reader) {
 func (cr *connReader) stopRecording(br *bufio.Reader) []byte {
 	cr.recording = false
 	raw := cr.rec[:max(0, len(cr.rec)-br.Buffered())]
-	if cap(cr.rec) > 64<<10 {
+	if cap(cr.rec) > maxIdleBuf {
 		cr.rec = nil // a large head's buffer is not kept
 	}
 	return raw

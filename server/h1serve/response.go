@@ -619,3 +619,22 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c.setState(http.StateHijacked)
 	return rwc, buf, nil
 }
+
+// serveGlobalOptions answers "OPTIONS *" as net/http's globalOptionsHandler
+// (which net/http's server uses instead of the Handler unless
+// DisableGeneralOptionsHandler, which New refuses): an empty 200, the body
+// read up to 4 KiB and the connection closed when it is longer (as
+// http.MaxBytesReader's limit does, which cannot reach this response).
+func (w *response) serveGlobalOptions() {
+	w.Header().Set("Content-Length", "0")
+	if w.req.ContentLength != 0 {
+		const limit = 4 << 10
+		if n, _ := io.Copy(io.Discard, io.LimitReader(w.req.Body, limit+1)); n > limit {
+			w.closeAfterReply = true
+			w.requestBodyLimitHit = true
+			if !w.wroteHeader {
+				w.Header().Set("Connection", "close")
+			}
+		}
+	}
+}

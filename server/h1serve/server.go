@@ -485,7 +485,11 @@ func (c *conn) serve(ctx context.Context) {
 
 		c.r.beginRequest(w)
 		inFlight = w
-		c.srv.handler.ServeHTTP(w, w.req)
+		if req.RequestURI == "*" && req.Method == "OPTIONS" {
+			w.serveGlobalOptions() // as net/http's serverHandler
+		} else {
+			c.srv.handler.ServeHTTP(w, w.req)
+		}
 		inFlight = nil
 		c.r.endRequest()
 		w.cancelCtx()
@@ -497,6 +501,9 @@ func (c *conn) serve(ctx context.Context) {
 		// connection holds none of its last answer's values (which may
 		// point into a request's body).
 		clear(c.header)
+		if cap(c.hdrBuf.b) > maxIdleBuf {
+			c.hdrBuf.b = nil
+		}
 		c.rwc.SetWriteDeadline(time.Time{})
 		if !w.shouldReuseConnection() {
 			if w.requestBodyLimitHit || w.closedRequestBodyEarly() {
