@@ -260,3 +260,67 @@ func TestNewRefusesWhatItDoesNotImplement(t *testing.T) {
 		}
 	}
 }
+
+// TestAConnectionThatNegotiatedAnotherProtocolIsClosedAsNetHTTPClosesIt:
+// a TLS listener offering ALPN protocols may agree on one neither server
+// speaks (here h2, with no TLSNextProto): net/http then closes the
+// connection unanswered, and so must h1serve; an HTTP/1.1 agreement is
+// served.
+func TestAConnectionThatNegotiatedAnotherProtocolIsClosedAsNetHTTPClosesIt(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	ts := httptest.NewUnstartedServer(h) // for its certificate
+	ts.StartTLS()
+	cert := ts.TLS.Certificates[0]
+	ts.Close()
+	serverTLS := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
+	listen := func(serve func(net.Listener) error) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go serve(tls.NewListener(ln, serverTLS))
+		return ln.Addr().String()
+	}
+	std := &http.Server{Handler: h, ErrorLog: quiet, TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){}}
+	defer std.Close()
+	ours, err := New(&http.Server{Handler: h, ErrorLog: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ours.Close()
+	servers := map[string]string{"net/http": listen(std.Serve), "h1serve": listen(ours.Serve)}
+	ask := func(addr, proto string) string {
+		c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{proto}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if got := c.ConnectionState().NegotiatedProtocol; got != proto {
+			t.Fatalf("negotiated %q, want %q", got, proto)
+		}
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		b, err := io.ReadAll(c)
+		if len(b) == 0 {
+			return "closed unanswered"
+		}
+		line, _, _ := strings.Cut(string(b), "\r\n")
+		return line
+	}
+	for name, addr := range servers {
+		if got := ask(addr, "h2"); got != "closed unanswered" {
+			t.Errorf("%s, h2 agreed: %q, want the connection closed unanswered", name, got)
+		}
+		c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		b, _ := io.ReadAll(c)
+		c.Close()
+		if !strings.HasPrefix(string(b), "HTTP/1.1 200 OK\r\n") {
+			t.Errorf("%s, http/1.1 agreed: %q", name, b)
+		}
+	}
+}

@@ -415,8 +415,14 @@ func (c *conn) serve(ctx context.Context) {
 		}
 		c.tlsState = new(tls.ConnectionState)
 		*c.tlsState = tlsConn.ConnectionState()
-		// No TLSNextProto (New refuses one): any ALPN protocol is
-		// served as HTTP/1.1, as net/http does without a handler for it.
+		// No TLSNextProto (New refuses one): a connection that agreed on
+		// another protocol than HTTP/1 is closed unanswered, as net/http
+		// closes it when it has no handler for that protocol.
+		switch c.tlsState.NegotiatedProtocol {
+		case "", "http/1.1", "http/1.0":
+		default:
+			return
+		}
 	}
 	if c.tlsState == nil {
 		if tc, ok := c.rwc.(interface{ ConnectionState() tls.ConnectionState }); ok {
