@@ -119,6 +119,9 @@ type request struct {
 	// item is the engine request of an item's read, replace, patch or
 	// delete (Server.item), in the request's allocation.
 	item engine.ItemRequest
+	// pk holds the partition key partitionKey parsed, when it is one plain
+	// string, in the request's allocation.
+	pk [1]engine.PartitionKeyValue
 }
 
 // The response headers whose values live in request.hdr.
