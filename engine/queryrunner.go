@@ -77,8 +77,9 @@ type costlySlot struct {
 var errNoCostlySlot = &Error{Status: 429, Code: "TooManyRequests",
 	Message: "Request rate is large: too many costly queries are running, and none finished within this page's time budget. Retry the query later."}
 
-// acquire waits for a slot, until ctx ends or the page's budget is spent.
-func (s *costlySlot) acquire() error {
+// Enter waits for a slot, until ctx ends or the page's budget is spent: a
+// costlySlot is the query.Gate of a page's execution.
+func (s *costlySlot) Enter() error {
 	var expired <-chan time.Time
 	if !s.deadline.IsZero() {
 		t := time.NewTimer(time.Until(s.deadline))
@@ -130,11 +131,12 @@ const msgCrossPartition = "The provided cross partition query can not be directl
 // page runs a query page: Engine.QueryItems.
 func (qr *queryRunner) page(ctx context.Context, req *QueryRequest) (*QueryResult, error) {
 	bounds := pageBounds{deadline: qr.deadline()}
-	slot := &costlySlot{slots: qr.costlySlots, ctx: ctx, deadline: bounds.deadline}
-	defer slot.release()
+	ps := &pageState{slot: costlySlot{slots: qr.costlySlots, ctx: ctx, deadline: bounds.deadline}}
+	defer ps.slot.release()
 	if qr.costlySlots != nil {
-		bounds.heavy = slot.acquire
+		bounds.heavy = &ps.slot
 	}
+	bounds.run = &ps.run
 	// On a shared store the snapshot's first round trip checks the
 	// catalog version and reads the session token (itemsSnapshot).
 	c, snap, watermark, err := qr.snapshot(ctx, req)
@@ -197,6 +199,21 @@ func (qr *queryRunner) page(ctx context.Context, req *QueryRequest) (*QueryResul
 	return res, nil
 }
 
+// pageState is what a page holds for its length, in one allocation: its
+// claim on a costly query's slot, its metrics and its search context.
+// Nothing reuses it: the metrics go out with the page's result.
+type pageState struct {
+	slot costlySlot
+	run  queryRun
+}
+
+// queryRun is what one evaluation of a query holds: the metrics it
+// records and the search context its execution reads.
+type queryRun struct {
+	m      QueryMetrics
+	search searchContext
+}
+
 // snapshot is the seam's itemsSnapshot for a query page: on an engine alone on
 // its store it starts from the container the request resolved
 // (QueryRequest.Resolved) unless it was replaced or deleted since; on a
@@ -220,8 +237,12 @@ func (qr *queryRunner) snapshot(ctx context.Context, req *QueryRequest) (*Contai
 // page's bounds.
 func (qr *queryRunner) queryIn(ctx context.Context, c *Container, r storage.Reader, scope []byte, req *QueryRequest, cursors *cursorCache, bounds pageBounds) (*QueryResult, error) {
 	start := time.Now()
-	m := &QueryMetrics{}
-	res, x, err := qr.run(ctx, c, r, scope, req, cursors, bounds, m)
+	run := bounds.run
+	if run == nil {
+		run = new(queryRun)
+	}
+	m := &run.m
+	res, x, err := qr.run(ctx, c, r, scope, req, cursors, bounds, run)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +254,8 @@ func (qr *queryRunner) queryIn(ctx context.Context, c *Container, r storage.Read
 
 // run is queryIn, recording what it measures in m; it returns the
 // execution that evaluated the page, nil when a cursor served it.
-func (qr *queryRunner) run(ctx context.Context, c *Container, r storage.Reader, scope []byte, req *QueryRequest, cursors *cursorCache, bounds pageBounds, m *QueryMetrics) (*QueryResult, *query.Execution, error) {
+func (qr *queryRunner) run(ctx context.Context, c *Container, r storage.Reader, scope []byte, req *QueryRequest, cursors *cursorCache, bounds pageBounds, run *queryRun) (*QueryResult, *query.Execution, error) {
+	m := &run.m
 	compile := time.Now()
 	q, err := c.cachedQuery(req.Query)
 	if err != nil {
@@ -298,7 +320,7 @@ func (qr *queryRunner) run(ctx context.Context, c *Container, r storage.Reader, 
 	}
 	x, err := q.Prepare(query.Options{Decoded: pv, UDF: req.UDF, Now: qr.now(), PlanarSpatial: c.planarSpatial(),
 		Context: ctx, Deadline: bounds.deadline, MaxMemory: qr.memoryLimit(), Pool: qr.pool, Heavy: bounds.heavy,
-		Search: qr.search.searchContext(ctx, c, r, m)})
+		Search: qr.search.searchContextIn(&run.search, ctx, c, r, m)})
 	if err != nil {
 		return nil, nil, queryError(err)
 	}

@@ -653,10 +653,13 @@ type QueryResult struct {
 }
 
 // pageBounds are what one page of a query keeps to: the end of its time
-// budget (zero: none), and the wait for a costly query's slot (nil: none).
+// budget (zero: none), and the wait for a costly query's slot (nil: none);
+// run, when set, is where the page's evaluation keeps its metrics and
+// search context (nil: queryIn allocates them).
 type pageBounds struct {
 	deadline time.Time
-	heavy    func() error
+	heavy    query.Gate
+	run      *queryRun
 }
 
 // ScriptKind is the kind of a container's server-side script, named as in
