@@ -8,7 +8,8 @@ import (
 )
 
 // TestEveryPageCountsItsOwnMetricsAndCharge holds the page's own state (its
-// metrics, search context and costly slot, made together for the page):
+// metrics, search context, costly slot and streaming state with its
+// creation-order load, made together for the page):
 // queries of different shapes (index, scan, full-text, ORDER BY, aggregate,
 // cross-partition, continued pages), run one after the other and then all
 // at once, each give the same counts and charge as the first time, and

@@ -53,7 +53,7 @@ type queryRunner struct {
 	noCreationOrder bool
 	// streamWith, when set, evaluates streaming pages in place of stream:
 	// only the test holding stream to its former body sets it.
-	streamWith func(qr *queryRunner, ctx context.Context, c *Container, snap storage.Reader, src source, x *query.Execution, plan *query.Plan, req *QueryRequest, deadline time.Time) (*QueryResult, error)
+	streamWith func(qr *queryRunner, ctx context.Context, c *Container, snap storage.Reader, src source, x *query.Execution, plan *query.Plan, req *QueryRequest, deadline time.Time, p *streamPage) (*QueryResult, error)
 }
 
 // querySeam is what a query needs of the seam: whether a container a
@@ -208,10 +208,12 @@ type pageState struct {
 }
 
 // queryRun is what one evaluation of a query holds: the metrics it
-// records and the search context its execution reads.
+// records, the search context its execution reads and, for a streaming
+// query, its page's state (whose result is the page's).
 type queryRun struct {
 	m      QueryMetrics
 	search searchContext
+	stream streamPage
 }
 
 // snapshot is the seam's itemsSnapshot for a query page: on an engine alone on
@@ -343,7 +345,7 @@ func (qr *queryRunner) run(ctx context.Context, c *Container, r storage.Reader, 
 		if qr.streamWith != nil {
 			stream = qr.streamWith
 		}
-		res, err = stream(qr, ctx, c, r, src, x, plan, req, bounds.deadline)
+		res, err = stream(qr, ctx, c, r, src, x, plan, req, bounds.deadline, &run.stream)
 	} else {
 		var results []json.RawMessage
 		if vres, used, verr := qr.search.vectorQuery(ctx, c, r, src, plan, x, &util); used {
@@ -500,11 +502,16 @@ type streamToken struct {
 // page needs or its time budget allows: once the deadline has passed it
 // ends the page at the next row with a continuation, provided the page got
 // past at least one row; a page that cannot is answered 408.
-func (qr *queryRunner) stream(ctx context.Context, c *Container, snap storage.Reader, src source, x *query.Execution, plan *query.Plan, req *QueryRequest, deadline time.Time) (*QueryResult, error) {
+// The page's state is held in *p, made for this one page (nil: stream
+// allocates it).
+func (qr *queryRunner) stream(ctx context.Context, c *Container, snap storage.Reader, src source, x *query.Execution, plan *query.Plan, req *QueryRequest, deadline time.Time, p *streamPage) (*QueryResult, error) {
 	// Index candidates, and the items under a prefix of a hierarchical
 	// key, have no stored creation order: they are sorted (creationOrdered).
 	sortsByRID := (src.index != nil || c.partialScope(src.scope)) && !qr.noCreationOrder
-	p := &streamPage{ctx: ctx, x: x, deadline: deadline, res: QueryResult{Items: []json.RawMessage{}}}
+	if p == nil {
+		p = new(streamPage)
+	}
+	*p = streamPage{ctx: ctx, x: x, deadline: deadline, res: QueryResult{Items: []json.RawMessage{}}}
 	var start []byte
 	if req.Continuation != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(req.Continuation)
@@ -534,7 +541,7 @@ func (qr *queryRunner) stream(ctx context.Context, c *Container, snap storage.Re
 	ordered, ok := []candidate(nil), false
 	if sortsByRID {
 		var err error
-		if ordered, ok, err = c.creationOrdered(ctx, snap, src, start, qr.now().Unix()); err != nil {
+		if ordered, ok, err = c.creationOrderedIn(&p.load, ctx, snap, src, start, qr.now().Unix()); err != nil {
 			return nil, err
 		}
 	}
@@ -548,6 +555,7 @@ func (qr *queryRunner) stream(ctx context.Context, c *Container, snap storage.Re
 		c.scanEach(ctx, snap, src, start, qr.now().Unix(), p.visit)
 	}
 	p.x, p.ctx, p.emit = nil, nil, nil
+	p.load = orderedLoad{} // its candidates are read
 	if p.err != nil {
 		return nil, p.err
 	}
@@ -586,6 +594,8 @@ type streamPage struct {
 	emit                func(json.RawMessage) bool // p.row, made once
 	ended               bool                       // the page ends at the candidate visited last
 	err                 error
+	// load is creationOrdered's state, when the page sorts its candidates.
+	load orderedLoad
 }
 
 // visit evaluates one candidate; false ends the candidates.
