@@ -199,6 +199,16 @@ func (qr *queryRunner) page(ctx context.Context, req *QueryRequest) (*QueryResul
 	return res, nil
 }
 
+// pageBounds are what one page of a query keeps to: the end of its time
+// budget (zero: none), and the wait for a costly query's slot (nil: none);
+// run, when set, is where the page's evaluation keeps its metrics and
+// search context and streaming state (nil: queryIn allocates them).
+type pageBounds struct {
+	deadline time.Time
+	heavy    query.Gate
+	run      *queryRun
+}
+
 // pageState is what a page holds for its length, in one allocation: its
 // claim on a costly query's slot, its metrics and its search context.
 // Nothing reuses it: the metrics go out with the page's result.

@@ -6,7 +6,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/pkey"
@@ -650,16 +649,6 @@ type QueryResult struct {
 	// Container is the container a client query's page read: the
 	// catalog cache's current one when the page found the cache stale.
 	Container *Container
-}
-
-// pageBounds are what one page of a query keeps to: the end of its time
-// budget (zero: none), and the wait for a costly query's slot (nil: none);
-// run, when set, is where the page's evaluation keeps its metrics and
-// search context (nil: queryIn allocates them).
-type pageBounds struct {
-	deadline time.Time
-	heavy    query.Gate
-	run      *queryRun
 }
 
 // ScriptKind is the kind of a container's server-side script, named as in
