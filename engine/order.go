@@ -126,13 +126,19 @@ const (
 // query loads all its candidates again: that is the price, bounded on the
 // first page.
 func (c *Container) creationOrdered(ctx context.Context, r storage.Reader, src source, start []byte, now int64) ([]candidate, bool, error) {
+	return c.creationOrderedIn(new(orderedLoad), ctx, r, src, start, now)
+}
+
+// creationOrderedIn is creationOrdered keeping its state in *o, made for
+// this one call (its candidates are what it returns).
+func (c *Container) creationOrderedIn(o *orderedLoad, ctx context.Context, r storage.Reader, src source, start []byte, now int64) ([]candidate, bool, error) {
 	resuming := start != nil
 	if resuming && !bytes.HasPrefix(start, keys.RIDPrefix(c.rid)) {
 		return nil, false, nil
 	}
 	// The source read in its own key order (order keys would list a
 	// prefix's partitions one after another).
-	o := &orderedLoad{c: c, copy: src.index == nil, resuming: resuming}
+	*o = orderedLoad{c: c, copy: src.index == nil, resuming: resuming}
 	c.scanEach(ctx, r, source{scope: src.scope, bounds: src.bounds, index: src.index, narrowed: src.narrowed, stats: src.stats}, nil, now, o.add)
 	if o.err != nil {
 		return nil, false, o.err

@@ -129,6 +129,17 @@ func ParsePartitionKeyHeader(h string) (PartitionKey, error) {
 	return pk, nil
 }
 
+// ParsePartitionKeyHeaderIn is ParsePartitionKeyHeader, a key of one plain
+// string held in *one (see pkey.ParseHeaderIn): a request keeps *one with
+// it, and parses its one header into it.
+func ParsePartitionKeyHeaderIn(one *[1]PartitionKeyValue, h string) (PartitionKey, error) {
+	pk, err := pkey.ParseHeaderIn(one, h)
+	if err != nil {
+		return nil, badPartitionKey(err)
+	}
+	return pk, nil
+}
+
 // badPartitionKey is a partition key the model refused, as the service
 // reports it.
 func badPartitionKey(err error) *Error { return BadRequest("%s", err.Error()) }

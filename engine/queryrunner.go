@@ -53,7 +53,7 @@ type queryRunner struct {
 	noCreationOrder bool
 	// streamWith, when set, evaluates streaming pages in place of stream:
 	// only the test holding stream to its former body sets it.
-	streamWith func(qr *queryRunner, ctx context.Context, c *Container, snap storage.Reader, src source, x *query.Execution, plan *query.Plan, req *QueryRequest, deadline time.Time) (*QueryResult, error)
+	streamWith func(qr *queryRunner, ctx context.Context, c *Container, snap storage.Reader, src source, x *query.Execution, plan *query.Plan, req *QueryRequest, deadline time.Time, p *streamPage) (*QueryResult, error)
 }
 
 // querySeam is what a query needs of the seam: whether a container a
@@ -77,8 +77,9 @@ type costlySlot struct {
 var errNoCostlySlot = &Error{Status: 429, Code: "TooManyRequests",
 	Message: "Request rate is large: too many costly queries are running, and none finished within this page's time budget. Retry the query later."}
 
-// acquire waits for a slot, until ctx ends or the page's budget is spent.
-func (s *costlySlot) acquire() error {
+// Enter waits for a slot, until ctx ends or the page's budget is spent: a
+// costlySlot is the query.Gate of a page's execution.
+func (s *costlySlot) Enter() error {
 	var expired <-chan time.Time
 	if !s.deadline.IsZero() {
 		t := time.NewTimer(time.Until(s.deadline))
@@ -130,11 +131,12 @@ const msgCrossPartition = "The provided cross partition query can not be directl
 // page runs a query page: Engine.QueryItems.
 func (qr *queryRunner) page(ctx context.Context, req *QueryRequest) (*QueryResult, error) {
 	bounds := pageBounds{deadline: qr.deadline()}
-	slot := &costlySlot{slots: qr.costlySlots, ctx: ctx, deadline: bounds.deadline}
-	defer slot.release()
+	ps := &pageState{slot: costlySlot{slots: qr.costlySlots, ctx: ctx, deadline: bounds.deadline}}
+	defer ps.slot.release()
 	if qr.costlySlots != nil {
-		bounds.heavy = slot.acquire
+		bounds.heavy = &ps.slot
 	}
+	bounds.run = &ps.run
 	// On a shared store the snapshot's first round trip checks the
 	// catalog version and reads the session token (itemsSnapshot).
 	c, snap, watermark, err := qr.snapshot(ctx, req)
@@ -197,6 +199,33 @@ func (qr *queryRunner) page(ctx context.Context, req *QueryRequest) (*QueryResul
 	return res, nil
 }
 
+// pageBounds are what one page of a query keeps to: the end of its time
+// budget (zero: none), and the wait for a costly query's slot (nil: none);
+// run, when set, is where the page's evaluation keeps its metrics and
+// search context and streaming state (nil: queryIn allocates them).
+type pageBounds struct {
+	deadline time.Time
+	heavy    query.Gate
+	run      *queryRun
+}
+
+// pageState is what a page holds for its length, in one allocation: its
+// claim on a costly query's slot, its metrics and its search context.
+// Nothing reuses it: the metrics go out with the page's result.
+type pageState struct {
+	slot costlySlot
+	run  queryRun
+}
+
+// queryRun is what one evaluation of a query holds: the metrics it
+// records, the search context its execution reads and, for a streaming
+// query, its page's state (whose result is the page's).
+type queryRun struct {
+	m      QueryMetrics
+	search searchContext
+	stream streamPage
+}
+
 // snapshot is the seam's itemsSnapshot for a query page: on an engine alone on
 // its store it starts from the container the request resolved
 // (QueryRequest.Resolved) unless it was replaced or deleted since; on a
@@ -220,8 +249,12 @@ func (qr *queryRunner) snapshot(ctx context.Context, req *QueryRequest) (*Contai
 // page's bounds.
 func (qr *queryRunner) queryIn(ctx context.Context, c *Container, r storage.Reader, scope []byte, req *QueryRequest, cursors *cursorCache, bounds pageBounds) (*QueryResult, error) {
 	start := time.Now()
-	m := &QueryMetrics{}
-	res, x, err := qr.run(ctx, c, r, scope, req, cursors, bounds, m)
+	run := bounds.run
+	if run == nil {
+		run = new(queryRun)
+	}
+	m := &run.m
+	res, x, err := qr.run(ctx, c, r, scope, req, cursors, bounds, run)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +266,8 @@ func (qr *queryRunner) queryIn(ctx context.Context, c *Container, r storage.Read
 
 // run is queryIn, recording what it measures in m; it returns the
 // execution that evaluated the page, nil when a cursor served it.
-func (qr *queryRunner) run(ctx context.Context, c *Container, r storage.Reader, scope []byte, req *QueryRequest, cursors *cursorCache, bounds pageBounds, m *QueryMetrics) (*QueryResult, *query.Execution, error) {
+func (qr *queryRunner) run(ctx context.Context, c *Container, r storage.Reader, scope []byte, req *QueryRequest, cursors *cursorCache, bounds pageBounds, run *queryRun) (*QueryResult, *query.Execution, error) {
+	m := &run.m
 	compile := time.Now()
 	q, err := c.cachedQuery(req.Query)
 	if err != nil {
@@ -298,7 +332,7 @@ func (qr *queryRunner) run(ctx context.Context, c *Container, r storage.Reader, 
 	}
 	x, err := q.Prepare(query.Options{Decoded: pv, UDF: req.UDF, Now: qr.now(), PlanarSpatial: c.planarSpatial(),
 		Context: ctx, Deadline: bounds.deadline, MaxMemory: qr.memoryLimit(), Pool: qr.pool, Heavy: bounds.heavy,
-		Search: qr.search.searchContext(ctx, c, r, m)})
+		Search: qr.search.searchContextIn(&run.search, ctx, c, r, m)})
 	if err != nil {
 		return nil, nil, queryError(err)
 	}
@@ -321,7 +355,7 @@ func (qr *queryRunner) run(ctx context.Context, c *Container, r storage.Reader, 
 		if qr.streamWith != nil {
 			stream = qr.streamWith
 		}
-		res, err = stream(qr, ctx, c, r, src, x, plan, req, bounds.deadline)
+		res, err = stream(qr, ctx, c, r, src, x, plan, req, bounds.deadline, &run.stream)
 	} else {
 		var results []json.RawMessage
 		if vres, used, verr := qr.search.vectorQuery(ctx, c, r, src, plan, x, &util); used {
@@ -478,11 +512,16 @@ type streamToken struct {
 // page needs or its time budget allows: once the deadline has passed it
 // ends the page at the next row with a continuation, provided the page got
 // past at least one row; a page that cannot is answered 408.
-func (qr *queryRunner) stream(ctx context.Context, c *Container, snap storage.Reader, src source, x *query.Execution, plan *query.Plan, req *QueryRequest, deadline time.Time) (*QueryResult, error) {
+// The page's state is held in *p, made for this one page (nil: stream
+// allocates it).
+func (qr *queryRunner) stream(ctx context.Context, c *Container, snap storage.Reader, src source, x *query.Execution, plan *query.Plan, req *QueryRequest, deadline time.Time, p *streamPage) (*QueryResult, error) {
 	// Index candidates, and the items under a prefix of a hierarchical
 	// key, have no stored creation order: they are sorted (creationOrdered).
 	sortsByRID := (src.index != nil || c.partialScope(src.scope)) && !qr.noCreationOrder
-	p := &streamPage{ctx: ctx, x: x, deadline: deadline, res: QueryResult{Items: []json.RawMessage{}}}
+	if p == nil {
+		p = new(streamPage)
+	}
+	*p = streamPage{ctx: ctx, x: x, deadline: deadline, res: QueryResult{Items: []json.RawMessage{}}}
 	var start []byte
 	if req.Continuation != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(req.Continuation)
@@ -512,7 +551,7 @@ func (qr *queryRunner) stream(ctx context.Context, c *Container, snap storage.Re
 	ordered, ok := []candidate(nil), false
 	if sortsByRID {
 		var err error
-		if ordered, ok, err = c.creationOrdered(ctx, snap, src, start, qr.now().Unix()); err != nil {
+		if ordered, ok, err = c.creationOrderedIn(&p.load, ctx, snap, src, start, qr.now().Unix()); err != nil {
 			return nil, err
 		}
 	}
@@ -526,6 +565,7 @@ func (qr *queryRunner) stream(ctx context.Context, c *Container, snap storage.Re
 		c.scanEach(ctx, snap, src, start, qr.now().Unix(), p.visit)
 	}
 	p.x, p.ctx, p.emit = nil, nil, nil
+	p.load = orderedLoad{} // its candidates are read
 	if p.err != nil {
 		return nil, p.err
 	}
@@ -564,6 +604,8 @@ type streamPage struct {
 	emit                func(json.RawMessage) bool // p.row, made once
 	ended               bool                       // the page ends at the candidate visited last
 	err                 error
+	// load is creationOrdered's state, when the page sorts its candidates.
+	load orderedLoad
 }
 
 // visit evaluates one candidate; false ends the candidates.

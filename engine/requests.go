@@ -6,7 +6,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/pkey"
@@ -658,13 +657,6 @@ type QueryResult struct {
 	// Container is the container a client query's page read: the
 	// catalog cache's current one when the page found the cache stale.
 	Container *Container
-}
-
-// pageBounds are what one page of a query keeps to: the end of its time
-// budget (zero: none), and the wait for a costly query's slot (nil: none).
-type pageBounds struct {
-	deadline time.Time
-	heavy    func() error
 }
 
 // ScriptKind is the kind of a container's server-side script, named as in

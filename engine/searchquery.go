@@ -36,9 +36,12 @@ type searchContext struct {
 	stats map[string]query.FullTextStats
 }
 
-// searchContext returns the query.SearchContext of a query on c reading r.
-func (s *searchIndexes) searchContext(ctx context.Context, c *Container, r storage.Reader, m *QueryMetrics) query.SearchContext {
-	return &searchContext{s: s, ctx: ctx, c: c, r: r, m: m}
+// searchContextIn returns the query.SearchContext of a query on c reading
+// r, held in *sc, which the caller made for this one query and keeps for as
+// long as its execution.
+func (s *searchIndexes) searchContextIn(sc *searchContext, ctx context.Context, c *Container, r storage.Reader, m *QueryMetrics) query.SearchContext {
+	*sc = searchContext{s: s, ctx: ctx, c: c, r: r, m: m}
+	return sc
 }
 
 // statsMetricsKey carries, in the context of a query's search context, the

@@ -125,7 +125,7 @@ func TestAStreamedPageIsThePageItsFormerLoopGave(t *testing.T) {
 
 // streamBefore is stream as it was before streamPage: a loop over an
 // iterator of candidates, creationOrderedBefore's when sorted by RID.
-func streamBefore(qr *queryRunner, ctx context.Context, c *Container, snap storage.Reader, src source, x *query.Execution, plan *query.Plan, req *QueryRequest, deadline time.Time) (*QueryResult, error) {
+func streamBefore(qr *queryRunner, ctx context.Context, c *Container, snap storage.Reader, src source, x *query.Execution, plan *query.Plan, req *QueryRequest, deadline time.Time, _ *streamPage) (*QueryResult, error) {
 	// Index candidates, and the items under a prefix of a hierarchical
 	// key, have no stored creation order: they are sorted (creationOrdered).
 	sortsByRID := (src.index != nil || c.partialScope(src.scope)) && !qr.noCreationOrder

@@ -61,12 +61,12 @@ type Options struct {
 	// Search, when set, supplies the container's vector embeddings, text
 	// analyzers and full-text statistics to vector and full-text functions.
 	Search SearchContext
-	// Heavy, when set, is called once, when the runs of the execution have
-	// done HeavyAfter units of work between them, before the work goes on:
-	// it may wait for the right to run a costly query (so that few run at
-	// once, leaving cores to cheap requests). Its error stops the execution
-	// and is returned.
-	Heavy func() error
+	// Heavy, when set, is entered once, when the runs of the execution
+	// have done HeavyAfter units of work between them, before the work
+	// goes on: it may wait for the right to run a costly query (so that
+	// few run at once, leaving cores to cheap requests). Its error stops
+	// the execution and is returned.
+	Heavy Gate
 	// PlanarSpatial makes the spatial functions compute on the plane, as
 	// for a container whose geospatialConfig type is Geometry: distances
 	// and areas in the coordinates' units, no range on coordinates.
@@ -181,7 +181,7 @@ func (q *Query) Prepare(opts Options) (*Execution, error) {
 	x.matched.root = q.q
 	x.c.matched = &x.matched
 	if opts.Heavy != nil {
-		x.heavy.fn = opts.Heavy
+		x.heavy.gate = opts.Heavy
 		x.c.heavy = &x.heavy
 	}
 	return x, nil

@@ -146,21 +146,33 @@ const tickEvery = 256
 // few milliseconds of work.
 const HeavyAfter = 1 << 15
 
-// heavyGate calls Options.Heavy once, when the runs of one execution have
+// Gate is what a costly execution passes before its work goes on
+// (Options.Heavy): Enter may wait for the right to run, and its error stops
+// the execution. An interface rather than a function, so that the caller's
+// gate (a pointer) needs no closure of its own.
+type Gate interface{ Enter() error }
+
+// GateFunc is a function as a Gate.
+type GateFunc func() error
+
+// Enter calls f.
+func (f GateFunc) Enter() error { return f() }
+
+// heavyGate enters Options.Heavy once, when the runs of one execution have
 // done HeavyAfter units of work between them.
 type heavyGate struct {
-	fn   func() error
+	gate Gate
 	work atomic.Int64
 	once sync.Once
 	err  error
 }
 
-// pass counts n units of work; past HeavyAfter it waits for fn.
+// pass counts n units of work; past HeavyAfter it waits for the gate.
 func (g *heavyGate) pass(n int64) error {
 	if g.work.Add(n) < HeavyAfter {
 		return nil
 	}
-	g.once.Do(func() { g.err = g.fn() })
+	g.once.Do(func() { g.err = g.gate.Enter() })
 	return g.err
 }
 

@@ -131,7 +131,7 @@ func TestMatchedCountsTheRowsOfEveryRunOfAnExecution(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := q.Prepare(Options{Heavy: func() error { return nil }})
+	x, err := q.Prepare(Options{Heavy: GateFunc(func() error { return nil })})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -200,8 +200,18 @@ func (s *Server) setSessionLSN(r *request, lsn uint64) error {
 	} else if _, err := strconv.ParseUint(id, 10, 32); err != nil {
 		id = "0"
 	}
+	if t := s.token.Load(); t != nil && t.lsn == lsn && t.id == id {
+		r.setHeader("X-Ms-Session-Token", hdrSessionToken, t.text)
+		return nil
+	}
 	var buf [48]byte
-	token := strconv.AppendUint(append(append(buf[:0], id...), ":-1#"...), lsn, 10)
-	r.setHeader("X-Ms-Session-Token", hdrSessionToken, string(token))
+	token := string(strconv.AppendUint(append(append(buf[:0], id...), ":-1#"...), lsn, 10))
+	r.setHeader("X-Ms-Session-Token", hdrSessionToken, token)
+	if r.token.text == "" {
+		// Published from the request's own allocation, which it keeps
+		// alive until another token replaces it: no allocation of its own.
+		r.token = sessionToken{id: id, lsn: lsn, text: token}
+		s.token.Store(&r.token)
+	}
 	return nil
 }

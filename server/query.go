@@ -12,6 +12,9 @@ import (
 type querySpec struct {
 	Query      string           `json:"query"`
 	Parameters []queryParameter `json:"parameters"`
+	// own holds the first parameters scanQuerySpec reads, in the spec's
+	// allocation (json.Unmarshal leaves it unused).
+	own [2]queryParameter
 }
 
 type queryParameter struct {

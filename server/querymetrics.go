@@ -91,7 +91,7 @@ func indexUtilizationJSON(u *engine.IndexUtilization) []byte {
 func (r *request) setQueryMetricsHeaders(res *engine.QueryResult) {
 	h := r.w.Header()
 	if res.Metrics != nil && strings.EqualFold(header(r.Header, "X-Ms-Documentdb-Populatequerymetrics"), "true") {
-		h["X-Ms-Documentdb-Query-Metrics"] = []string{queryMetricsHeader(res.Metrics)}
+		r.setHeader("X-Ms-Documentdb-Query-Metrics", hdrQueryMetrics, queryMetricsHeader(res.Metrics))
 	}
 	if res.IndexUtilization == nil {
 		return

@@ -3,6 +3,7 @@ package server
 import (
 	"math"
 	"math/rand/v2"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,6 +85,39 @@ func TestQueryMetricsHeaderIsWhatEachPairFormattedOnItsOwnGave(t *testing.T) {
 	for _, m := range cases {
 		if got, want := queryMetricsHeader(&m), queryMetricsHeaderPairByPair(&m); got != want {
 			t.Fatalf("metrics %+v:\n got %s\nwant %s", m, got, want)
+		}
+	}
+}
+
+// TestAQueryPagesMetricsHeaderIsHeldInTheRequest holds the metrics header
+// a query page answers with (the Go SDK asks for it on every page): the
+// page's metrics as queryMetricsHeader formats them, set when asked and
+// only then, its value held in the request, so that setting it costs only
+// the formatted text.
+func TestAQueryPagesMetricsHeaderIsHeldInTheRequest(t *testing.T) {
+	m := &engine.QueryMetrics{RetrievedDocumentCount: 3, RetrievedDocumentSize: 900, OutputDocumentCount: 1,
+		OutputDocumentSize: 300, IndexHitDocumentCount: 1, IndexLookups: 2, TotalExecutionTime: 1234567, CompileTime: 2345}
+	res := &engine.QueryResult{Metrics: m}
+	for _, asked := range []string{"true", "True", "false", ""} {
+		w := httptest.NewRecorder()
+		hr := httptest.NewRequest("POST", "/dbs/d/colls/c/docs", nil)
+		if asked != "" {
+			hr.Header.Set("X-Ms-Documentdb-Populatequerymetrics", asked)
+		}
+		r := &request{Request: hr, w: w}
+		r.setQueryMetricsHeaders(res)
+		got, set := w.Header()["X-Ms-Documentdb-Query-Metrics"]
+		if want := strings.EqualFold(asked, "true"); set != want {
+			t.Fatalf("asked %q: header set %v, want %v", asked, set, want)
+		}
+		if !set {
+			continue
+		}
+		if len(got) != 1 || got[0] != queryMetricsHeader(m) {
+			t.Fatalf("header %q, want [%q]", got, queryMetricsHeader(m))
+		}
+		if n := testing.AllocsPerRun(100, func() { r.setQueryMetricsHeaders(res) }); n != 1 {
+			t.Errorf("setting the header took %v allocations, want 1 (its text)", n)
 		}
 	}
 }

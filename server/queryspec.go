@@ -97,6 +97,9 @@ func scanParameters(q *querySpec, v []byte) bool {
 		}) {
 			return false
 		}
+		if q.Parameters == nil {
+			q.Parameters = q.own[:0]
+		}
 		q.Parameters = append(q.Parameters, p)
 		i = skipJSONSpace(v, end)
 		if v[i] == ']' {

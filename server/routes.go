@@ -96,12 +96,14 @@ func (r *request) maxItemCount() (int, error) {
 }
 
 // partitionKey parses x-ms-documentdb-partitionkey; ok is false when absent.
+// A key of one plain string (the common one) is held in r.pk, allocated
+// with the request: calling it again parses the same header into it.
 func (r *request) partitionKey() (engine.PartitionKey, bool, error) {
 	v := header(r.Header, "X-Ms-Documentdb-Partitionkey")
 	if v == "" {
 		return nil, false, nil
 	}
-	pk, err := engine.ParsePartitionKeyHeader(v)
+	pk, err := engine.ParsePartitionKeyHeaderIn(&r.pk, v)
 	if err != nil {
 		return nil, false, err
 	}

@@ -69,6 +69,19 @@ type Server struct {
 	throttle *throughput.Enforcer
 	// smallBodyMem and bodyMem share Limits.BodyMemory (see readBody).
 	smallBodyMem, bodyMem *semaphore.Weighted
+	// token is the session token setSessionLSN formatted last (nil:
+	// none yet): requests at the same watermark, as reads between writes
+	// are, set it without formatting it again.
+	token atomic.Pointer[sessionToken]
+}
+
+// sessionToken is a formatted x-ms-session-token: text, of the partition
+// key range id and the watermark lsn. One is never changed once
+// published in Server.token.
+type sessionToken struct {
+	id   string
+	lsn  uint64
+	text string
 }
 
 // New returns a Server for cfg.
@@ -119,6 +132,13 @@ type request struct {
 	// item is the engine request of an item's read, replace, patch or
 	// delete (Server.item), in the request's allocation.
 	item engine.ItemRequest
+	// pk holds the partition key partitionKey parsed, when it is one plain
+	// string, in the request's allocation.
+	pk [1]engine.PartitionKeyValue
+	// token is the session token this request formatted, in the
+	// request's allocation, published as Server.token (once: never
+	// written after).
+	token sessionToken
 }
 
 // The response headers whose values live in request.hdr.
@@ -129,6 +149,7 @@ const (
 	hdrETag
 	hdrCharge
 	hdrContentLength
+	hdrQueryMetrics
 	hdrCount
 )
 

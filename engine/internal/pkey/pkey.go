@@ -68,6 +68,18 @@ func ParseHeader(h string) (Key, error) {
 	return pk, nil
 }
 
+// ParseHeaderIn is ParseHeader, the common key of one plain string held
+// in *one instead of an allocation of its own: the key is one[:1:1], so
+// that an append to it copies. The caller keeps *one for as long as the
+// key, and does not parse another header into it meanwhile.
+func ParseHeaderIn(one *[1]Value, h string) (Key, error) {
+	if s, ok := simpleStringKey(h); ok {
+		one[0] = StringValue(s)
+		return one[:1:1], nil
+	}
+	return ParseHeader(h)
+}
+
 // simpleStringKey recognizes the common header ["value"] whose string needs
 // no unescaping, without a JSON decoder.
 func simpleStringKey(h string) (string, bool) {
