@@ -184,46 +184,33 @@ func TestAnIdleHTTPSConnectionIsClosedAtItsIdleTimeout(t *testing.T) {
 // one, not with an orderly close: the client's read fails with
 // ECONNRESET, as from a failing network or server.
 func TestALostReplyResetsItsHTTPSConnection(t *testing.T) {
-	rules, err := faults.ParseRules([]byte(`{"id":"lost","condition":{"operations":["ReadItem"]},"result":{"type":"AppliedThenLost","lost":"reset"}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
 	cert, _, err := server.LoadOrCreateCertificate("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst, err := Start(t.Context(), Config{Store: memory.New(), Certificate: &cert, Faults: rules})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { inst.Close() })
-	ctx := context.Background()
-	inst.Engine.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil)
-	inst.Engine.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), nil)
-	conn, err := tls.Dial("tcp", inst.Addr().String(), &tls.Config{InsecureSkipVerify: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	req := sdkRequest(inst.Addr().String(), "GET", "docs", "dbs/db/colls/c/docs/r", "/dbs/db/colls/c/docs/r", nil, nil)
-	if _, err := conn.Write(req); err != nil {
-		t.Fatal(err)
-	}
-	conn.SetReadDeadline(time.Now().Add(time.Minute))
-	n, err := conn.Read(make([]byte, 4096))
-	if !errors.Is(err, syscall.ECONNRESET) {
-		t.Fatalf("read after the lost reply: %d bytes, %v; want a connection reset", n, err)
-	}
+	lostReplyResetsItsConnection(t, &cert, func(addr string) (net.Conn, error) {
+		return tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	})
 }
 
 // TestALostReplyResetsItsPlainConnection: the same on a plain HTTP
 // connection, which the instance's listener wraps to time its headers.
 func TestALostReplyResetsItsPlainConnection(t *testing.T) {
+	lostReplyResetsItsConnection(t, nil, func(addr string) (net.Conn, error) {
+		return net.Dial("tcp", addr)
+	})
+}
+
+// lostReplyResetsItsConnection reads an item that a "lost reply: reset"
+// fault answers, over a connection dial opens to an instance serving cert
+// (nil: the instance's default), and wants the read to end in ECONNRESET.
+func lostReplyResetsItsConnection(t *testing.T, cert *tls.Certificate, dial func(addr string) (net.Conn, error)) {
+	t.Helper()
 	rules, err := faults.ParseRules([]byte(`{"id":"lost","condition":{"operations":["ReadItem"]},"result":{"type":"AppliedThenLost","lost":"reset"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst, err := Start(t.Context(), Config{Store: memory.New(), Faults: rules})
+	inst, err := Start(t.Context(), Config{Store: memory.New(), Certificate: cert, Faults: rules})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +218,7 @@ func TestALostReplyResetsItsPlainConnection(t *testing.T) {
 	ctx := context.Background()
 	inst.Engine.CreateDatabase(ctx, []byte(`{"id":"db"}`), nil)
 	inst.Engine.CreateContainer(ctx, "db", []byte(`{"id":"c","partitionKey":{"paths":["/pk"]}}`), nil)
-	conn, err := net.Dial("tcp", inst.Addr().String())
+	conn, err := dial(inst.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
