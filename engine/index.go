@@ -531,14 +531,11 @@ func prefixRange(k []byte) keyRange {
 	if cap(k)-len(k) < len(k) {
 		return keyRange{k, storage.PrefixEnd(k)}
 	}
-	end := append(k[len(k):len(k)], k...)
-	for i := len(end) - 1; i >= 0; i-- {
-		end[i]++
-		if end[i] != 0 {
-			return keyRange{k[:len(k):len(k)], end[: i+1 : i+1]}
-		}
+	end := storage.AppendPrefixEnd(k[len(k):len(k)], k)
+	if len(end) == 0 {
+		return keyRange{k[:len(k):len(k)], nil}
 	}
-	return keyRange{k[:len(k):len(k)], nil}
+	return keyRange{k[:len(k):len(k)], end[:len(end):len(end)]}
 }
 
 // indexRanges returns the index key ranges that hold the items matching a

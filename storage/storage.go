@@ -198,12 +198,22 @@ func CommitDurable(ctx context.Context, commit func(context.Context) error) (wai
 // PrefixEnd returns the smallest key greater than every key that starts with
 // prefix, for use as an exclusive upper bound; nil when there is none.
 func PrefixEnd(prefix []byte) []byte {
-	end := append([]byte(nil), prefix...)
-	for i := len(end) - 1; i >= 0; i-- {
-		end[i]++
-		if end[i] != 0 {
-			return end[:i+1]
-		}
+	if end := AppendPrefixEnd(nil, prefix); len(end) > 0 {
+		return end
 	}
 	return nil
+}
+
+// AppendPrefixEnd appends PrefixEnd(prefix) to dst and returns the
+// extended slice (dst itself when prefix has no end: all 0xff or empty).
+func AppendPrefixEnd(dst, prefix []byte) []byte {
+	n := len(dst)
+	dst = append(dst, prefix...)
+	for i := len(dst) - 1; i >= n; i-- {
+		dst[i]++
+		if dst[i] != 0 {
+			return dst[:i+1]
+		}
+	}
+	return dst[:n]
 }
