@@ -44,7 +44,7 @@ import (
 //     median of allocBatches batches of allocBatch requests, so that what
 //     runs beside the requests now and then (a value formatted once a
 //     second, Pebble's own goroutines) does not count; within
-//     allocTolerance;
+//     allocTolerance (pebbleAllocTolerance on Pebble);
 //   - sets/op, deletes/op, bytes/op: the keys a request's committed
 //     batches set and delete, and the bytes of the keys and values set;
 //   - gets/op, iterators/op, steps/op: the store's point reads, iterators
@@ -72,6 +72,16 @@ const budgetName = "bench/budget.txt"
 // budget (single batches within -0.7 and +1.2); a request that makes one
 // allocation more measures 1.0 above.
 const allocTolerance = 0.5
+
+// pebbleAllocTolerance is allocTolerance on Pebble, whose background work
+// (the WAL's flush and sync loop, memtable rotation) allocates in the same
+// process and moves with the disk: in a CI run beside five processes
+// running tests and benchmarks (load average 17 to 20 on two cores, their
+// fsyncs on the same disk), Pebble's medians rose by 0.8 to 1.3 (create
+// 51.3 on a budget of 50) while the memory store's stayed within 0.05. The
+// request path both stores share is held to allocTolerance on the memory
+// store; on Pebble a growth of two allocations per request is caught.
+const pebbleAllocTolerance = 1.5
 
 // syncTolerance is how far above its budget a write's WAL syncs may be:
 // Pebble syncs now and then on its own, 1 to 3 times in a count of 450
@@ -233,7 +243,11 @@ func checkBudget(t *testing.T, k budgetKind) {
 		tol, tolerance := 1e-9, "exact"
 		switch {
 		case strings.HasSuffix(key, " allocs/op"):
-			tol, tolerance = allocTolerance, fmt.Sprintf("tolerance %g", allocTolerance)
+			tol = allocTolerance
+			if strings.HasPrefix(key, "pebble ") {
+				tol = pebbleAllocTolerance
+			}
+			tolerance = fmt.Sprintf("tolerance %g", tol)
 		case strings.HasSuffix(key, " syncs/op"):
 			tol, tolerance = syncTolerance, fmt.Sprintf("tolerance %g", syncTolerance)
 		}
