@@ -90,6 +90,8 @@ type collector struct {
 	// The plain names of the first properties, where they are in b.
 	plain     [16]nameSpan
 	np, total int
+	// made is set once a listed property's name is not one of names'.
+	made bool
 }
 
 // nameSpan is where a plain property name is in b, and the index of its
@@ -125,6 +127,7 @@ func (c *collector) add(b []byte, i, end, v, vend int, plain bool) error {
 			return nil
 		}
 	}
+	c.made = c.made || !known
 	if cap(c.obj) == 0 {
 		c.obj = make(Object, 0, max(c.n, 1))
 	}
