@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/orrery-db/orrery/engine/internal/indexpolicy"
+	"github.com/orrery-db/orrery/engine/internal/jsondoc"
 	"github.com/orrery-db/orrery/engine/internal/keys"
 	"github.com/orrery-db/orrery/engine/internal/pkranges"
 	"github.com/orrery-db/orrery/engine/internal/presence"
@@ -65,6 +66,10 @@ type Container struct {
 	// feedRead caches the container's change-feed read position, which the
 	// engine keeps by RID across replaces (see Engine.feedPosition).
 	feedRead atomic.Pointer[atomic.Uint64]
+	// itemNames are property names of the items its writes parsed last
+	// (see Container.keepItemNames), which a write's parse takes its
+	// names' strings from.
+	itemNames atomic.Pointer[jsondoc.Object]
 	// computed are the container's computed properties (engine/computed.go).
 	computed []*query.ComputedProperty
 	// search are its vector and full-text policies (engine/searchpolicy.go).

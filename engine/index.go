@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/orrery-db/orrery/engine/internal/geocell"
 	"github.com/orrery-db/orrery/engine/internal/indexpolicy"
@@ -77,8 +76,9 @@ func appendIndexValue(k []byte, v any) ([]byte, bool) {
 // indexKeyOfJSON is base followed by the index encoding of the JSON value
 // raw decodes to (json.Unmarshal into any, then appendIndexValue), ok false
 // when it does not decode or is not indexable. null, true, false, a number
-// as JSON writes it and a string without escapes are encoded from their
-// bytes; anything else is decoded.
+// as JSON writes it and a string of printable ASCII without escapes
+// (jsondoc.IsPlainString) are encoded from their bytes; anything else is
+// decoded.
 func indexKeyOfJSON(base []byte, raw []byte) ([]byte, bool) {
 	// Twice the key's room: prefixRange puts its upper bound in the rest.
 	k := make([]byte, len(base), 2*(len(base)+len(raw)+9))
@@ -96,7 +96,7 @@ func indexKeyOfJSON(base []byte, raw []byte) ([]byte, bool) {
 			return nil, false // out of range: Unmarshal's error too
 		}
 		return appendIndexNumber(k, f), true
-	case plainJSONString(raw):
+	case jsondoc.IsPlainString(raw): // others (escapes, non-ASCII) decode to the same bytes
 		return appendIndexString(append(k, ixString), raw[1:len(raw)-1], true), true
 	}
 	var v any
@@ -104,21 +104,6 @@ func indexKeyOfJSON(base []byte, raw []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return appendIndexValue(k, v)
-}
-
-// plainJSONString reports whether b is exactly a JSON string of valid
-// UTF-8 without escapes: its bytes between the quotes are its value.
-func plainJSONString(b []byte) bool {
-	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
-		return false
-	}
-	s := b[1 : len(b)-1]
-	for _, c := range s {
-		if c < 0x20 || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return utf8.Valid(s)
 }
 
 func appendIndexNumber(k []byte, f float64) []byte {
@@ -539,15 +524,9 @@ func prefixRange(k []byte) keyRange {
 }
 
 // indexRanges returns the index key ranges that hold the items matching a
-// filter on path, or ok false when the index cannot serve it.
-func (c *Container) indexRanges(path []string, op query.FilterOp, values []json.RawMessage) ([]keyRange, bool) {
-	ranges, _, ok := c.indexRangesOf(path, op, values)
-	return ranges, ok
-}
-
-// indexRangesOf is indexRanges, and the length of the path's index key
-// prefix (an indexSource's base).
-func (c *Container) indexRangesOf(path []string, op query.FilterOp, values []json.RawMessage) ([]keyRange, int, bool) {
+// filter on path and the length of the path's index key prefix (an
+// indexSource's base), or ok false when the index cannot serve the filter.
+func (c *Container) indexRanges(path []string, op query.FilterOp, values []json.RawMessage) ([]keyRange, int, bool) {
 	p := indexpolicy.Path(path)
 	if c.index == nil || !c.index.Indexes(p) || len(path) == 0 {
 		return nil, 0, false
@@ -685,7 +664,7 @@ func (c *Container) chooseIndex(plan *query.Plan) (*indexSource, bool) {
 		if !known || r >= bestRank {
 			continue
 		}
-		if ranges, base, ok := c.indexRangesOf(f.Path, f.Op, f.Values); ok {
+		if ranges, base, ok := c.indexRanges(f.Path, f.Op, f.Values); ok {
 			// The filter itself (read only), not a copy of it.
 			best = &indexSource{ranges: ranges, base: base, filters: plan.Filters[i : i+1 : i+1]}
 			bestRank = r
@@ -721,7 +700,7 @@ func (c *Container) orderIndex(plan *query.Plan) (ix *indexSource, complete bool
 	base := keys.IndexPathPrefix(c.rid, p)
 	for _, f := range plan.Filters {
 		if slices.Equal(f.Path, key.Path) {
-			if ranges, ok := c.indexRanges(f.Path, f.Op, f.Values); ok {
+			if ranges, _, ok := c.indexRanges(f.Path, f.Op, f.Values); ok {
 				// The filter implies the property is defined.
 				return &indexSource{ranges: ranges, base: len(base), reverse: key.Descending, filters: []query.Filter{f}}, true, true
 			}

@@ -45,7 +45,7 @@ func TestPlainStringKeyIsTheDecodedKey(t *testing.T) {
 		}
 		def := &PartitionKeyDefinition{Paths: tc.paths}
 		want, werr := decodedPartitionKey(def, obj)
-		got, ok := plainStringKey(nil, tc.paths, obj)
+		got, ok := plainStringKey(nil, tc.paths, obj, nil)
 		switch {
 		case ok != tc.plain:
 			t.Errorf("%.60s at %v: read without decoding %v, want %v", tc.doc, tc.paths, ok, tc.plain)
@@ -54,7 +54,7 @@ func TestPlainStringKeyIsTheDecodedKey(t *testing.T) {
 		}
 		// In the one-value array of an item.
 		var one [1]pkey.Value
-		if in, ok := plainStringKey(one[:0], tc.paths, obj); ok != tc.plain || ok && (!in.Equal(want) || len(in) != cap(in)) {
+		if in, ok := plainStringKey(one[:0], tc.paths, obj, nil); ok != tc.plain || ok && (!in.Equal(want) || len(in) != cap(in)) {
 			t.Errorf("%.60s at %v: in a given array %v (%v), decoded %v", tc.doc, tc.paths, in, ok, want)
 		}
 	}

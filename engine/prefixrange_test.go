@@ -80,7 +80,7 @@ func TestTheChosenIndexsBaseIsItsPathsIndexPrefix(t *testing.T) {
 		if want := len(keys.IndexPathPrefix(c.rid, indexpolicy.Path(f.Path))); ix.base != want {
 			t.Errorf("%s: base %d, want %d", text, ix.base, want)
 		}
-		ranges, _ := c.indexRanges(f.Path, f.Op, f.Values)
+		ranges, _, _ := c.indexRanges(f.Path, f.Op, f.Values)
 		if len(ranges) != len(ix.ranges) {
 			t.Fatalf("%s: %d ranges, indexRanges %d", text, len(ix.ranges), len(ranges))
 		}

@@ -121,6 +121,36 @@ type item struct {
 	fields [itemFields]jsondoc.Field
 }
 
+// keepItemNames keeps the names of obj, the properties of an item a write
+// parsed with some not among names (the container's kept ones), as the
+// container's itemNames: obj's, then those of names that obj lacks, up to
+// maxItemNames. A container's items mostly have the same properties: the
+// next write's parse takes their strings from there and makes none. The
+// price is paid where they differ: two allocations when an item has a
+// name not kept, and a look through the kept names for each name that is
+// not where it was in the last item.
+func (c *Container) keepItemNames(obj, names jsondoc.Object) {
+	kept := make(jsondoc.Object, 0, min(len(obj)+len(names), maxItemNames))
+	for _, f := range obj {
+		if len(kept) == cap(kept) {
+			break
+		}
+		kept = append(kept, jsondoc.Field{Name: f.Name})
+	}
+	for _, f := range names {
+		if len(kept) == cap(kept) {
+			break
+		}
+		if _, in := obj.Get(f.Name); !in {
+			kept = append(kept, f)
+		}
+	}
+	c.itemNames.Store(&kept)
+}
+
+// maxItemNames bounds the names a container keeps for its writes' parses.
+const maxItemNames = 32
+
 // itemFields is the properties an item holds in its own allocation.
 const itemFields = 8
 
@@ -144,7 +174,11 @@ func (c *Container) parseItemInto(it *item, body []byte, req *ItemRequest, valid
 	// One scan: json.Valid's answer, utf8.Valid's, checkPayload's and the
 	// top-level properties.
 	*it = item{}
-	obj, scan := jsondoc.ParseValidWithoutSystem(it.fields[:0], body, len(it.fields))
+	var names jsondoc.Object
+	if kept := c.itemNames.Load(); kept != nil {
+		names = *kept
+	}
+	obj, scan := jsondoc.ParseValidWithoutSystem(it.fields[:0], body, len(it.fields), names)
 	if len(body) == 0 || !scan.Valid {
 		return BadRequest("The request body is not valid JSON.")
 	}
@@ -164,11 +198,19 @@ func (c *Container) parseItemInto(it *item, body []byte, req *ItemRequest, valid
 	// are not the item's: dropped (ParseValidWithoutSystem), the rest
 	// keep their order.
 	it.obj = obj
+	if scan.NewNames {
+		c.keepItemNames(obj, names)
+	}
 	rawID, ok := obj.Get("id")
 	if !ok {
 		return BadRequest("The input content is invalid because the required property, id, is missing.")
 	}
-	if id, ok := jsondoc.PlainString(rawID); ok {
+	if validID != "" && len(rawID) == len(validID)+2 && rawID[0] == '"' && string(rawID[1:len(rawID)-1]) == validID &&
+		strings.IndexByte(validID, '\\') < 0 {
+		// The id the request names (a replace's), which the body's is
+		// without escapes: that string, not a copy.
+		it.id = validID
+	} else if id, ok := jsondoc.PlainString(rawID); ok {
 		it.id = id
 	} else if json.Unmarshal(rawID, &it.id) != nil {
 		return BadRequest("The id property must be a string.")
@@ -187,7 +229,11 @@ func (c *Container) parseItemInto(it *item, body []byte, req *ItemRequest, valid
 		}
 		it.ttl = int32(n)
 	}
-	pk, perr := c.partitionKeyIn(it.pkOne[:0], obj)
+	var like PartitionKey
+	if req.HasPartitionKey {
+		like = req.PartitionKey
+	}
+	pk, perr := c.partitionKeyIn(it.pkOne[:0], obj, like)
 	if perr != nil {
 		return perr
 	}
@@ -203,9 +249,10 @@ func (c *Container) parseItemInto(it *item, body []byte, req *ItemRequest, valid
 
 // partitionKeyIn reads an item's partition key from its properties,
 // building a key of plain strings in buf's array when it has room (a nil
-// buf allocates).
-func (c *Container) partitionKeyIn(buf PartitionKey, obj jsondoc.Object) (PartitionKey, *Error) {
-	if pk, ok := plainStringKey(buf, c.pk.Paths, obj); ok {
+// buf allocates), taking a value's string from like (the request's key)
+// where it is the same.
+func (c *Container) partitionKeyIn(buf PartitionKey, obj jsondoc.Object, like PartitionKey) (PartitionKey, *Error) {
+	if pk, ok := plainStringKey(buf, c.pk.Paths, obj, like); ok {
 		return pk, nil
 	}
 	return decodedPartitionKey(&c.pk, obj)
@@ -235,8 +282,9 @@ func decodedPartitionKey(def *PartitionKeyDefinition, obj jsondoc.Object) (Parti
 // path names a top-level property holding a string without escapes no
 // longer than a key value may be: that string, read from the raw
 // property without decoding it (extractPartitionKey would read the same).
-// ok is false, and nothing allocated, for any other item.
-func plainStringKey(buf PartitionKey, paths []string, obj jsondoc.Object) (pk PartitionKey, ok bool) {
+// ok is false, and nothing allocated, for any other item. A value that is
+// like's at its index (the request's key) is like's, not a copy.
+func plainStringKey(buf PartitionKey, paths []string, obj jsondoc.Object, like PartitionKey) (pk PartitionKey, ok bool) {
 	for _, path := range paths {
 		// Two byte searches: ContainsAny builds its set of bytes each call.
 		if p := path[1:]; strings.IndexByte(p, '/') >= 0 || strings.IndexByte(p, '~') >= 0 {
@@ -254,6 +302,14 @@ func plainStringKey(buf PartitionKey, paths []string, obj jsondoc.Object) (pk Pa
 	}
 	for i, path := range paths {
 		raw, _ := obj.Get(path[1:])
+		if i < len(like) {
+			// The request's value (its header's), when it is this
+			// one: that string, not a copy.
+			if s, ok := like[i].AsString(); ok && s == string(raw[1:len(raw)-1]) {
+				pk[i] = like[i]
+				continue
+			}
+		}
 		s, _ := jsondoc.PlainString(raw)
 		pk[i] = pkey.StringValue(s)
 	}

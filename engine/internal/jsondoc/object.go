@@ -90,6 +90,8 @@ type collector struct {
 	// The plain names of the first properties, where they are in b.
 	plain     [16]nameSpan
 	np, total int
+	// made is set once a listed property's name is not one of names'.
+	made bool
 }
 
 // nameSpan is where a plain property name is in b, and the index of its
@@ -125,6 +127,7 @@ func (c *collector) add(b []byte, i, end, v, vend int, plain bool) error {
 			return nil
 		}
 	}
+	c.made = c.made || !known
 	if cap(c.obj) == 0 {
 		c.obj = make(Object, 0, max(c.n, 1))
 	}
@@ -205,19 +208,12 @@ func skipName(b []byte, i int) (end int, plain bool) {
 	return end, isPlainName(b, i, end)
 }
 
-// isPlainName reports whether the property name b[i:end] is a string of
+// isPlainName reports whether the property name b[i:end] (end as
+// SkipString returns it, which may pass the end of b) is IsPlainString:
 // printable ASCII without escapes, which is its bytes between the quotes;
 // anything else is decoded by json.Unmarshal.
 func isPlainName(b []byte, i, end int) bool {
-	if end-i < 2 || end > len(b) || b[i] != '"' || b[end-1] != '"' {
-		return false
-	}
-	for _, c := range b[i+1 : end-1] {
-		if c < 0x20 || c >= 0x7f || c == '\\' || c == '"' {
-			return false
-		}
-	}
-	return true
+	return end <= len(b) && IsPlainString(b[i:end])
 }
 
 // Get returns the raw value of a property; of a repeated name, the last.

@@ -54,6 +54,9 @@ type Scan struct {
 	Object bool
 	// Err is Check's refusal, when Valid.
 	Err error
+	// NewNames reports that a property's name was made from the body's
+	// bytes, not taken from the names the parse was given.
+	NewNames bool
 }
 
 // ParseValid is Validate, utf8.Valid and ParseInto in one scan of b: the
@@ -62,7 +65,7 @@ type Scan struct {
 // in dst's array when it has room, as ParseInto(dst, b, n) lists them: the
 // same names and the same value bytes.
 func ParseValid(dst Object, b []byte, n int) (Object, Scan) {
-	return parseValid(dst, b, n, false)
+	return parseValid(dst, b, n, false, nil)
 }
 
 // ParseValidWithoutSystem is ParseValid followed by Object.DropSystem: the
@@ -70,8 +73,13 @@ func ParseValid(dst Object, b []byte, n int) (Object, Scan) {
 // stored record) are not listed, so that they take no room in dst's array
 // (an item's properties and the five system ones do not fit in an item's
 // eight). The answer is DropSystem's of ParseValid's.
-func ParseValidWithoutSystem(dst Object, b []byte, n int) (Object, Scan) {
-	obj, s := parseValid(dst, b, n, true)
+//
+// names, when not nil, are as ParseNamed's: a property whose plain name is
+// the name of one of them takes that string, not a copy of b's bytes (a
+// write passes the names of the container's last item, which most of the
+// next one's are).
+func ParseValidWithoutSystem(dst Object, b []byte, n int, names Object) (Object, Scan) {
+	obj, s := parseValid(dst, b, n, true, names)
 	if obj == nil {
 		return nil, s
 	}
@@ -79,16 +87,16 @@ func ParseValidWithoutSystem(dst Object, b []byte, n int) (Object, Scan) {
 }
 
 // parseValid is ParseValid, its system properties left out with
-// dropSystem.
-func parseValid(dst Object, b []byte, n int, dropSystem bool) (Object, Scan) {
-	p := validator{b: b, collect: true, utf8: true, c: collector{obj: dst[:0], n: n, dropSystem: dropSystem}}
+// dropSystem, its names taken from names where they are the same.
+func parseValid(dst Object, b []byte, n int, dropSystem bool, names Object) (Object, Scan) {
+	p := validator{b: b, collect: true, utf8: true, c: collector{obj: dst[:0], n: n, dropSystem: dropSystem, names: names}}
 	i := p.space(0)
 	p.isObject = i < len(b) && b[i] == '{'
 	i = p.value(i, 0)
 	if i < 0 || p.space(i) != len(b) {
 		return nil, Scan{}
 	}
-	s := Scan{Valid: true, UTF8: p.utf8, Object: p.isObject, Err: p.err}
+	s := Scan{Valid: true, UTF8: p.utf8, Object: p.isObject, Err: p.err, NewNames: p.c.made}
 	if !p.isObject || p.nameErr != nil {
 		// A name json.Unmarshal refuses (invalid UTF-8 in it): ParseInto's
 		// error, which a caller reports as not an object.

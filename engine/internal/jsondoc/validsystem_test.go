@@ -1,10 +1,13 @@
 package jsondoc
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // TestParseValidWithoutSystemIsParseValidThenDropSystem: on random bodies
@@ -44,7 +47,7 @@ func TestParseValidWithoutSystemIsParseValidThenDropSystem(t *testing.T) {
 		room := rng.IntN(12)
 		want, wantScan := ParseValid(make(Object, 0, room), b, 8)
 		want = want.DropSystem()
-		got, gotScan := ParseValidWithoutSystem(make(Object, 0, room), b, 8)
+		got, gotScan := ParseValidWithoutSystem(make(Object, 0, room), b, 8, nil)
 		if gotScan.Valid != wantScan.Valid || gotScan.UTF8 != wantScan.UTF8 || gotScan.Object != wantScan.Object ||
 			(gotScan.Err == nil) != (wantScan.Err == nil) || gotScan.Err != nil && gotScan.Err.Error() != wantScan.Err.Error() {
 			t.Fatalf("%s: scan %+v, ParseValid's %+v", b, gotScan, wantScan)
@@ -82,7 +85,7 @@ func TestAWrittenBackItemsPropertiesFitItsRoom(t *testing.T) {
 	b := []byte(s.String())
 	dst := make(Object, 0, 8)
 	if a := testing.AllocsPerRun(100, func() {
-		if obj, scan := ParseValidWithoutSystem(dst, b, 8); !scan.Object || len(obj) != 8 {
+		if obj, scan := ParseValidWithoutSystem(dst, b, 8, nil); !scan.Object || len(obj) != 8 {
 			t.Fatal(scan, len(obj))
 		}
 	}); a != 1 {
@@ -106,7 +109,7 @@ func FuzzParseValidWithoutSystemIsParseValidThenDropSystem(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		want, wantScan := ParseValid(nil, b, 8)
 		want = want.DropSystem()
-		got, gotScan := ParseValidWithoutSystem(nil, b, 8)
+		got, gotScan := ParseValidWithoutSystem(nil, b, 8, nil)
 		if gotScan.Valid != wantScan.Valid || gotScan.UTF8 != wantScan.UTF8 || gotScan.Object != wantScan.Object ||
 			(gotScan.Err == nil) != (wantScan.Err == nil) || gotScan.Err != nil && gotScan.Err.Error() != wantScan.Err.Error() {
 			t.Fatalf("%s: scan %+v, ParseValid's %+v", b, gotScan, wantScan)
@@ -120,4 +123,56 @@ func FuzzParseValidWithoutSystemIsParseValidThenDropSystem(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestParseValidWithoutSystemTakesTheNamesItIsGiven: given names, the parse
+// lists the same properties as without them, each plain name that is one
+// of names' that very string (no copy), and NewNames reports exactly
+// whether some listed name is not taken from them.
+func TestParseValidWithoutSystemTakesTheNamesItIsGiven(t *testing.T) {
+	pool := []string{"id", "pk", "n", "tags", "_ts", "_etag", "a\\u0062", "é", "long name with spaces", "x"}
+	rng := rand.New(rand.NewPCG(43, 9))
+	body := func() []byte {
+		var s strings.Builder
+		s.WriteByte('{')
+		used := map[string]bool{}
+		for k := range rng.IntN(7) {
+			name := pool[rng.IntN(len(pool))]
+			if used[name] {
+				continue
+			}
+			used[name] = true
+			if k > 0 && s.Len() > 1 {
+				s.WriteByte(',')
+			}
+			fmt.Fprintf(&s, "%q:%d", name, k)
+		}
+		s.WriteByte('}')
+		return []byte(strings.ReplaceAll(s.String(), `\\u`, `\u`))
+	}
+	for range 2000 {
+		names, _ := ParseValidWithoutSystem(nil, body(), 8, nil)
+		b := body()
+		want, wantScan := ParseValidWithoutSystem(nil, b, 8, nil)
+		got, gotScan := ParseValidWithoutSystem(nil, b, 8, names)
+		if gotScan.Valid != wantScan.Valid || gotScan.Object != wantScan.Object || len(got) != len(want) {
+			t.Fatalf("%s: %d properties (%+v), without names %d (%+v)", b, len(got), gotScan, len(want), wantScan)
+		}
+		anyNew := false
+		for k := range got {
+			if got[k].Name != want[k].Name || string(got[k].Value) != string(want[k].Value) {
+				t.Fatalf("%s: property %d %q: %s, without names %q: %s", b, k, got[k].Name, got[k].Value, want[k].Name, want[k].Value)
+			}
+			j := slices.IndexFunc(names, func(f Field) bool { return f.Name == got[k].Name })
+			// "ab" is always escaped and "é" not ASCII: not plain, decoded.
+			if j < 0 || got[k].Name == "ab" || !IsPlainText(got[k].Name) {
+				anyNew = true
+			} else if unsafe.StringData(names[j].Name) != unsafe.StringData(got[k].Name) {
+				t.Fatalf("%s: name %q is a copy, not names' string", b, got[k].Name)
+			}
+		}
+		if gotScan.NewNames != anyNew {
+			t.Fatalf("%s with names %v: NewNames %v, a name not among them %v", b, names, gotScan.NewNames, anyNew)
+		}
+	}
 }

@@ -41,6 +41,9 @@ type Key []Value
 // StringValue is the value s.
 func StringValue(s string) Value { return Value{kind: String, str: s} }
 
+// AsString returns the value's string, ok false when it is not a string.
+func (c Value) AsString() (s string, ok bool) { return c.str, c.kind == String }
+
 // StringKey is a single-component key holding s.
 func StringKey(s string) Key { return Key{{kind: String, str: s}} }
 
