@@ -135,6 +135,9 @@ func (c *Container) keepItemNames(obj, names jsondoc.Object) {
 		if len(kept) == cap(kept) {
 			break
 		}
+		if len(f.Name) > maxItemNameLen {
+			continue
+		}
 		kept = append(kept, jsondoc.Field{Name: f.Name})
 	}
 	for _, f := range names {
@@ -148,8 +151,13 @@ func (c *Container) keepItemNames(obj, names jsondoc.Object) {
 	c.itemNames.Store(&kept)
 }
 
-// maxItemNames bounds the names a container keeps for its writes' parses.
-const maxItemNames = 32
+// maxItemNames bounds the names a container keeps for its writes' parses,
+// and maxItemNameLen the length of one: a longer name is not kept, so that
+// a container holds at most 2 KiB of names, whatever its items' names are.
+const (
+	maxItemNames   = 32
+	maxItemNameLen = 64
+)
 
 // itemFields is the properties an item holds in its own allocation.
 const itemFields = 8
