@@ -159,6 +159,18 @@ func diffHandler() http.Handler {
 		r.Body.Close()
 		io.WriteString(w, "closed")
 	})
+	// /pad?h=H&b=B answers with a header line of H bytes and a body of B:
+	// the numbers the framing writes (the status, Content-Length, a
+	// chunk's size) then land at every place in the connection's write
+	// buffer, its end included.
+	mux.HandleFunc("/pad", func(w http.ResponseWriter, r *http.Request) {
+		h, _ := strconv.Atoi(r.URL.Query().Get("h"))
+		b, _ := strconv.Atoi(r.URL.Query().Get("b"))
+		w.Header().Set("X-Pad", strings.Repeat("p", max(0, h-len("X-Pad: \r\n"))))
+		w.Header().Set("Date", "Mon, 07 Dec 2026 10:00:00 GMT") // the same on both servers
+		w.WriteHeader(201)
+		w.Write(bytes.Repeat([]byte("b"), b))
+	})
 	mux.HandleFunc("/ctx", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, r.Context().Value(http.LocalAddrContextKey) != nil, r.Context().Err())
 	})
@@ -301,7 +313,16 @@ func rawCases() []rawCase {
 		return "POST " + path + " HTTP/1.1\r\n" + hostHdr + "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
 	}
 	big := strings.Repeat("x", 300<<10)
+	var pads strings.Builder
+	for h := 3950; h <= 4100; h++ {
+		pads.WriteString(get("/pad?h=" + strconv.Itoa(h) + "&b=1234"))
+		pads.WriteString(get("/pad?h=" + strconv.Itoa(h) + "&b=3000"))
+	}
+	for b := 4000; b <= 4200; b++ {
+		pads.WriteString(get("/pad?h=0&b=" + strconv.Itoa(b)))
+	}
 	return []rawCase{
+		{name: "numbers at the write buffer's edge", chunks: []string{pads.String()}},
 		{name: "get", chunks: []string{get("/echo")}},
 		{name: "get kept open", chunks: []string{get("/echo")}, keepOpen: true},
 		{name: "post echo", chunks: []string{post("/echo", `{"id":"a"}`)}},

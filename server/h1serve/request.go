@@ -428,22 +428,25 @@ func (c *conn) readRequest(ctx context.Context) (*response, error) {
 		}
 	}
 
-	ctx, cancelCtx := context.WithCancel(ctx)
-	req = req.WithContext(ctx)
-	req.RemoteAddr = c.remoteAddr
-	req.TLS = c.tlsState
-
 	c.rwc.SetReadDeadline(wholeReqDeadline)
 
+	ctx, cancelCtx := context.WithCancel(ctx)
 	w := &response{
 		c:                c,
-		req:              req,
-		reqBody:          req.Body,
 		cancelCtx:        cancelCtx,
 		contentLength:    -1,
 		wants10KeepAlive: req.ProtoMajor == 1 && req.ProtoMinor == 0 && hasToken(headerGet(req.Header, "Connection"), "keep-alive"),
 		wantsClose:       req.Close || hasToken(headerGet(req.Header, "Connection"), "close"),
 	}
+	// The request with its context is kept in the response's allocation:
+	// WithContext, inlined here, copies it there instead of into an
+	// allocation of its own.
+	w.reqStore = *req.WithContext(ctx)
+	req = &w.reqStore
+	req.RemoteAddr = c.remoteAddr
+	req.TLS = c.tlsState
+	w.req = req
+	w.reqBody = req.Body
 	if req.Body != http.NoBody && req.Body != nil {
 		w.bodyStore = body{w: w, rc: req.Body}
 		w.body = &w.bodyStore

@@ -30,7 +30,8 @@ var excludedHeadersNoBody = map[string]bool{"Content-Length": true, "Transfer-En
 // response is the http.ResponseWriter of one request.
 type response struct {
 	c             *conn
-	req           *http.Request
+	req           *http.Request // &reqStore
+	reqStore      http.Request  // the request, allocated with the response
 	reqBody       io.ReadCloser
 	body          *body // nil without a body; else &bodyStore
 	bodyStore     body  // the body's wrapper, allocated with the response
@@ -194,14 +195,20 @@ func writeStatusLine(bw *bufio.Writer, is11 bool, code int) {
 		bw.WriteString("HTTP/1.0 ")
 	}
 	if text := http.StatusText(code); text != "" {
-		var scratch [3]byte
-		bw.Write(strconv.AppendInt(scratch[:0], int64(code), 10))
+		writeInt(bw, int64(code), 10)
 		bw.WriteByte(' ')
 		bw.WriteString(text)
 		bw.WriteString("\r\n")
 	} else {
 		fmt.Fprintf(bw, "%03d status code %d\r\n", code, code)
 	}
+}
+
+// writeInt writes v in base to bw, formatted in bw's free space: a
+// scratch array passed to bw.Write escapes (a write larger than the free
+// space goes to the connection), which costs an allocation per call.
+func writeInt(bw *bufio.Writer, v int64, base int) {
+	bw.Write(strconv.AppendInt(bw.AvailableBuffer(), v, base))
 }
 
 var headerNewlineToSpace = strings.NewReplacer("\n", " ", "\r", " ")
@@ -236,11 +243,12 @@ func (w *response) commit(p []byte) {
 	te := first(w.hTE)
 	hasTE := te != ""
 	var delCL, delTE, delConn, delCT bool
-	var setCL, setConn, setTE, setCT string
+	var setConn, setTE, setCT string
+	setCL := int64(-1) // a Content-Length the framing adds, written without formatting a string
 
 	if w.handlerDone.Load() && !w.trailers && !hasTE && bodyAllowedForStatus(w.status) && !w.hasCL && (!isHEAD || len(p) > 0) {
 		w.contentLength = int64(len(p))
-		setCL = strconv.Itoa(len(p))
+		setCL = int64(len(p))
 	}
 	if w.wants10KeepAlive && keepAlives {
 		if first(w.hCL) != "" && first(w.hConn) == "keep-alive" {
@@ -361,9 +369,9 @@ func (w *response) commit(p []byte) {
 		bw.Write(c.dateCache.now())
 		bw.WriteString("\r\n")
 	}
-	if setCL != "" {
+	if setCL >= 0 {
 		bw.WriteString("Content-Length: ")
-		bw.WriteString(setCL)
+		writeInt(bw, setCL, 10)
 		bw.WriteString("\r\n")
 	}
 	for i, v := range [...]string{setCT, setConn, setTE} {
@@ -398,8 +406,7 @@ func (w *response) writeBody(p []byte) (int, error) {
 	}
 	bw := w.c.bufw
 	if w.chunking {
-		var hx [16]byte
-		bw.Write(strconv.AppendInt(hx[:0], int64(len(p)), 16))
+		writeInt(bw, int64(len(p)), 16)
 		bw.WriteString("\r\n")
 	}
 	n, err := bw.Write(p)
@@ -483,8 +490,7 @@ func (w *response) writeBodyString(s string) (int, error) {
 	}
 	bw := w.c.bufw
 	if w.chunking {
-		var hx [16]byte
-		bw.Write(strconv.AppendInt(hx[:0], int64(len(s)), 16))
+		writeInt(bw, int64(len(s)), 16)
 		bw.WriteString("\r\n")
 	}
 	n, err := bw.WriteString(s)
