@@ -430,18 +430,17 @@ func (c *conn) readRequest(ctx context.Context) (*response, error) {
 
 	c.rwc.SetReadDeadline(wholeReqDeadline)
 
-	ctx, cancelCtx := context.WithCancel(ctx)
 	w := &response{
 		c:                c,
-		cancelCtx:        cancelCtx,
 		contentLength:    -1,
 		wants10KeepAlive: req.ProtoMajor == 1 && req.ProtoMinor == 0 && hasToken(headerGet(req.Header, "Connection"), "keep-alive"),
 		wantsClose:       req.Close || hasToken(headerGet(req.Header, "Connection"), "close"),
 	}
-	// The request with its context is kept in the response's allocation:
+	// The request and its context are kept in the response's allocation:
 	// WithContext, inlined here, copies it there instead of into an
 	// allocation of its own.
-	w.reqStore = *req.WithContext(ctx)
+	w.ctx.init(ctx)
+	w.reqStore = *req.WithContext(&w.ctx)
 	req = &w.reqStore
 	req.RemoteAddr = c.remoteAddr
 	req.TLS = c.tlsState

@@ -2,7 +2,6 @@ package h1serve
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -33,9 +32,9 @@ type response struct {
 	req           *http.Request // &reqStore
 	reqStore      http.Request  // the request, allocated with the response
 	reqBody       io.ReadCloser
-	body          *body // nil without a body; else &bodyStore
-	bodyStore     body  // the body's wrapper, allocated with the response
-	cancelCtx     context.CancelFunc
+	body          *body          // nil without a body; else &bodyStore
+	bodyStore     body           // the body's wrapper, allocated with the response
+	ctx           requestContext // the request's context
 	handlerHeader http.Header
 
 	calledHeader        bool

@@ -373,7 +373,7 @@ func (c *conn) serve(ctx context.Context) {
 			c.srv.logf("http: panic serving %v: %v\n%s", c.remoteAddr, err, buf)
 		}
 		if inFlight != nil {
-			inFlight.cancelCtx()
+			inFlight.ctx.end()
 			inFlight.disableWriteContinue()
 		}
 		if c.watch != nil {
@@ -498,7 +498,7 @@ func (c *conn) serve(ctx context.Context) {
 		}
 		inFlight = nil
 		c.r.endRequest()
-		w.cancelCtx()
+		w.ctx.end()
 		if c.hijacked() {
 			return
 		}
