@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -496,5 +497,58 @@ func compareExchanges(t testing.TB, a, b exchange, skipClose bool) {
 	}
 	if !skipClose && a.closed != b.closed {
 		t.Errorf("connection closed: net/http %v, h1serve %v", a.closed, b.closed)
+	}
+}
+
+// TestAnAnswersHeaderLinesAreWrittenAsNetHTTPWritesThem: the header a
+// handler sets (keys in any case and order, invalid names, empty and
+// several values, values with CR, LF and spaces around them, more keys
+// than a map group holds) reaches the wire byte for byte as net/http
+// writes it, its order included, the Date line aside.
+func TestAnAnswersHeaderLinesAreWrittenAsNetHTTPWritesThem(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		for i := range n {
+			hd.Set("X-Ms-Key-"+strconv.Itoa(i*7919%n), strconv.Itoa(i))
+		}
+		hd["x-lower"] = []string{"lower"}
+		hd["Bad Key"] = []string{"dropped"}
+		hd["Bad:Key"] = []string{"dropped"}
+		hd["A"] = []string{"first"}
+		hd["Z"] = []string{" spaced\t", "\tsecond ", "   "}
+		hd["_under"] = []string{"u"}
+		hd["X-Empty"] = []string{}
+		hd["X-Nil"] = nil
+		hd["X-Blank"] = []string{""}
+		hd["X-Split"] = []string{"a\r\nSet-Cookie: evil=1", "\nb\r", "c\rd"}
+		hd["X-Unicode"] = []string{"é ü"}
+		hd["Etag"] = []string{`"0000-1111"`}
+		// No Content-Type: one a handler sets is written after the
+		// other lines (with the framing's), where net/http sorts it in.
+		w.WriteHeader(201)
+		io.WriteString(w, `{"a":1}`)
+	})
+	std, ours := servers(t, h, nil)
+	date := regexp.MustCompile(`\r\nDate: [^\r]*`)
+	for _, n := range []int{0, 3, 20, 70} {
+		var got [2]string
+		for i, addr := range []string{std, ours} {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(c, "GET /?n=%d HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", n)
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			b, err := io.ReadAll(c)
+			c.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[i] = date.ReplaceAllString(string(b), "\r\nDate: -")
+		}
+		if got[0] != got[1] {
+			t.Errorf("%d keys: net/http wrote\n%q\nh1serve wrote\n%q", n, got[0], got[1])
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/textproto"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -153,9 +155,48 @@ func (w *response) snapshot() {
 			}
 		})
 	}
-	hb := &w.c.hdrBuf
-	hb.b = hb.b[:0]
-	h.WriteSubset(hb, exclude)
+	w.c.writeHeaderLines(h, exclude)
+}
+
+// maxIdleKeys is the most header keys whose scratch a connection keeps
+// between answers.
+const maxIdleKeys = 64
+
+// writeHeaderLines serializes h's lines but exclude's into c.hdrBuf,
+// byte for byte as http.Header.WriteSubset does (keys sorted, invalid
+// names dropped, values' CR and LF turned to spaces and the values
+// trimmed), without its pooled sorter, its closure's comparisons and its
+// writes through an interface: this runs on every answer.
+func (c *conn) writeHeaderLines(h http.Header, exclude map[string]bool) {
+	keys := c.hdrKeys[:0]
+	for k := range h {
+		if !exclude[k] {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	b := c.hdrBuf.b[:0]
+	for _, k := range keys {
+		if !httpguts.ValidHeaderFieldName(k) {
+			continue // as net/http: dropped
+		}
+		for _, v := range h[k] {
+			if strings.IndexByte(v, '\n') >= 0 || strings.IndexByte(v, '\r') >= 0 {
+				v = headerNewlineToSpace.Replace(v)
+			}
+			v = textproto.TrimString(v)
+			b = append(b, k...)
+			b = append(b, ": "...)
+			b = append(b, v...)
+			b = append(b, "\r\n"...)
+		}
+	}
+	c.hdrBuf.b = b
+	clear(keys) // an idle connection keeps no key alive
+	if cap(keys) > maxIdleKeys {
+		keys = nil
+	}
+	c.hdrKeys = keys[:0]
 }
 
 func foreachHeaderElement(v string, fn func(string)) {

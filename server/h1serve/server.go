@@ -263,6 +263,7 @@ type conn struct {
 	// Reused per request (see response).
 	header    http.Header
 	hdrBuf    hdrBuf
+	hdrKeys   []string // writeHeaderLines's scratch
 	outBuf    []byte
 	exclude   map[string]bool
 	watch     *time.Timer
