@@ -172,6 +172,17 @@ func diffHandler() http.Handler {
 		w.WriteHeader(201)
 		w.Write(bytes.Repeat([]byte("b"), b))
 	})
+	// /trailers answers with the trailers the request's body ended with,
+	// as the handler's request holds them once the body is read.
+	mux.HandleFunc("/trailers", func(w http.ResponseWriter, r *http.Request) {
+		before := fmt.Sprint(r.Trailer)
+		b, err := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s %v before=%s after=%v", b, err, before, r.Trailer)
+	})
+	mux.HandleFunc("/trailers-close", func(w http.ResponseWriter, r *http.Request) {
+		err := r.Body.Close()
+		fmt.Fprintf(w, "%v %v", err, r.Trailer)
+	})
 	mux.HandleFunc("/ctx", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, r.Context().Value(http.LocalAddrContextKey) != nil, r.Context().Err())
 	})
@@ -323,6 +334,9 @@ func rawCases() []rawCase {
 		pads.WriteString(get("/pad?h=0&b=" + strconv.Itoa(b)))
 	}
 	return []rawCase{
+		{name: "undeclared trailer", chunks: []string{"POST /trailers HTTP/1.1\r\n" + hostHdr + "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-T: 1\r\nX-U: 2\r\n\r\n" + get("/small")}},
+		{name: "undeclared trailer, body closed unread", chunks: []string{"POST /trailers-close HTTP/1.1\r\n" + hostHdr + "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-T: 1\r\n\r\n" + get("/small")}},
+		{name: "declared trailer", chunks: []string{"POST /trailers HTTP/1.1\r\n" + hostHdr + "Trailer: X-T\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-T: 1\r\nX-U: 2\r\n\r\n" + get("/small")}},
 		{name: "numbers at the write buffer's edge", chunks: []string{pads.String()}},
 		{name: "get", chunks: []string{get("/echo")}},
 		{name: "get kept open", chunks: []string{get("/echo")}, keepOpen: true},

@@ -256,9 +256,20 @@ func (b *body) Read(p []byte) (int, error) {
 	b.n += int64(n)
 	if err == io.EOF && !b.sawEOF.Load() {
 		b.sawEOF.Store(true)
+		b.takeTrailer()
 		w.c.r.bodyDone(w)
 	}
 	return n, err
+}
+
+// takeTrailer gives the handler's request the trailers the body ended
+// with: net/http's body stores those a request did not declare (in a
+// Trailer header) in the request http.ReadRequest made, which is not the
+// handler's here (see readRequest), where net/http's handler sees them.
+func (b *body) takeTrailer() {
+	if req := b.w.req; req.Trailer == nil && b.w.readReq != nil {
+		req.Trailer = b.w.readReq.Trailer
+	}
 }
 
 // Close closes the body as net/http's does for a server request: the rest
@@ -278,6 +289,7 @@ func (b *body) Close() error {
 	}
 	if _, err := io.CopyN(io.Discard, b.rc, maxPostHandlerReadBytes+1); err == io.EOF {
 		b.sawEOF.Store(true)
+		b.takeTrailer()
 		return b.rc.Close()
 	}
 	b.early = true
@@ -441,6 +453,7 @@ func (c *conn) readRequest(ctx context.Context) (*response, error) {
 	// allocation of its own.
 	w.ctx.init(ctx)
 	w.reqStore = *req.WithContext(&w.ctx)
+	w.readReq = req
 	req = &w.reqStore
 	req.RemoteAddr = c.remoteAddr
 	req.TLS = c.tlsState

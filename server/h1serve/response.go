@@ -33,6 +33,7 @@ type response struct {
 	c             *conn
 	req           *http.Request // &reqStore
 	reqStore      http.Request  // the request, allocated with the response
+	readReq       *http.Request // the request http.ReadRequest made, whose Trailer the body sets
 	reqBody       io.ReadCloser
 	body          *body          // nil without a body; else &bodyStore
 	bodyStore     body           // the body's wrapper, allocated with the response
