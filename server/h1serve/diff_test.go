@@ -336,6 +336,8 @@ func rawCases() []rawCase {
 	return []rawCase{
 		{name: "undeclared trailer", chunks: []string{"POST /trailers HTTP/1.1\r\n" + hostHdr + "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-T: 1\r\nX-U: 2\r\n\r\n" + get("/small")}},
 		{name: "undeclared trailer, body closed unread", chunks: []string{"POST /trailers-close HTTP/1.1\r\n" + hostHdr + "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-T: 1\r\n\r\n" + get("/small")}},
+		{name: "malformed trailer, body closed unread", chunks: []string{"POST /trailers-close HTTP/1.1\r\n" + hostHdr + "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX\xffT: 1\r\n\r\n" + get("/small")}},
+		{name: "malformed chunk, body closed unread", chunks: []string{"POST /trailers-close HTTP/1.1\r\n" + hostHdr + "Transfer-Encoding: chunked\r\n\r\n3\r\nabcdef\r\n0\r\n\r\n" + get("/small")}},
 		{name: "declared trailer", chunks: []string{"POST /trailers HTTP/1.1\r\n" + hostHdr + "Trailer: X-T\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-T: 1\r\nX-U: 2\r\n\r\n" + get("/small")}},
 		{name: "numbers at the write buffer's edge", chunks: []string{pads.String()}},
 		{name: "get", chunks: []string{get("/echo")}},

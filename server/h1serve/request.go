@@ -287,13 +287,14 @@ func (b *body) Close() error {
 		// come: nothing is read; the connection closes after the answer.
 		return nil
 	}
-	if _, err := io.CopyN(io.Discard, b.rc, maxPostHandlerReadBytes+1); err == io.EOF {
+	_, err := io.CopyN(io.Discard, b.rc, maxPostHandlerReadBytes+1)
+	if err == io.EOF {
 		b.sawEOF.Store(true)
 		b.takeTrailer()
 		return b.rc.Close()
 	}
 	b.early = true
-	return nil
+	return err // as net/http's: the body's error (a malformed chunk or trailer, a short body), nil when it is only long
 }
 
 func isUnsupportedTEError(err error) bool {
