@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -159,6 +160,29 @@ func diffHandler() http.Handler {
 		r.Body.Close()
 		io.WriteString(w, "closed")
 	})
+	// /pad?h=H&b=B answers with a header line of H bytes and a body of B:
+	// the numbers the framing writes (the status, Content-Length, a
+	// chunk's size) then land at every place in the connection's write
+	// buffer, its end included.
+	mux.HandleFunc("/pad", func(w http.ResponseWriter, r *http.Request) {
+		h, _ := strconv.Atoi(r.URL.Query().Get("h"))
+		b, _ := strconv.Atoi(r.URL.Query().Get("b"))
+		w.Header().Set("X-Pad", strings.Repeat("p", max(0, h-len("X-Pad: \r\n"))))
+		w.Header().Set("Date", "Mon, 07 Dec 2026 10:00:00 GMT") // the same on both servers
+		w.WriteHeader(201)
+		w.Write(bytes.Repeat([]byte("b"), b))
+	})
+	// /trailers answers with the trailers the request's body ended with,
+	// as the handler's request holds them once the body is read.
+	mux.HandleFunc("/trailers", func(w http.ResponseWriter, r *http.Request) {
+		before := fmt.Sprint(r.Trailer)
+		b, err := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s %v before=%s after=%v", b, err, before, r.Trailer)
+	})
+	mux.HandleFunc("/trailers-close", func(w http.ResponseWriter, r *http.Request) {
+		err := r.Body.Close()
+		fmt.Fprintf(w, "%v %v", err, r.Trailer)
+	})
 	mux.HandleFunc("/ctx", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, r.Context().Value(http.LocalAddrContextKey) != nil, r.Context().Err())
 	})
@@ -301,7 +325,21 @@ func rawCases() []rawCase {
 		return "POST " + path + " HTTP/1.1\r\n" + hostHdr + "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
 	}
 	big := strings.Repeat("x", 300<<10)
+	var pads strings.Builder
+	for h := 3950; h <= 4100; h++ {
+		pads.WriteString(get("/pad?h=" + strconv.Itoa(h) + "&b=1234"))
+		pads.WriteString(get("/pad?h=" + strconv.Itoa(h) + "&b=3000"))
+	}
+	for b := 4000; b <= 4200; b++ {
+		pads.WriteString(get("/pad?h=0&b=" + strconv.Itoa(b)))
+	}
 	return []rawCase{
+		{name: "undeclared trailer", chunks: []string{"POST /trailers HTTP/1.1\r\n" + hostHdr + "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-T: 1\r\nX-U: 2\r\n\r\n" + get("/small")}},
+		{name: "undeclared trailer, body closed unread", chunks: []string{"POST /trailers-close HTTP/1.1\r\n" + hostHdr + "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-T: 1\r\n\r\n" + get("/small")}},
+		{name: "malformed trailer, body closed unread", chunks: []string{"POST /trailers-close HTTP/1.1\r\n" + hostHdr + "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX\xffT: 1\r\n\r\n" + get("/small")}},
+		{name: "malformed chunk, body closed unread", chunks: []string{"POST /trailers-close HTTP/1.1\r\n" + hostHdr + "Transfer-Encoding: chunked\r\n\r\n3\r\nabcdef\r\n0\r\n\r\n" + get("/small")}},
+		{name: "declared trailer", chunks: []string{"POST /trailers HTTP/1.1\r\n" + hostHdr + "Trailer: X-T\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-T: 1\r\nX-U: 2\r\n\r\n" + get("/small")}},
+		{name: "numbers at the write buffer's edge", chunks: []string{pads.String()}},
 		{name: "get", chunks: []string{get("/echo")}},
 		{name: "get kept open", chunks: []string{get("/echo")}, keepOpen: true},
 		{name: "post echo", chunks: []string{post("/echo", `{"id":"a"}`)}},
@@ -475,5 +513,58 @@ func compareExchanges(t testing.TB, a, b exchange, skipClose bool) {
 	}
 	if !skipClose && a.closed != b.closed {
 		t.Errorf("connection closed: net/http %v, h1serve %v", a.closed, b.closed)
+	}
+}
+
+// TestAnAnswersHeaderLinesAreWrittenAsNetHTTPWritesThem: the header a
+// handler sets (keys in any case and order, invalid names, empty and
+// several values, values with CR, LF and spaces around them, more keys
+// than a map group holds) reaches the wire byte for byte as net/http
+// writes it, its order included, the Date line aside.
+func TestAnAnswersHeaderLinesAreWrittenAsNetHTTPWritesThem(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		for i := range n {
+			hd.Set("X-Ms-Key-"+strconv.Itoa(i*7919%n), strconv.Itoa(i))
+		}
+		hd["x-lower"] = []string{"lower"}
+		hd["Bad Key"] = []string{"dropped"}
+		hd["Bad:Key"] = []string{"dropped"}
+		hd["A"] = []string{"first"}
+		hd["Z"] = []string{" spaced\t", "\tsecond ", "   "}
+		hd["_under"] = []string{"u"}
+		hd["X-Empty"] = []string{}
+		hd["X-Nil"] = nil
+		hd["X-Blank"] = []string{""}
+		hd["X-Split"] = []string{"a\r\nSet-Cookie: evil=1", "\nb\r", "c\rd"}
+		hd["X-Unicode"] = []string{"é ü"}
+		hd["Etag"] = []string{`"0000-1111"`}
+		// No Content-Type: one a handler sets is written after the
+		// other lines (with the framing's), where net/http sorts it in.
+		w.WriteHeader(201)
+		io.WriteString(w, `{"a":1}`)
+	})
+	std, ours := servers(t, h, nil)
+	date := regexp.MustCompile(`\r\nDate: [^\r]*`)
+	for _, n := range []int{0, 3, 20, 70} {
+		var got [2]string
+		for i, addr := range []string{std, ours} {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(c, "GET /?n=%d HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", n)
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			b, err := io.ReadAll(c)
+			c.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[i] = date.ReplaceAllString(string(b), "\r\nDate: -")
+		}
+		if got[0] != got[1] {
+			t.Errorf("%d keys: net/http wrote\n%q\nh1serve wrote\n%q", n, got[0], got[1])
+		}
 	}
 }

@@ -256,9 +256,20 @@ func (b *body) Read(p []byte) (int, error) {
 	b.n += int64(n)
 	if err == io.EOF && !b.sawEOF.Load() {
 		b.sawEOF.Store(true)
+		b.takeTrailer()
 		w.c.r.bodyDone(w)
 	}
 	return n, err
+}
+
+// takeTrailer gives the handler's request the trailers the body ended
+// with: net/http's body stores those a request did not declare (in a
+// Trailer header) in the request http.ReadRequest made, which is not the
+// handler's here (see readRequest), where net/http's handler sees them.
+func (b *body) takeTrailer() {
+	if req := b.w.req; req.Trailer == nil && b.w.readReq != nil {
+		req.Trailer = b.w.readReq.Trailer
+	}
 }
 
 // Close closes the body as net/http's does for a server request: the rest
@@ -276,12 +287,14 @@ func (b *body) Close() error {
 		// come: nothing is read; the connection closes after the answer.
 		return nil
 	}
-	if _, err := io.CopyN(io.Discard, b.rc, maxPostHandlerReadBytes+1); err == io.EOF {
+	_, err := io.CopyN(io.Discard, b.rc, maxPostHandlerReadBytes+1)
+	if err == io.EOF {
 		b.sawEOF.Store(true)
+		b.takeTrailer()
 		return b.rc.Close()
 	}
 	b.early = true
-	return nil
+	return err // as net/http's: the body's error (a malformed chunk or trailer, a short body), nil when it is only long
 }
 
 func isUnsupportedTEError(err error) bool {
@@ -428,22 +441,25 @@ func (c *conn) readRequest(ctx context.Context) (*response, error) {
 		}
 	}
 
-	ctx, cancelCtx := context.WithCancel(ctx)
-	req = req.WithContext(ctx)
-	req.RemoteAddr = c.remoteAddr
-	req.TLS = c.tlsState
-
 	c.rwc.SetReadDeadline(wholeReqDeadline)
 
 	w := &response{
 		c:                c,
-		req:              req,
-		reqBody:          req.Body,
-		cancelCtx:        cancelCtx,
 		contentLength:    -1,
 		wants10KeepAlive: req.ProtoMajor == 1 && req.ProtoMinor == 0 && hasToken(headerGet(req.Header, "Connection"), "keep-alive"),
 		wantsClose:       req.Close || hasToken(headerGet(req.Header, "Connection"), "close"),
 	}
+	// The request and its context are kept in the response's allocation:
+	// WithContext, inlined here, copies it there instead of into an
+	// allocation of its own.
+	w.ctx.init(ctx)
+	w.reqStore = *req.WithContext(&w.ctx)
+	w.readReq = req
+	req = &w.reqStore
+	req.RemoteAddr = c.remoteAddr
+	req.TLS = c.tlsState
+	w.req = req
+	w.reqBody = req.Body
 	if req.Body != http.NoBody && req.Body != nil {
 		w.bodyStore = body{w: w, rc: req.Body}
 		w.body = &w.bodyStore

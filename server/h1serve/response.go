@@ -2,11 +2,12 @@ package h1serve
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/textproto"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,11 +31,13 @@ var excludedHeadersNoBody = map[string]bool{"Content-Length": true, "Transfer-En
 // response is the http.ResponseWriter of one request.
 type response struct {
 	c             *conn
-	req           *http.Request
+	req           *http.Request // &reqStore
+	reqStore      http.Request  // the request, allocated with the response
+	readReq       *http.Request // the request http.ReadRequest made, whose Trailer the body sets
 	reqBody       io.ReadCloser
-	body          *body // nil without a body; else &bodyStore
-	bodyStore     body  // the body's wrapper, allocated with the response
-	cancelCtx     context.CancelFunc
+	body          *body          // nil without a body; else &bodyStore
+	bodyStore     body           // the body's wrapper, allocated with the response
+	ctx           requestContext // the request's context
 	handlerHeader http.Header
 
 	calledHeader        bool
@@ -153,9 +156,48 @@ func (w *response) snapshot() {
 			}
 		})
 	}
-	hb := &w.c.hdrBuf
-	hb.b = hb.b[:0]
-	h.WriteSubset(hb, exclude)
+	w.c.writeHeaderLines(h, exclude)
+}
+
+// maxIdleKeys is the most header keys whose scratch a connection keeps
+// between answers.
+const maxIdleKeys = 64
+
+// writeHeaderLines serializes h's lines but exclude's into c.hdrBuf,
+// byte for byte as http.Header.WriteSubset does (keys sorted, invalid
+// names dropped, values' CR and LF turned to spaces and the values
+// trimmed), without its pooled sorter, its closure's comparisons and its
+// writes through an interface: this runs on every answer.
+func (c *conn) writeHeaderLines(h http.Header, exclude map[string]bool) {
+	keys := c.hdrKeys[:0]
+	for k := range h {
+		if !exclude[k] {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	b := c.hdrBuf.b[:0]
+	for _, k := range keys {
+		if !httpguts.ValidHeaderFieldName(k) {
+			continue // as net/http: dropped
+		}
+		for _, v := range h[k] {
+			if strings.IndexByte(v, '\n') >= 0 || strings.IndexByte(v, '\r') >= 0 {
+				v = headerNewlineToSpace.Replace(v)
+			}
+			v = textproto.TrimString(v)
+			b = append(b, k...)
+			b = append(b, ": "...)
+			b = append(b, v...)
+			b = append(b, "\r\n"...)
+		}
+	}
+	c.hdrBuf.b = b
+	clear(keys) // an idle connection keeps no key alive
+	if cap(keys) > maxIdleKeys {
+		keys = nil
+	}
+	c.hdrKeys = keys[:0]
 }
 
 func foreachHeaderElement(v string, fn func(string)) {
@@ -194,14 +236,20 @@ func writeStatusLine(bw *bufio.Writer, is11 bool, code int) {
 		bw.WriteString("HTTP/1.0 ")
 	}
 	if text := http.StatusText(code); text != "" {
-		var scratch [3]byte
-		bw.Write(strconv.AppendInt(scratch[:0], int64(code), 10))
+		writeInt(bw, int64(code), 10)
 		bw.WriteByte(' ')
 		bw.WriteString(text)
 		bw.WriteString("\r\n")
 	} else {
 		fmt.Fprintf(bw, "%03d status code %d\r\n", code, code)
 	}
+}
+
+// writeInt writes v in base to bw, formatted in bw's free space: a
+// scratch array passed to bw.Write escapes (a write larger than the free
+// space goes to the connection), which costs an allocation per call.
+func writeInt(bw *bufio.Writer, v int64, base int) {
+	bw.Write(strconv.AppendInt(bw.AvailableBuffer(), v, base))
 }
 
 var headerNewlineToSpace = strings.NewReplacer("\n", " ", "\r", " ")
@@ -236,11 +284,12 @@ func (w *response) commit(p []byte) {
 	te := first(w.hTE)
 	hasTE := te != ""
 	var delCL, delTE, delConn, delCT bool
-	var setCL, setConn, setTE, setCT string
+	var setConn, setTE, setCT string
+	setCL := int64(-1) // a Content-Length the framing adds, written without formatting a string
 
 	if w.handlerDone.Load() && !w.trailers && !hasTE && bodyAllowedForStatus(w.status) && !w.hasCL && (!isHEAD || len(p) > 0) {
 		w.contentLength = int64(len(p))
-		setCL = strconv.Itoa(len(p))
+		setCL = int64(len(p))
 	}
 	if w.wants10KeepAlive && keepAlives {
 		if first(w.hCL) != "" && first(w.hConn) == "keep-alive" {
@@ -361,9 +410,9 @@ func (w *response) commit(p []byte) {
 		bw.Write(c.dateCache.now())
 		bw.WriteString("\r\n")
 	}
-	if setCL != "" {
+	if setCL >= 0 {
 		bw.WriteString("Content-Length: ")
-		bw.WriteString(setCL)
+		writeInt(bw, setCL, 10)
 		bw.WriteString("\r\n")
 	}
 	for i, v := range [...]string{setCT, setConn, setTE} {
@@ -398,8 +447,7 @@ func (w *response) writeBody(p []byte) (int, error) {
 	}
 	bw := w.c.bufw
 	if w.chunking {
-		var hx [16]byte
-		bw.Write(strconv.AppendInt(hx[:0], int64(len(p)), 16))
+		writeInt(bw, int64(len(p)), 16)
 		bw.WriteString("\r\n")
 	}
 	n, err := bw.Write(p)
@@ -483,8 +531,7 @@ func (w *response) writeBodyString(s string) (int, error) {
 	}
 	bw := w.c.bufw
 	if w.chunking {
-		var hx [16]byte
-		bw.Write(strconv.AppendInt(hx[:0], int64(len(s)), 16))
+		writeInt(bw, int64(len(s)), 16)
 		bw.WriteString("\r\n")
 	}
 	n, err := bw.WriteString(s)

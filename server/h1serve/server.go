@@ -263,6 +263,7 @@ type conn struct {
 	// Reused per request (see response).
 	header    http.Header
 	hdrBuf    hdrBuf
+	hdrKeys   []string // writeHeaderLines's scratch
 	outBuf    []byte
 	exclude   map[string]bool
 	watch     *time.Timer
@@ -373,7 +374,7 @@ func (c *conn) serve(ctx context.Context) {
 			c.srv.logf("http: panic serving %v: %v\n%s", c.remoteAddr, err, buf)
 		}
 		if inFlight != nil {
-			inFlight.cancelCtx()
+			inFlight.ctx.end()
 			inFlight.disableWriteContinue()
 		}
 		if c.watch != nil {
@@ -498,7 +499,7 @@ func (c *conn) serve(ctx context.Context) {
 		}
 		inFlight = nil
 		c.r.endRequest()
-		w.cancelCtx()
+		w.ctx.end()
 		if c.hijacked() {
 			return
 		}
