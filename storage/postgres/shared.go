@@ -53,6 +53,15 @@ type sharedBatch struct {
 	held held
 	overlay
 	closed bool
+	// trip is the batch's round trip under way, reused from one to the
+	// next (a trip of its own each would be an allocation).
+	trip trip
+	// keysA, atA and manyA hold what Begin reads of the store, for a
+	// write's few keys, and seqRead the id it reads.
+	keysA   [4][]byte
+	atA     [4]int
+	manyA   [4][]byte
+	seqRead int64
 }
 
 // txState is where a shared batch's transaction is.
@@ -147,7 +156,8 @@ func (b *sharedBatch) send(ctx context.Context, queue func(t *trip)) error {
 		if b.tx == txUnknown {
 			return errConnLost
 		}
-		t := trip{ctx: ctx, conn: c, state: b.store.connState(c)}
+		t := &b.trip
+		*t = trip{ctx: ctx, conn: c, state: b.store.connState(c)}
 		switch b.tx {
 		case txNone:
 			// Before the transaction opens: preparing is safe now, not
@@ -158,7 +168,7 @@ func (b *sharedBatch) send(ctx context.Context, queue func(t *trip)) error {
 		case txImplicit:
 			t.inImplicit, t.batch = true, b
 		}
-		queue(&t)
+		queue(t)
 		err := t.sendOpen(b.tx != txExplicit)
 		switch {
 		case c.PgConn().IsClosed():
@@ -257,10 +267,10 @@ func queueLocks(t *trip, locks []storage.LockRequest, seq *int64) {
 	default:
 		st = lockStatement(string(key))
 	}
-	// A write's few locks' parameters on the stack (queue copies them).
+	// A write's few locks' parameters on the stack and in the trip
+	// (queue copies them).
 	var paramsA [4][]byte
-	var bufA [32]byte
-	params, buf := paramsA[:0], bufA[:0]
+	params, buf := paramsA[:0], t.lockKeys[:0]
 	if len(locks) > len(paramsA) {
 		params, buf = make([][]byte, 0, len(locks)), make([]byte, 0, 8*len(locks))
 	}
@@ -328,19 +338,25 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 		return nil, storage.ErrClosed
 	}
 	values := make([][]byte, len(keys))
-	rest, at := b.own(keys, values)
+	rest, at := b.own(keys, values, b.keysA[:0], b.atA[:0])
 	var many [][]byte // what one statement read of rest
-	var seq int64
+	seq := &b.seqRead
+	*seq = 0
 	err := b.send(ctx, func(t *trip) {
 		var seqAt *int64 // the id rides with the locks, after them
 		if sequence && b.seq == 0 && len(locks) > 0 {
-			seqAt = &seq
+			seqAt = seq
 		}
 		queueLocks(t, locks, seqAt)
 		if len(rest) > 1 {
 			// Several keys (a write's item and its neighbours, a
 			// transactional batch's items): one statement.
-			many = make([][]byte, len(rest))
+			if len(rest) <= len(b.manyA) {
+				many = b.manyA[:len(rest)]
+				clear(many)
+			} else {
+				many = make([][]byte, len(rest))
+			}
 			tripGetMany(t, rest, many)
 		} else {
 			for j, key := range rest {
@@ -348,7 +364,7 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 			}
 		}
 		if sequence && b.seq == 0 && seqAt == nil {
-			t.queue(sequenceStatement, int8Column, t.readInt8(0, &seq))
+			t.queue(sequenceStatement, int8Column, t.readInt8(0, seq))
 		}
 	})
 	if err != nil {
@@ -357,8 +373,9 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 	for j, v := range many {
 		values[at[j]] = v
 	}
-	if seq != 0 {
-		b.seq = uint64(seq)
+	clear(many) // the caller's now: not kept by the batch
+	if *seq != 0 {
+		b.seq = uint64(*seq)
 	}
 	return values, nil
 }
@@ -443,7 +460,7 @@ func (b *sharedBatch) GetMany(ctx context.Context, keys [][]byte) ([][]byte, err
 		return nil, &callerGone{err: err}
 	}
 	values := make([][]byte, len(keys))
-	rest, at := b.own(keys, values)
+	rest, at := b.own(keys, values, nil, nil)
 	if len(rest) == 0 {
 		return values, nil
 	}
@@ -511,7 +528,8 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 			// Every statement queued here is prepared before a
 			// transaction opens (fixedStatements); one that is not
 			// would end it.
-			t := trip{ctx: ctx, conn: c}
+			t := &b.trip
+			*t = trip{ctx: ctx, conn: c}
 			t.inImplicit = b.tx == txImplicit
 			committed := false
 			// began is set when this round trip turns the transaction
@@ -533,12 +551,12 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 					t.queue(beginStatement, nil, nil)
 					began = true
 				}
-				b.tripWrites(&t)
+				b.tripWrites(t)
 				t.queue(commitStatement, nil, &t.commitRead)
 			case b.tx == txImplicit || b.pending.Len() > 0:
 				// The Sync commits the writes and what the transaction
 				// did before, unless a statement failed.
-				b.tripWrites(&t)
+				b.tripWrites(t)
 				t.sync()
 			default:
 				committed = true // nothing to commit
