@@ -617,6 +617,9 @@ func (b *sharedBatch) releaseConn() {
 		}
 		b.conn = nil
 		b.tx = txNone
+		// The last round trip's caller and connection are not kept
+		// past the batch.
+		b.trip = trip{}
 	}
 	if b.slot {
 		b.slot = false
