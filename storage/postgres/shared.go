@@ -57,11 +57,13 @@ type sharedBatch struct {
 	// next (a trip of its own each would be an allocation).
 	trip trip
 	// keysA, atA and manyA hold what Begin reads of the store, for a
-	// write's few keys, and seqRead the id it reads.
+	// write's few keys, and seqRead the id it reads; wRead is the
+	// watermark its commit reads.
 	keysA   [4][]byte
 	atA     [4]int
 	manyA   [4][]byte
 	seqRead int64
+	wRead   int64
 }
 
 // txState is where a shared batch's transaction is.
@@ -517,7 +519,8 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 		return 0, storage.ErrClosed
 	}
 	var err error
-	var w int64
+	w := &b.wRead // the batch's: a variable of its own would be an allocation
+	*w = 0
 	if b.tx == txFailed {
 		err = errRolledBack
 	} else if b.tx != txNone || b.pending.Len() > 0 || watermark {
@@ -562,7 +565,7 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 				committed = true // nothing to commit
 			}
 			if watermark {
-				t.queue(watermarkStatement, int8Column, t.readInt8(0, &w))
+				t.queue(watermarkStatement, int8Column, t.readInt8(0, w))
 			}
 			err := t.send()
 			if t.commitRead.committed || b.tx != txExplicit && !began && t.synced > 0 {
@@ -587,14 +590,14 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 			}
 			if err != nil && committed {
 				// The commit went through; only the watermark is missing.
-				err, w = nil, 0
+				err, *w = nil, 0
 			}
 			return err
 		})
 	}
 	b.drop()
 	b.releaseConn()
-	return uint64(w), b.store.wrap(err)
+	return uint64(*w), b.store.wrap(err)
 }
 
 // CommitPipelined is Commit.
