@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"strings"
+	"sync"
 
 	"github.com/google/btree"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -26,6 +28,12 @@ type overlay struct {
 	// entries that point into it, never written again, so what an
 	// iterator was given stays as it was.
 	slab []byte
+	// slabs is the slabs taken from slabPools, given back by drop unless
+	// lent is set: an iterator was given the pending writes (writesIn),
+	// whose keys and values point into them.
+	slabs  [4]*[]byte
+	nslabs int
+	lent   bool
 }
 
 // slabFirst is the size of a batch's first slab (an item's write of a
@@ -35,14 +43,41 @@ const (
 	slabMax   = 32 << 10
 )
 
-// hold returns n bytes of the slab for a copy; a copy over half a first
+// slabPools holds the slabs of dropped batches, by size (slabFirst
+// doubled i times in slabPools[i]), for the next batches: a write's copies
+// then allocate nothing.
+var slabPools [slabClasses]sync.Pool
+
+// slabClasses is the number of slab sizes, slabFirst to slabMax.
+const slabClasses = 5 // 2, 4, 8, 16 and 32 KiB
+
+// newSlab returns an empty slab of size bytes, a size of slabPools'.
+func (o *overlay) newSlab(size int) []byte {
+	class := bits.Len(uint(size/slabFirst)) - 1
+	p, _ := slabPools[class].Get().(*[]byte)
+	if p == nil {
+		b := make([]byte, 0, size)
+		p = &b
+	}
+	if o.nslabs < len(o.slabs) {
+		o.slabs[o.nslabs] = p
+		o.nslabs++
+	}
+	return (*p)[:0]
+}
+
+// hold returns n bytes of the slab for a copy; a copy over half a largest
 // slab gets an allocation of its own.
 func (o *overlay) hold(n int) []byte {
-	if n > slabFirst/2 {
+	if n > slabMax/2 {
 		return make([]byte, n)
 	}
 	if cap(o.slab)-len(o.slab) < n {
-		o.slab = make([]byte, 0, min(max(2*cap(o.slab), slabFirst), slabMax))
+		size := min(max(2*cap(o.slab), slabFirst), slabMax)
+		for size < n {
+			size *= 2
+		}
+		o.slab = o.newSlab(size)
 	}
 	at := len(o.slab)
 	o.slab = o.slab[:at+n]
@@ -97,14 +132,22 @@ func (o *overlay) del(key []byte) error {
 	return nil
 }
 
-// drop forgets the pending writes, giving the tree's nodes back for the
-// next batch.
+// drop forgets the pending writes, giving the tree, its nodes and the
+// slabs (unless lent) back for the next batch.
 func (o *overlay) drop() {
 	if o.pending != nil {
 		o.pending.Clear(true)
+		trees.Put(o.pending)
 		o.pending = nil
 	}
 	o.slab = nil
+	for i, p := range o.slabs[:o.nslabs] {
+		if !o.lent {
+			slabPools[bits.Len(uint(cap(*p)/slabFirst))-1].Put(p)
+		}
+		o.slabs[i] = nil
+	}
+	o.nslabs = 0
 }
 
 // lookup returns the pending write of key, if any.
@@ -134,8 +177,8 @@ func (o *overlay) readOwn(ctx context.Context, key []byte) (value []byte, done b
 
 // own puts the batch's own writes of keys in values (a delete stays nil)
 // and returns the other keys, to be read from the store, and where they
-// are in keys.
-func (o *overlay) own(keys, values [][]byte) (rest [][]byte, at []int) {
+// are in keys, appended to rest and at.
+func (o *overlay) own(keys, values [][]byte, rest [][]byte, at []int) ([][]byte, []int) {
 	for i, key := range keys {
 		if v, mine, err := o.lookup(key); mine {
 			if err == nil {
@@ -163,6 +206,7 @@ func present(values [][]byte, err error) ([]byte, error) {
 // writesIn returns the pending writes with keys in [lower, upper),
 // ascending, for storage.NewOverlayIterator.
 func (o *overlay) writesIn(lower, upper []byte) []storage.Write {
+	o.lent = true // the writes point into the slabs: never reused
 	var out []storage.Write
 	visit := func(e entry) bool {
 		if upper != nil && bytes.Compare(e.key, upper) >= 0 {

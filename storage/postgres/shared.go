@@ -53,6 +53,17 @@ type sharedBatch struct {
 	held held
 	overlay
 	closed bool
+	// trip is the batch's round trip under way, reused from one to the
+	// next (a trip of its own each would be an allocation).
+	trip trip
+	// keysA, atA and manyA hold what Begin reads of the store, for a
+	// write's few keys, and seqRead the id it reads; wRead is the
+	// watermark its commit reads.
+	keysA   [4][]byte
+	atA     [4]int
+	manyA   [4][]byte
+	seqRead int64
+	wRead   int64
 }
 
 // txState is where a shared batch's transaction is.
@@ -147,7 +158,8 @@ func (b *sharedBatch) send(ctx context.Context, queue func(t *trip)) error {
 		if b.tx == txUnknown {
 			return errConnLost
 		}
-		t := trip{ctx: ctx, conn: c, state: b.store.connState(c)}
+		t := &b.trip
+		*t = trip{ctx: ctx, conn: c, state: b.store.connState(c)}
 		switch b.tx {
 		case txNone:
 			// Before the transaction opens: preparing is safe now, not
@@ -158,7 +170,7 @@ func (b *sharedBatch) send(ctx context.Context, queue func(t *trip)) error {
 		case txImplicit:
 			t.inImplicit, t.batch = true, b
 		}
-		queue(&t)
+		queue(t)
 		err := t.sendOpen(b.tx != txExplicit)
 		switch {
 		case c.PgConn().IsClosed():
@@ -257,10 +269,10 @@ func queueLocks(t *trip, locks []storage.LockRequest, seq *int64) {
 	default:
 		st = lockStatement(string(key))
 	}
-	// A write's few locks' parameters on the stack (queue copies them).
+	// A write's few locks' parameters on the stack and in the trip
+	// (queue copies them).
 	var paramsA [4][]byte
-	var bufA [32]byte
-	params, buf := paramsA[:0], bufA[:0]
+	params, buf := paramsA[:0], t.lockKeys[:0]
 	if len(locks) > len(paramsA) {
 		params, buf = make([][]byte, 0, len(locks)), make([]byte, 0, 8*len(locks))
 	}
@@ -328,19 +340,25 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 		return nil, storage.ErrClosed
 	}
 	values := make([][]byte, len(keys))
-	rest, at := b.own(keys, values)
+	rest, at := b.own(keys, values, b.keysA[:0], b.atA[:0])
 	var many [][]byte // what one statement read of rest
-	var seq int64
+	seq := &b.seqRead
+	*seq = 0
 	err := b.send(ctx, func(t *trip) {
 		var seqAt *int64 // the id rides with the locks, after them
 		if sequence && b.seq == 0 && len(locks) > 0 {
-			seqAt = &seq
+			seqAt = seq
 		}
 		queueLocks(t, locks, seqAt)
 		if len(rest) > 1 {
 			// Several keys (a write's item and its neighbours, a
 			// transactional batch's items): one statement.
-			many = make([][]byte, len(rest))
+			if len(rest) <= len(b.manyA) {
+				many = b.manyA[:len(rest)]
+				clear(many)
+			} else {
+				many = make([][]byte, len(rest))
+			}
 			tripGetMany(t, rest, many)
 		} else {
 			for j, key := range rest {
@@ -348,7 +366,7 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 			}
 		}
 		if sequence && b.seq == 0 && seqAt == nil {
-			t.queue(sequenceStatement, int8Column, t.readInt8(0, &seq))
+			t.queue(sequenceStatement, int8Column, t.readInt8(0, seq))
 		}
 	})
 	if err != nil {
@@ -357,8 +375,9 @@ func (b *sharedBatch) Begin(ctx context.Context, locks []storage.LockRequest, ke
 	for j, v := range many {
 		values[at[j]] = v
 	}
-	if seq != 0 {
-		b.seq = uint64(seq)
+	clear(many) // the caller's now: not kept by the batch
+	if *seq != 0 {
+		b.seq = uint64(*seq)
 	}
 	return values, nil
 }
@@ -443,7 +462,7 @@ func (b *sharedBatch) GetMany(ctx context.Context, keys [][]byte) ([][]byte, err
 		return nil, &callerGone{err: err}
 	}
 	values := make([][]byte, len(keys))
-	rest, at := b.own(keys, values)
+	rest, at := b.own(keys, values, nil, nil)
 	if len(rest) == 0 {
 		return values, nil
 	}
@@ -500,7 +519,8 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 		return 0, storage.ErrClosed
 	}
 	var err error
-	var w int64
+	w := &b.wRead // the batch's: a variable of its own would be an allocation
+	*w = 0
 	if b.tx == txFailed {
 		err = errRolledBack
 	} else if b.tx != txNone || b.pending.Len() > 0 || watermark {
@@ -511,7 +531,8 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 			// Every statement queued here is prepared before a
 			// transaction opens (fixedStatements); one that is not
 			// would end it.
-			t := trip{ctx: ctx, conn: c}
+			t := &b.trip
+			*t = trip{ctx: ctx, conn: c}
 			t.inImplicit = b.tx == txImplicit
 			committed := false
 			// began is set when this round trip turns the transaction
@@ -533,18 +554,18 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 					t.queue(beginStatement, nil, nil)
 					began = true
 				}
-				b.tripWrites(&t)
+				b.tripWrites(t)
 				t.queue(commitStatement, nil, &t.commitRead)
 			case b.tx == txImplicit || b.pending.Len() > 0:
 				// The Sync commits the writes and what the transaction
 				// did before, unless a statement failed.
-				b.tripWrites(&t)
+				b.tripWrites(t)
 				t.sync()
 			default:
 				committed = true // nothing to commit
 			}
 			if watermark {
-				t.queue(watermarkStatement, int8Column, t.readInt8(0, &w))
+				t.queue(watermarkStatement, int8Column, t.readInt8(0, w))
 			}
 			err := t.send()
 			if t.commitRead.committed || b.tx != txExplicit && !began && t.synced > 0 {
@@ -569,14 +590,14 @@ func (b *sharedBatch) commit(ctx context.Context, watermark bool) (uint64, error
 			}
 			if err != nil && committed {
 				// The commit went through; only the watermark is missing.
-				err, w = nil, 0
+				err, *w = nil, 0
 			}
 			return err
 		})
 	}
 	b.drop()
 	b.releaseConn()
-	return uint64(w), b.store.wrap(err)
+	return uint64(*w), b.store.wrap(err)
 }
 
 // CommitPipelined is Commit.
@@ -599,6 +620,9 @@ func (b *sharedBatch) releaseConn() {
 		}
 		b.conn = nil
 		b.tx = txNone
+		// The last round trip's caller and connection are not kept
+		// past the batch.
+		b.trip = trip{}
 	}
 	if b.slot {
 		b.slot = false

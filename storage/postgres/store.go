@@ -821,7 +821,15 @@ func lessEntry(a, b entry) bool { return bytes.Compare(a.key, b.key) < 0 }
 // entryNodes is the nodes of finished batches' trees, for the next ones.
 var entryNodes = btree.NewFreeListG[entry](btree.DefaultFreeListSize)
 
-func newTree() *btree.BTreeG[entry] { return btree.NewWithFreeListG(32, lessEntry, entryNodes) }
+// trees is the emptied trees of finished batches, for the next ones.
+var trees sync.Pool // *btree.BTreeG[entry]
+
+func newTree() *btree.BTreeG[entry] {
+	if t, ok := trees.Get().(*btree.BTreeG[entry]); ok {
+		return t
+	}
+	return btree.NewWithFreeListG(32, lessEntry, entryNodes)
+}
 
 // hashKey maps a lock name to a one-part advisory-lock key. Two names that
 // collide share a lock, which only serializes more than needed.

@@ -109,6 +109,9 @@ type trip struct {
 	// commitRead reads the answer to a commit's COMMIT, held by the
 	// trip (a closure and its flag would be two allocations a write).
 	commitRead commitReader
+	// lockKeys holds a write's locks' keys as queueLocks encodes them
+	// (on its stack, they would be moved to the heap).
+	lockKeys [32]byte
 }
 
 // commitReader reads a COMMIT's command tag: committed is set when it is
