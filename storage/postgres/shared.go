@@ -839,15 +839,11 @@ func (l *lead) release() {
 // reads do. It is a round trip of the batch's (send), its statement
 // prepared in it the first time on a connection: the driver's query
 // would end with a Sync, which would end an implicit transaction.
-func (b *sharedBatch) readPage(ctx context.Context, sql string, args []any) ([]entry, error) {
+func (b *sharedBatch) readPage(ctx context.Context, sql string, params [][]byte) ([]entry, error) {
 	if !b.slot {
 		return nil, storage.ErrClosed
 	}
-	params, err := pageParams(args)
-	if err != nil {
-		return nil, err
-	}
 	var page []entry
-	err = b.send(ctx, func(t *trip) { queuePage(t, sql, params, &page) })
+	err := b.send(ctx, func(t *trip) { queuePage(t, sql, params, &page) })
 	return page, err
 }
