@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -27,7 +28,9 @@ type pageIterator struct {
 	snap *snapshot
 	// read, when set, reads every page instead (a shared batch's own
 	// connection).
-	read    func(ctx context.Context, sql string, args []any) ([]entry, error)
+	read func(ctx context.Context, sql string, params [][]byte) ([]entry, error)
+	// params holds a page query's parameters (see pageQuery).
+	params  [3][]byte
 	ownSnap bool
 	cleanup runtime.Cleanup // closes an own snapshot of an iterator never closed
 	page    []entry
@@ -39,37 +42,94 @@ type pageIterator struct {
 	closed  bool
 }
 
-// pageQuery is the statement and arguments that read up to limit rows
-// after last (from the start of the range when last is nil).
-func (it *pageIterator) pageQuery(limit int) (string, []any) {
-	var conds []string
-	var args []any
-	add := func(cond string, arg []byte) {
-		args = append(args, arg)
-		conds = append(conds, fmt.Sprintf(cond, len(args)))
-	}
+// pageQuery is the statement and parameters that read up to limit rows
+// after last (from the start of the range when last is nil): the
+// statement one of pageSQLs, the parameters in the iterator's own array.
+func (it *pageIterator) pageQuery(limit int) (string, [][]byte) {
+	params := it.params[:0]
+	shape := 0
 	if it.lower != nil {
-		add("k >= $%d", it.lower)
+		params = append(params, it.lower)
+		shape |= shapeLower
 	}
 	if it.upper != nil {
-		add("k < $%d", it.upper)
+		params = append(params, it.upper)
+		shape |= shapeUpper
 	}
-	order := "k"
 	if it.last != nil {
-		if it.reverse {
-			add("k < $%d", it.last)
-		} else {
-			add("k > $%d", it.last)
-		}
+		params = append(params, it.last)
+		shape |= shapeLast
 	}
 	if it.reverse {
+		shape |= shapeReverse
+	}
+	switch limit {
+	case pageSize:
+		return pageSQLs[0][shape], params
+	case pageSize + 1:
+		return pageSQLs[1][shape], params
+	}
+	return pageQuerySQL(shape, limit), params
+}
+
+// The parts of a page query's shape.
+const (
+	shapeLower = 1 << iota
+	shapeUpper
+	shapeLast
+	shapeReverse
+	shapes
+)
+
+// pageSQLs is the page query of each shape with a limit of pageSize and
+// of pageSize+1 (a store iterator's first page and one more row).
+var pageSQLs = func() (sqls [2][shapes]string) {
+	for shape := range shapes {
+		sqls[0][shape] = pageQuerySQL(shape, pageSize)
+		sqls[1][shape] = pageQuerySQL(shape, pageSize+1)
+	}
+	return sqls
+}()
+
+// pageQuerySQL is the page query of shape with limit: its parameters are
+// the range's lower and upper bounds and the last key read, those of
+// them the shape has, in that order.
+func pageQuerySQL(shape, limit int) string {
+	var conds []string
+	add := func(cond string) {
+		conds = append(conds, fmt.Sprintf(cond, len(conds)+1))
+	}
+	if shape&shapeLower != 0 {
+		add("k >= $%d")
+	}
+	if shape&shapeUpper != 0 {
+		add("k < $%d")
+	}
+	order := "k"
+	if shape&shapeLast != 0 {
+		if shape&shapeReverse != 0 {
+			add("k < $%d")
+		} else {
+			add("k > $%d")
+		}
+	}
+	if shape&shapeReverse != 0 {
 		order = "k DESC"
 	}
 	sql := "SELECT k, v FROM orrery_kv"
 	if len(conds) > 0 {
 		sql += " WHERE " + strings.Join(conds, " AND ")
 	}
-	return fmt.Sprintf("%s ORDER BY %s LIMIT %d", sql, order, limit), args
+	return fmt.Sprintf("%s ORDER BY %s LIMIT %d", sql, order, limit)
+}
+
+// pageArgs is a page query's parameters as the driver's arguments.
+func pageArgs(params [][]byte) []any {
+	args := make([]any, len(params))
+	for i, p := range params {
+		args[i] = p
+	}
+	return args
 }
 
 // readPage runs the page query on q, one round trip under the store's
@@ -128,8 +188,8 @@ func scanPage(rows pgx.Rows) ([]entry, error) {
 // trip (the ROLLBACK) and a connection held between the two.
 func (s *Store) newStoreIterator(ctx context.Context, lower, upper []byte, reverse bool) (*pageIterator, error) {
 	it := &pageIterator{ctx: ctx, store: s, lower: lower, upper: upper, reverse: reverse}
-	sql, args := it.pageQuery(pageSize + 1)
-	page, err := s.readPage(ctx, s.pool, sql, args)
+	sql, params := it.pageQuery(pageSize + 1)
+	page, err := s.readPage(ctx, s.pool, sql, pageArgs(params))
 	if err != nil {
 		return nil, err
 	}
@@ -137,8 +197,8 @@ func (s *Store) newStoreIterator(ctx context.Context, lower, upper []byte, rever
 		it.page, it.done = page, true
 		return it, nil
 	}
-	sql, args = it.pageQuery(pageSize)
-	snap, page, err := s.newSnapshot(ctx, sql, args)
+	sql, params = it.pageQuery(pageSize)
+	snap, page, err := s.newSnapshot(ctx, sql, pageArgs(params))
 	if err != nil {
 		return nil, err
 	}
@@ -172,13 +232,13 @@ func (it *pageIterator) closeSnap() {
 
 // fetch reads the next page through the iterator's reader.
 func (it *pageIterator) fetch() error {
-	sql, args := it.pageQuery(pageSize)
+	sql, params := it.pageQuery(pageSize)
 	var page []entry
 	var err error
 	if it.read != nil {
-		page, err = it.read(it.ctx, sql, args)
+		page, err = it.read(it.ctx, sql, params)
 	} else {
-		page, err = it.snap.readPage(it.ctx, sql, args)
+		page, err = it.snap.readPage(it.ctx, sql, params)
 	}
 	if err != nil {
 		return err
@@ -299,28 +359,22 @@ func (s *snapshot) send(ctx context.Context, queue func(t *trip)) error {
 	})
 }
 
-// pageParams is a page query's arguments (each a []byte) as parameters.
-func pageParams(args []any) ([][]byte, error) {
-	params := make([][]byte, len(args))
-	for i, a := range args {
-		p, ok := a.([]byte)
-		if !ok {
-			return nil, fmt.Errorf("postgres: a page query's argument of type %T", a)
-		}
-		params[i] = p
-	}
-	return params, nil
-}
-
 // queuePage queues the page query sql with params, its rows into *page.
 func queuePage(t *trip, sql string, params [][]byte, page *[]entry) {
 	t.queueParsed(sql, rowReader(func(cols [][]byte) error {
 		if len(cols) != 2 || cols[0] == nil {
 			return errBadRow
 		}
-		e := entry{key: bytes.Clone(cols[0]), value: bytes.Clone(cols[1])}
-		if e.value == nil {
-			e.value = []byte{}
+		// The key and the value in one allocation (a NULL value, which
+		// v NOT NULL rules out, would read as empty).
+		k, v := cols[0], cols[1]
+		kv := make([]byte, len(k)+len(v))
+		copy(kv, k)
+		copy(kv[len(k):], v)
+		e := entry{key: kv[:len(k):len(k)], value: kv[len(k):]}
+		if *page == nil {
+			// Room for a short page's rows in one allocation, not five.
+			*page = make([]entry, 0, 16)
 		}
 		*page = append(*page, e)
 		return nil
@@ -328,15 +382,11 @@ func queuePage(t *trip, sql string, params [][]byte, page *[]entry) {
 }
 
 // readPage reads one page of an iterator in the snapshot.
-func (s *snapshot) readPage(ctx context.Context, sql string, args []any) ([]entry, error) {
-	params, err := pageParams(args)
-	if err != nil {
-		return nil, err
-	}
+func (s *snapshot) readPage(ctx context.Context, sql string, params [][]byte) ([]entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var page []entry
-	err = s.send(ctx, func(t *trip) { queuePage(t, sql, params, &page) })
+	err := s.send(ctx, func(t *trip) { queuePage(t, sql, params, &page) })
 	return page, err
 }
 
@@ -368,15 +418,31 @@ const getManySQL = `SELECT k, v FROM orrery_kv WHERE k = ANY($1::bytea[])`
 // placer puts the rows of a read of keys where the keys are.
 type placer struct {
 	keys [][]byte
-	at   map[string][]int // nil for a few keys, compared one by one
+	// at is each key's first place, nil for a few keys (compared one by
+	// one); its strings are the keys' own bytes, not copies (the keys
+	// are not changed while they are read). next is, for a key that
+	// appears more than once, its next place (-1: none); nil when every
+	// key appears once.
+	at   map[string]int
+	next []int
 }
 
 func newPlacer(keys [][]byte) placer {
 	p := placer{keys: keys}
 	if len(keys) > 8 {
-		p.at = make(map[string][]int, len(keys))
-		for i, k := range keys {
-			p.at[string(k)] = append(p.at[string(k)], i)
+		p.at = make(map[string]int, len(keys))
+		for i := len(keys) - 1; i >= 0; i-- { // the first place last
+			k := unsafe.String(unsafe.SliceData(keys[i]), len(keys[i]))
+			if j, ok := p.at[k]; ok {
+				if p.next == nil {
+					p.next = make([]int, len(keys))
+					for n := range p.next {
+						p.next[n] = -1
+					}
+				}
+				p.next[i] = j
+			}
+			p.at[k] = i
 		}
 	}
 	return p
@@ -392,8 +458,13 @@ func (p placer) place(values [][]byte, k, v []byte) {
 		}
 		return
 	}
-	for _, i := range p.at[string(k)] {
+	i, ok := p.at[string(k)]
+	for ok && i >= 0 {
 		values[i] = v
+		if p.next == nil {
+			return
+		}
+		i = p.next[i]
 	}
 }
 

@@ -85,6 +85,8 @@ type connState struct {
 	// parsed is the statements a trip prepared itself (queueParsed);
 	// only the connection's holder reads or writes it.
 	parsed map[string]bool
+	// interrupt moves the connection's deadline to the past (see onConn).
+	interrupt func()
 }
 
 // fixedStatements are the statements that a shared batch's round trips
@@ -682,22 +684,38 @@ var getAllStatement = newStatement(`SELECT x.i, kv.v, w.w
 	FROM unnest($1::bytea[]) WITH ORDINALITY AS x(k, i) LEFT JOIN orrery_kv kv ON kv.k = x.k,
 		(` + watermarkSQL + `) AS w(w)`)
 
-// readGetAll reads getAllStatement's rows into values and *w.
-func readGetAll(values [][]byte, w *int64) reader {
-	return rowReader(func(cols [][]byte) error {
-		i, ok := rawInt8(cols[0])
-		if !ok || i < 1 || int(i) > len(values) {
-			return errBadRow
-		}
-		if *w, ok = rawInt8(cols[2]); !ok {
-			return errBadRow
-		}
-		if cols[1] != nil { // NULL: absent (v is NOT NULL)
-			values[i-1] = append([]byte{}, cols[1]...)
-		}
-		return nil
-	})
+// getAll is a point read's round trip (GetAll): its trip, the reader of
+// its rows and the watermark it reads, one object taken from getAlls and
+// given back after it, not four allocations a read (the trip, whose
+// address its reads keep, the reader's closure, the watermark it fills in
+// and the keys' array encoded apart from the trip's buffer).
+type getAll struct {
+	t      trip
+	values [][]byte
+	w      int64
 }
+
+var getAlls = sync.Pool{New: func() any { return new(getAll) }}
+
+// row reads one of getAllStatement's rows into values and w.
+func (g *getAll) row(cols [][]byte) error {
+	if len(cols) != 3 {
+		return errBadRow
+	}
+	i, ok := rawInt8(cols[0])
+	if !ok || i < 1 || int(i) > len(g.values) {
+		return errBadRow
+	}
+	if g.w, ok = rawInt8(cols[2]); !ok {
+		return errBadRow
+	}
+	if cols[1] != nil { // NULL: absent (v is NOT NULL)
+		g.values[i-1] = append([]byte{}, cols[1]...)
+	}
+	return nil
+}
+
+func (*getAll) end([]byte) error { return nil }
 
 // GetAll reads keys and the watermark in one statement, so in one
 // snapshot and one round trip.
@@ -710,20 +728,25 @@ func (s *Store) GetAll(ctx context.Context, keys [][]byte) ([][]byte, uint64, er
 		return [][]byte{}, w, err
 	}
 	values := make([][]byte, len(keys))
-	var w int64
-	arr, err := byteaArrayParam(keys)
-	if err != nil {
-		return nil, 0, err
-	}
+	g := getAlls.Get().(*getAll)
+	g.values = values
 	var conn *pgxpool.Conn
-	err = s.onConn(ctx, &conn, nil, func(ctx context.Context, c *pgx.Conn) error {
-		t := trip{ctx: ctx, conn: c}
-		t.queue(getAllStatement, getAllColumns, readGetAll(values, &w), arr)
-		return t.send()
+	err := s.onConn(ctx, &conn, nil, func(ctx context.Context, c *pgx.Conn) error {
+		g.t = trip{ctx: ctx, conn: c}
+		// The keys' array straight into the Bind.
+		g.t.queueEncoded(getAllStatement, 1, getAllColumns, g, func(buf []byte) ([]byte, error) {
+			return appendParam(buf, func(buf []byte) ([]byte, error) {
+				return encodeByteaArray{}.Encode(byteaArray(keys), buf)
+			})
+		})
+		return g.t.send()
 	})
 	if conn != nil {
 		conn.Release()
 	}
+	w := g.w
+	*g = getAll{}
+	getAlls.Put(g)
 	if err != nil {
 		return nil, 0, s.wrap(err)
 	}
@@ -840,15 +863,11 @@ func (l *lead) release() {
 // reads do. It is a round trip of the batch's (send), its statement
 // prepared in it the first time on a connection: the driver's query
 // would end with a Sync, which would end an implicit transaction.
-func (b *sharedBatch) readPage(ctx context.Context, sql string, args []any) ([]entry, error) {
+func (b *sharedBatch) readPage(ctx context.Context, sql string, params [][]byte) ([]entry, error) {
 	if !b.slot {
 		return nil, storage.ErrClosed
 	}
-	params, err := pageParams(args)
-	if err != nil {
-		return nil, err
-	}
 	var page []entry
-	err = b.send(ctx, func(t *trip) { queuePage(t, sql, params, &page) })
+	err := b.send(ctx, func(t *trip) { queuePage(t, sql, params, &page) })
 	return page, err
 }

@@ -172,7 +172,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		if s.closed.Load() {
 			return storage.ErrClosed
 		}
-		s.conns[conn] = &connState{}
+		nc := conn.PgConn().Conn()
+		s.conns[conn] = &connState{interrupt: func() { s.setDeadline(nc, time.Unix(1, 0)) }}
 		return nil
 	}
 	cfg.BeforeClose = func(conn *pgx.Conn) {
@@ -338,14 +339,18 @@ func (s *Store) onConn(parent context.Context, conn **pgxpool.Conn, h *held, f f
 		h.endWatch()
 	}
 	now := time.Now()
-	if h == nil || h.deadline.Sub(now) < s.timeout*heldDeadlineMin/8 {
+	var interrupt func() // the connection's own (see connState), if any
+	if h == nil {
+		var ok bool
+		if interrupt, ok = s.armDeadline(c, nc, now.Add(s.timeout)); !ok {
+			return storage.ErrClosed
+		}
+	} else if h.deadline.Sub(now) < s.timeout*heldDeadlineMin/8 {
 		d := now.Add(s.timeout)
 		if !s.setDeadline(nc, d) {
 			return storage.ErrClosed
 		}
-		if h != nil {
-			h.deadline = d
-		}
+		h.deadline = d
 	}
 	// The caller going away ends the round trip at once: the deadline,
 	// moved to the past, fails its write or read (and the connection is
@@ -353,7 +358,10 @@ func (s *Store) onConn(parent context.Context, conn **pgxpool.Conn, h *held, f f
 	var stop func() bool
 	if parent.Done() != nil {
 		if h == nil {
-			stop = context.AfterFunc(parent, func() { s.setDeadline(nc, time.Unix(1, 0)) })
+			if interrupt == nil {
+				interrupt = func() { s.setDeadline(nc, time.Unix(1, 0)) }
+			}
+			stop = context.AfterFunc(parent, interrupt)
 		} else if h.stop == nil {
 			h.moving.Add(1)
 			h.done, h.stop = parent.Done(), context.AfterFunc(parent, func() {
@@ -444,6 +452,23 @@ func (s *Store) setDeadline(nc net.Conn, t time.Time) bool {
 	}
 	nc.SetDeadline(t)
 	return true
+}
+
+// armDeadline is setDeadline for a round trip not held (see onConn),
+// which also returns, under the same lock, the function that moves the
+// connection's deadline to the past, made once per connection (nil for a
+// connection not of the pool), not a closure per round trip.
+func (s *Store) armDeadline(c *pgx.Conn, nc net.Conn, t time.Time) (interrupt func(), ok bool) {
+	s.connsMu.RLock()
+	defer s.connsMu.RUnlock()
+	if s.closed.Load() {
+		return nil, false
+	}
+	nc.SetDeadline(t)
+	if st := s.conns[c]; st != nil {
+		interrupt = st.interrupt
+	}
+	return interrupt, true
 }
 
 // callerGone is the error of a call whose caller's context ended: it wraps

@@ -471,15 +471,6 @@ func fieldTypes(fields []pgconn.FieldDescription, oids []uint32) bool {
 	return true
 }
 
-// byteaArrayParam is a bytea[] parameter in the binary format.
-func byteaArrayParam(a [][]byte) ([]byte, error) {
-	size := 20
-	for _, e := range a {
-		size += 4 + len(e)
-	}
-	return encodeByteaArray{}.Encode(byteaArray(a), make([]byte, 0, size))
-}
-
 // The result types that readers check.
 var (
 	int8Column    = []uint32{pgtype.Int8OID}
