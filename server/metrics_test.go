@@ -20,8 +20,11 @@ import (
 )
 
 // newMeteredServer serves an engine with a settable clock, no TTL sweeper
-// and a script budget long enough for a 34 MB string on a loaded machine, its /metrics on the port behind the master key, as cmd/orrery
-// wires them.
+// and scripts limited to 16 MiB (strings of 8 Mi characters), so that the
+// memory-limit case is a 5 MB string doubled, quick beside the 5 s time
+// budget even on a loaded machine (a 34 MB one outran a 2 s budget at load
+// average 28), its /metrics on the port behind the master key, as
+// cmd/orrery wires them.
 func newMeteredServer(t *testing.T) (*rawClient, *atomic.Int64) {
 	ctx := t.Context()
 	t.Helper()
@@ -31,7 +34,7 @@ func newMeteredServer(t *testing.T) (*rawClient, *atomic.Int64) {
 	eng, err := engine.Open(ctx, store, engine.Options{
 		Now:           func() time.Time { return time.Unix(0, clock.Load()) },
 		SweepInterval: -1,
-		ScriptLimits:  script.Limits{Timeout: 2 * time.Second},
+		ScriptLimits:  script.Limits{Timeout: 5 * time.Second, MaxMemory: 16 << 20},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +112,7 @@ func TestMetricsReportFeedLagTTLBacklogAndScriptOutcomes(t *testing.T) {
 	c.must("POST", "/dbs/db/colls/c/sprocs", `{"id":"ok","body":"function () { getContext().getResponse().setBody(1); }"}`, nil, 201)
 	c.must("POST", "/dbs/db/colls/c/sprocs", `{"id":"throws","body":"function () { throw new Error('no'); }"}`, nil, 201)
 	c.must("POST", "/dbs/db/colls/c/sprocs", `{"id":"loops","body":"function () { while (true) {} }"}`, nil, 201)
-	c.must("POST", "/dbs/db/colls/c/sprocs", `{"id":"hog","body":"function () { var s = 'x'.repeat(34000000); s = s + s; getContext().getResponse().setBody(s.length); }"}`, nil, 201)
+	c.must("POST", "/dbs/db/colls/c/sprocs", `{"id":"hog","body":"function () { var s = 'x'.repeat(5000000); s = s + s; getContext().getResponse().setBody(s.length); }"}`, nil, 201)
 	c.must("POST", "/dbs/db/colls/c/triggers", `{"id":"stamp","triggerType":"Pre","triggerOperation":"All","body":"function () { var r = getContext().getRequest(); var d = r.getBody(); d.stamped = true; r.setBody(d); }"}`, nil, 201)
 	c.must("POST", "/dbs/db/colls/c/udfs", `{"id":"double","body":"function (x) { return 2 * x; }"}`, nil, 201)
 	c.must("POST", "/dbs/db/colls/c/sprocs/ok", `[]`, pk(`["a"]`), 200)
