@@ -346,6 +346,24 @@ type benchOp struct {
 	del        bool
 }
 
+// batchOf is a batch of s holding ops, not committed.
+func batchOf(b *testing.B, s *Store, ops []benchOp) storage.Batch {
+	bt := s.NewBatch()
+	for _, o := range ops {
+		var err error
+		if o.del {
+			err = bt.Delete(o.key)
+		} else {
+			err = bt.Set(o.key, o.value)
+		}
+		if err != nil {
+			bt.Close()
+			b.Fatal(err)
+		}
+	}
+	return bt
+}
+
 // threadCPU is the CPU time the calling OS thread has used.
 func threadCPU(b *testing.B) time.Duration {
 	var ru syscall.Rusage
@@ -467,18 +485,8 @@ func benchItemApply(b *testing.B, items uint64, replace bool, order int) {
 				return order * bytes.Compare(x.key, y.key)
 			})
 		}
-		bt := s.NewBatch()
+		bt := batchOf(b, s, ops)
 		defer bt.Close()
-		for _, o := range ops {
-			if o.del {
-				err = bt.Delete(o.key)
-			} else {
-				err = bt.Set(o.key, o.value)
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
 		repr, counting = bt.(*batch).b.Repr(), count
 		err := bt.Commit(ctx)
 		if counting {
@@ -566,18 +574,8 @@ func benchItemApplyCounted(b *testing.B, opts Options, items uint64, prefill int
 		if order != 0 {
 			slices.SortStableFunc(ops, func(x, y benchOp) int { return order * bytes.Compare(x.key, y.key) })
 		}
-		bt := s.NewBatch()
+		bt := batchOf(b, s, ops)
 		defer bt.Close()
-		for _, o := range ops {
-			if o.del {
-				err = bt.Delete(o.key)
-			} else {
-				err = bt.Set(o.key, o.value)
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
 		if err := bt.Commit(ctx); err != nil {
 			b.Fatal(err)
 		}
