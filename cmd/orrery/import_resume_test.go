@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,6 +137,74 @@ func TestImportResumedAfterSIGINTOrSIGKILLIsExact(t *testing.T) {
 			if !reflect.DeepEqual(item, want) {
 				t.Fatalf("round %d: the container holds %s, the file %s", round, g, lines[i])
 			}
+		}
+	}
+}
+
+// TestAnImportInterruptedBeforeItsFirstWriteSaysRunAgain interrupts
+// `orrery import --partition-key` while it is still making the database
+// ready (the endpoint accepts the connection and never answers): the import
+// exits on its own, not by the signal, and says to run the same command
+// again, the words of any other interruption, not a canceled request.
+func TestAnImportInterruptedBeforeItsFirstWriteSaysRunAgain(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	if err := os.WriteFile(in, []byte(`{"id":"a","pk":"x"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		resume bool
+		want   string
+	}{
+		{true, "interrupted before this run wrote any record: run the same command again to resume (" + in + ".import-state)"},
+		{false, "interrupted before this run wrote any record: run the same command again to import the file"},
+	} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		accepted := make(chan net.Conn, 16)
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					close(accepted)
+					return
+				}
+				accepted <- c // held open, never answered
+			}
+		}()
+		args := []string{"import", "--endpoint", "https://" + ln.Addr().String() + "/", "--database", "db", "--container", "c",
+			"--partition-key", "/pk", "-q"}
+		if tc.resume {
+			args = append(args, "--resume")
+		}
+		cmd := exec.Command(bin, append(args, in)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		conn := <-accepted // the import is waiting on its first request
+		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		err = cmd.Wait()
+		ln.Close()
+		conn.Close()
+		for c := range accepted {
+			c.Close()
+		}
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ProcessState.Sys().(syscall.WaitStatus).Signaled() {
+			t.Fatalf("resume %v: the import ended with %v, want an exit of its own\n%s", tc.resume, err, stderr.String())
+		}
+		if out := stderr.String(); !strings.Contains(out, tc.want) || strings.Contains(out, "context canceled") {
+			t.Errorf("resume %v: the import says\n%s\nwant %q", tc.resume, out, tc.want)
+		}
+		if _, err := os.Stat(in + ".import-state"); !os.IsNotExist(err) {
+			t.Errorf("resume %v: an import that wrote nothing left a state file (%v)", tc.resume, err)
 		}
 	}
 }

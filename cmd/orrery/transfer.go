@@ -218,20 +218,34 @@ func importCmd(args []string) error {
 	if err != nil {
 		return err
 	}
+	state := ""
+	if *resume {
+		state = path + ".import-state"
+	}
 	ctx, stop := interruptible("finishing the writes in flight and recording where the import stopped")
 	defer stop()
 	if *pkPath != "" {
-		if err := ensureContainer(ctx, client, ef.database, ef.container, *pkPath); err != nil {
-			return err
+		// Interrupted while the container is made ready, the import ends at
+		// once (the SDK's first request, for the account's properties, does
+		// not end with its context): this run wrote nothing, and says so in
+		// the words of any other interruption rather than as a failed request.
+		ready := make(chan error, 1)
+		go func() { ready <- ensureContainer(ctx, client, ef.database, ef.container, *pkPath) }()
+		select {
+		case err := <-ready:
+			if errors.Is(err, context.Canceled) {
+				return interruptedImport(state, "before this run wrote any record")
+			}
+			if err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return interruptedImport(state, "before this run wrote any record")
 		}
 	}
 	container, err := client.NewContainer(ef.database, ef.container)
 	if err != nil {
 		return err
-	}
-	state := ""
-	if *resume {
-		state = path + ".import-state"
 	}
 	if *errorsFile != "" {
 		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
@@ -303,7 +317,7 @@ func importCmd(args []string) error {
 		fmt.Fprintln(os.Stderr, "\nimport:", sum)
 	}
 	if err != nil && state != "" && errors.Is(err, context.Canceled) {
-		return fmt.Errorf("interrupted: run the same command again to resume (%s)", state)
+		return interruptedImport(state, "")
 	}
 	if err != nil && state != "" && errors.Is(err, transfer.ErrStopped) {
 		return fmt.Errorf("%w: run the same command again to resume (%s)", err, state)
@@ -321,6 +335,19 @@ func importCmd(args []string) error {
 		return errors.New(msg)
 	}
 	return err
+}
+
+// interruptedImport is the error of an import that an interrupt ended:
+// with a state file, run again it resumes; without one, it starts over.
+func interruptedImport(state, when string) error {
+	msg := "interrupted"
+	if when != "" {
+		msg += " " + when
+	}
+	if state == "" {
+		return errors.New(msg + ": run the same command again to import the file")
+	}
+	return fmt.Errorf("%s: run the same command again to resume (%s)", msg, state)
 }
 
 func exportCmd(args []string) error {
