@@ -297,15 +297,21 @@ func TestWriteKeepsItsLocksAcrossAnIteratorUntilItCommits(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Close() })
 	part := []storage.LockRequest{{Key: []byte("partition"), Exclusive: true}}
-	locked := func() bool { // another writer cannot take the partition's lock
+	// taken reports whether another writer takes the partition's lock
+	// within patience. A held lock is waited on until the deadline, so
+	// "held" is asked with a short patience; a free lock is granted at
+	// once, so "free" is asked with a patience a loaded machine's round
+	// trip meets: a short one there fails when the Lock's round trip is
+	// slow, not when the lock is held.
+	taken := func(patience time.Duration) bool {
 		b, err := s.NewSharedBatch(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer b.Close()
-		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		wait, cancel := context.WithTimeout(ctx, patience)
 		defer cancel()
-		return b.Lock(short, []byte("partition"), true) != nil
+		return b.Lock(wait, []byte("partition"), true) == nil
 	}
 	for _, end := range []string{"commit", "close"} {
 		a, err := s.NewSharedBatch(ctx)
@@ -337,7 +343,7 @@ func TestWriteKeepsItsLocksAcrossAnIteratorUntilItCommits(t *testing.T) {
 		if _, err := a.Begin(ctx, more, nil, false); err != nil {
 			t.Fatal(err)
 		}
-		if !locked() {
+		if taken(300 * time.Millisecond) {
 			t.Fatalf("another writer took the partition's lock after the first one's iterator and more locks, before its %s", end)
 		}
 		if end == "commit" {
@@ -347,7 +353,7 @@ func TestWriteKeepsItsLocksAcrossAnIteratorUntilItCommits(t *testing.T) {
 		} else {
 			a.Close()
 		}
-		if locked() {
+		if !taken(30 * time.Second) {
 			t.Fatalf("the partition's lock is still held after the writer's %s", end)
 		}
 		v, err := s.Get(ctx, []byte("x-"+end))
