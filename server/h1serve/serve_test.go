@@ -34,8 +34,7 @@ func FuzzRawRequestsAreAnsweredAlike(f *testing.F) {
 				t.Skip("HEAD in a fuzzed stream")
 			}
 		}
-		a := send(t, std, chunks, true, methods)
-		b := send(t, ours, chunks, true, methods)
+		a, b := sendToBoth(t, std, ours, chunks, true, methods, false)
 		compareExchanges(t, a, b, false)
 	})
 }
