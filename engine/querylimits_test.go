@@ -16,16 +16,9 @@ import (
 // promptly (the bound is generous, for loaded machines; uncancelled they
 // run for minutes).
 func TestQueryStopsWhenCancelled(t *testing.T) {
-	ctx := t.Context()
 	e := newMemEngine(t)
 	e.queries.budget = -1
-	nums := make([]string, 1000)
-	for i := range nums {
-		nums[i] = fmt.Sprint(i)
-	}
-	if _, err := e.CreateItem(ctx, req("x", "a", `{"id":"x","pk":"a","arr":[`+strings.Join(nums, ",")+`]}`)); err != nil {
-		t.Fatal(err)
-	}
+	seedArrayItem(t, e, 1000)
 	for _, q := range []string{
 		"SELECT VALUE COUNT(1) FROM c JOIN a IN c.arr JOIN b IN c.arr JOIN d IN c.arr",
 		"SELECT a, b FROM c JOIN a IN c.arr JOIN b IN c.arr JOIN d IN c.arr WHERE d < 0",
@@ -94,17 +87,10 @@ func TestStreamingPageEndsAtItsBudget(t *testing.T) {
 // streaming query ends its page at the budget with what it found and a
 // continuation; once the slot is free, the costly query is served.
 func TestCostlyQueriesWaitForASlot(t *testing.T) {
-	ctx := t.Context()
 	e := newMemEngine(t)
 	e.queries.budget = 200 * time.Millisecond
 	e.queries.costlySlots = make(chan struct{}, 1)
-	nums := make([]string, 1000)
-	for i := range nums {
-		nums[i] = fmt.Sprint(i)
-	}
-	if _, err := e.CreateItem(ctx, req("x", "a", `{"id":"x","pk":"a","arr":[`+strings.Join(nums, ",")+`]}`)); err != nil {
-		t.Fatal(err)
-	}
+	seedArrayItem(t, e, 1000)
 	query := func(q, cont string) (*QueryResult, error) {
 		return e.QueryItems(context.Background(), &QueryRequest{Database: "db", Container: "c", Query: q, MaxItems: 1000,
 			PartitionKey: StringKey("a"), HasPartitionKey: true, Continuation: cont})
@@ -146,15 +132,8 @@ func TestCostlyQueriesWaitForASlot(t *testing.T) {
 // TestQueryMemoryAnswers: a query past its own memory limit is answered 400
 // saying so; one that finds the memory all queries share taken, 429.
 func TestQueryMemoryAnswers(t *testing.T) {
-	ctx := t.Context()
 	e := newMemEngine(t)
-	nums := make([]string, 300)
-	for i := range nums {
-		nums[i] = fmt.Sprint(i)
-	}
-	if _, err := e.CreateItem(ctx, req("x", "a", `{"id":"x","pk":"a","arr":[`+strings.Join(nums, ",")+`]}`)); err != nil {
-		t.Fatal(err)
-	}
+	seedArrayItem(t, e, 300)
 	run := func() error {
 		_, err := e.QueryItems(context.Background(), &QueryRequest{Database: "db", Container: "c",
 			Query: "SELECT a, b FROM c JOIN a IN c.arr JOIN b IN c.arr ORDER BY a", PartitionKey: StringKey("a"), HasPartitionKey: true})
@@ -172,5 +151,19 @@ func TestQueryMemoryAnswers(t *testing.T) {
 	e.queries.pool = nil
 	if err := run(); err != nil {
 		t.Errorf("unbounded: %v", err)
+	}
+}
+
+// seedArrayItem creates the item x in partition a with arr holding the
+// numbers 0 to n-1: a JOIN of arr with itself k times yields n^k rows, a
+// query as long or as large as a test needs from one item.
+func seedArrayItem(t *testing.T, e *Engine, n int) {
+	t.Helper()
+	nums := make([]string, n)
+	for i := range nums {
+		nums[i] = fmt.Sprint(i)
+	}
+	if _, err := e.CreateItem(t.Context(), req("x", "a", `{"id":"x","pk":"a","arr":[`+strings.Join(nums, ",")+`]}`)); err != nil {
+		t.Fatal(err)
 	}
 }
