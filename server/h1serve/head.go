@@ -75,7 +75,7 @@ const maxSplitKey = 64
 const maxSplitLines = 128
 
 // splitLine is a header line taken out of a head: its key and where its
-// value is in the head.
+// value is in the head (in the block of values, once splitHead returns).
 type splitLine struct {
 	key        string
 	start, end int
@@ -85,18 +85,19 @@ type splitLine struct {
 // at the start of buf, the bytes buffered in c.bufr (see above). When it
 // does, it writes the rest of the head back into the buffer, just before
 // the bytes that follow the head, and returns how many bytes of buf to
-// discard to start there, the header of the lines taken out and the Host
-// line's value. skip < 0: the head is left whole to http.ReadRequest.
-func (c *conn) splitHead(buf []byte) (skip int, h http.Header, host string) {
+// discard to start there, the lines taken out (valid until the next call),
+// the string their values are in and the Host line's value. skip < 0: the
+// head is left whole to http.ReadRequest.
+func (c *conn) splitHead(buf []byte) (skip int, split []splitLine, block, host string) {
 	// The request line: "METHOD /target HTTP/1.1".
 	eol := bytes.IndexByte(buf, '\n')
 	if eol < 1 || buf[eol-1] != '\r' {
-		return -1, nil, ""
+		return -1, nil, "", ""
 	}
 	line := buf[:eol-1]
 	sp := bytes.IndexByte(line, ' ')
 	if sp < 0 || sp+1 >= len(line) || line[sp+1] != '/' || !bytes.HasSuffix(line, []byte(" HTTP/1.1")) {
-		return -1, nil, ""
+		return -1, nil, "", ""
 	}
 	rest, lines := c.splitRest[:0], c.splitLines[:0]
 	defer func() { c.splitRest, c.splitLines = rest[:0], lines[:0] }() // kept for the next head
@@ -107,7 +108,7 @@ func (c *conn) splitHead(buf []byte) (skip int, h http.Header, host string) {
 	for headEnd < 0 {
 		i := bytes.IndexByte(buf[pos:], '\n')
 		if i < 1 || buf[pos+i-1] != '\r' {
-			return -1, nil, "" // the head goes on past the buffer, or a bare LF
+			return -1, nil, "", "" // the head goes on past the buffer, or a bare LF
 		}
 		line := buf[pos : pos+i-1]
 		start := pos
@@ -117,11 +118,11 @@ func (c *conn) splitHead(buf []byte) (skip int, h http.Header, host string) {
 			break
 		}
 		if n++; n > maxSplitLines || line[0] == ' ' || line[0] == '\t' {
-			return -1, nil, "" // a folded line
+			return -1, nil, "", "" // a folded line
 		}
 		for _, b := range line {
 			if (b < 0x20 || b > 0x7e) && b != '\t' {
-				return -1, nil, ""
+				return -1, nil, "", ""
 			}
 		}
 		colon := bytes.IndexByte(line, ':')
@@ -146,12 +147,12 @@ func (c *conn) splitHead(buf []byte) (skip int, h http.Header, host string) {
 		switch string(name) {
 		case "host":
 			if hostAt[0] >= 0 {
-				return -1, nil, "" // http.ReadRequest refuses two
+				return -1, nil, "", "" // http.ReadRequest refuses two
 			}
 			hostAt = [2]int{vs, ve}
 			continue
 		case "pragma":
-			return -1, nil, "" // http.ReadRequest may set Cache-Control
+			return -1, nil, "", "" // http.ReadRequest may set Cache-Control
 		}
 		key, ok := sdkHeaderKeys[string(name)]
 		if !ok {
@@ -161,30 +162,23 @@ func (c *conn) splitHead(buf []byte) (skip int, h http.Header, host string) {
 		lines = append(lines, splitLine{key: key, start: vs, end: ve})
 	}
 	if len(lines) == 0 {
-		return -1, nil, ""
+		return -1, nil, "", ""
 	}
 	rest = append(rest, '\r', '\n')
 
 	// One string holds every value taken out.
 	first := eol + 1
-	block := string(buf[first:headEnd])
-	h = make(http.Header, len(lines)+(n-len(lines)))
-	vals := make([]string, len(lines))
-	for i, l := range lines {
-		v := block[l.start-first : l.end-first]
-		if vv := h[l.key]; vv != nil {
-			h[l.key] = append(vv, v)
-		} else {
-			vals[i] = v
-			h[l.key] = vals[i : i+1 : i+1]
-		}
+	block = string(buf[first:headEnd])
+	for i := range lines {
+		lines[i].start -= first
+		lines[i].end -= first
 	}
 	if hostAt[0] >= 0 {
 		host = block[hostAt[0]-first : hostAt[1]-first]
 	}
 	skip = headEnd - len(rest)
 	copy(buf[skip:headEnd], rest)
-	return skip, h, host
+	return skip, lines, block, host
 }
 
 // readHead reads a request from br as http.ReadRequest(br) does, taking
@@ -195,11 +189,11 @@ func (c *conn) readHead(br *bufio.Reader) (*http.Request, error) {
 	if _, err := br.Peek(1); err != nil {
 		return nil, err
 	}
-	var split http.Header
-	var host string
+	var split []splitLine
+	var block, host string
 	if buf, _ := br.Peek(br.Buffered()); len(buf) > 0 {
 		var skip int
-		if skip, split, host = c.splitHead(buf); skip >= 0 {
+		if skip, split, block, host = c.splitHead(buf); skip >= 0 {
 			br.Discard(skip)
 		}
 	}
@@ -208,12 +202,21 @@ func (c *conn) readHead(br *bufio.Reader) (*http.Request, error) {
 		return req, err
 	}
 	// The header and host http.ReadRequest would have made of the whole
-	// head: its header's keys and split's are apart; the target is in
-	// origin form, so the Host line names the host.
-	for k, v := range req.Header {
-		split[k] = v
+	// head: its header has none of split's keys; the target is in origin
+	// form, so the Host line names the host. Added to its map, which has
+	// room for as many keys as lines were left to it, split's lines cost
+	// fewer allocations than a map of their own.
+	h := req.Header
+	vals := make([]string, len(split))
+	for i, l := range split {
+		v := block[l.start:l.end]
+		if vv := h[l.key]; vv != nil {
+			h[l.key] = append(vv, v)
+		} else {
+			vals[i] = v
+			h[l.key] = vals[i : i+1 : i+1]
+		}
 	}
-	req.Header = split
 	req.Host = host
 	return req, nil
 }

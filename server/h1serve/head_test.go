@@ -77,7 +77,7 @@ func readBoth(data []byte, first int) (std, ours readOutcome) {
 		br.Peek(1) // as readHead does first
 		if buf, _ := br.Peek(br.Buffered()); len(buf) > 0 {
 			scratch := &conn{}
-			if skip, _, _ := scratch.splitHead(bytes.Clone(buf)); skip >= 0 {
+			if skip, _, _, _ := scratch.splitHead(bytes.Clone(buf)); skip >= 0 {
 				split++
 			}
 		}
