@@ -23,7 +23,7 @@ import (
 
 func diffHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
+	echo := func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
 		h := w.Header()
 		h.Set("X-Method", r.Method)
@@ -43,8 +43,15 @@ func diffHandler() http.Handler {
 		}
 		sort.Strings(keys)
 		h.Set("X-Keys", strings.Join(keys, ","))
+		var all strings.Builder
+		for _, k := range keys {
+			fmt.Fprintf(&all, "%q:%q;", k, r.Header[k])
+		}
+		h.Set("X-Header", strconv.Quote(all.String()))
 		w.Write(b)
-	})
+	}
+	mux.HandleFunc("/echo", echo)
+	mux.HandleFunc("/dbs/", echo) // headCases' paths
 	mux.HandleFunc("/small", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello, world") })
 	mux.HandleFunc("/json", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"a":1}`)) })
 	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
@@ -333,7 +340,11 @@ func rawCases() []rawCase {
 	for b := 4000; b <= 4200; b++ {
 		pads.WriteString(get("/pad?h=0&b=" + strconv.Itoa(b)))
 	}
-	return []rawCase{
+	var heads []rawCase
+	for _, tc := range headCases() {
+		heads = append(heads, rawCase{name: "sdk head: " + tc.name, chunks: []string{tc.data}, keepOpen: true})
+	}
+	return append(heads, []rawCase{
 		{name: "undeclared trailer", chunks: []string{"POST /trailers HTTP/1.1\r\n" + hostHdr + "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-T: 1\r\nX-U: 2\r\n\r\n" + get("/small")}},
 		{name: "undeclared trailer, body closed unread", chunks: []string{"POST /trailers-close HTTP/1.1\r\n" + hostHdr + "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-T: 1\r\n\r\n" + get("/small")}},
 		{name: "malformed trailer, body closed unread", chunks: []string{"POST /trailers-close HTTP/1.1\r\n" + hostHdr + "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX\xffT: 1\r\n\r\n" + get("/small")}},
@@ -480,7 +491,10 @@ func rawCases() []rawCase {
 			tune: func(hs *http.Server) { hs.MaxHeaderBytes = 64 << 10 }, keepOpen: true},
 		{name: "many small headers over the limit", chunks: []string{"GET /small HTTP/1.1\r\n" + hostHdr + strings.Repeat("A: b\r\n", (68<<10)/6+10) + "\r\n" + get("/small")},
 			tune: func(hs *http.Server) { hs.MaxHeaderBytes = 64 << 10 }, keepOpen: true},
-	}
+		{name: "sdk head over a tiny limit", chunks: []string{headCases()[0].data},
+			tune: func(hs *http.Server) { hs.MaxHeaderBytes = 1 }, keepOpen: true},
+		{name: "sdk heads in one write and in two", chunks: []string{headCases()[1].data[:700], headCases()[1].data[700:]}, keepOpen: true},
+	}...)
 }
 
 // TestARequestBothServersAnswerIsAnsweredAlike feeds each raw case to

@@ -5,8 +5,15 @@
 // parses with, so the framing rules that keep requests from being smuggled
 // (Content-Length and Transfer-Encoding checked, both refused together,
 // chunked bodies decoded, unsupported transfer codings answered 501) are
-// net/http's own. Around it, the server does what net/http's conn.serve
-// does, in the same order and with the same answers:
+// net/http's own. The header lines the Cosmos DB SDKs send (x-ms-...,
+// Authorization, User-Agent and a few more, never one http.ReadRequest
+// reads) and the Host line are parsed here when the whole head is buffered
+// and plain (CRLF lines, no folding, printable ASCII, origin form,
+// HTTP/1.1): interned keys, the values substrings of one string; the rest
+// of the head is still read by http.ReadRequest, and the request is the one
+// it makes of the whole head (head.go says why). Around it, the server
+// does what net/http's conn.serve does, in the same order and with the
+// same answers:
 //
 //   - the headers limited to MaxHeaderBytes+4096 bytes (1 MiB + 4 KiB by
 //     default), a request over it answered 431 and the connection closed;

@@ -408,7 +408,7 @@ func (c *conn) readRequest(ctx context.Context) (*response, error) {
 		c.bufr.Discard(numLeadingCRorLF(peek))
 	}
 	c.r.startRecording(c.bufr)
-	req, err := http.ReadRequest(c.bufr)
+	req, err := c.readHead(c.bufr)
 	raw := c.r.stopRecording(c.bufr)
 	if err != nil {
 		if c.r.hitReadLimit() {

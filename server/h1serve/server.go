@@ -261,13 +261,16 @@ type conn struct {
 	hijackedv bool
 
 	// Reused per request (see response).
-	header    http.Header
-	hdrBuf    hdrBuf
-	hdrKeys   []string // writeHeaderLines's scratch
-	outBuf    []byte
-	exclude   map[string]bool
-	watch     *time.Timer
-	dateCache dateCache
+	header  http.Header
+	hdrBuf  hdrBuf
+	hdrKeys []string // writeHeaderLines's scratch
+	// splitHead's scratch.
+	splitLines []splitLine
+	splitRest  []byte
+	outBuf     []byte
+	exclude    map[string]bool
+	watch      *time.Timer
+	dateCache  dateCache
 }
 
 func (c *conn) setState(state http.ConnState) {
