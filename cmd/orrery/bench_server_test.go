@@ -70,6 +70,10 @@ const benchItems = 1000
 // over a run favours one end of the list, so a table comparing them is a
 // run in each order.
 //
+// ORRERY_BENCH_CLIENTS sets how many of the 16 clients send the measured
+// operations (1: a serial client's latency); ORRERY_BENCH_ARGS adds flags
+// to the orrery servers' command line (e.g. "--wal-min-sync-interval 500us").
+//
 // With ORRERY_BENCH_PROFILE set to a directory, the binary under test
 // serves --pprof and each kind's measurement writes there the server's CPU
 // profile over its first ORRERY_BENCH_PROFILE_SECONDS (default 5; give a
@@ -216,6 +220,7 @@ func startOrrery(b *testing.B, bin, store string, profile bool) *benchProc {
 	default:
 		b.Fatalf("ORRERY_BENCH_STORES: unknown store %q", store)
 	}
+	args = append(args, strings.Fields(os.Getenv("ORRERY_BENCH_ARGS"))...)
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
 	cmd.SysProcAttr = benchChildAttr()
 	stderr, err := cmd.StderrPipe()
@@ -470,10 +475,14 @@ func measureKind(b *testing.B, p *benchProc, conts []*azcosmos.ContainerClient, 
 	var next, errs, conflicts atomic.Int64
 	var firstErr atomic.Pointer[error]
 	var wg sync.WaitGroup
-	latencies := make([][]time.Duration, benchClients)
+	clients := benchClients
+	if n, err := strconv.Atoi(os.Getenv("ORRERY_BENCH_CLIENTS")); err == nil && n >= 1 && n <= benchClients {
+		clients = n
+	}
+	latencies := make([][]time.Duration, clients)
 	b.ResetTimer()
 	began := time.Now()
-	for w := range benchClients {
+	for w := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

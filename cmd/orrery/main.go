@@ -102,6 +102,7 @@ func serve(ctx context.Context, args []string) error {
 	addr := fs.String("addr", env("ORRERY_ADDR", "localhost:8081"), "address to listen on, HTTPS and HTTP on the same port (env ORRERY_ADDR); localhost is this machine only (127.0.0.1 and ::1), :8081 every interface")
 	data := fs.String("data", env("ORRERY_DATA", "./orrery-data"), "data directory (env ORRERY_DATA)")
 	blockCache := fs.Int64("block-cache-mb", pebble.DefaultCacheSize>>20, "MiB of table blocks the store in --data keeps in memory for reads, filled as blocks are read, besides its memtables (2 × 16 MiB)")
+	walMinSync := fs.Duration("wal-min-sync-interval", 0, "least time between two syncs of the write-ahead log of the store in --data while writes are concurrent: a write arriving sooner after a sync waits for the rest of it, so that more writes share one sync (fewer syncs and less CPU per write, at the cost of latency under concurrent writes; a lone writer is not held back); every write is still answered only once synced (0: sync at once)")
 	inMemory := fs.Bool("memory", false, "keep everything in memory: nothing is written to disk")
 	postgresURLs := postgresList(env("ORRERY_POSTGRES", ""))
 	postgresFromEnv := len(postgresURLs) > 0
@@ -147,6 +148,9 @@ func serve(ctx context.Context, args []string) error {
 	}
 	if *ranges < 1 {
 		return fmt.Errorf("--partition-key-ranges must be at least 1")
+	}
+	if *walMinSync < 0 || *walMinSync > time.Second {
+		return fmt.Errorf("--wal-min-sync-interval: %v is not a duration from 0 to 1s", *walMinSync)
 	}
 	if *blockCache < 1 || *blockCache > 1<<20 {
 		return fmt.Errorf("--block-cache-mb: %d is not a size in MiB from 1 to %d", *blockCache, 1<<20)
@@ -209,7 +213,7 @@ func serve(ctx context.Context, args []string) error {
 		_, statErr := os.Stat(dir)
 		fresh := errors.Is(statErr, os.ErrNotExist)
 		log.Info("opening storage", "data", dir, "new", fresh)
-		s, err := pebble.Open(*data, pebble.Options{CacheSize: *blockCache << 20})
+		s, err := pebble.Open(*data, pebble.Options{CacheSize: *blockCache << 20, WALMinSyncInterval: *walMinSync})
 		if err != nil {
 			return fmt.Errorf("opening %s: %w", *data, err)
 		}

@@ -136,7 +136,14 @@ func (b *batch) Commit(ctx context.Context) error {
 		return err
 	}
 	defer b.store.release()
-	err, abandoned := b.store.orFail(func() error { return b.b.Commit(b.store.write) })
+	err, abandoned := b.store.orFail(func() error {
+		if !b.store.write.Sync {
+			return b.b.Commit(b.store.write)
+		}
+		b.store.syncWaiters.Add(1)
+		defer b.store.syncWaiters.Add(-1)
+		return b.b.Commit(b.store.write)
+	})
 	if abandoned {
 		b.abandoned = true
 		return err
@@ -184,11 +191,16 @@ func (b *batch) CommitPipelined(ctx context.Context) (func() error, error) {
 
 // applyAndSync is a pipelined commit's goroutine (see batch.steps).
 func (b *batch) applyAndSync(pb *pebbledb.Batch) {
+	b.store.syncWaiters.Add(1)
 	err := b.store.db.ApplyNoSyncWait(pb, b.store.write)
 	b.piped[0] = err
 	b.steps <- struct{}{}
 	if err == nil {
-		b.piped[1] = pb.SyncWait()
+		err = pb.SyncWait()
+	}
+	b.store.syncWaiters.Add(-1)
+	if b.piped[0] == nil {
+		b.piped[1] = err
 		b.steps <- struct{}{}
 	}
 }

@@ -79,11 +79,24 @@ func BenchmarkCommit(b *testing.B) {
 // an item write; its allocations per write are the store's own. It reports
 // the process's CPU per write (cpu-µs/op, Pebble's background work
 // included) and the write-ahead log syncs per write (syncs/op: below 1 as
-// concurrent writes share a sync).
+// concurrent writes share a sync), with syncs at once and with least
+// intervals between syncs (Options.WALMinSyncInterval).
 func BenchmarkCommitPipelined(b *testing.B) {
+	for _, interval := range []time.Duration{0, 500 * time.Microsecond, time.Millisecond} {
+		b.Run(fmt.Sprintf("min-sync-interval=%v", interval), func(b *testing.B) {
+			benchCommitPipelined(b, Options{WALMinSyncInterval: interval})
+		})
+	}
+}
+
+func benchCommitPipelined(b *testing.B, opts Options) {
 	ctx := b.Context()
 	value := make([]byte, 200)
-	s := openBench(b)
+	s, err := Open(b.TempDir(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
 	var next atomic.Uint64
 	b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
 	b.ReportAllocs()

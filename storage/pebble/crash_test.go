@@ -24,7 +24,8 @@ const crashParts = 4
 
 // TestCrashDurability kills a committing process with SIGKILL and checks,
 // after reopening, that every acknowledged batch is there and that no batch is
-// there in part.
+// there in part. The second round's process commits with a least interval
+// between syncs (Options.WALMinSyncInterval).
 func TestCrashDurability(t *testing.T) {
 	ctx := t.Context()
 	if dir := os.Getenv(crashChildEnv); dir != "" {
@@ -123,7 +124,11 @@ func runCrashChild(t *testing.T, dir, round string) []string {
 // each one after its Commit returns, until it is killed (or gives up after
 // ten seconds, should its parent be gone).
 func crashChild(ctx context.Context, dir, round string) {
-	s, err := Open(dir, Options{})
+	var opts Options
+	if round == "1" {
+		opts.WALMinSyncInterval = 2 * time.Millisecond
+	}
+	s, err := Open(dir, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

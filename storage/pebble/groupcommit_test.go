@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	pebbledb "github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -154,6 +155,79 @@ func TestCommitSyncs(t *testing.T) {
 			t.Logf("%d write-ahead log syncs for %d commits from %d writers", got, commits, tt.writers)
 			if err := tt.check(t, got); err != nil {
 				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestMinSyncIntervalMakesConcurrentCommitsShareSyncs: with
+// WALMinSyncInterval set, a sync that ends while other commits wait for
+// one is followed by the interval, and concurrent commits share syncs; a
+// lone writer's commits sync one by one, and at once: Pebble is never told
+// to wait after them. Every sync takes a millisecond, so that the 16
+// writers' commits overlap however the machine schedules them (with syncs
+// that take no time, one writer may run all its commits before the next
+// starts, and nothing is concurrent). Counts, not timings.
+func TestMinSyncIntervalMakesConcurrentCommitsShareSyncs(t *testing.T) {
+	ctx := t.Context()
+	const commits = 320
+	const interval = 5 * time.Millisecond
+	for _, writers := range []int{1, 16} {
+		t.Run(fmt.Sprintf("writers=%d", writers), func(t *testing.T) {
+			var syncs, waits atomic.Int64
+			opts := Options{WALMinSyncInterval: interval, fs: syncCountingFS{FS: vfs.NewMem(), syncs: &syncs, delay: time.Millisecond}}
+			opts.tune = func(o *pebbledb.Options) {
+				// Count the syncs after which Pebble is told to wait.
+				min := o.WALMinSyncInterval
+				o.WALMinSyncInterval = func() time.Duration {
+					d := min()
+					if d > 0 {
+						waits.Add(1)
+					}
+					return d
+				}
+			}
+			s, err := Open("db", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			syncs0, waits0 := syncs.Load(), waits.Load()
+			var wg sync.WaitGroup
+			for w := range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range commits / writers {
+						b := s.NewBatch()
+						key := fmt.Appendf(nil, "k/%02d/%04d", w, i)
+						if err := b.Set(key, key); err != nil {
+							t.Error(err)
+						}
+						if err := b.Commit(ctx); err != nil {
+							t.Error(err)
+						}
+						b.Close()
+					}
+				}()
+			}
+			wg.Wait()
+			got, waited := syncs.Load()-syncs0, waits.Load()-waits0
+			t.Logf("%d syncs for %d commits from %d writers, %d of them followed by a wait", got, commits, writers, waited)
+			if writers == 1 {
+				if got < commits {
+					t.Errorf("%d syncs for %d commits of a lone writer, want one each", got, commits)
+				}
+				if waited > 0 {
+					t.Errorf("a lone writer's syncs were followed by %d waits, want none", waited)
+				}
+				return
+			}
+			if got > commits/4 {
+				t.Errorf("%d syncs for %d commits from %d writers with a least interval of %v between syncs, want at most %d", got, commits, writers, interval, commits/4)
+			}
+			if waited == 0 {
+				t.Error("no sync was followed by a wait")
 			}
 		})
 	}

@@ -3,9 +3,11 @@ package pebble
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	pebbledb "github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -18,12 +20,33 @@ import (
 //
 // A kill -9 of the process cannot show this: the operating system keeps
 // what was written but not synced, so only a machine's crash loses it.
+//
+// With WALMinSyncInterval set, syncs wait for each other and commits share
+// them: each commit is still acknowledged only after the sync holding it.
 func TestAcknowledgedCommitIsSyncedFirst(t *testing.T) {
 	ctx := t.Context()
-	for _, pipelined := range []bool{false, true} {
-		t.Run(fmt.Sprintf("pipelined=%v", pipelined), func(t *testing.T) {
+	for _, tc := range []struct {
+		pipelined bool
+		interval  time.Duration
+	}{{false, 0}, {true, 0}, {false, 2 * time.Millisecond}, {true, 2 * time.Millisecond}} {
+		pipelined := tc.pipelined
+		t.Run(fmt.Sprintf("pipelined=%v,min-sync-interval=%v", pipelined, tc.interval), func(t *testing.T) {
 			fs := vfs.NewCrashableMem()
-			s, err := Open("db", Options{fs: fs})
+			opts := Options{fs: fs, WALMinSyncInterval: tc.interval}
+			var waits atomic.Int64 // syncs after which Pebble was told to wait
+			if tc.interval > 0 {
+				opts.tune = func(o *pebbledb.Options) {
+					min := o.WALMinSyncInterval
+					o.WALMinSyncInterval = func() time.Duration {
+						d := min()
+						if d > 0 {
+							waits.Add(1)
+						}
+						return d
+					}
+				}
+			}
+			s, err := Open("db", opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,7 +121,10 @@ func TestAcknowledgedCommitIsSyncedFirst(t *testing.T) {
 			if checked == 0 {
 				t.Fatal("no commit was acknowledged")
 			}
-			t.Logf("%d acknowledged commits checked across 5 crashes", checked)
+			t.Logf("%d acknowledged commits checked across 5 crashes, %d syncs followed by a wait", checked, waits.Load())
+			if tc.interval > 0 && waits.Load() == 0 {
+				t.Error("no sync was followed by a wait: the interval was never in effect")
+			}
 		})
 	}
 }
