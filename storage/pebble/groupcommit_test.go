@@ -176,17 +176,7 @@ func TestMinSyncIntervalMakesConcurrentCommitsShareSyncs(t *testing.T) {
 		t.Run(fmt.Sprintf("writers=%d", writers), func(t *testing.T) {
 			var syncs, waits atomic.Int64
 			opts := Options{WALMinSyncInterval: interval, fs: syncCountingFS{FS: vfs.NewMem(), syncs: &syncs, delay: time.Millisecond}}
-			opts.tune = func(o *pebbledb.Options) {
-				// Count the syncs after which Pebble is told to wait.
-				min := o.WALMinSyncInterval
-				o.WALMinSyncInterval = func() time.Duration {
-					d := min()
-					if d > 0 {
-						waits.Add(1)
-					}
-					return d
-				}
-			}
+			opts.tune = countSyncWaits(&waits)
 			s, err := Open("db", opts)
 			if err != nil {
 				t.Fatal(err)
@@ -230,5 +220,20 @@ func TestMinSyncIntervalMakesConcurrentCommitsShareSyncs(t *testing.T) {
 				t.Error("no sync was followed by a wait")
 			}
 		})
+	}
+}
+
+// countSyncWaits is an Options.tune that counts in waits the syncs after
+// which Pebble is told to wait before the next (Options.WALMinSyncInterval).
+func countSyncWaits(waits *atomic.Int64) func(*pebbledb.Options) {
+	return func(o *pebbledb.Options) {
+		min := o.WALMinSyncInterval
+		o.WALMinSyncInterval = func() time.Duration {
+			d := min()
+			if d > 0 {
+				waits.Add(1)
+			}
+			return d
+		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	pebbledb "github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -35,16 +34,7 @@ func TestAcknowledgedCommitIsSyncedFirst(t *testing.T) {
 			opts := Options{fs: fs, WALMinSyncInterval: tc.interval}
 			var waits atomic.Int64 // syncs after which Pebble was told to wait
 			if tc.interval > 0 {
-				opts.tune = func(o *pebbledb.Options) {
-					min := o.WALMinSyncInterval
-					o.WALMinSyncInterval = func() time.Duration {
-						d := min()
-						if d > 0 {
-							waits.Add(1)
-						}
-						return d
-					}
-				}
+				opts.tune = countSyncWaits(&waits)
 			}
 			s, err := Open("db", opts)
 			if err != nil {
