@@ -2,6 +2,7 @@ package script
 
 import (
 	"reflect"
+	"sync"
 
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/ast"
@@ -22,8 +23,10 @@ var (
 
 // plainAddProgram is the + operator itself, for the operands the natives do
 // not handle (objects, which convert by their own methods, and the rarer
-// primitives).
-var plainAddProgram = goja.MustCompile("add.js", "(function (a, b) { return a + b; })", true)
+// primitives). Compiled on the first runtime made, as the prelude is.
+var plainAddProgram = sync.OnceValue(func() *goja.Program {
+	return goja.MustCompile("add.js", "(function (a, b) { return a + b; })", true)
+})
 
 // concatOps are one runtime's concatenation natives.
 type concatOps struct {
@@ -33,7 +36,7 @@ type concatOps struct {
 
 // installConcatOps makes the natives of g's runtime and declares them.
 func installConcatOps(g *guards) error {
-	fv, err := g.rt.RunProgram(plainAddProgram)
+	fv, err := g.rt.RunProgram(plainAddProgram())
 	if err != nil {
 		return err
 	}

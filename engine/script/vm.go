@@ -8,6 +8,7 @@ import (
 	"math"
 	"reflect"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/dop251/goja"
@@ -16,7 +17,12 @@ import (
 //go:embed prelude.js
 var preludeSource string
 
-var preludeProgram = goja.MustCompile("prelude.js", preludeSource, true)
+// preludeProgram compiles the prelude on the first runtime made, not at
+// package init: compiling it allocates about half a megabyte and keeps the
+// program, which a server that runs no script never needs.
+var preludeProgram = sync.OnceValue(func() *goja.Program {
+	return goja.MustCompile("prelude.js", preludeSource, true)
+})
 
 // vm is one locked-down runtime with the server-side API installed. It runs
 // one script at a time; cur is the run in progress.
@@ -65,7 +71,7 @@ func newVM(l Limits) (*vm, error) {
 			return nil, err
 		}
 	}
-	fv, err := rt.RunProgram(preludeProgram)
+	fv, err := rt.RunProgram(preludeProgram())
 	if err != nil {
 		return nil, fmt.Errorf("script: prelude: %w", err)
 	}
