@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/orrery-db/orrery/engine/internal/feed"
 	"github.com/orrery-db/orrery/engine/internal/jsondoc"
@@ -214,11 +215,13 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	sys = append(sys, sys[1:ridEnd-1]...)
 	sys = append(sys, `/"`...)
 	selfEnd := len(sys)
-	// The ETag is formatted once: the record's "_etag" and the write's
-	// answer (writeResult's s.etag()) are this string.
-	s.etagText = s.etag()
+	// The ETag is formatted once: the record's "_etag" here, and the
+	// write's answer (writeResult's s.etag()) from the record's allocation
+	// below.
+	var etagBuf [etagLen]byte
+	etag := s.appendETag(etagBuf[:0])
 	sys = append(sys, '"', '\\')
-	sys = append(sys, s.etagText[:etagLen-1]...)
+	sys = append(sys, etag[:etagLen-1]...)
 	sys = append(sys, '\\', '"', '"')
 	etagEnd := len(sys)
 	sys = strconv.AppendInt(sys, s.ts, 10)
@@ -234,7 +237,13 @@ func (t *txn) put(ctx context.Context, it *item, prev *storedItem) (*storedItem,
 	}
 	// The record is the header and the document, in one buffer; the system
 	// properties follow the item's, as object.encode would write them.
-	rec := it.obj.AppendEncode(s.appendHeader(make([]byte, 0, itemHeaderLen+it.obj.EncodedLen()+len(sys)+64)))
+	// The ETag's text leads the allocation, ahead of the record (which
+	// only appends after it): written once here and never again, it is
+	// the write's ETag string without an allocation of its own.
+	buf := make([]byte, etagLen, etagLen+itemHeaderLen+it.obj.EncodedLen()+len(sys)+64)
+	copy(buf, etag)
+	s.etagText = unsafe.String(&buf[0], etagLen)
+	rec := it.obj.AppendEncode(s.appendHeader(buf[etagLen:etagLen]))
 	rec = rec[:len(rec)-1] // '}'
 	if len(it.obj) > 0 {
 		rec = append(rec, ',')

@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"strconv"
+	"unsafe"
 
 	"github.com/orrery-db/orrery/engine"
 )
@@ -204,14 +205,21 @@ func (s *Server) setSessionLSN(r *request, lsn uint64) error {
 		r.setHeader("X-Ms-Session-Token", hdrSessionToken, t.text)
 		return nil
 	}
-	var buf [48]byte
-	token := string(strconv.AppendUint(append(append(buf[:0], id...), ":-1#"...), lsn, 10))
-	r.setHeader("X-Ms-Session-Token", hdrSessionToken, token)
-	if r.token.text == "" {
-		// Published from the request's own allocation, which it keeps
-		// alive until another token replaces it: no allocation of its own.
-		r.token = sessionToken{id: id, lsn: lsn, text: token}
-		s.token.Store(&r.token)
+	if r.token.text != "" {
+		// The request formatted and published one already: its bytes
+		// are not written again.
+		var buf [sessionTokenMax]byte
+		token := string(strconv.AppendUint(append(append(buf[:0], id...), ":-1#"...), lsn, 10))
+		r.setHeader("X-Ms-Session-Token", hdrSessionToken, token)
+		return nil
 	}
+	// Formatted into the request's own allocation, written once and
+	// published from it, which it keeps alive until another token
+	// replaces it: no allocation of its own.
+	b := strconv.AppendUint(append(append(r.tokenText[:0], id...), ":-1#"...), lsn, 10)
+	token := unsafe.String(unsafe.SliceData(b), len(b))
+	r.setHeader("X-Ms-Session-Token", hdrSessionToken, token)
+	r.token = sessionToken{id: id, lsn: lsn, text: token}
+	s.token.Store(&r.token)
 	return nil
 }

@@ -137,9 +137,15 @@ type request struct {
 	pk [1]engine.PartitionKeyValue
 	// token is the session token this request formatted, in the
 	// request's allocation, published as Server.token (once: never
-	// written after).
-	token sessionToken
+	// written after). tokenText holds its text's bytes, written once,
+	// before it is published.
+	token     sessionToken
+	tokenText [sessionTokenMax]byte
 }
+
+// sessionTokenMax is the longest session token setSessionLSN formats: a
+// partition key range id of a uint32, ":-1#", an LSN of a uint64.
+const sessionTokenMax = 10 + 4 + 20
 
 // The response headers whose values live in request.hdr.
 const (

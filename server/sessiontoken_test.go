@@ -78,3 +78,34 @@ func TestASessionTokenIsItsRangeAndTheWatermarkItWasGiven(t *testing.T) {
 		t.Errorf("a token at the watermark of the request before took %v allocations, want 0", n)
 	}
 }
+
+// TestASessionTokensTextNeverChangesOnceAnswered: a token is formatted in
+// its request's allocation and published from there, where another request
+// may take its text at any time; a second token the same request sets (at
+// another watermark) is formatted elsewhere, so every text answered keeps
+// its value.
+func TestASessionTokensTextNeverChangesOnceAnswered(t *testing.T) {
+	s := &Server{}
+	hr := httptest.NewRequest("GET", "/dbs/d/colls/c/docs/x", nil)
+	w := httptest.NewRecorder()
+	r := &request{Request: hr, w: w}
+	var answered []string
+	lsns := []uint64{5, 123456789, 7}
+	for _, lsn := range lsns {
+		if err := s.setSessionLSN(r, lsn); err != nil {
+			t.Fatal(err)
+		}
+		answered = append(answered, w.Header().Get("X-Ms-Session-Token"))
+		// Another request at this watermark takes the published text.
+		w2 := httptest.NewRecorder()
+		if err := s.setSessionLSN(&request{Request: hr, w: w2}, lsn); err != nil {
+			t.Fatal(err)
+		}
+		answered = append(answered, w2.Header().Get("X-Ms-Session-Token"))
+	}
+	for i, got := range answered {
+		if want := fmt.Sprintf("0:-1#%d", lsns[i/2]); got != want {
+			t.Errorf("token %d: %q, want %q", i, got, want)
+		}
+	}
+}
