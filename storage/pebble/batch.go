@@ -137,11 +137,10 @@ func (b *batch) Commit(ctx context.Context) error {
 	}
 	defer b.store.release()
 	err, abandoned := b.store.orFail(func() error {
-		if !b.store.write.Sync {
-			return b.b.Commit(b.store.write)
+		if b.store.write.Sync {
+			b.store.waitingForSync(1)
+			defer b.store.waitingForSync(-1)
 		}
-		b.store.syncWaiters.Add(1)
-		defer b.store.syncWaiters.Add(-1)
 		return b.b.Commit(b.store.write)
 	})
 	if abandoned {
@@ -191,14 +190,14 @@ func (b *batch) CommitPipelined(ctx context.Context) (func() error, error) {
 
 // applyAndSync is a pipelined commit's goroutine (see batch.steps).
 func (b *batch) applyAndSync(pb *pebbledb.Batch) {
-	b.store.syncWaiters.Add(1)
+	b.store.waitingForSync(1)
 	err := b.store.db.ApplyNoSyncWait(pb, b.store.write)
 	b.piped[0] = err
 	b.steps <- struct{}{}
 	if err == nil {
 		err = pb.SyncWait()
 	}
-	b.store.syncWaiters.Add(-1)
+	b.store.waitingForSync(-1)
 	if b.piped[0] == nil {
 		b.piped[1] = err
 		b.steps <- struct{}{}

@@ -120,8 +120,10 @@ type Store struct {
 	failOnce sync.Once
 	opened   atomic.Bool // Open has returned the store
 	// syncWaiters is the number of commits that asked for a sync and have
-	// not yet seen it end (see minSyncInterval).
+	// not yet seen it end (see minSyncInterval), counted only when
+	// spacedSyncs (Options.WALMinSyncInterval set): nothing else reads it.
 	syncWaiters atomic.Int64
+	spacedSyncs bool
 	stop        chan struct{} // closed by Close: ends the directory check
 }
 
@@ -163,6 +165,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		CompactionConcurrencyRange: func() (int, int) { return 1, 1 },
 	}
 	if d := opts.WALMinSyncInterval; d > 0 {
+		s.spacedSyncs = true
 		popts.WALMinSyncInterval = func() time.Duration { return s.minSyncInterval(d) }
 	}
 	el := s.stalls.listener()
@@ -205,6 +208,14 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s.opened.Store(true)
 	return s, nil
+}
+
+// waitingForSync counts a commit that asks for a sync (+1) or has seen it
+// end (-1), when the store spaces its syncs (see minSyncInterval).
+func (s *Store) waitingForSync(delta int64) {
+	if s.spacedSyncs {
+		s.syncWaiters.Add(delta)
+	}
 }
 
 // minSyncInterval is the least time from a sync of the write-ahead log,
