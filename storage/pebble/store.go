@@ -152,8 +152,14 @@ func Open(dir string, opts Options) (*Store, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Store{failed: make(chan struct{}), stop: make(chan struct{}), stalls: &stalls{}}
+	pfs := fs
+	if !opts.InMemory || opts.fs != nil {
+		// Logs written ahead with zeros: a sync then carries no new file
+		// size (see walFile).
+		pfs = walFS{FS: fs}
+	}
 	popts := &pebbledb.Options{
-		FS:           fs,
+		FS:           pfs,
 		CacheSize:    cacheFor(cacheSize, memTableSize),
 		MemTableSize: memTableSize,
 		// At most two memtables (one filling, one flushing) before writes
