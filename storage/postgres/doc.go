@@ -35,6 +35,10 @@
 // each, held until Close. A shared batch reads pages in its own
 // (read-committed) transaction.
 //
+// Point reads beyond a few round trips in flight wait and go together:
+// one statement over all their keys, one round trip, one watermark (see
+// readGroups).
+//
 // The statements of a point read and of a write's two round trips are
 // prepared once per connection and then sent by reference, their Bind and
 // Execute messages written by the store into one reused buffer and their

@@ -718,7 +718,8 @@ func (g *getAll) row(cols [][]byte) error {
 func (*getAll) end([]byte) error { return nil }
 
 // GetAll reads keys and the watermark in one statement, so in one
-// snapshot and one round trip.
+// snapshot and one round trip; beyond a few such round trips in flight,
+// the reads that wait share one (see readGroups).
 func (s *Store) GetAll(ctx context.Context, keys [][]byte) ([][]byte, uint64, error) {
 	if s.closed.Load() {
 		return nil, 0, storage.ErrClosed
@@ -727,7 +728,21 @@ func (s *Store) GetAll(ctx context.Context, keys [][]byte) ([][]byte, uint64, er
 		w, err := s.Watermark(ctx)
 		return [][]byte{}, w, err
 	}
+	if g, at := s.reads.join(keys); g != nil {
+		return s.awaitGroup(ctx, g, at, len(keys))
+	}
 	values := make([][]byte, len(keys))
+	w, err := s.getAllTrip(ctx, keys, values)
+	s.landed()
+	if err != nil {
+		return nil, 0, s.wrap(err)
+	}
+	return values, w, nil
+}
+
+// getAllTrip reads keys into values and the watermark in one round trip
+// (getAllStatement), under ctx.
+func (s *Store) getAllTrip(ctx context.Context, keys, values [][]byte) (uint64, error) {
 	g := getAlls.Get().(*getAll)
 	g.values = values
 	var conn *pgxpool.Conn
@@ -747,10 +762,7 @@ func (s *Store) GetAll(ctx context.Context, keys [][]byte) ([][]byte, uint64, er
 	w := g.w
 	*g = getAll{}
 	getAlls.Put(g)
-	if err != nil {
-		return nil, 0, s.wrap(err)
-	}
-	return values, uint64(w), nil
+	return uint64(w), err
 }
 
 // leadCheckEvery is how often a held duty's connection is checked.

@@ -92,6 +92,8 @@ type Store struct {
 	// (point reads, first pages, watermarks) that a holder may make while
 	// it holds one: a full pool never waits on itself.
 	slots chan struct{}
+	// reads coalesces point reads beyond a few round trips in flight.
+	reads readGroups
 }
 
 var (
@@ -160,7 +162,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	reserve := max(2, int(cfg.MaxConns)/4)
 	s := &Store{timeout: timeout, connCfg: cfg.ConnConfig.Copy(), leads: map[*lead]struct{}{},
 		conns: map[*pgx.Conn]*connState{}, slots: make(chan struct{}, max(1, int(cfg.MaxConns)-reserve)),
-		lingering: lingering{lingerFor: lingerFor, more: make(chan struct{}, 1)}}
+		lingering: lingering{lingerFor: lingerFor, more: make(chan struct{}, 1)}, reads: newReadGroups()}
 	s.closeCtx, s.cancel = context.WithCancel(context.Background())
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		registerTypes(conn.TypeMap())
