@@ -11,6 +11,8 @@ type durability struct {
 	mu      sync.Mutex
 	cond    sync.Cond
 	pending map[uint64]struct{}
+	// waiting is how many barriers wait (for tests).
+	waiting int
 }
 
 func newDurability() *durability {
@@ -46,6 +48,7 @@ func (d *durability) barrier() {
 	for lsn := range d.pending {
 		waiting = append(waiting, lsn)
 	}
+	d.waiting++
 	for _, lsn := range waiting {
 		for {
 			if _, ok := d.pending[lsn]; !ok {
@@ -54,4 +57,33 @@ func (d *durability) barrier() {
 			d.cond.Wait()
 		}
 	}
+	d.waiting--
+}
+
+// waitFor waits until the write with this LSN is durable, when it is
+// pending: a reader that shows one record only (a point read) waits for
+// that record's write, not for every write then pending. A write is
+// pending from before it is visible (localSeam.inPartition), so a visible
+// record whose LSN is not pending is durable.
+func (d *durability) waitFor(lsn uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.pending[lsn]; !ok {
+		return
+	}
+	d.waiting++
+	for {
+		if _, ok := d.pending[lsn]; !ok {
+			break
+		}
+		d.cond.Wait()
+	}
+	d.waiting--
+}
+
+// waiters is how many barriers wait now.
+func (d *durability) waiters() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.waiting
 }

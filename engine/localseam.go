@@ -202,13 +202,17 @@ func (l *localSeam) inPartition(ctx context.Context, c *Container, pk PartitionK
 	if b.Count() == 0 {
 		return nil
 	}
+	// The write is pending for readers' barriers before the store makes it
+	// visible: CommitPipelined publishes the batch before it returns, and a
+	// read in between would otherwise find it visible, not pending, and
+	// return a write a crash could take back.
+	l.durable.applied(t.lsn)
+	defer l.durable.durable(t.lsn)
 	wait, err := b.CommitPipelined(ctx)
 	if err != nil {
 		return err
 	}
 	t.search.Commit()
-	l.durable.applied(t.lsn)
-	defer l.durable.durable(t.lsn)
 	mu.Unlock()
 	locked = false
 	return wait()
@@ -226,21 +230,26 @@ func (l *localSeam) partitionLock(collRID, pkEnc []byte) *sync.Mutex {
 
 // pointRead reads the record of the item key of c into it, outside any
 // transaction: 404 when it is absent or expired. What it read, a write or
-// a delete, is durable before it returns.
+// a delete, is durable before it returns: a record it returns, the write
+// of that record (its LSN); an absence, which a delete then pending may
+// have made, every write then pending.
 func (l *localSeam) pointRead(ctx context.Context, c *Container, key []byte, it *storedItem) error {
 	v, err := l.store.Get(ctx, key)
-	l.durable.barrier() // what was read, a write or a delete, must be durable
-	if errors.Is(err, storage.ErrNotFound) {
-		return NotFound(msgNotFound)
-	}
 	if err != nil {
+		l.durable.barrier()
+		if errors.Is(err, storage.ErrNotFound) {
+			return NotFound(msgNotFound)
+		}
 		return err
 	}
 	if err := decodeItemInto(it, key, v); err != nil {
+		l.durable.barrier()
 		return err
 	}
 	if c.expired(it, l.now().Unix()) {
+		l.durable.barrier()
 		return NotFound(msgNotFound)
 	}
+	l.durable.waitFor(it.lsn)
 	return nil
 }

@@ -186,6 +186,10 @@ func (a *aloneRun) room() (*txn, *partition) { return &a.tx, &a.part }
 
 func (a *aloneRun) run(t *txn) error {
 	a.begun = true
+	if a.op.Type == BatchPatch {
+		// A patch has no body parsed into a.item: its new version is.
+		t.itemRoom = &a.item
+	}
 	var err error
 	a.r, err = t.run(a.ctx, a.op)
 	return err

@@ -57,6 +57,10 @@ type txn struct {
 	// single write's records in its transaction's allocation.
 	read, written         storedItem
 	readUsed, writtenUsed bool
+	// itemRoom, when not nil, is an item the transaction's first patch
+	// parses its new version into (the room runAloneSession has for a
+	// body), instead of allocating one.
+	itemRoom *item
 	// plainSets makes insert a Set: a transaction run again after the
 	// store refused a key it wrote as new (storage.ErrExists).
 	plainSets bool

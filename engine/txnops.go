@@ -134,8 +134,14 @@ func (t *txn) patch(ctx context.Context, id string, p *Patch, ifMatch string) (*
 	if perr != nil {
 		return nil, perr
 	}
-	it, err := c.parseItem(doc, &ItemRequest{PartitionKey: t.p.pk, HasPartitionKey: true})
-	if err != nil {
+	// The patched document is parsed into the operation's room for a body
+	// when it has one (a patch has no body of its own to parse there).
+	it := t.itemRoom
+	t.itemRoom = nil
+	if it == nil {
+		it = new(item)
+	}
+	if err := c.parseItemInto(it, doc, &ItemRequest{PartitionKey: t.p.pk, HasPartitionKey: true}, ""); err != nil {
 		return nil, err
 	}
 	return t.put(ctx, it, stale)

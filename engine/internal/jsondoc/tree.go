@@ -36,6 +36,21 @@ type lazyObject struct {
 	raws   [lazyMembers]Raw
 }
 
+// storedMembers is the members DecodeLazy's object has room for in its
+// own allocation: a stored item's five system properties and up to 11 of
+// its own (an item of 9 to 16 members grew its three arrays apart from an
+// object's room for lazyMembers, three more allocations per patch).
+const storedMembers = 16
+
+// lazyStored is the object DecodeLazy decodes, a stored item: lazyObject
+// with room for storedMembers.
+type lazyStored struct {
+	Members
+	names  [storedMembers]string
+	values [storedMembers]any
+	raws   [storedMembers]Raw
+}
+
 // lazyArray is an array Expand decoded, with room for its first elements
 // and their Raw values, in one allocation.
 type lazyArray struct {
@@ -100,7 +115,7 @@ func Decode(b []byte) (any, error) {
 // answer of Valid and then expandAt, which scanned each member again.
 func DecodeLazy(b []byte) (any, error) {
 	if i := SkipSpace(b, 0); i < len(b) && b[i] == '{' {
-		lo := new(lazyObject)
+		lo := new(lazyStored)
 		o := &lo.Members
 		o.Names, o.Values = lo.names[:0], lo.values[:0]
 		p := validator{b: b, err: errNoCheck, lazy: lazyBuild{o: o, raws: lo.raws[:0]}}
