@@ -455,6 +455,17 @@ func (c *conn) readRequest(ctx context.Context) (*response, error) {
 	w.ctx.init(ctx)
 	w.reqStore = *req.WithContext(&w.ctx)
 	w.readReq = req
+	if req == &c.headReq {
+		// Made by parseWhole in the connection's scratch: its URL and
+		// body are moved into the response; it has no trailer to take.
+		w.readReq = nil
+		w.urlStore = *req.URL
+		w.reqStore.URL = &w.urlStore
+		if req.Body == &c.headBody {
+			w.clStore.init(c.bufr, req.ContentLength, req.Close)
+			w.reqStore.Body = &w.clStore
+		}
+	}
 	req = &w.reqStore
 	req.RemoteAddr = c.remoteAddr
 	req.TLS = c.tlsState
