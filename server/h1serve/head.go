@@ -427,7 +427,25 @@ func (c *conn) parseWhole(buf []byte, br *bufio.Reader) int {
 
 	// One string holds the request line and every value.
 	block := string(buf[:headEnd])
+	// The common methods interned: the connection keeps the last one
+	// (lastMethod), which would otherwise keep the head's string.
 	method := block[:sp]
+	switch method {
+	case "GET":
+		method = "GET"
+	case "POST":
+		method = "POST"
+	case "PUT":
+		method = "PUT"
+	case "PATCH":
+		method = "PATCH"
+	case "DELETE":
+		method = "DELETE"
+	case "HEAD":
+		method = "HEAD"
+	case "OPTIONS":
+		method = "OPTIONS"
+	}
 	target := block[sp+1 : targetEnd]
 	c.headURL = url.URL{}
 	u := &c.headURL
