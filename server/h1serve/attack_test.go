@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
+	"weak"
 )
 
 // heapAfterGC is the live heap after two collections.
@@ -675,5 +677,43 @@ func TestAHeadParsedHereCostsNoMoreMemoryThanNetHTTPsParseAndItsHead(t *testing.
 		if ours > std+uint64(len(data)) {
 			t.Errorf("%s: readHead allocates %d bytes per head of %d, http.ReadRequest %d", name, ours, len(data), std)
 		}
+	}
+}
+
+// TestAnIdleConnectionKeepsNoReferenceToItsLastHead: once its answer is
+// written, nothing the server keeps for an idle connection refers to the
+// string its last request's head was parsed into (the values the handler
+// saw are cut from it), so an idle connection cannot be made to hold a head.
+func TestAnIdleConnectionKeepsNoReferenceToItsLastHead(t *testing.T) {
+	var seen atomic.Pointer[weak.Pointer[byte]]
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := r.Header.Get("X-Ms-Version")
+		p := weak.Make(unsafe.StringData(v))
+		seen.Store(&p)
+	})
+	_, ours := servers(t, h, nil)
+	c, err := net.Dial("tcp", ours)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, sdkHead("GET", "/x", "", ""))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	p := seen.Load()
+	if p == nil {
+		t.Fatal("the handler did not run")
+	}
+	// The server's goroutine may still be finishing the answer: collected
+	// until the head is gone, for up to 5 s.
+	for deadline := time.Now().Add(5 * time.Second); p.Value() != nil && time.Now().Before(deadline); {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p.Value() != nil {
+		t.Errorf("the idle connection still refers to its last request's head")
 	}
 }

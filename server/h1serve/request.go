@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/textproto"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -465,6 +466,9 @@ func (c *conn) readRequest(ctx context.Context) (*response, error) {
 			w.clStore.init(c.bufr, req.ContentLength, req.Close)
 			w.reqStore.Body = &w.clStore
 		}
+		// The scratch keeps nothing of the head (its string, its header)
+		// while the connection waits for the next one.
+		c.headReq, c.headURL = http.Request{}, url.URL{}
 	}
 	req = &w.reqStore
 	req.RemoteAddr = c.remoteAddr
