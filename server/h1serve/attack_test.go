@@ -2,6 +2,7 @@ package h1serve
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
+	"weak"
 )
 
 // heapAfterGC is the live heap after two collections.
@@ -619,5 +622,98 @@ func TestCloseDuringAHandlerCancelsItAndClosesItsConnection(t *testing.T) {
 			}
 			c.Close()
 		}
+	}
+}
+
+// TestAHeadParsedHereCostsNoMoreMemoryThanNetHTTPsParse: the heads a client
+// can craft for parseWhole (the most lines it takes, each a new key, a key
+// repeated on every line, keys to canonicalize, a value filling the
+// reader's buffer) are parsed here (the test fails if one is not) with no
+// more bytes allocated than http.ReadRequest allocates for the same head
+// and one copy of the head (the string its values are cut from): what one
+// request can make the server hold stays bounded by its head, as with
+// net/http.
+func TestAHeadParsedHereCostsNoMoreMemoryThanNetHTTPsParseAndItsHead(t *testing.T) {
+	var keys, repeated, lower strings.Builder
+	for i := range maxSplitLines - 1 {
+		fmt.Fprintf(&keys, "K%d: v\r\n", i)
+		repeated.WriteString("X-Ms-Date: v\r\n")
+		fmt.Fprintf(&lower, "x-k%d-y: v\r\n", i)
+	}
+	heads := map[string]string{
+		"distinct keys": keys.String(),
+		"one key":       repeated.String(),
+		"lower case":    lower.String(),
+		"long value":    "X-Long: " + strings.Repeat("v", 3900) + "\r\n",
+		"long keys":     strings.Repeat("A"+strings.Repeat("b", 100)+": v\r\n", 30),
+	}
+	for name, lines := range heads {
+		data := []byte("GET /x HTTP/1.1\r\nHost: h\r\n" + lines + "\r\n")
+		if len(data) > 4096 {
+			t.Fatalf("%s: %d bytes, past the reader's buffer", name, len(data))
+		}
+		if (&conn{}).parseWhole(bytes.Clone(data), nil) == 0 {
+			t.Fatalf("%s: not parsed by parseWhole", name)
+		}
+		weigh := func(read func(*bufio.Reader) (*http.Request, error)) uint64 {
+			brs := make([]*bufio.Reader, 50)
+			for i := range brs {
+				brs[i] = bufio.NewReader(bytes.NewReader(data))
+				brs[i].Peek(1)
+			}
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			for _, br := range brs {
+				if _, err := read(br); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+			}
+			runtime.ReadMemStats(&m1)
+			return (m1.TotalAlloc - m0.TotalAlloc) / uint64(len(brs))
+		}
+		c := &conn{}
+		std, ours := weigh(http.ReadRequest), weigh(c.readHead)
+		t.Logf("%s (%d bytes): http.ReadRequest allocates %d bytes, readHead %d", name, len(data), std, ours)
+		if ours > std+uint64(len(data)) {
+			t.Errorf("%s: readHead allocates %d bytes per head of %d, http.ReadRequest %d", name, ours, len(data), std)
+		}
+	}
+}
+
+// TestAnIdleConnectionKeepsNoReferenceToItsLastHead: once its answer is
+// written, nothing the server keeps for an idle connection refers to the
+// string its last request's head was parsed into (the values the handler
+// saw are cut from it), so an idle connection cannot be made to hold a head.
+func TestAnIdleConnectionKeepsNoReferenceToItsLastHead(t *testing.T) {
+	var seen atomic.Pointer[weak.Pointer[byte]]
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := r.Header.Get("X-Ms-Version")
+		p := weak.Make(unsafe.StringData(v))
+		seen.Store(&p)
+	})
+	_, ours := servers(t, h, nil)
+	c, err := net.Dial("tcp", ours)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, sdkHead("GET", "/x", "", ""))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	p := seen.Load()
+	if p == nil {
+		t.Fatal("the handler did not run")
+	}
+	// The server's goroutine may still be finishing the answer: collected
+	// until the head is gone, for up to 5 s.
+	for deadline := time.Now().Add(5 * time.Second); p.Value() != nil && time.Now().Before(deadline); {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p.Value() != nil {
+		t.Errorf("the idle connection still refers to its last request's head")
 	}
 }

@@ -1,17 +1,21 @@
 // Package h1serve serves HTTP/1.1 (and 1.0) on a listener with net/http's
 // semantics and less of its per-request work: the API port's server.
 //
-// A request is read with http.ReadRequest, the same code net/http's server
-// parses with, so the framing rules that keep requests from being smuggled
-// (Content-Length and Transfer-Encoding checked, both refused together,
-// chunked bodies decoded, unsupported transfer codings answered 501) are
-// net/http's own. The header lines the Cosmos DB SDKs send (x-ms-...,
-// Authorization, User-Agent and a few more, never one http.ReadRequest
-// reads) and the Host line are parsed here when the whole head is buffered
-// and plain (CRLF lines, no folding, printable ASCII, origin form,
-// HTTP/1.1): interned keys, the values substrings of one string; the rest
-// of the head is still read by http.ReadRequest, and the request is the one
-// it makes of the whole head (head.go says why). Around it, the server
+// A request's head is parsed here when the whole head is buffered, plain
+// (CRLF lines, no folding, printable ASCII, origin form, HTTP/1.1) and
+// valid, with nothing in it that net/http rewrites (no Transfer-Encoding,
+// no Pragma, no second Host or Content-Length line, a path url.URL keeps as
+// it is): the request made is the one http.ReadRequest would make (the
+// method, target and values substrings of one string, the keys interned),
+// its body the Content-Length's bytes read as net/http's body reads them.
+// Any other head (an invalid one included) is read by http.ReadRequest,
+// the code net/http's server parses with, so that the framing rules that
+// keep requests from being smuggled (Content-Length and Transfer-Encoding
+// checked, both refused together, chunked bodies decoded, unsupported
+// transfer codings answered 501) and every error are net/http's own; the
+// header lines the Cosmos DB SDKs send and the Host line are still taken
+// out of such a head first where it is buffered and plain (head.go says
+// why and how). Around it, the server
 // does what net/http's conn.serve does, in the same order and with the
 // same answers:
 //

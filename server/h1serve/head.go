@@ -3,8 +3,13 @@ package h1serve
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"net/http"
 	"net/textproto"
+	"net/url"
+	"sync"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // The header lines an SDK sends are parsed here instead of by
@@ -181,8 +186,10 @@ func (c *conn) splitHead(buf []byte) (skip int, split []splitLine, block, host s
 	return skip, lines, block, host
 }
 
-// readHead reads a request from br as http.ReadRequest(br) does, taking
-// the SDK's header lines out of its head first where splitHead can.
+// readHead reads a request from br as http.ReadRequest(br) does: parsed by
+// parseWhole where it can (the request is then c.headReq, whose URL and
+// body readRequest moves into the response), else by http.ReadRequest,
+// the SDK's header lines taken out of its head first where splitHead can.
 func (c *conn) readHead(br *bufio.Reader) (*http.Request, error) {
 	// The head is looked at once buffered, as http.ReadRequest's first
 	// read would buffer it; an error is the one that read would return.
@@ -192,6 +199,10 @@ func (c *conn) readHead(br *bufio.Reader) (*http.Request, error) {
 	var split []splitLine
 	var block, host string
 	if buf, _ := br.Peek(br.Buffered()); len(buf) > 0 {
+		if n := c.parseWhole(buf, br); n > 0 {
+			br.Discard(n)
+			return &c.headReq, nil
+		}
 		var skip int
 		if skip, split, block, host = c.splitHead(buf); skip >= 0 {
 			br.Discard(skip)
@@ -220,3 +231,348 @@ func (c *conn) readHead(br *bufio.Reader) (*http.Request, error) {
 	req.Host = host
 	return req, nil
 }
+
+// The whole head is parsed here, and http.ReadRequest not called, when the
+// head is of the plain form splitHead asks for (see above) and, moreover,
+// valid, with nothing in it that http.ReadRequest changes the request for:
+// the method a token, the target an origin-form path of bytes url.URL
+// keeps as they are (no escape, so Path is the target and RawPath empty)
+// and any query, every key a token, no Host line twice, no
+// Transfer-Encoding (so no chunked body and no trailers), no Pragma, at
+// most one Content-Length, of 1 to 18 digits. The request made is then
+// the one http.ReadRequest would make: Method, RequestURI and the header's
+// values substrings of one string, the keys interned (or textproto's
+// canonical keys), Host out of the header and in req.Host, Close when a
+// Connection line has the token close, the body the Content-Length's
+// bytes read as net/http's body reads them. Anything else (an error
+// included) is left to splitHead and http.ReadRequest, which answer it as
+// before.
+
+// wholeHeaderKeys maps the lower-case keys parseWhole interns to their
+// canonical keys: the SDKs' and the few others clients commonly send.
+var wholeHeaderKeys = func() map[string]string {
+	m := make(map[string]string, len(sdkHeaderKeys)+16)
+	for n, k := range sdkHeaderKeys {
+		m[n] = k
+	}
+	for _, n := range []string{"content-length", "connection", "keep-alive", "trailer", "te", "upgrade", "cookie",
+		"origin", "referer", "range", "x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "x-real-ip",
+		"x-request-id", "via"} {
+		m[n] = textproto.CanonicalMIMEHeaderKey(n)
+	}
+	return m
+}()
+
+// pathByte reports whether url.URL keeps b in a path as it is: unescaped,
+// and not escaped by URL.EscapedPath (shouldEscape's encodePath mode).
+func pathByte(b byte) bool {
+	switch {
+	case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
+		return true
+	}
+	switch b {
+	case '-', '.', '_', '~', '/', '$', '&', '+', ',', ':', ';', '=', '@':
+		return true
+	}
+	return false
+}
+
+// tokenByte reports whether b may be in a header key or a method (RFC 7230
+// tchar), as textproto's validHeaderFieldByte and net/http's isToken.
+func tokenByte(b byte) bool {
+	switch {
+	case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
+		return true
+	}
+	switch b {
+	case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
+		return true
+	}
+	return false
+}
+
+// wholeLine is a header line of a head parseWhole reads: its key and
+// where its value is in the head.
+type wholeLine struct {
+	key        string
+	start, end int
+}
+
+// parseWhole parses the head at the start of buf, the bytes buffered in
+// c.bufr, into c.headReq (its URL c.headURL, its body c.headBody reading
+// from br) when it is of the form described above, and returns the head's
+// length; 0 when it leaves it to splitHead and http.ReadRequest.
+func (c *conn) parseWhole(buf []byte, br *bufio.Reader) int {
+	// The request line: "METHOD /target HTTP/1.1".
+	eol := bytes.IndexByte(buf, '\n')
+	if eol < 1 || buf[eol-1] != '\r' {
+		return 0
+	}
+	line := buf[:eol-1]
+	sp := bytes.IndexByte(line, ' ')
+	if sp < 1 || !bytes.HasSuffix(line, []byte(" HTTP/1.1")) {
+		return 0
+	}
+	for _, b := range line[:sp] {
+		if !tokenByte(b) {
+			return 0
+		}
+	}
+	targetEnd := len(line) - len(" HTTP/1.1")
+	if sp+1 >= targetEnd || line[sp+1] != '/' {
+		return 0
+	}
+	q := -1
+	for i := sp + 1; i < targetEnd; i++ {
+		b := line[i]
+		if q < 0 && b == '?' {
+			q = i
+			continue
+		}
+		if q < 0 && !pathByte(b) || q >= 0 && (b <= 0x20 || b > 0x7e) {
+			return 0
+		}
+	}
+
+	lines := c.wholeLines[:0]
+	defer func() { c.wholeLines = lines[:0] }() // kept for the next head
+	hostAt := [2]int{-1, -1}
+	clAt := [2]int{-1, -1}
+	var lower [maxSplitKey]byte
+	pos, headEnd, n := eol+1, -1, 0
+	for headEnd < 0 {
+		i := bytes.IndexByte(buf[pos:], '\n')
+		if i < 1 || buf[pos+i-1] != '\r' {
+			return 0 // the head goes on past the buffer, or a bare LF
+		}
+		line := buf[pos : pos+i-1]
+		start := pos
+		pos += i + 1
+		if len(line) == 0 {
+			headEnd = pos
+			break
+		}
+		if n++; n > maxSplitLines {
+			return 0
+		}
+		colon := -1
+		for j, b := range line {
+			if b == ':' && colon < 0 {
+				colon = j
+			} else if colon < 0 && !tokenByte(b) || (b < 0x20 || b > 0x7e) && b != '\t' {
+				return 0 // an invalid key (folded lines included) or value
+			}
+		}
+		if colon < 1 {
+			return 0
+		}
+		vs, ve := start+colon+1, start+len(line)
+		for vs < ve && (buf[vs] == ' ' || buf[vs] == '\t') {
+			vs++
+		}
+		for ve > vs && (buf[ve-1] == ' ' || buf[ve-1] == '\t') {
+			ve--
+		}
+		key := ""
+		if colon <= maxSplitKey {
+			for j, b := range line[:colon] {
+				if 'A' <= b && b <= 'Z' {
+					b += 'a' - 'A'
+				}
+				lower[j] = b
+			}
+			switch name := lower[:colon]; string(name) {
+			case "host":
+				if hostAt[0] >= 0 {
+					return 0 // http.ReadRequest refuses two
+				}
+				hostAt = [2]int{vs, ve}
+				continue
+			case "content-length":
+				if clAt[0] >= 0 {
+					return 0 // two: refused or deduplicated by http.ReadRequest
+				}
+				clAt = [2]int{vs, ve}
+			case "pragma", "transfer-encoding":
+				return 0
+			default:
+				key = wholeHeaderKeys[string(name)]
+			}
+			if key == "" && string(lower[:colon]) == "content-length" {
+				key = "Content-Length"
+			}
+		}
+		if key == "" {
+			// The key, canonicalized once the head's string is made,
+			// then its value.
+			lines = append(lines, wholeLine{start: start, end: start + colon})
+			lines = append(lines, wholeLine{start: vs, end: ve})
+			continue
+		}
+		lines = append(lines, wholeLine{key: key, start: vs, end: ve})
+	}
+	var cl int64
+	if clAt[0] >= 0 {
+		d := buf[clAt[0]:clAt[1]]
+		if len(d) == 0 || len(d) > 18 {
+			return 0
+		}
+		for _, b := range d {
+			if b < '0' || b > '9' {
+				return 0
+			}
+			cl = cl*10 + int64(b-'0')
+		}
+	}
+
+	// One string holds the request line and every value.
+	block := string(buf[:headEnd])
+	// The common methods interned: the connection keeps the last one
+	// (lastMethod), which would otherwise keep the head's string.
+	method := block[:sp]
+	switch method {
+	case "GET":
+		method = "GET"
+	case "POST":
+		method = "POST"
+	case "PUT":
+		method = "PUT"
+	case "PATCH":
+		method = "PATCH"
+	case "DELETE":
+		method = "DELETE"
+	case "HEAD":
+		method = "HEAD"
+	case "OPTIONS":
+		method = "OPTIONS"
+	}
+	target := block[sp+1 : targetEnd]
+	c.headURL = url.URL{}
+	u := &c.headURL
+	switch {
+	case q < 0:
+		u.Path = target
+	case q == targetEnd-1: // the only '?'
+
+		u.Path, u.ForceQuery = target[:len(target)-1], true
+	default:
+		u.Path, u.RawQuery = target[:q-sp-1], target[q-sp:]
+	}
+	if hostAt[0] >= 0 {
+		n-- // a key fewer: at most 8 keys fit a map's smallest form (2 allocations; 4 beyond)
+	}
+	h := make(http.Header, n)
+	vals := make([]string, n)
+	nv := 0
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		key := l.key
+		if key == "" {
+			key = textproto.CanonicalMIMEHeaderKey(block[l.start:l.end])
+			i++
+			l = lines[i]
+		}
+		v := block[l.start:l.end]
+		if vv := h[key]; vv != nil {
+			h[key] = append(vv, v)
+		} else {
+			vals[nv] = v
+			h[key] = vals[nv : nv+1 : nv+1]
+			nv++
+		}
+	}
+	host := ""
+	if hostAt[0] >= 0 {
+		host = block[hostAt[0]:hostAt[1]]
+	}
+	c.headReq = http.Request{
+		Method:        method,
+		URL:           u,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          http.NoBody,
+		ContentLength: cl,
+		Close:         httpguts.HeaderValuesContainsToken(h["Connection"], "close"),
+		Host:          host,
+		RequestURI:    target,
+	}
+	if cl > 0 {
+		c.headBody.init(br, cl, c.headReq.Close)
+		c.headReq.Body = &c.headBody
+	}
+	return headEnd
+}
+
+// clBody is a body of Content-Length bytes, read as net/http's body reads
+// one (Read, Close and their errors), for the requests parseWhole makes.
+type clBody struct {
+	mu      sync.Mutex
+	r       *bufio.Reader
+	n       int64 // bytes left
+	closing bool  // the request's Close
+	sawEOF  bool
+	closed  bool
+}
+
+func (b *clBody) init(r *bufio.Reader, n int64, closing bool) {
+	b.r, b.n, b.closing, b.sawEOF, b.closed = r, n, closing, false, false
+}
+
+func (b *clBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return 0, http.ErrBodyReadAfterClose
+	}
+	return b.readLocked(p)
+}
+
+func (b *clBody) readLocked(p []byte) (n int, err error) {
+	if b.sawEOF {
+		return 0, io.EOF
+	}
+	// io.LimitedReader's Read.
+	if b.n <= 0 {
+		err = io.EOF
+	} else {
+		if int64(len(p)) > b.n {
+			p = p[:b.n]
+		}
+		n, err = b.r.Read(p)
+		b.n -= int64(n)
+	}
+	if err == io.EOF {
+		b.sawEOF = true
+		if b.n > 0 {
+			err = io.ErrUnexpectedEOF
+		}
+	}
+	if err == nil && n > 0 && b.n == 0 {
+		err = io.EOF
+		b.sawEOF = true
+	}
+	return n, err
+}
+
+// Close is net/http's body's Close for a body with no trailer: the rest is
+// read, unless its end was seen or the connection closes next (h1serve's
+// body calls it only once the end was seen).
+func (b *clBody) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	var err error
+	if !b.sawEOF && !b.closing {
+		_, err = io.Copy(io.Discard, readerFunc(b.readLocked))
+	}
+	b.closed = true
+	return err
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }

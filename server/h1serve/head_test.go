@@ -39,14 +39,33 @@ func (p *pieces) Read(b []byte) (int, error) {
 type readOutcome struct {
 	reqs  []string
 	err   string
-	split int // requests whose head splitHead took lines out of
+	split int // requests whose head was not left whole to http.ReadRequest
+	whole int // requests whose head parseWhole parsed
 }
 
 func describe(req *http.Request) string {
-	body, berr := io.ReadAll(req.Body)
-	return fmt.Sprintf("%q %q %q %q %d.%d %#v\nheader %#v\nhost %q cl %d te %q close %v\nbody %q %v trailer %#v",
+	// The body read in pieces of 7 bytes: each read's count and error
+	// (an io.EOF with the last bytes or after them), then read after its
+	// end, closed, and read after Close.
+	var body []byte
+	var reads strings.Builder
+	for range 1 << 20 {
+		var p [7]byte
+		n, err := req.Body.Read(p[:])
+		body = append(body, p[:n]...)
+		fmt.Fprintf(&reads, "%d %v,", n, err)
+		if err != nil {
+			break
+		}
+	}
+	n, err := req.Body.Read(make([]byte, 7))
+	cerr := req.Body.Close()
+	n2, err2 := req.Body.Read(make([]byte, 7))
+	cerr2 := req.Body.Close()
+	return fmt.Sprintf("%q %q %q %q %d.%d %#v\nheader %#v\nhost %q cl %d te %q close %v\nbody %q reads %s then %d %v close %v, %d %v close %v trailer %#v getbody %v",
 		req.Method, req.RequestURI, req.URL.String(), req.Proto, req.ProtoMajor, req.ProtoMinor, *req.URL,
-		req.Header, req.Host, req.ContentLength, req.TransferEncoding, req.Close, body, berr, req.Trailer)
+		req.Header, req.Host, req.ContentLength, req.TransferEncoding, req.Close, body, reads.String(), n, err, cerr, n2, err2, cerr2,
+		req.Trailer, req.GetBody != nil)
 }
 
 // readAll reads the stream's requests (at most 8) with read.
@@ -72,18 +91,21 @@ func readAll(data []byte, first int, read func(*bufio.Reader) (*http.Request, er
 func readBoth(data []byte, first int) (std, ours readOutcome) {
 	std = readAll(data, first, http.ReadRequest)
 	c := &conn{}
-	split := 0
+	split, whole := 0, 0
 	ours = readAll(data, first, func(br *bufio.Reader) (*http.Request, error) {
 		br.Peek(1) // as readHead does first
 		if buf, _ := br.Peek(br.Buffered()); len(buf) > 0 {
 			scratch := &conn{}
-			if skip, _, _, _ := scratch.splitHead(bytes.Clone(buf)); skip >= 0 {
+			if scratch.parseWhole(bytes.Clone(buf), nil) > 0 {
+				whole++
+				split++
+			} else if skip, _, _, _ := scratch.splitHead(bytes.Clone(buf)); skip >= 0 {
 				split++
 			}
 		}
 		return c.readHead(br)
 	})
-	ours.split = split
+	ours.split, ours.whole = split, whole
 	return std, ours
 }
 
@@ -195,7 +217,98 @@ func headCases() []struct {
 		{"truncated body", upsert[:len(upsert)-3], true},
 		{"leading crlf", "\r\n" + read, false},
 		{"expect", replace(upsert, "Accept-Encoding", "Expect: 100-continue\r\nAccept-Encoding"), true},
+
+		// The forms parseWhole parses, and those next to them it leaves
+		// to http.ReadRequest.
+		{"plain head without sdk lines", "GET /x HTTP/1.1\r\nHost: h\r\n\r\n", false},
+		{"plain head with an unknown key", "GET /x HTTP/1.1\r\nHost: h\r\nx-some-thing: 1\r\n\r\n", false},
+		{"query", replace(read, "/docs/r", "/docs/r?a=1&b=%zz&c=d/e?f#g"), true},
+		{"empty query", replace(read, "/docs/r", "/docs/r?"), true},
+		{"two question marks at the end", replace(read, "/docs/r", "/docs/r??"), true},
+		{"question mark then query", replace(read, "/docs/r", "/docs/r?x?"), true},
+		{"query with non-ascii", replace(read, "/docs/r", "/docs/r?\xc3\xa9"), true},
+		{"query with del", replace(read, "/docs/r", "/docs/r?\x7f"), true},
+		{"percent-escaped path", replace(read, "/docs/r", "/docs/r%20s%2Fx"), true},
+		{"bad percent escape", replace(read, "/docs/r", "/docs/r%2"), true},
+		{"path bytes url escapes", replace(read, "/docs/r", "/docs/r!'()*[]{}\"^`|"), true},
+		{"path bytes url keeps", replace(read, "/docs/r", "/docs/r-._~$&+,:;=@x"), true},
+		{"double slash path", replace(read, "/dbs/db", "//dbs/db"), true},
+		{"path with hash", replace(read, "/docs/r", "/docs/r#f"), true},
+		{"path with non-ascii", replace(read, "/docs/r", "/docs/\xc3\xa9"), true},
+		{"path with a control byte", replace(read, "/docs/r", "/docs/\x01r"), true},
+		{"lower-case method", replace(read, "GET /dbs", "get /dbs"), true},
+		{"extension method", replace(read, "GET /dbs", "M-SEARCH /dbs"), true},
+		{"connect with a path", replace(read, "GET /dbs", "CONNECT /dbs"), true},
+		{"options", replace(read, "GET /dbs/db/colls/c/docs/r", "OPTIONS /"), true},
+		{"http/1.2", replace(read, "HTTP/1.1", "HTTP/1.2"), false},
+		{"lower-case version", replace(read, "HTTP/1.1", "http/1.1"), false},
+		{"cl zero", replace(upsert, "Content-Length: 19\r\n", "Content-Length: 0\r\n"), true},
+		{"cl leading zeros", replace(upsert, "Content-Length: 19\r\n", "Content-Length: 0019\r\n"), true},
+		{"cl spaces", replace(upsert, "Content-Length: 19\r\n", "Content-Length: \t 19 \t\r\n"), true},
+		{"cl lower case", replace(upsert, "Content-Length: 19\r\n", "content-LENGTH: 19\r\n"), true},
+		{"cl plus", replace(upsert, "Content-Length: 19\r\n", "Content-Length: +19\r\n"), true},
+		{"cl minus", replace(upsert, "Content-Length: 19\r\n", "Content-Length: -19\r\n"), true},
+		{"cl empty", replace(upsert, "Content-Length: 19\r\n", "Content-Length:\r\n"), true},
+		{"cl hex", replace(upsert, "Content-Length: 19\r\n", "Content-Length: 0x13\r\n"), true},
+		{"cl 18 digits", replace(upsert, "Content-Length: 19\r\n", "Content-Length: 000000000000000019\r\n"), true},
+		{"cl 19 digits", replace(upsert, "Content-Length: 19\r\n", "Content-Length: 0000000000000000019\r\n"), true},
+		{"cl over int63", replace(upsert, "Content-Length: 19\r\n", "Content-Length: 9223372036854775808\r\n"), true},
+		{"cl shorter than the body", replace(upsert, "Content-Length: 19\r\n", "Content-Length: 5\r\n"), true},
+		{"cl longer than the body", replace(upsert, "Content-Length: 19\r\n", "Content-Length: 30\r\n"), true},
+		{"cl of a get", replace(read, "Accept-Encoding: gzip\r\n", "Content-Length: 3\r\nAccept-Encoding: gzip\r\n") + "abc" + read, true},
+		{"cl space before colon", replace(upsert, "Content-Length:", "Content-Length :"), true},
+		{"te lower case", replace(upsert, "Content-Length: 19\r\n", "transfer-encoding: chunked\r\n") + "0\r\n\r\n", true},
+		{"te identity", replace(upsert, "Content-Length: 19\r\n", "Transfer-Encoding: identity\r\n"), true},
+		{"trailer without te", replace(upsert, "Content-Length: 19\r\n", "Content-Length: 19\r\nTrailer: X-Ms-Date\r\n"), true},
+		{"connection close and keep-alive", replace(read, "Accept-Encoding", "Connection: keep-alive, Close\r\nAccept-Encoding") + read, true},
+		{"connection close in a second line", replace(read, "Accept-Encoding", "Connection: keep-alive\r\nconnection: foo,close\r\nAccept-Encoding") + read, true},
+		{"connection closed", replace(read, "Accept-Encoding", "Connection: closed\r\nAccept-Encoding") + read, true},
+		{"connection close of an upsert", replace(upsert, "Accept-Encoding", "Connection: close\r\nAccept-Encoding") + read, true},
+		{"keys to canonicalize", replace(read, "Accept-Encoding: gzip\r\n", "x-some-thing: 1\r\nX-SOME-THING: 2\r\nx-1a-b2: 3\r\nUSER-AGENT: 4\r\nwww-authenticate: 5\r\n"), true},
+		{"keys textproto keeps", replace(read, "Accept-Encoding: gzip\r\n", "X_Under: 1\r\nx!#$%&'*+.^_`|~y: 2\r\n"), true},
+		{"canonical unknown key", replace(read, "Accept-Encoding: gzip\r\n", "X-Canonical-Key: 1\r\n"), true},
+		{"long unknown key", replace(read, "Accept-Encoding: gzip\r\n", strings.Repeat("ab-", 40)+": 1\r\n"), true},
+		{"long key like content-length", replace(upsert, "Accept-Encoding: gzip\r\n", "Content-Length"+strings.Repeat("-x", 30)+": 1\r\n"), true},
+		{"value with colons and tabs", replace(read, "2020-11-05", "a:b\t:c  d"), true},
+		{"value of spaces only", replace(read, "2020-11-05", "   \t "), true},
+		{"host with tabs", replace(read, "Host: localhost:8081", "Host:\tlocalhost:8081\t"), true},
+		{"host upper case", replace(read, "Host: localhost:8081", "HOST: LOCALHOST"), true},
+		{"host with user info", replace(read, "Host: localhost:8081", "Host: u@h"), true},
+		{"host not first", replace(replace(read, "Host: localhost:8081\r\n", ""), "Accept-Encoding", "Host: h\r\nAccept-Encoding"), true},
+		{"nine keys", "GET /x HTTP/1.1\r\nHost: h\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\nE: 5\r\nF: 6\r\nG: 7\r\nH: 8\r\nI: 9\r\n\r\n", false},
+		{"eight keys and repeats", "GET /x HTTP/1.1\r\nHost: h\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\nA: 5\r\nF: 6\r\nG: 7\r\nH: 8\r\nI: 9\r\n\r\n", false},
+		{"128 lines", "GET /x HTTP/1.1\r\n" + strings.Repeat("X-Ms-Date: d\r\n", 127) + "Host: h\r\n\r\n", true},
+		{"129 lines", "GET /x HTTP/1.1\r\n" + strings.Repeat("X-Ms-Date: d\r\n", 128) + "Host: h\r\n\r\n", false},
+		{"colon first", replace(read, "Accept-Encoding: gzip\r\n", ":x: 1\r\n"), true},
+		{"tab in key", replace(read, "Accept-Encoding: gzip\r\n", "X\tY: 1\r\n"), true},
+		{"cr in host", replace(read, "Host: localhost:8081", "Host: local\rhost"), false},
+		{"nul in request line", replace(read, "GET /dbs", "GET\x00/dbs"), false},
+		{"tab in request line", replace(read, "GET /dbs", "GET\t/dbs"), false},
+		{"space at the request line's end", replace(read, "HTTP/1.1\r\n", "HTTP/1.1 \r\n"), false},
+		{"pipelined across forms", read + replace(read, "HTTP/1.1", "HTTP/1.0") + upsert + replace(upsert, "Content-Length: 19\r\n", "Transfer-Encoding: chunked\r\n")[:len(upsert)-19-1] + "\r\n13\r\n{\"id\":\"a\",\"pk\":\"p\"}\r\n0\r\n\r\n" + read, true},
 	}
+}
+
+// wholeHeads are the headCases whose first head parseWhole parses (the
+// rest it leaves to splitHead and http.ReadRequest).
+var wholeHeads = map[string]bool{
+	"go read": true, "go read pipelined": true, "go upsert": true, "js read": true, "python replace": true,
+	"odd case keys": true, "upper case keys": true, "duplicate sdk key": true, "duplicate sdk key apart": true,
+	"duplicate unknown key": true, "empty values": true, "spaces and tabs around values": true, "no host": true,
+	"empty host": true, "bad host": true, "pri origin": true, "connect": true, "connection close": true,
+	"sdk keys with framing values": true, "long key": true, "long value": true,
+	"truncated body": true, "expect": true, "invalid byte in sdk-like key": true,
+	"plain head without sdk lines": true, "plain head with an unknown key": true, "query": true, "empty query": true,
+	"two question marks at the end": true, "question mark then query": true, "path bytes url keeps": true,
+	"double slash path": true, "lower-case method": true, "extension method": true, "connect with a path": true,
+	"options": true, "cl zero": true, "cl leading zeros": true, "cl spaces": true, "cl lower case": true,
+	"cl 18 digits": true, "cl shorter than the body": true, "cl longer than the body": true, "cl of a get": true,
+	"trailer without te": true, "connection close and keep-alive": true, "connection close in a second line": true,
+	"connection closed": true, "connection close of an upsert": true, "keys to canonicalize": true,
+	"keys textproto keeps": true, "canonical unknown key": true, "long unknown key": true,
+	"long key like content-length": true, "value with colons and tabs": true, "value of spaces only": true,
+	"host with tabs": true, "host upper case": true, "host with user info": true, "host not first": true,
+	"nine keys": true, "eight keys and repeats": true, "128 lines": true, "pipelined across forms": true,
 }
 
 // TestReadHeadMakesTheRequestsHTTPReadRequestMakes: a stream read with
@@ -211,8 +324,11 @@ func TestReadHeadMakesTheRequestsHTTPReadRequestMakes(t *testing.T) {
 				t.Errorf("%s (first read %d bytes):\nhttp.ReadRequest: %d requests, %q\n%s\nreadHead: %d requests, %q\n%s",
 					tc.name, first, len(std.reqs), std.err, strings.Join(std.reqs, "\n"), len(ours.reqs), ours.err, strings.Join(ours.reqs, "\n"))
 			}
-			if first == 0 && (ours.split > 0) != tc.split {
-				t.Errorf("%s: splitHead took lines out of %d heads; want it to take them out of the first: %v", tc.name, ours.split, tc.split)
+			if first == 0 && (ours.split > 0) != (tc.split || wholeHeads[tc.name]) {
+				t.Errorf("%s: %d heads not left whole to http.ReadRequest; want the first not to be: %v", tc.name, ours.split, tc.split)
+			}
+			if first == 0 && (ours.whole > 0) != wholeHeads[tc.name] {
+				t.Errorf("%s: parseWhole parsed %d heads; want it to parse the first: %v", tc.name, ours.whole, wholeHeads[tc.name])
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/textproto"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -455,6 +456,20 @@ func (c *conn) readRequest(ctx context.Context) (*response, error) {
 	w.ctx.init(ctx)
 	w.reqStore = *req.WithContext(&w.ctx)
 	w.readReq = req
+	if req == &c.headReq {
+		// Made by parseWhole in the connection's scratch: its URL and
+		// body are moved into the response; it has no trailer to take.
+		w.readReq = nil
+		w.urlStore = *req.URL
+		w.reqStore.URL = &w.urlStore
+		if req.Body == &c.headBody {
+			w.clStore.init(c.bufr, req.ContentLength, req.Close)
+			w.reqStore.Body = &w.clStore
+		}
+		// The scratch keeps nothing of the head (its string, its header)
+		// while the connection waits for the next one.
+		c.headReq, c.headURL = http.Request{}, url.URL{}
+	}
 	req = &w.reqStore
 	req.RemoteAddr = c.remoteAddr
 	req.TLS = c.tlsState

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/textproto"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,6 +38,8 @@ type response struct {
 	reqBody       io.ReadCloser
 	body          *body          // nil without a body; else &bodyStore
 	bodyStore     body           // the body's wrapper, allocated with the response
+	urlStore      url.URL        // the URL of a request parseWhole made
+	clStore       clBody         // the body of a request parseWhole made
 	ctx           requestContext // the request's context
 	handlerHeader http.Header
 

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -267,6 +268,13 @@ type conn struct {
 	// splitHead's scratch.
 	splitLines []splitLine
 	splitRest  []byte
+
+	// parseWhole's scratch and the request it makes (moved into the
+	// response by readRequest).
+	wholeLines []wholeLine
+	headReq    http.Request
+	headURL    url.URL
+	headBody   clBody
 	outBuf     []byte
 	exclude    map[string]bool
 	watch      *time.Timer
