@@ -45,6 +45,31 @@ func (b *heldCommitBatch) CommitPipelined(ctx context.Context) (func() error, er
 	return func() error { <-b.s.synced; return nil }, nil
 }
 
+func newHeldCommitStore() *heldCommitStore {
+	return &heldCommitStore{Store: memory.New(), applied: make(chan struct{}), release: make(chan struct{}), synced: make(chan struct{})}
+}
+
+// holdWrite runs write with its commit held and returns once the write is
+// visible: written receives write's result, letGo lets its commit call
+// return and its fsync end (at the latest when the test ends, so that
+// the engine closes).
+func (s *heldCommitStore) holdWrite(t *testing.T, write func() error) (written <-chan error, letGo func()) {
+	s.hold.Store(true)
+	w := make(chan error, 1)
+	go func() { w <- write() }()
+	<-s.applied
+	var once sync.Once
+	letGo = func() {
+		once.Do(func() {
+			close(s.release)
+			s.isSynced.Store(true)
+			close(s.synced)
+		})
+	}
+	t.Cleanup(letGo)
+	return w, letGo
+}
+
 // TestAPointReadNeverReturnsAWriteBeforeItIsDurable: a write is visible
 // to reads from the moment its store applies it, before its commit call
 // returns and before its fsync; a point read that finds it then waits
@@ -53,7 +78,7 @@ func (b *heldCommitBatch) CommitPipelined(ctx context.Context) (func() error, er
 // its commit call returned: a read in between returned it at once.)
 func TestAPointReadNeverReturnsAWriteBeforeItIsDurable(t *testing.T) {
 	ctx := t.Context()
-	s := &heldCommitStore{Store: memory.New(), applied: make(chan struct{}), release: make(chan struct{}), synced: make(chan struct{})}
+	s := newHeldCommitStore()
 	e := openTestEngineWith(t, s, Options{SweepInterval: -1})
 	body := func(n string) []byte { return []byte(`{"id":"a","pk":"p","n":` + n + `}`) }
 	write := func(n string) error {
@@ -63,21 +88,7 @@ func TestAPointReadNeverReturnsAWriteBeforeItIsDurable(t *testing.T) {
 	if err := write("1"); err != nil {
 		t.Fatal(err)
 	}
-	s.hold.Store(true)
-	written := make(chan error, 1)
-	go func() { written <- write("2") }()
-	<-s.applied
-	// However the test ends, the held write is let go, so that the engine
-	// closes.
-	var let sync.Once
-	letGo := func() {
-		let.Do(func() {
-			close(s.release)
-			s.isSynced.Store(true)
-			close(s.synced)
-		})
-	}
-	defer letGo()
+	written, letGo := s.holdWrite(t, func() error { return write("2") })
 	type read struct {
 		body   string
 		synced bool
@@ -116,20 +127,20 @@ func TestAPointReadNeverReturnsAWriteBeforeItIsDurable(t *testing.T) {
 	}
 }
 
-// TestAPointReadWaitsOnlyForTheWriteOfTheRecordItReturns: a point read of
-// an item whose record is durable answers while another item's write is
-// visible but not durable (it used to wait for every write then pending),
-// and a point read that finds no item still waits for it (the absence may
-// be a pending delete's).
 // isStatus reports that err is an engine error of that status.
 func isStatus(err error, status int) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Status == status
 }
 
+// TestAPointReadWaitsOnlyForTheWriteOfTheRecordItReturns: a point read of
+// an item whose record is durable answers while another item's write is
+// visible but not durable (it used to wait for every write then pending),
+// and a point read that finds no item still waits for it (the absence may
+// be a pending delete's).
 func TestAPointReadWaitsOnlyForTheWriteOfTheRecordItReturns(t *testing.T) {
 	ctx := t.Context()
-	s := &heldCommitStore{Store: memory.New(), applied: make(chan struct{}), release: make(chan struct{}), synced: make(chan struct{})}
+	s := newHeldCommitStore()
 	e := openTestEngineWith(t, s, Options{SweepInterval: -1})
 	ref := func(id, pk string) *ItemRequest {
 		return &ItemRequest{Database: "db", Container: "c", ID: id, PartitionKey: StringKey(pk), HasPartitionKey: true}
@@ -143,19 +154,7 @@ func TestAPointReadWaitsOnlyForTheWriteOfTheRecordItReturns(t *testing.T) {
 	if err := write("a", "p", "1"); err != nil {
 		t.Fatal(err)
 	}
-	s.hold.Store(true)
-	written := make(chan error, 1)
-	go func() { written <- write("b", "q", "1") }()
-	<-s.applied
-	var let sync.Once
-	letGo := func() {
-		let.Do(func() {
-			close(s.release)
-			s.isSynced.Store(true)
-			close(s.synced)
-		})
-	}
-	defer letGo()
+	written, letGo := s.holdWrite(t, func() error { return write("b", "q", "1") })
 	// The durable item: answered at once, whatever else is pending. A
 	// wait would be for b's write, which only this test lets go.
 	type read struct {

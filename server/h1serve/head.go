@@ -263,32 +263,24 @@ var wholeHeaderKeys = func() map[string]string {
 	return m
 }()
 
-// pathByte reports whether url.URL keeps b in a path as it is: unescaped,
+// pathBytes are the bytes url.URL keeps in a path as they are: unescaped,
 // and not escaped by URL.EscapedPath (shouldEscape's encodePath mode).
-func pathByte(b byte) bool {
-	switch {
-	case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
-		return true
-	}
-	switch b {
-	case '-', '.', '_', '~', '/', '$', '&', '+', ',', ':', ';', '=', '@':
-		return true
-	}
-	return false
-}
+var pathBytes = byteSet("-._~/$&+,:;=@")
 
-// tokenByte reports whether b may be in a header key or a method (RFC 7230
+// tokenBytes are the bytes a header key or a method may hold (RFC 7230
 // tchar), as textproto's validHeaderFieldByte and net/http's isToken.
-func tokenByte(b byte) bool {
-	switch {
-	case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
-		return true
+var tokenBytes = byteSet("!#$%&'*+-.^_`|~")
+
+// byteSet is the ASCII letters and digits and the bytes of extra.
+func byteSet(extra string) *[256]bool {
+	var set [256]bool
+	for b := range 256 {
+		set[b] = 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9'
 	}
-	switch b {
-	case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
-		return true
+	for i := range len(extra) {
+		set[extra[i]] = true
 	}
-	return false
+	return &set
 }
 
 // wholeLine is a header line of a head parseWhole reads: its key and
@@ -314,7 +306,7 @@ func (c *conn) parseWhole(buf []byte, br *bufio.Reader) int {
 		return 0
 	}
 	for _, b := range line[:sp] {
-		if !tokenByte(b) {
+		if !tokenBytes[b] {
 			return 0
 		}
 	}
@@ -329,7 +321,7 @@ func (c *conn) parseWhole(buf []byte, br *bufio.Reader) int {
 			q = i
 			continue
 		}
-		if q < 0 && !pathByte(b) || q >= 0 && (b <= 0x20 || b > 0x7e) {
+		if q < 0 && !pathBytes[b] || q >= 0 && (b <= 0x20 || b > 0x7e) {
 			return 0
 		}
 	}
@@ -359,7 +351,7 @@ func (c *conn) parseWhole(buf []byte, br *bufio.Reader) int {
 		for j, b := range line {
 			if b == ':' && colon < 0 {
 				colon = j
-			} else if colon < 0 && !tokenByte(b) || (b < 0x20 || b > 0x7e) && b != '\t' {
+			} else if colon < 0 && !tokenBytes[b] || (b < 0x20 || b > 0x7e) && b != '\t' {
 				return 0 // an invalid key (folded lines included) or value
 			}
 		}
