@@ -177,11 +177,16 @@ func Open(dir string, opts Options) (*Store, error) {
 	el := s.stalls.listener()
 	popts.EventListener = &el
 	popts.Experimental.FileCacheShards = 2
-	// Bloom filters on every level: creates and point reads of keys that do
-	// not exist (every create checks its id first) then skip most tables.
+	// Bloom filters on every level but the last: creates and point reads of
+	// keys that do not exist (every create checks its id first) then skip
+	// most tables. Pebble's Get never reads a last-level table's filter
+	// (only iterators asking for them do, and the store opens none), so
+	// the last level has none: every compaction into it would build one
+	// for nothing.
 	for i := range popts.Levels {
 		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
+	popts.Levels[len(popts.Levels)-1].FilterPolicy = pebbledb.NoFilterPolicy
 	if opts.tune != nil {
 		opts.tune(popts)
 	}
