@@ -95,3 +95,52 @@ func tablesPerLevel(levels [][]pebbledb.SSTableInfo) []int {
 	}
 	return n
 }
+
+// TestTablesOfAFewMegabytesHaveOneIndexBlock: a table the size of those
+// the store flushes and compacts keeps its index in one block, so that a
+// Get reads one index block per table, not a top-level index and then a
+// second-level one (Pebble's two-level index, past its index block size).
+func TestTablesOfAFewMegabytesHaveOneIndexBlock(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(t.TempDir(), Options{InMemory: true, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	value := make([]byte, 100)
+	for i := range 30 {
+		b := s.NewBatch()
+		for j := range 1000 {
+			if err := b.Set(fmt.Appendf(nil, "D\x00\x00\x00\x01item-%08d", i*1000+j), value); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+	}
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	levels, err := s.db.SSTables(pebbledb.WithProperties())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables int
+	for l, ts := range levels {
+		for _, tb := range ts {
+			tables++
+			if tb.Properties.IndexPartitions != 0 {
+				t.Errorf("a table of L%d (%d bytes, %d data blocks) has a two-level index of %d partitions",
+					l, tb.Size, tb.Properties.NumDataBlocks, tb.Properties.IndexPartitions)
+			}
+		}
+	}
+	if tables == 0 {
+		t.Fatal("no table after a flush")
+	}
+	if v, err := s.Get(ctx, []byte("D\x00\x00\x00\x01item-00012345")); err != nil || len(v) != len(value) {
+		t.Errorf("get of a flushed key: %d bytes, %v", len(v), err)
+	}
+}

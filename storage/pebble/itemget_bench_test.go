@@ -16,13 +16,6 @@ import (
 // itemGetTunes are settings BenchmarkItemGet compares with the store's own
 // when ORRERY_BENCH_PEBBLE_TUNE names one (or one of itemWriteTunes).
 var itemGetTunes = map[string]func(*Options){
-	"index1": func(o *Options) {
-		o.tune = func(p *pebbledb.Options) {
-			for i := range p.Levels {
-				p.Levels[i].IndexBlockSize = 256 << 10
-			}
-		}
-	},
 	"l0-2": func(o *Options) {
 		o.tune = func(p *pebbledb.Options) { p.L0CompactionThreshold = 2 }
 	},

@@ -121,6 +121,14 @@ var itemWriteTunes = map[string]func(*Options){
 	"filter-last": func(o *Options) {
 		o.tune = func(p *pebbledb.Options) { p.Levels[len(p.Levels)-1].FilterPolicy = bloom.FilterPolicy(10) }
 	},
+	// Pebble's default index: two-level past 4 KB of index.
+	"index4k": func(o *Options) {
+		o.tune = func(p *pebbledb.Options) {
+			for i := range p.Levels {
+				p.Levels[i].IndexBlockSize = 4 << 10
+			}
+		}
+	},
 	"rowblocks": func(o *Options) {
 		o.tune = func(p *pebbledb.Options) { p.FormatMajorVersion = pebbledb.FormatFlushableIngestExcises }
 	},
