@@ -15,11 +15,7 @@ import (
 
 // itemGetTunes are settings BenchmarkItemGet compares with the store's own
 // when ORRERY_BENCH_PEBBLE_TUNE names one (or one of itemWriteTunes).
-var itemGetTunes = map[string]func(*Options){
-	"l0-2": func(o *Options) {
-		o.tune = func(p *pebbledb.Options) { p.L0CompactionThreshold = 2 }
-	},
-}
+var itemGetTunes = map[string]func(*Options){}
 
 // BenchmarkItemGet counts what the engine's read of an item's record
 // before its write costs Pebble, in a store shaped like the server's after

@@ -111,6 +111,9 @@ var itemWriteTunes = map[string]func(*Options){
 	"l0-8": func(o *Options) {
 		o.tune = func(p *pebbledb.Options) { p.L0CompactionThreshold, p.L0StopWritesThreshold = 8, 16 }
 	},
+	"l0-2": func(o *Options) {
+		o.tune = func(p *pebbledb.Options) { p.L0CompactionThreshold = 2 }
+	},
 	"mem8-l0-8": func(o *Options) {
 		o.MemTableSize = 8 << 20
 		o.tune = func(p *pebbledb.Options) { p.L0CompactionThreshold, p.L0StopWritesThreshold = 8, 16 }
