@@ -13,10 +13,6 @@ import (
 	"github.com/orrery-db/orrery/storage"
 )
 
-// itemGetTunes are settings BenchmarkItemGet compares with the store's own
-// when ORRERY_BENCH_PEBBLE_TUNE names one (or one of itemWriteTunes).
-var itemGetTunes = map[string]func(*Options){}
-
 // BenchmarkItemGet counts what the engine's read of an item's record
 // before its write costs Pebble, in a store shaped like the server's after
 // a few seconds of its upsert benchmark: 10,000 items written over and over
@@ -29,6 +25,9 @@ var itemGetTunes = map[string]func(*Options){}
 // hits and misses, all exact counts of Pebble's metrics for the same
 // store; ns/op moves with the machine's load. The LSM's shape when reads
 // start is printed (tables and sublevels per level, memtables).
+// ORRERY_BENCH_PEBBLE_TUNE names other settings (see itemWriteTunes);
+// ORRERY_BENCH_PEBBLE_GET=iter-l6 reads through an iterator that checks
+// the last level's filters, which Pebble's Get never does.
 func BenchmarkItemGet(b *testing.B) {
 	for _, absent := range []bool{false, true} {
 		name := "present"
@@ -43,10 +42,7 @@ func benchItemGet(b *testing.B, absent bool) {
 	ctx := b.Context()
 	opts := Options{NoSync: true}
 	if name := os.Getenv("ORRERY_BENCH_PEBBLE_TUNE"); name != "" {
-		tune, ok := itemGetTunes[name]
-		if !ok {
-			tune, ok = itemWriteTunes[name]
-		}
+		tune, ok := itemWriteTunes[name]
 		if !ok {
 			b.Fatalf("ORRERY_BENCH_PEBBLE_TUNE: no settings named %q", name)
 		}
