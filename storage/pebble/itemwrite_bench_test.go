@@ -16,6 +16,7 @@ import (
 	"unsafe"
 
 	pebbledb "github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/sstable/block"
 
 	"github.com/orrery-db/orrery/storage"
@@ -110,12 +111,26 @@ var itemWriteTunes = map[string]func(*Options){
 	"l0-8": func(o *Options) {
 		o.tune = func(p *pebbledb.Options) { p.L0CompactionThreshold, p.L0StopWritesThreshold = 8, 16 }
 	},
+	"l0-2": func(o *Options) {
+		o.tune = func(p *pebbledb.Options) { p.L0CompactionThreshold = 2 }
+	},
 	"mem8-l0-8": func(o *Options) {
 		o.MemTableSize = 8 << 20
 		o.tune = func(p *pebbledb.Options) { p.L0CompactionThreshold, p.L0StopWritesThreshold = 8, 16 }
 	},
 	"file8m": func(o *Options) {
 		o.tune = func(p *pebbledb.Options) { p.TargetFileSizes[0] = 8 << 20 }
+	},
+	"filter-last": func(o *Options) {
+		o.tune = func(p *pebbledb.Options) { p.Levels[len(p.Levels)-1].FilterPolicy = bloom.FilterPolicy(10) }
+	},
+	// Pebble's default index: two-level past 4 KB of index.
+	"index4k": func(o *Options) {
+		o.tune = func(p *pebbledb.Options) {
+			for i := range p.Levels {
+				p.Levels[i].IndexBlockSize = 4 << 10
+			}
+		}
 	},
 	"rowblocks": func(o *Options) {
 		o.tune = func(p *pebbledb.Options) { p.FormatMajorVersion = pebbledb.FormatFlushableIngestExcises }
@@ -291,6 +306,18 @@ func benchItemWrite(b *testing.B, items uint64, replace bool) {
 	b.ReportMetric(float64(compWritten)/float64(b.N), "compact-written-B/op")
 	b.ReportMetric(float64(m.ReadAmp()), "read-amp")
 	b.ReportMetric(float64(m.DiskSpaceUsage())/float64(b.N), "disk-B/op")
+	// The share of the tables' bytes that are bloom filters (of the tables
+	// in the store at the end: a compaction writes them in that share).
+	if levels, err := s.db.SSTables(pebbledb.WithProperties()); err == nil {
+		var filters, size uint64
+		for _, l := range levels {
+			for _, t := range l {
+				filters += t.Properties.FilterSize
+				size += t.Size
+			}
+		}
+		b.ReportMetric(100*float64(filters)/float64(max(size, 1)), "filter-%")
+	}
 	reportRate(b)
 	// Point reads of items written, in the state the writes left (the
 	// read amplification above): the CPU each costs the reading thread

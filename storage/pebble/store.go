@@ -32,6 +32,9 @@ const (
 	DefaultCacheSize = 32 << 20
 	// DefaultMemTableSize is the memtable size when Options.MemTableSize is 0.
 	DefaultMemTableSize = 16 << 20
+	// indexBlockSize is the size a table's index block may reach before
+	// Pebble splits it into a two-level index (see Open).
+	indexBlockSize = 256 << 10
 )
 
 // ownerFile names, in the data directory, the file holding the process id
@@ -177,11 +180,23 @@ func Open(dir string, opts Options) (*Store, error) {
 	el := s.stalls.listener()
 	popts.EventListener = &el
 	popts.Experimental.FileCacheShards = 2
-	// Bloom filters on every level: creates and point reads of keys that do
-	// not exist (every create checks its id first) then skip most tables.
+	// Bloom filters on every level but the last: creates and point reads of
+	// keys that do not exist (every create checks its id first) then skip
+	// most tables. Pebble's Get never reads a last-level table's filter
+	// (only iterators asking for them do, and the store opens none), so
+	// the last level has none: every compaction into it would build one
+	// for nothing.
+	//
+	// One index block per table up to tables of about 30 MB (the store's
+	// are a few MB: Pebble's target is 2 MB in L0, 4 MB in the first level
+	// it compacts into) rather than Pebble's two-level index past 4 KB of
+	// index: a Get then looks up one index block per table it reads, not
+	// two (BenchmarkItemGet: one block cache lookup fewer per table).
 	for i := range popts.Levels {
 		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		popts.Levels[i].IndexBlockSize = indexBlockSize
 	}
+	popts.Levels[len(popts.Levels)-1].FilterPolicy = pebbledb.NoFilterPolicy
 	if opts.tune != nil {
 		opts.tune(popts)
 	}
