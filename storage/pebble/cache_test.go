@@ -23,16 +23,7 @@ func TestBlockCacheHoldsBlocksBesideFullMemtables(t *testing.T) {
 	// batches well under half a memtable (larger ones bypass memtables).
 	value := make([]byte, 1000)
 	for i := range 6 * memTable / len(value) / 100 {
-		b := s.NewBatch()
-		for j := range 100 {
-			if err := b.Set(fmt.Appendf(nil, "k%08d", i*100+j), value); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := b.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
-		b.Close()
+		setKeys(t, s, i*100, (i+1)*100, "k%08d", value)
 	}
 	if err := s.db.Flush(); err != nil {
 		t.Fatal(err)
@@ -60,5 +51,21 @@ func TestBlockCacheHoldsBlocksBesideFullMemtables(t *testing.T) {
 	}
 	if held := storeMetric(t, s, "orrery_storage_block_cache_bytes"); held == 0 {
 		t.Error("the block cache holds no bytes after reads of a table")
+	}
+}
+
+// setKeys commits, in one batch, the keys format gives numbers from to
+// to (not included), each set to value.
+func setKeys(t *testing.T, s *Store, from, to int, format string, value []byte) {
+	t.Helper()
+	b := s.NewBatch()
+	defer b.Close()
+	for i := from; i < to; i++ {
+		if err := b.Set(fmt.Appendf(nil, format, i), value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

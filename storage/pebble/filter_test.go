@@ -24,19 +24,7 @@ func TestFiltersOnlyWhereGetsReadThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	write := func(from, to int) {
-		t.Helper()
-		b := s.NewBatch()
-		defer b.Close()
-		for i := from; i < to; i++ {
-			if err := b.Set(fmt.Appendf(nil, "k%08d", i), []byte("v")); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := b.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(from, to int) { setKeys(t, s, from, to, "k%08d", []byte("v")) }
 	// The first keys compacted into the last level, twice (the first
 	// compaction may move the flushed table as it is, filter and all; the
 	// second merges the table over it), the next flushed into L0 over them.
@@ -109,16 +97,7 @@ func TestTablesOfAFewMegabytesHaveOneIndexBlock(t *testing.T) {
 	defer s.Close()
 	value := make([]byte, 100)
 	for i := range 30 {
-		b := s.NewBatch()
-		for j := range 1000 {
-			if err := b.Set(fmt.Appendf(nil, "D\x00\x00\x00\x01item-%08d", i*1000+j), value); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := b.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
-		b.Close()
+		setKeys(t, s, i*1000, (i+1)*1000, "D\x00\x00\x00\x01item-%08d", value)
 	}
 	if err := s.db.Flush(); err != nil {
 		t.Fatal(err)
