@@ -758,14 +758,20 @@ function itemsTab(ctx, panel) {
   // pages[i] is the continuation that reads page i (null for the first).
   let pages = [null];
   let page = 0;
+  // loads counts the loads begun: a load's answer is shown only when no
+  // later load began meanwhile (a page size changed while the first page
+  // was on its way would otherwise be overwritten by the older answer).
+  let loads = 0;
 
   async function load() {
+    const mine = ++loads;
     error.textContent = '';
     const headers = { 'x-ms-max-item-count': pageSize.value };
     if (pages[page]) headers['x-ms-continuation'] = pages[page];
     if (tokenScope) headers['x-ms-documentdb-partitionkeyrangeid'] = '0';
     try {
       const res = await client.request('GET', [...ctx.segs, 'docs'], { headers });
+      if (mine !== loads) return;
       const docs = res.body?.Documents || [];
       pages = pages.slice(0, page + 1);
       if (res.continuation) pages.push(res.continuation);
@@ -781,7 +787,7 @@ function itemsTab(ctx, panel) {
       prev.disabled = page === 0;
       next.disabled = !res.continuation;
     } catch (err) {
-      error.textContent = describe(err);
+      if (mine === loads) error.textContent = describe(err);
     }
   }
   prev.addEventListener('click', () => { page--; load(); });

@@ -135,6 +135,32 @@ test('browse, page, create, edit, delete items', async () => {
   await context.close();
 });
 
+test('an answer to an earlier page request never replaces a later one', async () => {
+  const { page, context, errors } = await newPage();
+  // The first page's answer (25 a page, asked as the container opens) is
+  // held until the page size changed to 100 has been answered and shown.
+  let release;
+  const held = new Promise((r) => { release = r; });
+  const first = (r) => r.url().endsWith('/dbs/shop/colls/orders/docs') && r.method() === 'GET' && r.headers()['x-ms-max-item-count'] === '25';
+  await page.route('**/dbs/shop/colls/orders/docs', async (route) => {
+    if (first(route.request())) await held;
+    await route.continue();
+  });
+  await signIn(page);
+  await openOrders(page);
+  await page.getByLabel('Items per page').selectOption('100');
+  await page.getByText(/^Page 1 · 30 items/).waitFor();
+  const landed = page.waitForResponse((r) => first(r.request()));
+  release();
+  await (await landed).finished();
+  // The page has handled the older answer once its handlers ran: let them.
+  await page.waitForTimeout(500);
+  assert.equal(await itemRows(page).count(), 30, 'the 100-a-page answer is still shown');
+  await page.getByText(/^Page 1 · 30 items/).waitFor();
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('query with parameters shows results and the request charge', async () => {
   const { page, context, errors } = await newPage();
   await signIn(page);
