@@ -58,7 +58,12 @@ type readGroup struct {
 
 // newReadGroups bounds the point-read round trips in flight by the
 // gateway's CPUs (at least two): more would not be served sooner, each
-// costing a wake-up of its own on both sides.
+// costing a wake-up of its own on both sides. Fewer would cost latency:
+// on two CPUs a bound of one, against two, took PostgreSQL a third less
+// CPU a read under 16 clients of the SDK (median 32 against 47 µs) and
+// the gateway no less, but two clients' reads waited for each other's
+// round trips (median latency 1.02-1.07 ms against 0.53-0.56) and lost
+// 20-35% of their reads a second.
 func newReadGroups() readGroups {
 	return readGroups{max: max(2, runtime.GOMAXPROCS(0))}
 }
