@@ -86,6 +86,96 @@ type splitLine struct {
 	start, end int
 }
 
+// headLines walks the header lines of a head at the start of buf, from
+// pos (the line after the request line), for splitHead and parseWhole:
+// each call of next walks one line and reports true, until the head's
+// empty line (end is then the head's length) or a line that makes the head
+// not plain (end stays 0): a line not ending in CRLF within buf (the head
+// goes on past the buffer, or a bare LF), the maxSplitLines+1st header
+// line, a folded line, a byte that is not printable ASCII, space or tab.
+type headLines struct {
+	buf []byte
+	pos int // where the next line starts
+	n   int // the header lines walked
+	end int // the head's length, once its empty line is walked
+
+	// The line walked last: buf[start:pos], its CRLF included.
+	start int
+	// colon is the index in the line of its first colon (-1: none);
+	// token tells whether the bytes before it are a token (none are not).
+	colon int
+	token bool
+	// vs, ve: where the value (after the colon) is in buf, without the
+	// spaces and tabs at both ends.
+	vs, ve int
+	// lower[:nameLen] is the key lower-cased when the line has a colon
+	// within maxSplitKey bytes (see name).
+	nameLen int
+	lower   [maxSplitKey]byte
+}
+
+// name is the key of the line walked last, lower-cased, when it has a
+// colon within maxSplitKey bytes; else nil.
+func (h *headLines) name() []byte {
+	if h.nameLen < 0 {
+		return nil
+	}
+	return h.lower[:h.nameLen]
+}
+
+func (h *headLines) next() bool {
+	buf := h.buf
+	i := bytes.IndexByte(buf[h.pos:], '\n')
+	if i < 1 || buf[h.pos+i-1] != '\r' {
+		return false // the head goes on past the buffer, or a bare LF
+	}
+	line := buf[h.pos : h.pos+i-1]
+	h.start = h.pos
+	h.pos += i + 1
+	if len(line) == 0 {
+		h.end = h.pos
+		return false
+	}
+	if h.n++; h.n > maxSplitLines || line[0] == ' ' || line[0] == '\t' {
+		return false // too many lines, or a folded one
+	}
+	h.colon, h.token = -1, true
+	for j, b := range line {
+		if b == ':' && h.colon < 0 {
+			h.colon = j
+		} else if h.colon < 0 && !tokenBytes[b] {
+			h.token = false
+		}
+		if (b < 0x20 || b > 0x7e) && b != '\t' {
+			return false
+		}
+	}
+	h.nameLen = -1
+	if h.colon < 1 {
+		h.token = false
+	}
+	if h.colon < 0 {
+		return true
+	}
+	h.vs, h.ve = h.start+h.colon+1, h.start+len(line)
+	for h.vs < h.ve && (buf[h.vs] == ' ' || buf[h.vs] == '\t') {
+		h.vs++
+	}
+	for h.ve > h.vs && (buf[h.ve-1] == ' ' || buf[h.ve-1] == '\t') {
+		h.ve--
+	}
+	if h.colon <= maxSplitKey {
+		for j, b := range line[:h.colon] {
+			if 'A' <= b && b <= 'Z' {
+				b += 'a' - 'A'
+			}
+			h.lower[j] = b
+		}
+		h.nameLen = h.colon
+	}
+	return true
+}
+
 // splitHead takes the SDK's header lines and the Host line out of the head
 // at the start of buf, the bytes buffered in c.bufr (see above). When it
 // does, it writes the rest of the head back into the buffer, just before
@@ -108,63 +198,33 @@ func (c *conn) splitHead(buf []byte) (skip int, split []splitLine, block, host s
 	defer func() { c.splitRest, c.splitLines = rest[:0], lines[:0] }() // kept for the next head
 	rest = append(rest, buf[:eol+1]...)
 	hostAt := [2]int{-1, -1}
-	var lower [maxSplitKey]byte
-	pos, headEnd, n := eol+1, -1, 0
-	for headEnd < 0 {
-		i := bytes.IndexByte(buf[pos:], '\n')
-		if i < 1 || buf[pos+i-1] != '\r' {
-			return -1, nil, "", "" // the head goes on past the buffer, or a bare LF
-		}
-		line := buf[pos : pos+i-1]
-		start := pos
-		pos += i + 1
-		if len(line) == 0 {
-			headEnd = pos
-			break
-		}
-		if n++; n > maxSplitLines || line[0] == ' ' || line[0] == '\t' {
-			return -1, nil, "", "" // a folded line
-		}
-		for _, b := range line {
-			if (b < 0x20 || b > 0x7e) && b != '\t' {
-				return -1, nil, "", ""
-			}
-		}
-		colon := bytes.IndexByte(line, ':')
-		if colon < 0 || colon > maxSplitKey {
-			rest = append(rest, buf[start:pos]...)
+	hl := headLines{buf: buf, pos: eol + 1}
+	for hl.next() {
+		name := hl.name()
+		if name == nil {
+			rest = append(rest, buf[hl.start:hl.pos]...)
 			continue
-		}
-		for j, b := range line[:colon] {
-			if 'A' <= b && b <= 'Z' {
-				b += 'a' - 'A'
-			}
-			lower[j] = b
-		}
-		name := lower[:colon]
-		vs, ve := start+colon+1, start+len(line)
-		for vs < ve && (buf[vs] == ' ' || buf[vs] == '\t') {
-			vs++
-		}
-		for ve > vs && (buf[ve-1] == ' ' || buf[ve-1] == '\t') {
-			ve--
 		}
 		switch string(name) {
 		case "host":
 			if hostAt[0] >= 0 {
 				return -1, nil, "", "" // http.ReadRequest refuses two
 			}
-			hostAt = [2]int{vs, ve}
+			hostAt = [2]int{hl.vs, hl.ve}
 			continue
 		case "pragma":
 			return -1, nil, "", "" // http.ReadRequest may set Cache-Control
 		}
 		key, ok := sdkHeaderKeys[string(name)]
 		if !ok {
-			rest = append(rest, buf[start:pos]...)
+			rest = append(rest, buf[hl.start:hl.pos]...)
 			continue
 		}
-		lines = append(lines, splitLine{key: key, start: vs, end: ve})
+		lines = append(lines, splitLine{key: key, start: hl.vs, end: hl.ve})
+	}
+	headEnd := hl.end
+	if headEnd == 0 {
+		return -1, nil, "", "" // not plain, or the head goes on past the buffer
 	}
 	if len(lines) == 0 {
 		return -1, nil, "", ""
@@ -187,10 +247,10 @@ func (c *conn) splitHead(buf []byte) (skip int, split []splitLine, block, host s
 }
 
 // readHead reads a request from br as http.ReadRequest(br) does: parsed by
-// parseWhole where it can (the request is then c.headReq, whose URL and
-// body readRequest moves into the response), else by http.ReadRequest,
-// the SDK's header lines taken out of its head first where splitHead can.
-func (c *conn) readHead(br *bufio.Reader) (*http.Request, error) {
+// parseWhole where it can, into w (the response the request is for: its
+// reqStore, urlStore and clStore), else by http.ReadRequest, the SDK's
+// header lines taken out of its head first where splitHead can.
+func (c *conn) readHead(br *bufio.Reader, w *response) (*http.Request, error) {
 	// The head is looked at once buffered, as http.ReadRequest's first
 	// read would buffer it; an error is the one that read would return.
 	if _, err := br.Peek(1); err != nil {
@@ -199,9 +259,9 @@ func (c *conn) readHead(br *bufio.Reader) (*http.Request, error) {
 	var split []splitLine
 	var block, host string
 	if buf, _ := br.Peek(br.Buffered()); len(buf) > 0 {
-		if n := c.parseWhole(buf, br); n > 0 {
+		if n := c.parseWhole(buf, br, w); n > 0 {
 			br.Discard(n)
-			return &c.headReq, nil
+			return &w.reqStore, nil
 		}
 		var skip int
 		if skip, split, block, host = c.splitHead(buf); skip >= 0 {
@@ -291,10 +351,11 @@ type wholeLine struct {
 }
 
 // parseWhole parses the head at the start of buf, the bytes buffered in
-// c.bufr, into c.headReq (its URL c.headURL, its body c.headBody reading
-// from br) when it is of the form described above, and returns the head's
-// length; 0 when it leaves it to splitHead and http.ReadRequest.
-func (c *conn) parseWhole(buf []byte, br *bufio.Reader) int {
+// c.bufr, into the request the handler will see, w.reqStore (its URL
+// w.urlStore, its body w.clStore reading from br), when it is of the form
+// described above, and returns the head's length; 0 when it leaves it to
+// splitHead and http.ReadRequest (w's fields are then left as they were).
+func (c *conn) parseWhole(buf []byte, br *bufio.Reader, w *response) int {
 	// The request line: "METHOD /target HTTP/1.1".
 	eol := bytes.IndexByte(buf, '\n')
 	if eol < 1 || buf[eol-1] != '\r' {
@@ -330,78 +391,44 @@ func (c *conn) parseWhole(buf []byte, br *bufio.Reader) int {
 	defer func() { c.wholeLines = lines[:0] }() // kept for the next head
 	hostAt := [2]int{-1, -1}
 	clAt := [2]int{-1, -1}
-	var lower [maxSplitKey]byte
-	pos, headEnd, n := eol+1, -1, 0
-	for headEnd < 0 {
-		i := bytes.IndexByte(buf[pos:], '\n')
-		if i < 1 || buf[pos+i-1] != '\r' {
-			return 0 // the head goes on past the buffer, or a bare LF
-		}
-		line := buf[pos : pos+i-1]
-		start := pos
-		pos += i + 1
-		if len(line) == 0 {
-			headEnd = pos
-			break
-		}
-		if n++; n > maxSplitLines {
-			return 0
-		}
-		colon := -1
-		for j, b := range line {
-			if b == ':' && colon < 0 {
-				colon = j
-			} else if colon < 0 && !tokenBytes[b] || (b < 0x20 || b > 0x7e) && b != '\t' {
-				return 0 // an invalid key (folded lines included) or value
-			}
-		}
-		if colon < 1 {
-			return 0
-		}
-		vs, ve := start+colon+1, start+len(line)
-		for vs < ve && (buf[vs] == ' ' || buf[vs] == '\t') {
-			vs++
-		}
-		for ve > vs && (buf[ve-1] == ' ' || buf[ve-1] == '\t') {
-			ve--
+	hl := headLines{buf: buf, pos: eol + 1}
+	for hl.next() {
+		if !hl.token {
+			return 0 // an invalid key
 		}
 		key := ""
-		if colon <= maxSplitKey {
-			for j, b := range line[:colon] {
-				if 'A' <= b && b <= 'Z' {
-					b += 'a' - 'A'
-				}
-				lower[j] = b
-			}
-			switch name := lower[:colon]; string(name) {
+		if name := hl.name(); name != nil {
+			switch string(name) {
 			case "host":
 				if hostAt[0] >= 0 {
 					return 0 // http.ReadRequest refuses two
 				}
-				hostAt = [2]int{vs, ve}
+				hostAt = [2]int{hl.vs, hl.ve}
 				continue
 			case "content-length":
 				if clAt[0] >= 0 {
 					return 0 // two: refused or deduplicated by http.ReadRequest
 				}
-				clAt = [2]int{vs, ve}
+				clAt = [2]int{hl.vs, hl.ve}
+				key = "Content-Length"
 			case "pragma", "transfer-encoding":
 				return 0
 			default:
 				key = wholeHeaderKeys[string(name)]
 			}
-			if key == "" && string(lower[:colon]) == "content-length" {
-				key = "Content-Length"
-			}
 		}
 		if key == "" {
 			// The key, canonicalized once the head's string is made,
 			// then its value.
-			lines = append(lines, wholeLine{start: start, end: start + colon})
-			lines = append(lines, wholeLine{start: vs, end: ve})
+			lines = append(lines, wholeLine{start: hl.start, end: hl.start + hl.colon})
+			lines = append(lines, wholeLine{start: hl.vs, end: hl.ve})
 			continue
 		}
-		lines = append(lines, wholeLine{key: key, start: vs, end: ve})
+		lines = append(lines, wholeLine{key: key, start: hl.vs, end: hl.ve})
+	}
+	headEnd, n := hl.end, hl.n
+	if headEnd == 0 {
+		return 0 // not plain, or the head goes on past the buffer
 	}
 	var cl int64
 	if clAt[0] >= 0 {
@@ -439,13 +466,12 @@ func (c *conn) parseWhole(buf []byte, br *bufio.Reader) int {
 		method = "OPTIONS"
 	}
 	target := block[sp+1 : targetEnd]
-	c.headURL = url.URL{}
-	u := &c.headURL
+	u := &w.urlStore
+	*u = url.URL{}
 	switch {
 	case q < 0:
 		u.Path = target
 	case q == targetEnd-1: // the only '?'
-
 		u.Path, u.ForceQuery = target[:len(target)-1], true
 	default:
 		u.Path, u.RawQuery = target[:q-sp-1], target[q-sp:]
@@ -477,7 +503,7 @@ func (c *conn) parseWhole(buf []byte, br *bufio.Reader) int {
 	if hostAt[0] >= 0 {
 		host = block[hostAt[0]:hostAt[1]]
 	}
-	c.headReq = http.Request{
+	w.reqStore = http.Request{
 		Method:        method,
 		URL:           u,
 		Proto:         "HTTP/1.1",
@@ -491,8 +517,8 @@ func (c *conn) parseWhole(buf []byte, br *bufio.Reader) int {
 		RequestURI:    target,
 	}
 	if cl > 0 {
-		c.headBody.init(br, cl, c.headReq.Close)
-		c.headReq.Body = &c.headBody
+		w.clStore.init(br, cl, w.reqStore.Close)
+		w.reqStore.Body = &w.clStore
 	}
 	return headEnd
 }

@@ -96,14 +96,14 @@ func readBoth(data []byte, first int) (std, ours readOutcome) {
 		br.Peek(1) // as readHead does first
 		if buf, _ := br.Peek(br.Buffered()); len(buf) > 0 {
 			scratch := &conn{}
-			if scratch.parseWhole(bytes.Clone(buf), nil) > 0 {
+			if scratch.parseWhole(bytes.Clone(buf), nil, &response{}) > 0 {
 				whole++
 				split++
 			} else if skip, _, _, _ := scratch.splitHead(bytes.Clone(buf)); skip >= 0 {
 				split++
 			}
 		}
-		return c.readHead(br)
+		return c.readHead(br, &response{c: c})
 	})
 	ours.split, ours.whole = split, whole
 	return std, ours

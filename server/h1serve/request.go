@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/textproto"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -409,7 +408,15 @@ func (c *conn) readRequest(ctx context.Context) (*response, error) {
 		c.bufr.Discard(numLeadingCRorLF(peek))
 	}
 	c.r.startRecording(c.bufr)
-	req, err := c.readHead(c.bufr)
+	// The response is made once a head has begun (not for the end of a
+	// connection): parseWhole makes the request in it.
+	var w *response
+	_, err := c.bufr.Peek(1)
+	var req *http.Request
+	if err == nil {
+		w = &response{c: c, contentLength: -1}
+		req, err = c.readHead(c.bufr, w)
+	}
 	raw := c.r.stopRecording(c.bufr)
 	if err != nil {
 		if c.r.hitReadLimit() {
@@ -444,32 +451,17 @@ func (c *conn) readRequest(ctx context.Context) (*response, error) {
 
 	c.rwc.SetReadDeadline(wholeReqDeadline)
 
-	w := &response{
-		c:                c,
-		contentLength:    -1,
-		wants10KeepAlive: req.ProtoMajor == 1 && req.ProtoMinor == 0 && hasToken(headerGet(req.Header, "Connection"), "keep-alive"),
-		wantsClose:       req.Close || hasToken(headerGet(req.Header, "Connection"), "close"),
-	}
+	w.wants10KeepAlive = req.ProtoMajor == 1 && req.ProtoMinor == 0 && hasToken(headerGet(req.Header, "Connection"), "keep-alive")
+	w.wantsClose = req.Close || hasToken(headerGet(req.Header, "Connection"), "close")
 	// The request and its context are kept in the response's allocation:
 	// WithContext, inlined here, copies it there instead of into an
-	// allocation of its own.
+	// allocation of its own. One parseWhole made is there already (its
+	// URL and body too), with no trailer to take.
 	w.ctx.init(ctx)
-	w.reqStore = *req.WithContext(&w.ctx)
-	w.readReq = req
-	if req == &c.headReq {
-		// Made by parseWhole in the connection's scratch: its URL and
-		// body are moved into the response; it has no trailer to take.
-		w.readReq = nil
-		w.urlStore = *req.URL
-		w.reqStore.URL = &w.urlStore
-		if req.Body == &c.headBody {
-			w.clStore.init(c.bufr, req.ContentLength, req.Close)
-			w.reqStore.Body = &w.clStore
-		}
-		// The scratch keeps nothing of the head (its string, its header)
-		// while the connection waits for the next one.
-		c.headReq, c.headURL = http.Request{}, url.URL{}
+	if req != &w.reqStore {
+		w.readReq = req
 	}
+	w.reqStore = *req.WithContext(&w.ctx)
 	req = &w.reqStore
 	req.RemoteAddr = c.remoteAddr
 	req.TLS = c.tlsState

@@ -11,7 +11,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/url"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -269,12 +268,8 @@ type conn struct {
 	splitLines []splitLine
 	splitRest  []byte
 
-	// parseWhole's scratch and the request it makes (moved into the
-	// response by readRequest).
+	// parseWhole's scratch.
 	wholeLines []wholeLine
-	headReq    http.Request
-	headURL    url.URL
-	headBody   clBody
 	outBuf     []byte
 	exclude    map[string]bool
 	watch      *time.Timer
