@@ -9,8 +9,4 @@ import (
 
 // TestMain stops the PostgreSQL server the counted budget's postgres rows
 // start (pgtest's shared one), if they started it.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	pgtest.StopShared()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }

@@ -28,10 +28,10 @@ import (
 	"github.com/orrery-db/orrery/storage/postgres/pgtest"
 )
 
-// TestMain removes the binary the tests built.
+// TestMain stops pgtest's shared server and removes the binary the tests
+// built.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	pgtest.StopShared()
+	code := pgtest.Run(m)
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}

@@ -16,11 +16,8 @@ import (
 	"github.com/orrery-db/orrery/storage/storagetest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	pgtest.StopShared()
-	os.Exit(code)
-}
+// TestMain stops pgtest's shared server when the tests end.
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
 
 func open(t *testing.T, url string) *postgres.Store {
 	t.Helper()

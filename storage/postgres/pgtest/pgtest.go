@@ -3,7 +3,8 @@
 // a database of its own, dropped when the test ends. The binaries are
 // found on PATH or where Debian's postgresql package puts them; when there
 // are none the test is skipped, unless ORRERY_REQUIRE_POSTGRES=1, which
-// makes it fail. A package that uses it calls StopShared from TestMain.
+// makes it fail. A package that uses it ends its tests with Run (or calls
+// StopShared from a TestMain of its own).
 //
 // When the test runs as root, the server runs as the postgres user, as
 // PostgreSQL refuses to run as root. The shared server runs without fsync
@@ -286,6 +287,18 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Run runs the package's tests (m.Run), then stops the shared server if
+// they started it (StopShared), and returns m.Run's exit code, for
+// TestMain to exit with: os.Exit(pgtest.Run(m)). A package whose tests
+// start the shared server must stop it when they end, or the postmaster
+// outlives the test binary (until the watchdog notices, a second or more
+// later, or for good if the watchdog could not start).
+func Run(m *testing.M) int {
+	code := m.Run()
+	StopShared()
+	return code
 }
 
 // StopShared stops the shared server, if one was started, and removes its
