@@ -659,7 +659,7 @@ func TestAHeadParsedHereCostsNoMoreMemoryThanNetHTTPsParseAndItsHead(t *testing.
 			brs := make([]*bufio.Reader, 50)
 			for i := range brs {
 				brs[i] = bufio.NewReader(bytes.NewReader(data))
-				brs[i].Peek(1)
+				brs[i].Peek(1) // as readRequest peeks before readHead
 			}
 			var m0, m1 runtime.MemStats
 			runtime.ReadMemStats(&m0)

@@ -250,12 +250,12 @@ func (c *conn) splitHead(buf []byte) (skip int, split []splitLine, block, host s
 // parseWhole where it can, into w (the response the request is for: its
 // reqStore, urlStore and clStore), else by http.ReadRequest, the SDK's
 // header lines taken out of its head first where splitHead can.
+//
+// Its caller has peeked a byte of br (readRequest does, to know that a
+// head has begun before it makes the response), so that the head is
+// looked at once buffered, as http.ReadRequest's first read would buffer
+// it; an error of that peek is the one http.ReadRequest would return.
 func (c *conn) readHead(br *bufio.Reader, w *response) (*http.Request, error) {
-	// The head is looked at once buffered, as http.ReadRequest's first
-	// read would buffer it; an error is the one that read would return.
-	if _, err := br.Peek(1); err != nil {
-		return nil, err
-	}
 	var split []splitLine
 	var block, host string
 	if buf, _ := br.Peek(br.Buffered()); len(buf) > 0 {

@@ -93,7 +93,10 @@ func readBoth(data []byte, first int) (std, ours readOutcome) {
 	c := &conn{}
 	split, whole := 0, 0
 	ours = readAll(data, first, func(br *bufio.Reader) (*http.Request, error) {
-		br.Peek(1) // as readHead does first
+		// A byte peeked first, as readRequest peeks it before readHead.
+		if _, err := br.Peek(1); err != nil {
+			return nil, err
+		}
 		if buf, _ := br.Peek(br.Buffered()); len(buf) > 0 {
 			scratch := &conn{}
 			if scratch.parseWhole(bytes.Clone(buf), nil, &response{}) > 0 {

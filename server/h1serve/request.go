@@ -409,7 +409,8 @@ func (c *conn) readRequest(ctx context.Context) (*response, error) {
 	}
 	c.r.startRecording(c.bufr)
 	// The response is made once a head has begun (not for the end of a
-	// connection): parseWhole makes the request in it.
+	// connection): parseWhole makes the request in it. readHead reads the
+	// head this peek buffered.
 	var w *response
 	_, err := c.bufr.Peek(1)
 	var req *http.Request
